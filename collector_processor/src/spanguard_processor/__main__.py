@@ -1,0 +1,3 @@
+from spanguard_processor.cli import main
+
+main()

@@ -1,0 +1,82 @@
+"""The ``spanguard`` command: a thin client of the library.
+
+Subcommands are imported lazily, so ``spanguard --help`` stays fast and a command's heavy
+imports (numpy, grpc) load only when it runs. Exit codes, for every command:
+
+* 0 — success, the gate passed;
+* 1 — the gate failed (a fairness metric or a regression check);
+* 2 — bad input or usage (the message names the file, line and field);
+* 3 — an internal error, i.e. a bug in spanguard (with a traceback to report).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from spanguard.exceptions import ConfigError, InputError
+
+from ._common import BadInput
+
+__all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+# name -> "module:attribute" of a click command; modules are imported on first use.
+COMMANDS: dict[str, str] = {
+    "demo": "spanguard_processor.cli.demo:demo",
+    "traces": "spanguard_processor.cli.traces:traces",
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (InputError, ConfigError) as exc:
+            raise BadInput(str(exc)) from None
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="spanguard", prog_name="spanguard")
+def cli() -> None:
+    """spanguard: counterfactual fairness and regression gates for LLM agents, from OTel spans.
+
+    \b
+    Quick tour:
+      spanguard demo                          instrumented agent -> OTLP -> reports
+      spanguard traces convert t.jsonl -f fairtrace -o records.jsonl
+
+    Exit codes: 0 pass, 1 gate failed, 2 bad input or usage, 3 internal error.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    try:
+        cli.main(args=argv, prog_name="spanguard", standalone_mode=True)
+    except SystemExit:
+        raise
+    except Exception:  # a bug, not a user mistake: say so, keep the traceback, exit 3
+        click.echo("spanguard: internal error (this is a bug; please report it):", err=True)
+        traceback.print_exc(file=sys.stderr)
+        sys.exit(EXIT_INTERNAL)

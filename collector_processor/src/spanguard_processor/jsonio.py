@@ -1,0 +1,117 @@
+"""Strict, deterministic JSON and JSONL reading and writing.
+
+Readers name the file and line of every problem; writers never emit NaN or Infinity, always
+write UTF-8 with LF line ends, and replace the target atomically so a crash never leaves half
+a file behind.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar, cast
+
+from spanguard.exceptions import InputError, TraceFormatError
+
+from .model import AgentTrace
+
+__all__ = [
+    "dumps_line",
+    "iter_jsonl",
+    "open_binary",
+    "open_text",
+    "read_agent_traces",
+    "write_jsonl",
+    "write_text_atomic",
+]
+
+T = TypeVar("T")
+
+
+def dumps_line(obj: Any) -> str:
+    """One JSON line: UTF-8 text, key order as given, no NaN (raises ValueError instead)."""
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """Open a file for reading bytes, decompressing ``.gz`` files transparently."""
+    if path.suffix == ".gz":
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return path.open("rb")
+
+
+def open_text(path: Path) -> IO[str]:
+    """Open a (possibly gzipped) file as strict UTF-8 text; decoding errors surface per line."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict", newline="\n")
+
+
+def iter_jsonl(
+    path: Path, error: type[InputError] = TraceFormatError
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for every non-blank line; a UTF-8 BOM is ignored.
+
+    Raises ``error`` naming the file and line for invalid UTF-8 or invalid JSON.
+    """
+    name = str(path)
+    try:
+        stream = open_binary(path)
+    except OSError as exc:
+        raise error(f"cannot be read: {exc.strerror or exc}.", file=name) from None
+    with stream:
+        for number, raw in enumerate(stream, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(
+                    f"is not valid UTF-8 (byte {exc.start}); re-encode the file as UTF-8.",
+                    file=name,
+                    line=number,
+                ) from None
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise error(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
+                            file=name, line=number) from None
+            yield number, value
+
+
+def read_agent_traces(path: Path) -> Iterator[AgentTrace]:
+    """Read an agent-trace JSONL file, validating every line."""
+    return _read_validated(path, AgentTrace.from_dict)
+
+
+def _read_validated(path: Path, build: Callable[[Any], T]) -> Iterator[T]:
+    for number, value in iter_jsonl(path):
+        try:
+            yield build(value)
+        except InputError as exc:
+            raise exc.located(file=str(path), line=number) from None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8 to ``path`` through a temporary file and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> int:
+    """Write one JSON line per row, atomically; returns the number of rows written."""
+    lines = [dumps_line(row) for row in rows]
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
+    return len(lines)

@@ -1,0 +1,321 @@
+"""The assembled agent trace: one request of an agent, as both evaluators read it.
+
+One JSON object per request. Field names follow the two formats we stay compatible with
+(fairtrace scenario records and trace2eval log rows); :mod:`spanguard_processor.formats`
+converts to both. ``from_dict`` is strict: unknown keys, wrong types and non-finite numbers are
+rejected with a :class:`~spanguard.exceptions.TraceFormatError` that names the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from spanguard.exceptions import TraceFormatError
+
+__all__ = [
+    "AgentTrace",
+    "JSONScalar",
+    "ProcessTrace",
+    "RetrievedDocument",
+    "ToolCall",
+]
+
+JSONScalar: TypeAlias = str | int | float | bool | None
+
+_TRACE_KEYS = (
+    "trace_id", "request_id", "seed_id", "variant_id", "assignments", "repeat", "input",
+    "output", "latency_ms", "cost_usd", "feedback", "retried", "expect", "metadata", "trace",
+    "partial", "source",
+)
+_PROCESS_KEYS = (
+    "tool_calls", "retrieved_documents", "plan_steps", "escalated", "escalation_reason",
+    "friction_points",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool the agent called, in call order."""
+
+    name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedDocument:
+    """One retrieved document: its id, the group it belongs to, its 1-based rank and score."""
+
+    id: str | None
+    group: str | None
+    rank: int | None
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "group": self.group, "rank": self.rank, "score": self.score}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessTrace:
+    """What the agent did, content-free: the signals fairness metrics compare."""
+
+    tool_calls: tuple[ToolCall, ...] = ()
+    retrieved_documents: tuple[RetrievedDocument, ...] = ()
+    plan_steps: tuple[str, ...] = ()
+    escalated: bool = False
+    escalation_reason: str | None = None
+    friction_points: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_calls": [t.to_dict() for t in self.tool_calls],
+            "retrieved_documents": [d.to_dict() for d in self.retrieved_documents],
+            "plan_steps": list(self.plan_steps),
+            "escalated": self.escalated,
+            "escalation_reason": self.escalation_reason,
+            "friction_points": list(self.friction_points),
+        }
+
+    @classmethod
+    def from_dict(cls, data: object, path: str = "trace") -> ProcessTrace:
+        obj = _mapping(data, path)
+        _reject_unknown(obj, _PROCESS_KEYS, path)
+        tools = tuple(
+            ToolCall(_tool_name(item, f"{path}.tool_calls[{i}]"))
+            for i, item in enumerate(_list(obj.get("tool_calls", []), f"{path}.tool_calls"))
+        )
+        docs = tuple(
+            _document(item, f"{path}.retrieved_documents[{i}]")
+            for i, item in enumerate(
+                _list(obj.get("retrieved_documents", []), f"{path}.retrieved_documents")
+            )
+        )
+        return cls(
+            tool_calls=tools,
+            retrieved_documents=docs,
+            plan_steps=_str_tuple(obj.get("plan_steps", []), f"{path}.plan_steps", nonempty=True),
+            escalated=_bool(obj.get("escalated", False), f"{path}.escalated"),
+            escalation_reason=_reason(obj.get("escalation_reason"), f"{path}.escalation_reason"),
+            friction_points=_str_tuple(
+                obj.get("friction_points", []), f"{path}.friction_points", nonempty=True
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTrace:
+    """One assembled agent request (see DESIGN.md, "The assembled agent trace")."""
+
+    trace_id: str
+    request_id: str | None = None
+    seed_id: str | None = None
+    variant_id: str | None = None
+    assignments: Mapping[str, str] = field(default_factory=dict)
+    repeat: int = 0
+    input: str | None = None
+    output: str | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    feedback: JSONScalar = None
+    retried: bool = False
+    expect: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    trace: ProcessTrace = field(default_factory=ProcessTrace)
+    partial: bool = False
+    source: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The id a report shows for this request: request id, else variant id, else trace id."""
+        return self.request_id or self.variant_id or self.trace_id
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, JSON-ready dict with a fixed key order."""
+        return {
+            "trace_id": self.trace_id,
+            "request_id": self.request_id,
+            "seed_id": self.seed_id,
+            "variant_id": self.variant_id,
+            "assignments": dict(sorted(self.assignments.items())),
+            "repeat": self.repeat,
+            "input": self.input,
+            "output": self.output,
+            "latency_ms": self.latency_ms,
+            "cost_usd": self.cost_usd,
+            "feedback": self.feedback,
+            "retried": self.retried,
+            "expect": dict(self.expect) if self.expect is not None else None,
+            "metadata": dict(self.metadata),
+            "trace": self.trace.to_dict(),
+            "partial": self.partial,
+            "source": list(self.source),
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> AgentTrace:
+        """Validate and build; raises :class:`TraceFormatError` naming the offending field."""
+        obj = _mapping(data, "")
+        _reject_unknown(obj, _TRACE_KEYS, "")
+        if "trace_id" not in obj:
+            raise TraceFormatError("is required and missing.", field="trace_id")
+        trace_id = _str(obj["trace_id"], "trace_id")
+        if not trace_id.strip():
+            raise TraceFormatError("must not be empty.", field="trace_id")
+        assignments = _mapping(obj.get("assignments", {}), "assignments")
+        for key, value in assignments.items():
+            if not isinstance(value, str):
+                raise TraceFormatError(
+                    f"must be a string, got {_type(value)}.", field=f"assignments.{key}"
+                )
+        expect = obj.get("expect")
+        if expect is not None:
+            expect = dict(_mapping(expect, "expect"))
+        return cls(
+            trace_id=trace_id,
+            request_id=_opt_str(obj.get("request_id"), "request_id"),
+            seed_id=_opt_str(obj.get("seed_id"), "seed_id"),
+            variant_id=_opt_str(obj.get("variant_id"), "variant_id"),
+            assignments=dict(assignments),
+            repeat=_nonneg_int(obj.get("repeat", 0), "repeat"),
+            input=_opt_str(obj.get("input"), "input"),
+            output=_opt_str(obj.get("output"), "output"),
+            latency_ms=_opt_number(obj.get("latency_ms"), "latency_ms"),
+            cost_usd=_opt_number(obj.get("cost_usd"), "cost_usd"),
+            feedback=_scalar(obj.get("feedback"), "feedback"),
+            retried=_bool(obj.get("retried", False), "retried"),
+            expect=expect,
+            metadata=dict(_mapping(obj.get("metadata", {}), "metadata")),
+            trace=ProcessTrace.from_dict(obj.get("trace", {}), "trace"),
+            partial=_bool(obj.get("partial", False), "partial"),
+            source=_str_tuple(obj.get("source", []), "source"),
+        )
+
+
+# --- validation helpers (each names the field it rejects) -----------------------------------
+
+
+def _type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _fail(path: str, expected: str, value: object) -> TraceFormatError:
+    return TraceFormatError(f"expected {expected}, got {_type(value)}.", field=path or None)
+
+
+def _mapping(value: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(path, "an object", value)
+    return value
+
+
+def _reject_unknown(obj: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    unknown = sorted(str(k) for k in obj if k not in allowed)
+    if unknown:
+        where = f"{path}." if path else ""
+        raise TraceFormatError(
+            f"unknown field; allowed fields are {', '.join(allowed)}.",
+            field=where + unknown[0],
+        )
+
+
+def _list(value: object, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(path, "a list", value)
+    return value
+
+
+def _str(value: object, path: str) -> str:
+    if not isinstance(value, str):
+        raise _fail(path, "a string", value)
+    return value
+
+
+def _opt_str(value: object, path: str) -> str | None:
+    return None if value is None else _str(value, path)
+
+
+def _bool(value: object, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(path, "true or false", value)
+    return value
+
+
+def _opt_number(value: object, path: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(path, "a number", value)
+    if not math.isfinite(value):
+        raise TraceFormatError("must be a finite number.", field=path)
+    return float(value)
+
+
+def _nonneg_int(value: object, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(path, "a non-negative integer", value)
+    return value
+
+
+def _scalar(value: object, path: str) -> JSONScalar:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TraceFormatError("must be a finite number.", field=path)
+        return value
+    raise _fail(path, "a string, number, boolean or null", value)
+
+
+def _str_tuple(value: object, path: str, *, nonempty: bool = False) -> tuple[str, ...]:
+    items = tuple(_str(item, f"{path}[{i}]") for i, item in enumerate(_list(value, path)))
+    if nonempty:
+        for i, item in enumerate(items):
+            if not item:
+                raise TraceFormatError("must not be empty.", field=f"{path}[{i}]")
+    return items
+
+
+def _reason(value: object, path: str) -> str | None:
+    reason = _opt_str(value, path)
+    if reason == "":
+        raise TraceFormatError("must not be empty; use null for no reason.", field=path)
+    return reason
+
+
+def _tool_name(value: object, path: str) -> str:
+    obj = _mapping(value, path)
+    _reject_unknown(obj, ("name",), path)
+    name = _str(obj.get("name"), f"{path}.name")
+    if not name.strip():
+        raise TraceFormatError("must not be empty.", field=f"{path}.name")
+    return name
+
+
+def _document(value: object, path: str) -> RetrievedDocument:
+    obj = _mapping(value, path)
+    _reject_unknown(obj, ("id", "group", "rank", "score"), path)
+    rank = obj.get("rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
+        raise _fail(f"{path}.rank", "a positive integer", rank)
+    return RetrievedDocument(
+        id=_opt_str(obj.get("id"), f"{path}.id"),
+        group=_opt_str(obj.get("group"), f"{path}.group"),
+        rank=rank,
+        score=_opt_number(obj.get("score"), f"{path}.score"),
+    )

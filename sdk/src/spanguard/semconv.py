@@ -1,0 +1,142 @@
+"""Span attribute keys and event names: the contract between the SDK and the processor.
+
+Every key that spanguard writes or reads lives here, so nobody repeats a string. Keys come in
+three families, emitted side by side so that any OpenTelemetry backend renders the spans:
+
+* OpenTelemetry GenAI semantic conventions (``gen_ai.*``), emitted first;
+* OpenInference (``openinference.span.kind``, ``input.value``, ``retrieval.documents.*``), so
+  Phoenix, Langfuse and Jaeger show agent and retriever spans natively;
+* OpenLLMetry (``traceloop.*``), read by the processor only (spanguard does not emit it);
+* ``spanguard.*`` for what no convention covers yet (counterfactual identity, escalations,
+  friction, plan steps, feedback, retries, expectations, cost).
+
+Process signals (tool names, document ids/groups/ranks/scores, plan steps, escalations and
+friction) are content-free and always recorded. Prompt and response text are content and are
+only recorded when content capture is on.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- OpenTelemetry GenAI semantic conventions ---------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"  # older name of gen_ai.provider.name, still read
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"  # content
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"  # content
+GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"  # JSON [{id, group, rank, score}]
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # content
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"  # content
+
+# gen_ai.operation.name values
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+OP_RETRIEVAL: Final = "retrieval"
+OP_CHAT: Final = "chat"
+
+# --- OpenInference --------------------------------------------------------------------------
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OI_KIND_AGENT: Final = "AGENT"
+OI_KIND_TOOL: Final = "TOOL"
+OI_KIND_RETRIEVER: Final = "RETRIEVER"
+OI_KIND_LLM: Final = "LLM"
+OI_KIND_CHAIN: Final = "CHAIN"
+INPUT_VALUE: Final = "input.value"  # content
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"  # content
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+TOOL_NAME: Final = "tool.name"
+TOOL_DESCRIPTION: Final = "tool.description"
+LLM_MODEL_NAME: Final = "llm.model_name"
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
+LLM_COST_TOTAL: Final = "llm.cost.total"
+SESSION_ID: Final = "session.id"
+RETRIEVAL_DOCUMENTS_PREFIX: Final = "retrieval.documents"
+# retrieval.documents.{i}.document.{field}
+DOCUMENT_ID: Final = "id"
+DOCUMENT_SCORE: Final = "score"
+DOCUMENT_CONTENT: Final = "content"  # content
+DOCUMENT_METADATA: Final = "metadata"  # JSON object; spanguard puts group and rank here
+
+
+def retrieval_document_key(index: int, field: str) -> str:
+    """The OpenInference key of one field of the ``index``-th retrieved document."""
+    return f"{RETRIEVAL_DOCUMENTS_PREFIX}.{index}.document.{field}"
+
+
+# --- OpenLLMetry (read only) ----------------------------------------------------------------
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"  # workflow | task | agent | tool
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"  # content (JSON)
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"  # content (JSON)
+TRACELOOP_KIND_WORKFLOW: Final = "workflow"
+TRACELOOP_KIND_TASK: Final = "task"
+TRACELOOP_KIND_AGENT: Final = "agent"
+TRACELOOP_KIND_TOOL: Final = "tool"
+
+# --- spanguard ------------------------------------------------------------------------------
+NAMESPACE: Final = "spanguard"
+REQUEST_ID: Final = "spanguard.request.id"
+SEED_ID: Final = "spanguard.seed_id"
+VARIANT_ID: Final = "spanguard.variant_id"
+ASSIGNMENT_PREFIX: Final = "spanguard.assignment."  # spanguard.assignment.<attr> = <value>
+REPEAT: Final = "spanguard.repeat"
+PLAN_STEP: Final = "spanguard.plan.step"
+ESCALATION_REASON: Final = "spanguard.escalation.reason"
+FRICTION_POINT: Final = "spanguard.friction.point"
+FEEDBACK: Final = "spanguard.feedback"
+RETRIED: Final = "spanguard.retried"
+EXPECT_PREFIX: Final = "spanguard.expect."  # spanguard.expect.<check> = <value>
+COST_USD: Final = "spanguard.cost_usd"
+METADATA_PREFIX: Final = "spanguard.metadata."  # extra response metadata, e.g. helpfulness_score
+DOCUMENT_GROUP: Final = "group"  # key inside gen_ai.retrieval.documents items and OI metadata
+DOCUMENT_RANK: Final = "rank"
+CONTENT_TRUNCATED: Final = "spanguard.content.truncated"
+
+# Event names (events live on the span that was current when they happened).
+EVENT_ESCALATION: Final = "spanguard.escalation"
+EVENT_FRICTION: Final = "spanguard.friction"
+EVENT_PLAN_STEP: Final = "spanguard.plan_step"
+EVENT_FEEDBACK: Final = "spanguard.feedback"
+EVENT_RETRY: Final = "spanguard.retry"
+EVENT_EXPECT: Final = "spanguard.expect"
+
+# Span names: "{operation} {name}" as the GenAI conventions do.
+SPAN_PLAN: Final = "plan"
+SPAN_ANNOTATION: Final = "spanguard.annotate"  # a later span carrying feedback/retry/expect
+
+
+def assignment_key(attribute: str) -> str:
+    """The root-span key that carries one counterfactual attribute assignment."""
+    return ASSIGNMENT_PREFIX + attribute
+
+
+def expect_key(check: str) -> str:
+    """The key of one expectation check (``min_chars``, ``contains``, ...)."""
+    return EXPECT_PREFIX + check
+
+
+def metadata_key(name: str) -> str:
+    """The key of one extra response-metadata value (``helpfulness_score``, ...)."""
+    return METADATA_PREFIX + name
+
+
+def span_name(operation: str, name: str | None) -> str:
+    """``"execute_tool kb_search"``: the GenAI span-name rule."""
+    return f"{operation} {name}" if name else operation
