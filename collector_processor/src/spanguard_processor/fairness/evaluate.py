@@ -228,7 +228,7 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
             cfg: GateConfig, metric_count: int) -> MetricResult:
     d = p.definition
     threshold = p.config.threshold
-    base = {"metric": d.name, "threshold": threshold, "direction": d.direction,
+    base: dict[str, Any] = {"metric": d.name, "threshold": threshold, "direction": d.direction,
             "category": d.category, "records": len(obs)}
     if d.kind == "legacy_exposure":
         return MetricResult(score=p.score, confidence_interval=None, p_value=None,

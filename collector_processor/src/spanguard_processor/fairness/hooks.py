@@ -39,4 +39,4 @@ def load_callable(reference: str, what: str, *, field: str | None = None,
         target = getattr(target, part)
     if not callable(target):
         raise SuiteError(f"{what} '{reference}' is not callable.", file=file, field=field)
-    return target  # type: ignore[no-any-return]
+    return target

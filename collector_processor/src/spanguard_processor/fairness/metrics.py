@@ -143,7 +143,7 @@ def _hook(options: Mapping[str, Any], key: str) -> Callable[..., Any] | None:
     if ref is None:
         return None
     if callable(ref):
-        return ref  # type: ignore[no-any-return]
+        return ref
     return load_callable(str(ref), f"the {key} hook")
 
 

@@ -38,8 +38,8 @@ __all__ = [
     "holm",
     "min_detectable_effect",
     "normal_permutation_p",
-    "permutation_p",
     "permutation_covariance",
+    "permutation_p",
     "seed_aggregates",
 ]
 
@@ -109,8 +109,8 @@ def seed_aggregates(design: Design, x: FloatArray) -> tuple[FloatArray, FloatArr
     sums = np.stack(
         [np.bincount(cell, weights=e[keep, c], minlength=size) for c in range(x.shape[1])], axis=1
     )
-    return (sums.reshape(design.n_seeds, design.n_groups, -1),
-            counts.reshape(design.n_seeds, design.n_groups))
+    shaped: FloatArray = sums.reshape(design.n_seeds, design.n_groups, -1).astype(np.float64)
+    return shaped, counts.reshape(design.n_seeds, design.n_groups)
 
 
 def _gap_of(means: FloatArray) -> FloatArray:
