@@ -7,6 +7,7 @@ record to another group.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -92,8 +93,9 @@ def read_inputs(paths: Sequence[Path]) -> list[Observation]:
 
 def _through_readers(path: Path) -> list[Observation]:
     try:
-        from ..readers import read_agent_traces_any  # type: ignore[attr-defined]
-    except ImportError:
+        readers = importlib.import_module("spanguard_processor.readers")
+        read_agent_traces_any = readers.read_agent_traces_any
+    except (ImportError, AttributeError):
         raise InputError(
             "is a span file or trace store, which needs the processor's readers; convert it "
             "with 'spanguard traces' to agent-trace JSONL first.", file=str(path)

@@ -95,7 +95,7 @@ def report_dict(ev: Evaluation) -> dict[str, Any]:
 
 
 def render_json(ev: Evaluation) -> str:
-    return json.dumps(report_dict(ev), indent=2, allow_nan=False) + "\n"
+    return json.dumps(report_dict(ev), indent=2, allow_nan=False, default=str) + "\n"
 
 
 def _num(value: float | None, digits: int = 4) -> str:
