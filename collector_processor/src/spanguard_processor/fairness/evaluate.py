@@ -8,6 +8,7 @@ from the same resamples and memory stays bounded however many seeds there are.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -278,17 +279,19 @@ def _group_stats(p: _Prepared, labels: list[str], cfg: GateConfig) -> tuple[Grou
     x = p.values.values[p.values.valid][:, col]
     grand = float(x.mean()) if x.size else 0.0
     n_g = p.counts.sum(axis=0)
-    out = []
     tail = (1.0 - cfg.level) / 2.0
+    bounds = None
+    if draws is not None and draws.shape[0]:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN group columns
+            bounds = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
+    out = []
     for g, label in enumerate(labels):
         if n_g[g] <= 0:
             continue
         lo = hi = float(means[g, col])
-        if draws is not None:
-            column = draws[:, g]
-            column = column[~np.isnan(column)]
-            if column.size:
-                lo, hi = (float(q) for q in np.quantile(column, [tail, 1.0 - tail]))
+        if bounds is not None and np.isfinite(bounds[:, g]).all():
+            lo, hi = float(bounds[0, g]), float(bounds[1, g])
         out.append(GroupStat(label, grand + float(means[g, col]), grand + lo, grand + hi,
                              int(n_g[g])))
     return tuple(out)
