@@ -42,7 +42,7 @@ def _golden_suite(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
 
 
 class _Checker(HTMLParser):
-    VOID = {"meta", "br", "img", "input", "link", "hr", "circle", "line"}
+    VOID = frozenset({"meta", "br", "img", "input", "link", "hr", "circle", "line"})
 
     def __init__(self) -> None:
         super().__init__()

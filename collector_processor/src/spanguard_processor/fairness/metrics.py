@@ -31,6 +31,7 @@ __all__ = [
     "metric_names",
     "register_metric",
     "register_record_metric",
+    "unregister_metric",
 ]
 
 REFUSAL_MARKERS = ("i can't", "i cannot", "i won’t", "i won't", "unable to", "not able to",
@@ -109,6 +110,11 @@ def register_record_metric(
         return MetricValues(values, valid, score_source="evaluator")
 
     return register_metric(MetricDefinition(name, threshold, direction, compute, category))
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a registered metric type (for tests and plugins that reload)."""
+    _REGISTRY.pop(name, None)
 
 
 def get_metric(name: str) -> MetricDefinition | None:
