@@ -79,7 +79,8 @@ def test_fairness_on_golden_records_writes_every_report(
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(records), "-o", str(out),
                                       *_FAST])
     assert result.exit_code == 1, result.output
-    assert result.output.endswith("fairness gate FAILED: counterfactual_stability\n")
+    assert result.output.endswith(
+        "fairness gate FAILED: counterfactual_stability, helpfulness_gap\n")
     report = json.loads((out / "report.json").read_text(),
                         parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
     assert report["generated_at"] == "2027-01-15T08:00:00+00:00"
@@ -89,7 +90,8 @@ def test_fairness_on_golden_records_writes_every_report(
                       "confidence_interval", "details", "p_value"]
     assert list(first)[:8] == fairtrace_keys
     assert [r["id"] for r in report["scenario_results"]] == [r["id"] for r in golden_records]
-    assert report["spanguard"]["failed_metrics"] == ["counterfactual_stability"]
+    assert report["spanguard"]["failed_metrics"] == ["counterfactual_stability",
+                                                     "helpfulness_gap"]
     tool = next(r for r in report["metric_results"] if r["metric"] == "tool_use_parity")
     assert tool["score"] == 1.0 and tool["interval_level"] == 0.95
     assert tool["verdict"] == "pass" and "within noise" in tool["warnings"][0]
@@ -102,7 +104,7 @@ def test_fairness_on_golden_records_writes_every_report(
     cases = junit.findall("./testsuite/testcase")
     assert len(cases) == 5
     assert [c.get("name") for c in cases if c.find("failure") is not None] == \
-        ["counterfactual_stability"]
+        ["counterfactual_stability", "helpfulness_gap"]
     html = (out / "report.html").read_text()
     checker = _Checker()
     checker.feed(html)

@@ -1,8 +1,9 @@
 """The pieces that reproduce fairtrace 0.1.0 exactly: exact means, stability, legacy exposure.
 
-``statistics.mean`` rounds an exact rational sum once; :func:`exact_mean` does the same (cheaply
-for integer-valued data, with fractions for up to ``_EXACT_LIMIT`` values, and with a correctly
-rounded sum beyond that, which can differ from it by one unit in the last place).
+``statistics.mean`` rounds an exact rational sum once; :func:`exact_mean` does the same with
+integer arithmetic. The many tiny per-seed means of the stability metric use it for suites of
+up to ``EXACT_LIMIT`` records and a correctly rounded sum divided once beyond (it can differ
+from fairtrace by one unit in the last place there).
 """
 
 from __future__ import annotations
@@ -18,27 +19,40 @@ from numpy.typing import NDArray
 
 from .records import Observation
 
-__all__ = ["exact_mean", "legacy_exposure", "stability_similarities"]
+__all__ = ["EXACT_LIMIT", "exact_mean", "legacy_exposure", "stability_similarities"]
 
-_EXACT_LIMIT = 50_000
+EXACT_LIMIT = 2_000
 
 
 def exact_mean(values: NDArray[np.float64] | Sequence[float]) -> float:
-    """The mean as ``statistics.mean`` computes it (0.0 for no values)."""
+    """The mean as ``statistics.mean`` computes it: the exact sum divided by n, rounded once.
+
+    Every float is m·2^e with a 53-bit integer m, so the exact sum is an integer sum per
+    exponent, shifted; numpy does the sums, Python integers the few shifts (0.0 for no values).
+    """
     arr = np.asarray(values, dtype=np.float64)
     n = arr.shape[0]
     if n == 0:
         return 0.0
-    if np.all(arr == np.floor(arr)) and float(np.abs(arr).sum()) < 2.0**53:
-        return float(int(arr.sum()) / n) if n else 0.0
-    if n <= _EXACT_LIMIT:
-        total = sum((Fraction(float(x)) for x in arr), Fraction(0))
-        return float(total / n)
-    return math.fsum(arr.tolist()) / n
+    mantissa, exponent = np.frexp(arr)
+    ints = (mantissa * 2.0**53).astype(np.int64)
+    low_exp = int(exponent.min())
+    total = 0
+    for exp in np.unique(exponent):
+        part = ints[exponent == exp]
+        # split into 26-bit halves so the int64 sums cannot overflow
+        high = int((part >> 26).sum())
+        low = int((part & ((1 << 26) - 1)).sum())
+        total += ((high << 26) + low) << (int(exp) - low_exp)
+    scale = 53 - low_exp
+    exact = Fraction(total, n << scale) if scale >= 0 else Fraction(total << -scale, n)
+    return float(exact)
 
 
-def _mean(values: list[float]) -> float:
-    return exact_mean(values) if values else 0.0
+def _mean(values: list[float], exact: bool) -> float:
+    if not values:
+        return 0.0
+    return exact_mean(values) if exact else math.fsum(values) / len(values)
 
 
 def stability_similarities(
@@ -47,8 +61,10 @@ def stability_similarities(
     """fairtrace's per-seed mean pairwise Jaccard similarity and per-record mean similarity.
 
     Token sets are the lowercased whitespace tokens; two empty responses are identical (1.0);
-    a seed with one record scores 1.0.
+    a seed with one record scores 1.0. Means are exact (as ``statistics.mean``) for up to
+    ``EXACT_LIMIT`` records and correctly rounded sums divided once beyond.
     """
+    exact = len(observations) <= EXACT_LIMIT
     by_seed: dict[str, list[Observation]] = defaultdict(list)
     for o in observations:
         by_seed[o.seed_id].append(o)
@@ -75,9 +91,9 @@ def stability_similarities(
                 pairs.append(sim)
                 per_item[i].append(sim)
                 per_item[j].append(sim)
-        seeds[seed] = _mean(pairs)
+        seeds[seed] = _mean(pairs, exact)
         for o, sims in zip(items, per_item, strict=True):
-            scenarios[o.id] = _mean(sims)
+            scenarios[o.id] = _mean(sims, exact)
     return seeds, scenarios
 
 

@@ -20,11 +20,12 @@ from numpy.typing import NDArray
 from spanguard.exceptions import InputError
 
 from . import stats
-from .compat import exact_mean, legacy_exposure, stability_similarities
+from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similarities
 from .gate import GateConfig, apply_gate
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
 from .results import Evaluation, GroupStat, MetricResult
+from .stability import stability_arrays
 from .suite import MetricConfig
 
 __all__ = ["evaluate"]
@@ -88,7 +89,7 @@ def evaluate(
         if definition is None:
             raise InputError(f"unknown metric type '{mc.type}'.", field="type")
         prepared.append(_prepare(mc, definition, observations, group_labels, group_idx,
-                                 seed_idx, len(seed_labels)))
+                                 seed_idx, seed_labels))
     _bootstrap(prepared, len(seed_labels), cfg)
     results = [_result(p, observations, group_labels, cfg, len(prepared)) for p in prepared]
     return Evaluation(
@@ -105,11 +106,17 @@ def evaluate(
 
 def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Observation],
              group_labels: list[str], group_idx: NDArray[np.int64], seed_idx: NDArray[np.int64],
-             n_seeds: int) -> _Prepared:
+             seed_labels: list[str]) -> _Prepared:
     p = _Prepared(mc, definition)
+    n_seeds = len(seed_labels)
     if definition.kind == "stability":
-        seeds, scenarios = stability_similarities(obs)
-        p.seed_sims = np.fromiter(seeds.values(), dtype=np.float64, count=len(seeds))
+        if len(obs) <= EXACT_LIMIT:  # fairtrace's exact per-seed means, pair by pair
+            seeds, scenarios = stability_similarities(obs)
+            p.seed_sims = np.fromiter(seeds.values(), dtype=np.float64, count=len(seeds))
+        else:
+            p.seed_sims, per_record = stability_arrays(obs, seed_idx, n_seeds)
+            seeds = dict(zip(seed_labels, p.seed_sims.tolist(), strict=True))
+            scenarios = dict(zip([o.id for o in obs], per_record.tolist(), strict=True))
         p.score = float(p.seed_sims.min()) if len(seeds) else 1.0
         p.details = {"seed_similarities": seeds, "scenario_similarities": scenarios}
         return p
@@ -193,36 +200,52 @@ def _details(p: _Prepared, obs: Sequence[Observation], pooled: Mapping[str, list
         }
         out["exposure_gaps"] = {doc: _gap(list(g.values()))
                                 for doc, g in out["exposure_by_group"].items()}
-        totals = v.values.sum(axis=1)
-        out["scenario_exposures"] = {i: float(t) for i, t, ok
-                                     in zip(ids, totals, v.valid, strict=True) if ok}
+        out["scenario_exposures"] = _per_record(ids, v.values.sum(axis=1), v.valid)
     else:
         out[d.detail_key] = {g: m[0] for g, m in pooled.items()}
-        out["scenario_scores"] = {i: float(x) for i, x, ok
-                                  in zip(ids, v.values[:, 0], v.valid, strict=True) if ok}
+        out["scenario_scores"] = _per_record(ids, v.values[:, 0], v.valid)
         if v.score_source is not None:
             out["score_source"] = v.score_source
     out.update(_counters(d, obs, labels, group_idx, v.missing_field_records))
     return out
 
 
+def _per_record(ids: list[str], values: NDArray[np.float64],
+                valid: NDArray[np.bool_]) -> dict[str, float]:
+    if bool(valid.all()):
+        return dict(zip(ids, values.tolist(), strict=True))
+    keep = np.flatnonzero(valid)
+    return dict(zip([ids[i] for i in keep], values[keep].tolist(), strict=True))
+
+
 def _bootstrap(prepared: Sequence[_Prepared], n_seeds: int, cfg: GateConfig) -> None:
-    active = [p for p in prepared if p.sums is not None or p.seed_sims is not None]
-    if not active or cfg.bootstrap_samples <= 0:
+    """Every metric's bootstrap draws from one stream of seed weights and one matrix product
+    per chunk: the per-seed sums and counts of all metrics side by side (S × K)."""
+    gaps = [p for p in prepared if p.sums is not None]
+    stable = [p for p in prepared if p.seed_sims is not None]
+    if not (gaps or stable) or cfg.bootstrap_samples <= 0:
         return
-    order: NDArray[np.int64] | None = None
+    blocks, spans, start = [], [], 0
+    for p in gaps:
+        assert p.sums is not None and p.counts is not None
+        s, g, c = p.sums.shape
+        blocks += [p.sums.reshape(s, g * c), p.counts]
+        spans.append((start, g, c))
+        start += g * c + g
+    joint = np.concatenate(blocks, axis=1) if blocks else np.zeros((n_seeds, 0))
+    orders = [np.argsort(p.seed_sims, kind="stable") for p in stable if p.seed_sims is not None]
     for weights in stats.bootstrap_seed_counts(n_seeds, cfg.bootstrap_samples, cfg.seed):
-        for p in active:
-            if p.seed_sims is not None:
-                if order is None:
-                    order = np.argsort(p.seed_sims, kind="stable")
-                drawn = weights[:, order] > 0
-                p.draws.append(p.seed_sims[order][np.argmax(drawn, axis=1)])
-                continue
-            assert p.sums is not None and p.counts is not None
-            gaps, means = stats.bootstrap_gaps_and_means(p.sums, p.counts, weights)
-            p.draws.append(gaps)
+        product = weights @ joint
+        for p, (first, g, c) in zip(gaps, spans, strict=True):
+            num = product[:, first:first + g * c].reshape(-1, g, c)
+            den = product[:, first + g * c:first + g * c + g]
+            draws, means = stats.gaps_from_sums(num, den)
+            p.draws.append(draws)
             p.group_draws.append(means)
+        for p, order in zip(stable, orders, strict=True):
+            assert p.seed_sims is not None
+            drawn = weights[:, order] > 0
+            p.draws.append(p.seed_sims[order][np.argmax(drawn, axis=1)])
 
 
 def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],

@@ -42,7 +42,7 @@ class GateConfig:
     permutation_samples: int = 999
     seed: int = 0
     # records × permutations above which the normal approximation replaces Monte Carlo
-    exact_budget: int = 25_000_000
+    exact_budget: int = 5_000_000
     normal_draws: int = 20_000
     power: float = 0.8
 

@@ -128,7 +128,7 @@ def _string(obj: Mapping[str, Any], key: str, where: str, *, required: bool = Tr
 def observation_from_record(data: object, index: int = 0) -> Observation:
     """Validate one fairtrace scenario record ``{id, seed_id, prompt, assignments, response,
     response_metadata}``; errors name the field (the caller adds file and line)."""
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict):
         raise _err("a scenario record must be a JSON object.", f"[{index}]")
     ident = _string(data, "id", "")
     if not ident.strip():
@@ -137,7 +137,7 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
     if not seed.strip():
         raise _err("must not be empty.", "seed_id")
     assignments = data.get("assignments", {})
-    if not isinstance(assignments, Mapping):
+    if not isinstance(assignments, dict):
         raise _err("must be an object mapping attribute names to strings.", "assignments")
     for key, value in assignments.items():
         if not isinstance(value, str):
@@ -145,7 +145,7 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
     meta = data.get("response_metadata", {})
     if meta is None:
         meta = {}
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, dict):
         raise _err("must be an object.", "response_metadata")
     metadata = {k: v for k, v in meta.items() if k != "trace"}
     raw_trace = meta.get("trace")
@@ -161,7 +161,9 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
     )
 
 
-def _canonical(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _canonical(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    if raw.keys().isdisjoint(_TRACE_ALIASES):
+        return raw
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = _TRACE_ALIASES.get(str(key), str(key))
@@ -190,21 +192,23 @@ def _nonempty_strings(trace: Mapping[str, Any], key: str) -> tuple[str, ...]:
 
 
 def _aliased(item: Mapping[str, Any], key: str, alias: str, where: str) -> Any:
-    if key in item and alias in item:
+    if alias not in item:
+        return item.get(key)
+    if key in item:
         raise _err(f"both '{key}' and '{alias}' are present; keep one.", where)
-    return item.get(key, item.get(alias))
+    return item[alias]
 
 
 def parse_fairtrace_trace(raw: object) -> ProcessTrace:
     """A fairtrace ``response_metadata.trace`` as a :class:`ProcessTrace`."""
     base = "response_metadata.trace"
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         raise _err("must be an object.", base)
     trace = _canonical(raw)
     tools = []
     for i, item in enumerate(_items(trace, "tool_calls")):
         where = f"{base}.tool_calls[{i}]"
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             raise _err('must be an object such as {"name": "search"}.', where)
         name = _aliased(item, "name", "tool", where)
         if not isinstance(name, str) or not name:
@@ -213,7 +217,7 @@ def parse_fairtrace_trace(raw: object) -> ProcessTrace:
     docs = []
     for i, item in enumerate(_items(trace, "retrieved_documents")):
         where = f"{base}.retrieved_documents[{i}]"
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             raise _err('must be an object such as {"group": "A", "rank": 1}.', where)
         group = _aliased(item, "group", "source_group", where)
         if not isinstance(group, str) or not group:

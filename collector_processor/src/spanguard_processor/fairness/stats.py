@@ -35,6 +35,7 @@ __all__ = [
     "bootstrap_seed_counts",
     "build_design",
     "gap_estimate",
+    "gaps_from_sums",
     "holm",
     "min_detectable_effect",
     "normal_permutation_p",
@@ -147,7 +148,7 @@ def bootstrap_seed_counts(
     while done < resamples:
         b = min(step, resamples - done)
         draws = rng.integers(0, n_seeds, size=(b, n_seeds))
-        draws += (np.arange(b, dtype=np.int64) * n_seeds)[:, None]
+        draws += (np.arange(b, dtype=np.int64) * n_seeds)[:, None]  # row offsets: one bincount
         yield np.bincount(draws.ravel(), minlength=b * n_seeds).reshape(b, n_seeds).astype(
             np.float64
         )
@@ -160,7 +161,11 @@ def bootstrap_gaps_and_means(
     """The gap and the adjusted group means (B, G, C) in every resample, given (B, S) weights."""
     s, g, c = sums.shape
     num = (weights @ sums.reshape(s, g * c)).reshape(-1, g, c)
-    den = weights @ counts  # (B, G)
+    return gaps_from_sums(num, weights @ counts)
+
+
+def gaps_from_sums(num: FloatArray, den: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Gaps (B,) and means (B, G, C) from weighted group sums (B, G, C) and counts (B, G)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(den[:, :, None] > 0, num / den[:, :, None], np.nan)
     return _gap_of(means), means
@@ -213,15 +218,17 @@ def permutation_p(
     n_groups = design.n_groups
     n_g = np.bincount(g, minlength=n_groups).astype(np.float64)
     rng = np.random.default_rng(seed)
+    blocks = _blocks_by_size(s)
     step = max(1, min(permutations, 2_000_000 // n))
-    # seed index as the integer part keeps every shuffle inside its seed's block
-    base = np.unique(s, return_inverse=True)[1].astype(np.float64)
     hits = 0
     done = 0
     limit = observed - _TIE * max(1.0, abs(observed))
     while done < permutations:
         b = min(step, permutations - done)
-        perm = np.argsort(base[None, :] + rng.random((b, n)), axis=1)
+        perm = np.empty((b, n), dtype=np.int64)
+        for positions in blocks:  # shuffle every seed's rows among themselves
+            shuffled = rng.permuted(np.broadcast_to(positions, (b, *positions.shape)), axis=2)
+            perm[:, positions.ravel()] = shuffled.reshape(b, -1)
         cells = (np.arange(b, dtype=np.int64) * n_groups)[:, None] + g[None, :]
         means = np.empty((b, n_groups, e.shape[1]))
         for c in range(e.shape[1]):
@@ -232,6 +239,17 @@ def permutation_p(
         hits += int(np.count_nonzero(_gap_of(means) >= limit))
         done += b
     return (hits + 1.0) / (permutations + 1.0)
+
+
+def _blocks_by_size(sorted_seeds: IntArray) -> list[IntArray]:
+    """Row positions of every seed, grouped by seed size: one (seeds, size) array per size."""
+    starts = np.flatnonzero(np.r_[True, sorted_seeds[1:] != sorted_seeds[:-1]])
+    sizes = np.diff(np.r_[starts, sorted_seeds.shape[0]])
+    blocks = []
+    for size in np.unique(sizes):
+        first = starts[sizes == size]
+        blocks.append(first[:, None] + np.arange(size)[None, :])
+    return blocks
 
 
 def permutation_covariance(design: Design, x: FloatArray) -> tuple[FloatArray, FloatArray]:
