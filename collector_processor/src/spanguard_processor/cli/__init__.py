@@ -31,7 +31,6 @@ EXIT_INTERNAL = 3
 
 # name -> "module:attribute" of a click command; modules are imported on first use.
 COMMANDS: dict[str, str] = {
-    "demo": "spanguard_processor.cli.demo:demo",
     "traces": "spanguard_processor.cli.traces:traces",
 }
 
