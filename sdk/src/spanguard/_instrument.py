@@ -59,7 +59,10 @@ def start_span(tracer: Tracer, spec: SpanSpec, parent: Context | None, args: tup
     span = tracer.start_span(spec.name, context=parent, kind=spec.kind,
                              attributes=spec.attributes)
     if spec.on_start is not None:
-        spec.on_start(span, args, kwargs)
+        try:
+            spec.on_start(span, args, kwargs)
+        except Exception as internal:  # keep the span: only the extra attributes are lost
+            internal_error(spec.where, internal)
     ctx = trace.set_span_in_context(span, parent)
     if spec.on_context is not None:
         ctx = spec.on_context(ctx, span)
