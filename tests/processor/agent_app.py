@@ -66,10 +66,12 @@ def run_request(tracer: Tracer, index: int, *, content: bool = True) -> str:
         with tracer.start_as_current_span(sc.span_name(sc.OP_RETRIEVAL, "kb"),
                                           attributes=retrieval):  # type: ignore[arg-type]
             pass
-        with tracer.start_as_current_span(sc.span_name(sc.OP_EXECUTE_TOOL, "kb_search"), attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "kb_search",
-                sc.GEN_AI_TOOL_CALL_ID: f"call-{index}", sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
-                sc.TOOL_NAME: "kb_search"}):
+        tool = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "kb_search",
+            sc.GEN_AI_TOOL_CALL_ID: f"call-{index}", sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
+            sc.TOOL_NAME: "kb_search"}
+        with tracer.start_as_current_span(sc.span_name(sc.OP_EXECUTE_TOOL, "kb_search"),
+                                          attributes=tool):
             pass
         with tracer.start_as_current_span(sc.span_name(sc.OP_CHAT, "gpt-x"), attributes={
                 sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: "gpt-x",

@@ -67,7 +67,7 @@ def test_num_traces_bounds_in_flight_and_evicts_least_recently_active() -> None:
 
 
 def test_span_delivered_twice_counts_once() -> None:
-    asm, clock = make(wait_duration=0.0)
+    asm, _ = make(wait_duration=0.0)
     asm.add([Key("t1", "r", is_root=True), Key("t1", "r", is_root=True)])
     asm.add([Key("t1", "r", is_root=True)])
     assert asm.duplicates == 2 and asm.spans_added == 1

@@ -96,7 +96,7 @@ def test_root_cost_wins_over_the_sum_of_spans() -> None:
              span("02", parent="01" * 8, attrs={sc.COST_USD: 0.1}),
              span("03", parent="01" * 8, attrs={sc.LLM_COST_TOTAL: 0.2})]
     assert trace_from_records(spans).cost_usd == 0.5
-    assert trace_from_records(spans[1:] + [span("01")]).cost_usd is not None
+    assert trace_from_records([*spans[1:], span("01")]).cost_usd is not None
     assert abs(trace_from_records([span("01"), *spans[1:]]).cost_usd - 0.3) < 1e-12  # type: ignore[operator]
 
 
@@ -113,7 +113,8 @@ def test_openinference_retriever_without_metadata_ranks_by_position() -> None:
     spans = [span("01", attrs={sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_AGENT}),
              span("02", parent="01" * 8, attrs={
                  sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_RETRIEVER,
-                 "retrieval.documents.0.document.id": "x", "retrieval.documents.0.document.score": 2,
+                 "retrieval.documents.0.document.id": "x",
+                 "retrieval.documents.0.document.score": 2,
                  "retrieval.documents.1.document.id": "y"}),
              span("03", parent="01" * 8, start=30,
                   attrs={sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL, sc.TOOL_NAME: "lookup"})]

@@ -71,5 +71,5 @@ def test_pending_spans_survive_reopening(tmp_path: Path) -> None:
 def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
     bad = tmp_path / "x.db"
     bad.write_bytes(b"not sqlite at all" * 100)
-    with pytest.raises(TraceFormatError, match="x.db: is not a spanguard span store"):
+    with pytest.raises(TraceFormatError, match=r"x\.db: is not a spanguard span store"):
         SpanStore(bad, readonly=True)
