@@ -31,6 +31,8 @@ EXIT_INTERNAL = 3
 
 # name -> "module:attribute" of a click command; modules are imported on first use.
 COMMANDS: dict[str, str] = {
+    "ingest": "spanguard_processor.cli.ingest:ingest",
+    "serve": "spanguard_processor.cli.serve:serve",
     "traces": "spanguard_processor.cli.traces:traces",
 }
 
