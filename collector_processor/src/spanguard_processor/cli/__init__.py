@@ -31,6 +31,8 @@ EXIT_INTERNAL = 3
 
 # name -> "module:attribute" of a click command; modules are imported on first use.
 COMMANDS: dict[str, str] = {
+    "cases": "spanguard_processor.cli.cases:cases",
+    "check": "spanguard_processor.cli.check:check",
     "compare": "spanguard_processor.cli.compare:compare",
     "fairness": "spanguard_processor.cli.fairness:fairness",
     "ingest": "spanguard_processor.cli.ingest:ingest",
