@@ -6,6 +6,8 @@ import asyncio
 import random
 from typing import Any
 
+import spanguard
+
 _rng = random.Random(0)
 
 
@@ -38,3 +40,26 @@ def flaky(prompt: str, assignments: dict[str, str]) -> str:
 
 def wrong_type(prompt: str, assignments: dict[str, str]) -> int:
     return 42
+
+
+@spanguard.tool
+def kb_search(query: str) -> list[str]:
+    return ["doc"]
+
+
+def instrumented(prompt: str, assignments: dict[str, str]) -> str:
+    """Emits its process through the SDK: women are escalated instead of served."""
+    with spanguard.request("support"):
+        if assignments.get("gender") == "woman":
+            spanguard.escalate(reason="manual review")
+        else:
+            kb_search(prompt)
+        spanguard.plan_step("lookup")
+    return "Here you go."
+
+
+def instrumented_fair(prompt: str, assignments: dict[str, str]) -> str:
+    with spanguard.request("support"):
+        kb_search(prompt)
+        spanguard.friction("identity check")
+    return "Here you go."

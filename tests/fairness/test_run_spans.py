@@ -1,0 +1,63 @@
+"""``spanguard run`` with an app instrumented by the real SDK: its spans are its trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from spanguard.testing import SpanCapture
+from spanguard_processor.cli import cli
+from spanguard_processor.convert import traces_from_readable_spans
+from spanguard_processor.fairness.runner import run_app
+from spanguard_processor.fairness.suite import parse_suite
+
+from . import apps
+from .test_cli import _FAST, _suite
+
+
+def test_spans_emitted_by_the_app_are_captured_and_assembled(tmp_path: Path) -> None:
+    suite = parse_suite(json.loads(_suite(tmp_path, [{"type": "tool_use_parity"}],
+                                          seeds=2).read_text()))
+    observations, errors = run_app(apps.instrumented, suite.variants, concurrency=3)
+    assert errors == []
+    by_id = {o.id: o for o in observations}
+    man, woman = by_id["seed0::1"], by_id["seed0::2"]
+    assert man.trace is not None and [t.name for t in man.trace.tool_calls] == ["kb_search"]
+    assert woman.trace is not None and woman.trace.escalated
+    assert woman.trace.escalation_reason == "manual review"
+    assert woman.trace.plan_steps == ("lookup",)
+    assert woman.response == "Here you go."
+
+
+def test_run_gates_an_instrumented_app_on_its_spans(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, [{"type": "escalation_parity"}, {"type": "tool_use_parity"},
+                              {"type": "friction_point_gap"}])
+    biased = CliRunner().invoke(cli, ["run", str(suite), "--app",
+                                      "tests.fairness.apps:instrumented", *_FAST])
+    assert biased.exit_code == 1, biased.output
+    assert biased.output.endswith("fairness gate FAILED: escalation_parity, tool_use_parity\n")
+    fair = CliRunner().invoke(cli, ["run", str(suite), "--app",
+                                    "tests.fairness.apps:instrumented_fair", *_FAST])
+    assert fair.exit_code == 0, fair.output
+
+
+def test_fairness_reads_agent_traces_assembled_from_sdk_spans(tmp_path: Path) -> None:
+    import spanguard
+
+    suite_path = _suite(tmp_path, [{"type": "escalation_parity"}])
+    suite = parse_suite(json.loads(suite_path.read_text()))
+    with SpanCapture() as capture:
+        for v in suite.variants:
+            with spanguard.request("support", seed_id=v.seed_id, variant_id=v.id,
+                                   assignments=dict(v.assignments)):
+                apps.instrumented(v.prompt, dict(v.assignments))
+    assert isinstance(capture.exporter, InMemorySpanExporter)
+    traces = traces_from_readable_spans(capture.readable_spans())
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in traces))
+    result = CliRunner().invoke(cli, ["fairness", str(suite_path), str(path), *_FAST])
+    assert result.exit_code == 1, result.output
+    assert result.output.endswith("fairness gate FAILED: escalation_parity\n")
