@@ -25,6 +25,7 @@ from .gate import GateConfig, apply_gate
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
 from .results import Evaluation, GroupStat, MetricResult
+from .signals import ObservationList
 from .stability import stability_arrays
 from .suite import MetricConfig
 
@@ -81,6 +82,7 @@ def evaluate(
             raise InputError(f"the record id '{o.id}' appears twice; every record needs a "
                              "unique id.", field="id")
         seen.add(o.id)
+    observations = ObservationList(observations)
     group_labels, group_idx = _index([o.group for o in observations])
     seed_labels, seed_idx = _index([o.seed_id for o in observations])
     prepared = []
