@@ -39,7 +39,7 @@ _TRACE_ALIASES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Observation:
     """One response to one variant (one repeat), as every metric reads it."""
 
@@ -147,8 +147,11 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         meta = {}
     if not isinstance(meta, dict):
         raise _err("must be an object.", "response_metadata")
-    metadata = {k: v for k, v in meta.items() if k != "trace"}
     raw_trace = meta.get("trace")
+    metadata = meta
+    if "trace" in meta:
+        metadata = dict(meta)
+        del metadata["trace"]
     return Observation(
         id=ident,
         seed_id=seed,

@@ -1,0 +1,73 @@
+"""Gate modes on hand-made results: default (threshold and Holm), point, upper-bound."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from spanguard.exceptions import ConfigError
+from spanguard_processor.fairness import GateConfig, MetricResult
+from spanguard_processor.fairness.gate import apply_gate
+
+
+def _result(name: str, score: float, p: float | None, ci: tuple[float, float] | None,
+            threshold: float = 0.1, direction: str = "lower") -> MetricResult:
+    return MetricResult(metric=name, score=score, threshold=threshold, direction=direction,
+                        category="Agent", records=100, confidence_interval=ci, p_value=p,
+                        details={}, groups_with_data=2, seeds=50, p_method="test", mde=0.05)
+
+
+RESULTS = [
+    _result("big_and_real", 0.30, 0.001, (0.20, 0.40)),
+    _result("big_but_noise", 0.30, 0.20, (0.05, 0.55)),
+    _result("small_uncertain", 0.05, 0.30, (0.00, 0.15)),
+    _result("small_and_sure", 0.02, 0.60, (0.00, 0.05)),
+    _result("stable", 0.80, None, (0.70, 0.90), threshold=0.75, direction="higher"),
+]
+
+
+def _verdicts(mode: str) -> dict[str, bool]:
+    return {r.metric: r.passed for r in apply_gate(RESULTS, GateConfig(mode=mode))}  # type: ignore[arg-type]
+
+
+def test_default_mode_needs_threshold_and_significance() -> None:
+    assert _verdicts("default") == {"big_and_real": False, "big_but_noise": True,
+                                    "small_uncertain": True, "small_and_sure": True,
+                                    "stable": True}
+
+
+def test_point_mode_is_fairtraces_verdict() -> None:
+    assert _verdicts("point") == {"big_and_real": False, "big_but_noise": False,
+                                  "small_uncertain": True, "small_and_sure": True,
+                                  "stable": True}
+
+
+def test_upper_bound_mode_demands_the_interval_clear_the_threshold() -> None:
+    assert _verdicts("upper-bound") == {"big_and_real": False, "big_but_noise": False,
+                                        "small_uncertain": False, "small_and_sure": True,
+                                        "stable": False}
+
+
+def test_holm_adjusts_across_metrics_and_results_sort_failed_first() -> None:
+    results = apply_gate(RESULTS, GateConfig())
+    assert [r.metric for r in results][0] == "big_and_real"
+    by_name = {r.metric: r for r in results}
+    assert by_name["big_and_real"].p_holm == pytest.approx(0.004)
+    assert by_name["big_but_noise"].p_holm == pytest.approx(0.6)
+    assert by_name["stable"].p_holm is None
+    assert "within noise" in by_name["big_but_noise"].warnings[0]
+
+
+def test_fewer_than_two_groups_is_insufficient_data_in_every_mode() -> None:
+    lonely = replace(RESULTS[3], groups_with_data=1)
+    for mode in ("default", "point", "upper-bound"):
+        (result,) = apply_gate([lonely], GateConfig(mode=mode))  # type: ignore[arg-type]
+        assert result.verdict == "insufficient_data" and not result.passed
+
+
+def test_bad_gate_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="gate: must be one of default, point, upper-bound"):
+        GateConfig(mode="strict")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="alpha"):
+        GateConfig(alpha=1.5)
