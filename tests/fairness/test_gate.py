@@ -51,7 +51,7 @@ def test_upper_bound_mode_demands_the_interval_clear_the_threshold() -> None:
 
 def test_holm_adjusts_across_metrics_and_results_sort_failed_first() -> None:
     results = apply_gate(RESULTS, GateConfig())
-    assert [r.metric for r in results][0] == "big_and_real"
+    assert results[0].metric == "big_and_real"
     by_name = {r.metric: r for r in results}
     assert by_name["big_and_real"].p_holm == pytest.approx(0.004)
     assert by_name["big_but_noise"].p_holm == pytest.approx(0.6)
