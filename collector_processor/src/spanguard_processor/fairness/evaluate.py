@@ -24,7 +24,7 @@ from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similari
 from .gate import GateConfig, apply_gate
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
-from .results import Evaluation, GroupStat, MetricResult
+from .results import Evaluation, GroupStat, MetricResult, RecordMap
 from .signals import ObservationList
 from .stability import stability_arrays
 from .suite import MetricConfig
@@ -185,7 +185,7 @@ def _details(p: _Prepared, obs: Sequence[Observation], pooled: Mapping[str, list
     assert p.values is not None
     d = p.definition
     v = p.values
-    ids = [o.id for o in obs]
+    ids = obs.ids() if isinstance(obs, ObservationList) else [o.id for o in obs]
     out: dict[str, Any] = {}
     if d.name == "escalation_reason_parity":
         rates = {r: {g: m[c] for g, m in pooled.items()} for c, r in enumerate(v.columns)}
@@ -213,11 +213,8 @@ def _details(p: _Prepared, obs: Sequence[Observation], pooled: Mapping[str, list
 
 
 def _per_record(ids: list[str], values: NDArray[np.float64],
-                valid: NDArray[np.bool_]) -> dict[str, float]:
-    if bool(valid.all()):
-        return dict(zip(ids, values.tolist(), strict=True))
-    keep = np.flatnonzero(valid)
-    return dict(zip([ids[i] for i in keep], values[keep].tolist(), strict=True))
+                valid: NDArray[np.bool_]) -> RecordMap:
+    return RecordMap(ids, values, valid)
 
 
 def _bootstrap(prepared: Sequence[_Prepared], n_seeds: int, cfg: GateConfig) -> None:

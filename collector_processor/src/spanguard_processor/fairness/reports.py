@@ -16,7 +16,7 @@ from typing import Any
 
 from ..jsonio import write_text_atomic
 from .report_html import render_html
-from .results import Evaluation, MetricResult
+from .results import Evaluation, MetricResult, RecordMap
 
 __all__ = ["render_json", "render_junit", "render_markdown", "report_dict", "write_reports"]
 
@@ -32,6 +32,8 @@ def strict(value: Any) -> Any:
     """A copy of ``value`` with every non-finite float replaced by None and tuples as lists."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, RecordMap):
+        return strict(value.to_dict())
     if isinstance(value, dict):
         return {str(k): strict(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -2,14 +2,52 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from .gate import GateConfig
     from .records import Observation
 
-__all__ = ["Evaluation", "GroupStat", "MetricResult"]
+__all__ = ["Evaluation", "GroupStat", "MetricResult", "RecordMap"]
+
+
+class RecordMap(Mapping[str, float]):
+    """A read-only ``{record id: value}`` map backed by arrays (built into a dict only when a
+    report is written), so a million-record evaluation does not hold a dict per metric."""
+
+    __slots__ = ("_ids", "_index", "_keep", "_values")
+
+    def __init__(self, ids: list[str], values: NDArray[np.float64],
+                 valid: NDArray[np.bool_]) -> None:
+        self._ids = ids
+        self._values = values
+        self._keep = None if bool(valid.all()) else np.flatnonzero(valid)
+        self._index: dict[str, int] | None = None
+
+    def _rows(self) -> Iterator[int]:
+        return iter(range(len(self._ids)) if self._keep is None else self._keep.tolist())
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._ids[i] for i in self._rows())
+
+    def __len__(self) -> int:
+        return len(self._ids) if self._keep is None else int(self._keep.shape[0])
+
+    def __getitem__(self, key: str) -> float:
+        if self._index is None:
+            self._index = {self._ids[i]: i for i in self._rows()}
+        return float(self._values[self._index[key]])
+
+    def to_dict(self) -> dict[str, float]:
+        if self._keep is None:
+            return dict(zip(self._ids, self._values.tolist(), strict=True))
+        rows = self._keep
+        return dict(zip([self._ids[i] for i in rows], self._values[rows].tolist(), strict=True))
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,13 @@ class ObservationList(list[Observation]):
     """A list of observations that remembers its :class:`Signals` once computed."""
 
     signals: Signals | None = None
+    _ids: list[str] | None = None
+
+    def ids(self) -> list[str]:
+        """The record ids, one shared list (per-record detail maps point into it)."""
+        if self._ids is None:
+            self._ids = [o.id for o in self]
+        return self._ids
 
 
 def _compute(obs: Sequence[Observation]) -> Signals:
