@@ -39,6 +39,21 @@ _TRACE_ALIASES = {
 }
 
 
+_SHARED_LIMIT = 65_536
+_shared: dict[object, Any] = {}
+
+
+def _share(key: object, build: Any, *args: Any) -> Any:
+    """One instance per distinct immutable value (assignments, tool calls, documents), so a
+    million observations do not hold a million copies of the same few values."""
+    value = _shared.get(key)
+    if value is None:
+        if len(_shared) >= _SHARED_LIMIT:
+            _shared.clear()
+        value = _shared[key] = build(*args)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Observation:
     """One response to one variant (one repeat), as every metric reads it."""
@@ -152,11 +167,12 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
     if "trace" in meta:
         metadata = dict(meta)
         del metadata["trace"]
+    items = tuple(assignments.items())
     return Observation(
         id=ident,
         seed_id=seed,
         variant_id=ident,
-        assignments=dict(assignments),
+        assignments=_share(("a", items), dict, items),
         prompt=_string(data, "prompt", "", required=False),
         response=_string(data, "response", ""),
         metadata=metadata,
@@ -216,7 +232,7 @@ def parse_fairtrace_trace(raw: object) -> ProcessTrace:
         name = _aliased(item, "name", "tool", where)
         if not isinstance(name, str) or not name:
             raise _err("must be a non-empty string.", f"{where}.name")
-        tools.append(ToolCall(name))
+        tools.append(_share(("t", name), ToolCall, name))
     docs = []
     for i, item in enumerate(_items(trace, "retrieved_documents")):
         where = f"{base}.retrieved_documents[{i}]"
@@ -229,8 +245,8 @@ def parse_fairtrace_trace(raw: object) -> ProcessTrace:
         if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
             raise _err("must be a positive integer (ranks start at 1).", f"{where}.rank")
         ident = item.get("id")
-        docs.append(RetrievedDocument(id=ident if isinstance(ident, str) else None,
-                                      group=group, rank=rank))
+        doc_id = ident if isinstance(ident, str) else None
+        docs.append(_share(("d", doc_id, group, rank), RetrievedDocument, doc_id, group, rank))
     escalated = trace.get("escalated", False)
     if escalated is None:
         escalated = False
