@@ -124,3 +124,15 @@ def test_within_seed_estimator_removes_simpsons_paradox() -> None:
     ours = _ours(records, ["escalation_parity"])["escalation_parity"]
     assert ours.score == 0.0
     assert ours.details["estimator"] == "within-seed contrasts"
+
+
+def test_attribute_marginals_separate_the_attribute_that_matters() -> None:
+    records = [
+        {"id": f"s{s}::{g}{r}", "seed_id": f"s{s}", "prompt": "p",
+         "assignments": {"gender": g, "region": r}, "response": "x",
+         "response_metadata": {"trace": {"escalated": g == "w"}}}
+        for s in range(4) for g in ("m", "w") for r in ("EU", "US")
+    ]
+    result = _ours(records, ["escalation_parity"])["escalation_parity"]
+    assert result.score == 1.0
+    assert result.details["attribute_gaps"] == {"gender": 1.0, "region": 0.0}

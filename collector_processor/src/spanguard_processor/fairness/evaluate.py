@@ -142,7 +142,26 @@ def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Obser
         p.score = p.estimate.gap
     p.details = _details(p, obs, pooled, group_labels, group_idx)
     p.details["estimator"] = "pooled group means" if balanced else "within-seed contrasts"
+    marginals = _attribute_gaps(obs, keep, seed_idx[keep], n_seeds, x)
+    if marginals:
+        p.details["attribute_gaps"] = marginals
     return p
+
+
+def _attribute_gaps(obs: Sequence[Observation], keep: NDArray[np.bool_],
+                    seed_idx: NDArray[np.int64], n_seeds: int,
+                    x: NDArray[np.float64]) -> dict[str, float]:
+    """With several attributes, the within-seed gap along each one alone (its marginal)."""
+    names = sorted({k for o in obs for k in o.assignments})
+    if len(names) < 2:
+        return {}
+    rows = np.flatnonzero(keep).tolist()
+    out = {}
+    for name in names:
+        labels, idx = _index([obs[i].assignments.get(name, "") for i in rows])
+        design = stats.build_design(seed_idx, idx, n_seeds, len(labels))
+        out[name] = stats.gap_estimate(*stats.seed_aggregates(design, x)).gap
+    return out
 
 
 def _gap(values: list[float]) -> float:
