@@ -136,3 +136,17 @@ def test_attribute_marginals_separate_the_attribute_that_matters() -> None:
     result = _ours(records, ["escalation_parity"])["escalation_parity"]
     assert result.score == 1.0
     assert result.details["attribute_gaps"] == {"gender": 1.0, "region": 0.0}
+
+
+def test_vectorised_stability_for_large_suites_matches_fairtrace() -> None:
+    rng = random.Random(42)
+    records = random_balanced_records(rng, 700, ["a", "b", "c", "d"])  # 2,800 > exact limit
+    theirs = metric_registry.get("counterfactual_stability")(bootstrap_samples=0)
+    expected = theirs.evaluate(records)
+    ours = _ours(records, ["counterfactual_stability"])["counterfactual_stability"]
+    assert ours.score == pytest.approx(expected.score, rel=1e-12, abs=1e-15)
+    for key in ("seed_similarities", "scenario_similarities"):
+        mine = ours.details[key]
+        assert list(mine) == list(expected.details[key])
+        for k, v in expected.details[key].items():
+            assert mine[k] == pytest.approx(v, rel=1e-12, abs=1e-15)

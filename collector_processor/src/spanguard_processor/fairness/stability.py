@@ -10,7 +10,9 @@ number of within-seed pairs.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,13 +24,14 @@ __all__ = ["stability_arrays"]
 
 def _tokens(observations: Sequence[Observation]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     vocab: dict[str, int] = {}
-    rows: list[int] = []
-    ids: list[int] = []
+    rows = array("q")  # raw 8-byte ints: a Python list would hold an int object per token
+    ids = array("q")
     for i, o in enumerate(observations):
         distinct = set(o.response.lower().split())
-        rows.extend([i] * len(distinct))
-        ids.extend(vocab.setdefault(t, len(vocab)) for t in distinct)
-    return np.asarray(rows, dtype=np.int64), np.asarray(ids, dtype=np.int64)
+        rows.extend(repeat(i, len(distinct)))
+        ids.extend([vocab.setdefault(t, len(vocab)) for t in distinct])
+    return (np.frombuffer(rows, dtype=np.int64).copy(),
+            np.frombuffer(ids, dtype=np.int64).copy())
 
 
 def stability_arrays(
