@@ -55,6 +55,19 @@ def _index(labels: Sequence[str]) -> tuple[list[str], NDArray[np.int64]]:
     return list(order), idx
 
 
+def _group_labels(observations: Sequence[Observation]) -> list[str]:
+    # identical assignments are usually one shared dict: label each distinct object once
+    cache: dict[int, str] = {}
+    out = []
+    for o in observations:
+        key = id(o.assignments)
+        label = cache.get(key)
+        if label is None:
+            label = cache[key] = o.group
+        out.append(label)
+    return out
+
+
 def _generated_at() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     moment = (datetime.fromtimestamp(int(epoch), UTC) if epoch and epoch.isdigit()
@@ -83,7 +96,7 @@ def evaluate(
                              "unique id.", field="id")
         seen.add(o.id)
     observations = ObservationList(observations)
-    group_labels, group_idx = _index([o.group for o in observations])
+    group_labels, group_idx = _index(_group_labels(observations))
     seed_labels, seed_idx = _index([o.seed_id for o in observations])
     prepared = []
     for mc in metrics:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import count, repeat
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,12 +24,13 @@ __all__ = ["stability_arrays"]
 
 def _tokens(observations: Sequence[Observation]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     vocab: dict[str, int] = {}
+    fresh = count()  # ids only need to be distinct, not dense: setdefault runs in C via map
     rows = array("q")  # raw 8-byte ints: a Python list would hold an int object per token
     ids = array("q")
     for i, o in enumerate(observations):
         distinct = set(o.response.lower().split())
         rows.extend(repeat(i, len(distinct)))
-        ids.extend([vocab.setdefault(t, len(vocab)) for t in distinct])
+        ids.extend(map(vocab.setdefault, distinct, fresh))
     return (np.frombuffer(rows, dtype=np.int64).copy(),
             np.frombuffer(ids, dtype=np.int64).copy())
 
