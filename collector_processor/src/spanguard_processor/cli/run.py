@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 from pathlib import Path
 
 import click
@@ -46,8 +48,20 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, repeats: int, concur
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed)
     suite = load_suite(suite_path)
     app = load_callable(app_ref, "the app", field="--app")
-    observations, errors = run_app(app, suite.variants, repeats=repeats,
-                                   concurrency=concurrency)
+    total = len(suite.variants) * repeats
+    if sys.stderr.isatty():  # progress only on a terminal, never in logs or CliRunner
+        lock = threading.Lock()
+        with click.progressbar(length=total, label="calling the app", file=sys.stderr) as bar:
+
+            def tick(done: int) -> None:
+                with lock:  # worker threads report concurrently
+                    bar.update(done)
+
+            observations, errors = run_app(app, suite.variants, repeats=repeats,
+                                           concurrency=concurrency, progress=tick)
+    else:
+        observations, errors = run_app(app, suite.variants, repeats=repeats,
+                                       concurrency=concurrency)
     for error in errors:
         click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
                    err=True)

@@ -24,7 +24,9 @@ from spanguard.exceptions import InputError
 from .records import Observation, parse_fairtrace_trace
 from .suite import Variant
 
-__all__ = ["AppCall", "run_app"]
+__all__ = ["AppCall", "Progress", "run_app"]
+
+Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -94,46 +96,64 @@ def _call_sync(app: Callable[..., Any], request: Any, variant: Variant, repeat: 
 
 
 async def _call_async(app: Callable[..., Any], request: Any, variant: Variant, repeat: int,
-                      gate: asyncio.Semaphore) -> AppCall:
+                      gate: asyncio.Semaphore, progress: Progress) -> AppCall:
     async with gate:
         with _scope(request, variant, repeat):
             try:
                 result = await app(variant.prompt, dict(variant.assignments))
             except Exception as exc:
-                return AppCall(variant, repeat, error=f"{type(exc).__name__}: {exc}")
-        return _normalise(variant, repeat, result)
+                call = AppCall(variant, repeat, error=f"{type(exc).__name__}: {exc}")
+            else:
+                call = _normalise(variant, repeat, result)
+        progress(1)
+        return call
 
 
 async def _gather(app: Callable[..., Any], request: Any, jobs: list[tuple[Variant, int]],
-                  concurrency: int) -> list[AppCall]:
+                  concurrency: int, progress: Progress) -> list[AppCall]:
     gate = asyncio.Semaphore(concurrency)
-    return list(await asyncio.gather(*(_call_async(app, request, v, r, gate) for v, r in jobs)))
+    return list(await asyncio.gather(
+        *(_call_async(app, request, v, r, gate, progress) for v, r in jobs)))
 
 
 def _calls(app: Callable[..., Any], request: Any, jobs: list[tuple[Variant, int]],
-           concurrency: int) -> list[AppCall]:
+           concurrency: int, progress: Progress) -> list[AppCall]:
     if inspect.iscoroutinefunction(app):
-        return asyncio.run(_gather(app, request, jobs, concurrency))
+        return asyncio.run(_gather(app, request, jobs, concurrency, progress))
+
+    def one(job: tuple[Variant, int]) -> AppCall:
+        call = _call_sync(app, request, *job)
+        progress(1)
+        return call
+
     if concurrency <= 1:
-        return [_call_sync(app, request, v, r) for v, r in jobs]
+        return [one(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return list(pool.map(lambda job: _call_sync(app, request, *job), jobs))
+        return list(pool.map(one, jobs))
+
+
+def _no_progress(done: int) -> None:
+    return None
 
 
 def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: int = 1,
-            concurrency: int = 1) -> tuple[list[Observation], list[dict[str, Any]]]:
-    """Call ``app`` for every variant ``repeats`` times; return observations and errors."""
+            concurrency: int = 1, progress: Progress = _no_progress
+            ) -> tuple[list[Observation], list[dict[str, Any]]]:
+    """Call ``app`` for every variant ``repeats`` times; return observations and errors.
+
+    ``progress(n)`` is called as calls finish (from worker threads when concurrent).
+    """
     if repeats < 1 or concurrency < 1:
         raise InputError("repeats and concurrency must be at least 1.")
     jobs = [(v, r) for v in variants for r in range(repeats)]
     sdk = _sdk()
     traces: dict[tuple[str, int], Any] = {}
     if sdk is None:
-        calls = _calls(app, None, jobs, concurrency)
+        calls = _calls(app, None, jobs, concurrency, progress)
     else:
         request, span_capture, from_spans = sdk
         with span_capture(capture_content=False) as capture:
-            calls = _calls(app, request, jobs, concurrency)
+            calls = _calls(app, request, jobs, concurrency, progress)
         spans = capture.readable_spans()
         counts: dict[str, int] = {}
         for span in spans:
