@@ -264,30 +264,20 @@ def _exposure(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricV
     return _columns(obs, _exposure_row, lambda t: not t.retrieved_documents)
 
 
-def _legacy_exposure(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
-    # values: 1/rank per document group, summed per record (fairtrace 0.1.0's formula)
-    def row(trace: Any) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for doc in trace.retrieved_documents:
-            rank = doc.rank if isinstance(doc.rank, int) and doc.rank >= 1 else 1
-            out[doc.group] = out.get(doc.group, 0.0) + 1.0 / rank
-        return out
-
-    return _columns(obs, row, lambda t: not t.retrieved_documents)
+def _computed_elsewhere(obs: Sequence[Observation], options: Mapping[str, Any]
+                        ) -> MetricValues:
+    # stability and the legacy exposure are not group-mean gaps: evaluate.py computes them
+    # from the observations directly (compat.py, stability.py), never through this hook
+    raise AssertionError("this metric kind is computed by evaluate(), not compute()")
 
 
-def _stability(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
-    return MetricValues(np.zeros((len(obs), 1)), np.ones(len(obs), dtype=bool))
-
-
-_HOOK = "{}_evaluator"
 for _definition in (
     MetricDefinition("refusal_gap", 0.05, "lower", _refusal, "Text",
                      options=frozenset({"refusal_evaluator"})),
     MetricDefinition("verbosity_gap", 20.0, "lower",
                      _signal_metric(lambda sig: sig.tokens), "Text",
                      detail_key="average_lengths"),
-    MetricDefinition("counterfactual_stability", 0.75, "higher", _stability, "Text",
+    MetricDefinition("counterfactual_stability", 0.75, "higher", _computed_elsewhere, "Text",
                      kind="stability", detail_key="seed_similarities"),
     MetricDefinition("helpfulness_gap", 0.1, "lower",
                      _scored("helpfulness_evaluator", "helpfulness_score",
@@ -303,7 +293,8 @@ for _definition in (
     MetricDefinition("retrieval_exposure_gap", 0.1, "lower", _exposure, "RAG",
                      detail_key="exposure_by_group",
                      missing_key="missing_or_empty_retrieved_documents_records"),
-    MetricDefinition("retrieval_exposure_gap_legacy", 0.1, "lower", _legacy_exposure, "RAG",
+    MetricDefinition("retrieval_exposure_gap_legacy", 0.1, "lower", _computed_elsewhere,
+                     "RAG",
                      kind="legacy_exposure", detail_key="exposure_by_group",
                      missing_key="missing_or_empty_retrieved_documents_records"),
     MetricDefinition("plan_length_gap", 1.0, "lower",
