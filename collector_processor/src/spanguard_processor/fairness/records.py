@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,7 +171,7 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
     items = tuple(assignments.items())
     return Observation(
         id=ident,
-        seed_id=seed,
+        seed_id=sys.intern(seed),
         variant_id=ident,
         assignments=_share(("a", items), dict, items),
         prompt=_string(data, "prompt", "", required=False),

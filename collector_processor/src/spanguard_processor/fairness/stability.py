@@ -31,8 +31,7 @@ def _tokens(observations: Sequence[Observation]) -> tuple[NDArray[np.int64], NDA
         distinct = set(o.response.lower().split())
         rows.extend(repeat(i, len(distinct)))
         ids.extend(map(vocab.setdefault, distinct, fresh))
-    return (np.frombuffer(rows, dtype=np.int64).copy(),
-            np.frombuffer(ids, dtype=np.int64).copy())
+    return np.frombuffer(rows, dtype=np.int64).copy(), np.frombuffer(ids, dtype=np.int64).copy()
 
 
 def stability_arrays(
@@ -53,16 +52,23 @@ def stability_arrays(
     token_count = np.bincount(rows, minlength=n).astype(np.float64)
     inter = np.zeros(total_pairs)
     if rows.size:
-        seeds = seed_idx[rows]
-        sort = np.lexsort((local[rows], toks, seeds))
-        r, t, s = rows[sort], toks[sort], seeds[sort]
+        # one int64 sort key (seed, token); a stable sort keeps file order inside each run
+        key = seed_idx[rows] * (int(toks.max()) + 1) + toks
+        del toks
+        sort = np.argsort(key, kind="stable")
+        key = key[sort]
+        r = rows[sort]
+        del sort, rows
+        seed_of = seed_idx[r]
+        loc = local[r]
         for d in range(1, int(sizes.max())):
-            same = (t[d:] == t[:-d]) & (s[d:] == s[:-d])
+            same = key[d:] == key[:-d]
             if not same.any():
                 break
-            a, b = local[r[:-d][same]], local[r[d:][same]]
-            k = sizes[s[:-d][same]]
-            pid = pair_base[s[:-d][same]] + a * k - a * (a + 1) // 2 + (b - a - 1)
+            a, b = loc[:-d][same], loc[d:][same]
+            s_same = seed_of[:-d][same]
+            k = sizes[s_same]
+            pid = pair_base[s_same] + a * k - a * (a + 1) // 2 + (b - a - 1)
             inter += np.bincount(pid, minlength=total_pairs)
 
     seed_sim = np.ones(n_seeds)

@@ -149,8 +149,9 @@ def bootstrap_seed_counts(
         b = min(step, resamples - done)
         draws = rng.integers(0, n_seeds, size=(b, n_seeds))
         draws += (np.arange(b, dtype=np.int64) * n_seeds)[:, None]  # row offsets: one bincount
+        # float32 counts are exact (< 2^24) and halve the memory traffic of the products
         yield np.bincount(draws.ravel(), minlength=b * n_seeds).reshape(b, n_seeds).astype(
-            np.float64
+            np.float32
         )
         done += b
 
@@ -160,8 +161,9 @@ def bootstrap_gaps_and_means(
 ) -> tuple[FloatArray, FloatArray]:
     """The gap and the adjusted group means (B, G, C) in every resample, given (B, S) weights."""
     s, g, c = sums.shape
-    num = (weights @ sums.reshape(s, g * c)).reshape(-1, g, c)
-    return gaps_from_sums(num, weights @ counts)
+    w = weights.astype(np.float64)
+    num = (w @ sums.reshape(s, g * c)).reshape(-1, g, c)
+    return gaps_from_sums(num, w @ counts)
 
 
 def gaps_from_sums(num: FloatArray, den: FloatArray) -> tuple[FloatArray, FloatArray]:
