@@ -270,7 +270,7 @@ def _bootstrap(prepared: Sequence[_Prepared], n_seeds: int, cfg: GateConfig) -> 
              ).astype(dtype)
     orders = [np.argsort(p.seed_sims, kind="stable") for p in stable if p.seed_sims is not None]
     for weights in stats.bootstrap_seed_counts(n_seeds, cfg.bootstrap_samples, cfg.seed):
-        product = (weights.astype(dtype, copy=False) @ joint).astype(np.float64)
+        product = np.matmul(weights.astype(dtype, copy=False), joint).astype(np.float64)
         for p, (first, g, c) in zip(gaps, spans, strict=True):
             num = product[:, first:first + g * c].reshape(-1, g, c)
             den = product[:, first + g * c:first + g * c + g]
