@@ -10,7 +10,8 @@ columns.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -216,31 +217,40 @@ def _scored(key: str, meta_key: str, fallback: Callable[[Signals], NDArray[np.fl
     return compute
 
 
-def _columns(obs: Sequence[Observation], per_record: Callable[[Any], dict[str, float]],
+def _columns(obs: Sequence[Observation],
+             per_record: Callable[[Any], Iterable[tuple[str, float]]],
              empty: Callable[[Any], bool]) -> MetricValues:
-    rows: list[dict[str, float]] = []
-    valid = np.zeros(len(obs), dtype=bool)
+    """One column per label: (record, label, value) triples summed into a dense matrix."""
+    n = len(obs)
+    valid = np.zeros(n, dtype=bool)
+    rows = array("q")
+    weights = array("d")
+    labels: list[str] = []
     missing = 0
     for i, o in enumerate(obs):
-        if o.trace is None:
-            rows.append({})
+        trace = o.trace
+        if trace is None:
             continue
         valid[i] = True
-        missing += empty(o.trace)
-        rows.append(per_record(o.trace))
-    labels = tuple(sorted({k for row in rows for k in row}))
-    index = {k: j for j, k in enumerate(labels)}
-    values = np.zeros((len(obs), max(1, len(labels))))
-    for i, row in enumerate(rows):
-        for k, v in row.items():
-            values[i, index[k]] += v
-    return MetricValues(values, valid, labels, missing_field_records=missing)
+        missing += empty(trace)
+        for label, value in per_record(trace):
+            rows.append(i)
+            labels.append(label)
+            weights.append(value)
+    names = tuple(sorted(set(labels)))
+    width = max(1, len(names))
+    index = {k: j for j, k in enumerate(names)}
+    cells = np.frombuffer(rows, dtype=np.int64) * width + np.fromiter(
+        (index[k] for k in labels), dtype=np.int64, count=len(labels))
+    values = np.asarray(np.bincount(cells, weights=np.frombuffer(weights, dtype=np.float64),
+                                    minlength=n * width), dtype=np.float64).reshape(n, width)
+    return MetricValues(values, valid, names, missing_field_records=missing)
 
 
 def _reasons(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
     return _columns(
         obs,
-        lambda t: {t.escalation_reason: 1.0} if t.escalation_reason else {},
+        lambda t: ((t.escalation_reason, 1.0),) if t.escalation_reason else (),
         lambda t: t.escalation_reason is None,
     )
 
@@ -250,14 +260,14 @@ def exposure_weight(rank: int) -> float:
     return 1.0 / math.log2(1.0 + rank)
 
 
-def _exposure_row(trace: Any) -> dict[str, float]:
-    row: dict[str, float] = {}
+_WEIGHTS = [0.0] + [exposure_weight(r) for r in range(1, 257)]
+
+
+def _exposure_row(trace: Any) -> Iterator[tuple[str, float]]:
     for position, doc in enumerate(trace.retrieved_documents, start=1):
-        if not doc.group:
-            continue
-        rank = doc.rank if doc.rank is not None else position
-        row[doc.group] = row.get(doc.group, 0.0) + exposure_weight(rank)
-    return row
+        if doc.group:
+            rank = doc.rank if doc.rank is not None else position
+            yield doc.group, _WEIGHTS[rank] if rank <= 256 else exposure_weight(rank)
 
 
 def _exposure(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
