@@ -75,8 +75,8 @@ def apply_trace_mapper(adapter: str, mapper: TraceMapper | None, result: Any) ->
     try:
         process = parse_fairtrace_trace(mapped)
     except InputError as exc:
-        raise AdapterError(adapter, f"the trace_mapper returned an invalid trace: {exc.detail} "
-                                    f"(field '{exc.field}').") from None
+        raise AdapterError(adapter, f"the trace_mapper returned an invalid trace: field "
+                                    f"'{exc.field}' {exc.detail}") from None
     record_process(process)
 
 

@@ -20,8 +20,14 @@ from uuid import UUID
 
 import spanguard
 
-from ._base import AdapterError, App, TraceMapper, apply_trace_mapper, join_text_parts, \
-    record_tool_call
+from ._base import (
+    AdapterError,
+    App,
+    TraceMapper,
+    apply_trace_mapper,
+    join_text_parts,
+    record_tool_call,
+)
 
 __all__ = ["langchain_runnable", "langgraph_graph"]
 
@@ -36,7 +42,7 @@ def _handler_base() -> type:
     except ImportError:  # pragma: no cover - depends on the environment
         raise AdapterError(LANGCHAIN, "langchain-core is not installed; install it to use "
                                       "this adapter (pip install langchain-core).") from None
-    return BaseCallbackHandler  # type: ignore[no-any-return]
+    return BaseCallbackHandler
 
 
 def _model_name(serialized: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None) -> str:
@@ -170,7 +176,7 @@ def _runnable(adapter: str, runnable: Any, build: InputBuilder, output_key: str 
 
     def prepare(prompt: str, assignments: Mapping[str, str]) -> tuple[Any, Any, dict[str, Any]]:
         recorder = _make_recorder()
-        callbacks = list(base_config.get("callbacks") or []) + [recorder]
+        callbacks = [*list(base_config.get("callbacks") or []), recorder]
         run_config = {**base_config, "callbacks": callbacks,
                       "metadata": {**dict(base_config.get("metadata") or {}), **assignments}}
         return build(prompt, assignments), recorder, run_config

@@ -179,7 +179,7 @@ def _adapter(adapter: str, create: Any, model: str, build: Any, parse: Any,
         apply_trace_mapper(adapter, trace_mapper, response)
         return answer_result(adapter, answer, what)
 
-    if inspect.iscoroutinefunction(create):
+    if inspect.iscoroutinefunction(inspect.unwrap(create)):
         async def app_async(prompt: str, assignments: Mapping[str, str]) -> Any:
             kwargs = build(prompt, assignments)
             with spanguard.llm_call(model, provider="openai") as call:
