@@ -206,7 +206,7 @@ def _check_model(adapter: str, model: object) -> str:
     return model
 
 
-def openai_chat(client: Any, *, model: str, system: str | None = None,
+def openai_chat(client: Any, *, model: str | None = None, system: str | None = None,
                 send_assignments: bool = True, request_options: Mapping[str, Any] | None = None,
                 trace_mapper: TraceMapper | None = None) -> App:
     """An app calling ``client.chat.completions.create`` once per variant.
@@ -216,7 +216,7 @@ def openai_chat(client: Any, *, model: str, system: str | None = None,
     ``request_options`` are passed through (``tools``, ``temperature``, ``store`` …).
     """
     create = _check_method(CHAT, client, "chat.completions.create")
-    model = _check_model(CHAT, model)
+    model_name = _check_model(CHAT, model)
     extra = dict(request_options or {})
 
     def build(prompt: str, assignments: Mapping[str, str]) -> dict[str, Any]:
@@ -225,25 +225,25 @@ def openai_chat(client: Any, *, model: str, system: str | None = None,
         if system_text is not None:
             messages.append({"role": "system", "content": system_text})
         messages.append({"role": "user", "content": prompt})
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, **extra}
+        kwargs: dict[str, Any] = {"model": model_name, "messages": messages, **extra}
         if send_assignments and assignments:
             kwargs["metadata"] = {**dict(extra.get("metadata") or {}), **assignments}
         return kwargs
 
-    return _adapter(CHAT, create, model, build, parse_chat_completion, trace_mapper)
+    return _adapter(CHAT, create, model_name, build, parse_chat_completion, trace_mapper)
 
 
-def openai_responses(client: Any, *, model: str, instructions: str | None = None,
+def openai_responses(client: Any, *, model: str | None = None, instructions: str | None = None,
                      send_assignments: bool = True,
                      request_options: Mapping[str, Any] | None = None,
                      trace_mapper: TraceMapper | None = None) -> App:
     """An app calling ``client.responses.create`` once per variant (see :func:`openai_chat`)."""
     create = _check_method(RESPONSES, client, "responses.create")
-    model = _check_model(RESPONSES, model)
+    model_name = _check_model(RESPONSES, model)
     extra = dict(request_options or {})
 
     def build(prompt: str, assignments: Mapping[str, str]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": model, "input": prompt, **extra}
+        kwargs: dict[str, Any] = {"model": model_name, "input": prompt, **extra}
         text = _format(RESPONSES, instructions, assignments, "instructions")
         if text is not None:
             kwargs["instructions"] = text
@@ -251,4 +251,4 @@ def openai_responses(client: Any, *, model: str, instructions: str | None = None
             kwargs["metadata"] = {**dict(extra.get("metadata") or {}), **assignments}
         return kwargs
 
-    return _adapter(RESPONSES, create, model, build, parse_response, trace_mapper)
+    return _adapter(RESPONSES, create, model_name, build, parse_response, trace_mapper)
