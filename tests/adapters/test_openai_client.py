@@ -167,6 +167,6 @@ def test_wrong_client_shape_and_missing_model_are_rejected_before_any_call() -> 
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="test")
     with pytest.raises(AdapterError, match="a model name is required"):
         openai_responses(client, model="")
-    with pytest.raises(AdapterError, match=r"the system template 'Hi \{name\}' cannot be formatted"):
+    with pytest.raises(AdapterError, match=r"the system template 'Hi \{name\}' cannot be"):
         openai_chat(client, model="m", system="Hi {name}")("x", {"group": "a"})
     client.close()
