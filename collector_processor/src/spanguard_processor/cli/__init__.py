@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "check": "spanguard_processor.cli.check:check",
     "compare": "spanguard_processor.cli.compare:compare",
     "fairness": "spanguard_processor.cli.fairness:fairness",
+    "import": "spanguard_processor.cli.importers:import_command",
     "ingest": "spanguard_processor.cli.ingest:ingest",
     "init": "spanguard_processor.cli.init:init",
     "run": "spanguard_processor.cli.run:run",
