@@ -48,9 +48,10 @@ def test_promptfoo_config_renders_prompts_and_expands_list_vars(tmp_path: Path) 
         # region is list-valued in one test, so it is an attribute of the whole suite
         ("refund-window::1", "seed-1", {"gender": "man", "region": "EU"}),
         ("refund-window::2", "seed-1", {"gender": "woman", "region": "EU"}),
+        # the product runs over the vars in order: region (from defaultTest) first
         ("test-3::1", "gift", {"gender": "man", "region": "EU"}),
-        ("test-3::2", "gift", {"gender": "man", "region": "US"}),
-        ("test-3::3", "gift", {"gender": "woman", "region": "EU"}),
+        ("test-3::2", "gift", {"gender": "woman", "region": "EU"}),
+        ("test-3::3", "gift", {"gender": "man", "region": "US"}),
         ("test-3::4", "gift", {"gender": "woman", "region": "US"}),
     ]
     assert variants[1].prompt == "A woman customer from EU asks: How long do refunds take?"
