@@ -25,8 +25,8 @@ def lookup(customer_email: str, order: int) -> str:
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("PYTEST_CURRENT_TEST", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")}
+    skip = ("PYTEST_CURRENT_TEST", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+    clean = {k: v for k, v in os.environ.items() if k not in skip}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=60, env={**clean, **env})
 
@@ -93,9 +93,9 @@ def test_redactor_returning_none_drops_the_value() -> None:
 
 
 def test_long_text_is_bounded_and_marked() -> None:
-    with capture_spans(capture_content=True, max_content_chars=32) as capture:
-        with spanguard.request("a", input="x" * 100) as req:
-            req.set_output({"items": ["y" * 50] * 20})
+    with (capture_spans(capture_content=True, max_content_chars=32) as capture,
+          spanguard.request("a", input="x" * 100) as req):
+        req.set_output({"items": ["y" * 50] * 20})
     attributes = capture.spans()[0]["attributes"]
     assert len(attributes[semconv.INPUT_VALUE]) == 32
     assert len(attributes[semconv.OUTPUT_VALUE]) <= 32

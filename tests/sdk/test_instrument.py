@@ -35,9 +35,7 @@ async def search(query: str) -> str:
 
 @spanguard.tool
 def count(n: int) -> Iterator[int]:
-    for i in range(n):
-        yield i
-    return
+    yield from range(n)
 
 
 @spanguard.tool
@@ -149,7 +147,7 @@ def test_generator_return_value_survives(capture: SpanCapture) -> None:
     @spanguard.tool
     def returns() -> Iterator[int]:
         yield 1
-        return 7  # noqa: B901
+        return 7
 
     def consume() -> Iterator[int]:
         result = yield from returns()
