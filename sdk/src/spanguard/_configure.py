@@ -286,6 +286,7 @@ def shutdown() -> None:
     if configuration is None:
         return
     _retire(configuration)
+    set_content_settings(None)  # back to the environment variable's setting
     stats = configuration.processor.stats() if configuration.processor else None
     if stats is not None and stats.dropped:
         logger.warning("spanguard: %d of %d spans were dropped before export; raise "
