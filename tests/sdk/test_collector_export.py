@@ -76,3 +76,28 @@ def test_every_span_arrives_intact_through_rotel(
     roots = [s for s in received if s.name == "invoke_agent support_agent"]
     assert sorted(a.value.string_value for s in roots for a in s.attributes
                   if a.key == semconv.REQUEST_ID) == sorted(request_ids)
+
+
+@pytest.mark.parametrize(("protocol", "port_of"), [("grpc", "grpc_endpoint"),
+                                                   ("http/protobuf", "http_endpoint")])
+def test_standard_otel_variables_choose_the_exporter(
+        collector: tuple[OtlpGrpcSink, RotelCollector], monkeypatch: pytest.MonkeyPatch,
+        protocol: str, port_of: str) -> None:
+    sink, rotel = collector
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", getattr(rotel, port_of))
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
+    spanguard.configure(private=True)
+    try:
+        with spanguard.request("agent", seed_id="env"):
+            spanguard.friction("captcha")
+        assert spanguard.export_stats() == spanguard.ExportStats(1, 1, 0, 0)
+    finally:
+        spanguard.shutdown()
+    (span,) = sink.wait_for_spans(1)
+    assert span.name == "invoke_agent agent"
+    assert [e.name for e in span.events] == [semconv.EVENT_FRICTION]
+    services = {a.value.string_value for resource in sink.resources()
+                for a in resource.attributes if a.key == "service.name"}
+    assert services == {"from-env"}
