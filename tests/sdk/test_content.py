@@ -111,7 +111,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(value=json_values, limit=st.integers(min_value=16, max_value=200))
 def test_bounded_json_always_parses_and_fits(value: Any, limit: int) -> None:
     text, truncated = bounded_json(value, limit)
@@ -121,6 +121,7 @@ def test_bounded_json_always_parses_and_fits(value: Any, limit: int) -> None:
         assert json.loads(text) == value
 
 
+@settings(deadline=None, derandomize=True)
 @given(text=st.text(max_size=300), limit=st.integers(min_value=1, max_value=100))
 def test_bounded_text_fits(text: str, limit: int) -> None:
     bounded, truncated = bounded_text(text, limit)

@@ -181,3 +181,10 @@ def test_streaming_agent_root_covers_the_whole_iteration(content_capture: SpanCa
     tools = [s for s in spans if s["parent_span_id"] is not None]
     assert [t["parent_span_id"] for t in tools] == [roots[0]["span_id"]] * 2 + [
         roots[1]["span_id"]]
+
+
+def test_joining_request_does_not_reset_the_outer_repeat(capture: SpanCapture) -> None:
+    with spanguard.request("outer", repeat=3), spanguard.request("inner", seed_id="s2"):
+        pass
+    attributes = capture.spans()[0]["attributes"]
+    assert attributes[semconv.REPEAT] == 3 and attributes[semconv.SEED_ID] == "s2"

@@ -168,11 +168,12 @@ class RequestScope:
         seed_id, variant_id, assignments, repeat = self._identity
         if outer is not None:  # join the request already open
             if outer.span.is_recording():
-                given = {k: v for k, v in (("seed", seed_id), ("variant", variant_id),
-                                           ("assign", assignments)) if v is not None}
-                if given or repeat:
-                    outer.span.set_attributes(_identity(seed_id, variant_id, assignments,
-                                                        repeat))
+                # only what the inner request states explicitly; a default repeat of 0 must
+                # not overwrite the outer request's repeat
+                joined = _identity(seed_id, variant_id, assignments, repeat)
+                if repeat == 0:
+                    del joined[semconv.REPEAT]
+                outer.span.set_attributes(joined)
             self._state.append((outer, None, False))
             return outer
         request_id = self._request_id
