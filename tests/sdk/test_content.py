@@ -158,3 +158,15 @@ def test_failing_redactor_raises_under_pytest() -> None:
     with capture_spans(capture_content=True, redact=bad), pytest.raises(RuntimeError,
                                                                         match="redactor bug"):
         lookup("a", 1)
+
+
+def test_unencodable_content_is_dropped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    with capture_spans(capture_content=True) as capture, spanguard.request("a") as req:
+        req.set_output(loop)
+        req.set_input({"fine": True})
+    attributes = capture.spans()[0]["attributes"]
+    assert semconv.OUTPUT_VALUE not in attributes
+    assert attributes[semconv.INPUT_VALUE] == '{"fine":true}'
+    assert "cannot be encoded as JSON" in caplog.text

@@ -104,8 +104,7 @@ class Request:
 def _set_text(span: Span, key: str, mime_key: str, value: Any) -> None:
     if not span.is_recording() or value is None:
         return
-    set_content(span, key, value)
-    if span.is_recording():
+    if set_content(span, key, value):
         span.set_attribute(mime_key, _TEXT if isinstance(value, str) else _JSON)
 
 
