@@ -130,9 +130,9 @@ def test_export_writes_all_three_formats_and_counts_traces_without_input(tmp_pat
         from spanguard_processor.ingest.otlp_proto import decode_request
 
         with_text = in_memory_spans(2).get_finished_spans()
-        db.put_spans(list(decode_request(encode_spans(with_text)).spans))
+        db.put_batches([decode_request(encode_spans(with_text))])
         without = in_memory_spans(1, content=False).get_finished_spans()
-        db.put_spans(list(decode_request(encode_spans(without)).spans))
+        db.put_batches([decode_request(encode_spans(without))])
         db.release_all()
     runner = CliRunner()
     out = tmp_path / "rows.jsonl"

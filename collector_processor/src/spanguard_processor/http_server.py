@@ -82,12 +82,12 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 def _decode(body: bytes, media: str) -> DecodedBatch:
     try:
         if media == PROTOBUF:
-            return decode_request(parse_request(body))
+            return decode_request(parse_request(body), body)
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
-        return decode_document(document)
+        return decode_document(document, body)
     except TraceFormatError as exc:
         raise _Reject(400, f"the body {exc}" if not exc.field else str(exc)) from None
 
@@ -140,7 +140,7 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY) ->
             if not ingestor.healthy:
                 raise _Reject(503, "the processor is shutting down; retry later.")
             try:
-                await asyncio.wrap_future(ingestor.submit(batch.spans))
+                await asyncio.wrap_future(ingestor.submit(batch))
             except Exception as exc:  # store failure or shutdown: retryable
                 raise _Reject(503, f"the spans could not be stored ({exc}); retry later.") from exc
         except _Reject as reject:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import cast
 
 from .assembler import ReleasedTrace, TraceAssembler
-from .spans import EncodedSpan
+from .spans import DecodedBatch, EncodedSpan
 from .store import SpanStore
 
 __all__ = ["IngestStats", "Ingestor"]
@@ -73,16 +72,16 @@ class Ingestor:
             traces_released=self._released,
         )
 
-    def submit(self, spans: Sequence[EncodedSpan]) -> Future[None]:
-        """Queue spans; the future resolves once they are durable (or fails with the reason)."""
+    def submit(self, batch: DecodedBatch) -> Future[None]:
+        """Queue a batch; the future resolves once its spans are durable (or fails, saying why)."""
         future: Future[None] = Future()
         if self._closed or self._failure is not None:
             future.set_exception(RuntimeError("the processor is shutting down"))
             return future
-        if not spans:
+        if not batch.spans:
             future.set_result(None)
             return future
-        self._queue.put((spans, future))
+        self._queue.put((batch, future))
         return future
 
     def close(self, *, flush: bool = True) -> None:
@@ -115,12 +114,12 @@ class Ingestor:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            batches: list[tuple[Sequence[EncodedSpan], Future[None]]] = []
+            batches: list[tuple[DecodedBatch, Future[None]]] = []
             for item in items:
                 if item is _STOP:
                     stop = True
                 else:
-                    batches.append(cast(tuple[Sequence[EncodedSpan], Future[None]], item))
+                    batches.append(cast(tuple[DecodedBatch, Future[None]], item))
             try:
                 self._write(batches)
             except BaseException as exc:  # the store failed: refuse further spans, loudly
@@ -128,15 +127,12 @@ class Ingestor:
                 self._failure = exc
                 return
 
-    def _write(self, batches: list[tuple[Sequence[EncodedSpan], Future[None]]]) -> None:
-        spans: list[EncodedSpan] = []
-        futures: list[Future[None]] = []
-        for batch, future in batches:
-            spans.extend(batch)
-            futures.append(future)
+    def _write(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
+        spans: list[EncodedSpan] = [s for batch, _ in batches for s in batch.spans]
+        futures = [future for _, future in batches]
         if spans:
             try:
-                self.store.put_spans(spans)
+                self.store.put_batches([batch for batch, _ in batches])
             except BaseException as exc:
                 for future in futures:
                     future.set_exception(exc)

@@ -32,7 +32,7 @@ from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .jsonio import read_agent_traces
 from .model import AgentTrace
-from .spans import DecodedBatch, EncodedSpan
+from .spans import DecodedBatch
 from .store import SQLITE_MAGIC, SpanStore
 
 __all__ = [
@@ -156,7 +156,7 @@ def _json_lines(source: _Source, path: Path) -> _Batches:
                                            file=str(path), line=number)
             continue
         try:
-            yield number, _check(decode_document(document), path, number)
+            yield number, _check(decode_document(document, line), path, number)
         except TraceFormatError as exc:
             yield number, _located(exc, path, number)
 
@@ -196,7 +196,7 @@ def _proto_messages(source: _Source, path: Path) -> _Batches:
             raise TraceFormatError(f"message {number}: truncated ({len(body)} of {size} bytes).",
                                    file=str(path), line=number)
         try:
-            yield number, _check(decode_request(parse_request(body)), path, number)
+            yield number, _check(decode_request(parse_request(body), body), path, number)
         except TraceFormatError as exc:
             yield number, TraceFormatError(
                 f"message {number} (near byte {offset}): {exc.detail}",
@@ -257,15 +257,17 @@ def ingest_files(
     """Store the spans of span files (streamed, ``chunk_spans`` per transaction), then mark
     every trace released; traces without a root span are ``partial``."""
     report = IngestReport()
-    pending: list[EncodedSpan] = []
+    pending: list[DecodedBatch] = []
+    count = 0
     for path in paths:
         tick = (lambda pos, p=path: progress(p, pos)) if progress else None
         for batch in iter_span_file(path, skip_bad=skip_bad, report=report, progress=tick):
-            pending.extend(batch.spans)
-            if len(pending) >= chunk_spans:
-                store.put_spans(pending)
-                pending = []
-    store.put_spans(pending)
+            pending.append(batch)
+            count += len(batch.spans)
+            if count >= chunk_spans:
+                store.put_batches(pending)
+                pending, count = [], 0
+    store.put_batches(pending)
     store.release_all()
     return report
 

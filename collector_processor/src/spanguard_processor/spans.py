@@ -2,11 +2,12 @@
 
 Two shapes, both frozen:
 
-* :class:`EncodedSpan` — what ingest stores: the ids the assembler and the store need, plus the
-  span itself still encoded (one protobuf ``Span`` or one OTLP-JSON span object). Decoding the
-  attributes is deferred to conversion, so the receive path stays close to protobuf speed.
-* :class:`SpanRecord` — a fully decoded span (attributes, events), produced from an
-  :class:`EncodedSpan` (:func:`decode_span`) or from an in-process OTel SDK ``ReadableSpan``
+* :class:`EncodedSpan` — what ingest indexes: the ids the assembler and the store need, and the
+  span's position in its batch. The batch (one OTLP request, file line or document) is stored
+  once, still encoded (:class:`DecodedBatch` ``fmt`` and ``body``); attributes are decoded only
+  at conversion, so the receive path stays close to protobuf parsing speed.
+* :class:`SpanRecord` — a fully decoded span (attributes, events), produced from a stored
+  batch (:func:`decode_batch`) or from an in-process OTel SDK ``ReadableSpan``
   (:mod:`spanguard_processor.convert`). Conversion to agent traces is written once, over these.
 
 Ids are lowercase hex strings (32 characters for a trace id, 16 for a span id); a root span has
@@ -15,7 +16,7 @@ an empty ``parent_span_id``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -27,7 +28,7 @@ __all__ = [
     "EncodedSpan",
     "SpanEvent",
     "SpanRecord",
-    "decode_span",
+    "decode_batch",
     "valid_span_id",
     "valid_trace_id",
 ]
@@ -88,15 +89,14 @@ class SpanRecord:
 
 @dataclass(frozen=True, slots=True)
 class EncodedSpan:
-    """One received span, ids decoded, body still encoded (``fmt`` says how)."""
+    """One received span: its ids, and its position among all spans of its batch."""
 
     trace_id: str
     span_id: str
     parent_span_id: str
     start_ns: int
     annotation: bool
-    fmt: str
-    payload: bytes
+    position: int
 
     @property
     def is_root(self) -> bool:
@@ -105,21 +105,24 @@ class EncodedSpan:
 
 @dataclass(frozen=True, slots=True)
 class DecodedBatch:
-    """The spans of one request or file line, and how many were rejected (with the first reason)."""
+    """One request, file line or document: its valid spans, how many were rejected (with the
+    first reason), and the encoded body they came from (``fmt``: protobuf or OTLP-JSON)."""
 
     spans: tuple[EncodedSpan, ...]
     rejected: int = 0
     error: str | None = None
+    fmt: str = FORMAT_PROTOBUF
+    body: bytes = b""
 
 
-def decode_span(span: EncodedSpan) -> SpanRecord:
-    """Decode a stored span's body into a :class:`SpanRecord`."""
-    if span.fmt == FORMAT_PROTOBUF:
-        from .ingest.otlp_proto import record_from_payload
+def decode_batch(fmt: str, body: bytes) -> Callable[[int], SpanRecord]:
+    """Parse a stored batch once; returns a function from span position to :class:`SpanRecord`."""
+    if fmt == FORMAT_PROTOBUF:
+        from .ingest.otlp_proto import batch_records
 
-        return record_from_payload(span.payload)
-    if span.fmt == FORMAT_JSON:
-        from .ingest.otlp_json import record_from_payload as json_record
+        return batch_records(body)
+    if fmt == FORMAT_JSON:
+        from .ingest.otlp_json import batch_records as json_records
 
-        return json_record(span.payload)
-    raise ValueError(f"unknown span encoding {span.fmt!r}")
+        return json_records(body)
+    raise ValueError(f"unknown batch encoding {fmt!r}")

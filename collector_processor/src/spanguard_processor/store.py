@@ -1,8 +1,11 @@
 """The durable span store: SQLite in WAL mode, one row per (trace_id, span_id).
 
-* :meth:`SpanStore.put_spans` upserts a batch in one transaction and returns only after the
-  commit (``synchronous=FULL``): the servers acknowledge a request after this returns, so an
-  acknowledged span survives a crash, and a span delivered twice is stored once.
+* :meth:`SpanStore.put_batches` stores received batches (each OTLP request or file line once,
+  still encoded) and indexes their spans by (trace_id, span_id) in one transaction, returning
+  only after the commit (``synchronous=FULL``): the servers acknowledge a request after this
+  returns, so an acknowledged span survives a crash. The upsert is idempotent: a span delivered
+  twice (exporter retries) keeps its first row, and a batch none of whose spans is new is not
+  kept.
 * :meth:`SpanStore.mark_released` records which traces the assembler released; a trace is
   ``partial`` while the store holds no parentless (root) span for it.
 * :meth:`SpanStore.iter_agent_traces` converts released traces to agent traces on the fly,
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from spanguard import semconv
@@ -25,21 +28,27 @@ from spanguard.exceptions import TraceFormatError
 
 from .convert import annotation_request_id, find_root, trace_from_records
 from .model import AgentTrace
-from .spans import EncodedSpan, SpanRecord, decode_span
+from .spans import DecodedBatch, EncodedSpan, SpanRecord, decode_batch
 
 __all__ = ["SQLITE_MAGIC", "SpanStore"]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+_PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    id INTEGER PRIMARY KEY,
+    fmt TEXT NOT NULL,
+    body BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS spans (
     trace_id TEXT NOT NULL,
     span_id TEXT NOT NULL,
     parent_span_id TEXT NOT NULL,
     start_ns INTEGER NOT NULL,
     annotation INTEGER NOT NULL,
-    fmt TEXT NOT NULL,
-    body BLOB NOT NULL,
+    batch_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
     PRIMARY KEY (trace_id, span_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS spans_annotations ON spans (annotation) WHERE annotation = 1;
@@ -53,11 +62,9 @@ CREATE INDEX IF NOT EXISTS traces_pending ON traces (released) WHERE released = 
 """
 
 _UPSERT_SPAN = """
-INSERT INTO spans (trace_id, span_id, parent_span_id, start_ns, annotation, fmt, body)
+INSERT INTO spans (trace_id, span_id, parent_span_id, start_ns, annotation, batch_id, position)
 VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (trace_id, span_id) DO UPDATE SET
-    parent_span_id = excluded.parent_span_id, start_ns = excluded.start_ns,
-    annotation = excluded.annotation, fmt = excluded.fmt, body = excluded.body
+ON CONFLICT (trace_id, span_id) DO NOTHING
 """
 
 _RELEASE = """
@@ -80,6 +87,7 @@ class SpanStore:
     def __init__(self, path: Path | str, *, readonly: bool = False, durable: bool = True) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self._parsed: dict[int, Callable[[int], SpanRecord]] = {}
         try:
             if readonly:
                 if not self.path.is_file():
@@ -110,28 +118,38 @@ class SpanStore:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def put_spans(self, spans: Sequence[EncodedSpan]) -> None:
-        """Upsert spans in one transaction; returns after the commit is durable."""
-        if not spans:
-            return
-        trace_ids = sorted({(s.trace_id,) for s in spans})
+    def put_batches(self, batches: Sequence[DecodedBatch]) -> int:
+        """Store batches and index their spans in one transaction; returns after a durable
+        commit. Returns how many spans were new (the rest were already stored)."""
+        batches = [b for b in batches if b.spans]
+        if not batches:
+            return 0
         db = self._db
+        new = 0
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(
-                _UPSERT_SPAN,
-                [
+            for batch in batches:
+                cursor = db.execute("INSERT INTO batches (fmt, body) VALUES (?, ?)",
+                                    (batch.fmt, batch.body))
+                batch_id = cursor.lastrowid
+                before = db.total_changes
+                db.executemany(_UPSERT_SPAN, [
                     (s.trace_id, s.span_id, s.parent_span_id, s.start_ns, int(s.annotation),
-                     s.fmt, s.payload)
-                    for s in spans
-                ],
-            )
+                     batch_id, s.position)
+                    for s in batch.spans
+                ])
+                added = db.total_changes - before
+                if added == 0:  # a pure re-delivery: keep nothing
+                    db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
+                new += added
+            trace_ids = sorted({(s.trace_id,) for b in batches for s in b.spans})
             db.executemany("INSERT INTO traces (trace_id) VALUES (?) ON CONFLICT DO NOTHING",
                            trace_ids)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        return new
 
     def mark_released(self, trace_ids: Iterable[str]) -> None:
         """Mark traces released (assembled); late spans of a released trace keep it released."""
@@ -164,7 +182,7 @@ class SpanStore:
             " WHERE t.released = 0 ORDER BY s.trace_id, s.span_id"
         )
         for trace_id, span_id, parent, start, annotation in rows:
-            yield EncodedSpan(trace_id, span_id, parent, start, bool(annotation), "", b"")
+            yield EncodedSpan(trace_id, span_id, parent, start, bool(annotation), -1)
 
     def span_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM spans").fetchone()[0])
@@ -180,23 +198,31 @@ class SpanStore:
         """Every stored (trace_id, span_id), sorted."""
         return list(self._db.execute("SELECT trace_id, span_id FROM spans ORDER BY 1, 2"))
 
+    def _records(self, where: str, args: tuple[object, ...]) -> list[SpanRecord]:
+        rows = self._db.execute(
+            "SELECT s.batch_id, s.position, b.fmt, b.body FROM spans s"
+            f" JOIN batches b ON b.id = s.batch_id WHERE {where}"
+            " ORDER BY s.start_ns, s.span_id",
+            args,
+        ).fetchall()
+        records = []
+        for batch_id, position, fmt, body in rows:
+            batch = self._parsed.get(batch_id)
+            if batch is None:
+                batch = decode_batch(fmt, body)
+                if len(self._parsed) >= _PARSED_CACHE:
+                    self._parsed.pop(next(iter(self._parsed)))
+                self._parsed[batch_id] = batch
+            records.append(batch(position))
+        return records
+
     def trace_spans(self, trace_id: str) -> list[SpanRecord]:
         """The decoded spans of one trace, annotation spans excluded, in start order."""
-        rows = self._db.execute(
-            "SELECT trace_id, span_id, parent_span_id, start_ns, annotation, fmt, body FROM spans"
-            " WHERE trace_id = ? AND annotation = 0 ORDER BY start_ns, span_id",
-            (trace_id,),
-        )
-        return [decode_span(_encoded(row)) for row in rows]
+        return self._records("s.trace_id = ? AND s.annotation = 0", (trace_id,))
 
     def _annotations(self) -> dict[str, list[SpanRecord]]:
         found: dict[str, list[SpanRecord]] = defaultdict(list)
-        rows = self._db.execute(
-            "SELECT trace_id, span_id, parent_span_id, start_ns, annotation, fmt, body FROM spans"
-            " WHERE annotation = 1 ORDER BY trace_id, span_id"
-        )
-        for row in rows:
-            record = decode_span(_encoded(row))
+        for record in self._records("s.annotation = 1", ()):
             request_id = annotation_request_id(record)
             if request_id is not None:
                 found[request_id].append(record)
@@ -225,7 +251,3 @@ class SpanStore:
                 partial=bool(partial) or not released,
             )
 
-
-def _encoded(row: tuple[str, str, str, int, int, str, bytes]) -> EncodedSpan:
-    trace_id, span_id, parent, start, annotation, fmt, body = row
-    return EncodedSpan(trace_id, span_id, parent, start, bool(annotation), fmt, body)
