@@ -36,7 +36,7 @@ from spanguard.exceptions import TraceFormatError
 from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .ingestor import Ingestor
-from .spans import DecodedBatch
+from .spans import DecodedBatch, gc_paused
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -83,11 +83,12 @@ def _decode(body: bytes, media: str) -> DecodedBatch:
     try:
         if media == PROTOBUF:
             return decode_request(parse_request(body), body)
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
-        return decode_document(document, body)
+        with gc_paused():
+            try:
+                document = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
+            return decode_document(document, body)
     except TraceFormatError as exc:
         raise _Reject(400, f"the body {exc}" if not exc.field else str(exc)) from None
 

@@ -32,7 +32,7 @@ from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .jsonio import read_agent_traces
 from .model import AgentTrace
-from .spans import DecodedBatch
+from .spans import DecodedBatch, gc_paused
 from .store import SQLITE_MAGIC, SpanStore
 
 __all__ = [
@@ -257,6 +257,14 @@ def ingest_files(
     """Store the spans of span files (streamed, ``chunk_spans`` per transaction), then mark
     every trace released; traces without a root span are ``partial``."""
     report = IngestReport()
+    with gc_paused():
+        _ingest(store, paths, skip_bad, chunk_spans, progress, report)
+    store.release_all()
+    return report
+
+
+def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans: int,
+            progress: Callable[[Path, int], None] | None, report: IngestReport) -> None:
     pending: list[DecodedBatch] = []
     count = 0
     for path in paths:
@@ -268,8 +276,6 @@ def ingest_files(
                 store.put_batches(pending)
                 pending, count = [], 0
     store.put_batches(pending)
-    store.release_all()
-    return report
 
 
 def read_agent_traces_any(

@@ -16,7 +16,9 @@ an empty ``parent_span_id``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import gc
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -29,6 +31,7 @@ __all__ = [
     "SpanEvent",
     "SpanRecord",
     "decode_batch",
+    "gc_paused",
     "valid_span_id",
     "valid_trace_id",
 ]
@@ -113,6 +116,23 @@ class DecodedBatch:
     error: str | None = None
     fmt: str = FORMAT_PROTOBUF
     body: bytes = b""
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while decoding JSON.
+
+    Parsing OTLP-JSON allocates many small containers and no cycles; the collector's
+    generation-0 passes then dominate (DESIGN.md figures: ``json.loads`` 43k spans/s, 96k with
+    the GC paused). Reference counting still frees everything; the GC resumes afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def decode_batch(fmt: str, body: bytes) -> Callable[[int], SpanRecord]:

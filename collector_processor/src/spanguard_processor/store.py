@@ -200,15 +200,16 @@ class SpanStore:
 
     def _records(self, where: str, args: tuple[object, ...]) -> list[SpanRecord]:
         rows = self._db.execute(
-            "SELECT s.batch_id, s.position, b.fmt, b.body FROM spans s"
-            f" JOIN batches b ON b.id = s.batch_id WHERE {where}"
+            f"SELECT s.batch_id, s.position FROM spans s WHERE {where}"
             " ORDER BY s.start_ns, s.span_id",
             args,
         ).fetchall()
         records = []
-        for batch_id, position, fmt, body in rows:
+        for batch_id, position in rows:
             batch = self._parsed.get(batch_id)
             if batch is None:
+                fmt, body = self._db.execute(
+                    "SELECT fmt, body FROM batches WHERE id = ?", (batch_id,)).fetchone()
                 batch = decode_batch(fmt, body)
                 if len(self._parsed) >= _PARSED_CACHE:
                     self._parsed.pop(next(iter(self._parsed)))
