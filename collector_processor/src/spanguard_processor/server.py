@@ -67,6 +67,9 @@ class ProcessorServer:
         if cfg.http_port is not None:
             sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # Accepted connections inherit this: uvicorn writes a response's head and body
+            # separately, and Nagle + delayed ACKs would add ~40 ms to every request.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((cfg.host, cfg.http_port))
             self.http_port = sock.getsockname()[1]
             app = create_app(self.ingestor, max_body_bytes=cfg.max_body_bytes)
