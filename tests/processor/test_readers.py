@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.cli import cli
@@ -144,3 +144,28 @@ def test_export_writes_all_three_formats_and_counts_traces_without_input(tmp_pat
     result = runner.invoke(cli, ["traces", "export", "--store", str(tmp_path / "nope.db"),
                                  "-o", str(out)])
     assert result.exit_code == 2 and "nope.db: does not exist." in result.output
+
+
+def test_annotations_merge_across_store_partitions(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from spanguard.semconv import FEEDBACK
+    from spanguard_processor.ingest.otlp_proto import decode_request
+
+    from .agent_app import annotate, run_request
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    request_id = run_request(tracer, 1)
+    request_spans = exporter.get_finished_spans()
+    exporter.clear()
+    annotate(tracer, request_id, **{FEEDBACK: 5})
+    for name, spans in (("a.db", request_spans), ("b.db", exporter.get_finished_spans())):
+        with SpanStore(tmp_path / name) as db:
+            db.put_batches([decode_request(encode_spans(spans))])
+            db.release_all()
+    (trace,) = read_agent_traces_any([tmp_path / "a.db", tmp_path / "b.db"])
+    assert trace.request_id == request_id and trace.feedback == 5

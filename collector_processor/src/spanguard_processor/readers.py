@@ -32,7 +32,7 @@ from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .jsonio import read_agent_traces
 from .model import AgentTrace
-from .spans import DecodedBatch, gc_paused
+from .spans import DecodedBatch, SpanRecord, gc_paused
 from .store import SQLITE_MAGIC, SpanStore
 
 __all__ = [
@@ -278,6 +278,17 @@ def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans
     store.put_batches(pending)
 
 
+def _all_annotations(stores: Sequence[Path]) -> dict[str, list[SpanRecord]]:
+    """Annotation spans of several store partitions: an annotation may sit in another
+    partition than the request it annotates (it is a trace of its own)."""
+    merged: dict[str, list[SpanRecord]] = {}
+    for path in stores:
+        with SpanStore(path, readonly=True) as store:
+            for request_id, spans in store.annotations().items():
+                merged.setdefault(request_id, []).extend(spans)
+    return merged
+
+
 def read_agent_traces_any(
     paths: Sequence[Path], *, skip_bad: bool = False, include_pending: bool = False
 ) -> Iterator[AgentTrace]:
@@ -289,14 +300,16 @@ def read_agent_traces_any(
     the order given, span files last, each in its own stable order.
     """
     span_files: list[Path] = []
-    for path in map(Path, paths):
-        kind = detect_kind(path)
+    kinds = [(Path(path), detect_kind(Path(path))) for path in paths]
+    annotations = _all_annotations([path for path, kind in kinds if kind == KIND_STORE])
+    for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:
             yield from read_agent_traces(path)
         elif kind == KIND_STORE:
             store = SpanStore(path, readonly=True)
             try:
-                yield from store.iter_agent_traces(include_pending=include_pending)
+                yield from store.iter_agent_traces(include_pending=include_pending,
+                                                   annotations=annotations)
             finally:
                 store.close()
         else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from spanguard import semconv
@@ -221,6 +221,10 @@ class SpanStore:
         """The decoded spans of one trace, annotation spans excluded, in start order."""
         return self._records("s.trace_id = ? AND s.annotation = 0", (trace_id,))
 
+    def annotations(self) -> dict[str, list[SpanRecord]]:
+        """Annotation spans by the request id they annotate."""
+        return self._annotations()
+
     def _annotations(self) -> dict[str, list[SpanRecord]]:
         found: dict[str, list[SpanRecord]] = defaultdict(list)
         for record in self._records("s.annotation = 1", ()):
@@ -229,13 +233,20 @@ class SpanStore:
                 found[request_id].append(record)
         return found
 
-    def iter_agent_traces(self, *, include_pending: bool = False) -> Iterator[AgentTrace]:
+    def iter_agent_traces(
+        self,
+        *,
+        include_pending: bool = False,
+        annotations: Mapping[str, Sequence[SpanRecord]] | None = None,
+    ) -> Iterator[AgentTrace]:
         """Every released trace as an agent trace, by start time then trace id.
 
         With ``include_pending``, traces still in flight come too, marked partial. Traces made
-        only of annotation spans are merged into their request's trace, not returned.
+        only of annotation spans are merged into their request's trace, not returned;
+        ``annotations`` replaces this store's own (to merge those of several partitions).
         """
-        annotations = self._annotations()
+        if annotations is None:
+            annotations = self._annotations()
         where = "" if include_pending else " WHERE released = 1"
         rows = self._db.execute(
             f"SELECT trace_id, released, partial FROM traces{where} ORDER BY start_ns, trace_id"
