@@ -82,7 +82,8 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 def _decode(body: bytes, media: str) -> DecodedBatch:
     try:
         if media == PROTOBUF:
-            return decode_request(parse_request(body), body)
+            with gc_paused():
+                return decode_request(parse_request(body), body)
         with gc_paused():
             try:
                 document = orjson.loads(body)

@@ -20,7 +20,7 @@ import gc
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 __all__ = [
     "FORMAT_JSON",
@@ -90,9 +90,12 @@ class SpanRecord:
         return not self.parent_span_id
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedSpan:
-    """One received span: its ids, and its position among all spans of its batch."""
+class EncodedSpan(NamedTuple):
+    """One received span: its ids, and its position among all spans of its batch.
+
+    A named tuple rather than a frozen dataclass: one is built per received span on the hot
+    path, and tuples construct several times faster.
+    """
 
     trace_id: str
     span_id: str

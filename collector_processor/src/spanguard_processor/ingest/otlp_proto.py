@@ -24,8 +24,6 @@ from ..spans import (
     EncodedSpan,
     SpanEvent,
     SpanRecord,
-    valid_span_id,
-    valid_trace_id,
 )
 
 __all__ = [
@@ -47,6 +45,11 @@ def parse_request(body: bytes) -> Any:
     return request
 
 
+_ANNOTATION = semconv.SPAN_ANNOTATION
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+
+
 def _all_spans(request: Any) -> list[Any]:
     return [span for resource_spans in request.resource_spans
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
@@ -61,28 +64,18 @@ def decode_request(request: Any, body: bytes | None = None) -> DecodedBatch:
     rejected = 0
     error: str | None = None
     for position, span in enumerate(_all_spans(request)):
-        trace_id = span.trace_id.hex()
-        span_id = span.span_id.hex()
-        parent = span.parent_span_id.hex()
-        if not (valid_trace_id(trace_id) and valid_span_id(span_id)) or (
-            parent and not valid_span_id(parent)
-        ):
+        trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+        bad_parent = parent and (len(parent) != 8 or parent == _ZERO_SPAN)
+        if (len(trace_id) != 16 or trace_id == _ZERO_TRACE or len(span_id) != 8
+                or span_id == _ZERO_SPAN or bad_parent):
             rejected += 1
             error = error or (
                 f"span {span.name!r} has an invalid trace_id, span_id or parent_span_id "
                 "(a trace id is 16 bytes, a span id 8 bytes, not all zero)."
             )
             continue
-        spans.append(
-            EncodedSpan(
-                trace_id=trace_id,
-                span_id=span_id,
-                parent_span_id=parent,
-                start_ns=span.start_time_unix_nano,
-                annotation=span.name == semconv.SPAN_ANNOTATION,
-                position=position,
-            )
-        )
+        spans.append(EncodedSpan(trace_id.hex(), span_id.hex(), parent.hex(),
+                                 span.start_time_unix_nano, span.name == _ANNOTATION, position))
     if body is None:
         body = request.SerializeToString()
     return DecodedBatch(tuple(spans), rejected, error, FORMAT_PROTOBUF, body)
