@@ -55,7 +55,6 @@ CREATE INDEX IF NOT EXISTS spans_annotations ON spans (annotation) WHERE annotat
 CREATE TABLE IF NOT EXISTS traces (
     trace_id TEXT PRIMARY KEY,
     released INTEGER NOT NULL DEFAULT 0,
-    partial INTEGER NOT NULL DEFAULT 0,
     start_ns INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS traces_pending ON traces (released) WHERE released = 0;
@@ -67,14 +66,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (trace_id, span_id) DO NOTHING
 """
 
-_RELEASE = """
-UPDATE traces SET
-    released = 1,
-    partial = NOT EXISTS (
-        SELECT 1 FROM spans WHERE spans.trace_id = traces.trace_id AND parent_span_id = ''),
-    start_ns = COALESCE(
-        (SELECT MIN(start_ns) FROM spans WHERE spans.trace_id = traces.trace_id), 0)
-WHERE trace_id = ?
+_RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
+_ADD_TRACE = """
+INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
+ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
 """
 
 
@@ -142,9 +137,13 @@ class SpanStore:
                 if added == 0:  # a pure re-delivery: keep nothing
                     db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
                 new += added
-            trace_ids = sorted({(s.trace_id,) for b in batches for s in b.spans})
-            db.executemany("INSERT INTO traces (trace_id) VALUES (?) ON CONFLICT DO NOTHING",
-                           trace_ids)
+            starts: dict[str, int] = {}
+            for batch in batches:
+                for span in batch.spans:
+                    known = starts.get(span.trace_id)
+                    if known is None or span.start_ns < known:
+                        starts[span.trace_id] = span.start_ns
+            db.executemany(_ADD_TRACE, sorted(starts.items()))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -249,9 +248,9 @@ class SpanStore:
             annotations = self._annotations()
         where = "" if include_pending else " WHERE released = 1"
         rows = self._db.execute(
-            f"SELECT trace_id, released, partial FROM traces{where} ORDER BY start_ns, trace_id"
+            f"SELECT trace_id, released FROM traces{where} ORDER BY start_ns, trace_id"
         ).fetchall()
-        for trace_id, released, partial in rows:
+        for trace_id, released in rows:
             spans = self.trace_spans(trace_id)
             if not spans:
                 continue
@@ -260,6 +259,6 @@ class SpanStore:
             yield trace_from_records(
                 spans,
                 annotations.get(str(request_id), []) if request_id is not None else [],
-                partial=bool(partial) or not released,
+                partial=not released or not any(span.is_root for span in spans),
             )
 
