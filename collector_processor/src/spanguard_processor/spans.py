@@ -17,6 +17,7 @@ an empty ``parent_span_id``.
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,21 +44,20 @@ AttrValue: TypeAlias = (
 FORMAT_PROTOBUF = "p"
 FORMAT_JSON = "j"
 
-_HEX = frozenset("0123456789abcdef")
-
-
-def _valid_hex(value: str, length: int) -> bool:
-    return len(value) == length and set(value) <= _HEX and value != "0" * length
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
+_ZERO_TRACE_ID = "0" * 32
+_ZERO_SPAN_ID = "0" * 16
 
 
 def valid_trace_id(value: str) -> bool:
     """True for 32 lowercase hex digits that are not all zero (the OTel rule)."""
-    return _valid_hex(value, 32)
+    return _TRACE_ID.fullmatch(value) is not None and value != _ZERO_TRACE_ID
 
 
 def valid_span_id(value: str) -> bool:
     """True for 16 lowercase hex digits that are not all zero (the OTel rule)."""
-    return _valid_hex(value, 16)
+    return _SPAN_ID.fullmatch(value) is not None and value != _ZERO_SPAN_ID
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,15 +87,17 @@ def decode_document(doc: object, body: bytes | None = None) -> DecodedBatch:
         for s, scope in enumerate(_list(resource, scope_key, rpath)):
             spath = f"{rpath}.{scope_key}[{s}]"
             for i, raw in enumerate(_list(_object(scope, spath), "spans", spath)):
-                path = f"{spath}.spans[{i}]"
                 position += 1
-                span = _object(raw, path)
-                problem = _id_problem(span)
-                if problem is not None:
-                    rejected += 1
-                    error = error or f"field '{path}.{problem[0]}': {problem[1]}"
+                result = _encode_span(raw, position)
+                if isinstance(result, EncodedSpan):
+                    spans.append(result)
                     continue
-                spans.append(_encoded(span, path, position))
+                field, message, is_rejection = result
+                where = f"{spath}.spans[{i}]{field}"
+                if not is_rejection:
+                    raise TraceFormatError(message, field=where)
+                rejected += 1
+                error = error or f"field '{where}': {message}"
     if body is None:
         body = orjson.dumps(doc)
     return DecodedBatch(tuple(spans), rejected, error, FORMAT_JSON, body)
@@ -110,31 +112,46 @@ def _all_spans(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return found
 
 
-def _id_problem(span: Mapping[str, Any]) -> tuple[str, str] | None:
-    if not valid_trace_id(_hex_id(span.get("traceId"))):
-        return "traceId", "must be 32 hex digits, not all zero."
-    if not valid_span_id(_hex_id(span.get("spanId"))):
-        return "spanId", "must be 16 hex digits, not all zero."
-    parent = _hex_id(span.get("parentSpanId"))
-    if parent and not valid_span_id(parent):
-        return "parentSpanId", "must be 16 hex digits, or empty for a root span."
+def _nanos_or_none(value: object) -> int | None:
+    if value is None:
+        return 0
+    if type(value) is str and value.isdigit():
+        return int(value)
+    if type(value) is int and value >= 0:
+        return value
     return None
 
 
-def _encoded(span: Mapping[str, Any], path: str, position: int) -> EncodedSpan:
-    name = span.get("name", "")
+def _encode_span(raw: object, position: int) -> EncodedSpan | tuple[str, str, bool]:
+    """The span's index entry, or (field suffix, message, rejected-not-fatal) on a problem.
+
+    The hot path of JSON ingest: paths are only formatted when something is wrong.
+    """
+    if not isinstance(raw, dict):
+        return "", f"expected an object, got {type(raw).__name__}.", False
+    trace_id, span_id = raw.get("traceId"), raw.get("spanId")
+    parent = raw.get("parentSpanId") or ""
+    trace_id = trace_id.lower() if isinstance(trace_id, str) else ""
+    span_id = span_id.lower() if isinstance(span_id, str) else ""
+    parent = parent.lower() if isinstance(parent, str) else "?"
+    if not valid_trace_id(trace_id):
+        return ".traceId", "must be 32 hex digits, not all zero.", True
+    if not valid_span_id(span_id):
+        return ".spanId", "must be 16 hex digits, not all zero.", True
+    if parent and not valid_span_id(parent):
+        return ".parentSpanId", "must be 16 hex digits, or empty for a root span.", True
+    name = raw.get("name", "")
     if not isinstance(name, str):
-        raise TraceFormatError("expected a string.", field=f"{path}.name")
-    start = _nanos(span.get("startTimeUnixNano"), f"{path}.startTimeUnixNano")
-    _nanos(span.get("endTimeUnixNano"), f"{path}.endTimeUnixNano")
-    return EncodedSpan(
-        trace_id=_hex_id(span["traceId"]),
-        span_id=_hex_id(span["spanId"]),
-        parent_span_id=_hex_id(span.get("parentSpanId")),
-        start_ns=start,
-        annotation=name == semconv.SPAN_ANNOTATION,
-        position=position,
-    )
+        return ".name", "expected a string.", False
+    start = _nanos_or_none(raw.get("startTimeUnixNano"))
+    if start is None:
+        return ".startTimeUnixNano", "expected a non-negative integer (or digits).", False
+    if _nanos_or_none(raw.get("endTimeUnixNano")) is None:
+        return ".endTimeUnixNano", "expected a non-negative integer (or digits).", False
+    return EncodedSpan(trace_id, span_id, parent, start, name == _ANNOTATION, position)
+
+
+_ANNOTATION = semconv.SPAN_ANNOTATION
 
 
 def any_value(value: object) -> AttrValue:
