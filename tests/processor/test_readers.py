@@ -169,3 +169,13 @@ def test_annotations_merge_across_store_partitions(tmp_path: Path) -> None:
             db.release_all()
     (trace,) = read_agent_traces_any([tmp_path / "a.db", tmp_path / "b.db"])
     assert trace.request_id == request_id and trace.feedback == 5
+
+
+def test_a_directory_of_rotated_span_files_is_read_as_one(tmp_path: Path) -> None:
+    lines = PY_EXPORTER.read_text().splitlines()
+    folder = tmp_path / "spans"
+    folder.mkdir()
+    (folder / "spans-1.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    (folder / "spans-2.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines[2:]) + "\n").encode()))
+    (trace,) = read_agent_traces_any([folder])
+    assert trace.request_id == "req-1" and not trace.partial and trace.trace.plan_steps

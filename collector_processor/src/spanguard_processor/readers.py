@@ -278,6 +278,18 @@ def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans
     store.put_batches(pending)
 
 
+def _expand(paths: Sequence[Path]) -> list[Path]:
+    """Paths as given, a directory standing for its (non-hidden) files in name order."""
+    expanded: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            expanded.extend(sorted(p for p in path.iterdir()
+                                   if p.is_file() and not p.name.startswith(".")))
+        else:
+            expanded.append(path)
+    return expanded
+
+
 def _all_annotations(stores: Sequence[Path]) -> dict[str, list[SpanRecord]]:
     """Annotation spans of several store partitions: an annotation may sit in another
     partition than the request it annotates (it is a trace of its own)."""
@@ -294,13 +306,15 @@ def read_agent_traces_any(
 ) -> Iterator[AgentTrace]:
     """Agent traces from any mix of agent-trace JSONL files, span files and span stores.
 
+    A directory stands for the files in it (e.g. the Collector file exporter's rotated files).
+
     Span files are assembled together (a trace split across files is joined) through a
     temporary store, so memory does not grow with their size. Stores are read as they are
     (``include_pending`` adds their unreleased traces, marked partial). Order: the inputs in
     the order given, span files last, each in its own stable order.
     """
     span_files: list[Path] = []
-    kinds = [(Path(path), detect_kind(Path(path))) for path in paths]
+    kinds = [(path, detect_kind(path)) for path in _expand(paths)]
     annotations = _all_annotations([path for path, kind in kinds if kind == KIND_STORE])
     for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:
