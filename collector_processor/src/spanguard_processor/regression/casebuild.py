@@ -1,0 +1,241 @@
+"""Turning a chosen cluster into a trace2eval-compatible case (spec §1.4).
+
+Key order, field rules, shape inference, notes and self-check follow trace2eval 0.5.1. The
+differences are deliberate fixes, each listed in ``docs/regression.md``: ids derived from the
+question, duplicates keyed by row, a ``max_chars`` bound for rambling answers, and
+``trace_checks`` (process, latency and cost expectations) that only spanguard evaluates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from .annotations import Annotation, AnnotationSet, merge_checks
+from .checks import run_text_checks, run_trace_check
+from .expect import checks_from_expect
+from .process_expect import learn_process_checks
+from .select import Cluster, Selection
+from .signals import QUALITY_SIGNALS, short_boundary
+from .textnorm import fold
+
+__all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"]
+
+#: ``duplicate_trace_ids`` lists at most this many ids; ``duplicate_count`` stays exact.
+MAX_LISTED_DUPLICATES = 1000
+_SHAPE = frozenset({"empty_output", "fallback_phrase", "expected_shape_violated",
+                    "output_much_shorter", "output_much_longer"})
+_BEHAVIOUR = frozenset({"negative_feedback", "user_retried", "slow_response", "expensive_call"})
+_SEEDS = QUALITY_SIGNALS | {"output_much_longer"}
+_LONG_RATIO = 3.0
+
+
+def stable_case_id(text: str, taken: set[str]) -> str:
+    """``case-`` + 12 hex digits of SHA-256 over the folded question (longer on a clash)."""
+    digest = hashlib.sha256((fold(text) or text.strip()).encode("utf-8")).hexdigest()
+    size = 12
+    while f"case-{digest[:size]}" in taken and size < len(digest):
+        size += 4
+    return f"case-{digest[:size]}"
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltCase:
+    case: dict[str, Any]
+    annotation: Annotation | None
+
+
+def _failure_kind(names: set[str]) -> str:
+    shape, behaviour = names & _SHAPE, names & _BEHAVIOUR
+    if shape and behaviour:
+        return "shape_and_behaviour"
+    return "shape" if shape else "behaviour" if behaviour else "none"
+
+
+def _agreed_json_keys(outputs: list[str]) -> list[str]:
+    import json
+
+    schemas: list[set[str]] = []
+    for output in outputs:
+        stripped = output.strip()
+        if not stripped.startswith("{"):
+            return []
+        try:
+            payload = json.loads(stripped)
+        except ValueError:
+            return []
+        if not isinstance(payload, dict):
+            return []
+        schemas.append(set(payload))
+    return sorted(set.intersection(*schemas)) if schemas else []
+
+
+def _infer(is_seed: bool, references: list[str], notes: list[str], floor: int | None,
+           ) -> list[dict[str, Any]]:
+    checks: list[dict[str, Any]] = [{"type": "not_fallback"}]
+    usable = [o for o in references if o.strip()]
+    if not usable:
+        if is_seed and floor is not None:
+            checks.append({"type": "min_chars", "value": floor})
+            notes.append(
+                "failure seed with no clean sibling, but the failure itself was a length failure: "
+                "the response fell below the log's short-answer line, so this case asserts "
+                f"min_chars={floor}. That is a weak reference -- it comes from the log-wide median "
+                "rather than from this question's own answers, so check it first when tuning")
+        elif is_seed:
+            checks.append({"type": "min_chars", "value": 1})
+            notes.append(
+                "failure seed with no clean sibling: no answer to this question in the log was "
+                "usable as a shape reference, so all this case asserts is that the answer is not "
+                "empty and does not fall back")
+        else:
+            notes.append("no shape inferred: the reference answer is empty")
+        return checks
+    median = int(statistics.median([len(o.strip()) for o in usable]))
+    minimum = max(8, int(median * 0.4))
+    checks.append({"type": "min_chars", "value": minimum})
+    source = "clean answer" if len(usable) == 1 else f"{len(usable)} clean answers"
+    if is_seed:
+        notes.append(f"failure seed: the failing output is not a shape reference, so "
+                     f"min_chars={minimum} was inferred from {source} to the same question "
+                     f"(median {median} chars)")
+    else:
+        notes.append(f"clean trace: min_chars={minimum} from {source} to this question "
+                     f"(median {median} chars); catches truncation, tolerates rewording")
+    keys = _agreed_json_keys(usable)
+    if keys:
+        checks.append({"type": "json", "required": keys})
+        notes.append(f"clean answers agree on a JSON shape with keys {keys}")
+    elif len(usable) > 1 and all(o.strip().startswith("{") for o in usable):
+        notes.append("clean answers are all JSON but disagree on keys, so no JSON check was added")
+    return checks
+
+
+def _source(usable: int, floor: int | None) -> str:
+    if usable > 1:
+        return f"{usable} clean answers to the same question"
+    if usable == 1:
+        return "the one clean answer to this question"
+    if floor is not None:
+        return "the log's short-answer line (weak reference)"
+    return "none available -- only behaviour was asserted"
+
+
+class _Builder:
+    def __init__(self, selection: Selection, annotations: AnnotationSet | None) -> None:
+        self.sel = selection
+        self.annotations = annotations
+
+    def clean(self, row: int) -> bool:
+        names = {s.name for s in self.sel.signals[row]}
+        return self.sel.rows[row].chars > 0 and not (names & _SEEDS)
+
+    def trace_checks(self, members: list[int], names: set[str], is_seed: bool) -> list[dict[str, Any]]:
+        rows = self.sel.rows
+        processes = [rows[m].process for m in members if self.clean(m) and rows[m].process]
+        if not processes and not is_seed and rows[members[0]].process:
+            processes = [rows[members[0]].process]
+        checks = learn_process_checks([p for p in processes if p is not None])
+        ctx = self.sel.context
+        if "slow_response" in names and ctx.p95_latency_ms is not None:
+            checks.append({"type": "max_latency_ms", "value": round(ctx.p95_latency_ms, 2)})
+        if "expensive_call" in names and ctx.p95_cost_usd is not None:
+            checks.append({"type": "max_cost_usd", "value": round(ctx.p95_cost_usd, 8)})
+        return checks
+
+    def build(self, cluster: Cluster, case_id: str) -> BuiltCase:
+        sel, rows = self.sel, self.sel.rows
+        members = sel.members(cluster)
+        rep = rows[members[0]]
+        signals = sel.signals[members[0]]
+        names = {s.name for s in signals}
+        is_seed = bool(names & _SEEDS)
+        floor = None
+        if is_seed and "output_much_shorter" in names:
+            floor = short_boundary(sel.context.median_chars)
+        notes: list[str] = []
+        if rep.expect:
+            checks = checks_from_expect(rep.expect)
+            notes.append("checks inherited from the trace's own expect block")
+            if not any(c["type"] == "not_fallback" for c in checks):
+                checks.insert(0, {"type": "not_fallback"})
+            shape_source = "the trace's own expect block"
+        else:
+            references = [rows[m].output for m in members if self.clean(m)]
+            if not references and not is_seed:
+                references = [rep.output]
+            checks = _infer(is_seed, references, notes, floor)
+            shape_source = _source(sum(1 for o in references if o.strip()), floor)
+            if "output_much_longer" in names and sel.context.median_chars > 0:
+                bound = int(math.ceil(sel.context.median_chars * _LONG_RATIO))
+                checks.append({"type": "max_chars", "value": bound})
+                notes.append(f"the answer rambled past the log's long-answer line, so this case "
+                             f"asserts max_chars={bound} (3x the log median)")
+        annotation = self.lookup(rep.input, members)
+        if annotation is not None:
+            checks = merge_checks(checks, annotation.checks)
+            shape_source = "a human-written expectation"
+            notes.append("human expectation applied, overriding anything inferred — "
+                         + (annotation.note or "(no note given)"))
+        if cluster.size > 1:
+            notes.append(f"this question appeared {cluster.size} times in the log; "
+                         f"addressed once, here")
+        trace_checks = self.trace_checks(members, names, is_seed)
+        self_check = self.self_check(checks, trace_checks, members[0], is_seed)
+        if self_check["verdict"] == "failure_not_reproduced":
+            notes.append("self-check: these checks pass on the very output that went wrong, so a "
+                         "differently-wrong answer would also pass")
+        elif self_check["verdict"] == "reference_fails_own_checks":
+            notes.append("self-check: a trusted reference does not satisfy its own checks -- "
+                         "either the reference is wrong or the checks are")
+        duplicates = [rows[m].id for m in members[1 : MAX_LISTED_DUPLICATES + 1]]
+        case: dict[str, Any] = {
+            "id": case_id, "input": rep.input, "checks": checks, "reference_output": rep.output,
+            "reference_is_trusted": not is_seed, "shape_source": shape_source,
+            "failure_kind": _failure_kind(names),
+            "annotation": {"applied": annotation is not None,
+                           "note": annotation.note if annotation is not None else ""},
+            "source_trace_id": rep.id, "score": sel.scores[members[0]],
+            "signals": [s.to_dict() for s in signals], "occurrences_in_log": cluster.size,
+            "duplicate_count": cluster.size - 1, "duplicate_trace_ids": duplicates,
+            "self_check": self_check, "notes": notes,
+        }
+        if trace_checks:
+            case["trace_checks"] = trace_checks
+        return BuiltCase(case, annotation)
+
+    def lookup(self, text: str, members: list[int]) -> Annotation | None:
+        if self.annotations is None or not self.annotations.filled:
+            return None
+        keys = list(dict.fromkeys([fold(text)] + [fold(self.sel.rows[m].input) for m in members]))
+        return self.annotations.lookup(keys)
+
+    def self_check(self, checks: list[dict[str, Any]], trace_checks: list[dict[str, Any]],
+                   row: int, is_seed: bool) -> dict[str, Any]:
+        rep = self.sel.rows[row]
+        failed = [r.type for r in run_text_checks(checks, rep.output) if not r.passed]
+        if is_seed and not failed and rep.process is not None:
+            record = {"trace": rep.process, "latency_ms": rep.latency_ms, "cost_usd": rep.cost_usd}
+            failed = [c["type"] for c in trace_checks
+                      if run_trace_check(c, record).passed is False]
+        if is_seed:
+            verdict = "ok" if failed else "failure_not_reproduced"
+        else:
+            verdict = "reference_fails_own_checks" if failed else "ok"
+        return {"passed": not failed, "failed_checks": failed, "verdict": verdict}
+
+
+def build_cases(selection: Selection, annotations: AnnotationSet | None,
+                sequential_ids: bool = False) -> list[BuiltCase]:
+    builder = _Builder(selection, annotations)
+    taken: set[str] = set()
+    built: list[BuiltCase] = []
+    for number, cluster in enumerate(selection.chosen, 1):
+        rep = selection.rows[cluster.representative]
+        case_id = f"case-{number:03d}" if sequential_ids else stable_case_id(rep.input, taken)
+        taken.add(case_id)
+        built.append(builder.build(cluster, case_id))
+    return built

@@ -1,0 +1,332 @@
+"""Reading trace logs: trace2eval JSONL rows and spanguard agent traces, line by line.
+
+Every line is decoded and parsed on its own, so one bad byte, a BOM, binary garbage or a huge
+line costs that line only. Each problem becomes a one-sentence message naming the file, the
+line and the field; the rest of the log still counts. The input kind is told by content, per
+line: an assembled agent trace (``AgentTrace`` JSON) is converted with
+:func:`~spanguard_processor.formats.to_trace2eval_row` and keeps its process trace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from spanguard.exceptions import InputError, TraceFormatError
+
+from ..formats import to_trace2eval_row
+from ..jsonio import open_binary
+from ..model import AgentTrace, ProcessTrace
+from .expect import validate_expect
+from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
+from .textnorm import detect_fallback
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "ID_ALIASES",
+    "INPUT_ALIASES",
+    "OUTPUT_ALIASES",
+    "LoadResult",
+    "Problem",
+    "Row",
+    "load_logs",
+]
+
+INPUT_ALIASES = ("input", "prompt", "question", "query", "user_message")
+OUTPUT_ALIASES = ("output", "response", "completion", "answer", "assistant_message")
+ID_ALIASES = ("id", "trace_id", "traceId", "request_id", "requestId")
+LATENCY_ALIASES = ("latency_ms", "latency", "duration_ms", "elapsed_ms")
+SECONDS_ALIASES = ("latency_s", "duration_s")
+COST_ALIASES = ("cost_usd", "cost", "total_cost", "price_usd")
+FEEDBACK_ALIASES = ("feedback", "rating", "score", "user_feedback", "thumbs")
+RETRIED_ALIASES = ("retried", "is_retry", "was_retried")
+RETRY_COUNT_ALIASES = ("retry_count", "retries")
+
+DEFAULT_MAX_LINE_BYTES = 1 << 20
+_AGENT_KEYS = frozenset(AgentTrace.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One usable log line, normalised."""
+
+    index: int
+    id: str
+    input: str
+    output: str
+    chars: int
+    fallback: str | None
+    latency_ms: float | None
+    cost_usd: float | None
+    feedback: str | None
+    retried: bool
+    expect: dict[str, Any] | None
+    process: dict[str, Any] | None
+    file: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A located problem; ``skipped`` tells whether the line was dropped or only warned about."""
+
+    message: str
+    skipped: bool
+
+
+@dataclass
+class LoadResult:
+    rows: list[Row] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    agent_traces: int = 0
+    duplicate_ids: int = 0
+    first_duplicate: str = ""
+
+    @property
+    def skipped_count(self) -> int:
+        return sum(1 for p in self.problems if p.skipped)
+
+    @property
+    def warning_count(self) -> int:
+        return sum(1 for p in self.problems if not p.skipped)
+
+
+def _where(file: str, line: int, message: str, field: str | None = None) -> str:
+    return str(InputError(message, file=file, line=line, field=field))
+
+
+def _iter_lines(stream: IO[bytes], cap: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, bytes or None when over the cap, length); memory stays bounded."""
+    number = 0
+    while True:
+        chunk = stream.readline(cap + 1)
+        if not chunk:
+            return
+        number += 1
+        if len(chunk) <= cap or chunk.endswith(b"\n"):
+            yield number, chunk, len(chunk)
+            continue
+        size = len(chunk)
+        while not chunk.endswith(b"\n"):
+            chunk = stream.readline(1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+        yield number, None, size
+
+
+def _pick(data: dict[str, Any], keys: tuple[str, ...], allow_empty: bool = False) -> Any:
+    for key in keys:
+        if key in data:
+            value = data[key]
+            if value is None:
+                continue
+            if isinstance(value, str) and not value.strip() and not allow_empty:
+                continue
+            return value
+    return None
+
+
+def _pick_key(data: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
+    for key in keys:
+        value = data.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        return key, value
+    return "", None
+
+
+def _number(data: dict[str, Any], keys: tuple[str, ...], warn: list[tuple[str, str]]) -> float | None:
+    key, value = _pick_key(data, keys)
+    if not key or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        warn.append((key, f"expected a number, got {value!r}; treated as missing."))
+        return None
+    if not math.isfinite(number):
+        warn.append((key, f"expected a finite number, got {value!r}; treated as missing."))
+        return None
+    return number
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value > 0
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "y"}
+    return False
+
+
+class _LineError(Exception):
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def _agent_row(data: dict[str, Any]) -> dict[str, Any]:
+    try:
+        trace = AgentTrace.from_dict(data)
+        return to_trace2eval_row(trace)
+    except TraceFormatError as exc:
+        raise _LineError(exc.detail, exc.field) from None
+
+
+def _process(data: dict[str, Any], warn: list[tuple[str, str]]) -> dict[str, Any] | None:
+    raw = data.get("trace")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return ProcessTrace.from_dict(raw).to_dict()
+    except TraceFormatError as exc:
+        warn.append((exc.field or "trace", exc.detail + " The process trace is ignored."))
+        return None
+
+
+class _Reader:
+    def __init__(self, max_line_bytes: int) -> None:
+        self.cap = max_line_bytes
+        self.result = LoadResult()
+        self.pending: list[tuple[int, NumericFeedback]] = []
+        self.seen_ids: dict[str, str] = {}
+
+    def skip(self, file: str, line: int, message: str, field: str | None = None) -> None:
+        text = _where(file, line, message.rstrip(".") + "; line skipped.", field)
+        self.result.problems.append(Problem(text, True))
+
+    def read_file(self, path: Path) -> None:
+        name = path.as_posix()
+        try:
+            stream = open_binary(path)
+        except OSError as exc:
+            raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.", file=name) from None
+        with stream:
+            for number, raw, size in _iter_lines(stream, self.cap):
+                if raw is None:
+                    self.skip(name, number, f"is {size} bytes long, over the {self.cap}-byte line cap")
+                    continue
+                self.read_line(name, number, raw)
+
+    def read_line(self, name: str, number: int, raw: bytes) -> None:
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.skip(name, number, f"is not valid UTF-8 (byte {exc.start + 1})")
+            return
+        text = text.strip()
+        if not text:
+            return
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            self.skip(name, number, f"is not valid JSON ({str(exc).split(':')[0]})")
+            return
+        if not isinstance(data, dict):
+            self.skip(name, number, "is not a JSON object")
+            return
+        try:
+            row = self.build_row(data, name, number)
+        except _LineError as exc:
+            self.skip(name, number, exc.message, exc.field)
+            return
+        self.result.rows.append(row)
+
+    def build_row(self, data: dict[str, Any], name: str, number: int) -> Row:
+        if "trace_id" in data and "trace" in data and data.keys() <= _AGENT_KEYS:
+            data = _agent_row(data)
+            self.result.agent_traces += 1
+        raw_input = _pick(data, INPUT_ALIASES)
+        if raw_input is None:
+            raise _LineError(
+                f"is missing or empty (looked for {', '.join(INPUT_ALIASES)})", "input"
+            )
+        raw_output = _pick(data, OUTPUT_ALIASES, allow_empty=True)
+        if raw_output is None:
+            raise _LineError(f"is missing (looked for {', '.join(OUTPUT_ALIASES)})", "output")
+        expect = data.get("expect") or data.get("assert") or data.get("checks")
+        if isinstance(expect, dict):
+            problem = validate_expect(expect)
+            if problem is not None:
+                raise _LineError(problem[1], f"expect.{problem[0]}")
+        else:
+            expect = None
+        warn: list[tuple[str, str]] = []
+        latency = _number(data, LATENCY_ALIASES, warn)
+        if latency is None:
+            seconds = _number(data, SECONDS_ALIASES, warn)
+            latency = None if seconds is None else seconds * 1000.0
+        cost = _number(data, COST_ALIASES, warn)
+        retried = _as_bool(_pick(data, RETRIED_ALIASES))
+        if _retry_count(_pick(data, RETRY_COUNT_ALIASES)):
+            retried = True
+        feedback_key, feedback_value = _pick_key(data, FEEDBACK_ALIASES)
+        feedback = label_feedback(feedback_value, feedback_key) if feedback_key else None
+        index = len(self.result.rows)
+        if isinstance(feedback, NumericFeedback):
+            self.pending.append((index, feedback))
+            feedback = None
+        process = _process(data, warn)
+        for key, message in warn:
+            self.result.problems.append(Problem(_where(name, number, message, key), False))
+        row_id = str(_pick(data, ID_ALIASES) or f"trace-{number:05d}")
+        self.note_id(row_id, name, number)
+        output = str(raw_output)
+        return Row(
+            index=index, id=row_id, input=str(raw_input), output=output,
+            chars=len(output.strip()), fallback=detect_fallback(output) if output else None,
+            latency_ms=latency, cost_usd=cost, feedback=feedback, retried=retried,
+            expect=expect, process=process, file=name, line=number,
+        )
+
+    def note_id(self, row_id: str, name: str, number: int) -> None:
+        if row_id in self.seen_ids:
+            if not self.result.duplicate_ids:
+                self.result.first_duplicate = (
+                    f"'{row_id}' at {name}:{number}, first seen at {self.seen_ids[row_id]}"
+                )
+            self.result.duplicate_ids += 1
+        else:
+            self.seen_ids[row_id] = f"{name}:{number}"
+
+    def resolve_feedback(self) -> None:
+        by_key: dict[str, list[float]] = defaultdict(list)
+        for _, item in self.pending:
+            by_key[item.key].append(item.value)
+        scales = {key: infer_scale(key, values) for key, values in by_key.items()}
+        rows = self.result.rows
+        for index, item in self.pending:
+            label = read_on_scale(item.value, scales[item.key])
+            if label is not None:
+                rows[index] = replace(rows[index], feedback=label)
+
+
+def _retry_count(value: Any) -> bool:
+    if value is None or isinstance(value, bool):
+        return False
+    try:
+        return bool(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def load_logs(paths: list[Path], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> LoadResult:
+    """Read every file; raises only when a file cannot be opened at all."""
+    reader = _Reader(max_line_bytes)
+    for path in paths:
+        if not path.is_file():
+            raise TraceFormatError("does not exist or is not a file.", file=path.as_posix())
+        reader.read_file(path)
+    reader.resolve_feedback()
+    return reader.result

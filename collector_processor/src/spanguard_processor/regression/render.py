@@ -1,0 +1,90 @@
+"""Console/Markdown tables (trace2eval's layout) and JUnit XML for ``cases run`` and ``check``."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from .gate import Comparison, Violation
+from .report import cell, number
+
+__all__ = ["check_junit", "render_check", "render_metrics", "render_violations", "run_junit"]
+
+
+def render_metrics(m: dict[str, Any]) -> str:
+    lines = ["| Metric | Value |", "| --- | --- |", f"| Cases | {m.get('total')} |",
+             f"| Passed | {m.get('passed')} |", f"| Failed | {m.get('failed')} |"]
+    if m.get("missing"):
+        lines.append(f"| Missing outputs | {m['missing']} |")
+    lines.append(f"| Pass rate | {float(m.get('pass_rate') or 0):.2%} |")
+    lines.append(f"| Fallback rate | {float(m.get('fallback_rate') or 0):.2%} |")
+    if m.get("format_compliance_rate") is not None:
+        lines.append(f"| Format compliance | {m['format_compliance_rate']:.2%} |")
+    if m.get("trace_compliance_rate") is not None:
+        lines.append(f"| Trace-check compliance | {m['trace_compliance_rate']:.2%} |")
+    lines.append(f"| Avg latency | {number(m.get('avg_latency_ms'), 2)} ms |")
+    lines.append(f"| p95 latency | {number(m.get('p95_latency_ms'), 2)} ms |")
+    lines.append(f"| Avg cost | ${number(m.get('avg_cost_usd'), 8)} |")
+    return "\n".join(lines)
+
+
+def render_violations(violations: list[Violation]) -> str:
+    if not violations:
+        return "No regressions detected."
+    lines = ["| Metric | Baseline | Current | Rule |", "| --- | --- | --- | --- |"]
+    for v in violations:
+        lines.append(f"| {cell(v.metric, 24)} | {cell(number(v.baseline), 16)} | "
+                     f"{cell(number(v.current), 16)} | {cell(v.rule, 40)} |")
+    return "\n".join(lines)
+
+
+def render_check(base: dict[str, Any], cur: dict[str, Any], comparison: Comparison) -> str:
+    parts = ["baseline", render_metrics(base), "", "current", render_metrics(cur), "",
+             "regressions", render_violations(comparison.violations)]
+    if comparison.pass_to_fail:
+        parts += ["", f"cases that went from pass to fail ({len(comparison.pass_to_fail)}): "
+                  + ", ".join(comparison.pass_to_fail)]
+    if comparison.fail_to_pass:
+        parts += ["", f"cases that went from fail to pass ({len(comparison.fail_to_pass)}): "
+                  + ", ".join(comparison.fail_to_pass)]
+    return "\n".join(parts)
+
+
+def _xml(suite: ET.Element) -> str:
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def run_junit(metrics: dict[str, Any], case_results: dict[str, str]) -> str:
+    """One testcase per regression case."""
+    failures = {f["case_id"]: f for f in metrics.get("failures", [])}
+    suite = ET.Element("testsuite", name="spanguard cases run", tests=str(len(case_results)),
+                       failures=str(len(failures)), errors="0", skipped="0")
+    for case_id, outcome in case_results.items():
+        case = ET.SubElement(suite, "testcase", classname="spanguard.cases", name=case_id)
+        if outcome != "pass":
+            info = failures.get(case_id, {})
+            detail = ", ".join(info.get("failed_checks", [])) or info.get("reason", outcome)
+            ET.SubElement(case, "failure", message=f"{case_id}: {detail}", type=outcome)
+    return _xml(suite)
+
+
+def check_junit(comparison: Comparison, metrics: list[str]) -> str:
+    """One testcase per gated metric, plus one per case that went from pass to fail."""
+    by_metric = {v.metric: v for v in comparison.violations}
+    names = list(dict.fromkeys(metrics + list(by_metric)))
+    suite = ET.Element("testsuite", name="spanguard check",
+                       tests=str(len(names) + len(comparison.pass_to_fail)),
+                       failures=str(len(by_metric) + len(comparison.pass_to_fail)),
+                       errors="0", skipped="0")
+    for name in names:
+        case = ET.SubElement(suite, "testcase", classname="spanguard.check", name=name)
+        if name in by_metric:
+            v = by_metric[name]
+            ET.SubElement(case, "failure", type="regression",
+                          message=f"{name}: {number(v.baseline)} -> {number(v.current)}, {v.rule}")
+    for case_id in comparison.pass_to_fail:
+        case = ET.SubElement(suite, "testcase", classname="spanguard.check.cases", name=case_id)
+        ET.SubElement(case, "failure", type="pass_to_fail", message=f"{case_id} passed in the "
+                      "baseline and fails now")
+    return _xml(suite)

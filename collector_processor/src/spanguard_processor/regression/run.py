@@ -1,0 +1,204 @@
+"""``cases run``: a case set plus candidate outputs (or agent traces) → metrics JSON.
+
+Metrics and rounding are trace2eval 0.5.1's (spec §1.7). Additions: trace checks (process,
+latency, cost) are evaluated when a record carries the evidence; outputs lines that cannot be
+read are counted (``skipped_output_lines``) instead of dropped silently; every case's outcome is
+written under ``case_results`` so ``check`` can list pass→fail cases and missing ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spanguard.exceptions import CaseFormatError
+
+from ..jsonio import iter_jsonl, read_agent_traces
+from .checks import run_text_checks, run_trace_check
+from .loader import OUTPUT_ALIASES
+from .signals import percentile
+from .textnorm import fold
+
+__all__ = ["METRICS_VERSION", "Outputs", "RunResult", "load_cases", "load_outputs",
+           "outputs_from_traces", "run_cases"]
+
+METRICS_VERSION = "0.5.1"
+
+
+def load_cases(path: Path) -> list[dict[str, Any]]:
+    """Every case, validated; a bad line or a repeated id is an error naming file and line."""
+    cases: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    name = path.as_posix()
+    for number, value in iter_jsonl(path, CaseFormatError):
+        if not isinstance(value, dict):
+            raise CaseFormatError("is not a JSON object.", file=name, line=number)
+        case_id = value.get("id")
+        if not isinstance(case_id, str) or not case_id:
+            raise CaseFormatError("must be a non-empty string.", file=name, line=number, field="id")
+        if case_id in seen:
+            raise CaseFormatError(f"repeats case id {case_id!r} (first on line {seen[case_id]}).",
+                                  file=name, line=number, field="id")
+        seen[case_id] = number
+        for key in ("checks", "trace_checks"):
+            checks = value.get(key, [])
+            if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
+                raise CaseFormatError("must be a list of check objects.", file=name, line=number,
+                                      field=key)
+        cases.append(value)
+    return cases
+
+
+@dataclass
+class Outputs:
+    by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_input: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    def add(self, key: str, record: dict[str, Any]) -> None:
+        self.by_id[key] = record
+        text = record.get("input")
+        if isinstance(text, str) and text.strip():
+            self.by_input[fold(text)] = record
+
+    def find(self, case: dict[str, Any]) -> dict[str, Any] | None:
+        for key in (str(case.get("id", "")), str(case.get("source_trace_id", ""))):
+            if key in self.by_id:
+                return self.by_id[key]
+        text = case.get("input")
+        return self.by_input.get(fold(text)) if isinstance(text, str) else None
+
+
+def load_outputs(path: Path) -> Outputs:
+    """Candidate outputs keyed like trace2eval (``id``, else ``trace_id``, else line)."""
+    outputs = Outputs()
+    name = path.as_posix()
+    if not path.is_file():
+        raise CaseFormatError("does not exist or is not a file.", file=name)
+    with path.open("rb") as stream:
+        for number, raw in enumerate(stream, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8").strip()
+                if not text:
+                    continue
+                data = json.loads(text)
+            except ValueError as exc:
+                outputs.skipped.append(f"{name}:{number}: is not valid UTF-8 JSON "
+                                       f"({type(exc).__name__}); line skipped.")
+                continue
+            if not isinstance(data, dict):
+                outputs.skipped.append(f"{name}:{number}: is not a JSON object; line skipped.")
+                continue
+            key = data.get("id") or data.get("trace_id")
+            outputs.add(str(key) if key is not None else f"trace-{number:05d}", data)
+    return outputs
+
+
+def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
+    """Agent traces as outputs records: matched to cases by id, then by question."""
+    outputs = Outputs()
+    for path in paths:
+        for trace in read_agent_traces(path):
+            record = {"input": trace.input, "output": trace.output or "",
+                      "latency_ms": trace.latency_ms, "cost_usd": trace.cost_usd,
+                      "trace": trace.trace.to_dict()}
+            outputs.add(trace.request_id or trace.trace_id, record)
+    return outputs
+
+
+def _text(record: dict[str, Any]) -> str:
+    for alias in OUTPUT_ALIASES:
+        value = record.get(alias)
+        if value:
+            return str(value)
+    return ""
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+@dataclass
+class RunResult:
+    metrics: dict[str, Any]
+    case_results: dict[str, str]
+
+    def payload(self) -> dict[str, Any]:
+        return {"version": METRICS_VERSION, "metrics": self.metrics,
+                "case_results": self.case_results}
+
+    def to_json(self) -> str:
+        return json.dumps(self.payload(), indent=2, ensure_ascii=False) + "\n"
+
+
+def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
+    total = len(cases)
+    passed = failed = missing = fallback = json_cases = json_passed = 0
+    trace_cases = trace_passed = unverified = 0
+    latencies: list[float] = []
+    costs: list[float] = []
+    chars: list[int] = []
+    failures: list[dict[str, Any]] = []
+    results: dict[str, str] = {}
+    for case in cases:
+        case_id = str(case.get("id", ""))
+        record = outputs.find(case)
+        if record is None:
+            failed += 1
+            missing += 1
+            failures.append({"case_id": case_id, "reason": "missing_output", "failed_checks": []})
+            results[case_id] = "missing"
+            continue
+        output = _text(record)
+        checks = case.get("checks", [])
+        bad = [r.type for r in run_text_checks(checks, output) if not r.passed]
+        trace_checks = case.get("trace_checks", [])
+        if trace_checks:
+            trace_cases += 1
+            outcomes = [run_trace_check(c, record) for c in trace_checks]
+            unverified += sum(1 for r in outcomes if r.passed is None)
+            trace_bad = [r.type for r in outcomes if r.passed is False]
+            trace_passed += not trace_bad
+            bad += trace_bad
+        for key, values in (("latency_ms", latencies), ("cost_usd", costs)):
+            value = record.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                values.append(float(value))
+        chars.append(len(output.strip()))
+        if bad:
+            failed += 1
+            failures.append({"case_id": case_id, "reason": "check_failed", "failed_checks": bad})
+        else:
+            passed += 1
+        results[case_id] = "fail" if bad else "pass"
+        fallback += bool(bad) and "not_fallback" in bad
+        if any(c.get("type") == "json" for c in checks):
+            json_cases += 1
+            json_passed += "json" not in bad
+    denominator = total or 1
+    metrics: dict[str, Any] = {
+        "total": total, "passed": passed, "failed": failed, "missing": missing,
+        "pass_rate": round(passed / denominator, 4), "fallback_count": fallback,
+        "fallback_rate": round(fallback / denominator, 4), "json_cases": json_cases,
+        "json_passed": json_passed,
+        "format_compliance_rate": round(json_passed / json_cases, 4) if json_cases else None,
+        "avg_latency_ms": _round(sum(latencies) / len(latencies), 2) if latencies else None,
+        "p95_latency_ms": _round(percentile(latencies, 0.95), 2) if latencies else None,
+        "avg_cost_usd": _round(sum(costs) / len(costs), 8) if costs else None,
+        "total_cost_usd": _round(sum(costs), 6) if costs else None,
+        "avg_output_chars": _round(sum(chars) / len(chars), 1) if chars else None,
+    }
+    if trace_cases:
+        metrics["trace_check_cases"] = trace_cases
+        metrics["trace_check_passed"] = trace_passed
+        metrics["trace_compliance_rate"] = round(trace_passed / trace_cases, 4)
+        metrics["trace_checks_unverified"] = unverified
+    if outputs.skipped:
+        metrics["skipped_output_lines"] = len(outputs.skipped)
+    metrics["failures"] = failures
+    return RunResult(metrics, results)

@@ -1,0 +1,160 @@
+"""Scoring, grouping and clustering the log, then choosing which clusters become cases.
+
+Rows are visited in ``(−score, id, row)`` order, as trace2eval does. Rows whose inputs fold to
+the same text (after shared context lines are stripped) form one *phrasing group*; groups are
+clustered by linking each to the first-created cluster whose representative it is similar to
+(exact Jaccard via :mod:`.dedup`). Rows are keyed by position, never by id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .dedup import jaccard, leader_clusters, strip_shared_context
+from .loader import Row
+from .signals import LogContext, Signal, build_context, compute_signals, score
+from .textnorm import fold, shingles
+
+__all__ = ["Cluster", "ClusterHealth", "Selection", "cluster_log", "select"]
+
+
+@dataclass
+class Cluster:
+    """One question: its phrasing groups (the first founded it) and its representative row."""
+
+    groups: list[int]
+    representative: int
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterHealth:
+    threshold: float
+    clusters: int
+    multi_member_clusters: int
+    largest: int
+    share_in_clusters: float
+    below_threshold: int
+    compared: int
+    worst_similarity: float
+
+
+@dataclass
+class Selection:
+    rows: Sequence[Row]
+    context: LogContext
+    signals: list[list[Signal]]
+    scores: list[float]
+    rank: list[int]
+    group_rows: list[list[int]]
+    group_sets: list[frozenset[str]]
+    clusters: list[Cluster]
+    health: ClusterHealth
+    chosen: list[Cluster] = field(default_factory=list)
+    no_signal: int = 0
+    below_min_score: int = 0
+    beyond_limit: int = 0
+
+    def members(self, cluster: Cluster) -> list[int]:
+        """Row indices of a cluster in visiting order; the representative first."""
+        rows = [row for group in cluster.groups for row in self.group_rows[group]]
+        if len(cluster.groups) > 1:
+            rows.sort(key=self.rank.__getitem__)
+        return rows
+
+    @property
+    def collapsed(self) -> int:
+        return sum(cluster.size - 1 for cluster in self.chosen)
+
+
+def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]], list[str]]:
+    stripped = strip_shared_context(row.input for row in rows)
+    key_of_input: dict[str, str] = {}
+    group_of_key: dict[str, int] = {}
+    group_rows: list[list[int]] = []
+    keys: list[str] = []
+    for index in order:
+        text = rows[index].input
+        key = key_of_input.get(text)
+        if key is None:
+            key = fold(stripped.get(text, text)) or "\x00" + text.strip()
+            key_of_input[text] = key
+        group = group_of_key.get(key)
+        if group is None:
+            group = group_of_key[key] = len(group_rows)
+            group_rows.append([])
+            keys.append(key)
+        group_rows[group].append(index)
+    return group_rows, keys
+
+
+def _health(sel_clusters: list[Cluster], sets: list[frozenset[str]], threshold: float,
+            total: int) -> ClusterHealth:
+    multi = [c for c in sel_clusters if c.size > 1]
+    worst, below, compared = 1.0, 0, 0
+    for cluster in multi:
+        rep = sets[cluster.groups[0]]
+        for group in cluster.groups[1:]:
+            compared += 1
+            value = jaccard(rep, sets[group])
+            worst = min(worst, value)
+            below += value < threshold
+    return ClusterHealth(
+        threshold=threshold,
+        clusters=len(sel_clusters),
+        multi_member_clusters=len(multi),
+        largest=max((c.size for c in sel_clusters), default=0),
+        share_in_clusters=sum(c.size for c in multi) / total if total else 0.0,
+        below_threshold=below,
+        compared=compared,
+        worst_similarity=worst,
+    )
+
+
+def cluster_log(
+    rows: Sequence[Row],
+    threshold: float,
+    matcher: Callable[[str, str], float] | None = None,
+) -> Selection:
+    context = build_context(rows)
+    signals = [compute_signals(row, context) for row in rows]
+    scores = [score(s) for s in signals]
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i].id, i))
+    rank = [0] * len(rows)
+    for position, index in enumerate(order):
+        rank[index] = position
+    group_rows, keys = _group_keys(rows, order)
+    sets = [frozenset() if key.startswith("\x00") else shingles(key) for key in keys]
+    link = None
+    if matcher is not None:
+        texts = [rows[members[0]].input for members in group_rows]
+        def link(item: int, rep: int) -> bool:
+            return matcher(texts[item], texts[rep]) >= threshold
+    assignment = leader_clusters(sets, threshold, link)
+    clusters: list[Cluster] = []
+    for group, target in enumerate(assignment):
+        if target == len(clusters):
+            clusters.append(Cluster(groups=[], representative=group_rows[group][0]))
+        clusters[target].groups.append(group)
+        clusters[target].size += len(group_rows[group])
+    health = _health(clusters, sets, threshold, len(rows))
+    return Selection(rows, context, signals, scores, rank, group_rows, sets, clusters, health)
+
+
+def select(selection: Selection, max_cases: int, min_score: float) -> Selection:
+    """Keep clusters with a signal and at least ``min_score``, in creation order, capped."""
+    kept: list[Cluster] = []
+    for cluster in selection.clusters:
+        value = selection.scores[cluster.representative]
+        if value <= 0:
+            selection.no_signal += 1
+        elif value < min_score:
+            selection.below_min_score += 1
+        else:
+            kept.append(cluster)
+    if len(kept) > max_cases:
+        selection.beyond_limit = len(kept) - max_cases
+        kept = kept[:max_cases]
+    selection.chosen = kept
+    return selection

@@ -1,0 +1,133 @@
+"""Signals and scores: which log rows are worth a case (trace2eval 0.5.1, §1.2 of the spec)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .checks import looks_like_json
+from .loader import Row
+
+__all__ = [
+    "QUALITY_SIGNALS",
+    "WEIGHTS",
+    "LogContext",
+    "Signal",
+    "build_context",
+    "compute_signals",
+    "percentile",
+    "score",
+    "short_boundary",
+]
+
+WEIGHTS: dict[str, float] = {
+    "negative_feedback": 3.0,
+    "user_retried": 2.5,
+    "empty_output": 3.0,
+    "expected_shape_violated": 3.0,
+    "fallback_phrase": 2.0,
+    "explicit_expectation": 2.0,
+    "output_much_shorter": 1.5,
+    "output_much_longer": 1.0,
+    "slow_response": 1.0,
+    "expensive_call": 1.0,
+}
+#: Signals that mean "something already went wrong on this row" (a failure seed).
+QUALITY_SIGNALS = frozenset({
+    "negative_feedback", "user_retried", "empty_output", "fallback_phrase",
+    "expected_shape_violated", "output_much_shorter",
+})
+_SHORT_RATIO = 0.5
+_LONG_RATIO = 3.0
+_MIN_PLAUSIBLE = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    name: str
+    weight: float
+    detail: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "weight": self.weight, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class LogContext:
+    """Log-wide baselines; ``median_chars`` keeps :func:`statistics.median`'s int/float type."""
+
+    p95_latency_ms: float | None
+    p95_cost_usd: float | None
+    median_chars: float
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """Linear interpolation at ``fraction·(n−1)`` over the sorted values."""
+    clean = sorted(values)
+    if not clean:
+        return None
+    if len(clean) == 1:
+        return clean[0]
+    position = fraction * (len(clean) - 1)
+    lower = int(position)
+    upper = min(lower + 1, len(clean) - 1)
+    weight = position - lower
+    return clean[lower] * (1 - weight) + clean[upper] * weight
+
+
+def build_context(rows: Sequence[Row]) -> LogContext:
+    latencies = [r.latency_ms for r in rows if r.latency_ms is not None]
+    costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+    chars = [r.chars for r in rows if r.chars > 0]
+    return LogContext(
+        p95_latency_ms=percentile(latencies, 0.95),
+        p95_cost_usd=percentile(costs, 0.95),
+        median_chars=statistics.median(chars) if chars else 0.0,
+    )
+
+
+def short_boundary(median: float) -> int | None:
+    """The length an output fell below to be flagged too short (the weak-reference floor)."""
+    if median <= 0:
+        return None
+    return int(math.ceil(min(median * _SHORT_RATIO, _MIN_PLAUSIBLE * 2)))
+
+
+def compute_signals(row: Row, context: LogContext) -> list[Signal]:
+    signals: list[Signal] = []
+
+    def add(name: str, detail: str) -> None:
+        signals.append(Signal(name, WEIGHTS[name], detail))
+
+    if row.feedback == "negative":
+        add("negative_feedback", "user gave negative feedback")
+    if row.retried:
+        add("user_retried", "the same request was retried")
+    chars = row.chars
+    median = context.median_chars
+    if chars == 0:
+        add("empty_output", "model returned an empty response")
+    else:
+        if row.fallback:
+            add("fallback_phrase", f"output contains {row.fallback!r}")
+        if median > 0 and chars < median * _SHORT_RATIO and chars < _MIN_PLAUSIBLE * 2:
+            add("output_much_shorter", f"{chars} chars vs log median {median:.0f}")
+        elif median > 0 and chars > median * _LONG_RATIO:
+            add("output_much_longer", f"{chars} chars vs log median {median:.0f}")
+    if row.expect:
+        add("explicit_expectation", "trace already carried an expectation block")
+        if row.expect.get("json") and not looks_like_json(row.output):
+            add("expected_shape_violated", "expected JSON output, got something else")
+    p95 = context.p95_latency_ms
+    if p95 is not None and row.latency_ms is not None and row.latency_ms > p95:
+        add("slow_response", f"{row.latency_ms:.0f}ms above p95 {p95:.0f}ms")
+    p95c = context.p95_cost_usd
+    if p95c is not None and row.cost_usd is not None and row.cost_usd > p95c:
+        add("expensive_call", f"${row.cost_usd:.6f} above p95 ${p95c:.6f}")
+    return signals
+
+
+def score(signals: Sequence[Signal]) -> float:
+    return round(sum(s.weight for s in signals), 3)

@@ -1,0 +1,63 @@
+"""Text folding, character-bigram shingles and fallback-phrase detection.
+
+These are trace2eval 0.5.1's definitions (``../shared/specs/trace2eval-compat.md`` §1.2–1.3),
+kept byte-compatible so that cases built from the same log fold, merge and flag identically.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "FALLBACK_PATTERNS",
+    "detect_fallback",
+    "fold",
+    "shingles",
+]
+
+_STRIP = re.compile(r"[\s，。！？、；：,.!?;:\"'“”‘’()（）\[\]【】]+")
+
+FALLBACK_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"作为一个\s*(AI|人工智能|语言模型)",
+        r"作为\s*(AI|人工智能|语言模型)",
+        r"我(无法|不能|没有办法)(回答|提供|满足|帮助|处理)",
+        r"抱歉[，,]?\s*我(无法|不能|不会)",
+        r"对不起[，,]?\s*我(无法|不能|不会)",
+        r"暂(时)?无法(回答|提供|处理)",
+        r"没有(相关|足够)的?(信息|资料)来(回答|说明)",
+        r"as an ai\b",
+        r"i (can'?t|cannot|am unable to) (help|assist|answer|provide)",
+        r"i'?m sorry,? but i (can'?t|cannot)",
+        r"i don'?t have (enough )?(information|access)",
+    )
+)
+# One alternation answers "does anything match?" in a single scan; the per-pattern loop then
+# runs only on the few outputs that do, to report the first pattern's match as trace2eval does.
+_ANY_FALLBACK = re.compile("|".join(f"(?:{p.pattern})" for p in FALLBACK_PATTERNS), re.IGNORECASE)
+
+
+def fold(text: str) -> str:
+    """Strip, lowercase and delete whitespace and common CJK/ASCII punctuation."""
+    return _STRIP.sub("", text.strip().lower())
+
+
+def shingles(folded: str) -> frozenset[str]:
+    """Character bigrams of an already folded text (1–2 characters give one shingle)."""
+    if not folded:
+        return frozenset()
+    if len(folded) <= 2:
+        return frozenset((folded,))
+    return frozenset(folded[i : i + 2] for i in range(len(folded) - 1))
+
+
+def detect_fallback(output: str) -> str | None:
+    """The first fallback phrase found (patterns tried in order), or None."""
+    if _ANY_FALLBACK.search(output) is None:
+        return None
+    for pattern in FALLBACK_PATTERNS:
+        match = pattern.search(output)
+        if match:
+            return match.group(0)
+    return None  # pragma: no cover - the alternation matched, so one pattern does
