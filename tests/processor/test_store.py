@@ -78,3 +78,20 @@ def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
     bad.write_bytes(b"not sqlite at all" * 100)
     with pytest.raises(TraceFormatError, match=r"x\.db: is not a spanguard span store"):
         SpanStore(bad, readonly=True)
+
+
+def test_a_failing_store_fails_requests_instead_of_hanging_them(tmp_path: Path) -> None:
+    from spanguard_processor.assembler import TraceAssembler
+    from spanguard_processor.ingestor import Ingestor
+
+    store = SpanStore(tmp_path / "s.db")
+    ingestor = Ingestor(store, TraceAssembler(wait_duration=0.0)).start()
+    assert ingestor.submit(encoded(1)).result(timeout=10) is None
+    store._db.execute("DROP TABLE spans")  # the disk "fails"
+    with pytest.raises(sqlite3.OperationalError):
+        ingestor.submit(encoded(1)).result(timeout=10)
+    assert not ingestor.healthy
+    with pytest.raises(RuntimeError, match="store failed"):
+        ingestor.submit(encoded(1)).result(timeout=10)
+    ingestor.close()
+    store.close()

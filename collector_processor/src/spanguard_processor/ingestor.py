@@ -62,6 +62,7 @@ class Ingestor:
 
     @property
     def healthy(self) -> bool:
+        """False once closing, or after the store failed (requests then get 503/UNAVAILABLE)."""
         return not self._closed and self._failure is None and self._thread.is_alive()
 
     def stats(self) -> IngestStats:
@@ -75,7 +76,10 @@ class Ingestor:
     def submit(self, batch: DecodedBatch) -> Future[None]:
         """Queue a batch; the future resolves once its spans are durable (or fails, saying why)."""
         future: Future[None] = Future()
-        if self._closed or self._failure is not None:
+        if self._failure is not None:
+            future.set_exception(RuntimeError(f"the span store failed: {self._failure}"))
+            return future
+        if self._closed:
             future.set_exception(RuntimeError("the processor is shutting down"))
             return future
         if not batch.spans:
@@ -120,12 +124,15 @@ class Ingestor:
                     stop = True
                 else:
                     batches.append(cast(tuple[DecodedBatch, Future[None]], item))
+            if self._failure is not None:  # keep answering, never leave a request hanging
+                for _, future in batches:
+                    future.set_exception(RuntimeError(f"the span store failed: {self._failure}"))
+                continue
             try:
                 self._write(batches)
-            except BaseException as exc:  # the store failed: refuse further spans, loudly
+            except Exception as exc:  # the store failed: refuse further spans, loudly
                 _log.exception("the span store failed; refusing further spans")
-                self._failure = exc
-                return
+                self._failure = self._failure or exc
 
     def _write(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
         spans: list[EncodedSpan] = [s for batch, _ in batches for s in batch.spans]
@@ -133,7 +140,8 @@ class Ingestor:
         if spans:
             try:
                 self.store.put_batches([batch for batch, _ in batches])
-            except BaseException as exc:
+            except Exception as exc:
+                self._failure = exc  # before answering, so nobody sees a healthy failed store
                 for future in futures:
                     future.set_exception(exc)
                 raise
