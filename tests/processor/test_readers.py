@@ -179,3 +179,19 @@ def test_a_directory_of_rotated_span_files_is_read_as_one(tmp_path: Path) -> Non
     (folder / "spans-2.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines[2:]) + "\n").encode()))
     (trace,) = read_agent_traces_any([folder])
     assert trace.request_id == "req-1" and not trace.partial and trace.trace.plan_steps
+
+
+def test_exports_are_byte_identical_for_identical_input(tmp_path: Path) -> None:
+    spans = in_memory_spans(4).get_finished_spans()
+    proto = proto_file(tmp_path / "spans.binpb", spans)
+    outputs = []
+    for run in ("a", "b"):
+        store = tmp_path / f"{run}.db"
+        runner = CliRunner()
+        assert runner.invoke(cli, ["ingest", str(proto), str(PY_EXPORTER),
+                                   "--store", str(store)]).exit_code == 0
+        out = tmp_path / f"{run}.jsonl"
+        assert runner.invoke(cli, ["traces", "export", "--store", str(store), "-f", "fairtrace",
+                                   "-o", str(out)]).exit_code == 0
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 5
