@@ -20,7 +20,7 @@ _CONVERTERS = {
 
 @click.group()
 def traces() -> None:
-    """Inspect, validate and convert assembled agent traces."""
+    """Convert agent-trace JSONL, and export assembled traces from span stores."""
 
 
 @traces.command()
