@@ -36,13 +36,13 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, ingestor: Ingestor) -> None:
         self._ingestor = ingestor
 
-    def Export(self, request: Any, context: Any) -> Any:
-        batch = decode_request(request)
+    def Export(self, request: Any, context: Any, body: bytes | None = None) -> Any:
+        batch = decode_request(request, body)
         if batch.rejected and not batch.spans:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"every span was rejected: {batch.error}")
         try:
-            self._ingestor.submit(batch.spans).result(timeout=_ACK_TIMEOUT)
+            self._ingestor.submit(batch).result(timeout=_ACK_TIMEOUT)
         except Exception as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE,
                           f"the spans could not be stored ({exc}); retry later.")
@@ -58,7 +58,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             request = parse_request(body)
         except TraceFormatError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request {exc}")
-        return self.Export(request, context)
+        return self.Export(request, context, body)
 
 
 def start_grpc_server(

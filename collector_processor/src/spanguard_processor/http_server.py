@@ -36,7 +36,7 @@ from spanguard.exceptions import TraceFormatError
 from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .ingestor import Ingestor
-from .spans import DecodedBatch
+from .spans import DecodedBatch, gc_paused
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -82,12 +82,14 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 def _decode(body: bytes, media: str) -> DecodedBatch:
     try:
         if media == PROTOBUF:
-            return decode_request(parse_request(body))
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
-        return decode_document(document)
+            with gc_paused():
+                return decode_request(parse_request(body), body)
+        with gc_paused():
+            try:
+                document = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
+            return decode_document(document, body)
     except TraceFormatError as exc:
         raise _Reject(400, f"the body {exc}" if not exc.field else str(exc)) from None
 
@@ -140,7 +142,7 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY) ->
             if not ingestor.healthy:
                 raise _Reject(503, "the processor is shutting down; retry later.")
             try:
-                await asyncio.wrap_future(ingestor.submit(batch.spans))
+                await asyncio.wrap_future(ingestor.submit(batch))
             except Exception as exc:  # store failure or shutdown: retryable
                 raise _Reject(503, f"the spans could not be stored ({exc}); retry later.") from exc
         except _Reject as reject:
