@@ -12,6 +12,7 @@ asked for that no executed tool of that name answered (a bare chat model with bo
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -68,6 +69,11 @@ def _documents(documents: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def _make_recorder() -> Any:
+    return _recorder_class()()
+
+
+@functools.cache
+def _recorder_class() -> type:
     base = _handler_base()
 
     class Recorder(base):  # type: ignore[misc, valid-type]
@@ -121,7 +127,7 @@ def _make_recorder() -> Any:
             with self.lock:
                 self.events.append(("documents", _documents(documents)))
 
-    return Recorder()
+    return Recorder
 
 
 def _replay(events: Sequence[tuple[str, Any]]) -> None:
