@@ -22,14 +22,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import openai  # noqa: E402
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage  # noqa: E402
+import openai
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
-import spanguard  # noqa: E402
-from spanguard.testing import SpanCapture  # noqa: E402
-from spanguard_processor.adapters import langchain_runnable, openai_chat  # noqa: E402
-from tests.adapters.openai_stub import chat_completion, openai_stub  # noqa: E402
+import spanguard
+from spanguard.testing import SpanCapture
+from spanguard_processor.adapters import langchain_runnable, openai_chat
+from tests.adapters.openai_stub import chat_completion, openai_stub
 
 
 def _per_call_us(fn: Callable[[], Any], calls: int) -> float:
