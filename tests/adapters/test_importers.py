@@ -203,3 +203,19 @@ def test_import_needs_a_metric_and_a_known_one(tmp_path: Path) -> None:
                                        "--metric", "nope_gap"])
     assert unknown.exit_code == 2
     assert unknown.output.startswith(f"Error: {path}: field 'metrics[0].type'")
+
+
+def test_promptfoo_config_with_yaml_tests_file_and_deepeval_wrapper(tmp_path: Path) -> None:
+    (tmp_path / "cases.yaml").write_text(dedent("""\
+        - vars: {question: Refund?, tone: [formal, casual]}
+          metadata: {id: refund}
+        """))
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "prompts:\n  - raw: '({{tone}}) {{question}}'\ntests:\n  - file://cases.yaml\n")
+    variants = load_promptfoo(tmp_path / "promptfooconfig.yaml")
+    assert [(v.id, v.prompt, dict(v.assignments)) for v in variants] == [
+        ("refund::1", "(formal) Refund?", {"tone": "formal"}),
+        ("refund::2", "(casual) Refund?", {"tone": "casual"})]
+    goldens = tmp_path / "goldens.json"
+    goldens.write_text(json.dumps({"goldens": [{"input": "Hi", "name": "g1"}]}))
+    assert [(v.id, v.seed_id) for v in load_deepeval(goldens)] == [("g1", "g1")]

@@ -170,3 +170,14 @@ def test_wrong_client_shape_and_missing_model_are_rejected_before_any_call() -> 
     with pytest.raises(AdapterError, match=r"the system template 'Hi \{name\}' cannot be"):
         openai_chat(client, model="m", system="Hi {name}")("x", {"group": "a"})
     client.close()
+
+
+def test_assignments_can_stay_out_of_the_request_and_metadata_merges() -> None:
+    with openai_stub(lambda path, body: chat_completion("Ok.")) as stub:
+        client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        openai_chat(client, model="m", send_assignments=False)("hi", {"group": "a"})
+        openai_chat(client, model="m", request_options={"metadata": {"suite": "s1"}})(
+            "hi", {"group": "a"})
+        client.close()
+    assert "metadata" not in stub.requests[0][1]
+    assert stub.requests[1][1]["metadata"] == {"suite": "s1", "group": "a"}
