@@ -207,8 +207,11 @@ def test_import_needs_a_metric_and_a_known_one(tmp_path: Path) -> None:
 
 def test_promptfoo_config_with_yaml_tests_file_and_deepeval_wrapper(tmp_path: Path) -> None:
     (tmp_path / "cases.yaml").write_text(dedent("""\
-        - vars: {question: Refund?, tone: [formal, casual]}
-          metadata: {id: refund}
+        - vars:
+            question: Refund?
+            tone: [formal, casual]
+          metadata:
+            id: refund
         """))
     (tmp_path / "promptfooconfig.yaml").write_text(
         "prompts:\n  - raw: '({{tone}}) {{question}}'\ntests:\n  - file://cases.yaml\n")
