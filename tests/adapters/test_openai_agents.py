@@ -103,3 +103,24 @@ def test_structured_final_output_and_wrong_objects_are_adapter_errors() -> None:
         with pytest.raises(AdapterError, match="the openai-agents adapter: the run's final "
                                                "output has no text \\(got Out\\)"):
             call_captured(openai_agent(agent), "x", {})
+
+
+def test_handoffs_are_recorded_as_tool_calls() -> None:
+    def script(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        handed = any(isinstance(i, dict) and i.get("type") == "function_call_output"
+                     for i in body["input"])
+        if not handed:
+            return response(None, function_calls=[("call_h", "transfer_to_billing", "{}")])
+        return response("Billing here: refunds take 5 days.")
+
+    with openai_stub(script) as stub:
+        client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        model = OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
+        billing = Agent(name="billing", instructions="Billing.", model=model)
+        triage = Agent(name="triage", instructions="Route.", handoffs=[billing], model=model)
+        observations, errors = run_app(openai_agent(triage),
+                                       [Variant("s::1", "s", "Refund?", {"group": "a"})])
+        asyncio.run(client.close())
+    assert errors == []
+    assert observations[0].response == "Billing here: refunds take 5 days."
+    assert [t.name for t in observations[0].trace.tool_calls] == ["transfer_to_billing"]
