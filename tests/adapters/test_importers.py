@@ -171,6 +171,9 @@ def test_import_command_writes_a_suite_that_run_loads(tmp_path: Path) -> None:
     ("promptfoo", "t.json", '[{"vars": {"prompt": "q", "g": {"x": 1}}}]',
      "Error: {path}: field 'vars.g': must be a string, number or boolean to become an "
      "assignment, not dict.\n"),
+    ("promptfoo", "t.json", '[{"vars": {"prompt": "file://p.txt"}}]',
+     "Error: {path}: field 'vars.prompt': loads its value from a file, which this importer does "
+     "not do; inline the text in the test.\n"),
     ("deepeval", "g.json", '[{"scenario": "angry customer", "turns": []}]',
      "Error: {path}: field '[0]': is a multi-turn ConversationalGolden; only single-turn "
      "goldens with 'input' can become variants.\n"),

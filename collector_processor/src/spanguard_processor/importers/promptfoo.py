@@ -146,6 +146,11 @@ def load_promptfoo(path: Path, *, prompt_var: str | None = None,
     seeds: dict[tuple[tuple[str, str], ...], str] = {}
     for ident, line, file, combo, _, seed in rows:
         text = {k: scalar_text(v, file, line, f"vars.{k}") for k, v in combo.items()}
+        for key, value in text.items():
+            if value.startswith("file://"):
+                raise InputError("loads its value from a file, which this importer does not "
+                                 "do; inline the text in the test.", file=file, line=line,
+                                 field=f"vars.{key}")
         if template is not None:
             missing = sorted(set(_VAR.findall(template)) - set(text))
             if missing:
