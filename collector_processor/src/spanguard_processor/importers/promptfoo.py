@@ -170,9 +170,9 @@ def load_promptfoo(path: Path, *, prompt_var: str | None = None,
                                  line=line, field=f"vars.{seed_var}")
             seed = text[seed_var]
         if seed is None:
-            key = tuple(sorted((k, v) for k, v in text.items()
+            group = tuple(sorted((k, v) for k, v in text.items()
                                if k not in chosen and k != prompt_var))
-            seed = seeds.setdefault(key, f"seed-{len(seeds) + 1}")
+            seed = seeds.setdefault(group, f"seed-{len(seeds) + 1}")
         assignments = {k: text[k] for k in sorted(chosen) if k in text}
         variants.append(ImportedVariant(ident, seed, prompt, assignments, line))
     check_unique(variants, str(path))
