@@ -40,10 +40,10 @@ def otlp_requests(count: int = 4) -> tuple[bytes, ...]:
     return tuple(bodies)
 
 
-def _hex_ids(node: Any) -> Any:
+def hex_ids(node: Any) -> Any:
     # OTLP-JSON carries ids as hex; MessageToDict writes base64.
     if isinstance(node, dict):
-        out = {k: _hex_ids(v) for k, v in node.items()}
+        out = {k: hex_ids(v) for k, v in node.items()}
         for key in ("traceId", "spanId", "parentSpanId"):
             if isinstance(out.get(key), str) and out[key]:
                 import base64
@@ -51,7 +51,7 @@ def _hex_ids(node: Any) -> Any:
                 out[key] = base64.b64decode(out[key]).hex()
         return out
     if isinstance(node, list):
-        return [_hex_ids(v) for v in node]
+        return [hex_ids(v) for v in node]
     return node
 
 
@@ -66,14 +66,14 @@ def otlp_json_documents(count: int = 4) -> tuple[str, ...]:
     for body in otlp_requests(count):
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
-        docs.append(json.dumps(_hex_ids(MessageToDict(request)), separators=(",", ":")))
+        docs.append(json.dumps(hex_ids(MessageToDict(request)), separators=(",", ":")))
     return tuple(docs)
 
 
 def agent_trace_line() -> str:
     """One valid assembled agent trace, as a JSONL line."""
-    from spanguard_processor.ingest.otlp_json import decode_document
     from spanguard_processor.convert import trace_from_records
+    from spanguard_processor.ingest.otlp_json import decode_document
     from spanguard_processor.spans import decode_span
 
     batch = decode_document(json.loads(otlp_json_documents(1)[0]))

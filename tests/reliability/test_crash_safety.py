@@ -88,7 +88,7 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) 
     acked: set[int] = set()
     lock = threading.Lock()
     killed_mid_stream = 0
-    for cycle in range(KILLS):
+    for _cycle in range(KILLS):
         server = ServeProcess(store, "--wait-duration", "0.1")
         # each cycle sends fresh requests plus some already acknowledged (exporter retries)
         fresh = [i for i in range(REQUESTS) if i not in acked]
