@@ -90,8 +90,9 @@ def test_bearer_token_guards_both_receivers_and_health_stays_open(tmp_path: Path
 def test_token_comparison_is_exact() -> None:
     assert token_matches(TOKEN, "Bearer " + TOKEN.decode())
     assert token_matches(TOKEN, "bearer " + TOKEN.decode())
-    for bad in (None, "", TOKEN.decode(), "Basic " + TOKEN.decode(), "Bearer " + TOKEN.decode()[:-1],
-                "Bearer " + TOKEN.decode() + "x", "Bearer"):
+    text = TOKEN.decode()
+    for bad in (None, "", text, "Basic " + text, "Bearer " + text[:-1], "Bearer " + text + "x",
+                "Bearer"):
         assert not token_matches(TOKEN, bad)
 
 
