@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import sqlite3
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -123,6 +124,10 @@ class Ingestor:
                     batches.append(cast(tuple[Sequence[EncodedSpan], Future[None]], item))
             try:
                 self._write(batches)
+            except sqlite3.OperationalError as exc:
+                # Disk full, I/O error, store locked: this group commit was rolled back and its
+                # requests were refused (retryable); the next one may succeed.
+                _log.warning("the span store refused a write (%s); the senders will retry", exc)
             except BaseException as exc:  # the store failed: refuse further spans, loudly
                 _log.exception("the span store failed; refusing further spans")
                 self._failure = exc

@@ -130,7 +130,8 @@ class SpanStore:
                            trace_ids)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                db.execute("ROLLBACK")
             raise
 
     def mark_released(self, trace_ids: Iterable[str]) -> None:
@@ -144,7 +145,8 @@ class SpanStore:
             db.executemany(_RELEASE, rows)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                db.execute("ROLLBACK")
             raise
 
     def release_all(self) -> int:
