@@ -170,7 +170,9 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
                 raise _Reject(503, "the processor is shutting down; retry later.")
             try:
                 future = guard.submit(lambda: ingestor.submit(batch.spans), len(batch.spans))
-                await asyncio.wait_for(asyncio.wrap_future(future), guard.limits.ack_timeout)
+                # shield: a timeout or a client hanging up must not cancel the writer's future
+                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)),
+                                       guard.limits.ack_timeout)
             except Overloaded as exc:
                 raise _Reject(429, f"the processor is overloaded: {exc}") from None
             except TimeoutError:
