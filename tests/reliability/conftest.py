@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .corpus import TRIED
+from .corpus import FIGURES, TRIED
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -11,3 +11,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for name, count in sorted(TRIED.items()):
             terminalreporter.write_line(f"{name}: {count}")
         terminalreporter.write_line(f"total: {sum(TRIED.values())}")
+    if FIGURES:
+        terminalreporter.section("reliability figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)

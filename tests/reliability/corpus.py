@@ -22,6 +22,8 @@ from tests.processor.agent_app import run_request
 
 #: fuzz test name -> inputs tried; printed in the terminal summary (see conftest.py).
 TRIED: Counter[str] = Counter()
+#: one line per measured figure (crash, load, SDK faults); printed in the terminal summary.
+FIGURES: list[str] = []
 
 
 @cache

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from spanguard_processor.store import SpanStore
 from tests.processor.agent_app import SPANS_PER_REQUEST, run_request
 from tests.processor.serve_process import ServeProcess
+from tests.reliability.corpus import FIGURES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -122,5 +123,5 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) 
         traces = list(db.iter_agent_traces())
     assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(REQUESTS)]
     assert all(not t.partial and len(t.trace.tool_calls) == 1 for t in traces)
-    print(f"crash safety: {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
+    FIGURES.append(f"crash safety: {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
           f"{REQUESTS} requests, {stored} spans, each stored once")

@@ -23,7 +23,7 @@ from spanguard_processor.spans import DecodedBatch, decode_span
 from .corpus import TRIED, otlp_json_documents, otlp_requests
 from .strategies import json_values, mutated_bytes, mutated_json
 
-EXAMPLES = 300
+EXAMPLES = 250
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -28,7 +28,7 @@ from spanguard_processor.regression.run import load_outputs
 from .corpus import OUTPUT_ROW, SUITE, TRIED, agent_trace_line, otlp_json_documents, otlp_requests
 from .strategies import json_values, mutated_bytes, mutated_json
 
-EXAMPLES = 150
+EXAMPLES = 120
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

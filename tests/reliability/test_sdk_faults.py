@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.reliability.corpus import FIGURES
 from tests.sdk.rotel_helper import OtlpGrpcSink, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -57,7 +58,7 @@ def test_collector_down_invalid_values_never_raise_and_exit_is_bounded() -> None
     assert report["error_count"] == 0, report["errors"]
     assert report["ended"] >= 200 * 4
     assert exit_seconds < 30
-    print(f"collector down: 200 requests with invalid values, 0 exceptions, p50 "
+    FIGURES.append(f"collector down: 200 requests with invalid values, 0 exceptions, p50 "
           f"{report['p50_us']} µs, p99 {report['p99_us']} µs; exit after {exit_seconds:.1f} s")
 
 
@@ -75,7 +76,7 @@ def test_slow_collector_does_not_slow_the_app_and_exit_flushes_everything() -> N
         spans = slow.wait_for_spans(500 * 3, timeout=5)
     assert len(spans) == report["ended"] == 500 * 3  # all flushed at exit, none dropped
     assert report["p99_us"] < 50_000, report  # never waits for the 1 s collector
-    print(f"slow collector (1 s per export): p50 {report['p50_us']} µs, p99 "
+    FIGURES.append(f"slow collector (1 s per export): p50 {report['p50_us']} µs, p99 "
           f"{report['p99_us']} µs per request; every span flushed at exit "
           f"({exit_seconds:.1f} s)")
 
@@ -92,3 +93,5 @@ def test_sigterm_flushes_every_span_and_still_terminates() -> None:
         assert report["error_count"] == 0
         spans = sink.wait_for_spans(300 * 3, timeout=5)
     assert len(spans) == report["ended"] == 300 * 3
+    FIGURES.append(f"SIGTERM: {len(spans)} of {report['ended']} queued spans flushed, "
+                   "exit status 'terminated by SIGTERM' kept")
