@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.processor.serve_process import ServeProcess
-from tests.sdk.rotel_helper import RotelCollector
+from tests.sdk.rotel_helper import OtlpGrpcSink, RotelCollector
 
 from .load_app import SPANS_PER_REQUEST
 from .servers import EXPORT
@@ -101,31 +102,57 @@ def _probe_request(rng: random.Random, index: int) -> tuple[bytes, str, str]:
     return request.SerializeToString(), trace_id.hex(), span_id.hex()
 
 
-def _probe_loop(rotel_port: int, store: Path, every: float, stop: threading.Event,
-                report: LoadReport) -> None:
+def _store_lookup(store: Path) -> Callable[[str, str], bool]:
+    db: list[sqlite3.Connection] = []
+
+    def found(trace_id: str, span_id: str) -> bool:
+        if not db:
+            db.append(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True,
+                                      check_same_thread=False))
+        return db[0].execute("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?",
+                             (trace_id, span_id)).fetchone() is not None
+
+    return found
+
+
+def _probe_loop(rotel_port: int, found: Callable[[str, str], bool], every: float,
+                stop: threading.Event, report: LoadReport) -> None:
     rng = random.Random(7)
     channel = grpc.insecure_channel(f"127.0.0.1:{rotel_port}")
     export = channel.unary_unary(EXPORT)
-    db: sqlite3.Connection | None = None
     index = 0
     while not stop.wait(every):
         body, trace_id, span_id = _probe_request(rng, index)
         index += 1
         sent = time.monotonic()
         export(body, timeout=10)
-        if db is None:
-            db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
         while time.monotonic() - sent < 30:
-            if db.execute("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?",
-                          (trace_id, span_id)).fetchone():
+            if found(trace_id, span_id):
                 report.probes.append(time.monotonic() - sent)
                 break
             time.sleep(0.002)
         else:
             report.probe_lost += 1
     channel.close()
-    if db is not None:
-        db.close()
+
+
+class NullSink(OtlpGrpcSink):
+    """The floor: an OTLP/gRPC receiver that only notes span ids (no store, no assembly)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, str]] = set()
+        self.count = 0
+
+    def _add(self, request: Any) -> None:
+        for resource_spans in request.resource_spans:
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    self.seen.add((span.trace_id.hex(), span.span_id.hex()))
+                    self.count += 1
+
+    def found(self, trace_id: str, span_id: str) -> bool:
+        return (trace_id, span_id) in self.seen
 
 
 def _sample_memory(pids: tuple[int, int], stop: threading.Event, report: LoadReport) -> None:
@@ -156,8 +183,8 @@ def run_load(folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 
             assert rotel._process is not None
             stop = threading.Event()
             threads = [
-                threading.Thread(target=_probe_loop, args=(rotel.grpc_port, store, probe_every,
-                                                           stop, report)),
+                threading.Thread(target=_probe_loop, args=(
+                    rotel.grpc_port, _store_lookup(store), probe_every, stop, report)),
                 threading.Thread(target=_sample_memory, args=(
                     (server.proc.pid, rotel._process.pid), stop, report)),
             ]
@@ -190,3 +217,27 @@ def run_load(folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 
 
 
 assert SPANS_PER_REQUEST == 4
+
+
+def run_floor(*, seconds: float = 30, apps: int = 3, rate: float = 80,
+              probe_every: float = 0.2) -> LoadReport:
+    """The same load and probes through rotel into :class:`NullSink` instead of the processor."""
+    report = LoadReport(seconds=seconds, apps=[])
+    with NullSink() as sink, RotelCollector(export_to=sink.endpoint) as rotel:
+        stop = threading.Event()
+        probe = threading.Thread(target=_probe_loop, args=(
+            rotel.grpc_port, sink.found, probe_every, stop, report))
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+        processes = [subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability.load_app", rotel.grpc_endpoint,
+             str(seconds), str(rate), f"app{n}"], cwd=ROOT, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(apps)]
+        probe.start()
+        for process in processes:
+            out, err = process.communicate(timeout=seconds + 120)
+            assert process.returncode == 0, err[-2000:]
+            report.apps.append(json.loads(out.splitlines()[-1]))
+        stop.set()
+        probe.join()
+        report.stored_spans = sink.count
+    return report
