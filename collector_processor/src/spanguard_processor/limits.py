@@ -18,8 +18,8 @@ every span received, so a re-sent span counts again: the limit errs on the stric
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, MutableMapping
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,22 +85,24 @@ class Guard:
 
     # --- shape limits and redaction ------------------------------------------------------
 
-    def _admit_span(self, trace_id: str) -> bool:
+    def _admit(self, counts: Mapping[str, int], shape: _Shape) -> dict[str, int]:
+        """Count this request's spans per trace; how many of each trace's spans may pass."""
+        limit = self.limits.max_spans_per_trace
+        allowed: dict[str, int] = {}
         with self._lock:
-            count = self._counts.pop(trace_id, 0) + 1
-            self._counts[trace_id] = count
-            if len(self._counts) > self.limits.trace_memory:
+            for trace_id, count in counts.items():
+                before = self._counts.pop(trace_id, 0)
+                self._counts[trace_id] = before + count
+                allowed[trace_id] = max(0, min(count, limit - before))
+            while len(self._counts) > self.limits.trace_memory:
                 self._counts.popitem(last=False)
-        return count <= self.limits.max_spans_per_trace
-
-    def _over_trace_limit(self, shape: _Shape, trace_id: str) -> bool:
-        if self._admit_span(trace_id):
-            return False
-        shape.rejected += 1
-        shape.error = shape.error or (
-            f"trace {trace_id} has more than {self.limits.max_spans_per_trace} spans; "
-            "later spans of it are rejected.")
-        return True
+        for trace_id, count in counts.items():
+            if allowed[trace_id] < count:
+                shape.rejected += count - allowed[trace_id]
+                shape.error = shape.error or (
+                    f"trace {trace_id} has more than {limit} spans; later spans of it are "
+                    "rejected.")
+        return allowed
 
     def shape_protobuf(self, request: Any) -> tuple[int, str | None, bool]:
         """Apply the limits and redaction to a parsed ``ExportTraceServiceRequest`` in place.
@@ -108,19 +110,40 @@ class Guard:
         Returns ``(rejected spans, first reason, whether the request changed)``.
         """
         shape = _Shape()
-        for resource_spans in request.resource_spans:
-            for scope_spans in resource_spans.scope_spans:
-                spans = scope_spans.spans
-                over = [index for index, span in enumerate(spans)
-                        if self._over_trace_limit(shape, span.trace_id.hex())]
-                for index in reversed(over):
-                    del spans[index]
-                    shape.changed = True
-                for span in spans:
+        scopes = [ss for rs in request.resource_spans for ss in rs.scope_spans]
+        limit = self.limits.max_attributes_per_span
+        redact = self.redactor.active
+        raw: Counter[bytes] = Counter()
+        for scope_spans in scopes:  # one pass: every span wrapper is made once
+            for span in scope_spans.spans:
+                raw[span.trace_id] += 1
+                if redact or len(span.attributes) > limit:
                     self._proto_attributes(span, shape)
-                    for event in span.events:
-                        self._proto_attributes(event, shape)
+                events = span.events
+                if events:
+                    for event in events:
+                        if redact or len(event.attributes) > limit:
+                            self._proto_attributes(event, shape)
+        allowed = self._admit({t.hex(): n for t, n in raw.items()}, shape)
+        if shape.rejected:
+            self._drop_over_limit(scopes, allowed, shape)
         return shape.rejected, shape.error, shape.changed
+
+    @staticmethod
+    def _drop_over_limit(scopes: list[Any], allowed: dict[str, int], shape: _Shape) -> None:
+        remaining = dict(allowed)
+        for scope_spans in scopes:
+            spans = scope_spans.spans
+            over = []
+            for index, span in enumerate(spans):
+                trace_id = span.trace_id.hex()
+                if remaining[trace_id] > 0:
+                    remaining[trace_id] -= 1
+                else:
+                    over.append(index)
+            for index in reversed(over):
+                del spans[index]
+                shape.changed = True
 
     def _proto_attributes(self, holder: Any, shape: _Shape) -> None:
         attributes = holder.attributes
@@ -185,28 +208,35 @@ class Guard:
             shape.changed = True
 
 
+def _json_trace_id(span: object) -> str | None:
+    trace_id = span.get("traceId") if isinstance(span, dict) else None
+    return trace_id.lower() if isinstance(trace_id, str) else None
+
+
 def _json_spans(document: Any, shape: _Shape, guard: Guard) -> list[dict[str, Any]]:
     """The span objects of a document, with spans over the per-trace limit removed."""
-    found: list[dict[str, Any]] = []
+    scopes: list[dict[str, Any]] = []
     resources = document.get("resourceSpans") if isinstance(document, dict) else None
     for resource in resources if isinstance(resources, list) else ():
-        if not isinstance(resource, dict):
-            continue
         for key in ("scopeSpans", "instrumentationLibrarySpans"):
-            scopes = resource.get(key)
-            for scope in scopes if isinstance(scopes, list) else ():
-                spans = scope.get("spans") if isinstance(scope, dict) else None
-                if not isinstance(spans, list):
+            found = resource.get(key) if isinstance(resource, dict) else None
+            scopes.extend(scope for scope in (found if isinstance(found, list) else ())
+                          if isinstance(scope, dict) and isinstance(scope.get("spans"), list))
+    counts = Counter(t for scope in scopes for span in scope["spans"]
+                     if (t := _json_trace_id(span)) is not None)
+    remaining = guard._admit(counts, shape)
+    spans: list[dict[str, Any]] = []
+    for scope in scopes:
+        kept = []
+        for span in scope["spans"]:
+            trace_id = _json_trace_id(span)
+            if trace_id is not None:
+                if remaining[trace_id] <= 0:
+                    shape.changed = True
                     continue
-                kept = []
-                for span in spans:
-                    trace_id = span.get("traceId") if isinstance(span, dict) else None
-                    if isinstance(trace_id, str) and guard._over_trace_limit(
-                            shape, trace_id.lower()):
-                        shape.changed = True
-                        continue
-                    kept.append(span)
-                    if isinstance(span, dict):
-                        found.append(span)
-                scope["spans"] = kept
-    return found
+                remaining[trace_id] -= 1
+            kept.append(span)
+            if isinstance(span, dict):
+                spans.append(span)
+        scope["spans"] = kept
+    return spans
