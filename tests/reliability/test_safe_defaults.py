@@ -22,8 +22,10 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from spanguard.exceptions import SuiteError
 from spanguard_processor.cli import cli
 from spanguard_processor.cli.serve import serve
+from spanguard_processor.fairness.suite import load_suite
 from spanguard_processor.limits import Limits
 from spanguard_processor.redaction import Redactor
 from spanguard_processor.security import Security, token_matches
@@ -137,6 +139,11 @@ def test_body_and_decompressed_size_limits(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as too_big:
             channel.unary_unary(EXPORT)(big, timeout=5)
         assert too_big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        # the gRPC limit holds after decompression too: 8 MiB of zeros travel as ~8 KiB
+        with pytest.raises(grpc.RpcError) as inflated:
+            channel.unary_unary(EXPORT)(b"\x00" * (8 * 1024 * 1024), timeout=10,
+                                        compression=grpc.Compression.Gzip)
+        assert inflated.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         channel.close()
         small = request_bytes(spans_of_one_trace(2))
         assert httpx.post(endpoint, content=small, headers=PROTO).status_code == 200
@@ -218,3 +225,29 @@ def test_a_redaction_hook_must_be_a_named_importable_function(tmp_path: Path) ->
     result = runner.invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
                                   "--token-file", str(short)])
     assert result.exit_code == 2 and "at least 16 characters" in result.output
+
+
+def test_the_per_trace_limit_spans_requests_and_protocols(tmp_path: Path) -> None:
+    spans = spans_of_one_trace(8)
+    document = hex_ids(MessageToDict(encode_spans(spans[:4])))
+    with running(tmp_path / "spans.db", limits=Limits(max_spans_per_trace=5)) as server:
+        first = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", json=document)
+        assert first.status_code == 200 and "partialSuccess" not in first.json()
+        channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+        reply = ExportTraceServiceResponse.FromString(
+            channel.unary_unary(EXPORT)(request_bytes(spans[4:]), timeout=5))
+        channel.close()
+        assert reply.partial_success.rejected_spans == 3
+    with SpanStore(tmp_path / "spans.db", readonly=True) as store:
+        assert store.span_count() == 5
+
+
+def test_a_suite_file_cannot_run_code(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f'dataset: !!python/object/apply:os.system ["touch {marker}"]\n'
+                     "metrics: [{type: tool_use_parity}]\n")
+    with pytest.raises(SuiteError) as error:
+        load_suite(suite)
+    assert str(suite) in str(error.value)
+    assert not marker.exists()
