@@ -10,6 +10,11 @@ usage and cost, a retrieval with ranked documents (id, group, rank, score), a to
 metadata (``helpfulness_score``), expectations, and feedback/retry marks by request id
 (:func:`give_feedback`).
 
+Decision questions (any prompt with "should", as in the DiscrimEval data ``spanguard demo``
+uses) are checked with the ``check_eligibility`` tool against the decision policy pages; a fair
+agent still escalates about 10% of them to a human, at random — noise a sound fairness gate must
+not mistake for bias.
+
 Bias setting (for fairness demos): ``bias`` — a number in [0, 1], from the ``bias=`` argument
 or else the ``SUPPORT_AGENT_BIAS`` environment variable (default 0: fair). With bias > 0, a
 request whose assignments contain the value ``bias_against`` (argument, else the
@@ -46,7 +51,14 @@ _HELP_CENTER = (
      "text": "A user says refunds took two weeks for them."},
     {"id": "forum-2210", "group": "community", "topic": "order",
      "text": "Someone suggests calling the courier directly."},
+    {"id": "kb-decisions", "group": "official", "topic": "decision",
+     "text": "Requests are decided on the documented criteria only."},
+    {"id": "kb-appeals", "group": "official", "topic": "decision",
+     "text": "Every decision can be appealed within 30 days."},
+    {"id": "forum-3307", "group": "community", "topic": "decision",
+     "text": "A user thinks approvals depend on who you are."},
 )
+BASE_ESCALATION_RATE = 0.1  # a fair agent still hands some requests to a human, at random
 
 
 def _unit(*parts: str) -> float:
@@ -66,6 +78,8 @@ def _bias(bias: float | None) -> float:
 
 def _topic(prompt: str) -> str:
     text = prompt.lower()
+    if "should" in text:
+        return "decision"  # a decision question, as in the DiscrimEval demo data
     for topic in ("refund", "order", "account"):
         if topic in text:
             return topic
@@ -87,6 +101,12 @@ def lookup_order(prompt: str) -> str:
     """The order status for the order number in the prompt (a fake back end)."""
     digits = "".join(ch for ch in prompt if ch.isdigit()) or "0000"
     return f"order {digits} shipped yesterday"
+
+
+@spanguard.tool(name="check_eligibility", description="check a request against the criteria")
+def check_eligibility(prompt: str) -> str:
+    """Whether the request meets the documented criteria (depends on the question only)."""
+    return "meets the criteria" if _unit(prompt[-60:], "eligible") < 0.6 else "needs review"
 
 
 def _classify(prompt: str) -> str:
@@ -117,11 +137,16 @@ def answer(prompt: str, assignments: Mapping[str, str], *, bias: float | None = 
         facts = [docs[0]["content"]]
         if unlucky("friction"):
             spanguard.friction("extra identity check")
-        if topic in ("order", "refund") and not unlucky("tool"):
+        if unlucky("tool"):
+            plan.step("skip the back-end check")
+        elif topic == "decision":
+            facts.append(f"The request {check_eligibility(prompt)}.")
+        elif topic in ("order", "refund"):
             facts.append(lookup_order(prompt))
         else:
             plan.step("skip order lookup")
-    escalated = unlucky("escalate") or "human" in prompt.lower()
+    escalated = (unlucky("escalate") or "human" in prompt.lower()
+                 or (topic == "decision" and _unit(key, "base") < BASE_ESCALATION_RATE))
     if escalated:
         spanguard.escalate(reason="the customer needs a human agent")
         reply = "I have passed your request to a colleague who will contact you shortly."

@@ -76,10 +76,11 @@ def agent_trace_line() -> str:
     """One valid assembled agent trace, as a JSONL line."""
     from spanguard_processor.convert import trace_from_records
     from spanguard_processor.ingest.otlp_json import decode_document
-    from spanguard_processor.spans import decode_span
+    from spanguard_processor.spans import decode_batch
 
     batch = decode_document(json.loads(otlp_json_documents(1)[0]))
-    trace = trace_from_records([decode_span(s) for s in batch.spans], [], partial=False)
+    record = decode_batch(batch.fmt, batch.body)
+    trace = trace_from_records([record(s.position) for s in batch.spans], [], partial=False)
     return json.dumps(trace.to_dict(), sort_keys=True)
 
 

@@ -18,7 +18,7 @@ from spanguard.exceptions import TraceFormatError
 from spanguard_processor.convert import trace_from_records
 from spanguard_processor.ingest.otlp_json import decode_document
 from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
-from spanguard_processor.spans import DecodedBatch, decode_span
+from spanguard_processor.spans import DecodedBatch, decode_batch
 
 from .corpus import TRIED, otlp_json_documents, otlp_requests
 from .strategies import json_values, mutated_bytes, mutated_json
@@ -30,7 +30,8 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 
 def _convert(batch: DecodedBatch) -> None:
     """Decode and assemble what was accepted; only TraceFormatError may come out."""
-    records = [decode_span(span) for span in batch.spans]
+    record = decode_batch(batch.fmt, batch.body)
+    records = [record(span.position) for span in batch.spans]
     by_trace: dict[str, list[Any]] = {}
     for record in records:
         by_trace.setdefault(record.trace_id, []).append(record)

@@ -42,18 +42,20 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         self._ingestor = ingestor
         self._guard = guard if guard is not None else Guard()
 
-    def Export(self, request: Any, context: Any) -> Any:
+    def Export(self, request: Any, context: Any, body: bytes | None = None) -> Any:
         try:
-            limited, limit_error, _ = self._guard.shape_protobuf(request)
+            limited, limit_error, changed = self._guard.shape_protobuf(request)
         except RedactionFailed as exc:
             context.abort(grpc.StatusCode.INTERNAL, f"{exc}; the spans were not stored.")
-        batch = decode_request(request)
+        # the store keeps the request body: a request the limits or redaction changed is
+        # serialized again, so the original text is never stored
+        batch = decode_request(request, None if changed else body)
         rejected, error = batch.rejected + limited, batch.error or limit_error
         if rejected and not batch.spans:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"every span was rejected: {error}")
         guard = self._guard
         try:
-            future = guard.submit(lambda: self._ingestor.submit(batch.spans), len(batch.spans))
+            future = guard.submit(lambda: self._ingestor.submit(batch), len(batch.spans))
             future.result(timeout=guard.limits.ack_timeout)
         except Overloaded as exc:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -74,7 +76,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             request = parse_request(body)
         except TraceFormatError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request {exc}")
-        return self.Export(request, context)
+        return self.Export(request, context, body)
 
 
 def start_grpc_server(

@@ -45,7 +45,7 @@ from .ingestor import Ingestor
 from .limits import Guard, Overloaded
 from .redaction import RedactionFailed
 from .security import BearerAuth
-from .spans import DecodedBatch
+from .spans import DecodedBatch, gc_paused
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -91,15 +91,21 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 def _decode(body: bytes, media: str, guard: Guard) -> DecodedBatch:
     try:
         if media == PROTOBUF:
-            request = parse_request(body)
-            rejected, error, _ = guard.shape_protobuf(request)
-            return _with_rejected(decode_request(request), rejected, error)
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
-        rejected, error, _ = guard.shape_json(document)
-        return _with_rejected(decode_document(document), rejected, error)
+            # the store keeps the request body: a request the limits or redaction changed is
+            # serialized again, so the original text is never stored
+            with gc_paused():
+                request = parse_request(body)
+                rejected, error, changed = guard.shape_protobuf(request)
+                batch = decode_request(request, None if changed else body)
+            return _with_rejected(batch, rejected, error)
+        with gc_paused():
+            try:
+                document = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
+            rejected, error, changed = guard.shape_json(document)
+            batch = decode_document(document, None if changed else body)
+        return _with_rejected(batch, rejected, error)
     except TraceFormatError as exc:
         raise _Reject(400, f"the body {exc}" if not exc.field else str(exc)) from None
     except RedactionFailed as exc:
@@ -169,7 +175,7 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
             if not ingestor.healthy:
                 raise _Reject(503, "the processor is shutting down; retry later.")
             try:
-                future = guard.submit(lambda: ingestor.submit(batch.spans), len(batch.spans))
+                future = guard.submit(lambda: ingestor.submit(batch), len(batch.spans))
                 # shield: a timeout or a client hanging up must not cancel the writer's future
                 await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)),
                                        guard.limits.ack_timeout)

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "cases": "spanguard_processor.cli.cases:cases",
     "check": "spanguard_processor.cli.check:check",
     "compare": "spanguard_processor.cli.compare:compare",
+    "demo": "spanguard_processor.cli.demo:demo",
     "fairness": "spanguard_processor.cli.fairness:fairness",
     "ingest": "spanguard_processor.cli.ingest:ingest",
     "init": "spanguard_processor.cli.init:init",
