@@ -24,6 +24,14 @@ SIGTERM_FLUSH_MILLIS = 5_000
 _installed = False
 
 
+def _flush_quietly(flush: Callable[[int], bool]) -> None:
+    try:
+        if not flush(SIGTERM_FLUSH_MILLIS):
+            logger.warning("spanguard: not every span was exported before SIGTERM.")
+    except Exception:  # never let telemetry change how the app stops
+        logger.exception("spanguard: flushing spans on SIGTERM failed")
+
+
 def install_sigterm_flush(flush: Callable[[int], bool]) -> bool:
     """Install the flushing SIGTERM handler once; True when it is (now or already) in place."""
     global _installed
@@ -36,11 +44,12 @@ def install_sigterm_flush(flush: Callable[[int], bool]) -> bool:
             return False
 
         def on_sigterm(signum: int, frame: FrameType | None) -> None:
-            try:
-                if not flush(SIGTERM_FLUSH_MILLIS):
-                    logger.warning("spanguard: not every span was exported before SIGTERM.")
-            except Exception:  # never let telemetry change how the app stops
-                logger.exception("spanguard: flushing spans on SIGTERM failed")
+            # Flush on another thread: the interrupted main thread may hold a lock the flush
+            # needs (e.g. inside an explicit force_flush); joining with a timeout cannot hang.
+            worker = threading.Thread(target=_flush_quietly, args=(flush,),
+                                      name="spanguard-sigterm-flush", daemon=True)
+            worker.start()
+            worker.join(SIGTERM_FLUSH_MILLIS / 1000 + 1)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
 
