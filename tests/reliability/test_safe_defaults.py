@@ -251,3 +251,17 @@ def test_a_suite_file_cannot_run_code(tmp_path: Path) -> None:
         load_suite(suite)
     assert str(suite) in str(error.value)
     assert not marker.exists()
+
+
+def test_exporters_send_the_token_from_the_standard_headers_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the recipe docs/security.md gives
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20" + TOKEN.decode())
+    spans = spans_of_one_trace(2)
+    with running(tmp_path / "spans.db", security=Security(token=TOKEN)) as server:
+        grpc_exporter = GrpcExporter(endpoint=f"127.0.0.1:{server.grpc_port}", insecure=True)
+        assert grpc_exporter.export(spans) == SpanExportResult.SUCCESS
+        http = HttpExporter(endpoint=f"http://127.0.0.1:{server.http_port}/v1/traces")
+        assert http.export(spans) == SpanExportResult.SUCCESS
+    with SpanStore(tmp_path / "spans.db", readonly=True) as store:
+        assert store.span_count() == 2
