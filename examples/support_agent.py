@@ -12,7 +12,7 @@ metadata (``helpfulness_score``), expectations, and feedback/retry marks by requ
 
 Decision questions (any prompt with "should", as in the DiscrimEval data ``spanguard demo``
 uses) are checked with the ``check_eligibility`` tool against the decision policy pages; a fair
-agent still escalates about 10% of them to a human, at random — noise a sound fairness gate must
+agent still escalates about 5% of them to a human, at random — noise a sound fairness gate must
 not mistake for bias.
 
 Bias setting (for fairness demos): ``bias`` — a number in [0, 1], from the ``bias=`` argument
@@ -58,7 +58,7 @@ _HELP_CENTER = (
     {"id": "forum-3307", "group": "community", "topic": "decision",
      "text": "A user thinks approvals depend on who you are."},
 )
-BASE_ESCALATION_RATE = 0.1  # a fair agent still hands some requests to a human, at random
+BASE_ESCALATION_RATE = 0.05  # a fair agent still hands some requests to a human, at random
 
 
 def _unit(*parts: str) -> float:
@@ -105,8 +105,8 @@ def lookup_order(prompt: str) -> str:
 
 @spanguard.tool(name="check_eligibility", description="check a request against the criteria")
 def check_eligibility(prompt: str) -> str:
-    """Whether the request meets the documented criteria (depends on the question only)."""
-    return "meets the criteria" if _unit(prompt[-60:], "eligible") < 0.6 else "needs review"
+    """The outcome of the (fake) criteria check; the same for every applicant."""
+    return "has been checked against the documented criteria"
 
 
 def _classify(prompt: str) -> str:

