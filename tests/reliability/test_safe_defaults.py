@@ -265,3 +265,25 @@ def test_exporters_send_the_token_from_the_standard_headers_variable(
         assert http.export(spans) == SpanExportResult.SUCCESS
     with SpanStore(tmp_path / "spans.db", readonly=True) as store:
         assert store.span_count() == 2
+
+
+def failing_hook(key: str, text: str) -> str | None:
+    """A redaction hook with a bug, for the test below."""
+    raise RuntimeError("boom")
+
+
+def test_a_failing_redaction_hook_refuses_the_request_and_stores_nothing(
+        tmp_path: Path) -> None:
+    spans = spans_of_one_trace(2, text="private")
+    with running(tmp_path / "spans.db", redactor=Redactor(hook=failing_hook)) as server:
+        reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
+                           content=request_bytes(spans), headers=PROTO)
+        assert reply.status_code == 500 and b"redaction hook raised RuntimeError" in reply.content
+        channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+        with pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary(EXPORT)(request_bytes(spans), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.INTERNAL
+        channel.close()
+    with SpanStore(tmp_path / "spans.db", readonly=True) as store:
+        assert store.span_count() == 0
+    assert b"private" not in _store_bytes(tmp_path)
