@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import sqlite3
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -24,6 +25,15 @@ from .store import SpanStore
 __all__ = ["IngestStats", "Ingestor"]
 
 _log = logging.getLogger(__name__)
+# SQLite primary result codes a later write may not meet: BUSY, LOCKED, IOERR, FULL (disk full)
+_TRANSIENT_CODES = frozenset({5, 6, 10, 13})
+
+
+def _transient(exc: BaseException) -> bool:
+    """True for a store error worth answering "retry later" to while the writer carries on."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (isinstance(exc, sqlite3.OperationalError) and isinstance(code, int)
+            and code & 0xFF in _TRANSIENT_CODES)
 _STOP = object()
 _MAX_TICK = 0.25
 
@@ -130,8 +140,12 @@ class Ingestor:
                 continue
             try:
                 self._write(batches)
-            except Exception as exc:  # the store failed: refuse further spans, loudly
-                _log.exception("the span store failed; refusing further spans")
+            except Exception as exc:
+                if _transient(exc):  # this group commit was rolled back and refused (retryable)
+                    _log.warning("the span store refused a write (%s); the senders will retry",
+                                 exc)
+                    continue
+                _log.exception("the span store failed; refusing further spans")  # loudly
                 self._failure = self._failure or exc
 
     def _write(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
@@ -141,7 +155,8 @@ class Ingestor:
             try:
                 self.store.put_batches([batch for batch, _ in batches])
             except Exception as exc:
-                self._failure = exc  # before answering, so nobody sees a healthy failed store
+                if not _transient(exc):
+                    self._failure = exc  # before answering: nobody sees a healthy failed store
                 for future in futures:
                     future.set_exception(exc)
                 raise

@@ -127,6 +127,8 @@ def _first_line(path: Path) -> bytes:
             if line.strip():
                 return line.removeprefix(b"\xef\xbb\xbf")
         return b""
+    except (OSError, EOFError) as exc:  # a gzip file cut inside its first line
+        raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
     finally:
         source.close()
 

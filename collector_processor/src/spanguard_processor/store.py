@@ -146,7 +146,8 @@ class SpanStore:
             db.executemany(_ADD_TRACE, sorted(starts.items()))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                db.execute("ROLLBACK")
             raise
         return new
 
@@ -161,7 +162,8 @@ class SpanStore:
             db.executemany(_RELEASE, rows)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                db.execute("ROLLBACK")
             raise
 
     def release_all(self) -> int:

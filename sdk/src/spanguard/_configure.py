@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 
+from ._exit import install_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
 from ._runtime import (
     ContentSettings,
@@ -261,6 +262,7 @@ def _register_atexit() -> None:
     if not _atexit_registered:
         atexit.register(shutdown)
         _atexit_registered = True
+    install_sigterm_flush(force_flush)  # atexit does not run on SIGTERM
 
 
 def force_flush(timeout_millis: int = 30_000) -> bool:

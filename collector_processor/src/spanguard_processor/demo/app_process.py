@@ -7,7 +7,8 @@ identity, lets simulated users rate some answers (feedback and retries arrive la
 id), flushes, and prints its export counts as one JSON line. It imports only the SDK and the
 agent module, never the processor.
 
-``python -m spanguard_processor.demo.app_process AGENT.py VARIANTS.jsonl --bias 0.6``
+``python path/to/app_process.py AGENT.py VARIANTS.jsonl --bias 0.6`` (run as a script, so that
+the processor package is never imported into the app).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 def redact(key: str, text: str) -> str:
     """The demo's redaction hook (``key`` names the attribute): e-mail addresses never leave
     the process."""
-    return _EMAIL.sub("[email]", text)
+    return _EMAIL.sub("[email]", text) if "@" in text else text
 
 
 def _unit(*parts: str) -> float:

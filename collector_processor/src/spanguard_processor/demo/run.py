@@ -100,7 +100,7 @@ def _serve_deployment(name: str, bias: float, options: DemoOptions, agent: Path,
                    OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.grpc_port}",
                    OTEL_SERVICE_NAME=f"support-agent-{name}")
         result = subprocess.run(
-            [sys.executable, "-m", "spanguard_processor.demo.app_process", str(agent),
+            [sys.executable, str(Path(__file__).with_name("app_process.py")), str(agent),
              str(variants_path), "--bias", str(bias), "--bias-against", options.bias_against,
              "--service-name", f"support-agent-{name}"],
             env=env, capture_output=True, text=True, check=False,
@@ -123,6 +123,8 @@ def _invoke(argv: list[str]) -> int:
         code = cli.main(args=argv, prog_name="spanguard", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
+    except SystemExit as exc:  # a command that calls sys.exit() itself
+        return exc.code if isinstance(exc.code, int) else 1
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

@@ -99,7 +99,10 @@ def decode_document(doc: object, body: bytes | None = None) -> DecodedBatch:
                 rejected += 1
                 error = error or f"field '{where}': {message}"
     if body is None:
-        body = orjson.dumps(doc)
+        try:
+            body = orjson.dumps(doc)
+        except TypeError as exc:  # only for documents not parsed from JSON text (huge ints)
+            raise TraceFormatError(f"cannot be stored: {exc}.") from None
     return DecodedBatch(tuple(spans), rejected, error, FORMAT_JSON, body)
 
 
@@ -162,22 +165,43 @@ def any_value(value: object) -> AttrValue:
         return str(value["stringValue"])
     if "boolValue" in value:
         return bool(value["boolValue"])
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        raw = value["doubleValue"]
-        return float(raw) if isinstance(raw, int | float | str) else None
+    if "intValue" in value or "doubleValue" in value:
+        return _number(value)
     if "arrayValue" in value:
-        items = (value["arrayValue"] or {}).get("values") or []
-        return tuple(any_value(item) for item in items)
+        items = _object_or_empty(value["arrayValue"]).get("values")
+        return tuple(any_value(item) for item in items) if isinstance(items, list) else ()
     if "kvlistValue" in value:
-        return _attributes((value["kvlistValue"] or {}).get("values"))
+        return _attributes(_object_or_empty(value["kvlistValue"]).get("values"))
     if "bytesValue" in value:
         try:
             return base64.b64decode(str(value["bytesValue"]), validate=True)
         except (binascii.Error, ValueError):
             return None
     return None
+
+
+def _object_or_empty(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _number(value: Mapping[str, Any]) -> AttrValue:
+    # A stored span is decoded long after it was acknowledged: a malformed number becomes
+    # None rather than an error that would stop every later export of the store.
+    key, convert = ("intValue", int) if "intValue" in value else ("doubleValue", float)
+    raw = value[key]
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        return None
+    try:
+        return convert(raw)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _lenient_nanos(value: object) -> int:
+    try:
+        return _nanos(value, "")
+    except TraceFormatError:
+        return 0
 
 
 def _attributes(items: object) -> dict[str, AttrValue]:
@@ -203,19 +227,20 @@ def record_from_json_span(span: Mapping[str, Any]) -> SpanRecord:
     """One OTLP-JSON span object (already checked by :func:`decode_document`) as a record."""
     status = span.get("status") or {}
     code = status.get("code", 0) if isinstance(status, Mapping) else 0
-    events = span.get("events") or []
+    events = span.get("events")
+    events = events if isinstance(events, list) else []
     return SpanRecord(
         trace_id=_hex_id(span.get("traceId")),
         span_id=_hex_id(span.get("spanId")),
         parent_span_id=_hex_id(span.get("parentSpanId")),
         name=str(span.get("name", "")),
-        start_ns=_nanos(span.get("startTimeUnixNano"), "startTimeUnixNano"),
-        end_ns=_nanos(span.get("endTimeUnixNano"), "endTimeUnixNano"),
+        start_ns=_lenient_nanos(span.get("startTimeUnixNano")),
+        end_ns=_lenient_nanos(span.get("endTimeUnixNano")),
         attributes=_attributes(span.get("attributes")),
         events=tuple(
             SpanEvent(
                 str(event.get("name", "")),
-                _nanos(event.get("timeUnixNano"), "timeUnixNano"),
+                _lenient_nanos(event.get("timeUnixNano")),
                 _attributes(event.get("attributes")),
             )
             for event in events
