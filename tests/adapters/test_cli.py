@@ -86,6 +86,9 @@ def test_run_with_openai_adapter_and_options(tmp_path: Path,
       "--adapter-option", "use_async"],
      "Error: the langgraph adapter: --adapter-option 'use_async' must have the form KEY=VALUE, "
      "e.g. model=gpt-4o-mini.\n"),
+    (["--app", "tests.adapters.apps:fair_graph", "--adapter-option", "model=x"],
+     "Error: field '--adapter-option': needs --adapter NAME (openai-chat, openai-responses, "
+     "openai-agents, langchain or langgraph).\n"),
     (["--adapter", "langgraph", "--app", "tests.adapters.apps:missing"],
      "Error: the langgraph adapter: --app 'tests.adapters.apps:missing': module "
      "tests.adapters.apps has no attribute 'missing'.\n"),

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from spanguard.exceptions import InputError
+
 from . import AdaptedApp, AdapterError, load_adapted_app
 
 __all__ = ["adapted_app"]
 
 
-def adapted_app(reference: str, adapter: str, options: Sequence[str]) -> AdaptedApp:
+def adapted_app(reference: str, adapter: str | None, options: Sequence[str]) -> AdaptedApp:
     """The adapted app for ``--app reference --adapter adapter --adapter-option k=v …``."""
+    if adapter is None:
+        raise InputError("needs --adapter NAME (openai-chat, openai-responses, openai-agents, "
+                         "langchain or langgraph).", field="--adapter-option")
     pairs: dict[str, str] = {}
     for option in options:
         key, sep, value = option.partition("=")

@@ -52,7 +52,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed)
     suite = load_suite(suite_path)
     adapted = None
-    if adapter is not None:
+    if adapter is not None or adapter_options:
         from ..adapters.cli import adapted_app
 
         adapted = adapted_app(app_ref, adapter, adapter_options)
