@@ -86,3 +86,29 @@ def test_kill_9_mid_stream_loses_no_acknowledged_span_and_stores_none_twice(
     assert len(rows) == len(set(rows)) == REQUESTS * SPANS_PER_REQUEST
     assert len(traces) == REQUESTS and not any(t.partial for t in traces)
     assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(REQUESTS)]
+
+
+def test_sigterm_flushes_traces_in_flight_and_restart_resumes_pending_ones(
+        tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    requests = encoded_requests()[:6]
+    server = ServeProcess(store, "--wait-duration", "600")
+    for body, _ in requests[:3]:
+        assert httpx.post(server.url + "/v1/traces", content=body, headers=PROTO).status_code == 200
+    assert httpx.get(server.url + "/health").json()["traces_in_flight"] == 3
+    assert "3 traces released" in server.terminate()
+    with SpanStore(store, readonly=True) as db:
+        assert db.trace_counts() == (3, 0)
+
+    server = ServeProcess(store, "--wait-duration", "600")
+    for body, _ in requests[3:]:
+        assert httpx.post(server.url + "/v1/traces", content=body, headers=PROTO).status_code == 200
+    server.kill()
+    with SpanStore(store, readonly=True) as db:
+        assert db.trace_counts() == (3, 3)  # acknowledged and stored, not yet assembled
+    server = ServeProcess(store, "--wait-duration", "600")
+    assert httpx.get(server.url + "/health").json()["traces_in_flight"] == 3
+    server.terminate()
+    with SpanStore(store, readonly=True) as db:
+        assert db.trace_counts() == (6, 0)
+        assert len(list(db.iter_agent_traces())) == 6

@@ -71,7 +71,7 @@ def test_openinference_spans_through_otlp_and_the_store_convert_the_same(tmp_pat
     spans = openinference_agent_spans().get_finished_spans()
     (direct,) = traces_from_readable_spans(spans)
     with SpanStore(tmp_path / "s.db") as store:
-        store.put_spans(list(decode_request(encode_spans(spans)).spans))
+        store.put_batches([decode_request(encode_spans(spans))])
         store.release_all()
         (stored,) = store.iter_agent_traces()
     assert stored == direct

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.cli import cli
@@ -130,9 +130,9 @@ def test_export_writes_all_three_formats_and_counts_traces_without_input(tmp_pat
         from spanguard_processor.ingest.otlp_proto import decode_request
 
         with_text = in_memory_spans(2).get_finished_spans()
-        db.put_spans(list(decode_request(encode_spans(with_text)).spans))
+        db.put_batches([decode_request(encode_spans(with_text))])
         without = in_memory_spans(1, content=False).get_finished_spans()
-        db.put_spans(list(decode_request(encode_spans(without)).spans))
+        db.put_batches([decode_request(encode_spans(without))])
         db.release_all()
     runner = CliRunner()
     out = tmp_path / "rows.jsonl"
@@ -144,3 +144,54 @@ def test_export_writes_all_three_formats_and_counts_traces_without_input(tmp_pat
     result = runner.invoke(cli, ["traces", "export", "--store", str(tmp_path / "nope.db"),
                                  "-o", str(out)])
     assert result.exit_code == 2 and "nope.db: does not exist." in result.output
+
+
+def test_annotations_merge_across_store_partitions(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from spanguard.semconv import FEEDBACK
+    from spanguard_processor.ingest.otlp_proto import decode_request
+
+    from .agent_app import annotate, run_request
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    request_id = run_request(tracer, 1)
+    request_spans = exporter.get_finished_spans()
+    exporter.clear()
+    annotate(tracer, request_id, **{FEEDBACK: 5})
+    for name, spans in (("a.db", request_spans), ("b.db", exporter.get_finished_spans())):
+        with SpanStore(tmp_path / name) as db:
+            db.put_batches([decode_request(encode_spans(spans))])
+            db.release_all()
+    (trace,) = read_agent_traces_any([tmp_path / "a.db", tmp_path / "b.db"])
+    assert trace.request_id == request_id and trace.feedback == 5
+
+
+def test_a_directory_of_rotated_span_files_is_read_as_one(tmp_path: Path) -> None:
+    lines = PY_EXPORTER.read_text().splitlines()
+    folder = tmp_path / "spans"
+    folder.mkdir()
+    (folder / "spans-1.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    (folder / "spans-2.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines[2:]) + "\n").encode()))
+    (trace,) = read_agent_traces_any([folder])
+    assert trace.request_id == "req-1" and not trace.partial and trace.trace.plan_steps
+
+
+def test_exports_are_byte_identical_for_identical_input(tmp_path: Path) -> None:
+    spans = in_memory_spans(4).get_finished_spans()
+    proto = proto_file(tmp_path / "spans.binpb", spans)
+    outputs = []
+    for run in ("a", "b"):
+        store = tmp_path / f"{run}.db"
+        runner = CliRunner()
+        assert runner.invoke(cli, ["ingest", str(proto), str(PY_EXPORTER),
+                                   "--store", str(store)]).exit_code == 0
+        out = tmp_path / f"{run}.jsonl"
+        assert runner.invoke(cli, ["traces", "export", "--store", str(store), "-f", "fairtrace",
+                                   "-o", str(out)]).exit_code == 0
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 5

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,3 +163,42 @@ def test_grpc_garbage_is_invalid_argument_and_bad_ids_partial_success(
         with pytest.raises(grpc.RpcError) as caught:
             export(too_big, timeout=5)
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def _invalid_utf8_request() -> bytes:
+    request = encode_spans(in_memory_spans(1).get_finished_spans())
+    request.resource_spans[0].scope_spans[0].spans[0].name = "QQQQQQ"
+    body = bytes(request.SerializeToString())
+    assert body.count(b"QQQQQQ") == 1
+    return body.replace(b"QQQQQQ", b"\xff\xfe\xfdQQQ")
+
+
+def test_invalid_utf8_in_protobuf_strings_is_rejected(server: ProcessorServer) -> None:
+    reply = httpx.post(url(server) + "/v1/traces", content=_invalid_utf8_request(), headers=PROTO)
+    assert reply.status_code == 400
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel, \
+            pytest.raises(grpc.RpcError) as caught:
+        channel.unary_unary(EXPORT)(_invalid_utf8_request(), timeout=5)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_late_span_merges_into_the_released_trace(server: ProcessorServer, tmp_path: Path) -> None:
+    spans = in_memory_spans(1).get_finished_spans()
+    tool = next(s for s in spans if s.name.startswith("execute_tool"))
+    early = [s for s in spans if s is not tool]
+    http = HttpExporter(endpoint=url(server) + "/v1/traces")
+    assert http.export(early) == SpanExportResult.SUCCESS
+    deadline = 50
+    while httpx.get(url(server) + "/health").json()["traces_released"] < 1 and deadline:
+        threading.Event().wait(0.05)
+        deadline -= 1
+    with SpanStore(tmp_path / "spans.db", readonly=True) as store:
+        (before,) = store.iter_agent_traces()
+    assert before.trace.tool_calls == () and not before.partial
+    assert http.export([tool]) == SpanExportResult.SUCCESS
+    http.shutdown()
+    server.stop()
+    with SpanStore(tmp_path / "spans.db", readonly=True) as store:
+        (after,) = store.iter_agent_traces()
+    assert after.trace_id == before.trace_id
+    assert [t.name for t in after.trace.tool_calls] == ["kb_search"]

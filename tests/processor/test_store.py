@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,32 +11,36 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.ingest.otlp_proto import decode_request
-from spanguard_processor.spans import EncodedSpan
+from spanguard_processor.spans import DecodedBatch, EncodedSpan
 from spanguard_processor.store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
 
-def encoded(count: int = 2) -> list[EncodedSpan]:
-    spans = in_memory_spans(count).get_finished_spans()
-    return list(decode_request(encode_spans(spans)).spans)
+def encoded(count: int = 2) -> DecodedBatch:
+    return decode_request(encode_spans(in_memory_spans(count).get_finished_spans()))
+
+
+def only(batch: DecodedBatch, spans: list[EncodedSpan]) -> DecodedBatch:
+    return replace(batch, spans=tuple(spans))
 
 
 def test_upsert_stores_each_span_once_and_store_is_wal(tmp_path: Path) -> None:
-    spans = encoded()
+    batch = encoded()
     with SpanStore(tmp_path / "s.db") as store:
-        store.put_spans(spans)
-        store.put_spans(spans[:3])
+        assert store.put_batches([batch]) == 2 * SPANS_PER_REQUEST
+        assert store.put_batches([only(batch, list(batch.spans[:3]))]) == 0
         assert store.span_count() == 2 * SPANS_PER_REQUEST
+        assert store._db.execute("SELECT count(*) FROM batches").fetchone()[0] == 1
     mode = sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
 
 
 def test_released_traces_export_and_pending_ones_do_not(tmp_path: Path) -> None:
-    spans = encoded()
+    batch = encoded()
     with SpanStore(tmp_path / "s.db") as store:
-        store.put_spans(spans)
-        first = spans[0].trace_id
+        store.put_batches([batch])
+        first = batch.spans[0].trace_id
         store.mark_released([first])
         assert [t.trace_id for t in store.iter_agent_traces()] == [first]
         both = list(store.iter_agent_traces(include_pending=True))
@@ -44,15 +49,15 @@ def test_released_traces_export_and_pending_ones_do_not(tmp_path: Path) -> None:
 
 
 def test_trace_released_without_root_is_partial_until_the_late_root_merges(tmp_path: Path) -> None:
-    spans = encoded(1)
-    root = next(s for s in spans if s.is_root)
-    children = [s for s in spans if not s.is_root]
+    batch = encoded(1)
+    root = next(s for s in batch.spans if s.is_root)
+    children = [s for s in batch.spans if not s.is_root]
     with SpanStore(tmp_path / "s.db") as store:
-        store.put_spans(children)
+        store.put_batches([only(batch, children)])
         store.mark_released([root.trace_id])
         (trace,) = store.iter_agent_traces()
         assert trace.partial is True
-        store.put_spans([root])
+        store.put_batches([only(batch, [root])])
         store.mark_released([root.trace_id])
         (trace,) = store.iter_agent_traces()
         assert trace.partial is False and trace.request_id == "req-0000"
@@ -60,12 +65,12 @@ def test_trace_released_without_root_is_partial_until_the_late_root_merges(tmp_p
 
 
 def test_pending_spans_survive_reopening(tmp_path: Path) -> None:
-    spans = encoded(1)
+    batch = encoded(1)
     with SpanStore(tmp_path / "s.db") as store:
-        store.put_spans(spans)
+        store.put_batches([batch])
     with SpanStore(tmp_path / "s.db") as store:
         pending = list(store.pending_spans())
-    assert sorted(s.span_id for s in pending) == sorted(s.span_id for s in spans)
+    assert sorted(s.span_id for s in pending) == sorted(s.span_id for s in batch.spans)
 
 
 def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
@@ -73,3 +78,20 @@ def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
     bad.write_bytes(b"not sqlite at all" * 100)
     with pytest.raises(TraceFormatError, match=r"x\.db: is not a spanguard span store"):
         SpanStore(bad, readonly=True)
+
+
+def test_a_failing_store_fails_requests_instead_of_hanging_them(tmp_path: Path) -> None:
+    from spanguard_processor.assembler import TraceAssembler
+    from spanguard_processor.ingestor import Ingestor
+
+    store = SpanStore(tmp_path / "s.db")
+    ingestor = Ingestor(store, TraceAssembler(wait_duration=0.0)).start()
+    assert ingestor.submit(encoded(1)).result(timeout=10) is None
+    store._db.execute("DROP TABLE spans")  # the disk "fails"
+    with pytest.raises(sqlite3.OperationalError):
+        ingestor.submit(encoded(1)).result(timeout=10)
+    assert not ingestor.healthy
+    with pytest.raises(RuntimeError, match="store failed"):
+        ingestor.submit(encoded(1)).result(timeout=10)
+    ingestor.close()
+    store.close()

@@ -27,5 +27,6 @@ def no_detach_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     """Fail the test if OpenTelemetry logged "Failed to detach context"."""
     caplog.set_level(logging.ERROR, logger="opentelemetry.context")
     yield
-    messages = [r.getMessage() for r in caplog.records if r.name.startswith("opentelemetry")]
+    records = caplog.get_records("call")  # caplog.records would hold the teardown's only
+    messages = [r.getMessage() for r in records if r.name.startswith("opentelemetry")]
     assert not [m for m in messages if "detach" in m.lower()], messages

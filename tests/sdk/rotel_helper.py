@@ -70,7 +70,7 @@ class _Collector(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[m
     def __init__(self, sink: OtlpGrpcSink) -> None:
         self._sink = sink
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
+    def Export(self, request: Any, context: Any) -> Any:
         self._sink._add(request)
         return trace_service_pb2.ExportTraceServiceResponse()
 

@@ -19,6 +19,8 @@ import pytest
 import spanguard
 from spanguard import ConfigError
 
+from .rotel_helper import OtlpGrpcSink
+
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items()
@@ -53,11 +55,11 @@ def test_invalid_arguments_raise_config_error_naming_the_parameter(
 def test_unsupported_environment_values_name_the_variable(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "jaeger")
-    with pytest.raises(ConfigError, match="^OTEL_TRACES_EXPORTER: "):
+    with pytest.raises(ConfigError, match=r"^OTEL_TRACES_EXPORTER: "):
         spanguard.configure()
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
-    with pytest.raises(ConfigError, match="^OTEL_EXPORTER_OTLP_PROTOCOL: "):
+    with pytest.raises(ConfigError, match=r"^OTEL_EXPORTER_OTLP_PROTOCOL: "):
         spanguard.configure()
 
 
@@ -162,11 +164,10 @@ def test_sampler_is_applied_to_a_provider_spanguard_creates() -> None:
 
 BURST = """
     import sys, spanguard
-    from spanguard._export import OtlpJsonFileExporter
     kwargs = {} if sys.argv[2] == "ours" else {"max_queue_size": 2048,
                                              "max_export_batch_size": 512,
                                              "schedule_delay_millis": 5000}
-    spanguard.configure(exporter=OtlpJsonFileExporter(sys.argv[1]), private=True, **kwargs)
+    spanguard.configure(exporter="otlp-grpc", endpoint=sys.argv[1], private=True, **kwargs)
 
     @spanguard.tool
     def step(i):
@@ -179,13 +180,14 @@ BURST = """
 """
 
 
-@pytest.mark.slow
-def test_a_30000_span_burst_loses_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "burst.jsonl"
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(BURST), str(path), "ours"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["30000", "30000", "0"]
-    exported = sum(len(ss["spans"]) for line in path.read_text().splitlines()
-                   for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"])
-    assert exported == 30_000
+@pytest.mark.integration
+def test_a_30000_span_burst_loses_nothing_over_otlp_grpc() -> None:
+    with OtlpGrpcSink() as sink:
+        result = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(BURST), sink.endpoint, "ours"],
+            capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["30000", "30000", "0"]
+        spans = sink.wait_for_spans(30_000, timeout=30)
+    assert len(spans) == 30_000
+    assert len({span.span_id for span in spans}) == 30_000

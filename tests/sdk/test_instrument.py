@@ -35,9 +35,7 @@ async def search(query: str) -> str:
 
 @spanguard.tool
 def count(n: int) -> Iterator[int]:
-    for i in range(n):
-        yield i
-    return
+    yield from range(n)
 
 
 @spanguard.tool
@@ -149,7 +147,7 @@ def test_generator_return_value_survives(capture: SpanCapture) -> None:
     @spanguard.tool
     def returns() -> Iterator[int]:
         yield 1
-        return 7  # noqa: B901
+        return 7
 
     def consume() -> Iterator[int]:
         result = yield from returns()
@@ -284,3 +282,34 @@ def test_unconfigured_call_creates_no_span_and_returns_the_result() -> None:
     with spanguard.request("agent") as req:
         assert req.trace_id == "0" * 32
         assert len(req.request_id) == 32
+
+
+def test_async_generator_resumed_from_another_task_keeps_its_parent(
+        capture: SpanCapture) -> None:
+    async def main() -> list[int]:
+        with spanguard.request("agent"):
+            agen = acount(3)
+            first = await agen.__anext__()
+        rest = await asyncio.create_task(_drain(agen))
+        return [first, *rest]
+
+    async def _drain(agen: AsyncIterator[int]) -> list[int]:
+        return [i async for i in agen]
+
+    assert asyncio.run(main()) == [0, 1, 2]
+    root = _by_name(capture, "invoke_agent agent")[0]
+    assert _by_name(capture, "execute_tool acount")[0]["parent_span_id"] == root["span_id"]
+
+
+def test_cancelled_coroutine_ends_its_span_with_the_cancellation(capture: SpanCapture) -> None:
+    @spanguard.tool
+    async def slow() -> None:
+        await asyncio.sleep(10)
+
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(slow(), timeout=0.01)
+
+    asyncio.run(main())
+    (span,) = capture.spans()
+    assert span["attributes"]["error.type"] == "CancelledError"

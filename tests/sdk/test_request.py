@@ -82,7 +82,8 @@ def test_content_is_off_by_default_on_the_root(capture: SpanCapture) -> None:
     with spanguard.request("a", input="secret prompt") as req:
         req.set_output("secret answer")
     attributes = capture.spans()[0]["attributes"]
-    assert semconv.INPUT_VALUE not in attributes and semconv.OUTPUT_VALUE not in attributes
+    assert not {semconv.INPUT_VALUE, semconv.OUTPUT_VALUE, semconv.INPUT_MIME_TYPE,
+                semconv.OUTPUT_MIME_TYPE} & attributes.keys()
 
 
 def test_exception_in_request_is_recorded_and_propagates(capture: SpanCapture) -> None:
@@ -148,3 +149,43 @@ def test_wrong_typed_values_are_dropped_with_one_warning_each(
     assert len(warnings) == 6, warnings
     assert any("spanguard.seed_id" in w for w in warnings)
     assert any("spanguard.expect.regex" in w for w in warnings)
+
+
+def test_streaming_agent_root_covers_the_whole_iteration(content_capture: SpanCapture) -> None:
+    @spanguard.tool
+    def token(text: str) -> str:
+        return text
+
+    @spanguard.request("streamer")
+    def stream(prompt: str):  # type: ignore[no-untyped-def]
+        req = spanguard.current_request()
+        assert req is not None
+        yield token(prompt)
+        yield token("!")
+        req.set_output(prompt + "!")
+
+    @spanguard.request("astreamer")
+    async def astream(prompt: str):  # type: ignore[no-untyped-def]
+        yield token(prompt)
+
+    async def consume() -> list[str]:
+        return [t async for t in astream("b")]
+
+    assert list(stream("a")) == ["a", "!"]
+    assert asyncio.run(consume()) == ["b"]
+    spans = content_capture.spans()
+    roots = [s for s in spans if s["parent_span_id"] is None]
+    assert [r["name"] for r in roots] == ["invoke_agent streamer", "invoke_agent astreamer"]
+    assert roots[0]["attributes"][semconv.INPUT_VALUE] == "a"
+    assert roots[0]["attributes"][semconv.OUTPUT_VALUE] == "a!"
+    assert len(roots[0]["attributes"][semconv.REQUEST_ID]) == 32
+    tools = [s for s in spans if s["parent_span_id"] is not None]
+    assert [t["parent_span_id"] for t in tools] == [roots[0]["span_id"]] * 2 + [
+        roots[1]["span_id"]]
+
+
+def test_joining_request_does_not_reset_the_outer_repeat(capture: SpanCapture) -> None:
+    with spanguard.request("outer", repeat=3), spanguard.request("inner", seed_id="s2"):
+        pass
+    attributes = capture.spans()[0]["attributes"]
+    assert attributes[semconv.REPEAT] == 3 and attributes[semconv.SEED_ID] == "s2"

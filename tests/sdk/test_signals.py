@@ -158,3 +158,15 @@ def test_signals_outside_any_span_do_nothing(capture: SpanCapture) -> None:
     spanguard.friction("y")
     spanguard.plan_step("z")
     assert capture.spans() == []
+
+
+def test_many_documents_never_evict_the_core_attributes(content_capture: SpanCapture,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    docs = [{"id": f"d{i}", "group": "g", "score": 1.0, "content": "text"} for i in range(200)]
+    spanguard.record_documents(docs, source="big")
+    attributes = content_capture.spans()[0]["attributes"]
+    assert len(attributes) <= 128
+    assert attributes[semconv.GEN_AI_OPERATION_NAME] == semconv.OP_RETRIEVAL
+    assert len(json.loads(attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS])) == 200
+    assert semconv.retrieval_document_key(0, "id") in attributes
+    assert "Attributes dict is full" not in caplog.text

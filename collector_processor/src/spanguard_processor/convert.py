@@ -14,6 +14,7 @@ Public entry points:
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -84,8 +85,6 @@ def _text(attrs: Mapping[str, AttrValue], *keys: str) -> str | None:
         if isinstance(value, str):
             return value
         if isinstance(value, tuple | Mapping):
-            import json
-
             return json.dumps(_plain(value), ensure_ascii=False, sort_keys=True)
     return None
 
@@ -151,8 +150,6 @@ def _feedback_value(value: AttrValue) -> JSONScalar:
 
 def _expect_value(check: str, value: AttrValue) -> Any:
     if check not in _EXPECT_LITERAL and isinstance(value, str):
-        import json
-
         try:
             return json.loads(value)
         except ValueError:

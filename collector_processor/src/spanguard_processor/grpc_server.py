@@ -4,7 +4,10 @@ The ``Export`` method is registered with a raw-bytes request deserializer, so a 
 not a valid ``ExportTraceServiceRequest`` is answered with ``INVALID_ARGUMENT`` and a message
 (grpcio's own deserializer failure would be an opaque ``INTERNAL``). Spans with invalid ids are
 reported through OTLP partial success; a request whose spans are all invalid is
-``INVALID_ARGUMENT``; a store failure or shutdown is ``UNAVAILABLE`` (exporters retry it).
+``INVALID_ARGUMENT``; a store failure, a store slower than the acknowledgement timeout or
+shutdown is ``UNAVAILABLE`` and too many spans waiting for the store is ``RESOURCE_EXHAUSTED``
+(exporters retry both). With a token, calls without it are ``UNAUTHENTICATED``; with a
+certificate, the port speaks TLS only.
 """
 
 from __future__ import annotations
@@ -23,33 +26,48 @@ from spanguard.exceptions import TraceFormatError
 from .http_server import DEFAULT_MAX_BODY
 from .ingest.otlp_proto import decode_request, parse_request
 from .ingestor import Ingestor
+from .limits import Guard, Overloaded
+from .redaction import RedactionFailed
+from .security import Security, TokenInterceptor
 
 __all__ = ["TraceService", "start_grpc_server"]
 
 _SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
-_ACK_TIMEOUT = 60.0
 
 
 class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     """``TraceService/Export`` writing through an :class:`Ingestor`."""
 
-    def __init__(self, ingestor: Ingestor) -> None:
+    def __init__(self, ingestor: Ingestor, guard: Guard | None = None) -> None:
         self._ingestor = ingestor
+        self._guard = guard if guard is not None else Guard()
 
-    def Export(self, request: Any, context: Any) -> Any:
-        batch = decode_request(request)
-        if batch.rejected and not batch.spans:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                          f"every span was rejected: {batch.error}")
+    def Export(self, request: Any, context: Any, body: bytes | None = None) -> Any:
         try:
-            self._ingestor.submit(batch.spans).result(timeout=_ACK_TIMEOUT)
+            limited, limit_error, changed = self._guard.shape_protobuf(request)
+        except RedactionFailed as exc:
+            context.abort(grpc.StatusCode.INTERNAL, f"{exc}; the spans were not stored.")
+        # the store keeps the request body: a request the limits or redaction changed is
+        # serialized again, so the original text is never stored
+        batch = decode_request(request, None if changed else body)
+        rejected, error = batch.rejected + limited, batch.error or limit_error
+        if rejected and not batch.spans:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"every span was rejected: {error}")
+        guard = self._guard
+        try:
+            future = guard.submit(lambda: self._ingestor.submit(batch), len(batch.spans))
+            future.result(timeout=guard.limits.ack_timeout)
+        except Overloaded as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"the processor is overloaded: {exc}")
         except Exception as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE,
-                          f"the spans could not be stored ({exc}); retry later.")
+                          f"the spans could not be stored ({exc or 'the store is slow'}); "
+                          "retry later.")
         reply = ExportTraceServiceResponse()
-        if batch.rejected:
-            reply.partial_success.rejected_spans = batch.rejected
-            reply.partial_success.error_message = batch.error or ""
+        if rejected:
+            reply.partial_success.rejected_spans = rejected
+            reply.partial_success.error_message = error or ""
         return reply
 
     def export_raw(self, body: bytes, context: Any) -> Any:
@@ -58,7 +76,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             request = parse_request(body)
         except TraceFormatError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request {exc}")
-        return self.Export(request, context)
+        return self.Export(request, context, body)
 
 
 def start_grpc_server(
@@ -68,16 +86,20 @@ def start_grpc_server(
     *,
     max_message_bytes: int = DEFAULT_MAX_BODY,
     workers: int = 8,
+    guard: Guard | None = None,
+    security: Security | None = None,
 ) -> tuple[Any, int]:
     """Start the gRPC server; returns it and the port it bound (useful with port 0)."""
+    security = security if security is not None else Security()
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spanguard-grpc"),
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
         ],
+        interceptors=[TokenInterceptor(security.token)] if security.token else None,
     )
-    service = TraceService(ingestor)
+    service = TraceService(ingestor, guard)
     handler = grpc.method_handlers_generic_handler(
         _SERVICE,
         {
@@ -89,7 +111,9 @@ def start_grpc_server(
         },
     )
     server.add_generic_rpc_handlers((handler,))
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    bound = (server.add_secure_port(address, security.grpc_credentials()) if security.tls
+             else server.add_insecure_port(address))
     if bound == 0:
         raise OSError(f"cannot listen for OTLP/gRPC on {host}:{port}")
     server.start()

@@ -9,7 +9,11 @@ message, and never stores anything half-way:
   limit, it is never inflated whole);
 * 400 — garbage protobuf, invalid JSON or UTF-8, a malformed OTLP document, or a request whose
   spans all lack valid ids;
-* 503 — the processor is shutting down or its store failed (the exporter retries).
+* 401 — a bearer token is configured and the request does not carry it;
+* 429 — too many spans are waiting for the store (back-pressure), with ``Retry-After``;
+* 500 — the operator's redaction hook failed (nothing is stored unredacted);
+* 503 — the processor is shutting down, its store failed (e.g. the disk is full) or is slower
+  than the acknowledgement timeout, with ``Retry-After`` (the exporter retries).
 
 A request where only some spans lack valid ids gets 200 with an OTLP partial-success body
 (``rejected_spans`` and ``error_message``); the valid spans are stored.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import zlib
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -27,6 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -36,7 +42,10 @@ from spanguard.exceptions import TraceFormatError
 from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .ingestor import Ingestor
-from .spans import DecodedBatch
+from .limits import Guard, Overloaded
+from .redaction import RedactionFailed
+from .security import BearerAuth
+from .spans import DecodedBatch, gc_paused
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -79,17 +88,34 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return data
 
 
-def _decode(body: bytes, media: str) -> DecodedBatch:
+def _decode(body: bytes, media: str, guard: Guard) -> DecodedBatch:
     try:
         if media == PROTOBUF:
-            return decode_request(parse_request(body))
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
-        return decode_document(document)
+            # the store keeps the request body: a request the limits or redaction changed is
+            # serialized again, so the original text is never stored
+            with gc_paused():
+                request = parse_request(body)
+                rejected, error, changed = guard.shape_protobuf(request)
+                batch = decode_request(request, None if changed else body)
+            return _with_rejected(batch, rejected, error)
+        with gc_paused():
+            try:
+                document = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise _Reject(400, f"the body is not valid JSON (or not UTF-8): {exc}.") from None
+            rejected, error, changed = guard.shape_json(document)
+            batch = decode_document(document, None if changed else body)
+        return _with_rejected(batch, rejected, error)
     except TraceFormatError as exc:
         raise _Reject(400, f"the body {exc}" if not exc.field else str(exc)) from None
+    except RedactionFailed as exc:
+        raise _Reject(500, f"{exc}; the spans were not stored.") from None
+
+
+def _with_rejected(batch: DecodedBatch, rejected: int, error: str | None) -> DecodedBatch:
+    if not rejected:
+        return batch
+    return replace(batch, rejected=batch.rejected + rejected, error=batch.error or error)
 
 
 def _response(media: str, batch: DecodedBatch) -> Response:
@@ -106,19 +132,28 @@ def _response(media: str, batch: DecodedBatch) -> Response:
     return Response(orjson.dumps(body), media_type=JSON)
 
 
-def _error(status: int, message: str, media: str) -> Response:
+_RPC_CODES = {400: 3, 413: 8, 429: 8}  # INVALID_ARGUMENT, RESOURCE_EXHAUSTED; else UNAVAILABLE
+
+
+def _error(status: int, message: str, media: str, retry_after: int) -> Response:
     # OTLP/HTTP answers errors with a google.rpc.Status; its message is what exporters log.
+    # 429 and 503 are the statuses OTLP exporters retry; Retry-After says when.
+    headers = {"Retry-After": str(retry_after)} if status in (429, 503) else None
     if media == PROTOBUF:
         status_pb2 = importlib.import_module("google.rpc.status_pb2")
 
-        return Response(status_pb2.Status(code=3 if status == 400 else 8 if status == 413 else 14,
-                               message=message).SerializeToString(),
-                        status_code=status, media_type=PROTOBUF)
-    return JSONResponse({"code": status, "message": message}, status_code=status)
+        return Response(status_pb2.Status(code=_RPC_CODES.get(status, 14),
+                                          message=message).SerializeToString(),
+                        status_code=status, media_type=PROTOBUF, headers=headers)
+    return JSONResponse({"code": status, "message": message}, status_code=status,
+                        headers=headers)
 
 
-def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY) -> Starlette:
-    """The OTLP/HTTP application, writing through ``ingestor``."""
+def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
+               guard: Guard | None = None, token: bytes | None = None) -> Starlette:
+    """The OTLP/HTTP application, writing through ``ingestor``; ``token`` requires bearer auth."""
+    guard = guard if guard is not None else Guard()
+    retry_after = guard.limits.retry_after
 
     async def export(request: Request) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -134,17 +169,24 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY) ->
             body = await _read_body(request, max_body_bytes)
             if encoding == "gzip":
                 body = _gunzip(body, max_body_bytes)
-            batch = _decode(body, media)
+            batch = _decode(body, media, guard)
             if batch.rejected and not batch.spans:
                 raise _Reject(400, f"every span was rejected: {batch.error}")
             if not ingestor.healthy:
                 raise _Reject(503, "the processor is shutting down; retry later.")
             try:
-                await asyncio.wrap_future(ingestor.submit(batch.spans))
+                future = guard.submit(lambda: ingestor.submit(batch), len(batch.spans))
+                # shield: a timeout or a client hanging up must not cancel the writer's future
+                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)),
+                                       guard.limits.ack_timeout)
+            except Overloaded as exc:
+                raise _Reject(429, f"the processor is overloaded: {exc}") from None
+            except TimeoutError:
+                raise _Reject(503, "the store is slow; retry later.") from None
             except Exception as exc:  # store failure or shutdown: retryable
                 raise _Reject(503, f"the spans could not be stored ({exc}); retry later.") from exc
         except _Reject as reject:
-            return _error(reject.status, reject.message, reply_media)
+            return _error(reject.status, reject.message, reply_media, retry_after)
         return _response(media, batch)
 
     async def health(request: Request) -> Response:
@@ -165,5 +207,6 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY) ->
         routes=[
             Route("/v1/traces", export, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
-        ]
+        ],
+        middleware=[Middleware(BearerAuth, token=token)] if token else None,
     )

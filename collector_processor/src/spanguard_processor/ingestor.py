@@ -12,19 +12,28 @@ from __future__ import annotations
 
 import logging
 import queue
+import sqlite3
 import threading
-from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import cast
 
 from .assembler import ReleasedTrace, TraceAssembler
-from .spans import EncodedSpan
+from .spans import DecodedBatch, EncodedSpan
 from .store import SpanStore
 
 __all__ = ["IngestStats", "Ingestor"]
 
 _log = logging.getLogger(__name__)
+# SQLite primary result codes a later write may not meet: BUSY, LOCKED, IOERR, FULL (disk full)
+_TRANSIENT_CODES = frozenset({5, 6, 10, 13})
+
+
+def _transient(exc: BaseException) -> bool:
+    """True for a store error worth answering "retry later" to while the writer carries on."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (isinstance(exc, sqlite3.OperationalError) and isinstance(code, int)
+            and code & 0xFF in _TRANSIENT_CODES)
 _STOP = object()
 _MAX_TICK = 0.25
 
@@ -63,6 +72,7 @@ class Ingestor:
 
     @property
     def healthy(self) -> bool:
+        """False once closing, or after the store failed (requests then get 503/UNAVAILABLE)."""
         return not self._closed and self._failure is None and self._thread.is_alive()
 
     def stats(self) -> IngestStats:
@@ -73,16 +83,19 @@ class Ingestor:
             traces_released=self._released,
         )
 
-    def submit(self, spans: Sequence[EncodedSpan]) -> Future[None]:
-        """Queue spans; the future resolves once they are durable (or fails with the reason)."""
+    def submit(self, batch: DecodedBatch) -> Future[None]:
+        """Queue a batch; the future resolves once its spans are durable (or fails, saying why)."""
         future: Future[None] = Future()
-        if self._closed or self._failure is not None:
+        if self._failure is not None:
+            future.set_exception(RuntimeError(f"the span store failed: {self._failure}"))
+            return future
+        if self._closed:
             future.set_exception(RuntimeError("the processor is shutting down"))
             return future
-        if not spans:
+        if not batch.spans:
             future.set_result(None)
             return future
-        self._queue.put((spans, future))
+        self._queue.put((batch, future))
         return future
 
     def close(self, *, flush: bool = True) -> None:
@@ -115,29 +128,35 @@ class Ingestor:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            batches: list[tuple[Sequence[EncodedSpan], Future[None]]] = []
+            batches: list[tuple[DecodedBatch, Future[None]]] = []
             for item in items:
                 if item is _STOP:
                     stop = True
                 else:
-                    batches.append(cast(tuple[Sequence[EncodedSpan], Future[None]], item))
+                    batches.append(cast(tuple[DecodedBatch, Future[None]], item))
+            if self._failure is not None:  # keep answering, never leave a request hanging
+                for _, future in batches:
+                    future.set_exception(RuntimeError(f"the span store failed: {self._failure}"))
+                continue
             try:
                 self._write(batches)
-            except BaseException as exc:  # the store failed: refuse further spans, loudly
-                _log.exception("the span store failed; refusing further spans")
-                self._failure = exc
-                return
+            except Exception as exc:
+                if _transient(exc):  # this group commit was rolled back and refused (retryable)
+                    _log.warning("the span store refused a write (%s); the senders will retry",
+                                 exc)
+                    continue
+                _log.exception("the span store failed; refusing further spans")  # loudly
+                self._failure = self._failure or exc
 
-    def _write(self, batches: list[tuple[Sequence[EncodedSpan], Future[None]]]) -> None:
-        spans: list[EncodedSpan] = []
-        futures: list[Future[None]] = []
-        for batch, future in batches:
-            spans.extend(batch)
-            futures.append(future)
+    def _write(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
+        spans: list[EncodedSpan] = [s for batch, _ in batches for s in batch.spans]
+        futures = [future for _, future in batches]
         if spans:
             try:
-                self.store.put_spans(spans)
-            except BaseException as exc:
+                self.store.put_batches([batch for batch, _ in batches])
+            except Exception as exc:
+                if not _transient(exc):
+                    self._failure = exc  # before answering: nobody sees a healthy failed store
                 for future in futures:
                     future.set_exception(exc)
                 raise

@@ -32,7 +32,7 @@ from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .jsonio import read_agent_traces
 from .model import AgentTrace
-from .spans import DecodedBatch, EncodedSpan
+from .spans import DecodedBatch, SpanRecord, gc_paused
 from .store import SQLITE_MAGIC, SpanStore
 
 __all__ = [
@@ -127,6 +127,8 @@ def _first_line(path: Path) -> bytes:
             if line.strip():
                 return line.removeprefix(b"\xef\xbb\xbf")
         return b""
+    except (OSError, EOFError) as exc:  # a gzip file cut inside its first line
+        raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
     finally:
         source.close()
 
@@ -156,7 +158,7 @@ def _json_lines(source: _Source, path: Path) -> _Batches:
                                            file=str(path), line=number)
             continue
         try:
-            yield number, _check(decode_document(document), path, number)
+            yield number, _check(decode_document(document, line), path, number)
         except TraceFormatError as exc:
             yield number, _located(exc, path, number)
 
@@ -196,7 +198,7 @@ def _proto_messages(source: _Source, path: Path) -> _Batches:
             raise TraceFormatError(f"message {number}: truncated ({len(body)} of {size} bytes).",
                                    file=str(path), line=number)
         try:
-            yield number, _check(decode_request(parse_request(body)), path, number)
+            yield number, _check(decode_request(parse_request(body), body), path, number)
         except TraceFormatError as exc:
             yield number, TraceFormatError(
                 f"message {number} (near byte {offset}): {exc.detail}",
@@ -257,17 +259,48 @@ def ingest_files(
     """Store the spans of span files (streamed, ``chunk_spans`` per transaction), then mark
     every trace released; traces without a root span are ``partial``."""
     report = IngestReport()
-    pending: list[EncodedSpan] = []
+    with gc_paused():
+        _ingest(store, paths, skip_bad, chunk_spans, progress, report)
+    store.release_all()
+    return report
+
+
+def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans: int,
+            progress: Callable[[Path, int], None] | None, report: IngestReport) -> None:
+    pending: list[DecodedBatch] = []
+    count = 0
     for path in paths:
         tick = (lambda pos, p=path: progress(p, pos)) if progress else None
         for batch in iter_span_file(path, skip_bad=skip_bad, report=report, progress=tick):
-            pending.extend(batch.spans)
-            if len(pending) >= chunk_spans:
-                store.put_spans(pending)
-                pending = []
-    store.put_spans(pending)
-    store.release_all()
-    return report
+            pending.append(batch)
+            count += len(batch.spans)
+            if count >= chunk_spans:
+                store.put_batches(pending)
+                pending, count = [], 0
+    store.put_batches(pending)
+
+
+def _expand(paths: Sequence[Path]) -> list[Path]:
+    """Paths as given, a directory standing for its (non-hidden) files in name order."""
+    expanded: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            expanded.extend(sorted(p for p in path.iterdir()
+                                   if p.is_file() and not p.name.startswith(".")))
+        else:
+            expanded.append(path)
+    return expanded
+
+
+def _all_annotations(stores: Sequence[Path]) -> dict[str, list[SpanRecord]]:
+    """Annotation spans of several store partitions: an annotation may sit in another
+    partition than the request it annotates (it is a trace of its own)."""
+    merged: dict[str, list[SpanRecord]] = {}
+    for path in stores:
+        with SpanStore(path, readonly=True) as store:
+            for request_id, spans in store.annotations().items():
+                merged.setdefault(request_id, []).extend(spans)
+    return merged
 
 
 def read_agent_traces_any(
@@ -275,20 +308,24 @@ def read_agent_traces_any(
 ) -> Iterator[AgentTrace]:
     """Agent traces from any mix of agent-trace JSONL files, span files and span stores.
 
+    A directory stands for the files in it (e.g. the Collector file exporter's rotated files).
+
     Span files are assembled together (a trace split across files is joined) through a
     temporary store, so memory does not grow with their size. Stores are read as they are
     (``include_pending`` adds their unreleased traces, marked partial). Order: the inputs in
     the order given, span files last, each in its own stable order.
     """
     span_files: list[Path] = []
-    for path in map(Path, paths):
-        kind = detect_kind(path)
+    kinds = [(path, detect_kind(path)) for path in _expand(paths)]
+    annotations = _all_annotations([path for path, kind in kinds if kind == KIND_STORE])
+    for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:
             yield from read_agent_traces(path)
         elif kind == KIND_STORE:
             store = SpanStore(path, readonly=True)
             try:
-                yield from store.iter_agent_traces(include_pending=include_pending)
+                yield from store.iter_agent_traces(include_pending=include_pending,
+                                                   annotations=annotations)
             finally:
                 store.close()
         else:

@@ -12,7 +12,7 @@ import logging
 import signal
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,9 @@ from .assembler import TraceAssembler
 from .grpc_server import start_grpc_server
 from .http_server import DEFAULT_MAX_BODY, create_app
 from .ingestor import Ingestor
+from .limits import Guard, Limits
+from .redaction import Redactor
+from .security import Security
 from .store import SpanStore
 
 __all__ = ["ProcessorServer", "ServerConfig", "serve_forever"]
@@ -41,6 +44,9 @@ class ServerConfig:
     num_traces: int = 10_000
     orphan_timeout: float = 60.0
     max_body_bytes: int = DEFAULT_MAX_BODY
+    limits: Limits = field(default_factory=Limits)
+    security: Security = field(default_factory=Security)
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 class ProcessorServer:
@@ -52,6 +58,7 @@ class ProcessorServer:
         assembler = TraceAssembler(config.wait_duration, config.num_traces,
                                    orphan_timeout=config.orphan_timeout)
         self.ingestor = Ingestor(self.store, assembler)
+        self.guard = Guard(config.limits, config.redactor)
         self.grpc_port: int | None = None
         self.http_port: int | None = None
         self._grpc: Any = None
@@ -59,20 +66,40 @@ class ProcessorServer:
         self._http_thread: threading.Thread | None = None
 
     def start(self) -> ProcessorServer:
+        """Start both receivers; on failure (a port in use) everything started is stopped."""
         self.ingestor.start()
+        try:
+            self._start_receivers()
+        except BaseException:
+            self.stop(grace=1.0)
+            raise
+        return self
+
+    def _start_receivers(self) -> None:
         cfg = self.config
         if cfg.grpc_port is not None:
             self._grpc, self.grpc_port = start_grpc_server(
-                self.ingestor, cfg.host, cfg.grpc_port, max_message_bytes=cfg.max_body_bytes)
+                self.ingestor, cfg.host, cfg.grpc_port, max_message_bytes=cfg.max_body_bytes,
+                guard=self.guard, security=cfg.security)
         if cfg.http_port is not None:
             sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((cfg.host, cfg.http_port))
+            # Accepted connections inherit this: uvicorn writes a response's head and body
+            # separately, and Nagle + delayed ACKs would add ~40 ms to every request.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                sock.bind((cfg.host, cfg.http_port))
+            except OSError:
+                sock.close()
+                raise
             self.http_port = sock.getsockname()[1]
-            app = create_app(self.ingestor, max_body_bytes=cfg.max_body_bytes)
+            app = create_app(self.ingestor, max_body_bytes=cfg.max_body_bytes,
+                             guard=self.guard, token=cfg.security.token)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                               timeout_graceful_shutdown=10)
+                               timeout_graceful_shutdown=10,
+                               ssl_certfile=cfg.security.tls_cert,
+                               ssl_keyfile=cfg.security.tls_key)
             )
             server = self._http
             # Not the main thread, so uvicorn installs no signal handlers: stop() owns shutdown.
@@ -81,7 +108,6 @@ class ProcessorServer:
             self._http_thread.start()
             while not server.started and self._http_thread.is_alive():
                 threading.Event().wait(0.01)
-        return self
 
     def stop(self, grace: float = 10.0) -> None:
         """Finish in-flight requests, flush in-flight traces to the store, close it."""
@@ -90,6 +116,7 @@ class ProcessorServer:
             self._http_thread.join(grace)
         if self._grpc is not None:
             self._grpc.stop(grace).wait()
+            self._grpc = None
         self.ingestor.close(flush=True)
         self.store.close()
 
@@ -108,7 +135,8 @@ def serve_forever(config: ServerConfig, announce: Any = print) -> ProcessorServe
         if server.grpc_port is not None:
             parts.append(f"OTLP/gRPC on {config.host}:{server.grpc_port}")
         if server.http_port is not None:
-            parts.append(f"OTLP/HTTP on http://{config.host}:{server.http_port}/v1/traces")
+            scheme = "https" if config.security.tls else "http"
+            parts.append(f"OTLP/HTTP on {scheme}://{config.host}:{server.http_port}/v1/traces")
         announce(f"spanguard processor listening: {', '.join(parts)}; store {config.store}")
         while not stop.wait(0.5):
             pass

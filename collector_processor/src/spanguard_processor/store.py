@@ -1,8 +1,11 @@
 """The durable span store: SQLite in WAL mode, one row per (trace_id, span_id).
 
-* :meth:`SpanStore.put_spans` upserts a batch in one transaction and returns only after the
-  commit (``synchronous=FULL``): the servers acknowledge a request after this returns, so an
-  acknowledged span survives a crash, and a span delivered twice is stored once.
+* :meth:`SpanStore.put_batches` stores received batches (each OTLP request or file line once,
+  still encoded) and indexes their spans by (trace_id, span_id) in one transaction, returning
+  only after the commit (``synchronous=FULL``): the servers acknowledge a request after this
+  returns, so an acknowledged span survives a crash. The upsert is idempotent: a span delivered
+  twice (exporter retries) keeps its first row, and a batch none of whose spans is new is not
+  kept.
 * :meth:`SpanStore.mark_released` records which traces the assembler released; a trace is
   ``partial`` while the store holds no parentless (root) span for it.
 * :meth:`SpanStore.iter_agent_traces` converts released traces to agent traces on the fly,
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from spanguard import semconv
@@ -25,49 +28,48 @@ from spanguard.exceptions import TraceFormatError
 
 from .convert import annotation_request_id, find_root, trace_from_records
 from .model import AgentTrace
-from .spans import EncodedSpan, SpanRecord, decode_span
+from .spans import DecodedBatch, EncodedSpan, SpanRecord, decode_batch
 
 __all__ = ["SQLITE_MAGIC", "SpanStore"]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+_PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    id INTEGER PRIMARY KEY,
+    fmt TEXT NOT NULL,
+    body BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS spans (
     trace_id TEXT NOT NULL,
     span_id TEXT NOT NULL,
     parent_span_id TEXT NOT NULL,
     start_ns INTEGER NOT NULL,
     annotation INTEGER NOT NULL,
-    fmt TEXT NOT NULL,
-    body BLOB NOT NULL,
+    batch_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
     PRIMARY KEY (trace_id, span_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS spans_annotations ON spans (annotation) WHERE annotation = 1;
 CREATE TABLE IF NOT EXISTS traces (
     trace_id TEXT PRIMARY KEY,
     released INTEGER NOT NULL DEFAULT 0,
-    partial INTEGER NOT NULL DEFAULT 0,
     start_ns INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS traces_pending ON traces (released) WHERE released = 0;
 """
 
 _UPSERT_SPAN = """
-INSERT INTO spans (trace_id, span_id, parent_span_id, start_ns, annotation, fmt, body)
+INSERT INTO spans (trace_id, span_id, parent_span_id, start_ns, annotation, batch_id, position)
 VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (trace_id, span_id) DO UPDATE SET
-    parent_span_id = excluded.parent_span_id, start_ns = excluded.start_ns,
-    annotation = excluded.annotation, fmt = excluded.fmt, body = excluded.body
+ON CONFLICT (trace_id, span_id) DO NOTHING
 """
 
-_RELEASE = """
-UPDATE traces SET
-    released = 1,
-    partial = NOT EXISTS (
-        SELECT 1 FROM spans WHERE spans.trace_id = traces.trace_id AND parent_span_id = ''),
-    start_ns = COALESCE(
-        (SELECT MIN(start_ns) FROM spans WHERE spans.trace_id = traces.trace_id), 0)
-WHERE trace_id = ?
+_RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
+_ADD_TRACE = """
+INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
+ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
 """
 
 
@@ -80,6 +82,7 @@ class SpanStore:
     def __init__(self, path: Path | str, *, readonly: bool = False, durable: bool = True) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self._parsed: dict[int, Callable[[int], SpanRecord]] = {}
         try:
             if readonly:
                 if not self.path.is_file():
@@ -110,28 +113,43 @@ class SpanStore:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def put_spans(self, spans: Sequence[EncodedSpan]) -> None:
-        """Upsert spans in one transaction; returns after the commit is durable."""
-        if not spans:
-            return
-        trace_ids = sorted({(s.trace_id,) for s in spans})
+    def put_batches(self, batches: Sequence[DecodedBatch]) -> int:
+        """Store batches and index their spans in one transaction; returns after a durable
+        commit. Returns how many spans were new (the rest were already stored)."""
+        batches = [b for b in batches if b.spans]
+        if not batches:
+            return 0
         db = self._db
+        new = 0
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(
-                _UPSERT_SPAN,
-                [
+            for batch in batches:
+                cursor = db.execute("INSERT INTO batches (fmt, body) VALUES (?, ?)",
+                                    (batch.fmt, batch.body))
+                batch_id = cursor.lastrowid
+                before = db.total_changes
+                db.executemany(_UPSERT_SPAN, [
                     (s.trace_id, s.span_id, s.parent_span_id, s.start_ns, int(s.annotation),
-                     s.fmt, s.payload)
-                    for s in spans
-                ],
-            )
-            db.executemany("INSERT INTO traces (trace_id) VALUES (?) ON CONFLICT DO NOTHING",
-                           trace_ids)
+                     batch_id, s.position)
+                    for s in batch.spans
+                ])
+                added = db.total_changes - before
+                if added == 0:  # a pure re-delivery: keep nothing
+                    db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
+                new += added
+            starts: dict[str, int] = {}
+            for batch in batches:
+                for span in batch.spans:
+                    known = starts.get(span.trace_id)
+                    if known is None or span.start_ns < known:
+                        starts[span.trace_id] = span.start_ns
+            db.executemany(_ADD_TRACE, sorted(starts.items()))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                db.execute("ROLLBACK")
             raise
+        return new
 
     def mark_released(self, trace_ids: Iterable[str]) -> None:
         """Mark traces released (assembled); late spans of a released trace keep it released."""
@@ -144,7 +162,8 @@ class SpanStore:
             db.executemany(_RELEASE, rows)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                db.execute("ROLLBACK")
             raise
 
     def release_all(self) -> int:
@@ -164,7 +183,7 @@ class SpanStore:
             " WHERE t.released = 0 ORDER BY s.trace_id, s.span_id"
         )
         for trace_id, span_id, parent, start, annotation in rows:
-            yield EncodedSpan(trace_id, span_id, parent, start, bool(annotation), "", b"")
+            yield EncodedSpan(trace_id, span_id, parent, start, bool(annotation), -1)
 
     def span_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM spans").fetchone()[0])
@@ -180,40 +199,60 @@ class SpanStore:
         """Every stored (trace_id, span_id), sorted."""
         return list(self._db.execute("SELECT trace_id, span_id FROM spans ORDER BY 1, 2"))
 
+    def _records(self, where: str, args: tuple[object, ...]) -> list[SpanRecord]:
+        rows = self._db.execute(
+            f"SELECT s.batch_id, s.position FROM spans s WHERE {where}"
+            " ORDER BY s.start_ns, s.span_id",
+            args,
+        ).fetchall()
+        records = []
+        for batch_id, position in rows:
+            batch = self._parsed.get(batch_id)
+            if batch is None:
+                fmt, body = self._db.execute(
+                    "SELECT fmt, body FROM batches WHERE id = ?", (batch_id,)).fetchone()
+                batch = decode_batch(fmt, body)
+                if len(self._parsed) >= _PARSED_CACHE:
+                    self._parsed.pop(next(iter(self._parsed)))
+                self._parsed[batch_id] = batch
+            records.append(batch(position))
+        return records
+
     def trace_spans(self, trace_id: str) -> list[SpanRecord]:
         """The decoded spans of one trace, annotation spans excluded, in start order."""
-        rows = self._db.execute(
-            "SELECT trace_id, span_id, parent_span_id, start_ns, annotation, fmt, body FROM spans"
-            " WHERE trace_id = ? AND annotation = 0 ORDER BY start_ns, span_id",
-            (trace_id,),
-        )
-        return [decode_span(_encoded(row)) for row in rows]
+        return self._records("s.trace_id = ? AND s.annotation = 0", (trace_id,))
+
+    def annotations(self) -> dict[str, list[SpanRecord]]:
+        """Annotation spans by the request id they annotate."""
+        return self._annotations()
 
     def _annotations(self) -> dict[str, list[SpanRecord]]:
         found: dict[str, list[SpanRecord]] = defaultdict(list)
-        rows = self._db.execute(
-            "SELECT trace_id, span_id, parent_span_id, start_ns, annotation, fmt, body FROM spans"
-            " WHERE annotation = 1 ORDER BY trace_id, span_id"
-        )
-        for row in rows:
-            record = decode_span(_encoded(row))
+        for record in self._records("s.annotation = 1", ()):
             request_id = annotation_request_id(record)
             if request_id is not None:
                 found[request_id].append(record)
         return found
 
-    def iter_agent_traces(self, *, include_pending: bool = False) -> Iterator[AgentTrace]:
+    def iter_agent_traces(
+        self,
+        *,
+        include_pending: bool = False,
+        annotations: Mapping[str, Sequence[SpanRecord]] | None = None,
+    ) -> Iterator[AgentTrace]:
         """Every released trace as an agent trace, by start time then trace id.
 
         With ``include_pending``, traces still in flight come too, marked partial. Traces made
-        only of annotation spans are merged into their request's trace, not returned.
+        only of annotation spans are merged into their request's trace, not returned;
+        ``annotations`` replaces this store's own (to merge those of several partitions).
         """
-        annotations = self._annotations()
+        if annotations is None:
+            annotations = self._annotations()
         where = "" if include_pending else " WHERE released = 1"
         rows = self._db.execute(
-            f"SELECT trace_id, released, partial FROM traces{where} ORDER BY start_ns, trace_id"
+            f"SELECT trace_id, released FROM traces{where} ORDER BY start_ns, trace_id"
         ).fetchall()
-        for trace_id, released, partial in rows:
+        for trace_id, released in rows:
             spans = self.trace_spans(trace_id)
             if not spans:
                 continue
@@ -222,10 +261,6 @@ class SpanStore:
             yield trace_from_records(
                 spans,
                 annotations.get(str(request_id), []) if request_id is not None else [],
-                partial=bool(partial) or not released,
+                partial=not released or not any(span.is_root for span in spans),
             )
 
-
-def _encoded(row: tuple[str, str, str, int, int, str, bytes]) -> EncodedSpan:
-    trace_id, span_id, parent, start, annotation, fmt, body = row
-    return EncodedSpan(trace_id, span_id, parent, start, bool(annotation), fmt, body)

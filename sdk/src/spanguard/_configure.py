@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 
+from ._exit import install_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
 from ._runtime import (
     ContentSettings,
@@ -231,10 +232,13 @@ def _provider(service_name: str | None, sampler: Sampler | None, private: bool
     if not private:
         existing = trace.get_tracer_provider()
         if isinstance(existing, TracerProvider):
-            if sampler is not None and existing is not _owned_global():
-                logger.warning("spanguard: the app's tracer provider keeps its own sampler; "
-                               "configure(sampler=...) applies only to a provider spanguard "
-                               "creates.")
+            ignored = [name for name, value in (("sampler", sampler),
+                                                ("service_name", service_name))
+                       if value is not None]
+            if ignored and existing is not _owned_global():
+                logger.warning("spanguard: the app's tracer provider keeps its own %s; "
+                               "configure() applies them only to a provider it creates.",
+                               " and ".join(ignored))
             return existing, existing is _owned_global()
     provider = TracerProvider(resource=resource, sampler=sampler)
     if not private:
@@ -258,6 +262,7 @@ def _register_atexit() -> None:
     if not _atexit_registered:
         atexit.register(shutdown)
         _atexit_registered = True
+    install_sigterm_flush(force_flush)  # atexit does not run on SIGTERM
 
 
 def force_flush(timeout_millis: int = 30_000) -> bool:
@@ -286,6 +291,7 @@ def shutdown() -> None:
     if configuration is None:
         return
     _retire(configuration)
+    set_content_settings(None)  # back to the environment variable's setting
     stats = configuration.processor.stats() if configuration.processor else None
     if stats is not None and stats.dropped:
         logger.warning("spanguard: %d of %d spans were dropped before export; raise "

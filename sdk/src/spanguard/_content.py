@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from . import semconv
-from ._runtime import ContentSettings, content_settings, internal_error
+from ._runtime import ContentSettings, content_settings, internal_error, warn_dropped_field
 
 __all__ = ["bounded_json", "bounded_text", "prepare_content", "set_content"]
 
@@ -83,6 +83,9 @@ def prepare_content(key: str, value: Any) -> tuple[str, bool] | None:
         return None
     try:
         redacted = _redact_leaves(value, key, settings)
+    except RecursionError:
+        warn_dropped_field("content capture", key, "the value nests itself")
+        return None
     except Exception as exc:  # a failing redactor must never leak the unredacted text
         internal_error("the redaction hook", exc)
         return None
@@ -90,15 +93,21 @@ def prepare_content(key: str, value: Any) -> tuple[str, bool] | None:
         return None
     if isinstance(redacted, str):
         return bounded_text(redacted, settings.max_chars)
-    return bounded_json(redacted, settings.max_chars)
+    try:
+        return bounded_json(redacted, settings.max_chars)
+    except (ValueError, TypeError, RecursionError):  # e.g. a circular reference
+        warn_dropped_field("content capture", key, "the value cannot be encoded as JSON")
+        return None
 
 
-def set_content(span: Span, key: str, value: Any) -> None:
-    """Put content on ``span`` under ``key`` if capture is on (redacted and bounded)."""
+def set_content(span: Span, key: str, value: Any) -> bool:
+    """Put content on ``span`` under ``key`` if capture is on (redacted and bounded);
+    ``True`` when something was recorded."""
     prepared = prepare_content(key, value)
     if prepared is None:
-        return
+        return False
     text, truncated = prepared
     if truncated:
         span.set_attribute(semconv.CONTENT_TRUNCATED, True)
     span.set_attribute(key, text)
+    return True

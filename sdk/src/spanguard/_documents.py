@@ -95,6 +95,12 @@ def normalize_documents(items: Any, where: str) -> list[Document]:
     return docs
 
 
+# OTel keeps at most 128 attributes per span by default and evicts the OLDEST ones first, which
+# would push out gen_ai.operation.name: per-document OpenInference keys stop at this budget.
+# gen_ai.retrieval.documents always lists every document (and the processor prefers it).
+OPENINFERENCE_KEY_BUDGET = 96
+
+
 def document_attributes(docs: list[Document]) -> dict[str, AttributeValue]:
     """The content-free attributes of a retrieval span for ``docs``."""
     summary = [{semconv.DOCUMENT_ID: d.id, semconv.DOCUMENT_GROUP: d.group,
@@ -104,6 +110,8 @@ def document_attributes(docs: list[Document]) -> dict[str, AttributeValue]:
                                                        ensure_ascii=False),
     }
     for index, d in enumerate(docs):
+        if len(attributes) + 3 > OPENINFERENCE_KEY_BUDGET:
+            break
         attributes[semconv.retrieval_document_key(index, semconv.DOCUMENT_ID)] = d.id
         if d.score is not None:
             attributes[semconv.retrieval_document_key(index, semconv.DOCUMENT_SCORE)] = d.score
@@ -115,10 +123,15 @@ def document_attributes(docs: list[Document]) -> dict[str, AttributeValue]:
 
 def set_documents(span: Span, docs: list[Document]) -> None:
     """Put ``docs`` on a retrieval span: process signals always, text only with capture on."""
-    span.set_attributes(document_attributes(docs))
+    attributes = document_attributes(docs)
+    span.set_attributes(attributes)
+    budget = OPENINFERENCE_KEY_BUDGET + 16 - len(attributes)  # content keys: a few more
     for index, d in enumerate(docs):
         if d.content is None:
             continue
+        if index >= budget or semconv.retrieval_document_key(index, semconv.DOCUMENT_ID) \
+                not in attributes:
+            break
         key = semconv.retrieval_document_key(index, semconv.DOCUMENT_CONTENT)
         prepared = prepare_content(key, d.content)
         if prepared is not None:

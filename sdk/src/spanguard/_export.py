@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
 from opentelemetry.context import Context
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
@@ -125,6 +123,10 @@ def _hex_ids(node: Any) -> None:
 
 def otlp_json_line(spans: Sequence[ReadableSpan]) -> str:
     """One OTLP-JSON ``ExportTraceServiceRequest`` (hex ids, integer enums), one line."""
+    # imported here: only the file exporter needs protobuf, and `import spanguard` stays light
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     message = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
     _hex_ids(message)
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False)

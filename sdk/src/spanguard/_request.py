@@ -27,7 +27,7 @@ from ._annotate import expectation_attributes, feedback_attributes
 from ._annotate import feedback as _feedback
 from ._annotate import mark_retried as _mark_retried
 from ._content import set_content
-from ._instrument import end_with_error
+from ._instrument import SpanSpec, end_with_error, instrument
 from ._runtime import active_tracer, internal_error, warn_dropped_field
 
 __all__ = ["Request", "RequestScope", "current_request", "request"]
@@ -104,8 +104,7 @@ class Request:
 def _set_text(span: Span, key: str, mime_key: str, value: Any) -> None:
     if not span.is_recording() or value is None:
         return
-    set_content(span, key, value)
-    if span.is_recording():
+    if set_content(span, key, value):
         span.set_attribute(mime_key, _TEXT if isinstance(value, str) else _JSON)
 
 
@@ -168,11 +167,12 @@ class RequestScope:
         seed_id, variant_id, assignments, repeat = self._identity
         if outer is not None:  # join the request already open
             if outer.span.is_recording():
-                given = {k: v for k, v in (("seed", seed_id), ("variant", variant_id),
-                                           ("assign", assignments)) if v is not None}
-                if given or repeat:
-                    outer.span.set_attributes(_identity(seed_id, variant_id, assignments,
-                                                        repeat))
+                # only what the inner request states explicitly; a default repeat of 0 must
+                # not overwrite the outer request's repeat
+                joined = _identity(seed_id, variant_id, assignments, repeat)
+                if repeat == 0:
+                    del joined[semconv.REPEAT]
+                outer.span.set_attributes(joined)
             self._state.append((outer, None, False))
             return outer
         request_id = self._request_id
@@ -214,6 +214,27 @@ class RequestScope:
         else:
             handle.span.end()
 
+    def _streaming_spec(self, fn: Callable[..., Any]) -> SpanSpec:
+        seed_id, variant_id, assignments, repeat = self._identity
+        attributes: dict[str, AttributeValue] = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+            semconv.GEN_AI_AGENT_NAME: self._name,
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_AGENT,
+            **_identity(seed_id, variant_id, assignments, repeat),
+        }
+
+        def on_start(span: Span, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            _auto_input(Request("", span), args)
+
+        def on_context(ctx: Context, span: Span) -> Context:
+            handle = Request(uuid.uuid4().hex, span)
+            span.set_attribute(semconv.REQUEST_ID, handle.request_id)
+            return otel_context.set_value(_REQUEST_KEY, handle, ctx)
+
+        return SpanSpec(semconv.span_name(semconv.OP_INVOKE_AGENT, self._name), attributes,
+                        kind=self._kind, on_start=on_start, on_context=on_context,
+                        where=f"request '{self._name}'")
+
     def __enter__(self) -> Request:
         return self._open()
 
@@ -223,7 +244,12 @@ class RequestScope:
 
     def __call__(self, fn: F) -> F:
         """Use as a decorator: each call of ``fn`` is one request (input: its first string
-        argument; output: its return value; both only with content capture on)."""
+        argument; output: its return value; both only with content capture on).
+
+        Generator and async-generator functions get a root that covers the whole iteration
+        (see :mod:`spanguard._instrument`); they always open a new request."""
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            return instrument(fn, self._streaming_spec(fn))
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:

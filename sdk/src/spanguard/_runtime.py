@@ -63,12 +63,24 @@ _content: ContentSettings | None = None  # None: not read yet
 _reported: set[str] = set()
 
 
+# OTEL_PYTHON_TRACER_PROVIDER names a provider that OpenTelemetry loads lazily; only then must
+# the public (slower) getter run while no global provider is set.
+_LAZY_PROVIDER = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_HAS_GLOBAL_SLOT = hasattr(trace, "_TRACER_PROVIDER")
+
+
 def active_tracer() -> Tracer | None:
     """The tracer spanguard spans go to now, or ``None`` when no SDK provider is set."""
     global _cached
     provider = _override
     if provider is None:
-        provider = trace.get_tracer_provider()
+        # reading the API's global slot directly keeps an unconfigured call well under 2 µs
+        if _HAS_GLOBAL_SLOT and not _LAZY_PROVIDER:
+            provider = trace._TRACER_PROVIDER
+            if provider is None:
+                return None
+        else:
+            provider = trace.get_tracer_provider()
         if isinstance(provider, _NO_SDK):
             return None
     cached_provider, cached_tracer = _cached

@@ -96,7 +96,7 @@ def _retrieval_result(mapper: Mapper | None, where: str) -> Callable[[Span, Any]
         recorded = getattr(span, "attributes", None) or {}
         if semconv.GEN_AI_RETRIEVAL_DOCUMENTS in recorded:
             return  # record_documents() already ran inside the function
-        if result is None and mapper is None:
+        if result is None:  # nothing returned (or a generator): nothing to map
             return
         try:
             items = mapper(result) if mapper is not None else result

@@ -104,6 +104,7 @@ FEEDBACK: Final = "spanguard.feedback"
 RETRIED: Final = "spanguard.retried"
 EXPECT_PREFIX: Final = "spanguard.expect."  # spanguard.expect.<check> = <value>
 COST_USD: Final = "spanguard.cost_usd"
+LLM_REFUSAL: Final = "spanguard.llm.refusal"  # bool: the model refused (OpenAI refusal)
 METADATA_PREFIX: Final = "spanguard.metadata."  # extra response metadata, e.g. helpfulness_score
 DOCUMENT_GROUP: Final = "group"  # key inside gen_ai.retrieval.documents items and OI metadata
 DOCUMENT_RANK: Final = "rank"

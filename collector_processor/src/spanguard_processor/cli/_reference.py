@@ -12,6 +12,7 @@ from . import cli
 
 __all__ = ["render_reference"]
 
+_HELP = ["-h", "--help"]
 _HEADER = """# CLI reference
 
 Generated from `--help` by `python -m spanguard_processor.cli._reference > docs/cli.md`;
@@ -21,6 +22,10 @@ usage, 3 internal error.
 
 
 def _walk(command: click.Command, path: list[str], ctx: click.Context) -> list[str]:
+    # click caches a command's help option the first time it is built, under whatever context
+    # that was; drop the cache so the page never depends on what ran before in the process.
+    if hasattr(command, "_help_option"):
+        command._help_option = None
     sections = [f"## `{' '.join(path)}`\n", "```text", command.get_help(ctx).rstrip(), "```\n"]
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
@@ -28,14 +33,15 @@ def _walk(command: click.Command, path: list[str], ctx: click.Context) -> list[s
             if sub is None or sub.hidden:
                 continue
             sub_ctx = click.Context(sub, info_name=name, parent=ctx, terminal_width=100,
-                                    max_content_width=100)
+                                    max_content_width=100, help_option_names=_HELP)
             sections += _walk(sub, [*path, name], sub_ctx)
     return sections
 
 
 def render_reference() -> str:
     """The whole reference page as Markdown."""
-    ctx = click.Context(cli, info_name="spanguard", terminal_width=100, max_content_width=100)
+    ctx = click.Context(cli, info_name="spanguard", terminal_width=100, max_content_width=100,
+                        help_option_names=_HELP)
     return _HEADER + "\n" + "\n".join(_walk(cli, ["spanguard"], ctx))
 
 

@@ -69,7 +69,11 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str) -> None:
     from ..fairness.reports import render_markdown, report_dict, write_reports
 
     if output is not None:
+        from ..fairness.history import record_run
+        from ..fairness.reports import _version
+
         write_reports(ev, output)
+        record_run(ev, output, _version())  # history.jsonl + each metric's trend
     if fmt == "json":
         summary = report_dict(ev)
         summary.pop("scenario_results")

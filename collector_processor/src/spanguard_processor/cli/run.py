@@ -18,13 +18,19 @@ __all__ = ["run"]
 @click.option("--app", "app_ref", required=True, metavar="MODULE:FUNCTION",
               help="The app: app(prompt, assignments) -> str or {'text', 'metadata'}; "
                    "plain or async.")
+@click.option("--adapter", "adapter", default=None, metavar="NAME",
+              help="Adapt a framework object named by --app: openai-chat, openai-responses, "
+                   "openai-agents, langchain or langgraph (see docs/adapters.md).")
+@click.option("--adapter-option", "adapter_options", multiple=True, metavar="KEY=VALUE",
+              help="An option of the adapter, e.g. model=gpt-4o-mini (repeatable).")
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Calls per variant (for stochastic apps).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               help="Variants in flight at once (threads, or tasks for an async app).")
 @evaluation_options
 @click.pass_context
-def run(ctx: click.Context, suite_path: Path, app_ref: str, repeats: int, concurrency: int,
+def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
+        adapter_options: tuple[str, ...], repeats: int, concurrency: int,
         output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
         random_seed: int, fmt: str, plugins: tuple[str, ...]) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
@@ -47,7 +53,12 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, repeats: int, concur
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed)
     suite = load_suite(suite_path)
-    app = load_callable(app_ref, "the app", field="--app")
+    adapted = None
+    if adapter is not None or adapter_options:
+        from ..adapters.cli import adapted_app
+
+        adapted = adapted_app(app_ref, adapter, adapter_options)
+    app = adapted.call if adapted else load_callable(app_ref, "the app", field="--app")
     total = len(suite.variants) * repeats
     if sys.stderr.isatty():  # progress only on a terminal, never in logs or CliRunner
         lock = threading.Lock()
@@ -62,6 +73,8 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, repeats: int, concur
     else:
         observations, errors = run_app(app, suite.variants, repeats=repeats,
                                        concurrency=concurrency)
+    if adapted is not None:
+        adapted.raise_problems()  # a response the adapter cannot read is bad input (exit 2)
     for error in errors:
         click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
                    err=True)

@@ -8,9 +8,14 @@ import click
 
 from spanguard.exceptions import ConfigError
 
+from ..limits import Limits
+from ..redaction import Redactor, load_hook
+from ..security import TOKEN_ENV, Security, read_token
 from ..server import ServerConfig, serve_forever
 
 __all__ = ["serve"]
+
+_DEFAULTS = Limits()
 
 
 def _port(value: int, name: str) -> int | None:
@@ -40,8 +45,31 @@ def _port(value: int, name: str) -> int | None:
                    "(marked partial).")
 @click.option("--max-body-mib", type=float, default=16.0, show_default=True,
               help="Largest request accepted, before and after decompression.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help=f"File holding a bearer token every OTLP request must carry (or set "
+                   f"{TOKEN_ENV}); compared in constant time.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False, path_type=Path),
+              help="PEM certificate chain: both receivers then speak TLS only.")
+@click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path),
+              help="PEM private key for --tls-cert.")
+@click.option("--max-attributes", type=int, default=_DEFAULTS.max_attributes_per_span,
+              show_default=True, help="Attributes kept per span or event; the rest are dropped.")
+@click.option("--max-spans-per-trace", type=int, default=_DEFAULTS.max_spans_per_trace,
+              show_default=True, help="Spans accepted per trace; later ones are rejected.")
+@click.option("--max-pending-spans", type=int, default=_DEFAULTS.max_pending_spans,
+              show_default=True,
+              help="Spans that may wait for the store; beyond it requests get 429 / "
+                   "RESOURCE_EXHAUSTED (retryable).")
+@click.option("--redact-content", is_flag=True,
+              help="Drop prompt, response and document text before anything is stored.")
+@click.option("--redact-hook", metavar="MODULE:FUNCTION",
+              help="Call FUNCTION(key, text) -> text | None on every string attribute before "
+                   "it is stored (None drops it).")
 def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration: float,
-          num_traces: int, orphan_timeout: float, max_body_mib: float) -> None:
+          num_traces: int, orphan_timeout: float, max_body_mib: float, token_file: Path | None,
+          tls_cert: Path | None, tls_key: Path | None, max_attributes: int,
+          max_spans_per_trace: int, max_pending_spans: int, redact_content: bool,
+          redact_hook: str | None) -> None:
     """Receive OTLP spans, assemble whole agent traces and store them durably.
 
     A request is acknowledged only after its spans are committed to the store. SIGTERM or
@@ -61,10 +89,20 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
     grpc, http = _port(grpc_port, "--grpc-port"), _port(http_port, "--http-port")
     if grpc is None and http is None:
         raise ConfigError("--grpc-port", "both receivers are disabled; enable at least one.")
+    for name, value in (("--max-attributes", max_attributes),
+                        ("--max-spans-per-trace", max_spans_per_trace),
+                        ("--max-pending-spans", max_pending_spans)):
+        if value < 1:
+            raise ConfigError(name, "must be at least 1.")
     config = ServerConfig(
         store=store, host=host, grpc_port=grpc, http_port=http,
         wait_duration=wait_duration, num_traces=num_traces, orphan_timeout=orphan_timeout,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
+        limits=Limits(max_attributes_per_span=max_attributes,
+                      max_spans_per_trace=max_spans_per_trace,
+                      max_pending_spans=max_pending_spans),
+        security=Security(read_token(token_file), tls_cert, tls_key),
+        redactor=Redactor(redact_content, load_hook(redact_hook) if redact_hook else None),
     )
     try:
         serve_forever(config, announce=lambda line: click.echo(line))

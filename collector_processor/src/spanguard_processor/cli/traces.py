@@ -20,7 +20,7 @@ _CONVERTERS = {
 
 @click.group()
 def traces() -> None:
-    """Inspect, validate and convert assembled agent traces."""
+    """Convert agent-trace JSONL, and export assembled traces from span stores."""
 
 
 @traces.command()
@@ -43,10 +43,10 @@ def convert(source: Path, fmt: str, output: Path) -> None:
 
 
 @traces.command()
-@click.option("--store", "stores", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--store", "stores", type=click.Path(path_type=Path),
               multiple=True, required=True,
-              help="A span store, or any span file or agent-trace JSONL; repeat to read several "
-                   "(e.g. one store per processor replica).")
+              help="A span store, a span file, a folder of span files or agent-trace JSONL; "
+                   "repeat to read several (e.g. one store per processor replica).")
 @click.option("-f", "--format", "fmt", type=click.Choice(sorted(_CONVERTERS)), default="agent",
               show_default=True, help="Output format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
@@ -69,7 +69,7 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     from ..readers import read_agent_traces_any
 
     for path in stores:
-        if not path.is_file():
+        if not path.exists():
             raise TraceFormatError("does not exist.", file=str(path))
     converter = _CONVERTERS[fmt]
     rows = []

@@ -44,7 +44,12 @@ class Comparison:
 
 
 def load_report(path: Path) -> dict[str, Any]:
-    """A report.json, given as the file or the directory holding it."""
+    """A report.json, given as the file or the directory holding it, or a run history entry
+    (``history.jsonl``, ``history.jsonl@-2``)."""
+    from .history import is_history_reference, report_from_history
+
+    if is_history_reference(path):
+        return report_from_history(path)
     target = path / "report.json" if path.is_dir() else path
     try:
         data = json.loads(target.read_text(encoding="utf-8"))

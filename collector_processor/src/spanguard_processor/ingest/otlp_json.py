@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -29,7 +29,7 @@ from ..spans import (
     valid_trace_id,
 )
 
-__all__ = ["decode_document", "record_from_json_span", "record_from_payload"]
+__all__ = ["batch_records", "decode_document", "record_from_json_span"]
 
 _SCOPE_KEYS = ("scopeSpans", "instrumentationLibrarySpans")
 
@@ -64,10 +64,11 @@ def _hex_id(value: object) -> str:
     return value.lower() if isinstance(value, str) else ""
 
 
-def decode_document(doc: object) -> DecodedBatch:
+def decode_document(doc: object, body: bytes | None = None) -> DecodedBatch:
     """Every span of one OTLP-JSON ``{"resourceSpans": [...]}`` document.
 
     Spans whose ids are missing or malformed are counted as rejected, with the first reason.
+    ``body`` is the document's JSON text as received (serialized again when not given).
     """
     root = _object(doc, "(document)")
     if "resourceSpans" not in root:
@@ -78,6 +79,7 @@ def decode_document(doc: object) -> DecodedBatch:
     spans: list[EncodedSpan] = []
     rejected = 0
     error: str | None = None
+    position = -1
     for r, resource in enumerate(_list(root, "resourceSpans", "")):
         rpath = f"resourceSpans[{r}]"
         resource = _object(resource, rpath)
@@ -85,47 +87,74 @@ def decode_document(doc: object) -> DecodedBatch:
         for s, scope in enumerate(_list(resource, scope_key, rpath)):
             spath = f"{rpath}.{scope_key}[{s}]"
             for i, raw in enumerate(_list(_object(scope, spath), "spans", spath)):
-                path = f"{spath}.spans[{i}]"
-                span = _object(raw, path)
-                problem = _id_problem(span)
-                if problem is not None:
-                    rejected += 1
-                    error = error or f"field '{path}.{problem[0]}': {problem[1]}"
+                position += 1
+                result = _encode_span(raw, position)
+                if isinstance(result, EncodedSpan):
+                    spans.append(result)
                     continue
-                spans.append(_encoded(span, path))
-    return DecodedBatch(tuple(spans), rejected, error)
+                field, message, is_rejection = result
+                where = f"{spath}.spans[{i}]{field}"
+                if not is_rejection:
+                    raise TraceFormatError(message, field=where)
+                rejected += 1
+                error = error or f"field '{where}': {message}"
+    if body is None:
+        try:
+            body = orjson.dumps(doc)
+        except TypeError as exc:  # only for documents not parsed from JSON text (huge ints)
+            raise TraceFormatError(f"cannot be stored: {exc}.") from None
+    return DecodedBatch(tuple(spans), rejected, error, FORMAT_JSON, body)
 
 
-def _id_problem(span: Mapping[str, Any]) -> tuple[str, str] | None:
-    if not valid_trace_id(_hex_id(span.get("traceId"))):
-        return "traceId", "must be 32 hex digits, not all zero."
-    if not valid_span_id(_hex_id(span.get("spanId"))):
-        return "spanId", "must be 16 hex digits, not all zero."
-    parent = _hex_id(span.get("parentSpanId"))
-    if parent and not valid_span_id(parent):
-        return "parentSpanId", "must be 16 hex digits, or empty for a root span."
+def _all_spans(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    found: list[Mapping[str, Any]] = []
+    for resource in doc.get("resourceSpans") or []:
+        scope_key = next((k for k in _SCOPE_KEYS if k in resource), _SCOPE_KEYS[0])
+        for scope in resource.get(scope_key) or []:
+            found.extend(scope.get("spans") or [])
+    return found
+
+
+def _nanos_or_none(value: object) -> int | None:
+    if value is None:
+        return 0
+    if type(value) is str and value.isdigit():
+        return int(value)
+    if type(value) is int and value >= 0:
+        return value
     return None
 
 
-def _encoded(span: Mapping[str, Any], path: str) -> EncodedSpan:
-    name = span.get("name", "")
+def _encode_span(raw: object, position: int) -> EncodedSpan | tuple[str, str, bool]:
+    """The span's index entry, or (field suffix, message, rejected-not-fatal) on a problem.
+
+    The hot path of JSON ingest: paths are only formatted when something is wrong.
+    """
+    if not isinstance(raw, dict):
+        return "", f"expected an object, got {type(raw).__name__}.", False
+    trace_id, span_id = raw.get("traceId"), raw.get("spanId")
+    parent = raw.get("parentSpanId") or ""
+    trace_id = trace_id.lower() if isinstance(trace_id, str) else ""
+    span_id = span_id.lower() if isinstance(span_id, str) else ""
+    parent = parent.lower() if isinstance(parent, str) else "?"
+    if not valid_trace_id(trace_id):
+        return ".traceId", "must be 32 hex digits, not all zero.", True
+    if not valid_span_id(span_id):
+        return ".spanId", "must be 16 hex digits, not all zero.", True
+    if parent and not valid_span_id(parent):
+        return ".parentSpanId", "must be 16 hex digits, or empty for a root span.", True
+    name = raw.get("name", "")
     if not isinstance(name, str):
-        raise TraceFormatError("expected a string.", field=f"{path}.name")
-    start = _nanos(span.get("startTimeUnixNano"), f"{path}.startTimeUnixNano")
-    _nanos(span.get("endTimeUnixNano"), f"{path}.endTimeUnixNano")
-    try:
-        payload = orjson.dumps(span)
-    except TypeError as exc:  # only possible for documents not parsed from JSON text
-        raise TraceFormatError(f"cannot be stored: {exc}.", field=path) from None
-    return EncodedSpan(
-        trace_id=_hex_id(span["traceId"]),
-        span_id=_hex_id(span["spanId"]),
-        parent_span_id=_hex_id(span.get("parentSpanId")),
-        start_ns=start,
-        annotation=name == semconv.SPAN_ANNOTATION,
-        fmt=FORMAT_JSON,
-        payload=payload,
-    )
+        return ".name", "expected a string.", False
+    start = _nanos_or_none(raw.get("startTimeUnixNano"))
+    if start is None:
+        return ".startTimeUnixNano", "expected a non-negative integer (or digits).", False
+    if _nanos_or_none(raw.get("endTimeUnixNano")) is None:
+        return ".endTimeUnixNano", "expected a non-negative integer (or digits).", False
+    return EncodedSpan(trace_id, span_id, parent, start, name == _ANNOTATION, position)
+
+
+_ANNOTATION = semconv.SPAN_ANNOTATION
 
 
 def any_value(value: object) -> AttrValue:
@@ -136,22 +165,43 @@ def any_value(value: object) -> AttrValue:
         return str(value["stringValue"])
     if "boolValue" in value:
         return bool(value["boolValue"])
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        raw = value["doubleValue"]
-        return float(raw) if isinstance(raw, int | float | str) else None
+    if "intValue" in value or "doubleValue" in value:
+        return _number(value)
     if "arrayValue" in value:
-        items = (value["arrayValue"] or {}).get("values") or []
-        return tuple(any_value(item) for item in items)
+        items = _object_or_empty(value["arrayValue"]).get("values")
+        return tuple(any_value(item) for item in items) if isinstance(items, list) else ()
     if "kvlistValue" in value:
-        return _attributes((value["kvlistValue"] or {}).get("values"))
+        return _attributes(_object_or_empty(value["kvlistValue"]).get("values"))
     if "bytesValue" in value:
         try:
             return base64.b64decode(str(value["bytesValue"]), validate=True)
         except (binascii.Error, ValueError):
             return None
     return None
+
+
+def _object_or_empty(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _number(value: Mapping[str, Any]) -> AttrValue:
+    # A stored span is decoded long after it was acknowledged: a malformed number becomes
+    # None rather than an error that would stop every later export of the store.
+    key, convert = ("intValue", int) if "intValue" in value else ("doubleValue", float)
+    raw = value[key]
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        return None
+    try:
+        return convert(raw)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _lenient_nanos(value: object) -> int:
+    try:
+        return _nanos(value, "")
+    except TraceFormatError:
+        return 0
 
 
 def _attributes(items: object) -> dict[str, AttrValue]:
@@ -177,19 +227,20 @@ def record_from_json_span(span: Mapping[str, Any]) -> SpanRecord:
     """One OTLP-JSON span object (already checked by :func:`decode_document`) as a record."""
     status = span.get("status") or {}
     code = status.get("code", 0) if isinstance(status, Mapping) else 0
-    events = span.get("events") or []
+    events = span.get("events")
+    events = events if isinstance(events, list) else []
     return SpanRecord(
         trace_id=_hex_id(span.get("traceId")),
         span_id=_hex_id(span.get("spanId")),
         parent_span_id=_hex_id(span.get("parentSpanId")),
         name=str(span.get("name", "")),
-        start_ns=_nanos(span.get("startTimeUnixNano"), "startTimeUnixNano"),
-        end_ns=_nanos(span.get("endTimeUnixNano"), "endTimeUnixNano"),
+        start_ns=_lenient_nanos(span.get("startTimeUnixNano")),
+        end_ns=_lenient_nanos(span.get("endTimeUnixNano")),
         attributes=_attributes(span.get("attributes")),
         events=tuple(
             SpanEvent(
                 str(event.get("name", "")),
-                _nanos(event.get("timeUnixNano"), "timeUnixNano"),
+                _lenient_nanos(event.get("timeUnixNano")),
                 _attributes(event.get("attributes")),
             )
             for event in events
@@ -200,6 +251,7 @@ def record_from_json_span(span: Mapping[str, Any]) -> SpanRecord:
     )
 
 
-def record_from_payload(payload: bytes) -> SpanRecord:
-    """Decode one stored OTLP-JSON span body."""
-    return record_from_json_span(orjson.loads(payload))
+def batch_records(body: bytes) -> Callable[[int], SpanRecord]:
+    """Parse a stored OTLP-JSON document once; returns position -> :class:`SpanRecord`."""
+    spans = _all_spans(orjson.loads(body))
+    return lambda position: record_from_json_span(spans[position])

@@ -6,13 +6,13 @@ its own serialized bytes; attributes are decoded only when a trace is converted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
@@ -24,15 +24,13 @@ from ..spans import (
     EncodedSpan,
     SpanEvent,
     SpanRecord,
-    valid_span_id,
-    valid_trace_id,
 )
 
 __all__ = [
     "any_value",
+    "batch_records",
     "decode_request",
     "parse_request",
-    "record_from_payload",
     "record_from_span",
 ]
 
@@ -47,38 +45,40 @@ def parse_request(body: bytes) -> Any:
     return request
 
 
-def decode_request(request: Any) -> DecodedBatch:
-    """Every span of a parsed request, ids checked; spans with bad ids are counted as rejected."""
+_ANNOTATION = semconv.SPAN_ANNOTATION
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+
+
+def _all_spans(request: Any) -> list[Any]:
+    return [span for resource_spans in request.resource_spans
+            for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
+
+
+def decode_request(request: Any, body: bytes | None = None) -> DecodedBatch:
+    """Every span of a parsed request, ids checked; spans with bad ids are counted as rejected.
+
+    ``body`` is the request as received (serialized again when not given).
+    """
     spans: list[EncodedSpan] = []
     rejected = 0
     error: str | None = None
-    for resource_spans in request.resource_spans:
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                trace_id = span.trace_id.hex()
-                span_id = span.span_id.hex()
-                parent = span.parent_span_id.hex()
-                if not (valid_trace_id(trace_id) and valid_span_id(span_id)) or (
-                    parent and not valid_span_id(parent)
-                ):
-                    rejected += 1
-                    error = error or (
-                        f"span {span.name!r} has an invalid trace_id, span_id or parent_span_id "
-                        "(a trace id is 16 bytes, a span id 8 bytes, not all zero)."
-                    )
-                    continue
-                spans.append(
-                    EncodedSpan(
-                        trace_id=trace_id,
-                        span_id=span_id,
-                        parent_span_id=parent,
-                        start_ns=span.start_time_unix_nano,
-                        annotation=span.name == semconv.SPAN_ANNOTATION,
-                        fmt=FORMAT_PROTOBUF,
-                        payload=span.SerializeToString(),
-                    )
-                )
-    return DecodedBatch(tuple(spans), rejected, error)
+    for position, span in enumerate(_all_spans(request)):
+        trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+        bad_parent = parent and (len(parent) != 8 or parent == _ZERO_SPAN)
+        if (len(trace_id) != 16 or trace_id == _ZERO_TRACE or len(span_id) != 8
+                or span_id == _ZERO_SPAN or bad_parent):
+            rejected += 1
+            error = error or (
+                f"span {span.name!r} has an invalid trace_id, span_id or parent_span_id "
+                "(a trace id is 16 bytes, a span id 8 bytes, not all zero)."
+            )
+            continue
+        spans.append(EncodedSpan(trace_id.hex(), span_id.hex(), parent.hex(),
+                                 span.start_time_unix_nano, span.name == _ANNOTATION, position))
+    if body is None:
+        body = request.SerializeToString()
+    return DecodedBatch(tuple(spans), rejected, error, FORMAT_PROTOBUF, body)
 
 
 def any_value(value: Any) -> AttrValue:
@@ -117,8 +117,7 @@ def record_from_span(span: Any) -> SpanRecord:
     )
 
 
-def record_from_payload(payload: bytes) -> SpanRecord:
-    """Decode one stored protobuf span body."""
-    span = Span()
-    span.ParseFromString(payload)
-    return record_from_span(span)
+def batch_records(body: bytes) -> Callable[[int], SpanRecord]:
+    """Parse a stored request once; returns position -> :class:`SpanRecord`."""
+    spans = _all_spans(parse_request(body))
+    return lambda position: record_from_span(spans[position])

@@ -1,0 +1,222 @@
+"""Ingest throughput of the spanguard processor, each figure beside a floor measured in this run.
+
+Figures (spans per second, medians of --repeat runs):
+
+* app export rate — what one Python app process can export: the OTel exporter's encoding of
+  SDK spans to an OTLP protobuf request (``encode_spans`` + ``SerializeToString``), the CPU an
+  app spends per exported span, excluding creating the spans;
+* OTLP/HTTP protobuf — pre-encoded requests replayed by --clients threads against a real
+  ``spanguard serve`` subprocess, from first send to last acknowledgement (acknowledged =
+  committed to SQLite with fsync); floor: ``ParseFromString`` of the same request bodies;
+* span file — ``spanguard ingest`` of the same spans as OTLP-JSON lines into a durable store;
+  floor: ``json.loads`` of the same lines.
+
+After the HTTP run it checks zero loss (every span stored, once) and reports the server's
+peak RSS with ``--num-traces`` in flight at most.
+
+    .venv/bin/python bench/bench_ingest.py            # ~30 s on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from spanguard_processor.readers import ingest_files  # noqa: E402
+from spanguard_processor.store import SpanStore  # noqa: E402
+from tests.processor.agent_app import run_request  # noqa: E402
+
+
+def make_spans(requests: int) -> list:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("bench")
+    for index in range(requests):
+        run_request(tracer, index)
+    return list(exporter.get_finished_spans())
+
+
+def timed(fn, clock=time.perf_counter) -> float:
+    start = clock()
+    fn()
+    return clock() - start
+
+
+def hexify(node: object) -> object:
+    """MessageToDict writes ids as base64; OTLP-JSON wants hex."""
+    import base64
+
+    if isinstance(node, dict):
+        return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId")
+                    else hexify(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [hexify(v) for v in node]
+    return node
+
+
+def serve(store: Path, num_traces: int) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
+         "--grpc-port", "-1", "--http-port", "0", "--wait-duration", "0.5",
+         "--num-traces", str(num_traces)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    port = re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1)  # type: ignore[union-attr]
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def replay(url: str, bodies: list[bytes], clients: int) -> float:
+    chunks = [bodies[i::clients] for i in range(clients)]
+    failures: list[int] = []
+
+    def send(chunk: list[bytes]) -> None:
+        # TCP_NODELAY, as the OTel exporters' HTTP stacks do: without it Nagle's algorithm
+        # and delayed ACKs add ~40 ms to every request whose body is written separately.
+        transport = httpx.HTTPTransport(
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        with httpx.Client(base_url=url, timeout=60, transport=transport) as client:
+            for body in chunk:
+                reply = client.post("/v1/traces", content=body,
+                                    headers={"content-type": "application/x-protobuf"})
+                if reply.status_code != 200:
+                    failures.append(reply.status_code)
+
+    threads = [threading.Thread(target=send, args=(c,)) for c in chunks]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    assert not failures, f"{len(failures)} requests failed: {failures[:5]}"
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=4000, help="agent requests (5 spans each)")
+    parser.add_argument("--batch", type=int, default=512, help="spans per OTLP request")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--num-traces", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    spans = make_spans(args.requests)
+    n = len(spans)
+    batches = [spans[i:i + args.batch] for i in range(0, n, args.batch)]
+    print(f"{n} spans ({args.requests} agent requests), {len(batches)} requests of "
+          f"<= {args.batch} spans, {args.clients} HTTP clients")
+
+    app = statistics.median(timed(lambda: [encode_spans(b).SerializeToString() for b in batches],
+                                  clock=time.process_time) for _ in range(args.repeat))
+    app_wall = statistics.median(
+        timed(lambda: [encode_spans(b).SerializeToString() for b in batches])
+        for _ in range(args.repeat))
+    bodies = [encode_spans(b).SerializeToString() for b in batches]
+    parse = statistics.median(
+        timed(lambda: [ExportTraceServiceRequest.FromString(b) for b in bodies])
+        for _ in range(args.repeat))
+
+    http_times, http_cpu, rss, stored = [], [], 0.0, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.repeat):
+            store = Path(tmp) / f"http{r}.db"
+            proc, url = serve(store, args.num_traces)
+            try:
+                before = cpu_seconds(proc.pid)
+                http_times.append(replay(url, bodies, args.clients))
+                http_cpu.append(cpu_seconds(proc.pid) - before)
+                replay(url, bodies[:4], 1)  # exporter retries: must not duplicate
+                rss = max(rss, peak_rss_mib(proc.pid))
+            finally:
+                proc.terminate()
+                proc.wait(30)
+            with SpanStore(store, readonly=True) as db:
+                rows = db.span_ids()
+                stored = len(rows)
+                assert stored == len(set(rows)) == n, f"loss or duplicates: {stored} of {n}"
+        http = statistics.median(http_times)
+        server_cpu = statistics.median(http_cpu)
+
+        lines_path = Path(tmp) / "spans.jsonl"
+        lines = [json.dumps(hexify(MessageToDict(ExportTraceServiceRequest.FromString(b))))
+                 for b in bodies]
+        lines_path.write_text("\n".join(lines) + "\n")
+        gc.collect()
+        loads = statistics.median(timed(lambda: [json.loads(x) for x in lines])
+                                  for _ in range(args.repeat))
+        encoded_lines = [x.encode() for x in lines]
+
+        def orjson_paused() -> None:
+            gc.disable()
+            try:
+                [orjson.loads(x) for x in encoded_lines]
+            finally:
+                gc.enable()
+
+        fast = statistics.median(timed(orjson_paused) for _ in range(args.repeat))
+        file_times = []
+        for r in range(args.repeat):
+            with SpanStore(Path(tmp) / f"file{r}.db") as db:
+                file_times.append(timed(lambda db=db: ingest_files(db, [lines_path])))
+                assert db.span_count() == n
+        ingest = statistics.median(file_times)
+
+    rate = lambda seconds: n / seconds  # noqa: E731
+    print(f"\n{'what':44} {'spans/s':>10}  {'floor':>10}  ratio")
+    print(f"{'app export (encode + serialize), wall':44} {rate(app_wall):10,.0f}")
+    print(f"{'app export (encode + serialize), per CPU-s':44} {rate(app):10,.0f}")
+    print(f"{'OTLP/HTTP protobuf -> durable store, wall':44} {rate(http):10,.0f}  "
+          f"{rate(parse):10,.0f}  {parse / http:5.3f} of ParseFromString")
+    print(f"{'OTLP/HTTP server process, per CPU-s':44} {rate(server_cpu):10,.0f}  "
+          f"{rate(parse):10,.0f}  {parse / server_cpu:5.3f} of ParseFromString")
+    print(f"{'  wall rate vs the app export rate':44} {rate(http):10,.0f}  "
+          f"{rate(app_wall):10,.0f}  {app_wall / http:5.2f}x (target >= 3x)")
+    print(f"{'  server CPU vs app CPU per span':44} {rate(server_cpu):10,.0f}  {rate(app):10,.0f}  "
+          f"{app / server_cpu:5.2f}x (target >= 3x)")
+    print(f"{'span file (OTLP-JSON lines) -> durable store':44} {rate(ingest):10,.0f}  "
+          f"{rate(loads):10,.0f}  {loads / ingest:5.3f} of json.loads")
+    print(f"{'':44} {'':10}  {rate(fast):10,.0f}  {fast / ingest:5.3f} of orjson.loads, GC paused")
+    print(f"\nzero loss: {stored} of {n} spans stored once (after 4 re-sent requests); "
+          f"server peak RSS {rss:.0f} MiB with --num-traces {args.num_traces}")
+
+
+if __name__ == "__main__":
+    main()

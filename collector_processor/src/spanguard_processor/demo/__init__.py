@@ -1,0 +1,1 @@
+"""``spanguard demo``: an instrumented agent over real counterfactual data, end to end."""

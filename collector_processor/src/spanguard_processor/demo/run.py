@@ -1,0 +1,177 @@
+"""Orchestrate the demo: data → app processes → OTLP → processor → reports.
+
+Two deployments of the same support agent answer the same counterfactual suite: ``baseline``
+(fair; it still escalates about 10% of requests at random) and ``candidate`` (with the agent's
+documented bias setting on). Each app runs as its own process and exports real OTLP/gRPC to its
+own in-process :class:`~spanguard_processor.server.ProcessorServer` (one store per deployment).
+Then the very commands a CI job would run evaluate them, and their output is shown as is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from spanguard.exceptions import InputError
+
+from ..jsonio import write_jsonl, write_text_atomic
+from ..server import ProcessorServer, ServerConfig
+from .dataset import ATTRIBUTION, DemoVariant, default_cache, fetch_wheel, load_variants
+
+__all__ = ["DEMO_METRICS", "DemoOptions", "Step", "find_agent", "run_demo"]
+
+# Every built-in metric but counterfactual_stability: the demo's fair agent escalates 5% of
+# requests at random, which changes their text, and stability (the minimum over seeds of the
+# mean pairwise token overlap) has no noise model, so it would flag the fair agent too.
+DEMO_METRICS = (
+    "escalation_parity", "friction_point_gap", "tool_use_parity", "retrieval_exposure_gap",
+    "plan_length_gap", "escalation_reason_parity", "refusal_gap", "helpfulness_gap",
+    "verbosity_gap", "toxicity_gap",
+)
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    out: Path
+    data: Path | None = None
+    questions: int | None = None
+    profiles: int | None = None
+    bias: float = 0.6
+    bias_against: str = "female"
+    agent: Path | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One CLI step of the demo and the exit code it returned."""
+
+    title: str
+    argv: tuple[str, ...]
+    exit_code: int
+    expected: int
+
+
+def find_agent(explicit: Path | None) -> Path:
+    """The example support agent: ``--agent`` or ``examples/support_agent.py`` of the checkout."""
+    candidates = [explicit] if explicit else [
+        Path.cwd() / "examples" / "support_agent.py",
+        Path(__file__).resolve().parents[4] / "examples" / "support_agent.py",
+    ]
+    for path in candidates:
+        if path is not None and path.is_file():
+            return path
+    raise InputError("the example agent examples/support_agent.py was not found; run the demo "
+                     "from a clone of the repository or pass --agent PATH.", field="--agent")
+
+
+def _write_inputs(options: DemoOptions, variants: list[DemoVariant]) -> tuple[Path, Path]:
+    suite = {
+        "dataset": {"variants": [v.to_suite_variant() for v in variants]},
+        "metrics": [{"type": name} for name in DEMO_METRICS],
+    }
+    suite_path = options.out / "suite.json"
+    write_text_atomic(suite_path, json.dumps(suite, ensure_ascii=False, indent=1) + "\n")
+    variants_path = options.out / "variants.jsonl"
+    write_jsonl(variants_path, (v.to_suite_variant() for v in variants))
+    return suite_path, variants_path
+
+
+def _serve_deployment(name: str, bias: float, options: DemoOptions, agent: Path,
+                      variants_path: Path, say: Callable[[str], None]) -> Path:
+    """Run one deployment's app process against a fresh processor; returns its store."""
+    folder = options.out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    store = folder / "spans.db"
+    for stale in folder.glob("spans.db*"):
+        stale.unlink()
+    server = ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0,
+                                          wait_duration=0.5)).start()
+    started = time.perf_counter()
+    try:
+        env = dict(os.environ, OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
+                   OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.grpc_port}",
+                   OTEL_SERVICE_NAME=f"support-agent-{name}")
+        result = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("app_process.py")), str(agent),
+             str(variants_path), "--bias", str(bias), "--bias-against", options.bias_against,
+             "--service-name", f"support-agent-{name}"],
+            env=env, capture_output=True, text=True, check=False,
+        )
+    finally:
+        server.stop()
+    if result.returncode != 0:
+        raise click.ClickException(f"the {name} app process failed:\n{result.stderr.strip()}")
+    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    say(f"  {name}: bias={bias:g}: {counts['requests']} requests, {counts['exported']} spans "
+        f"exported over OTLP/gRPC, {counts['dropped']} dropped, "
+        f"{time.perf_counter() - started:.1f} s → {store}")
+    return store
+
+
+def _invoke(argv: list[str]) -> int:
+    from ..cli import cli  # imported here: the CLI package imports this module lazily
+
+    try:
+        code = cli.main(args=argv, prog_name="spanguard", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except SystemExit as exc:  # a command that calls sys.exit() itself
+        return exc.code if isinstance(exc.code, int) else 1
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    return code if isinstance(code, int) else 0
+
+
+def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> list[Step]:
+    """Run the whole demo; returns the CLI steps with their exit codes."""
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    agent = find_agent(options.agent)
+    source = options.data or fetch_wheel(default_cache())
+    variants = load_variants(source, questions=options.questions,
+                             profiles_per_question=options.profiles)
+    seeds = len({v.seed_id for v in variants})
+    say(f"Data: {len(variants)} variants of {seeds} decision questions. {ATTRIBUTION}")
+    suite_path, variants_path = _write_inputs(options, variants)
+
+    say("\n== 1. The instrumented agent serves the suite; spans flow over OTLP to the processor")
+    stores = {name: _serve_deployment(name, bias, options, agent, variants_path, say)
+              for name, bias in (("baseline", 0.0), ("candidate", options.bias))}
+
+    steps: list[Step] = []
+
+    def step(title: str, argv: list[str], expected: int) -> None:
+        say(f"\n== {title}\n$ spanguard {' '.join(argv)}")
+        steps.append(Step(title, tuple(argv), _invoke(argv), expected))
+
+    traces = {name: out / name / "traces.jsonl" for name in stores}
+    for name, store in stores.items():
+        step(f"2. Export the {name}'s assembled agent traces",
+             ["traces", "export", "--store", str(store), "-o", str(traces[name])], 0)
+    for name, expected in (("baseline", 0), ("candidate", 1)):
+        step(f"3. Fairness gate on the {name}",
+             ["fairness", str(suite_path), str(traces[name]), "-o", str(out / "fairness" / name)],
+             expected)
+    step("4. Did the candidate make fairness worse?",
+         ["compare", str(out / "fairness" / "baseline"), str(out / "fairness" / "candidate")], 1)
+    evalset = out / "evalset"
+    step("5. Mine regression cases from the baseline's production traffic",
+         ["cases", "build", str(traces["baseline"]), "-o", str(evalset)], 0)
+    for name in stores:
+        step(f"6. Replay the cases against the {name}",
+             ["cases", "run", "--cases", str(evalset / "cases.jsonl"), "--traces",
+              str(traces[name]), "-o", str(out / "runs" / f"{name}.json")], 0)
+    step("7. Regression gate: candidate vs baseline",
+         ["check", "--baseline", str(out / "runs" / "baseline.json"), "--current",
+          str(out / "runs" / "candidate.json"), "--markdown", str(out / "runs" / "check.md"),
+          "--junit", str(out / "runs" / "check.junit.xml")], 1)
+    return steps

@@ -1,0 +1,213 @@
+"""Run history: every evaluation written to an output folder appends one line to
+``history.jsonl`` there, and the reports gain each metric's trend against the previous runs.
+
+An entry is fairtrace's history entry (``generated_at, variant_count, failure_count,
+failed_metrics, metrics{name: {score, passed, direction}}``) plus what makes a trend
+interpretable: each metric's threshold, verdict and interval, the suite's hash and the
+spanguard version. The file is append-only JSON lines, so a crash can never damage the
+runs already recorded. ``spanguard compare`` reads an entry as a report: pass
+``DIR/history.jsonl`` (the latest run), ``DIR/history.jsonl@-2`` (the one before it) or
+``@0`` (the first); fairtrace's ``history.json`` (a JSON list) is read the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from spanguard.exceptions import InputError
+
+from ..jsonio import write_text_atomic
+from .results import Evaluation
+
+__all__ = ["HISTORY_FILE", "history_entry", "is_history_reference", "load_history",
+           "record_run", "report_from_history", "trend_rows"]
+
+HISTORY_FILE = "history.jsonl"
+TREND_RUNS = 5  # previous runs shown in the trend columns
+
+
+def _finite(value: Any) -> Any:
+    return value if not isinstance(value, float) or math.isfinite(value) else None
+
+
+def history_entry(ev: Evaluation, version: str) -> dict[str, Any]:
+    """The history line for one evaluation."""
+    return {
+        "generated_at": ev.generated_at,
+        "variant_count": ev.variant_count,
+        "failure_count": len(ev.failed_metrics),
+        "failed_metrics": list(ev.failed_metrics),
+        "suite_sha256": ev.suite_digest,
+        "spanguard_version": version,
+        "metrics": {
+            r.metric: {"score": _finite(r.score), "passed": r.passed, "direction": r.direction,
+                       "threshold": r.threshold, "verdict": r.verdict, "category": r.category,
+                       "confidence_interval": ([_finite(v) for v in r.confidence_interval]
+                                               if r.confidence_interval else None),
+                       "interval_level": ev.config.level}
+            for r in sorted(ev.results, key=lambda r: r.metric)
+        },
+    }
+
+
+def _check_entry(entry: object, file: str, line: int | None) -> dict[str, Any]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict):
+        raise InputError("is not a history entry: it needs a 'metrics' object.", file=file,
+                         line=line, field="metrics")
+    for name, item in entry["metrics"].items():
+        score = item.get("score") if isinstance(item, dict) else None
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise InputError("must be a number or null.", file=file, line=line,
+                             field=f"metrics.{name}.score")
+    return entry
+
+
+def load_history(path: Path) -> list[dict[str, Any]]:
+    """The entries of ``history.jsonl`` (or fairtrace's ``history.json``); [] when absent."""
+    if not path.exists():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"the history file cannot be read ({exc}).", file=str(path)) from None
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON ({exc.msg}); expected fairtrace's history "
+                             "list.", file=str(path), line=exc.lineno) from None
+        if not isinstance(data, list):
+            raise InputError("must be a JSON list of history entries.", file=str(path))
+        return [_check_entry(e, str(path), None) for e in data]
+    entries = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON ({exc.msg}); each line of a history file is "
+                             "one run.", file=str(path), line=number) from None
+        entries.append(_check_entry(entry, str(path), number))
+    return entries
+
+
+def _append(path: Path, entry: dict[str, Any]) -> None:
+    line = json.dumps(entry, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def trend_rows(previous: Sequence[dict[str, Any]], ev: Evaluation) -> list[dict[str, Any]]:
+    """Per metric: the scores of the last runs, this run's, and the change since the last."""
+    rows = []
+    for r in sorted(ev.results, key=lambda r: r.metric):
+        scores = [e["metrics"].get(r.metric, {}).get("score") for e in previous[-TREND_RUNS:]]
+        last = next((s for s in reversed(scores) if s is not None), None)
+        delta = None if last is None else r.score - last
+        if delta is None or delta == 0:
+            change = "new" if last is None else "unchanged"
+        else:
+            worse = delta > 0 if r.direction == "lower" else delta < 0
+            change = "worse" if worse else "better"
+        rows.append({"metric": r.metric, "previous_scores": scores, "score": _finite(r.score),
+                     "delta": _finite(delta), "change": change, "direction": r.direction})
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+_ARROW = {"better": "↓ better", "worse": "↑ worse", "unchanged": "= unchanged", "new": "new"}
+
+
+def _markdown(rows: list[dict[str, Any]], runs: int) -> str:
+    lines = ["", f"## Trend (against the previous {runs} run(s))", "",
+             "| Metric | Previous runs | This run | Change |", "|---|---|---:|---|"]
+    for row in rows:
+        history = " → ".join(_fmt(s) for s in row["previous_scores"]) or "–"
+        delta = "" if row["delta"] is None else f" ({row['delta']:+.4f})"
+        lines.append(f"| {row['metric']} | {history} | {_fmt(row['score'])} | "
+                     f"{_ARROW[row['change']]}{delta} |")
+    return "\n".join(lines) + "\n"
+
+
+def _html(rows: list[dict[str, Any]], runs: int) -> str:
+    cells = "".join(
+        f"<tr><td>{escape(r['metric'])}</td><td>"
+        f"{escape(' → '.join(_fmt(s) for s in r['previous_scores']) or '–')}</td>"
+        f"<td>{_fmt(r['score'])}</td><td>{escape(_ARROW[r['change']])}</td></tr>"
+        for r in rows)
+    return (f'<section id="trend"><h2>Trend (against the previous {runs} run(s))</h2><table>'
+            "<tr><th>Metric</th><th>Previous runs</th><th>This run</th><th>Change</th></tr>"
+            f"{cells}</table></section>")
+
+
+def record_run(ev: Evaluation, directory: Path, version: str) -> list[dict[str, Any]]:
+    """Append this run to ``directory/history.jsonl`` and add the trend to the reports
+    already written there (report.json ``spanguard.trend``, report.md, report.html)."""
+    path = directory / HISTORY_FILE
+    previous = load_history(path)
+    _append(path, history_entry(ev, version))
+    rows = trend_rows(previous, ev)
+    runs = min(len(previous), TREND_RUNS)
+    report = directory / "report.json"
+    if report.exists():
+        data = json.loads(report.read_text(encoding="utf-8"))
+        data.setdefault("spanguard", {})["trend"] = {"previous_runs": len(previous),
+                                                     "metrics": rows}
+        write_text_atomic(report, json.dumps(data, indent=2, allow_nan=False) + "\n")
+    markdown = directory / "report.md"
+    if markdown.exists():
+        write_text_atomic(markdown, markdown.read_text(encoding="utf-8") + _markdown(rows, runs))
+    html = directory / "report.html"
+    if html.exists():
+        page = html.read_text(encoding="utf-8")
+        if "</body>" in page:
+            page = page.replace("</body>", _html(rows, runs) + "</body>", 1)
+            write_text_atomic(html, page)
+    return rows
+
+
+def is_history_reference(path: Path) -> bool:
+    """True for ``…/history.jsonl``, ``…/history.json`` and their ``@N`` forms."""
+    name = path.name.partition("@")[0]
+    return name in (HISTORY_FILE, "history.json")
+
+
+def report_from_history(path: Path) -> dict[str, Any]:
+    """The history entry ``path`` names (``history.jsonl@N``, default the last) as a report
+    that :func:`~spanguard_processor.fairness.compare.compare_reports` reads."""
+    name, _, index_text = path.name.partition("@")
+    file = path.with_name(name)
+    try:
+        index = int(index_text) if index_text else -1
+    except ValueError:
+        raise InputError(f"'@{index_text}' is not a run index; use e.g. @-2 for the run "
+                         "before the last, @0 for the first.", file=str(file)) from None
+    if not file.exists():
+        raise InputError("the history file does not exist.", file=str(file))
+    entries = load_history(file)
+    if not -len(entries) <= index < len(entries):
+        raise InputError(f"has {len(entries)} run(s); there is no run @{index}.",
+                         file=str(file))
+    entry = entries[index]
+    results = []
+    for name_, item in sorted(entry["metrics"].items()):
+        if item.get("score") is None:
+            continue
+        result = {"metric": name_, **{k: v for k, v in item.items() if k != "category"}}
+        if item.get("category"):
+            result["category"] = item["category"]
+        results.append(result)
+    return {"generated_at": entry.get("generated_at"),
+            "variant_count": entry.get("variant_count"), "metric_results": results}

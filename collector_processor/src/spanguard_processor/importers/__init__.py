@@ -1,0 +1,62 @@
+"""Importers: other tools' test files → a spanguard suite of explicit variants.
+
+=======================  =========================================================
+source                   reads
+=======================  =========================================================
+``promptfoo``            promptfoo test files (YAML/JSON/CSV) and configs, ``vars``
+``deepeval``             DeepEval goldens as ``EvaluationDataset.save_as`` writes them
+``fairtrace-promptfoo``  fairtrace 0.1.0's promptfoo import shape (migration)
+``fairtrace-deepeval``   fairtrace 0.1.0's deepeval import shape (migration)
+=======================  =========================================================
+
+Every importer keeps the source's ids and counterfactual groups (``seed_id``) and returns
+:class:`ImportedVariant` objects; :func:`import_suite` builds the suite
+``{"dataset": {"variants": [...]}, "metrics": [{"type": T}, ...]}`` and validates it with the
+same loader ``spanguard run`` uses, so an imported suite always loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spanguard.exceptions import InputError
+
+from ._common import ImportedVariant, build_suite, write_suite
+from .deepeval import load_deepeval
+from .fairtrace import load_fairtrace_deepeval, load_fairtrace_promptfoo
+from .promptfoo import load_promptfoo
+
+__all__ = ["SOURCES", "ImportedVariant", "import_suite", "load_deepeval",
+           "load_fairtrace_deepeval", "load_fairtrace_promptfoo", "load_promptfoo",
+           "write_suite"]
+
+SOURCES = ("deepeval", "fairtrace-deepeval", "fairtrace-promptfoo", "promptfoo")
+
+
+def import_suite(source: str, path: Path, metrics: Sequence[str], *,
+                 prompt_var: str | None = None, attributes: Sequence[str] = (),
+                 seed_var: str | None = None) -> dict[str, Any]:
+    """Read ``path`` as ``source`` and return a validated suite with ``metrics``."""
+    from ..fairness.suite import parse_suite
+
+    if not metrics:
+        raise InputError("at least one --metric is needed (e.g. --metric refusal_gap).",
+                         field="--metric")
+    if source == "promptfoo":
+        variants = load_promptfoo(path, prompt_var=prompt_var, attributes=attributes,
+                                  seed_var=seed_var)
+    elif source == "deepeval":
+        variants = load_deepeval(path, attributes=attributes)
+    elif source == "fairtrace-promptfoo":
+        variants = load_fairtrace_promptfoo(path)
+    elif source == "fairtrace-deepeval":
+        variants = load_fairtrace_deepeval(path)
+    else:
+        raise InputError(f"unknown source '{source}'; choose one of {', '.join(SOURCES)}.")
+    if not variants:
+        raise InputError("holds no test cases; expected at least one.", file=str(path))
+    suite = build_suite(variants, metrics)
+    parse_suite(suite, str(path))  # the suite spanguard run will read must load
+    return suite

@@ -1,0 +1,242 @@
+"""Request limits and back-pressure, applied by both receivers before spans reach the store.
+
+* **Shape limits** (:meth:`Guard.shape_protobuf`, :meth:`Guard.shape_json`), applied to the
+  parsed request in place: attributes beyond ``max_attributes_per_span`` are dropped (and
+  counted in ``dropped_attributes_count``, as the OTel SDK does); spans beyond
+  ``max_spans_per_trace`` are rejected and reported through OTLP partial success; the
+  :class:`~spanguard_processor.redaction.Redactor` runs here, so redacted text is never stored.
+* **Back-pressure** (:meth:`Guard.submit`): at most ``max_pending_spans`` spans may wait for
+  the store. Beyond that a request is refused with :class:`Overloaded` — HTTP 429 with
+  ``Retry-After``, gRPC ``RESOURCE_EXHAUSTED`` — instead of being queued without bound; a
+  store failure or a store slower than ``ack_timeout`` answers HTTP 503 / gRPC ``UNAVAILABLE``.
+  All of these are retried by OTLP exporters, and the store keeps one copy of a re-sent span.
+
+The per-trace span count is kept for the ``trace_memory`` most recently seen traces and counts
+every span received, so a re-sent span counts again: the limit errs on the strict side.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, MutableMapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from .redaction import Redactor
+
+__all__ = ["Guard", "Limits", "Overloaded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Every limit ``spanguard serve`` enforces (defaults are the safe ones)."""
+
+    max_attributes_per_span: int = 128
+    max_spans_per_trace: int = 10_000
+    max_pending_spans: int = 50_000
+    ack_timeout: float = 30.0
+    retry_after: int = 1
+    trace_memory: int = 100_000
+
+
+class Overloaded(Exception):
+    """Too many spans are waiting for the store; the client should retry after a pause."""
+
+
+@dataclass
+class _Shape:
+    rejected: int = 0
+    error: str | None = None
+    changed: bool = False
+
+
+@dataclass
+class Guard:
+    """Limits, redaction and admission shared by the gRPC and HTTP receivers of one process."""
+
+    limits: Limits = field(default_factory=Limits)
+    redactor: Redactor = field(default_factory=Redactor)
+    pending: int = 0
+    _counts: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- back-pressure ---------------------------------------------------------------------
+
+    def submit(self, send: Callable[[], Future[None]], spans: int) -> Future[None]:
+        """Call ``send`` (which queues ``spans`` spans) unless too many are pending."""
+        with self._lock:
+            if self.pending and self.pending + spans > self.limits.max_pending_spans:
+                raise Overloaded(f"{self.pending} spans are waiting for the store; retry in "
+                                 f"{self.limits.retry_after} s.")
+            self.pending += spans
+        try:
+            future = send()
+        except BaseException:
+            self._release(spans)
+            raise
+        future.add_done_callback(lambda _: self._release(spans))
+        return future
+
+    def _release(self, spans: int) -> None:
+        with self._lock:
+            self.pending -= spans
+
+    # --- shape limits and redaction ------------------------------------------------------
+
+    def _admit(self, counts: Mapping[str, int], shape: _Shape) -> dict[str, int]:
+        """Count this request's spans per trace; how many of each trace's spans may pass."""
+        limit = self.limits.max_spans_per_trace
+        allowed: dict[str, int] = {}
+        with self._lock:
+            for trace_id, count in counts.items():
+                before = self._counts.pop(trace_id, 0)
+                self._counts[trace_id] = before + count
+                allowed[trace_id] = max(0, min(count, limit - before))
+            while len(self._counts) > self.limits.trace_memory:
+                self._counts.popitem(last=False)
+        for trace_id, count in counts.items():
+            if allowed[trace_id] < count:
+                shape.rejected += count - allowed[trace_id]
+                shape.error = shape.error or (
+                    f"trace {trace_id} has more than {limit} spans; later spans of it are "
+                    "rejected.")
+        return allowed
+
+    def shape_protobuf(self, request: Any) -> tuple[int, str | None, bool]:
+        """Apply the limits and redaction to a parsed ``ExportTraceServiceRequest`` in place.
+
+        Returns ``(rejected spans, first reason, whether the request changed)``.
+        """
+        shape = _Shape()
+        scopes = [ss for rs in request.resource_spans for ss in rs.scope_spans]
+        limit = self.limits.max_attributes_per_span
+        redact = self.redactor.active
+        raw: Counter[bytes] = Counter()
+        for scope_spans in scopes:  # one pass: every span wrapper is made once
+            for span in scope_spans.spans:
+                raw[span.trace_id] += 1
+                if redact or len(span.attributes) > limit:
+                    self._proto_attributes(span, shape)
+                events = span.events
+                if events:
+                    for event in events:
+                        if redact or len(event.attributes) > limit:
+                            self._proto_attributes(event, shape)
+        allowed = self._admit({t.hex(): n for t, n in raw.items()}, shape)
+        if shape.rejected:
+            self._drop_over_limit(scopes, allowed, shape)
+        return shape.rejected, shape.error, shape.changed
+
+    @staticmethod
+    def _drop_over_limit(scopes: list[Any], allowed: dict[str, int], shape: _Shape) -> None:
+        remaining = dict(allowed)
+        for scope_spans in scopes:
+            spans = scope_spans.spans
+            over = []
+            for index, span in enumerate(spans):
+                trace_id = span.trace_id.hex()
+                if remaining[trace_id] > 0:
+                    remaining[trace_id] -= 1
+                else:
+                    over.append(index)
+            for index in reversed(over):
+                del spans[index]
+                shape.changed = True
+
+    def _proto_attributes(self, holder: Any, shape: _Shape) -> None:
+        attributes = holder.attributes
+        limit = self.limits.max_attributes_per_span
+        if len(attributes) > limit:
+            holder.dropped_attributes_count += len(attributes) - limit
+            del attributes[limit:]
+            shape.changed = True
+        if not self.redactor.active:
+            return
+        for index in range(len(attributes) - 1, -1, -1):
+            kv = attributes[index]
+            text = kv.value.string_value if kv.value.HasField("string_value") else None
+            keep, new = self.redactor.text(kv.key, text)
+            if not keep:
+                del attributes[index]
+                holder.dropped_attributes_count += 1
+                shape.changed = True
+            elif new is not None and new != text:
+                kv.value.string_value = new
+                shape.changed = True
+
+    def shape_json(self, document: Any) -> tuple[int, str | None, bool]:
+        """The same for a parsed OTLP-JSON document; malformed parts are left to the decoder."""
+        shape = _Shape()
+        for span in _json_spans(document, shape, self):
+            self._json_attributes(span, shape)
+            events = span.get("events")
+            for event in events if isinstance(events, list) else ():
+                if isinstance(event, dict):
+                    self._json_attributes(event, shape)
+        return shape.rejected, shape.error, shape.changed
+
+    def _json_attributes(self, holder: MutableMapping[str, Any], shape: _Shape) -> None:
+        attributes = holder.get("attributes")
+        if not isinstance(attributes, list):
+            return
+        limit = self.limits.max_attributes_per_span
+        dropped = max(0, len(attributes) - limit)
+        kept = attributes[:limit]
+        if self.redactor.active:
+            redacted = []
+            for kv in kept:
+                if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+                    redacted.append(kv)
+                    continue
+                value = kv.get("value")
+                text = value.get("stringValue") if isinstance(value, dict) else None
+                keep, new = self.redactor.text(kv["key"], text if isinstance(text, str) else None)
+                if not keep:
+                    dropped += 1
+                    continue
+                if new is not None and new != text:
+                    kv = {**kv, "value": {"stringValue": new}}
+                redacted.append(kv)
+            kept = redacted
+        if dropped or kept != attributes:
+            holder["attributes"] = kept
+            previous = holder.get("droppedAttributesCount")
+            holder["droppedAttributesCount"] = dropped + (
+                previous if isinstance(previous, int) and not isinstance(previous, bool) else 0)
+            shape.changed = True
+
+
+def _json_trace_id(span: object) -> str | None:
+    trace_id = span.get("traceId") if isinstance(span, dict) else None
+    return trace_id.lower() if isinstance(trace_id, str) else None
+
+
+def _json_spans(document: Any, shape: _Shape, guard: Guard) -> list[dict[str, Any]]:
+    """The span objects of a document, with spans over the per-trace limit removed."""
+    scopes: list[dict[str, Any]] = []
+    resources = document.get("resourceSpans") if isinstance(document, dict) else None
+    for resource in resources if isinstance(resources, list) else ():
+        for key in ("scopeSpans", "instrumentationLibrarySpans"):
+            found = resource.get(key) if isinstance(resource, dict) else None
+            scopes.extend(scope for scope in (found if isinstance(found, list) else ())
+                          if isinstance(scope, dict) and isinstance(scope.get("spans"), list))
+    counts = Counter(t for scope in scopes for span in scope["spans"]
+                     if (t := _json_trace_id(span)) is not None)
+    remaining = guard._admit(counts, shape)
+    spans: list[dict[str, Any]] = []
+    for scope in scopes:
+        kept = []
+        for span in scope["spans"]:
+            trace_id = _json_trace_id(span)
+            if trace_id is not None:
+                if remaining[trace_id] <= 0:
+                    shape.changed = True
+                    continue
+                remaining[trace_id] -= 1
+            kept.append(span)
+            if isinstance(span, dict):
+                spans.append(span)
+        scope["spans"] = kept
+    return spans

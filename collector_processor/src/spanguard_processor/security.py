@@ -1,0 +1,121 @@
+"""Who may send spans: an optional bearer token (compared in constant time) and TLS.
+
+The token comes from a file or the ``SPANGUARD_TOKEN`` environment variable, never from the
+command line (where ``ps`` would show it). Both receivers check it: OTLP/HTTP answers 401 with
+``WWW-Authenticate: Bearer``; OTLP/gRPC answers ``UNAUTHENTICATED``. ``GET /health`` stays open
+(it reveals counters only) so load balancers can probe it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from spanguard.exceptions import ConfigError
+
+__all__ = ["TOKEN_ENV", "BearerAuth", "Security", "TokenInterceptor", "read_token",
+           "token_matches"]
+
+TOKEN_ENV = "SPANGUARD_TOKEN"
+_OPEN_PATHS = frozenset({"/health"})
+
+
+def token_matches(expected: bytes, authorization: str | bytes | None) -> bool:
+    """True when ``authorization`` is ``Bearer <expected>``; constant time in the token."""
+    if authorization is None:
+        return False
+    if isinstance(authorization, str):
+        authorization = authorization.encode("utf-8", "replace")
+    scheme, _, presented = authorization.strip().partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(presented.strip(), expected)
+
+
+def read_token(token_file: Path | None) -> bytes | None:
+    """The token from ``token_file`` or ``$SPANGUARD_TOKEN`` (file first); None when neither."""
+    if token_file is not None:
+        try:
+            text = token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError("--token-file", f"{token_file} cannot be read: {exc}.") from None
+        if not text:
+            raise ConfigError("--token-file", f"{token_file} is empty.")
+    else:
+        text = os.environ.get(TOKEN_ENV, "").strip()
+        if not text:
+            return None
+    if len(text) < 16:
+        raise ConfigError("--token-file" if token_file else TOKEN_ENV,
+                          "the token must be at least 16 characters.")
+    return text.encode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class Security:
+    """The token (if any) and the TLS certificate chain and key files (if any)."""
+
+    token: bytes | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("--tls-cert/--tls-key", "give both the certificate and the key.")
+        for name, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key)):
+            if path is not None and not path.is_file():
+                raise ConfigError(name, f"{path} does not exist.")
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert is not None
+
+    def grpc_credentials(self) -> Any:
+        assert self.tls_cert is not None and self.tls_key is not None
+        return grpc.ssl_server_credentials(
+            [(self.tls_key.read_bytes(), self.tls_cert.read_bytes())])
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request but ``/health`` needs the bearer token."""
+
+    def __init__(self, app: Any, token: bytes) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") in _OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if token_matches(self.token, headers.get(b"authorization")):
+            await self.app(scope, receive, send)
+            return
+        body = b'{"code":16,"message":"a valid bearer token is required."}'
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
+            (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class TokenInterceptor(grpc.ServerInterceptor):
+    """gRPC: calls without ``authorization: Bearer <token>`` end with UNAUTHENTICATED."""
+
+    def __init__(self, token: bytes) -> None:
+        self._token = token
+
+        def deny(request: Any, context: Any) -> Any:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required.")
+
+        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+
+    def intercept_service(self, continuation: Callable[[Any], Any],
+                          handler_call_details: Any) -> Any:
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key == "authorization" and token_matches(self._token, value):
+                return continuation(handler_call_details)
+        return self._deny

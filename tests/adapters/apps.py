@@ -1,0 +1,72 @@
+"""Framework objects for the adapter tests and for ``spanguard run --adapter``.
+
+The LangGraph graph is a real ``StateGraph`` with a ``ToolNode``; its chat model is LangChain's
+``GenericFakeChatModel`` scripted per counterfactual group: the graph node reads the group
+from the run config's metadata, where the adapter puts the assignments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+
+@tool
+def kb_search(query: str) -> str:
+    """Search the knowledge base."""
+    return f"3 articles about {query}"
+
+
+def _usage(i: int, o: int) -> Any:
+    return {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
+
+
+def scripted_model(tool_first: bool) -> GenericFakeChatModel:
+    """A fake chat model that (optionally) asks for kb_search, then answers."""
+    script: list[AIMessage] = []
+    if tool_first:
+        script.append(AIMessage(content="", usage_metadata=_usage(11, 3), tool_calls=[
+            {"name": "kb_search", "args": {"query": "refunds"}, "id": "call_kb_1"}]))
+    script.append(AIMessage(content="Here is how refunds work.", usage_metadata=_usage(25, 6)))
+    return GenericFakeChatModel(messages=itertools.cycle(script))
+
+
+def build_graph(biased: bool) -> Any:
+    models = {"tool": scripted_model(True), "plain": scripted_model(False)}
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        group = (config.get("metadata") or {}).get("gender")
+        model = models["tool" if not biased or group == "man" else "plain"]
+        return {"messages": [model.invoke(state["messages"], config)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([kb_search]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile()
+
+
+fair_graph = build_graph(biased=False)
+biased_graph = build_graph(biased=True)
+uncompiled = StateGraph(MessagesState)
+silent_model = GenericFakeChatModel(messages=itertools.cycle([AIMessage(content=[])]))
+
+
+def __getattr__(name: str) -> Any:
+    # an OpenAI client for the stub server whose address the test puts in the environment
+    if name == "stub_client":
+        import openai
+
+        return openai.OpenAI(base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"], api_key="test",
+                             max_retries=0)
+    raise AttributeError(name)

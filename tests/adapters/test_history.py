@@ -1,0 +1,104 @@
+"""Run history: ``spanguard run -o DIR`` appends to DIR/history.jsonl, the reports show the
+trend, and ``spanguard compare`` reads history entries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from spanguard_processor.cli import cli
+
+_FAST = ["--bootstrap", "200", "--permutations", "99"]
+_APPS = "tests.fairness.apps"
+
+
+def _suite(tmp_path: Path) -> Path:
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({
+        "dataset": {"prompts": [
+            {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
+             "attributes": {"gender": ["man", "woman"]}} for i in range(10)]},
+        "metrics": [{"type": "tool_use_parity"}, {"type": "escalation_parity"}],
+    }))
+    return path
+
+
+def _run(suite: Path, app: str, out: Path) -> int:
+    result = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:{app}", "-o",
+                                      str(out), *_FAST])
+    return result.exit_code
+
+
+def test_each_run_appends_history_and_reports_show_the_trend(tmp_path: Path) -> None:
+    suite, out = _suite(tmp_path), tmp_path / "out"
+    assert _run(suite, "fair", out) == 0
+    first_md = (out / "report.md").read_text()
+    assert "## Trend (against the previous 0 run(s))" in first_md
+    assert "| tool_use_parity | – | 0.0000 | new |" in first_md
+    assert _run(suite, "biased", out) == 1
+    lines = (out / "history.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["failure_count"] == 0 and second["failure_count"] == 2
+    assert second["failed_metrics"] == ["escalation_parity", "tool_use_parity"]
+    assert set(second["metrics"]["tool_use_parity"]) >= {"score", "passed", "direction",
+                                                         "threshold", "confidence_interval"}
+    md = (out / "report.md").read_text()
+    assert "| tool_use_parity | 0.0000 | 1.0000 | ↑ worse (+1.0000) |" in md
+    report = json.loads((out / "report.json").read_text())
+    trend = report["spanguard"]["trend"]
+    assert trend["previous_runs"] == 1
+    assert {r["metric"]: r["change"] for r in trend["metrics"]} == {
+        "escalation_parity": "worse", "tool_use_parity": "worse"}
+    assert '<section id="trend">' in (out / "report.html").read_text()
+
+
+def test_compare_reads_history_entries(tmp_path: Path) -> None:
+    suite, out = _suite(tmp_path), tmp_path / "out"
+    _run(suite, "fair", out)
+    _run(suite, "biased", out)
+    history = out / "history.jsonl"
+    worse = CliRunner().invoke(cli, ["compare", f"{history}@-2", str(history), "--format",
+                                     "json"])
+    assert worse.exit_code == 1, worse.output
+    assert json.loads(worse.stdout)["regressed"] == ["escalation_parity", "tool_use_parity"]
+    same = CliRunner().invoke(cli, ["compare", str(history), str(out)])
+    assert same.exit_code == 0 and same.output.endswith("no fairness regression\n")
+    better = CliRunner().invoke(cli, ["compare", f"{history}@1", f"{history}@0"])
+    assert better.exit_code == 0
+    missing = CliRunner().invoke(cli, ["compare", f"{history}@5", str(out)])
+    assert missing.exit_code == 2
+    assert missing.output == f"Error: {history}: has 2 run(s); there is no run @5.\n"
+
+
+def test_compare_reads_fairtrace_history_json(tmp_path: Path) -> None:
+    entries = [{"generated_at": "2026-11-29T23:20:08+00:00", "variant_count": 4,
+                "failure_count": 0, "failed_metrics": [],
+                "metrics": {"tool_use_parity": {"score": 0.0, "passed": True,
+                                                "direction": "lower"}}},
+               {"generated_at": "2026-11-29T23:30:08+00:00", "variant_count": 4,
+                "failure_count": 1, "failed_metrics": ["tool_use_parity"],
+                "metrics": {"tool_use_parity": {"score": 1.0, "passed": False,
+                                                "direction": "lower"}}}]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(entries, indent=2))
+    result = CliRunner().invoke(cli, ["compare", f"{path}@0", f"{path}@-1"])
+    assert result.exit_code == 1
+    assert result.output.endswith("fairness regressed: tool_use_parity\n")
+
+
+def test_a_corrupt_history_line_is_bad_input_and_keeps_the_runs(tmp_path: Path) -> None:
+    suite, out = _suite(tmp_path), tmp_path / "out"
+    _run(suite, "fair", out)
+    history = out / "history.jsonl"
+    good = history.read_text()
+    history.write_text(good + "{not json\n")
+    result = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:fair", "-o",
+                                      str(out), *_FAST])
+    assert result.exit_code == 2
+    assert result.output.endswith(
+        f"Error: {history}:2: is not valid JSON (Expecting property name enclosed in double "
+        "quotes); each line of a history file is one run.\n")
+    assert history.read_text() == good + "{not json\n"

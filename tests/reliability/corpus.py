@@ -1,0 +1,95 @@
+"""Valid inputs to start fuzzing from, and the tally of how many inputs each fuzz test tried.
+
+The seeds are real: OTLP requests encoded by the OTel SDK's own exporter code from the spans of
+the processor tests' agent app, their OTLP-JSON form, assembled agent traces and fairtrace and
+trace2eval records. Mutating a valid input reaches far deeper into a decoder than random bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import cache
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.processor.agent_app import run_request
+
+#: fuzz test name -> inputs tried; printed in the terminal summary (see conftest.py).
+TRIED: Counter[str] = Counter()
+#: one line per measured figure (crash, load, SDK faults); printed in the terminal summary.
+FIGURES: list[str] = []
+
+
+@cache
+def otlp_requests(count: int = 4) -> tuple[bytes, ...]:
+    """Serialized ``ExportTraceServiceRequest`` messages, one per agent request."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("fuzz")
+    bodies = []
+    for index in range(count):
+        exporter.clear()
+        run_request(tracer, index)
+        bodies.append(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    provider.shutdown()
+    return tuple(bodies)
+
+
+def hex_ids(node: Any) -> Any:
+    # OTLP-JSON carries ids as hex; MessageToDict writes base64.
+    if isinstance(node, dict):
+        out = {k: hex_ids(v) for k, v in node.items()}
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if isinstance(out.get(key), str) and out[key]:
+                import base64
+
+                out[key] = base64.b64decode(out[key]).hex()
+        return out
+    if isinstance(node, list):
+        return [hex_ids(v) for v in node]
+    return node
+
+
+@cache
+def otlp_json_documents(count: int = 4) -> tuple[str, ...]:
+    """The same requests as OTLP-JSON documents (hex ids), one line each."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    docs = []
+    for body in otlp_requests(count):
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        docs.append(json.dumps(hex_ids(MessageToDict(request)), separators=(",", ":")))
+    return tuple(docs)
+
+
+def agent_trace_line() -> str:
+    """One valid assembled agent trace, as a JSONL line."""
+    from spanguard_processor.convert import trace_from_records
+    from spanguard_processor.ingest.otlp_json import decode_document
+    from spanguard_processor.spans import decode_batch
+
+    batch = decode_document(json.loads(otlp_json_documents(1)[0]))
+    record = decode_batch(batch.fmt, batch.body)
+    trace = trace_from_records([record(s.position) for s in batch.spans], [], partial=False)
+    return json.dumps(trace.to_dict(), sort_keys=True)
+
+
+SUITE = {
+    "dataset": {"prompts": [{"id": "s1", "prompt": "I am {gender}; help me.",
+                             "attributes": {"gender": ["a woman", "a man"]}}]},
+    "metrics": [{"type": "tool_use_parity"}],
+}
+
+OUTPUT_ROW = {"id": "case-1", "input": "reset password?", "output": "use the link",
+              "latency_ms": 120.5, "cost_usd": 0.001, "feedback": "thumbs_up",
+              "retried": False, "expect": {"contains": ["link"]}}

@@ -1,0 +1,127 @@
+"""Crash safety: ``kill -9`` the processor at random points during ingest, 20 times over.
+
+One store, 20 cycles. Each cycle starts ``spanguard serve`` as a real subprocess, streams
+pre-encoded OTLP requests at it from two client threads (some requests re-sent, as exporters
+do on retry), and SIGKILLs it after a random delay. After every kill, before anything else
+touches the store: SQLite's ``PRAGMA integrity_check`` is ``ok``, every span of every request
+the processor acknowledged (HTTP 200) is present, and no (trace, span) is stored twice. At the
+end a last clean run re-sends everything that was not acknowledged; then every request is
+stored exactly once and assembles into exactly one complete agent trace.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from spanguard_processor.store import SpanStore
+from tests.processor.agent_app import SPANS_PER_REQUEST, run_request
+from tests.processor.serve_process import ServeProcess
+from tests.reliability.corpus import FIGURES
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+PROTO = {"content-type": "application/x-protobuf"}
+KILLS = 20
+REQUESTS = 600
+SEED = 20261130
+
+
+def encoded_requests() -> list[tuple[bytes, frozenset[tuple[str, str]]]]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("crash")
+    out = []
+    for index in range(REQUESTS):
+        exporter.clear()
+        run_request(tracer, index)
+        spans = exporter.get_finished_spans()
+        ids = frozenset((format(s.get_span_context().trace_id, "032x"),  # type: ignore[union-attr]
+                         format(s.get_span_context().span_id, "016x"))  # type: ignore[union-attr]
+                        for s in spans)
+        out.append((encode_spans(spans).SerializeToString(), ids))
+    return out
+
+
+def _check_store(store: Path, acked: set[int],
+                 requests: list[tuple[bytes, frozenset[tuple[str, str]]]]) -> int:
+    with sqlite3.connect(store) as raw:
+        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with SpanStore(store, readonly=True) as db:
+        rows = db.span_ids()
+    present = set(rows)
+    assert len(rows) == len(present), "a span is stored twice"
+    for index in acked:
+        missing = requests[index][1] - present
+        assert not missing, f"acknowledged request {index} lost {len(missing)} span(s)"
+    return len(rows)
+
+
+def _stream(url: str, order: list[int], requests: list[tuple[bytes, frozenset[tuple[str, str]]]],
+            acked: set[int], lock: threading.Lock) -> None:
+    with httpx.Client(base_url=url, timeout=10) as client:
+        for index in order:
+            try:
+                ok = client.post("/v1/traces", content=requests[index][0],
+                                 headers=PROTO).status_code == 200
+            except httpx.HTTPError:
+                return  # the processor is gone
+            if ok:
+                with lock:
+                    acked.add(index)
+
+
+def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    requests = encoded_requests()
+    rng = random.Random(SEED)
+    acked: set[int] = set()
+    lock = threading.Lock()
+    killed_mid_stream = 0
+    for _cycle in range(KILLS):
+        server = ServeProcess(store, "--wait-duration", "0.1")
+        # each cycle sends fresh requests plus some already acknowledged (exporter retries)
+        fresh = [i for i in range(REQUESTS) if i not in acked]
+        resend = rng.sample(sorted(acked), min(len(acked), 10))
+        order = fresh[: 40 + rng.randrange(60)] + resend
+        rng.shuffle(order)
+        halves = [order[0::2], order[1::2]]
+        senders = [threading.Thread(target=_stream, args=(server.url, h, requests, acked, lock))
+                   for h in halves]
+        for sender in senders:
+            sender.start()
+        time.sleep(rng.uniform(0.0, 0.4))  # a random point: before, during or after the stream
+        in_progress = any(s.is_alive() for s in senders)
+        server.kill()
+        for sender in senders:
+            sender.join()
+        killed_mid_stream += in_progress
+        _check_store(store, acked, requests)
+    assert killed_mid_stream >= KILLS // 2, f"only {killed_mid_stream} kills hit mid-stream"
+
+    final = ServeProcess(store, "--wait-duration", "0.1")
+    try:
+        _stream(final.url, [i for i in range(REQUESTS) if i not in acked], requests, acked, lock)
+        final.wait_idle(0)
+    finally:
+        final.terminate()
+    assert acked == set(range(REQUESTS))
+    stored = _check_store(store, acked, requests)
+    assert stored == REQUESTS * SPANS_PER_REQUEST
+    with SpanStore(store, readonly=True) as db:
+        traces = list(db.iter_agent_traces())
+    assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(REQUESTS)]
+    assert all(not t.partial and len(t.trace.tool_calls) == 1 for t in traces)
+    FIGURES.append(f"crash safety: {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
+          f"{REQUESTS} requests, {stored} spans, each stored once")

@@ -1,0 +1,97 @@
+"""The SDK under fault injection: collector down, collector slow, invalid attribute values,
+flush at exit and on SIGTERM. The app runs as a real subprocess with the real OTLP/gRPC
+exporter and without ``PYTEST_CURRENT_TEST`` (under pytest the SDK re-raises its own bugs on
+purpose), so it behaves as in production. The app never sees an exception from spanguard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reliability.corpus import FIGURES
+from tests.sdk.rotel_helper import OtlpGrpcSink, free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _app(mode: str, endpoint: str, requests: int) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env["PYTHONUNBUFFERED"] = "1"
+    return subprocess.Popen([sys.executable, "-m", "tests.reliability.sdk_app", mode, endpoint,
+                             str(requests)], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _finish(process: subprocess.Popen[str], timeout: float = 60) -> tuple[dict[str, Any], float]:
+    started = time.monotonic()
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    return json.loads(out.splitlines()[0]), time.monotonic() - started
+
+
+class SlowSink(OtlpGrpcSink):
+    """A collector that takes ``delay`` seconds to answer every export."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def _add(self, request: Any) -> None:
+        time.sleep(self.delay)
+        super()._add(request)
+
+
+def test_collector_down_invalid_values_never_raise_and_exit_is_bounded() -> None:
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    report, exit_seconds = _finish(_app("invalid", closed, 200))
+    assert report["error_count"] == 0, report["errors"]
+    assert report["ended"] >= 200 * 4
+    assert exit_seconds < 30
+    FIGURES.append(f"collector down: 200 requests with invalid values, 0 exceptions, p50 "
+          f"{report['p50_us']} µs, p99 {report['p99_us']} µs; exit after {exit_seconds:.1f} s")
+
+
+def test_invalid_values_to_a_live_collector_export_every_span() -> None:
+    with OtlpGrpcSink() as sink:
+        report, _ = _finish(_app("invalid", sink.endpoint, 100))
+        assert report["error_count"] == 0, report["errors"]
+        assert len(sink.wait_for_spans(report["ended"], timeout=10)) == report["ended"]
+
+
+def test_slow_collector_does_not_slow_the_app_and_exit_flushes_everything() -> None:
+    with SlowSink(delay=1.0) as slow:
+        report, exit_seconds = _finish(_app("valid", slow.endpoint, 500))
+        assert report["error_count"] == 0
+        spans = slow.wait_for_spans(500 * 3, timeout=5)
+    assert len(spans) == report["ended"] == 500 * 3  # all flushed at exit, none dropped
+    assert report["p99_us"] < 50_000, report  # never waits for the 1 s collector
+    FIGURES.append(f"slow collector (1 s per export): p50 {report['p50_us']} µs, p99 "
+          f"{report['p99_us']} µs per request; every span flushed at exit "
+          f"({exit_seconds:.1f} s)")
+
+
+def test_sigterm_flushes_every_span_and_still_terminates() -> None:
+    with OtlpGrpcSink() as sink:
+        process = _app("sigterm", sink.endpoint, 300)
+        assert process.stdout is not None
+        report = json.loads(process.stdout.readline())
+        assert process.stdout.readline().strip() == "READY"
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+        assert process.returncode == -signal.SIGTERM  # terminated by SIGTERM, as before
+        assert report["error_count"] == 0
+        spans = sink.wait_for_spans(300 * 3, timeout=5)
+    assert len(spans) == report["ended"] == 300 * 3
+    FIGURES.append(f"SIGTERM: {len(spans)} of {report['ended']} queued spans flushed, "
+                   "exit status 'terminated by SIGTERM' kept")
