@@ -17,7 +17,7 @@ __all__ = ["init"]
               help="Suite file to create (.yaml/.yml for YAML, anything else JSON).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def init(output: Path, force: bool) -> None:
-    """Write a starter fairness suite: two templates × three groups, five metrics.
+    """Write a starter fairness suite: eight templates × three groups, five metrics.
 
     \b
     Example:
