@@ -306,7 +306,8 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
     cols = x.shape[1]
     interval = (stats.bias_corrected_interval(draws, p.score, cfg.level) if draws.size else None)
     cov, n_g = stats.permutation_covariance(p.design, x)
-    exact = p.design.n * cfg.permutation_samples <= cfg.exact_budget
+    # --permutations 0 (or a suite too large for Monte Carlo) uses the normal approximation
+    exact = 0 < p.design.n * cfg.permutation_samples <= cfg.exact_budget
     if p.estimate.groups_with_data < 2:
         p_value, method = None, None
     elif exact:
