@@ -16,6 +16,14 @@ metric, 2,000 bootstrap resamples. Runs in a child process so its peak RSS is it
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread: the products here are small per chunk, and on a shared 2-core machine
+# OpenBLAS's second thread spin-waits on a busy core (measured: 2x the CPU for the same wall
+# time when idle, and evaluations ~3x slower when the other core is loaded). Set before numpy
+# loads; the child process inherits it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
 import random
