@@ -104,9 +104,33 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(workdir: Path, t2e_fix
 
 def test_real_trace2eval_accepts_stable_id_cases(workdir: Path) -> None:
     assert run(SPANGUARD + ["cases", "build", LOG, "-o", "evalset"], workdir).returncode == 0
-    ids = [c["id"] for c in _lines(workdir / "evalset" / "cases.jsonl")]
-    assert all(i.startswith("case-") and len(i) == 17 for i in ids) and len(set(ids)) == 16
-    theirs = run(T2E + ["run", "--cases", "evalset/cases.jsonl", "--outputs",
-                        "examples/outputs_baseline.jsonl", "-o", "t2e.json"], workdir)
+    cases = _lines(workdir / "evalset" / "cases.jsonl")
+    ids = [c["id"] for c in cases]
+    assert all(str(i).startswith("case-") and len(str(i)) == 17 for i in ids)
+    assert len(set(ids)) == 16
+    # The fixture's outputs are keyed by trace2eval's positional ids; re-key them by question.
+    by_source = {c["source_trace_id"]: c["id"] for c in cases}
+    rekeyed = []
+    for record in _lines(workdir / "examples" / "outputs_baseline.jsonl"):
+        record["id"] = by_source[record["source_trace_id"]]
+        rekeyed.append(json.dumps(record, ensure_ascii=False))
+    (workdir / "outputs.jsonl").write_text("\n".join(rekeyed) + "\n", encoding="utf-8")
+    theirs = run(T2E + ["run", "--cases", "evalset/cases.jsonl", "--outputs", "outputs.jsonl",
+                        "-o", "t2e.json"], workdir)
     assert theirs.returncode == 0, theirs.stderr
-    assert json.loads((workdir / "t2e.json").read_text())["metrics"]["pass_rate"] == 1.0
+    metrics = json.loads((workdir / "t2e.json").read_text())["metrics"]
+    assert (metrics["total"], metrics["pass_rate"]) == (16, 1.0)
+
+
+def test_stable_ids_survive_a_rebuild_with_more_rows(workdir: Path) -> None:
+    assert run(SPANGUARD + ["cases", "build", LOG, "-o", "a"], workdir).returncode == 0
+    log = workdir / LOG
+    extra = {"id": "req-9999", "input": "全新的问题：发票抬头怎么改", "output": "",
+             "latency_ms": 500}
+    log.write_text(log.read_text(encoding="utf-8") + json.dumps(extra, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    assert run(SPANGUARD + ["cases", "build", LOG, "-o", "b"], workdir).returncode == 0
+    before = {c["input"]: c["id"] for c in _lines(workdir / "a" / "cases.jsonl")}
+    after = {c["input"]: c["id"] for c in _lines(workdir / "b" / "cases.jsonl")}
+    assert len(after) == len(before) + 1
+    assert all(after[q] == i for q, i in before.items())
