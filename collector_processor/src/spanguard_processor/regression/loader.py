@@ -231,7 +231,7 @@ class _Reader:
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
-            self.skip(name, number, f"is not valid JSON ({str(exc).split(':')[0]})")
+            self.skip(name, number, f"is not valid JSON ({exc.msg}, column {exc.colno})")
             return
         if not isinstance(data, dict):
             self.skip(name, number, "is not a JSON object")
