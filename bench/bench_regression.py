@@ -24,24 +24,99 @@ import tempfile
 import time
 from pathlib import Path
 
-EN_VERBS = ["reset", "change", "update", "cancel", "renew", "delete", "export", "verify",
-            "recover", "upgrade", "download", "transfer", "link", "unlink", "refund"]
-EN_NOUNS = ["password", "account", "subscription", "invoice", "order", "email address",
-            "phone number", "api key", "billing plan", "profile photo", "shipping address",
-            "payment method", "team seat", "workspace", "two factor login"]
-EN_TAILS = ["", " today", " on mobile", " for my team", " without losing data", " after moving",
-            " from the dashboard", " in the app", " quickly", " for a closed account"]
+EN_VERBS = [
+    "reset",
+    "change",
+    "update",
+    "cancel",
+    "renew",
+    "delete",
+    "export",
+    "verify",
+    "recover",
+    "upgrade",
+    "download",
+    "transfer",
+    "link",
+    "unlink",
+    "refund",
+]
+EN_NOUNS = [
+    "password",
+    "account",
+    "subscription",
+    "invoice",
+    "order",
+    "email address",
+    "phone number",
+    "api key",
+    "billing plan",
+    "profile photo",
+    "shipping address",
+    "payment method",
+    "team seat",
+    "workspace",
+    "two factor login",
+]
+EN_TAILS = [
+    "",
+    " today",
+    " on mobile",
+    " for my team",
+    " without losing data",
+    " after moving",
+    " from the dashboard",
+    " in the app",
+    " quickly",
+    " for a closed account",
+]
 ZH_VERBS = ["修改", "取消", "更新", "删除", "导出", "验证", "找回", "升级", "下载", "转移", "退款"]
-ZH_NOUNS = ["密码", "账户", "订阅", "发票", "订单", "邮箱地址", "手机号", "密钥", "套餐", "头像",
-            "收货地址", "支付方式", "团队席位", "工作区"]
-ZH_TAILS = ["", "今天", "在手机上", "给团队", "不丢数据", "搬家以后", "在控制台", "在应用里", "尽快"]
-EN_PARA = [("how do i {q}", 1), ("how can i {q}?", 1), ("please help me {q}", 1),
-           ("{q} - how?", 1), ("i want to {q}", 1), ("what is the way to {q}", 1)]
+ZH_NOUNS = [
+    "密码",
+    "账户",
+    "订阅",
+    "发票",
+    "订单",
+    "邮箱地址",
+    "手机号",
+    "密钥",
+    "套餐",
+    "头像",
+    "收货地址",
+    "支付方式",
+    "团队席位",
+    "工作区",
+]
+ZH_TAILS = [
+    "",
+    "今天",
+    "在手机上",
+    "给团队",
+    "不丢数据",
+    "搬家以后",
+    "在控制台",
+    "在应用里",
+    "尽快",
+]
+EN_PARA = [
+    ("how do i {q}", 1),
+    ("how can i {q}?", 1),
+    ("please help me {q}", 1),
+    ("{q} - how?", 1),
+    ("i want to {q}", 1),
+    ("what is the way to {q}", 1),
+]
 ZH_PARA = ["怎么{q}", "如何{q}？", "请帮我{q}", "我想{q}", "{q}怎么弄", "{q}的方法"]
-ANSWERS = ["You can do that from Settings > Account; it takes about two minutes and you will "
-           "receive a confirmation email once it is complete.", "请在「设置 - 账户」中操作，"
-           "完成后会收到确认邮件，整个过程大约两分钟。", "Sorry, I can't help with that.",
-           "好的。", "", "Done.", "I don't have enough information to answer that."]
+ANSWERS = [
+    "You can do that from Settings > Account; it takes about two minutes and you will "
+    "receive a confirmation email once it is complete.",
+    "请在「设置 - 账户」中操作，完成后会收到确认邮件，整个过程大约两分钟。",
+    "Sorry, I can't help with that.",
+    "好的。",
+    "",
+    "Done.",
+    "I don't have enough information to answer that.",
+]
 
 
 def _questions(rng: random.Random, count: int) -> list[str]:
@@ -63,8 +138,23 @@ def _paraphrase(rng: random.Random, q: str) -> str:
 
 
 def _documents(rng: random.Random, count: int) -> list[str]:
-    words = EN_NOUNS + EN_VERBS + ["policy", "section", "customer", "within", "days", "support",
-                                   "request", "processed", "eligible", "window", "statement"]
+    words = (
+        EN_NOUNS
+        + EN_VERBS
+        + [
+            "policy",
+            "section",
+            "customer",
+            "within",
+            "days",
+            "support",
+            "request",
+            "processed",
+            "eligible",
+            "window",
+            "statement",
+        ]
+    )
     return [" ".join(rng.choice(words) for _ in range(rng.randint(60, 140))) for _ in range(count)]
 
 
@@ -79,7 +169,8 @@ def make_log(path: Path, rows: int, seed: int = 7) -> None:
             if rng.random() < 0.10:
                 q = f"Context:\n{rng.choice(docs)}\n\nQuestion: {q}"
             row = {
-                "id": f"req-{i:07d}", "input": q,
+                "id": f"req-{i:07d}",
+                "input": q,
                 "output": rng.choices(ANSWERS, [60, 25, 3, 4, 2, 3, 3])[0],
                 "latency_ms": round(rng.lognormvariate(6.6, 0.5), 1),
                 "cost_usd": round(rng.lognormvariate(-8.5, 0.4), 7),
@@ -152,18 +243,24 @@ def main() -> None:
             log = work / f"log_{size}.jsonl"
             make_log(log, size)
             ours = _measure("ours", log, work / f"ours_{size}", args.timeout)
-            theirs = None if args.ours_only else _measure("t2e", log, work / f"t2e_{size}",
-                                                           args.timeout)
+            theirs = (
+                None if args.ours_only else _measure("t2e", log, work / f"t2e_{size}", args.timeout)
+            )
             assert ours is not None, f"spanguard did not finish {size} rows in {args.timeout}s"
             t_s = f"{theirs['seconds']:.2f}" if theirs else ("—" if args.ours_only else "timeout")
             t_mb = f"{theirs['peak_rss_mb']:.0f}" if theirs else "—"
             ratio = f"{theirs['seconds'] / ours['seconds']:.1f}×" if theirs else "—"
-            print(f"| {size:,} | {ours['seconds']:.2f} | {ours['peak_rss_mb']:.0f} | {t_s} | "
-                  f"{t_mb} | {ratio} |", flush=True)
+            print(
+                f"| {size:,} | {ours['seconds']:.2f} | {ours['peak_rss_mb']:.0f} | {t_s} | "
+                f"{t_mb} | {ratio} |",
+                flush=True,
+            )
         if not args.ours_only:
             n, pairs, same = _exactness(work / f"log_{size}.jsonl", 2000)
-            print(f"\nexactness: {n} distinct questions, {pairs} pairs at J>=0.6 by all-pairs; "
-                  f"indexed join finds the same set: {same}")
+            print(
+                f"\nexactness: {n} distinct questions, {pairs} pairs at J>=0.6 by all-pairs; "
+                f"indexed join finds the same set: {same}"
+            )
 
 
 if __name__ == "__main__":

@@ -81,8 +81,12 @@ def test_no_chaining_through_an_intermediate_phrasing() -> None:
 
 def test_shared_context_lines_are_left_out_of_the_comparison() -> None:
     doc = "Refunds are processed within fourteen days of the request being approved."
-    inputs = [f"Context:\n{doc}\nQuestion: how do I reset my password",
-              f"Context:\n{doc}\nQuestion: which plans include invoices"]
+    inputs = [
+        f"Context:\n{doc}\nQuestion: how do I reset my password",
+        f"Context:\n{doc}\nQuestion: which plans include invoices",
+    ]
     stripped = strip_shared_context(inputs)
     assert stripped[inputs[0]] == "Context:\nQuestion: how do I reset my password"
-    assert not similar(shingles(fold(stripped[inputs[0]])), shingles(fold(stripped[inputs[1]])), 0.6)
+    assert not similar(
+        shingles(fold(stripped[inputs[0]])), shingles(fold(stripped[inputs[1]])), 0.6
+    )

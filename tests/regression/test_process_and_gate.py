@@ -14,21 +14,37 @@ from spanguard_processor.jsonio import write_jsonl
 from spanguard_processor.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
 QUESTION = "How do I get a refund for order 1234?"
-ANSWER = ("Refunds for order 1234 are issued to the original payment method within 5 business "
-          "days once the return has been received.")
+ANSWER = (
+    "Refunds for order 1234 are issued to the original payment method within 5 business "
+    "days once the return has been received."
+)
 
 
-def _trace(n: int, *, text: str = QUESTION, output: str = ANSWER, tools: tuple[str, ...] = (
-        "lookup_order", "refund_policy"), escalated: bool = False, feedback: str | None = None,
-           ) -> AgentTrace:
+def _trace(
+    n: int,
+    *,
+    text: str = QUESTION,
+    output: str = ANSWER,
+    tools: tuple[str, ...] = ("lookup_order", "refund_policy"),
+    escalated: bool = False,
+    feedback: str | None = None,
+) -> AgentTrace:
     return AgentTrace(
-        trace_id=f"{n:032x}", request_id=f"req-{n}", input=text, output=output,
-        latency_ms=800.0, cost_usd=0.0002, feedback=feedback,
+        trace_id=f"{n:032x}",
+        request_id=f"req-{n}",
+        input=text,
+        output=output,
+        latency_ms=800.0,
+        cost_usd=0.0002,
+        feedback=feedback,
         trace=ProcessTrace(
             tool_calls=tuple(ToolCall(t) for t in tools),
-            retrieved_documents=(RetrievedDocument("kb-refunds", "policy", 1, 0.9),
-                                 RetrievedDocument(f"kb-{n}", "misc", 2, 0.5)),
-            escalated=escalated),
+            retrieved_documents=(
+                RetrievedDocument("kb-refunds", "policy", 1, 0.9),
+                RetrievedDocument(f"kb-{n}", "misc", 2, 0.5),
+            ),
+            escalated=escalated,
+        ),
     )
 
 
@@ -39,9 +55,15 @@ def _invoke(*args: str) -> Any:
 def _production(tmp_path: Path) -> Path:
     traces = [_trace(i) for i in range(1, 4)]
     traces.append(_trace(4, escalated=True, feedback="negative"))  # the complaint
-    traces += [_trace(10 + i, text=f"unrelated question number {i} about shipping zones",
-                      output="We ship to every country in the EU within a week.", tools=("ship",))
-               for i in range(6)]
+    traces += [
+        _trace(
+            10 + i,
+            text=f"unrelated question number {i} about shipping zones",
+            output="We ship to every country in the EU within a week.",
+            tools=("ship",),
+        )
+        for i in range(6)
+    ]
     path = tmp_path / "production.jsonl"
     write_jsonl(path, [t.to_dict() for t in traces])
     return path
@@ -51,7 +73,9 @@ def test_agent_traces_give_cases_with_process_expectations(tmp_path: Path) -> No
     result = _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev"))
     assert result.exit_code == 0, result.stderr
     assert "  10 of them are agent traces with a process trace" in result.stdout
-    (case,) = [json.loads(line) for line in (tmp_path / "ev" / "cases.jsonl").read_text().splitlines()]
+    (case,) = [
+        json.loads(line) for line in (tmp_path / "ev" / "cases.jsonl").read_text().splitlines()
+    ]
     assert case["source_trace_id"] == "req-4" and case["occurrences_in_log"] == 4
     assert case["trace_checks"] == [
         {"type": "tools_include", "value": ["lookup_order", "refund_policy"]},
@@ -65,37 +89,73 @@ def test_agent_traces_give_cases_with_process_expectations(tmp_path: Path) -> No
 
 
 def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_path: Path) -> None:
-    assert _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev")).exit_code == 0
+    assert (
+        _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev")).exit_code
+        == 0
+    )
     cases = str(tmp_path / "ev" / "cases.jsonl")
     good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
     write_jsonl(good, [_trace(100).to_dict()])
     write_jsonl(bad, [_trace(101, tools=("refund_policy",)).to_dict()])  # same text, one tool less
-    base = _invoke("cases", "run", "--cases", cases, "--traces", str(good), "-o",
-                   str(tmp_path / "base.json"))
+    base = _invoke(
+        "cases", "run", "--cases", cases, "--traces", str(good), "-o", str(tmp_path / "base.json")
+    )
     assert base.exit_code == 0, base.stderr
-    now = _invoke("cases", "run", "--cases", cases, "--traces", str(bad), "-o",
-                  str(tmp_path / "now.json"), "--show-failures", "--junit", str(tmp_path / "run.xml"))
+    now = _invoke(
+        "cases",
+        "run",
+        "--cases",
+        cases,
+        "--traces",
+        str(bad),
+        "-o",
+        str(tmp_path / "now.json"),
+        "--show-failures",
+        "--junit",
+        str(tmp_path / "run.xml"),
+    )
     assert now.exit_code == 0
     (case_id,) = json.loads((tmp_path / "now.json").read_text())["case_results"]
     assert f"  {case_id}: tools_include, tool_sequence" in now.stdout
     suite = ET.parse(tmp_path / "run.xml").getroot()
     assert suite.get("failures") == "1"
-    gate = _invoke("check", "--baseline", str(tmp_path / "base.json"), "--current",
-                   str(tmp_path / "now.json"), "--junit", str(tmp_path / "check.xml"),
-                   "--markdown", str(tmp_path / "check.md"))
+    gate = _invoke(
+        "check",
+        "--baseline",
+        str(tmp_path / "base.json"),
+        "--current",
+        str(tmp_path / "now.json"),
+        "--junit",
+        str(tmp_path / "check.xml"),
+        "--markdown",
+        str(tmp_path / "check.md"),
+    )
     assert gate.exit_code == 1
-    assert "| trace_compliance_rate | 1.0000 | 0 | dropped by 1.0000 (allowed 0.0200) |" in gate.stdout
+    assert (
+        "| trace_compliance_rate | 1.0000 | 0 | dropped by 1.0000 (allowed 0.0200) |" in gate.stdout
+    )
     assert f"cases that went from pass to fail (1): {case_id}" in gate.stdout
     assert gate.stderr == "\nFAIL: 2 regression(s) detected\n"
-    failures = [f.get("message") for f in ET.parse(tmp_path / "check.xml").getroot().iter("failure")]
+    failures = [
+        f.get("message") for f in ET.parse(tmp_path / "check.xml").getroot().iter("failure")
+    ]
     assert f"{case_id} passed in the baseline and fails now" in failures
     assert (tmp_path / "check.md").read_text().startswith("baseline\n| Metric | Value |")
 
 
 def _metrics(path: Path, results: dict[str, str], **values: Any) -> str:
-    metrics = {"total": len(results), "passed": 0, "failed": 0, "missing": 0, "pass_rate": 1.0,
-               "fallback_rate": 0.0, "format_compliance_rate": None, "p95_latency_ms": 1000.0,
-               "avg_cost_usd": 0.001, **values}
+    metrics = {
+        "total": len(results),
+        "passed": 0,
+        "failed": 0,
+        "missing": 0,
+        "pass_rate": 1.0,
+        "fallback_rate": 0.0,
+        "format_compliance_rate": None,
+        "p95_latency_ms": 1000.0,
+        "avg_cost_usd": 0.001,
+        **values,
+    }
     path.write_text(json.dumps({"version": "0.5.1", "metrics": metrics, "case_results": results}))
     return str(path)
 
@@ -124,12 +184,16 @@ def test_gate_and_run_reject_bad_files_with_exit_2(tmp_path: Path) -> None:
     base = _metrics(tmp_path / "b.json", {"c1": "pass"})
     result = _invoke("check", "--baseline", base, "--current", base, "--tolerance-scale", "-1")
     assert (result.exit_code, result.stderr.strip()) == (
-        2, "Error: --tolerance-scale: must be a finite number ≥ 0, got -1.0.")
+        2,
+        "Error: --tolerance-scale: must be a finite number ≥ 0, got -1.0.",
+    )
     listed = tmp_path / "list.json"
     listed.write_text("[1, 2]")
     result = _invoke("check", "--baseline", base, "--current", str(listed))
     assert (result.exit_code, result.stderr.strip()) == (
-        2, f"Error: {listed.as_posix()}: must hold a JSON object of metrics.")
+        2,
+        f"Error: {listed.as_posix()}: must hold a JSON object of metrics.",
+    )
     dup = tmp_path / "dup.json"
     dup.write_text('{"metrics": {"pass_rate": 1}, "case_results": {"c1": "pass", "c1": "fail"}}')
     result = _invoke("check", "--baseline", base, "--current", str(dup))
@@ -140,7 +204,9 @@ def test_gate_and_run_reject_bad_files_with_exit_2(tmp_path: Path) -> None:
     out.write_text('{"id": "a", "output": "x"}\n')
     result = _invoke("cases", "run", "--cases", str(cases), "--outputs", str(out))
     assert (result.exit_code, result.stderr.strip()) == (
-        2, f"Error: {cases.as_posix()}:2: field 'id': repeats case id 'a' (first on line 1).")
+        2,
+        f"Error: {cases.as_posix()}:2: field 'id': repeats case id 'a' (first on line 1).",
+    )
     cases.write_text('{"id": "a", "checks": []}\n{"id": "b", "checks": [}\n')
     result = _invoke("cases", "run", "--cases", str(cases), "--outputs", str(out))
     assert result.exit_code == 2
@@ -152,10 +218,13 @@ def test_run_counts_unreadable_output_lines(tmp_path: Path) -> None:
     cases.write_text('{"id": "a", "checks": [{"type": "min_chars", "value": 2}]}\n')
     out = tmp_path / "o.jsonl"
     out.write_text('{"id": "a", "completion": "hello"}\n{oops\n')
-    result = _invoke("cases", "run", "--cases", str(cases), "--outputs", str(out), "-o",
-                     str(tmp_path / "m.json"))
+    result = _invoke(
+        "cases", "run", "--cases", str(cases), "--outputs", str(out), "-o", str(tmp_path / "m.json")
+    )
     assert result.exit_code == 0
-    assert f"skipped: {out.as_posix()}:2: is not valid UTF-8 JSON (JSONDecodeError); line skipped." \
+    assert (
+        f"skipped: {out.as_posix()}:2: is not valid UTF-8 JSON (JSONDecodeError); line skipped."
         in result.stderr
+    )
     metrics = json.loads((tmp_path / "m.json").read_text())["metrics"]
     assert (metrics["pass_rate"], metrics["skipped_output_lines"]) == (1.0, 1)

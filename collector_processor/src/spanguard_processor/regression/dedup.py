@@ -68,9 +68,7 @@ class TokenSets:
         self.encoded: list[tuple[int, ...]] = [tuple(sorted(rank[t] for t in s)) for s in sets]
 
 
-def _candidates(
-    index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float
-) -> set[int]:
+def _candidates(index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float) -> set[int]:
     found: set[int] = set()
     for token in tokens[: prefix_length(len(tokens), threshold)]:
         posting = index.get(token)
@@ -79,7 +77,9 @@ def _candidates(
     return found
 
 
-def _add(index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float, ident: int) -> None:
+def _add(
+    index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float, ident: int
+) -> None:
     for token in tokens[: prefix_length(len(tokens), threshold)]:
         index.setdefault(token, []).append(ident)
 
@@ -108,10 +108,7 @@ def similar_pairs(sets: Sequence[frozenset[str]], threshold: float) -> set[tuple
 def brute_force_pairs(sets: Sequence[frozenset[str]], threshold: float) -> set[tuple[int, int]]:
     """The O(N²) reference the indexed join must agree with."""
     return {
-        (i, j)
-        for j in range(len(sets))
-        for i in range(j)
-        if similar(sets[i], sets[j], threshold)
+        (i, j) for j in range(len(sets)) for i in range(j) if similar(sets[i], sets[j], threshold)
     }
 
 
@@ -158,7 +155,9 @@ def leader_clusters(
                     if seen < 0 or not _length_ok(n, m, threshold):
                         continue
                     bound = seen + 1 + min(n - i - 1, m - j - 1)
-                    overlap[cluster] = seen + 1 if bound >= _required_overlap(n, m, threshold) else -1
+                    overlap[cluster] = (
+                        seen + 1 if bound >= _required_overlap(n, m, threshold) else -1
+                    )
             for cluster in sorted(c for c, count in overlap.items() if count > 0):
                 if similar(sets[item], sets[representatives[cluster]], threshold):
                     target = cluster
@@ -180,8 +179,9 @@ def strip_shared_context(inputs: Iterable[str]) -> dict[str, str]:
     distinct = [text for text in dict.fromkeys(inputs) if "\n" in text]
     counts: Counter[str] = Counter()
     for text in distinct:
-        counts.update({line.strip() for line in text.split("\n")
-                       if len(line.strip()) >= CONTEXT_LINE_CHARS})
+        counts.update(
+            {line.strip() for line in text.split("\n") if len(line.strip()) >= CONTEXT_LINE_CHARS}
+        )
     stripped: dict[str, str] = {}
     for text in distinct:
         lines = text.split("\n")

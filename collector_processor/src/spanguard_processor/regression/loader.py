@@ -142,7 +142,9 @@ def _pick_key(data: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
     return "", None
 
 
-def _number(data: dict[str, Any], keys: tuple[str, ...], warn: list[tuple[str, str]]) -> float | None:
+def _number(
+    data: dict[str, Any], keys: tuple[str, ...], warn: list[tuple[str, str]]
+) -> float | None:
     key, value = _pick_key(data, keys)
     if not key or isinstance(value, bool):
         return None
@@ -213,7 +215,9 @@ class _Reader:
         with stream:
             for number, raw, size in _iter_lines(stream, self.cap):
                 if raw is None:
-                    self.skip(name, number, f"is {size} bytes long, over the {self.cap}-byte line cap")
+                    self.skip(
+                        name, number, f"is {size} bytes long, over the {self.cap}-byte line cap"
+                    )
                     continue
                 self.read_line(name, number, raw)
 
@@ -284,10 +288,20 @@ class _Reader:
         self.note_id(row_id, name, number)
         output = str(raw_output)
         return Row(
-            index=index, id=row_id, input=str(raw_input), output=output,
-            chars=len(output.strip()), fallback=detect_fallback(output) if output else None,
-            latency_ms=latency, cost_usd=cost, feedback=feedback, retried=retried,
-            expect=expect, process=process, file=name, line=number,
+            index=index,
+            id=row_id,
+            input=str(raw_input),
+            output=output,
+            chars=len(output.strip()),
+            fallback=detect_fallback(output) if output else None,
+            latency_ms=latency,
+            cost_usd=cost,
+            feedback=feedback,
+            retried=retried,
+            expect=expect,
+            process=process,
+            file=name,
+            line=number,
         )
 
     def note_id(self, row_id: str, name: str, number: int) -> None:

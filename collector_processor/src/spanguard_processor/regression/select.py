@@ -89,8 +89,9 @@ def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]],
     return group_rows, keys
 
 
-def _health(sel_clusters: list[Cluster], sets: list[frozenset[str]], threshold: float,
-            total: int) -> ClusterHealth:
+def _health(
+    sel_clusters: list[Cluster], sets: list[frozenset[str]], threshold: float, total: int
+) -> ClusterHealth:
     multi = [c for c in sel_clusters if c.size > 1]
     worst, below, compared = 1.0, 0, 0
     for cluster in multi:
@@ -129,8 +130,10 @@ def cluster_log(
     link = None
     if matcher is not None:
         texts = [rows[members[0]].input for members in group_rows]
+
         def link(item: int, rep: int) -> bool:
             return matcher(texts[item], texts[rep]) >= threshold
+
     assignment = leader_clusters(sets, threshold, link)
     clusters: list[Cluster] = []
     for group, target in enumerate(assignment):
