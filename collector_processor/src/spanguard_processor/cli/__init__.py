@@ -33,7 +33,12 @@ EXIT_INTERNAL = 3
 COMMANDS: dict[str, str] = {
     "cases": "spanguard_processor.cli.cases:cases",
     "check": "spanguard_processor.cli.check:check",
-    "demo": "spanguard_processor.cli.demo:demo",
+    "compare": "spanguard_processor.cli.compare:compare",
+    "fairness": "spanguard_processor.cli.fairness:fairness",
+    "ingest": "spanguard_processor.cli.ingest:ingest",
+    "init": "spanguard_processor.cli.init:init",
+    "run": "spanguard_processor.cli.run:run",
+    "serve": "spanguard_processor.cli.serve:serve",
     "traces": "spanguard_processor.cli.traces:traces",
 }
 

@@ -40,3 +40,47 @@ def convert(source: Path, fmt: str, output: Path) -> None:
     rows = [converter(trace) for trace in read_agent_traces(source)]
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
+
+
+@traces.command()
+@click.option("--store", "stores", type=click.Path(dir_okay=False, path_type=Path),
+              multiple=True, required=True,
+              help="A span store, or any span file or agent-trace JSONL; repeat to read several "
+                   "(e.g. one store per processor replica).")
+@click.option("-f", "--format", "fmt", type=click.Choice(sorted(_CONVERTERS)), default="agent",
+              show_default=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="JSONL file to write (replaced atomically).")
+@click.option("--include-pending", is_flag=True,
+              help="Also export traces still in flight in a store (marked partial).")
+def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bool) -> None:
+    """Export the assembled traces of span stores as JSONL.
+
+    With --format trace2eval, traces recorded without input text (content capture off) cannot
+    become regression cases; they are left out and counted.
+
+    \b
+    Example:
+      spanguard traces export --store spans.db --format trace2eval -o logs.jsonl
+      spanguard traces export --store a.db --store b.db -f fairtrace -o records.jsonl
+    """
+    from spanguard.exceptions import TraceFormatError
+
+    from ..readers import read_agent_traces_any
+
+    for path in stores:
+        if not path.is_file():
+            raise TraceFormatError("does not exist.", file=str(path))
+    converter = _CONVERTERS[fmt]
+    rows = []
+    without_input = 0
+    for trace in read_agent_traces_any(list(stores), include_pending=include_pending):
+        if fmt == "trace2eval" and (trace.input is None or not trace.input.strip()):
+            without_input += 1
+            continue
+        rows.append(converter(trace))
+    count = write_jsonl(output, rows)
+    click.echo(f"wrote {count} {fmt} record(s) to {output}")
+    if without_input:
+        click.echo(f"left out {without_input} trace(s) without input text (record with content "
+                   "capture on to mine regression cases from them)", err=True)

@@ -1,0 +1,159 @@
+"""Trace assembly: group spans by trace id and decide when each trace is whole.
+
+A pure class (no I/O, no threads, an injected clock), named after the OpenTelemetry Collector's
+``groupbytrace`` processor:
+
+* ``wait_duration`` — a trace is released once its root span has arrived and no span of it has
+  arrived for this long;
+* ``num_traces`` — at most this many traces are held in flight; adding one more releases the
+  least recently active trace early (``reason="evicted"``);
+* a trace whose root never comes is released after ``orphan_timeout`` of silence, or at
+  :meth:`TraceAssembler.flush`; either way it is marked ``partial``;
+* the same span delivered twice while its trace is in flight counts once (``duplicates``);
+* a span of a trace released earlier (remembered for ``remember_released`` traces) opens a
+  *late* group that is released like any other, with ``late=True``: the store merges it into the
+  trace already stored.
+
+The assembler holds span ids only; span bodies live in the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["ReleasedTrace", "SpanKey", "TraceAssembler"]
+
+
+class SpanKey(Protocol):
+    """What the assembler needs of a span (``EncodedSpan`` and ``SpanRecord`` both fit)."""
+
+    @property
+    def trace_id(self) -> str: ...
+
+    @property
+    def span_id(self) -> str: ...
+
+    @property
+    def is_root(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasedTrace:
+    """A trace the assembler let go: its span ids (sorted), why, and whether it is whole."""
+
+    trace_id: str
+    span_ids: tuple[str, ...]
+    partial: bool
+    late: bool
+    reason: str  # "complete" | "evicted" | "orphaned" | "flushed"
+
+
+@dataclass(slots=True)
+class _Group:
+    first_seen: float
+    last_seen: float
+    root_seen: bool
+    late: bool
+    span_ids: set[str] = field(default_factory=set)
+
+
+class TraceAssembler:
+    """Groups spans into traces and releases each when it is whole (see the module docstring)."""
+
+    def __init__(
+        self,
+        wait_duration: float = 2.0,
+        num_traces: int = 10_000,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        orphan_timeout: float = 60.0,
+        remember_released: int | None = None,
+    ) -> None:
+        if wait_duration < 0:
+            raise ValueError("wait_duration must not be negative")
+        if num_traces < 1:
+            raise ValueError("num_traces must be at least 1")
+        self.wait_duration = wait_duration
+        self.num_traces = num_traces
+        self.orphan_timeout = max(orphan_timeout, wait_duration)
+        self._clock = clock
+        self._groups: OrderedDict[str, _Group] = OrderedDict()  # least recently active first
+        self._released: OrderedDict[str, None] = OrderedDict()
+        self._remember = remember_released if remember_released is not None else 10 * num_traces
+        self.duplicates = 0
+        self.spans_added = 0
+
+    @property
+    def in_flight(self) -> int:
+        """How many traces are held, waiting to be released."""
+        return len(self._groups)
+
+    def add(self, spans: Iterable[SpanKey]) -> list[ReleasedTrace]:
+        """Take spans in; returns the traces evicted to stay within ``num_traces``."""
+        now = self._clock()
+        evicted: list[ReleasedTrace] = []
+        for span in spans:
+            group = self._groups.get(span.trace_id)
+            if group is None:
+                if len(self._groups) >= self.num_traces:
+                    oldest = next(iter(self._groups))
+                    evicted.append(self._release(oldest, "evicted"))
+                late = span.trace_id in self._released
+                group = _Group(now, now, root_seen=late, late=late)
+                self._groups[span.trace_id] = group
+            else:
+                self._groups.move_to_end(span.trace_id)
+            group.last_seen = now  # keeps _groups ordered by last activity
+            if span.span_id in group.span_ids:
+                self.duplicates += 1
+                continue
+            self.spans_added += 1
+            group.span_ids.add(span.span_id)
+            group.root_seen = group.root_seen or span.is_root
+        return evicted
+
+    def poll(self) -> list[ReleasedTrace]:
+        """The traces due now: root seen and quiet for ``wait_duration``, or orphaned."""
+        now = self._clock()
+        due: list[str] = []
+        orphaned: list[str] = []
+        for trace_id, group in self._groups.items():
+            idle = now - group.last_seen
+            if idle < self.wait_duration:
+                break  # groups are ordered by last activity: the rest are younger
+            if group.root_seen:
+                due.append(trace_id)
+            elif idle >= self.orphan_timeout:
+                orphaned.append(trace_id)
+        return [self._release(t, "complete") for t in due] + [
+            self._release(t, "orphaned") for t in orphaned
+        ]
+
+    def next_due(self) -> float | None:
+        """Seconds until the next trace could be released, or None when nothing is in flight."""
+        if not self._groups:
+            return None
+        oldest = next(iter(self._groups.values()))
+        return max(0.0, oldest.last_seen + self.wait_duration - self._clock())
+
+    def flush(self) -> list[ReleasedTrace]:
+        """Release every trace in flight now (at shutdown); those without a root are partial."""
+        return [self._release(trace_id, "flushed") for trace_id in list(self._groups)]
+
+    def _release(self, trace_id: str, reason: str) -> ReleasedTrace:
+        group = self._groups.pop(trace_id)
+        self._released[trace_id] = None
+        self._released.move_to_end(trace_id)
+        while len(self._released) > self._remember:
+            self._released.popitem(last=False)
+        return ReleasedTrace(
+            trace_id=trace_id,
+            span_ids=tuple(sorted(group.span_ids)),
+            partial=not group.root_seen,
+            late=group.late,
+            reason=reason,
+        )

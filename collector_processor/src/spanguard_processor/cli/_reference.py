@@ -1,0 +1,43 @@
+"""Render the CLI reference (docs/cli.md) from the commands' own ``--help`` text.
+
+``python -m spanguard_processor.cli._reference > docs/cli.md`` regenerates it; a test fails when
+the checked-in page and the help text drift apart.
+"""
+
+from __future__ import annotations
+
+import click
+
+from . import cli
+
+__all__ = ["render_reference"]
+
+_HEADER = """# CLI reference
+
+Generated from `--help` by `python -m spanguard_processor.cli._reference > docs/cli.md`;
+a test keeps it in sync. Exit codes for every command: 0 pass, 1 gate failed, 2 bad input or
+usage, 3 internal error.
+"""
+
+
+def _walk(command: click.Command, path: list[str], ctx: click.Context) -> list[str]:
+    sections = [f"## `{' '.join(path)}`\n", "```text", command.get_help(ctx).rstrip(), "```\n"]
+    if isinstance(command, click.Group):
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is None or sub.hidden:
+                continue
+            sub_ctx = click.Context(sub, info_name=name, parent=ctx, terminal_width=100,
+                                    max_content_width=100)
+            sections += _walk(sub, [*path, name], sub_ctx)
+    return sections
+
+
+def render_reference() -> str:
+    """The whole reference page as Markdown."""
+    ctx = click.Context(cli, info_name="spanguard", terminal_width=100, max_content_width=100)
+    return _HEADER + "\n" + "\n".join(_walk(cli, ["spanguard"], ctx))
+
+
+if __name__ == "__main__":
+    click.echo(render_reference(), nl=False)

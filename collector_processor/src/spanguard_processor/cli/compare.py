@@ -1,0 +1,52 @@
+"""``spanguard compare``: did the candidate's fairness regress against the baseline?"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+__all__ = ["compare"]
+
+
+@click.command()
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("candidate", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True, help="What to print on stdout.")
+@click.option("--tolerance", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+              help="Smallest worsening that can count as a regression.")
+@click.pass_context
+def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
+            tolerance: float) -> None:
+    """Compare two fairness reports (report.json files or the directories holding them).
+
+    A metric regresses only when the candidate is worse by more than the noise (the two
+    reports' intervals) and past its threshold, or when its verdict flips from pass to fail.
+
+    \b
+    Example:
+      spanguard compare reports/main reports/pr-123 --format markdown
+    Exit codes: 0 no regression, 1 regression, 2 bad input.
+    """
+    from ..fairness.compare import compare_reports, load_report, render_comparison_markdown
+
+    result = compare_reports(load_report(baseline), load_report(candidate), tolerance=tolerance)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    elif fmt == "markdown":
+        click.echo(render_comparison_markdown(result), nl=False)
+    else:
+        for row in result.rows:
+            if row.get("status") == "missing":
+                click.echo(f"MISSING    {row['metric']}")
+                continue
+            tag = "REGRESSED" if row["regressed"] else "ok"
+            click.echo(f"{tag:<10} {row['metric']:<30} {row['baseline_score']:.4f} -> "
+                       f"{row['candidate_score']:.4f} (delta {row['delta']:+.4f}, noise "
+                       f"{row['noise_margin']:.4f})")
+    regressed = result.regressed
+    click.echo("no fairness regression" if not regressed
+               else f"fairness regressed: {', '.join(regressed)}", err=fmt != "text")
+    ctx.exit(1 if regressed else 0)

@@ -1,0 +1,130 @@
+"""``spanguard fairness``: evaluate a suite over recorded traces and gate on the result."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from spanguard.exceptions import ConfigError
+
+__all__ = ["evaluation_options", "fairness", "finish", "gate_config"]
+
+
+def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The statistics and gate options shared by ``fairness`` and ``run``."""
+    options = [
+        click.option("-o", "--output", "output", type=click.Path(file_okay=False,
+                     path_type=Path), default=None,
+                     help="Directory for report.json, report.md, junit.xml, report.html."),
+        click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
+                     default="default", show_default=True,
+                     help="default: gap > threshold and significant (Holm); point: fairtrace's "
+                          "gap > threshold; upper-bound: interval upper bound under threshold."),
+        click.option("--alpha", type=float, default=0.05, show_default=True,
+                     help="Family-wise error rate for the gate."),
+        click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=2000,
+                     show_default=True, help="Seed-cluster bootstrap resamples."),
+        click.option("--permutations", type=click.IntRange(min=0), default=999,
+                     show_default=True, help="Within-seed permutations for p-values."),
+        click.option("--seed", "random_seed", type=int, default=0, show_default=True,
+                     help="Random seed for resampling (results are deterministic)."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+                     default="text", show_default=True, help="What to print on stdout."),
+        click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+                     help="Import MODULE first (it may register custom metrics)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def gate_config(gate: str, alpha: float, bootstrap: int, permutations: int,
+                random_seed: int) -> Any:
+    from ..fairness import GateConfig
+
+    return GateConfig(mode=gate, alpha=alpha, bootstrap_samples=bootstrap,  # type: ignore[arg-type]
+                      permutation_samples=permutations, seed=random_seed)
+
+
+def load_plugins(plugins: tuple[str, ...]) -> None:
+    import os
+    import sys
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in plugins:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError("--plugin", f"cannot import {name}: {exc}.") from None
+
+
+def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str) -> None:
+    """Write the reports, print the summary, exit 0 (pass) or 1 (gate failed)."""
+    from ..fairness.reports import render_markdown, report_dict, write_reports
+
+    if output is not None:
+        write_reports(ev, output)
+    if fmt == "json":
+        summary = report_dict(ev)
+        summary.pop("scenario_results")
+        click.echo(json.dumps(summary, indent=2, allow_nan=False))
+    elif fmt == "markdown":
+        click.echo(render_markdown(ev), nl=False)
+    else:
+        for r in ev.results:
+            ci = r.confidence_interval
+            interval = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "–"
+            p = f"{r.p_holm:.4f}" if r.p_holm is not None else "–"
+            click.echo(f"{r.verdict.upper():<17} {r.metric:<30} {r.score:10.4f} {interval:<20} "
+                       f"thr {r.threshold:g}  Holm p {p}")
+        if output is not None:
+            click.echo(f"reports written to {output}")
+    verdict = "PASSED" if ev.passed else "FAILED"
+    failed = ", ".join(ev.failed_metrics)
+    click.echo(f"fairness gate {verdict}" + (f": {failed}" if failed else "")
+               + (f"; {len(ev.errors)} app error(s)" if ev.errors else ""),
+               err=fmt != "text")
+    ctx.exit(0 if ev.passed else 1)
+
+
+@click.command()
+@click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("inputs", metavar="TRACES...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=Path))
+@evaluation_options
+@click.pass_context
+def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
+             output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
+             random_seed: int, fmt: str, plugins: tuple[str, ...]) -> None:
+    """Evaluate the fairness SUITE over recorded TRACES and gate on it.
+
+    TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
+    report.json), span files or the processor's SQLite store. Records match the suite's
+    variants by variant id.
+
+    \b
+    Example:
+      spanguard fairness suite.yaml traces.jsonl -o fairness-report
+    Exit codes: 0 pass, 1 gate failed, 2 bad input.
+    """
+    from ..fairness import load_suite
+    from ..fairness.pipeline import evaluate_suite, read_inputs
+
+    load_plugins(plugins)
+    config = gate_config(gate, alpha, bootstrap, permutations, random_seed)
+    suite = load_suite(suite_path)
+    observations = read_inputs(list(inputs))
+    ev, matched = evaluate_suite(suite, observations, config)
+    if matched.unmatched:
+        click.echo(f"note: {matched.unmatched} record(s) match no variant of the suite and were "
+                   "ignored.", err=True)
+    if matched.missing_variants:
+        click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
+                   "record.", err=True)
+    finish(ctx, ev, output, fmt)

@@ -1,0 +1,72 @@
+"""``spanguard serve``: the OTLP processor (gRPC + HTTP) writing to a SQLite span store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from spanguard.exceptions import ConfigError
+
+from ..server import ServerConfig, serve_forever
+
+__all__ = ["serve"]
+
+
+def _port(value: int, name: str) -> int | None:
+    if value < 0:
+        return None
+    if value > 65535:
+        raise ConfigError(name, f"{value} is not a TCP port (0 picks a free one, -1 disables).")
+    return value
+
+
+@click.command()
+@click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("spanguard.db"), show_default=True,
+              help="SQLite span store (created if missing; reopened and resumed if present).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (use 0.0.0.0 only behind a trusted network).")
+@click.option("--grpc-port", type=int, default=4317, show_default=True,
+              help="OTLP/gRPC port; 0 picks a free port, -1 disables gRPC.")
+@click.option("--http-port", type=int, default=4318, show_default=True,
+              help="OTLP/HTTP port (/v1/traces, /health); 0 picks a free port, -1 disables.")
+@click.option("--wait-duration", type=float, default=2.0, show_default=True,
+              help="Seconds of silence after the root span before a trace is released.")
+@click.option("--num-traces", type=int, default=10_000, show_default=True,
+              help="Most traces held in flight; the least recently active is released early.")
+@click.option("--orphan-timeout", type=float, default=60.0, show_default=True,
+              help="Seconds of silence after which a trace whose root never came is released "
+                   "(marked partial).")
+@click.option("--max-body-mib", type=float, default=16.0, show_default=True,
+              help="Largest request accepted, before and after decompression.")
+def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration: float,
+          num_traces: int, orphan_timeout: float, max_body_mib: float) -> None:
+    """Receive OTLP spans, assemble whole agent traces and store them durably.
+
+    A request is acknowledged only after its spans are committed to the store. SIGTERM or
+    Ctrl-C stops gracefully: requests in progress finish and traces in flight are flushed.
+
+    \b
+    Example:
+      spanguard serve --store spans.db
+      spanguard traces export --store spans.db --format fairtrace -o records.jsonl
+    """
+    if wait_duration < 0:
+        raise ConfigError("--wait-duration", "must not be negative.")
+    if num_traces < 1:
+        raise ConfigError("--num-traces", "must be at least 1.")
+    if max_body_mib <= 0:
+        raise ConfigError("--max-body-mib", "must be positive.")
+    grpc, http = _port(grpc_port, "--grpc-port"), _port(http_port, "--http-port")
+    if grpc is None and http is None:
+        raise ConfigError("--grpc-port", "both receivers are disabled; enable at least one.")
+    config = ServerConfig(
+        store=store, host=host, grpc_port=grpc, http_port=http,
+        wait_duration=wait_duration, num_traces=num_traces, orphan_timeout=orphan_timeout,
+        max_body_bytes=int(max_body_mib * 1024 * 1024),
+    )
+    try:
+        serve_forever(config, announce=lambda line: click.echo(line))
+    except OSError as exc:
+        raise ConfigError("--grpc-port/--http-port", f"cannot listen: {exc}.") from None

@@ -1,0 +1,138 @@
+"""Compare two fairness reports; a regression must clear both the threshold and the noise.
+
+A metric regresses when (a) the candidate got worse, (b) the candidate is past its threshold,
+and (c) the worsening is larger than the noise margin: ``z · sqrt(se_base² + se_cand²)``
+with each standard error read off the report's interval (width / (2·z_level)), and never less
+than ``tolerance``. A metric whose gate verdict flips from pass to fail also regresses. Reports
+from fairtrace 0.1.0 work too (their "confidence_interval" is a 90% interval).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+from spanguard.exceptions import InputError
+
+__all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown"]
+
+_CATEGORIES = {
+    "refusal_gap": "Text", "verbosity_gap": "Text", "counterfactual_stability": "Text",
+    "helpfulness_gap": "Text", "toxicity_gap": "Text", "retrieval_exposure_gap": "RAG",
+    "retrieval_exposure_gap_legacy": "RAG", "tool_use_parity": "Agent",
+    "plan_length_gap": "Agent", "escalation_parity": "Agent", "friction_point_gap": "Agent",
+    "escalation_reason_parity": "Agent",
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    rows: tuple[dict[str, Any], ...]
+    groups: dict[str, dict[str, list[str]]]
+
+    @property
+    def regressed(self) -> list[str]:
+        return [r["metric"] for r in self.rows if r.get("regressed")]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metrics": list(self.rows), "groups": self.groups,
+                "regressed": self.regressed}
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """A report.json, given as the file or the directory holding it."""
+    target = path / "report.json" if path.is_dir() else path
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}.", file=str(target)) from None
+    except ValueError as exc:
+        raise InputError(f"is not valid JSON: {exc}.", file=str(target)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("metric_results"), list):
+        raise InputError("is not a fairness report: it has no metric_results list.",
+                         file=str(target), field="metric_results")
+    for i, item in enumerate(data["metric_results"]):
+        if not isinstance(item, dict) or not isinstance(item.get("metric"), str) or \
+                not isinstance(item.get("score"), int | float):
+            raise InputError("each metric result needs a metric name and a numeric score.",
+                             file=str(target), field=f"metric_results[{i}]")
+    return data
+
+
+def _se(item: dict[str, Any]) -> float:
+    ci = item.get("confidence_interval")
+    if not isinstance(ci, list) or len(ci) != 2 or not all(
+            isinstance(v, int | float) for v in ci):
+        return 0.0
+    level = item.get("interval_level", 0.90)
+    z = NormalDist().inv_cdf(0.5 + float(level) / 2.0)
+    return abs(float(ci[1]) - float(ci[0])) / (2.0 * z)
+
+
+def _row(name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float,
+         z: float) -> dict[str, Any]:
+    direction = cand.get("direction", base.get("direction", "lower"))
+    threshold = float(cand.get("threshold", base.get("threshold", 0.0)))
+    b, c = float(base["score"]), float(cand["score"])
+    delta = c - b
+    worsening = max(0.0, delta if direction == "lower" else -delta)
+    past = c > threshold if direction == "lower" else c < threshold
+    margin = max(tolerance, z * math.hypot(_se(base), _se(cand)))
+    flipped = bool(base.get("passed")) and not bool(cand.get("passed"))
+    regressed = (worsening > margin and past) or flipped
+    reason = ("gate verdict went from pass to fail" if flipped else
+              "worse by more than noise and past the threshold" if regressed else
+              "within noise" if (worsening > 0 and not past) or worsening <= margin else "")
+    return {
+        "metric": name, "direction": direction, "threshold": threshold,
+        "baseline_score": b, "candidate_score": c, "delta": delta, "severity": worsening,
+        "noise_margin": margin, "regressed": regressed,
+        "baseline_passed": base.get("passed"), "candidate_passed": cand.get("passed"),
+        "reason": reason,
+    }
+
+
+def compare_reports(base: dict[str, Any], cand: dict[str, Any], *, tolerance: float = 0.0,
+                    z: float = 1.96) -> Comparison:
+    left = {m["metric"]: m for m in base["metric_results"]}
+    right = {m["metric"]: m for m in cand["metric_results"]}
+    rows: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, list[str]]] = {
+        g: {"regressed": [], "stable": [], "missing": []} for g in ("Text", "RAG", "Agent",
+                                                                    "Other")
+    }
+    for name in sorted(set(left) | set(right)):
+        category = (right.get(name) or left.get(name) or {}).get(
+            "category", _CATEGORIES.get(name, "Other"))
+        bucket = groups.get(category, groups["Other"])
+        if name not in left or name not in right:
+            rows.append({"metric": name, "status": "missing"})
+            bucket["missing"].append(name)
+            continue
+        row = _row(name, left[name], right[name], tolerance, z)
+        rows.append(row)
+        bucket["regressed" if row["regressed"] else "stable"].append(name)
+    rows.sort(key=lambda r: (
+        0 if r.get("regressed") else 2 if r.get("status") == "missing" else 1,
+        -r.get("severity", 0.0) if r.get("regressed") else -abs(r.get("delta", 0.0)),
+        r["metric"],
+    ))
+    return Comparison(tuple(rows), groups)
+
+
+def render_comparison_markdown(comparison: Comparison) -> str:
+    lines = ["# spanguard fairness comparison", "",
+             "| Metric | Baseline | Candidate | Delta | Noise margin | Status |",
+             "|---|---:|---:|---:|---:|---|"]
+    for r in comparison.rows:
+        if r.get("status") == "missing":
+            lines.append(f"| {r['metric']} | – | – | – | – | missing |")
+            continue
+        status = "❌ regressed" if r["regressed"] else "✅ ok"
+        lines.append(f"| {r['metric']} | {r['baseline_score']:.4f} | {r['candidate_score']:.4f}"
+                     f" | {r['delta']:+.4f} | {r['noise_margin']:.4f} | {status} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,297 @@
+"""Evaluate a suite's metrics over observations: estimates, intervals, p-values, verdicts.
+
+One pass computes every metric's per-record values (hooks run once per record). One stream of
+seed-cluster bootstrap weights is shared by every metric, so the intervals of all metrics come
+from the same resamples and memory stays bounded however many seeds there are.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spanguard.exceptions import InputError
+
+from . import stats
+from .compat import exact_mean, legacy_exposure, stability_similarities
+from .gate import GateConfig, apply_gate
+from .metrics import MetricDefinition, MetricValues, get_metric
+from .records import Observation
+from .results import Evaluation, GroupStat, MetricResult
+from .suite import MetricConfig
+
+__all__ = ["evaluate"]
+
+
+@dataclass
+class _Prepared:
+    config: MetricConfig
+    definition: MetricDefinition
+    values: MetricValues | None = None
+    design: stats.Design | None = None
+    sums: NDArray[np.float64] | None = None
+    counts: NDArray[np.float64] | None = None
+    estimate: stats.GapEstimate | None = None
+    seed_sims: NDArray[np.float64] | None = None
+    draws: list[NDArray[np.float64]] = field(default_factory=list)
+    group_draws: list[NDArray[np.float64]] = field(default_factory=list)
+    score: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _index(labels: Sequence[str]) -> tuple[list[str], NDArray[np.int64]]:
+    order: dict[str, int] = {}
+    idx = np.fromiter((order.setdefault(x, len(order)) for x in labels), dtype=np.int64,
+                      count=len(labels))
+    return list(order), idx
+
+
+def _generated_at() -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = (datetime.fromtimestamp(int(epoch), UTC) if epoch and epoch.isdigit()
+              else datetime.now(UTC))
+    return moment.replace(microsecond=0).isoformat()
+
+
+def evaluate(
+    observations: Sequence[Observation],
+    metrics: Sequence[MetricConfig],
+    config: GateConfig | None = None,
+    *,
+    variant_count: int | None = None,
+    suite_digest: str = "",
+    generated_at: str | None = None,
+) -> Evaluation:
+    """Evaluate ``metrics`` over ``observations`` and apply the gate in ``config``."""
+    cfg = config or GateConfig()
+    if not observations:
+        raise InputError("there are no records to evaluate; run the app or pass trace files "
+                         "that hold the suite's variants.")
+    seen: set[str] = set()
+    for o in observations:
+        if o.id in seen:
+            raise InputError(f"the record id '{o.id}' appears twice; every record needs a "
+                             "unique id.", field="id")
+        seen.add(o.id)
+    group_labels, group_idx = _index([o.group for o in observations])
+    seed_labels, seed_idx = _index([o.seed_id for o in observations])
+    prepared = []
+    for mc in metrics:
+        definition = get_metric(mc.type)
+        if definition is None:
+            raise InputError(f"unknown metric type '{mc.type}'.", field="type")
+        prepared.append(_prepare(mc, definition, observations, group_labels, group_idx,
+                                 seed_idx, len(seed_labels)))
+    _bootstrap(prepared, len(seed_labels), cfg)
+    results = [_result(p, observations, group_labels, cfg, len(prepared)) for p in prepared]
+    return Evaluation(
+        generated_at=generated_at or _generated_at(),
+        variant_count=variant_count if variant_count is not None
+        else len({o.variant_id for o in observations}),
+        results=tuple(apply_gate(results, cfg)),
+        observations=tuple(observations),
+        config=cfg,
+        suite_digest=suite_digest,
+        seeds=len(seed_labels),
+    )
+
+
+def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Observation],
+             group_labels: list[str], group_idx: NDArray[np.int64], seed_idx: NDArray[np.int64],
+             n_seeds: int) -> _Prepared:
+    p = _Prepared(mc, definition)
+    if definition.kind == "stability":
+        seeds, scenarios = stability_similarities(obs)
+        p.seed_sims = np.fromiter(seeds.values(), dtype=np.float64, count=len(seeds))
+        p.score = float(p.seed_sims.min()) if len(seeds) else 1.0
+        p.details = {"seed_similarities": seeds, "scenario_similarities": scenarios}
+        return p
+    if definition.kind == "legacy_exposure":
+        p.score, details, empty = legacy_exposure(obs)
+        p.details = {**details, **_counters(definition, obs, group_labels, group_idx, empty)}
+        return p
+    values = definition.compute(obs, mc.options)
+    p.values = values
+    keep = values.valid
+    p.design = stats.build_design(seed_idx[keep], group_idx[keep], n_seeds, len(group_labels))
+    x = values.values[keep]
+    p.sums, p.counts = stats.seed_aggregates(p.design, x)
+    p.estimate = stats.gap_estimate(p.sums, p.counts)
+    pooled = _pooled_means(x, p.design, group_labels)
+    balanced = _balanced(p.design)
+    if balanced:
+        p.score = max((_gap([m[c] for m in pooled.values()]) for c in range(x.shape[1])),
+                      default=0.0)
+    else:
+        p.score = p.estimate.gap
+    p.details = _details(p, obs, pooled, group_labels, group_idx)
+    p.details["estimator"] = "pooled group means" if balanced else "within-seed contrasts"
+    return p
+
+
+def _gap(values: list[float]) -> float:
+    return max(values) - min(values) if len(values) >= 2 else 0.0
+
+
+def _balanced(design: stats.Design) -> bool:
+    cells = np.zeros((design.n_seeds, design.n_groups))
+    np.add.at(cells, (design.seed, design.group), 1.0)
+    used = cells[cells.sum(axis=1) > 0]
+    return bool(np.all(used == used[:, :1])) if used.size else True
+
+
+def _pooled_means(x: NDArray[np.float64], design: stats.Design,
+                  labels: list[str]) -> dict[str, list[float]]:
+    order = np.argsort(design.group, kind="stable")
+    bounds = np.searchsorted(design.group[order], np.arange(design.n_groups + 1))
+    out: dict[str, list[float]] = {}
+    for g, label in enumerate(labels):
+        rows = order[bounds[g]:bounds[g + 1]]
+        if rows.shape[0]:
+            out[label] = [exact_mean(x[rows, c]) for c in range(x.shape[1])]
+    return out
+
+
+def _counters(definition: MetricDefinition, obs: Sequence[Observation],
+              labels: list[str], group_idx: NDArray[np.int64], empty: int) -> dict[str, Any]:
+    if definition.missing_key is None:
+        return {}
+    counts = np.bincount(group_idx, minlength=len(labels))
+    return {
+        "group_counts": {label: int(counts[g]) for g, label in enumerate(labels)},
+        "missing_trace_records": sum(1 for o in obs if o.trace is None),
+        definition.missing_key: empty,
+    }
+
+
+def _details(p: _Prepared, obs: Sequence[Observation], pooled: Mapping[str, list[float]],
+             labels: list[str], group_idx: NDArray[np.int64]) -> dict[str, Any]:
+    assert p.values is not None
+    d = p.definition
+    v = p.values
+    ids = [o.id for o in obs]
+    out: dict[str, Any] = {}
+    if d.name == "escalation_reason_parity":
+        rates = {r: {g: m[c] for g, m in pooled.items()} for c, r in enumerate(v.columns)}
+        out["reason_rates"] = rates
+        gaps = {r: _gap(list(g.values())) for r, g in out["reason_rates"].items()}
+        out["reason_gaps"] = gaps
+        reasons = [o.trace.escalation_reason if o.trace is not None else None for o in obs]
+        out["scenario_reasons"] = dict(zip(ids, reasons, strict=True))
+        out["scenario_reason_gaps"] = {i: float(gaps.get(r, 0.0)) if r else 0.0
+                                       for i, r in zip(ids, reasons, strict=True)}
+    elif d.name == "retrieval_exposure_gap":
+        out["exposure_by_group"] = {
+            doc: {g: m[c] for g, m in pooled.items()} for c, doc in enumerate(v.columns)
+        }
+        out["exposure_gaps"] = {doc: _gap(list(g.values()))
+                                for doc, g in out["exposure_by_group"].items()}
+        totals = v.values.sum(axis=1)
+        out["scenario_exposures"] = {i: float(t) for i, t, ok
+                                     in zip(ids, totals, v.valid, strict=True) if ok}
+    else:
+        out[d.detail_key] = {g: m[0] for g, m in pooled.items()}
+        out["scenario_scores"] = {i: float(x) for i, x, ok
+                                  in zip(ids, v.values[:, 0], v.valid, strict=True) if ok}
+        if v.score_source is not None:
+            out["score_source"] = v.score_source
+    out.update(_counters(d, obs, labels, group_idx, v.missing_field_records))
+    return out
+
+
+def _bootstrap(prepared: Sequence[_Prepared], n_seeds: int, cfg: GateConfig) -> None:
+    active = [p for p in prepared if p.sums is not None or p.seed_sims is not None]
+    if not active or cfg.bootstrap_samples <= 0:
+        return
+    order: NDArray[np.int64] | None = None
+    for weights in stats.bootstrap_seed_counts(n_seeds, cfg.bootstrap_samples, cfg.seed):
+        for p in active:
+            if p.seed_sims is not None:
+                if order is None:
+                    order = np.argsort(p.seed_sims, kind="stable")
+                drawn = weights[:, order] > 0
+                p.draws.append(p.seed_sims[order][np.argmax(drawn, axis=1)])
+                continue
+            assert p.sums is not None and p.counts is not None
+            gaps, means = stats.bootstrap_gaps_and_means(p.sums, p.counts, weights)
+            p.draws.append(gaps)
+            p.group_draws.append(means)
+
+
+def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
+            cfg: GateConfig, metric_count: int) -> MetricResult:
+    d = p.definition
+    threshold = p.config.threshold
+    base: dict[str, Any] = {"metric": d.name, "threshold": threshold, "direction": d.direction,
+            "category": d.category, "records": len(obs)}
+    if d.kind == "legacy_exposure":
+        return MetricResult(score=p.score, confidence_interval=None, p_value=None,
+                            details=p.details, groups_with_data=2, seeds=0,
+                            p_method="none (legacy formula)", **base)
+    draws = np.concatenate(p.draws) if p.draws else np.zeros(0)
+    if d.kind == "stability":
+        assert p.seed_sims is not None
+        interval = (stats.bias_corrected_interval(draws, p.score, cfg.level)
+                    if draws.size and p.seed_sims.size >= 2 else None)
+        return MetricResult(score=p.score, confidence_interval=interval, p_value=None,
+                            details=p.details, groups_with_data=2,
+                            seeds=int(p.seed_sims.size), p_method=None, **base)
+    assert p.design is not None and p.values is not None and p.estimate is not None
+    x = p.values.values[p.values.valid]
+    cols = x.shape[1]
+    interval = (stats.bias_corrected_interval(draws, p.score, cfg.level) if draws.size else None)
+    cov, n_g = stats.permutation_covariance(p.design, x)
+    exact = p.design.n * cfg.permutation_samples <= cfg.exact_budget
+    if p.estimate.groups_with_data < 2:
+        p_value, method = None, None
+    elif exact:
+        p_value = stats.permutation_p(p.design, x, p.estimate.gap, cfg.permutation_samples,
+                                      cfg.seed)
+        method = f"within-seed permutation ({cfg.permutation_samples} permutations)"
+    else:
+        p_value = stats.normal_permutation_p(cov, n_g, cols, p.estimate.gap,
+                                             cfg.normal_draws, cfg.seed)
+        method = "within-seed permutation, normal approximation"
+    mde = stats.min_detectable_effect(cov, n_g, cols, cfg.alpha / max(metric_count, 1),
+                                      cfg.power)
+    return MetricResult(
+        score=p.score, confidence_interval=interval, p_value=p_value, details=p.details,
+        groups_with_data=p.estimate.groups_with_data, seeds=p.estimate.contrast_seeds,
+        p_method=method, mde=mde, groups=_group_stats(p, labels, cfg), **base,
+    )
+
+
+def _group_stats(p: _Prepared, labels: list[str], cfg: GateConfig) -> tuple[GroupStat, ...]:
+    assert p.estimate is not None and p.counts is not None and p.values is not None
+    means = p.estimate.means
+    if not means.size:
+        return ()
+    col = int(np.nanargmax(np.nan_to_num(np.nanmax(means, axis=0) - np.nanmin(means, axis=0),
+                                         nan=-1.0))) if np.any(~np.isnan(means)) else 0
+    draws = np.concatenate(p.group_draws)[:, :, col] if p.group_draws else None
+    x = p.values.values[p.values.valid][:, col]
+    grand = float(x.mean()) if x.size else 0.0
+    n_g = p.counts.sum(axis=0)
+    tail = (1.0 - cfg.level) / 2.0
+    bounds = None
+    if draws is not None and draws.shape[0]:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN group columns
+            bounds = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
+    out = []
+    for g, label in enumerate(labels):
+        if n_g[g] <= 0:
+            continue
+        lo = hi = float(means[g, col])
+        if bounds is not None and np.isfinite(bounds[:, g]).all():
+            lo, hi = float(bounds[0, g]), float(bounds[1, g])
+        out.append(GroupStat(label, grand + float(means[g, col]), grand + lo, grand + hi,
+                             int(n_g[g])))
+    return tuple(out)

@@ -1,0 +1,103 @@
+"""Suite + observations → evaluation: match records to the suite's variants, then evaluate.
+
+The suite is authoritative for the design: a matched record takes its seed and assignments
+from its variant, so a trace recorded with stale or missing identity attributes cannot move a
+record to another group.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from spanguard.exceptions import InputError
+
+from .evaluate import evaluate
+from .gate import GateConfig
+from .records import Observation, observation_from_trace, read_observations
+from .results import Evaluation
+from .suite import Suite
+
+__all__ = ["Matched", "evaluate_suite", "match_to_suite", "read_inputs"]
+
+_STORE_SUFFIXES = {".db", ".sqlite", ".sqlite3"}
+
+
+@dataclass(frozen=True)
+class Matched:
+    observations: tuple[Observation, ...]
+    unmatched: int
+    missing_variants: tuple[str, ...]
+
+
+def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched:
+    variants = {v.id: v for v in suite.variants}
+    kept: list[Observation] = []
+    unmatched = 0
+    for o in observations:
+        v = variants.get(o.variant_id)
+        if v is None:
+            unmatched += 1
+            continue
+        kept.append(replace(o, seed_id=v.seed_id, assignments=dict(v.assignments),
+                            prompt=o.prompt or v.prompt))
+    seen = {o.variant_id for o in kept}
+    missing = tuple(v.id for v in suite.variants if v.id not in seen)
+    if not kept:
+        total = unmatched
+        raise InputError(
+            f"none of the {total} record(s) match a variant of the suite {suite.source}; "
+            "records are matched by variant id (the record 'id' or the trace's variant_id), "
+            f"e.g. '{suite.variants[0].id}'."
+        )
+    return Matched(tuple(kept), unmatched, missing)
+
+
+def evaluate_suite(suite: Suite, observations: Sequence[Observation],
+                   config: GateConfig | None = None,
+                   errors: Sequence[dict[str, Any]] = ()) -> tuple[Evaluation, Matched]:
+    """Match, evaluate every suite metric, and return the evaluation with match counts."""
+    matched = match_to_suite(suite, observations)
+    ev = evaluate(matched.observations, suite.metrics, config,
+                  variant_count=len(suite.variants), suite_digest=suite.digest)
+    return replace(ev, errors=tuple(errors)), matched
+
+
+def _looks_like_spans(path: Path) -> bool:
+    if path.suffix.lower() in _STORE_SUFFIXES or path.suffix.lower() in {".pb", ".binpb"}:
+        return True
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b"resourceSpans" in head or b"resource_spans" in head
+
+
+def read_inputs(paths: Sequence[Path]) -> list[Observation]:
+    """Observations from records/agent-trace files, and from span files or the SQLite store
+    through the processor's readers."""
+    out: list[Observation] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError("does not exist.", file=str(path))
+        if _looks_like_spans(path) or path.suffix == ".gz":
+            out.extend(_through_readers(path))
+        else:
+            out.extend(read_observations([path]))
+    return out
+
+
+def _through_readers(path: Path) -> list[Observation]:
+    try:
+        readers = importlib.import_module("spanguard_processor.readers")
+        read_agent_traces_any = readers.read_agent_traces_any
+    except (ImportError, AttributeError):
+        raise InputError(
+            "is a span file or trace store, which needs the processor's readers; convert it "
+            "with 'spanguard traces' to agent-trace JSONL first.", file=str(path)
+        ) from None
+    return [observation_from_trace(t) for t in read_agent_traces_any([path])]

@@ -1,0 +1,308 @@
+"""Observations: one evaluated request, from a fairtrace scenario record or an AgentTrace.
+
+A fairtrace record's trace is validated as strictly as fairtrace 0.1.0 validates it (with its
+camelCase and item aliases), but nothing is silently rewritten: an alias that collides with its
+canonical key, a tool call that is not an object, or a rank below 1 is an error naming the record
+and the field. A record without a trace is kept for the text metrics and excluded (and counted)
+by the process metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spanguard.exceptions import InputError, TraceFormatError
+
+from ..formats import to_fairtrace_record
+from ..jsonio import iter_jsonl
+from ..model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
+
+__all__ = [
+    "Observation",
+    "group_label",
+    "observation_from_record",
+    "observation_from_trace",
+    "read_observations",
+]
+
+_TRACE_ALIASES = {
+    "toolCalls": "tool_calls",
+    "retrievedDocuments": "retrieved_documents",
+    "planSteps": "plan_steps",
+    "escalationReason": "escalation_reason",
+    "frictionPoints": "friction_points",
+}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One response to one variant (one repeat), as every metric reads it."""
+
+    id: str
+    seed_id: str
+    variant_id: str
+    assignments: Mapping[str, str]
+    prompt: str
+    response: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    trace: ProcessTrace | None = None
+
+    @property
+    def group(self) -> str:
+        return group_label(self.assignments)
+
+    def record(self) -> dict[str, Any]:
+        """The fairtrace scenario record handed to evaluator hooks and written to reports."""
+        metadata = dict(self.metadata)
+        if self.trace is not None:
+            metadata["trace"] = _fairtrace_trace(self.trace)
+        return {
+            "id": self.id,
+            "seed_id": self.seed_id,
+            "prompt": self.prompt,
+            "assignments": dict(self.assignments),
+            "response": self.response,
+            "response_metadata": metadata,
+        }
+
+
+def group_label(assignments: Mapping[str, str]) -> str:
+    """fairtrace's group label: sorted ``k=v`` pairs joined by ", ", or "base"."""
+    if not assignments:
+        return "base"
+    return ", ".join(f"{k}={v}" for k, v in sorted(assignments.items()))
+
+
+def _fairtrace_trace(trace: ProcessTrace) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "tool_calls": [{"name": t.name} for t in trace.tool_calls],
+        "retrieved_documents": [
+            {"group": d.group, "rank": d.rank} for d in trace.retrieved_documents if d.group
+        ],
+        "plan_steps": list(trace.plan_steps),
+        "escalated": trace.escalated,
+        "friction_points": list(trace.friction_points),
+    }
+    if trace.escalation_reason is not None:
+        out["escalation_reason"] = trace.escalation_reason
+    return out
+
+
+def observation_from_trace(trace: AgentTrace) -> Observation:
+    """An observation from an assembled agent trace (its process trace is always present)."""
+    record = to_fairtrace_record(trace)
+    metadata = dict(record["response_metadata"])
+    metadata.pop("trace", None)
+    metadata.pop("spanguard", None)
+    ident = str(record["id"])
+    return Observation(
+        id=f"{ident}#{trace.repeat}" if trace.repeat else ident,
+        seed_id=str(record["seed_id"]),
+        variant_id=ident,
+        assignments=dict(trace.assignments),
+        prompt=str(record["prompt"]),
+        response=str(record["response"]),
+        metadata=metadata,
+        trace=trace.trace,
+    )
+
+
+def _err(message: str, where: str) -> TraceFormatError:
+    return TraceFormatError(message, field=where)
+
+
+def _string(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise _err("must be a string.", f"{where}{key}")
+    return value
+
+
+def observation_from_record(data: object, index: int = 0) -> Observation:
+    """Validate one fairtrace scenario record ``{id, seed_id, prompt, assignments, response,
+    response_metadata}``; errors name the field (the caller adds file and line)."""
+    if not isinstance(data, Mapping):
+        raise _err("a scenario record must be a JSON object.", f"[{index}]")
+    ident = _string(data, "id", "")
+    if not ident.strip():
+        raise _err("must not be empty.", "id")
+    seed = _string(data, "seed_id", "")
+    if not seed.strip():
+        raise _err("must not be empty.", "seed_id")
+    assignments = data.get("assignments", {})
+    if not isinstance(assignments, Mapping):
+        raise _err("must be an object mapping attribute names to strings.", "assignments")
+    for key, value in assignments.items():
+        if not isinstance(value, str):
+            raise _err("must be a string.", f"assignments.{key}")
+    meta = data.get("response_metadata", {})
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, Mapping):
+        raise _err("must be an object.", "response_metadata")
+    metadata = {k: v for k, v in meta.items() if k != "trace"}
+    raw_trace = meta.get("trace")
+    return Observation(
+        id=ident,
+        seed_id=seed,
+        variant_id=ident,
+        assignments=dict(assignments),
+        prompt=_string(data, "prompt", "", required=False),
+        response=_string(data, "response", ""),
+        metadata=metadata,
+        trace=None if raw_trace is None else parse_fairtrace_trace(raw_trace),
+    )
+
+
+def _canonical(raw: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _TRACE_ALIASES.get(str(key), str(key))
+        if name in out:
+            raise _err(f"both '{name}' and its alias are present; keep one.",
+                       f"response_metadata.trace.{key}")
+        out[name] = value
+    return out
+
+
+def _items(trace: Mapping[str, Any], key: str) -> list[Any]:
+    value = trace.get(key, [])
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _err("must be a list.", f"response_metadata.trace.{key}")
+    return value
+
+
+def _nonempty_strings(trace: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    items = _items(trace, key)
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item:
+            raise _err("must be a non-empty string.", f"response_metadata.trace.{key}[{i}]")
+    return tuple(items)
+
+
+def _aliased(item: Mapping[str, Any], key: str, alias: str, where: str) -> Any:
+    if key in item and alias in item:
+        raise _err(f"both '{key}' and '{alias}' are present; keep one.", where)
+    return item.get(key, item.get(alias))
+
+
+def parse_fairtrace_trace(raw: object) -> ProcessTrace:
+    """A fairtrace ``response_metadata.trace`` as a :class:`ProcessTrace`."""
+    base = "response_metadata.trace"
+    if not isinstance(raw, Mapping):
+        raise _err("must be an object.", base)
+    trace = _canonical(raw)
+    tools = []
+    for i, item in enumerate(_items(trace, "tool_calls")):
+        where = f"{base}.tool_calls[{i}]"
+        if not isinstance(item, Mapping):
+            raise _err('must be an object such as {"name": "search"}.', where)
+        name = _aliased(item, "name", "tool", where)
+        if not isinstance(name, str) or not name:
+            raise _err("must be a non-empty string.", f"{where}.name")
+        tools.append(ToolCall(name))
+    docs = []
+    for i, item in enumerate(_items(trace, "retrieved_documents")):
+        where = f"{base}.retrieved_documents[{i}]"
+        if not isinstance(item, Mapping):
+            raise _err('must be an object such as {"group": "A", "rank": 1}.', where)
+        group = _aliased(item, "group", "source_group", where)
+        if not isinstance(group, str) or not group:
+            raise _err("must be a non-empty string.", f"{where}.group")
+        rank = _aliased(item, "rank", "position", where)
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
+            raise _err("must be a positive integer (ranks start at 1).", f"{where}.rank")
+        ident = item.get("id")
+        docs.append(RetrievedDocument(id=ident if isinstance(ident, str) else None,
+                                      group=group, rank=rank))
+    escalated = trace.get("escalated", False)
+    if escalated is None:
+        escalated = False
+    if not isinstance(escalated, bool):
+        raise _err("must be true or false.", f"{base}.escalated")
+    reason = trace.get("escalation_reason")
+    if reason is not None and (not isinstance(reason, str) or not reason):
+        raise _err("must be a non-empty string or null.", f"{base}.escalation_reason")
+    return ProcessTrace(
+        tool_calls=tuple(tools),
+        retrieved_documents=tuple(docs),
+        plan_steps=_nonempty_strings(trace, "plan_steps"),
+        escalated=escalated,
+        escalation_reason=reason,
+        friction_points=_nonempty_strings(trace, "friction_points"),
+    )
+
+
+def _looks_like_agent_trace(obj: object) -> bool:
+    return isinstance(obj, Mapping) and "trace_id" in obj
+
+
+def _from_any(obj: object, index: int) -> Observation:
+    if _looks_like_agent_trace(obj):
+        return observation_from_trace(AgentTrace.from_dict(obj))
+    return observation_from_record(obj, index)
+
+
+def read_observations(paths: Iterable[Path]) -> list[Observation]:
+    """Read records or agent traces from JSONL files, or JSON files holding a list of records
+    or a fairtrace/spanguard ``report.json`` (its ``scenario_results``)."""
+    out: list[Observation] = []
+    for path in paths:
+        out.extend(_read_one(path))
+    return out
+
+
+def _read_one(path: Path) -> list[Observation]:
+    if path.suffix == ".json":
+        return _read_json_document(path)
+    rows = []
+    for line, value in iter_jsonl(path):
+        try:
+            rows.append(_from_any(value, line))
+        except InputError as exc:
+            raise exc.located(file=str(path), line=line) from None
+    return rows
+
+
+def _read_json_document(path: Path) -> list[Observation]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.", file=str(path)) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TraceFormatError(f"is not valid JSON: {exc}.", file=str(path)) from None
+    items = data.get("scenario_results") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise TraceFormatError(
+            "must hold a JSON list of scenario records or a report with scenario_results.",
+            file=str(path),
+        )
+    out = []
+    for i, value in enumerate(items):
+        try:
+            out.append(_from_any(value, i))
+        except InputError as exc:
+            raise TraceFormatError(
+                exc.detail, file=str(path), field=f"[{i}].{exc.field}" if exc.field else f"[{i}]"
+            ) from None
+    return out
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def finite_or_none(value: object) -> float | None:
+    """A metadata score as a float, None when absent; a non-number is an error upstream."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None

@@ -1,0 +1,130 @@
+"""A self-contained HTML report: inline CSS and one inline SVG chart per metric, no scripts,
+no fonts, no external assets. Every piece of text is escaped."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from .results import Evaluation, MetricResult
+
+__all__ = ["render_html"]
+
+_WIDTH = 640
+_LEFT = 190
+_RIGHT = 24
+_ROW = 22
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1b1f24}
+table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #d0d7de;padding:4px 8px}
+th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.pass{color:#1a7f37}.fail{color:#cf222e}.insufficient_data{color:#9a6700}
+section{margin:1.5rem 0;padding-top:.5rem;border-top:1px solid #d0d7de}
+svg text{font-size:11px;fill:#1b1f24}.warn{color:#9a6700}
+"""
+
+
+def _fmt(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:.4g}"
+
+
+def _scale(lo: float, hi: float) -> tuple[float, float]:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return 0.0, 1.0
+    if hi - lo < 1e-12:
+        pad = max(abs(hi), 1.0) * 0.1
+        return lo - pad, hi + pad
+    pad = (hi - lo) * 0.08
+    return lo - pad, hi + pad
+
+
+def _x(value: float, lo: float, hi: float) -> float:
+    span = _WIDTH - _LEFT - _RIGHT
+    return round(_LEFT + (value - lo) / (hi - lo) * span, 2)
+
+
+def _row(label: str, y: float, point: float, low: float, high: float, lo: float, hi: float,
+         colour: str) -> list[str]:
+    x0, x1, xp = _x(low, lo, hi), _x(high, lo, hi), _x(point, lo, hi)
+    return [
+        f'<text x="{_LEFT - 8}" y="{y + 4}" text-anchor="end">{escape(label)}</text>',
+        f'<line x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" stroke="{colour}" stroke-width="2"/>',
+        f'<line x1="{x0}" y1="{y - 5}" x2="{x0}" y2="{y + 5}" stroke="{colour}"/>',
+        f'<line x1="{x1}" y1="{y - 5}" x2="{x1}" y2="{y + 5}" stroke="{colour}"/>',
+        f'<circle cx="{xp}" cy="{y}" r="4" fill="{colour}"/>',
+    ]
+
+
+def _chart(r: MetricResult) -> str:
+    """The gap with its interval against the threshold, then each group's mean and interval."""
+    ci = r.confidence_interval or (r.score, r.score)
+    lo, hi = _scale(min(0.0, ci[0], r.threshold), max(ci[1], r.threshold, r.score))
+    colour = "#cf222e" if not r.passed else "#1a7f37"
+    parts: list[str] = []
+    y = 18.0
+    tx = _x(r.threshold, lo, hi)
+    parts += _row("gap (max − min)", y, r.score, ci[0], ci[1], lo, hi, colour)
+    parts.append(f'<line x1="{tx}" y1="4" x2="{tx}" y2="{y + 10}" stroke="#57606a" '
+                 'stroke-dasharray="4 3"/>')
+    parts.append(f'<text x="{tx + 3}" y="10">threshold {escape(_fmt(r.threshold))}</text>')
+    if r.groups:
+        glo, ghi = _scale(min(g.low for g in r.groups), max(g.high for g in r.groups))
+        y += _ROW + 8
+        parts.append(f'<text x="{_LEFT}" y="{y}">group means ({escape(_fmt(glo))} to '
+                     f'{escape(_fmt(ghi))})</text>')
+        for g in r.groups:
+            y += _ROW
+            parts += _row(f"{g.label} (n={g.records})", y, g.mean, g.low, g.high, glo, ghi,
+                          "#0969da")
+    height = int(y + 14)
+    title = escape(f"{r.metric}: gap {_fmt(r.score)} with its interval, and group means")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
+            f'viewBox="0 0 {_WIDTH} {height}" role="img"><title>{title}</title>'
+            + "".join(parts) + "</svg>")
+
+
+def _summary_table(ev: Evaluation) -> str:
+    rows = []
+    for r in ev.results:
+        ci = ("–" if r.confidence_interval is None
+              else f"[{_fmt(r.confidence_interval[0])}, {_fmt(r.confidence_interval[1])}]")
+        rows.append(
+            f'<tr><td><a href="#{escape(r.metric)}">{escape(r.metric)}</a></td>'
+            f'<td class="n">{_fmt(r.score)}</td><td class="n">{ci}</td>'
+            f'<td class="n">{_fmt(r.threshold)} ({escape(r.direction)})</td>'
+            f'<td class="n">{_fmt(r.p_value)}</td><td class="n">{_fmt(r.p_holm)}</td>'
+            f'<td class="n">{_fmt(r.mde)}</td>'
+            f'<td class="{escape(r.verdict)}">{escape(r.verdict.replace("_", " "))}</td></tr>'
+        )
+    head = ("<tr><th>Metric</th><th>Score</th><th>Interval</th><th>Threshold</th><th>p</th>"
+            "<th>p (Holm)</th><th>MDE</th><th>Verdict</th></tr>")
+    return "<table>" + head + "".join(rows) + "</table>"
+
+
+def render_html(ev: Evaluation) -> str:
+    cfg = ev.config
+    verdict = "PASSED" if ev.passed else "FAILED"
+    sections = []
+    for r in ev.results:
+        warnings = "".join(f'<p class="warn">⚠ {escape(w)}</p>' for w in r.warnings)
+        sections.append(
+            f'<section id="{escape(r.metric)}"><h2>{escape(r.metric)} '
+            f'<span class="{escape(r.verdict)}">{escape(r.verdict.replace("_", " "))}</span>'
+            f'</h2>{_chart(r)}<p>p-value: {escape(r.p_method or "not applicable")}.</p>'
+            f"{warnings}</section>"
+        )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>spanguard fairness report</title>"
+        f"<style>{_CSS}</style></head><body>"
+        f'<h1>spanguard fairness report: <span class="{"pass" if ev.passed else "fail"}">'
+        f"{verdict}</span></h1>"
+        f"<p>Generated at {escape(ev.generated_at)}; {ev.variant_count} variants, "
+        f"{len(ev.observations)} records, {ev.seeds} seeds. Gate <code>{escape(cfg.mode)}</code>"
+        f", alpha {cfg.alpha:g}; {cfg.level:.0%} seed-cluster bootstrap intervals "
+        f"({cfg.bootstrap_samples} resamples).</p>"
+        + _summary_table(ev) + "".join(sections) + "</body></html>\n"
+    )

@@ -1,0 +1,180 @@
+"""Run an app in-process over every variant of a suite and turn its spans into observations.
+
+The app has fairtrace's signature ``app(prompt, assignments)`` and returns text, or a dict
+``{"text": str, "metadata": {...}}``; plain functions run in a thread pool, coroutine functions
+on one event loop, ``concurrency`` at a time. Every call runs inside a spanguard request that
+carries the variant's counterfactual identity, and the spans the app emits through the SDK are
+captured in memory and assembled into its trace. An app that emits no spans of its own may
+return its trace as ``metadata["trace"]`` (fairtrace's shape) instead. An exception in one
+variant is recorded for that variant and the rest still run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from spanguard.exceptions import InputError
+
+from .records import Observation, parse_fairtrace_trace
+from .suite import Variant
+
+__all__ = ["AppCall", "run_app"]
+
+
+@dataclass(frozen=True)
+class AppCall:
+    """One call of the app: a variant, a repeat, and what came back (or the error)."""
+
+    variant: Variant
+    repeat: int
+    text: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.variant.id, self.repeat)
+
+
+def _sdk() -> tuple[Any, Any, Any] | None:
+    """(spanguard.request, spanguard.testing.SpanCapture, convert.traces_from_readable_spans)
+    when the SDK and the processor's converter are installed, else None."""
+    try:
+        sdk = importlib.import_module("spanguard")
+        testing = importlib.import_module("spanguard.testing")
+        convert = importlib.import_module("spanguard_processor.convert")
+        return sdk.request, testing.SpanCapture, convert.traces_from_readable_spans
+    except (ImportError, AttributeError):
+        return None
+
+
+def _normalise(variant: Variant, repeat: int, result: object) -> AppCall:
+    if isinstance(result, str):
+        return AppCall(variant, repeat, result, {})
+    if isinstance(result, Mapping) and isinstance(result.get("text"), str):
+        metadata = result.get("metadata", {})
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, Mapping):
+            return AppCall(variant, repeat, error="the app returned a 'metadata' value that is "
+                                                  "not a dict.")
+        return AppCall(variant, repeat, result["text"], dict(metadata))
+    return AppCall(variant, repeat, error=f"the app returned {type(result).__name__}; return a "
+                                          "string or a dict with a 'text' string.")
+
+
+def _scope(request: Any, variant: Variant, repeat: int) -> Any:
+    if request is None:
+        return _Null()
+    return request("fairness_run", seed_id=variant.seed_id, variant_id=variant.id,
+                   assignments=dict(variant.assignments), repeat=repeat, input=variant.prompt)
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _call_sync(app: Callable[..., Any], request: Any, variant: Variant, repeat: int) -> AppCall:
+    with _scope(request, variant, repeat):
+        try:
+            result = app(variant.prompt, dict(variant.assignments))
+        except Exception as exc:  # the app's failure is data about this variant, not a crash
+            return AppCall(variant, repeat, error=f"{type(exc).__name__}: {exc}")
+    return _normalise(variant, repeat, result)
+
+
+async def _call_async(app: Callable[..., Any], request: Any, variant: Variant, repeat: int,
+                      gate: asyncio.Semaphore) -> AppCall:
+    async with gate:
+        with _scope(request, variant, repeat):
+            try:
+                result = await app(variant.prompt, dict(variant.assignments))
+            except Exception as exc:
+                return AppCall(variant, repeat, error=f"{type(exc).__name__}: {exc}")
+        return _normalise(variant, repeat, result)
+
+
+async def _gather(app: Callable[..., Any], request: Any, jobs: list[tuple[Variant, int]],
+                  concurrency: int) -> list[AppCall]:
+    gate = asyncio.Semaphore(concurrency)
+    return list(await asyncio.gather(*(_call_async(app, request, v, r, gate) for v, r in jobs)))
+
+
+def _calls(app: Callable[..., Any], request: Any, jobs: list[tuple[Variant, int]],
+           concurrency: int) -> list[AppCall]:
+    if inspect.iscoroutinefunction(app):
+        return asyncio.run(_gather(app, request, jobs, concurrency))
+    if concurrency <= 1:
+        return [_call_sync(app, request, v, r) for v, r in jobs]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(lambda job: _call_sync(app, request, *job), jobs))
+
+
+def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: int = 1,
+            concurrency: int = 1) -> tuple[list[Observation], list[dict[str, Any]]]:
+    """Call ``app`` for every variant ``repeats`` times; return observations and errors."""
+    if repeats < 1 or concurrency < 1:
+        raise InputError("repeats and concurrency must be at least 1.")
+    jobs = [(v, r) for v in variants for r in range(repeats)]
+    sdk = _sdk()
+    traces: dict[tuple[str, int], Any] = {}
+    if sdk is None:
+        calls = _calls(app, None, jobs, concurrency)
+    else:
+        request, span_capture, from_spans = sdk
+        with span_capture(capture_content=False) as capture:
+            calls = _calls(app, request, jobs, concurrency)
+        spans = capture.readable_spans()
+        counts: dict[str, int] = {}
+        for span in spans:
+            ctx = span.get_span_context()
+            if ctx is not None:
+                key = format(ctx.trace_id, "032x")
+                counts[key] = counts.get(key, 0) + 1 + len(span.events)
+        for trace in from_spans(spans):
+            # a trace made only of our own request span means the app emitted nothing itself
+            if trace.variant_id is not None and counts.get(trace.trace_id, 0) > 1:
+                traces[(trace.variant_id, trace.repeat)] = trace
+    observations, errors = [], []
+    for call in calls:
+        if call.error is not None:
+            errors.append({"id": call.variant.id, "repeat": call.repeat, "error": call.error})
+            continue
+        try:
+            observations.append(_observation(call, traces.get(call.key)))
+        except InputError as exc:
+            errors.append({"id": call.variant.id, "repeat": call.repeat,
+                           "error": f"the app's metadata is invalid: {exc}"})
+    return observations, errors
+
+
+def _observation(call: AppCall, trace: Any) -> Observation:
+    v = call.variant
+    metadata = dict(call.metadata or {})
+    raw_trace = metadata.pop("trace", None)
+    if trace is not None:
+        process = trace.trace
+        for key, value in trace.metadata.items():
+            metadata.setdefault(key, value)
+    else:
+        process = parse_fairtrace_trace(raw_trace) if raw_trace is not None else None
+    return Observation(
+        id=f"{v.id}#{call.repeat}" if call.repeat else v.id,
+        seed_id=v.seed_id,
+        variant_id=v.id,
+        assignments=dict(v.assignments),
+        prompt=v.prompt,
+        response=call.text or "",
+        metadata=metadata,
+        trace=process,
+    )

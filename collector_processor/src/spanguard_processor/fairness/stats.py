@@ -1,0 +1,345 @@
+"""The statistics of a counterfactual suite: pure numpy, no I/O.
+
+The seed (one prompt template instantiated for every group) is the unit of analysis. Every
+record's value is centred on its seed's mean, so a group's *adjusted mean* is built only from
+within-seed contrasts; on a balanced suite (every seed holds every group equally often) the gap
+of adjusted means equals the gap of pooled group means that fairtrace reports.
+
+* Intervals: seed-cluster bootstrap (seeds drawn with replacement), bias-corrected percentile
+  interval at the stated level, widened if needed so that it always contains the estimate.
+* p-values: within-seed permutation of group labels for the max-minus-min statistic (Monte
+  Carlo, exact in distribution); for very large suites, the normal approximation to that same
+  permutation distribution (its exact mean and covariance, summed over independent seeds).
+* Multiplicity: Holm (for the gate) and Benjamini–Hochberg (for reports).
+* Power: the minimum detectable effect at 80% power from the permutation covariance.
+
+See docs/fairness.md for the formulas and the reasons behind them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "Design",
+    "GapEstimate",
+    "benjamini_hochberg",
+    "bias_corrected_interval",
+    "bootstrap_gaps_and_means",
+    "bootstrap_seed_counts",
+    "build_design",
+    "gap_estimate",
+    "holm",
+    "min_detectable_effect",
+    "normal_permutation_p",
+    "permutation_covariance",
+    "permutation_p",
+    "seed_aggregates",
+]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+_NORMAL = NormalDist()
+# float tolerance when comparing a permuted statistic with the observed one
+_TIE = 1e-12
+
+
+@dataclass(frozen=True)
+class Design:
+    """Which seed and group every record belongs to (records already filtered to valid ones)."""
+
+    seed: IntArray  # (n,) in [0, n_seeds)
+    group: IntArray  # (n,) in [0, n_groups)
+    n_seeds: int
+    n_groups: int
+
+    @property
+    def n(self) -> int:
+        return int(self.seed.shape[0])
+
+
+@dataclass(frozen=True)
+class GapEstimate:
+    """Adjusted group means (groups × columns) and the max-over-columns of max-minus-min."""
+
+    means: FloatArray  # (G, C); NaN for a group without contrast data
+    gap: float
+    contrast_seeds: int
+    groups_with_data: int
+
+
+def build_design(seed: Sequence[int] | IntArray, group: Sequence[int] | IntArray,
+                 n_seeds: int, n_groups: int) -> Design:
+    return Design(np.asarray(seed, dtype=np.int64), np.asarray(group, dtype=np.int64),
+                  n_seeds, n_groups)
+
+
+def _centred(design: Design, x: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Values minus their seed mean, and which records sit in a seed with >= 2 groups."""
+    n_s = np.bincount(design.seed, minlength=design.n_seeds).astype(np.float64)
+    cols = x.shape[1]
+    sums = np.stack(
+        [np.bincount(design.seed, weights=x[:, c], minlength=design.n_seeds) for c in range(cols)],
+        axis=1,
+    )
+    seed_mean = sums / np.maximum(n_s, 1.0)[:, None]
+    present = np.zeros((design.n_seeds, design.n_groups), dtype=bool)
+    present[design.seed, design.group] = True
+    contrast_seed = present.sum(axis=1) >= 2
+    return x - seed_mean[design.seed], contrast_seed[design.seed]
+
+
+def seed_aggregates(design: Design, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Per seed and group: the sums of centred values (S, G, C) and record counts (S, G).
+
+    Seeds holding a single group carry no within-seed contrast and get zero weight.
+    """
+    e, keep = _centred(design, x)
+    s, g = design.seed[keep], design.group[keep]
+    cell = s * design.n_groups + g
+    size = design.n_seeds * design.n_groups
+    counts = np.bincount(cell, minlength=size).astype(np.float64)
+    sums = np.stack(
+        [np.bincount(cell, weights=e[keep, c], minlength=size) for c in range(x.shape[1])], axis=1
+    )
+    shaped: FloatArray = sums.reshape(design.n_seeds, design.n_groups, -1).astype(np.float64)
+    return shaped, counts.reshape(design.n_seeds, design.n_groups)
+
+
+def _gap_of(means: FloatArray) -> FloatArray:
+    """max − min over groups (axis −2), ignoring NaN groups, then max over columns (axis −1)."""
+    with np.errstate(invalid="ignore"):
+        hi = np.fmax.reduce(means, axis=-2)
+        lo = np.fmin.reduce(means, axis=-2)
+    spread = np.nan_to_num(hi - lo, nan=0.0)
+    return np.asarray(spread.max(axis=-1), dtype=np.float64)
+
+
+def gap_estimate(sums: FloatArray, counts: FloatArray) -> GapEstimate:
+    total = sums.sum(axis=0)  # (G, C)
+    n_g = counts.sum(axis=0)  # (G,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(n_g[:, None] > 0, total / n_g[:, None], np.nan)
+    contrast = int(np.count_nonzero(counts.sum(axis=1)))
+    return GapEstimate(means, float(_gap_of(means)), contrast, int(np.count_nonzero(n_g)))
+
+
+# --- bootstrap ----------------------------------------------------------------------------
+
+
+def bootstrap_seed_counts(
+    n_seeds: int, resamples: int, seed: int, chunk: int = 0
+) -> Iterator[FloatArray]:
+    """Yield (chunk, S) matrices: how often each seed is drawn in each bootstrap resample.
+
+    Chunked so memory stays bounded (about 8 MB per chunk); identical for identical arguments.
+    """
+    rng = np.random.default_rng(seed)
+    step = chunk or max(1, min(resamples, 1_000_000 // max(n_seeds, 1)))
+    done = 0
+    while done < resamples:
+        b = min(step, resamples - done)
+        draws = rng.integers(0, n_seeds, size=(b, n_seeds))
+        draws += (np.arange(b, dtype=np.int64) * n_seeds)[:, None]
+        yield np.bincount(draws.ravel(), minlength=b * n_seeds).reshape(b, n_seeds).astype(
+            np.float64
+        )
+        done += b
+
+
+def bootstrap_gaps_and_means(
+    sums: FloatArray, counts: FloatArray, weights: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The gap and the adjusted group means (B, G, C) in every resample, given (B, S) weights."""
+    s, g, c = sums.shape
+    num = (weights @ sums.reshape(s, g * c)).reshape(-1, g, c)
+    den = weights @ counts  # (B, G)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(den[:, :, None] > 0, num / den[:, :, None], np.nan)
+    return _gap_of(means), means
+
+
+def bias_corrected_interval(
+    draws: FloatArray, estimate: float, level: float = 0.95
+) -> tuple[float, float]:
+    """Efron's bias-corrected percentile interval, widened to contain the estimate.
+
+    max-minus-min is biased upwards (noise always widens a range), so plain percentiles can
+    exclude the estimate; the bias correction shifts the quantiles by the share of draws below it.
+    """
+    values = np.sort(np.asarray(draws, dtype=np.float64))
+    b = values.shape[0]
+    if b == 0:
+        return (estimate, estimate)
+    below = (np.count_nonzero(values < estimate) + 0.5 * np.count_nonzero(values == estimate)) / b
+    below = min(max(below, 1.0 / (b + 1)), b / (b + 1.0))
+    z0 = _NORMAL.inv_cdf(below)
+    z = _NORMAL.inv_cdf(0.5 + level / 2.0)
+    lo_q = _NORMAL.cdf(2 * z0 - z)
+    hi_q = _NORMAL.cdf(2 * z0 + z)
+    lo = float(np.quantile(values, lo_q))
+    hi = float(np.quantile(values, hi_q))
+    return (min(lo, estimate), max(hi, estimate))
+
+
+# --- permutation --------------------------------------------------------------------------
+
+
+def _contrast_rows(design: Design, x: FloatArray) -> tuple[FloatArray, IntArray, IntArray]:
+    e, keep = _centred(design, x)
+    order = np.argsort(design.seed[keep], kind="stable")
+    return e[keep][order], design.seed[keep][order], design.group[keep][order]
+
+
+def permutation_p(
+    design: Design, x: FloatArray, observed: float, permutations: int, seed: int
+) -> float:
+    """Monte Carlo p-value of the gap under within-seed permutation of the group labels.
+
+    ``(1 + #{gap* ≥ gap}) / (1 + P)``: valid at every P (the observed labelling counts as one
+    permutation). Group sizes are fixed under within-seed permutation, so only sums change.
+    """
+    e, s, g = _contrast_rows(design, x)
+    n = e.shape[0]
+    if n == 0 or permutations <= 0:
+        return 1.0
+    n_groups = design.n_groups
+    n_g = np.bincount(g, minlength=n_groups).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    step = max(1, min(permutations, 2_000_000 // n))
+    # seed index as the integer part keeps every shuffle inside its seed's block
+    base = np.unique(s, return_inverse=True)[1].astype(np.float64)
+    hits = 0
+    done = 0
+    limit = observed - _TIE * max(1.0, abs(observed))
+    while done < permutations:
+        b = min(step, permutations - done)
+        perm = np.argsort(base[None, :] + rng.random((b, n)), axis=1)
+        cells = (np.arange(b, dtype=np.int64) * n_groups)[:, None] + g[None, :]
+        means = np.empty((b, n_groups, e.shape[1]))
+        for c in range(e.shape[1]):
+            sums = np.bincount(cells.ravel(), weights=e[perm, c].ravel(),
+                               minlength=b * n_groups).reshape(b, n_groups)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[:, :, c] = np.where(n_g > 0, sums / n_g, np.nan)
+        hits += int(np.count_nonzero(_gap_of(means) >= limit))
+        done += b
+    return (hits + 1.0) / (permutations + 1.0)
+
+
+def permutation_covariance(design: Design, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Exact covariance of the adjusted group means under within-seed permutation.
+
+    Returns ``(cov, n_g)`` with cov of shape (G·C, G·C), ordered group-major. Within a seed of
+    size n with finite-population covariance S (C × C) and group counts c, the group sums have
+    covariance S ⊗ (diag(c) − c cᵀ / n); seeds are independent, so the covariances add.
+    """
+    e, s, g = _contrast_rows(design, x)
+    n_groups, cols = design.n_groups, e.shape[1]
+    if e.shape[0] == 0:
+        return np.zeros((n_groups * cols, n_groups * cols)), np.zeros(n_groups)
+    seeds, local = np.unique(s, return_inverse=True)
+    k = seeds.shape[0]
+    size = np.bincount(local, minlength=k).astype(np.float64)
+    cnt = np.bincount(local * n_groups + g, minlength=k * n_groups).reshape(k, n_groups)
+    cnt = cnt.astype(np.float64)
+    prod = (e[:, :, None] * e[:, None, :]).reshape(-1, cols * cols)
+    scat = np.stack(
+        [np.bincount(local, weights=prod[:, j], minlength=k) for j in range(cols * cols)], axis=1
+    ).reshape(k, cols, cols) / np.maximum(size - 1.0, 1.0)[:, None, None]
+    diag_part = np.einsum("sab,sg->gab", scat, cnt)
+    outer = np.einsum("sab,sg,sh->gahb", scat / size[:, None, None], cnt, cnt)
+    cov = -outer
+    for grp in range(n_groups):
+        cov[grp, :, grp, :] += diag_part[grp]
+    n_g = cnt.sum(axis=0)
+    scale = np.where(n_g > 0, 1.0 / np.maximum(n_g, 1.0), 0.0)
+    cov = cov * scale[:, None, None, None] * scale[None, None, :, None]
+    return cov.reshape(n_groups * cols, n_groups * cols), n_g
+
+
+def normal_permutation_p(
+    cov: FloatArray, n_g: FloatArray, cols: int, observed: float, draws: int, seed: int
+) -> float:
+    """p-value of the gap from the normal approximation to the permutation distribution."""
+    groups = n_g.shape[0]
+    if not np.any(cov):
+        return 1.0 if observed <= _TIE else 1.0 / (draws + 1.0)
+    vals, vecs = np.linalg.eigh(cov)
+    root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    limit = observed - _TIE * max(1.0, abs(observed))
+    for start in range(0, draws, 10_000):
+        b = min(10_000, draws - start)
+        z = rng.standard_normal((b, cov.shape[0])) @ root.T
+        means = z.reshape(b, groups, cols)
+        means[:, n_g == 0, :] = np.nan
+        hits += int(np.count_nonzero(_gap_of(means) >= limit))
+    return (hits + 1.0) / (draws + 1.0)
+
+
+def min_detectable_effect(
+    cov: FloatArray, n_g: FloatArray, cols: int, alpha: float, power: float = 0.8
+) -> float | None:
+    """Smallest gap a two-sided test of the worst group pair detects with ``power``.
+
+    Conservative for max-minus-min: alpha is split (Bonferroni) over every pair and column.
+    None when fewer than two groups have data.
+    """
+    present = np.flatnonzero(n_g > 0)
+    if present.shape[0] < 2:
+        return None
+    var = cov.reshape(n_g.shape[0], cols, n_g.shape[0], cols)
+    worst = 0.0
+    pairs = 0
+    for i, gi in enumerate(present):
+        for gj in present[i + 1:]:
+            for c in range(cols):
+                v = var[gi, c, gi, c] + var[gj, c, gj, c] - 2.0 * var[gi, c, gj, c]
+                worst = max(worst, float(v))
+                pairs += 1
+    z_a = _NORMAL.inv_cdf(1.0 - alpha / (2.0 * pairs))
+    z_b = _NORMAL.inv_cdf(power)
+    return (z_a + z_b) * math.sqrt(max(worst, 0.0))
+
+
+# --- multiplicity -------------------------------------------------------------------------
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm step-down adjusted p-values (None entries are skipped and stay None)."""
+    index = [i for i, p in enumerate(p_values) if p is not None]
+    m = len(index)
+    ordered = sorted(index, key=lambda i: (p_values[i], i))
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(ordered):
+        p = p_values[i]
+        assert p is not None
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
+    """Benjamini–Hochberg step-up adjusted p-values (q-values); None entries stay None."""
+    index = [i for i, p in enumerate(p_values) if p is not None]
+    m = len(index)
+    ordered = sorted(index, key=lambda i: (p_values[i], i))
+    out: list[float | None] = [None] * len(p_values)
+    running = 1.0
+    for rank in range(m - 1, -1, -1):
+        i = ordered[rank]
+        p = p_values[i]
+        assert p is not None
+        running = min(running, p * m / (rank + 1))
+        out[i] = running
+    return out

@@ -1,0 +1,1 @@
+"""Decoding OTLP trace payloads (protobuf and OTLP-JSON) and span files into encoded spans."""

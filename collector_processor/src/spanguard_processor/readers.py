@@ -1,0 +1,303 @@
+"""Span files and stores in, agent traces out — whatever the input is, detected by content.
+
+Inputs recognised (each may be gzip-compressed, detected by its magic bytes, not its name):
+
+* assembled agent-trace JSONL (what ``spanguard traces export --format agent`` writes);
+* OTLP-JSON lines: the Collector ``file`` exporter's JSON output and the Python OTLP JSON file
+  exporter's, one ``{"resourceSpans": ...}`` batch per line — streamed line by line;
+* a whole-file OTLP-JSON document (pretty-printed, or a list of documents) — read whole;
+* length-prefixed protobuf: the Collector ``file`` exporter's ``format: proto`` output, each
+  ``ExportTraceServiceRequest`` preceded by its length as 4 big-endian bytes — streamed;
+* a spanguard SQLite span store (``spanguard serve --store``).
+
+A bad line (or protobuf message) raises :class:`TraceFormatError` naming the file and line (or
+message number); with ``skip_bad`` it is counted and skipped instead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, cast
+
+import orjson
+
+from spanguard.exceptions import TraceFormatError
+
+from .ingest.otlp_json import decode_document
+from .ingest.otlp_proto import decode_request, parse_request
+from .jsonio import read_agent_traces
+from .model import AgentTrace
+from .spans import DecodedBatch, EncodedSpan
+from .store import SQLITE_MAGIC, SpanStore
+
+__all__ = [
+    "KIND_AGENT_JSONL",
+    "KIND_OTLP_JSON",
+    "KIND_OTLP_JSONL",
+    "KIND_OTLP_PROTO",
+    "KIND_STORE",
+    "IngestReport",
+    "detect_kind",
+    "ingest_files",
+    "iter_span_file",
+    "read_agent_traces_any",
+]
+
+KIND_STORE = "store"
+KIND_AGENT_JSONL = "agent-jsonl"
+KIND_OTLP_JSONL = "otlp-jsonl"
+KIND_OTLP_JSON = "otlp-json"
+KIND_OTLP_PROTO = "otlp-proto"
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_MAX_MESSAGE = 256 * 1024 * 1024
+Progress = Callable[[int], None]
+_Batches = Iterator[tuple[int, DecodedBatch | TraceFormatError]]
+
+
+class _Source:
+    """A file opened for streaming, decompressed when gzip; ``position`` counts raw bytes."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.raw = path.open("rb")
+        except OSError as exc:
+            raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.",
+                                   file=str(path)) from None
+        self.gzipped = self.raw.read(2) == _GZIP_MAGIC
+        self.raw.seek(0)
+        self.stream: IO[bytes] = (
+            cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="rb"))
+            if self.gzipped else self.raw)
+
+    @property
+    def position(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.stream.close()
+        self.raw.close()
+
+
+def _head(path: Path, size: int = 4096) -> bytes:
+    source = _Source(path)
+    try:
+        return source.stream.read(size)
+    except (OSError, EOFError) as exc:
+        raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
+    finally:
+        source.close()
+
+
+def detect_kind(path: Path) -> str:
+    """Which of the supported inputs ``path`` holds, judged by its first bytes."""
+    head = _head(path)
+    if head.startswith(SQLITE_MAGIC):
+        return KIND_STORE
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not text:
+        return KIND_AGENT_JSONL  # an empty file: no traces
+    if text[:1] not in (b"{", b"["):
+        return KIND_OTLP_PROTO
+    first_line = _first_line(path)
+    try:
+        value = orjson.loads(first_line)
+    except orjson.JSONDecodeError:
+        return KIND_OTLP_JSON  # a document spread over several lines
+    if isinstance(value, dict) and "resourceSpans" in value:
+        return KIND_OTLP_JSONL
+    if isinstance(value, dict) and "trace_id" in value:
+        return KIND_AGENT_JSONL
+    if isinstance(value, list):
+        return KIND_OTLP_JSON
+    raise TraceFormatError(
+        "is neither agent traces (objects with trace_id) nor OTLP-JSON spans (objects with "
+        "resourceSpans).", file=str(path), line=1)
+
+
+def _first_line(path: Path) -> bytes:
+    source = _Source(path)
+    try:
+        for line in source.stream:
+            if line.strip():
+                return line.removeprefix(b"\xef\xbb\xbf")
+        return b""
+    finally:
+        source.close()
+
+
+def _located(exc: TraceFormatError, path: Path, line: int) -> TraceFormatError:
+    return TraceFormatError(exc.detail, file=str(path), line=line, field=exc.field)
+
+
+def _check(batch: DecodedBatch, path: Path, line: int) -> DecodedBatch:
+    if batch.rejected:
+        raise TraceFormatError(
+            f"{batch.rejected} span(s) have invalid ids; the first: {batch.error}",
+            file=str(path), line=line)
+    return batch
+
+
+def _json_lines(source: _Source, path: Path) -> _Batches:
+    for number, line in enumerate(source.stream, start=1):
+        if number == 1:
+            line = line.removeprefix(b"\xef\xbb\xbf")
+        if not line.strip():
+            continue
+        try:
+            document = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            yield number, TraceFormatError(f"is not valid JSON or UTF-8: {exc}.",
+                                           file=str(path), line=number)
+            continue
+        try:
+            yield number, _check(decode_document(document), path, number)
+        except TraceFormatError as exc:
+            yield number, _located(exc, path, number)
+
+
+def _whole_json(source: _Source, path: Path) -> _Batches:
+    try:
+        value = orjson.loads(source.stream.read())
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.", file=str(path)) from None
+    documents = value if isinstance(value, list) else [value]
+    for index, document in enumerate(documents, start=1):
+        try:
+            yield index, _check(decode_document(document), path, index)
+        except TraceFormatError as exc:
+            raise TraceFormatError(f"document {index}: {exc.detail}", file=str(path),
+                                   field=exc.field) from None
+
+
+def _proto_messages(source: _Source, path: Path) -> _Batches:
+    number = 0
+    while True:
+        prefix = source.stream.read(4)
+        if not prefix:
+            return
+        number += 1
+        offset = source.position
+        if len(prefix) < 4:
+            raise TraceFormatError(f"message {number}: truncated length prefix.",
+                                   file=str(path), line=number)
+        (size,) = struct.unpack(">I", prefix)
+        if size > _MAX_MESSAGE:
+            raise TraceFormatError(
+                f"message {number}: length {size} is implausible; this is not a length-prefixed "
+                "OTLP protobuf file.", file=str(path), line=number)
+        body = source.stream.read(size)
+        if len(body) < size:
+            raise TraceFormatError(f"message {number}: truncated ({len(body)} of {size} bytes).",
+                                   file=str(path), line=number)
+        try:
+            yield number, _check(decode_request(parse_request(body)), path, number)
+        except TraceFormatError as exc:
+            yield number, TraceFormatError(
+                f"message {number} (near byte {offset}): {exc.detail}",
+                file=str(path), line=number)
+
+
+@dataclass
+class IngestReport:
+    """What an ingest read: spans stored, and the lines skipped (file, line) with --skip-bad."""
+
+    spans: int = 0
+    batches: int = 0
+    skipped: list[tuple[str, int]] = field(default_factory=list)
+
+
+def iter_span_file(
+    path: Path,
+    *,
+    skip_bad: bool = False,
+    report: IngestReport | None = None,
+    progress: Progress | None = None,
+) -> Iterator[DecodedBatch]:
+    """Stream the span batches of one span file (any supported span format)."""
+    kind = detect_kind(path)
+    readers = {KIND_OTLP_JSONL: _json_lines, KIND_OTLP_JSON: _whole_json,
+               KIND_OTLP_PROTO: _proto_messages}
+    if kind not in readers:
+        raise TraceFormatError(f"holds {kind}, not spans.", file=str(path))
+    report = report if report is not None else IngestReport()
+    source = _Source(path)
+    try:
+        for number, item in readers[kind](source, path):
+            if isinstance(item, TraceFormatError):
+                if not skip_bad:
+                    raise item
+                report.skipped.append((str(path), number))
+                continue
+            report.batches += 1
+            report.spans += len(item.spans)
+            if progress is not None:
+                progress(source.position)
+            yield item
+    except (OSError, EOFError) as exc:
+        raise TraceFormatError(f"cannot be read or decompressed ({exc}).",
+                               file=str(path)) from None
+    finally:
+        source.close()
+
+
+def ingest_files(
+    store: SpanStore,
+    paths: Sequence[Path],
+    *,
+    skip_bad: bool = False,
+    chunk_spans: int = 5000,
+    progress: Callable[[Path, int], None] | None = None,
+) -> IngestReport:
+    """Store the spans of span files (streamed, ``chunk_spans`` per transaction), then mark
+    every trace released; traces without a root span are ``partial``."""
+    report = IngestReport()
+    pending: list[EncodedSpan] = []
+    for path in paths:
+        tick = (lambda pos, p=path: progress(p, pos)) if progress else None
+        for batch in iter_span_file(path, skip_bad=skip_bad, report=report, progress=tick):
+            pending.extend(batch.spans)
+            if len(pending) >= chunk_spans:
+                store.put_spans(pending)
+                pending = []
+    store.put_spans(pending)
+    store.release_all()
+    return report
+
+
+def read_agent_traces_any(
+    paths: Sequence[Path], *, skip_bad: bool = False, include_pending: bool = False
+) -> Iterator[AgentTrace]:
+    """Agent traces from any mix of agent-trace JSONL files, span files and span stores.
+
+    Span files are assembled together (a trace split across files is joined) through a
+    temporary store, so memory does not grow with their size. Stores are read as they are
+    (``include_pending`` adds their unreleased traces, marked partial). Order: the inputs in
+    the order given, span files last, each in its own stable order.
+    """
+    span_files: list[Path] = []
+    for path in map(Path, paths):
+        kind = detect_kind(path)
+        if kind == KIND_AGENT_JSONL:
+            yield from read_agent_traces(path)
+        elif kind == KIND_STORE:
+            store = SpanStore(path, readonly=True)
+            try:
+                yield from store.iter_agent_traces(include_pending=include_pending)
+            finally:
+                store.close()
+        else:
+            span_files.append(path)
+    if span_files:
+        with tempfile.TemporaryDirectory(prefix="spanguard-") as tmp:
+            store = SpanStore(Path(tmp) / "spans.db", durable=False)
+            try:
+                ingest_files(store, span_files, skip_bad=skip_bad)
+                yield from store.iter_agent_traces()
+            finally:
+                store.close()

@@ -1,0 +1,122 @@
+"""Run the processor: OTLP/gRPC and OTLP/HTTP in one process, one store, one assembler.
+
+:class:`ProcessorServer` starts both receivers (either may be disabled), reports the bound
+ports (so port 0 works), and on :meth:`ProcessorServer.stop` — called on SIGTERM or SIGINT by
+:func:`serve_forever` — stops accepting requests, finishes the ones in progress, flushes every
+trace in flight to the store and closes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from .assembler import TraceAssembler
+from .grpc_server import start_grpc_server
+from .http_server import DEFAULT_MAX_BODY, create_app
+from .ingestor import Ingestor
+from .store import SpanStore
+
+__all__ = ["ProcessorServer", "ServerConfig", "serve_forever"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything ``spanguard serve`` can set."""
+
+    store: Path
+    host: str = "127.0.0.1"
+    grpc_port: int | None = 4317  # None disables the receiver
+    http_port: int | None = 4318
+    wait_duration: float = 2.0
+    num_traces: int = 10_000
+    orphan_timeout: float = 60.0
+    max_body_bytes: int = DEFAULT_MAX_BODY
+
+
+class ProcessorServer:
+    """Both receivers over one :class:`Ingestor`; ``start()``, then ``stop()``."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.store = SpanStore(config.store)
+        assembler = TraceAssembler(config.wait_duration, config.num_traces,
+                                   orphan_timeout=config.orphan_timeout)
+        self.ingestor = Ingestor(self.store, assembler)
+        self.grpc_port: int | None = None
+        self.http_port: int | None = None
+        self._grpc: Any = None
+        self._http: uvicorn.Server | None = None
+        self._http_thread: threading.Thread | None = None
+
+    def start(self) -> ProcessorServer:
+        self.ingestor.start()
+        cfg = self.config
+        if cfg.grpc_port is not None:
+            self._grpc, self.grpc_port = start_grpc_server(
+                self.ingestor, cfg.host, cfg.grpc_port, max_message_bytes=cfg.max_body_bytes)
+        if cfg.http_port is not None:
+            sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((cfg.host, cfg.http_port))
+            self.http_port = sock.getsockname()[1]
+            app = create_app(self.ingestor, max_body_bytes=cfg.max_body_bytes)
+            self._http = uvicorn.Server(
+                uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                               timeout_graceful_shutdown=10)
+            )
+            server = self._http
+            # Not the main thread, so uvicorn installs no signal handlers: stop() owns shutdown.
+            self._http_thread = threading.Thread(
+                target=lambda: server.run(sockets=[sock]), name="spanguard-http", daemon=True)
+            self._http_thread.start()
+            while not server.started and self._http_thread.is_alive():
+                threading.Event().wait(0.01)
+        return self
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Finish in-flight requests, flush in-flight traces to the store, close it."""
+        if self._http is not None and self._http_thread is not None:
+            self._http.should_exit = True
+            self._http_thread.join(grace)
+        if self._grpc is not None:
+            self._grpc.stop(grace).wait()
+        self.ingestor.close(flush=True)
+        self.store.close()
+
+
+def serve_forever(config: ServerConfig, announce: Any = print) -> ProcessorServer:
+    """Start, announce the listening ports, wait for SIGTERM/SIGINT, then stop gracefully."""
+    server = ProcessorServer(config).start()
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        parts = []
+        if server.grpc_port is not None:
+            parts.append(f"OTLP/gRPC on {config.host}:{server.grpc_port}")
+        if server.http_port is not None:
+            parts.append(f"OTLP/HTTP on http://{config.host}:{server.http_port}/v1/traces")
+        announce(f"spanguard processor listening: {', '.join(parts)}; store {config.store}")
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    stats = server.ingestor.stats()
+    announce(f"stopped: {stats.spans_received} spans received, "
+             f"{stats.traces_released} traces released")
+    return server

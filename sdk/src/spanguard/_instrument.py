@@ -1,0 +1,277 @@
+"""Wrap a function, coroutine, generator or async generator in a span.
+
+The kind of wrapper is chosen once, at decoration time. Every wrapper:
+
+* resolves the tracer at call time and calls the function directly when there is none;
+* attaches the span's context only around the app's own code and detaches it in the same
+  frame, so no "Failed to detach context" error can happen, even when a generator is resumed
+  from another thread or task, or closed by the garbage collector;
+* records the app's exception on the span and re-raises it unchanged;
+* sends its own failures to :func:`internal_error` (logged once, never reaching the app).
+
+Generators get their span at the first ``next()``, parented on the context of the call that
+created them; the span ends on exhaustion, ``close()``/``aclose()``, an error, or collection.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from ._runtime import active_tracer, internal_error
+
+__all__ = ["SpanSpec", "end_with_error", "instrument", "start_span"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+ERROR_TYPE = "error.type"
+
+StartHook = Callable[[Span, tuple[Any, ...], dict[str, Any]], None]
+ResultHook = Callable[[Span, Any], None]
+ContextHook = Callable[[Context, Span], Context]
+
+
+@dataclass(frozen=True)
+class SpanSpec:
+    """Everything about a span that is known at decoration time."""
+
+    name: str
+    attributes: Mapping[str, AttributeValue]
+    kind: SpanKind = SpanKind.INTERNAL
+    on_start: StartHook | None = None
+    on_result: ResultHook | None = None
+    # adds spanguard values (e.g. "this is a retrieval span") to the span's context
+    on_context: ContextHook | None = None
+    where: str = field(default="a decorated call")
+
+
+def start_span(tracer: Tracer, spec: SpanSpec, parent: Context | None, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> tuple[Span, Context]:
+    """Start ``spec``'s span under ``parent`` (the current context when ``None``)."""
+    span = tracer.start_span(spec.name, context=parent, kind=spec.kind,
+                             attributes=spec.attributes)
+    if spec.on_start is not None:
+        try:
+            spec.on_start(span, args, kwargs)
+        except Exception as internal:  # keep the span: only the extra attributes are lost
+            internal_error(spec.where, internal)
+    ctx = trace.set_span_in_context(span, parent)
+    if spec.on_context is not None:
+        ctx = spec.on_context(ctx, span)
+    return span, ctx
+
+
+def end_with_error(span: Span, exc: BaseException) -> None:
+    """Record the app's exception on ``span`` and end it (never raises an internal error)."""
+    try:
+        if isinstance(exc, Exception):
+            span.record_exception(exc)
+        span.set_attribute(ERROR_TYPE, type(exc).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.end()
+    except Exception as internal:
+        internal_error("recording an exception", internal)
+
+
+def _end_ok(span: Span, spec: SpanSpec, result: Any) -> None:
+    try:
+        if spec.on_result is not None:
+            spec.on_result(span, result)
+    except Exception as internal:
+        internal_error(spec.where, internal)
+    try:
+        span.end()
+    except Exception as internal:
+        internal_error("ending a span", internal)
+
+
+def _sync(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        tracer = active_tracer()
+        if tracer is None:
+            return fn(*args, **kwargs)
+        try:
+            span, ctx = start_span(tracer, spec, None, args, kwargs)
+            token = otel_context.attach(ctx)
+        except Exception as internal:
+            internal_error(spec.where, internal)
+            return fn(*args, **kwargs)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            otel_context.detach(token)
+            end_with_error(span, exc)
+            raise
+        otel_context.detach(token)
+        _end_ok(span, spec, result)
+        return result
+
+    return wrapper
+
+
+def _coroutine(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        tracer = active_tracer()
+        if tracer is None:
+            return await fn(*args, **kwargs)
+        try:
+            span, ctx = start_span(tracer, spec, None, args, kwargs)
+            token = otel_context.attach(ctx)
+        except Exception as internal:
+            internal_error(spec.where, internal)
+            return await fn(*args, **kwargs)
+        try:
+            result = await fn(*args, **kwargs)
+        except BaseException as exc:
+            otel_context.detach(token)
+            end_with_error(span, exc)
+            raise
+        otel_context.detach(token)
+        _end_ok(span, spec, result)
+        return result
+
+    return wrapper
+
+
+def _run_in(ctx: Context, step: Callable[[Any], Any], arg: Any) -> Any:
+    token = otel_context.attach(ctx)
+    try:
+        return step(arg)
+    finally:
+        otel_context.detach(token)
+
+
+def _traced_generator(tracer: Tracer, spec: SpanSpec, fn: Callable[..., Any],
+                      args: tuple[Any, ...], kwargs: dict[str, Any],
+                      parent: Context) -> Generator[Any, Any, Any]:
+    try:
+        span, ctx = start_span(tracer, spec, parent, args, kwargs)
+    except Exception as internal:
+        internal_error(spec.where, internal)
+        return (yield from fn(*args, **kwargs))
+    gen: Generator[Any, Any, Any] | None = None
+    try:
+        gen = _run_in(ctx, lambda _: fn(*args, **kwargs), None)
+        step: Callable[[Any], Any] = gen.send
+        arg: Any = None
+        while True:
+            try:
+                item = _run_in(ctx, step, arg)
+            except StopIteration as stop:
+                result = stop.value
+                break
+            try:
+                arg = yield item
+                step = gen.send
+            except GeneratorExit:
+                raise
+            except BaseException as thrown:  # gen.throw() from the consumer
+                step, arg = gen.throw, thrown
+    except GeneratorExit:
+        try:
+            if gen is not None:
+                _run_in(ctx, lambda _: gen.close(), None)
+        except BaseException as exc:
+            end_with_error(span, exc)
+            raise
+        _end_ok(span, spec, None)
+        raise
+    except BaseException as exc:
+        end_with_error(span, exc)
+        raise
+    _end_ok(span, spec, result)
+    return result
+
+
+async def _traced_async_generator(tracer: Tracer, spec: SpanSpec, fn: Callable[..., Any],
+                                  args: tuple[Any, ...], kwargs: dict[str, Any],
+                                  parent: Context) -> AsyncGenerator[Any, Any]:
+    try:
+        span, ctx = start_span(tracer, spec, parent, args, kwargs)
+    except Exception as internal:
+        internal_error(spec.where, internal)
+        async for item in fn(*args, **kwargs):
+            yield item
+        return
+    agen: AsyncGenerator[Any, Any] | None = None
+    try:
+        agen = _run_in(ctx, lambda _: fn(*args, **kwargs), None)
+        assert agen is not None
+        step: Callable[[Any], Any] = agen.asend
+        arg: Any = None
+        while True:
+            token = otel_context.attach(ctx)
+            try:
+                item = await step(arg)
+            except StopAsyncIteration:
+                break
+            finally:
+                otel_context.detach(token)
+            try:
+                arg = yield item
+                step = agen.asend
+            except GeneratorExit:
+                raise
+            except BaseException as thrown:  # agen.athrow() from the consumer
+                step, arg = agen.athrow, thrown
+    except GeneratorExit:
+        try:
+            if agen is not None:
+                token = otel_context.attach(ctx)
+                try:
+                    await agen.aclose()
+                finally:
+                    otel_context.detach(token)
+        except BaseException as exc:
+            end_with_error(span, exc)
+            raise
+        _end_ok(span, spec, None)
+        raise
+    except BaseException as exc:
+        end_with_error(span, exc)
+        raise
+    _end_ok(span, spec, None)
+
+
+def _generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        tracer = active_tracer()
+        if tracer is None:
+            return fn(*args, **kwargs)
+        return _traced_generator(tracer, spec, fn, args, kwargs, otel_context.get_current())
+
+    return wrapper
+
+
+def _async_generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        tracer = active_tracer()
+        if tracer is None:
+            return fn(*args, **kwargs)
+        return _traced_async_generator(tracer, spec, fn, args, kwargs,
+                                       otel_context.get_current())
+
+    return wrapper
+
+
+def instrument(fn: F, spec: SpanSpec) -> F:
+    """``fn`` wrapped so that each call (or iteration) is covered by ``spec``'s span."""
+    if inspect.isasyncgenfunction(fn):
+        return cast(F, _async_generator(fn, spec))
+    if inspect.isgeneratorfunction(fn):
+        return cast(F, _generator(fn, spec))
+    if inspect.iscoroutinefunction(fn):
+        return cast(F, _coroutine(fn, spec))
+    return cast(F, _sync(fn, spec))

@@ -1,0 +1,137 @@
+"""Process-wide state: which tracer the decorators use, content settings, internal-error policy.
+
+The decorators resolve their tracer at call time, cheaply, so that a provider set after
+decoration (by the app, by :func:`spanguard.configure` or by :mod:`spanguard.testing`) is used
+from the next call on. When no SDK provider exists anywhere, :func:`active_tracer` returns
+``None`` and the decorators call the function directly: an unconfigured call costs almost nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from opentelemetry import trace
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Tracer, TracerProvider
+
+__all__ = [
+    "ContentSettings",
+    "active_tracer",
+    "content_settings",
+    "env_capture",
+    "internal_error",
+    "pop_override",
+    "push_override",
+    "set_content_settings",
+    "warn_dropped_field",
+]
+
+logger = logging.getLogger("spanguard")
+
+INSTRUMENTATION_NAME = "spanguard"
+INSTRUMENTATION_VERSION = "0.1.0"
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+DEFAULT_MAX_CONTENT_CHARS = 4096
+
+Redactor = Callable[[str, str], "str | None"]
+
+
+@dataclass(frozen=True)
+class ContentSettings:
+    """What happens to prompt/response text before it is put on a span."""
+
+    capture: bool = False
+    redact: Redactor | None = None
+    max_chars: int = DEFAULT_MAX_CONTENT_CHARS
+
+
+def env_capture() -> bool:
+    """Whether the GenAI content-capture environment variable is on."""
+    value = os.environ.get(CAPTURE_ENV, "").strip().lower()
+    return value in {"1", "true", "yes", "on"}
+
+
+_NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
+_lock = threading.Lock()
+_overrides: list[TracerProvider] = []  # innermost last; guarded by _lock
+_override: TracerProvider | None = None  # == _overrides[-1], read without the lock
+_cached: tuple[TracerProvider | None, Tracer | None] = (None, None)
+_content: ContentSettings | None = None  # None: not read yet
+_reported: set[str] = set()
+
+
+def active_tracer() -> Tracer | None:
+    """The tracer spanguard spans go to now, or ``None`` when no SDK provider is set."""
+    global _cached
+    provider = _override
+    if provider is None:
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, _NO_SDK):
+            return None
+    cached_provider, cached_tracer = _cached
+    if provider is cached_provider:
+        return cached_tracer
+    tracer = provider.get_tracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION)
+    _cached = (provider, tracer)
+    return tracer
+
+
+def push_override(provider: TracerProvider) -> None:
+    """Send spanguard's spans to ``provider`` (a private one) until :func:`pop_override`."""
+    global _override
+    with _lock:
+        _overrides.append(provider)
+        _override = provider
+
+
+def pop_override(provider: TracerProvider) -> None:
+    """Stop sending spans to ``provider``; the previous override (if any) applies again."""
+    global _override
+    with _lock:
+        if provider in _overrides:
+            # remove the last occurrence, so nested pushes of one provider unwind in order
+            index = len(_overrides) - 1 - _overrides[::-1].index(provider)
+            del _overrides[index]
+        _override = _overrides[-1] if _overrides else None
+
+
+def content_settings() -> ContentSettings:
+    """The content settings in force: configure()'s, else the environment variable's
+    (read once; :func:`set_content_settings` with ``None`` reads it again)."""
+    global _content
+    settings = _content
+    if settings is None:
+        settings = _content = ContentSettings(capture=env_capture())
+    return settings
+
+
+def set_content_settings(settings: ContentSettings | None) -> None:
+    """Install content settings (``None``: read the environment variable again)."""
+    global _content
+    _content = settings
+
+
+def _under_pytest() -> bool:
+    return "PYTEST_CURRENT_TEST" in os.environ
+
+
+def internal_error(where: str, exc: BaseException) -> None:
+    """Handle a bug inside spanguard: log it once per place; re-raise under pytest.
+
+    The app never sees spanguard's own errors in production; tests do, so bugs are not hidden.
+    """
+    if _under_pytest():
+        raise exc
+    with _lock:
+        first = where not in _reported
+        _reported.add(where)
+    if first:
+        logger.error("spanguard internal error in %s (telemetry skipped)", where, exc_info=exc)
+
+
+def warn_dropped_field(where: str, field: str, why: str) -> None:
+    """A wrong-typed value from the app: the field is dropped and one warning is logged."""
+    logger.warning("spanguard: %s: dropped field '%s' because %s.", where, field, why)

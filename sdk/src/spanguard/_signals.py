@@ -1,0 +1,356 @@
+"""The agent's process signals: tools, retrieval, plans, escalations, friction, LLM calls."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
+from opentelemetry.util.types import AttributeValue
+
+from . import semconv
+from ._content import set_content
+from ._documents import normalize_documents, set_documents
+from ._instrument import SpanSpec, end_with_error, instrument
+from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
+
+__all__ = ["LLMCall", "PlanScope", "escalate", "friction", "llm_call", "plan", "plan_step",
+           "record_documents", "retrieval", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Mapper = Callable[[Any], Any]
+_RETRIEVAL_KEY = otel_context.create_key("spanguard.retrieval")
+
+
+# --- tool ---------------------------------------------------------------------------------
+def _tool_start(fn: Callable[..., Any]) -> Callable[[Span, tuple[Any, ...], dict[str, Any]],
+                                                    None]:
+    signature: list[inspect.Signature] = []
+
+    def on_start(span: Span, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID,
+                           format(span.get_span_context().span_id, "016x"))
+        if content_settings().capture:
+            if not signature:
+                signature.append(inspect.signature(fn))
+            try:
+                bound = signature[0].bind_partial(*args, **kwargs).arguments
+            except TypeError:
+                bound = {"args": list(args), "kwargs": kwargs}
+            set_content(span, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, dict(bound))
+
+    return on_start
+
+
+def _tool_result(span: Span, result: Any) -> None:
+    set_content(span, semconv.GEN_AI_TOOL_CALL_RESULT, result)
+
+
+def _tool_spec(fn: Callable[..., Any], name: str | None, description: str | None) -> SpanSpec:
+    tool_name = name if isinstance(name, str) and name else fn.__name__
+    attributes: dict[str, AttributeValue] = {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+        semconv.GEN_AI_TOOL_NAME: tool_name,
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_TOOL,
+        semconv.TOOL_NAME: tool_name,
+    }
+    if isinstance(description, str):
+        attributes[semconv.GEN_AI_TOOL_DESCRIPTION] = description
+        attributes[semconv.TOOL_DESCRIPTION] = description
+    return SpanSpec(semconv.span_name(semconv.OP_EXECUTE_TOOL, tool_name), attributes,
+                    on_start=_tool_start(fn), on_result=_tool_result,
+                    where=f"tool '{tool_name}'")
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[F], F]: ...
+def tool(fn: Any = None, /, *, name: str | None = None, description: str | None = None) -> Any:
+    """Record each call of the decorated function as an ``execute_tool {name}`` span.
+
+    Works on functions, coroutines, generators and async generators; ``@tool`` or
+    ``@tool(name="kb_search")``. Arguments and result are content (capture on only).
+    """
+    if fn is not None:
+        return instrument(fn, _tool_spec(fn, None, None))
+
+    def decorate(f: F) -> F:
+        return instrument(f, _tool_spec(f, name, description))
+
+    return decorate
+
+
+# --- retrieval ----------------------------------------------------------------------------
+def _retrieval_context(ctx: Context, span: Span) -> Context:
+    return otel_context.set_value(_RETRIEVAL_KEY, span, ctx)
+
+
+def _retrieval_result(mapper: Mapper | None, where: str) -> Callable[[Span, Any], None]:
+    def on_result(span: Span, result: Any) -> None:
+        recorded = getattr(span, "attributes", None) or {}
+        if semconv.GEN_AI_RETRIEVAL_DOCUMENTS in recorded:
+            return  # record_documents() already ran inside the function
+        if result is None and mapper is None:
+            return
+        try:
+            items = mapper(result) if mapper is not None else result
+        except Exception as exc:  # the app's mapper failed: keep the app running
+            warn_dropped_field(where, "documents", f"the mapper raised {type(exc).__name__}")
+            return
+        set_documents(span, normalize_documents(items, where))
+
+    return on_result
+
+
+def _retrieval_spec(fn: Callable[..., Any], source: str | None, mapper: Mapper | None
+                    ) -> SpanSpec:
+    source_name = source if isinstance(source, str) and source else fn.__name__
+    attributes: dict[str, AttributeValue] = {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OP_RETRIEVAL,
+        semconv.GEN_AI_DATA_SOURCE_ID: source_name,
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
+    }
+    where = f"retrieval '{source_name}'"
+    return SpanSpec(semconv.span_name(semconv.OP_RETRIEVAL, source_name), attributes,
+                    on_result=_retrieval_result(mapper, where),
+                    on_context=_retrieval_context, where=where)
+
+
+@overload
+def retrieval(fn: F, /) -> F: ...
+@overload
+def retrieval(*, source: str | None = None, mapper: Mapper | None = None
+              ) -> Callable[[F], F]: ...
+def retrieval(fn: Any = None, /, *, source: str | None = None, mapper: Mapper | None = None
+              ) -> Any:
+    """Record each call as a ``retrieval {source}`` span with the documents it returned.
+
+    ``mapper`` turns the return value into documents (mappings or objects with ``id``,
+    ``group``, ``rank``, ``score``); without it the return value must already be those.
+    Generators should call :func:`record_documents` instead.
+    """
+    if fn is not None:
+        return instrument(fn, _retrieval_spec(fn, None, None))
+
+    def decorate(f: F) -> F:
+        return instrument(f, _retrieval_spec(f, source, mapper))
+
+    return decorate
+
+
+def record_documents(documents: Any, *, source: str | None = None) -> None:
+    """Record retrieved documents: on the current ``@retrieval`` span, or else as a new
+    zero-length ``retrieval {source}`` span under the current span."""
+    where = "record_documents()"
+    try:
+        current = trace.get_current_span()
+        if otel_context.get_value(_RETRIEVAL_KEY) is current and current.is_recording():
+            set_documents(current, normalize_documents(documents, where))
+            return
+        tracer = active_tracer()
+        if tracer is None:
+            return
+        name = source if isinstance(source, str) and source else "documents"
+        span = tracer.start_span(semconv.span_name(semconv.OP_RETRIEVAL, name), attributes={
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_RETRIEVAL,
+            semconv.GEN_AI_DATA_SOURCE_ID: name,
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
+        })
+        set_documents(span, normalize_documents(documents, where))
+        span.end()
+    except Exception as exc:
+        internal_error(where, exc)
+
+
+# --- events -------------------------------------------------------------------------------
+def _event(name: str, attributes: dict[str, AttributeValue]) -> None:
+    span = trace.get_current_span()
+    if span.is_recording():
+        try:
+            span.add_event(name, attributes)
+        except Exception as exc:
+            internal_error(name, exc)
+
+
+def escalate(reason: str | None = None) -> None:
+    """Record that the agent handed the user over to a human (reason optional)."""
+    attributes: dict[str, AttributeValue] = {}
+    if isinstance(reason, str):
+        attributes[semconv.ESCALATION_REASON] = reason
+    elif reason is not None:
+        warn_dropped_field("escalate()", semconv.ESCALATION_REASON,
+                           f"a reason must be a string, not {type(reason).__name__}")
+    _event(semconv.EVENT_ESCALATION, attributes)
+
+
+def friction(point: str) -> None:
+    """Record a friction point put in the user's way (``"extra identity check"``)."""
+    if not isinstance(point, str) or not point:
+        warn_dropped_field("friction()", semconv.FRICTION_POINT,
+                           "a friction point must be a non-empty string; no event recorded")
+        return
+    _event(semconv.EVENT_FRICTION, {semconv.FRICTION_POINT: point})
+
+
+def _step_attributes(step: Any) -> dict[str, AttributeValue] | None:
+    if not isinstance(step, str) or not step:
+        warn_dropped_field("plan_step()", semconv.PLAN_STEP,
+                           "a plan step must be a non-empty string; no event recorded")
+        return None
+    return {semconv.PLAN_STEP: step}
+
+
+def plan_step(step: str) -> None:
+    """Record one plan step on the current span (the ``plan`` span inside ``with plan()``)."""
+    attributes = _step_attributes(step)
+    if attributes is not None:
+        _event(semconv.EVENT_PLAN_STEP, attributes)
+
+
+# --- span scopes: plan and LLM call -------------------------------------------------------
+class _SpanScope:
+    """A context manager that opens one span and makes it current."""
+
+    _span: Span = INVALID_SPAN
+
+    def __init__(self, name: str, attributes: dict[str, AttributeValue], kind: SpanKind) -> None:
+        self._name = name
+        self._attributes = attributes
+        self._kind = kind
+        self._token: object | None = None
+
+    def _enter(self) -> None:
+        tracer = active_tracer()
+        if tracer is None:
+            return
+        try:
+            self._span = tracer.start_span(self._name, kind=self._kind,
+                                           attributes=self._attributes)
+            self._token = otel_context.attach(trace.set_span_in_context(self._span))
+        except Exception as exc:
+            internal_error(self._name, exc)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)  # type: ignore[arg-type]
+            self._token = None
+        if exc is not None:
+            end_with_error(self._span, exc)
+            return
+        self._finish()
+        self._span.end()
+
+    def _finish(self) -> None:
+        """Set last attributes before the span ends."""
+
+
+class PlanScope(_SpanScope):
+    """``with spanguard.plan(["look up order", "answer"]) as p: p.step("refund")``."""
+
+    def __init__(self, steps: list[str] | None) -> None:
+        super().__init__(semconv.SPAN_PLAN, {semconv.OPENINFERENCE_SPAN_KIND:
+                                             semconv.OI_KIND_CHAIN}, SpanKind.INTERNAL)
+        self._steps = steps
+
+    def __enter__(self) -> PlanScope:
+        self._enter()
+        for step in self._steps or ():
+            self.step(step)
+        return self
+
+    def step(self, step: str) -> None:
+        """Record one step of this plan (on the plan span, wherever it is called from)."""
+        attributes = _step_attributes(step)
+        if attributes is not None and self._span.is_recording():
+            self._span.add_event(semconv.EVENT_PLAN_STEP, attributes)
+
+
+def plan(steps: list[str] | None = None) -> PlanScope:
+    """Open a ``plan`` span; its steps are ``spanguard.plan_step`` events on it."""
+    return PlanScope(steps)
+
+
+class LLMCall(_SpanScope):
+    """One model call: ``with spanguard.llm_call(model="gpt-4o") as call:
+    call.record_usage(120, 40, cost_usd=0.0011)``."""
+
+    def __init__(self, model: str, provider: str | None) -> None:
+        attributes: dict[str, AttributeValue] = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
+            semconv.GEN_AI_REQUEST_MODEL: model,
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_LLM,
+            semconv.LLM_MODEL_NAME: model,
+        }
+        if provider is not None:
+            attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
+        super().__init__(semconv.span_name(semconv.OP_CHAT, model), attributes, SpanKind.CLIENT)
+        self._model = model
+        self._response_model: str | None = None
+
+    def __enter__(self) -> LLMCall:
+        self._enter()
+        return self
+
+    @property
+    def span(self) -> Span:
+        return self._span
+
+    def record_usage(self, input_tokens: int, output_tokens: int,
+                     cost_usd: float | None = None) -> None:
+        """Token usage and (optionally) the call's cost in US dollars."""
+        where = "LLMCall.record_usage()"
+        counts: dict[str, int] = {}
+        for key, value in ((semconv.GEN_AI_USAGE_INPUT_TOKENS, input_tokens),
+                           (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens)):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                counts[key] = value
+            else:
+                warn_dropped_field(where, key, "token counts must be non-negative integers")
+        attributes: dict[str, AttributeValue] = dict(counts)
+        prompt = counts.get(semconv.GEN_AI_USAGE_INPUT_TOKENS)
+        completion = counts.get(semconv.GEN_AI_USAGE_OUTPUT_TOKENS)
+        if prompt is not None:
+            attributes[semconv.LLM_TOKEN_COUNT_PROMPT] = prompt
+        if completion is not None:
+            attributes[semconv.LLM_TOKEN_COUNT_COMPLETION] = completion
+        if prompt is not None and completion is not None:
+            attributes[semconv.LLM_TOKEN_COUNT_TOTAL] = prompt + completion
+        if cost_usd is not None:
+            if isinstance(cost_usd, int | float) and not isinstance(cost_usd, bool):
+                attributes[semconv.COST_USD] = float(cost_usd)
+            else:
+                warn_dropped_field(where, semconv.COST_USD, "a cost must be a number")
+        self._span.set_attributes(attributes)
+
+    def set_response_model(self, model: str) -> None:
+        """The model that actually answered (defaults to the requested one)."""
+        if isinstance(model, str):
+            self._response_model = model
+
+    def set_input(self, messages: Any) -> None:
+        """The prompt messages (content: capture on only)."""
+        set_content(self._span, semconv.GEN_AI_INPUT_MESSAGES, messages)
+
+    def set_output(self, messages: Any) -> None:
+        """The response messages (content: capture on only)."""
+        set_content(self._span, semconv.GEN_AI_OUTPUT_MESSAGES, messages)
+
+    def _finish(self) -> None:
+        self._span.set_attribute(semconv.GEN_AI_RESPONSE_MODEL,
+                                 self._response_model or self._model)
+
+
+def llm_call(model: str, *, provider: str | None = None) -> LLMCall:
+    """Open a ``chat {model}`` span (kind CLIENT) for one model call."""
+    if not isinstance(model, str) or not model:
+        warn_dropped_field("llm_call()", semconv.GEN_AI_REQUEST_MODEL,
+                           "a model name must be a non-empty string")
+        model = "unknown"
+    return LLMCall(model, provider if isinstance(provider, str) else None)

@@ -1,0 +1,103 @@
+"""The assembler: released when whole, bounded, deduplicating, late spans and partial traces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spanguard_processor.assembler import TraceAssembler
+
+
+@dataclass(frozen=True)
+class Key:
+    trace_id: str
+    span_id: str
+    is_root: bool = False
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(**kwargs: float) -> tuple[TraceAssembler, Clock]:
+    clock = Clock()
+    return TraceAssembler(clock=clock, **kwargs), clock  # type: ignore[arg-type]
+
+
+def test_trace_is_released_only_after_root_and_wait_duration_of_silence() -> None:
+    asm, clock = make(wait_duration=2.0)
+    asm.add([Key("t1", "a"), Key("t1", "r", is_root=True)])
+    clock.now = 1.9
+    assert asm.poll() == []
+    asm.add([Key("t1", "b")])  # activity restarts the wait
+    clock.now = 3.8
+    assert asm.poll() == []
+    clock.now = 3.9
+    (released,) = asm.poll()
+    assert released.trace_id == "t1" and released.span_ids == ("a", "b", "r")
+    assert released.partial is False and released.reason == "complete"
+    assert asm.in_flight == 0
+
+
+def test_trace_without_root_waits_for_the_orphan_timeout_and_is_partial() -> None:
+    asm, clock = make(wait_duration=1.0, orphan_timeout=10.0)
+    asm.add([Key("t1", "a")])
+    clock.now = 5.0
+    assert asm.poll() == []
+    clock.now = 10.0
+    (released,) = asm.poll()
+    assert released.partial is True and released.reason == "orphaned"
+
+
+def test_num_traces_bounds_in_flight_and_evicts_least_recently_active() -> None:
+    asm, clock = make(wait_duration=5.0, num_traces=2)
+    asm.add([Key("t1", "a")])
+    clock.now = 1
+    asm.add([Key("t2", "a", is_root=True)])
+    clock.now = 2
+    asm.add([Key("t1", "b")])  # t1 is now the most recently active
+    evicted = asm.add([Key("t3", "a")])
+    assert [(r.trace_id, r.reason, r.partial) for r in evicted] == [("t2", "evicted", False)]
+    assert asm.in_flight == 2
+    evicted = asm.add([Key("t4", "a")])
+    assert [(r.trace_id, r.partial) for r in evicted] == [("t1", True)]
+
+
+def test_span_delivered_twice_counts_once() -> None:
+    asm, _ = make(wait_duration=0.0)
+    asm.add([Key("t1", "r", is_root=True), Key("t1", "r", is_root=True)])
+    asm.add([Key("t1", "r", is_root=True)])
+    assert asm.duplicates == 2 and asm.spans_added == 1
+    (released,) = asm.poll()
+    assert released.span_ids == ("r",)
+
+
+def test_late_span_after_release_is_released_as_late_and_not_partial() -> None:
+    asm, clock = make(wait_duration=1.0)
+    asm.add([Key("t1", "r", is_root=True)])
+    clock.now = 1.0
+    (first,) = asm.poll()
+    assert first.late is False
+    asm.add([Key("t1", "child")])
+    clock.now = 2.0
+    (late,) = asm.poll()
+    assert late.late is True and late.partial is False and late.span_ids == ("child",)
+
+
+def test_flush_releases_everything_and_marks_rootless_partial() -> None:
+    asm, _ = make(wait_duration=100.0)
+    asm.add([Key("t1", "r", is_root=True), Key("t2", "a")])
+    released = {r.trace_id: r for r in asm.flush()}
+    assert released["t1"].partial is False and released["t2"].partial is True
+    assert {r.reason for r in released.values()} == {"flushed"}
+    assert asm.in_flight == 0 and asm.next_due() is None
+
+
+def test_next_due_counts_down_from_the_oldest_trace() -> None:
+    asm, clock = make(wait_duration=2.0)
+    asm.add([Key("t1", "r", is_root=True)])
+    clock.now = 0.5
+    assert asm.next_due() == 1.5

@@ -1,0 +1,164 @@
+"""Both receivers, in process on 127.0.0.1 port 0, fed by the real OTel SDK exporters."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as HttpExporter,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanguard_processor.server import ProcessorServer, ServerConfig
+from spanguard_processor.store import SpanStore
+
+from .agent_app import SPANS_PER_REQUEST, in_memory_spans
+
+pytestmark = pytest.mark.integration
+PROTO = {"content-type": "application/x-protobuf"}
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ProcessorServer]:
+    config = ServerConfig(store=tmp_path / "spans.db", grpc_port=0, http_port=0,
+                          wait_duration=0.05, max_body_bytes=64 * 1024)
+    running = ProcessorServer(config).start()
+    yield running
+    running.stop()
+
+
+def url(server: ProcessorServer) -> str:
+    return f"http://127.0.0.1:{server.http_port}"
+
+
+def stored(path: Path) -> list[str]:
+    with SpanStore(path, readonly=True) as store:
+        return [span_id for _, span_id in store.span_ids()]
+
+
+def test_sdk_exporters_over_http_and_grpc_store_every_span_and_assemble(
+        server: ProcessorServer, tmp_path: Path) -> None:
+    spans = in_memory_spans(6).get_finished_spans()
+    http = HttpExporter(endpoint=url(server) + "/v1/traces")
+    assert http.export(spans[:15]) == SpanExportResult.SUCCESS
+    grpc_exporter = GrpcExporter(endpoint=f"127.0.0.1:{server.grpc_port}", insecure=True)
+    assert grpc_exporter.export(spans[15:]) == SpanExportResult.SUCCESS
+    assert http.export(spans[:5]) == SpanExportResult.SUCCESS  # an exporter retry
+    http.shutdown()
+    grpc_exporter.shutdown()
+    health = httpx.get(url(server) + "/health").json()
+    assert health["status"] == "ok" and health["spans_duplicated"] == 5
+    server.stop()
+    assert len(stored(tmp_path / "spans.db")) == 6 * SPANS_PER_REQUEST
+    with SpanStore(tmp_path / "spans.db", readonly=True) as store:
+        traces = list(store.iter_agent_traces())
+    assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(6)]
+    assert all(not t.partial and t.trace.tool_calls for t in traces)
+
+
+def test_json_and_gzip_bodies_are_accepted(server: ProcessorServer) -> None:
+    line = (Path(__file__).parent / "data" / "python_otlp_json_file_exporter.jsonl").read_bytes()
+    first = line.splitlines()[0]
+    reply = httpx.post(url(server) + "/v1/traces", content=first,
+                       headers={"content-type": "application/json"})
+    assert reply.status_code == 200 and reply.json() == {}
+    body = gzip.compress(encode_spans(in_memory_spans(1).get_finished_spans()).SerializeToString())
+    reply = httpx.post(url(server) + "/v1/traces", content=body,
+                       headers={**PROTO, "content-encoding": "gzip"})
+    assert reply.status_code == 200
+    assert ExportTraceServiceResponse.FromString(reply.content).partial_success.rejected_spans == 0
+
+
+@pytest.mark.parametrize(("headers", "body", "status", "message"), [
+    ({"content-type": "text/plain"}, b"hello", 415, "content type 'text/plain'"),
+    ({**PROTO, "content-encoding": "br"}, b"x", 415, "content encoding 'br'"),
+    (PROTO, b"\xff\xff\xff garbage", 400, "not a valid OTLP protobuf"),
+    ({"content-type": "application/json"}, b"{not json", 400, "not valid JSON"),
+    ({"content-type": "application/json"}, b'{"resourceSpans": "\xff\xfe"}', 400, "not valid JSON"),
+    ({"content-type": "application/json"}, b'{"spans": []}', 400, "resourceSpans"),
+    (PROTO, b"\x00" * (70 * 1024), 413, "the limit is 65536"),
+    ({**PROTO, "content-encoding": "gzip"}, gzip.compress(b"\x00" * (8 * 1024 * 1024)), 413,
+     "decompressed body exceeds"),
+    ({**PROTO, "content-encoding": "gzip"}, b"\x1f\x8b\x08\x00 broken", 400, "gzip"),
+])
+def test_bad_requests_get_the_right_status_and_the_server_keeps_serving(
+        server: ProcessorServer, tmp_path: Path, headers: dict[str, str], body: bytes,
+        status: int, message: str) -> None:
+    spans = in_memory_spans(1).get_finished_spans()
+    good = encode_spans(spans).SerializeToString()
+    assert httpx.post(url(server) + "/v1/traces", content=good, headers=PROTO).status_code == 200
+    reply = httpx.post(url(server) + "/v1/traces", content=body, headers=headers)
+    assert reply.status_code == status
+    text = reply.text if "json" in reply.headers["content-type"] else reply.content.decode(
+        "utf-8", "replace")
+    assert message in text
+    assert httpx.post(url(server) + "/v1/traces", content=good, headers=PROTO).status_code == 200
+    server.stop()
+    assert len(stored(tmp_path / "spans.db")) == SPANS_PER_REQUEST
+
+
+def _request_with_bad_ids(keep_good: bool) -> bytes:
+    request = encode_spans(in_memory_spans(1).get_finished_spans())
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[0].span_id = b""
+    spans[1].trace_id = b"\x01\x02"
+    if not keep_good:
+        for span in spans[2:]:
+            span.span_id = b"\x00" * 8
+    return bytes(request.SerializeToString())
+
+
+def test_spans_without_ids_are_rejected_by_partial_success(
+        server: ProcessorServer, tmp_path: Path) -> None:
+    reply = httpx.post(url(server) + "/v1/traces", content=_request_with_bad_ids(True),
+                       headers=PROTO)
+    assert reply.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(reply.content).partial_success
+    assert partial.rejected_spans == 2 and "invalid trace_id" in partial.error_message
+    reply = httpx.post(url(server) + "/v1/traces", content=_request_with_bad_ids(False),
+                       headers=PROTO)
+    assert reply.status_code == 400
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x", "traceId": "ab" * 16}]}]}]}
+    reply = httpx.post(url(server) + "/v1/traces", content=json.dumps(doc),
+                       headers={"content-type": "application/json"})
+    assert reply.status_code == 400 and "spanId" in reply.json()["message"]
+    server.stop()
+    assert len(stored(tmp_path / "spans.db")) == SPANS_PER_REQUEST - 2
+
+
+def test_grpc_garbage_is_invalid_argument_and_bad_ids_partial_success(
+        server: ProcessorServer) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        export = channel.unary_unary(EXPORT)
+        with pytest.raises(grpc.RpcError) as caught:
+            export(b"\xff\xff\xff garbage", timeout=5)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "not a valid OTLP protobuf" in (caught.value.details() or "")
+        with pytest.raises(grpc.RpcError) as caught:
+            export(_request_with_bad_ids(False), timeout=5)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        reply = ExportTraceServiceResponse.FromString(export(_request_with_bad_ids(True),
+                                                             timeout=5))
+        assert reply.partial_success.rejected_spans == 2
+        empty = ExportTraceServiceResponse.FromString(
+            export(ExportTraceServiceRequest().SerializeToString(), timeout=5))
+        assert empty.partial_success.rejected_spans == 0
+        too_big = b"\x0a" + b"\xff" * 5 + b"\x00" * (80 * 1024)
+        with pytest.raises(grpc.RpcError) as caught:
+            export(too_big, timeout=5)
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

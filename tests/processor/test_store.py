@@ -1,0 +1,75 @@
+"""The SQLite store: idempotent upserts, partial flags, late merges, annotations, resume."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+from spanguard.exceptions import TraceFormatError
+from spanguard_processor.ingest.otlp_proto import decode_request
+from spanguard_processor.spans import EncodedSpan
+from spanguard_processor.store import SpanStore
+
+from .agent_app import SPANS_PER_REQUEST, in_memory_spans
+
+
+def encoded(count: int = 2) -> list[EncodedSpan]:
+    spans = in_memory_spans(count).get_finished_spans()
+    return list(decode_request(encode_spans(spans)).spans)
+
+
+def test_upsert_stores_each_span_once_and_store_is_wal(tmp_path: Path) -> None:
+    spans = encoded()
+    with SpanStore(tmp_path / "s.db") as store:
+        store.put_spans(spans)
+        store.put_spans(spans[:3])
+        assert store.span_count() == 2 * SPANS_PER_REQUEST
+    mode = sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_released_traces_export_and_pending_ones_do_not(tmp_path: Path) -> None:
+    spans = encoded()
+    with SpanStore(tmp_path / "s.db") as store:
+        store.put_spans(spans)
+        first = spans[0].trace_id
+        store.mark_released([first])
+        assert [t.trace_id for t in store.iter_agent_traces()] == [first]
+        both = list(store.iter_agent_traces(include_pending=True))
+        assert len(both) == 2 and [t.partial for t in both if t.trace_id != first] == [True]
+        assert store.trace_counts() == (1, 1)
+
+
+def test_trace_released_without_root_is_partial_until_the_late_root_merges(tmp_path: Path) -> None:
+    spans = encoded(1)
+    root = next(s for s in spans if s.is_root)
+    children = [s for s in spans if not s.is_root]
+    with SpanStore(tmp_path / "s.db") as store:
+        store.put_spans(children)
+        store.mark_released([root.trace_id])
+        (trace,) = store.iter_agent_traces()
+        assert trace.partial is True
+        store.put_spans([root])
+        store.mark_released([root.trace_id])
+        (trace,) = store.iter_agent_traces()
+        assert trace.partial is False and trace.request_id == "req-0000"
+        assert trace.trace.tool_calls and trace.trace.retrieved_documents
+
+
+def test_pending_spans_survive_reopening(tmp_path: Path) -> None:
+    spans = encoded(1)
+    with SpanStore(tmp_path / "s.db") as store:
+        store.put_spans(spans)
+    with SpanStore(tmp_path / "s.db") as store:
+        pending = list(store.pending_spans())
+    assert sorted(s.span_id for s in pending) == sorted(s.span_id for s in spans)
+
+
+def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
+    bad = tmp_path / "x.db"
+    bad.write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(TraceFormatError, match=r"x\.db: is not a spanguard span store"):
+        SpanStore(bad, readonly=True)
