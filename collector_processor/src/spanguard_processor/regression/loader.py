@@ -206,8 +206,27 @@ class _Reader:
         text = _where(file, line, message.rstrip(".") + "; line skipped.", field)
         self.result.problems.append(Problem(text, True))
 
+    def read_spans(self, path: Path) -> None:
+        """A span store or span file: assembled by the processor's readers, then converted."""
+        from ..readers import read_agent_traces_any
+
+        name = path.as_posix()
+        for number, trace in enumerate(read_agent_traces_any([path], skip_bad=True), 1):
+            try:
+                data = to_trace2eval_row(trace)
+                row = self.build_row(data, name, number)
+            except (_LineError, TraceFormatError) as exc:
+                detail = exc.message if isinstance(exc, _LineError) else exc.detail
+                self.skip(name, number, f"trace {trace.trace_id}: {detail}")
+                continue
+            self.result.agent_traces += 1
+            self.result.rows.append(row)
+
     def read_file(self, path: Path) -> None:
         name = path.as_posix()
+        if _is_span_input(path):
+            self.read_spans(path)
+            return
         try:
             stream = open_binary(path)
         except OSError as exc:
@@ -333,6 +352,35 @@ def _retry_count(value: Any) -> bool:
         return bool(float(value))
     except (TypeError, ValueError):
         return False
+
+
+_SPAN_SUFFIXES = (".pb", ".binpb", ".proto", ".pb.gz", ".binpb.gz", ".proto.gz")
+
+
+def _is_span_input(path: Path) -> bool:
+    """A span store, OTLP span file or OTLP-JSON document (anything else is read line by line).
+
+    Told by content: SQLite's magic bytes, a first line holding ``resourceSpans``; protobuf
+    span files (no text to look at) by their ``.pb``/``.binpb``/``.proto`` suffix.
+    """
+    from ..store import SQLITE_MAGIC
+
+    if path.name.endswith(_SPAN_SUFFIXES):
+        return True
+    try:
+        with open_binary(path) as stream:
+            head = stream.read(len(SQLITE_MAGIC))
+            if head.startswith(SQLITE_MAGIC):
+                return True
+            stream.seek(0)
+            first = b""
+            for raw in _iter_lines(stream, 1 << 16):
+                if raw[1] is not None and raw[1].strip():
+                    first = raw[1]
+                    break
+    except (OSError, EOFError):
+        return False
+    return b'"resourceSpans"' in first
 
 
 def load_logs(paths: list[Path], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> LoadResult:

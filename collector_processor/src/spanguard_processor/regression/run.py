@@ -16,7 +16,7 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
-from ..jsonio import iter_jsonl, read_agent_traces
+from ..jsonio import iter_jsonl
 from .checks import run_text_checks, run_trace_check
 from .loader import OUTPUT_ALIASES
 from .signals import percentile
@@ -115,9 +115,11 @@ def load_outputs(path: Path) -> Outputs:
 
 def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
     """Agent traces as outputs records: matched to cases by id, then by question."""
+    from ..readers import read_agent_traces_any
+
     outputs = Outputs()
     for path in paths:
-        for trace in read_agent_traces(path):
+        for trace in read_agent_traces_any([path]):
             record = {
                 "input": trace.input,
                 "output": trace.output or "",
