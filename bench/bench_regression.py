@@ -119,13 +119,29 @@ ANSWERS = [
 ]
 
 
+def _names(rng: random.Random, count: int) -> list[str]:
+    """Product, place and plan names: the long tail of vocabulary real questions carry."""
+    syllables = ["ka", "lo", "mi", "ter", "vex", "zor", "pla", "nu", "dri", "sol", "qua", "ber",
+                 "fin", "gal", "hop", "jet", "kin", "lum", "mor", "pix", "ran", "sup", "tor", "wiz"]
+    return ["".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(count)]
+
+
+def _han(rng: random.Random, count: int) -> list[str]:
+    return ["".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(2, 3)))
+            for _ in range(count)]
+
+
 def _questions(rng: random.Random, count: int) -> list[str]:
+    names, han = _names(rng, 3000), _han(rng, 3000)
     seen: dict[str, None] = {}
     while len(seen) < count:
         if rng.random() < 0.35:
-            q = rng.choice(ZH_VERBS) + rng.choice(ZH_NOUNS) + rng.choice(ZH_TAILS)
+            q = rng.choice(ZH_VERBS) + rng.choice(han) + rng.choice(ZH_NOUNS) + rng.choice(ZH_TAILS)
         else:
-            q = f"{rng.choice(EN_VERBS)} my {rng.choice(EN_NOUNS)}{rng.choice(EN_TAILS)}"
+            q = (f"{rng.choice(EN_VERBS)} my {rng.choice(names)} {rng.choice(EN_NOUNS)}"
+                 f"{rng.choice(EN_TAILS)}")
+        if rng.random() < 0.3:
+            q += f" #{rng.randint(1000, 99999)}"
         seen[q] = None
     return list(seen)
 
@@ -160,7 +176,7 @@ def _documents(rng: random.Random, count: int) -> list[str]:
 
 def make_log(path: Path, rows: int, seed: int = 7) -> None:
     rng = random.Random(seed)
-    pool = _questions(rng, max(50, min(rows // 4, 6000)))
+    pool = _questions(rng, max(50, min(rows // 4, 50000)))
     weights = [1 / (i + 1) ** 1.05 for i in range(len(pool))]
     docs = _documents(rng, 40)
     with path.open("w", encoding="utf-8") as out:
