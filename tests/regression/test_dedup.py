@@ -13,6 +13,7 @@ from spanguard_processor.regression.dedup import (
     similar_pairs,
     strip_shared_context,
 )
+from spanguard_processor.regression.sparse_dedup import leader_clusters_sparse
 from spanguard_processor.regression.textnorm import fold, shingles
 
 
@@ -60,6 +61,7 @@ def test_leader_clustering_matches_a_brute_force_leader_pass(threshold: float) -
             reps.append(i)
         expected.append(target)
     assert leader_clusters(sets, threshold) == expected
+    assert leader_clusters_sparse(sets, threshold) == expected
 
 
 def test_similarity_reproduces_the_spec_worked_values() -> None:
