@@ -203,3 +203,18 @@ def test_annotations_report_orphans_and_accept_required(tmp_path: Path, t2e_fixt
     )
     case = next(c for c in _cases(tmp_path / "ev") if c["input"] == "修改手机号")
     assert {"type": "json", "required": ["a"]} in case["checks"]  # type: ignore[operator]
+
+
+def test_a_rambling_answer_gets_a_max_chars_bound_not_a_min_chars_from_itself(
+    tmp_path: Path,
+) -> None:
+    rows = [{"id": f"n{i}", "input": f"ordinary question {i} about invoices and plans",
+             "output": "x" * 40} for i in range(9)]
+    rows.append({"id": "long", "input": "tell me about the refund policy", "output": "y" * 500})
+    code, _, _ = _build(str(_write(tmp_path / "l.jsonl", rows)), "-o", str(tmp_path / "ev"))
+    assert code == 0
+    (case,) = _cases(tmp_path / "ev")
+    assert case["checks"] == [{"type": "not_fallback"}, {"type": "min_chars", "value": 1},
+                              {"type": "max_chars", "value": 120}]
+    assert case["reference_is_trusted"] is False
+    assert case["self_check"] == {"passed": False, "failed_checks": ["max_chars"], "verdict": "ok"}

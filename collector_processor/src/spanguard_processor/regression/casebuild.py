@@ -189,7 +189,7 @@ class _Builder:
             checks = _infer(is_seed, references, notes, floor)
             shape_source = _source(sum(1 for o in references if o.strip()), floor)
             if "output_much_longer" in names and sel.context.median_chars > 0:
-                bound = math.ceil(sel.context.median_chars * _LONG_RATIO)
+                bound = math.floor(sel.context.median_chars * _LONG_RATIO)
                 checks.append({"type": "max_chars", "value": bound})
                 notes.append(
                     f"the answer rambled past the log's long-answer line, so this case "
