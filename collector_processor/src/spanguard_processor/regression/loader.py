@@ -201,6 +201,10 @@ class _Reader:
         self.result = LoadResult()
         self.pending: list[tuple[int, NumericFeedback]] = []
         self.seen_ids: dict[str, str] = {}
+        # Logs repeat the same questions and answers many times: keep one copy of each text,
+        # and measure each distinct answer once.
+        self.strings: dict[str, str] = {}
+        self.outputs: dict[str, tuple[str, int, str | None]] = {}
 
     def skip(self, file: str, line: int, message: str, field: str | None = None) -> None:
         text = _where(file, line, message.rstrip(".") + "; line skipped.", field)
@@ -305,14 +309,15 @@ class _Reader:
             self.result.problems.append(Problem(_where(name, number, message, key), False))
         row_id = str(_pick(data, ID_ALIASES) or f"trace-{number:05d}")
         self.note_id(row_id, name, number)
-        output = str(raw_output)
+        output, chars, fallback = self.describe(str(raw_output))
+        text = str(raw_input)
         return Row(
             index=index,
             id=row_id,
-            input=str(raw_input),
+            input=self.strings.setdefault(text, text),
             output=output,
-            chars=len(output.strip()),
-            fallback=detect_fallback(output) if output else None,
+            chars=chars,
+            fallback=fallback,
             latency_ms=latency,
             cost_usd=cost,
             feedback=feedback,
@@ -322,6 +327,13 @@ class _Reader:
             file=name,
             line=number,
         )
+
+    def describe(self, output: str) -> tuple[str, int, str | None]:
+        known = self.outputs.get(output)
+        if known is None:
+            fallback = detect_fallback(output) if output else None
+            known = self.outputs[output] = (output, len(output.strip()), fallback)
+        return known
 
     def note_id(self, row_id: str, name: str, number: int) -> None:
         if row_id in self.seen_ids:
