@@ -34,8 +34,8 @@ def cases() -> None:
     show_default=True,
     help="Output directory.",
 )
-@click.option("--max-cases", type=int, default=50, show_default=True)
-@click.option("--min-score", type=float, default=1.0, show_default=True)
+@click.option("--max-cases", type=int, default=50, show_default=True, help="Cap on cases.")
+@click.option("--min-score", type=float, default=1.0, show_default=True, help="Lowest score kept.")
 @click.option(
     "--dedup-threshold",
     type=float,
@@ -52,7 +52,13 @@ def cases() -> None:
     show_default=True,
     help="stable: case-<hash of the question>; sequential: case-001.",
 )
-@click.option("--max-line-bytes", type=int, default=1 << 20, show_default=True)
+@click.option(
+    "--max-line-bytes",
+    type=int,
+    default=1 << 20,
+    show_default=True,
+    help="Longer lines are skipped.",
+)
 @click.option("--strict", is_flag=True, help="Exit 2 if any input line was skipped.")
 def build(
     inputs: tuple[Path, ...],
@@ -68,12 +74,14 @@ def build(
 ) -> None:
     """Build cases.jsonl, report.md and an expectations template from INPUTS.
 
-    INPUTS are trace2eval JSONL logs or spanguard agent traces (JSONL, .gz); the kind is
-    detected per line.
+    INPUTS are trace2eval JSONL logs, spanguard agent traces (JSONL), span stores or OTLP span
+    files (.gz too), told apart by content. Bad lines are reported by file and line and
+    skipped; the rest of the log still counts (--strict makes any skip exit 2).
 
     \b
     Example:
       spanguard cases build traces.jsonl -o evalset
+      spanguard cases build spans.db --ids sequential --max-cases 100
     """
     options = BuildOptions(
         out=out,
