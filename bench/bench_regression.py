@@ -174,9 +174,9 @@ def _documents(rng: random.Random, count: int) -> list[str]:
     return [" ".join(rng.choice(words) for _ in range(rng.randint(60, 140))) for _ in range(count)]
 
 
-def make_log(path: Path, rows: int, seed: int = 7) -> None:
+def make_log(path: Path, rows: int, seed: int = 7, questions: int | None = None) -> None:
     rng = random.Random(seed)
-    pool = _questions(rng, max(50, min(rows // 4, 50000)))
+    pool = _questions(rng, questions or max(50, min(rows // 4, 50000)))
     weights = [1 / (i + 1) ** 1.05 for i in range(len(pool))]
     docs = _documents(rng, 40)
     with path.open("w", encoding="utf-8") as out:
@@ -247,6 +247,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,20000")
     parser.add_argument("--ours-only", action="store_true")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--questions", type=int, help="distinct questions in the pool "
+                        "(default: rows / 4, at most 50,000)")
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
@@ -257,7 +259,7 @@ def main() -> None:
         print("| --- | --- | --- | --- | --- | --- |")
         for size in (int(s) for s in args.sizes.split(",")):
             log = work / f"log_{size}.jsonl"
-            make_log(log, size)
+            make_log(log, size, questions=args.questions)
             ours = _measure("ours", log, work / f"ours_{size}", args.timeout)
             theirs = (
                 None if args.ours_only else _measure("t2e", log, work / f"t2e_{size}", args.timeout)

@@ -16,8 +16,9 @@ import scipy.sparse as sp
 
 __all__ = ["leader_clusters_sparse"]
 
-#: Bound on the overlap entries one chunk may produce (≈ chunk × representatives).
-_WORK = 4_000_000
+#: Bound on the overlap entries one chunk may produce (≈ chunk × representatives), which
+#: bounds the memory of one product.
+_WORK = 8_000_000
 
 
 def _matrix(sets: Sequence[frozenset[str]]) -> tuple[sp.csr_matrix, np.ndarray]:
