@@ -15,6 +15,7 @@ join finds exactly the pairs an all-pairs comparison finds.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import resource
@@ -177,11 +178,11 @@ def _documents(rng: random.Random, count: int) -> list[str]:
 def make_log(path: Path, rows: int, seed: int = 7, questions: int | None = None) -> None:
     rng = random.Random(seed)
     pool = _questions(rng, questions or max(50, min(rows // 4, 50000)))
-    weights = [1 / (i + 1) ** 1.05 for i in range(len(pool))]
+    weights = list(itertools.accumulate(1 / (i + 1) ** 1.05 for i in range(len(pool))))
     docs = _documents(rng, 40)
     with path.open("w", encoding="utf-8") as out:
         for i in range(rows):
-            q = _paraphrase(rng, rng.choices(pool, weights)[0])
+            q = _paraphrase(rng, rng.choices(pool, cum_weights=weights)[0])
             if rng.random() < 0.10:
                 q = f"Context:\n{rng.choice(docs)}\n\nQuestion: {q}"
             row = {
