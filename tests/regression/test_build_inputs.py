@@ -208,13 +208,43 @@ def test_annotations_report_orphans_and_accept_required(tmp_path: Path, t2e_fixt
 def test_a_rambling_answer_gets_a_max_chars_bound_not_a_min_chars_from_itself(
     tmp_path: Path,
 ) -> None:
-    rows = [{"id": f"n{i}", "input": f"ordinary question {i} about invoices and plans",
-             "output": "x" * 40} for i in range(9)]
+    rows = [
+        {
+            "id": f"n{i}",
+            "input": f"ordinary question {i} about invoices and plans",
+            "output": "x" * 40,
+        }
+        for i in range(9)
+    ]
     rows.append({"id": "long", "input": "tell me about the refund policy", "output": "y" * 500})
     code, _, _ = _build(str(_write(tmp_path / "l.jsonl", rows)), "-o", str(tmp_path / "ev"))
     assert code == 0
     (case,) = _cases(tmp_path / "ev")
-    assert case["checks"] == [{"type": "not_fallback"}, {"type": "min_chars", "value": 1},
-                              {"type": "max_chars", "value": 120}]
+    assert case["checks"] == [
+        {"type": "not_fallback"},
+        {"type": "min_chars", "value": 1},
+        {"type": "max_chars", "value": 120},
+    ]
     assert case["reference_is_trusted"] is False
     assert case["self_check"] == {"passed": False, "failed_checks": ["max_chars"], "verdict": "ok"}
+
+
+def test_a_custom_matcher_is_used_and_its_failure_exits_2(
+    tmp_path: Path, t2e_fixtures: Path
+) -> None:
+    log = str(t2e_fixtures / "sample_traces.jsonl")
+    code, out, _ = _build(
+        log,
+        "-o",
+        str(tmp_path / "ev"),
+        "--ids",
+        "sequential",
+        "--similarity",
+        "trace2eval.select:shingle_similarity",
+    )
+    assert code == 0
+    assert "  custom similarity matcher: the n-gram index is bypassed" in out
+    assert len(_cases(tmp_path / "ev")) == 16
+    code, _, err = _build(log, "-o", str(tmp_path / "ev2"), "--similarity", "os:getcwd")
+    assert code == 2
+    assert err.startswith("Error: --similarity: os:getcwd failed on ('")

@@ -235,22 +235,46 @@ def test_span_files_and_stores_are_read_through_the_processor_readers(tmp_path: 
     from tests.processor.test_readers import PY_EXPORTER, proto_file
 
     proto = proto_file(tmp_path / "spans.binpb", in_memory_spans(3).get_finished_spans())
-    result = _invoke("cases", "build", str(PY_EXPORTER), str(proto), "-o", str(tmp_path / "ev"),
-                     "--min-score", "0.5")
+    result = _invoke(
+        "cases",
+        "build",
+        str(PY_EXPORTER),
+        str(proto),
+        "-o",
+        str(tmp_path / "ev"),
+        "--min-score",
+        "0.5",
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[:2] == [
         f"read 4 traces from {PY_EXPORTER.as_posix()}, {proto.as_posix()}",
         "  4 of them are agent traces with a process trace",
     ]
     cases = tmp_path / "cases.jsonl"
-    cases.write_text(json.dumps({
-        "id": "c1", "input": "Question number 0: how do I reset my password?",
-        "checks": [{"type": "not_fallback"}],
-        "trace_checks": [{"type": "tools_include", "value": ["kb_search"]},
-                         {"type": "escalated", "value": True}],
-    }) + "\n")
-    run = _invoke("cases", "run", "--cases", str(cases), "--traces", str(proto), "-o",
-                  str(tmp_path / "m.json"))
+    cases.write_text(
+        json.dumps(
+            {
+                "id": "c1",
+                "input": "Question number 0: how do I reset my password?",
+                "checks": [{"type": "not_fallback"}],
+                "trace_checks": [
+                    {"type": "tools_include", "value": ["kb_search"]},
+                    {"type": "escalated", "value": True},
+                ],
+            }
+        )
+        + "\n"
+    )
+    run = _invoke(
+        "cases",
+        "run",
+        "--cases",
+        str(cases),
+        "--traces",
+        str(proto),
+        "-o",
+        str(tmp_path / "m.json"),
+    )
     assert run.exit_code == 0, run.stderr
     metrics = json.loads((tmp_path / "m.json").read_text())["metrics"]
     assert (metrics["pass_rate"], metrics["trace_compliance_rate"]) == (1.0, 1.0)
