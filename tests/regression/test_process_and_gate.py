@@ -84,6 +84,11 @@ def test_agent_traces_give_cases_with_process_expectations(tmp_path: Path) -> No
         {"type": "max_friction_points", "value": 0},
         {"type": "doc_in_top_k", "value": "kb-refunds", "k": 5},
     ]
+    report = (tmp_path / "ev" / "report.md").read_text()
+    assert (
+        f"| {case['id']} | tools_include, tool_sequence, escalated, max_friction_points, "
+        f"doc_in_top_k | {QUESTION} |"
+    ) in report
     # The text was fine; the escalation is what reproduces the failure.
     assert case["self_check"] == {"passed": False, "failed_checks": ["escalated"], "verdict": "ok"}
 

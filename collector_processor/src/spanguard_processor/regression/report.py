@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .checks import PROCESS_CHECK_TYPES
 from .select import ClusterHealth, Selection
 
 __all__ = ["build_report", "cell", "number"]
@@ -174,6 +175,32 @@ def _top_case(top: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _process(cases: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for case in cases:
+        kinds = [
+            c["type"] for c in case.get("trace_checks", []) if c["type"] in PROCESS_CHECK_TYPES
+        ]
+        if kinds:
+            rows.append(
+                f"| {cell(case['id'], 18)} | {cell(', '.join(kinds), 80)} | "
+                f"{cell(case['input'], 40)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "## Process expectations",
+        "",
+        "Learned from the clean agent traces of the same question and checked by "
+        "`spanguard cases run --traces`; trace2eval ignores them.",
+        "",
+        "| Case | Checks on the process | Input |",
+        "| --- | --- | --- |",
+        *rows,
+        "",
+    ]
+
+
 def build_report(
     sel: Selection, cases: list[dict[str, Any]], source_name: str, orphans: list[str]
 ) -> str:
@@ -221,6 +248,7 @@ def build_report(
         lines += ["## Expectations that matched no case", ""]
         lines += [f"- {orphan}" for orphan in orphans]
         lines.append("")
+    lines += _process(cases)
     if cases:
         lines += _top_case(cases[0])
     lines += [
