@@ -28,9 +28,19 @@ RULES: tuple[tuple[str, bool, float, bool], ...] = (
     ("avg_cost_usd", False, 0.20, True),
     ("trace_compliance_rate", True, 0.02, False),
 )
-_NUMERIC = ("total", "passed", "failed", "missing", "pass_rate", "fallback_rate",
-            "format_compliance_rate", "avg_latency_ms", "p95_latency_ms", "avg_cost_usd",
-            "trace_compliance_rate")
+_NUMERIC = (
+    "total",
+    "passed",
+    "failed",
+    "missing",
+    "pass_rate",
+    "fallback_rate",
+    "format_compliance_rate",
+    "avg_latency_ms",
+    "p95_latency_ms",
+    "avg_cost_usd",
+    "trace_compliance_rate",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +63,12 @@ def _no_duplicates(name: str) -> Any:
         keys = [k for k, _ in pairs]
         repeated = sorted({k for k in keys if keys.count(k) > 1})
         if repeated:
-            raise CaseFormatError(f"repeats the key {repeated[0]!r}; every case id and metric "
-                                  "must appear once.", file=name)
+            raise CaseFormatError(
+                f"repeats the key {repeated[0]!r}; every case id and metric must appear once.",
+                file=name,
+            )
         return dict(pairs)
+
     return hook
 
 
@@ -69,7 +82,9 @@ def load_metrics(path: Path) -> Metrics:
     try:
         payload = json.loads(text, object_pairs_hook=_no_duplicates(name))
     except json.JSONDecodeError as exc:
-        raise CaseFormatError(f"is not valid JSON: {exc.msg}.", file=name, line=exc.lineno) from None
+        raise CaseFormatError(
+            f"is not valid JSON: {exc.msg}.", file=name, line=exc.lineno
+        ) from None
     if not isinstance(payload, dict):
         raise CaseFormatError("must hold a JSON object of metrics.", file=name)
     metrics = payload.get("metrics", payload)
@@ -77,14 +92,21 @@ def load_metrics(path: Path) -> Metrics:
         raise CaseFormatError("must be an object of metrics.", file=name, field="metrics")
     for key in _NUMERIC:
         value = metrics.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not math.isfinite(value)):
-            raise CaseFormatError(f"must be a finite number or null, got {value!r}.", file=name,
-                                  field=f"metrics.{key}")
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise CaseFormatError(
+                f"must be a finite number or null, got {value!r}.",
+                file=name,
+                field=f"metrics.{key}",
+            )
     results = payload.get("case_results")
     if results is not None and not isinstance(results, dict):
-        raise CaseFormatError("must be an object of case id to outcome.", file=name,
-                              field="case_results")
+        raise CaseFormatError(
+            "must be an object of case id to outcome.", file=name, field="case_results"
+        )
     return Metrics(name, metrics, results)
 
 
@@ -115,14 +137,32 @@ def compare(baseline: Metrics, current: Metrics, scale: float = 1.0) -> Comparis
         raise ConfigError("--tolerance-scale", f"must be a finite number ≥ 0, got {scale}.")
     base, cur = baseline.values, current.values
     found = _rules(base, cur, scale)
-    if isinstance(base.get("total"), int) and isinstance(cur.get("total"), int) \
-            and cur["total"] < base["total"]:
-        found.append(Violation("total", base["total"], cur["total"],
-                               f"fewer cases ran ({base['total'] - cur['total']} gone)"))
-    if isinstance(base.get("missing"), int) and isinstance(cur.get("missing"), int) \
-            and cur["missing"] > base["missing"]:
-        found.append(Violation("missing", base["missing"], cur["missing"],
-                               f"rose by {cur['missing'] - base['missing']} (allowed 0)"))
+    if (
+        isinstance(base.get("total"), int)
+        and isinstance(cur.get("total"), int)
+        and cur["total"] < base["total"]
+    ):
+        found.append(
+            Violation(
+                "total",
+                base["total"],
+                cur["total"],
+                f"fewer cases ran ({base['total'] - cur['total']} gone)",
+            )
+        )
+    if (
+        isinstance(base.get("missing"), int)
+        and isinstance(cur.get("missing"), int)
+        and cur["missing"] > base["missing"]
+    ):
+        found.append(
+            Violation(
+                "missing",
+                base["missing"],
+                cur["missing"],
+                f"rose by {cur['missing'] - base['missing']} (allowed 0)",
+            )
+        )
     pass_to_fail: list[str] = []
     fail_to_pass: list[str] = []
     gone: list[str] = []
@@ -136,7 +176,12 @@ def compare(baseline: Metrics, current: Metrics, scale: float = 1.0) -> Comparis
             elif outcome != "pass" and now[case_id] == "pass":
                 fail_to_pass.append(case_id)
         if gone:
-            found.append(Violation("case_ids", len(baseline.case_results), len(now),
-                                   f"{len(gone)} baseline case id(s) missing: "
-                                   f"{', '.join(gone[:5])}"))
+            found.append(
+                Violation(
+                    "case_ids",
+                    len(baseline.case_results),
+                    len(now),
+                    f"{len(gone)} baseline case id(s) missing: {', '.join(gone[:5])}",
+                )
+            )
     return Comparison(found, pass_to_fail, gone, fail_to_pass)
