@@ -142,8 +142,10 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
         [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current", "runs/current.json"],
         workdir,
     )
+    # trace2eval's three aggregate regressions, plus our per-case rule (the same three cases).
     assert gate.returncode == 1
-    assert gate.stderr.strip() == "FAIL: 3 regression(s) detected"
+    assert gate.stderr.strip() == "FAIL: 4 regression(s) detected"
+    assert "| case_outcomes | 3 | 3 | 3 case(s) passed before" in gate.stdout
     assert "cases that went from pass to fail (3): case-001, case-004, case-007" in gate.stdout
     same = run(
         [

@@ -140,7 +140,7 @@ def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_pa
         "| trace_compliance_rate | 1.0000 | 0 | dropped by 1.0000 (allowed 0.0200) |" in gate.stdout
     )
     assert f"cases that went from pass to fail (1): {case_id}" in gate.stdout
-    assert gate.stderr == "\nFAIL: 2 regression(s) detected\n"
+    assert gate.stderr == "\nFAIL: 3 regression(s) detected\n"
     failures = [
         f.get("message") for f in ET.parse(tmp_path / "check.xml").getroot().iter("failure")
     ]

@@ -22,7 +22,15 @@ from spanguard.exceptions import ConfigError, InputError
 
 from ._common import BadInput
 
-__all__ = ["COMMANDS", "ENV_PREFIX", "EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "main"]
+__all__ = [
+    "COMMANDS",
+    "ENV_PREFIX",
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -4,7 +4,11 @@ Rules (spec §1.8): ``pass_rate`` and ``format_compliance_rate`` may drop by 0.0
 ``fallback_rate`` may rise by 0.02, ``p95_latency_ms`` and ``avg_cost_usd`` may rise by 20 %
 of the baseline; each allowance is multiplied by ``--tolerance-scale``; a regression is a
 strict excess. Added: ``trace_compliance_rate`` (0.02), a shrinking ``total``, a rising
-``missing`` count, and case ids of the baseline absent from the current run.
+``missing`` count, case ids of the baseline absent from the current run, and **any case that
+passed on the baseline and now fails a content or process check** (a per-case regression that
+an aggregate pass rate can hide when other cases happen to improve). A case whose only failed
+checks are timing or cost limits (``max_latency_ms``, ``max_cost_usd``) is listed but left to
+the p95-latency and cost tolerances: one request's time is noise, the distribution is not.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError, ConfigError
 
-__all__ = ["RULES", "Comparison", "Violation", "compare", "load_metrics"]
+__all__ = ["RULES", "TIMING_CHECKS", "Comparison", "Violation", "compare", "load_metrics"]
+
+TIMING_CHECKS = frozenset({"max_latency_ms", "max_cost_usd"})
 
 RULES: tuple[tuple[str, bool, float, bool], ...] = (
     # metric, higher is better, allowance, allowance relative to the baseline
@@ -110,6 +116,27 @@ def load_metrics(path: Path) -> Metrics:
     return Metrics(name, metrics, results)
 
 
+def _failed_checks(metrics: dict[str, Any]) -> dict[str, list[str]]:
+    failures = metrics.get("failures")
+    found: dict[str, list[str]] = {}
+    if isinstance(failures, list):
+        for item in failures:
+            if isinstance(item, dict) and isinstance(item.get("failed_checks"), list):
+                found[str(item.get("case_id"))] = [str(c) for c in item["failed_checks"]]
+    return found
+
+
+def _behavioural(pass_to_fail: list[str], now: dict[str, str],
+                 failed: dict[str, list[str]]) -> list[str]:
+    """The flipped cases that are not explained by timing or cost alone."""
+    out = []
+    for case_id in pass_to_fail:
+        checks = set(failed.get(case_id, ()))
+        if now[case_id] != "fail" or not checks or not checks <= TIMING_CHECKS:
+            out.append(case_id)
+    return out
+
+
 @dataclass(frozen=True)
 class Comparison:
     violations: list[Violation]
@@ -175,6 +202,17 @@ def compare(baseline: Metrics, current: Metrics, scale: float = 1.0) -> Comparis
                 pass_to_fail.append(case_id)
             elif outcome != "pass" and now[case_id] == "pass":
                 fail_to_pass.append(case_id)
+        flipped = _behavioural(pass_to_fail, now, _failed_checks(cur))
+        if flipped:
+            found.append(
+                Violation(
+                    "case_outcomes",
+                    len(pass_to_fail),
+                    len(flipped),
+                    f"{len(flipped)} case(s) passed before and now fail a content or process "
+                    f"check: {', '.join(flipped[:5])}" + (" …" if len(flipped) > 5 else ""),
+                )
+            )
         if gone:
             found.append(
                 Violation(
