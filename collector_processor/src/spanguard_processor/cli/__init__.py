@@ -22,12 +22,24 @@ from spanguard.exceptions import ConfigError, InputError
 
 from ._common import BadInput
 
-__all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "main"]
+__all__ = [
+    "COMMANDS",
+    "ENV_PREFIX",
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+
+# Every option can also come from the environment: SPANGUARD_<COMMAND>_<OPTION>, e.g.
+# SPANGUARD_DEMO_QUESTIONS=20 or SPANGUARD_FAIRNESS_GATE=point (handy in CI).
+ENV_PREFIX = "SPANGUARD"
 
 # name -> "module:attribute" of a click command; modules are imported on first use.
 COMMANDS: dict[str, str] = {
@@ -75,6 +87,9 @@ def cli() -> None:
       spanguard demo                          instrumented agent -> OTLP -> reports
       spanguard traces convert t.jsonl -f fairtrace -o records.jsonl
 
+    Every option can also be set as SPANGUARD_<COMMAND>_<OPTION> in the environment
+    (e.g. SPANGUARD_DEMO_QUESTIONS=20).
+
     Exit codes: 0 pass, 1 gate failed, 2 bad input or usage, 3 internal error.
     """
 
@@ -82,7 +97,8 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     try:
-        cli.main(args=argv, prog_name="spanguard", standalone_mode=True)
+        cli.main(args=argv, prog_name="spanguard", standalone_mode=True,
+                 auto_envvar_prefix=ENV_PREFIX)
     except SystemExit:
         raise
     except Exception:  # a bug, not a user mistake: say so, keep the traceback, exit 3

@@ -26,42 +26,83 @@ def cases() -> None:
 
 @cases.command()
 @click.argument("inputs", nargs=-1, required=True, type=_FILE)
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("evalset"), show_default=True, help="Output directory.")
-@click.option("--max-cases", type=int, default=50, show_default=True)
-@click.option("--min-score", type=float, default=1.0, show_default=True)
-@click.option("--dedup-threshold", type=float, default=0.6, show_default=True,
-              help="Jaccard similarity at which two questions are the same.")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("evalset"),
+    show_default=True,
+    help="Output directory.",
+)
+@click.option("--max-cases", type=int, default=50, show_default=True, help="Cap on cases.")
+@click.option("--min-score", type=float, default=1.0, show_default=True, help="Lowest score kept.")
+@click.option(
+    "--dedup-threshold",
+    type=float,
+    default=0.6,
+    show_default=True,
+    help="Jaccard similarity at which two questions are the same.",
+)
 @click.option("--similarity", metavar="MODULE:FUNCTION", help="Custom matcher (slow).")
 @click.option("--expectations", type=_FILE, help="Default: OUT/expectations.jsonl.")
-@click.option("--ids", type=click.Choice(["stable", "sequential"]), default="stable",
-              show_default=True, help="stable: case-<hash of the question>; sequential: case-001.")
-@click.option("--max-line-bytes", type=int, default=1 << 20, show_default=True)
+@click.option(
+    "--ids",
+    type=click.Choice(["stable", "sequential"]),
+    default="stable",
+    show_default=True,
+    help="stable: case-<hash of the question>; sequential: case-001.",
+)
+@click.option(
+    "--max-line-bytes",
+    type=int,
+    default=1 << 20,
+    show_default=True,
+    help="Longer lines are skipped.",
+)
 @click.option("--strict", is_flag=True, help="Exit 2 if any input line was skipped.")
-def build(inputs: tuple[Path, ...], out: Path, max_cases: int, min_score: float,
-          dedup_threshold: float, similarity: str | None, expectations: Path | None, ids: str,
-          max_line_bytes: int, strict: bool) -> None:
+def build(
+    inputs: tuple[Path, ...],
+    out: Path,
+    max_cases: int,
+    min_score: float,
+    dedup_threshold: float,
+    similarity: str | None,
+    expectations: Path | None,
+    ids: str,
+    max_line_bytes: int,
+    strict: bool,
+) -> None:
     """Build cases.jsonl, report.md and an expectations template from INPUTS.
 
-    INPUTS are trace2eval JSONL logs or spanguard agent traces (JSONL, .gz); the kind is
-    detected per line.
+    INPUTS are trace2eval JSONL logs, spanguard agent traces (JSONL), span stores or OTLP span
+    files (.gz too), told apart by content. Bad lines are reported by file and line and
+    skipped; the rest of the log still counts (--strict makes any skip exit 2).
 
     \b
     Example:
       spanguard cases build traces.jsonl -o evalset
+      spanguard cases build spans.db --ids sequential --max-cases 100
     """
-    options = BuildOptions(out=out, max_cases=max_cases, min_score=min_score,
-                           threshold=dedup_threshold, similarity=similarity,
-                           expectations=expectations, sequential_ids=ids == "sequential",
-                           max_line_bytes=max_line_bytes)
+    options = BuildOptions(
+        out=out,
+        max_cases=max_cases,
+        min_score=min_score,
+        threshold=dedup_threshold,
+        similarity=similarity,
+        expectations=expectations,
+        sequential_ids=ids == "sequential",
+        max_line_bytes=max_line_bytes,
+    )
     outcome = build_evalset(list(inputs), options)
     for line in outcome.stderr:
         click.echo(line, err=True)
     for line in outcome.stdout:
         click.echo(line)
     if strict and outcome.skipped:
-        raise BadInput(f"{outcome.skipped} input line(s) were skipped (see above) and --strict "
-                       "is set; the case set was written from the rest.")
+        raise BadInput(
+            f"{outcome.skipped} input line(s) were skipped (see above) and --strict "
+            "is set; the case set was written from the rest."
+        )
 
 
 @cases.command()
@@ -73,9 +114,16 @@ def build(inputs: tuple[Path, ...], out: Path, max_cases: int, min_score: float,
 @click.option("--show-failures", is_flag=True, help="List failing cases and checks.")
 @click.option("--markdown", type=_FILE, help="Also write the metrics table as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML (one testcase per case).")
-def run(cases_path: Path, outputs: Path | None, traces: tuple[Path, ...], out: Path | None,
-        min_pass_rate: float | None, show_failures: bool, markdown: Path | None,
-        junit: Path | None) -> None:
+def run(
+    cases_path: Path,
+    outputs: Path | None,
+    traces: tuple[Path, ...],
+    out: Path | None,
+    min_pass_rate: float | None,
+    show_failures: bool,
+    markdown: Path | None,
+    junit: Path | None,
+) -> None:
     """Score candidate outputs (or agent traces) against a case set.
 
     \b
@@ -86,8 +134,9 @@ def run(cases_path: Path, outputs: Path | None, traces: tuple[Path, ...], out: P
     if (outputs is None) == (not traces):
         raise click.UsageError("give exactly one of --outputs or --traces.")
     if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
-        raise click.BadParameter(f"must be in [0, 1], got {min_pass_rate}.",
-                                 param_hint="--min-pass-rate")
+        raise click.BadParameter(
+            f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
+        )
     case_list = load_cases(cases_path)
     records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
     for message in records.skipped:
@@ -112,8 +161,9 @@ def run(cases_path: Path, outputs: Path | None, traces: tuple[Path, ...], out: P
         if len(metrics["failures"]) > 20:
             click.echo(f"  ... and {len(metrics['failures']) - 20} more")
     if min_pass_rate is not None and metrics["pass_rate"] < min_pass_rate:
-        click.echo(f"\nFAIL: pass rate {metrics['pass_rate']:.2%} is below the required "
-                   f"{min_pass_rate:.2%}", err=True)
+        click.echo(
+            f"\nFAIL: pass rate {metrics['pass_rate']:.2%} is below the required "
+            f"{min_pass_rate:.2%}",
+            err=True,
+        )
         sys.exit(EXIT_FAILED)
-
-

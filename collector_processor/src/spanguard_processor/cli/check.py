@@ -20,12 +20,18 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.command()
 @click.option("--baseline", type=_FILE, required=True, help="Baseline metrics JSON.")
 @click.option("--current", type=_FILE, required=True, help="Current metrics JSON.")
-@click.option("--tolerance-scale", type=float, default=1.0, show_default=True,
-              help="Multiply every allowance; below 1 is stricter.")
+@click.option(
+    "--tolerance-scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Multiply every allowance; below 1 is stricter.",
+)
 @click.option("--markdown", type=_FILE, help="Also write the comparison as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML.")
-def check(baseline: Path, current: Path, tolerance_scale: float, markdown: Path | None,
-          junit: Path | None) -> None:
+def check(
+    baseline: Path, current: Path, tolerance_scale: float, markdown: Path | None, junit: Path | None
+) -> None:
     """Compare two metrics files; exit 1 on a regression.
 
     \b

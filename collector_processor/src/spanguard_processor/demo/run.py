@@ -117,10 +117,11 @@ def _serve_deployment(name: str, bias: float, options: DemoOptions, agent: Path,
 
 
 def _invoke(argv: list[str]) -> int:
-    from ..cli import cli  # imported here: the CLI package imports this module lazily
+    from ..cli import ENV_PREFIX, cli  # imported here: the CLI imports this module lazily
 
     try:
-        code = cli.main(args=argv, prog_name="spanguard", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="spanguard", standalone_mode=False,
+                        auto_envvar_prefix=ENV_PREFIX)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except SystemExit as exc:  # a command that calls sys.exit() itself

@@ -55,8 +55,9 @@ class AnnotationSet:
 
 
 def _problem(name: str, line: int, message: str, field: str | None = None) -> str:
-    return str(InputError(message.rstrip(".") + "; line skipped.", file=name, line=line,
-                          field=field))
+    return str(
+        InputError(message.rstrip(".") + "; line skipped.", file=name, line=line, field=field)
+    )
 
 
 def _parse(payload: dict[str, Any], name: str, number: int) -> Annotation | str:
@@ -64,8 +65,12 @@ def _parse(payload: dict[str, Any], name: str, number: int) -> Annotation | str:
     expect = raw if isinstance(raw, dict) else {}
     unknown = sorted(set(expect) - ANNOTATABLE_KEYS)
     if unknown:
-        return _problem(name, number, f"unknown check type(s) {unknown}; allowed: "
-                        f"{sorted(ANNOTATABLE_KEYS)}.", "expect")
+        return _problem(
+            name,
+            number,
+            f"unknown check type(s) {unknown}; allowed: {sorted(ANNOTATABLE_KEYS)}.",
+            "expect",
+        )
     bad = validate_expect(expect)
     if bad is not None:
         return _problem(name, number, bad[1], f"expect.{bad[0]}")
@@ -89,7 +94,9 @@ def load_annotations(path: Path) -> AnnotationSet:
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            result.warnings.append(_problem(name, number, f"is not valid UTF-8 (byte {exc.start + 1})"))
+            result.warnings.append(
+                _problem(name, number, f"is not valid UTF-8 (byte {exc.start + 1})")
+            )
             continue
         if not line or line.startswith(("#", "//")):
             continue
@@ -109,7 +116,9 @@ def load_annotations(path: Path) -> AnnotationSet:
     return result
 
 
-def merge_checks(inferred: list[dict[str, Any]], human: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_checks(
+    inferred: list[dict[str, Any]], human: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Overlay human checks type by type; ``not_fallback`` first, nothing removed."""
     by_type: dict[str, dict[str, Any]] = {check["type"]: check for check in inferred}
     for check in human:
@@ -141,6 +150,10 @@ def render_template(cases: list[dict[str, Any]]) -> str:
     lines = [_TEMPLATE_HEADER, "\n"]
     for case in cases:
         signals = ", ".join(signal["name"] for signal in case["signals"])
-        payload = {"input": case["input"], "expect": {}, "note": f"TODO: fill in expect. ({signals})"}
+        payload = {
+            "input": case["input"],
+            "expect": {},
+            "note": f"TODO: fill in expect. ({signals})",
+        }
         lines.append(json.dumps(payload, ensure_ascii=False) + "\n")
     return "".join(lines)

@@ -41,8 +41,9 @@ class BuildOptions:
         if not math.isfinite(self.min_score):
             raise ConfigError("--min-score", f"must be a finite number, got {self.min_score}.")
         if not (math.isfinite(self.threshold) and 0 < self.threshold <= 1):
-            raise ConfigError("--dedup-threshold",
-                              f"must be a number in (0, 1], got {self.threshold}.")
+            raise ConfigError(
+                "--dedup-threshold", f"must be a number in (0, 1], got {self.threshold}."
+            )
         if self.max_line_bytes < 1:
             raise ConfigError("--max-line-bytes", f"must be positive, got {self.max_line_bytes}.")
 
@@ -73,8 +74,10 @@ def load_matcher(spec: str) -> Callable[[str, str], float]:
         try:
             value = float(candidate(left, right))
         except Exception as exc:
-            raise ConfigError("--similarity", f"{spec} failed on ({left!r}, {right!r}): "
-                              f"{type(exc).__name__}: {exc}.") from None
+            raise ConfigError(
+                "--similarity",
+                f"{spec} failed on ({left!r}, {right!r}): {type(exc).__name__}: {exc}.",
+            ) from None
         if not math.isfinite(value):
             raise ConfigError("--similarity", f"{spec} returned {value} for ({left!r}, {right!r}).")
         return value
@@ -98,24 +101,32 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildOutcome:
         outcome.stderr.append(f"... and {len(loaded.problems) - len(shown)} more problem(s)")
     names = ", ".join(p.as_posix() for p in inputs)
     if not loaded.rows:
-        raise InputError(f"no usable traces found in {names} ({loaded.skipped_count} line(s) "
-                         "skipped; the first reasons are listed above).")
+        raise InputError(
+            f"no usable traces found in {names} ({loaded.skipped_count} line(s) "
+            "skipped; the first reasons are listed above)."
+        )
     if loaded.duplicate_ids:
         outcome.stderr.append(
             f"warning: {loaded.duplicate_ids} row(s) reuse an id seen earlier "
-            f"(first: {loaded.first_duplicate}); each row is kept as its own trace.")
+            f"(first: {loaded.first_duplicate}); each row is kept as its own trace."
+        )
     out = options.out
     expectations_path = options.expectations or out / "expectations.jsonl"
     annotations = load_annotations(expectations_path)
     outcome.stderr += [f"warning: {w}" for w in annotations.warnings]
 
-    selection = select(cluster_log(loaded.rows, options.threshold, matcher),
-                       options.max_cases, options.min_score)
+    selection = select(
+        cluster_log(loaded.rows, options.threshold, matcher), options.max_cases, options.min_score
+    )
     built = build_cases(selection, annotations, options.sequential_ids)
     cases = [b.case for b in built]
     used = {id(b.annotation) for b in built if b.annotation is not None}
-    orphans = [f"{expectations_path.as_posix()}:{a.line}: the expectation for {a.input!r} "
-               "matches no case in this build." for a in annotations.filled if id(a) not in used]
+    orphans = [
+        f"{expectations_path.as_posix()}:{a.line}: the expectation for {a.input!r} "
+        "matches no case in this build."
+        for a in annotations.filled
+        if id(a) not in used
+    ]
     outcome.stderr += [f"warning: {o}" for o in orphans]
     outcome.cases = cases
 
@@ -136,24 +147,32 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildOutcome:
     if loaded.agent_traces:
         lines.append(f"  {loaded.agent_traces} of them are agent traces with a process trace")
     if matcher is not None:
-        lines.append("  custom similarity matcher: the n-gram index is bypassed, "
-                     "so this run compares against every cluster")
+        lines.append(
+            "  custom similarity matcher: the n-gram index is bypassed, "
+            "so this run compares against every cluster"
+        )
     lines.append(f"generated {len(cases)} cases -> {(out / 'cases.jsonl').as_posix()}")
     lines.append(f"  {selection.collapsed} collapsed as near-duplicates")
     lines.append(f"  {selection.below_min_score} below the minimum score")
     lines.append(f"  {selection.beyond_limit} beyond the case limit")
     failing = sum(1 for c in cases if c["self_check"]["verdict"] == "reference_fails_own_checks")
     if failing:
-        lines.append(f"  {failing} trusted reference(s) fail their own checks -- look at these "
-                     "before committing the set")
+        lines.append(
+            f"  {failing} trusted reference(s) fail their own checks -- look at these "
+            "before committing the set"
+        )
     if annotated:
         lines.append(f"  {annotated} case(s) use a human-written expectation")
     if weak:
-        lines.append(f"  {len(weak)} case(s) carry checks that cannot detect the failure they came "
-                     "from" + (f" ({annotated} covered by an annotation)" if annotated else ""))
+        lines.append(
+            f"  {len(weak)} case(s) carry checks that cannot detect the failure they came "
+            "from" + (f" ({annotated} covered by an annotation)" if annotated else "")
+        )
     if needing:
-        lines.append(f"  {len(needing)} of those still need a human-written expectation -> fill in "
-                     f"{(template or expectations_path).as_posix()}")
+        lines.append(
+            f"  {len(needing)} of those still need a human-written expectation -> fill in "
+            f"{(template or expectations_path).as_posix()}"
+        )
     health = selection.health
     if health.multi_member_clusters:
         lines += [
@@ -161,7 +180,8 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildOutcome:
             f"  clustering: {health.clusters} clusters, {health.multi_member_clusters} with more "
             "than one row",
             f"  clustering: largest cluster holds {health.largest} rows",
-            f"  clustering: {health.share_in_clusters:.0%} of the log sits in a cluster with others",
+            f"  clustering: {health.share_in_clusters:.0%} of the log sits in a cluster "
+            "with others",
         ]
     lines.append(f"report -> {(out / 'report.md').as_posix()}")
     return outcome

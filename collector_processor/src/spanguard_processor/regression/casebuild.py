@@ -26,8 +26,15 @@ __all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"
 
 #: ``duplicate_trace_ids`` lists at most this many ids; ``duplicate_count`` stays exact.
 MAX_LISTED_DUPLICATES = 1000
-_SHAPE = frozenset({"empty_output", "fallback_phrase", "expected_shape_violated",
-                    "output_much_shorter", "output_much_longer"})
+_SHAPE = frozenset(
+    {
+        "empty_output",
+        "fallback_phrase",
+        "expected_shape_violated",
+        "output_much_shorter",
+        "output_much_longer",
+    }
+)
 _BEHAVIOUR = frozenset({"negative_feedback", "user_retried", "slow_response", "expensive_call"})
 _SEEDS = QUALITY_SIGNALS | {"output_much_longer"}
 _LONG_RATIO = 3.0
@@ -73,8 +80,12 @@ def _agreed_json_keys(outputs: list[str]) -> list[str]:
     return sorted(set.intersection(*schemas)) if schemas else []
 
 
-def _infer(is_seed: bool, references: list[str], notes: list[str], floor: int | None,
-           ) -> list[dict[str, Any]]:
+def _infer(
+    is_seed: bool,
+    references: list[str],
+    notes: list[str],
+    floor: int | None,
+) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = [{"type": "not_fallback"}]
     usable = [o for o in references if o.strip()]
     if not usable:
@@ -84,13 +95,15 @@ def _infer(is_seed: bool, references: list[str], notes: list[str], floor: int | 
                 "failure seed with no clean sibling, but the failure itself was a length failure: "
                 "the response fell below the log's short-answer line, so this case asserts "
                 f"min_chars={floor}. That is a weak reference -- it comes from the log-wide median "
-                "rather than from this question's own answers, so check it first when tuning")
+                "rather than from this question's own answers, so check it first when tuning"
+            )
         elif is_seed:
             checks.append({"type": "min_chars", "value": 1})
             notes.append(
                 "failure seed with no clean sibling: no answer to this question in the log was "
                 "usable as a shape reference, so all this case asserts is that the answer is not "
-                "empty and does not fall back")
+                "empty and does not fall back"
+            )
         else:
             notes.append("no shape inferred: the reference answer is empty")
         return checks
@@ -99,12 +112,16 @@ def _infer(is_seed: bool, references: list[str], notes: list[str], floor: int | 
     checks.append({"type": "min_chars", "value": minimum})
     source = "clean answer" if len(usable) == 1 else f"{len(usable)} clean answers"
     if is_seed:
-        notes.append(f"failure seed: the failing output is not a shape reference, so "
-                     f"min_chars={minimum} was inferred from {source} to the same question "
-                     f"(median {median} chars)")
+        notes.append(
+            f"failure seed: the failing output is not a shape reference, so "
+            f"min_chars={minimum} was inferred from {source} to the same question "
+            f"(median {median} chars)"
+        )
     else:
-        notes.append(f"clean trace: min_chars={minimum} from {source} to this question "
-                     f"(median {median} chars); catches truncation, tolerates rewording")
+        notes.append(
+            f"clean trace: min_chars={minimum} from {source} to this question "
+            f"(median {median} chars); catches truncation, tolerates rewording"
+        )
     keys = _agreed_json_keys(usable)
     if keys:
         checks.append({"type": "json", "required": keys})
@@ -133,7 +150,9 @@ class _Builder:
         names = {s.name for s in self.sel.signals[row]}
         return self.sel.rows[row].chars > 0 and not (names & _SEEDS)
 
-    def trace_checks(self, members: list[int], names: set[str], is_seed: bool) -> list[dict[str, Any]]:
+    def trace_checks(
+        self, members: list[int], names: set[str], is_seed: bool
+    ) -> list[dict[str, Any]]:
         rows = self.sel.rows
         processes = [rows[m].process for m in members if self.clean(m) and rows[m].process]
         if not processes and not is_seed and rows[members[0]].process:
@@ -170,38 +189,57 @@ class _Builder:
             checks = _infer(is_seed, references, notes, floor)
             shape_source = _source(sum(1 for o in references if o.strip()), floor)
             if "output_much_longer" in names and sel.context.median_chars > 0:
-                bound = int(math.ceil(sel.context.median_chars * _LONG_RATIO))
+                bound = math.floor(sel.context.median_chars * _LONG_RATIO)
                 checks.append({"type": "max_chars", "value": bound})
-                notes.append(f"the answer rambled past the log's long-answer line, so this case "
-                             f"asserts max_chars={bound} (3x the log median)")
+                notes.append(
+                    f"the answer rambled past the log's long-answer line, so this case "
+                    f"asserts max_chars={bound} (3x the log median)"
+                )
         annotation = self.lookup(rep.input, members)
         if annotation is not None:
             checks = merge_checks(checks, annotation.checks)
             shape_source = "a human-written expectation"
-            notes.append("human expectation applied, overriding anything inferred — "
-                         + (annotation.note or "(no note given)"))
+            notes.append(
+                "human expectation applied, overriding anything inferred — "
+                + (annotation.note or "(no note given)")
+            )
         if cluster.size > 1:
-            notes.append(f"this question appeared {cluster.size} times in the log; "
-                         f"addressed once, here")
+            notes.append(
+                f"this question appeared {cluster.size} times in the log; addressed once, here"
+            )
         trace_checks = self.trace_checks(members, names, is_seed)
         self_check = self.self_check(checks, trace_checks, members[0], is_seed)
         if self_check["verdict"] == "failure_not_reproduced":
-            notes.append("self-check: these checks pass on the very output that went wrong, so a "
-                         "differently-wrong answer would also pass")
+            notes.append(
+                "self-check: these checks pass on the very output that went wrong, so a "
+                "differently-wrong answer would also pass"
+            )
         elif self_check["verdict"] == "reference_fails_own_checks":
-            notes.append("self-check: a trusted reference does not satisfy its own checks -- "
-                         "either the reference is wrong or the checks are")
+            notes.append(
+                "self-check: a trusted reference does not satisfy its own checks -- "
+                "either the reference is wrong or the checks are"
+            )
         duplicates = [rows[m].id for m in members[1 : MAX_LISTED_DUPLICATES + 1]]
         case: dict[str, Any] = {
-            "id": case_id, "input": rep.input, "checks": checks, "reference_output": rep.output,
-            "reference_is_trusted": not is_seed, "shape_source": shape_source,
+            "id": case_id,
+            "input": rep.input,
+            "checks": checks,
+            "reference_output": rep.output,
+            "reference_is_trusted": not is_seed,
+            "shape_source": shape_source,
             "failure_kind": _failure_kind(names),
-            "annotation": {"applied": annotation is not None,
-                           "note": annotation.note if annotation is not None else ""},
-            "source_trace_id": rep.id, "score": sel.scores[members[0]],
-            "signals": [s.to_dict() for s in signals], "occurrences_in_log": cluster.size,
-            "duplicate_count": cluster.size - 1, "duplicate_trace_ids": duplicates,
-            "self_check": self_check, "notes": notes,
+            "annotation": {
+                "applied": annotation is not None,
+                "note": annotation.note if annotation is not None else "",
+            },
+            "source_trace_id": rep.id,
+            "score": sel.scores[members[0]],
+            "signals": [s.to_dict() for s in signals],
+            "occurrences_in_log": cluster.size,
+            "duplicate_count": cluster.size - 1,
+            "duplicate_trace_ids": duplicates,
+            "self_check": self_check,
+            "notes": notes,
         }
         if trace_checks:
             case["trace_checks"] = trace_checks
@@ -213,14 +251,18 @@ class _Builder:
         keys = list(dict.fromkeys([fold(text)] + [fold(self.sel.rows[m].input) for m in members]))
         return self.annotations.lookup(keys)
 
-    def self_check(self, checks: list[dict[str, Any]], trace_checks: list[dict[str, Any]],
-                   row: int, is_seed: bool) -> dict[str, Any]:
+    def self_check(
+        self,
+        checks: list[dict[str, Any]],
+        trace_checks: list[dict[str, Any]],
+        row: int,
+        is_seed: bool,
+    ) -> dict[str, Any]:
         rep = self.sel.rows[row]
         failed = [r.type for r in run_text_checks(checks, rep.output) if not r.passed]
         if is_seed and not failed and rep.process is not None:
             record = {"trace": rep.process, "latency_ms": rep.latency_ms, "cost_usd": rep.cost_usd}
-            failed = [c["type"] for c in trace_checks
-                      if run_trace_check(c, record).passed is False]
+            failed = [c["type"] for c in trace_checks if run_trace_check(c, record).passed is False]
         if is_seed:
             verdict = "ok" if failed else "failure_not_reproduced"
         else:
@@ -228,8 +270,9 @@ class _Builder:
         return {"passed": not failed, "failed_checks": failed, "verdict": verdict}
 
 
-def build_cases(selection: Selection, annotations: AnnotationSet | None,
-                sequential_ids: bool = False) -> list[BuiltCase]:
+def build_cases(
+    selection: Selection, annotations: AnnotationSet | None, sequential_ids: bool = False
+) -> list[BuiltCase]:
     builder = _Builder(selection, annotations)
     taken: set[str] = set()
     built: list[BuiltCase] = []

@@ -29,10 +29,20 @@ __all__ = [
 ]
 
 TEXT_CHECK_TYPES = (
-    "not_fallback", "min_chars", "max_chars", "contains", "not_contains", "regex", "json",
+    "not_fallback",
+    "min_chars",
+    "max_chars",
+    "contains",
+    "not_contains",
+    "regex",
+    "json",
 )
 PROCESS_CHECK_TYPES = (
-    "tools_include", "tool_sequence", "escalated", "max_plan_steps", "max_friction_points",
+    "tools_include",
+    "tool_sequence",
+    "escalated",
+    "max_plan_steps",
+    "max_friction_points",
     "doc_in_top_k",
 )
 
@@ -136,7 +146,9 @@ def _process_check(kind: str, check: dict[str, Any], process: dict[str, Any]) ->
     if kind == "tool_sequence":
         expected = _as_list(value)
         ok = _is_subsequence(expected, tools)
-        return CheckResult(kind, ok, "" if ok else f"tool calls {tools} lack the sequence {expected}")
+        return CheckResult(
+            kind, ok, "" if ok else f"tool calls {tools} lack the sequence {expected}"
+        )
     if kind == "escalated":
         actual = bool(process.get("escalated", False))
         ok = actual == bool(value)
@@ -148,8 +160,9 @@ def _process_check(kind: str, check: dict[str, Any], process: dict[str, Any]) ->
         return CheckResult(kind, ok, "" if ok else f"{count} {field.replace('_', ' ')} > {value}")
     if kind == "doc_in_top_k":
         k = int(check.get("k", 5))
-        ranks = [d.get("rank") for d in process.get("retrieved_documents", [])
-                 if d.get("id") == value]
+        ranks = [
+            d.get("rank") for d in process.get("retrieved_documents", []) if d.get("id") == value
+        ]
         ok = any(isinstance(r, int) and r <= k for r in ranks)
         return CheckResult(kind, ok, "" if ok else f"document {value!r} not in the top {k}")
     return CheckResult(kind, False, f"unsupported check type {kind!r}")

@@ -68,9 +68,7 @@ class TokenSets:
         self.encoded: list[tuple[int, ...]] = [tuple(sorted(rank[t] for t in s)) for s in sets]
 
 
-def _candidates(
-    index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float
-) -> set[int]:
+def _candidates(index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float) -> set[int]:
     found: set[int] = set()
     for token in tokens[: prefix_length(len(tokens), threshold)]:
         posting = index.get(token)
@@ -79,7 +77,9 @@ def _candidates(
     return found
 
 
-def _add(index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float, ident: int) -> None:
+def _add(
+    index: dict[int, list[int]], tokens: tuple[int, ...], threshold: float, ident: int
+) -> None:
     for token in tokens[: prefix_length(len(tokens), threshold)]:
         index.setdefault(token, []).append(ident)
 
@@ -108,11 +108,13 @@ def similar_pairs(sets: Sequence[frozenset[str]], threshold: float) -> set[tuple
 def brute_force_pairs(sets: Sequence[frozenset[str]], threshold: float) -> set[tuple[int, int]]:
     """The O(N²) reference the indexed join must agree with."""
     return {
-        (i, j)
-        for j in range(len(sets))
-        for i in range(j)
-        if similar(sets[i], sets[j], threshold)
+        (i, j) for j in range(len(sets)) for i in range(j) if similar(sets[i], sets[j], threshold)
     }
+
+
+def _required_overlap(n: int, m: int, threshold: float) -> int:
+    """The fewest shared tokens two sets of sizes n and m need for Jaccard ≥ threshold."""
+    return max(1, math.ceil(threshold / (1 + threshold) * (n + m) - _EPS))
 
 
 def leader_clusters(
@@ -126,6 +128,9 @@ def leader_clusters(
     is similar to, else founds a new one. Linking to the representative rather than to any
     member is what stops single-linkage chaining from fusing unrelated questions. With a
     ``matcher(item, representative_item)`` the index is bypassed and every cluster is tried.
+
+    Candidates come from the prefix index and are pruned with PPJoin's positional filter
+    (Xiao et al., 2008) before the exact check, which alone decides.
     """
     assignment: list[int] = []
     representatives: list[int] = []
@@ -138,23 +143,30 @@ def leader_clusters(
             assignment.append(target)
         return assignment
     tokens = TokenSets(sets)
-    index: dict[int, list[int]] = {}
+    index: dict[int, list[tuple[int, int, int]]] = {}
     for item, encoded in enumerate(tokens.encoded):
         target = None
-        if encoded:
-            n = len(encoded)
-            for cluster in sorted(_candidates(index, encoded, threshold)):
-                rep = representatives[cluster]
-                if _length_ok(n, len(tokens.encoded[rep]), threshold) and similar(
-                    sets[item], sets[rep], threshold
-                ):
+        n = len(encoded)
+        if n:
+            overlap: dict[int, int] = {}
+            for i, token in enumerate(encoded[: prefix_length(n, threshold)]):
+                for cluster, j, m in index.get(token, ()):
+                    seen = overlap.get(cluster, 0)
+                    if seen < 0 or not _length_ok(n, m, threshold):
+                        continue
+                    bound = seen + 1 + min(n - i - 1, m - j - 1)
+                    overlap[cluster] = (
+                        seen + 1 if bound >= _required_overlap(n, m, threshold) else -1
+                    )
+            for cluster in sorted(c for c, count in overlap.items() if count > 0):
+                if similar(sets[item], sets[representatives[cluster]], threshold):
                     target = cluster
                     break
         if target is None:
             target = len(representatives)
             representatives.append(item)
-            if encoded:
-                _add(index, encoded, threshold, target)
+            for j, token in enumerate(encoded[: prefix_length(n, threshold)]):
+                index.setdefault(token, []).append((target, j, n))
         assignment.append(target)
     return assignment
 
@@ -167,8 +179,9 @@ def strip_shared_context(inputs: Iterable[str]) -> dict[str, str]:
     distinct = [text for text in dict.fromkeys(inputs) if "\n" in text]
     counts: Counter[str] = Counter()
     for text in distinct:
-        counts.update({line.strip() for line in text.split("\n")
-                       if len(line.strip()) >= CONTEXT_LINE_CHARS})
+        counts.update(
+            {line.strip() for line in text.split("\n") if len(line.strip()) >= CONTEXT_LINE_CHARS}
+        )
     stripped: dict[str, str] = {}
     for text in distinct:
         lines = text.split("\n")

@@ -10,8 +10,16 @@ __all__ = ["ANNOTATABLE_KEYS", "checks_from_expect", "validate_expect"]
 #: Keys an annotation may set. trace2eval 0.5.1 rejects ``required``; we accept it so an
 #: annotation can ask for JSON keys.
 ANNOTATABLE_KEYS = frozenset(
-    {"not_fallback", "min_chars", "max_chars", "regex", "contains", "not_contains", "json",
-     "required"}
+    {
+        "not_fallback",
+        "min_chars",
+        "max_chars",
+        "regex",
+        "contains",
+        "not_contains",
+        "json",
+        "required",
+    }
 )
 
 

@@ -13,7 +13,17 @@ from dataclasses import dataclass
 
 __all__ = ["NumericFeedback", "Scale", "infer_scale", "label_feedback", "read_on_scale"]
 
-_NEGATIVE = {"negative", "neg", "bad", "down", "thumbs_down", "thumbsdown", "差评", "不满意", "无帮助"}
+_NEGATIVE = {
+    "negative",
+    "neg",
+    "bad",
+    "down",
+    "thumbs_down",
+    "thumbsdown",
+    "差评",
+    "不满意",
+    "无帮助",
+}
 _POSITIVE = {"positive", "pos", "good", "up", "thumbs_up", "thumbsup", "好评", "满意", "有帮助"}
 _NONE = {"", "none", "null", "unknown", "-"}
 

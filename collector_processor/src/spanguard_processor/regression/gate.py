@@ -4,7 +4,11 @@ Rules (spec §1.8): ``pass_rate`` and ``format_compliance_rate`` may drop by 0.0
 ``fallback_rate`` may rise by 0.02, ``p95_latency_ms`` and ``avg_cost_usd`` may rise by 20 %
 of the baseline; each allowance is multiplied by ``--tolerance-scale``; a regression is a
 strict excess. Added: ``trace_compliance_rate`` (0.02), a shrinking ``total``, a rising
-``missing`` count, and case ids of the baseline absent from the current run.
+``missing`` count, case ids of the baseline absent from the current run, and **any case that
+passed on the baseline and now fails a content or process check** (a per-case regression that
+an aggregate pass rate can hide when other cases happen to improve). A case whose only failed
+checks are timing or cost limits (``max_latency_ms``, ``max_cost_usd``) is listed but left to
+the p95-latency and cost tolerances: one request's time is noise, the distribution is not.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError, ConfigError
 
-__all__ = ["RULES", "Comparison", "Violation", "compare", "load_metrics"]
+__all__ = ["RULES", "TIMING_CHECKS", "Comparison", "Violation", "compare", "load_metrics"]
+
+TIMING_CHECKS = frozenset({"max_latency_ms", "max_cost_usd"})
 
 RULES: tuple[tuple[str, bool, float, bool], ...] = (
     # metric, higher is better, allowance, allowance relative to the baseline
@@ -28,9 +34,19 @@ RULES: tuple[tuple[str, bool, float, bool], ...] = (
     ("avg_cost_usd", False, 0.20, True),
     ("trace_compliance_rate", True, 0.02, False),
 )
-_NUMERIC = ("total", "passed", "failed", "missing", "pass_rate", "fallback_rate",
-            "format_compliance_rate", "avg_latency_ms", "p95_latency_ms", "avg_cost_usd",
-            "trace_compliance_rate")
+_NUMERIC = (
+    "total",
+    "passed",
+    "failed",
+    "missing",
+    "pass_rate",
+    "fallback_rate",
+    "format_compliance_rate",
+    "avg_latency_ms",
+    "p95_latency_ms",
+    "avg_cost_usd",
+    "trace_compliance_rate",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +69,12 @@ def _no_duplicates(name: str) -> Any:
         keys = [k for k, _ in pairs]
         repeated = sorted({k for k in keys if keys.count(k) > 1})
         if repeated:
-            raise CaseFormatError(f"repeats the key {repeated[0]!r}; every case id and metric "
-                                  "must appear once.", file=name)
+            raise CaseFormatError(
+                f"repeats the key {repeated[0]!r}; every case id and metric must appear once.",
+                file=name,
+            )
         return dict(pairs)
+
     return hook
 
 
@@ -69,7 +88,9 @@ def load_metrics(path: Path) -> Metrics:
     try:
         payload = json.loads(text, object_pairs_hook=_no_duplicates(name))
     except json.JSONDecodeError as exc:
-        raise CaseFormatError(f"is not valid JSON: {exc.msg}.", file=name, line=exc.lineno) from None
+        raise CaseFormatError(
+            f"is not valid JSON: {exc.msg}.", file=name, line=exc.lineno
+        ) from None
     if not isinstance(payload, dict):
         raise CaseFormatError("must hold a JSON object of metrics.", file=name)
     metrics = payload.get("metrics", payload)
@@ -77,15 +98,43 @@ def load_metrics(path: Path) -> Metrics:
         raise CaseFormatError("must be an object of metrics.", file=name, field="metrics")
     for key in _NUMERIC:
         value = metrics.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not math.isfinite(value)):
-            raise CaseFormatError(f"must be a finite number or null, got {value!r}.", file=name,
-                                  field=f"metrics.{key}")
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise CaseFormatError(
+                f"must be a finite number or null, got {value!r}.",
+                file=name,
+                field=f"metrics.{key}",
+            )
     results = payload.get("case_results")
     if results is not None and not isinstance(results, dict):
-        raise CaseFormatError("must be an object of case id to outcome.", file=name,
-                              field="case_results")
+        raise CaseFormatError(
+            "must be an object of case id to outcome.", file=name, field="case_results"
+        )
     return Metrics(name, metrics, results)
+
+
+def _failed_checks(metrics: dict[str, Any]) -> dict[str, list[str]]:
+    failures = metrics.get("failures")
+    found: dict[str, list[str]] = {}
+    if isinstance(failures, list):
+        for item in failures:
+            if isinstance(item, dict) and isinstance(item.get("failed_checks"), list):
+                found[str(item.get("case_id"))] = [str(c) for c in item["failed_checks"]]
+    return found
+
+
+def _behavioural(pass_to_fail: list[str], now: dict[str, str],
+                 failed: dict[str, list[str]]) -> list[str]:
+    """The flipped cases that are not explained by timing or cost alone."""
+    out = []
+    for case_id in pass_to_fail:
+        checks = set(failed.get(case_id, ()))
+        if now[case_id] != "fail" or not checks or not checks <= TIMING_CHECKS:
+            out.append(case_id)
+    return out
 
 
 @dataclass(frozen=True)
@@ -115,14 +164,32 @@ def compare(baseline: Metrics, current: Metrics, scale: float = 1.0) -> Comparis
         raise ConfigError("--tolerance-scale", f"must be a finite number ≥ 0, got {scale}.")
     base, cur = baseline.values, current.values
     found = _rules(base, cur, scale)
-    if isinstance(base.get("total"), int) and isinstance(cur.get("total"), int) \
-            and cur["total"] < base["total"]:
-        found.append(Violation("total", base["total"], cur["total"],
-                               f"fewer cases ran ({base['total'] - cur['total']} gone)"))
-    if isinstance(base.get("missing"), int) and isinstance(cur.get("missing"), int) \
-            and cur["missing"] > base["missing"]:
-        found.append(Violation("missing", base["missing"], cur["missing"],
-                               f"rose by {cur['missing'] - base['missing']} (allowed 0)"))
+    if (
+        isinstance(base.get("total"), int)
+        and isinstance(cur.get("total"), int)
+        and cur["total"] < base["total"]
+    ):
+        found.append(
+            Violation(
+                "total",
+                base["total"],
+                cur["total"],
+                f"fewer cases ran ({base['total'] - cur['total']} gone)",
+            )
+        )
+    if (
+        isinstance(base.get("missing"), int)
+        and isinstance(cur.get("missing"), int)
+        and cur["missing"] > base["missing"]
+    ):
+        found.append(
+            Violation(
+                "missing",
+                base["missing"],
+                cur["missing"],
+                f"rose by {cur['missing'] - base['missing']} (allowed 0)",
+            )
+        )
     pass_to_fail: list[str] = []
     fail_to_pass: list[str] = []
     gone: list[str] = []
@@ -135,8 +202,24 @@ def compare(baseline: Metrics, current: Metrics, scale: float = 1.0) -> Comparis
                 pass_to_fail.append(case_id)
             elif outcome != "pass" and now[case_id] == "pass":
                 fail_to_pass.append(case_id)
+        flipped = _behavioural(pass_to_fail, now, _failed_checks(cur))
+        if flipped:
+            found.append(
+                Violation(
+                    "case_outcomes",
+                    len(pass_to_fail),
+                    len(flipped),
+                    f"{len(flipped)} case(s) passed before and now fail a content or process "
+                    f"check: {', '.join(flipped[:5])}" + (" …" if len(flipped) > 5 else ""),
+                )
+            )
         if gone:
-            found.append(Violation("case_ids", len(baseline.case_results), len(now),
-                                   f"{len(gone)} baseline case id(s) missing: "
-                                   f"{', '.join(gone[:5])}"))
+            found.append(
+                Violation(
+                    "case_ids",
+                    len(baseline.case_results),
+                    len(now),
+                    f"{len(gone)} baseline case id(s) missing: {', '.join(gone[:5])}",
+                )
+            )
     return Comparison(found, pass_to_fail, gone, fail_to_pass)

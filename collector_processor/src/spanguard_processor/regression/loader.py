@@ -142,7 +142,9 @@ def _pick_key(data: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
     return "", None
 
 
-def _number(data: dict[str, Any], keys: tuple[str, ...], warn: list[tuple[str, str]]) -> float | None:
+def _number(
+    data: dict[str, Any], keys: tuple[str, ...], warn: list[tuple[str, str]]
+) -> float | None:
     key, value = _pick_key(data, keys)
     if not key or isinstance(value, bool):
         return None
@@ -199,13 +201,36 @@ class _Reader:
         self.result = LoadResult()
         self.pending: list[tuple[int, NumericFeedback]] = []
         self.seen_ids: dict[str, str] = {}
+        # Logs repeat the same questions and answers many times: keep one copy of each text,
+        # and measure each distinct answer once.
+        self.strings: dict[str, str] = {}
+        self.outputs: dict[str, tuple[str, int, str | None]] = {}
 
     def skip(self, file: str, line: int, message: str, field: str | None = None) -> None:
         text = _where(file, line, message.rstrip(".") + "; line skipped.", field)
         self.result.problems.append(Problem(text, True))
 
+    def read_spans(self, path: Path) -> None:
+        """A span store or span file: assembled by the processor's readers, then converted."""
+        from ..readers import read_agent_traces_any
+
+        name = path.as_posix()
+        for number, trace in enumerate(read_agent_traces_any([path], skip_bad=True), 1):
+            try:
+                data = to_trace2eval_row(trace)
+                row = self.build_row(data, name, number)
+            except (_LineError, TraceFormatError) as exc:
+                detail = exc.message if isinstance(exc, _LineError) else exc.detail
+                self.skip(name, number, f"trace {trace.trace_id}: {detail}")
+                continue
+            self.result.agent_traces += 1
+            self.result.rows.append(row)
+
     def read_file(self, path: Path) -> None:
         name = path.as_posix()
+        if _is_span_input(path):
+            self.read_spans(path)
+            return
         try:
             stream = open_binary(path)
         except OSError as exc:
@@ -213,7 +238,9 @@ class _Reader:
         with stream:
             for number, raw, size in _iter_lines(stream, self.cap):
                 if raw is None:
-                    self.skip(name, number, f"is {size} bytes long, over the {self.cap}-byte line cap")
+                    self.skip(
+                        name, number, f"is {size} bytes long, over the {self.cap}-byte line cap"
+                    )
                     continue
                 self.read_line(name, number, raw)
 
@@ -231,7 +258,7 @@ class _Reader:
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
-            self.skip(name, number, f"is not valid JSON ({str(exc).split(':')[0]})")
+            self.skip(name, number, f"is not valid JSON ({exc.msg}, column {exc.colno})")
             return
         if not isinstance(data, dict):
             self.skip(name, number, "is not a JSON object")
@@ -282,13 +309,31 @@ class _Reader:
             self.result.problems.append(Problem(_where(name, number, message, key), False))
         row_id = str(_pick(data, ID_ALIASES) or f"trace-{number:05d}")
         self.note_id(row_id, name, number)
-        output = str(raw_output)
+        output, chars, fallback = self.describe(str(raw_output))
+        text = str(raw_input)
         return Row(
-            index=index, id=row_id, input=str(raw_input), output=output,
-            chars=len(output.strip()), fallback=detect_fallback(output) if output else None,
-            latency_ms=latency, cost_usd=cost, feedback=feedback, retried=retried,
-            expect=expect, process=process, file=name, line=number,
+            index=index,
+            id=row_id,
+            input=self.strings.setdefault(text, text),
+            output=output,
+            chars=chars,
+            fallback=fallback,
+            latency_ms=latency,
+            cost_usd=cost,
+            feedback=feedback,
+            retried=retried,
+            expect=expect,
+            process=process,
+            file=name,
+            line=number,
         )
+
+    def describe(self, output: str) -> tuple[str, int, str | None]:
+        known = self.outputs.get(output)
+        if known is None:
+            fallback = detect_fallback(output) if output else None
+            known = self.outputs[output] = (output, len(output.strip()), fallback)
+        return known
 
     def note_id(self, row_id: str, name: str, number: int) -> None:
         if row_id in self.seen_ids:
@@ -319,6 +364,35 @@ def _retry_count(value: Any) -> bool:
         return bool(float(value))
     except (TypeError, ValueError):
         return False
+
+
+_SPAN_SUFFIXES = (".pb", ".binpb", ".proto", ".pb.gz", ".binpb.gz", ".proto.gz")
+
+
+def _is_span_input(path: Path) -> bool:
+    """A span store, OTLP span file or OTLP-JSON document (anything else is read line by line).
+
+    Told by content: SQLite's magic bytes, a first line holding ``resourceSpans``; protobuf
+    span files (no text to look at) by their ``.pb``/``.binpb``/``.proto`` suffix.
+    """
+    from ..store import SQLITE_MAGIC
+
+    if path.name.endswith(_SPAN_SUFFIXES):
+        return True
+    try:
+        with open_binary(path) as stream:
+            head = stream.read(len(SQLITE_MAGIC))
+            if head.startswith(SQLITE_MAGIC):
+                return True
+            stream.seek(0)
+            first = b""
+            for raw in _iter_lines(stream, 1 << 16):
+                if raw[1] is not None and raw[1].strip():
+                    first = raw[1]
+                    break
+    except (OSError, EOFError):
+        return False
+    return b'"resourceSpans"' in first
 
 
 def load_logs(paths: list[Path], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> LoadResult:

@@ -12,8 +12,13 @@ __all__ = ["check_junit", "render_check", "render_metrics", "render_violations",
 
 
 def render_metrics(m: dict[str, Any]) -> str:
-    lines = ["| Metric | Value |", "| --- | --- |", f"| Cases | {m.get('total')} |",
-             f"| Passed | {m.get('passed')} |", f"| Failed | {m.get('failed')} |"]
+    lines = [
+        "| Metric | Value |",
+        "| --- | --- |",
+        f"| Cases | {m.get('total')} |",
+        f"| Passed | {m.get('passed')} |",
+        f"| Failed | {m.get('failed')} |",
+    ]
     if m.get("missing"):
         lines.append(f"| Missing outputs | {m['missing']} |")
     lines.append(f"| Pass rate | {float(m.get('pass_rate') or 0):.2%} |")
@@ -33,33 +38,57 @@ def render_violations(violations: list[Violation]) -> str:
         return "No regressions detected."
     lines = ["| Metric | Baseline | Current | Rule |", "| --- | --- | --- | --- |"]
     for v in violations:
-        lines.append(f"| {cell(v.metric, 24)} | {cell(number(v.baseline), 16)} | "
-                     f"{cell(number(v.current), 16)} | {cell(v.rule, 40)} |")
+        lines.append(
+            f"| {cell(v.metric, 24)} | {cell(number(v.baseline), 16)} | "
+            f"{cell(number(v.current), 16)} | {cell(v.rule, 40)} |"
+        )
     return "\n".join(lines)
 
 
 def render_check(base: dict[str, Any], cur: dict[str, Any], comparison: Comparison) -> str:
-    parts = ["baseline", render_metrics(base), "", "current", render_metrics(cur), "",
-             "regressions", render_violations(comparison.violations)]
+    parts = [
+        "baseline",
+        render_metrics(base),
+        "",
+        "current",
+        render_metrics(cur),
+        "",
+        "regressions",
+        render_violations(comparison.violations),
+    ]
     if comparison.pass_to_fail:
-        parts += ["", f"cases that went from pass to fail ({len(comparison.pass_to_fail)}): "
-                  + ", ".join(comparison.pass_to_fail)]
+        parts += [
+            "",
+            f"cases that went from pass to fail ({len(comparison.pass_to_fail)}): "
+            + ", ".join(comparison.pass_to_fail),
+        ]
     if comparison.fail_to_pass:
-        parts += ["", f"cases that went from fail to pass ({len(comparison.fail_to_pass)}): "
-                  + ", ".join(comparison.fail_to_pass)]
+        parts += [
+            "",
+            f"cases that went from fail to pass ({len(comparison.fail_to_pass)}): "
+            + ", ".join(comparison.fail_to_pass),
+        ]
     return "\n".join(parts)
 
 
 def _xml(suite: ET.Element) -> str:
     ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    )
 
 
 def run_junit(metrics: dict[str, Any], case_results: dict[str, str]) -> str:
     """One testcase per regression case."""
     failures = {f["case_id"]: f for f in metrics.get("failures", [])}
-    suite = ET.Element("testsuite", name="spanguard cases run", tests=str(len(case_results)),
-                       failures=str(len(failures)), errors="0", skipped="0")
+    suite = ET.Element(
+        "testsuite",
+        name="spanguard cases run",
+        tests=str(len(case_results)),
+        failures=str(len(failures)),
+        errors="0",
+        skipped="0",
+    )
     for case_id, outcome in case_results.items():
         case = ET.SubElement(suite, "testcase", classname="spanguard.cases", name=case_id)
         if outcome != "pass":
@@ -73,18 +102,30 @@ def check_junit(comparison: Comparison, metrics: list[str]) -> str:
     """One testcase per gated metric, plus one per case that went from pass to fail."""
     by_metric = {v.metric: v for v in comparison.violations}
     names = list(dict.fromkeys(metrics + list(by_metric)))
-    suite = ET.Element("testsuite", name="spanguard check",
-                       tests=str(len(names) + len(comparison.pass_to_fail)),
-                       failures=str(len(by_metric) + len(comparison.pass_to_fail)),
-                       errors="0", skipped="0")
+    suite = ET.Element(
+        "testsuite",
+        name="spanguard check",
+        tests=str(len(names) + len(comparison.pass_to_fail)),
+        failures=str(len(by_metric) + len(comparison.pass_to_fail)),
+        errors="0",
+        skipped="0",
+    )
     for name in names:
         case = ET.SubElement(suite, "testcase", classname="spanguard.check", name=name)
         if name in by_metric:
             v = by_metric[name]
-            ET.SubElement(case, "failure", type="regression",
-                          message=f"{name}: {number(v.baseline)} -> {number(v.current)}, {v.rule}")
+            ET.SubElement(
+                case,
+                "failure",
+                type="regression",
+                message=f"{name}: {number(v.baseline)} -> {number(v.current)}, {v.rule}",
+            )
     for case_id in comparison.pass_to_fail:
         case = ET.SubElement(suite, "testcase", classname="spanguard.check.cases", name=case_id)
-        ET.SubElement(case, "failure", type="pass_to_fail", message=f"{case_id} passed in the "
-                      "baseline and fails now")
+        ET.SubElement(
+            case,
+            "failure",
+            type="pass_to_fail",
+            message=f"{case_id} passed in the baseline and fails now",
+        )
     return _xml(suite)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .checks import PROCESS_CHECK_TYPES
 from .select import ClusterHealth, Selection
 
 __all__ = ["build_report", "cell", "number"]
@@ -38,7 +39,10 @@ def _summary(sel: Selection, cases: list[dict[str, Any]]) -> list[str]:
     annotated = [c for c in cases if c["annotation"]["applied"]]
     needing = [c for c in weak if not c["annotation"]["applied"]]
     return [
-        "## Summary", "", "| Metric | Value |", "| --- | --- |",
+        "## Summary",
+        "",
+        "| Metric | Value |",
+        "| --- | --- |",
         f"| Traces read | {len(sel.rows)} |",
         f"| Distinct questions | {len(sel.clusters)} |",
         f"| Questions with no signal | {sel.no_signal} |",
@@ -49,19 +53,23 @@ def _summary(sel: Selection, cases: list[dict[str, Any]]) -> list[str]:
         f"| Cases whose checks cannot catch their own failure | {len(weak)} |",
         f"| Trusted references failing their own checks | {len(failing)} |",
         f"| Cases using a human-written expectation | {len(annotated)} |",
-        f"| Cases still needing one | {len(needing)} |", "",
+        f"| Cases still needing one | {len(needing)} |",
+        "",
     ]
 
 
 def _clustering(health: ClusterHealth) -> list[str]:
     return [
-        "## How the clustering behaved", "",
+        "## How the clustering behaved",
+        "",
         "Inputs that fold to the same text always share a cluster. Other phrasings join the "
         "first cluster whose *representative* they match (character-bigram Jaccard at or above "
         "the threshold, at least two shared bigrams), so a cluster cannot drift away from its "
         "own question through a chain of links. Lines of 40 or more characters that recur in "
         "several inputs (retrieved context, system prompts) are left out of the comparison.",
-        "", "| Statistic | Value |", "| --- | --- |",
+        "",
+        "| Statistic | Value |",
+        "| --- | --- |",
         f"| Threshold | {health.threshold:.2f} |",
         f"| Clusters | {health.clusters} |",
         f"| Multi-member clusters | {health.multi_member_clusters} |",
@@ -69,14 +77,18 @@ def _clustering(health: ClusterHealth) -> list[str]:
         f"| Rows pulled into a cluster | {health.share_in_clusters:.1%} |",
         f"| Phrasings below the threshold against their representative | "
         f"{health.below_threshold} of {health.compared} compared |",
-        f"| Worst representative similarity seen | {health.worst_similarity:.3f} |", "",
+        f"| Worst representative similarity seen | {health.worst_similarity:.3f} |",
+        "",
     ]
 
 
 def _cases_table(cases: list[dict[str, Any]]) -> list[str]:
-    lines = ["## Cases", "",
-             "| Case | Score | In log | Trusted | Shape from | Self-check | Signals | Input |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## Cases",
+        "",
+        "| Case | Score | In log | Trusted | Shape from | Self-check | Signals | Input |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for case in cases:
         signals = ", ".join(s["name"] for s in case["signals"])
         lines.append(
@@ -84,7 +96,8 @@ def _cases_table(cases: list[dict[str, Any]]) -> list[str]:
             f"{cell(case['occurrences_in_log'], 8)} | "
             f"{'yes' if case['reference_is_trusted'] else 'no'} | "
             f"{cell(case['shape_source'], 30)} | {cell(case['self_check']['verdict'], 30)} | "
-            f"{cell(signals, 42)} | {cell(case['input'], 40)} |")
+            f"{cell(signals, 42)} | {cell(case['input'], 40)} |"
+        )
     lines.append("")
     return lines
 
@@ -94,28 +107,42 @@ def _human_eye(cases: list[dict[str, Any]]) -> list[str]:
     needing = [c for c in _weak(cases) if not c["annotation"]["applied"]]
     if not failing and not needing:
         return []
-    lines = ["## Cases that need a human eye", "",
-             "Generated cases are a proposal. These are the ones where the proposal is weakest, "
-             "in order of how much they should worry you.", ""]
+    lines = [
+        "## Cases that need a human eye",
+        "",
+        "Generated cases are a proposal. These are the ones where the proposal is weakest, "
+        "in order of how much they should worry you.",
+        "",
+    ]
     for case in failing:
-        lines.append(f"- **{case['id']}** — a trusted reference does not satisfy its own checks "
-                     f"(`{', '.join(case['self_check']['failed_checks'])}`). Either the reference "
-                     f"is wrong or the checks are.")
+        lines.append(
+            f"- **{case['id']}** — a trusted reference does not satisfy its own checks "
+            f"(`{', '.join(case['self_check']['failed_checks'])}`). Either the reference "
+            f"is wrong or the checks are."
+        )
     for case in needing:
         names = ", ".join(s["name"] for s in case["signals"])
         if case["failure_kind"] == "behaviour":
-            lines.append(f"- {case['id']} — the failure here was behavioural (`{names}`): the call "
-                         f"itself produced a perfectly acceptable answer, and what went wrong "
-                         f"happened around it. No check on the output text can reproduce that.")
+            lines.append(
+                f"- {case['id']} — the failure here was behavioural (`{names}`): the call "
+                f"itself produced a perfectly acceptable answer, and what went wrong "
+                f"happened around it. No check on the output text can reproduce that."
+            )
         else:
-            lines.append(f"- {case['id']} — the failure was visible in the output (`{names}`), yet "
-                         f"the generated checks pass on it. That is a gap in the checks, not a "
-                         f"limit of the approach -- worth investigating.")
-    lines += ["", "The way out for the behavioural ones is an expectation file: one JSON object "
-              "per line, keyed on `input`, holding the checks a correct answer should satisfy. "
-              "`build` writes a fill-in template next to the case set listing exactly these cases; "
-              "save it as `expectations.jsonl` and rebuild. It is keyed on the question rather "
-              "than the case id, so it survives regeneration.", ""]
+            lines.append(
+                f"- {case['id']} — the failure was visible in the output (`{names}`), yet "
+                f"the generated checks pass on it. That is a gap in the checks, not a "
+                f"limit of the approach -- worth investigating."
+            )
+    lines += [
+        "",
+        "The way out for the behavioural ones is an expectation file: one JSON object "
+        "per line, keyed on `input`, holding the checks a correct answer should satisfy. "
+        "`build` writes a fill-in template next to the case set listing exactly these cases; "
+        "save it as `expectations.jsonl` and rebuild. It is keyed on the question rather "
+        "than the case id, so it survives regeneration.",
+        "",
+    ]
     return lines
 
 
@@ -126,56 +153,109 @@ def _top_case(top: dict[str, Any]) -> list[str]:
     lines += ["", f"The expected shape came from {top['shape_source']}.", ""]
     check = top["self_check"]
     if top["reference_is_trusted"]:
-        lines.append("Self-check: this is a trusted reference, and it " + (
-            "satisfies its own checks." if check["passed"] else "does NOT satisfy them."))
+        lines.append(
+            "Self-check: this is a trusted reference, and it "
+            + ("satisfies its own checks." if check["passed"] else "does NOT satisfy them.")
+        )
     elif not check["passed"]:
-        lines.append("Self-check: this is a failure seed, so the checks are *supposed* to fail on "
-                     f"it — they do, on `{', '.join(check['failed_checks'])}`. The case "
-                     "reproduces the failure it came from.")
+        lines.append(
+            "Self-check: this is a failure seed, so the checks are *supposed* to fail on "
+            f"it — they do, on `{', '.join(check['failed_checks'])}`. The case "
+            "reproduces the failure it came from."
+        )
     else:
-        lines.append("Self-check: this is a failure seed, so the checks are *supposed* to fail on "
-                     "it — they do not. The case cannot detect the failure it came from, which is "
-                     "why it appears in the list above.")
+        lines.append(
+            "Self-check: this is a failure seed, so the checks are *supposed* to fail on "
+            "it — they do not. The case cannot detect the failure it came from, which is "
+            "why it appears in the list above."
+        )
     lines.append("")
     lines += [f"> {note}" for note in top["notes"]]
     lines.append("")
     return lines
 
 
-def build_report(sel: Selection, cases: list[dict[str, Any]], source_name: str,
-                 orphans: list[str]) -> str:
+def _process(cases: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for case in cases:
+        kinds = [
+            c["type"] for c in case.get("trace_checks", []) if c["type"] in PROCESS_CHECK_TYPES
+        ]
+        if kinds:
+            rows.append(
+                f"| {cell(case['id'], 18)} | {cell(', '.join(kinds), 80)} | "
+                f"{cell(case['input'], 40)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "## Process expectations",
+        "",
+        "Learned from the clean agent traces of the same question and checked by "
+        "`spanguard cases run --traces`; trace2eval ignores them.",
+        "",
+        "| Case | Checks on the process | Input |",
+        "| --- | --- | --- |",
+        *rows,
+        "",
+    ]
+
+
+def build_report(
+    sel: Selection, cases: list[dict[str, Any]], source_name: str, orphans: list[str]
+) -> str:
     ctx = sel.context
     seeds = sum(1 for c in cases if not c["reference_is_trusted"])
     lines = ["# trace2eval build report", "", f"Source log: `{source_name}`", ""]
     lines += _summary(sel, cases)
     if sel.health.multi_member_clusters:
         lines += _clustering(sel.health)
-    lines += ["## Log-wide baselines", "", "| Statistic | Value |", "| --- | --- |",
-              f"| p95 latency | {number(ctx.p95_latency_ms, 2)} ms |",
-              f"| p95 cost | ${number(ctx.p95_cost_usd, 8)} |",
-              f"| Median output length | {number(ctx.median_chars, 1)} chars |", "",
-              "## Case mix", "",
-              f"- **{seeds}** regression seeds (the reference output is the output that went "
-              f"wrong — the case exists so it never ships twice)",
-              f"- **{len(cases) - seeds}** quality anchors (clean trace, so an expected shape was "
-              f"inferred from it)", ""]
+    lines += [
+        "## Log-wide baselines",
+        "",
+        "| Statistic | Value |",
+        "| --- | --- |",
+        f"| p95 latency | {number(ctx.p95_latency_ms, 2)} ms |",
+        f"| p95 cost | ${number(ctx.p95_cost_usd, 8)} |",
+        f"| Median output length | {number(ctx.median_chars, 1)} chars |",
+        "",
+        "## Case mix",
+        "",
+        f"- **{seeds}** regression seeds (the reference output is the output that went "
+        f"wrong — the case exists so it never ships twice)",
+        f"- **{len(cases) - seeds}** quality anchors (clean trace, so an expected shape was "
+        f"inferred from it)",
+        "",
+    ]
     lines += _cases_table(cases)
     lines += _human_eye(cases)
     annotated = [c for c in cases if c["annotation"]["applied"]]
     if annotated:
-        lines += ["## Cases carrying a human-written expectation", "",
-                  "The expectation below does not make these cases reproduce their original "
-                  "failure -- nothing can, the failure was never in the answer. What it does is "
-                  "give them something worth asserting.", ""]
-        lines += [f"- `{c['id']}` ({c['input']}) — {c['annotation']['note'] or '(no note)'}"
-                  for c in annotated]
+        lines += [
+            "## Cases carrying a human-written expectation",
+            "",
+            "The expectation below does not make these cases reproduce their original "
+            "failure -- nothing can, the failure was never in the answer. What it does is "
+            "give them something worth asserting.",
+            "",
+        ]
+        lines += [
+            f"- `{c['id']}` ({c['input']}) — {c['annotation']['note'] or '(no note)'}"
+            for c in annotated
+        ]
         lines.append("")
     if orphans:
         lines += ["## Expectations that matched no case", ""]
         lines += [f"- {orphan}" for orphan in orphans]
         lines.append("")
+    lines += _process(cases)
     if cases:
         lines += _top_case(cases[0])
-    lines += ["---", "", "Generated by spanguard (trace2eval-compatible). Review this file before "
-              "committing the case set — the selection is a proposal, not a verdict.", ""]
+    lines += [
+        "---",
+        "",
+        "Generated by spanguard (trace2eval-compatible). Review this file before "
+        "committing the case set — the selection is a proposal, not a verdict.",
+        "",
+    ]
     return "\n".join(lines)

@@ -16,14 +16,21 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
-from ..jsonio import iter_jsonl, read_agent_traces
+from ..jsonio import iter_jsonl
 from .checks import run_text_checks, run_trace_check
 from .loader import OUTPUT_ALIASES
 from .signals import percentile
 from .textnorm import fold
 
-__all__ = ["METRICS_VERSION", "Outputs", "RunResult", "load_cases", "load_outputs",
-           "outputs_from_traces", "run_cases"]
+__all__ = [
+    "METRICS_VERSION",
+    "Outputs",
+    "RunResult",
+    "load_cases",
+    "load_outputs",
+    "outputs_from_traces",
+    "run_cases",
+]
 
 METRICS_VERSION = "0.5.1"
 
@@ -40,14 +47,19 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
         if not isinstance(case_id, str) or not case_id:
             raise CaseFormatError("must be a non-empty string.", file=name, line=number, field="id")
         if case_id in seen:
-            raise CaseFormatError(f"repeats case id {case_id!r} (first on line {seen[case_id]}).",
-                                  file=name, line=number, field="id")
+            raise CaseFormatError(
+                f"repeats case id {case_id!r} (first on line {seen[case_id]}).",
+                file=name,
+                line=number,
+                field="id",
+            )
         seen[case_id] = number
         for key in ("checks", "trace_checks"):
             checks = value.get(key, [])
             if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
-                raise CaseFormatError("must be a list of check objects.", file=name, line=number,
-                                      field=key)
+                raise CaseFormatError(
+                    "must be a list of check objects.", file=name, line=number, field=key
+                )
         cases.append(value)
     return cases
 
@@ -88,8 +100,10 @@ def load_outputs(path: Path) -> Outputs:
                     continue
                 data = json.loads(text)
             except ValueError as exc:
-                outputs.skipped.append(f"{name}:{number}: is not valid UTF-8 JSON "
-                                       f"({type(exc).__name__}); line skipped.")
+                outputs.skipped.append(
+                    f"{name}:{number}: is not valid UTF-8 JSON "
+                    f"({type(exc).__name__}); line skipped."
+                )
                 continue
             if not isinstance(data, dict):
                 outputs.skipped.append(f"{name}:{number}: is not a JSON object; line skipped.")
@@ -101,12 +115,18 @@ def load_outputs(path: Path) -> Outputs:
 
 def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
     """Agent traces as outputs records: matched to cases by id, then by question."""
+    from ..readers import read_agent_traces_any
+
     outputs = Outputs()
     for path in paths:
-        for trace in read_agent_traces(path):
-            record = {"input": trace.input, "output": trace.output or "",
-                      "latency_ms": trace.latency_ms, "cost_usd": trace.cost_usd,
-                      "trace": trace.trace.to_dict()}
+        for trace in read_agent_traces_any([path]):
+            record = {
+                "input": trace.input,
+                "output": trace.output or "",
+                "latency_ms": trace.latency_ms,
+                "cost_usd": trace.cost_usd,
+                "trace": trace.trace.to_dict(),
+            }
             outputs.add(trace.request_id or trace.trace_id, record)
     return outputs
 
@@ -129,8 +149,11 @@ class RunResult:
     case_results: dict[str, str]
 
     def payload(self) -> dict[str, Any]:
-        return {"version": METRICS_VERSION, "metrics": self.metrics,
-                "case_results": self.case_results}
+        return {
+            "version": METRICS_VERSION,
+            "metrics": self.metrics,
+            "case_results": self.case_results,
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.payload(), indent=2, ensure_ascii=False) + "\n"
@@ -182,9 +205,14 @@ def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
             json_passed += "json" not in bad
     denominator = total or 1
     metrics: dict[str, Any] = {
-        "total": total, "passed": passed, "failed": failed, "missing": missing,
-        "pass_rate": round(passed / denominator, 4), "fallback_count": fallback,
-        "fallback_rate": round(fallback / denominator, 4), "json_cases": json_cases,
+        "total": total,
+        "passed": passed,
+        "failed": failed,
+        "missing": missing,
+        "pass_rate": round(passed / denominator, 4),
+        "fallback_count": fallback,
+        "fallback_rate": round(fallback / denominator, 4),
+        "json_cases": json_cases,
         "json_passed": json_passed,
         "format_compliance_rate": round(json_passed / json_cases, 4) if json_cases else None,
         "avg_latency_ms": _round(sum(latencies) / len(latencies), 2) if latencies else None,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
 from .signals import LogContext, Signal, build_context, compute_signals, score
+from .sparse_dedup import leader_clusters_sparse
 from .textnorm import fold, shingles
 
 __all__ = ["Cluster", "ClusterHealth", "Selection", "cluster_log", "select"]
@@ -89,8 +90,9 @@ def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]],
     return group_rows, keys
 
 
-def _health(sel_clusters: list[Cluster], sets: list[frozenset[str]], threshold: float,
-            total: int) -> ClusterHealth:
+def _health(
+    sel_clusters: list[Cluster], sets: list[frozenset[str]], threshold: float, total: int
+) -> ClusterHealth:
     multi = [c for c in sel_clusters if c.size > 1]
     worst, below, compared = 1.0, 0, 0
     for cluster in multi:
@@ -126,12 +128,15 @@ def cluster_log(
         rank[index] = position
     group_rows, keys = _group_keys(rows, order)
     sets = [frozenset() if key.startswith("\x00") else shingles(key) for key in keys]
-    link = None
     if matcher is not None:
         texts = [rows[members[0]].input for members in group_rows]
+
         def link(item: int, rep: int) -> bool:
             return matcher(texts[item], texts[rep]) >= threshold
-    assignment = leader_clusters(sets, threshold, link)
+
+        assignment = leader_clusters(sets, threshold, link)
+    else:
+        assignment = leader_clusters_sparse(sets, threshold)
     clusters: list[Cluster] = []
     for group, target in enumerate(assignment):
         if target == len(clusters):

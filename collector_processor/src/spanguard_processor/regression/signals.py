@@ -35,10 +35,16 @@ WEIGHTS: dict[str, float] = {
     "expensive_call": 1.0,
 }
 #: Signals that mean "something already went wrong on this row" (a failure seed).
-QUALITY_SIGNALS = frozenset({
-    "negative_feedback", "user_retried", "empty_output", "fallback_phrase",
-    "expected_shape_violated", "output_much_shorter",
-})
+QUALITY_SIGNALS = frozenset(
+    {
+        "negative_feedback",
+        "user_retried",
+        "empty_output",
+        "fallback_phrase",
+        "expected_shape_violated",
+        "output_much_shorter",
+    }
+)
 _SHORT_RATIO = 0.5
 _LONG_RATIO = 3.0
 _MIN_PLAUSIBLE = 12
@@ -92,7 +98,7 @@ def short_boundary(median: float) -> int | None:
     """The length an output fell below to be flagged too short (the weak-reference floor)."""
     if median <= 0:
         return None
-    return int(math.ceil(min(median * _SHORT_RATIO, _MIN_PLAUSIBLE * 2)))
+    return math.ceil(min(median * _SHORT_RATIO, _MIN_PLAUSIBLE * 2))
 
 
 def compute_signals(row: Row, context: LogContext) -> list[Signal]:

@@ -1,0 +1,217 @@
+"""Parity with the real trace2eval-cli 0.5.1 on its own sample log (see docs/regression.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .conftest import SPANGUARD, run
+
+T2E = [sys.executable, "-m", "trace2eval"]
+LOG = "examples/sample_traces.jsonl"
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _without_trace_checks(case: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in case.items() if k != "trace_checks"}
+
+
+def test_cases_equal_trace2eval_except_documented_trace_checks(
+    workdir: Path, t2e_fixtures: Path
+) -> None:
+    for out, expected in (
+        ("evalset_noexp", "expected_cases_noexp_0.5.1.jsonl"),
+        ("evalset", "expected_cases_0.5.1.jsonl"),
+    ):
+        theirs = run(
+            [*T2E, "build", LOG, "-o", f"t2e_{out}", "--expectations", f"{out}/expectations.jsonl"],
+            workdir,
+        )
+        assert theirs.returncode == 0, theirs.stderr
+        ours = run([*SPANGUARD, "cases", "build", LOG, "-o", out, "--ids", "sequential"], workdir)
+        assert ours.returncode == 0, ours.stderr
+        real = (workdir / f"t2e_{out}" / "cases.jsonl").read_bytes()
+        assert real == (t2e_fixtures / expected).read_bytes()
+        mine = _lines(workdir / out / "cases.jsonl")
+        assert [_without_trace_checks(c) for c in mine] == _lines(t2e_fixtures / expected)
+        # The only difference: latency/cost bounds on the slow and costly cases.
+        assert {c["id"]: c["trace_checks"] for c in mine if "trace_checks" in c} == {
+            "case-001": [{"type": "max_latency_ms", "value": 3955.0}],
+            "case-006": [
+                {"type": "max_latency_ms", "value": 3955.0},
+                {"type": "max_cost_usd", "value": 0.0005905},
+            ],
+            "case-008": [{"type": "max_cost_usd", "value": 0.0005905}],
+            "case-009": [
+                {"type": "max_latency_ms", "value": 3955.0},
+                {"type": "max_cost_usd", "value": 0.0005905},
+            ],
+        }
+        # Byte format: trace2eval's separators and key order, no BOM, LF.
+        first = (workdir / out / "cases.jsonl").read_bytes().split(b"\n")[0]
+        assert first.startswith(b'{"id": "case-001", "input": "')
+
+
+def test_console_and_template_match_trace2eval(workdir: Path, t2e_fixtures: Path) -> None:
+    ours = run(
+        [*SPANGUARD, "cases", "build", LOG, "-o", "evalset_noexp", "--ids", "sequential"], workdir
+    )
+    transcript = (t2e_fixtures / "expected_console_0.5.1.txt").read_text(encoding="utf-8")
+    expected = transcript.split(
+        "$ trace2eval build examples/sample_traces.jsonl -o evalset_noexp\n"
+    )[1]
+    assert expected.startswith(ours.stdout)
+    assert ours.stderr == ""
+    template = workdir / "evalset_noexp" / "expectations.template.jsonl"
+    assert (
+        template.read_bytes()
+        == (t2e_fixtures / "expected_expectations_template_noexp_0.5.1.jsonl").read_bytes()
+    )
+
+
+def test_report_differs_only_in_documented_sections(workdir: Path, t2e_fixtures: Path) -> None:
+    run([*SPANGUARD, "cases", "build", LOG, "-o", "evalset", "--ids", "sequential"], workdir)
+    mine = (workdir / "evalset" / "report.md").read_text(encoding="utf-8")
+    theirs = (t2e_fixtures / "expected_report_0.5.1.md").read_text(encoding="utf-8")
+    cut = "## How the clustering behaved"
+    assert mine.split(cut)[0] == theirs.split(cut)[0]
+    after = "## Log-wide baselines"
+    assert mine.split(after)[1].split("---\n")[0] == theirs.split(after)[1].split("---\n")[0]
+    assert "| Worst representative similarity seen | 0.600 |" in mine
+    assert "425" not in mine
+
+
+def test_real_trace2eval_runs_our_cases_and_metrics_match(
+    workdir: Path, t2e_fixtures: Path
+) -> None:
+    assert (
+        run(
+            [*SPANGUARD, "cases", "build", LOG, "-o", "evalset", "--ids", "sequential"], workdir
+        ).returncode
+        == 0
+    )
+    for name, outputs in (("baseline", "outputs_baseline"), ("current", "outputs_regressed")):
+        theirs = run(
+            [
+                *T2E,
+                "run",
+                "--cases",
+                "evalset/cases.jsonl",
+                "--outputs",
+                f"examples/{outputs}.jsonl",
+                "-o",
+                f"t2e/{name}.json",
+            ],
+            workdir,
+        )
+        assert theirs.returncode == 0, theirs.stderr
+        assert (workdir / "t2e" / f"{name}.json").read_bytes() == (
+            t2e_fixtures / f"expected_metrics_{name}_0.5.1.json"
+        ).read_bytes()
+        ours = run(
+            [
+                *SPANGUARD,
+                "cases",
+                "run",
+                "--cases",
+                "evalset/cases.jsonl",
+                "--outputs",
+                f"examples/{outputs}.jsonl",
+                "-o",
+                f"runs/{name}.json",
+            ],
+            workdir,
+        )
+        assert ours.returncode == 0, ours.stderr
+        payload = json.loads((workdir / "runs" / f"{name}.json").read_text(encoding="utf-8"))
+        expected = json.loads((t2e_fixtures / f"expected_metrics_{name}_0.5.1.json").read_text())
+        extra = {
+            "trace_check_cases": 4,
+            "trace_check_passed": 4,
+            "trace_compliance_rate": 1.0,
+            "trace_checks_unverified": 0,
+        }
+        assert payload["version"] == expected["version"]
+        assert payload["metrics"] == {**expected["metrics"], **extra}
+        assert list(payload["metrics"])[-1] == "failures"
+    gate = run(
+        [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current", "runs/current.json"],
+        workdir,
+    )
+    # trace2eval's three aggregate regressions, plus our per-case rule (the same three cases).
+    assert gate.returncode == 1
+    assert gate.stderr.strip() == "FAIL: 4 regression(s) detected"
+    assert "| case_outcomes | 3 | 3 | 3 case(s) passed before" in gate.stdout
+    assert "cases that went from pass to fail (3): case-001, case-004, case-007" in gate.stdout
+    same = run(
+        [
+            *SPANGUARD,
+            "check",
+            "--baseline",
+            "runs/baseline.json",
+            "--current",
+            "runs/baseline.json",
+        ],
+        workdir,
+    )
+    assert same.returncode == 0 and same.stdout.endswith("PASS: no regressions detected\n")
+    real_gate = run(
+        [*T2E, "check", "--baseline", "runs/baseline.json", "--current", "runs/current.json"],
+        workdir,
+    )
+    assert real_gate.returncode == 1
+
+
+def test_real_trace2eval_accepts_stable_id_cases(workdir: Path) -> None:
+    assert run([*SPANGUARD, "cases", "build", LOG, "-o", "evalset"], workdir).returncode == 0
+    cases = _lines(workdir / "evalset" / "cases.jsonl")
+    ids = [c["id"] for c in cases]
+    assert all(str(i).startswith("case-") and len(str(i)) == 17 for i in ids)
+    assert len(set(ids)) == 16
+    # The fixture's outputs are keyed by trace2eval's positional ids; re-key them by question.
+    by_source = {c["source_trace_id"]: c["id"] for c in cases}
+    rekeyed = []
+    for record in _lines(workdir / "examples" / "outputs_baseline.jsonl"):
+        record["id"] = by_source[record["source_trace_id"]]
+        rekeyed.append(json.dumps(record, ensure_ascii=False))
+    (workdir / "outputs.jsonl").write_text("\n".join(rekeyed) + "\n", encoding="utf-8")
+    theirs = run(
+        [
+            *T2E,
+            "run",
+            "--cases",
+            "evalset/cases.jsonl",
+            "--outputs",
+            "outputs.jsonl",
+            "-o",
+            "t2e.json",
+        ],
+        workdir,
+    )
+    assert theirs.returncode == 0, theirs.stderr
+    metrics = json.loads((workdir / "t2e.json").read_text())["metrics"]
+    assert (metrics["total"], metrics["pass_rate"]) == (16, 1.0)
+
+
+def test_stable_ids_survive_a_rebuild_with_more_rows(workdir: Path) -> None:
+    assert run([*SPANGUARD, "cases", "build", LOG, "-o", "a"], workdir).returncode == 0
+    log = workdir / LOG
+    extra = {
+        "id": "req-9999",
+        "input": "全新的问题：发票抬头怎么改",
+        "output": "",
+        "latency_ms": 500,
+    }
+    log.write_text(
+        log.read_text(encoding="utf-8") + json.dumps(extra, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    assert run([*SPANGUARD, "cases", "build", LOG, "-o", "b"], workdir).returncode == 0
+    before = {c["input"]: c["id"] for c in _lines(workdir / "a" / "cases.jsonl")}
+    after = {c["input"]: c["id"] for c in _lines(workdir / "b" / "cases.jsonl")}
+    assert len(after) == len(before) + 1
+    assert all(after[q] == i for q, i in before.items())
