@@ -20,7 +20,7 @@ from spanguard import semconv
 from .model import RetrievedDocument
 from .spans import AttrValue, SpanRecord
 
-__all__ = ["span_documents"]
+__all__ = ["finite_number", "span_documents"]
 
 _OI_KEY = re.compile(
     re.escape(semconv.RETRIEVAL_DOCUMENTS_PREFIX) + r"\.(\d+)\.document\.(\w+)$"
@@ -63,7 +63,8 @@ def _opt_str(value: Any) -> str | None:
     return str(value)
 
 
-def _score(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """A finite float from a number or numeric string; ``None`` for anything else."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
@@ -86,7 +87,7 @@ def _document(item: Mapping[str, Any], position: int) -> RetrievedDocument:
         id=_opt_str(item.get(semconv.DOCUMENT_ID)),
         group=_opt_str(item.get(semconv.DOCUMENT_GROUP)),
         rank=_rank(item.get(semconv.DOCUMENT_RANK), position),
-        score=_score(item.get(semconv.DOCUMENT_SCORE)),
+        score=finite_number(item.get(semconv.DOCUMENT_SCORE)),
     )
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from spanguard import semconv
 
-from ._documents import span_documents
+from ._documents import finite_number, span_documents
 from .model import AgentTrace, JSONScalar, ProcessTrace, ToolCall
 from .spans import AttrValue, SpanEvent, SpanRecord
 
@@ -99,25 +99,15 @@ def _plain(value: AttrValue) -> Any:
     return value
 
 
-def _number(value: AttrValue) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if number == number and abs(number) != float("inf") else None
-
-
 def _cost(root: SpanRecord, spans: Sequence[SpanRecord]) -> float | None:
-    own = _number(root.attributes.get(semconv.COST_USD))
+    own = finite_number(root.attributes.get(semconv.COST_USD))
     if own is not None:
         return own
     total: float | None = None
     for span in spans:
-        value = _number(span.attributes.get(semconv.COST_USD))
+        value = finite_number(span.attributes.get(semconv.COST_USD))
         if value is None:
-            value = _number(span.attributes.get(semconv.LLM_COST_TOTAL))
+            value = finite_number(span.attributes.get(semconv.LLM_COST_TOTAL))
         if value is not None:
             total = (total or 0.0) + value
     return total
