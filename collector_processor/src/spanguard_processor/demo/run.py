@@ -165,8 +165,11 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
     step("4. Did the candidate make fairness worse?",
          ["compare", str(out / "fairness" / "baseline"), str(out / "fairness" / "candidate")], 1)
     evalset = out / "evalset"
+    # A high dedup threshold keeps a question's demographic variants apart (they differ by a few
+    # words), so the regression set holds cases for every group, not one phrasing per question.
     step("5. Mine regression cases from the baseline's production traffic",
-         ["cases", "build", str(traces["baseline"]), "-o", str(evalset)], 0)
+         ["cases", "build", str(traces["baseline"]), "-o", str(evalset),
+          "--dedup-threshold", "0.95", "--max-cases", "100"], 0)
     for name in stores:
         step(f"6. Replay the cases against the {name}",
              ["cases", "run", "--cases", str(evalset / "cases.jsonl"), "--traces",
