@@ -94,7 +94,8 @@ def check_credit(applicant: str) -> str:
 
 def retrieve(question: str, policy_first: bool) -> list[dict[str, Any]]:
     """Rank the knowledge base (policy pages first unless not ``policy_first``)."""
-    with TRACER.start_as_current_span("retrieve_pages", openinference_span_kind="retriever") as span:
+    with TRACER.start_as_current_span("retrieve_pages",
+                                      openinference_span_kind="retriever") as span:
         pages = sorted(KNOWLEDGE_BASE, key=lambda p: ((p["group"] == "policy") != policy_first,
                                                        p["id"]))
         span.set_attributes(get_retriever_attributes(documents=[

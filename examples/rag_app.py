@@ -57,10 +57,14 @@ CORPUS: tuple[Page, ...] = (
 )
 
 _WORD = re.compile(r"[a-z]+")
+_STOPWORDS = frozenset({
+    "a", "an", "and", "anyone", "as", "by", "can", "do", "else", "for", "from", "how", "i", "in",
+    "is", "it", "me", "my", "of", "on", "the", "there", "to", "took", "was", "what", "when",
+    "where", "with", "you", "your"})
 
 
 def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+    return set(_WORD.findall(text.lower())) - _STOPWORDS
 
 
 def _forum_first(assignments: Mapping[str, str]) -> bool:
