@@ -21,7 +21,8 @@ table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #d0d7de;padd
 th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#1a7f37}.fail{color:#cf222e}.insufficient_data{color:#9a6700}
 section{margin:1.5rem 0;padding-top:.5rem;border-top:1px solid #d0d7de}
-svg text{font-size:11px;fill:#1b1f24}.warn{color:#9a6700}
+svg text{font-size:12px;fill:#1b1f24}svg text.tick{font-size:10px;fill:#57606a}
+svg text.head{font-weight:600}.warn{color:#9a6700}h2 span{font-size:.8em}
 """
 
 
@@ -58,29 +59,56 @@ def _row(label: str, y: float, point: float, low: float, high: float, lo: float,
     ]
 
 
+def _ticks(lo: float, hi: float) -> list[float]:
+    """Round values (steps of 1, 2, 2.5 or 5 times a power of ten) inside ``[lo, hi]``."""
+    raw = (hi - lo) / 4
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * magnitude >= raw)
+    first = math.ceil(lo / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+
+
+def _axis(y: float, lo: float, hi: float) -> list[str]:
+    """A light baseline with tick labels at round values of the scale."""
+    parts = [f'<line x1="{_LEFT}" y1="{y}" x2="{_WIDTH - _RIGHT}" y2="{y}" stroke="#d0d7de"/>']
+    for value in _ticks(lo, hi):
+        x = _x(value, lo, hi)
+        parts.append(f'<line x1="{x}" y1="{y}" x2="{x}" y2="{y + 4}" stroke="#8c959f"/>')
+        parts.append(f'<text class="tick" x="{x}" y="{y + 14}" text-anchor="middle">'
+                     f"{escape(_fmt(value))}</text>")
+    return parts
+
+
 def _chart(r: MetricResult) -> str:
-    """The gap with its interval against the threshold, then each group's mean and interval."""
+    """The score with its interval against the threshold, then each group's mean and interval."""
     ci = r.confidence_interval or (r.score, r.score)
     lo, hi = _scale(min(0.0, ci[0], r.threshold), max(ci[1], r.threshold, r.score))
     colour = "#cf222e" if not r.passed else "#1a7f37"
+    label = "gap (max − min)" if r.direction == "lower" else "score"
     parts: list[str] = []
-    y = 18.0
+    y = 24.0
     tx = _x(r.threshold, lo, hi)
-    parts += _row("gap (max − min)", y, r.score, ci[0], ci[1], lo, hi, colour)
-    parts.append(f'<line x1="{tx}" y1="4" x2="{tx}" y2="{y + 10}" stroke="#57606a" '
+    parts += _row(label, y, r.score, ci[0], ci[1], lo, hi, colour)
+    parts.append(f'<line x1="{tx}" y1="6" x2="{tx}" y2="{y + 10}" stroke="#57606a" '
                  'stroke-dasharray="4 3"/>')
-    parts.append(f'<text x="{tx + 3}" y="10">threshold {escape(_fmt(r.threshold))}</text>')
+    anchor, dx = ("end", -4) if tx > _WIDTH - _RIGHT - 90 else ("start", 4)
+    parts.append(f'<text x="{tx + dx}" y="12" text-anchor="{anchor}">threshold '
+                 f"{escape(_fmt(r.threshold))}</text>")
+    parts += _axis(y + 12, lo, hi)
+    y += 12 + 18
     if r.groups:
         glo, ghi = _scale(min(g.low for g in r.groups), max(g.high for g in r.groups))
-        y += _ROW + 8
-        parts.append(f'<text x="{_LEFT}" y="{y}">group means ({escape(_fmt(glo))} to '
-                     f'{escape(_fmt(ghi))})</text>')
+        y += 16
+        parts.append(f'<text class="head" x="{_LEFT - 8}" y="{y}" text-anchor="end">'
+                     "group means</text>")
         for g in r.groups:
             y += _ROW
             parts += _row(f"{g.label} (n={g.records})", y, g.mean, g.low, g.high, glo, ghi,
                           "#0969da")
-    height = int(y + 14)
-    title = escape(f"{r.metric}: gap {_fmt(r.score)} with its interval, and group means")
+        parts += _axis(y + 12, glo, ghi)
+        y += 12 + 18
+    height = int(y + 4)
+    title = escape(f"{r.metric}: {label} {_fmt(r.score)} with its interval, and group means")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
             f'viewBox="0 0 {_WIDTH} {height}" role="img"><title>{title}</title>'
             + "".join(parts) + "</svg>")
