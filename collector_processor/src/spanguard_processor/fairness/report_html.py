@@ -29,7 +29,7 @@ svg text.head{font-weight:600}.warn{color:#9a6700}h2 span{font-size:.8em}
 def _fmt(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "–"
-    return f"{value:.4g}"
+    return f"{0.0 if abs(value) < 1e-12 else value:.4g}"  # no 6.9e-18 from float noise
 
 
 def _scale(lo: float, hi: float) -> tuple[float, float]:
