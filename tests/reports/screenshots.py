@@ -18,7 +18,7 @@ IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 def main() -> int:
     IMAGES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, Browser(width=1200, height=900) as browser:
-        for name, page in fairness_reports(Path(tmp)).items():
+        for name, page in fairness_reports(Path(tmp), intersectional=False).items():
             load = browser.open(page.as_uri())
             if load.console_errors or load.exceptions:
                 print(f"{page}: {load.console_errors} {load.exceptions}", file=sys.stderr)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from .browser import INSTALL_HINT, Browser, find_chromium
-from .data import METRICS, fairness_reports
+from .data import INTERSECTIONAL_METRICS, METRICS, fairness_reports
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,11 @@ _PAGE_FACTS = """(() => {
       const box = s.getBoundingClientRect();
       return {section: s.closest('section').id, width: box.width, height: box.height,
               points: s.querySelectorAll('circle').length,
-              labels: [...s.querySelectorAll('text')].map(t => t.textContent)};
+              labels: [...s.querySelectorAll('text')].map(t => t.textContent),
+              clipped: [...s.querySelectorAll('text')].filter(t => {
+                const b = t.getBBox(), v = s.viewBox.baseVal;
+                return b.x < 0 || b.y < 0 || b.x + b.width > v.width || b.y + b.height > v.height;
+              }).map(t => t.textContent)};
     }),
     overflow: document.documentElement.scrollWidth > window.innerWidth,
     rows: document.querySelectorAll('table')[0].querySelectorAll('tr').length,
@@ -58,22 +62,24 @@ def _check(browser: Browser, page: Path) -> dict[str, Any]:
     return facts
 
 
-@pytest.mark.parametrize("name", ["baseline", "candidate"])
+@pytest.mark.parametrize("name", ["baseline", "candidate", "intersectional"])
 def test_fairness_report_renders_one_chart_per_metric(
         browser: Browser, reports: dict[str, Path], name: str) -> None:
     page = reports[name]
     facts = _check(browser, page)
     report = json.loads((page.parent / "report.json").read_text(encoding="utf-8"))
     results = {m["metric"]: m for m in report["metric_results"]}
-    assert set(results) == set(METRICS)
-    verdict = "PASSED" if name == "baseline" else "FAILED"
+    metrics = INTERSECTIONAL_METRICS if name == "intersectional" else METRICS
+    assert set(results) == set(metrics)
+    verdict = "FAILED" if name == "candidate" else "PASSED"
     assert facts["h1"] == f"spanguard fairness report: {verdict}"
-    assert facts["rows"] == 1 + len(METRICS)
+    assert facts["rows"] == 1 + len(metrics)
     charts = facts["charts"]
-    assert sorted(c["section"] for c in charts) == sorted(METRICS)
+    assert sorted(c["section"] for c in charts) == sorted(metrics)
     for chart in charts:
         result = results[chart["section"]]
         assert chart["width"] > 300 and chart["height"] > 30, chart
+        assert chart["clipped"] == [], f"{page}: text cut off in {chart['section']}'s chart"
         # the score's point plus one per group the report lists
         assert chart["points"] == 1 + len(result["groups"]), chart
         for group in result["groups"]:
@@ -85,6 +91,8 @@ def test_fairness_report_renders_one_chart_per_metric(
     if name == "candidate":
         assert all(not r["passed"] for r in results.values())
         assert facts["text"].count("fail") >= len(METRICS)
+    if name == "intersectional":  # 18 groups with labels like "age=20, gender=man, race=Asian"
+        assert all(len(results[m]["groups"]) == 18 for m in metrics)
 
 
 def test_browser_check_catches_console_errors_and_external_requests(
