@@ -10,10 +10,11 @@ from .results import Evaluation, MetricResult
 
 __all__ = ["render_html"]
 
-_WIDTH = 640
-_LEFT = 190
+_PLOT = 426  # width of the plotting area
+_LEFT = 190  # the narrowest label column; it widens for long (intersectional) group labels
 _RIGHT = 24
 _ROW = 22
+_CHAR = 7.0  # a generous average glyph width of 12px system-ui, for sizing the label column
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1b1f24}
@@ -21,14 +22,15 @@ table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #d0d7de;padd
 th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#1a7f37}.fail{color:#cf222e}.insufficient_data{color:#9a6700}
 section{margin:1.5rem 0;padding-top:.5rem;border-top:1px solid #d0d7de}
-svg text{font-size:11px;fill:#1b1f24}.warn{color:#9a6700}
+svg text{font-size:12px;fill:#1b1f24}svg text.tick{font-size:10px;fill:#57606a}
+svg text.head{font-weight:600}.warn{color:#9a6700}h2 span{font-size:.8em}
 """
 
 
 def _fmt(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "–"
-    return f"{value:.4g}"
+    return f"{0.0 if abs(value) < 1e-12 else value:.4g}"  # no 6.9e-18 from float noise
 
 
 def _scale(lo: float, hi: float) -> tuple[float, float]:
@@ -41,16 +43,15 @@ def _scale(lo: float, hi: float) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def _x(value: float, lo: float, hi: float) -> float:
-    span = _WIDTH - _LEFT - _RIGHT
-    return round(_LEFT + (value - lo) / (hi - lo) * span, 2)
+def _x(value: float, lo: float, hi: float, left: float) -> float:
+    return round(left + (value - lo) / (hi - lo) * _PLOT, 2)
 
 
 def _row(label: str, y: float, point: float, low: float, high: float, lo: float, hi: float,
-         colour: str) -> list[str]:
-    x0, x1, xp = _x(low, lo, hi), _x(high, lo, hi), _x(point, lo, hi)
+         colour: str, left: float) -> list[str]:
+    x0, x1, xp = _x(low, lo, hi, left), _x(high, lo, hi, left), _x(point, lo, hi, left)
     return [
-        f'<text x="{_LEFT - 8}" y="{y + 4}" text-anchor="end">{escape(label)}</text>',
+        f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{escape(label)}</text>',
         f'<line x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" stroke="{colour}" stroke-width="2"/>',
         f'<line x1="{x0}" y1="{y - 5}" x2="{x0}" y2="{y + 5}" stroke="{colour}"/>',
         f'<line x1="{x1}" y1="{y - 5}" x2="{x1}" y2="{y + 5}" stroke="{colour}"/>',
@@ -58,31 +59,60 @@ def _row(label: str, y: float, point: float, low: float, high: float, lo: float,
     ]
 
 
+def _ticks(lo: float, hi: float) -> list[float]:
+    """Round values (steps of 1, 2, 2.5 or 5 times a power of ten) inside ``[lo, hi]``."""
+    raw = (hi - lo) / 4
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * magnitude >= raw)
+    first = math.ceil(lo / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+
+
+def _axis(y: float, lo: float, hi: float, left: float) -> list[str]:
+    """A light baseline with tick labels at round values of the scale."""
+    parts = [f'<line x1="{left}" y1="{y}" x2="{left + _PLOT}" y2="{y}" stroke="#d0d7de"/>']
+    for value in _ticks(lo, hi):
+        x = _x(value, lo, hi, left)
+        parts.append(f'<line x1="{x}" y1="{y}" x2="{x}" y2="{y + 4}" stroke="#8c959f"/>')
+        parts.append(f'<text class="tick" x="{x}" y="{y + 14}" text-anchor="middle">'
+                     f"{escape(_fmt(value))}</text>")
+    return parts
+
+
 def _chart(r: MetricResult) -> str:
-    """The gap with its interval against the threshold, then each group's mean and interval."""
+    """The score with its interval against the threshold, then each group's mean and interval."""
     ci = r.confidence_interval or (r.score, r.score)
     lo, hi = _scale(min(0.0, ci[0], r.threshold), max(ci[1], r.threshold, r.score))
     colour = "#cf222e" if not r.passed else "#1a7f37"
+    label = "gap (max − min)" if r.direction == "lower" else "score"
+    labels = [f"{g.label} (n={g.records})" for g in r.groups]
+    left = max(_LEFT, round(16 + _CHAR * max((len(t) for t in labels), default=0)))
+    width = left + _PLOT + _RIGHT
     parts: list[str] = []
-    y = 18.0
-    tx = _x(r.threshold, lo, hi)
-    parts += _row("gap (max − min)", y, r.score, ci[0], ci[1], lo, hi, colour)
-    parts.append(f'<line x1="{tx}" y1="4" x2="{tx}" y2="{y + 10}" stroke="#57606a" '
+    y = 24.0
+    tx = _x(r.threshold, lo, hi, left)
+    parts += _row(label, y, r.score, ci[0], ci[1], lo, hi, colour, left)
+    parts.append(f'<line x1="{tx}" y1="6" x2="{tx}" y2="{y + 10}" stroke="#57606a" '
                  'stroke-dasharray="4 3"/>')
-    parts.append(f'<text x="{tx + 3}" y="10">threshold {escape(_fmt(r.threshold))}</text>')
+    anchor, dx = ("end", -4) if tx > left + _PLOT - 90 else ("start", 4)
+    parts.append(f'<text x="{tx + dx}" y="12" text-anchor="{anchor}">threshold '
+                 f"{escape(_fmt(r.threshold))}</text>")
+    parts += _axis(y + 12, lo, hi, left)
+    y += 12 + 18
     if r.groups:
         glo, ghi = _scale(min(g.low for g in r.groups), max(g.high for g in r.groups))
-        y += _ROW + 8
-        parts.append(f'<text x="{_LEFT}" y="{y}">group means ({escape(_fmt(glo))} to '
-                     f'{escape(_fmt(ghi))})</text>')
-        for g in r.groups:
+        y += 16
+        parts.append(f'<text class="head" x="{left - 8}" y="{y}" text-anchor="end">'
+                     "group means</text>")
+        for g, text in zip(r.groups, labels, strict=True):
             y += _ROW
-            parts += _row(f"{g.label} (n={g.records})", y, g.mean, g.low, g.high, glo, ghi,
-                          "#0969da")
-    height = int(y + 14)
-    title = escape(f"{r.metric}: gap {_fmt(r.score)} with its interval, and group means")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
-            f'viewBox="0 0 {_WIDTH} {height}" role="img"><title>{title}</title>'
+            parts += _row(text, y, g.mean, g.low, g.high, glo, ghi, "#0969da", left)
+        parts += _axis(y + 12, glo, ghi, left)
+        y += 12 + 18
+    height = int(y + 4)
+    title = escape(f"{r.metric}: {label} {_fmt(r.score)} with its interval, and group means")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img"><title>{title}</title>'
             + "".join(parts) + "</svg>")
 
 

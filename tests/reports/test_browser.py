@@ -1,0 +1,107 @@
+"""The HTML reports in real headless Chromium: they load, log no console errors or exceptions,
+request nothing but themselves, lay out without overflow, and show one chart per metric."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .browser import INSTALL_HINT, Browser, find_chromium
+from .data import INTERSECTIONAL_METRICS, METRICS, fairness_reports
+
+pytestmark = pytest.mark.integration
+
+_PAGE_FACTS = """(() => {
+  const svgs = [...document.querySelectorAll('section svg')];
+  return {
+    title: document.title,
+    h1: document.querySelector('h1').innerText,
+    text: document.body.innerText,
+    sections: [...document.querySelectorAll('section[id]')].map(s => s.id),
+    charts: svgs.map(s => {
+      const box = s.getBoundingClientRect();
+      return {section: s.closest('section').id, width: box.width, height: box.height,
+              points: s.querySelectorAll('circle').length,
+              labels: [...s.querySelectorAll('text')].map(t => t.textContent),
+              clipped: [...s.querySelectorAll('text')].filter(t => {
+                const b = t.getBBox(), v = s.viewBox.baseVal;
+                return b.x < 0 || b.y < 0 || b.x + b.width > v.width || b.y + b.height > v.height;
+              }).map(t => t.textContent)};
+    }),
+    overflow: document.documentElement.scrollWidth > window.innerWidth,
+    rows: document.querySelectorAll('table')[0].querySelectorAll('tr').length,
+  };
+})()"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if find_chromium() is None:
+        pytest.fail(INSTALL_HINT)
+    with Browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return fairness_reports(tmp_path_factory.mktemp("reports"))
+
+
+def _check(browser: Browser, page: Path) -> dict[str, Any]:
+    load = browser.open(page.as_uri())
+    assert load.console_errors == [], f"{page}: console errors {load.console_errors}"
+    assert load.exceptions == [], f"{page}: exceptions {load.exceptions}"
+    assert load.requests == [page.as_uri()], f"{page} requested more than itself: {load.requests}"
+    facts: dict[str, Any] = browser.evaluate(_PAGE_FACTS)
+    assert facts["title"] == "spanguard fairness report"
+    assert not facts["overflow"], f"{page} is wider than a 1200 px window"
+    return facts
+
+
+@pytest.mark.parametrize("name", ["baseline", "candidate", "intersectional"])
+def test_fairness_report_renders_one_chart_per_metric(
+        browser: Browser, reports: dict[str, Path], name: str) -> None:
+    page = reports[name]
+    facts = _check(browser, page)
+    report = json.loads((page.parent / "report.json").read_text(encoding="utf-8"))
+    results = {m["metric"]: m for m in report["metric_results"]}
+    metrics = INTERSECTIONAL_METRICS if name == "intersectional" else METRICS
+    assert set(results) == set(metrics)
+    verdict = "FAILED" if name == "candidate" else "PASSED"
+    assert facts["h1"] == f"spanguard fairness report: {verdict}"
+    assert facts["rows"] == 1 + len(metrics)
+    charts = facts["charts"]
+    assert sorted(c["section"] for c in charts) == sorted(metrics)
+    for chart in charts:
+        result = results[chart["section"]]
+        assert chart["width"] > 300 and chart["height"] > 30, chart
+        assert chart["clipped"] == [], f"{page}: text cut off in {chart['section']}'s chart"
+        # the score's point plus one per group the report lists
+        assert chart["points"] == 1 + len(result["groups"]), chart
+        for group in result["groups"]:
+            assert any(label.startswith(group["group"]) for label in chart["labels"]), chart
+        assert any(label.startswith("threshold ") for label in chart["labels"]), chart
+    for metric, result in results.items():
+        assert metric in facts["text"]
+        assert result["verdict"].replace("_", " ") in facts["text"]
+    if name == "candidate":
+        assert all(not r["passed"] for r in results.values())
+        assert facts["text"].count("fail") >= len(METRICS)
+    if name == "intersectional":  # 18 groups with labels like "age=20, gender=man, race=Asian"
+        assert all(len(results[m]["groups"]) == 18 for m in metrics)
+
+
+def test_browser_check_catches_console_errors_and_external_requests(
+        browser: Browser, tmp_path: Path) -> None:
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><title>x</title><img src='http://127.0.0.1:9/a.png'>"
+                    "<script>console.error('boom'); throw new Error('bad');</script>",
+                    encoding="utf-8")
+    load = browser.open(page.as_uri())
+    assert "boom" in load.console_errors
+    assert any("Error: bad" in e for e in load.exceptions)
+    assert "http://127.0.0.1:9/a.png" in load.requests
