@@ -30,13 +30,25 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--hide-scrollbars", "--mute-audio", "--remote-debugging-port=0")
 
 
-def find_chromium() -> str | None:
-    """``chromium`` on PATH (or Debian's ``/usr/bin/chromium``), else None."""
+def _installed_chromium() -> str | None:
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
         if found:
             return found
     return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+
+
+def find_chromium() -> str | None:
+    """``chromium`` on PATH (or Debian's ``/usr/bin/chromium``); as root on Debian, installed
+    from Debian's packages when missing, so the README's test command needs no manual step."""
+    found = _installed_chromium()
+    if found or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return found
+    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        if subprocess.run(step, capture_output=True, timeout=900,
+                          env=dict(os.environ, DEBIAN_FRONTEND="noninteractive")).returncode:
+            return None
+    return _installed_chromium()
 
 
 @dataclass
