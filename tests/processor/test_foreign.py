@@ -75,3 +75,29 @@ def test_openinference_spans_through_otlp_and_the_store_convert_the_same(tmp_pat
         store.release_all()
         (stored,) = store.iter_agent_traces()
     assert stored == direct
+
+
+def test_openinference_metadata_carries_the_counterfactual_identity() -> None:
+    from openinference.instrumentation import using_metadata
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = OITracer(provider.get_tracer("oi-app"), config=TraceConfig())
+
+    @tracer.agent
+    def support_agent(question: str) -> str:
+        return "done"
+
+    identity = {"seed_id": "loan", "variant_id": "loan::3", "repeat": 1,
+                "assignments": {"gender": "woman", "age": "60"}}
+    with using_metadata(identity):
+        support_agent("Can I get a loan?")
+    support_agent("No identity here")
+    provider.shutdown()
+    with_identity, without = sorted(traces_from_readable_spans(exporter.get_finished_spans()),
+                                    key=lambda t: t.seed_id is None)
+    assert (with_identity.seed_id, with_identity.variant_id, with_identity.repeat) == (
+        "loan", "loan::3", 1)
+    assert dict(with_identity.assignments) == {"age": "60", "gender": "woman"}
+    assert (without.seed_id, without.variant_id, dict(without.assignments)) == (None, None, {})

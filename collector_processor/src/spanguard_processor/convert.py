@@ -260,6 +260,34 @@ def _sources(spans: Iterable[SpanRecord]) -> tuple[str, ...]:
 # --- assembly ------------------------------------------------------------------------------
 
 
+def _metadata_identity(value: AttrValue) -> dict[str, Any]:
+    """Counterfactual identity from an OpenInference ``metadata`` JSON object on the root:
+    ``{"seed_id", "variant_id", "assignments": {attr: value}, "repeat"}`` (each optional), so an
+    app instrumented only with OpenInference can still say which variant a request answers.
+    The ``spanguard.*`` keys win where both are present; malformed values are ignored."""
+    if not isinstance(value, str):
+        return {}
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    found: dict[str, Any] = {}
+    for key in ("seed_id", "variant_id"):
+        if isinstance(data.get(key), str) and data[key]:
+            found[key] = data[key]
+    assignments = data.get("assignments")
+    if isinstance(assignments, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in assignments.items()
+    ):
+        found["assignments"] = dict(assignments)
+    repeat = data.get("repeat")
+    if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat >= 0:
+        found["repeat"] = repeat
+    return found
+
+
 def trace_from_records(
     spans: Sequence[SpanRecord],
     annotations: Sequence[SpanRecord] = (),
@@ -282,14 +310,17 @@ def trace_from_records(
         for key, value in _prefixed(attrs, semconv.ASSIGNMENT_PREFIX).items()
         if value is not None
     }
+    foreign = _metadata_identity(attrs.get(semconv.OI_METADATA))
+    if not assignments:
+        assignments = foreign.pop("assignments", {})
     latency = (root.end_ns - root.start_ns) / 1e6 if root.end_ns >= root.start_ns > 0 else None
     return AgentTrace(
         trace_id=root.trace_id,
         request_id=_str_or_none(attrs.get(semconv.REQUEST_ID)),
-        seed_id=_str_or_none(attrs.get(semconv.SEED_ID)),
-        variant_id=_str_or_none(attrs.get(semconv.VARIANT_ID)),
+        seed_id=_str_or_none(attrs.get(semconv.SEED_ID)) or foreign.get("seed_id"),
+        variant_id=_str_or_none(attrs.get(semconv.VARIANT_ID)) or foreign.get("variant_id"),
         assignments=dict(sorted(assignments.items())),
-        repeat=_repeat(attrs.get(semconv.REPEAT)),
+        repeat=_repeat(attrs.get(semconv.REPEAT, foreign.get("repeat"))),
         input=_text(attrs, semconv.INPUT_VALUE, semconv.TRACELOOP_ENTITY_INPUT,
                     semconv.GEN_AI_INPUT_MESSAGES),
         output=_text(attrs, semconv.OUTPUT_VALUE, semconv.TRACELOOP_ENTITY_OUTPUT,

@@ -67,6 +67,7 @@ LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
 LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
 LLM_COST_TOTAL: Final = "llm.cost.total"
 SESSION_ID: Final = "session.id"
+OI_METADATA: Final = "metadata"  # JSON object on any span; read for counterfactual identity
 RETRIEVAL_DOCUMENTS_PREFIX: Final = "retrieval.documents"
 # retrieval.documents.{i}.document.{field}
 DOCUMENT_ID: Final = "id"
