@@ -69,7 +69,7 @@ def _check_store(store: Path, acked: set[int],
 
 
 def _stream(url: str, order: list[int], requests: list[tuple[bytes, frozenset[tuple[str, str]]]],
-            acked: set[int], lock: threading.Lock) -> None:
+            acked: set[int], lock: threading.Lock, answered: list[int] | None = None) -> None:
     with httpx.Client(base_url=url, timeout=10) as client:
         for index in order:
             try:
@@ -77,9 +77,11 @@ def _stream(url: str, order: list[int], requests: list[tuple[bytes, frozenset[tu
                                  headers=PROTO).status_code == 200
             except httpx.HTTPError:
                 return  # the processor is gone
-            if ok:
-                with lock:
+            with lock:
+                if ok:
                     acked.add(index)
+                if answered is not None:
+                    answered[0] += 1
 
 
 def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) -> None:
@@ -97,11 +99,19 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) 
         order = fresh[: 40 + rng.randrange(60)] + resend
         rng.shuffle(order)
         halves = [order[0::2], order[1::2]]
-        senders = [threading.Thread(target=_stream, args=(server.url, h, requests, acked, lock))
+        answered = [0]
+        senders = [threading.Thread(target=_stream,
+                                    args=(server.url, h, requests, acked, lock, answered))
                    for h in halves]
         for sender in senders:
             sender.start()
-        time.sleep(rng.uniform(0.0, 0.4))  # a random point: before, during or after the stream
+        # A random point of the stream, counted in answered requests rather than seconds, so
+        # the kill lands mid-stream however fast or loaded the machine is.
+        kill_after = rng.randrange(len(order))
+        deadline = time.monotonic() + 30
+        while (answered[0] < kill_after and any(s.is_alive() for s in senders)
+               and time.monotonic() < deadline):
+            time.sleep(0.001)
         in_progress = any(s.is_alive() for s in senders)
         server.kill()
         for sender in senders:
