@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -81,6 +82,16 @@ def read_structured(path: Path, expected: str) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(f"the file is not valid JSON ({exc.msg}); expected {expected}.",
                          file=str(path), line=exc.lineno) from None
+
+
+def read_csv_rows(path: Path, expected: str) -> list[dict[str, Any]]:
+    """The rows of a CSV file with a header line, as dicts."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"the CSV file cannot be read ({exc}); expected {expected}.",
+                         file=str(path)) from None
 
 
 def scalar_text(value: object, file: str, line: int | None, field: str) -> str:

@@ -11,7 +11,6 @@ is ``name``, else ``additional_metadata.id``, else ``golden-N``.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +18,14 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ._common import ImportedVariant, check_unique, line_of, read_structured, scalar_text
+from ._common import (
+    ImportedVariant,
+    check_unique,
+    line_of,
+    read_csv_rows,
+    read_structured,
+    scalar_text,
+)
 
 __all__ = ["load_deepeval"]
 
@@ -32,12 +38,7 @@ _CSV_COLUMNS = frozenset({"input", "actual_output", "expected_output", "context"
 
 
 def _csv_goldens(path: Path) -> list[dict[str, Any]]:
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"the CSV file cannot be read ({exc}); expected {EXPECTED}.",
-                         file=str(path)) from None
+    rows = read_csv_rows(path, EXPECTED)
     goldens = []
     for number, row in enumerate(rows, start=2):
         golden: dict[str, Any] = {k: v for k, v in row.items() if k in _CSV_COLUMNS and v}

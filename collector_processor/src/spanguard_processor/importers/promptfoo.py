@@ -15,7 +15,6 @@ or else the list-valued vars. Tests that share a ``metadata.seed_id`` (or the va
 
 from __future__ import annotations
 
-import csv
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,14 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ._common import ImportedVariant, check_unique, line_of, read_structured, scalar_text
+from ._common import (
+    ImportedVariant,
+    check_unique,
+    line_of,
+    read_csv_rows,
+    read_structured,
+    scalar_text,
+)
 
 __all__ = ["load_promptfoo"]
 
@@ -47,12 +53,7 @@ def _read_tests_file(path: Path) -> list[Any]:
 
 
 def _read_csv(path: Path) -> list[Any]:
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"the CSV file cannot be read ({exc}); expected {EXPECTED}.",
-                         file=str(path)) from None
+    rows = read_csv_rows(path, EXPECTED)
     tests: list[Any] = []
     for row in rows:
         test: dict[str, Any] = {"vars": {k: v for k, v in row.items()
