@@ -5,12 +5,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+#: Published example data of the compatible tools (origin and licence in tests/data/README.md).
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    path = SHARED / "fixtures"
-    if not path.is_dir():
-        pytest.fail(f"the shared fixtures folder {path} is missing; it sits beside the project")
-    return path
+def peer_fixtures() -> Path:
+    return DATA

@@ -9,7 +9,7 @@ import pytest
 
 from spanguard_processor.fairness import GateConfig
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "fairtrace"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "fairtrace"
 
 # fewer resamples keep the suite fast; the statistics are the same code paths as the defaults
 FAST = GateConfig(bootstrap_samples=400, permutation_samples=199)

@@ -13,8 +13,8 @@ SPANGUARD = [sys.executable, "-m", "spanguard_processor"]
 
 
 @pytest.fixture(scope="session")
-def t2e_fixtures(shared_fixtures: Path) -> Path:
-    return shared_fixtures / "trace2eval"
+def t2e_fixtures(peer_fixtures: Path) -> Path:
+    return peer_fixtures / "trace2eval"
 
 
 @pytest.fixture()
