@@ -30,25 +30,15 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--hide-scrollbars", "--mute-audio", "--remote-debugging-port=0")
 
 
-def _installed_chromium() -> str | None:
+def find_chromium() -> str | None:
+    """``chromium`` on PATH, or Debian's ``/usr/bin/chromium``; None when it is not installed.
+
+    The test suite installs nothing on the machine: ``.ci/run`` installs Chromium for CI."""
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
         if found:
             return found
     return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-
-
-def find_chromium() -> str | None:
-    """``chromium`` on PATH (or Debian's ``/usr/bin/chromium``); as root on Debian, installed
-    from Debian's packages when missing, so the README's test command needs no manual step."""
-    found = _installed_chromium()
-    if found or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return found
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        if subprocess.run(step, capture_output=True, timeout=900,
-                          env=dict(os.environ, DEBIAN_FRONTEND="noninteractive")).returncode:
-            return None
-    return _installed_chromium()
 
 
 @dataclass

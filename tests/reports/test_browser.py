@@ -4,6 +4,7 @@ request nothing but themselves, lay out without overflow, and show one chart per
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,10 @@ _PAGE_FACTS = """(() => {
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if find_chromium() is None:
-        pytest.fail(INSTALL_HINT)
+        # CI installs Chromium in .ci/run, so there a missing browser is a failure, not a skip.
+        if os.environ.get("CI"):
+            pytest.fail(INSTALL_HINT)
+        pytest.skip(INSTALL_HINT)
     with Browser() as b:
         yield b
 

@@ -108,7 +108,7 @@ class ProcessTrace:
 
 @dataclass(frozen=True, slots=True)
 class AgentTrace:
-    """One assembled agent request (see DESIGN.md, "The assembled agent trace")."""
+    """One assembled agent request (docs/concepts.md, "From spans to agent traces")."""
 
     trace_id: str
     request_id: str | None = None

@@ -1,6 +1,6 @@
 """Human-written expectations (``expectations.jsonl``), keyed by question, not by case id.
 
-Format as trace2eval 0.5.1 (spec §1.5): split on ``\\n``; blank, ``#`` and ``//`` lines skipped;
+Format as trace2eval 0.5.1's: split on ``\\n``; blank, ``#`` and ``//`` lines skipped;
 ``{"input", "expect", "note"}`` per line; an empty ``expect`` is an unfilled placeholder. Unlike
 trace2eval, ``required`` is allowed, values are validated (a bad line is reported and skipped,
 never a crash), an annotation matches a case through *any* phrasing of its question, and

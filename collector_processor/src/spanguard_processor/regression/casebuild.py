@@ -1,4 +1,4 @@
-"""Turning a chosen cluster into a trace2eval-compatible case (spec §1.4).
+"""Turning a chosen cluster into a trace2eval-compatible case (docs/regression.md).
 
 Key order, field rules, shape inference, notes and self-check follow trace2eval 0.5.1. The
 differences are deliberate fixes, each listed in ``docs/regression.md``: ids derived from the

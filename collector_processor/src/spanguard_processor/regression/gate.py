@@ -1,6 +1,7 @@
 """``check``: compare two metrics files with trace2eval's tolerances, and more.
 
-Rules (spec §1.8): ``pass_rate`` and ``format_compliance_rate`` may drop by 0.02,
+Rules (trace2eval 0.5.1's; docs/regression.md):
+``pass_rate`` and ``format_compliance_rate`` may drop by 0.02,
 ``fallback_rate`` may rise by 0.02, ``p95_latency_ms`` and ``avg_cost_usd`` may rise by 20 %
 of the baseline; each allowance is multiplied by ``--tolerance-scale``; a regression is a
 strict excess. Added: ``trace_compliance_rate`` (0.02), a shrinking ``total``, a rising

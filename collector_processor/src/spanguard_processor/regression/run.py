@@ -1,6 +1,6 @@
 """``cases run``: a case set plus candidate outputs (or agent traces) → metrics JSON.
 
-Metrics and rounding are trace2eval 0.5.1's (spec §1.7). Additions: trace checks (process,
+Metrics and rounding are trace2eval 0.5.1's (docs/regression.md). Additions: trace checks (process,
 latency, cost) are evaluated when a record carries the evidence; outputs lines that cannot be
 read are counted (``skipped_output_lines``) instead of dropped silently; every case's outcome is
 written under ``case_results`` so ``check`` can list pass→fail cases and missing ids.

@@ -1,6 +1,6 @@
 """Text folding, character-bigram shingles and fallback-phrase detection.
 
-These are trace2eval 0.5.1's definitions (``../shared/specs/trace2eval-compat.md`` §1.2–1.3),
+These are trace2eval 0.5.1's definitions (in the modules of the PyPI release),
 kept byte-compatible so that cases built from the same log fold, merge and flag identically.
 """
 
