@@ -36,10 +36,16 @@ def test_quick_start_has_exactly_two_commands() -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_both_commands_work_from_a_fresh_clone(tmp_path: Path) -> None:
-    clone = tmp_path / "clone"
+def test_both_commands_work_from_a_fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The clone sits alone in an empty folder (no ../shared, nothing else beside it), and HOME is
+    # an empty folder too, as on a new user's machine.
+    clone = tmp_path_factory.mktemp("empty") / "spanguard"
+    home = tmp_path_factory.mktemp("home")
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTEST"))}
+    assert sorted(p.name for p in clone.parent.iterdir()) == ["spanguard"]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VIRTUAL_ENV", "PYTEST", "SPANGUARD_", "PYTHON"))}
+    env["HOME"] = str(home)
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
     demo, tests = quick_start_commands()
 

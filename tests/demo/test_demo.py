@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import pty
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
+from spanguard_processor.demo import run as demo_run
 from spanguard_processor.demo.dataset import load_variants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +62,10 @@ def test_load_variants_keeps_questions_and_profiles(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_demo_passes_the_fair_agent_and_catches_the_biased_one(tmp_path: Path) -> None:
+def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo_run, "PROGRESS_EVERY", 0.0)  # a progress line per update
     data = discrim_eval_like(tmp_path / "explicit.jsonl")
     out = tmp_path / "demo"
     result = CliRunner().invoke(cli, ["demo", "--data", str(data), "-o", str(out), "--bias", "1",
@@ -71,6 +80,40 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(tmp_path: Path) -
     assert all(m["passed"] for m in baseline["metric_results"])
     assert (out / "fairness" / "candidate" / "report.html").stat().st_size > 0
     assert "regression" in (out / "runs" / "check.md").read_text().lower()
+    # progress of the long OTLP runs, then the closing summary's own wall time and disk use
+    assert re.search(r"baseline: [\d,]+/216 requests \(\d+%\)", result.output)
+    assert re.search(r"Took \d+ s; .* holds \d+\.\d MB \(span stores removed", result.output)
+    assert not list(out.glob("*/spans.db*"))
+
+
+def test_progress_is_a_bar_on_a_terminal() -> None:
+    """The demo's long steps show a progress bar when stdout is a terminal."""
+    child = ("import sys, time\n"
+             "for i in range(0, 100, 10):\n"
+             "    print('PROGRESS', i, 100, file=sys.stderr, flush=True); time.sleep(0.02)\n")
+    code = ("import subprocess, sys\n"
+            "from spanguard_processor.demo.run import _follow_progress\n"
+            f"p = subprocess.Popen([sys.executable, '-c', {child!r}], stdout=subprocess.PIPE,"
+            " stderr=subprocess.PIPE, text=True)\n"
+            "_follow_progress(p, 'baseline', print)\n"
+            "sys.exit(p.wait())\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    screen = b"".join(chunks).decode()
+    assert "baseline" in screen
+    assert "100/100" in screen and "#" in screen, screen
 
 
 def test_demo_without_the_agent_is_a_usage_error(tmp_path: Path) -> None:

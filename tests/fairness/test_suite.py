@@ -95,7 +95,9 @@ def test_bad_suite_gives_exact_message_and_exit_2(tmp_path: Path, suite: object,
     records.write_text("")
     result = CliRunner().invoke(cli, ["fairness", str(path), str(records)])
     assert result.exit_code == 2, result.output
-    assert result.output == f"Error: {path}: {message}\n"
+    # the suite is one line of JSON, so every field error is on line 1
+    located = f"{path}:1" if message.startswith("field") else str(path)
+    assert result.output == f"Error: {located}: {message}\n"
     assert "Traceback" not in result.output
 
 
@@ -152,3 +154,24 @@ def test_expansion_matches_installed_fairtrace() -> None:
     ours = parse_suite({"dataset": {"prompts": prompts}, "metrics": _GOOD_METRICS}).variants
     assert [(v.id, v.seed_id, v.prompt, dict(v.assignments)) for v in ours] == \
         [(v.id, v.seed_id, v.prompt, v.assignments) for v in theirs]
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_field_errors_carry_the_line_of_the_field(tmp_path: Path, suffix: str) -> None:
+    data = {"dataset": {"prompts": [{"id": "a", "prompt": "x"}, {"id": "a", "prompt": "y"}]},
+            "metrics": _GOOD_METRICS}
+    path = tmp_path / f"suite{suffix}"
+    if suffix == ".yaml":
+        import yaml
+
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    else:
+        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    expected = next(i for i, line in enumerate(lines, 1) if "id" in line and "a" in line
+                    and i > next(j for j, l2 in enumerate(lines, 1) if "prompt" in l2 and "y"
+                                 not in l2 and "x" in l2))
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path)
+    assert str(caught.value) == (f"{path}:{expected}: field 'dataset.prompts[1].id': duplicates "
+                                 "the prompt id 'a'; ids must be unique.")

@@ -70,6 +70,16 @@ class _LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests from the commands it holds; ours load lazily, so suggest from all
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=COMMANDS,
+                                                 ctx=ctx) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
 
-from ..demo.run import DemoOptions, run_demo
+from ..demo.run import DemoOptions, disk_use, run_demo
 
 __all__ = ["demo"]
 
@@ -28,8 +29,11 @@ __all__ = ["demo"]
               help="The attribute value the biased candidate disfavours.")
 @click.option("--agent", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="The agent module (default: examples/support_agent.py of this checkout).")
+@click.option("--keep", is_flag=True,
+              help="Keep the processor's span stores (OUT/*/spans.db) after the traces are "
+                   "exported; they are the bulk of the disk use.")
 def demo(out: Path, data: Path | None, questions: int | None, profiles: int | None,
-         bias: float, bias_against: str, agent: Path | None) -> None:
+         bias: float, bias_against: str, agent: Path | None, keep: bool) -> None:
     """Run an instrumented support agent over DiscrimEval, end to end.
 
     A fair baseline and a biased candidate of the same agent answer the same 9,450
@@ -43,8 +47,9 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
       spanguard demo
       spanguard demo --questions 20 --profiles 27 -o /tmp/demo
     """
+    started = time.perf_counter()
     options = DemoOptions(out=out, data=data, questions=questions, profiles=profiles,
-                          bias=bias, bias_against=bias_against, agent=agent)
+                          bias=bias, bias_against=bias_against, agent=agent, keep=keep)
     steps = run_demo(options)
     click.echo("\n== Summary")
     surprises = 0
@@ -56,6 +61,9 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
         click.echo(f"  exit {step.exit_code} {verdict:<11} {step.title}  [{mark}]")
     click.echo(f"\nReports: {out / 'fairness'}/{{baseline,candidate}}/report.html, "
                f"{out / 'evalset'}/report.md, {out / 'runs'}/check.md")
+    click.echo(f"Took {time.perf_counter() - started:.0f} s; {out} holds "
+               f"{disk_use(out) / 1e6:.1f} MB" + ("" if keep else " (span stores removed; "
+                                                   "--keep keeps them)") + ".")
     if surprises:
         raise click.ClickException(f"{surprises} step(s) did not end as the demo expects.")
     click.echo("Demo OK: the fair baseline passed; the biased candidate was caught by the "

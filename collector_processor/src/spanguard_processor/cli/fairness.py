@@ -25,7 +25,8 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      default="default", show_default=True,
                      help="default: gap > threshold and significant (Holm); point: fairtrace's "
                           "gap > threshold; upper-bound: interval upper bound under threshold."),
-        click.option("--alpha", type=float, default=0.05, show_default=True,
+        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                     default=0.05, show_default=True,
                      help="Family-wise error rate for the gate."),
         click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=2000,
                      show_default=True, help="Seed-cluster bootstrap resamples."),

@@ -25,6 +25,8 @@ from typing import Any
 
 import spanguard
 
+#: Prefix of the progress lines written to stderr: ``PROGRESS done total``.
+PROGRESS = "PROGRESS"
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 
 
@@ -71,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     agent = _load_agent(args.agent)
     spanguard.configure(service_name=args.service_name, capture_content=True, redact=redact)
     variants = [json.loads(line) for line in args.variants.read_text("utf-8").splitlines()]
-    for variant in variants:
+    every = max(1, len(variants) // 200)
+    for done, variant in enumerate(variants):
+        if done % every == 0:  # progress for the demo's display, on stderr
+            print(f"{PROGRESS} {done} {len(variants)}", file=sys.stderr, flush=True)
         with spanguard.request("support_agent", seed_id=variant["seed_id"],
                                variant_id=variant["id"], assignments=variant["assignments"],
                                input=variant["prompt"]) as req:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,9 +25,10 @@ from spanguard.exceptions import InputError
 
 from ..jsonio import write_jsonl, write_text_atomic
 from ..server import ProcessorServer, ServerConfig
+from .app_process import PROGRESS
 from .dataset import ATTRIBUTION, DemoVariant, default_cache, fetch_wheel, load_variants
 
-__all__ = ["DEMO_METRICS", "DemoOptions", "Step", "find_agent", "run_demo"]
+__all__ = ["DEMO_METRICS", "DemoOptions", "Step", "disk_use", "find_agent", "run_demo"]
 
 # Every built-in metric but counterfactual_stability: the demo's fair agent escalates 5% of
 # requests at random, which changes their text, and stability (the minimum over seeds of the
@@ -38,6 +40,10 @@ DEMO_METRICS = (
 )
 
 
+#: Seconds between progress lines when the output is not a terminal.
+PROGRESS_EVERY = 5.0
+
+
 @dataclass(frozen=True)
 class DemoOptions:
     out: Path
@@ -47,6 +53,7 @@ class DemoOptions:
     bias: float = 0.6
     bias_against: str = "female"
     agent: Path | None = None
+    keep: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,21 +106,59 @@ def _serve_deployment(name: str, bias: float, options: DemoOptions, agent: Path,
         env = dict(os.environ, OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
                    OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.grpc_port}",
                    OTEL_SERVICE_NAME=f"support-agent-{name}")
-        result = subprocess.run(
+        with subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("app_process.py")), str(agent),
              str(variants_path), "--bias", str(bias), "--bias-against", options.bias_against,
              "--service-name", f"support-agent-{name}"],
-            env=env, capture_output=True, text=True, check=False,
-        )
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ) as proc:
+            errors = _follow_progress(proc, name, say)
+            stdout = proc.stdout.read() if proc.stdout else ""
+            returncode = proc.wait()
     finally:
         server.stop()
-    if result.returncode != 0:
-        raise click.ClickException(f"the {name} app process failed:\n{result.stderr.strip()}")
-    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    if returncode != 0:
+        raise click.ClickException(f"the {name} app process failed:\n{errors.strip()}")
+    counts = json.loads(stdout.strip().splitlines()[-1])
     say(f"  {name}: bias={bias:g}: {counts['requests']} requests, {counts['exported']} spans "
         f"exported over OTLP/gRPC, {counts['dropped']} dropped, "
         f"{time.perf_counter() - started:.1f} s → {store}")
     return store
+
+
+def _follow_progress(proc: subprocess.Popen[str], name: str, say: Callable[[str], None]) -> str:
+    """Show the app process's progress until it closes stderr; returns its other stderr text.
+
+    On a terminal a progress bar; otherwise a line every ``PROGRESS_EVERY`` seconds, so a CI
+    log shows the demo is alive during the long OTLP runs."""
+    other: list[str] = []
+    bar: Any = None
+    shown = 0
+    last_line = time.monotonic()
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            parts = line.split()
+            if len(parts) != 3 or parts[0] != PROGRESS:
+                other.append(line)
+                continue
+            done, total = int(parts[1]), int(parts[2])
+            if sys.stdout.isatty():
+                if bar is None:
+                    bar = click.progressbar(length=total, label=f"  {name}", show_pos=True,
+                                            show_eta=True)
+                    bar.__enter__()
+                bar.update(done - shown)
+                shown = done
+            elif time.monotonic() - last_line >= PROGRESS_EVERY:
+                last_line = time.monotonic()
+                say(f"  {name}: {done:,}/{total:,} requests ({done / total:.0%})")
+        if bar is not None:
+            bar.update(bar.length - shown)  # the process closed stderr: it is done
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    return "".join(other)
 
 
 def _invoke(argv: list[str]) -> int:
@@ -130,6 +175,11 @@ def _invoke(argv: list[str]) -> int:
         exc.show()
         return exc.exit_code
     return code if isinstance(code, int) else 0
+
+
+def disk_use(folder: Path) -> int:
+    """Bytes of the files under ``folder``."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
 def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> list[Step]:
@@ -158,6 +208,10 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
     for name, store in stores.items():
         step(f"2. Export the {name}'s assembled agent traces",
              ["traces", "export", "--store", str(store), "-o", str(traces[name])], 0)
+    if not options.keep:  # the span stores are the bulk of the disk use; the traces hold it all
+        for store in stores.values():
+            for path in store.parent.glob(store.name + "*"):
+                path.unlink()
     for name, expected in (("baseline", 0), ("candidate", 1)):
         step(f"3. Fairness gate on the {name}",
              ["fairness", str(suite_path), str(traces[name]), "-o", str(out / "fairness" / name)],

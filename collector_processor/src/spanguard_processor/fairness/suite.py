@@ -133,7 +133,39 @@ def load_suite(path: Path) -> Suite:
                              file=name, line=exc.lineno) from None
         except ValueError as exc:
             raise SuiteError(f"is not valid JSON: {exc}.", file=name) from None
-    return parse_suite(data, name)
+    try:
+        return parse_suite(data, name)
+    except SuiteError as exc:
+        line = _line_of_field(text, exc.field) if exc.field and exc.line is None else None
+        if line is None:
+            raise
+        raise exc.located(line=line) from None
+
+
+def _line_of_field(text: str, field: str) -> int | None:
+    """The 1-based line where ``field`` (``dataset.prompts[0].id``) or its nearest present parent
+    starts in a YAML or JSON text (JSON is read as YAML here, for its node positions)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    lines: dict[str, int] = {}
+    stack: list[tuple[str, yaml.Node]] = [("", root)] if root is not None else []
+    while stack:
+        path, node = stack.pop()
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = f"{path}.{key.value}" if path else str(key.value)
+                lines[name] = key.start_mark.line + 1
+                stack.append((name, value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(node.value))
+    while field not in lines:  # a missing field: the line of its nearest parent
+        if not field:
+            return None
+        field = field[: max(field.rfind("."), field.rfind("["), 0)]
+    return lines[field]
 
 
 def _no_constant(name: str) -> float:
