@@ -195,3 +195,71 @@ def test_exports_are_byte_identical_for_identical_input(tmp_path: Path) -> None:
                                    "-o", str(out)]).exit_code == 0
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 5
+
+
+def _otlp_json_messages() -> list[bytes]:
+    return [line.encode() for line in PY_EXPORTER.read_text().splitlines() if line.strip()]
+
+
+def _otlp_proto_messages(spans: Sequence[ReadableSpan]) -> list[bytes]:
+    return [encode_spans(spans[start:start + 4]).SerializeToString()
+            for start in range(0, len(spans), 4)]
+
+
+def test_zstd_span_files_in_every_layout_the_file_exporter_writes(tmp_path: Path) -> None:
+    """The Collector file exporter's ``compression: zstd`` (its only compression): by default
+    each message is one zstd frame behind a 4-byte length, for JSON and protobuf alike; with its
+    native-compression gate the file is a zstd stream — one frame per write when rotating (the
+    JSON line and its newline are two writes), or one frame for the whole file."""
+    import zstandard
+
+    zstd = zstandard.ZstdCompressor()
+    spans = in_memory_spans(3).get_finished_spans()
+    expected_proto = traces_from_readable_spans(spans)
+    expected_json = list(read_agent_traces_any([PY_EXPORTER]))
+    layouts: dict[str, tuple[bytes, list[object]]] = {}
+    framed = b"".join(struct.pack(">I", len(f)) + f
+                      for f in map(zstd.compress, _otlp_json_messages()))
+    layouts["json-per-message"] = (framed, expected_json)
+    framed = b"".join(struct.pack(">I", len(f)) + f
+                      for f in map(zstd.compress, _otlp_proto_messages(spans)))
+    layouts["proto-per-message"] = (framed, expected_proto)
+    per_write = b"".join(zstd.compress(m) + zstd.compress(b"\n") for m in _otlp_json_messages())
+    layouts["json-stream-per-write"] = (per_write, expected_json)
+    layouts["json-one-stream"] = (zstd.compress(b"\n".join(_otlp_json_messages()) + b"\n"),
+                                  expected_json)
+    proto = b"".join(struct.pack(">I", len(m)) + m for m in _otlp_proto_messages(spans))
+    layouts["proto-one-stream"] = (zstd.compress(proto), expected_proto)
+    for name, (data, expected) in layouts.items():
+        path = tmp_path / f"spans-{name}.jsonl.zst"
+        path.write_bytes(data)
+        assert list(read_agent_traces_any([path])) == expected, name
+
+
+def test_zstd_span_file_ingests_like_gzip(tmp_path: Path) -> None:
+    import zstandard
+
+    raw = PY_EXPORTER.read_bytes()
+    zst, gz = tmp_path / "spans.jsonl.zst", tmp_path / "spans.jsonl.gz"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(raw))
+    gz.write_bytes(gzip.compress(raw))
+    outputs = []
+    for path in (zst, gz):
+        store = tmp_path / f"{path.suffix}.db"
+        result = CliRunner().invoke(cli, ["ingest", str(path), "--store", str(store)])
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output.replace(str(store), "S").replace(str(path), "F"))
+        assert [t.to_dict() for t in read_agent_traces_any([store])] == [
+            t.to_dict() for t in read_agent_traces_any([PY_EXPORTER])]
+    assert outputs[0] == outputs[1]
+
+
+def test_a_damaged_zstd_file_is_named_not_a_traceback(tmp_path: Path) -> None:
+    import zstandard
+
+    data = zstandard.ZstdCompressor().compress(PY_EXPORTER.read_bytes())
+    bad = tmp_path / "spans.jsonl.zst"
+    bad.write_bytes(data[:8] + bytes(64) + data[72:])
+    result = CliRunner().invoke(cli, ["ingest", str(bad), "--store", str(tmp_path / "s.db")])
+    assert result.exit_code == 2, result.output
+    assert str(bad) in result.output and "Traceback" not in result.output

@@ -1,6 +1,7 @@
 """Span files and stores in, agent traces out — whatever the input is, detected by content.
 
-Inputs recognised (each may be gzip-compressed, detected by its magic bytes, not its name):
+Inputs recognised (each may be gzip- or zstd-compressed, detected by its magic bytes, not its
+name):
 
 * assembled agent-trace JSONL (what ``spanguard traces export --format agent`` writes);
 * OTLP-JSON lines: the Collector ``file`` exporter's JSON output and the Python OTLP JSON file
@@ -8,6 +9,9 @@ Inputs recognised (each may be gzip-compressed, detected by its magic bytes, not
 * a whole-file OTLP-JSON document (pretty-printed, or a list of documents) — read whole;
 * length-prefixed protobuf: the Collector ``file`` exporter's ``format: proto`` output, each
   ``ExportTraceServiceRequest`` preceded by its length as 4 big-endian bytes — streamed;
+* the Collector ``file`` exporter's ``compression: zstd`` output in both of its layouts: every
+  message compressed on its own and length-prefixed (JSON or protobuf inside; the exporter's
+  default), or the whole file one zstd stream of frames (its native-compression feature gate);
 * a spanguard SQLite span store (``spanguard serve --store``).
 
 A bad line (or protobuf message) raises :class:`TraceFormatError` naming the file and line (or
@@ -17,14 +21,16 @@ message number); with ``skip_bad`` it is counted and skipped instead.
 from __future__ import annotations
 
 import gzip
+import io
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 import orjson
+import zstandard
 
 from spanguard.exceptions import TraceFormatError
 
@@ -55,6 +61,7 @@ KIND_OTLP_JSON = "otlp-json"
 KIND_OTLP_PROTO = "otlp-proto"
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _MAX_MESSAGE = 256 * 1024 * 1024
 Progress = Callable[[int], None]
 _Batches = Iterator[tuple[int, DecodedBatch | TraceFormatError]]
@@ -69,11 +76,16 @@ class _Source:
         except OSError as exc:
             raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.",
                                    file=str(path)) from None
-        self.gzipped = self.raw.read(2) == _GZIP_MAGIC
+        magic = self.raw.read(4)
         self.raw.seek(0)
-        self.stream: IO[bytes] = (
-            cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="rb"))
-            if self.gzipped else self.raw)
+        self.stream: IO[bytes] = self.raw
+        if magic.startswith(_GZIP_MAGIC):
+            self.stream = cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="rb"))
+        elif magic == _ZSTD_MAGIC:  # frames one after another: read across them
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                self.raw, read_across_frames=True, closefd=False)
+            # buffered, for readline and iteration (the bare reader has neither)
+            self.stream = cast(IO[bytes], io.BufferedReader(cast(Any, reader)))
 
     @property
     def position(self) -> int:
@@ -88,7 +100,7 @@ def _head(path: Path, size: int = 4096) -> bytes:
     source = _Source(path)
     try:
         return source.stream.read(size)
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
         raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
     finally:
         source.close()
@@ -127,7 +139,7 @@ def _first_line(path: Path) -> bytes:
             if line.strip():
                 return line.removeprefix(b"\xef\xbb\xbf")
         return b""
-    except (OSError, EOFError) as exc:  # a gzip file cut inside its first line
+    except (OSError, EOFError, zstandard.ZstdError) as exc:  # cut inside its first line
         raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
     finally:
         source.close()
@@ -198,11 +210,27 @@ def _proto_messages(source: _Source, path: Path) -> _Batches:
             raise TraceFormatError(f"message {number}: truncated ({len(body)} of {size} bytes).",
                                    file=str(path), line=number)
         try:
-            yield number, _check(decode_request(parse_request(body), body), path, number)
+            yield number, _check(_decode_message(body), path, number)
         except TraceFormatError as exc:
             yield number, TraceFormatError(
                 f"message {number} (near byte {offset}): {exc.detail}",
                 file=str(path), line=number)
+
+
+def _decode_message(body: bytes) -> DecodedBatch:
+    """One length-prefixed message: protobuf, or (the file exporter with ``compression: zstd``)
+    a zstd frame holding protobuf or OTLP-JSON."""
+    if body.startswith(_ZSTD_MAGIC):
+        try:
+            body = zstandard.ZstdDecompressor().decompress(body, max_output_size=_MAX_MESSAGE)
+        except zstandard.ZstdError as exc:
+            raise TraceFormatError(f"is not a valid zstd frame ({exc}).") from None
+        if body.lstrip()[:1] == b"{":
+            try:
+                return decode_document(orjson.loads(body), body)
+            except orjson.JSONDecodeError as exc:
+                raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.") from None
+    return decode_request(parse_request(body), body)
 
 
 @dataclass
@@ -241,7 +269,7 @@ def iter_span_file(
             if progress is not None:
                 progress(source.position)
             yield item
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
         raise TraceFormatError(f"cannot be read or decompressed ({exc}).",
                                file=str(path)) from None
     finally:
