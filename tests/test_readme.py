@@ -37,7 +37,7 @@ def test_quick_start_has_exactly_two_commands() -> None:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_both_commands_work_from_a_fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # The clone sits alone in an empty folder (no ../shared, nothing else beside it), and HOME is
+    # The clone sits alone in an empty folder (nothing beside it, as on a user's machine), and HOME is
     # an empty folder too, as on a new user's machine.
     clone = tmp_path_factory.mktemp("empty") / "spanguard"
     home = tmp_path_factory.mktemp("home")
