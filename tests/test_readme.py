@@ -37,8 +37,8 @@ def test_quick_start_has_exactly_two_commands() -> None:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_both_commands_work_from_a_fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # The clone sits alone in an empty folder (nothing beside it, as on a user's machine), and HOME is
-    # an empty folder too, as on a new user's machine.
+    # The clone sits alone in an empty folder, and HOME is an empty folder too, as on a new
+    # user's machine.
     clone = tmp_path_factory.mktemp("empty") / "spanguard"
     home = tmp_path_factory.mktemp("home")
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
