@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import os
 import subprocess
@@ -170,3 +172,93 @@ def test_unencodable_content_is_dropped_with_a_warning(caplog: pytest.LogCapture
     assert semconv.OUTPUT_VALUE not in attributes
     assert attributes[semconv.INPUT_VALUE] == '{"fine":true}'
     assert "cannot be encoded as JSON" in caplog.text
+
+
+# --- redaction sees exactly what is exported ----------------------------------------------
+@dataclasses.dataclass
+class Customer:
+    name: str
+    email: str
+
+
+class PydanticLike:
+    """Quacks like a pydantic v2 model: model_dump(mode="json") gives its data."""
+
+    def __init__(self, email: str) -> None:
+        self.email = email
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        return {"contact": {"email": self.email}, "mode": mode}
+
+    def __str__(self) -> str:
+        return f"PydanticLike({self.email})"
+
+
+EMAIL = "bob@example.com"
+
+
+def _mask_everywhere(key: str, text: str) -> str:
+    return text.replace(EMAIL, "<email>")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [k, *_strings(v)]]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_redaction_reaches_dataclasses_models_bytes_and_dict_keys() -> None:
+    @spanguard.tool
+    def update(customer: Customer, profile: PydanticLike, raw: bytes,
+               index: dict[str, Any]) -> Customer:
+        return customer
+
+    with capture_spans(capture_content=True, redact=_mask_everywhere) as capture:
+        update(Customer("Bob", EMAIL), PydanticLike(EMAIL), f"mail {EMAIL}".encode(),
+               {EMAIL: {"nested " + EMAIL: [EMAIL]}})
+    dump = json.dumps(capture.spans())
+    assert EMAIL not in dump
+    attributes = capture.spans()[0]["attributes"]
+    assert json.loads(attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS]) == {
+        "customer": {"name": "Bob", "email": "<email>"},
+        "profile": {"contact": {"email": "<email>"}, "mode": "json"},
+        "raw": "mail <email>",
+        "index": {"<email>": {"nested <email>": ["<email>"]}},
+    }
+    assert json.loads(attributes[semconv.GEN_AI_TOOL_CALL_RESULT]) == {
+        "name": "Bob", "email": "<email>"}
+
+
+def test_the_redactor_sees_every_exported_string() -> None:
+    seen: list[str] = []
+
+    def record(key: str, text: str) -> str:
+        seen.append(text)
+        return text.upper()
+
+    class Opaque:
+        def __str__(self) -> str:
+            return f"opaque {EMAIL}"
+
+    with capture_spans(capture_content=True, redact=record) as capture, \
+            spanguard.request("a") as req:
+        req.set_output({"who": Opaque(), "when": datetime.date(2026, 1, 2), "ids": {3, 1},
+                        b"k": (Customer("x", "y"),)})
+    exported = json.loads(capture.spans()[0]["attributes"][semconv.OUTPUT_VALUE])
+    assert exported == {"WHO": f"OPAQUE {EMAIL.upper()}", "WHEN": "2026-01-02", "IDS": [1, 3],
+                        "K": [{"NAME": "X", "EMAIL": "Y"}]}
+    assert {s.lower() for s in _strings(exported)} <= set(seen)
+
+
+def test_redactor_dropping_a_key_drops_its_entry() -> None:
+    def drop_secret_keys(key: str, text: str) -> str | None:
+        return None if text == "password" else text
+
+    with capture_spans(capture_content=True, redact=drop_secret_keys) as capture, \
+            spanguard.request("a") as req:
+        req.set_output({"user": "ann", "password": "hunter2"})
+    assert json.loads(capture.spans()[0]["attributes"][semconv.OUTPUT_VALUE]) == {"user": "ann"}

@@ -1,3 +1,3 @@
-from spanguard_processor.cli import main
+from spanguard_processor._entry import main
 
 main()

@@ -1,0 +1,100 @@
+"""The SDK installs light: OpenTelemetry only; the processor and CLI come with an extra.
+
+An app team adds spanguard to a production image for the SDK alone; it must not pull in the
+evaluators' numeric stack or the processor's web server. The fresh-venv test installs the
+committed tree exactly as a user would (``pip install <clone>``, no extra).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from spanguard_processor._entry import INSTALL_HINT, REQUIRED
+
+ROOT = Path(__file__).resolve().parents[2]
+#: distributions the SDK alone must never install
+HEAVY = {"numpy", "scipy", "click", "starlette", "uvicorn", "orjson", "pyyaml"}
+
+
+def _pyproject() -> dict[str, object]:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _name(requirement: str) -> str:
+    for stop in "<>=!~[; ":
+        requirement = requirement.split(stop, 1)[0]
+    return requirement.strip().lower()
+
+
+def test_runtime_dependencies_are_opentelemetry_only() -> None:
+    project = _pyproject()["project"]
+    assert isinstance(project, dict)
+    names = {_name(r) for r in project["dependencies"]}
+    assert names and all(n.startswith("opentelemetry-") for n in names), names
+
+
+def test_the_processor_extra_holds_every_dependency_the_cli_checks_for() -> None:
+    project = _pyproject()["project"]
+    assert isinstance(project, dict)
+    extra = {_name(r) for r in project["optional-dependencies"]["processor"]}
+    assert set(REQUIRED.values()) == extra
+    assert "spanguard[processor]" in project["optional-dependencies"]["dev"]
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "PYTEST"))}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
+    return env
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_the_sdk_alone_installs_no_heavy_packages_and_the_cli_says_what_to_install(
+        tmp_path: Path) -> None:
+    target = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(target)
+    python = target / "bin" / "python"
+    env = _clean_env()
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    str(ROOT)], check=True, env=env, timeout=600, capture_output=True)
+
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], check=True,
+                            env=env, capture_output=True, text=True, timeout=120).stdout
+    installed = {p["name"].lower() for p in json.loads(listed)}
+    assert "spanguard" in installed
+    assert not HEAVY & installed, sorted(HEAVY & installed)
+
+    # the SDK works end to end with what is installed
+    script = ("import spanguard\n"
+              "spanguard.configure(exporter='memory', private=True)\n"
+              "@spanguard.tool\n"
+              "def add(a, b): return a + b\n"
+              "assert add(1, 2) == 3\n"
+              "assert spanguard.export_stats().exported == 1\n")
+    subprocess.run([str(python), "-c", script], check=True, env=env, timeout=120)
+
+    # the CLI without the processor's dependencies: one line naming the extra, exit code 2
+    result = subprocess.run([str(target / "bin" / "spanguard"), "--version"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert INSTALL_HINT in result.stderr
+
+
+def test_the_cli_runs_when_the_processor_dependencies_are_installed() -> None:
+    result = subprocess.run([sys.executable, "-m", "spanguard_processor", "--version"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("spanguard, version ")
