@@ -85,6 +85,20 @@ def test_json_and_gzip_bodies_are_accepted(server: ProcessorServer) -> None:
     assert ExportTraceServiceResponse.FromString(reply.content).partial_success.rejected_spans == 0
 
 
+def test_every_gzip_member_is_decompressed_and_stored(
+        server: ProcessorServer, tmp_path: Path) -> None:
+    # gzip(A) + gzip(B) is one valid gzip stream (RFC 1952: a file may hold several members);
+    # the protobuf bodies concatenated are one valid request holding the spans of both.
+    first, second = (encode_spans(in_memory_spans(1).get_finished_spans()).SerializeToString()
+                     for _ in range(2))
+    body = gzip.compress(first) + gzip.compress(second)
+    reply = httpx.post(url(server) + "/v1/traces", content=body,
+                       headers={**PROTO, "content-encoding": "gzip"})
+    assert reply.status_code == 200
+    server.stop()
+    assert len(stored(tmp_path / "spans.db")) == 2 * SPANS_PER_REQUEST
+
+
 @pytest.mark.parametrize(("headers", "body", "status", "message"), [
     ({"content-type": "text/plain"}, b"hello", 415, "content type 'text/plain'"),
     ({**PROTO, "content-encoding": "br"}, b"x", 415, "content encoding 'br'"),
@@ -96,6 +110,10 @@ def test_json_and_gzip_bodies_are_accepted(server: ProcessorServer) -> None:
     ({**PROTO, "content-encoding": "gzip"}, gzip.compress(b"\x00" * (8 * 1024 * 1024)), 413,
      "decompressed body exceeds"),
     ({**PROTO, "content-encoding": "gzip"}, b"\x1f\x8b\x08\x00 broken", 400, "gzip"),
+    ({**PROTO, "content-encoding": "gzip"}, gzip.compress(b"") + b"trailing garbage", 400,
+     "after the gzip data"),
+    ({**PROTO, "content-encoding": "gzip"}, gzip.compress(b"\x00" * 40_000) * 2, 413,
+     "decompressed body exceeds"),
 ])
 def test_bad_requests_get_the_right_status_and_the_server_keeps_serving(
         server: ProcessorServer, tmp_path: Path, headers: dict[str, str], body: bytes,

@@ -7,8 +7,8 @@ message, and never stores anything half-way:
   encoding other than ``gzip`` / ``identity``;
 * 413 — a body over ``max_body_bytes``, before or after decompression (a gzip bomb stops at the
   limit, it is never inflated whole);
-* 400 — garbage protobuf, invalid JSON or UTF-8, a malformed OTLP document, or a request whose
-  spans all lack valid ids;
+* 400 — garbage protobuf, invalid JSON or UTF-8, a malformed OTLP document, corrupt or
+  truncated gzip or bytes after its last member, or a request whose spans all lack valid ids;
 * 401 — a bearer token is configured and the request does not carry it;
 * 429 — too many spans are waiting for the store (back-pressure), with ``Retry-After``;
 * 500 — the operator's redaction hook failed (nothing is stored unredacted);
@@ -76,16 +76,28 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        data = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise _Reject(400, f"the gzip body is corrupt ({exc}).") from None
-    if len(data) > limit or inflater.unconsumed_tail:
-        raise _Reject(413, f"the decompressed body exceeds the limit of {limit} bytes.")
-    if not inflater.eof:
-        raise _Reject(400, "the gzip body is truncated.")
-    return data
+    """Every member of a gzip body, decompressed (RFC 1952 allows several, one after another),
+    never inflating more than ``limit`` bytes in all; bytes after the last member are refused."""
+    parts: list[bytes] = []
+    size = 0
+    rest = body
+    while True:
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            data = inflater.decompress(rest, limit - size + 1)
+        except zlib.error as exc:
+            raise _Reject(400, f"the gzip body is corrupt ({exc}).") from None
+        size += len(data)
+        if size > limit or inflater.unconsumed_tail:
+            raise _Reject(413, f"the decompressed body exceeds the limit of {limit} bytes.")
+        if not inflater.eof:
+            raise _Reject(400, "the gzip body is truncated.")
+        parts.append(data)
+        rest = inflater.unused_data
+        if not rest:
+            return b"".join(parts)
+        if not rest.startswith(b"\x1f\x8b"):
+            raise _Reject(400, f"{len(rest)} byte(s) after the gzip data are not a gzip member.")
 
 
 def _decode(body: bytes, media: str, guard: Guard) -> DecodedBatch:
