@@ -44,6 +44,10 @@ def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched
             continue
         kept.append(replace(o, seed_id=v.seed_id, assignments=dict(v.assignments),
                             prompt=o.prompt or v.prompt))
+    # Suite order, then record id: the result must not depend on the order the inputs were read
+    # in (several store partitions, rotated span files), down to the last bit of a float sum.
+    order = {v.id: index for index, v in enumerate(suite.variants)}
+    kept.sort(key=lambda o: (order[o.variant_id], o.id))
     seen = {o.variant_id for o in kept}
     missing = tuple(v.id for v in suite.variants if v.id not in seen)
     if not kept:
