@@ -188,7 +188,7 @@ def run_load(folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 
                 threading.Thread(target=_sample_memory, args=(
                     (server.proc.pid, rotel._process.pid), stop, report)),
             ]
-            env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+            env = {k: v for k, v in os.environ.items() if k != "SPANGUARD_STRICT"}
             processes = [subprocess.Popen(
                 [sys.executable, "-m", "tests.reliability.load_app", rotel.grpc_endpoint,
                  str(seconds), str(rate), f"app{n}"], cwd=ROOT, env=env, text=True,
@@ -227,7 +227,7 @@ def run_floor(*, seconds: float = 30, apps: int = 3, rate: float = 80,
         stop = threading.Event()
         probe = threading.Thread(target=_probe_loop, args=(
             rotel.grpc_port, sink.found, probe_every, stop, report))
-        env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+        env = {k: v for k, v in os.environ.items() if k != "SPANGUARD_STRICT"}
         processes = [subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.load_app", rotel.grpc_endpoint,
              str(seconds), str(rate), f"app{n}"], cwd=ROOT, env=env, text=True,

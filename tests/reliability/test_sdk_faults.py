@@ -1,7 +1,7 @@
 """The SDK under fault injection: collector down, collector slow, invalid attribute values,
 flush at exit and on SIGTERM. The app runs as a real subprocess with the real OTLP/gRPC
-exporter and without ``PYTEST_CURRENT_TEST`` (under pytest the SDK re-raises its own bugs on
-purpose), so it behaves as in production. The app never sees an exception from spanguard.
+exporter and without ``SPANGUARD_STRICT`` (this repo's tests set it so that the SDK re-raises
+its own bugs), so it behaves as in production. The app never sees an exception from spanguard.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _app(mode: str, endpoint: str, requests: int) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env = {k: v for k, v in os.environ.items() if k != "SPANGUARD_STRICT"}
     env["PYTHONUNBUFFERED"] = "1"
     return subprocess.Popen([sys.executable, "-m", "tests.reliability.sdk_app", mode, endpoint,
                              str(requests)], cwd=ROOT, env=env, text=True,

@@ -24,7 +24,7 @@ from .rotel_helper import OtlpGrpcSink
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items()
-             if not k.startswith("OTEL_") and k != "PYTEST_CURRENT_TEST"}
+             if not k.startswith("OTEL_") and k != "SPANGUARD_STRICT"}
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                             text=True, timeout=120, env={**clean, **env})
     assert result.returncode == 0, result.stderr

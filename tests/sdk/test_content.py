@@ -27,7 +27,7 @@ def lookup(customer_email: str, order: int) -> str:
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    skip = ("PYTEST_CURRENT_TEST", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+    skip = ("SPANGUARD_STRICT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
     clean = {k: v for k, v in os.environ.items() if k not in skip}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=60, env={**clean, **env})

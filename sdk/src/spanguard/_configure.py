@@ -9,11 +9,8 @@ variables unless ``exporter=`` says otherwise.
 from __future__ import annotations
 
 import atexit
-import contextvars
 import os
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +21,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 
-from ._exit import install_sigterm_flush
+from ._exit import install_sigterm_flush, uninstall_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
 from ._runtime import (
     ContentSettings,
@@ -35,15 +32,22 @@ from ._runtime import (
     push_override,
     set_content_settings,
 )
+from ._threads import acquire_thread_propagation, release_thread_propagation
 from .exceptions import ConfigError
 
 __all__ = ["Configuration", "configure", "export_stats", "force_flush", "shutdown"]
 
 # A burst of 30,000 spans produced as fast as one process can must not overflow the queue
-# while the exporter (≈11-12k spans/s) drains it; see docs/benchmarks-sdk.md.
+# while the exporter (≈11-12k spans/s) drains it; see docs/benchmarks-sdk.md. The standard
+# OTEL_BSP_* variables override these defaults, and configure()'s arguments override both.
 DEFAULT_MAX_QUEUE_SIZE = 65_536
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 1_024
 DEFAULT_SCHEDULE_DELAY_MILLIS = 500
+_BSP_ENV = {
+    "max_queue_size": ("OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_MAX_QUEUE_SIZE),
+    "max_export_batch_size": ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_MAX_EXPORT_BATCH_SIZE),
+    "schedule_delay_millis": ("OTEL_BSP_SCHEDULE_DELAY", DEFAULT_SCHEDULE_DELAY_MILLIS),
+}
 EXPORTERS = ("otlp", "otlp-grpc", "otlp-http", "otlp-json-file", "console", "memory", "none")
 _ENV_EXPORTER = "OTEL_TRACES_EXPORTER"
 _ENV_PROTOCOLS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
@@ -63,24 +67,12 @@ class Configuration:
 _lock = threading.Lock()
 _current: Configuration | None = None
 _atexit_registered = False
-_original_submit = ThreadPoolExecutor.submit
 _owned: TracerProvider | None = None  # the global provider spanguard created, if any
+_threads_acquired = False  # whether the current configuration propagates into thread pools
 
 
 def _owned_global() -> TracerProvider | None:
     return _owned
-
-
-def _submit_with_context(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
-                         **kwargs: Any) -> Any:
-    # each task runs in a copy of the submitter's context, so spans keep their parent
-    return _original_submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
-
-
-def propagate_context_to_threads() -> None:
-    """Make ``ThreadPoolExecutor`` tasks (and ``loop.run_in_executor``) keep the caller's
-    context. Idempotent; asyncio tasks and ``asyncio.to_thread`` already do this."""
-    ThreadPoolExecutor.submit = _submit_with_context  # type: ignore[method-assign,assignment]
 
 
 def _protocol() -> str:
@@ -149,6 +141,23 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return value
 
 
+def _batch_setting(name: str, value: int | None) -> int:
+    """The argument if given, else its OTEL_BSP_* variable if set, else spanguard's default."""
+    if value is not None:
+        return _check_int(name, value, 1)
+    variable, default = _BSP_ENV[name]
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ConfigError(variable, f"expected an integer of at least 1, got {text!r}.")
+    return number
+
+
 def _validate(service_name: Any, capture_content: Any, redact: Any, sampler: Any,
               endpoint: Any, file_path: Any) -> None:
     if service_name is not None and (not isinstance(service_name, str) or not service_name):
@@ -177,10 +186,11 @@ def configure(
     max_content_chars: int = 4096,
     sampler: Sampler | None = None,
     private: bool = False,
-    max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
-    max_export_batch_size: int = DEFAULT_MAX_EXPORT_BATCH_SIZE,
-    schedule_delay_millis: int = DEFAULT_SCHEDULE_DELAY_MILLIS,
+    max_queue_size: int | None = None,
+    max_export_batch_size: int | None = None,
+    schedule_delay_millis: int | None = None,
     propagate_to_threads: bool = True,
+    flush_on_sigterm: bool = True,
 ) -> Configuration:
     """Set up export of spanguard's spans; see docs/sdk.md for every parameter.
 
@@ -190,9 +200,9 @@ def configure(
     global _current
     _validate(service_name, capture_content, redact, sampler, endpoint, file_path)
     _check_int("max_content_chars", max_content_chars, 16)
-    _check_int("max_queue_size", max_queue_size, 1)
-    _check_int("max_export_batch_size", max_export_batch_size, 1)
-    _check_int("schedule_delay_millis", schedule_delay_millis, 1)
+    max_queue_size = _batch_setting("max_queue_size", max_queue_size)
+    max_export_batch_size = _batch_setting("max_export_batch_size", max_export_batch_size)
+    schedule_delay_millis = _batch_setting("schedule_delay_millis", schedule_delay_millis)
     if max_export_batch_size > max_queue_size:
         raise ConfigError("max_export_batch_size", f"{max_export_batch_size} is larger than "
                           f"max_queue_size ({max_queue_size}).")
@@ -213,11 +223,19 @@ def configure(
         _current = Configuration(provider, processor, span_exporter, owns, private)
         if private:
             push_override(provider)
-        _register_atexit()
+        _register_atexit(flush_on_sigterm)
+        _propagate_to_threads(propagate_to_threads)
     set_content_settings(_content(capture_content, redact, max_content_chars))
-    if propagate_to_threads:
-        propagate_context_to_threads()
     return _current
+
+
+def _propagate_to_threads(wanted: bool) -> None:
+    global _threads_acquired
+    if wanted and not _threads_acquired:
+        acquire_thread_propagation()
+    elif not wanted and _threads_acquired:
+        release_thread_propagation()
+    _threads_acquired = wanted
 
 
 def _content(capture_content: bool | None, redact: Redactor | None,
@@ -257,12 +275,15 @@ def _retire(configuration: Configuration) -> None:
         configuration.provider.shutdown()
 
 
-def _register_atexit() -> None:
+def _register_atexit(flush_on_sigterm: bool) -> None:
     global _atexit_registered
     if not _atexit_registered:
         atexit.register(shutdown)
         _atexit_registered = True
-    install_sigterm_flush(force_flush)  # atexit does not run on SIGTERM
+    if flush_on_sigterm:
+        install_sigterm_flush(force_flush)  # atexit does not run on SIGTERM
+    else:
+        uninstall_sigterm_flush()
 
 
 def force_flush(timeout_millis: int = 30_000) -> bool:
@@ -288,6 +309,9 @@ def shutdown() -> None:
     global _current
     with _lock:
         configuration, _current = _current, None
+        if configuration is not None:
+            _propagate_to_threads(False)
+            uninstall_sigterm_flush()
     if configuration is None:
         return
     _retire(configuration)

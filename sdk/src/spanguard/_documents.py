@@ -40,37 +40,39 @@ def _field(item: Any, name: str) -> Any:
     return getattr(item, name, None)
 
 
+def _warn(where: str, label: str, name: str, why: str) -> None:
+    warn_dropped_field(where, f"documents[].{name}", why, item=label)
+
+
 def _one(item: Any, position: int, where: str) -> Document | None:
-    label = f"{where}: document {position}"
+    label = f"document {position}"
     doc_id = _field(item, "id")
     if isinstance(doc_id, int) and not isinstance(doc_id, bool):
         doc_id = str(doc_id)
     if not isinstance(doc_id, str) or not doc_id:
-        warn_dropped_field(label, "id", "a document needs a non-empty string id; the document "
-                           "is skipped")
+        _warn(where, label, "id", "a document needs a non-empty string id; the document is "
+              "skipped")
         return None
     group = _field(item, "group")
     if group is not None and not isinstance(group, str):
-        warn_dropped_field(label, "group", f"it must be a string, not {type(group).__name__}")
+        _warn(where, label, "group", f"it must be a string, not {type(group).__name__}")
         group = None
-    elif group is None:
-        warn_dropped_field(label, "group", "the document has no group")
     rank = _field(item, "rank")
     if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
-        warn_dropped_field(label, "rank", "it must be an integer of at least 1; the position "
-                           "is used instead")
+        _warn(where, label, "rank", "it must be an integer of at least 1; the position is "
+              "used instead")
         rank = None
     score = _field(item, "score")
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(
                 score):
-            warn_dropped_field(label, "score", "it must be a finite number")
+            _warn(where, label, "score", "it must be a finite number")
             score = None
         else:
             score = float(score)
     content = _field(item, "content")
     if content is not None and not isinstance(content, str):
-        warn_dropped_field(label, "content", "it must be a string")
+        _warn(where, label, "content", "it must be a string")
         content = None
     return Document(doc_id, group, rank, score, content)
 

@@ -5,7 +5,8 @@ the process at once: every span still queued would be lost. :func:`install_sigte
 in a handler — only when the app has none of its own and only from the main thread — that
 flushes for at most ``SIGTERM_FLUSH_MILLIS`` and then lets SIGTERM take its default course, so
 the exit status stays "terminated by SIGTERM". An app with its own SIGTERM handler keeps it
-and should call :func:`spanguard.shutdown` there.
+and should call :func:`spanguard.shutdown` there. ``configure(flush_on_sigterm=False)`` opts out;
+:func:`spanguard.shutdown` takes the handler out again (when it is still the one in place).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from types import FrameType
 
 from ._runtime import logger
 
-__all__ = ["SIGTERM_FLUSH_MILLIS", "install_sigterm_flush"]
+__all__ = ["SIGTERM_FLUSH_MILLIS", "install_sigterm_flush", "uninstall_sigterm_flush"]
 
 SIGTERM_FLUSH_MILLIS = 5_000
-_installed = False
+_installed: Callable[[int, FrameType | None], None] | None = None
 
 
 def _flush_quietly(flush: Callable[[int], bool]) -> None:
@@ -35,7 +36,7 @@ def _flush_quietly(flush: Callable[[int], bool]) -> None:
 def install_sigterm_flush(flush: Callable[[int], bool]) -> bool:
     """Install the flushing SIGTERM handler once; True when it is (now or already) in place."""
     global _installed
-    if _installed:
+    if _installed is not None:
         return True
     if threading.current_thread() is not threading.main_thread():
         return False
@@ -56,5 +57,18 @@ def install_sigterm_flush(flush: Callable[[int], bool]) -> bool:
         signal.signal(signal.SIGTERM, on_sigterm)
     except (ValueError, OSError):  # no signals here (e.g. some embedded interpreters)
         return False
-    _installed = True
+    _installed = on_sigterm
     return True
+
+
+def uninstall_sigterm_flush() -> None:
+    """Put SIGTERM's default action back if spanguard's handler is still the one in place."""
+    global _installed
+    handler, _installed = _installed, None
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError):
+        pass

@@ -72,6 +72,9 @@ class CountingBatchProcessor(SpanProcessor):
     def __init__(self, exporter: SpanExporter, *, max_queue_size: int,
                  max_export_batch_size: int, schedule_delay_millis: float) -> None:
         self._exporter = _CountingExporter(exporter)
+        self.max_queue_size = max_queue_size
+        self.max_export_batch_size = max_export_batch_size
+        self.schedule_delay_millis = schedule_delay_millis
         self._batch = BatchSpanProcessor(
             self._exporter, max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,

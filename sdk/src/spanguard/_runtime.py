@@ -25,7 +25,9 @@ __all__ = [
     "internal_error",
     "pop_override",
     "push_override",
+    "reset_warnings",
     "set_content_settings",
+    "strict",
     "warn_dropped_field",
 ]
 
@@ -126,16 +128,23 @@ def set_content_settings(settings: ContentSettings | None) -> None:
     _content = settings
 
 
-def _under_pytest() -> bool:
-    return "PYTEST_CURRENT_TEST" in os.environ
+STRICT_ENV = "SPANGUARD_STRICT"
+#: distinct (place, field) pairs remembered for warn-once; beyond it, warnings stop
+MAX_REMEMBERED_WARNINGS = 4096
+
+
+def strict() -> bool:
+    """Whether ``SPANGUARD_STRICT=1``: spanguard's own errors are re-raised (for its tests)."""
+    return os.environ.get(STRICT_ENV, "").strip() == "1"
 
 
 def internal_error(where: str, exc: BaseException) -> None:
-    """Handle a bug inside spanguard: log it once per place; re-raise under pytest.
+    """Handle a bug inside spanguard: log it once per place, and the app goes on.
 
-    The app never sees spanguard's own errors in production; tests do, so bugs are not hidden.
+    Only with ``SPANGUARD_STRICT=1`` (set by spanguard's own test suite) is it re-raised, so
+    a bug in spanguard never breaks the app or the app's own tests.
     """
-    if _under_pytest():
+    if strict():
         raise exc
     with _lock:
         first = where not in _reported
@@ -144,6 +153,25 @@ def internal_error(where: str, exc: BaseException) -> None:
         logger.error("spanguard internal error in %s (telemetry skipped)", where, exc_info=exc)
 
 
-def warn_dropped_field(where: str, field: str, why: str) -> None:
-    """A wrong-typed value from the app: the field is dropped and one warning is logged."""
-    logger.warning("spanguard: %s: dropped field '%s' because %s.", where, field, why)
+_warned: set[tuple[str, str]] = set()  # guarded by _lock
+
+
+def warn_dropped_field(where: str, field: str, why: str, *, item: str | None = None) -> None:
+    """A wrong-typed value from the app: the field is dropped, and a warning is logged the
+    first time only for each place and field (``item``, e.g. "document 3", is told in the
+    message but is not part of what counts as the same place)."""
+    key = (where, field)
+    with _lock:
+        if key in _warned or len(_warned) >= MAX_REMEMBERED_WARNINGS:
+            return
+        _warned.add(key)
+    place = f"{where}: {item}" if item else where
+    logger.warning("spanguard: %s: dropped field '%s' because %s (further cases of this "
+                   "field here are not logged).", place, field, why)
+
+
+def reset_warnings() -> None:
+    """Forget which warnings and internal errors were logged (each logs once again)."""
+    with _lock:
+        _warned.clear()
+        _reported.clear()

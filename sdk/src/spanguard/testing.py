@@ -25,7 +25,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from . import semconv
-from ._configure import propagate_context_to_threads
 from ._runtime import (
     DEFAULT_MAX_CONTENT_CHARS,
     ContentSettings,
@@ -35,6 +34,7 @@ from ._runtime import (
     push_override,
     set_content_settings,
 )
+from ._threads import acquire_thread_propagation, release_thread_propagation
 
 __all__ = ["DeterministicIdGenerator", "SpanCapture", "TickClock", "capture_spans",
            "span_to_dict"]
@@ -140,7 +140,7 @@ class SpanCapture:
             with _clock_lock:
                 self._saved_clock = sdk_trace.time_ns
                 sdk_trace.time_ns = TickClock()
-        propagate_context_to_threads()
+        acquire_thread_propagation()
         push_override(self.provider)
         self._started = True
         return self
@@ -150,6 +150,7 @@ class SpanCapture:
         if not self._started:
             return
         pop_override(self.provider)
+        release_thread_propagation()
         if self._saved_clock is not None:
             with _clock_lock:
                 sdk_trace.time_ns = self._saved_clock

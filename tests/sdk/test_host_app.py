@@ -1,0 +1,178 @@
+"""No surprises in the host app: spanguard's bugs, settings, patches and signal handlers.
+
+A library inside someone else's process must not change how that process behaves beyond what
+it documents: its own bugs stay out of the app (and out of the app's test suite), the standard
+``OTEL_BSP_*`` variables work, the thread-pool patch and the SIGTERM handler can be refused and
+are taken out again, and a dropped field is logged once, not once per call.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import spanguard
+from spanguard import ConfigError, semconv
+from spanguard.testing import SpanCapture
+
+ORIGINAL_SUBMIT = ThreadPoolExecutor.__dict__["submit"]
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("OTEL_", "SPANGUARD_"))}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60, env={**clean, **env})
+
+
+FAILING_REDACTOR_APP = """
+    import spanguard
+    from spanguard.testing import capture_spans
+    def bad(key, text):
+        raise RuntimeError("redactor bug")
+    @spanguard.tool
+    def echo(x):
+        return x
+    with capture_spans(capture_content=True, redact=bad):
+        print(echo("app result"))
+"""
+
+
+def test_a_spanguard_bug_does_not_break_the_apps_own_test_suite() -> None:
+    # PYTEST_CURRENT_TEST is set in every user's test run: it must not turn strict mode on
+    result = _python(FAILING_REDACTOR_APP, PYTEST_CURRENT_TEST="test_app.py::test_x (call)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "app result"
+    assert "spanguard internal error in the redaction hook" in result.stderr
+
+
+def test_strict_mode_is_an_explicit_switch() -> None:
+    result = _python(FAILING_REDACTOR_APP, SPANGUARD_STRICT="1")
+    assert result.returncode == 1
+    assert "RuntimeError: redactor bug" in result.stderr
+
+
+# --- OTEL_BSP_* -----------------------------------------------------------------------------
+@pytest.fixture
+def configured() -> Iterator[None]:
+    yield
+    spanguard.shutdown()
+
+
+def test_standard_batch_variables_are_honoured(monkeypatch: pytest.MonkeyPatch,
+                                               configured: None) -> None:
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "300")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "30")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "70")
+    processor = spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
+                                    propagate_to_threads=False).processor
+    assert processor is not None
+    assert (processor.max_queue_size, processor.max_export_batch_size,
+            processor.schedule_delay_millis) == (300, 30, 70)
+
+
+def test_arguments_override_the_batch_variables(monkeypatch: pytest.MonkeyPatch,
+                                                configured: None) -> None:
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "300")
+    processor = spanguard.configure(exporter="memory", private=True, max_queue_size=5000,
+                                    flush_on_sigterm=False, propagate_to_threads=False).processor
+    assert processor is not None
+    assert processor.max_queue_size == 5000
+    assert processor.max_export_batch_size == 1024  # spanguard's default without a variable
+
+
+def test_a_bad_batch_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "lots")
+    with pytest.raises(ConfigError, match=r"^OTEL_BSP_MAX_QUEUE_SIZE: "):
+        spanguard.configure(exporter="memory", private=True)
+
+
+# --- thread pools -----------------------------------------------------------------------------
+def test_span_capture_puts_the_original_submit_back() -> None:
+    with SpanCapture():
+        assert ThreadPoolExecutor.__dict__["submit"] is not ORIGINAL_SUBMIT
+        with SpanCapture():  # nested users: the patch stays until the last one leaves
+            pass
+        assert ThreadPoolExecutor.__dict__["submit"] is not ORIGINAL_SUBMIT
+    assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
+
+
+def test_configure_patches_only_when_asked_and_shutdown_restores(configured: None) -> None:
+    spanguard.configure(exporter="memory", private=True, propagate_to_threads=False,
+                        flush_on_sigterm=False)
+    assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
+    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False)
+    assert ThreadPoolExecutor.__dict__["submit"] is not ORIGINAL_SUBMIT
+    spanguard.shutdown()
+    assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
+
+
+APP_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("app_var", default="unset")
+
+
+def test_only_the_opentelemetry_context_goes_into_pool_tasks(capture: SpanCapture) -> None:
+    @spanguard.tool
+    def work() -> str:
+        return APP_VAR.get()
+
+    with ThreadPoolExecutor(1) as pool, spanguard.request("agent"):
+        APP_VAR.set("set by the submitter")
+        seen = pool.submit(work).result()
+    assert seen == "unset"  # the app's own context variables behave as without spanguard
+    tool, root = sorted(capture.spans(), key=lambda s: s["name"])
+    assert tool["parent_span_id"] == root["span_id"]
+
+
+# --- SIGTERM ----------------------------------------------------------------------------------
+SIGTERM_STATE = """
+    import signal, spanguard
+    def state():
+        return "default" if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else "handler"
+    spanguard.configure(exporter="memory"{args})
+    print(state())
+    spanguard.shutdown()
+    print(state())
+"""
+
+
+def test_sigterm_flush_is_installed_by_default_and_removed_by_shutdown() -> None:
+    result = _python(SIGTERM_STATE.format(args=""))
+    assert result.stdout.split() == ["handler", "default"], result.stderr
+
+
+def test_sigterm_flush_can_be_refused() -> None:
+    result = _python(SIGTERM_STATE.format(args=", flush_on_sigterm=False"))
+    assert result.stdout.split() == ["default", "default"], result.stderr
+
+
+# --- warnings ---------------------------------------------------------------------------------
+def test_dropped_fields_warn_once_per_place_and_field(capture: SpanCapture,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="spanguard")
+
+    @spanguard.retrieval(source="kb")
+    def search(query: str) -> list[dict[str, object]]:
+        return [{"id": f"d{i}", "score": "high"} for i in range(5)]  # no group: optional
+
+    for _ in range(100):
+        search("q")
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1, messages[:5]
+    assert "documents[].score" in messages[0] and "retrieval 'kb'" in messages[0]
+    assert len(capture.spans()) == 100
+    assert '"group":null' in capture.spans()[0]["attributes"][semconv.GEN_AI_RETRIEVAL_DOCUMENTS]
+
+
+def test_a_document_without_a_group_logs_nothing(capture: SpanCapture,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="spanguard")
+    spanguard.record_documents([{"id": "a"}, {"id": "b", "rank": 2}], source="kb")
+    assert caplog.records == []
