@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.convert import trace_from_records
 from spanguard_processor.ingest.otlp_json import decode_document
-from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
+from spanguard_processor.ingest.otlp_proto import count_spans, decode_request, parse_request
 from spanguard_processor.spans import DecodedBatch, decode_batch
 
 from .corpus import TRIED, otlp_json_documents, otlp_requests
@@ -41,10 +41,17 @@ def _convert(batch: DecodedBatch) -> None:
 
 def _proto(body: bytes) -> None:
     try:
+        counted: int | None = count_spans(body, 1 << 30)
+    except TraceFormatError as exc:
+        assert str(exc)
+        counted = None
+    try:
         batch = decode_request(parse_request(body))
     except TraceFormatError as exc:
         assert str(exc)
         return
+    # admission counts spans off the wire format: whatever parses is counted, and exactly
+    assert counted == len(batch.spans) + batch.rejected, (counted, body)
     assert batch.rejected >= 0 and (batch.error is not None) == (batch.rejected > 0)
     _convert(batch)
 

@@ -6,8 +6,10 @@ not a valid ``ExportTraceServiceRequest`` is answered with ``INVALID_ARGUMENT`` 
 reported through OTLP partial success; a request whose spans are all invalid is
 ``INVALID_ARGUMENT``; a store failure, a store slower than the acknowledgement timeout or
 shutdown is ``UNAVAILABLE`` and too many spans waiting for the store is ``RESOURCE_EXHAUSTED``
-(exporters retry both). With a token, calls without it are ``UNAUTHENTICATED``; with a
-certificate, the port speaks TLS only.
+(exporters retry both) — decided before decoding, from the body's size and then the exact span
+count read off the wire format; a request with more spans than ``--max-pending-spans`` is
+``RESOURCE_EXHAUSTED`` too, saying so. With a token, calls without it are ``UNAUTHENTICATED``;
+with a certificate, the port speaks TLS only.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from spanguard.exceptions import TraceFormatError
 
 from .http_server import DEFAULT_MAX_BODY
-from .ingest.otlp_proto import decode_request, parse_request
+from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, decode_request, parse_request
 from .ingestor import Ingestor
-from .limits import Guard, Overloaded
+from .limits import Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed
 from .security import Security, TokenInterceptor
 
@@ -42,24 +44,45 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         self._ingestor = ingestor
         self._guard = guard if guard is not None else Guard()
 
-    def Export(self, request: Any, context: Any, body: bytes | None = None) -> Any:
+    def Export(self, request: Any, context: Any, body: bytes | None = None,
+               reservation: Reservation | None = None) -> Any:
+        guard = self._guard
+        if reservation is None:
+            reservation = self._admit(request.ByteSize(), context)
         try:
-            limited, limit_error, changed = self._guard.shape_protobuf(request)
+            return self._export(request, context, body, reservation)
+        finally:
+            if not reservation.owned:
+                guard.release(reservation)
+
+    def _admit(self, size: int, context: Any) -> Reservation:
+        try:
+            return self._guard.admit(-(-size // MIN_SPAN_BYTES))
+        except Overloaded as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"the processor is overloaded: {exc}")
+            raise  # not reached: abort raises
+
+    def _export(self, request: Any, context: Any, body: bytes | None,
+                reservation: Reservation) -> Any:
+        guard = self._guard
+        try:
+            limited, limit_error, changed = guard.shape_protobuf(request)
         except RedactionFailed as exc:
             context.abort(grpc.StatusCode.INTERNAL, f"{exc}; the spans were not stored.")
         # the store keeps the request body: a request the limits or redaction changed is
         # serialized again, so the original text is never stored
         batch = decode_request(request, None if changed else body)
+        try:
+            guard.resize(reservation, len(batch.spans))  # only the valid spans are kept
+        except (TooLarge, Overloaded) as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         rejected, error = batch.rejected + limited, batch.error or limit_error
         if rejected and not batch.spans:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"every span was rejected: {error}")
-        guard = self._guard
         try:
-            future = guard.submit(lambda: self._ingestor.submit(batch), len(batch.spans))
+            future = guard.submit(lambda: self._ingestor.submit(batch), reservation)
             future.result(timeout=guard.limits.ack_timeout)
-        except Overloaded as exc:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"the processor is overloaded: {exc}")
         except Exception as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE,
                           f"the spans could not be stored ({exc or 'the store is slow'}); "
@@ -71,12 +94,28 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         return reply
 
     def export_raw(self, body: bytes, context: Any) -> Any:
-        """Parse the request bytes ourselves so bad input is INVALID_ARGUMENT, then export."""
+        """Admit the request on its size and exact span count, then parse it ourselves so bad
+        input is INVALID_ARGUMENT, then export."""
+        reservation = self._admit(len(body), context)
         try:
-            request = parse_request(body)
-        except TraceFormatError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request {exc}")
-        return self.Export(request, context, body)
+            try:
+                self._guard.resize(reservation,
+                                   count_spans(body, self._guard.limits.max_pending_spans))
+            except TraceFormatError as exc:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request {exc}")
+            except TooLarge as exc:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            except Overloaded as exc:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"the processor is overloaded: {exc}")
+            try:
+                request = parse_request(body)
+            except TraceFormatError as exc:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request {exc}")
+        except BaseException:
+            self._guard.release(reservation)
+            raise
+        return self.Export(request, context, body, reservation)
 
 
 def start_grpc_server(

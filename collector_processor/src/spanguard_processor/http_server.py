@@ -10,13 +10,19 @@ message, and never stores anything half-way:
 * 400 — garbage protobuf, invalid JSON or UTF-8, a malformed OTLP document, corrupt or
   truncated gzip or bytes after its last member, or a request whose spans all lack valid ids;
 * 401 — a bearer token is configured and the request does not carry it;
-* 429 — too many spans are waiting for the store (back-pressure), with ``Retry-After``;
+* 413 — also a request carrying more spans than ``--max-pending-spans`` (it could never fit);
+* 429 — too many spans are being decoded or waiting for the store (back-pressure), with
+  ``Retry-After``: decided from the body's size before anything is decoded, then from the exact
+  span count read off the wire format, so a refusal never waits for a large request's decoding;
 * 500 — the operator's redaction hook failed (nothing is stored unredacted);
 * 503 — the processor is shutting down, its store failed (e.g. the disk is full) or is slower
   than the acknowledgement timeout, with ``Retry-After`` (the exporter retries).
 
 A request where only some spans lack valid ids gets 200 with an OTLP partial-success body
 (``rejected_spans`` and ``error_message``); the valid spans are stored.
+
+Decompression and decoding run on a small pool of worker threads, never on the event loop, so
+``/health`` and admission answer while large requests are decoded.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -39,10 +46,10 @@ from starlette.routing import Route
 
 from spanguard.exceptions import TraceFormatError
 
-from .ingest.otlp_json import decode_document
-from .ingest.otlp_proto import decode_request, parse_request
+from .ingest.otlp_json import decode_document, estimate_spans
+from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, decode_request, parse_request
 from .ingestor import Ingestor
-from .limits import Guard, Overloaded
+from .limits import Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed
 from .security import BearerAuth
 from .spans import DecodedBatch, gc_paused
@@ -98,6 +105,36 @@ def _gunzip(body: bytes, limit: int) -> bytes:
             return b"".join(parts)
         if not rest.startswith(b"\x1f\x8b"):
             raise _Reject(400, f"{len(rest)} byte(s) after the gzip data are not a gzip member.")
+
+
+def _size_hint(body: bytes, gzipped: bool, limit: int) -> int:
+    """The body's decoded size as far as it can be told without decoding: a gzip member's
+    trailer records its uncompressed size (an exporter's claim, checked after inflating)."""
+    if not gzipped or len(body) < 4:
+        return len(body)
+    return max(len(body), min(int.from_bytes(body[-4:], "little"), limit))
+
+
+def _prepare(body: bytes, media: str, gzipped: bool, guard: Guard, reservation: Reservation,
+             limit: int) -> DecodedBatch:
+    """On a worker thread: inflate, count the spans exactly (refusing what does not fit before
+    decoding), decode, then hold only the spans kept."""
+    if gzipped:
+        body = _gunzip(body, limit)
+    try:
+        if media == PROTOBUF:
+            guard.resize(reservation, count_spans(body, guard.limits.max_pending_spans))
+        else:
+            guard.resize(reservation, estimate_spans(body))
+        batch = _decode(body, media, guard)
+        guard.resize(reservation, len(batch.spans))  # only the valid spans are kept
+    except TraceFormatError as exc:
+        raise _Reject(400, f"the body {exc}") from None
+    except TooLarge as exc:
+        raise _Reject(413, str(exc)) from None
+    except Overloaded as exc:
+        raise _Reject(429, f"the processor is overloaded: {exc}") from None
+    return batch
 
 
 def _decode(body: bytes, media: str, guard: Guard) -> DecodedBatch:
@@ -162,14 +199,21 @@ def _error(status: int, message: str, media: str, retry_after: int) -> Response:
 
 
 def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
-               guard: Guard | None = None, token: bytes | None = None) -> Starlette:
-    """The OTLP/HTTP application, writing through ``ingestor``; ``token`` requires bearer auth."""
+               guard: Guard | None = None, token: bytes | None = None,
+               decoders: int = 2) -> Starlette:
+    """The OTLP/HTTP application, writing through ``ingestor``; ``token`` requires bearer auth.
+
+    ``decoders`` worker threads decode request bodies (``app.state.decoder``; shut it down
+    after the server stopped).
+    """
     guard = guard if guard is not None else Guard()
     retry_after = guard.limits.retry_after
+    decoder = ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="spanguard-decode")
 
     async def export(request: Request) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         reply_media = media if media in (PROTOBUF, JSON) else JSON
+        reservation: Reservation | None = None
         try:
             if media not in (PROTOBUF, JSON):
                 raise _Reject(415, f"content type {media or '(none)'!r} is not supported; "
@@ -179,26 +223,33 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
                 raise _Reject(415, f"content encoding {encoding!r} is not supported; "
                                    "send gzip or identity.")
             body = await _read_body(request, max_body_bytes)
-            if encoding == "gzip":
-                body = _gunzip(body, max_body_bytes)
-            batch = _decode(body, media, guard)
-            if batch.rejected and not batch.spans:
-                raise _Reject(400, f"every span was rejected: {batch.error}")
+            gzipped = encoding == "gzip"
             if not ingestor.healthy:
                 raise _Reject(503, "the processor is shutting down; retry later.")
+            try:  # admission before any work: an estimate from the size
+                reservation = guard.admit(
+                    -(-_size_hint(body, gzipped, max_body_bytes) // MIN_SPAN_BYTES))
+            except Overloaded as exc:
+                raise _Reject(429, f"the processor is overloaded: {exc}") from None
+            held = reservation
+            batch = await asyncio.get_running_loop().run_in_executor(
+                decoder, lambda: _prepare(body, media, gzipped, guard, held, max_body_bytes))
+            if batch.rejected and not batch.spans:
+                raise _Reject(400, f"every span was rejected: {batch.error}")
             try:
-                future = guard.submit(lambda: ingestor.submit(batch), len(batch.spans))
+                future = guard.submit(lambda: ingestor.submit(batch), reservation)
                 # shield: a timeout or a client hanging up must not cancel the writer's future
                 await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)),
                                        guard.limits.ack_timeout)
-            except Overloaded as exc:
-                raise _Reject(429, f"the processor is overloaded: {exc}") from None
             except TimeoutError:
                 raise _Reject(503, "the store is slow; retry later.") from None
             except Exception as exc:  # store failure or shutdown: retryable
                 raise _Reject(503, f"the spans could not be stored ({exc}); retry later.") from exc
         except _Reject as reject:
             return _error(reject.status, reject.message, reply_media, retry_after)
+        finally:
+            if reservation is not None and not reservation.owned:
+                guard.release(reservation)
         return _response(media, batch)
 
     async def health(request: Request) -> Response:
@@ -215,10 +266,12 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
             status_code=200 if ingestor.healthy else 503,
         )
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/v1/traces", export, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
         ],
         middleware=[Middleware(BearerAuth, token=token)] if token else None,
     )
+    app.state.decoder = decoder
+    return app

@@ -5,11 +5,16 @@
   counted in ``dropped_attributes_count``, as the OTel SDK does); spans beyond
   ``max_spans_per_trace`` are rejected and reported through OTLP partial success; the
   :class:`~spanguard_processor.redaction.Redactor` runs here, so redacted text is never stored.
-* **Back-pressure** (:meth:`Guard.submit`): at most ``max_pending_spans`` spans may wait for
-  the store. Beyond that a request is refused with :class:`Overloaded` — HTTP 429 with
-  ``Retry-After``, gRPC ``RESOURCE_EXHAUSTED`` — instead of being queued without bound; a
-  store failure or a store slower than ``ack_timeout`` answers HTTP 503 / gRPC ``UNAVAILABLE``.
-  All of these are retried by OTLP exporters, and the store keeps one copy of a re-sent span.
+* **Admission before work** (:meth:`Guard.admit`, :meth:`Guard.resize`): at most
+  ``max_pending_spans`` spans may be decoding or waiting for the store. A request reserves its
+  spans *before* it is decoded — first an estimate from its size, then the exact count read
+  from the wire format (:func:`~spanguard_processor.ingest.otlp_proto.count_spans`), then what
+  decoding kept. What does not fit is refused at once with :class:`Overloaded` — HTTP 429 with
+  ``Retry-After``, gRPC ``RESOURCE_EXHAUSTED`` — instead of being decoded or queued without
+  bound; a request carrying more spans than ``max_pending_spans`` could never fit and is
+  refused with :class:`TooLarge` (HTTP 413, gRPC ``RESOURCE_EXHAUSTED``). A store failure or a
+  store slower than ``ack_timeout`` answers HTTP 503 / gRPC ``UNAVAILABLE``. Exporters retry
+  429, 503 and ``UNAVAILABLE``, and the store keeps one copy of a re-sent span.
 
 The per-trace span count is kept for the ``trace_memory`` most recently seen traces and counts
 every span received, so a re-sent span counts again: the limit errs on the strict side.
@@ -26,7 +31,7 @@ from typing import Any
 
 from .redaction import Redactor
 
-__all__ = ["Guard", "Limits", "Overloaded"]
+__all__ = ["Guard", "Limits", "Overloaded", "Reservation", "TooLarge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +48,19 @@ class Limits:
 
 class Overloaded(Exception):
     """Too many spans are waiting for the store; the client should retry after a pause."""
+
+
+class TooLarge(Exception):
+    """One request carries more spans than may ever be pending; it must be sent smaller."""
+
+
+@dataclass(eq=False, slots=True)
+class Reservation:
+    """Spans one request holds against ``max_pending_spans`` until it is stored or refused."""
+
+    spans: int
+    released: bool = False
+    owned: bool = False  # handed to a store future, which releases it
 
 
 @dataclass
@@ -64,24 +82,57 @@ class Guard:
 
     # --- back-pressure ---------------------------------------------------------------------
 
-    def submit(self, send: Callable[[], Future[None]], spans: int) -> Future[None]:
-        """Call ``send`` (which queues ``spans`` spans) unless too many are pending."""
+    def admit(self, estimate: int) -> Reservation:
+        """Reserve room for a request before decoding it, from an estimate of its spans.
+
+        An estimate above ``max_pending_spans`` reserves all of it (the exact count decides
+        later), so a large request is decoded only when nothing else is pending.
+        """
+        spans = max(1, min(estimate, self.limits.max_pending_spans))
         with self._lock:
-            if self.pending and self.pending + spans > self.limits.max_pending_spans:
-                raise Overloaded(f"{self.pending} spans are waiting for the store; retry in "
-                                 f"{self.limits.retry_after} s.")
+            if self.pending + spans > self.limits.max_pending_spans:
+                raise Overloaded(self._busy())
             self.pending += spans
+        return Reservation(spans)
+
+    def resize(self, reservation: Reservation, spans: int) -> None:
+        """Hold ``spans`` (an exact count) instead of the estimate; refuses what cannot fit."""
+        limit = self.limits.max_pending_spans
+        if spans > limit:
+            raise TooLarge(f"the request carries more than {limit} spans, the most one request "
+                           "may carry (--max-pending-spans); send smaller batches.")
+        with self._lock:
+            if reservation.released:
+                raise RuntimeError("the reservation was released")
+            grow = spans - reservation.spans
+            if grow > 0 and self.pending + grow > limit:
+                raise Overloaded(self._busy())
+            self.pending += grow
+            reservation.spans = spans
+
+    def release(self, reservation: Reservation) -> None:
+        """Give the reservation back (idempotent)."""
+        with self._lock:
+            if not reservation.released:
+                reservation.released = True
+                self.pending -= reservation.spans
+
+    def _busy(self) -> str:
+        return (f"{self.pending} spans are being decoded or waiting for the store; retry in "
+                f"{self.limits.retry_after} s.")
+
+    def submit(self, send: Callable[[], Future[None]], reservation: Reservation
+               ) -> Future[None]:
+        """Call ``send`` (which queues the reserved spans); the reservation is released when
+        the returned future is done (stored or failed) or when ``send`` raises."""
         try:
             future = send()
         except BaseException:
-            self._release(spans)
+            self.release(reservation)
             raise
-        future.add_done_callback(lambda _: self._release(spans))
+        reservation.owned = True
+        future.add_done_callback(lambda _: self.release(reservation))
         return future
-
-    def _release(self, spans: int) -> None:
-        with self._lock:
-            self.pending -= spans
 
     # --- shape limits and redaction ------------------------------------------------------
 

@@ -63,6 +63,7 @@ class ProcessorServer:
         self.http_port: int | None = None
         self._grpc: Any = None
         self._http: uvicorn.Server | None = None
+        self._http_app: Any = None
         self._http_thread: threading.Thread | None = None
 
     def start(self) -> ProcessorServer:
@@ -93,8 +94,9 @@ class ProcessorServer:
                 sock.close()
                 raise
             self.http_port = sock.getsockname()[1]
-            app = create_app(self.ingestor, max_body_bytes=cfg.max_body_bytes,
-                             guard=self.guard, token=cfg.security.token)
+            app = self._http_app = create_app(
+                self.ingestor, max_body_bytes=cfg.max_body_bytes, guard=self.guard,
+                token=cfg.security.token)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                timeout_graceful_shutdown=10,
@@ -114,6 +116,7 @@ class ProcessorServer:
         if self._http is not None and self._http_thread is not None:
             self._http.should_exit = True
             self._http_thread.join(grace)
+            self._http_app.state.decoder.shutdown(wait=False)
         if self._grpc is not None:
             self._grpc.stop(grace).wait()
             self._grpc = None

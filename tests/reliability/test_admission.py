@@ -1,0 +1,144 @@
+"""Admission before work: a request's spans are counted before it is decoded, no request may
+carry more than ``--max-pending-spans``, decoding runs off the event loop, and what does not fit
+is refused at once — while ``/health`` keeps answering and memory stays bounded.
+
+The red-team case (4 concurrent 15 MiB requests of ~395k tiny spans) runs at full size in
+``bench/load_hostile.py``; here the same shape is scaled down to stay fast.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from spanguard_processor.limits import Limits
+from spanguard_processor.store import SpanStore
+
+from ..processor.serve_process import ServeProcess
+from .corpus import FIGURES
+from .servers import EXPORT, PROTO, request_bytes, running, spans_of_one_trace
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def tiny_spans_request(count: int, seed: int) -> bytes:
+    """One OTLP request of ``count`` minimal spans (ids and a start time: ~39 bytes each)."""
+    rnd = random.Random(seed)
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for _ in range(count):
+        span = spans.add()
+        span.trace_id = rnd.randbytes(16)
+        span.span_id = rnd.randbytes(8)
+        span.start_time_unix_nano = 1
+    return bytes(request.SerializeToString())
+
+
+def _stored(path: Path) -> int:
+    with SpanStore(path, readonly=True) as store:
+        return store.span_count()
+
+
+def test_one_request_cannot_carry_more_than_max_pending_spans(tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    body = tiny_spans_request(800, seed=1)
+    with running(store, limits=Limits(max_pending_spans=100)) as server:
+        reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", content=body,
+                           headers=PROTO, timeout=30)
+        assert reply.status_code == 413, reply.content
+        assert b"more than 100 spans" in reply.content and b"--max-pending-spans" in reply.content
+        channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+        with pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary(EXPORT)(body, timeout=30)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "more than 100 spans" in (refused.value.details() or "")
+        channel.close()
+        # a request that fits is still accepted, on both protocols
+        small = request_bytes(spans_of_one_trace(5))
+        assert httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", content=small,
+                          headers=PROTO).status_code == 200
+    assert _stored(store) == 5
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def _watch_health(url: str, stop: threading.Event, latencies: list[float]) -> None:
+    with httpx.Client(timeout=30) as client:
+        while not stop.is_set():
+            start = time.monotonic()
+            assert client.get(url + "/health").status_code == 200
+            latencies.append(time.monotonic() - start)
+            stop.wait(0.05)
+
+
+SPANS = 100_000  # per request, ~3.7 MiB
+REQUESTS = 4
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_concurrent_large_requests_keep_health_responsive_and_refusals_quick(
+        tmp_path: Path, protocol: str) -> None:
+    bodies = [tiny_spans_request(SPANS, seed=seed) for seed in range(REQUESTS)]
+    server = ServeProcess(tmp_path / "spans.db", "--max-pending-spans", str(SPANS + 1000),
+                          "--wait-duration", "0.1", "--num-traces", "1000")
+    stop, latencies = threading.Event(), []
+    try:
+        base_rss = _peak_rss_mib(server.proc.pid)
+        watcher = threading.Thread(target=_watch_health, args=(server.url, stop, latencies))
+        watcher.start()
+        time.sleep(0.2)
+        if protocol == "http":
+            def send(body: bytes) -> tuple[int, float]:
+                start = time.monotonic()
+                reply = httpx.post(server.url + "/v1/traces", content=body, headers=PROTO,
+                                   timeout=60)
+                return reply.status_code, time.monotonic() - start
+        else:
+            channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+
+            def send(body: bytes) -> tuple[int, float]:
+                start = time.monotonic()
+                try:
+                    channel.unary_unary(EXPORT)(body, timeout=60)
+                    return 200, time.monotonic() - start
+                except grpc.RpcError as exc:
+                    code = 429 if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED else 500
+                    return code, time.monotonic() - start
+
+        sender: Callable[[bytes], tuple[int, float]] = send
+        with ThreadPoolExecutor(REQUESTS) as pool:
+            outcomes = list(pool.map(sender, bodies))
+        stop.set()
+        watcher.join()
+        peak = _peak_rss_mib(server.proc.pid)
+        health = server.wait_idle(0, timeout=60)
+    finally:
+        stop.set()
+        server.terminate()
+    statuses = sorted(status for status, _ in outcomes)
+    refusals = [seconds for status, seconds in outcomes if status == 429]
+    FIGURES.append(f"admission ({protocol}): {REQUESTS} x {SPANS} tiny spans -> {statuses}, "
+                   f"refused in <= {max(refusals, default=0):.2f} s, health <= "
+                   f"{max(latencies):.2f} s, peak RSS {peak:.0f} MiB (base {base_rss:.0f})")
+    assert statuses.count(200) >= 1 and set(statuses) <= {200, 429}, outcomes
+    assert refusals and max(refusals) < 1.0, outcomes  # what does not fit is refused at once
+    assert max(latencies) < 1.0, max(latencies)  # health answers throughout
+    assert health["spans_received"] == SPANS * statuses.count(200)
+    assert _stored(tmp_path / "spans.db") == SPANS * statuses.count(200)
+    # one request is decoded at a time: memory is bounded by what was admitted, not by
+    # how many requests arrived
+    assert peak - base_rss < 160, (peak, base_rss)
