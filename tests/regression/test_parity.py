@@ -142,10 +142,13 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
         [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current", "runs/current.json"],
         workdir,
     )
-    # trace2eval's three aggregate regressions, plus our per-case rule (the same three cases).
+    # trace2eval's three aggregate regressions are within McNemar noise on 16 cases (3 worse,
+    # 0 better: p = 0.125); our per-case rule fails the gate on the same three cases.
     assert gate.returncode == 1
-    assert gate.stderr.strip() == "FAIL: 4 regression(s) detected"
+    assert gate.stderr.strip() == "FAIL: 1 regression(s) detected"
     assert "| case_outcomes | 3 | 3 | 3 case(s) passed before" in gate.stdout
+    assert "pass_rate dropped by 0.1875 (allowed 0.0200), but within run-to-run noise" in (
+        gate.stdout)
     assert "cases that went from pass to fail (3): case-001, case-004, case-007" in gate.stdout
     same = run(
         [
@@ -164,6 +167,49 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
         workdir,
     )
     assert real_gate.returncode == 1
+    # trace2eval's own metrics files are read too (they list only the failures).
+    on_theirs = run(
+        [*SPANGUARD, "check", "--baseline", "t2e/baseline.json", "--current", "t2e/current.json"],
+        workdir,
+    )
+    assert on_theirs.returncode == 1, on_theirs.stderr
+    assert "cases that went from pass to fail (3): case-001, case-004, case-007" in (
+        on_theirs.stdout)
+
+
+def test_stable_id_cases_match_trace2eval_keyed_outputs_by_source_trace_id(
+    workdir: Path,
+) -> None:
+    assert run([*SPANGUARD, "cases", "build", LOG, "-o", "evalset"], workdir).returncode == 0
+    cases = _lines(workdir / "evalset" / "cases.jsonl")
+    by_source = {c["source_trace_id"]: c["id"] for c in cases}
+    for name, outputs in (("baseline", "outputs_baseline"), ("current", "outputs_regressed")):
+        ours = run(
+            [*SPANGUARD, "cases", "run", "--cases", "evalset/cases.jsonl", "--outputs",
+             f"examples/{outputs}.jsonl", "-o", f"runs/{name}.json"],
+            workdir,
+        )
+        assert ours.returncode == 0, ours.stderr
+        assert "matched 16 of 16 case(s): 0 by case id, 16 by source_trace_id, 0 by question " \
+            "text; 0 without output" in ours.stdout
+    regressed = sorted(
+        by_source[r["source_trace_id"]]
+        for r in _lines(workdir / "examples" / "outputs_regressed.jsonl")
+        if r["id"] in {"case-001", "case-004", "case-007"}
+    )
+    gate = run(
+        [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current", "runs/current.json"],
+        workdir,
+    )
+    assert gate.returncode == 1
+    listed = gate.stdout.split("cases that went from pass to fail (3): ")[1].splitlines()[0]
+    assert sorted(listed.split(", ")) == regressed
+    same = run(
+        [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current",
+         "runs/baseline.json"],
+        workdir,
+    )
+    assert same.returncode == 0, same.stdout
 
 
 def test_real_trace2eval_accepts_stable_id_cases(workdir: Path) -> None:

@@ -13,6 +13,8 @@ from spanguard_processor.cli import cli
 from spanguard_processor.jsonio import write_jsonl
 from spanguard_processor.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
+from .runs import write_run
+
 QUESTION = "How do I get a refund for order 1234?"
 ANSWER = (
     "Refunds for order 1234 are issued to the original payment method within 5 business "
@@ -136,11 +138,13 @@ def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_pa
         str(tmp_path / "check.md"),
     )
     assert gate.exit_code == 1
-    assert (
-        "| trace_compliance_rate | 1.0000 | 0 | dropped by 1.0000 (allowed 0.0200) |" in gate.stdout
-    )
+    # One case is too few for the aggregate rates to beat noise; the case itself fails the gate.
+    assert "trace_compliance_rate dropped by 1.0000 (allowed 0.0200), but within run-to-run " \
+        "noise (1 case(s) worse, 0 better, McNemar p=0.5 ≥ 0.05)" in gate.stdout
+    assert f"| case_outcomes | 1 | 1 | 1 case(s) passed before and now fail a content or " \
+        f"process check: {case_id} |" in gate.stdout
     assert f"cases that went from pass to fail (1): {case_id}" in gate.stdout
-    assert gate.stderr == "\nFAIL: 3 regression(s) detected\n"
+    assert gate.stderr == "\nFAIL: 1 regression(s) detected\n"
     failures = [
         f.get("message") for f in ET.parse(tmp_path / "check.xml").getroot().iter("failure")
     ]
@@ -148,45 +152,8 @@ def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_pa
     assert (tmp_path / "check.md").read_text().startswith("baseline\n| Metric | Value |")
 
 
-def _metrics(path: Path, results: dict[str, str], **values: Any) -> str:
-    metrics = {
-        "total": len(results),
-        "passed": 0,
-        "failed": 0,
-        "missing": 0,
-        "pass_rate": 1.0,
-        "fallback_rate": 0.0,
-        "format_compliance_rate": None,
-        "p95_latency_ms": 1000.0,
-        "avg_cost_usd": 0.001,
-        **values,
-    }
-    path.write_text(json.dumps({"version": "0.5.1", "metrics": metrics, "case_results": results}))
-    return str(path)
-
-
-def test_gate_tolerances_are_trace2eval_s(tmp_path: Path) -> None:
-    base = _metrics(tmp_path / "b.json", {"c1": "pass"}, pass_rate=0.9)
-    ok = _metrics(tmp_path / "ok.json", {"c1": "pass"}, pass_rate=0.88, p95_latency_ms=1200.0)
-    worse = _metrics(tmp_path / "w.json", {"c1": "pass"}, pass_rate=0.8799, p95_latency_ms=1200.1)
-    assert _invoke("check", "--baseline", base, "--current", ok).exit_code == 0
-    result = _invoke("check", "--baseline", base, "--current", worse)
-    assert result.exit_code == 1
-    assert result.stderr.strip() == "FAIL: 2 regression(s) detected"
-
-
-def test_gate_fails_on_missing_case_ids_fewer_cases_and_more_missing(tmp_path: Path) -> None:
-    base = _metrics(tmp_path / "b.json", {"c1": "pass", "c2": "pass"})
-    now = _metrics(tmp_path / "n.json", {"c1": "pass"}, missing=1)
-    result = _invoke("check", "--baseline", base, "--current", now)
-    assert result.exit_code == 1
-    assert "| case_ids | 2 | 1 | 1 baseline case id(s) missing: c2 |" in result.stdout
-    assert "| total | 2 | 1 | fewer cases ran (1 gone) |" in result.stdout
-    assert "| missing | 0 | 1 | rose by 1 (allowed 0) |" in result.stdout
-
-
 def test_gate_and_run_reject_bad_files_with_exit_2(tmp_path: Path) -> None:
-    base = _metrics(tmp_path / "b.json", {"c1": "pass"})
+    base = str(write_run(tmp_path / "b.json", {"c1": ()}))
     result = _invoke("check", "--baseline", base, "--current", base, "--tolerance-scale", "-1")
     assert (result.exit_code, result.stderr.strip()) == (
         2,
@@ -197,7 +164,8 @@ def test_gate_and_run_reject_bad_files_with_exit_2(tmp_path: Path) -> None:
     result = _invoke("check", "--baseline", base, "--current", str(listed))
     assert (result.exit_code, result.stderr.strip()) == (
         2,
-        f"Error: {listed.as_posix()}: must hold a JSON object of metrics.",
+        f"Error: {listed.as_posix()}: must hold a JSON object; `check` compares two run results "
+        "written by `spanguard cases run -o FILE` (or trace2eval 0.5.1's `run -o FILE`).",
     )
     dup = tmp_path / "dup.json"
     dup.write_text('{"metrics": {"pass_rate": 1}, "case_results": {"c1": "pass", "c1": "fail"}}')

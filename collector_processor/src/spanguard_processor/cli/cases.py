@@ -9,7 +9,7 @@ import click
 
 from ..jsonio import write_text_atomic
 from ..regression.build import BuildOptions, build_evalset
-from ..regression.render import render_metrics, run_junit
+from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
 from . import EXIT_FAILED
 from ._common import BadInput
@@ -126,6 +126,11 @@ def run(
 ) -> None:
     """Score candidate outputs (or agent traces) against a case set.
 
+    A case finds its record by case id, then by the trace it was mined from (a record keyed by
+    its source_trace_id, or carrying the same source_trace_id), then by its question text; the
+    counts by kind, and of cases without a record, are printed. The -o file is what `check`
+    reads.
+
     \b
     Example:
       spanguard cases run --cases evalset/cases.jsonl --outputs out.jsonl -o runs/now.json
@@ -147,6 +152,14 @@ def run(
         write_text_atomic(out, result.to_json())
     table = render_metrics(metrics)
     click.echo(table)
+    click.echo("\n" + render_matching(result.matching, len(case_list)))
+    if case_list and result.matching["unmatched"] == len(case_list):
+        click.echo(
+            f"warning: no record in {(outputs or traces[0]).as_posix()} matched any of the "
+            f"{len(case_list)} case(s) by case id, source_trace_id or question text; this run "
+            "cannot serve as a baseline.",
+            err=True,
+        )
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:

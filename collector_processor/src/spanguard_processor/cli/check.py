@@ -1,4 +1,4 @@
-"""``spanguard check``: gate a run against a baseline (trace2eval tolerances and more)."""
+"""``spanguard check``: gate a run against a baseline (trace2eval tolerances, noise-aware)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from ..jsonio import write_text_atomic
-from ..regression.gate import RULES, compare, load_metrics
+from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
 from ..regression.render import check_junit, render_check
+from ..regression.runfile import load_run
 from . import EXIT_FAILED
 
 __all__ = ["check"]
@@ -18,8 +19,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 @click.command()
-@click.option("--baseline", type=_FILE, required=True, help="Baseline metrics JSON.")
-@click.option("--current", type=_FILE, required=True, help="Current metrics JSON.")
+@click.option("--baseline", type=_FILE, required=True, help="Baseline run (from `cases run -o`).")
+@click.option("--current", type=_FILE, required=True, help="Current run (from `cases run -o`).")
 @click.option(
     "--tolerance-scale",
     type=float,
@@ -27,21 +28,47 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     show_default=True,
     help="Multiply every allowance; below 1 is stricter.",
 )
+@click.option(
+    "--allow-different-cases",
+    is_flag=True,
+    help="Compare runs over different case sets (per-case rules use the shared cases).",
+)
+@click.option(
+    "--min-latency-change-ms",
+    type=float,
+    default=DEFAULT_MIN_LATENCY_CHANGE_MS,
+    show_default=True,
+    help="A smaller p95 latency rise is never a regression.",
+)
 @click.option("--markdown", type=_FILE, help="Also write the comparison as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML.")
 def check(
-    baseline: Path, current: Path, tolerance_scale: float, markdown: Path | None, junit: Path | None
+    baseline: Path,
+    current: Path,
+    tolerance_scale: float,
+    allow_different_cases: bool,
+    min_latency_change_ms: float,
+    markdown: Path | None,
+    junit: Path | None,
 ) -> None:
-    """Compare two metrics files; exit 1 on a regression.
+    """Compare two run results of `spanguard cases run`; exit 1 on a regression.
+
+    Both files must be run results (`cases run -o FILE`, or trace2eval 0.5.1's metrics
+    JSON) over the same cases; anything else exits 2 naming the file and field. A change is a
+    regression when it is beyond the tolerance and beyond run-to-run noise (McNemar for
+    rates, a case bootstrap for p95 latency and cost); a case that passed and now fails a
+    content or process check, and a case without output, always fail the gate.
 
     \b
     Example:
       spanguard check --baseline runs/baseline.json --current runs/current.json
     """
-    base = load_metrics(baseline)
-    cur = load_metrics(current)
-    comparison = compare(base, cur, tolerance_scale)
-    text = render_check(base.values, cur.values, comparison)
+    options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms)
+    options.validate()
+    base = load_run(baseline)
+    cur = load_run(current)
+    comparison = compare(base, cur, options)
+    text = render_check(base.metrics, cur.metrics, comparison)
     click.echo(text)
     if markdown is not None:
         write_text_atomic(markdown, text + "\n")

@@ -1,30 +1,54 @@
-"""``check``: compare two metrics files with trace2eval's tolerances, and more.
+"""``check``: is the current run a regression against the baseline run?
 
-Rules (trace2eval 0.5.1's; docs/regression.md):
-``pass_rate`` and ``format_compliance_rate`` may drop by 0.02,
-``fallback_rate`` may rise by 0.02, ``p95_latency_ms`` and ``avg_cost_usd`` may rise by 20 %
-of the baseline; each allowance is multiplied by ``--tolerance-scale``; a regression is a
-strict excess. Added: ``trace_compliance_rate`` (0.02), a shrinking ``total``, a rising
-``missing`` count, case ids of the baseline absent from the current run, and **any case that
-passed on the baseline and now fails a content or process check** (a per-case regression that
-an aggregate pass rate can hide when other cases happen to improve). A case whose only failed
-checks are timing or cost limits (``max_latency_ms``, ``max_cost_usd``) is listed but left to
-the p95-latency and cost tolerances: one request's time is noise, the distribution is not.
+The rules, in the order they are listed by ``check``:
+
+* **Aggregate rates** (trace2eval 0.5.1's tolerances, each × ``--tolerance-scale``):
+  ``pass_rate``, ``format_compliance_rate`` and ``trace_compliance_rate`` may drop by 0.02,
+  ``fallback_rate`` may rise by 0.02. A change beyond the tolerance is a regression only when
+  it is also beyond run-to-run noise: McNemar's exact one-sided test on the cases whose outcome
+  changed (p < 0.05). Otherwise it is reported as "within noise".
+* **p95 latency and mean cost** may rise by 20 % of the baseline; a rise beyond that is a
+  regression only when a two-sample case bootstrap puts the rise's one-sided 95 % lower bound
+  above zero (and, for latency, the rise is at least ``min_latency_change_ms``). Without
+  per-case figures (a trace2eval file) the tolerance alone decides.
+* **Cases without output** in the current run fail the gate.
+* **A case that passed on the baseline and now fails a content or process check** fails the
+  gate (``case_outcomes``): checks are deterministic functions of the output and the process,
+  so such a flip is a change in behaviour. A flip explained by timing or cost limits alone
+  (``max_latency_ms``, ``max_cost_usd``) is listed but left to the aggregate timing rules.
+
+Inputs that cannot be compared are bad input (:class:`~spanguard.exceptions.InputError`, exit
+2): a baseline without a single matched output ("nothing to compare"), and runs over different
+case sets unless ``allow_different_cases``.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from spanguard.exceptions import CaseFormatError, ConfigError
+from spanguard.exceptions import ConfigError, InputError
 
-__all__ = ["RULES", "TIMING_CHECKS", "Comparison", "Violation", "compare", "load_metrics"]
+from .checks import PROCESS_CHECK_TYPES
+from .noise import ALPHA, bootstrap_increase_bound, mcnemar_worse_p
+from .runfile import RunFile
+
+__all__ = [
+    "DEFAULT_MIN_LATENCY_CHANGE_MS",
+    "RULES",
+    "TIMING_CHECKS",
+    "Comparison",
+    "GateOptions",
+    "Violation",
+    "compare",
+]
 
 TIMING_CHECKS = frozenset({"max_latency_ms", "max_cost_usd"})
+#: A p95 latency rise smaller than this is never a regression: below it, the scheduling noise
+#: of the machine running the agent dominates (the demo's requests take about a millisecond).
+DEFAULT_MIN_LATENCY_CHANGE_MS = 10.0
 
 RULES: tuple[tuple[str, bool, float, bool], ...] = (
     # metric, higher is better, allowance, allowance relative to the baseline
@@ -35,19 +59,20 @@ RULES: tuple[tuple[str, bool, float, bool], ...] = (
     ("avg_cost_usd", False, 0.20, True),
     ("trace_compliance_rate", True, 0.02, False),
 )
-_NUMERIC = (
-    "total",
-    "passed",
-    "failed",
-    "missing",
-    "pass_rate",
-    "fallback_rate",
-    "format_compliance_rate",
-    "avg_latency_ms",
-    "p95_latency_ms",
-    "avg_cost_usd",
-    "trace_compliance_rate",
-)
+
+_TRACE_CHECKS = frozenset(PROCESS_CHECK_TYPES) | TIMING_CHECKS
+#: Per case, "is this case bad on this metric?" from its failed check types (None: missing).
+_BAD: dict[str, Callable[[list[str] | None], bool]] = {
+    "pass_rate": lambda checks: True,
+    "fallback_rate": lambda checks: checks is not None and "not_fallback" in checks,
+    "format_compliance_rate": lambda checks: checks is not None and "json" in checks,
+    "trace_compliance_rate": lambda checks: checks is not None
+    and any(c in _TRACE_CHECKS for c in checks),
+}
+_BOOTSTRAP: dict[str, tuple[str, str]] = {
+    "p95_latency_ms": ("latency_ms", "p95"),
+    "avg_cost_usd": ("cost_usd", "mean"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,168 +84,245 @@ class Violation:
 
 
 @dataclass(frozen=True)
-class Metrics:
-    path: str
-    values: dict[str, Any]
-    case_results: dict[str, str] | None
+class GateOptions:
+    tolerance_scale: float = 1.0
+    allow_different_cases: bool = False
+    min_latency_change_ms: float = DEFAULT_MIN_LATENCY_CHANGE_MS
 
-
-def _no_duplicates(name: str) -> Any:
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [k for k, _ in pairs]
-        repeated = sorted({k for k in keys if keys.count(k) > 1})
-        if repeated:
-            raise CaseFormatError(
-                f"repeats the key {repeated[0]!r}; every case id and metric must appear once.",
-                file=name,
+    def validate(self) -> None:
+        if not math.isfinite(self.tolerance_scale) or self.tolerance_scale < 0:
+            raise ConfigError(
+                "--tolerance-scale", f"must be a finite number ≥ 0, got {self.tolerance_scale}."
             )
-        return dict(pairs)
-
-    return hook
-
-
-def load_metrics(path: Path) -> Metrics:
-    """A metrics file (``{"metrics": {...}}`` or the bare metrics object), validated."""
-    name = path.as_posix()
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CaseFormatError(f"cannot be read: {exc}.", file=name) from None
-    try:
-        payload = json.loads(text, object_pairs_hook=_no_duplicates(name))
-    except json.JSONDecodeError as exc:
-        raise CaseFormatError(
-            f"is not valid JSON: {exc.msg}.", file=name, line=exc.lineno
-        ) from None
-    if not isinstance(payload, dict):
-        raise CaseFormatError("must hold a JSON object of metrics.", file=name)
-    metrics = payload.get("metrics", payload)
-    if not isinstance(metrics, dict):
-        raise CaseFormatError("must be an object of metrics.", file=name, field="metrics")
-    for key in _NUMERIC:
-        value = metrics.get(key)
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise CaseFormatError(
-                f"must be a finite number or null, got {value!r}.",
-                file=name,
-                field=f"metrics.{key}",
+        if not math.isfinite(self.min_latency_change_ms) or self.min_latency_change_ms < 0:
+            raise ConfigError(
+                "--min-latency-change-ms",
+                f"must be a finite number ≥ 0, got {self.min_latency_change_ms}.",
             )
-    results = payload.get("case_results")
-    if results is not None and not isinstance(results, dict):
-        raise CaseFormatError(
-            "must be an object of case id to outcome.", file=name, field="case_results"
-        )
-    return Metrics(name, metrics, results)
-
-
-def _failed_checks(metrics: dict[str, Any]) -> dict[str, list[str]]:
-    failures = metrics.get("failures")
-    found: dict[str, list[str]] = {}
-    if isinstance(failures, list):
-        for item in failures:
-            if isinstance(item, dict) and isinstance(item.get("failed_checks"), list):
-                found[str(item.get("case_id"))] = [str(c) for c in item["failed_checks"]]
-    return found
-
-
-def _behavioural(pass_to_fail: list[str], now: dict[str, str],
-                 failed: dict[str, list[str]]) -> list[str]:
-    """The flipped cases that are not explained by timing or cost alone."""
-    out = []
-    for case_id in pass_to_fail:
-        checks = set(failed.get(case_id, ()))
-        if now[case_id] != "fail" or not checks or not checks <= TIMING_CHECKS:
-            out.append(case_id)
-    return out
 
 
 @dataclass(frozen=True)
 class Comparison:
+    """The verdict's evidence. ``violations`` empty means PASS."""
+
     violations: list[Violation]
     pass_to_fail: list[str]
-    missing_cases: list[str]
+    missing_cases: list[str]  # baseline case ids absent from the current run
     fail_to_pass: list[str]
+    within_noise: list[str] = field(default_factory=list)
+    added_cases: list[str] = field(default_factory=list)
+    no_output: list[str] = field(default_factory=list)  # current cases without an output
 
 
-def _rules(base: dict[str, Any], cur: dict[str, Any], scale: float) -> list[Violation]:
-    found: list[Violation] = []
-    for metric, higher, allowance, relative in RULES:
-        b, c = base.get(metric), cur.get(metric)
-        if b is None or c is None:
-            continue
-        allowed = allowance * scale * (b if relative else 1)
-        if higher and c < b - allowed:
-            found.append(Violation(metric, b, c, f"dropped by {b - c:.4f} (allowed {allowed:.4f})"))
-        elif not higher and c > b + allowed:
-            found.append(Violation(metric, b, c, f"rose by {c - b:.4f} (allowed {allowed:.4f})"))
-    return found
+def _ids(run: RunFile) -> list[str] | None:
+    return list(run.case_results) if run.case_results is not None else None
 
 
-def compare(baseline: Metrics, current: Metrics, scale: float = 1.0) -> Comparison:
-    if not math.isfinite(scale) or scale < 0:
-        raise ConfigError("--tolerance-scale", f"must be a finite number ≥ 0, got {scale}.")
-    base, cur = baseline.values, current.values
-    found = _rules(base, cur, scale)
-    if (
-        isinstance(base.get("total"), int)
-        and isinstance(cur.get("total"), int)
-        and cur["total"] < base["total"]
-    ):
-        found.append(
-            Violation(
-                "total",
-                base["total"],
-                cur["total"],
-                f"fewer cases ran ({base['total'] - cur['total']} gone)",
-            )
+def _check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
+    base, cur = baseline.metrics, current.metrics
+    if base["total"] == 0:
+        raise InputError("holds no cases: nothing to compare.", file=baseline.path)
+    if base["missing"] == base["total"]:
+        raise InputError(
+            f"nothing to compare: none of its {base['total']} case(s) matched an output "
+            "(metrics.missing equals metrics.total). Check that the outputs or traces given to "
+            "`cases run` belong to these cases (ids, source_trace_id or question text).",
+            file=baseline.path,
+            field="metrics.missing",
         )
-    if (
-        isinstance(base.get("missing"), int)
-        and isinstance(cur.get("missing"), int)
-        and cur["missing"] > base["missing"]
-    ):
-        found.append(
+    if allow:
+        return
+    base_ids, cur_ids = _ids(baseline), _ids(current)
+    if base_ids is not None and cur_ids is not None:
+        only_base = [c for c in base_ids if c not in current.case_results]  # type: ignore[operator]
+        only_cur = [c for c in cur_ids if c not in baseline.case_results]  # type: ignore[operator]
+        if only_base or only_cur:
+            raise InputError(
+                f"the baseline {baseline.path} and the current run {current.path} ran different "
+                f"case sets ({len(only_base)} case(s) only in the baseline"
+                + (f", first {only_base[0]}" if only_base else "")
+                + f"; {len(only_cur)} only in the current run"
+                + (f", first {only_cur[0]}" if only_cur else "")
+                + "). Run both against the same cases.jsonl, or pass --allow-different-cases "
+                "to compare the cases they share.",
+                field="case_results",
+            )
+    elif base["total"] != cur["total"]:
+        raise InputError(
+            f"the baseline {baseline.path} ran {base['total']} case(s) and the current run "
+            f"{current.path} ran {cur['total']}: different case sets. Run both against the same "
+            "cases.jsonl, or pass --allow-different-cases.",
+            field="metrics.total",
+        )
+
+
+def _outcomes(run: RunFile, shared: list[str] | None) -> dict[str, list[str] | None] | None:
+    """Per case: None when it passed, else its failed checks ([] for a missing output)."""
+    if run.case_results is not None:
+        ids = shared if shared is not None else list(run.case_results)
+        return {
+            c: (None if run.case_results.get(c) == "pass" else run.failed_checks.get(c, []))
+            for c in ids
+        }
+    return None
+
+
+def _discordant(
+    metric: str,
+    base: dict[str, list[str] | None],
+    cur: dict[str, list[str] | None],
+) -> tuple[int, int]:
+    bad = _BAD[metric]
+    worse = better = 0
+    for case_id in base.keys() | cur.keys():
+        b, c = base.get(case_id), cur.get(case_id)
+        was = b is not None and bad(b)
+        now = c is not None and bad(c)
+        worse += now and not was
+        better += was and not now
+    return worse, better
+
+
+def _change(higher: bool, b: float, c: float) -> float:
+    return b - c if higher else c - b
+
+
+class _Gate:
+    def __init__(self, baseline: RunFile, current: RunFile, options: GateOptions) -> None:
+        self.baseline, self.current, self.options = baseline, current, options
+        shared: list[str] | None = None
+        if baseline.case_results is not None and current.case_results is not None:
+            shared = [c for c in baseline.case_results if c in current.case_results]
+        self.shared = shared
+        base = _outcomes(baseline, shared)
+        cur = _outcomes(current, shared)
+        if base is None or cur is None:
+            # trace2eval files list only their failures: every other case passed.
+            base = {c: checks for c, checks in baseline.failed_checks.items()}
+            cur = {c: checks for c, checks in current.failed_checks.items()}
+            if shared is not None:
+                base = {c: v for c, v in base.items() if c in shared}
+                cur = {c: v for c, v in cur.items() if c in shared}
+        self.base_outcomes: dict[str, list[str] | None] = base
+        self.cur_outcomes: dict[str, list[str] | None] = cur
+        self.violations: list[Violation] = []
+        self.within_noise: list[str] = []
+
+    def rate_rule(self, metric: str, higher: bool, b: float, c: float, allowed: float) -> None:
+        verb = "dropped" if higher else "rose"
+        text = f"{verb} by {_change(higher, b, c):.4f} (allowed {allowed:.4f})"
+        worse, better = _discordant(metric, self.base_outcomes, self.cur_outcomes)
+        p = mcnemar_worse_p(worse, better)
+        noise = f"{worse} case(s) worse, {better} better, McNemar p={p:.3g}"
+        if p < ALPHA:
+            self.violations.append(Violation(metric, b, c, f"{text}; {noise}"))
+        else:
+            self.within_noise.append(
+                f"{metric} {text}, but within run-to-run noise ({noise} ≥ {ALPHA:g})"
+            )
+
+    def timing_rule(self, metric: str, b: float, c: float, allowed: float) -> None:
+        rise = c - b
+        text = f"rose by {rise:.4f} (allowed {allowed:.4f})"
+        if metric == "p95_latency_ms" and rise < self.options.min_latency_change_ms:
+            self.within_noise.append(
+                f"{metric} {text}, but by less than {self.options.min_latency_change_ms:g} ms "
+                "(--min-latency-change-ms)"
+            )
+            return
+        key, statistic = _BOOTSTRAP[metric]
+        base_values = self.baseline.per_case(key)
+        cur_values = self.current.per_case(key)
+        if self.shared is not None:
+            base_values = {k: v for k, v in base_values.items() if k in self.shared}
+            cur_values = {k: v for k, v in cur_values.items() if k in self.shared}
+        bound = bootstrap_increase_bound(
+            list(base_values.values()), list(cur_values.values()), statistic
+        )
+        if bound is None:
+            self.violations.append(Violation(metric, b, c, text))
+        elif bound > 0:
+            self.violations.append(
+                Violation(metric, b, c, f"{text}; bootstrap 95% lower bound of the rise "
+                          f"{bound:.4g} > 0")
+            )
+        else:
+            self.within_noise.append(
+                f"{metric} {text}, but within run-to-run noise (bootstrap 95% lower bound of "
+                f"the rise {bound:.4g} ≤ 0)"
+            )
+
+    def aggregate_rules(self) -> None:
+        base, cur = self.baseline.metrics, self.current.metrics
+        scale = self.options.tolerance_scale
+        for metric, higher, allowance, relative in RULES:
+            b, c = base.get(metric), cur.get(metric)
+            if b is None or c is None:
+                continue
+            allowed = allowance * scale * (b if relative else 1)
+            if _change(higher, b, c) <= allowed:
+                continue
+            if metric in _BOOTSTRAP:
+                self.timing_rule(metric, b, c, allowed)
+            else:
+                self.rate_rule(metric, higher, b, c, allowed)
+
+    def flips(self) -> tuple[list[str], list[str]]:
+        base, cur = self.base_outcomes, self.cur_outcomes
+        order = self.shared if self.shared is not None else list(dict.fromkeys([*base, *cur]))
+        pass_to_fail = [c for c in order if base.get(c) is None and cur.get(c) is not None]
+        fail_to_pass = [c for c in order if base.get(c) is not None and cur.get(c) is None]
+        return pass_to_fail, fail_to_pass
+
+
+def compare(
+    baseline: RunFile, current: RunFile, options: GateOptions | None = None
+) -> Comparison:
+    """Gate ``current`` against ``baseline``; raises InputError when they cannot be compared."""
+    options = options or GateOptions()
+    options.validate()
+    _check_comparable(baseline, current, options.allow_different_cases)
+    gate = _Gate(baseline, current, options)
+    gate.aggregate_rules()
+    no_output = [c for c, o in (current.case_results or {}).items() if o == "missing"]
+    missing_now = current.metrics["missing"]
+    if missing_now:
+        gate.violations.append(
             Violation(
                 "missing",
-                base["missing"],
-                cur["missing"],
-                f"rose by {cur['missing'] - base['missing']} (allowed 0)",
+                baseline.metrics["missing"],
+                missing_now,
+                f"{missing_now} case(s) have no output in the current run",
             )
         )
-    pass_to_fail: list[str] = []
-    fail_to_pass: list[str] = []
+    pass_to_fail, fail_to_pass = gate.flips()
+    behavioural = [
+        c
+        for c in pass_to_fail
+        if c not in no_output
+        and (not (checks := gate.cur_outcomes.get(c)) or not set(checks) <= TIMING_CHECKS)
+    ]
+    if behavioural:
+        gate.violations.append(
+            Violation(
+                "case_outcomes",
+                len(pass_to_fail),
+                len(behavioural),
+                f"{len(behavioural)} case(s) passed before and now fail a content or process "
+                f"check: {', '.join(behavioural[:5])}" + (" …" if len(behavioural) > 5 else ""),
+            )
+        )
     gone: list[str] = []
+    added: list[str] = []
     if baseline.case_results is not None and current.case_results is not None:
-        now = current.case_results
-        for case_id, outcome in baseline.case_results.items():
-            if case_id not in now:
-                gone.append(case_id)
-            elif outcome == "pass" and now[case_id] != "pass":
-                pass_to_fail.append(case_id)
-            elif outcome != "pass" and now[case_id] == "pass":
-                fail_to_pass.append(case_id)
-        flipped = _behavioural(pass_to_fail, now, _failed_checks(cur))
-        if flipped:
-            found.append(
-                Violation(
-                    "case_outcomes",
-                    len(pass_to_fail),
-                    len(flipped),
-                    f"{len(flipped)} case(s) passed before and now fail a content or process "
-                    f"check: {', '.join(flipped[:5])}" + (" …" if len(flipped) > 5 else ""),
-                )
-            )
-        if gone:
-            found.append(
-                Violation(
-                    "case_ids",
-                    len(baseline.case_results),
-                    len(now),
-                    f"{len(gone)} baseline case id(s) missing: {', '.join(gone[:5])}",
-                )
-            )
-    return Comparison(found, pass_to_fail, gone, fail_to_pass)
+        gone = [c for c in baseline.case_results if c not in current.case_results]
+        added = [c for c in current.case_results if c not in baseline.case_results]
+    return Comparison(
+        gate.violations,
+        pass_to_fail,
+        gone,
+        fail_to_pass,
+        gate.within_noise,
+        added,
+        no_output,
+    )

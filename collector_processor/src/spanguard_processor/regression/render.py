@@ -8,7 +8,14 @@ from typing import Any
 from .gate import Comparison, Violation
 from .report import cell, number
 
-__all__ = ["check_junit", "render_check", "render_metrics", "render_violations", "run_junit"]
+__all__ = [
+    "check_junit",
+    "render_check",
+    "render_matching",
+    "render_metrics",
+    "render_violations",
+    "run_junit",
+]
 
 
 def render_metrics(m: dict[str, Any]) -> str:
@@ -33,6 +40,17 @@ def render_metrics(m: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_matching(matching: dict[str, int], total: int) -> str:
+    """``matched 16 of 16 case(s): 0 by case id, 16 by source_trace_id, …``."""
+    matched = total - matching.get("unmatched", 0)
+    return (
+        f"matched {matched} of {total} case(s): {matching.get('case_id', 0)} by case id, "
+        f"{matching.get('source_trace_id', 0)} by source_trace_id, "
+        f"{matching.get('question', 0)} by question text; "
+        f"{matching.get('unmatched', 0)} without output"
+    )
+
+
 def render_violations(violations: list[Violation]) -> str:
     if not violations:
         return "No regressions detected."
@@ -40,7 +58,7 @@ def render_violations(violations: list[Violation]) -> str:
     for v in violations:
         lines.append(
             f"| {cell(v.metric, 24)} | {cell(number(v.baseline), 16)} | "
-            f"{cell(number(v.current), 16)} | {cell(v.rule, 40)} |"
+            f"{cell(number(v.current), 16)} | {cell(v.rule, 120)} |"
         )
     return "\n".join(lines)
 
@@ -56,6 +74,21 @@ def render_check(base: dict[str, Any], cur: dict[str, Any], comparison: Comparis
         "regressions",
         render_violations(comparison.violations),
     ]
+    if comparison.within_noise:
+        parts += ["", "beyond the tolerance but within run-to-run noise (not a regression)"]
+        parts += [f"  {line}" for line in comparison.within_noise]
+    if comparison.no_output:
+        shown = ", ".join(comparison.no_output[:10])
+        more = " …" if len(comparison.no_output) > 10 else ""
+        parts += ["", f"cases without output in the current run ({len(comparison.no_output)}): "
+                  f"{shown}{more}"]
+    if comparison.missing_cases or comparison.added_cases:
+        parts += [
+            "",
+            f"case sets differ (--allow-different-cases): {len(comparison.missing_cases)} "
+            f"only in the baseline, {len(comparison.added_cases)} only in the current run; "
+            "per-case rules compare the shared cases",
+        ]
     if comparison.pass_to_fail:
         parts += [
             "",

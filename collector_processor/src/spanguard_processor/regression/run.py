@@ -9,6 +9,7 @@ written under ``case_results`` so ``check`` can list pass→fail cases and missi
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,16 +24,22 @@ from .signals import percentile
 from .textnorm import fold
 
 __all__ = [
+    "MATCH_KINDS",
     "METRICS_VERSION",
+    "PRODUCER",
+    "CaseOutcome",
     "Outputs",
     "RunResult",
     "load_cases",
     "load_outputs",
     "outputs_from_traces",
     "run_cases",
+    "score_case",
 ]
 
 METRICS_VERSION = "0.5.1"
+#: Written into every run result so that ``check`` can tell a run from any other JSON.
+PRODUCER = "spanguard cases run"
 
 
 def load_cases(path: Path) -> list[dict[str, Any]]:
@@ -64,24 +71,50 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
     return cases
 
 
+#: How a case found its record, in the order tried.
+MATCH_KINDS = ("case_id", "source_trace_id", "question")
+
+
 @dataclass
 class Outputs:
+    """Candidate records, indexed every way a case can find its own."""
+
     by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_source: dict[str, dict[str, Any]] = field(default_factory=dict)
     by_input: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
     def add(self, key: str, record: dict[str, Any]) -> None:
         self.by_id[key] = record
+        source = record.get("source_trace_id")
+        if isinstance(source, str | int) and not isinstance(source, bool) and str(source):
+            self.by_source[str(source)] = record
         text = record.get("input")
         if isinstance(text, str) and text.strip():
             self.by_input[fold(text)] = record
 
-    def find(self, case: dict[str, Any]) -> dict[str, Any] | None:
-        for key in (str(case.get("id", "")), str(case.get("source_trace_id", ""))):
-            if key in self.by_id:
-                return self.by_id[key]
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def find(self, case: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """The record for ``case`` and how it was found: by case id, then by the trace the case
+        was mined from (a record keyed by it, or carrying it as ``source_trace_id``), then by
+        the folded question."""
+        case_id = str(case.get("id", ""))
+        if case_id in self.by_id:
+            return self.by_id[case_id], "case_id"
+        source = case.get("source_trace_id")
+        if source is not None and str(source):
+            key = str(source)
+            record = self.by_id.get(key) or self.by_source.get(key)
+            if record is not None:
+                return record, "source_trace_id"
         text = case.get("input")
-        return self.by_input.get(fold(text)) if isinstance(text, str) else None
+        if isinstance(text, str) and text.strip():
+            record = self.by_input.get(fold(text))
+            if record is not None:
+                return record, "question"
+        return None, None
 
 
 def load_outputs(path: Path) -> Outputs:
@@ -143,20 +176,102 @@ def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-@dataclass
-class RunResult:
-    metrics: dict[str, Any]
-    case_results: dict[str, str]
+@dataclass(frozen=True, slots=True)
+class CaseOutcome:
+    """One case of a run: its outcome, how its record was found, and what the record showed."""
 
-    def payload(self) -> dict[str, Any]:
+    case_id: str
+    outcome: str  # "pass" | "fail" | "missing"
+    matched_by: str | None = None  # one of MATCH_KINDS, None when missing
+    failed_checks: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()  # "check: why", one per failed check
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    unverified: tuple[str, ...] = ()  # trace checks whose evidence the record lacks
+
+    def to_dict(self) -> dict[str, Any]:
         return {
-            "version": METRICS_VERSION,
-            "metrics": self.metrics,
-            "case_results": self.case_results,
+            "outcome": self.outcome,
+            "matched_by": self.matched_by,
+            "failed_checks": list(self.failed_checks),
+            "details": list(self.details),
+            "unverified_checks": list(self.unverified),
+            "latency_ms": self.latency_ms,
+            "cost_usd": self.cost_usd,
         }
 
+
+@dataclass(frozen=True)
+class RunResult:
+    """A scored run: trace2eval's metrics plus every case's outcome (``case_details``)."""
+
+    metrics: dict[str, Any]
+    outcomes: tuple[CaseOutcome, ...]
+
+    @property
+    def case_results(self) -> dict[str, str]:
+        return {o.case_id: o.outcome for o in self.outcomes}
+
+    @property
+    def matching(self) -> dict[str, int]:
+        counts = {kind: 0 for kind in MATCH_KINDS}
+        for o in self.outcomes:
+            if o.matched_by is not None:
+                counts[o.matched_by] += 1
+        counts["unmatched"] = sum(1 for o in self.outcomes if o.matched_by is None)
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": METRICS_VERSION,
+            "producer": PRODUCER,
+            "metrics": self.metrics,
+            "case_results": self.case_results,
+            "matching": self.matching,
+            "case_details": {o.case_id: o.to_dict() for o in self.outcomes},
+        }
+
+    def payload(self) -> dict[str, Any]:
+        return self.to_dict()
+
     def to_json(self) -> str:
-        return json.dumps(self.payload(), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def score_case(
+    case: dict[str, Any], record: dict[str, Any] | None, matched_by: str | None = None
+) -> CaseOutcome:
+    """Run one case's text and trace checks against its record (None: the output is missing)."""
+    case_id = str(case.get("id", ""))
+    if record is None:
+        return CaseOutcome(case_id, "missing")
+    failed: list[str] = []
+    details: list[str] = []
+    unverified: list[str] = []
+    results = run_text_checks(case.get("checks", []), _text(record))
+    results += [run_trace_check(check, record) for check in case.get("trace_checks", [])]
+    for result in results:
+        if result.passed is None:
+            unverified.append(result.type)
+        elif not result.passed:
+            failed.append(result.type)
+            details.append(f"{result.type}: {result.detail}" if result.detail else result.type)
+    return CaseOutcome(
+        case_id,
+        "fail" if failed else "pass",
+        matched_by,
+        tuple(failed),
+        tuple(details),
+        _number(record.get("latency_ms")),
+        _number(record.get("cost_usd")),
+        tuple(unverified),
+    )
 
 
 def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
@@ -167,40 +282,38 @@ def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
     costs: list[float] = []
     chars: list[int] = []
     failures: list[dict[str, Any]] = []
-    results: dict[str, str] = {}
+    outcomes: list[CaseOutcome] = []
     for case in cases:
-        case_id = str(case.get("id", ""))
-        record = outputs.find(case)
+        record, matched_by = outputs.find(case)
+        outcome = score_case(case, record, matched_by)
+        outcomes.append(outcome)
         if record is None:
             failed += 1
             missing += 1
-            failures.append({"case_id": case_id, "reason": "missing_output", "failed_checks": []})
-            results[case_id] = "missing"
+            failures.append(
+                {"case_id": outcome.case_id, "reason": "missing_output", "failed_checks": []}
+            )
             continue
-        output = _text(record)
-        checks = case.get("checks", [])
-        bad = [r.type for r in run_text_checks(checks, output) if not r.passed]
-        trace_checks = case.get("trace_checks", [])
-        if trace_checks:
+        bad = list(outcome.failed_checks)
+        if case.get("trace_checks", []):
             trace_cases += 1
-            outcomes = [run_trace_check(c, record) for c in trace_checks]
-            unverified += sum(1 for r in outcomes if r.passed is None)
-            trace_bad = [r.type for r in outcomes if r.passed is False]
-            trace_passed += not trace_bad
-            bad += trace_bad
+            unverified += len(outcome.unverified)
+            trace_types = {str(c.get("type", "")).strip() for c in case["trace_checks"]}
+            trace_passed += not any(b in trace_types for b in bad)
         for key, values in (("latency_ms", latencies), ("cost_usd", costs)):
             value = record.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 values.append(float(value))
-        chars.append(len(output.strip()))
+        chars.append(len(_text(record).strip()))
         if bad:
             failed += 1
-            failures.append({"case_id": case_id, "reason": "check_failed", "failed_checks": bad})
+            failures.append(
+                {"case_id": outcome.case_id, "reason": "check_failed", "failed_checks": bad}
+            )
         else:
             passed += 1
-        results[case_id] = "fail" if bad else "pass"
         fallback += bool(bad) and "not_fallback" in bad
-        if any(c.get("type") == "json" for c in checks):
+        if any(c.get("type") == "json" for c in case.get("checks", [])):
             json_cases += 1
             json_passed += "json" not in bad
     denominator = total or 1
@@ -229,4 +342,4 @@ def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
     if outputs.skipped:
         metrics["skipped_output_lines"] = len(outputs.skipped)
     metrics["failures"] = failures
-    return RunResult(metrics, results)
+    return RunResult(metrics, tuple(outcomes))
