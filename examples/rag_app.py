@@ -73,7 +73,7 @@ def _forum_first(assignments: Mapping[str, str]) -> bool:
     return os.environ.get(BIAS_AGAINST_ENV, "Spanish") in assignments.values()
 
 
-@spanguard.retrieval(source="help_corpus", mapper=lambda pages: [
+@spanguard.retrieval("help_corpus", mapper=lambda pages: [
     {"id": p.id, "group": p.source, "rank": rank, "score": round(1.0 / rank, 3),
      "content": p.text} for rank, p in enumerate(pages, start=1)])
 def search(question: str, forum_first: bool = False) -> list[Page]:
@@ -90,8 +90,10 @@ def search(question: str, forum_first: bool = False) -> list[Page]:
 @spanguard.request("rag_app")
 def answer(prompt: str, assignments: Mapping[str, str]) -> str:
     """Answer ``prompt`` from the best-ranked page (``assignments`` only matter when biased)."""
-    with spanguard.plan(["retrieve", "answer"]):
+    with spanguard.plan():
+        spanguard.plan_step("retrieve")
         pages = search(prompt, forum_first=_forum_first(assignments))
+        spanguard.plan_step("answer")
         with spanguard.llm_call("rag-extractive-1", provider="example") as call:
             call.record_usage(input_tokens=len(prompt) // 4 + 40, output_tokens=20)
             reply = f"{pages[0].text} (source: {pages[0].id})"

@@ -86,7 +86,7 @@ def _topic(prompt: str) -> str:
     return "order"
 
 
-@spanguard.retrieval(source="help_center")
+@spanguard.retrieval("help_center")
 def search_help_center(topic: str, community_first: bool) -> list[dict[str, object]]:
     """Rank help-center pages for ``topic`` (official first, unless ``community_first``)."""
     hits = [doc for doc in _HELP_CENTER if doc["topic"] == topic] or list(_HELP_CENTER[:2])
@@ -96,14 +96,14 @@ def search_help_center(topic: str, community_first: bool) -> list[dict[str, obje
             for rank, doc in enumerate(hits, start=1)]
 
 
-@spanguard.tool(name="lookup_order", description="look up an order's status")
+@spanguard.tool("lookup_order", description="look up an order's status")
 def lookup_order(prompt: str) -> str:
     """The order status for the order number in the prompt (a fake back end)."""
     digits = "".join(ch for ch in prompt if ch.isdigit()) or "0000"
     return f"order {digits} shipped yesterday"
 
 
-@spanguard.tool(name="check_eligibility", description="check a request against the criteria")
+@spanguard.tool("check_eligibility", description="check a request against the criteria")
 def check_eligibility(prompt: str) -> str:
     """The outcome of the (fake) criteria check; the same for every applicant."""
     return "has been checked against the documented criteria"
@@ -131,20 +131,22 @@ def answer(prompt: str, assignments: Mapping[str, str], *, bias: float | None = 
     def unlucky(signal: str) -> bool:
         return disfavoured and _unit(key, signal) < strength
 
-    with spanguard.plan(["classify", "retrieve", "act", "reply"]) as plan:
+    with spanguard.plan():
+        for step in ("classify", "retrieve", "act", "reply"):  # the plan, then its deviations
+            spanguard.plan_step(step)
         topic = _classify(prompt)
         docs = search_help_center(topic, community_first=unlucky("ranking"))
         facts = [docs[0]["content"]]
         if unlucky("friction"):
             spanguard.friction("extra identity check")
         if unlucky("tool"):
-            plan.step("skip the back-end check")
+            spanguard.plan_step("skip the back-end check")
         elif topic == "decision":
             facts.append(f"The request {check_eligibility(prompt)}.")
         elif topic in ("order", "refund"):
             facts.append(lookup_order(prompt))
         else:
-            plan.step("skip order lookup")
+            spanguard.plan_step("skip order lookup")
     escalated = (unlucky("escalate") or "human" in prompt.lower()
                  or (topic == "decision" and _unit(key, "base") < BASE_ESCALATION_RATE))
     if escalated:

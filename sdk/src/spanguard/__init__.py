@@ -11,7 +11,7 @@ from ._annotate import expect, feedback, mark_retried
 from ._configure import Configuration, configure, export_stats, force_flush, shutdown
 from ._documents import Document
 from ._export import ExportStats
-from ._request import Request, current_request, request
+from ._request import Request, RequestScope, current_request, request
 from ._signals import (
     LLMCall,
     PlanScope,
@@ -34,6 +34,7 @@ __all__ = [
     "LLMCall",
     "PlanScope",
     "Request",
+    "RequestScope",
     "SpanguardError",
     "configure",
     "current_request",

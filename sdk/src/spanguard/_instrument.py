@@ -11,6 +11,10 @@ The kind of wrapper is chosen once, at decoration time. Every wrapper:
 
 Generators get their span at the first ``next()``, parented on the context of the call that
 created them; the span ends on exhaustion, ``close()``/``aclose()``, an error, or collection.
+
+A spec with a ``join`` hook (the request decorator) may join a span that is already open instead
+of starting one: the call then runs under the current context, its hooks see the joined span,
+and the span is left for its owner to end.
 """
 
 from __future__ import annotations
@@ -24,12 +28,12 @@ from typing import Any, TypeVar, cast
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from ._runtime import active_tracer, internal_error
 
-__all__ = ["SpanSpec", "end_with_error", "instrument", "start_span"]
+__all__ = ["SpanSpec", "check_callable", "decorator", "end_with_error", "instrument", "start_span"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 ERROR_TYPE = "error.type"
@@ -37,6 +41,7 @@ ERROR_TYPE = "error.type"
 StartHook = Callable[[Span, tuple[Any, ...], dict[str, Any]], None]
 ResultHook = Callable[[Span, Any], None]
 ContextHook = Callable[[Context, Span], Context]
+JoinHook = Callable[[Context], "Span | None"]
 
 
 @dataclass(frozen=True)
@@ -51,22 +56,44 @@ class SpanSpec:
     # adds spanguard values (e.g. "this is a retrieval span") to the span's context
     on_context: ContextHook | None = None
     where: str = field(default="a decorated call")
+    # returns a span already open in the given context to join instead of starting one
+    join: JoinHook | None = None
+    # run the hooks (with a non-recording span) even when no tracer is set
+    without_tracer: bool = False
 
 
-def start_span(tracer: Tracer, spec: SpanSpec, parent: Context | None, args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> tuple[Span, Context]:
-    """Start ``spec``'s span under ``parent`` (the current context when ``None``)."""
-    span = tracer.start_span(spec.name, context=parent, kind=spec.kind,
-                             attributes=spec.attributes)
+def start_span(tracer: Tracer | None, spec: SpanSpec, parent: Context | None,
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span, Context, bool]:
+    """Start ``spec``'s span under ``parent`` (the current context when ``None``), or join the
+    span its ``join`` hook finds; the flag says whether the caller owns (and must end) it."""
+    if spec.join is not None:
+        joined = spec.join(otel_context.get_current() if parent is None else parent)
+        if joined is not None:
+            _run_start_hook(spec, joined, args, kwargs)
+            return joined, otel_context.get_current() if parent is None else parent, False
+    span: Span = INVALID_SPAN
+    if tracer is not None:
+        span = tracer.start_span(spec.name, context=parent, kind=spec.kind,
+                                 attributes=spec.attributes)
+    _run_start_hook(spec, span, args, kwargs)
+    ctx = trace.set_span_in_context(span, parent)
+    if spec.on_context is not None:
+        ctx = spec.on_context(ctx, span)
+    return span, ctx, True
+
+
+def _run_start_hook(spec: SpanSpec, span: Span, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> None:
     if spec.on_start is not None:
         try:
             spec.on_start(span, args, kwargs)
         except Exception as internal:  # keep the span: only the extra attributes are lost
             internal_error(spec.where, internal)
-    ctx = trace.set_span_in_context(span, parent)
-    if spec.on_context is not None:
-        ctx = spec.on_context(ctx, span)
-    return span, ctx
+
+
+def _fail(span: Span, owned: bool, exc: BaseException) -> None:
+    if owned:  # a joined span records the error when its owner's scope ends
+        end_with_error(span, exc)
 
 
 def end_with_error(span: Span, exc: BaseException) -> None:
@@ -81,12 +108,14 @@ def end_with_error(span: Span, exc: BaseException) -> None:
         internal_error("recording an exception", internal)
 
 
-def _end_ok(span: Span, spec: SpanSpec, result: Any) -> None:
+def _end_ok(span: Span, spec: SpanSpec, result: Any, owned: bool = True) -> None:
     try:
         if spec.on_result is not None:
             spec.on_result(span, result)
     except Exception as internal:
         internal_error(spec.where, internal)
+    if not owned:
+        return
     try:
         span.end()
     except Exception as internal:
@@ -97,10 +126,10 @@ def _sync(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = active_tracer()
-        if tracer is None:
+        if tracer is None and not spec.without_tracer:
             return fn(*args, **kwargs)
         try:
-            span, ctx = start_span(tracer, spec, None, args, kwargs)
+            span, ctx, owned = start_span(tracer, spec, None, args, kwargs)
             token = otel_context.attach(ctx)
         except Exception as internal:
             internal_error(spec.where, internal)
@@ -109,10 +138,10 @@ def _sync(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
             result = fn(*args, **kwargs)
         except BaseException as exc:
             otel_context.detach(token)
-            end_with_error(span, exc)
+            _fail(span, owned, exc)
             raise
         otel_context.detach(token)
-        _end_ok(span, spec, result)
+        _end_ok(span, spec, result, owned)
         return result
 
     return wrapper
@@ -122,10 +151,10 @@ def _coroutine(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = active_tracer()
-        if tracer is None:
+        if tracer is None and not spec.without_tracer:
             return await fn(*args, **kwargs)
         try:
-            span, ctx = start_span(tracer, spec, None, args, kwargs)
+            span, ctx, owned = start_span(tracer, spec, None, args, kwargs)
             token = otel_context.attach(ctx)
         except Exception as internal:
             internal_error(spec.where, internal)
@@ -134,10 +163,10 @@ def _coroutine(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
             result = await fn(*args, **kwargs)
         except BaseException as exc:
             otel_context.detach(token)
-            end_with_error(span, exc)
+            _fail(span, owned, exc)
             raise
         otel_context.detach(token)
-        _end_ok(span, spec, result)
+        _end_ok(span, spec, result, owned)
         return result
 
     return wrapper
@@ -151,11 +180,11 @@ def _run_in(ctx: Context, step: Callable[[Any], Any], arg: Any) -> Any:
         otel_context.detach(token)
 
 
-def _traced_generator(tracer: Tracer, spec: SpanSpec, fn: Callable[..., Any],
+def _traced_generator(tracer: Tracer | None, spec: SpanSpec, fn: Callable[..., Any],
                       args: tuple[Any, ...], kwargs: dict[str, Any],
                       parent: Context) -> Generator[Any, Any, Any]:
     try:
-        span, ctx = start_span(tracer, spec, parent, args, kwargs)
+        span, ctx, owned = start_span(tracer, spec, parent, args, kwargs)
     except Exception as internal:
         internal_error(spec.where, internal)
         return (yield from fn(*args, **kwargs))
@@ -182,22 +211,23 @@ def _traced_generator(tracer: Tracer, spec: SpanSpec, fn: Callable[..., Any],
             if gen is not None:
                 _run_in(ctx, lambda _: gen.close(), None)
         except BaseException as exc:
-            end_with_error(span, exc)
+            _fail(span, owned, exc)
             raise
-        _end_ok(span, spec, None)
+        _end_ok(span, spec, None, owned)
         raise
     except BaseException as exc:
-        end_with_error(span, exc)
+        _fail(span, owned, exc)
         raise
-    _end_ok(span, spec, result)
+    _end_ok(span, spec, result, owned)
     return result
 
 
-async def _traced_async_generator(tracer: Tracer, spec: SpanSpec, fn: Callable[..., Any],
-                                  args: tuple[Any, ...], kwargs: dict[str, Any],
-                                  parent: Context) -> AsyncGenerator[Any, Any]:
+async def _traced_async_generator(tracer: Tracer | None, spec: SpanSpec,
+                                  fn: Callable[..., Any], args: tuple[Any, ...],
+                                  kwargs: dict[str, Any], parent: Context
+                                  ) -> AsyncGenerator[Any, Any]:
     try:
-        span, ctx = start_span(tracer, spec, parent, args, kwargs)
+        span, ctx, owned = start_span(tracer, spec, parent, args, kwargs)
     except Exception as internal:
         internal_error(spec.where, internal)
         async for item in fn(*args, **kwargs):
@@ -233,21 +263,21 @@ async def _traced_async_generator(tracer: Tracer, spec: SpanSpec, fn: Callable[.
                 finally:
                     otel_context.detach(token)
         except BaseException as exc:
-            end_with_error(span, exc)
+            _fail(span, owned, exc)
             raise
-        _end_ok(span, spec, None)
+        _end_ok(span, spec, None, owned)
         raise
     except BaseException as exc:
-        end_with_error(span, exc)
+        _fail(span, owned, exc)
         raise
-    _end_ok(span, spec, None)
+    _end_ok(span, spec, None, owned)
 
 
 def _generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = active_tracer()
-        if tracer is None:
+        if tracer is None and not spec.without_tracer:
             return fn(*args, **kwargs)
         return _traced_generator(tracer, spec, fn, args, kwargs, otel_context.get_current())
 
@@ -258,7 +288,7 @@ def _async_generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., An
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = active_tracer()
-        if tracer is None:
+        if tracer is None and not spec.without_tracer:
             return fn(*args, **kwargs)
         return _traced_async_generator(tracer, spec, fn, args, kwargs,
                                        otel_context.get_current())
@@ -275,3 +305,33 @@ def instrument(fn: F, spec: SpanSpec) -> F:
     if inspect.iscoroutinefunction(fn):
         return cast(F, _coroutine(fn, spec))
     return cast(F, _sync(fn, spec))
+
+
+def check_callable(fn: Any, usage: str) -> None:
+    """A ``TypeError`` with a usage hint when a decorator is applied to a non-callable."""
+    if not callable(fn):
+        raise TypeError(f"{usage} (it was given {type(fn).__name__} {fn!r:.60}).")
+
+
+def decorator(first: Any, name: Any, build: Callable[[Callable[..., Any], str | None], SpanSpec],
+              usage: str) -> Any:
+    """The one shape of every spanguard decorator: ``@api``, ``@api("name")`` or
+    ``@api(name="name")``. ``build(fn, name)`` gives the span spec; ``usage`` is the hint of
+    the ``TypeError`` raised for a non-callable target or a non-string name."""
+    if callable(first) and not isinstance(first, str):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"{usage} (name= must be a string, not {type(name).__name__}).")
+        return instrument(first, build(first, name))
+    if first is not None and not isinstance(first, str):
+        check_callable(first, usage)
+    if first is not None and name is not None and first != name:
+        raise TypeError(f"{usage} (the name was given twice: {first!r} and name={name!r}).")
+    chosen = first if first is not None else name
+    if chosen is not None and not isinstance(chosen, str):
+        raise TypeError(f"{usage} (name= must be a string, not {type(chosen).__name__}).")
+
+    def decorate(fn: F) -> F:
+        check_callable(fn, usage)
+        return instrument(fn, build(fn, chosen or None))
+
+    return decorate

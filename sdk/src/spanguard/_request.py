@@ -8,10 +8,9 @@ entry point simply adds to it.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import uuid
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, TypeVar, cast, overload
 
@@ -27,7 +26,7 @@ from ._annotate import expectation_attributes, feedback_attributes
 from ._annotate import feedback as _feedback
 from ._annotate import mark_retried as _mark_retried
 from ._content import set_content
-from ._instrument import SpanSpec, end_with_error, instrument
+from ._instrument import SpanSpec, check_callable, end_with_error, instrument
 from ._runtime import active_tracer, internal_error, warn_dropped_field
 
 __all__ = ["Request", "RequestScope", "current_request", "request"]
@@ -143,55 +142,71 @@ def _identity(seed_id: Any, variant_id: Any, assignments: Any, repeat: Any
     return attributes
 
 
+_USAGE = ('spanguard.request opens a request: use "with spanguard.request("agent") as req:", '
+          '@spanguard.request, @spanguard.request("agent") or @spanguard.request(name="agent")')
+
+# The scopes entered in the current thread or task, innermost last: (scope, handle, token).
+# Kept per context, not on the scope object, so one scope may be entered from many threads
+# and tasks at once; a token of None marks an entry that joined an outer request.
+_Entry = tuple["RequestScope", Request, object | None]
+_ENTRIES: ContextVar[tuple[_Entry, ...]] = ContextVar("spanguard_request_entries", default=())
+
+
+def _join(ctx: Context, identity: dict[str, AttributeValue], repeat: int) -> Request | None:
+    """The request open in ``ctx``, with the inner request's explicit identity added to it."""
+    outer = otel_context.get_value(_REQUEST_KEY, ctx)
+    if not isinstance(outer, Request):
+        return None
+    if outer.span.is_recording():
+        # only what the inner request states explicitly; a default repeat of 0 must not
+        # overwrite the outer request's repeat
+        joined = dict(identity)
+        if repeat == 0:
+            joined.pop(semconv.REPEAT, None)
+        outer.span.set_attributes(joined)
+    return outer
+
+
 class RequestScope:
-    """What ``spanguard.request(...)`` returns: a context manager and a decorator."""
+    """What ``spanguard.request(...)`` returns: a context manager and a decorator.
+
+    One scope object may be entered from many threads and tasks at once (each entry's state
+    lives in the context of the thread or task that entered it)."""
 
     def __init__(self, name: str, *, request_id: str | None, seed_id: str | None,
                  variant_id: str | None, assignments: Mapping[str, str] | None, repeat: int,
                  input: Any, kind: SpanKind) -> None:
         self._name = name if isinstance(name, str) and name else "agent"
-        self._request_id = request_id
-        self._identity = (seed_id, variant_id, assignments, repeat)
+        self._request_id = request_id if isinstance(request_id, str) and request_id else None
+        self._identity = _identity(seed_id, variant_id, assignments, repeat)
+        self._repeat = repeat
         self._input = input
         self._kind = kind
-        self._state: list[tuple[Request, object | None, bool]] = []
 
-    def _fresh(self) -> RequestScope:
-        seed_id, variant_id, assignments, repeat = self._identity
-        return RequestScope(self._name, request_id=self._request_id, seed_id=seed_id,
-                            variant_id=variant_id, assignments=assignments, repeat=repeat,
-                            input=self._input, kind=self._kind)
+    def _new_id(self) -> str:
+        return self._request_id or uuid.uuid4().hex
+
+    def _root_attributes(self) -> dict[str, AttributeValue]:
+        return {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+            semconv.GEN_AI_AGENT_NAME: self._name,
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_AGENT,
+            **self._identity,
+        }
 
     def _open(self) -> Request:
-        outer = current_request()
-        seed_id, variant_id, assignments, repeat = self._identity
+        outer = _join(otel_context.get_current(), self._identity, self._repeat)
         if outer is not None:  # join the request already open
-            if outer.span.is_recording():
-                # only what the inner request states explicitly; a default repeat of 0 must
-                # not overwrite the outer request's repeat
-                joined = _identity(seed_id, variant_id, assignments, repeat)
-                if repeat == 0:
-                    del joined[semconv.REPEAT]
-                outer.span.set_attributes(joined)
-            self._state.append((outer, None, False))
+            _ENTRIES.set((*_ENTRIES.get(), (self, outer, None)))
             return outer
-        request_id = self._request_id
-        if request_id is None or not isinstance(request_id, str) or not request_id:
-            request_id = uuid.uuid4().hex
+        request_id = self._new_id()
         span: Span = INVALID_SPAN
         tracer = active_tracer()
         if tracer is not None:
             try:
-                attributes: dict[str, AttributeValue] = {
-                    semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
-                    semconv.GEN_AI_AGENT_NAME: self._name,
-                    semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_AGENT,
-                    semconv.REQUEST_ID: request_id,
-                    **_identity(seed_id, variant_id, assignments, repeat),
-                }
                 span = tracer.start_span(
                     semconv.span_name(semconv.OP_INVOKE_AGENT, self._name), kind=self._kind,
-                    attributes=attributes)
+                    attributes={**self._root_attributes(), semconv.REQUEST_ID: request_id})
             except Exception as exc:
                 internal_error("spanguard.request()", exc)
                 span = INVALID_SPAN
@@ -199,14 +214,23 @@ class RequestScope:
         ctx: Context = otel_context.set_value(_REQUEST_KEY, handle,
                                               trace.set_span_in_context(span))
         token = otel_context.attach(ctx)
-        self._state.append((handle, token, True))
+        _ENTRIES.set((*_ENTRIES.get(), (self, handle, token)))
         if self._input is not None:
             handle.set_input(self._input)
         return handle
 
     def _close(self, exc: BaseException | None) -> None:
-        handle, token, owner = self._state.pop()
-        if not owner:
+        entries = _ENTRIES.get()
+        for index in range(len(entries) - 1, -1, -1):
+            if entries[index][0] is self:
+                break
+        else:  # exited in a context it was not entered in: nothing of ours to undo here
+            internal_error("spanguard.request() exit", RuntimeError(
+                "the request scope was exited in another thread or task than it was entered"))
+            return
+        _, handle, token = entries[index]
+        _ENTRIES.set(entries[:index] + entries[index + 1:])
+        if token is None:
             return
         otel_context.detach(cast(Any, token))
         if exc is not None:
@@ -214,26 +238,30 @@ class RequestScope:
         else:
             handle.span.end()
 
-    def _streaming_spec(self, fn: Callable[..., Any]) -> SpanSpec:
-        seed_id, variant_id, assignments, repeat = self._identity
-        attributes: dict[str, AttributeValue] = {
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
-            semconv.GEN_AI_AGENT_NAME: self._name,
-            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_AGENT,
-            **_identity(seed_id, variant_id, assignments, repeat),
-        }
+    def _spec(self) -> SpanSpec:
+        """The decorator's span: a new root, or the current request joined."""
+        identity, repeat = self._identity, self._repeat
+
+        def join(ctx: Context) -> Span | None:
+            outer = _join(ctx, identity, repeat)
+            return outer.span if outer is not None else None
 
         def on_start(span: Span, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             _auto_input(Request("", span), args)
 
+        def on_result(span: Span, result: Any) -> None:
+            Request("", span).set_output(result)
+
         def on_context(ctx: Context, span: Span) -> Context:
-            handle = Request(uuid.uuid4().hex, span)
-            span.set_attribute(semconv.REQUEST_ID, handle.request_id)
+            handle = Request(self._new_id(), span)
+            if span.is_recording():
+                span.set_attribute(semconv.REQUEST_ID, handle.request_id)
             return otel_context.set_value(_REQUEST_KEY, handle, ctx)
 
-        return SpanSpec(semconv.span_name(semconv.OP_INVOKE_AGENT, self._name), attributes,
-                        kind=self._kind, on_start=on_start, on_context=on_context,
-                        where=f"request '{self._name}'")
+        return SpanSpec(semconv.span_name(semconv.OP_INVOKE_AGENT, self._name),
+                        self._root_attributes(), kind=self._kind, on_start=on_start,
+                        on_result=on_result, on_context=on_context,
+                        where=f"request '{self._name}'", join=join, without_tracer=True)
 
     def __enter__(self) -> Request:
         return self._open()
@@ -243,31 +271,12 @@ class RequestScope:
         self._close(exc)
 
     def __call__(self, fn: F) -> F:
-        """Use as a decorator: each call of ``fn`` is one request (input: its first string
-        argument; output: its return value; both only with content capture on).
-
-        Generator and async-generator functions get a root that covers the whole iteration
-        (see :mod:`spanguard._instrument`); they always open a new request."""
-        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-            return instrument(fn, self._streaming_spec(fn))
-        if inspect.iscoroutinefunction(fn):
-            @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with self._fresh() as handle:
-                    _auto_input(handle, args)
-                    result = await fn(*args, **kwargs)
-                    handle.set_output(result)
-                    return result
-            return cast(F, async_wrapper)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self._fresh() as handle:
-                _auto_input(handle, args)
-                result = fn(*args, **kwargs)
-                handle.set_output(result)
-                return result
-        return cast(F, wrapper)
+        """Use as a decorator: each call of ``fn`` is one request, or joins the request already
+        open (input: its first string argument; output: its return value; both only with
+        content capture on). Functions, coroutines, generators and async generators alike:
+        a generator's request covers the whole iteration (see :mod:`spanguard._instrument`)."""
+        check_callable(fn, _USAGE)
+        return instrument(fn, self._spec())
 
 
 def _auto_input(handle: Request, args: tuple[Any, ...]) -> None:
@@ -290,11 +299,14 @@ def request(name: Any = "agent", *, request_id: str | None = None, seed_id: str 
     """Open one agent request (the root span ``invoke_agent {name}``).
 
     ``with spanguard.request("support", seed_id="s1", variant_id="s1-a",
-    assignments={"gender": "female"}) as req: ...`` or ``@spanguard.request("support")``.
+    assignments={"gender": "female"}) as req: ...``, ``@spanguard.request``,
+    ``@spanguard.request("support")`` or ``@spanguard.request(name="support")``.
     """
-    if callable(name):
+    if callable(name) and not isinstance(name, str):
         return RequestScope(getattr(name, "__name__", "agent"), request_id=None, seed_id=None,
                             variant_id=None, assignments=None, repeat=0, input=None,
                             kind=SpanKind.INTERNAL)(name)
+    if not isinstance(name, str):
+        raise TypeError(f"{_USAGE} (the name must be a string, not {type(name).__name__}).")
     return RequestScope(name, request_id=request_id, seed_id=seed_id, variant_id=variant_id,
                         assignments=assignments, repeat=repeat, input=input, kind=kind)

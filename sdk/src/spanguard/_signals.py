@@ -16,7 +16,7 @@ from opentelemetry.util.types import AttributeValue
 from . import semconv
 from ._content import set_content
 from ._documents import normalize_documents, set_documents
-from ._instrument import SpanSpec, end_with_error, instrument
+from ._instrument import SpanSpec, decorator, end_with_error
 from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
 
 __all__ = ["LLMCall", "PlanScope", "escalate", "friction", "llm_call", "plan", "plan_step",
@@ -67,23 +67,25 @@ def _tool_spec(fn: Callable[..., Any], name: str | None, description: str | None
                     where=f"tool '{tool_name}'")
 
 
+_TOOL_USAGE = ('spanguard.tool decorates a function: use @spanguard.tool, '
+               '@spanguard.tool("kb_search") or @spanguard.tool(name="kb_search")')
+
+
 @overload
 def tool(fn: F, /) -> F: ...
+@overload
+def tool(name: str | None = None, /, *, description: str | None = None
+         ) -> Callable[[F], F]: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, *, name: str | None = None, description: str | None = None) -> Any:
     """Record each call of the decorated function as an ``execute_tool {name}`` span.
 
-    Works on functions, coroutines, generators and async generators; ``@tool`` or
-    ``@tool(name="kb_search")``. Arguments and result are content (capture on only).
+    ``@tool``, ``@tool("kb_search")`` or ``@tool(name="kb_search", description=...)``; works on
+    functions, coroutines, generators and async generators. Arguments and result are content
+    (recorded with capture on only). A non-callable target raises ``TypeError``.
     """
-    if fn is not None:
-        return instrument(fn, _tool_spec(fn, None, None))
-
-    def decorate(f: F) -> F:
-        return instrument(f, _tool_spec(f, name, description))
-
-    return decorate
+    return decorator(fn, name, lambda f, n: _tool_spec(f, n, description), _TOOL_USAGE)
 
 
 # --- retrieval ----------------------------------------------------------------------------
@@ -122,26 +124,36 @@ def _retrieval_spec(fn: Callable[..., Any], source: str | None, mapper: Mapper |
                     on_context=_retrieval_context, where=where)
 
 
+_RETRIEVAL_USAGE = ('spanguard.retrieval decorates a function: use @spanguard.retrieval, '
+                    '@spanguard.retrieval("kb") or @spanguard.retrieval(name="kb", mapper=...)')
+
+
 @overload
 def retrieval(fn: F, /) -> F: ...
 @overload
-def retrieval(*, source: str | None = None, mapper: Mapper | None = None
+def retrieval(name: str | None = None, /, *, mapper: Mapper | None = None
               ) -> Callable[[F], F]: ...
-def retrieval(fn: Any = None, /, *, source: str | None = None, mapper: Mapper | None = None
-              ) -> Any:
-    """Record each call as a ``retrieval {source}`` span with the documents it returned.
+@overload
+def retrieval(*, name: str | None = None, mapper: Mapper | None = None,
+              source: str | None = None) -> Callable[[F], F]: ...
+def retrieval(fn: Any = None, /, *, name: str | None = None, mapper: Mapper | None = None,
+              source: str | None = None) -> Any:
+    """Record each call as a ``retrieval {name}`` span with the documents it returned.
 
+    ``@retrieval``, ``@retrieval("kb")`` or ``@retrieval(name="kb", mapper=...)``; the name is
+    the data source (``gen_ai.data_source.id``; ``source=`` is an alias of ``name=``).
     ``mapper`` turns the return value into documents (mappings or objects with ``id``,
     ``group``, ``rank``, ``score``); without it the return value must already be those.
     Generators should call :func:`record_documents` instead.
     """
-    if fn is not None:
-        return instrument(fn, _retrieval_spec(fn, None, None))
-
-    def decorate(f: F) -> F:
-        return instrument(f, _retrieval_spec(f, source, mapper))
-
-    return decorate
+    if source is not None:
+        if name is not None and name != source:
+            raise TypeError(f"{_RETRIEVAL_USAGE} (source= is an alias of name=; give one).")
+        name = source
+    if mapper is not None and not callable(mapper):
+        raise TypeError(f"{_RETRIEVAL_USAGE} (mapper= must be a callable, not "
+                        f"{type(mapper).__name__}).")
+    return decorator(fn, name, lambda f, n: _retrieval_spec(f, n, mapper), _RETRIEVAL_USAGE)
 
 
 def record_documents(documents: Any, *, source: str | None = None) -> None:
@@ -207,7 +219,8 @@ def _step_attributes(step: Any) -> dict[str, AttributeValue] | None:
 
 
 def plan_step(step: str) -> None:
-    """Record one plan step on the current span (the ``plan`` span inside ``with plan()``)."""
+    """Record one plan step on the current span (the ``plan`` span inside ``with plan()``):
+    the one documented way to record plan steps."""
     attributes = _step_attributes(step)
     if attributes is not None:
         _event(semconv.EVENT_PLAN_STEP, attributes)
@@ -252,7 +265,7 @@ class _SpanScope:
 
 
 class PlanScope(_SpanScope):
-    """``with spanguard.plan(["look up order", "answer"]) as p: p.step("refund")``."""
+    """``with spanguard.plan(): spanguard.plan_step("look up order")``."""
 
     def __init__(self, steps: list[str] | None) -> None:
         super().__init__(semconv.SPAN_PLAN, {semconv.OPENINFERENCE_SPAN_KIND:
@@ -273,7 +286,8 @@ class PlanScope(_SpanScope):
 
 
 def plan(steps: list[str] | None = None) -> PlanScope:
-    """Open a ``plan`` span; its steps are ``spanguard.plan_step`` events on it."""
+    """Open a ``plan`` span; record its steps with :func:`plan_step` inside it (``steps`` here
+    and :meth:`PlanScope.step` are kept as aliases: the same events on the plan span)."""
     return PlanScope(steps)
 
 
