@@ -39,7 +39,7 @@ from .ingest.otlp_proto import decode_request, parse_request
 from .jsonio import read_agent_traces
 from .model import AgentTrace
 from .spans import DecodedBatch, SpanRecord, gc_paused
-from .store import SQLITE_MAGIC, SpanStore
+from .store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_store
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -115,6 +115,8 @@ def detect_kind(path: Path) -> str:
     if not text:
         return KIND_AGENT_JSONL  # an empty file: no traces
     if text[:1] not in (b"{", b"["):
+        if looks_like_store(path, head):
+            raise DamagedStore("its SQLite header is overwritten", file=str(path))
         return KIND_OTLP_PROTO
     first_line = _first_line(path)
     try:
@@ -320,19 +322,24 @@ def _expand(paths: Sequence[Path]) -> list[Path]:
     return expanded
 
 
-def _all_annotations(stores: Sequence[Path]) -> dict[str, list[SpanRecord]]:
+def _all_annotations(stores: Sequence[Path],
+                     skipped: list[str] | None) -> dict[str, list[SpanRecord]]:
     """Annotation spans of several store partitions: an annotation may sit in another
     partition than the request it annotates (it is a trace of its own)."""
     merged: dict[str, list[SpanRecord]] = {}
     for path in stores:
         with SpanStore(path, readonly=True) as store:
-            for request_id, spans in store.annotations().items():
+            problems: list[str] | None = None if skipped is None else []
+            for request_id, spans in store.annotations(problems).items():
                 merged.setdefault(request_id, []).extend(spans)
+            if skipped is not None and problems:
+                skipped.extend(f"{path}: {problem}" for problem in problems)
     return merged
 
 
 def read_agent_traces_any(
-    paths: Sequence[Path], *, skip_bad: bool = False, include_pending: bool = False
+    paths: Sequence[Path], *, skip_bad: bool = False, include_pending: bool = False,
+    skipped: list[str] | None = None,
 ) -> Iterator[AgentTrace]:
     """Agent traces from any mix of agent-trace JSONL files, span files and span stores.
 
@@ -342,20 +349,27 @@ def read_agent_traces_any(
     temporary store, so memory does not grow with their size. Stores are read as they are
     (``include_pending`` adds their unreleased traces, marked partial). Order: the inputs in
     the order given, span files last, each in its own stable order.
+
+    ``skip_bad`` skips malformed lines of span files. A damaged store raises
+    :class:`~spanguard_processor.store.DamagedStore`; given a ``skipped`` list, traces (and
+    annotations) with unreadable spans are left out instead, each described there.
     """
     span_files: list[Path] = []
     kinds = [(path, detect_kind(path)) for path in _expand(paths)]
-    annotations = _all_annotations([path for path, kind in kinds if kind == KIND_STORE])
+    annotations = _all_annotations([path for path, kind in kinds if kind == KIND_STORE], skipped)
     for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:
             yield from read_agent_traces(path)
         elif kind == KIND_STORE:
             store = SpanStore(path, readonly=True)
+            problems: list[str] | None = None if skipped is None else []
             try:
                 yield from store.iter_agent_traces(include_pending=include_pending,
-                                                   annotations=annotations)
+                                                   annotations=annotations, skipped=problems)
             finally:
                 store.close()
+            if skipped is not None and problems:
+                skipped.extend(f"{path}: {problem}" for problem in problems)
         else:
             span_files.append(path)
     if span_files:

@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "init": "spanguard_processor.cli.init:init",
     "run": "spanguard_processor.cli.run:run",
     "serve": "spanguard_processor.cli.serve:serve",
+    "store": "spanguard_processor.cli.store:store",
     "traces": "spanguard_processor.cli.traces:traces",
 }
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from spanguard.exceptions import ConfigError
+from spanguard.exceptions import ConfigError, InputError
 
 from ..limits import Limits
 from ..redaction import Redactor, load_hook
@@ -106,5 +106,7 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
     )
     try:
         serve_forever(config, announce=lambda line: click.echo(line))
+    except InputError as exc:  # the store: damaged, foreign, newer or not writable
+        raise ConfigError("--store", str(exc)) from None
     except OSError as exc:
         raise ConfigError("--grpc-port/--http-port", f"cannot listen: {exc}.") from None

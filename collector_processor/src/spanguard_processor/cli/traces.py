@@ -53,7 +53,11 @@ def convert(source: Path, fmt: str, output: Path) -> None:
               help="JSONL file to write (replaced atomically).")
 @click.option("--include-pending", is_flag=True,
               help="Also export traces still in flight in a store (marked partial).")
-def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bool) -> None:
+@click.option("--skip-bad", is_flag=True,
+              help="Skip (and count) traces with unreadable spans in a damaged store, and bad "
+                   "lines of span files, instead of stopping at the first.")
+def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bool,
+           skip_bad: bool) -> None:
     """Export the assembled traces of span stores as JSONL.
 
     With --format trace2eval, traces recorded without input text (content capture off) cannot
@@ -74,7 +78,9 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     converter = _CONVERTERS[fmt]
     rows = []
     without_input = 0
-    for trace in read_agent_traces_any(list(stores), include_pending=include_pending):
+    skipped: list[str] | None = [] if skip_bad else None
+    for trace in read_agent_traces_any(list(stores), include_pending=include_pending,
+                                       skip_bad=skip_bad, skipped=skipped):
         if fmt == "trace2eval" and (trace.input is None or not trace.input.strip()):
             without_input += 1
             continue
@@ -84,3 +90,6 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     if without_input:
         click.echo(f"left out {without_input} trace(s) without input text (record with content "
                    "capture on to mine regression cases from them)", err=True)
+    if skipped:
+        click.echo(f"skipped {len(skipped)} unreadable trace(s) or annotation(s); the first: "
+                   f"{skipped[0]}", err=True)

@@ -1,0 +1,221 @@
+"""Check a span store in depth, and copy what is readable out of a damaged one.
+
+* :func:`check_store` — ``PRAGMA integrity_check``, every batch against its checksum, and every
+  index row against the span its batch holds at that position.
+* :func:`recover_store` — reads the batches (the stored request bodies) of a damaged store one
+  by one, skipping what SQLite or the decoders cannot read, re-derives their span index from
+  the bodies themselves (the damaged index is not trusted) and writes them into a new store.
+  A store whose SQLite header was overwritten is read through a copy with a rebuilt header.
+  Every recovered trace is released (one without its root span is partial).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import struct
+import tempfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from spanguard.exceptions import TraceFormatError
+
+from .ingest.otlp_json import decode_document
+from .ingest.otlp_proto import decode_request, parse_request
+from .spans import FORMAT_JSON, FORMAT_PROTOBUF, DecodedBatch
+from .store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_store
+
+__all__ = ["Salvage", "StoreSummary", "check_store", "recover_store"]
+
+_CHUNK_SPANS = 5000
+_PROBE_LIMIT = 10_000  # ids tried one by one past an unreadable region when max(id) is unknown
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSummary:
+    """What a healthy store holds."""
+
+    spans: int
+    batches: int
+    released: int
+    pending: int
+
+
+def check_store(path: Path) -> StoreSummary:
+    """Check ``path`` in depth; raises :class:`DamagedStore` naming the first problem found."""
+    with SpanStore(path, readonly=True, verify_batches=True) as store:
+        batches = store.check_index()
+        released, pending = store.trace_counts()
+        return StoreSummary(store.span_count(), batches, released, pending)
+
+
+@dataclass
+class Salvage:
+    """What :func:`recover_store` copied, and what it could not read."""
+
+    spans: int = 0
+    batches: int = 0
+    traces: int = 0
+    indexed_spans: int | None = None  # spans the damaged store's index listed, if readable
+    problems: list[str] = field(default_factory=list)
+
+
+def recover_store(source: Path, target: Path) -> Salvage:
+    """Copy every readable batch of the store ``source`` into the new store ``target``."""
+    if not source.is_file():
+        raise TraceFormatError("does not exist.", file=str(source))
+    if target.exists():
+        raise TraceFormatError("already exists; recover into a new file.", file=str(target))
+    salvage = Salvage()
+    with tempfile.TemporaryDirectory(prefix="spanguard-recover-") as tmp:
+        db = _open_source(source, Path(tmp), salvage)
+        try:
+            with SpanStore(target) as store:
+                _copy(db, store, salvage)
+                salvage.traces = store.release_all()
+        finally:
+            db.close()
+    if not salvage.batches and salvage.problems:
+        target.unlink(missing_ok=True)
+        raise DamagedStore(f"nothing in it is readable ({salvage.problems[0]})",
+                           file=str(source))
+    return salvage
+
+
+def _open_source(source: Path, tmp: Path, salvage: Salvage) -> sqlite3.Connection:
+    with source.open("rb") as handle:
+        head = handle.read(len(SQLITE_MAGIC))
+    if head == SQLITE_MAGIC:
+        copy = source
+    elif looks_like_store(source, head):
+        copy = tmp / "source.db"
+        shutil.copyfile(source, copy)
+        wal = Path(f"{source}-wal")
+        if wal.exists():
+            shutil.copyfile(wal, Path(f"{copy}-wal"))
+        _rebuild_header(copy, source)
+        salvage.problems.append("the SQLite header was overwritten; read with a rebuilt one")
+    else:
+        raise TraceFormatError("is not a spanguard span store (not a SQLite database).",
+                               file=str(source))
+    db = sqlite3.connect(f"{copy.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        columns = [row[1] for row in db.execute("PRAGMA table_info(batches)")]
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise DamagedStore(f"its schema is unreadable ({exc}); nothing can be recovered",
+                           file=str(source)) from None
+    if "body" not in columns:
+        db.close()
+        raise DamagedStore("its table of batches is missing; nothing can be recovered",
+                           file=str(source))
+    return db
+
+
+def _rebuild_header(copy: Path, source: Path) -> None:
+    """Write a plausible SQLite header over an overwritten one, trying each page size until
+    the schema reads."""
+    size = copy.stat().st_size
+    wal = 2 if Path(f"{copy}-wal").exists() else 1
+    for page_size in (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512):
+        if size % page_size or size < page_size:
+            continue
+        header = bytearray(100)
+        header[:16] = SQLITE_MAGIC
+        struct.pack_into(">H", header, 16, 1 if page_size == 65536 else page_size)
+        header[18:24] = bytes([wal, wal, 0, 64, 32, 32])
+        struct.pack_into(">IIII", header, 24, 1, size // page_size, 0, 0)  # counter, pages
+        struct.pack_into(">II", header, 40, 1, 4)  # schema cookie, schema format 4
+        struct.pack_into(">I", header, 56, 1)  # UTF-8
+        struct.pack_into(">II", header, 92, 1, 3_045_000)  # version-valid-for, writer
+        with copy.open("r+b") as handle:
+            handle.write(header)
+        try:
+            with sqlite3.connect(f"{copy.resolve().as_uri()}?mode=ro", uri=True) as db:
+                db.execute("SELECT name FROM sqlite_master").fetchall()
+            return
+        except sqlite3.DatabaseError:
+            continue
+    raise DamagedStore("its SQLite header is overwritten and no page size makes its schema "
+                       "readable; nothing can be recovered", file=str(source))
+
+
+def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
+    try:
+        salvage.indexed_spans = int(db.execute("SELECT count(*) FROM spans").fetchone()[0])
+    except sqlite3.DatabaseError:
+        salvage.indexed_spans = None
+    pending: list[DecodedBatch] = []
+    count = 0
+    for batch_id, fmt, body, crc in _rows(db, salvage):
+        batch = _decoded(batch_id, fmt, body, crc, salvage)
+        if batch is None:
+            continue
+        salvage.batches += 1
+        salvage.spans += len(batch.spans)
+        pending.append(batch)
+        count += len(batch.spans)
+        if count >= _CHUNK_SPANS:
+            store.put_batches(pending)
+            pending, count = [], 0
+    store.put_batches(pending)
+
+
+def _decoded(batch_id: object, fmt: object, body: object, crc: object,
+             salvage: Salvage) -> DecodedBatch | None:
+    if not isinstance(body, bytes):
+        salvage.problems.append(f"batch {batch_id}: its body is unreadable")
+        return None
+    if isinstance(crc, int) and zlib.crc32(body) != crc:
+        salvage.problems.append(f"batch {batch_id}: does not match its checksum")
+        return None
+    try:
+        if fmt == FORMAT_PROTOBUF:
+            batch = decode_request(parse_request(body), body)
+        elif fmt == FORMAT_JSON:
+            batch = decode_document(orjson.loads(body), body)
+        else:
+            raise TraceFormatError(f"unknown batch encoding {fmt!r}.")
+    except (TraceFormatError, orjson.JSONDecodeError) as exc:
+        salvage.problems.append(f"batch {batch_id}: cannot be decoded ({exc})")
+        return None
+    return batch
+
+
+def _rows(db: sqlite3.Connection, salvage: Salvage) -> Iterator[tuple[object, ...]]:
+    """Every readable batch row in id order, stepping over unreadable regions id by id."""
+    crc = "crc" if "crc" in [row[1] for row in db.execute("PRAGMA table_info(batches)")] else (
+        "NULL")
+    scan = f"SELECT id, fmt, body, {crc} FROM batches WHERE id > ? ORDER BY id"
+    one = f"SELECT id, fmt, body, {crc} FROM batches WHERE id = ?"
+    try:
+        highest: int | None = int(db.execute("SELECT max(id) FROM batches").fetchone()[0] or 0)
+    except (sqlite3.DatabaseError, TypeError, ValueError):
+        highest = None
+    last = 0
+    while True:
+        try:
+            for row in db.execute(scan, (last,)):
+                last = int(row[0])
+                yield row
+            return
+        except sqlite3.DatabaseError as exc:
+            salvage.problems.append(f"batches after id {last}: {exc}")
+        found = None
+        end = highest if highest is not None else last + _PROBE_LIMIT
+        for candidate in range(last + 1, end + 1):
+            try:
+                found = db.execute(one, (candidate,)).fetchone()
+            except sqlite3.DatabaseError:
+                continue
+            if found is not None:
+                break
+        if found is None:
+            return
+        last = int(found[0])
+        yield found

@@ -1,0 +1,205 @@
+"""Damaged, foreign and newer stores: refused on open, never written to, never a traceback.
+
+The measured case: random 512-byte overwrites of a 300-trace store. Before, ``serve`` started on
+such a store and acknowledged writes, ``traces export`` died with a ``TypeError`` or
+``sqlite3.DatabaseError`` traceback, and a store whose header was overwritten was reported as
+a protobuf length error.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+from spanguard_processor.cli import cli
+from spanguard_processor.ingest.otlp_proto import decode_request
+from spanguard_processor.store import SCHEMA_VERSION, SpanStore
+
+from .agent_app import SPANS_PER_REQUEST, in_memory_spans
+
+TRACES = 300
+DAMAGES = 20
+SEED = 20261201
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("healthy") / "spans.db"
+    spans = in_memory_spans(TRACES).get_finished_spans()
+    with SpanStore(path) as store:
+        for start in range(0, len(spans), SPANS_PER_REQUEST):
+            store.put_batches([decode_request(encode_spans(
+                spans[start:start + SPANS_PER_REQUEST]))])
+        store.release_all()
+    return path
+
+
+def run(*args: str) -> Result:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code in (0, 2), (args, result.output, result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    return result
+
+
+def export(store: Path, out: Path, *extra: str) -> Result:
+    return run("traces", "export", "--store", str(store), "-o", str(out), *extra)
+
+
+def damage(source: Path, target: Path, rng: random.Random, offset: int | None = None,
+           size: int = 512) -> None:
+    data = bytearray(source.read_bytes())
+    at = rng.randrange(len(data) - size) if offset is None else offset
+    data[at:at + size] = rng.randbytes(size)
+    target.write_bytes(bytes(data))
+
+
+def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
+        healthy: Path, tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    original = tmp_path / "original.jsonl"
+    assert export(healthy, original).exit_code == 0
+    spans_file = DATA / "python_otlp_json_file_exporter.jsonl"
+    outcomes = {"refused": 0, "harmless": 0, "salvaged": 0, "unsalvageable": 0}
+    for trial in range(DAMAGES):
+        store = tmp_path / f"damaged-{trial}.db"
+        # one trial overwrites the header; the others land anywhere
+        damage(healthy, store, rng, offset=0 if trial == 0 else None)
+        before = store.read_bytes()
+        checked = run("store", "check", str(store))
+        out = tmp_path / f"out-{trial}.jsonl"
+        exported = export(store, out)
+        if checked.exit_code == 0:  # the bytes hit unused space: nothing readable changed
+            assert exported.exit_code == 0 and out.read_bytes() == original.read_bytes()
+            outcomes["harmless"] += 1
+            continue
+        outcomes["refused"] += 1
+        assert f"{store}: is a damaged span store" in checked.output
+        assert exported.exit_code == 2 and f"{store}: is a damaged span store" in exported.output
+        ingested = run("ingest", str(spans_file), "--store", str(store))
+        assert ingested.exit_code == 2 and f"{store}: is a damaged span store" in ingested.output
+        served = run("serve", "--store", str(store), "--grpc-port", "0", "--http-port", "0")
+        assert served.exit_code == 2
+        assert f"Error: --store: {store}: is a damaged span store" in served.output
+        assert "listening" not in served.output
+        assert store.read_bytes() == before, "a damaged store was written to"
+        assert not Path(f"{store}-wal").exists()
+        skipped = export(store, out, "--skip-bad")  # 0 with a count, or 2 when unreadable
+        assert skipped.exit_code == 0 or f"{store}: is a damaged span store" in skipped.output
+        recovered = tmp_path / f"recovered-{trial}.db"
+        salvage = run("store", "recover", str(store), str(recovered))
+        if salvage.exit_code == 0:
+            assert run("store", "check", str(recovered)).exit_code == 0
+            rows = tmp_path / f"recovered-{trial}.jsonl"
+            assert export(recovered, rows).exit_code == 0
+            kept = rows.read_text().splitlines()
+            assert set(kept) <= set(original.read_text().splitlines())
+            assert len(kept) >= TRACES - 10, "a 512-byte damage lost more than 10 traces"
+            outcomes["salvaged"] += 1
+        else:  # e.g. the header and the schema page both overwritten
+            assert f"{store}: is a damaged span store" in salvage.output
+            assert not recovered.exists()
+            outcomes["unsalvageable"] += 1
+    assert outcomes["refused"] + outcomes["harmless"] == DAMAGES
+    assert outcomes["refused"] >= DAMAGES // 2
+    assert outcomes["salvaged"] + outcomes["unsalvageable"] == outcomes["refused"]
+    assert outcomes["unsalvageable"] <= 1, outcomes
+
+
+def test_an_overwritten_header_is_reported_as_a_damaged_store_and_salvaged_whole(
+        healthy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    damage(healthy, store, random.Random(1), offset=0, size=100)  # the SQLite header exactly
+    for args in (["traces", "export", "--store", str(store), "-o", str(tmp_path / "o.jsonl")],
+                 ["ingest", str(DATA / "python_otlp_json_file_exporter.jsonl"),
+                  "--store", str(store)]):
+        result = run(*args)
+        assert result.exit_code == 2
+        assert f"{store}: is a damaged span store (its SQLite header is overwritten)" in (
+            result.output)
+        assert "protobuf" not in result.output
+    recovered = tmp_path / "recovered.db"
+    result = run("store", "recover", str(store), str(recovered))
+    assert result.exit_code == 0
+    assert f"recovered {TRACES * SPANS_PER_REQUEST} span(s)" in result.output
+    assert "header was overwritten" in result.output
+
+
+def test_export_skip_bad_leaves_out_and_counts_the_unreadable_trace(
+        healthy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    shutil.copy(healthy, store)
+    with sqlite3.connect(store) as db:  # a bit flip inside one stored body, structure intact
+        body = db.execute("SELECT body FROM batches WHERE id = 7").fetchone()[0]
+        db.execute("UPDATE batches SET body = ? WHERE id = 7",
+                   (body[:40] + bytes([body[40] ^ 0x55]) + body[41:],))
+    assert run("store", "check", str(store)).exit_code == 2
+    result = export(store, tmp_path / "all.jsonl")
+    assert result.exit_code == 2
+    assert f"{store}: is a damaged span store (batch 7 does not match its checksum)" in (
+        result.output)
+    result = export(store, tmp_path / "all.jsonl", "--skip-bad")
+    assert result.exit_code == 0
+    assert f"wrote {TRACES - 1} agent record(s)" in result.output
+    assert "skipped 1 unreadable trace(s)" in result.output and "batch 7" in result.output
+
+
+def test_a_foreign_sqlite_database_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    before = foreign.read_bytes()
+    result = run("ingest", str(DATA / "python_otlp_json_file_exporter.jsonl"),
+                 "--store", str(foreign))
+    assert result.exit_code == 2
+    assert f"{foreign}: is a SQLite database but not a spanguard span store" in result.output
+    assert foreign.read_bytes() == before
+
+
+def test_a_store_from_a_newer_spanguard_is_refused(healthy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    shutil.copy(healthy, store)
+    with sqlite3.connect(store) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    result = export(store, tmp_path / "o.jsonl")
+    assert result.exit_code == 2 and "was written by a newer spanguard" in result.output
+
+
+def test_a_store_without_checksums_is_upgraded_when_opened_for_writing(
+        healthy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    shutil.copy(healthy, store)
+    with sqlite3.connect(store) as db:  # what stores written before version 1 look like
+        db.execute("ALTER TABLE batches DROP COLUMN crc")
+        db.execute("PRAGMA user_version = 0")
+    assert export(store, tmp_path / "o.jsonl").exit_code == 0
+    SpanStore(store).close()
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("SELECT count(*) FROM batches WHERE crc IS NULL").fetchone()[0] == 0
+    assert run("store", "check", str(store)).exit_code == 0
+
+
+def test_an_unwritable_store_is_refused_at_start(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    store = tmp_path / "file" / "spans.db"  # (a read-only file would not stop root)
+    result = run("serve", "--store", str(store), "--grpc-port", "0", "--http-port", "0")
+    assert result.exit_code == 2
+    assert f"Error: --store: {store}: cannot be created (File exists: {store.parent})" in (
+        result.output)
+
+
+def test_closing_a_store_checkpoints_its_wal(tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    with SpanStore(store) as db:
+        db.put_batches([decode_request(encode_spans(in_memory_spans(3).get_finished_spans()))])
+        assert Path(f"{store}-wal").stat().st_size > 0
+    wal = Path(f"{store}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
