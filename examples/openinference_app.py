@@ -154,20 +154,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.output is None and args.endpoint is None:
         parser.error("give -o FILE, --endpoint URL or both")
-    from spanguard_processor.fairness.suite import load_suite  # only to expand the suite
+    from spanguard_processor.fairness import suite_variants  # the suite's variants, as dicts
 
     BIASED["on"] = args.bias
     out = args.output.open("w", encoding="utf-8") if args.output else None
     try:
         make_provider(out, args.endpoint)
-        suite = load_suite(args.suite)
-        for variant in suite.variants:
-            run_variant(variant.id, variant.seed_id, variant.prompt, variant.assignments)
+        variants = suite_variants(args.suite)
+        for variant in variants:
+            run_variant(variant["id"], variant["seed_id"], variant["prompt"],
+                        variant["assignments"])
         PROVIDER.shutdown()
     finally:
         if out is not None:
             out.close()
-    print(f"{len(suite.variants)} requests traced")
+    print(f"{len(variants)} requests traced")
     return 0
 
 

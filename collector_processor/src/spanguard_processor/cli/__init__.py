@@ -54,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "run": "spanguard_processor.cli.run:run",
     "serve": "spanguard_processor.cli.serve:serve",
     "store": "spanguard_processor.cli.store:store",
+    "suite": "spanguard_processor.cli.suite:suite",
     "traces": "spanguard_processor.cli.traces:traces",
 }
 

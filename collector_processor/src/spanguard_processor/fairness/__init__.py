@@ -11,7 +11,15 @@ from .gate import GATE_MODES, GateConfig
 from .metrics import MetricDefinition, register_metric, register_record_metric
 from .records import Observation, observation_from_record, observation_from_trace, read_observations
 from .results import Evaluation, GroupStat, MetricResult
-from .suite import MetricConfig, Suite, Variant, load_suite, parse_suite, starter_suite
+from .suite import (
+    MetricConfig,
+    Suite,
+    Variant,
+    load_suite,
+    parse_suite,
+    starter_suite,
+    suite_variants,
+)
 
 __all__ = [
     "GATE_MODES",
@@ -33,4 +41,5 @@ __all__ = [
     "register_metric",
     "register_record_metric",
     "starter_suite",
+    "suite_variants",
 ]

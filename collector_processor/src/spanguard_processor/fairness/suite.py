@@ -26,7 +26,8 @@ from spanguard.exceptions import SuiteError
 
 from .metrics import get_metric, metric_names
 
-__all__ = ["MetricConfig", "Suite", "Variant", "load_suite", "parse_suite", "starter_suite"]
+__all__ = ["MetricConfig", "Suite", "Variant", "load_suite", "parse_suite", "starter_suite",
+           "suite_variants"]
 
 _SAMPLING = ("bootstrap_samples", "permutation_samples", "random_seed")
 
@@ -39,6 +40,11 @@ class Variant:
     seed_id: str
     prompt: str
     assignments: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{id, seed_id, prompt, assignments}``: one line of ``spanguard suite variants``."""
+        return {"id": self.id, "seed_id": self.seed_id, "prompt": self.prompt,
+                "assignments": dict(self.assignments)}
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,18 @@ def _kind(value: object) -> str:
     if isinstance(value, Mapping):
         return "a mapping"
     return type(value).__name__
+
+
+def suite_variants(path: str | Path) -> list[dict[str, Any]]:
+    """Every variant of the suite file at ``path``, in suite order, as JSON-ready
+    ``{id, seed_id, prompt, assignments}`` dicts.
+
+    This is how any harness sends suite traffic through its own stack: call the app with each
+    ``prompt`` inside ``spanguard.request(seed_id=..., variant_id=id, assignments=...)`` (or
+    set the same ``spanguard.*`` attributes), then ``spanguard fairness SUITE traces`` matches
+    the recorded traces to the variants. Raises :class:`SuiteError` naming file and field.
+    """
+    return [variant.to_dict() for variant in load_suite(Path(path)).variants]
 
 
 def load_suite(path: Path) -> Suite:
