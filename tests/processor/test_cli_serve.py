@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
+from spanguard_processor.server import ProcessorServer, ReceiverFailed, ServerConfig, serve_forever
+from tests.reliability.servers import self_signed_certificate
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -32,4 +36,87 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
                                           "--grpc-port", "-1", "--http-port", str(port)])
     assert result.exit_code == 2
-    assert "cannot listen" in result.output
+    assert f"--http-port: {port} on 127.0.0.1 is in use" in result.output
+
+
+@pytest.mark.parametrize("receivers", [[], ["--grpc-port", "-1"], ["--http-port", "-1"]])
+def test_a_file_that_is_not_a_certificate_is_a_clear_error(
+        tmp_path: Path, receivers: list[str]) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_text("not a certificate\n")
+    key.write_text("not a key\n")
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
+                                      "--grpc-port", "0", "--http-port", "0", *receivers,
+                                      "--tls-cert", str(cert), "--tls-key", str(key)])
+    assert result.exit_code == 2, result.output
+    assert f"Error: --tls-cert/--tls-key: {cert} and {key} are not a PEM certificate chain " \
+           "and its private key" in result.output
+    assert "listening" not in result.output
+
+
+def test_a_key_that_does_not_match_the_certificate_is_a_clear_error(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    cert, _ = self_signed_certificate(first)
+    _, key = self_signed_certificate(second)
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
+                                      "--grpc-port", "0", "--http-port", "0",
+                                      "--tls-cert", str(cert), "--tls-key", str(key)])
+    assert result.exit_code == 2
+    assert "Error: --tls-cert/--tls-key:" in result.output
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("option", ["--grpc-port", "--http-port"])
+def test_a_busy_port_names_the_option_and_the_port(tmp_path: Path, option: str) -> None:
+    other = "--http-port" if option == "--grpc-port" else "--grpc-port"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
+                                          option, str(port), other, "0"])
+    assert result.exit_code == 2, result.output
+    assert f"Error: {option}: {port} on 127.0.0.1 is in use" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_negative_port_other_than_minus_one_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
+                                      "--grpc-port", "-5"])
+    assert result.exit_code == 2
+    assert "Error: --grpc-port: -5 is not a TCP port" in result.output
+
+
+@pytest.mark.integration
+def test_the_process_exits_non_zero_when_a_receiver_dies_after_start(tmp_path: Path) -> None:
+    config = ServerConfig(store=tmp_path / "s.db", grpc_port=0, http_port=0)
+    lines: list[str] = []
+
+    def kill_http(server: ProcessorServer) -> None:  # the HTTP receiver's thread ends
+        assert server._http is not None
+        server._http.should_exit = True
+
+    started = time.monotonic()
+    with pytest.raises(ReceiverFailed, match="the OTLP/HTTP receiver stopped"):
+        serve_forever(config, announce=lines.append, started=kill_http)
+    assert time.monotonic() - started < 10
+    assert lines and "listening" in lines[0]
+
+
+@pytest.mark.integration
+def test_listening_beyond_loopback_without_a_token_warns(tmp_path: Path) -> None:
+    lines: list[str] = []
+    config = ServerConfig(store=tmp_path / "s.db", host="0.0.0.0", grpc_port=0, http_port=0)
+
+    def stop_at_once(server: ProcessorServer) -> None:
+        signal.raise_signal(signal.SIGTERM)
+
+    serve_forever(config, announce=lines.append, started=stop_at_once)
+    assert any(line.startswith("warning: listening on 0.0.0.0 without a bearer token")
+               for line in lines), lines
+    lines.clear()
+    serve_forever(ServerConfig(store=tmp_path / "s.db", grpc_port=0, http_port=0),
+                  announce=lines.append, started=stop_at_once)
+    assert not any("warning" in line for line in lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,20 @@ class Security:
         for name, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key)):
             if path is not None and not path.is_file():
                 raise ConfigError(name, f"{path} does not exist.")
+        if self.tls_cert is not None and self.tls_key is not None:
+            self._load(self.tls_cert, self.tls_key)
+
+    @staticmethod
+    def _load(cert: Path, key: Path) -> None:
+        """Load the pair as the servers will, so a bad one fails at start, not in a thread."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(cert, key)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigError(
+                "--tls-cert/--tls-key",
+                f"{cert} and {key} are not a PEM certificate chain and its private key, or "
+                f"they do not match ({getattr(exc, 'reason', None) or exc}).") from None
 
     @property
     def tls(self) -> bool:

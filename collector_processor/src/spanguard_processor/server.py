@@ -4,14 +4,23 @@
 ports (so port 0 works), and on :meth:`ProcessorServer.stop` — called on SIGTERM or SIGINT by
 :func:`serve_forever` — stops accepting requests, finishes the ones in progress, flushes every
 trace in flight to the store and closes it.
+
+Start-up fails cleanly, before anything is announced: a port that cannot be bound raises
+:class:`CannotListen` naming the receiver and the port; a bad certificate or key raises
+``ConfigError`` (from :class:`~spanguard_processor.security.Security`); a damaged or
+unwritable store raises an ``InputError`` (from :class:`~spanguard_processor.store.SpanStore`).
+If a receiver stops after start, :func:`serve_forever` stops the other and raises
+:class:`ReceiverFailed`: the process never stays up half-alive.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +36,22 @@ from .redaction import Redactor
 from .security import Security
 from .store import SpanStore
 
-__all__ = ["ProcessorServer", "ServerConfig", "serve_forever"]
+__all__ = ["CannotListen", "ProcessorServer", "ReceiverFailed", "ServerConfig", "serve_forever"]
 
 _log = logging.getLogger(__name__)
+
+
+class CannotListen(OSError):
+    """A receiver's port cannot be bound (in use, not permitted, an unknown address)."""
+
+    def __init__(self, receiver: str, host: str, port: int, reason: str) -> None:
+        self.receiver = receiver  # "grpc" or "http"
+        self.port = port
+        super().__init__(f"{port} on {host} is in use or cannot be bound ({reason}).")
+
+
+class ReceiverFailed(RuntimeError):
+    """A receiver stopped while the processor was running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +101,13 @@ class ProcessorServer:
     def _start_receivers(self) -> None:
         cfg = self.config
         if cfg.grpc_port is not None:
-            self._grpc, self.grpc_port = start_grpc_server(
-                self.ingestor, cfg.host, cfg.grpc_port, max_message_bytes=cfg.max_body_bytes,
-                guard=self.guard, security=cfg.security)
+            try:
+                self._grpc, self.grpc_port = start_grpc_server(
+                    self.ingestor, cfg.host, cfg.grpc_port,
+                    max_message_bytes=cfg.max_body_bytes, guard=self.guard,
+                    security=cfg.security)
+            except (OSError, RuntimeError) as exc:  # grpcio raises RuntimeError on a busy port
+                raise CannotListen("grpc", cfg.host, cfg.grpc_port, str(exc)) from None
         if cfg.http_port is not None:
             sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -90,9 +116,10 @@ class ProcessorServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
                 sock.bind((cfg.host, cfg.http_port))
-            except OSError:
+            except OSError as exc:
                 sock.close()
-                raise
+                raise CannotListen("http", cfg.host, cfg.http_port,
+                                   exc.strerror or str(exc)) from None
             self.http_port = sock.getsockname()[1]
             app = self._http_app = create_app(
                 self.ingestor, max_body_bytes=cfg.max_body_bytes, guard=self.guard,
@@ -110,6 +137,14 @@ class ProcessorServer:
             self._http_thread.start()
             while not server.started and self._http_thread.is_alive():
                 threading.Event().wait(0.01)
+            if not server.started:
+                raise ReceiverFailed("the OTLP/HTTP receiver failed to start (see the log).")
+
+    def failure(self) -> str | None:
+        """Which receiver has stopped on its own, if one has (None while both run)."""
+        if self._http_thread is not None and not self._http_thread.is_alive():
+            return "the OTLP/HTTP receiver stopped"
+        return None
 
     def stop(self, grace: float = 10.0) -> None:
         """Finish in-flight requests, flush in-flight traces to the store, close it."""
@@ -124,8 +159,19 @@ class ProcessorServer:
         self.store.close()
 
 
-def serve_forever(config: ServerConfig, announce: Any = print) -> ProcessorServer:
-    """Start, announce the listening ports, wait for SIGTERM/SIGINT, then stop gracefully."""
+def serve_forever(
+    config: ServerConfig,
+    announce: Callable[[str], Any] = print,
+    *,
+    warn: Callable[[str], Any] | None = None,
+    started: Callable[[ProcessorServer], Any] | None = None,
+) -> ProcessorServer:
+    """Start, announce the listening ports, wait for SIGTERM/SIGINT, then stop gracefully.
+
+    ``warn`` receives warnings (default: ``announce``); ``started`` is called with the running
+    server once it listens. Raises :class:`ReceiverFailed` (after stopping everything) if a
+    receiver stops on its own.
+    """
     server = ProcessorServer(config).start()
     stop = threading.Event()
 
@@ -141,8 +187,16 @@ def serve_forever(config: ServerConfig, announce: Any = print) -> ProcessorServe
             scheme = "https" if config.security.tls else "http"
             parts.append(f"OTLP/HTTP on {scheme}://{config.host}:{server.http_port}/v1/traces")
         announce(f"spanguard processor listening: {', '.join(parts)}; store {config.store}")
+        exposure = _exposure(config)
+        if exposure:
+            (warn or announce)(f"warning: listening on {config.host} {exposure}")
+        if started is not None:
+            started(server)
         while not stop.wait(0.5):
-            pass
+            failure = server.failure()
+            if failure:
+                raise ReceiverFailed(f"{failure} unexpectedly; the processor stopped too "
+                                     "(restart it; nothing acknowledged is lost).")
     finally:
         server.stop()
         for sig, handler in previous.items():
@@ -151,3 +205,21 @@ def serve_forever(config: ServerConfig, announce: Any = print) -> ProcessorServe
     announce(f"stopped: {stats.spans_received} spans received, "
              f"{stats.traces_released} traces released")
     return server
+
+
+def _exposure(config: ServerConfig) -> str | None:
+    """Why listening on ``config.host`` is risky, or None (loopback, or token and TLS)."""
+    host = config.host.strip("[]")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return None
+    if config.security.token is None:
+        return ("without a bearer token: anyone who can reach these ports can write spans "
+                "(set --token-file or SPANGUARD_TOKEN, and --tls-cert/--tls-key).")
+    if not config.security.tls:
+        return ("without TLS: the bearer token and the spans cross the network in clear text "
+                "(set --tls-cert/--tls-key).")
+    return None

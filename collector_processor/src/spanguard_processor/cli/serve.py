@@ -11,7 +11,7 @@ from spanguard.exceptions import ConfigError, InputError
 from ..limits import Limits
 from ..redaction import Redactor, load_hook
 from ..security import TOKEN_ENV, Security, read_token
-from ..server import ServerConfig, serve_forever
+from ..server import CannotListen, ReceiverFailed, ServerConfig, serve_forever
 
 __all__ = ["serve"]
 
@@ -19,9 +19,9 @@ _DEFAULTS = Limits()
 
 
 def _port(value: int, name: str) -> int | None:
-    if value < 0:
+    if value == -1:
         return None
-    if value > 65535:
+    if not 0 <= value <= 65535:
         raise ConfigError(name, f"{value} is not a TCP port (0 picks a free one, -1 disables).")
     return value
 
@@ -105,8 +105,17 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
         redactor=Redactor(redact_content, load_hook(redact_hook) if redact_hook else None),
     )
     try:
-        serve_forever(config, announce=lambda line: click.echo(line))
+        serve_forever(config, announce=lambda line: click.echo(line),
+                      warn=lambda line: click.echo(line, err=True))
     except InputError as exc:  # the store: damaged, foreign, newer or not writable
         raise ConfigError("--store", str(exc)) from None
-    except OSError as exc:
-        raise ConfigError("--grpc-port/--http-port", f"cannot listen: {exc}.") from None
+    except CannotListen as exc:
+        raise ConfigError(f"--{exc.receiver}-port", str(exc)) from None
+    except ReceiverFailed as exc:
+        raise Failed(str(exc)) from None
+
+
+class Failed(click.ClickException):
+    """The processor stopped on its own: exit code 3 (not bad input, not a passing run)."""
+
+    exit_code = 3
