@@ -12,7 +12,7 @@ import click
 
 from spanguard.exceptions import ConfigError
 
-__all__ = ["evaluation_options", "fairness", "finish", "gate_config"]
+__all__ = ["evaluation_options", "fairness", "finish", "gate_config", "report_options"]
 
 
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -38,6 +38,12 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      default="text", show_default=True, help="What to print on stdout."),
         click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
                      help="Import MODULE first (it may register custom metrics)."),
+        click.option("--trace-url", "trace_url", metavar="TEMPLATE", default=None,
+                     help="Link each evidence trace id in the reports to a trace viewer, e.g. "
+                          "http://localhost:16686/trace/{trace_id} (Jaeger)."),
+        click.option("--redact", is_flag=True, default=False,
+                     help="Leave prompts and responses out of the reports (signals and ids "
+                          "stay)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -65,22 +71,32 @@ def load_plugins(plugins: tuple[str, ...]) -> None:
             raise ConfigError("--plugin", f"cannot import {name}: {exc}.") from None
 
 
-def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str) -> None:
+def report_options(trace_url: str | None, redact: bool) -> Any:
+    """Validated before any work, so a bad --trace-url costs nothing (exit 2)."""
+    from ..fairness.evidence_report import ReportOptions
+
+    return ReportOptions(trace_url=trace_url, redact=redact)
+
+
+def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
+           options: Any = None) -> None:
     """Write the reports, print the summary, exit 0 (pass) or 1 (gate failed)."""
+    from ..fairness.evidence_report import ReportOptions
     from ..fairness.reports import render_markdown, report_dict, write_reports
 
+    options = options or ReportOptions()
     if output is not None:
         from ..fairness.history import record_run
         from ..fairness.reports import _version
 
-        write_reports(ev, output)
+        write_reports(ev, output, options)
         record_run(ev, output, _version())  # history.jsonl + each metric's trend
     if fmt == "json":
-        summary = report_dict(ev)
+        summary = report_dict(ev, options)
         summary.pop("scenario_results")
         click.echo(json.dumps(summary, indent=2, allow_nan=False))
     elif fmt == "markdown":
-        click.echo(render_markdown(ev), nl=False)
+        click.echo(render_markdown(ev, options), nl=False)
     else:
         for r in ev.results:
             ci = r.confidence_interval
@@ -88,6 +104,8 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str) -> None:
             p = f"{r.p_holm:.4f}" if r.p_holm is not None else "–"
             click.echo(f"{r.verdict.upper():<17} {r.metric:<30} {r.score:10.4f} {interval:<20} "
                        f"thr {r.threshold:g}  Holm p {p}")
+            if not r.passed and r.evidence:  # the top counterfactual pair, in one line
+                click.echo(f"{'':<17} {r.evidence[0].headline}")
         if output is not None:
             click.echo(f"reports written to {output}")
     verdict = "PASSED" if ev.passed else "FAILED"
@@ -106,7 +124,8 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str) -> None:
 @click.pass_context
 def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
-             random_seed: int, fmt: str, plugins: tuple[str, ...]) -> None:
+             random_seed: int, fmt: str, plugins: tuple[str, ...], trace_url: str | None,
+             redact: bool) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
@@ -123,6 +142,7 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
 
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed)
+    options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
     observations = read_inputs(list(inputs))
     ev, matched = evaluate_suite(suite, observations, config)
@@ -132,4 +152,4 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     if matched.missing_variants:
         click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
                    "record.", err=True)
-    finish(ctx, ev, output, fmt)
+    finish(ctx, ev, output, fmt, options)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .fairness import evaluation_options, finish, gate_config, load_plugins
+from .fairness import evaluation_options, finish, gate_config, load_plugins, report_options
 
 __all__ = ["run"]
 
@@ -32,7 +32,8 @@ __all__ = ["run"]
 def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         adapter_options: tuple[str, ...], repeats: int, concurrency: int,
         output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
-        random_seed: int, fmt: str, plugins: tuple[str, ...]) -> None:
+        random_seed: int, fmt: str, plugins: tuple[str, ...], trace_url: str | None,
+        redact: bool) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
     The suite is validated completely before the first app call. The spans the app emits
@@ -52,6 +53,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
 
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed)
+    options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
     adapted = None
     if adapter is not None or adapter_options:
@@ -79,4 +81,4 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
-    finish(ctx, ev, output, fmt)
+    finish(ctx, ev, output, fmt, options)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from spanguard.exceptions import InputError
 
 from . import stats
 from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similarities
+from .evidence import find_pairs
 from .gate import GateConfig, apply_gate
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
@@ -107,6 +108,8 @@ def evaluate(
                                  seed_idx, seed_labels))
     _bootstrap(prepared, len(seed_labels), cfg)
     results = [_result(p, observations, group_labels, cfg, len(prepared)) for p in prepared]
+    results = [_with_evidence(r, p, observations, seed_idx, group_idx, seed_labels, group_labels)
+               for r, p in zip(results, prepared, strict=True)]
     return Evaluation(
         generated_at=generated_at or _generated_at(),
         variant_count=variant_count if variant_count is not None
@@ -325,6 +328,16 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
         groups_with_data=p.estimate.groups_with_data, seeds=p.estimate.contrast_seeds,
         p_method=method, mde=mde, groups=_group_stats(p, labels, cfg), **base,
     )
+
+
+def _with_evidence(r: MetricResult, p: _Prepared, obs: Sequence[Observation],
+                   seed_idx: NDArray[np.int64], group_idx: NDArray[np.int64],
+                   seed_labels: list[str], group_labels: list[str]) -> MetricResult:
+    """The counterfactual pairs behind a gap metric (evidence.py; cheap: top-k seeds)."""
+    if p.values is None:
+        return r
+    pairs = find_pairs(r.metric, p.values, obs, seed_idx, group_idx, seed_labels, group_labels)
+    return replace(r, evidence=pairs)
 
 
 def _group_stats(p: _Prepared, labels: list[str], cfg: GateConfig) -> tuple[GroupStat, ...]:

@@ -67,6 +67,8 @@ class Observation:
     response: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     trace: ProcessTrace | None = None
+    trace_id: str | None = None  # the OpenTelemetry trace id, when the record came from spans
+    captured: bool = True  # False when the trace was recorded with content capture off
 
     @property
     def group(self) -> str:
@@ -125,6 +127,8 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
         response=str(record["response"]),
         metadata=metadata,
         trace=trace.trace,
+        trace_id=trace.trace_id,
+        captured=trace.input is not None or trace.output is not None,
     )
 
 

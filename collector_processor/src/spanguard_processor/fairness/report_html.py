@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from .evidence_report import EVIDENCE_CSS, ReportOptions, evidence_html
 from .results import Evaluation, MetricResult
 
 __all__ = ["render_html"]
@@ -134,7 +135,8 @@ def _summary_table(ev: Evaluation) -> str:
     return "<table>" + head + "".join(rows) + "</table>"
 
 
-def render_html(ev: Evaluation) -> str:
+def render_html(ev: Evaluation, options: ReportOptions | None = None) -> str:
+    options = options or ReportOptions()
     cfg = ev.config
     verdict = "PASSED" if ev.passed else "FAILED"
     sections = []
@@ -144,12 +146,12 @@ def render_html(ev: Evaluation) -> str:
             f'<section id="{escape(r.metric)}"><h2>{escape(r.metric)} '
             f'<span class="{escape(r.verdict)}">{escape(r.verdict.replace("_", " "))}</span>'
             f'</h2>{_chart(r)}<p>p-value: {escape(r.p_method or "not applicable")}.</p>'
-            f"{warnings}</section>"
+            f"{warnings}{evidence_html(r.metric, r.evidence, options)}</section>"
         )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>spanguard fairness report</title>"
-        f"<style>{_CSS}</style></head><body>"
+        f"<style>{_CSS}{EVIDENCE_CSS}</style></head><body>"
         f'<h1>spanguard fairness report: <span class="{"pass" if ev.passed else "fail"}">'
         f"{verdict}</span></h1>"
         f"<p>Generated at {escape(ev.generated_at)}; {ev.variant_count} variants, "

@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import write_text_atomic
+from .evidence_report import ReportOptions, evidence_json, evidence_markdown
 from .report_html import render_html
 from .results import Evaluation, MetricResult, RecordMap
 
-__all__ = ["render_json", "render_junit", "render_markdown", "report_dict", "write_reports"]
+__all__ = ["ReportOptions", "render_json", "render_junit", "render_markdown", "report_dict",
+           "write_reports"]
+
+_PLAIN = ReportOptions()
 
 
 def _version() -> str:
@@ -41,7 +45,7 @@ def strict(value: Any) -> Any:
     return value
 
 
-def _metric_dict(r: MetricResult, level: float) -> dict[str, Any]:
+def _metric_dict(r: MetricResult, level: float, options: ReportOptions) -> dict[str, Any]:
     return {
         "metric": r.metric,
         "score": r.score,
@@ -67,17 +71,27 @@ def _metric_dict(r: MetricResult, level: float) -> dict[str, Any]:
             for g in r.groups
         ],
         "warnings": list(r.warnings),
+        "evidence": evidence_json(r.evidence, options),
     }
 
 
-def report_dict(ev: Evaluation) -> dict[str, Any]:
-    """fairtrace's report.json keys, then a ``spanguard`` block with provenance and verdict."""
+def _scenario(record: dict[str, Any], options: ReportOptions) -> dict[str, Any]:
+    if options.redact:  # null, not "": a redacted report is not re-read as empty answers
+        record["prompt"] = None
+        record["response"] = None
+    return record
+
+
+def report_dict(ev: Evaluation, options: ReportOptions = _PLAIN) -> dict[str, Any]:
+    """fairtrace's report.json keys, then a ``spanguard`` block with provenance and verdict.
+
+    Each metric carries ``evidence``: its counterfactual pairs (see :mod:`.evidence`)."""
     cfg = ev.config
     return strict({
         "generated_at": ev.generated_at,
         "variant_count": ev.variant_count,
-        "metric_results": [_metric_dict(r, cfg.level) for r in ev.results],
-        "scenario_results": [o.record() for o in ev.observations],
+        "metric_results": [_metric_dict(r, cfg.level, options) for r in ev.results],
+        "scenario_results": [_scenario(o.record(), options) for o in ev.observations],
         "spanguard": {
             "version": _version(),
             "passed": ev.passed,
@@ -92,12 +106,13 @@ def report_dict(ev: Evaluation) -> dict[str, Any]:
             "records": len(ev.observations),
             "seeds": ev.seeds,
             "errors": list(ev.errors),
+            "redacted": options.redact,
         },
     })
 
 
-def render_json(ev: Evaluation) -> str:
-    return json.dumps(report_dict(ev), indent=2, allow_nan=False, default=str) + "\n"
+def render_json(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
+    return json.dumps(report_dict(ev, options), indent=2, allow_nan=False, default=str) + "\n"
 
 
 def _num(value: float | None, digits: int = 4) -> str:
@@ -116,7 +131,7 @@ def _ci(r: MetricResult) -> str:
 _STATUS = {"pass": "✅ pass", "fail": "❌ fail", "insufficient_data": "⚠️ insufficient data"}
 
 
-def render_markdown(ev: Evaluation) -> str:
+def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
     """A report fit for ``$GITHUB_STEP_SUMMARY``: verdict, table, warnings, settings."""
     cfg = ev.config
     verdict = "PASSED" if ev.passed else "FAILED"
@@ -141,6 +156,13 @@ def render_markdown(ev: Evaluation) -> str:
             f"{_STATUS.get(r.verdict, r.verdict)} |"
         )
     notes = [(r.metric, w) for r in ev.results for w in r.warnings]
+    failing = [r for r in ev.results if not r.passed and r.evidence]
+    if failing:
+        lines += ["", "## Evidence", "",
+                  "The seeds contributing most to each failing metric's gap: the same prompt "
+                  "for two groups; signals that differ in bold."]
+        for r in failing:
+            lines += evidence_markdown(r.metric, r.evidence, options)
     if notes:
         lines += ["", "## Warnings", ""]
         lines += [f"- **{m}**: {w}" for m, w in notes]
@@ -150,7 +172,7 @@ def render_markdown(ev: Evaluation) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_junit(ev: Evaluation) -> str:
+def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
     """JUnit XML with one test case per metric (failures for fail and insufficient data)."""
     failures = sum(1 for r in ev.results if not r.passed)
     suites = ET.Element("testsuites", name="spanguard fairness", tests=str(len(ev.results)),
@@ -166,7 +188,7 @@ def render_junit(ev: Evaluation) -> str:
         if not r.passed:
             failure = ET.SubElement(case, "failure", message=f"{r.verdict}: {summary}",
                                     type=r.verdict)
-            failure.text = "\n".join((summary, *r.warnings))
+            failure.text = "\n".join((summary, *r.warnings, *_pair_lines(r, options)))
         elif r.warnings:
             out = ET.SubElement(case, "system-out")
             out.text = "\n".join(r.warnings)
@@ -175,14 +197,24 @@ def render_junit(ev: Evaluation) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
 
 
-def write_reports(ev: Evaluation, directory: Path) -> dict[str, Path]:
+def _pair_lines(r: MetricResult, options: ReportOptions) -> list[str]:
+    out = []
+    for p in r.evidence:
+        traces = " vs ".join(options.link(v.trace_id) or v.trace_id or v.record_id
+                             for v in (p.high, p.low))
+        out.append(f"{p.headline} [{traces}]")
+    return out
+
+
+def write_reports(ev: Evaluation, directory: Path,
+                  options: ReportOptions = _PLAIN) -> dict[str, Path]:
     """Write report.json, report.md, junit.xml and report.html into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     outputs = {
-        "report.json": render_json(ev),
-        "report.md": render_markdown(ev),
-        "junit.xml": render_junit(ev),
-        "report.html": render_html(ev),
+        "report.json": render_json(ev, options),
+        "report.md": render_markdown(ev, options),
+        "junit.xml": render_junit(ev, options),
+        "report.html": render_html(ev, options),
     }
     paths = {}
     for name, text in outputs.items():

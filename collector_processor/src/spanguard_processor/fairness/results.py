@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
+    from .evidence import CounterfactualPair
     from .gate import GateConfig
     from .records import Observation
 
@@ -89,6 +90,7 @@ class MetricResult:
     p_holm: float | None = None
     p_bh: float | None = None
     warnings: tuple[str, ...] = ()
+    evidence: tuple[CounterfactualPair, ...] = ()  # the seeds behind the gap, largest first
 
     @property
     def severity(self) -> float:

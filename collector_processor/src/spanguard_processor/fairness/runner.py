@@ -197,4 +197,5 @@ def _observation(call: AppCall, trace: Any) -> Observation:
         response=call.text or "",
         metadata=metadata,
         trace=process,
+        trace_id=trace.trace_id if trace is not None else None,
     )
