@@ -8,8 +8,11 @@ from pathlib import Path
 import click
 
 from ..jsonio import write_text_atomic
+from ..regression.diff import case_diffs
+from ..regression.diff_report import diffs_markdown
 from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
 from ..regression.render import check_junit, render_check
+from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
 from . import EXIT_FAILED
 
@@ -42,6 +45,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--markdown", type=_FILE, help="Also write the comparison as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML.")
+@click.option("--html", type=_FILE, help="Also write a self-contained HTML report.")
 def check(
     baseline: Path,
     current: Path,
@@ -50,6 +54,7 @@ def check(
     min_latency_change_ms: float,
     markdown: Path | None,
     junit: Path | None,
+    html: Path | None,
 ) -> None:
     """Compare two run results of `spanguard cases run`; exit 1 on a regression.
 
@@ -59,21 +64,30 @@ def check(
     rates, a case bootstrap for p95 latency and cost); a case that passed and now fails a
     content or process check, and a case without output, always fail the gate.
 
+    Each case that went from pass to fail is shown as a diff of what the baseline and the
+    current run did (output, tools, escalation, plan, documents, latency, cost).
+
     \b
     Example:
-      spanguard check --baseline runs/baseline.json --current runs/current.json
+      spanguard check --baseline runs/baseline.json --current runs/current.json --html check.html
     """
     options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms)
     options.validate()
     base = load_run(baseline)
     cur = load_run(current)
     comparison = compare(base, cur, options)
-    text = render_check(base.metrics, cur.metrics, comparison)
+    diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail)
+    text = render_check(base.metrics, cur.metrics, comparison, diffs)
     click.echo(text)
     if markdown is not None:
-        write_text_atomic(markdown, text + "\n")
+        extra = diffs_markdown(diffs)
+        write_text_atomic(markdown, text + "\n" + ("\n" + extra if extra else ""))
     if junit is not None:
-        write_text_atomic(junit, check_junit(comparison, [rule[0] for rule in RULES]))
+        write_text_atomic(junit, check_junit(comparison, [rule[0] for rule in RULES], diffs))
+    if html is not None:
+        report = CheckReport(baseline.as_posix(), current.as_posix(), base.metrics, cur.metrics,
+                             comparison, tolerance_scale, diffs)
+        write_text_atomic(html, render_check_html(report))
     if comparison.violations:
         click.echo(f"\nFAIL: {len(comparison.violations)} regression(s) detected", err=True)
         sys.exit(EXIT_FAILED)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from typing import Any
 
+from .diff import CaseDiff
+from .diff_report import console_lines, junit_text
 from .gate import Comparison, Violation
 from .report import cell, number
 
@@ -63,7 +66,8 @@ def render_violations(violations: list[Violation]) -> str:
     return "\n".join(lines)
 
 
-def render_check(base: dict[str, Any], cur: dict[str, Any], comparison: Comparison) -> str:
+def render_check(base: dict[str, Any], cur: dict[str, Any], comparison: Comparison,
+                 diffs: Sequence[CaseDiff] = ()) -> str:
     parts = [
         "baseline",
         render_metrics(base),
@@ -94,6 +98,7 @@ def render_check(base: dict[str, Any], cur: dict[str, Any], comparison: Comparis
             "",
             f"cases that went from pass to fail ({len(comparison.pass_to_fail)}): "
             + ", ".join(comparison.pass_to_fail),
+            *console_lines(diffs),
         ]
     if comparison.fail_to_pass:
         parts += [
@@ -131,8 +136,11 @@ def run_junit(metrics: dict[str, Any], case_results: dict[str, str]) -> str:
     return _xml(suite)
 
 
-def check_junit(comparison: Comparison, metrics: list[str]) -> str:
-    """One testcase per gated metric, plus one per case that went from pass to fail."""
+def check_junit(comparison: Comparison, metrics: list[str],
+                diffs: Sequence[CaseDiff] = ()) -> str:
+    """One testcase per gated metric, plus one per case that went from pass to fail (its
+    ``<failure>`` text is the case diff when both runs recorded case details)."""
+    by_case = {d.case_id: d for d in diffs}
     by_metric = {v.metric: v for v in comparison.violations}
     names = list(dict.fromkeys(metrics + list(by_metric)))
     suite = ET.Element(
@@ -155,10 +163,12 @@ def check_junit(comparison: Comparison, metrics: list[str]) -> str:
             )
     for case_id in comparison.pass_to_fail:
         case = ET.SubElement(suite, "testcase", classname="spanguard.check.cases", name=case_id)
-        ET.SubElement(
+        failure = ET.SubElement(
             case,
             "failure",
             type="pass_to_fail",
             message=f"{case_id} passed in the baseline and fails now",
         )
+        if case_id in by_case:
+            failure.text = junit_text(by_case[case_id])
     return _xml(suite)

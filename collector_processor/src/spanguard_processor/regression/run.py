@@ -19,6 +19,7 @@ from spanguard.exceptions import CaseFormatError
 
 from ..jsonio import iter_jsonl
 from .checks import run_text_checks, run_trace_check
+from .diff import case_evidence
 from .loader import OUTPUT_ALIASES
 from .signals import percentile
 from .textnorm import fold
@@ -154,6 +155,7 @@ def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
     for path in paths:
         for trace in read_agent_traces_any([path]):
             record = {
+                "trace_id": trace.trace_id,
                 "input": trace.input,
                 "output": trace.output or "",
                 "latency_ms": trace.latency_ms,
@@ -188,9 +190,10 @@ class CaseOutcome:
     latency_ms: float | None = None
     cost_usd: float | None = None
     unverified: tuple[str, ...] = ()  # trace checks whose evidence the record lacks
+    evidence: dict[str, Any] | None = None  # what the record did, for check's case diffs
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "outcome": self.outcome,
             "matched_by": self.matched_by,
             "failed_checks": list(self.failed_checks),
@@ -199,6 +202,9 @@ class CaseOutcome:
             "latency_ms": self.latency_ms,
             "cost_usd": self.cost_usd,
         }
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        return out
 
 
 @dataclass(frozen=True)
@@ -250,7 +256,7 @@ def score_case(
     """Run one case's text and trace checks against its record (None: the output is missing)."""
     case_id = str(case.get("id", ""))
     if record is None:
-        return CaseOutcome(case_id, "missing")
+        return CaseOutcome(case_id, "missing", evidence=case_evidence(case, None, ""))
     failed: list[str] = []
     details: list[str] = []
     unverified: list[str] = []
@@ -271,6 +277,7 @@ def score_case(
         _number(record.get("latency_ms")),
         _number(record.get("cost_usd")),
         tuple(unverified),
+        case_evidence(case, record, _text(record)),
     )
 
 

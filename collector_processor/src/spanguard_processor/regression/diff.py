@@ -1,0 +1,198 @@
+"""Case diffs: for a case that went from pass to fail, what its baseline and current runs did.
+
+``cases run`` keeps, per case (``case_details.<id>`` in the run file), the outcome, failed
+checks with their reasons, latency and cost, and under ``evidence`` what a reviewer needs to
+see the change: the question, the trace id, an output excerpt and the process trace. ``check``
+pairs the two runs' details of each flipped case into a :class:`CaseDiff`: one row per signal,
+baseline beside current, the rows behind a failing check marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CaseDiff", "DiffRow", "case_diffs", "case_evidence"]
+
+OUTPUT_CHARS = 600
+INPUT_CHARS = 200
+
+# which row explains a failing check
+_ROW_OF_CHECK = {
+    "tools_include": "tool calls", "tool_sequence": "tool calls", "escalated": "escalated",
+    "max_plan_steps": "plan steps", "max_friction_points": "friction points",
+    "doc_in_top_k": "retrieved documents", "max_latency_ms": "latency (ms)",
+    "max_cost_usd": "cost (USD)",
+}
+
+
+def _excerpt(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _process(raw: object) -> dict[str, Any] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    docs = raw.get("retrieved_documents") or []
+    return {
+        "tool_calls": [str(t.get("name")) for t in raw.get("tool_calls") or []
+                       if isinstance(t, Mapping)],
+        "escalated": bool(raw.get("escalated", False)),
+        "escalation_reason": raw.get("escalation_reason"),
+        "plan_steps": [str(s) for s in raw.get("plan_steps") or []],
+        "friction_points": [str(s) for s in raw.get("friction_points") or []],
+        "retrieved_documents": [
+            {"id": d.get("id"), "group": d.get("group"), "rank": d.get("rank")}
+            for d in docs if isinstance(d, Mapping)
+        ],
+    }
+
+
+def _figure(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def case_evidence(case: Mapping[str, Any], record: Mapping[str, Any] | None,
+                  output: str) -> dict[str, Any]:
+    """What one case's record showed, kept under ``case_details.<id>.evidence``."""
+    question = case.get("input")
+    out: dict[str, Any] = {
+        "input": _excerpt(question, INPUT_CHARS) if isinstance(question, str) else None,
+    }
+    if record is None:
+        return out
+    trace_id = record.get("trace_id")
+    out["trace_id"] = trace_id if isinstance(trace_id, str) else None
+    out["output"] = _excerpt(output, OUTPUT_CHARS)
+    out["process"] = _process(record.get("trace"))
+    return out
+
+
+# --- the diff ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One signal, baseline beside current; ``failing`` when a failing check is about it."""
+
+    name: str
+    baseline: str
+    current: str
+    changed: bool
+    failing: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CaseDiff:
+    case_id: str
+    input: str | None
+    baseline_trace: str | None
+    current_trace: str | None
+    failed_checks: tuple[tuple[str, str], ...]  # (type, detail) of the current run
+    rows: tuple[DiffRow, ...]
+
+    @property
+    def summary(self) -> str:
+        """One line: the failing checks, then what changed in the rows they point at."""
+        checks = "; ".join(f"{t} failed ({d})" if d else f"{t} failed"
+                           for t, d in self.failed_checks) or "fails now"
+        notes = [f"{r.name}: {r.note}" for r in self.rows if r.failing and r.note]
+        return checks + ("; " + "; ".join(notes) if notes else "")
+
+
+def _join(items: Sequence[str], arrow: bool = False) -> str:
+    return (" → " if arrow else "; ").join(items) if items else "none"
+
+
+def _docs(docs: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{d.get('id') or '?'} #{d.get('rank') if d.get('rank') is not None else '?'}"
+                     for d in docs) or "none"
+
+
+def _tool_note(before: Sequence[str], after: Sequence[str]) -> str:
+    missing = [t for t in dict.fromkeys(before) if t not in after]
+    added = [t for t in dict.fromkeys(after) if t not in before]
+    notes = []
+    if missing:
+        notes.append("missing " + ", ".join(missing))
+    if added:
+        notes.append("new " + ", ".join(added))
+    if not notes and list(before) != list(after):
+        notes.append("order changed")
+    return "; ".join(notes)
+
+
+def _number(value: object, digits: int) -> str:
+    return "–" if value is None else f"{float(value):.{digits}f}"  # type: ignore[arg-type]
+
+
+def _evidence(detail: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = detail.get("evidence")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _rows(base: Mapping[str, Any], cur: Mapping[str, Any], failing: set[str]) -> list[DiffRow]:
+    be, ce = _evidence(base), _evidence(cur)
+    bp, cp = be.get("process"), ce.get("process")
+    rows: list[tuple[str, str, str, str]] = []
+    if isinstance(bp, Mapping) or isinstance(cp, Mapping):
+        b: Mapping[str, Any] = bp if isinstance(bp, Mapping) else {}
+        c: Mapping[str, Any] = cp if isinstance(cp, Mapping) else {}
+        bt, ct = b.get("tool_calls", []), c.get("tool_calls", [])
+        rows += [
+            ("tool calls", _join(bt, True), _join(ct, True), _tool_note(bt, ct)),
+            ("escalated", "yes" if b.get("escalated") else "no",
+             "yes" if c.get("escalated") else "no", ""),
+            ("escalation reason", str(b.get("escalation_reason") or "–"),
+             str(c.get("escalation_reason") or "–"), ""),
+            ("plan steps", _join(b.get("plan_steps", [])), _join(c.get("plan_steps", [])), ""),
+            ("friction points", _join(b.get("friction_points", [])),
+             _join(c.get("friction_points", [])), ""),
+            ("retrieved documents", _docs(b.get("retrieved_documents", [])),
+             _docs(c.get("retrieved_documents", [])), ""),
+        ]
+    rows += [
+        ("latency (ms)", _number(base.get("latency_ms"), 1), _number(cur.get("latency_ms"), 1),
+         ""),
+        ("cost (USD)", _number(base.get("cost_usd"), 6), _number(cur.get("cost_usd"), 6), ""),
+        ("output", str(be.get("output") or "–"), str(ce.get("output") or "–"), ""),
+    ]
+    return [DiffRow(name, b_, c_, b_ != c_, name in failing, note)
+            for name, b_, c_, note in rows]
+
+
+def _failed(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(check type, why) for each failed check; ``details`` holds "type: why" lines."""
+    if detail.get("outcome") == "missing":
+        return [("missing_output", "no output matched the case")]
+    why: dict[str, str] = {}
+    for line in detail.get("details") or []:
+        kind, _, reason = str(line).partition(": ")
+        why.setdefault(kind, reason)
+    return [(str(t), why.get(str(t), "")) for t in detail.get("failed_checks") or []]
+
+
+def _trace_id(detail: Mapping[str, Any]) -> str | None:
+    value = _evidence(detail).get("trace_id")
+    return value if isinstance(value, str) else None
+
+
+def case_diffs(baseline: Mapping[str, Mapping[str, Any]], current: Mapping[str, Mapping[str, Any]],
+               case_ids: Sequence[str]) -> tuple[CaseDiff, ...]:
+    """A diff for every listed case that both runs hold evidence for, in the given order."""
+    out = []
+    for case_id in case_ids:
+        base, cur = baseline.get(case_id), current.get(case_id)
+        if base is None or cur is None or "evidence" not in base or "evidence" not in cur:
+            continue
+        failed = _failed(cur)
+        failing = {_ROW_OF_CHECK.get(t, "output") for t, _ in failed}
+        question = _evidence(cur).get("input") or _evidence(base).get("input")
+        out.append(CaseDiff(case_id, question if isinstance(question, str) else None,
+                            _trace_id(base), _trace_id(cur), tuple(failed),
+                            tuple(_rows(base, cur, failing))))
+    return tuple(out)
