@@ -7,11 +7,14 @@ evaluates them with the same 200 bootstrap resamples *plus* its permutation p-va
 and minimum detectable effects. Ratio = fairtrace seconds / spanguard seconds.
 
 Part 2 — scale: 1,000,000 records (100,000 seeds × 10 variants over 2 groups), every built-in
-metric, 2,000 bootstrap resamples. Runs in a child process so its peak RSS is its own.
+metric, 2,000 bootstrap resamples, with each metric's counterfactual pairs (evidence; pass
+``--evidence-pairs 0`` to measure without them). Runs in a child process so its peak RSS is
+its own.
 
     .venv/bin/python bench/bench_fairness.py                 # both parts
     .venv/bin/python bench/bench_fairness.py --sizes 10000   # part 1 only, one size
     .venv/bin/python bench/bench_fairness.py --scale-only --records 1000000
+    .venv/bin/python bench/bench_fairness.py --scale-only --evidence-pairs 0   # evidence off
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def side_by_side(n: int) -> dict[str, Any]:
             "cpu_ratio": round(theirs_cpu / ours_cpu, 1)}
 
 
-def scale(n: int, per_seed: int, resamples: int) -> dict[str, Any]:
+def scale(n: int, per_seed: int, resamples: int, evidence_pairs: int) -> dict[str, Any]:
     from spanguard_processor.fairness import GateConfig, MetricConfig, evaluate
     from spanguard_processor.fairness.metrics import BUILTIN_METRICS, get_metric
     from spanguard_processor.fairness.records import observation_from_record
@@ -127,7 +130,7 @@ def scale(n: int, per_seed: int, resamples: int) -> dict[str, Any]:
                for name in BUILTIN_METRICS]
     cpu = time.process_time()
     eval_s, ev = _time(lambda: evaluate(obs, metrics, GateConfig(bootstrap_samples=resamples),
-                                        generated_at="bench"))
+                                        generated_at="bench", evidence_pairs=evidence_pairs))
     eval_cpu = time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"records": n, "seeds": n // per_seed, "metrics": len(metrics),
@@ -135,7 +138,8 @@ def scale(n: int, per_seed: int, resamples: int) -> dict[str, Any]:
             "convert_cpu_s": round(convert_cpu, 2), "evaluate_s": round(eval_s, 2),
             "evaluate_cpu_s": round(eval_cpu, 2), "total_s": round(convert_s + eval_s, 2),
             "total_cpu_s": round(convert_cpu + eval_cpu, 2), "peak_rss_mb": round(peak_mb),
-            "p_methods": sorted({str(r.p_method) for r in ev.results})}
+            "p_methods": sorted({str(r.p_method) for r in ev.results}),
+            "evidence_pairs": sum(len(r.evidence) for r in ev.results)}
 
 
 def main() -> None:
@@ -147,10 +151,13 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--scale-only", action="store_true")
     parser.add_argument("--no-scale", action="store_true")
+    parser.add_argument("--evidence-pairs", type=int, default=3,
+                        help="counterfactual pairs kept per metric (0: evidence off)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(scale(args.records, args.per_seed, args.resamples)))
+        print(json.dumps(scale(args.records, args.per_seed, args.resamples,
+                               args.evidence_pairs)))
         return
     if not args.scale_only:
         print("part 1: fairtrace 0.1.0 vs spanguard, same records, 2 groups, B=200")
@@ -165,7 +172,8 @@ def main() -> None:
               f"metric, B={args.resamples} (child process)")
         out = subprocess.run([sys.executable, __file__, "--child", "--records",
                               str(args.records), "--per-seed", str(args.per_seed),
-                              "--resamples", str(args.resamples)],
+                              "--resamples", str(args.resamples),
+                              "--evidence-pairs", str(args.evidence_pairs)],
                              capture_output=True, text=True, check=True)
         row = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"  convert {row['convert_s']} s + evaluate {row['evaluate_s']} s = "

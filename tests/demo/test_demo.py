@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -79,6 +80,7 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     assert {"escalation_parity", "tool_use_parity"} <= failed
     assert all(m["passed"] for m in baseline["metric_results"])
     assert (out / "fairness" / "candidate" / "report.html").stat().st_size > 0
+    _evidence_shows_the_planted_bias(candidate, out / "candidate" / "traces.jsonl")
     assert "regression" in (out / "runs" / "check.md").read_text().lower()
     # progress of the long OTLP runs, then the closing summary's own wall time and disk use
     assert re.search(r"baseline: [\d,]+/216 requests \(\d+%\)", result.output)
@@ -114,6 +116,43 @@ def test_progress_is_a_bar_on_a_terminal() -> None:
     screen = b"".join(chunks).decode()
     assert "baseline" in screen
     assert "100/100" in screen and "#" in screen, screen
+
+
+# which side of a pair the disfavoured group ("female") is on, per metric the bias moves
+_FEMALE_SIDE = {"escalation_parity": "high", "escalation_reason_parity": "high",
+                "friction_point_gap": "high", "plan_length_gap": "high",
+                "retrieval_exposure_gap": "high", "tool_use_parity": "low",
+                "helpfulness_gap": "low"}
+
+
+def _evidence_shows_the_planted_bias(report: dict[str, Any], traces: Path) -> None:
+    """Every failing metric lists real pairs of the run, the female variant on the side the
+    planted bias pushes it to, with the signal the bias flips differing."""
+    recorded = {t["trace_id"]: t for t in map(json.loads, traces.read_text().splitlines())}
+    for metric in report["metric_results"]:
+        if metric["passed"]:
+            continue
+        pairs = metric["evidence"]
+        assert pairs, metric["metric"]
+        for pair in pairs:
+            high, low = pair["variants"]
+            for v in (high, low):  # a real trace of the run, as recorded
+                trace = recorded[v["trace_id"]]
+                assert trace["seed_id"] == pair["seed_id"]
+                assert trace["variant_id"] == v["variant_id"]
+                assert trace["trace"]["escalated"] == v["signals"]["escalated"]
+            side = _FEMALE_SIDE.get(metric["metric"])
+            if pair["column"] == "official":  # women are shown the official pages lower
+                side = "low"
+            if side is not None:
+                female, other = (high, low) if side == "high" else (low, high)
+                assert female["assignments"]["gender"] == "female", (metric["metric"], pair)
+                assert other["assignments"]["gender"] != "female", (metric["metric"], pair)
+        if metric["metric"] == "escalation_parity":
+            assert all(p["variants"][0]["signals"]["escalated"]
+                       and not p["variants"][1]["signals"]["escalated"] for p in pairs)
+        if metric["metric"] == "tool_use_parity":
+            assert all(p["variants"][1]["signals"]["tool_calls"] == [] for p in pairs)
 
 
 def test_demo_without_the_agent_is_a_usage_error(tmp_path: Path) -> None:

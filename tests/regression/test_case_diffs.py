@@ -77,7 +77,7 @@ def test_dropped_tool_call_shows_in_markdown_junit_html_and_console(tmp_path: Pa
     html = (tmp_path / "check.html").read_text()
     assert "<script" not in html and "http" not in html.replace("http://www.w3.org/2000/svg", "")
     assert f'id="case-{case_id}"' in html
-    assert ('<tr class="changed failing"><th>❌ tool calls</th><td>lookup_order → refund_policy'
+    assert ('<tr class="changed failing"><th>✗ tool calls</th><td>lookup_order → refund_policy'
             '</td><td>refund_policy <span class="note">(missing lookup_order)</span></td></tr>'
             ) in html
     assert "tools not called [&#x27;lookup_order&#x27;]" in html

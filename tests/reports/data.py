@@ -12,6 +12,8 @@ from typing import Any
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
+from spanguard_processor.jsonio import write_jsonl
+from spanguard_processor.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
 GROUPS = ("man", "woman", "non-binary")
 METRICS = ("escalation_parity", "tool_use_parity", "refusal_gap", "helpfulness_gap",
@@ -93,3 +95,53 @@ def fairness_reports(directory: Path, *, intersectional: bool = True) -> dict[st
                                  f"expected {code}: {result.output}")
         out[name] = target / "report.html"
     return out
+
+
+_QUESTIONS = ("Where is my refund for order 1234?", "Can I change the address on order 88?",
+              "How do I reset my password?")
+
+
+def _agent_trace(n: int, question: str, tools: tuple[str, ...], *,
+                 feedback: str | None = None, latency: float = 800.0) -> dict[str, Any]:
+    return AgentTrace(
+        trace_id=f"{n:032x}", request_id=f"req-{n}", input=question,
+        output=f"Here is what I found about '{question}': it is on its way, see the <help> page.",
+        latency_ms=latency, cost_usd=0.0002, feedback=feedback,
+        trace=ProcessTrace(tool_calls=tuple(ToolCall(t) for t in tools),
+                           retrieved_documents=(RetrievedDocument("kb-refunds", "official", 1),),
+                           plan_steps=("classify", "act", "reply")),
+    ).to_dict()
+
+
+def regression_report(directory: Path) -> Path:
+    """Cases mined from production traces, replayed on a baseline and on a candidate that
+    drops the order-lookup tool and is slower; ``spanguard check --html``'s page."""
+    production = []
+    for q, question in enumerate(_QUESTIONS):
+        tools = ("lookup_order", "reply") if q < 2 else ("reply",)
+        production += [_agent_trace(10 * q + i, question, tools) for i in range(3)]
+        production.append(_agent_trace(10 * q + 9, question, tools, feedback="negative"))
+    directory.mkdir(parents=True, exist_ok=True)
+    write_jsonl(directory / "production.jsonl", production)
+    runner = CliRunner()
+    build = runner.invoke(cli, ["cases", "build", str(directory / "production.jsonl"), "-o",
+                                str(directory / "evalset")])
+    assert build.exit_code == 0, build.output
+    for n, (name, drop, latency) in enumerate((("baseline", False, 800.0),
+                                                ("candidate", True, 1300.0))):
+        rows = [_agent_trace(100 * (n + 1) + q, question,
+                             ("reply",) if drop and q == 0 else
+                             (("lookup_order", "reply") if q < 2 else ("reply",)),
+                             latency=latency)
+                for q, question in enumerate(_QUESTIONS)]
+        write_jsonl(directory / f"{name}.jsonl", rows)
+        run = runner.invoke(cli, ["cases", "run", "--cases", str(directory / "evalset" /
+                                  "cases.jsonl"), "--traces", str(directory / f"{name}.jsonl"),
+                                  "-o", str(directory / f"{name}.json")])
+        assert run.exit_code == 0, run.output
+    page = directory / "check.html"
+    check = runner.invoke(cli, ["check", "--baseline", str(directory / "baseline.json"),
+                                "--current", str(directory / "candidate.json"),
+                                "--html", str(page)])
+    assert check.exit_code == 1, check.output
+    return page

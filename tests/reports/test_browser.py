@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .browser import INSTALL_HINT, Browser, find_chromium
-from .data import INTERSECTIONAL_METRICS, METRICS, fairness_reports
+from .data import INTERSECTIONAL_METRICS, METRICS, fairness_reports, regression_report
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +35,14 @@ _PAGE_FACTS = """(() => {
     }),
     overflow: document.documentElement.scrollWidth > window.innerWidth,
     rows: document.querySelectorAll('table')[0].querySelectorAll('tr').length,
+    pairs: [...document.querySelectorAll('table.pair')].map(t => ({
+      section: t.closest('section').id,
+      cells: [...t.querySelectorAll('tr')].map(r => [...r.children].map(c => c.innerText)),
+      marks: [...t.querySelectorAll('mark')].map(m => m.innerText),
+      diffRows: [...t.querySelectorAll('tr.diff th')].map(c => c.innerText)})),
+    clippedCells: [...document.querySelectorAll('td, th')].filter(
+      c => c.scrollWidth > c.clientWidth + 1 || c.scrollHeight > c.clientHeight + 1
+    ).map(c => c.innerText),
   };
 })()"""
 
@@ -55,14 +63,16 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return fairness_reports(tmp_path_factory.mktemp("reports"))
 
 
-def _check(browser: Browser, page: Path) -> dict[str, Any]:
+def _check(browser: Browser, page: Path,
+           title: str = "spanguard fairness report") -> dict[str, Any]:
     load = browser.open(page.as_uri())
     assert load.console_errors == [], f"{page}: console errors {load.console_errors}"
     assert load.exceptions == [], f"{page}: exceptions {load.exceptions}"
     assert load.requests == [page.as_uri()], f"{page} requested more than itself: {load.requests}"
     facts: dict[str, Any] = browser.evaluate(_PAGE_FACTS)
-    assert facts["title"] == "spanguard fairness report"
+    assert facts["title"] == title
     assert not facts["overflow"], f"{page} is wider than a 1200 px window"
+    assert facts["clippedCells"] == [], f"{page}: text cut off in table cells"
     return facts
 
 
@@ -97,6 +107,39 @@ def test_fairness_report_renders_one_chart_per_metric(
         assert facts["text"].count("fail") >= len(METRICS)
     if name == "intersectional":  # 18 groups with labels like "age=20, gender=man, race=Asian"
         assert all(len(results[m]["groups"]) == 18 for m in metrics)
+    # every metric's counterfactual pairs are on the page, as its report.json lists them
+    shown = [p["section"] for p in facts["pairs"]]
+    assert shown == [m for m, r in results.items() for _ in r["evidence"]]
+    if name == "candidate":
+        pair = facts["pairs"][0]
+        evidence = results[pair["section"]]["evidence"][0]
+        high, low = evidence["variants"]
+        assert pair["cells"][0][1:] == [high["group"], low["group"]]
+        assert pair["marks"] and all(m in ("man", "woman", "non-binary") for m in pair["marks"])
+        assert "escalated" in pair["diffRows"]
+
+
+_REGRESSION_FACTS = """(() => ({
+  charts: [...document.querySelectorAll('section svg')].map(s => ({
+    section: s.closest('section').id,
+    clipped: [...s.querySelectorAll('text')].filter(t => {
+      const b = t.getBBox(), v = s.viewBox.baseVal;
+      return b.x < 0 || b.y < 0 || b.x + b.width > v.width || b.y + b.height > v.height;
+    }).map(t => t.textContent)})),
+  failing: [...document.querySelectorAll('table.diff tr.failing')].map(r => r.innerText),
+}))()"""
+
+
+def test_regression_report_renders_charts_and_case_diffs(
+        browser: Browser, tmp_path: Path) -> None:
+    page = regression_report(tmp_path)
+    facts = _check(browser, page, "spanguard regression report")
+    assert facts["h1"] == "spanguard regression report: FAILED"
+    more = browser.evaluate(_REGRESSION_FACTS)
+    assert [c["section"] for c in more["charts"]] == ["pass_rate", "trace_compliance_rate",
+                                                       "p95_latency_ms", "avg_cost_usd"]
+    assert all(c["clipped"] == [] for c in more["charts"]), more["charts"]
+    assert any("tool calls" in row and "missing lookup_order" in row for row in more["failing"])
 
 
 def test_browser_check_catches_console_errors_and_external_requests(

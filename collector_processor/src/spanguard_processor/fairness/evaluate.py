@@ -21,7 +21,7 @@ from spanguard.exceptions import InputError
 
 from . import stats
 from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similarities
-from .evidence import find_pairs
+from .evidence import PAIRS, find_pairs
 from .gate import GateConfig, apply_gate
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
@@ -84,8 +84,10 @@ def evaluate(
     variant_count: int | None = None,
     suite_digest: str = "",
     generated_at: str | None = None,
+    evidence_pairs: int = PAIRS,
 ) -> Evaluation:
-    """Evaluate ``metrics`` over ``observations`` and apply the gate in ``config``."""
+    """Evaluate ``metrics`` over ``observations`` and apply the gate in ``config``; each gap
+    metric keeps up to ``evidence_pairs`` counterfactual pairs (0: none)."""
     cfg = config or GateConfig()
     if not observations:
         raise InputError("there are no records to evaluate; run the app or pass trace files "
@@ -108,8 +110,8 @@ def evaluate(
                                  seed_idx, seed_labels))
     _bootstrap(prepared, len(seed_labels), cfg)
     results = [_result(p, observations, group_labels, cfg, len(prepared)) for p in prepared]
-    results = [_with_evidence(r, p, observations, seed_idx, group_idx, seed_labels, group_labels)
-               for r, p in zip(results, prepared, strict=True)]
+    results = [_with_evidence(r, p, observations, seed_idx, group_idx, seed_labels, group_labels,
+                              evidence_pairs) for r, p in zip(results, prepared, strict=True)]
     return Evaluation(
         generated_at=generated_at or _generated_at(),
         variant_count=variant_count if variant_count is not None
@@ -332,11 +334,12 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
 
 def _with_evidence(r: MetricResult, p: _Prepared, obs: Sequence[Observation],
                    seed_idx: NDArray[np.int64], group_idx: NDArray[np.int64],
-                   seed_labels: list[str], group_labels: list[str]) -> MetricResult:
+                   seed_labels: list[str], group_labels: list[str], k: int) -> MetricResult:
     """The counterfactual pairs behind a gap metric (evidence.py; cheap: top-k seeds)."""
     if p.values is None:
         return r
-    pairs = find_pairs(r.metric, p.values, obs, seed_idx, group_idx, seed_labels, group_labels)
+    pairs = find_pairs(r.metric, p.values, obs, seed_idx, group_idx, seed_labels, group_labels,
+                       k)
     return replace(r, evidence=pairs)
 
 

@@ -254,6 +254,7 @@ def evidence_html(metric: str, pairs: tuple[CounterfactualPair, ...],
     if not pairs:
         return ""
     body = "".join(_html_pair(metric, n, p, options) for n, p in enumerate(pairs, 1))
-    return ('<div class="evidence"><h3>Counterfactual pairs</h3><p>The seeds contributing most '
-            "to the gap: the same prompt for two groups, signals that differ highlighted.</p>"
+    return (f'<div class="evidence"><h3>Counterfactual pairs behind {escape(metric)}</h3>'
+            "<p>The seeds contributing most to the gap: the same prompt for two groups, "
+            "signals that differ highlighted.</p>"
             + body + "</div>")

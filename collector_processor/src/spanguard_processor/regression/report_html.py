@@ -167,7 +167,7 @@ def _diff(d: CaseDiff) -> str:
     for r in d.rows:
         cls = " ".join(c for c, on in (("changed", r.changed), ("failing", r.failing)) if on)
         note = f' <span class="note">({escape(r.note)})</span>' if r.note else ""
-        mark = "❌ " if r.failing else ""
+        mark = "✗ " if r.failing else ""
         rows.append(f'<tr class="{cls}"><th>{mark}{escape(r.name)}</th>'
                     f"<td>{escape(r.baseline)}</td><td>{escape(r.current)}{note}</td></tr>")
     question = f"<p>Question: {escape(d.input)}</p>" if d.input else ""
@@ -185,7 +185,7 @@ def render_check_html(report: CheckReport) -> str:
     if cmp.pass_to_fail:
         flipped = (f"<h2>Cases that went from pass to fail ({len(cmp.pass_to_fail)})</h2>"
                    "<p>Baseline beside current; changed rows shaded, rows a failing check is "
-                   "about marked ❌.</p>" + "".join(_diff(d) for d in report.diffs))
+                   "about marked ✗.</p>" + "".join(_diff(d) for d in report.diffs))
         missing = [c for c in cmp.pass_to_fail if c not in {d.case_id for d in report.diffs}]
         if missing:
             flipped += ("<p>No recorded evidence (runs written before it was kept, or by "
