@@ -193,7 +193,7 @@ class CaseOutcome:
     evidence: dict[str, Any] | None = None  # what the record did, for check's case diffs
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "outcome": self.outcome,
             "matched_by": self.matched_by,
             "failed_checks": list(self.failed_checks),
