@@ -99,6 +99,6 @@ def test_a_corrupt_history_line_is_bad_input_and_keeps_the_runs(tmp_path: Path) 
                                       str(out), *_FAST])
     assert result.exit_code == 2
     assert result.output.endswith(
-        f"Error: {history}:2: is not valid JSON (Expecting property name enclosed in double "
-        "quotes); each line of a history file is one run.\n")
+        f"Error: {history}:2: is not valid JSON (unexpected character, expected a string key); "
+        "each line of a history file is one run.\n")
     assert history.read_text() == good + "{not json\n"

@@ -106,7 +106,8 @@ def test_invalid_json_names_line(tmp_path: Path) -> None:
     path.write_text('{\n  "dataset": ,\n}')
     with pytest.raises(SuiteError) as info:
         load_suite(path)
-    assert str(info.value) == (f"{path}:2: is not valid JSON: Expecting value (column 14).")
+    assert str(info.value) == (f"{path}:2: is not valid JSON: unexpected character, expected a "
+                                f"JSON value (column 14).")
 
 
 def test_nan_threshold_is_rejected(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ writes both, describing the same documents). Malformed entries are skipped, neve
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from typing import Any
 
 from spanguard import semconv
 
+from ._json import parse_json
 from .model import RetrievedDocument
 from .spans import AttrValue, SpanRecord
 
@@ -39,7 +39,7 @@ def _is_retrieval(span: SpanRecord) -> bool:
 def _loads(value: AttrValue) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return parse_json(value)
         except ValueError:
             return None
     if isinstance(value, tuple):

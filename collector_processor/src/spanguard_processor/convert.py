@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from spanguard import semconv
 
 from ._documents import finite_number, span_documents
+from ._json import parse_json
 from .model import AgentTrace, JSONScalar, ProcessTrace, ToolCall
 from .spans import AttrValue, SpanEvent, SpanRecord
 
@@ -141,7 +142,7 @@ def _feedback_value(value: AttrValue) -> JSONScalar:
 def _expect_value(check: str, value: AttrValue) -> Any:
     if check not in _EXPECT_LITERAL and isinstance(value, str):
         try:
-            return json.loads(value)
+            return parse_json(value)
         except ValueError:
             return value
     return _plain(value)
@@ -268,7 +269,7 @@ def _metadata_identity(value: AttrValue) -> dict[str, Any]:
     if not isinstance(value, str):
         return {}
     try:
-        data = json.loads(value)
+        data = parse_json(value)
     except ValueError:
         return {}
     if not isinstance(data, dict):

@@ -1,6 +1,10 @@
 """Strict, deterministic JSON and JSONL reading and writing.
 
-Readers name the file and line of every problem; writers never emit NaN or Infinity, always
+:func:`parse_json` is the one JSON parser every command reads input with: orjson, which bounds
+nesting (1,024 levels) and refuses numbers beyond a double and NaN/Infinity, plus a size
+limit; whatever the input, it raises only ``json.JSONDecodeError`` (a ``ValueError``) — never
+``RecursionError`` or the interpreter's integer-length ``ValueError``. Readers name the file
+and line of every problem; writers never emit NaN or Infinity, always
 write UTF-8 with LF line ends, and replace the target atomically so a crash never leaves half
 a file behind.
 """
@@ -18,20 +22,22 @@ from typing import IO, Any, TypeVar, cast
 
 from spanguard.exceptions import InputError, TraceFormatError
 
+from ._json import MAX_JSON_BYTES, parse_json
 from .model import AgentTrace
 
 __all__ = [
+    "MAX_JSON_BYTES",
     "dumps_line",
     "iter_jsonl",
     "open_binary",
     "open_text",
+    "parse_json",
     "read_agent_traces",
     "write_jsonl",
     "write_text_atomic",
 ]
 
 T = TypeVar("T")
-
 
 def dumps_line(obj: Any) -> str:
     """One JSON line: UTF-8 text, key order as given, no NaN (raises ValueError instead)."""
@@ -77,7 +83,7 @@ def iter_jsonl(
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
+                value = parse_json(text)
             except json.JSONDecodeError as exc:
                 raise error(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
                             file=name, line=number) from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -29,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
-import orjson
 import zstandard
 
 from spanguard.exceptions import TraceFormatError
 
+from ._json import parse_json
 from .ingest.otlp_json import decode_document
 from .ingest.otlp_proto import decode_request, parse_request
 from .jsonio import read_agent_traces
@@ -120,8 +121,8 @@ def detect_kind(path: Path) -> str:
         return KIND_OTLP_PROTO
     first_line = _first_line(path)
     try:
-        value = orjson.loads(first_line)
-    except orjson.JSONDecodeError:
+        value = parse_json(first_line)
+    except json.JSONDecodeError:
         return KIND_OTLP_JSON  # a document spread over several lines
     if isinstance(value, dict) and "resourceSpans" in value:
         return KIND_OTLP_JSONL
@@ -166,8 +167,8 @@ def _json_lines(source: _Source, path: Path) -> _Batches:
         if not line.strip():
             continue
         try:
-            document = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
+            document = parse_json(line)
+        except json.JSONDecodeError as exc:
             yield number, TraceFormatError(f"is not valid JSON or UTF-8: {exc}.",
                                            file=str(path), line=number)
             continue
@@ -179,8 +180,8 @@ def _json_lines(source: _Source, path: Path) -> _Batches:
 
 def _whole_json(source: _Source, path: Path) -> _Batches:
     try:
-        value = orjson.loads(source.stream.read())
-    except orjson.JSONDecodeError as exc:
+        value = parse_json(source.stream.read())
+    except json.JSONDecodeError as exc:
         raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.", file=str(path)) from None
     documents = value if isinstance(value, list) else [value]
     for index, document in enumerate(documents, start=1):
@@ -229,8 +230,8 @@ def _decode_message(body: bytes) -> DecodedBatch:
             raise TraceFormatError(f"is not a valid zstd frame ({exc}).") from None
         if body.lstrip()[:1] == b"{":
             try:
-                return decode_document(orjson.loads(body), body)
-            except orjson.JSONDecodeError as exc:
+                return decode_document(parse_json(body), body)
+            except json.JSONDecodeError as exc:
                 raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.") from None
     return decode_request(parse_request(body), body)
 
@@ -259,6 +260,7 @@ def iter_span_file(
         raise TraceFormatError(f"holds {kind}, not spans.", file=str(path))
     report = report if report is not None else IngestReport()
     source = _Source(path)
+    spans = 0
     try:
         for number, item in readers[kind](source, path):
             if isinstance(item, TraceFormatError):
@@ -268,6 +270,7 @@ def iter_span_file(
                 continue
             report.batches += 1
             report.spans += len(item.spans)
+            spans += len(item.spans)
             if progress is not None:
                 progress(source.position)
             yield item
@@ -276,6 +279,9 @@ def iter_span_file(
                                file=str(path)) from None
     finally:
         source.close()
+    if not spans:  # e.g. NUL bytes read as empty protobuf messages, or "[]"
+        raise TraceFormatError(f"no spans found in {path} (read as {kind}); it is empty or not "
+                               "a span file.")
 
 
 def ingest_files(

@@ -9,7 +9,6 @@ from fairtrace 0.1.0 work too (their "confidence_interval" is a 90% interval).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,8 @@ from statistics import NormalDist
 from typing import Any
 
 from spanguard.exceptions import InputError
+
+from .._json import parse_json
 
 __all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown"]
 
@@ -52,7 +53,7 @@ def load_report(path: Path) -> dict[str, Any]:
         return report_from_history(path)
     target = path / "report.json" if path.is_dir() else path
     try:
-        data = json.loads(target.read_text(encoding="utf-8"))
+        data = parse_json(target.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror or exc}.", file=str(target)) from None
     except ValueError as exc:

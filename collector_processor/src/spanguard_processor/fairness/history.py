@@ -22,6 +22,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
+from .._json import parse_json
 from ..jsonio import write_text_atomic
 from .results import Evaluation
 
@@ -78,7 +79,7 @@ def load_history(path: Path) -> list[dict[str, Any]]:
         raise InputError(f"the history file cannot be read ({exc}).", file=str(path)) from None
     if path.suffix == ".json":
         try:
-            data = json.loads(text)
+            data = parse_json(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON ({exc.msg}); expected fairtrace's history "
                              "list.", file=str(path), line=exc.lineno) from None
@@ -90,7 +91,7 @@ def load_history(path: Path) -> list[dict[str, Any]]:
         if not raw.strip():
             continue
         try:
-            entry = json.loads(raw)
+            entry = parse_json(raw)
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON ({exc.msg}); each line of a history file is "
                              "one run.", file=str(path), line=number) from None
@@ -162,7 +163,7 @@ def record_run(ev: Evaluation, directory: Path, version: str) -> list[dict[str, 
     runs = min(len(previous), TREND_RUNS)
     report = directory / "report.json"
     if report.exists():
-        data = json.loads(report.read_text(encoding="utf-8"))
+        data = parse_json(report.read_text(encoding="utf-8"))
         data.setdefault("spanguard", {})["trend"] = {"previous_runs": len(previous),
                                                      "metrics": rows}
         write_text_atomic(report, json.dumps(data, indent=2, allow_nan=False) + "\n")

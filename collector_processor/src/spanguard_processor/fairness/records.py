@@ -9,7 +9,6 @@ by the process metrics.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -19,6 +18,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError, TraceFormatError
 
+from .._json import parse_json
 from ..formats import to_fairtrace_record
 from ..jsonio import iter_jsonl
 from ..model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
@@ -303,7 +303,7 @@ def _read_one(path: Path) -> list[Observation]:
 
 def _read_json_document(path: Path) -> list[Observation]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+        data = parse_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.", file=str(path)) from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -323,10 +323,6 @@ def _read_json_document(path: Path) -> list[Observation]:
                 exc.detail, file=str(path), field=f"[{i}].{exc.field}" if exc.field else f"[{i}]"
             ) from None
     return out
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"non-finite number {name} is not allowed")
 
 
 def finite_or_none(value: object) -> float | None:

@@ -24,6 +24,7 @@ import yaml
 
 from spanguard.exceptions import SuiteError
 
+from .._json import parse_json
 from .metrics import get_metric, metric_names
 
 __all__ = ["MetricConfig", "Suite", "Variant", "load_suite", "parse_suite", "starter_suite",
@@ -145,7 +146,7 @@ def load_suite(path: Path) -> Suite:
             raise SuiteError(f"is not valid YAML: {problem}.", file=name, line=line) from None
     else:
         try:
-            data = json.loads(text, parse_constant=_no_constant)
+            data = parse_json(text)
         except json.JSONDecodeError as exc:
             raise SuiteError(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
                              file=name, line=exc.lineno) from None
@@ -184,10 +185,6 @@ def _line_of_field(text: str, field: str) -> int | None:
             return None
         field = field[: max(field.rfind("."), field.rfind("["), 0)]
     return lines[field]
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def parse_suite(data: object, source: str = "<suite>") -> Suite:

@@ -13,6 +13,7 @@ import yaml
 
 from spanguard.exceptions import InputError
 
+from .._json import parse_json
 from ..jsonio import write_text_atomic
 
 __all__ = ["ImportedVariant", "build_suite", "line_of", "read_structured", "scalar_text",
@@ -78,7 +79,7 @@ def read_structured(path: Path, expected: str) -> Any:
                              f"expected {expected}.", file=str(path),
                              line=mark.line + 1 if mark else None) from None
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"the file is not valid JSON ({exc.msg}); expected {expected}.",
                          file=str(path), line=exc.lineno) from None

@@ -18,6 +18,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
+from .._json import parse_json
 from ._common import (
     ImportedVariant,
     check_unique,
@@ -46,7 +47,7 @@ def _csv_goldens(path: Path) -> list[dict[str, Any]]:
         for key in ("additional_metadata", "custom_column_key_values"):
             if key in golden:
                 try:
-                    golden[key] = json.loads(golden[key])
+                    golden[key] = parse_json(golden[key])
                 except json.JSONDecodeError:
                     raise InputError("must hold a JSON object.", file=str(path), line=number,
                                      field=key) from None

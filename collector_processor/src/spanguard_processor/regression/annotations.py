@@ -16,6 +16,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
+from .._json import parse_json
 from .expect import ANNOTATABLE_KEYS, checks_from_expect, validate_expect
 from .textnorm import fold
 
@@ -101,7 +102,7 @@ def load_annotations(path: Path) -> AnnotationSet:
         if not line or line.startswith(("#", "//")):
             continue
         try:
-            payload = json.loads(line)
+            payload = parse_json(line)
         except json.JSONDecodeError as exc:
             result.warnings.append(_problem(name, number, f"is not valid JSON ({exc.msg})"))
             continue

@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import parse_json
 from .annotations import Annotation, AnnotationSet, merge_checks
 from .checks import run_text_checks, run_trace_check
 from .expect import checks_from_expect
@@ -63,15 +64,13 @@ def _failure_kind(names: set[str]) -> str:
 
 
 def _agreed_json_keys(outputs: list[str]) -> list[str]:
-    import json
-
     schemas: list[set[str]] = []
     for output in outputs:
         stripped = output.strip()
         if not stripped.startswith("{"):
             return []
         try:
-            payload = json.loads(stripped)
+            payload = parse_json(stripped)
         except ValueError:
             return []
         if not isinstance(payload, dict):

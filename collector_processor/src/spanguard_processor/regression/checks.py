@@ -11,11 +11,11 @@ A trace check whose evidence is absent from a record is *unverified*, never pass
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import parse_json
 from .textnorm import detect_fallback
 
 __all__ = [
@@ -62,7 +62,7 @@ def looks_like_json(text: str) -> bool:
     if not stripped or stripped[0] not in "[{":
         return False
     try:
-        json.loads(stripped)
+        parse_json(stripped)
     except ValueError:
         return False
     return True
@@ -81,7 +81,7 @@ def _as_list(value: Any) -> list[str]:
 def _json_check(check: dict[str, Any], output: str) -> CheckResult:
     required = _as_list(check.get("required"))
     try:
-        payload = json.loads(output)
+        payload = parse_json(output)
     except ValueError as exc:
         return CheckResult("json", False, f"invalid JSON: {exc}")
     if not isinstance(payload, dict | list):

@@ -17,6 +17,7 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
+from .._json import parse_json
 from ..jsonio import iter_jsonl
 from .checks import run_text_checks, run_trace_check
 from .diff import case_evidence
@@ -132,7 +133,7 @@ def load_outputs(path: Path) -> Outputs:
                 text = raw.decode("utf-8").strip()
                 if not text:
                     continue
-                data = json.loads(text)
+                data = parse_json(text)
             except ValueError as exc:
                 outputs.skipped.append(
                     f"{name}:{number}: is not valid UTF-8 JSON "

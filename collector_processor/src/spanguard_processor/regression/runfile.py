@@ -16,6 +16,7 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
+from .._json import parse_json
 from .run import PRODUCER
 
 __all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]
@@ -113,7 +114,7 @@ def _read(path: Path) -> Any:
     if not text.strip():
         raise CaseFormatError(f"is empty; {_HOW}.", file=name)
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates(name))
+        return parse_json(text, object_pairs_hook=_no_duplicates(name))
     except json.JSONDecodeError as exc:
         hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
         raise CaseFormatError(

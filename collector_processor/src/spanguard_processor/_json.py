@@ -1,0 +1,42 @@
+"""The one JSON parser every command reads input with (re-exported by :mod:`.jsonio`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+__all__ = ["MAX_JSON_BYTES", "parse_json"]
+
+_CONSTANTS = ("NaN", "Infinity", "-Infinity")
+MAX_JSON_BYTES = 1 << 30  # one JSON document (a line of a JSONL file, or a whole file)
+
+
+def parse_json(data: str | bytes, *,
+               object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
+    """Parse one JSON document; raises ``json.JSONDecodeError`` for anything that is not one.
+
+    ``object_pairs_hook`` (e.g. to refuse duplicate keys) runs over a document orjson has
+    already accepted, so the standard parser it needs never meets a hostile one.
+    """
+    if len(data) > MAX_JSON_BYTES:
+        raise json.JSONDecodeError(
+            f"the document is larger than the limit of {MAX_JSON_BYTES} bytes", "", 0)
+    try:
+        value = orjson.loads(data)  # orjson.JSONDecodeError is a json.JSONDecodeError
+    except orjson.JSONDecodeError as exc:
+        text = exc.doc if isinstance(exc.doc, str) else str(exc.doc)
+        token = next((t for t in _CONSTANTS if text.startswith(t, exc.pos)), None)
+        if token is None:
+            raise
+        raise json.JSONDecodeError(f"{token} is not a number JSON allows", text,
+                                   exc.pos) from None
+    if object_pairs_hook is None:
+        return value
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
+    except RecursionError:
+        raise json.JSONDecodeError("the document is nested too deeply", text, 0) from None
