@@ -15,6 +15,7 @@ its own.
     .venv/bin/python bench/bench_fairness.py --sizes 10000   # part 1 only, one size
     .venv/bin/python bench/bench_fairness.py --scale-only --records 1000000
     .venv/bin/python bench/bench_fairness.py --scale-only --evidence-pairs 0   # evidence off
+    .venv/bin/python bench/bench_fairness.py --evidence-only                    # that step alone
 """
 
 from __future__ import annotations
@@ -142,6 +143,34 @@ def scale(n: int, per_seed: int, resamples: int, evidence_pairs: int) -> dict[st
             "evidence_pairs": sum(len(r.evidence) for r in ev.results)}
 
 
+def evidence_cost(n: int, per_seed: int, columns: int = 3) -> dict[str, Any]:
+    """The evidence step alone (find_pairs) on n records' metric values: its share of a run."""
+    import numpy as np
+
+    from spanguard_processor.fairness.evidence import find_pairs
+    from spanguard_processor.fairness.metrics import MetricValues
+    from spanguard_processor.fairness.records import observation_from_record
+
+    rng = np.random.default_rng(0)
+    seeds = n // per_seed
+    seed_idx = np.repeat(np.arange(seeds), per_seed)
+    group_idx = np.tile(np.arange(per_seed) % 2, seeds)
+    values = MetricValues(rng.random((n, columns)) + 0.05 * group_idx[:, None],
+                          rng.random(n) < 0.95, tuple(f"c{i}" for i in range(columns)))
+
+    class Lazy(list[Any]):  # only the chosen records are ever built
+        def __getitem__(self, i: Any) -> Any:
+            return observation_from_record({"id": f"r{i}", "seed_id": f"s{seed_idx[i]}",
+                                            "response": "", "assignments": {"g": "ab"[i % 2]}})
+
+    labels = [f"s{i}" for i in range(seeds)]
+    cpu, wall = time.process_time(), time.perf_counter()
+    pairs = find_pairs("bench", values, Lazy(), seed_idx, group_idx, labels, ["g=a", "g=b"])
+    return {"records": n, "columns": columns, "pairs": len(pairs),
+            "evidence_s": round(time.perf_counter() - wall, 3),
+            "evidence_cpu_s": round(time.process_time() - cpu, 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -153,8 +182,13 @@ def main() -> None:
     parser.add_argument("--no-scale", action="store_true")
     parser.add_argument("--evidence-pairs", type=int, default=3,
                         help="counterfactual pairs kept per metric (0: evidence off)")
+    parser.add_argument("--evidence-only", action="store_true",
+                        help="time the evidence step alone on --records values (3 columns)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.evidence_only:
+        print(json.dumps(evidence_cost(args.records, args.per_seed)))
+        return
     if args.child:
         print(json.dumps(scale(args.records, args.per_seed, args.resamples,
                                args.evidence_pairs)))

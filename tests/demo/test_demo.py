@@ -81,7 +81,12 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     assert all(m["passed"] for m in baseline["metric_results"])
     assert (out / "fairness" / "candidate" / "report.html").stat().st_size > 0
     _evidence_shows_the_planted_bias(candidate, out / "candidate" / "traces.jsonl")
-    assert "regression" in (out / "runs" / "check.md").read_text().lower()
+    check_md = (out / "runs" / "check.md").read_text()
+    assert "regression" in check_md.lower()
+    # the cases the biased candidate now fails show what changed, e.g. a dropped tool call
+    assert "## Cases that went from pass to fail" in check_md
+    assert "missing check_eligibility" in check_md
+    assert "missing check_eligibility" in (out / "runs" / "check.html").read_text()
     # progress of the long OTLP runs, then the closing summary's own wall time and disk use
     assert re.search(r"baseline: [\d,]+/216 requests \(\d+%\)", result.output)
     assert re.search(r"Took \d+ s; .* holds \d+\.\d MB \(span stores removed", result.output)

@@ -60,7 +60,8 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
         mark = "as expected" if as_expected else f"UNEXPECTED (expected exit {step.expected})"
         click.echo(f"  exit {step.exit_code} {verdict:<11} {step.title}  [{mark}]")
     click.echo(f"\nReports: {out / 'fairness'}/{{baseline,candidate}}/report.html, "
-               f"{out / 'evalset'}/report.md, {out / 'runs'}/check.md")
+               f"{out / 'evalset'}/report.md, {out / 'runs'}/check.md, "
+               f"{out / 'runs'}/check.html")
     click.echo(f"Took {time.perf_counter() - started:.0f} s; {out} holds "
                f"{disk_use(out) / 1e6:.1f} MB" + ("" if keep else " (span stores removed; "
                                                    "--keep keeps them)") + ".")

@@ -231,5 +231,6 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
     step("7. Regression gate: candidate vs baseline",
          ["check", "--baseline", str(out / "runs" / "baseline.json"), "--current",
           str(out / "runs" / "candidate.json"), "--markdown", str(out / "runs" / "check.md"),
-          "--junit", str(out / "runs" / "check.junit.xml")], 1)
+          "--junit", str(out / "runs" / "check.junit.xml"),
+          "--html", str(out / "runs" / "check.html")], 1)
     return steps

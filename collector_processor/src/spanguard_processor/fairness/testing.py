@@ -73,6 +73,8 @@ def _message(ev: Evaluation) -> str:
         p = f"{r.p_holm:.4g}" if r.p_holm is not None else "n/a"
         lines.append(f"  {r.metric}: {r.verdict}, score {r.score:.4g} {interval} vs threshold "
                      f"{r.threshold:g} ({r.direction}), Holm p {p}")
+        if r.evidence:  # the top counterfactual pair, so the failure says what happened
+            lines.append(f"    {r.evidence[0].headline}")
     lines += [f"  app error on {e['id']} (repeat {e['repeat']}): {e['error']}"
               for e in ev.errors]
     return "\n".join(lines)
