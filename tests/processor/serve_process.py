@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -25,12 +26,17 @@ def free_port() -> int:
 class ServeProcess:
     """``spanguard serve --grpc-port 0 --http-port 0`` with its announced ports."""
 
-    def __init__(self, store: Path, *extra: str) -> None:
+    def __init__(self, store: Path, *extra: str, fd_limit: int | None = None) -> None:
+        def lower_fd_limit() -> None:  # in the child, before it starts: a small process
+            if fd_limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
+
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
              "--grpc-port", "0", "--http-port", "0", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=lower_fd_limit if fd_limit is not None else None,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

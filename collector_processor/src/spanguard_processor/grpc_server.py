@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from spanguard.exceptions import TraceFormatError
 
+from .connections import grpc_options
 from .http_server import DEFAULT_MAX_BODY
 from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, decode_request, parse_request
 from .ingestor import Ingestor
@@ -127,6 +128,7 @@ def start_grpc_server(
     workers: int = 8,
     guard: Guard | None = None,
     security: Security | None = None,
+    max_connections: int = 1000,
 ) -> tuple[Any, int]:
     """Start the gRPC server; returns it and the port it bound (useful with port 0)."""
     security = security if security is not None else Security()
@@ -135,7 +137,9 @@ def start_grpc_server(
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
+            *grpc_options(max_connections),
         ],
+        maximum_concurrent_rpcs=4 * workers,
         interceptors=[TokenInterceptor(security.token)] if security.token else None,
     )
     service = TraceService(ingestor, guard)

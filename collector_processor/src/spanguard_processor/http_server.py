@@ -57,6 +57,7 @@ from .spans import DecodedBatch, gc_paused
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+BODY_TIMEOUT = 30.0  # seconds for a request body to arrive (the headers: connections.py)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -74,11 +75,16 @@ async def _read_body(request: Request, limit: int) -> bytes:
         raise _Reject(413, f"the request body is {declared} bytes; the limit is {limit}.")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _Reject(413, f"the request body exceeds the limit of {limit} bytes.")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _Reject(413, f"the request body exceeds the limit of {limit} bytes.")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _Reject(408, f"the request body did not arrive within {BODY_TIMEOUT:.0f} s."
+                      ) from None
     return b"".join(chunks)
 
 
@@ -181,7 +187,8 @@ def _response(media: str, batch: DecodedBatch) -> Response:
     return Response(orjson.dumps(body), media_type=JSON)
 
 
-_RPC_CODES = {400: 3, 413: 8, 429: 8}  # INVALID_ARGUMENT, RESOURCE_EXHAUSTED; else UNAVAILABLE
+_RPC_CODES = {400: 3, 408: 4, 413: 8, 429: 8}  # INVALID_ARGUMENT, DEADLINE_EXCEEDED,
+#                                             RESOURCE_EXHAUSTED; else UNAVAILABLE
 
 
 def _error(status: int, message: str, media: str, retry_after: int) -> Response:

@@ -15,6 +15,7 @@ If a receiver stops after start, :func:`serve_forever` stops the other and raise
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import signal
@@ -28,6 +29,7 @@ from typing import Any
 import uvicorn
 
 from .assembler import TraceAssembler
+from .connections import RateLimitedLog, connection_budget, guarded_h11, loop_exception_handler
 from .grpc_server import start_grpc_server
 from .http_server import DEFAULT_MAX_BODY, create_app
 from .ingestor import Ingestor
@@ -100,12 +102,15 @@ class ProcessorServer:
 
     def _start_receivers(self) -> None:
         cfg = self.config
+        receivers = (cfg.grpc_port is not None) + (cfg.http_port is not None)
+        budget, backlog = connection_budget(receivers)
+        log = RateLimitedLog()
         if cfg.grpc_port is not None:
             try:
                 self._grpc, self.grpc_port = start_grpc_server(
                     self.ingestor, cfg.host, cfg.grpc_port,
                     max_message_bytes=cfg.max_body_bytes, guard=self.guard,
-                    security=cfg.security)
+                    security=cfg.security, max_connections=budget)
             except (OSError, RuntimeError) as exc:  # grpcio raises RuntimeError on a busy port
                 raise CannotListen("grpc", cfg.host, cfg.grpc_port, str(exc)) from None
         if cfg.http_port is not None:
@@ -126,14 +131,22 @@ class ProcessorServer:
                 token=cfg.security.token)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                               timeout_graceful_shutdown=10,
+                               timeout_graceful_shutdown=10, timeout_keep_alive=5,
+                               backlog=backlog,
+                               http=guarded_h11(budget, log=log),
                                ssl_certfile=cfg.security.tls_cert,
                                ssl_keyfile=cfg.security.tls_key)
             )
             server = self._http
             # Not the main thread, so uvicorn installs no signal handlers: stop() owns shutdown.
+            handler = loop_exception_handler(log)
+
+            async def serve_http() -> None:
+                asyncio.get_running_loop().set_exception_handler(handler)
+                await server.serve(sockets=[sock])
+
             self._http_thread = threading.Thread(
-                target=lambda: server.run(sockets=[sock]), name="spanguard-http", daemon=True)
+                target=lambda: asyncio.run(serve_http()), name="spanguard-http", daemon=True)
             self._http_thread.start()
             while not server.started and self._http_thread.is_alive():
                 threading.Event().wait(0.01)

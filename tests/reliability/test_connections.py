@@ -1,0 +1,131 @@
+"""Connection limits: slow and idle clients cannot take the server's file descriptors.
+
+The red-team case (2,000 half-sent HTTP requests and 2,000 idle gRPC connections for 30 s) runs
+at full size in ``bench/load_hostile.py``; here the server runs with its file-descriptor limit
+lowered to 256, so a few hundred clients reach it in seconds. Health and exports on both
+protocols must keep answering, stderr must not fill with tracebacks, and the server recovers
+by itself once the clients go away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+
+from spanguard_processor.store import SpanStore
+
+from ..processor.serve_process import ServeProcess
+from .corpus import FIGURES
+from .servers import EXPORT, PROTO, request_bytes, spans_of_one_trace
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FD_LIMIT = 256
+SLOW_HTTP = 300  # more than the server has descriptors for
+IDLE_GRPC = 60  # within the gRPC share of the descriptors
+
+
+def _slow_http_clients(port: int, count: int) -> list[socket.socket]:
+    """Connections that send half a request's headers and then nothing."""
+    clients = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.settimeout(2)
+        try:
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ")
+        except OSError:
+            sock.close()
+            continue
+        clients.append(sock)
+    return clients
+
+
+def _idle_grpc_channels(port: int, count: int) -> list[grpc.Channel]:
+    """Connected gRPC channels (one TCP connection each) that never call anything."""
+    channels = []
+    for _ in range(count):
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}",
+                                        options=[("grpc.use_local_subchannel_pool", 1)])
+        with contextlib.suppress(grpc.FutureTimeoutError):
+            grpc.channel_ready_future(channel).result(timeout=2)
+        channels.append(channel)
+    return channels
+
+
+def _serves(server: ServeProcess, index: int) -> tuple[float, bool, bool]:
+    """Health latency, and whether an HTTP and a gRPC export on fresh connections succeed."""
+    start = time.monotonic()
+    try:
+        healthy = httpx.get(server.url + "/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        healthy = False
+    latency = time.monotonic() - start if healthy else float("inf")
+    body = request_bytes(spans_of_one_trace(2, text=f"probe {index}"))
+    try:
+        http_ok = httpx.post(server.url + "/v1/traces", content=body, headers=PROTO,
+                             timeout=5).status_code == 200
+    except httpx.HTTPError:
+        http_ok = False
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}",
+                                    options=[("grpc.use_local_subchannel_pool", 1)])
+    try:
+        channel.unary_unary(EXPORT)(request_bytes(spans_of_one_trace(2)), timeout=5)
+        grpc_ok = True
+    except grpc.RpcError:
+        grpc_ok = False
+    finally:
+        channel.close()
+    return latency, http_ok, grpc_ok
+
+
+def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> None:
+    server = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.1", fd_limit=FD_LIMIT)
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(server.proc.stderr))  # type: ignore[arg-type]
+    reader.start()
+    slow: list[socket.socket] = []
+    idle: list[grpc.Channel] = []
+    probes = []
+    try:
+        idle = _idle_grpc_channels(server.grpc_port, IDLE_GRPC)
+        slow = _slow_http_clients(server.http_port, SLOW_HTTP)
+        for index in range(4):  # while every slow client is still connected
+            probes.append(_serves(server, index))
+            time.sleep(0.5)
+        for sock in slow:
+            sock.close()
+        for channel in idle:
+            channel.close()
+        time.sleep(1)
+        after = _serves(server, 99)  # recovered by itself
+        server.wait_idle(2 * (sum(http + grpc_ for _, http, grpc_ in probes) + 2))
+    finally:
+        for sock in slow:
+            sock.close()
+        for channel in idle:
+            channel.close()
+        server.proc.terminate()
+        server.proc.wait(30)
+        reader.join(30)
+        for pipe in (server.proc.stdout, server.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    log = "".join(stderr)
+    FIGURES.append(f"connections: {len(slow)} slow HTTP clients + {len(idle)} idle gRPC "
+                   f"channels at fd limit {FD_LIMIT}: probes {probes}, after {after}, "
+                   f"stderr {len(log)} bytes")
+    assert all(latency < 1.0 and http_ok and grpc_ok for latency, http_ok, grpc_ok in probes), (
+        probes, log[-2000:])
+    assert after[0] < 1.0 and after[1] and after[2], after
+    assert "Traceback" not in log, log[-3000:]
+    assert log.count("\n") <= 5, log[-3000:]  # one rate-limited line, not a flood
+    with SpanStore(tmp_path / "spans.db", readonly=True) as db:
+        assert db.span_count() >= 2 * 2 * len(probes)
