@@ -129,3 +129,30 @@ def test_full_disk_gets_503_and_unavailable_and_recovers_without_restart(
     assert len(rows) == len(set(rows)) == acked + 2
     with sqlite3.connect(store) as check:
         assert check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_traces_released_while_the_store_refused_writes_are_marked_once_it_accepts_again(
+        tmp_path: Path) -> None:
+    # The store refuses writes (here: another connection holds the write lock past the
+    # writer's 5 s busy timeout; a full disk fails the same way) just when the assembler
+    # releases traces. Before, those traces stayed pending until the processor restarted.
+    store = tmp_path / "spans.db"
+    with running(store, wait_duration=0.3) as server:
+        endpoint = f"http://127.0.0.1:{server.http_port}/v1/traces"
+        for index in range(3):
+            reply = httpx.post(endpoint, headers=PROTO, content=request_bytes(
+                spans_of_one_trace(2, text=f"trace {index}")))
+            assert reply.status_code == 200
+        locker = sqlite3.connect(store, isolation_level=None)
+        locker.execute("BEGIN IMMEDIATE")
+        time.sleep(6.5)  # released after 0.3 s; marking them waits 5 s, then fails
+        locker.execute("ROLLBACK")
+        locker.close()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with SpanStore(store, readonly=True) as db:
+                counts = db.trace_counts()
+            if counts == (3, 0):
+                break
+            time.sleep(0.2)
+        assert counts == (3, 0), f"(released, pending) = {counts} while still running"

@@ -59,6 +59,7 @@ class Ingestor:
         self._closed = False
         self._received = 0
         self._released = 0
+        self._unmarked: list[str] = []  # released, but the store refused to record it yet
         self._failure: BaseException | None = None
 
     def start(self) -> Ingestor:
@@ -109,9 +110,23 @@ class Ingestor:
             self._mark(self.assembler.flush())
 
     def _mark(self, released: list[ReleasedTrace]) -> None:
-        if released:
-            self.store.mark_released(r.trace_id for r in released)
-            self._released += len(released)
+        """Mark released traces in the store; if the store refuses the write (full disk, lock),
+        keep their ids and retry on the next tick, so none stays pending until a restart."""
+        self._released += len(released)
+        trace_ids = self._unmarked + [r.trace_id for r in released]
+        if not trace_ids:
+            return
+        try:
+            self.store.mark_released(trace_ids)
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+            if not self._unmarked:
+                _log.warning("the span store refused to mark %d trace(s) released (%s); "
+                             "retrying", len(trace_ids), exc)
+            self._unmarked = list(dict.fromkeys(trace_ids))
+            return
+        self._unmarked = []
 
     def _run(self) -> None:
         stop = False
