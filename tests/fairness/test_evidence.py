@@ -65,6 +65,25 @@ def test_escalation_pairs_show_the_planted_bias(tmp_path: Path) -> None:
     assert tools["summary"].endswith("called no tool")
 
 
+def test_stability_evidence_is_the_least_similar_variants_of_the_least_stable_seeds(
+        tmp_path: Path) -> None:
+    spec = suite(tmp_path / "suite.json", _PROFILES, 24, ("counterfactual_stability",))
+    traces = records(tmp_path / "traces.jsonl", _PROFILES, 24, biased=True)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["fairness", str(spec), str(traces), "-o", str(out),
+                                      *FAST_ARGS])
+    (metric,) = json.loads((out / "report.json").read_text())["metric_results"]
+    seeds = metric["details"]["seed_similarities"]
+    pairs = metric["evidence"]
+    assert [p["seed_id"] for p in pairs] == sorted(seeds, key=lambda s: seeds[s])[:3]
+    for pair in pairs:
+        a, b = pair["variants"]
+        assert a["response_excerpt"] != b["response_excerpt"]
+        assert "response" in pair["differing_signals"]
+        assert pair["summary"].endswith("of their words")
+    assert f"seed {pairs[0]['seed_id']}: " in result.output
+
+
 def test_markdown_junit_and_html_carry_the_pairs(tmp_path: Path) -> None:
     spec, traces = _biased(tmp_path)
     out = tmp_path / "out"

@@ -115,3 +115,15 @@ def test_malformed_case_details_are_bad_input(tmp_path: Path) -> None:
     gate = _check(tmp_path, base, now)
     assert gate.exit_code == 2
     assert "case_details" in gate.output and "Traceback" not in gate.output
+
+
+def test_redact_leaves_questions_and_outputs_out(tmp_path: Path) -> None:
+    base, now, _ = _runs(tmp_path)
+    gate = _invoke("check", "--baseline", str(base), "--current", str(now), "--redact",
+                   "--markdown", str(tmp_path / "r.md"), "--junit", str(tmp_path / "r.xml"),
+                   "--html", str(tmp_path / "r.html"))
+    assert gate.exit_code == 1
+    for name in ("r.md", "r.xml", "r.html"):
+        text = (tmp_path / name).read_text()
+        assert "Refunds for order" not in text and "How do I get a refund" not in text, name
+        assert "missing lookup_order" in text, name

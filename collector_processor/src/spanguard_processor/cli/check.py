@@ -46,6 +46,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--markdown", type=_FILE, help="Also write the comparison as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML.")
 @click.option("--html", type=_FILE, help="Also write a self-contained HTML report.")
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Leave questions and outputs out of the case diffs (signals and ids stay).",
+)
 def check(
     baseline: Path,
     current: Path,
@@ -55,6 +60,7 @@ def check(
     markdown: Path | None,
     junit: Path | None,
     html: Path | None,
+    redact: bool,
 ) -> None:
     """Compare two run results of `spanguard cases run`; exit 1 on a regression.
 
@@ -76,7 +82,8 @@ def check(
     base = load_run(baseline)
     cur = load_run(current)
     comparison = compare(base, cur, options)
-    diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail)
+    diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail,
+                       redact=redact)
     text = render_check(base.metrics, cur.metrics, comparison, diffs)
     click.echo(text)
     if markdown is not None:

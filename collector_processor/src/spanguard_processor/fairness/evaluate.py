@@ -21,7 +21,7 @@ from spanguard.exceptions import InputError
 
 from . import stats
 from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similarities
-from .evidence import PAIRS, find_pairs
+from .evidence import PAIRS, find_pairs, stability_pairs
 from .gate import GateConfig, apply_gate
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
@@ -336,6 +336,9 @@ def _with_evidence(r: MetricResult, p: _Prepared, obs: Sequence[Observation],
                    seed_idx: NDArray[np.int64], group_idx: NDArray[np.int64],
                    seed_labels: list[str], group_labels: list[str], k: int) -> MetricResult:
     """The counterfactual pairs behind a gap metric (evidence.py; cheap: top-k seeds)."""
+    if p.seed_sims is not None:
+        sims = p.details.get("seed_similarities", {})
+        return replace(r, evidence=stability_pairs(obs, sims, k))
     if p.values is None:
         return r
     pairs = find_pairs(r.metric, p.values, obs, seed_idx, group_idx, seed_labels, group_labels,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,13 +27,14 @@ from .metrics import MetricValues
 from .records import Observation
 
 __all__ = ["PAIRS", "CounterfactualPair", "Variant", "find_pairs", "process_signals",
-           "prompt_segments"]
+           "prompt_segments", "stability_pairs"]
 
 #: how many seeds' pairs each metric keeps
 PAIRS = 3
 _PROMPT_CHARS = 2_000
 _RESPONSE_CHARS = 280
 _EPS = 1e-12
+_STABILITY_VARIANTS = 300  # a seed's first 300 variants are searched for its least similar two
 SIGNAL_NAMES = ("escalated", "escalation_reason", "friction_points", "tool_calls",
                 "plan_steps", "retrieved_documents")
 
@@ -240,6 +241,46 @@ def _pair(metric: str, column: str | None, seed: str, difference: float, high: V
         differing.append("response")
     return CounterfactualPair(seed, column, difference, high, low, tuple(differing),
                               _summary(metric, column, high, low))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return 1.0 if union == 0 else len(a & b) / union
+
+
+def stability_pairs(observations: Sequence[Observation], seed_similarities: Mapping[str, float],
+                    k: int = PAIRS) -> tuple[CounterfactualPair, ...]:
+    """``counterfactual_stability``'s evidence: the k least stable seeds (lowest mean pairwise
+    similarity, then suite order), each as its two least similar variants."""
+    if k <= 0 or not seed_similarities:
+        return ()
+    order = {seed: i for i, seed in enumerate(seed_similarities)}
+    worst = sorted((s for s, v in seed_similarities.items() if v < 1.0),
+                   key=lambda s: (seed_similarities[s], order[s]))[:k]
+    members: dict[str, list[Observation]] = {s: [] for s in worst}
+    for o in observations:
+        if o.seed_id in members:
+            members[o.seed_id].append(o)
+    out = []
+    for seed in worst:
+        items = members[seed][:_STABILITY_VARIANTS]
+        tokens = [frozenset(o.response.lower().split()) for o in items]
+        best: tuple[float, int, int] | None = None
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                sim = _jaccard(tokens[i], tokens[j])
+                if best is None or sim < best[0]:
+                    best = (sim, i, j)
+        if best is None:
+            continue
+        sim, i, j = best
+        a = _variant(items[i], items[i].group, sim)
+        b = _variant(items[j], items[j].group, sim)
+        pair = _pair("counterfactual_stability", None, seed, 1.0 - sim, a, b)
+        names = _names(a, b)
+        out.append(replace(pair, summary=f"{names[0]} and {names[1]} got answers sharing "
+                                         f"{sim:.0%} of their words"))
+    return tuple(out)
 
 
 # --- one line per pair ------------------------------------------------------------------------

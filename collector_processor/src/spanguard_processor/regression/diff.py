@@ -182,8 +182,9 @@ def _trace_id(detail: Mapping[str, Any]) -> str | None:
 
 
 def case_diffs(baseline: Mapping[str, Mapping[str, Any]], current: Mapping[str, Mapping[str, Any]],
-               case_ids: Sequence[str]) -> tuple[CaseDiff, ...]:
-    """A diff for every listed case that both runs hold evidence for, in the given order."""
+               case_ids: Sequence[str], *, redact: bool = False) -> tuple[CaseDiff, ...]:
+    """A diff for every listed case that both runs hold evidence for, in the given order;
+    ``redact`` leaves the question and the outputs out (signals and ids stay)."""
     out = []
     for case_id in case_ids:
         base, cur = baseline.get(case_id), current.get(case_id)
@@ -192,7 +193,8 @@ def case_diffs(baseline: Mapping[str, Mapping[str, Any]], current: Mapping[str, 
         failed = _failed(cur)
         failing = {_ROW_OF_CHECK.get(t, "output") for t, _ in failed}
         question = _evidence(cur).get("input") or _evidence(base).get("input")
-        out.append(CaseDiff(case_id, question if isinstance(question, str) else None,
-                            _trace_id(base), _trace_id(cur), tuple(failed),
-                            tuple(_rows(base, cur, failing))))
+        rows = [r for r in _rows(base, cur, failing) if not (redact and r.name == "output")]
+        out.append(CaseDiff(case_id,
+                            question if isinstance(question, str) and not redact else None,
+                            _trace_id(base), _trace_id(cur), tuple(failed), tuple(rows)))
     return tuple(out)
