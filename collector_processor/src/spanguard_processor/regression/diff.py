@@ -100,7 +100,8 @@ class CaseDiff:
         """One line: the failing checks, then what changed in the rows they point at."""
         checks = "; ".join(f"{t} failed ({d})" if d else f"{t} failed"
                            for t, d in self.failed_checks) or "fails now"
-        notes = [f"{r.name}: {r.note}" for r in self.rows if r.failing and r.note]
+        notes = [f"{r.name}: {r.note or f'{r.baseline} → {r.current}'}" for r in self.rows
+                 if r.failing and r.changed and r.name != "output"]
         return checks + ("; " + "; ".join(notes) if notes else "")
 
 
@@ -113,7 +114,8 @@ def _docs(docs: Sequence[Mapping[str, Any]]) -> str:
                      for d in docs) or "none"
 
 
-def _tool_note(before: Sequence[str], after: Sequence[str]) -> str:
+def _list_note(before: Sequence[str], after: Sequence[str]) -> str:
+    """What changed between two lists: items missing, items new, or only their order."""
     missing = [t for t in dict.fromkeys(before) if t not in after]
     added = [t for t in dict.fromkeys(after) if t not in before]
     notes = []
@@ -122,8 +124,17 @@ def _tool_note(before: Sequence[str], after: Sequence[str]) -> str:
     if added:
         notes.append("new " + ", ".join(added))
     if not notes and list(before) != list(after):
-        notes.append("order changed")
+        notes.append("order changed" if len(before) == len(after) else "repeats changed")
     return "; ".join(notes)
+
+
+def _doc_note(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> str:
+    ranks_b = {str(d.get("id")): d.get("rank") for d in before}
+    ranks_a = {str(d.get("id")): d.get("rank") for d in after}
+    note = _list_note(list(ranks_b), list(ranks_a))
+    moved = [f"{i} #{ranks_b[i]} → #{ranks_a[i]}" for i in ranks_b
+             if i in ranks_a and ranks_b[i] != ranks_a[i]]
+    return "; ".join(x for x in (note if note != "order changed" else "", ", ".join(moved)) if x)
 
 
 def _number(value: object, digits: int) -> str:
@@ -143,17 +154,18 @@ def _rows(base: Mapping[str, Any], cur: Mapping[str, Any], failing: set[str]) ->
         b: Mapping[str, Any] = bp if isinstance(bp, Mapping) else {}
         c: Mapping[str, Any] = cp if isinstance(cp, Mapping) else {}
         bt, ct = b.get("tool_calls", []), c.get("tool_calls", [])
+        bs, cs = b.get("plan_steps", []), c.get("plan_steps", [])
+        bf, cf = b.get("friction_points", []), c.get("friction_points", [])
+        bd, cd = b.get("retrieved_documents", []), c.get("retrieved_documents", [])
+        be_, ce_ = ("yes" if b.get("escalated") else "no"), ("yes" if c.get("escalated") else "no")
         rows += [
-            ("tool calls", _join(bt, True), _join(ct, True), _tool_note(bt, ct)),
-            ("escalated", "yes" if b.get("escalated") else "no",
-             "yes" if c.get("escalated") else "no", ""),
+            ("tool calls", _join(bt, True), _join(ct, True), _list_note(bt, ct)),
+            ("escalated", be_, ce_, ""),
             ("escalation reason", str(b.get("escalation_reason") or "–"),
              str(c.get("escalation_reason") or "–"), ""),
-            ("plan steps", _join(b.get("plan_steps", [])), _join(c.get("plan_steps", [])), ""),
-            ("friction points", _join(b.get("friction_points", [])),
-             _join(c.get("friction_points", [])), ""),
-            ("retrieved documents", _docs(b.get("retrieved_documents", [])),
-             _docs(c.get("retrieved_documents", [])), ""),
+            ("plan steps", _join(bs), _join(cs), _list_note(bs, cs)),
+            ("friction points", _join(bf), _join(cf), _list_note(bf, cf)),
+            ("retrieved documents", _docs(bd), _docs(cd), _doc_note(bd, cd)),
         ]
     rows += [
         ("latency (ms)", _number(base.get("latency_ms"), 1), _number(cur.get("latency_ms"), 1),
