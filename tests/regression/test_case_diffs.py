@@ -127,3 +127,18 @@ def test_redact_leaves_questions_and_outputs_out(tmp_path: Path) -> None:
         text = (tmp_path / name).read_text()
         assert "Refunds for order" not in text and "How do I get a refund" not in text, name
         assert "missing lookup_order" in text, name
+
+
+def test_trace_url_links_the_case_diffs_traces(tmp_path: Path) -> None:
+    base, now, _ = _runs(tmp_path)
+    gate = _invoke("check", "--baseline", str(base), "--current", str(now), "--trace-url",
+                   "http://jaeger:16686/trace/{trace_id}", "--markdown", str(tmp_path / "l.md"),
+                   "--junit", str(tmp_path / "l.xml"), "--html", str(tmp_path / "l.html"))
+    assert gate.exit_code == 1
+    link = f"http://jaeger:16686/trace/{101:032x}"
+    assert f"[`{101:032x}`]({link})" in (tmp_path / "l.md").read_text()
+    assert link in (tmp_path / "l.xml").read_text()
+    assert f'<a href="{link}" rel="noreferrer">' in (tmp_path / "l.html").read_text()
+    bad = _invoke("check", "--baseline", str(base), "--current", str(now), "--trace-url",
+                  "javascript:alert({trace_id})")
+    assert bad.exit_code == 2 and "--trace-url" in bad.output

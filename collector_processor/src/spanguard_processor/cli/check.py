@@ -14,6 +14,7 @@ from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions,
 from ..regression.render import check_junit, render_check
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
+from ..tracelinks import validate_template
 from . import EXIT_FAILED
 
 __all__ = ["check"]
@@ -47,6 +48,13 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--junit", type=_FILE, help="Also write JUnit XML.")
 @click.option("--html", type=_FILE, help="Also write a self-contained HTML report.")
 @click.option(
+    "--trace-url",
+    "trace_url",
+    metavar="TEMPLATE",
+    help="Link the case diffs' trace ids to a trace viewer, e.g. "
+    "http://localhost:16686/trace/{trace_id} (Jaeger).",
+)
+@click.option(
     "--redact",
     is_flag=True,
     help="Leave questions and outputs out of the case diffs (signals and ids stay).",
@@ -60,6 +68,7 @@ def check(
     markdown: Path | None,
     junit: Path | None,
     html: Path | None,
+    trace_url: str | None,
     redact: bool,
 ) -> None:
     """Compare two run results of `spanguard cases run`; exit 1 on a regression.
@@ -77,6 +86,7 @@ def check(
     Example:
       spanguard check --baseline runs/baseline.json --current runs/current.json --html check.html
     """
+    validate_template(trace_url)
     options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms)
     options.validate()
     base = load_run(baseline)
@@ -87,13 +97,14 @@ def check(
     text = render_check(base.metrics, cur.metrics, comparison, diffs)
     click.echo(text)
     if markdown is not None:
-        extra = diffs_markdown(diffs)
+        extra = diffs_markdown(diffs, trace_url)
         write_text_atomic(markdown, text + "\n" + ("\n" + extra if extra else ""))
     if junit is not None:
-        write_text_atomic(junit, check_junit(comparison, [rule[0] for rule in RULES], diffs))
+        write_text_atomic(junit, check_junit(comparison, [rule[0] for rule in RULES], diffs,
+                                               trace_url))
     if html is not None:
         report = CheckReport(baseline.as_posix(), current.as_posix(), base.metrics, cur.metrics,
-                             comparison, tolerance_scale, diffs)
+                             comparison, tolerance_scale, diffs, trace_url)
         write_text_atomic(html, render_check_html(report))
     if comparison.violations:
         click.echo(f"\nFAIL: {len(comparison.violations)} regression(s) detected", err=True)

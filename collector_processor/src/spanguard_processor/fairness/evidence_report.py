@@ -12,16 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 from typing import Any
-from urllib.parse import quote
 
-from spanguard.exceptions import ConfigError
-
+from ..tracelinks import trace_link, validate_template
 from .evidence import SIGNAL_NAMES, CounterfactualPair, Variant, prompt_segments
 
 __all__ = ["ReportOptions", "evidence_html", "evidence_json", "evidence_markdown"]
-
-_PLACEHOLDER = "{trace_id}"
-
 
 @dataclass(frozen=True)
 class ReportOptions:
@@ -31,20 +26,10 @@ class ReportOptions:
     redact: bool = False
 
     def __post_init__(self) -> None:
-        url = self.trace_url
-        if url is None:
-            return
-        if _PLACEHOLDER not in url:
-            raise ConfigError("--trace-url", f"must contain {_PLACEHOLDER}, e.g. "
-                              "http://localhost:16686/trace/{trace_id}; got "
-                              f"{url!r}.")
-        if not url.lower().startswith(("http://", "https://")):
-            raise ConfigError("--trace-url", f"must be an http:// or https:// URL; got {url!r}.")
+        validate_template(self.trace_url)
 
     def link(self, trace_id: str | None) -> str | None:
-        if trace_id is None or self.trace_url is None:
-            return None
-        return self.trace_url.replace(_PLACEHOLDER, quote(trace_id, safe=""))
+        return trace_link(self.trace_url, trace_id)
 
 
 # --- JSON -------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..tracelinks import trace_link
 from .diff import CaseDiff
 
 __all__ = ["console_lines", "diffs_markdown", "junit_text"]
@@ -18,14 +19,21 @@ def _cell(text: str, note: str = "") -> str:
     return _md(text) + (f" (**{_md(note)}**)" if note else "")
 
 
-def _traces(d: CaseDiff) -> str:
+def _trace(trace_id: str | None, url: str | None) -> str:
+    if trace_id is None:
+        return "–"
+    link = trace_link(url, trace_id)
+    return f"[`{trace_id}`]({link})" if link else f"`{trace_id}`"
+
+
+def _traces(d: CaseDiff, url: str | None) -> str:
     if not (d.baseline_trace or d.current_trace):
         return ""
-    return (f"Traces: baseline `{d.baseline_trace or '–'}`, current "
-            f"`{d.current_trace or '–'}`.")
+    return (f"Traces: baseline {_trace(d.baseline_trace, url)}, current "
+            f"{_trace(d.current_trace, url)}.")
 
 
-def diffs_markdown(diffs: Sequence[CaseDiff]) -> str:
+def diffs_markdown(diffs: Sequence[CaseDiff], trace_url: str | None = None) -> str:
     """One section per flipped case: failing checks, then baseline beside current."""
     if not diffs:
         return ""
@@ -36,7 +44,7 @@ def diffs_markdown(diffs: Sequence[CaseDiff]) -> str:
         lines += ["", f"### {_md(d.case_id)}", ""]
         if d.input:
             lines.append(f"Question: {_md(d.input)}")
-        traces = _traces(d)
+        traces = _traces(d, trace_url)
         if traces:
             lines.append(traces)
         lines += ["", "Failing checks:"]
@@ -53,7 +61,7 @@ def diffs_markdown(diffs: Sequence[CaseDiff]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit_text(d: CaseDiff) -> str:
+def junit_text(d: CaseDiff, trace_url: str | None = None) -> str:
     """The body of a pass→fail case's ``<failure>``: checks, then each changed signal."""
     lines = [f"failed: {t}" + (f" ({detail})" if detail else "") for t, detail in d.failed_checks]
     for r in d.rows:
@@ -62,8 +70,9 @@ def junit_text(d: CaseDiff) -> str:
             note = f"  [{r.note}]" if r.note else ""
             lines.append(f"{mark} {r.name}: baseline {r.baseline} | current {r.current}{note}")
     if d.baseline_trace or d.current_trace:
-        lines.append(f"traces: baseline {d.baseline_trace or '–'}, current "
-                     f"{d.current_trace or '–'}")
+        base = trace_link(trace_url, d.baseline_trace) or d.baseline_trace or "–"
+        cur = trace_link(trace_url, d.current_trace) or d.current_trace or "–"
+        lines.append(f"traces: baseline {base}, current {cur}")
     return "\n".join(lines)
 
 

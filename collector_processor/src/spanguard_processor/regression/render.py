@@ -137,7 +137,7 @@ def run_junit(metrics: dict[str, Any], case_results: dict[str, str]) -> str:
 
 
 def check_junit(comparison: Comparison, metrics: list[str],
-                diffs: Sequence[CaseDiff] = ()) -> str:
+                diffs: Sequence[CaseDiff] = (), trace_url: str | None = None) -> str:
     """One testcase per gated metric, plus one per case that went from pass to fail (its
     ``<failure>`` text is the case diff when both runs recorded case details)."""
     by_case = {d.case_id: d for d in diffs}
@@ -170,5 +170,5 @@ def check_junit(comparison: Comparison, metrics: list[str],
             message=f"{case_id} passed in the baseline and fails now",
         )
         if case_id in by_case:
-            failure.text = junit_text(by_case[case_id])
+            failure.text = junit_text(by_case[case_id], trace_url)
     return _xml(suite)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from ..tracelinks import trace_link
 from .diff import CaseDiff
 from .gate import RULES, Comparison
 
@@ -49,6 +50,7 @@ class CheckReport:
     comparison: Comparison
     tolerance_scale: float
     diffs: Sequence[CaseDiff] = ()
+    trace_url: str | None = None  # a --trace-url template: trace ids become links
 
 
 def _fmt(value: float | None) -> str:
@@ -157,13 +159,21 @@ def _cell(value: object) -> str:
     return _fmt(number) if number is not None else ("–" if value is None else str(value))
 
 
-def _diff(d: CaseDiff) -> str:
+def _trace(trace_id: str | None, url: str | None) -> str:
+    if trace_id is None:
+        return "–"
+    ident = f"<code>{escape(trace_id)}</code>"
+    link = trace_link(url, trace_id)
+    return f'<a href="{escape(link)}" rel="noreferrer">{ident}</a>' if link else ident
+
+
+def _diff(d: CaseDiff, url: str | None) -> str:
     checks = "".join(f"<li><code>{escape(t)}</code>" + (f": {escape(x)}" if x else "") + "</li>"
                      for t, x in d.failed_checks)
     rows = ["<tr><th></th><th>baseline</th><th>current</th></tr>"]
     if d.baseline_trace or d.current_trace:
-        rows.append(f"<tr><th>trace</th><td><code>{escape(d.baseline_trace or '–')}</code></td>"
-                    f"<td><code>{escape(d.current_trace or '–')}</code></td></tr>")
+        rows.append(f"<tr><th>trace</th><td>{_trace(d.baseline_trace, url)}</td>"
+                    f"<td>{_trace(d.current_trace, url)}</td></tr>")
     for r in d.rows:
         cls = " ".join(c for c, on in (("changed", r.changed), ("failing", r.failing)) if on)
         note = f' <span class="note">({escape(r.note)})</span>' if r.note else ""
@@ -185,7 +195,8 @@ def render_check_html(report: CheckReport) -> str:
     if cmp.pass_to_fail:
         flipped = (f"<h2>Cases that went from pass to fail ({len(cmp.pass_to_fail)})</h2>"
                    "<p>Baseline beside current; changed rows shaded, rows a failing check is "
-                   "about marked ✗.</p>" + "".join(_diff(d) for d in report.diffs))
+                   "about marked ✗.</p>"
+                   + "".join(_diff(d, report.trace_url) for d in report.diffs))
         missing = [c for c in cmp.pass_to_fail if c not in {d.case_id for d in report.diffs}]
         if missing:
             flipped += ("<p>No recorded evidence (runs written before it was kept, or by "
