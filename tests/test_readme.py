@@ -36,6 +36,7 @@ def test_quick_start_has_exactly_two_commands() -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two venv installs and a demo: minutes on a busy 2-core machine
 def test_both_commands_work_from_a_fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> None:
     # The clone sits alone in an empty folder, and HOME is an empty folder too, as on a new
     # user's machine.
