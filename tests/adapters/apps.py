@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -34,8 +34,10 @@ def scripted_model(tool_first: bool) -> GenericFakeChatModel:
     script: list[AIMessage] = []
     if tool_first:
         script.append(AIMessage(content="", usage_metadata=_usage(11, 3), tool_calls=[
-            {"name": "kb_search", "args": {"query": "refunds"}, "id": "call_kb_1"}]))
-    script.append(AIMessage(content="Here is how refunds work.", usage_metadata=_usage(25, 6)))
+            {"name": "kb_search", "args": {"query": "refunds"}, "id": "call_kb_1"}],
+            response_metadata={"model_name": "gpt-4o-mini-2024-07-18"}))
+    script.append(AIMessage(content="Here is how refunds work.", usage_metadata=_usage(25, 6),
+                            response_metadata={"model_name": "gpt-4o-mini-2024-07-18"}))
     return GenericFakeChatModel(messages=itertools.cycle(script))
 
 
@@ -70,3 +72,52 @@ def __getattr__(name: str) -> Any:
         return openai.OpenAI(base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"], api_key="test",
                              max_retries=0)
     raise AttributeError(name)
+
+
+# --- a custom-state LangGraph graph whose only process signal is a state flag -------------
+
+
+class DeskState(TypedDict, total=False):
+    question: str
+    answer: str
+    handoff: bool
+
+
+def build_desk_graph(biased: bool) -> Any:
+    def desk(state: DeskState, config: RunnableConfig) -> DeskState:
+        group = (config.get("metadata") or {}).get("gender")
+        handoff = biased and group == "woman"
+        return {"answer": "A colleague will call you." if handoff else "Refunds take 5 days.",
+                "handoff": handoff}
+
+    builder = StateGraph(DeskState)
+    builder.add_node("desk", desk)
+    builder.add_edge(START, "desk")
+    return builder.compile()
+
+
+fair_desk = build_desk_graph(biased=False)
+biased_desk = build_desk_graph(biased=True)
+
+
+def desk_input(prompt: str, assignments: Any) -> DeskState:
+    return {"question": prompt}
+
+
+def desk_mapper(state: Any) -> dict[str, Any] | None:
+    """The handoff flag is an escalation; a state without it means nothing happened."""
+    return {"escalated": True, "escalation_reason": "human desk"} if state.get("handoff") else None
+
+
+# --- tool functions for the OpenAI adapters' tool loop -------------------------------------
+
+
+def kb_lookup(query: str) -> str:
+    return f"2 articles about {query}"
+
+
+def refund_status(order_id: str) -> dict[str, Any]:
+    return {"order_id": order_id, "status": "refunded"}
+
+
+TOOL_FUNCTIONS = {"kb_lookup": kb_lookup, "refund_status": refund_status}

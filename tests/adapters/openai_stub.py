@@ -84,6 +84,15 @@ def response(text: str | None = "Hello.", *, refusal: str | None = None,
     }
 
 
+def _refused(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """The API's own refusal of ``metadata`` on a chat completion that is not stored."""
+    if path == "/chat/completions" and body.get("metadata") and body.get("store") is not True:
+        return 400, {"error": {
+            "message": "The 'metadata' parameter is only allowed when 'store' is enabled.",
+            "type": "invalid_request_error", "param": "metadata", "code": None}}
+    return None
+
+
 @contextmanager
 def openai_stub(responder: Responder) -> Iterator[Stub]:
     """Serve ``responder`` on 127.0.0.1 at a free port; yield the stub (``base_url`` …)."""
@@ -97,9 +106,9 @@ def openai_stub(responder: Responder) -> Iterator[Stub]:
             path = self.path.removeprefix("/v1")
             with lock:
                 holder[0].requests.append((path, body))
-                answer = responder(path, body)
+                status, answer = _refused(path, body) or (200, responder(path, body))
             data = json.dumps(answer).encode()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

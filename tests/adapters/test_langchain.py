@@ -32,7 +32,14 @@ def test_graph_records_each_executed_tool_once_with_model_usage() -> None:
     assert [(c["attributes"][semconv.GEN_AI_USAGE_INPUT_TOKENS],
              c["attributes"][semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) for c in chats] == [
         (11, 3), (25, 6)]
-    assert chats[0]["attributes"][semconv.GEN_AI_PROVIDER_NAME] == "langchain"
+    # the provider LangChain itself reports (ls_provider), the model that answered
+    assert chats[0]["attributes"][semconv.GEN_AI_PROVIDER_NAME] == "genericfakechatmodel"
+    assert chats[0]["attributes"][semconv.GEN_AI_RESPONSE_MODEL] == "gpt-4o-mini-2024-07-18"
+    # the executed tool carries the id of the model's tool call, not a span id
+    tool = next(s for s in spans if s["name"] == "execute_tool kb_search")
+    assert tool["attributes"][semconv.GEN_AI_TOOL_CALL_ID] == "call_kb_1"
+    agent = next(s for s in spans if s["name"] == "invoke_agent LangGraph")
+    assert tool["parent_span_id"] == agent["span_id"]
 
 
 def test_assignments_reach_the_graph_and_bias_shows_in_the_traces() -> None:

@@ -25,7 +25,7 @@ VARIANTS = [Variant("s::1", "s", "Where is my parcel?", {"group": "a"}),
 
 def _chat_by_group(path: str, body: dict[str, Any]) -> dict[str, Any]:
     assert path == "/chat/completions"
-    group = body["metadata"]["group"]
+    group = body.get("metadata", {}).get("group") or body["messages"][0]["content"][-2]
     if group == "a":
         return chat_completion(None, tool_calls=[("call_abc", "track_parcel", '{"id": 7}')],
                                prompt_tokens=20, completion_tokens=9)
@@ -38,13 +38,13 @@ def test_chat_adapter_sends_assignments_and_records_tools_usage_and_refusal() ->
     with openai_stub(_chat_by_group) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
         app = openai_chat(client, model="gpt-4o-mini", system="The customer is in group {group}.",
-                          request_options={"temperature": 0})
+                          request_options={"temperature": 0}, store=True)
         observations, errors = run_app(app, VARIANTS)
         spans = [s for v in VARIANTS for s in call_captured(app, v.prompt, v.assignments)[1]]
         client.close()
     assert errors == []
     sent = stub.requests[0][1]
-    assert sent["metadata"] == {"group": "a"}
+    assert sent["metadata"] == {"group": "a"} and sent["store"] is True
     assert sent["temperature"] == 0
     assert sent["messages"] == [
         {"role": "system", "content": "The customer is in group a."},
@@ -101,7 +101,7 @@ def test_responses_adapter_reads_output_items() -> None:
 def test_async_client_runs_on_one_event_loop() -> None:
     with openai_stub(_chat_by_group) as stub:
         client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
-        app = openai_chat(client, model="gpt-4o-mini")
+        app = openai_chat(client, model="gpt-4o-mini", system="Group {group}.")
         assert asyncio.iscoroutinefunction(app)
         observations, errors = run_app(app, VARIANTS, concurrency=3)
         asyncio.run(client.close())
@@ -176,8 +176,26 @@ def test_assignments_can_stay_out_of_the_request_and_metadata_merges() -> None:
     with openai_stub(lambda path, body: chat_completion("Ok.")) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
         openai_chat(client, model="m", send_assignments=False)("hi", {"group": "a"})
-        openai_chat(client, model="m", request_options={"metadata": {"suite": "s1"}})(
-            "hi", {"group": "a"})
+        openai_chat(client, model="m", request_options={"metadata": {"suite": "s1"},
+                                                        "store": True})("hi", {"group": "a"})
         client.close()
     assert "metadata" not in stub.requests[0][1]
     assert stub.requests[1][1]["metadata"] == {"suite": "s1", "group": "a"}
+
+
+def test_by_default_metadata_goes_only_where_the_api_accepts_it() -> None:
+    """Chat Completions refuses ``metadata`` unless ``store`` is true (the stub answers 400
+    as the API does); the Responses API stores by default and accepts it."""
+    with openai_stub(lambda path, body: chat_completion("Ok.") if path == "/chat/completions"
+                     else response("Ok.")) as stub:
+        client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        assert openai_chat(client, model="m")("hi", {"group": "a"}) == "Ok."
+        assert openai_responses(client, model="m")("hi", {"group": "a"}) == "Ok."
+        assert openai_responses(client, model="m", store=False)("hi", {"group": "a"}) == "Ok."
+        with pytest.raises(openai.BadRequestError, match="only allowed when 'store' is enabled"):
+            openai_chat(client, model="m", send_assignments=True)("hi", {"group": "a"})
+        client.close()
+    sent = [body for _, body in stub.requests]
+    assert "metadata" not in sent[0] and "store" not in sent[0]
+    assert sent[1]["metadata"] == {"group": "a"}
+    assert "metadata" not in sent[2] and sent[2]["store"] is False

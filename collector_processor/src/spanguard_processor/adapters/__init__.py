@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from spanguard.exceptions import InputError
 
 from ._base import AdapterError, App, TraceMapper
 
@@ -43,10 +47,13 @@ ADAPTERS: dict[str, str] = {
     "openai-responses": "spanguard_processor.adapters.openai_client:openai_responses",
 }
 # options given as text on the command line, by their type
-_BOOL_OPTIONS = frozenset({"send_assignments", "use_async"})
+_BOOL_OPTIONS = frozenset({"send_assignments", "use_async", "store"})
 _INT_OPTIONS = frozenset({"max_turns"})
-_TEXT_OPTIONS = frozenset({"model", "system", "instructions", "input_key", "output_key"})
+_TEXT_OPTIONS = frozenset({"model", "system", "instructions", "input_key", "output_key",
+                           "escalate_on"})
 _HOOK_OPTIONS = frozenset({"trace_mapper", "input_builder", "context_builder"})
+_OBJECT_OPTIONS = frozenset({"tool_functions"})  # module:attribute, any object
+_JSON_FILE_OPTIONS = frozenset({"tools"})  # a path to a JSON file
 
 
 def _factory(name: str) -> Callable[..., App]:
@@ -108,14 +115,38 @@ def _option(name: str, key: str, text: str, allowed: set[str]) -> Any:
         from ..fairness.hooks import load_callable
 
         return load_callable(text, f"the {name} adapter's {key}", field="--adapter-option")
+    if key in _OBJECT_OPTIONS:
+        module_name, sep, attribute = text.partition(":")
+        if not sep or not module_name or not attribute:
+            raise AdapterError(name, f"option '{key}' must have the form module:attribute, "
+                                     f"not {text!r}.")
+        return _import_object(name, module_name, attribute, text, what=f"option '{key}'")
+    if key in _JSON_FILE_OPTIONS:
+        return _json_file(name, key, text)
     return text
+
+
+def _json_file(name: str, key: str, text: str) -> Any:
+    path = Path(text)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"the {name} adapter's {key} file cannot be read "
+                         f"({exc.strerror or exc}).", file=text,
+                         field="--adapter-option") from None
+    except UnicodeDecodeError:
+        raise InputError(f"the {name} adapter's {key} file is not UTF-8 text.", file=text,
+                         field="--adapter-option") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"the {name} adapter's {key} file is not valid JSON ({exc.msg}).",
+                         file=text, line=exc.lineno, field="--adapter-option") from None
 
 
 def parse_options(name: str, pairs: Mapping[str, str]) -> dict[str, Any]:
     """Command-line ``key=value`` options as the adapter's keyword arguments."""
     parameters = inspect.signature(_factory(name)).parameters
     allowed = {p for p in parameters if p in _BOOL_OPTIONS | _INT_OPTIONS | _TEXT_OPTIONS
-               | _HOOK_OPTIONS}
+               | _HOOK_OPTIONS | _OBJECT_OPTIONS | _JSON_FILE_OPTIONS}
     return {key: _option(name, key, value, allowed) for key, value in sorted(pairs.items())}
 
 
@@ -126,6 +157,8 @@ class AdaptedApp:
 
     call: App
     problems: list[AdapterError] = field(default_factory=list)
+    adapter: str = ""
+    target: Any = None
 
     def raise_problems(self) -> None:
         """Raise the first response-shape problem, so the run exits 2 naming the adapter."""
@@ -135,6 +168,30 @@ class AdaptedApp:
             suffix = f" ({more} more call(s) failed the same way.)" if more else ""
             raise AdapterError(first.adapter, first.detail.removeprefix(
                 f"the {first.adapter} adapter: ") + suffix)
+
+    def all_failed(self, errors: Sequence[Mapping[str, Any]]) -> AdapterError:
+        """The error for a run in which no call succeeded: the first errors and a hint."""
+        shown = "".join(f"\n  {e['id']}: {str(e['error']).splitlines()[0]}"
+                        for e in errors[:3])
+        more = f"\n  ({len(errors) - 3} more)" if len(errors) > 3 else ""
+        return AdapterError(self.adapter, f"none of the {len(errors)} call(s) succeeded, so "
+                                          "there is nothing to judge. "
+                                          f"{_hint(self.adapter, self.target, errors)}"
+                                          f"\nFirst error(s):{shown}{more}")
+
+
+def _hint(adapter: str, target: Any, errors: Sequence[Mapping[str, Any]]) -> str:
+    if adapter == "langchain" and type(target).__module__.startswith("langgraph"):
+        return ("Hint: --app names a compiled LangGraph graph; use --adapter langgraph, which "
+                "sends {'messages': [('user', prompt)]}.")
+    text = " ".join(str(e["error"]) for e in errors[:3])
+    if "APIConnectionError" in text or "Connection" in text:
+        return ("Hint: the model server is not reachable; check the client's base_url and that "
+                "the server is running.")
+    if "AuthenticationError" in text or "API key" in text:
+        return "Hint: the model server refused the API key; check OPENAI_API_KEY."
+    return ("Hint: call the adapted app on one prompt in Python (see docs/adapters.md) to see "
+            "the full traceback.")
 
 
 def _keeping(app: App, problems: list[AdapterError]) -> App:
@@ -158,17 +215,18 @@ def _keeping(app: App, problems: list[AdapterError]) -> App:
     return call
 
 
-def _import_object(name: str, module_name: str, attribute: str, reference: str) -> Any:
+def _import_object(name: str, module_name: str, attribute: str, reference: str, *,
+                   what: str = "--app") -> Any:
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)  # like ``python -m``: the working directory is importable
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise AdapterError(name, f"--app '{reference}' cannot be imported: {exc}.") from None
+        raise AdapterError(name, f"{what} '{reference}' cannot be imported: {exc}.") from None
     for part in attribute.split("."):
         if not hasattr(target, part):
-            raise AdapterError(name, f"--app '{reference}': module {module_name} has no "
+            raise AdapterError(name, f"{what} '{reference}': module {module_name} has no "
                                      f"attribute '{attribute}'.")
         target = getattr(target, part)
     return target
@@ -183,4 +241,4 @@ def load_adapted_app(reference: str, name: str, options: Mapping[str, str]) -> A
         raise AdapterError(name, f"--app '{reference}' must have the form module:object.")
     target = _import_object(name, module_name, attribute, reference)
     problems: list[AdapterError] = []
-    return AdaptedApp(_keeping(adapt(name, target, **kwargs), problems), problems)
+    return AdaptedApp(_keeping(adapt(name, target, **kwargs), problems), problems, name, target)

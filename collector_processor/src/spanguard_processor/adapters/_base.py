@@ -10,20 +10,24 @@ the framework's raw result and returns a fairtrace-shaped trace, which is record
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace as otel_trace
 
 import spanguard
 from spanguard import semconv
+from spanguard._runtime import active_tracer
 from spanguard.exceptions import InputError
 
 from ..fairness.records import parse_fairtrace_trace
 from ..model import ProcessTrace
 
-__all__ = ["AdapterError", "App", "TraceMapper", "apply_trace_mapper", "record_process",
-           "record_tool_call", "require_text"]
+__all__ = ["AdapterError", "App", "TraceMapper", "agent_span", "apply_trace_mapper",
+           "as_agent", "record_process", "record_tool_call", "require_text", "run_as_tool"]
 
 App = Callable[[str, Mapping[str, str]], Any]
 TraceMapper = Callable[[Any], "Mapping[str, Any] | None"]
@@ -37,14 +41,75 @@ class AdapterError(InputError):
         super().__init__(f"the {adapter} adapter: {message}")
 
 
-def record_tool_call(name: str, call_id: str | None = None) -> None:
-    """Record one ``execute_tool {name}`` span under the current span."""
+@contextmanager
+def agent_span(name: str, *, model: str | None = None) -> Iterator[None]:
+    """An ``invoke_agent {name}`` span (kind INTERNAL) around what one agent did.
 
-    def call() -> None:
+    Every adapted call records at least this span, so a call in which the framework did
+    nothing observable (no tool, no escalation: a ``trace_mapper`` returning None) still
+    yields an agent trace, and the gate counts it as "did nothing" instead of dropping it.
+    """
+    tracer = active_tracer()
+    if tracer is None:
+        yield
+        return
+    attributes: dict[str, str] = {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+        semconv.GEN_AI_AGENT_NAME: name,
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_AGENT,
+    }
+    if model:
+        attributes[semconv.GEN_AI_REQUEST_MODEL] = model
+    with tracer.start_as_current_span(semconv.span_name(semconv.OP_INVOKE_AGENT, name),
+                                      attributes=attributes):
+        yield
+
+
+def as_agent(app: App, name: str) -> App:
+    """``app`` with every call inside an :func:`agent_span` (plain or coroutine function)."""
+    if inspect.iscoroutinefunction(app):
+        @functools.wraps(app)
+        async def call_async(prompt: str, assignments: Mapping[str, str]) -> Any:
+            with agent_span(name):
+                return await app(prompt, assignments)
+
+        return call_async
+
+    @functools.wraps(app)
+    def call(prompt: str, assignments: Mapping[str, str]) -> Any:
+        with agent_span(name):
+            return app(prompt, assignments)
+
+    return call
+
+
+def run_as_tool(name: str, call_id: str | None, function: Callable[[], Any]) -> Any:
+    """Call ``function()`` (plain or coroutine function) inside an ``execute_tool {name}``
+    span carrying the model's tool call id; returns what it returns (a coroutine if async)."""
+    if inspect.iscoroutinefunction(function):
+        async def call_async() -> Any:
+            if call_id:
+                otel_trace.get_current_span().set_attribute(semconv.GEN_AI_TOOL_CALL_ID,
+                                                            call_id)
+            return await function()
+
+        return spanguard.tool(name=name)(call_async)()
+
+    def call() -> Any:
         if call_id:
             otel_trace.get_current_span().set_attribute(semconv.GEN_AI_TOOL_CALL_ID, call_id)
+        return function()
 
-    spanguard.tool(name=name)(call)()
+    return spanguard.tool(name=name)(call)()
+
+
+def record_tool_call(name: str, call_id: str | None = None) -> None:
+    """Record one ``execute_tool {name}`` span under the current span."""
+    run_as_tool(name, call_id, _nothing)
+
+
+def _nothing() -> None:
+    return None
 
 
 def record_process(process: ProcessTrace) -> None:

@@ -26,6 +26,7 @@ from ._base import (
     App,
     TraceMapper,
     apply_trace_mapper,
+    as_agent,
     join_text_parts,
     record_tool_call,
 )
@@ -86,11 +87,14 @@ def _recorder_class() -> type:
             super().__init__()
             self.lock = threading.Lock()
             self.events: list[tuple[str, Any]] = []
-            self.models: dict[UUID, str] = {}
+            self.models: dict[UUID, tuple[str, str | None]] = {}
 
         def _start(self, serialized: Any, run_id: UUID, kwargs: Mapping[str, Any]) -> None:
+            metadata = kwargs.get("metadata") or {}
+            provider = metadata.get("ls_provider")
             with self.lock:
-                self.models[run_id] = _model_name(serialized, kwargs.get("metadata"))
+                self.models[run_id] = (_model_name(serialized, metadata),
+                                       provider if isinstance(provider, str) else None)
 
         def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID,
                                 **kwargs: Any) -> None:
@@ -103,24 +107,29 @@ def _recorder_class() -> type:
         def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
             usage: tuple[int, int] | None = None
             calls: list[tuple[str, str | None]] = []
+            answered_by = _response_model(getattr(response, "llm_output", None))
             for generations in getattr(response, "generations", None) or ():
                 for gen in generations:
                     message = getattr(gen, "message", None)
                     meta = getattr(message, "usage_metadata", None) or {}
                     if "input_tokens" in meta and "output_tokens" in meta:
                         usage = (int(meta["input_tokens"]), int(meta["output_tokens"]))
+                    answered_by = _response_model(
+                        getattr(message, "response_metadata", None)) or answered_by
                     for call in getattr(message, "tool_calls", None) or ():
                         if isinstance(call.get("name"), str) and call["name"]:
                             calls.append((call["name"], call.get("id")))
             with self.lock:
-                model = self.models.pop(run_id, "unknown")
-                self.events.append(("llm", (model, usage, calls)))
+                model, provider = self.models.pop(run_id, ("unknown", None))
+                self.events.append(("llm", (model, provider, answered_by, usage, calls)))
 
         def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID,
                           **kwargs: Any) -> None:
             name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+            call_id = kwargs.get("tool_call_id")
             with self.lock:
-                self.events.append(("tool", str(name)))
+                self.events.append(("tool", (str(name),
+                                             call_id if isinstance(call_id, str) else None)))
 
         def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID,
                              **kwargs: Any) -> None:
@@ -130,24 +139,41 @@ def _recorder_class() -> type:
     return Recorder
 
 
+def _response_model(metadata: Any) -> str | None:
+    """The model that answered, from a message's ``response_metadata`` or ``llm_output``."""
+    if not isinstance(metadata, Mapping):
+        return None
+    for key in ("model_name", "model"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def _replay(events: Sequence[tuple[str, Any]]) -> None:
-    executed = Counter(name for kind, name in events if kind == "tool")
+    tools = [data for kind, data in events if kind == "tool"]
+    executed_ids = {call_id for _, call_id in tools if call_id}
+    executed_names = Counter(name for name, call_id in tools if not call_id)
     for kind, data in events:
         if kind == "llm":
-            model, usage, _ = data
-            with spanguard.llm_call(model, provider="langchain") as call:
+            model, provider, answered_by, usage, _ = data
+            with spanguard.llm_call(model, provider=provider or "langchain") as call:
                 if usage is not None:
                     call.record_usage(*usage)
+                if answered_by:
+                    call.set_response_model(answered_by)
         elif kind == "tool":
-            record_tool_call(data)
+            record_tool_call(*data)
         else:
             spanguard.record_documents(data, source="langchain_retriever")
     for kind, data in events:
         if kind != "llm":
             continue
-        for name, call_id in data[2]:
-            if executed[name] > 0:
-                executed[name] -= 1
+        for name, call_id in data[4]:  # asked for: recorded unless a tool answered it
+            if call_id and call_id in executed_ids:
+                continue
+            if executed_names[name] > 0:
+                executed_names[name] -= 1
             else:
                 record_tool_call(name, call_id)
 
@@ -179,6 +205,7 @@ def _runnable(adapter: str, runnable: Any, build: InputBuilder, output_key: str 
               use_async: bool, config: Mapping[str, Any] | None,
               trace_mapper: TraceMapper | None) -> App:
     base_config = dict(config or {})
+    name = _name_of(runnable, adapter)
 
     def prepare(prompt: str, assignments: Mapping[str, str]) -> tuple[Any, Any, dict[str, Any]]:
         recorder = _make_recorder()
@@ -198,13 +225,21 @@ def _runnable(adapter: str, runnable: Any, build: InputBuilder, output_key: str 
             value, recorder, run_config = prepare(prompt, assignments)
             return finish(await runnable.ainvoke(value, config=run_config), recorder)
 
-        return app_async
+        return as_agent(app_async, name)
 
     def app(prompt: str, assignments: Mapping[str, str]) -> str:
         value, recorder, run_config = prepare(prompt, assignments)
         return finish(runnable.invoke(value, config=run_config), recorder)
 
-    return app
+    return as_agent(app, name)
+
+
+def _name_of(runnable: Any, adapter: str) -> str:
+    try:
+        name = runnable.get_name()
+    except Exception:  # a runnable whose name cannot be computed still runs
+        name = None
+    return name if isinstance(name, str) and name else adapter
 
 
 def _default_builder(input_key: str | None, messages: bool) -> InputBuilder:

@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "compare": "spanguard_processor.cli.compare:compare",
     "demo": "spanguard_processor.cli.demo:demo",
     "fairness": "spanguard_processor.cli.fairness:fairness",
+    "history": "spanguard_processor.cli.history:history",
     "import": "spanguard_processor.cli.importers:import_command",
     "ingest": "spanguard_processor.cli.ingest:ingest",
     "init": "spanguard_processor.cli.init:init",

@@ -44,6 +44,9 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--redact", is_flag=True, default=False,
                      help="Leave prompts and responses out of the reports (signals and ids "
                           "stay)."),
+        click.option("--label", "label", default=None, metavar="TEXT",
+                     help="Label of this run in the output folder's history.jsonl (default: "
+                          "the git commit, when run inside a git work tree)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -79,18 +82,21 @@ def report_options(trace_url: str | None, redact: bool) -> Any:
 
 
 def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
-           options: Any = None) -> None:
+           options: Any = None, *, label: str | None = None) -> None:
     """Write the reports, print the summary, exit 0 (pass) or 1 (gate failed)."""
     from ..fairness.evidence_report import ReportOptions
     from ..fairness.reports import render_markdown, report_dict, write_reports
 
     options = options or ReportOptions()
     if output is not None:
-        from ..fairness.history import record_run
+        from ..fairness.history import record_run, trend_lines
         from ..fairness.reports import _version
 
         write_reports(ev, output, options)
-        record_run(ev, output, _version())  # history.jsonl + each metric's trend
+        rows = record_run(ev, output, _version(), label=label)  # history.jsonl + trends
+        if fmt == "text":
+            for line in trend_lines(rows):
+                click.echo(line)
     if fmt == "json":
         summary = report_dict(ev, options)
         summary.pop("scenario_results")
@@ -125,7 +131,7 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
 def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
              random_seed: int, fmt: str, plugins: tuple[str, ...], trace_url: str | None,
-             redact: bool) -> None:
+             redact: bool, label: str | None) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
@@ -152,4 +158,4 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     if matched.missing_variants:
         click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
                    "record.", err=True)
-    finish(ctx, ev, output, fmt, options)
+    finish(ctx, ev, output, fmt, options, label=label)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,13 +28,17 @@ __all__ = ["run"]
               help="Calls per variant (for stochastic apps).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               help="Variants in flight at once (threads, or tasks for an async app).")
+@click.option("--traces-out", "traces_out", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, metavar="FILE",
+              help="Write the captured spans (model calls with usage, tools, agents) as "
+                   "OTLP-JSON lines, one per call; spanguard fairness and ingest read them.")
 @evaluation_options
 @click.pass_context
 def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         adapter_options: tuple[str, ...], repeats: int, concurrency: int,
-        output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
-        random_seed: int, fmt: str, plugins: tuple[str, ...], trace_url: str | None,
-        redact: bool) -> None:
+        traces_out: Path | None, output: Path | None, gate: str, alpha: float, bootstrap: int,
+        permutations: int, random_seed: int, fmt: str, plugins: tuple[str, ...],
+        trace_url: str | None, redact: bool, label: str | None) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
     The suite is validated completely before the first app call. The spans the app emits
@@ -62,6 +67,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         adapted = adapted_app(app_ref, adapter, adapter_options)
     app = adapted.call if adapted else load_callable(app_ref, "the app", field="--app")
     total = len(suite.variants) * repeats
+    spans: list[Any] | None = [] if traces_out is not None else None
     if sys.stderr.isatty():  # progress only on a terminal, never in logs or CliRunner
         lock = threading.Lock()
         with click.progressbar(length=total, label="calling the app", file=sys.stderr) as bar:
@@ -71,14 +77,34 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
                     bar.update(done)
 
             observations, errors = run_app(app, suite.variants, repeats=repeats,
-                                           concurrency=concurrency, progress=tick)
+                                           concurrency=concurrency, progress=tick,
+                                           spans_out=spans)
     else:
         observations, errors = run_app(app, suite.variants, repeats=repeats,
-                                       concurrency=concurrency)
+                                       concurrency=concurrency, spans_out=spans)
+    if traces_out is not None and spans is not None:
+        count = write_span_lines(traces_out, spans)
+        click.echo(f"{count} call trace(s) written to {traces_out}", err=True)
     if adapted is not None:
         adapted.raise_problems()  # a response the adapter cannot read is bad input (exit 2)
+        if errors and not observations:  # nothing to judge: a setup problem, not a verdict
+            raise adapted.all_failed(errors)
     for error in errors:
         click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
-    finish(ctx, ev, output, fmt, options)
+    finish(ctx, ev, output, fmt, options, label=label)
+
+
+def write_span_lines(path: Path, spans: list[Any]) -> int:
+    """The spans of each call (one trace) as one OTLP-JSON line, in the order the calls began."""
+    from spanguard._export import otlp_json_line
+
+    from ..jsonio import write_text_atomic
+
+    by_trace: dict[int, list[Any]] = {}
+    for span in sorted(spans, key=lambda s: (s.start_time or 0, s.context.span_id)):
+        by_trace.setdefault(span.context.trace_id, []).append(span)
+    write_text_atomic(path, "".join(otlp_json_line(group) + "\n"
+                                    for group in by_trace.values()))
+    return len(by_trace)

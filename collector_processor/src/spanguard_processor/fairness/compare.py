@@ -26,7 +26,8 @@ _CATEGORIES = {
     "helpfulness_gap": "Text", "toxicity_gap": "Text", "retrieval_exposure_gap": "RAG",
     "retrieval_exposure_gap_legacy": "RAG", "tool_use_parity": "Agent",
     "plan_length_gap": "Agent", "escalation_parity": "Agent", "friction_point_gap": "Agent",
-    "escalation_reason_parity": "Agent",
+    "escalation_reason_parity": "Agent", "tool_count_gap": "Agent", "tool_name_gap": "Agent",
+    "tool_sequence_gap": "Agent",
 }
 
 

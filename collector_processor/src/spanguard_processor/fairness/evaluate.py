@@ -233,6 +233,12 @@ def _details(p: _Prepared, obs: Sequence[Observation], pooled: Mapping[str, list
         out["scenario_reasons"] = dict(zip(ids, reasons, strict=True))
         out["scenario_reason_gaps"] = {i: float(gaps.get(r, 0.0)) if r else 0.0
                                        for i, r in zip(ids, reasons, strict=True)}
+    elif d.detail_key in ("tool_name_rates", "tool_sequence_rates"):
+        # per column (a tool name, a tool sequence): each group's rate and the gap of rates
+        out[d.detail_key] = {c: {g: m[j] for g, m in pooled.items()}
+                             for j, c in enumerate(v.columns)}
+        out[d.detail_key.replace("_rates", "_gaps")] = {
+            c: _gap(list(g.values())) for c, g in out[d.detail_key].items()}
     elif d.name == "retrieval_exposure_gap":
         out["exposure_by_group"] = {
             doc: {g: m[c] for g, m in pooled.items()} for c, doc in enumerate(v.columns)

@@ -26,8 +26,9 @@ from .._json import parse_json
 from ..jsonio import write_text_atomic
 from .results import Evaluation
 
-__all__ = ["HISTORY_FILE", "history_entry", "is_history_reference", "load_history",
-           "record_run", "report_from_history", "trend_rows"]
+__all__ = ["HISTORY_FILE", "default_label", "history_entry", "history_summary",
+           "is_history_reference", "load_history", "record_run", "report_from_history",
+           "trend_lines", "trend_rows"]
 
 HISTORY_FILE = "history.jsonl"
 TREND_RUNS = 5  # previous runs shown in the trend columns
@@ -37,9 +38,24 @@ def _finite(value: Any) -> Any:
     return value if not isinstance(value, float) or math.isfinite(value) else None
 
 
-def history_entry(ev: Evaluation, version: str) -> dict[str, Any]:
+def default_label(directory: Path) -> str | None:
+    """The current git commit (short) of the work tree ``directory`` is in, else None."""
+    import subprocess
+
+    start = directory if directory.exists() else Path.cwd()
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=start,
+                              capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and commit else None
+
+
+def history_entry(ev: Evaluation, version: str, label: str | None = None) -> dict[str, Any]:
     """The history line for one evaluation."""
     return {
+        "label": label,
         "generated_at": ev.generated_at,
         "variant_count": ev.variant_count,
         "failure_count": len(ev.failed_metrics),
@@ -107,8 +123,17 @@ def _append(path: Path, entry: dict[str, Any]) -> None:
         os.fsync(handle.fileno())
 
 
+def same_suite(entries: Sequence[dict[str, Any]], digest: str | None
+               ) -> list[dict[str, Any]]:
+    """The entries recorded for the suite with this SHA-256: a trend never mixes suites (an
+    entry without a digest, e.g. fairtrace's, counts as the same suite)."""
+    return [e for e in entries if e.get("suite_sha256") in (None, digest)]
+
+
 def trend_rows(previous: Sequence[dict[str, Any]], ev: Evaluation) -> list[dict[str, Any]]:
-    """Per metric: the scores of the last runs, this run's, and the change since the last."""
+    """Per metric: the scores of the last runs of the same suite, this run's, and the change
+    since the last."""
+    previous = same_suite(previous, ev.suite_digest)
     rows = []
     for r in sorted(ev.results, key=lambda r: r.metric):
         scores = [e["metrics"].get(r.metric, {}).get("score") for e in previous[-TREND_RUNS:]]
@@ -153,12 +178,27 @@ def _html(rows: list[dict[str, Any]], runs: int) -> str:
             f"{cells}</table></section>")
 
 
-def record_run(ev: Evaluation, directory: Path, version: str) -> list[dict[str, Any]]:
-    """Append this run to ``directory/history.jsonl`` and add the trend to the reports
+def trend_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The trend for the terminal: one line per metric that has earlier runs."""
+    lines = []
+    for row in rows:
+        if row["change"] == "new":
+            continue
+        history = " → ".join(_fmt(s) for s in [*row["previous_scores"], row["score"]])
+        delta = "" if row["delta"] is None else f" ({row['delta']:+.4f})"
+        lines.append(f"trend {row['metric']:<30} {history}  {_ARROW[row['change']]}{delta}")
+    return lines
+
+
+def record_run(ev: Evaluation, directory: Path, version: str, *,
+               label: str | None = None) -> list[dict[str, Any]]:
+    """Append this run to ``directory/history.jsonl`` (labelled ``label``, by default the
+    git commit) and add the trend against earlier runs of the same suite to the reports
     already written there (report.json ``spanguard.trend``, report.md, report.html)."""
     path = directory / HISTORY_FILE
-    previous = load_history(path)
-    _append(path, history_entry(ev, version))
+    previous = same_suite(load_history(path), ev.suite_digest)
+    _append(path, history_entry(ev, version, label if label is not None
+                                else default_label(directory)))
     rows = trend_rows(previous, ev)
     runs = min(len(previous), TREND_RUNS)
     report = directory / "report.json"
@@ -212,3 +252,24 @@ def report_from_history(path: Path) -> dict[str, Any]:
         results.append(result)
     return {"generated_at": entry.get("generated_at"),
             "variant_count": entry.get("variant_count"), "metric_results": results}
+
+
+def history_summary(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of a history grouped by suite (first appearance order): per suite its runs
+    (index in the file, label, time, verdict) and each metric's scores in run order."""
+    suites: dict[str | None, dict[str, Any]] = {}
+    for index, entry in enumerate(entries):
+        digest = entry.get("suite_sha256")
+        group = suites.setdefault(digest, {"suite_sha256": digest, "runs": [], "metrics": {}})
+        group["runs"].append({
+            "index": index, "label": entry.get("label"),
+            "generated_at": entry.get("generated_at"),
+            "passed": not entry.get("failed_metrics"),
+            "failed_metrics": list(entry.get("failed_metrics") or []),
+        })
+        for name, item in sorted(entry["metrics"].items()):
+            scores = group["metrics"].setdefault(name, [None] * (len(group["runs"]) - 1))
+            scores.append(item.get("score") if isinstance(item, dict) else None)
+        for scores in group["metrics"].values():
+            scores.extend([None] * (len(group["runs"]) - len(scores)))
+    return list(suites.values())

@@ -255,6 +255,28 @@ def _reasons(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricVa
     )
 
 
+def _tool_names(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
+    # one column per tool name: 1 when the request called it at least once
+    return _columns(
+        obs,
+        lambda t: ((name, 1.0) for name in sorted({c.name for c in t.tool_calls})),
+        lambda t: not t.tool_calls,
+    )
+
+
+NO_TOOLS = "(no tools)"
+
+
+def tool_sequence(trace: Any) -> str:
+    """The label of a request's tool calls in order, e.g. ``kb_search → refund``."""
+    return " → ".join(c.name for c in trace.tool_calls) or NO_TOOLS
+
+
+def _tool_sequences(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
+    # one column per distinct sequence of tool names (no tools at all is a sequence too)
+    return _columns(obs, lambda t: ((tool_sequence(t), 1.0),), lambda t: not t.tool_calls)
+
+
 def exposure_weight(rank: int) -> float:
     """Position-discounted exposure of one document: 1/log2(1 + rank); rank 1 gives 1."""
     return 1.0 / math.log2(1.0 + rank)
@@ -300,6 +322,17 @@ for _definition in (
                      _signal_metric(lambda sig: _indicator(sig.tools), process=True,
                                     empty=lambda v: v == 0),
                      "Agent", missing_key="missing_or_empty_tool_calls_records"),
+    MetricDefinition("tool_count_gap", 0.5, "lower",
+                     _signal_metric(lambda sig: sig.tools, process=True,
+                                    empty=lambda v: v == 0),
+                     "Agent", detail_key="average_counts",
+                     missing_key="missing_or_empty_tool_calls_records"),
+    MetricDefinition("tool_name_gap", 0.1, "lower", _tool_names, "Agent",
+                     detail_key="tool_name_rates",
+                     missing_key="missing_or_empty_tool_calls_records"),
+    MetricDefinition("tool_sequence_gap", 0.1, "lower", _tool_sequences, "Agent",
+                     detail_key="tool_sequence_rates",
+                     missing_key="missing_or_empty_tool_calls_records"),
     MetricDefinition("retrieval_exposure_gap", 0.1, "lower", _exposure, "RAG",
                      detail_key="exposure_by_group",
                      missing_key="missing_or_empty_retrieved_documents_records"),

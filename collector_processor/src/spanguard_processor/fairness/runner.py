@@ -137,11 +137,13 @@ def _no_progress(done: int) -> None:
 
 
 def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: int = 1,
-            concurrency: int = 1, progress: Progress = _no_progress
+            concurrency: int = 1, progress: Progress = _no_progress,
+            spans_out: list[Any] | None = None
             ) -> tuple[list[Observation], list[dict[str, Any]]]:
     """Call ``app`` for every variant ``repeats`` times; return observations and errors.
 
-    ``progress(n)`` is called as calls finish (from worker threads when concurrent).
+    ``progress(n)`` is called as calls finish (from worker threads when concurrent); the
+    captured OpenTelemetry spans (``ReadableSpan``) are appended to ``spans_out`` when given.
     """
     if repeats < 1 or concurrency < 1:
         raise InputError("repeats and concurrency must be at least 1.")
@@ -155,6 +157,8 @@ def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: in
         with span_capture(capture_content=False) as capture:
             calls = _calls(app, request, jobs, concurrency, progress)
         spans = capture.readable_spans()
+        if spans_out is not None:
+            spans_out.extend(spans)
         counts: dict[str, int] = {}
         for span in spans:
             ctx = span.get_span_context()
