@@ -262,3 +262,24 @@ def test_redactor_dropping_a_key_drops_its_entry() -> None:
             spanguard.request("a") as req:
         req.set_output({"user": "ann", "password": "hunter2"})
     assert json.loads(capture.spans()[0]["attributes"][semconv.OUTPUT_VALUE]) == {"user": "ann"}
+
+
+def test_a_real_pydantic_model_is_redacted_field_by_field() -> None:
+    import pydantic
+
+    class Ticket(pydantic.BaseModel):
+        reporter: str
+        tags: set[str]
+        when: datetime.datetime
+
+    @spanguard.tool
+    def file_ticket(ticket: Ticket) -> Ticket:
+        return ticket
+
+    ticket = Ticket(reporter=EMAIL, tags={EMAIL}, when=datetime.datetime(2026, 1, 2, 3, 4))
+    with capture_spans(capture_content=True, redact=_mask_everywhere) as capture:
+        file_ticket(ticket)
+    attributes = capture.spans()[0]["attributes"]
+    assert EMAIL not in json.dumps(attributes)
+    assert json.loads(attributes[semconv.GEN_AI_TOOL_CALL_RESULT]) == {
+        "reporter": "<email>", "tags": ["<email>"], "when": "2026-01-02T03:04:00"}
