@@ -98,3 +98,18 @@ def test_the_cli_runs_when_the_processor_dependencies_are_installed() -> None:
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("spanguard, version ")
+
+
+def test_the_cli_without_its_dependencies_prints_one_line_naming_the_extra() -> None:
+    # the fresh-venv test above does this for real; here the missing modules are simulated
+    code = ("import sys\n"
+            "sys.modules['click'] = None\n"
+            "sys.modules['scipy'] = None\n"
+            "from spanguard_processor._entry import main\n"
+            "main(['demo'])\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == ("spanguard: the command line needs the processor's dependencies, "
+                             "which are not installed (click, scipy); install them with: "
+                             f"{INSTALL_HINT}\n")

@@ -318,20 +318,18 @@ def decorator(first: Any, name: Any, build: Callable[[Callable[..., Any], str | 
     """The one shape of every spanguard decorator: ``@api``, ``@api("name")`` or
     ``@api(name="name")``. ``build(fn, name)`` gives the span spec; ``usage`` is the hint of
     the ``TypeError`` raised for a non-callable target or a non-string name."""
-    if callable(first) and not isinstance(first, str):
-        if name is not None and not isinstance(name, str):
-            raise TypeError(f"{usage} (name= must be a string, not {type(name).__name__}).")
-        return instrument(first, build(first, name))
-    if first is not None and not isinstance(first, str):
-        check_callable(first, usage)
-    if first is not None and name is not None and first != name:
-        raise TypeError(f"{usage} (the name was given twice: {first!r} and name={name!r}).")
-    chosen = first if first is not None else name
-    if chosen is not None and not isinstance(chosen, str):
-        raise TypeError(f"{usage} (name= must be a string, not {type(chosen).__name__}).")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{usage} (name= must be a string, not {type(name).__name__}).")
+    if first is None or isinstance(first, str):  # @api(), @api("name"), @api(name="name")
+        if first is not None and name is not None and first != name:
+            raise TypeError(f"{usage} (the name was given twice: {first!r} and "
+                            f"name={name!r}).")
+        chosen = first or name or None
 
-    def decorate(fn: F) -> F:
-        check_callable(fn, usage)
-        return instrument(fn, build(fn, chosen or None))
+        def decorate(fn: F) -> F:
+            check_callable(fn, usage)
+            return instrument(fn, build(fn, chosen))
 
-    return decorate
+        return decorate
+    check_callable(first, usage)  # @api on something that is neither a name nor a function
+    return instrument(first, build(first, name or None))
