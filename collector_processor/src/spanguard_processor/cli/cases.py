@@ -59,6 +59,11 @@ def cases() -> None:
     show_default=True,
     help="Longer lines are skipped.",
 )
+@click.option(
+    "--no-timing-checks",
+    is_flag=True,
+    help="Write no per-case latency or cost limits (max_latency_ms, max_cost_usd).",
+)
 @click.option("--strict", is_flag=True, help="Exit 2 if any input line was skipped.")
 def build(
     inputs: tuple[Path, ...],
@@ -70,6 +75,7 @@ def build(
     expectations: Path | None,
     ids: str,
     max_line_bytes: int,
+    no_timing_checks: bool,
     strict: bool,
 ) -> None:
     """Build cases.jsonl, report.md and an expectations template from INPUTS.
@@ -77,6 +83,12 @@ def build(
     INPUTS are trace2eval JSONL logs, spanguard agent traces (JSONL), span stores or OTLP span
     files (.gz too), told apart by content. Bad lines are reported by file and line and
     skipped; the rest of the log still counts (--strict makes any skip exit 2).
+
+    Near-duplicate questions (numbers, amounts, ids and dates count as slots) become one case,
+    unless their traces differ in process (tools, escalation, friction, plan length): then
+    each process gets its own case. Every mined check passes on the clean traces it came
+    from; slow or costly cases get a latency/cost limit from their question's own spread
+    (1.5 x its p95, with 8+ clean runs) unless --no-timing-checks.
 
     \b
     Example:
@@ -91,6 +103,7 @@ def build(
         similarity=similarity,
         expectations=expectations,
         sequential_ids=ids == "sequential",
+        timing_checks=not no_timing_checks,
         max_line_bytes=max_line_bytes,
     )
     outcome = build_evalset(list(inputs), options)

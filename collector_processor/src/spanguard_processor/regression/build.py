@@ -33,6 +33,7 @@ class BuildOptions:
     similarity: str | None = None
     expectations: Path | None = None
     sequential_ids: bool = False
+    timing_checks: bool = True
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
     def validate(self) -> None:
@@ -118,7 +119,7 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildOutcome:
     selection = select(
         cluster_log(loaded.rows, options.threshold, matcher), options.max_cases, options.min_score
     )
-    built = build_cases(selection, annotations, options.sequential_ids)
+    built = build_cases(selection, annotations, options.sequential_ids, options.timing_checks)
     cases = [b.case for b in built]
     used = {id(b.annotation) for b in built if b.annotation is not None}
     orphans = [
@@ -153,6 +154,11 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildOutcome:
         )
     lines.append(f"generated {len(cases)} cases -> {(out / 'cases.jsonl').as_posix()}")
     lines.append(f"  {selection.collapsed} collapsed as near-duplicates")
+    if selection.split_by_process:
+        lines.append(
+            f"  {selection.split_by_process} cluster(s) of near-duplicate questions split by "
+            "process (tool set, escalation, friction or plan length differ)"
+        )
     lines.append(f"  {selection.below_min_score} below the minimum score")
     lines.append(f"  {selection.beyond_limit} beyond the case limit")
     failing = sum(1 for c in cases if c["self_check"]["verdict"] == "reference_fails_own_checks")

@@ -17,6 +17,7 @@ from typing import Any
 from .._json import parse_json
 from .annotations import Annotation, AnnotationSet, merge_checks
 from .checks import run_text_checks, run_trace_check
+from .consistency import make_consistent, timing_limit
 from .expect import checks_from_expect
 from .process_expect import learn_process_checks
 from .select import Cluster, Selection
@@ -141,27 +142,54 @@ def _source(usable: int, floor: int | None) -> str:
 
 
 class _Builder:
-    def __init__(self, selection: Selection, annotations: AnnotationSet | None) -> None:
+    def __init__(
+        self, selection: Selection, annotations: AnnotationSet | None, timing: bool = True
+    ) -> None:
         self.sel = selection
         self.annotations = annotations
+        self.timing = timing
 
     def clean(self, row: int) -> bool:
         names = {s.name for s in self.sel.signals[row]}
         return self.sel.rows[row].chars > 0 and not (names & _SEEDS)
 
+    def clean_records(self, members: list[int], is_seed: bool) -> list[dict[str, Any]]:
+        """The clean traces of a cluster as outputs records (a clean representative alone when
+        no member is clean), the traffic its checks must pass on."""
+        rows = self.sel.rows
+        chosen = [m for m in members if self.clean(m)]
+        if not chosen and not is_seed:
+            chosen = [members[0]]
+        return [
+            {
+                "output": rows[m].output,
+                "trace": rows[m].process,
+                "latency_ms": rows[m].latency_ms,
+                "cost_usd": rows[m].cost_usd,
+            }
+            for m in chosen
+        ]
+
     def trace_checks(
-        self, members: list[int], names: set[str], is_seed: bool
+        self,
+        members: list[int],
+        names: set[str],
+        is_seed: bool,
+        adjusted: list[dict[str, Any]],
     ) -> list[dict[str, Any]]:
         rows = self.sel.rows
         processes = [rows[m].process for m in members if self.clean(m) and rows[m].process]
         if not processes and not is_seed and rows[members[0]].process:
             processes = [rows[members[0]].process]
         checks = learn_process_checks([p for p in processes if p is not None])
-        ctx = self.sel.context
-        if "slow_response" in names and ctx.p95_latency_ms is not None:
-            checks.append({"type": "max_latency_ms", "value": round(ctx.p95_latency_ms, 2)})
-        if "expensive_call" in names and ctx.p95_cost_usd is not None:
-            checks.append({"type": "max_cost_usd", "value": round(ctx.p95_cost_usd, 8)})
+        if not self.timing:
+            return checks
+        records = self.clean_records(members, is_seed)
+        for signal, kind in (("slow_response", "max_latency_ms"), ("expensive_call", "max_cost_usd")):
+            if signal in names:
+                check, why = timing_limit(kind, records)
+                checks += [check] if check is not None else []
+                adjusted += [why] if why is not None else []
         return checks
 
     def build(self, cluster: Cluster, case_id: str) -> BuiltCase:
@@ -171,6 +199,11 @@ class _Builder:
         signals = sel.signals[members[0]]
         names = {s.name for s in signals}
         is_seed = bool(names & _SEEDS)
+        # What a good answer looks like is learned from the clean traffic of this process
+        # (split clusters), but a failure seed learns from the whole question: its failure may
+        # be the very process that set it apart (an escalation its clean siblings never made).
+        pool = [members[0]] + [m for m in sel.family(cluster) if m != members[0]] if is_seed \
+            else members
         floor = None
         if is_seed and "output_much_shorter" in names:
             floor = short_boundary(sel.context.median_chars)
@@ -182,7 +215,7 @@ class _Builder:
                 checks.insert(0, {"type": "not_fallback"})
             shape_source = "the trace's own expect block"
         else:
-            references = [rows[m].output for m in members if self.clean(m)]
+            references = [rows[m].output for m in pool if self.clean(m)]
             if not references and not is_seed:
                 references = [rep.output]
             checks = _infer(is_seed, references, notes, floor)
@@ -194,6 +227,12 @@ class _Builder:
                     f"the answer rambled past the log's long-answer line, so this case "
                     f"asserts max_chars={bound} (3x the log median)"
                 )
+        adjusted: list[dict[str, Any]] = []
+        trace_checks = self.trace_checks(pool, names, is_seed, adjusted)
+        checks, trace_checks, changes = make_consistent(
+            checks, trace_checks, self.clean_records(pool, is_seed)
+        )
+        adjusted += changes
         annotation = self.lookup(rep.input, members)
         if annotation is not None:
             checks = merge_checks(checks, annotation.checks)
@@ -206,7 +245,6 @@ class _Builder:
             notes.append(
                 f"this question appeared {cluster.size} times in the log; addressed once, here"
             )
-        trace_checks = self.trace_checks(members, names, is_seed)
         self_check = self.self_check(checks, trace_checks, members[0], is_seed)
         if self_check["verdict"] == "failure_not_reproduced":
             notes.append(
@@ -242,6 +280,8 @@ class _Builder:
         }
         if trace_checks:
             case["trace_checks"] = trace_checks
+        if adjusted:
+            case["adjusted_checks"] = adjusted
         return BuiltCase(case, annotation)
 
     def lookup(self, text: str, members: list[int]) -> Annotation | None:
@@ -270,9 +310,12 @@ class _Builder:
 
 
 def build_cases(
-    selection: Selection, annotations: AnnotationSet | None, sequential_ids: bool = False
+    selection: Selection,
+    annotations: AnnotationSet | None,
+    sequential_ids: bool = False,
+    timing_checks: bool = True,
 ) -> list[BuiltCase]:
-    builder = _Builder(selection, annotations)
+    builder = _Builder(selection, annotations, timing_checks)
     taken: set[str] = set()
     built: list[BuiltCase] = []
     for number, cluster in enumerate(selection.chosen, 1):

@@ -38,6 +38,11 @@ def _summary(sel: Selection, cases: list[dict[str, Any]]) -> list[str]:
     failing = [c for c in cases if c["self_check"]["verdict"] == "reference_fails_own_checks"]
     annotated = [c for c in cases if c["annotation"]["applied"]]
     needing = [c for c in weak if not c["annotation"]["applied"]]
+    split = (
+        [f"| Questions split into several cases by process | {sel.split_by_process} |"]
+        if sel.split_by_process
+        else []
+    )
     return [
         "## Summary",
         "",
@@ -45,6 +50,7 @@ def _summary(sel: Selection, cases: list[dict[str, Any]]) -> list[str]:
         "| --- | --- |",
         f"| Traces read | {len(sel.rows)} |",
         f"| Distinct questions | {len(sel.clusters)} |",
+        *split,
         f"| Questions with no signal | {sel.no_signal} |",
         f"| Cases generated | {len(cases)} |",
         f"| Log lines collapsed into a case | {sel.collapsed} |",

@@ -1,23 +1,37 @@
 """Scoring, grouping and clustering the log, then choosing which clusters become cases.
 
 Rows are visited in ``(−score, id, row)`` order, as trace2eval does. Rows whose inputs fold to
-the same text (after shared context lines are stripped) form one *phrasing group*; groups are
-clustered by linking each to the first-created cluster whose representative it is similar to
-(exact Jaccard via :mod:`.dedup`). Rows are keyed by position, never by id.
+the same text (after shared context lines are stripped and values — numbers, amounts, ids,
+dates — are replaced by a slot) form one *phrasing group*; groups are clustered by linking each
+to the first-created cluster whose representative it is similar to (exact Jaccard via
+:mod:`.dedup`). Rows are keyed by position, never by id.
+
+Then each text cluster is split by *process*: rows whose agent traces differ in tool set,
+escalation, friction or plan length are different behaviours of the agent and become different
+cases, even when their questions read the same (templated traffic). Clusters are kept in the
+order their representatives were visited, so the case limit keeps the highest-scoring ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
 from .signals import LogContext, Signal, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
-from .textnorm import fold, shingles
+from .textnorm import fold, shingles, slot_values
 
-__all__ = ["Cluster", "ClusterHealth", "Selection", "cluster_log", "select"]
+__all__ = [
+    "Cluster",
+    "ClusterHealth",
+    "Selection",
+    "cluster_log",
+    "process_signature",
+    "select",
+]
 
 
 @dataclass
@@ -27,6 +41,10 @@ class Cluster:
     groups: list[int]
     representative: int
     size: int = 0
+    #: Set when a text cluster was split by process: exactly this part's rows, in visit order,
+    #: and every row of the text cluster it came from (the question's whole traffic).
+    rows: list[int] | None = None
+    family: list[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +71,23 @@ class Selection:
     clusters: list[Cluster]
     health: ClusterHealth
     chosen: list[Cluster] = field(default_factory=list)
+    #: Text clusters whose rows differ in process and were split into several clusters.
+    split_by_process: int = 0
     no_signal: int = 0
     below_min_score: int = 0
     beyond_limit: int = 0
 
     def members(self, cluster: Cluster) -> list[int]:
         """Row indices of a cluster in visiting order; the representative first."""
+        if cluster.rows is not None:
+            return cluster.rows
+        return self._text_members(cluster)
+
+    def family(self, cluster: Cluster) -> list[int]:
+        """Every row of the question ``cluster`` belongs to, whatever its process."""
+        return cluster.family if cluster.family is not None else self.members(cluster)
+
+    def _text_members(self, cluster: Cluster) -> list[int]:
         rows = [row for group in cluster.groups for row in self.group_rows[group]]
         if len(cluster.groups) > 1:
             rows.sort(key=self.rank.__getitem__)
@@ -79,7 +108,7 @@ def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]],
         text = rows[index].input
         key = key_of_input.get(text)
         if key is None:
-            key = fold(stripped.get(text, text)) or "\x00" + text.strip()
+            key = fold(slot_values(stripped.get(text, text))) or "\x00" + text.strip()
             key_of_input[text] = key
         group = group_of_key.get(key)
         if group is None:
@@ -144,7 +173,43 @@ def cluster_log(
         clusters[target].groups.append(group)
         clusters[target].size += len(group_rows[group])
     health = _health(clusters, sets, threshold, len(rows))
-    return Selection(rows, context, signals, scores, rank, group_rows, sets, clusters, health)
+    selection = Selection(rows, context, signals, scores, rank, group_rows, sets, clusters, health)
+    _split_by_process(selection)
+    return selection
+
+
+def process_signature(process: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    """What makes two traces of one question different behaviour: the set of tools called,
+    escalation, the number of friction points and of plan steps."""
+    if process is None:
+        return None
+    tools = tuple(sorted({str(call.get("name")) for call in process.get("tool_calls", [])}))
+    return (
+        tools,
+        bool(process.get("escalated", False)),
+        len(process.get("friction_points", [])),
+        len(process.get("plan_steps", [])),
+    )
+
+
+def _split_by_process(selection: Selection) -> None:
+    split: list[Cluster] = []
+    for cluster in selection.clusters:
+        members = selection.members(cluster)
+        parts: dict[tuple[Any, ...] | None, list[int]] = {}
+        for row in members:
+            parts.setdefault(process_signature(selection.rows[row].process), []).append(row)
+        if len(parts) == 1:
+            split.append(cluster)
+            continue
+        selection.split_by_process += 1
+        split += [
+            Cluster(cluster.groups, part[0], len(part), rows=part, family=members)
+            for part in parts.values()
+        ]
+    if selection.split_by_process:
+        split.sort(key=lambda c: selection.rank[c.representative])
+    selection.clusters = split
 
 
 def select(selection: Selection, max_cases: int, min_score: float) -> Selection:

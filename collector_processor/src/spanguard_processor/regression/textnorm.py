@@ -10,9 +10,11 @@ import re
 
 __all__ = [
     "FALLBACK_PATTERNS",
+    "SLOT",
     "detect_fallback",
     "fold",
     "shingles",
+    "slot_values",
 ]
 
 _STRIP = re.compile(r"[\s，。！？、；：,.!?;:\"'“”‘’()（）\[\]【】]+")
@@ -36,6 +38,31 @@ FALLBACK_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 # One alternation answers "does anything match?" in a single scan; the per-pattern loop then
 # runs only on the few outputs that do, to report the first pattern's match as trace2eval does.
 _ANY_FALLBACK = re.compile("|".join(f"(?:{p.pattern})" for p in FALLBACK_PATTERNS), re.IGNORECASE)
+
+
+#: What a value (number, amount, id, date, time) becomes before two questions are compared.
+SLOT = "#"
+# A run of ASCII letters, digits and value punctuation that holds at least one digit: 52,000,
+# $1,250.50, 12.5%, 2024-05-01, 01/05/2024, 09:30, ORD-10293, 3f9a2c1d. Letters of other
+# scripts never belong to a slot, so CJK text around a number is kept.
+_VALUE = re.compile(r"[A-Za-z0-9$€£¥₹%#._:/+-]*[0-9][A-Za-z0-9$€£¥₹%#._:/+,-]*")
+# Kept outside the slot: trailing punctuation ("20,000.") and hyphenated words ("20-year-old").
+_KEEP = re.compile(r"(?:-[A-Za-z]+)*[.,:/+-]*$")
+
+
+def _slot(match: re.Match[str]) -> str:
+    value = match.group(0)
+    kept = _KEEP.search(value)
+    tail = kept.group(0) if kept is not None else ""
+    return SLOT + tail if any(ch.isdigit() for ch in value[: len(value) - len(tail)]) else value
+
+
+def slot_values(text: str) -> str:
+    """``text`` with every value replaced by :data:`SLOT`, so templated requests that differ
+    only in amounts, ids or dates compare as the same words (spanguard, not trace2eval)."""
+    if not any(ch.isdigit() for ch in text):
+        return text
+    return _VALUE.sub(_slot, text)
 
 
 def fold(text: str) -> str:

@@ -1,0 +1,95 @@
+"""Acceptance: the regression gate on a templated agent of our own, as a new user would use it.
+
+Per trial: the loan agent serves 72 templated applications (baseline, ±30 % latency jitter),
+cases are built from that traffic, and the cases are replayed against a second run of the same,
+unchanged agent (new jitter) and against runs with one planted behaviour change. The unchanged
+agent must pass 20 trials out of 20; the dropped tool call must fail 20 out of 20.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from spanguard_processor.cli import cli
+
+from .loan_agent import Application, LoanAgent, applications, serve
+
+TRIALS = 20
+
+
+def _write(path: Path, traces: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
+    return path
+
+
+def _cli(*args: str) -> Any:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def _run(folder: Path, name: str, traces: list[dict[str, Any]]) -> Path:
+    log = _write(folder / f"{name}.jsonl", traces)
+    result = _cli("cases", "run", "--cases", folder / "ev" / "cases.jsonl", "--traces", log,
+                  "-o", folder / f"{name}.json")
+    assert result.exit_code == 0, result.output
+    return folder / f"{name}.json"
+
+
+def _pairs(apps: list[Application]) -> dict[str, tuple[int, str]]:
+    decide = LoanAgent(lambda ms: None, 0).decide
+    return {a.prompt: (a.template, decide(a)) for a in apps}
+
+
+def _trial(folder: Path, trial: int) -> dict[str, int]:
+    folder.mkdir()
+    apps = applications(72, seed=trial)
+    base_log = _write(folder / "traffic.jsonl", serve(apps, jitter_seed=1000 + trial))
+    built = _cli("cases", "build", base_log, "-o", folder / "ev")
+    assert built.exit_code == 0, built.output
+    cases = [json.loads(line) for line in (folder / "ev" / "cases.jsonl").read_text().splitlines()]
+    pairs = _pairs(apps)
+    assert {pairs[c["input"]] for c in cases} == set(pairs.values())  # every (template, outcome)
+    baseline = _run(folder, "baseline", [json.loads(line) for line in base_log.read_text()
+                                         .splitlines()])
+    verdicts = {}
+    for name, change in (("unchanged", None), ("drop_offer_tool", "drop_offer_tool"),
+                         ("escalate_self_employed", "escalate_self_employed")):
+        current = _run(folder, name, serve(apps, jitter_seed=2000 + trial, change=change))
+        verdicts[name] = _cli("check", "--baseline", baseline, "--current", current).exit_code
+    return verdicts
+
+
+def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path: Path) -> None:
+    results = [_trial(tmp_path / f"t{trial}", trial) for trial in range(TRIALS)]
+    unchanged = Counter(r["unchanged"] for r in results)
+    dropped = Counter(r["drop_offer_tool"] for r in results)
+    escalated = Counter(r["escalate_self_employed"] for r in results)
+    assert unchanged == {0: TRIALS}, unchanged
+    assert dropped == {1: TRIALS}, dropped
+    # An escalation for one group is caught only when some case's question comes from that
+    # group and was not escalated before: with about one case per (template, process), one
+    # trial in 20 has none (measured 19/20; docs/regression.md).
+    assert escalated[1] >= TRIALS - 2 and escalated[1] + escalated[0] == TRIALS, escalated
+
+
+def test_templated_traffic_is_split_by_process_not_collapsed(tmp_path: Path) -> None:
+    apps = applications(72, seed=0)
+    log = _write(tmp_path / "traffic.jsonl", serve(apps, jitter_seed=1))
+    built = _cli("cases", "build", log, "-o", tmp_path / "ev")
+    assert built.exit_code == 0
+    cases = [json.loads(line) for line in (tmp_path / "ev" / "cases.jsonl").read_text()
+             .splitlines()]
+    assert len(cases) >= 9
+    split = [line for line in built.output.splitlines() if "split by process" in line]
+    assert split and int(split[0].split()[0]) >= 3
+    report = (tmp_path / "ev" / "report.md").read_text()
+    assert "| Questions split into several cases by process |" in report
+    # The same build twice gives the same bytes.
+    again = _cli("cases", "build", log, "-o", tmp_path / "ev2")
+    assert again.exit_code == 0
+    assert (tmp_path / "ev" / "cases.jsonl").read_bytes() == (
+        tmp_path / "ev2" / "cases.jsonl").read_bytes()
