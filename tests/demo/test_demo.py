@@ -166,3 +166,33 @@ def test_demo_without_the_agent_is_a_usage_error(tmp_path: Path) -> None:
                                       "--agent", str(tmp_path / "nope.py")])
     assert result.exit_code == 2
     assert "nope.py" in result.output
+
+
+def _gate(out: Path) -> tuple[int, list[str], list[str]]:
+    """The regression verdict of a demo run: failed JUnit testcases and the baseline's failures."""
+    from xml.etree import ElementTree
+
+    suite = ElementTree.parse(out / "runs" / "check.junit.xml").getroot()
+    failed = sorted(case.get("name", "") for case in suite.iter("testcase")
+                    if case.find("failure") is not None)
+    baseline = json.loads((out / "runs" / "baseline.json").read_text())
+    own = sorted(c for c, o in baseline["case_results"].items() if o != "pass")
+    return len(baseline["case_results"]), failed, own
+
+
+@pytest.mark.integration
+def test_two_demo_runs_give_the_same_regression_verdict(tmp_path: Path) -> None:
+    data = discrim_eval_like(tmp_path / "explicit.jsonl")
+    verdicts = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        result = CliRunner().invoke(cli, ["demo", "--data", str(data), "-o", str(out), "--bias",
+                                          "1", "--agent", str(ROOT / "examples" /
+                                                              "support_agent.py")])
+        assert result.exit_code == 0, result.output
+        verdicts.append(_gate(out))
+    assert verdicts[0] == verdicts[1]
+    total, failed, own = verdicts[0]
+    assert "case_outcomes" in failed and "p95_latency_ms" not in failed
+    # The fair baseline passes at least 95 % of the cases mined from its own traffic.
+    assert len(own) <= 0.05 * total, own

@@ -7,9 +7,9 @@ or escalates to an underwriter (``credit_check``, an income-verification frictio
 hand-off), depending on the amount asked against the income. Its model "thinks" for a
 simulated time that depends on the template and the outcome, times a jitter factor.
 
-Two planted behaviour changes (``change=``): ``"drop_offer_tool"`` approves without calling
+Planted changes (``change=``): ``"drop_offer_tool"`` approves without calling
 ``compute_offer`` (same reply text), ``"escalate_self_employed"`` hands every self-employed
-applicant to an underwriter.
+applicant to an underwriter, ``"slower"`` makes the model 60 % slower (for the benchmark).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ COST_PER_TOKEN_USD = 0.000002
 
 @dataclass(frozen=True)
 class Application:
+    request_id: str
     template: int
     prompt: str
     ctype: str
@@ -62,7 +63,7 @@ def applications(count: int = 72, seed: int = 7) -> list[Application]:
             term=rng.choice((12, 24, 36, 48, 60)),
             date=f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}",
         )
-        apps.append(Application(template, prompt, ctype, income, amount))
+        apps.append(Application(f"loan-{seed}-{i:03d}", template, prompt, ctype, income, amount))
     return apps
 
 
@@ -92,13 +93,15 @@ class LoanAgent:
         return "approve" if ratio <= 0.3 else "escalate" if ratio <= 0.6 else "refuse"
 
     def answer(self, app: Application) -> str:
-        with spanguard.request("loan_agent", input=app.prompt) as req:
+        # The application's own id is the request id (the same in every run of the agent).
+        with spanguard.request("loan_agent", request_id=app.request_id, input=app.prompt) as req:
             outcome = self.decide(app)
             with spanguard.plan(["read application", "check credit", "decide", "reply"]):
                 with spanguard.llm_call("loan-model-1", provider="example") as call:
                     tokens = len(app.prompt) // 4
                     call.record_usage(tokens, 40, cost_usd=(tokens + 40) * COST_PER_TOKEN_USD)
-                    self.sleep(BASE_MS[outcome] * (1 + 0.2 * app.template)
+                    slower = 1.6 if self.change == "slower" else 1.0
+                    self.sleep(BASE_MS[outcome] * (1 + 0.2 * app.template) * slower
                                * self.rng.uniform(0.7, 1.3))
                 credit_check(app.income)
                 if outcome == "approve":

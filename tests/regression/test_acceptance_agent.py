@@ -70,10 +70,10 @@ def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path
     escalated = Counter(r["escalate_self_employed"] for r in results)
     assert unchanged == {0: TRIALS}, unchanged
     assert dropped == {1: TRIALS}, dropped
-    # An escalation for one group is caught only when some case's question comes from that
-    # group and was not escalated before: with about one case per (template, process), one
-    # trial in 20 has none (measured 19/20; docs/regression.md).
-    assert escalated[1] >= TRIALS - 2 and escalated[1] + escalated[0] == TRIALS, escalated
+    # An escalation for one group is caught when some case's question comes from that group
+    # and was not escalated before; with these request ids every trial had one (with random
+    # ids about 1 trial in 12 has none: bench/bench_regression_gate.py, docs/regression.md).
+    assert escalated == {1: TRIALS}, escalated
 
 
 def test_templated_traffic_is_split_by_process_not_collapsed(tmp_path: Path) -> None:

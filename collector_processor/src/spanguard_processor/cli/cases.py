@@ -62,7 +62,7 @@ def cases() -> None:
 @click.option(
     "--no-timing-checks",
     is_flag=True,
-    help="Write no per-case latency or cost limits (max_latency_ms, max_cost_usd).",
+    help="Latency and cost neither select cases (slow/expensive signals) nor limit them.",
 )
 @click.option("--strict", is_flag=True, help="Exit 2 if any input line was skipped.")
 def build(
@@ -88,7 +88,7 @@ def build(
     unless their traces differ in process (tools, escalation, friction, plan length): then
     each process gets its own case. Every mined check passes on the clean traces it came
     from; slow or costly cases get a latency/cost limit from their question's own spread
-    (1.5 x its p95, with 8+ clean runs) unless --no-timing-checks.
+    (1.5 x its p95, with 8+ clean runs); --no-timing-checks leaves timing out entirely.
 
     \b
     Example:

@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     for done, variant in enumerate(variants):
         if done % every == 0:  # progress for the demo's display, on stderr
             print(f"{PROGRESS} {done} {len(variants)}", file=sys.stderr, flush=True)
-        with spanguard.request("support_agent", seed_id=variant["seed_id"],
+        # The variant id is the request id: two runs of the demo mine the same cases.
+        with spanguard.request("support_agent", request_id=variant["id"],
+                               seed_id=variant["seed_id"],
                                variant_id=variant["id"], assignments=variant["assignments"],
                                input=variant["prompt"]) as req:
             reply = agent.answer(variant["prompt"], variant["assignments"], bias=args.bias,

@@ -117,7 +117,9 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildOutcome:
     outcome.stderr += [f"warning: {w}" for w in annotations.warnings]
 
     selection = select(
-        cluster_log(loaded.rows, options.threshold, matcher), options.max_cases, options.min_score
+        cluster_log(loaded.rows, options.threshold, matcher, options.timing_checks),
+        options.max_cases,
+        options.min_score,
     )
     built = build_cases(selection, annotations, options.sequential_ids, options.timing_checks)
     cases = [b.case for b in built]

@@ -40,6 +40,7 @@ _SHAPE = frozenset(
 _BEHAVIOUR = frozenset({"negative_feedback", "user_retried", "slow_response", "expensive_call"})
 _SEEDS = QUALITY_SIGNALS | {"output_much_longer"}
 _LONG_RATIO = 3.0
+_TIMING_SIGNALS = (("slow_response", "max_latency_ms"), ("expensive_call", "max_cost_usd"))
 
 
 def stable_case_id(text: str, taken: set[str]) -> str:
@@ -185,7 +186,7 @@ class _Builder:
         if not self.timing:
             return checks
         records = self.clean_records(members, is_seed)
-        for signal, kind in (("slow_response", "max_latency_ms"), ("expensive_call", "max_cost_usd")):
+        for signal, kind in _TIMING_SIGNALS:
             if signal in names:
                 check, why = timing_limit(kind, records)
                 checks += [check] if check is not None else []

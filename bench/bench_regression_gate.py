@@ -1,0 +1,115 @@
+"""The regression gate's false failures and power, on a templated agent with latency jitter.
+
+Each trial: the loan agent of ``tests/regression/loan_agent.py`` serves 72 templated
+applications (approvals, refusals, escalations; ±30 % latency jitter); cases are built from that
+traffic; the cases are run against the baseline traffic and against a second run that is
+unchanged (new jitter) or carries one planted change. Request ids are random per run (matched
+by question), so which request represents a case varies from trial to trial. Both runs are
+then gated by spanguard's `check` rules and, as the peer, by trace2eval-cli 0.5.1's
+``compare_runs`` on the same metrics.
+Rates come with 95 % Wilson intervals.
+
+    .venv/bin/python bench/bench_regression_gate.py --trials 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from spanguard_processor.regression.build import BuildOptions, build_evalset  # noqa: E402
+from spanguard_processor.regression.gate import compare  # noqa: E402
+from spanguard_processor.regression.run import (  # noqa: E402
+    load_cases,
+    outputs_from_traces,
+    run_cases,
+)
+from spanguard_processor.regression.runfile import load_run  # noqa: E402
+from tests.regression.loan_agent import Application, applications, serve  # noqa: E402
+
+CONDITIONS = (None, "drop_offer_tool", "escalate_self_employed", "slower")
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _run(folder: Path, name: str, traces: list[dict[str, object]], cases: list) -> Path:
+    log = folder / f"{name}.jsonl"
+    log.write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
+    out = folder / f"{name}.json"
+    out.write_text(run_cases(cases, outputs_from_traces([log])).to_json(), encoding="utf-8")
+    return out
+
+
+def _trace2eval_fails(base: Path, cur: Path) -> bool:
+    from trace2eval.runner import RunMetrics, compare_runs
+
+    metrics = [RunMetrics.from_dict(json.loads(p.read_text())["metrics"]) for p in (base, cur)]
+    return bool(compare_runs(*metrics))
+
+
+def _fresh_ids(apps: list[Application], rng: random.Random) -> list[Application]:
+    """New random request ids, as an app that draws a uuid per request has."""
+    return [replace(a, request_id=f"{rng.getrandbits(64):016x}") for a in apps]
+
+
+def trial(folder: Path, number: int) -> dict[str, tuple[bool, bool]]:
+    rng = random.Random(number)
+    apps = applications(72, seed=number)
+    traffic = serve(_fresh_ids(apps, rng), jitter_seed=1000 + number)
+    log = folder / "traffic.jsonl"
+    log.write_text("".join(json.dumps(t) + "\n" for t in traffic), encoding="utf-8")
+    build_evalset([log], BuildOptions(out=folder / "ev"))
+    cases = load_cases(folder / "ev" / "cases.jsonl")
+    base = _run(folder, "baseline", traffic, cases)
+    verdicts = {}
+    for change in CONDITIONS:
+        name = change or "unchanged"
+        current = serve(_fresh_ids(apps, rng), jitter_seed=2000 + number, change=change)
+        cur = _run(folder, name, current, cases)
+        ours = bool(compare(load_run(base), load_run(cur)).violations)
+        verdicts[name] = (ours, _trace2eval_fails(base, cur))
+    return verdicts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=100)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    counts = {c or "unchanged": [0, 0] for c in CONDITIONS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for number in range(args.trials):
+            folder = Path(tmp) / f"t{number}"
+            folder.mkdir()
+            for name, (ours, theirs) in trial(folder, number).items():
+                counts[name][0] += ours
+                counts[name][1] += theirs
+    n = args.trials
+    print(f"{n} trials, {time.perf_counter() - started:.1f} s")
+    print("| agent run | spanguard check fails | trace2eval 0.5.1 check fails |")
+    print("| --- | --- | --- |")
+    for name, (ours, theirs) in counts.items():
+        lo, hi = wilson(ours, n)
+        lo2, hi2 = wilson(theirs, n)
+        print(f"| {name} | {ours}/{n} [{lo:.2f}, {hi:.2f}] | {theirs}/{n} [{lo2:.2f}, {hi2:.2f}] |")
+
+
+if __name__ == "__main__":
+    main()
