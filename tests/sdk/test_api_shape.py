@@ -178,3 +178,37 @@ def test_one_request_scope_entered_from_many_tasks_at_once(capture: SpanCapture)
 
     assert len(set(asyncio.run(main()))) == 10
     assert len(capture.traces()) == 10
+
+
+PLAN = spanguard.plan()
+CALL = spanguard.llm_call("gpt-4o-mini")
+
+
+@pytest.mark.usefixtures("no_detach_errors")
+def test_one_plan_and_one_llm_call_scope_entered_from_many_threads(capture: SpanCapture) -> None:
+    barrier = threading.Barrier(6)
+
+    def handle(n: int) -> None:
+        with AGENT, PLAN as plan:
+            barrier.wait(timeout=10)
+            spanguard.plan_step(f"step {n}")
+            plan.step(f"alias {n}")
+            with CALL as call:
+                barrier.wait(timeout=10)
+                call.record_usage(n, n)
+
+    threads = [threading.Thread(target=handle, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    traces = capture.traces()
+    assert len(traces) == 6
+    for spans in traces.values():
+        by_name = {s["name"]: s for s in spans}
+        plan_span, chat = by_name["plan"], by_name["chat gpt-4o-mini"]
+        steps = [e["attributes"][semconv.PLAN_STEP] for e in plan_span["events"]]
+        n = int(steps[0].split()[1])
+        assert steps == [f"step {n}", f"alias {n}"]
+        assert chat["parent_span_id"] == plan_span["span_id"]
+        assert chat["attributes"][semconv.GEN_AI_USAGE_INPUT_TOKENS] == n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -227,38 +228,68 @@ def plan_step(step: str) -> None:
 
 
 # --- span scopes: plan and LLM call -------------------------------------------------------
+# Per-entry state of plan and LLM-call scopes. The span of each entry travels in the
+# OpenTelemetry context (so it follows the context into tasks and thread-pool tasks); the token
+# that detaches it stays in the thread or task that entered. So one scope object may be entered
+# from many threads and tasks at once.
+_SCOPE_SPANS = otel_context.create_key("spanguard.scopes")
+_SCOPE_TOKENS: ContextVar[tuple[tuple[_SpanScope, Span, object], ...]] = ContextVar(
+    "spanguard_scope_tokens", default=())
+
+
 class _SpanScope:
     """A context manager that opens one span and makes it current."""
-
-    _span: Span = INVALID_SPAN
 
     def __init__(self, name: str, attributes: dict[str, AttributeValue], kind: SpanKind) -> None:
         self._name = name
         self._attributes = attributes
         self._kind = kind
-        self._token: object | None = None
+        self._last: Span = INVALID_SPAN  # the latest entry's span: for calls from bare threads
+
+    @property
+    def _span(self) -> Span:
+        """The span of this scope's innermost entry in the current context."""
+        entries = otel_context.get_value(_SCOPE_SPANS)
+        if isinstance(entries, tuple):
+            for scope, span in reversed(entries):
+                if scope is self:
+                    return span  # type: ignore[no-any-return]
+        return self._last
 
     def _enter(self) -> None:
         tracer = active_tracer()
         if tracer is None:
             return
         try:
-            self._span = tracer.start_span(self._name, kind=self._kind,
-                                           attributes=self._attributes)
-            self._token = otel_context.attach(trace.set_span_in_context(self._span))
+            span = tracer.start_span(self._name, kind=self._kind, attributes=self._attributes)
+            outer = otel_context.get_value(_SCOPE_SPANS)
+            spans = (*(outer if isinstance(outer, tuple) else ()), (self, span))
+            ctx = otel_context.set_value(_SCOPE_SPANS, spans, trace.set_span_in_context(span))
+            token = otel_context.attach(ctx)
+            _SCOPE_TOKENS.set((*_SCOPE_TOKENS.get(), (self, span, token)))
+            self._last = span
         except Exception as exc:
             internal_error(self._name, exc)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._token is not None:
-            otel_context.detach(self._token)  # type: ignore[arg-type]
-            self._token = None
-        if exc is not None:
-            end_with_error(self._span, exc)
+        entries = _SCOPE_TOKENS.get()
+        for index in range(len(entries) - 1, -1, -1):
+            if entries[index][0] is self:
+                break
+        else:  # nothing was started (no tracer) in this thread or task
             return
-        self._finish()
-        self._span.end()
+        _, span, token = entries[index]
+        _SCOPE_TOKENS.set(entries[:index] + entries[index + 1:])
+        if exc is None:
+            self._finish()  # while the entry is still current, so it sees its own span
+        otel_context.detach(token)  # type: ignore[arg-type]
+        if exc is not None:
+            end_with_error(span, exc)
+        else:
+            span.end()
+        if self._last is span:
+            self._last = INVALID_SPAN
 
     def _finish(self) -> None:
         """Set last attributes before the span ends."""
