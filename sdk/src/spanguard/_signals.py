@@ -253,7 +253,7 @@ class _SpanScope:
         if isinstance(entries, tuple):
             for scope, span in reversed(entries):
                 if scope is self:
-                    return span  # type: ignore[no-any-return]
+                    return span
         return self._last
 
     def _enter(self) -> None:
