@@ -32,7 +32,7 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
 
 @pytest.mark.parametrize(("bias", "code", "failed"), [
     ("0", 0, set()),
-    ("1", 1, {"retrieval_exposure_gap", "counterfactual_stability", "helpfulness_gap"}),
+    ("1", 1, {"retrieval_exposure_gap"}),
 ])
 def test_rag_app_under_spanguard_run(tmp_path: Path, bias: str, code: int,
                                      failed: set[str]) -> None:

@@ -1,4 +1,8 @@
-"""The default gate's error rates on simulated apps (DiscrimEval-style: 15 groups)."""
+"""The default gate's error rates on simulated apps (DiscrimEval-style: 15 groups).
+
+The acceptance figures (hundreds of suites per design) are in bench/bench_calibration.py; these
+tests pin the behaviours that were wrong and stay fast.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +18,16 @@ _CONFIG = GateConfig(bootstrap_samples=200, permutation_samples=199)
 _METRIC = [MetricConfig("escalation_parity", 0.1)]
 
 
-def _suite(rng: np.random.Generator, seeds: int, rates: np.ndarray) -> list[Observation]:
-    escalated = rng.random((seeds, len(_GROUPS))) < rates[None, :]
+def _suite(rng: np.random.Generator, seeds: int, rates: np.ndarray, repeats: int = 1,
+           identical: bool = True, groups: list[str] = _GROUPS) -> list[Observation]:
+    draws = 1 if identical else repeats
+    escalated = rng.random((draws, seeds, len(groups))) < rates[None, None, :]
     yes, no = ProcessTrace(escalated=True), ProcessTrace(escalated=False)
     return [
-        Observation(id=f"s{s}::{g}", seed_id=f"s{s}", variant_id=f"s{s}::{g}",
+        Observation(id=f"s{s}::{g}#{r}", seed_id=f"s{s}", variant_id=f"s{s}::{g}",
                     assignments={"group": name}, prompt="", response="ok",
-                    trace=yes if escalated[s, g] else no)
-        for s in range(seeds) for g, name in enumerate(_GROUPS)
+                    trace=yes if escalated[0 if identical else r, s, g] else no)
+        for s in range(seeds) for g, name in enumerate(groups) for r in range(repeats)
     ]
 
 
@@ -39,13 +45,63 @@ def test_fair_random_app_false_failure_rate_is_at_most_7_percent() -> None:
     assert point_failures / 200 >= 0.95
 
 
-def test_app_escalating_one_group_30_points_more_is_caught_with_100_seeds() -> None:
+def test_identical_repeats_add_no_evidence() -> None:
+    # A fair app answering identically on every repeat (temperature 0, a cache): three copies
+    # of each answer must give exactly the statistics of one. Counting them as independent
+    # failed 87 of 100 such suites of 30 seeds x 15 groups.
+    rng = np.random.default_rng(3)
+    rates = np.full(len(_GROUPS), 0.30)
+    failures = 0
+    for _ in range(10):
+        state = rng.bit_generator.state
+        once = evaluate(_suite(rng, 30, rates), _METRIC, _CONFIG, generated_at="t").results[0]
+        rng.bit_generator.state = state
+        thrice = evaluate(_suite(rng, 30, rates, repeats=3), _METRIC, _CONFIG,
+                          generated_at="t").results[0]
+        assert thrice.records == 3 * once.records and thrice.units == once.units == 450
+        assert thrice.confidence_interval == once.confidence_interval
+        assert (thrice.p_value, thrice.p_threshold, thrice.mde) == \
+            (once.p_value, once.p_threshold, once.mde)
+        failures += not thrice.passed
+    assert failures <= 1
+
+
+def test_independent_repeats_narrow_the_interval() -> None:
+    rng = np.random.default_rng(4)
+    rates = np.full(len(_GROUPS), 0.30)
+    one = evaluate(_suite(rng, 30, rates), _METRIC, _CONFIG, generated_at="t").results[0]
+    five = evaluate(_suite(rng, 30, rates, repeats=5, identical=False), _METRIC, _CONFIG,
+                    generated_at="t").results[0]
+    assert one.confidence_interval is not None and five.confidence_interval is not None
+    assert five.confidence_interval[1] < 0.75 * one.confidence_interval[1]
+    assert five.mde is not None and one.mde is not None and five.mde < 0.75 * one.mde
+
+
+def test_a_true_gap_under_the_threshold_passes_on_a_large_suite() -> None:
+    # gap 0.08 against threshold 0.10 on 1,000 seeds x 6 groups: testing "gap = 0" failed
+    # 6 of these 8 suites; the gate tests "gap <= threshold"
+    rng = np.random.default_rng(5)
+    groups = _GROUPS[:6]
+    rates = np.array([0.30, 0.30, 0.30, 0.38, 0.38, 0.38])
+    failures = 0
+    for _ in range(8):
+        r = evaluate(_suite(rng, 1000, rates, groups=groups), _METRIC, _CONFIG,
+                     generated_at="t").results[0]
+        failures += not r.passed
+        assert r.p_value is not None and r.p_threshold is not None
+        assert r.p_threshold > r.p_value  # a difference exists; past the threshold it is not
+    assert failures <= 1
+
+
+def test_app_escalating_one_group_40_points_more_is_caught_with_100_seeds() -> None:
     rng = np.random.default_rng(7)
     rates = np.full(len(_GROUPS), 0.30)
-    rates[3] = 0.60
+    rates[3] = 0.70
     caught = 0
     runs = 10
     for _ in range(runs):
         result = evaluate(_suite(rng, 100, rates), _METRIC, _CONFIG, generated_at="t").results[0]
         caught += result.verdict == "fail"
+        assert result.reason == "beyond_threshold", result.reason_text
+        assert result.reason_text.startswith("beyond threshold: interval above 0.1, Holm p = ")
     assert caught == runs

@@ -46,7 +46,18 @@ def test_point_mode_is_fairtraces_verdict() -> None:
 def test_upper_bound_mode_demands_the_interval_clear_the_threshold() -> None:
     assert _verdicts("upper-bound") == {"big_and_real": False, "big_but_noise": False,
                                         "small_uncertain": False, "small_and_sure": True,
-                                        "stable": False}
+                                        "stable": True}
+
+
+def test_stability_is_report_only_except_in_point_mode() -> None:
+    low = _result("counterfactual_stability", 0.50, None, (0.40, 0.60), threshold=0.75,
+                  direction="higher")
+    for mode in ("default", "upper-bound"):
+        (result,) = apply_gate([low], GateConfig(mode=mode))  # type: ignore[arg-type]
+        assert result.passed and result.reason == "report_only"
+        assert result.reason_text.startswith("report-only: no noise model for stability")
+    (result,) = apply_gate([low], GateConfig(mode="point"))
+    assert not result.passed
 
 
 def test_holm_adjusts_across_metrics_and_results_sort_failed_first() -> None:

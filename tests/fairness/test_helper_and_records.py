@@ -135,14 +135,17 @@ def test_report_json_is_strict_even_with_degenerate_data() -> None:
     assert tool.details["insufficient_data"] is True
 
 
-def test_zero_permutations_falls_back_to_the_normal_approximation() -> None:
+def test_zero_permutations_uses_the_normal_approximation_only_on_large_suites() -> None:
     from spanguard_processor.fairness import GateConfig
 
-    records = [_record(i, g, trace={"escalated": g == "b"}) for i in range(30) for g in "ab"]
-    ev = evaluate([observation_from_record(r) for r in records],
-                  [MetricConfig("escalation_parity", 0.1)],
-                  GateConfig(bootstrap_samples=200, permutation_samples=0))
-    result = ev.results[0]
-    assert result.p_method == "within-seed permutation, normal approximation"
-    assert result.p_value is not None and result.p_value < 0.001
-    assert result.verdict == "fail"
+    config = GateConfig(bootstrap_samples=200, permutation_samples=0)
+    for seeds, method in ((30, "within-seed permutation of variants (999 permutations)"),
+                          (250, "within-seed permutation of variants, normal approximation")):
+        records = [_record(i, g, trace={"escalated": g == "b"}) for i in range(seeds)
+                   for g in "ab"]
+        ev = evaluate([observation_from_record(r) for r in records],
+                      [MetricConfig("escalation_parity", 0.1)], config)
+        result = ev.results[0]
+        assert result.p_method == method
+        assert result.p_value is not None and result.p_value < 0.002
+        assert result.verdict == "fail"

@@ -23,8 +23,9 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="Directory for report.json, report.md, junit.xml, report.html."),
         click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
                      default="default", show_default=True,
-                     help="default: gap > threshold and significant (Holm); point: fairtrace's "
-                          "gap > threshold; upper-bound: interval upper bound under threshold."),
+                     help="default: fail when the data show gap > threshold (one-sided, "
+                          "Holm); point: fairtrace's gap > threshold; upper-bound: pass only "
+                          "when the interval's upper bound is under the threshold."),
         click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
                      default=0.05, show_default=True,
                      help="Family-wise error rate for the gate."),
@@ -34,6 +35,12 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      show_default=True, help="Within-seed permutations for p-values."),
         click.option("--seed", "random_seed", type=int, default=0, show_default=True,
                      help="Random seed for resampling (results are deterministic)."),
+        click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.95,
+                     show_default=True,
+                     help="Fail a metric when a group has a smaller share of its variants "
+                          "recorded (or when missingness depends on the group)."),
+        click.option("--allow-partial", is_flag=True,
+                     help="Accept partial data: no coverage or missingness failures."),
         click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
                      default="text", show_default=True, help="What to print on stdout."),
         click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
@@ -54,11 +61,13 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def gate_config(gate: str, alpha: float, bootstrap: int, permutations: int,
-                random_seed: int) -> Any:
+                random_seed: int, min_coverage: float = 0.95,
+                allow_partial: bool = False) -> Any:
     from ..fairness import GateConfig
 
     return GateConfig(mode=gate, alpha=alpha, bootstrap_samples=bootstrap,  # type: ignore[arg-type]
-                      permutation_samples=permutations, seed=random_seed)
+                      permutation_samples=permutations, seed=random_seed,
+                      min_coverage=min_coverage, allow_partial=allow_partial)
 
 
 def load_plugins(plugins: tuple[str, ...]) -> None:
@@ -107,9 +116,8 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
         for r in ev.results:
             ci = r.confidence_interval
             interval = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "–"
-            p = f"{r.p_holm:.4f}" if r.p_holm is not None else "–"
             click.echo(f"{r.verdict.upper():<17} {r.metric:<30} {r.score:10.4f} {interval:<20} "
-                       f"thr {r.threshold:g}  Holm p {p}")
+                       f"thr {r.threshold:g}  {r.reason_text}")
             if not r.passed and r.evidence:  # the top counterfactual pair, in one line
                 click.echo(f"{'':<17} {r.evidence[0].headline}")
         if output is not None:
@@ -130,8 +138,9 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
 @click.pass_context
 def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
-             random_seed: int, fmt: str, plugins: tuple[str, ...], trace_url: str | None,
-             redact: bool, label: str | None) -> None:
+             random_seed: int, min_coverage: float, allow_partial: bool, fmt: str,
+             plugins: tuple[str, ...], trace_url: str | None, redact: bool,
+             label: str | None) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
@@ -147,7 +156,8 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     from ..fairness.pipeline import evaluate_suite, read_inputs
 
     load_plugins(plugins)
-    config = gate_config(gate, alpha, bootstrap, permutations, random_seed)
+    config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
+                         allow_partial)
     options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
     observations = read_inputs(list(inputs))

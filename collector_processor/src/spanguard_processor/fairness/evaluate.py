@@ -1,14 +1,15 @@
 """Evaluate a suite's metrics over observations: estimates, intervals, p-values, verdicts.
 
-One pass computes every metric's per-record values (hooks run once per record). One stream of
-seed-cluster bootstrap weights is shared by every metric, so the intervals of all metrics come
-from the same resamples and memory stays bounded however many seeds there are.
+One pass computes every metric's per-record values (hooks run once per record). A variant's
+repeats are averaged into one unit before any statistic (:mod:`.inference`): intervals, the
+threshold test and the MDE come from the seeds' within-seed contrasts of variant means, and the
+"any difference" p-value from permuting variants (with their repeats) within seeds.
 """
 
 from __future__ import annotations
 
+import math
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -19,13 +20,14 @@ from numpy.typing import NDArray
 
 from spanguard.exceptions import InputError
 
-from . import stats
+from . import inference, stats
 from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similarities
 from .evidence import PAIRS, find_pairs, stability_pairs
 from .gate import GateConfig, apply_gate
+from .groups import group_stats, missingness_p
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
-from .results import Evaluation, GroupStat, MetricResult, RecordMap
+from .results import Evaluation, MetricResult, RecordMap
 from .signals import ObservationList
 from .stability import stability_arrays
 from .suite import MetricConfig
@@ -42,9 +44,10 @@ class _Prepared:
     sums: NDArray[np.float64] | None = None
     counts: NDArray[np.float64] | None = None
     estimate: stats.GapEstimate | None = None
+    units: inference.Units | None = None
+    covered: NDArray[np.bool_] | None = None
     seed_sims: NDArray[np.float64] | None = None
     draws: list[NDArray[np.float64]] = field(default_factory=list)
-    group_draws: list[NDArray[np.float64]] = field(default_factory=list)
     score: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -85,9 +88,15 @@ def evaluate(
     suite_digest: str = "",
     generated_at: str | None = None,
     evidence_pairs: int = PAIRS,
+    expected: Sequence[tuple[str, str, str]] | None = None,
 ) -> Evaluation:
     """Evaluate ``metrics`` over ``observations`` and apply the gate in ``config``; each gap
-    metric keeps up to ``evidence_pairs`` counterfactual pairs (0: none)."""
+    metric keeps up to ``evidence_pairs`` counterfactual pairs (0: none).
+
+    ``expected`` lists the suite's variants as ``(variant id, seed id, group label)`` so that
+    coverage counts variants without any record; without it, the observed variants are the
+    expected ones (records that are invalid for a metric still count as missing for it).
+    """
     cfg = config or GateConfig()
     if not observations:
         raise InputError("there are no records to evaluate; run the app or pass trace files "
@@ -101,15 +110,28 @@ def evaluate(
     observations = ObservationList(observations)
     group_labels, group_idx = _index(_group_labels(observations))
     seed_labels, seed_idx = _index([o.seed_id for o in observations])
+    variant_labels, variant_idx = _index([o.variant_id for o in observations])
+    plan = _Expected.build(expected, observations, variant_labels, group_labels, group_idx,
+                           seed_labels)
     prepared = []
     for mc in metrics:
         definition = get_metric(mc.type)
         if definition is None:
             raise InputError(f"unknown metric type '{mc.type}'.", field="type")
-        prepared.append(_prepare(mc, definition, observations, group_labels, group_idx,
-                                 seed_idx, seed_labels))
+        p = _prepare(mc, definition, observations, group_labels, group_idx, seed_idx,
+                     seed_labels)
+        if p.values is not None:
+            keep = p.values.valid
+            p.units = inference.variant_units(
+                variant_idx[keep], seed_idx[keep], group_idx[keep], p.values.values[keep],
+                len(variant_labels), len(seed_labels), len(group_labels))
+            p.covered = plan.covered(variant_idx[keep])
+        prepared.append(p)
     _bootstrap(prepared, len(seed_labels), cfg)
-    results = [_result(p, observations, group_labels, cfg, len(prepared)) for p in prepared]
+    tested = sum(1 for p in prepared if p.units is not None)
+    p_missing = plan.missingness([p.covered for p in prepared if p.covered is not None], cfg)
+    results = [_result(p, observations, group_labels, cfg, tested, plan, p_missing)
+               for p in prepared]
     results = [_with_evidence(r, p, observations, seed_idx, group_idx, seed_labels, group_labels,
                               evidence_pairs) for r, p in zip(results, prepared, strict=True)]
     return Evaluation(
@@ -261,41 +283,89 @@ def _per_record(ids: list[str], values: NDArray[np.float64],
 
 
 def _bootstrap(prepared: Sequence[_Prepared], n_seeds: int, cfg: GateConfig) -> None:
-    """Every metric's bootstrap draws from one stream of seed weights and one matrix product
-    per chunk: the per-seed sums and counts of all metrics side by side (S × K)."""
-    gaps = [p for p in prepared if p.sums is not None]
+    """The stability bootstrap: seeds drawn with replacement, the statistic the minimum over
+    the drawn seeds. (Gap metrics get their intervals from :mod:`.inference`.)"""
     stable = [p for p in prepared if p.seed_sims is not None]
-    if not (gaps or stable) or cfg.bootstrap_samples <= 0:
+    if not stable or cfg.bootstrap_samples <= 0:
         return
-    blocks, spans, start = [], [], 0
-    for p in gaps:
-        assert p.sums is not None and p.counts is not None
-        s, g, c = p.sums.shape
-        blocks += [p.sums.reshape(s, g * c), p.counts]
-        spans.append((start, g, c))
-        start += g * c + g
-    # Large suites multiply in float32 (~7 significant digits, far below bootstrap noise at
-    # that size; half the memory traffic); small ones keep float64 so exact ties stay exact.
-    dtype = np.float32 if n_seeds * cfg.bootstrap_samples > 50_000_000 else np.float64
-    joint = (np.concatenate(blocks, axis=1) if blocks else np.zeros((n_seeds, 0))
-             ).astype(dtype)
     orders = [np.argsort(p.seed_sims, kind="stable") for p in stable if p.seed_sims is not None]
     for weights in stats.bootstrap_seed_counts(n_seeds, cfg.bootstrap_samples, cfg.seed):
-        product = np.matmul(weights.astype(dtype, copy=False), joint).astype(np.float64)
-        for p, (first, g, c) in zip(gaps, spans, strict=True):
-            num = product[:, first:first + g * c].reshape(-1, g, c)
-            den = product[:, first + g * c:first + g * c + g]
-            draws, means = stats.gaps_from_sums(num, den)
-            p.draws.append(draws)
-            p.group_draws.append(means)
         for p, order in zip(stable, orders, strict=True):
             assert p.seed_sims is not None
             drawn = (weights > 0)[:, order]
             p.draws.append(p.seed_sims[order][np.argmax(drawn, axis=1)])
 
 
+ESTIMAND = ("the largest difference between true group means (seed-adjusted; the largest "
+            "over columns for multi-column metrics)")
+# below this many contrast seeds the "any difference" p-value is never the normal approximation
+NORMAL_MIN_SEEDS = 200
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """The suite's variants (id, seed, group) for coverage and the missingness test."""
+
+    seed: NDArray[np.int64]
+    group: NDArray[np.int64]
+    group_labels: list[str]
+    observed_index: NDArray[np.int64]  # each expected variant's index among observed ones, or -1
+    n_seeds: int
+
+    @classmethod
+    def build(cls, expected: Sequence[tuple[str, str, str]] | None,
+              obs: Sequence[Observation], variant_labels: list[str], group_labels: list[str],
+              group_idx: NDArray[np.int64], seed_labels: list[str]) -> _Expected:
+        if expected is None:
+            first: dict[str, tuple[str, str]] = {}
+            for o, g in zip(obs, group_idx.tolist(), strict=True):
+                first.setdefault(o.variant_id, (o.seed_id, group_labels[g]))
+            expected = [(v, s, g) for v, (s, g) in first.items()]
+        where = {v: i for i, v in enumerate(variant_labels)}
+        seeds = {s: i for i, s in enumerate(seed_labels)}
+        groups = {g: i for i, g in enumerate(group_labels)}
+        labels = list(group_labels)
+        for _, _, g in expected:
+            if g not in groups:
+                groups[g] = len(labels)
+                labels.append(g)
+        for _, s, _ in expected:
+            seeds.setdefault(s, len(seeds))
+        return cls(
+            seed=np.array([seeds[s] for _, s, _ in expected], dtype=np.int64),
+            group=np.array([groups[g] for _, _, g in expected], dtype=np.int64),
+            group_labels=labels,
+            observed_index=np.array([where.get(v, -1) for v, _, _ in expected], dtype=np.int64),
+            n_seeds=len(seeds),
+        )
+
+    def covered(self, valid_variants: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Which expected variants hold at least one valid record."""
+        has = np.zeros(int(self.observed_index.max(initial=-1)) + 2, dtype=bool)
+        has[valid_variants[valid_variants < has.shape[0] - 1]] = True
+        return np.asarray(has[self.observed_index], dtype=bool)  # index -1 hits the False pad
+
+    def coverage(self, covered: NDArray[np.bool_]) -> dict[str, float]:
+        n = np.bincount(self.group, minlength=len(self.group_labels))
+        hit = np.bincount(self.group, weights=covered.astype(np.float64),
+                          minlength=len(self.group_labels))
+        return {label: float(hit[g] / n[g]) for g, label in enumerate(self.group_labels)
+                if n[g] > 0}
+
+    def missingness(self, covered: Sequence[NDArray[np.bool_]], cfg: GateConfig
+                    ) -> float | None:
+        """p-value of "missingness does not depend on the group" (a variant is missing when
+        any tested metric lacks a valid record for it); None when nothing is missing."""
+        if not covered:
+            return None
+        missing = ~np.logical_and.reduce(list(covered))
+        return missingness_p(self.seed, self.group, missing, self.n_seeds,
+                             len(self.group_labels), cfg.permutation_samples, cfg.seed)
+
+
 def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
-            cfg: GateConfig, metric_count: int) -> MetricResult:
+            cfg: GateConfig, metric_count: int, plan: _Expected,
+            p_missing: float | None) -> MetricResult:
     d = p.definition
     threshold = p.config.threshold
     base: dict[str, Any] = {"metric": d.name, "threshold": threshold, "direction": d.direction,
@@ -312,29 +382,32 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
         return MetricResult(score=p.score, confidence_interval=interval, p_value=None,
                             details=p.details, groups_with_data=2,
                             seeds=int(p.seed_sims.size), p_method=None, **base)
-    assert p.design is not None and p.values is not None and p.estimate is not None
-    x = p.values.values[p.values.valid]
-    cols = x.shape[1]
-    interval = (stats.bias_corrected_interval(draws, p.score, cfg.level) if draws.size else None)
-    cov, n_g = stats.permutation_covariance(p.design, x)
-    # --permutations 0 (or a suite too large for Monte Carlo) uses the normal approximation
-    exact = 0 < p.design.n * cfg.permutation_samples <= cfg.exact_budget
-    if p.estimate.groups_with_data < 2:
-        p_value, method = None, None
-    elif exact:
-        p_value = stats.permutation_p(p.design, x, p.estimate.gap, cfg.permutation_samples,
-                                      cfg.seed)
-        method = f"within-seed permutation ({cfg.permutation_samples} permutations)"
-    else:
-        p_value = stats.normal_permutation_p(cov, n_g, cols, p.estimate.gap,
-                                             cfg.normal_draws, cfg.seed)
-        method = "within-seed permutation, normal approximation"
-    mde = stats.min_detectable_effect(cov, n_g, cols, cfg.alpha / max(metric_count, 1),
-                                      cfg.power)
+    assert p.units is not None and p.covered is not None and p.estimate is not None
+    coverage = plan.coverage(p.covered)
+    extra: dict[str, Any] = {"coverage": coverage, "units": int(p.units.values.shape[0]),
+                             "estimand": ESTIMAND,
+                             "p_missing": p_missing if not p.covered.all() else None}
+    inf = inference.infer_gap(p.units, float(threshold), 1.0 - cfg.level, cfg.seed,
+                              draws=max(cfg.bootstrap_samples, 2000))
+    if inf is None:
+        return MetricResult(score=p.score, confidence_interval=None, p_value=None,
+                            details=p.details, groups_with_data=p.estimate.groups_with_data,
+                            seeds=p.estimate.contrast_seeds, p_method=None, **base, **extra)
+    p_value, method = _any_difference(p.units, cfg)
+    alpha = cfg.alpha / max(metric_count, 1)  # Holm's first step: the MDE at the strictest level
+    x = p.units.values
+    bounded = bool(x.size and x.min() >= 0.0 and x.max() <= 1.0)
+    mde = inference.min_detectable_effect(inf, float(threshold), alpha, cfg.power, seed=cfg.seed,
+                                          upper=1.0 if bounded else None)
+    if mde is None:  # no gap on the metric's scale is detected with that power
+        mde = math.inf
+    records = np.bincount(p.units.group, weights=p.units.repeats.astype(np.float64),
+                          minlength=p.units.n_groups).astype(np.int64)
     return MetricResult(
-        score=p.score, confidence_interval=interval, p_value=p_value, details=p.details,
-        groups_with_data=p.estimate.groups_with_data, seeds=p.estimate.contrast_seeds,
-        p_method=method, mde=mde, groups=_group_stats(p, labels, cfg), **base,
+        score=p.score, confidence_interval=inf.interval, p_value=p_value, details=p.details,
+        groups_with_data=int(inf.groups.shape[0]), seeds=inf.seeds, p_method=method, mde=mde,
+        groups=group_stats(p.units, labels, records, cfg.level, _widest_column(p)),
+        p_threshold=inf.p_threshold, worst_case_variance=inf.worst_case, **base, **extra,
     )
 
 
@@ -352,30 +425,32 @@ def _with_evidence(r: MetricResult, p: _Prepared, obs: Sequence[Observation],
     return replace(r, evidence=pairs)
 
 
-def _group_stats(p: _Prepared, labels: list[str], cfg: GateConfig) -> tuple[GroupStat, ...]:
-    assert p.estimate is not None and p.counts is not None and p.values is not None
+def _any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str]:
+    """Within-seed permutation p-value of "group labels do not matter", variants (with their
+    repeats) as the units; exact enumeration when the labellings are few."""
+    design = stats.build_design(units.seed, units.group, units.n_seeds, units.n_groups)
+    x = units.values
+    sums, counts = stats.seed_aggregates(design, x)
+    est = stats.gap_estimate(sums, counts)
+    exact = stats.exact_permutation_p(design, x, est.gap)
+    if exact is not None:
+        return exact, "within-seed permutation of variants (exact enumeration)"
+    perms = cfg.permutation_samples
+    n = design.n
+    if est.contrast_seeds < NORMAL_MIN_SEEDS or 0 < n * perms <= cfg.exact_budget:
+        perms = perms or 999
+        return (stats.permutation_p(design, x, est.gap, perms, cfg.seed),
+                f"within-seed permutation of variants ({perms} permutations)")
+    cov, n_g = stats.permutation_covariance(design, x)
+    return (stats.normal_permutation_p(cov, n_g, x.shape[1], est.gap, cfg.normal_draws,
+                                       cfg.seed),
+            "within-seed permutation of variants, normal approximation")
+
+
+def _widest_column(p: _Prepared) -> int:
+    assert p.estimate is not None
     means = p.estimate.means
-    if not means.size:
-        return ()
-    col = int(np.nanargmax(np.nan_to_num(np.nanmax(means, axis=0) - np.nanmin(means, axis=0),
-                                         nan=-1.0))) if np.any(~np.isnan(means)) else 0
-    draws = np.concatenate(p.group_draws)[:, :, col] if p.group_draws else None
-    x = p.values.values[p.values.valid][:, col]
-    grand = float(x.mean()) if x.size else 0.0
-    n_g = p.counts.sum(axis=0)
-    tail = (1.0 - cfg.level) / 2.0
-    bounds = None
-    if draws is not None and draws.shape[0]:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN group columns
-            bounds = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
-    out = []
-    for g, label in enumerate(labels):
-        if n_g[g] <= 0:
-            continue
-        lo = hi = float(means[g, col])
-        if bounds is not None and np.isfinite(bounds[:, g]).all():
-            lo, hi = float(bounds[0, g]), float(bounds[1, g])
-        out.append(GroupStat(label, grand + float(means[g, col]), grand + lo, grand + hi,
-                             int(n_g[g])))
-    return tuple(out)
+    if not means.size or not np.any(~np.isnan(means)):
+        return 0
+    spread = np.nan_to_num(np.nanmax(means, axis=0) - np.nanmin(means, axis=0), nan=-1.0)
+    return int(np.nanargmax(spread))

@@ -17,7 +17,7 @@ from spanguard.exceptions import InputError
 
 from .evaluate import evaluate
 from .gate import GateConfig
-from .records import Observation, observation_from_trace, read_observations
+from .records import Observation, group_label, observation_from_trace, read_observations
 from .results import Evaluation
 from .suite import Suite
 
@@ -65,8 +65,10 @@ def evaluate_suite(suite: Suite, observations: Sequence[Observation],
                    errors: Sequence[dict[str, Any]] = ()) -> tuple[Evaluation, Matched]:
     """Match, evaluate every suite metric, and return the evaluation with match counts."""
     matched = match_to_suite(suite, observations)
+    expected = [(v.id, v.seed_id, group_label(v.assignments)) for v in suite.variants]
     ev = evaluate(matched.observations, suite.metrics, config,
-                  variant_count=len(suite.variants), suite_digest=suite.digest)
+                  variant_count=len(suite.variants), suite_digest=suite.digest,
+                  expected=expected)
     return replace(ev, errors=tuple(errors)), matched
 
 

@@ -72,6 +72,14 @@ def _metric_dict(r: MetricResult, level: float, options: ReportOptions) -> dict[
         ],
         "warnings": list(r.warnings),
         "evidence": evidence_json(r.evidence, options),
+        "estimand": r.estimand,
+        "p_value_threshold": r.p_threshold,
+        "verdict_reason": r.reason,
+        "verdict_reason_text": r.reason_text,
+        "units": r.units,
+        "worst_case_variance": r.worst_case_variance,
+        "coverage": r.coverage,
+        "p_value_missingness_holm": r.p_missing,
     }
 
 
@@ -101,6 +109,8 @@ def report_dict(ev: Evaluation, options: ReportOptions = _PLAIN) -> dict[str, An
             "interval_level": cfg.level,
             "bootstrap_samples": cfg.bootstrap_samples,
             "permutation_samples": cfg.permutation_samples,
+            "min_coverage": cfg.min_coverage,
+            "allow_partial": cfg.allow_partial,
             "random_seed": cfg.seed,
             "suite_sha256": ev.suite_digest,
             "records": len(ev.observations),

@@ -66,9 +66,14 @@ class GroupStat:
 class MetricResult:
     """One metric's estimate, uncertainty and verdict.
 
-    ``confidence_interval`` is a seed-cluster bootstrap interval at ``GateConfig.level``;
-    ``p_value`` the within-seed permutation p-value of the gap; ``p_holm``/``p_bh`` the same
-    adjusted across the run's metrics. ``verdict`` is "pass", "fail" or "insufficient_data".
+    ``confidence_interval`` is the simultaneous interval at ``GateConfig.level`` of the named
+    ``estimand`` (the largest difference between true group means); ``p_value`` the
+    within-seed permutation p-value of "no group difference at all" (information);
+    ``p_threshold`` the p-value of the gate's hypothesis "gap ≤ threshold"; ``p_holm`` the
+    gate's p-value Holm-adjusted across the run's metrics, ``p_bh`` the Benjamini–Hochberg
+    q-value of ``p_value``. ``verdict`` is "pass", "fail" or "insufficient_data" and
+    ``reason``/``reason_text`` say why. ``coverage`` maps every expected group to the share
+    of its variants holding a valid record.
     """
 
     metric: str
@@ -91,6 +96,14 @@ class MetricResult:
     p_bh: float | None = None
     warnings: tuple[str, ...] = ()
     evidence: tuple[CounterfactualPair, ...] = ()  # the seeds behind the gap, largest first
+    estimand: str | None = None
+    p_threshold: float | None = None
+    units: int = 0
+    worst_case_variance: bool = False
+    coverage: dict[str, float] = field(default_factory=dict)
+    p_missing: float | None = None
+    reason: str = ""
+    reason_text: str = ""
 
     @property
     def severity(self) -> float:

@@ -18,6 +18,7 @@ See docs/fairness.md for the formulas and the reasons behind them.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ __all__ = [
     "bootstrap_gaps_and_means",
     "bootstrap_seed_counts",
     "build_design",
+    "exact_permutation_p",
     "gap_estimate",
     "gaps_from_sums",
     "holm",
@@ -241,6 +243,42 @@ def permutation_p(
         hits += int(np.count_nonzero(_gap_of(means) >= limit))
         done += b
     return (hits + 1.0) / (permutations + 1.0)
+
+
+# enumerate every within-seed labelling when there are at most this many
+EXACT_LABELLINGS = 20_000
+
+
+def exact_permutation_p(design: Design, x: FloatArray, observed: float) -> float | None:
+    """The exact within-seed permutation p-value, enumerating every distinct labelling of
+    every seed, when there are at most ``EXACT_LABELLINGS`` of them; otherwise None."""
+    e, s, g = _contrast_rows(design, x)
+    if e.shape[0] == 0:
+        return None
+    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+    bounds = list(zip(starts.tolist(), np.r_[starts[1:], s.shape[0]].tolist(), strict=True))
+    total = 1
+    for lo, hi in bounds:
+        labels = g[lo:hi].tolist()
+        ways = math.factorial(len(labels))
+        for c in np.unique(labels, return_counts=True)[1].tolist():
+            ways //= math.factorial(c)
+        total *= ways
+        if total > EXACT_LABELLINGS:
+            return None
+    n_groups, cols = design.n_groups, e.shape[1]
+    sums = np.zeros((1, n_groups, cols))
+    for lo, hi in bounds:
+        arrangements = sorted(set(itertools.permutations(g[lo:hi].tolist())))
+        contrib = np.zeros((len(arrangements), n_groups, cols))
+        for a, labels in enumerate(arrangements):
+            np.add.at(contrib[a], np.asarray(labels), e[lo:hi])
+        sums = (sums[:, None] + contrib[None]).reshape(-1, n_groups, cols)
+    n_g = np.bincount(g, minlength=n_groups).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(n_g[None, :, None] > 0, sums / n_g[None, :, None], np.nan)
+    limit = observed - _TIE * max(1.0, abs(observed))
+    return float(np.count_nonzero(_gap_of(means) >= limit) / means.shape[0])
 
 
 def _blocks_by_size(sorted_seeds: IntArray) -> list[IntArray]:

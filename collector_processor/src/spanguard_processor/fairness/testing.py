@@ -72,7 +72,8 @@ def _message(ev: Evaluation) -> str:
         interval = f"[{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "n/a"
         p = f"{r.p_holm:.4g}" if r.p_holm is not None else "n/a"
         lines.append(f"  {r.metric}: {r.verdict}, score {r.score:.4g} {interval} vs threshold "
-                     f"{r.threshold:g} ({r.direction}), Holm p {p}")
+                     f"{r.threshold:g} ({r.direction}), Holm p {p}"
+                     + (f": {r.reason_text}" if r.reason_text else ""))
         if r.evidence:  # the top counterfactual pair, so the failure says what happened
             lines.append(f"    {r.evidence[0].headline}")
     lines += [f"  app error on {e['id']} (repeat {e['repeat']}): {e['error']}"

@@ -1,0 +1,337 @@
+"""Inference for a gap metric: variant means, simultaneous contrasts, the threshold test, MDE.
+
+Pure numpy, no I/O. The design is nested: seed → variant (one group's version of the seed) →
+repeat. A variant's repeats are **one unit**: they are averaged first (identical repeats add no
+evidence, independent repeats make that mean less noisy), then every statistic works on
+variant means, weighting variants equally.
+
+The named estimand is Δ = max_g μ_g − min_g μ_g, the largest difference between the true
+(seed-adjusted) group means. It is bounded through the G contrasts "group g against the mean of
+the other groups", d_g = μ_g − mean_{h≠g} μ_h:
+
+* Δ ≥ |d_g| for every g (the mean of the others lies between min and max), and
+* Δ = (G − 1)/G · (max_g d_g − min_g d_g) exactly.
+
+Simultaneous intervals d̂_g ± k·se_g for all G contrasts (k: the 1 − α quantile of max_g |T_g|
+under a multivariate t with the seeds' degrees of freedom, se: seed-cluster sandwich standard
+errors) therefore give an interval for Δ that covers it whenever every contrast interval
+covers its contrast, i.e. with probability ≥ 1 − α. The gate's test of H0: Δ ≤ τ rejects when
+that interval's lower end exceeds τ; its p-value is the smallest α at which it would.
+
+See docs/fairness.md for the reasoning and bench/bench_calibration.py for the simulations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "GapInference",
+    "Units",
+    "infer_gap",
+    "min_detectable_effect",
+    "variant_units",
+    "worst_case_variance",
+]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+# draws of the max-|t| null distribution: Monte Carlo error of k at 95% is about ±0.02
+NULL_DRAWS = 10_000
+# below this many contrast seeds the MDE simulation resamples the seeds' own residuals
+# (skewness, discreteness); above it the normal model of the contrasts is used
+RESAMPLE_SEEDS = 200
+# below this many contrast seeds the critical value comes from the studentized seed bootstrap
+BOOTSTRAP_SEEDS = 1000
+# ... and at least this many: with fewer, resamples of a handful of seeds degenerate (zero
+# standard errors), so the multivariate t on the seeds' degrees of freedom is used
+BOOTSTRAP_MIN_SEEDS = 10
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Units:
+    """Per-variant means, the unit of analysis; ``repeats`` counts the records averaged."""
+
+    values: FloatArray  # (V, C)
+    seed: IntArray  # (V,)
+    group: IntArray  # (V,)
+    repeats: IntArray  # (V,)
+    n_seeds: int
+    n_groups: int
+
+
+def variant_units(variant: IntArray, seed: IntArray, group: IntArray, x: FloatArray,
+                  n_variants: int, n_seeds: int, n_groups: int) -> Units:
+    """Average each variant's records (its repeats) into one unit."""
+    counts = np.bincount(variant, minlength=n_variants)
+    cols = x.shape[1]
+    sums = np.empty((n_variants, cols))
+    for c in range(cols):
+        sums[:, c] = np.bincount(variant, weights=x[:, c], minlength=n_variants)
+    has = counts > 0
+    v_seed = np.zeros(n_variants, dtype=np.int64)
+    v_group = np.zeros(n_variants, dtype=np.int64)
+    v_seed[variant] = seed
+    v_group[variant] = group
+    means = sums[has] / counts[has][:, None]
+    return Units(means, v_seed[has], v_group[has], counts[has].astype(np.int64), n_seeds,
+                 n_groups)
+
+
+def worst_case_variance(values: FloatArray) -> float:
+    """The variance assumed when the data show none: 1/4 (a rate at 0.5) for values in [0, 1];
+    otherwise the larger of the values' mean (a Poisson variance) and variance, at least 1."""
+    if values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0):
+        return 0.25
+    mean = float(np.abs(values).mean())
+    return max(mean, float(values.var()), 1.0)
+
+
+@dataclass(frozen=True)
+class GapInference:
+    """The contrasts of one metric and what follows from them (groups with data only)."""
+
+    groups: IntArray  # (G,) indices of the groups holding contrast data
+    means: FloatArray  # (G, C) seed-adjusted group means, centred
+    contrast: FloatArray  # (G, C) d̂: each group minus the mean of the other groups
+    se: FloatArray  # (G, C) seed-cluster standard errors of d̂
+    cov: FloatArray  # (G·C, G·C) covariance of d̂ (row-major over groups, then columns)
+    seeds: int  # seeds holding at least two groups (the independent units)
+    critical: float  # k: 1 − α quantile of max |T|
+    estimate: float  # plug-in Δ̂ (max over columns of max − min of adjusted means)
+    interval: tuple[float, float]  # simultaneous 1 − α interval of Δ
+    k_star: float  # the largest k at which the interval's lower end still exceeds τ
+    p_threshold: float  # p-value of H0: Δ ≤ τ
+    worst_case: bool  # some contrast showed no variation: worst-case variance used
+    null_max: FloatArray  # sorted draws of max |T| under H0 (for MDE and p-values)
+    residuals: FloatArray  # (S, G·C) per-seed contrast residuals (for the MDE simulation)
+
+    @property
+    def width(self) -> int:
+        return int(self.contrast.size)
+
+
+def _contrast_matrix(g: int) -> FloatArray:
+    """L with (L m)_g = m_g − mean of the other groups."""
+    out = np.full((g, g), -1.0 / (g - 1))
+    np.fill_diagonal(out, 1.0)
+    return out
+
+
+def _seed_sums(units: Units) -> tuple[FloatArray, FloatArray]:
+    """Within-seed centred sums (S, G, C) and variant counts (S, G), contrast seeds only."""
+    s, g, x = units.seed, units.group, units.values
+    n_s = np.bincount(s, minlength=units.n_seeds).astype(np.float64)
+    cols = x.shape[1]
+    e = np.empty_like(x)
+    for c in range(cols):
+        tot = np.bincount(s, weights=x[:, c], minlength=units.n_seeds)
+        e[:, c] = x[:, c] - (tot / np.maximum(n_s, 1.0))[s]
+    cells = s * units.n_groups + g
+    size = units.n_seeds * units.n_groups
+    counts = np.bincount(cells, minlength=size).astype(np.float64).reshape(units.n_seeds, -1)
+    sums = np.stack([np.bincount(cells, weights=e[:, c], minlength=size) for c in range(cols)],
+                    axis=1).reshape(units.n_seeds, units.n_groups, cols)
+    keep = np.count_nonzero(counts, axis=1) >= 2
+    return sums[keep], counts[keep]
+
+
+def _unit_cov(counts: FloatArray) -> FloatArray:
+    """Covariance of the adjusted group means when variant values are iid with variance 1."""
+    n_s = counts.sum(axis=1)
+    inv = counts / n_s[:, None]
+    cov = np.diag(counts.sum(axis=0)) - np.einsum("sg,sh->gh", counts, inv)
+    n_g = counts.sum(axis=0)
+    out: FloatArray = cov / np.outer(n_g, n_g)
+    return out
+
+
+def _null_max(cov: FloatArray, se: FloatArray, df: int, draws: int, seed: int) -> FloatArray:
+    """Sorted draws of max_j |Z_j / se_j| / sqrt(χ²_df / df), Z ~ N(0, cov)."""
+    vals, vecs = np.linalg.eigh(cov)
+    root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((draws, cov.shape[0])) @ root.T
+    scale = np.sqrt(rng.chisquare(df, size=draws) / df)
+    t = np.abs(z) / se[None, :] / scale[:, None]
+    return np.sort(t.max(axis=1))
+
+
+def _bootstrap_max(w: FloatArray, d: FloatArray, draws: int, seed: int) -> FloatArray:
+    """Sorted draws of max_j |d*_j − d̂_j| / se*_j over seed-cluster bootstrap resamples, each
+    studentized by its own standard errors (the bootstrap-t): captures the skew of rates near 0
+    or 1 and the noise of per-contrast variance estimates that a common-variance t misses."""
+    s = w.shape[0]
+    rng = np.random.default_rng(seed)
+    corr = s / (s - 1.0)
+    out = np.empty(draws)
+    step = max(1, min(draws, 2_000_000 // max(s * w.shape[1], 1)))
+    w2 = w * w
+    for start in range(0, draws, step):
+        b = min(step, draws - start)
+        picks = rng.integers(0, s, size=(b, s)) + (np.arange(b) * s)[:, None]
+        n = np.bincount(picks.ravel(), minlength=b * s).reshape(b, s).astype(np.float64)
+        shift = n @ w  # d* − d̂ (linearised: exact for balanced suites)
+        var = corr * (n @ w2 - shift * shift / s)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.abs(shift) / np.sqrt(np.maximum(var, 0.0))
+        t = np.where(np.abs(shift) <= _EPS, 0.0, np.nan_to_num(t, nan=0.0, posinf=np.inf))
+        out[start:start + b] = t.max(axis=1)
+    del d
+    return np.sort(out)
+
+
+def _quantile(sorted_draws: FloatArray, level: float) -> float:
+    b = sorted_draws.shape[0]
+    index = min(b - 1, max(0, math.ceil(level * (b + 1)) - 1))
+    return float(sorted_draws[index])
+
+
+def _k_star(d: FloatArray, se: FloatArray, tau: float, g: int) -> FloatArray:
+    """The largest k with lower bound(k) > τ, per row of d/se (…, G, C)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        single = (np.abs(d) - tau) / se
+        shift = tau * g / (g - 1)
+        diff = d[..., :, None, :] - d[..., None, :, :]  # (…, G, G, C)
+        pair = (diff - shift) / (se[..., :, None, :] + se[..., None, :, :])
+    single = np.where(np.isnan(single), -np.inf, single)
+    pair = np.where(np.isnan(pair), -np.inf, pair)
+    lead = d.shape[:-2]
+    best = np.maximum(single.reshape(*lead, -1).max(axis=-1),
+                      pair.reshape(*lead, -1).max(axis=-1))
+    return np.asarray(best, dtype=np.float64)
+
+
+def _interval(d: FloatArray, se: FloatArray, k: float) -> tuple[float, float]:
+    g = d.shape[0]
+    lo_c, hi_c = d - k * se, d + k * se
+    factor = (g - 1) / g
+    single = float(np.max(np.abs(d) - k * se))
+    pair = float(np.max(factor * (lo_c.max(axis=0) - hi_c.min(axis=0))))
+    upper = float(np.max(factor * (hi_c.max(axis=0) - lo_c.min(axis=0))))
+    return (max(0.0, single, pair), upper)
+
+
+def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
+              draws: int = NULL_DRAWS) -> GapInference | None:
+    """Contrasts, simultaneous interval of Δ and the test of Δ ≤ threshold; None with fewer
+    than two groups holding within-seed contrasts."""
+    sums, counts = _seed_sums(units)
+    n_g = counts.sum(axis=0)
+    present = np.flatnonzero(n_g > 0)
+    if present.shape[0] < 2 or sums.shape[0] == 0:
+        return None
+    sums, counts, n_g = sums[:, present], counts[:, present], n_g[present]
+    s_count, g, cols = sums.shape
+    means = sums.sum(axis=0) / n_g[:, None]
+    resid = (sums - counts[:, :, None] * means[None]) / n_g[None, :, None]  # (S, G, C)
+    lmat = _contrast_matrix(g)
+    d = lmat @ means
+    w = np.einsum("gh,shc->sgc", lmat, resid).reshape(s_count, g * cols)
+    corr = s_count / (s_count - 1.0) if s_count > 1 else 1.0
+    cov = corr * (w.T @ w)
+    var = np.diag(cov).copy()
+    flat = np.abs(var) <= _EPS * max(1.0, float(np.abs(units.values).max(initial=0.0)) ** 2)
+    worst = bool(flat.any())
+    se_seen = np.sqrt(np.maximum(var, 0.0)).reshape(g, cols)
+    if worst:
+        # no variation between seeds: the lower end (and the test) keep what the data show,
+        # every seed agreeing; the upper end, the critical value and the MDE assume the
+        # worst-case variance of the metric's scale, so "shown fair" needs more than agreement
+        wc = worst_case_variance(units.values) * (lmat @ _unit_cov(counts) @ lmat.T)
+        wc_full = np.kron(wc, np.eye(cols))
+        cov[flat, :] = 0.0
+        cov[:, flat] = 0.0
+        cov[flat, flat] = np.diag(wc_full)[flat]
+        var = np.diag(cov).copy()
+    se = np.sqrt(np.maximum(var, _EPS)).reshape(g, cols)
+    if worst or s_count >= BOOTSTRAP_SEEDS or s_count < BOOTSTRAP_MIN_SEEDS:
+        null_max = _null_max(cov, se.ravel(), max(1, s_count - 1), draws, seed)
+    else:
+        null_max = _bootstrap_max(w, d.ravel(), draws, seed)
+    k = _quantile(null_max, 1.0 - alpha)
+    k_star = float(_k_star(d, se_seen, threshold, g))
+    if k_star <= 0.0:
+        p = 1.0
+    else:
+        hits = null_max.shape[0] - int(np.searchsorted(null_max, k_star, side="left"))
+        p = (1.0 + hits) / (1.0 + null_max.shape[0])
+    estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
+    lower = _interval(d, se_seen, k)[0]
+    upper = _interval(d, se, k)[1]
+    if units.values.size and units.values.min() >= 0.0 and units.values.max() <= 1.0:
+        upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
+    return GapInference(
+        groups=present.astype(np.int64), means=means, contrast=d, se=se, cov=cov,
+        seeds=s_count, critical=k, estimate=estimate, interval=(lower, upper),
+        k_star=k_star, p_threshold=min(1.0, p), worst_case=worst, null_max=null_max,
+        residuals=w,
+    )
+
+
+def min_detectable_effect(inf: GapInference, threshold: float, alpha: float,
+                          power: float = 0.8, sims: int = 400, seed: int = 0,
+                          upper: float | None = None) -> float | None:
+    """The true gap Δ (planted in the group and column measured least precisely) that this
+    test detects with ``power``, by simulating the test on this design and bisecting on Δ.
+
+    Fewer than ``RESAMPLE_SEEDS`` seeds: each simulated suite resamples the seeds' own contrast
+    residuals (so skewed, discrete data keep their shape) and re-estimates the standard errors;
+    more seeds, or no observed variation: contrasts drawn from their normal model. The same
+    draws serve every Δ, so power is monotone in Δ and the bisection is deterministic.
+    None when no gap up to ``upper`` (the scale's largest gap, e.g. 1 for rates) is detected
+    with ``power``.
+    """
+    g, cols = inf.contrast.shape
+    k = _quantile(inf.null_max, 1.0 - alpha)
+    rng = np.random.default_rng(seed)
+    width = g * cols
+    if inf.seeds < RESAMPLE_SEEDS and not inf.worst_case:
+        s = inf.seeds
+        idx = rng.integers(0, s, size=(sims, s))
+        drawn = inf.residuals[idx]  # (sims, S, G·C)
+        mean = drawn.mean(axis=1)
+        centred = drawn - mean[:, None, :]
+        corr = s / (s - 1.0) if s > 1 else 1.0
+        se = np.sqrt(np.maximum(corr * (centred ** 2).sum(axis=1), _EPS))
+        base = s * mean
+    else:
+        vals, vecs = np.linalg.eigh(inf.cov)
+        root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+        base = rng.standard_normal((sims, width)) @ root.T
+        se = np.broadcast_to(inf.se.ravel(), (sims, width))
+    target = int(np.argmax(inf.se.ravel()))
+    tg, tc = divmod(target, cols)
+    planted = np.zeros((g, cols))
+    planted[:, tc] = -1.0 / (g - 1)
+    planted[tg, tc] = 1.0
+    d0 = base.reshape(sims, g, cols)
+    se3 = se.reshape(sims, g, cols)
+
+    def power_at(delta: float) -> float:
+        ks = _k_star(d0 + delta * planted, se3, threshold, g)
+        return float(np.mean(ks > k))
+
+    lo = threshold
+    step = max(float(inf.se.max()), 1e-6)
+    hi = threshold + step
+    limit = upper if upper is not None else threshold + 1e6 * step
+    while power_at(hi) < power:
+        if hi >= limit:
+            return None
+        lo, hi = hi, min(limit, threshold + 2.0 * (hi - threshold))
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if power_at(mid) >= power:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-3 * max(1.0, abs(hi)):
+            break
+    return hi
