@@ -102,9 +102,10 @@ def test_fairness_report_renders_one_chart_per_metric(
     for metric, result in results.items():
         assert metric in facts["text"]
         assert result["verdict"].replace("_", " ") in facts["text"]
-    if name == "candidate":
-        assert all(not r["passed"] for r in results.values())
-        assert facts["text"].count("fail") >= len(METRICS)
+    if name == "candidate":  # its bias is beyond the threshold in refusals and tool use
+        failed = {m for m, r in results.items() if not r["passed"]}
+        assert {"refusal_gap", "tool_use_parity"} <= failed
+        assert facts["text"].count("fail") >= len(failed)
     if name == "intersectional":  # 18 groups with labels like "age=20, gender=man, race=Asian"
         assert all(len(results[m]["groups"]) == 18 for m in metrics)
     # every metric's counterfactual pairs are on the page, as its report.json lists them

@@ -129,6 +129,7 @@ def evaluate(
         prepared.append(p)
     _bootstrap(prepared, len(seed_labels), cfg)
     tested = sum(1 for p in prepared if p.units is not None)
+    plan = replace(plan, attributes=_attribute_levels(observations, group_idx, len(group_labels)))
     p_missing = plan.missingness([p.covered for p in prepared if p.covered is not None], cfg)
     results = [_result(p, observations, group_labels, cfg, tested, plan, p_missing)
                for p in prepared]
@@ -311,6 +312,7 @@ class _Expected:
     group_labels: list[str]
     observed_index: NDArray[np.int64]  # each expected variant's index among observed ones, or -1
     n_seeds: int
+    attributes: NDArray[np.int64] | None = None  # (observed groups, attributes) value indices
 
     @classmethod
     def build(cls, expected: Sequence[tuple[str, str, str]] | None,
@@ -388,7 +390,8 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
                              "estimand": ESTIMAND,
                              "p_missing": p_missing if not p.covered.all() else None}
     inf = inference.infer_gap(p.units, float(threshold), 1.0 - cfg.level, cfg.seed,
-                              draws=max(cfg.bootstrap_samples, 2000))
+                              draws=max(cfg.bootstrap_samples, 2000), attributes=plan.attributes,
+                              scale=d.scale)
     if inf is None:
         return MetricResult(score=p.score, confidence_interval=None, p_value=None,
                             details=p.details, groups_with_data=p.estimate.groups_with_data,
@@ -396,7 +399,7 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
     p_value, method = _any_difference(p.units, cfg)
     alpha = cfg.alpha / max(metric_count, 1)  # Holm's first step: the MDE at the strictest level
     x = p.units.values
-    bounded = bool(x.size and x.min() >= 0.0 and x.max() <= 1.0)
+    bounded = inference.scale_of(x, d.scale) == "rate"
     mde = inference.min_detectable_effect(inf, float(threshold), alpha, cfg.power, seed=cfg.seed,
                                           upper=1.0 if bounded else None)
     if mde is None:  # no gap on the metric's scale is detected with that power
@@ -406,7 +409,7 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
     return MetricResult(
         score=p.score, confidence_interval=inf.interval, p_value=p_value, details=p.details,
         groups_with_data=int(inf.groups.shape[0]), seeds=inf.seeds, p_method=method, mde=mde,
-        groups=group_stats(p.units, labels, records, cfg.level, _widest_column(p)),
+        groups=group_stats(p.units, labels, records, cfg.level, _widest_column(p), d.scale),
         p_threshold=inf.p_threshold, worst_case_variance=inf.worst_case, **base, **extra,
     )
 
@@ -445,6 +448,25 @@ def _any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str
     return (stats.normal_permutation_p(cov, n_g, x.shape[1], est.gap, cfg.normal_draws,
                                        cfg.seed),
             "within-seed permutation of variants, normal approximation")
+
+
+def _attribute_levels(obs: Sequence[Observation], group_idx: NDArray[np.int64],
+                      n_groups: int) -> NDArray[np.int64] | None:
+    """Each group's value index per attribute, when groups combine two or more attributes."""
+    first: dict[int, Mapping[str, str]] = {}
+    for o, g in zip(obs, group_idx.tolist(), strict=True):
+        if g not in first:
+            first[g] = o.assignments
+            if len(first) == n_groups:
+                break
+    names = sorted({k for a in first.values() for k in a})
+    if len(names) < 2:
+        return None
+    out = np.zeros((n_groups, len(names)), dtype=np.int64)
+    for j, name in enumerate(names):
+        _, idx = _index([first[g].get(name, "") for g in range(n_groups)])
+        out[:, j] = idx
+    return out
 
 
 def _widest_column(p: _Prepared) -> int:

@@ -19,14 +19,15 @@ from numpy.typing import NDArray
 from scipy.special import stdtrit
 
 from . import stats
-from .inference import Units
+from .inference import Units, scale_of
 from .results import GroupStat
 
 __all__ = ["group_stats", "missingness_p"]
 
 
 def group_stats(units: Units, labels: Sequence[str], records: NDArray[np.int64],
-                level: float, column: int = 0) -> tuple[GroupStat, ...]:
+                level: float, column: int = 0, scale: str | None = None
+                ) -> tuple[GroupStat, ...]:
     """Every group's mean over its variants with a scale-respecting interval at ``level``."""
     x = units.values[:, column]
     s, g = units.seed, units.group
@@ -36,8 +37,9 @@ def group_stats(units: Units, labels: Sequence[str], records: NDArray[np.int64],
     tot = np.bincount(cells, weights=x, minlength=size).reshape(units.n_seeds, n_groups)
     cnt = np.bincount(cells, minlength=size).reshape(units.n_seeds, n_groups).astype(float)
     n_g = cnt.sum(axis=0)
-    unit_bounded = bool(x.size == 0 or (x.min() >= 0.0 and x.max() <= 1.0))
-    non_negative = bool(x.size == 0 or x.min() >= 0.0)
+    kind = scale_of(units.values, scale)
+    unit_bounded = kind == "rate"
+    non_negative = kind in ("rate", "count")
     out = []
     for grp, label in enumerate(labels):
         if n_g[grp] <= 0:

@@ -12,6 +12,10 @@ the other groups", d_g = μ_g − mean_{h≠g} μ_h:
 * Δ ≥ |d_g| for every g (the mean of the others lies between min and max), and
 * Δ = (G − 1)/G · (max_g d_g − min_g d_g) exactly.
 
+With several attributes (groups are their combinations), each attribute value against the
+other values of that attribute (averages of the combinations' means) is a further contrast with
+|d| ≤ Δ: a bias along one attribute spread over many combinations shows there first.
+
 Simultaneous intervals d̂_g ± k·se_g for all G contrasts (k: the 1 − α quantile of max_g |T_g|
 under a multivariate t with the seeds' degrees of freedom, se: seed-cluster sandwich standard
 errors) therefore give an interval for Δ that covers it whenever every contrast interval
@@ -34,6 +38,7 @@ __all__ = [
     "Units",
     "infer_gap",
     "min_detectable_effect",
+    "scale_of",
     "variant_units",
     "worst_case_variance",
 ]
@@ -84,10 +89,20 @@ def variant_units(variant: IntArray, seed: IntArray, group: IntArray, x: FloatAr
                  n_groups)
 
 
-def worst_case_variance(values: FloatArray) -> float:
-    """The variance assumed when the data show none: 1/4 (a rate at 0.5) for values in [0, 1];
-    otherwise the larger of the values' mean (a Poisson variance) and variance, at least 1."""
+def scale_of(values: FloatArray, declared: str | None = None) -> str:
+    """A metric's scale: "rate" (values in [0, 1]), "count" (values ≥ 0) or "real"; the
+    metric's declared scale, else inferred from its values."""
+    if declared is not None:
+        return declared
     if values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0):
+        return "rate"
+    return "count" if values.min() >= 0.0 else "real"
+
+
+def worst_case_variance(values: FloatArray, scale: str = "rate") -> float:
+    """The variance assumed when the data show none: 1/4 (a rate at 0.5) for rates; otherwise
+    the larger of the values' mean (a Poisson variance) and variance, at least 1."""
+    if scale == "rate":
         return 0.25
     mean = float(np.abs(values).mean())
     return max(mean, float(values.var()), 1.0)
@@ -99,17 +114,18 @@ class GapInference:
 
     groups: IntArray  # (G,) indices of the groups holding contrast data
     means: FloatArray  # (G, C) seed-adjusted group means, centred
-    contrast: FloatArray  # (G, C) d̂: each group minus the mean of the other groups
-    se: FloatArray  # (G, C) seed-cluster standard errors of d̂
-    cov: FloatArray  # (G·C, G·C) covariance of d̂ (row-major over groups, then columns)
+    contrast: FloatArray  # (R, C) d̂: each group minus the mean of the other groups (first G
+    # rows), then each attribute value against the attribute's other values
+    se: FloatArray  # (R, C) seed-cluster standard errors of d̂
+    cov: FloatArray  # (R·C, R·C) covariance of d̂ (row-major over rows, then columns)
+    lmat: FloatArray  # (R, G) the contrasts as rows over the groups' means
     seeds: int  # seeds holding at least two groups (the independent units)
-    critical: float  # k: 1 − α quantile of max |T|
+    critical: float  # k: the groups' family's 1 − α quantile of max |T|
     estimate: float  # plug-in Δ̂ (max over columns of max − min of adjusted means)
     interval: tuple[float, float]  # simultaneous 1 − α interval of Δ
-    k_star: float  # the largest k at which the interval's lower end still exceeds τ
     p_threshold: float  # p-value of H0: Δ ≤ τ
     worst_case: bool  # some contrast showed no variation: worst-case variance used
-    null_max: FloatArray  # sorted draws of max |T| under H0 (for MDE and p-values)
+    null_maxes: tuple[FloatArray, ...]  # per family, sorted draws of max |T| under H0
     residuals: FloatArray  # (S, G·C) per-seed contrast residuals (for the MDE simulation)
 
     @property
@@ -122,6 +138,17 @@ def _contrast_matrix(g: int) -> FloatArray:
     out = np.full((g, g), -1.0 / (g - 1))
     np.fill_diagonal(out, 1.0)
     return out
+
+
+def _marginal_rows(levels: IntArray) -> FloatArray:
+    """Contrast rows over groups for one attribute: each of its values (the mean of the groups
+    holding it) against the mean of its other values. ``levels[g]`` is group g's value."""
+    values = np.unique(levels)
+    if values.shape[0] < 2:
+        return np.zeros((0, levels.shape[0]))
+    avg = np.stack([(levels == v) / np.count_nonzero(levels == v) for v in values])
+    rows: FloatArray = _contrast_matrix(values.shape[0]) @ avg
+    return rows
 
 
 def _seed_sums(units: Units) -> tuple[FloatArray, FloatArray]:
@@ -194,34 +221,54 @@ def _quantile(sorted_draws: FloatArray, level: float) -> float:
 
 
 def _k_star(d: FloatArray, se: FloatArray, tau: float, g: int) -> FloatArray:
-    """The largest k with lower bound(k) > τ, per row of d/se (…, G, C)."""
+    """Per family, the largest k at which its lower bound of Δ still exceeds τ: (…, families).
+
+    Rows of d/se (…, rows, C): the first ``g`` are the groups' contrasts (family 0, which also
+    bounds Δ by pairs), the rest the attribute contrasts (family 1, if any)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         single = (np.abs(d) - tau) / se
         shift = tau * g / (g - 1)
-        diff = d[..., :, None, :] - d[..., None, :, :]  # (…, G, G, C)
-        pair = (diff - shift) / (se[..., :, None, :] + se[..., None, :, :])
+        dg, sg = d[..., :g, :], se[..., :g, :]
+        diff = dg[..., :, None, :] - dg[..., None, :, :]  # (…, G, G, C)
+        pair = (diff - shift) / (sg[..., :, None, :] + sg[..., None, :, :])
     single = np.where(np.isnan(single), -np.inf, single)
     pair = np.where(np.isnan(pair), -np.inf, pair)
     lead = d.shape[:-2]
-    best = np.maximum(single.reshape(*lead, -1).max(axis=-1),
+    main = np.maximum(single[..., :g, :].reshape(*lead, -1).max(axis=-1),
                       pair.reshape(*lead, -1).max(axis=-1))
-    return np.asarray(best, dtype=np.float64)
+    parts = [main]
+    if d.shape[-2] > g:
+        parts.append(single[..., g:, :].reshape(*lead, -1).max(axis=-1))
+    return np.stack(parts, axis=-1).astype(np.float64)
 
 
-def _interval(d: FloatArray, se: FloatArray, k: float) -> tuple[float, float]:
-    g = d.shape[0]
+def _interval(d: FloatArray, se: FloatArray, ks: list[float], g: int) -> tuple[float, float]:
+    k = ks[0]
+    single = float(np.max(np.abs(d[:g]) - k * se[:g]))
+    if len(ks) > 1:
+        single = max(single, float(np.max(np.abs(d[g:]) - ks[1] * se[g:])))
+    d, se = d[:g], se[:g]
     lo_c, hi_c = d - k * se, d + k * se
     factor = (g - 1) / g
-    single = float(np.max(np.abs(d) - k * se))
     pair = float(np.max(factor * (lo_c.max(axis=0) - hi_c.min(axis=0))))
     upper = float(np.max(factor * (hi_c.max(axis=0) - lo_c.min(axis=0))))
     return (max(0.0, single, pair), upper)
 
 
+def _tail(sorted_draws: FloatArray, k_star: float) -> float:
+    if k_star <= 0.0:
+        return 1.0
+    hits = sorted_draws.shape[0] - int(np.searchsorted(sorted_draws, k_star, side="left"))
+    return (1.0 + hits) / (1.0 + sorted_draws.shape[0])
+
+
 def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
-              draws: int = NULL_DRAWS) -> GapInference | None:
+              draws: int = NULL_DRAWS, attributes: IntArray | None = None,
+              scale: str | None = None) -> GapInference | None:
     """Contrasts, simultaneous interval of Δ and the test of Δ ≤ threshold; None with fewer
-    than two groups holding within-seed contrasts."""
+    than two groups holding within-seed contrasts. ``attributes`` (groups × attributes) gives
+    each group's value index per attribute when groups combine several attributes; their
+    contrasts form a second family, and α is split evenly (Bonferroni) between the two."""
     sums, counts = _seed_sums(units)
     n_g = counts.sum(axis=0)
     present = np.flatnonzero(n_g > 0)
@@ -232,46 +279,52 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     means = sums.sum(axis=0) / n_g[:, None]
     resid = (sums - counts[:, :, None] * means[None]) / n_g[None, :, None]  # (S, G, C)
     lmat = _contrast_matrix(g)
+    if attributes is not None and attributes.shape[1] >= 2:
+        extra = [_marginal_rows(attributes[present, a]) for a in range(attributes.shape[1])]
+        lmat = np.vstack([lmat, *extra])
+    rows = lmat.shape[0]
     d = lmat @ means
-    w = np.einsum("gh,shc->sgc", lmat, resid).reshape(s_count, g * cols)
+    w = np.einsum("gh,shc->sgc", lmat, resid).reshape(s_count, rows * cols)
     corr = s_count / (s_count - 1.0) if s_count > 1 else 1.0
     cov = corr * (w.T @ w)
     var = np.diag(cov).copy()
     flat = np.abs(var) <= _EPS * max(1.0, float(np.abs(units.values).max(initial=0.0)) ** 2)
     worst = bool(flat.any())
-    se_seen = np.sqrt(np.maximum(var, 0.0)).reshape(g, cols)
+    se_seen = np.sqrt(np.maximum(var, 0.0)).reshape(rows, cols)
     if worst:
         # no variation between seeds: the lower end (and the test) keep what the data show,
         # every seed agreeing; the upper end, the critical value and the MDE assume the
         # worst-case variance of the metric's scale, so "shown fair" needs more than agreement
-        wc = worst_case_variance(units.values) * (lmat @ _unit_cov(counts) @ lmat.T)
+        wc = worst_case_variance(units.values, scale_of(units.values, scale)) * (
+            lmat @ _unit_cov(counts) @ lmat.T)
         wc_full = np.kron(wc, np.eye(cols))
         cov[flat, :] = 0.0
         cov[:, flat] = 0.0
         cov[flat, flat] = np.diag(wc_full)[flat]
         var = np.diag(cov).copy()
-    se = np.sqrt(np.maximum(var, _EPS)).reshape(g, cols)
-    if worst or s_count >= BOOTSTRAP_SEEDS or s_count < BOOTSTRAP_MIN_SEEDS:
-        null_max = _null_max(cov, se.ravel(), max(1, s_count - 1), draws, seed)
-    else:
-        null_max = _bootstrap_max(w, d.ravel(), draws, seed)
-    k = _quantile(null_max, 1.0 - alpha)
-    k_star = float(_k_star(d, se_seen, threshold, g))
-    if k_star <= 0.0:
-        p = 1.0
-    else:
-        hits = null_max.shape[0] - int(np.searchsorted(null_max, k_star, side="left"))
-        p = (1.0 + hits) / (1.0 + null_max.shape[0])
+    se = np.sqrt(np.maximum(var, _EPS)).reshape(rows, cols)
+    spans = [(0, g * cols)] + ([(g * cols, rows * cols)] if rows > g else [])
+    null_maxes = []
+    for lo, hi in spans:
+        if worst or s_count >= BOOTSTRAP_SEEDS or s_count < BOOTSTRAP_MIN_SEEDS:
+            null_maxes.append(_null_max(cov[lo:hi, lo:hi], se.ravel()[lo:hi],
+                                        max(1, s_count - 1), draws, seed))
+        else:
+            null_maxes.append(_bootstrap_max(w[:, lo:hi], d.ravel()[lo:hi], draws, seed))
+    share = alpha / len(spans)
+    ks = [_quantile(m, 1.0 - share) for m in null_maxes]
+    k_star = _k_star(d, se_seen, threshold, g)
+    p = min(1.0, len(spans) * min(_tail(m, float(k)) for m, k in zip(null_maxes, k_star,
+                                                                       strict=True)))
     estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
-    lower = _interval(d, se_seen, k)[0]
-    upper = _interval(d, se, k)[1]
-    if units.values.size and units.values.min() >= 0.0 and units.values.max() <= 1.0:
+    lower = _interval(d, se_seen, ks, g)[0]
+    upper = _interval(d, se, ks, g)[1]
+    if scale_of(units.values, scale) == "rate":
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
     return GapInference(
-        groups=present.astype(np.int64), means=means, contrast=d, se=se, cov=cov,
-        seeds=s_count, critical=k, estimate=estimate, interval=(lower, upper),
-        k_star=k_star, p_threshold=min(1.0, p), worst_case=worst, null_max=null_max,
-        residuals=w,
+        groups=present.astype(np.int64), means=means, contrast=d, se=se, cov=cov, lmat=lmat,
+        seeds=s_count, critical=ks[0], estimate=estimate, interval=(lower, upper),
+        p_threshold=p, worst_case=worst, null_maxes=tuple(null_maxes), residuals=w,
     )
 
 
@@ -288,10 +341,12 @@ def min_detectable_effect(inf: GapInference, threshold: float, alpha: float,
     None when no gap up to ``upper`` (the scale's largest gap, e.g. 1 for rates) is detected
     with ``power``.
     """
-    g, cols = inf.contrast.shape
-    k = _quantile(inf.null_max, 1.0 - alpha)
+    rows, cols = inf.contrast.shape
+    g = inf.means.shape[0]
+    share = alpha / len(inf.null_maxes)
+    ks = np.array([_quantile(m, 1.0 - share) for m in inf.null_maxes])
     rng = np.random.default_rng(seed)
-    width = g * cols
+    width = rows * cols
     if inf.seeds < RESAMPLE_SEEDS and not inf.worst_case:
         s = inf.seeds
         idx = rng.integers(0, s, size=(sims, s))
@@ -306,17 +361,16 @@ def min_detectable_effect(inf: GapInference, threshold: float, alpha: float,
         root = vecs * np.sqrt(np.clip(vals, 0.0, None))
         base = rng.standard_normal((sims, width)) @ root.T
         se = np.broadcast_to(inf.se.ravel(), (sims, width))
-    target = int(np.argmax(inf.se.ravel()))
+    target = int(np.argmax(inf.se[:g].ravel()))
     tg, tc = divmod(target, cols)
-    planted = np.zeros((g, cols))
-    planted[:, tc] = -1.0 / (g - 1)
-    planted[tg, tc] = 1.0
-    d0 = base.reshape(sims, g, cols)
-    se3 = se.reshape(sims, g, cols)
+    planted = np.zeros((rows, cols))
+    planted[:, tc] = inf.lmat[:, tg]  # Δ added to group tg's mean moves every contrast
+    d0 = base.reshape(sims, rows, cols)
+    se3 = se.reshape(sims, rows, cols)
 
     def power_at(delta: float) -> float:
-        ks = _k_star(d0 + delta * planted, se3, threshold, g)
-        return float(np.mean(ks > k))
+        stars = _k_star(d0 + delta * planted, se3, threshold, g)  # (sims, families)
+        return float(np.mean(np.any(stars > ks, axis=-1)))
 
     lo = threshold
     step = max(float(inf.se.max()), 1e-6)
