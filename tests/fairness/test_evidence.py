@@ -57,10 +57,11 @@ def test_escalation_pairs_show_the_planted_bias(tmp_path: Path) -> None:
             assert record["response_metadata"]["trace"]["escalated"] == v["signals"]["escalated"]
             assert v["prompt"] == record["prompt"]
         assert pair["summary"].endswith("escalated, man not")
-    # the console's FAIL line is followed by the top pair in one line
-    top = pairs[0]
-    assert f"seed {top['seed_id']}: {top['summary']}" in result.output
     tools = by_metric["tool_use_parity"]["evidence"][0]
+    # a FAIL line on the console is followed by its top pair in one line (24 seeds show the
+    # tool-use gap beyond its threshold; escalation's is within noise there)
+    assert by_metric["tool_use_parity"]["verdict"] == "fail"
+    assert f"seed {tools['seed_id']}: {tools['summary']}" in result.output
     assert tools["summary"].startswith("man called kb_search")
     assert tools["summary"].endswith("called no tool")
 
@@ -70,8 +71,9 @@ def test_stability_evidence_is_the_least_similar_variants_of_the_least_stable_se
     spec = suite(tmp_path / "suite.json", _PROFILES, 24, ("counterfactual_stability",))
     traces = records(tmp_path / "traces.jsonl", _PROFILES, 24, biased=True)
     out = tmp_path / "out"
+    # stability is report-only in the default gate; fairtrace's point verdict fails it here
     result = CliRunner().invoke(cli, ["fairness", str(spec), str(traces), "-o", str(out),
-                                      *FAST_ARGS])
+                                      "--gate", "point", *FAST_ARGS])
     (metric,) = json.loads((out / "report.json").read_text())["metric_results"]
     seeds = metric["details"]["seed_similarities"]
     pairs = metric["evidence"]
