@@ -244,3 +244,30 @@ def test_the_same_inputs_give_the_same_verdict_byte_for_byte(tmp_path: Path) -> 
         result = check(base, cur, "--junit", str(tmp_path / "j.xml"))
         outputs.add((result.exit_code, result.output, (tmp_path / "j.xml").read_text()))
     assert len(outputs) == 1
+
+
+def test_outputs_that_match_no_case_warn_and_cannot_be_a_baseline(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": f"case-{i}", "input": f"question {i}?",
+                                         "source_trace_id": f"req-{i}",
+                                         "checks": [{"type": "min_chars", "value": 2}]}) + "\n"
+                             for i in range(3)))
+    outputs = tmp_path / "outputs.jsonl"
+    outputs.write_text("".join(json.dumps({"id": f"other-{i}", "output": "an answer"}) + "\n"
+                               for i in range(3)))
+    run = CliRunner().invoke(cli, ["cases", "run", "--cases", str(cases), "--outputs",
+                                   str(outputs), "-o", str(tmp_path / "run.json")])
+    assert run.exit_code == 0
+    assert "matched 0 of 3 case(s): 0 by case id, 0 by source_trace_id, 0 by question text; " \
+        "3 without output" in run.stdout
+    assert f"warning: no record in {outputs.as_posix()} matched any of the 3 case(s)" in run.stderr
+    result = check(tmp_path / "run.json", tmp_path / "run.json")
+    assert result.exit_code == 2 and "nothing to compare" in result.stderr
+    # Records that carry the case's source_trace_id, or its question, do match.
+    outputs.write_text(json.dumps({"id": "x", "source_trace_id": "req-0", "output": "ok!"}) + "\n"
+                       + json.dumps({"id": "y", "input": "Question 1", "output": "ok!"}) + "\n"
+                       + json.dumps({"id": "case-2", "output": "ok!"}) + "\n")
+    run = CliRunner().invoke(cli, ["cases", "run", "--cases", str(cases), "--outputs",
+                                   str(outputs)])
+    assert "matched 3 of 3 case(s): 1 by case id, 1 by source_trace_id, 1 by question text; " \
+        "0 without output" in run.stdout
