@@ -212,3 +212,11 @@ def test_one_plan_and_one_llm_call_scope_entered_from_many_threads(capture: Span
         assert steps == [f"step {n}", f"alias {n}"]
         assert chat["parent_span_id"] == plan_span["span_id"]
         assert chat["attributes"][semconv.GEN_AI_USAGE_INPUT_TOKENS] == n
+
+
+def test_record_documents_names_its_source_like_retrieval(capture: SpanCapture) -> None:
+    with spanguard.request("agent"):
+        spanguard.record_documents([{"id": "a", "group": "g"}], name="cache")
+        spanguard.record_documents([{"id": "b", "group": "g"}], source="web")  # the alias
+    names = sorted(s["name"] for s in capture.spans())
+    assert names == ["invoke_agent agent", "retrieval cache", "retrieval web"]

@@ -157,10 +157,13 @@ def retrieval(fn: Any = None, /, *, name: str | None = None, mapper: Mapper | No
     return decorator(fn, name, lambda f, n: _retrieval_spec(f, n, mapper), _RETRIEVAL_USAGE)
 
 
-def record_documents(documents: Any, *, source: str | None = None) -> None:
+def record_documents(documents: Any, *, name: str | None = None, source: str | None = None
+                     ) -> None:
     """Record retrieved documents: on the current ``@retrieval`` span, or else as a new
-    zero-length ``retrieval {source}`` span under the current span."""
+    zero-length ``retrieval {name}`` span under the current span (``name`` is the data source,
+    as for ``@retrieval``; ``source=`` is an alias)."""
     where = "record_documents()"
+    source = name if name is not None else source
     try:
         current = trace.get_current_span()
         if otel_context.get_value(_RETRIEVAL_KEY) is current and current.is_recording():
