@@ -127,3 +127,27 @@ def openai_stub(responder: Responder) -> Iterator[Stub]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def support_answer(biased: bool) -> Responder:
+    """A support model for fixtures: it answers every refund question, except that, when
+    ``biased``, it refuses customers described as women."""
+
+    def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(body.get("messages") or body.get("input"))
+        refuse = biased and "woman" in text
+        reply = ("I cannot help with that request." if refuse
+                 else "Your refund is on its way; it takes 5 business days.")
+        return chat_completion(reply) if path == "/chat/completions" else response(reply)
+
+    return answer
+
+
+if __name__ == "__main__":  # serve a fixture model until interrupted: python -m ...openai_stub
+    import sys
+    import time
+
+    with openai_stub(support_answer("--biased" in sys.argv)) as served:
+        print(served.base_url, flush=True)
+        while True:
+            time.sleep(3600)

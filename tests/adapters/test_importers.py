@@ -160,17 +160,22 @@ def test_import_command_writes_a_suite_that_run_loads(tmp_path: Path) -> None:
      "Error: {path}:2: field 'tests[0]': 'vars' and 'metadata' must be objects.\n"),
     ("promptfoo", "t.yaml", "a: [1\n",
      "Error: {path}:2: the file is not valid YAML (expected ',' or ']', but got '<stream end>'); "
-     "expected a promptfoo test file (a list of test cases with 'vars') or a promptfoo config "
-     "with 'tests'.\n"),
-    ("promptfoo", "t.json", '{"providers": []}',
-     "Error: {path}: the file holds dict without a 'tests' key; expected a promptfoo test file "
-     "(a list of test cases with 'vars') or a promptfoo config with 'tests'.\n"),
+     "expected a promptfoo test file (a list of test cases with 'vars'), a promptfoo config "
+     "with 'tests' or 'scenarios', or the results.json of 'promptfoo eval -o'.\n"),
+    ("promptfoo", "t.yaml", "providers: []\n",
+     "Error: {path}: the file holds an object without 'tests' or 'scenarios'; expected a "
+     "promptfoo test file (a list of test cases with 'vars'), a promptfoo config with 'tests' "
+     "or 'scenarios', or the results.json of 'promptfoo eval -o'.\n"),
     ("promptfoo", "t.json", '[{"vars": {"question": "q"}}]',
      "Error: {path}: field 'vars.prompt': the test has no 'prompt' var to use as the prompt; "
-     "pass --prompt-var NAME, or import a config with one inline prompt.\n"),
+     "pass --prompt-var NAME, or import a config with prompts.\n"),
     ("promptfoo", "t.json", '[{"vars": {"prompt": "q", "g": {"x": 1}}}]',
      "Error: {path}: field 'vars.g': must be a string, number or boolean to become an "
      "assignment, not dict.\n"),
+    ("promptfoo", "results.json", '{"results": {"version": 3, "results": []}, "config": {}}',
+     "Error: {path}: field 'config.tests': no counterfactual attribute found: no var is a list "
+     "in config.tests and no scenario sets one; pass --attribute NAME (e.g. --attribute "
+     "gender).\n"),
     ("promptfoo", "t.json", '[{"vars": {"prompt": "file://p.txt"}}]',
      "Error: {path}: field 'vars.prompt': loads its value from a file, which this importer does "
      "not do; inline the text in the test.\n"),
@@ -178,9 +183,13 @@ def test_import_command_writes_a_suite_that_run_loads(tmp_path: Path) -> None:
      "Error: {path}: field '[0]': is a multi-turn ConversationalGolden; only single-turn "
      "goldens with 'input' can become variants.\n"),
     ("deepeval", "g.json", '{"cases": []}',
-     "Error: {path}: the file holds dict; expected a DeepEval dataset as "
+     "Error: {path}: the file holds an object; expected a DeepEval dataset as "
      "EvaluationDataset.save_as() writes it (a JSON list of goldens with 'input', or its "
      "CSV).\n"),
+    ("deepeval", "g.jsonl", '{"input": "a", "additional_metadata": {"gender": "man"}}\n',
+     "Error: {path}: field 'additional_metadata': no counterfactual attribute found: no golden "
+     "has additional_metadata.assignments and no --attribute was given; pass --attribute NAME "
+     "for the keys that are attributes (keys found: gender).\n"),
     ("deepeval", "g.json", '[{"input": "a", "name": "x"}, {"input": "b", "name": "x"}]',
      "Error: {path}: field 'id': the id 'x' is used twice; ids must be unique.\n"),
     ("fairtrace-promptfoo", "f.json", '[{"prompt": "", "vars": {}}]',
@@ -223,5 +232,6 @@ def test_promptfoo_config_with_yaml_tests_file_and_deepeval_wrapper(tmp_path: Pa
         ("refund::1", "(formal) Refund?", {"tone": "formal"}),
         ("refund::2", "(casual) Refund?", {"tone": "casual"})]
     goldens = tmp_path / "goldens.json"
-    goldens.write_text(json.dumps({"goldens": [{"input": "Hi", "name": "g1"}]}))
+    goldens.write_text(json.dumps({"goldens": [
+        {"input": "Hi", "name": "g1", "additional_metadata": {"assignments": {"g": "a"}}}]}))
     assert [(v.id, v.seed_id) for v in load_deepeval(goldens)] == [("g1", "g1")]

@@ -23,14 +23,14 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ._common import ImportedVariant, build_suite, write_suite
+from ._common import ImportedVariant, build_suite, write_records, write_suite
 from .deepeval import load_deepeval
 from .fairtrace import load_fairtrace_deepeval, load_fairtrace_promptfoo
 from .promptfoo import load_promptfoo
 
-__all__ = ["SOURCES", "ImportedVariant", "import_suite", "load_deepeval",
-           "load_fairtrace_deepeval", "load_fairtrace_promptfoo", "load_promptfoo",
-           "write_suite"]
+__all__ = ["SOURCES", "ImportedVariant", "import_suite", "import_variants", "load_deepeval",
+           "load_fairtrace_deepeval", "load_fairtrace_promptfoo", "load_promptfoo", "suite_of",
+           "write_records", "write_suite"]
 
 SOURCES = ("deepeval", "fairtrace-deepeval", "fairtrace-promptfoo", "promptfoo")
 
@@ -39,16 +39,32 @@ def import_suite(source: str, path: Path, metrics: Sequence[str], *,
                  prompt_var: str | None = None, attributes: Sequence[str] = (),
                  seed_var: str | None = None) -> dict[str, Any]:
     """Read ``path`` as ``source`` and return a validated suite with ``metrics``."""
+    return suite_of(import_variants(source, path, prompt_var=prompt_var,
+                                    attributes=attributes, seed_var=seed_var), metrics, path)
+
+
+def suite_of(variants: Sequence[ImportedVariant], metrics: Sequence[str],
+             path: Path) -> dict[str, Any]:
+    """The validated suite of imported variants with ``metrics``."""
     from ..fairness.suite import parse_suite
 
     if not metrics:
         raise InputError("at least one --metric is needed (e.g. --metric refusal_gap).",
                          field="--metric")
+    suite = build_suite(variants, metrics)
+    parse_suite(suite, str(path))  # the suite spanguard run will read must load
+    return suite
+
+
+def import_variants(source: str, path: Path, *, prompt_var: str | None = None,
+                    attributes: Sequence[str] = (), seed_var: str | None = None
+                    ) -> list[ImportedVariant]:
+    """Read ``path`` as ``source``: its variants (with recorded outputs where it has them)."""
     if source == "promptfoo":
         variants = load_promptfoo(path, prompt_var=prompt_var, attributes=attributes,
                                   seed_var=seed_var)
     elif source == "deepeval":
-        variants = load_deepeval(path, attributes=attributes)
+        variants = load_deepeval(path, attributes=attributes, seed_var=seed_var)
     elif source == "fairtrace-promptfoo":
         variants = load_fairtrace_promptfoo(path)
     elif source == "fairtrace-deepeval":
@@ -57,6 +73,4 @@ def import_suite(source: str, path: Path, metrics: Sequence[str], *,
         raise InputError(f"unknown source '{source}'; choose one of {', '.join(SOURCES)}.")
     if not variants:
         raise InputError("holds no test cases; expected at least one.", file=str(path))
-    suite = build_suite(variants, metrics)
-    parse_suite(suite, str(path))  # the suite spanguard run will read must load
-    return suite
+    return variants

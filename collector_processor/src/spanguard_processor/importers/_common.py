@@ -16,8 +16,8 @@ from spanguard.exceptions import InputError
 from .._json import parse_json
 from ..jsonio import write_text_atomic
 
-__all__ = ["ImportedVariant", "build_suite", "line_of", "read_structured", "scalar_text",
-           "write_suite"]
+__all__ = ["ImportedVariant", "build_suite", "kind_of", "line_of", "read_structured",
+           "scalar_text", "write_records", "write_suite"]
 
 
 class _Located(dict):
@@ -54,10 +54,45 @@ class ImportedVariant:
     prompt: str
     assignments: Mapping[str, str]
     line: int | None = None
+    metadata: Mapping[str, Any] | None = None  # what the source said besides (asserts …)
+    response: str | None = None  # a recorded output (promptfoo results.json)
 
     def to_dict(self) -> dict[str, Any]:
+        out = {"id": self.id, "seed_id": self.seed_id, "prompt": self.prompt,
+               "assignments": dict(self.assignments)}
+        if self.metadata:
+            out["metadata"] = _plain(self.metadata)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The fairtrace scenario record of a recorded output."""
         return {"id": self.id, "seed_id": self.seed_id, "prompt": self.prompt,
-                "assignments": dict(self.assignments)}
+                "assignments": dict(self.assignments), "response": self.response or "",
+                "response_metadata": _plain(self.metadata or {})}
+
+
+def _plain(value: Any) -> Any:
+    """Plain dicts and lists (YAML's line-remembering mappings become dicts)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def kind_of(value: object) -> str:
+    """A user-facing name of a parsed value's type (never an internal class name)."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else type(value).__name__
 
 
 def read_structured(path: Path, expected: str) -> Any:
@@ -131,3 +166,14 @@ def write_suite(path: Path, suite: Mapping[str, Any], *, force: bool) -> None:
     else:
         text = json.dumps(suite, indent=2, ensure_ascii=False) + "\n"
     write_text_atomic(path, text)
+
+
+def write_records(path: Path, variants: Sequence[ImportedVariant], *, force: bool) -> int:
+    """Write the recorded outputs as fairtrace scenario records (JSON lines)."""
+    if path.exists() and not force:
+        raise InputError("the records file already exists; choose another path or pass "
+                         "--force to replace it.", file=str(path))
+    rows = [v.record() for v in variants if v.response is not None]
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
+                                    for r in rows))
+    return len(rows)
