@@ -10,9 +10,9 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from spanguard.exceptions import TraceFormatError
+from spanguard_processor.ingest.batches import decode_batch
 from spanguard_processor.ingest.otlp_json import decode_document
 from spanguard_processor.ingest.otlp_proto import decode_request
-from spanguard_processor.spans import decode_batch
 
 from .agent_app import in_memory_spans
 

@@ -26,10 +26,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from spanguard.exceptions import TraceFormatError
 
 from .connections import grpc_options
-from .http_server import DEFAULT_MAX_BODY
 from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, decode_request, parse_request
 from .ingestor import Ingestor
-from .limits import Guard, Overloaded, Reservation, TooLarge
+from .limits import DEFAULT_MAX_BODY, Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed
 from .security import Security, TokenInterceptor
 

@@ -49,14 +49,13 @@ from spanguard.exceptions import TraceFormatError
 from .ingest.otlp_json import decode_document, estimate_spans
 from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, decode_request, parse_request
 from .ingestor import Ingestor
-from .limits import Guard, Overloaded, Reservation, TooLarge
+from .limits import DEFAULT_MAX_BODY, Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed
 from .security import BearerAuth
 from .spans import DecodedBatch, gc_paused
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+__all__ = ["create_app"]
 
-DEFAULT_MAX_BODY = 16 * 1024 * 1024
 BODY_TIMEOUT = 30.0  # seconds for a request body to arrive (the headers: connections.py)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

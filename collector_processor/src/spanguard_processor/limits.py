@@ -31,7 +31,10 @@ from typing import Any
 
 from .redaction import Redactor
 
-__all__ = ["Guard", "Limits", "Overloaded", "Reservation", "TooLarge"]
+__all__ = ["DEFAULT_MAX_BODY", "Guard", "Limits", "Overloaded", "Reservation", "TooLarge"]
+
+# The largest OTLP/HTTP request body and OTLP/gRPC message either receiver accepts.
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,9 @@ import uvicorn
 from .assembler import TraceAssembler
 from .connections import RateLimitedLog, connection_budget, guarded_h11, loop_exception_handler
 from .grpc_server import start_grpc_server
-from .http_server import DEFAULT_MAX_BODY, create_app
+from .http_server import create_app
 from .ingestor import Ingestor
-from .limits import Guard, Limits
+from .limits import DEFAULT_MAX_BODY, Guard, Limits
 from .redaction import Redactor
 from .security import Security
 from .store import SpanStore

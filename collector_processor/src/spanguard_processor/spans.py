@@ -7,8 +7,9 @@ Two shapes, both frozen:
   once, still encoded (:class:`DecodedBatch` ``fmt`` and ``body``); attributes are decoded only
   at conversion, so the receive path stays close to protobuf parsing speed.
 * :class:`SpanRecord` — a fully decoded span (attributes, events), produced from a stored
-  batch (:func:`decode_batch`) or from an in-process OTel SDK ``ReadableSpan``
-  (:mod:`spanguard_processor.convert`). Conversion to agent traces is written once, over these.
+  batch (:func:`spanguard_processor.ingest.batches.decode_batch`) or from an in-process OTel
+  SDK ``ReadableSpan`` (:mod:`spanguard_processor.convert`). Conversion to agent traces is
+  written once, over these.
 
 Ids are lowercase hex strings (32 characters for a trace id, 16 for a span id); a root span has
 an empty ``parent_span_id``.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
@@ -31,7 +32,6 @@ __all__ = [
     "EncodedSpan",
     "SpanEvent",
     "SpanRecord",
-    "decode_batch",
     "gc_paused",
     "valid_span_id",
     "valid_trace_id",
@@ -136,16 +136,3 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def decode_batch(fmt: str, body: bytes) -> Callable[[int], SpanRecord]:
-    """Parse a stored batch once; returns a function from span position to :class:`SpanRecord`."""
-    if fmt == FORMAT_PROTOBUF:
-        from .ingest.otlp_proto import batch_records
-
-        return batch_records(body)
-    if fmt == FORMAT_JSON:
-        from .ingest.otlp_json import batch_records as json_records
-
-        return json_records(body)
-    raise ValueError(f"unknown batch encoding {fmt!r}")

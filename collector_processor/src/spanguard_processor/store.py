@@ -38,8 +38,9 @@ from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
 from .convert import annotation_request_id, find_root, trace_from_records
+from .ingest.batches import decode_batch
 from .model import AgentTrace
-from .spans import DecodedBatch, EncodedSpan, SpanRecord, decode_batch
+from .spans import DecodedBatch, EncodedSpan, SpanRecord
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "looks_like_store"]
 

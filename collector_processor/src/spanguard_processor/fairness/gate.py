@@ -25,50 +25,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
 
-from spanguard.exceptions import ConfigError
-
+from .config import GATE_MODES, GateConfig
 from .results import MetricResult
 from .stats import benjamini_hochberg, holm
 
 __all__ = ["GATE_MODES", "GateConfig", "apply_gate"]
-
-GateMode = Literal["default", "point", "upper-bound"]
-GATE_MODES: tuple[GateMode, ...] = ("default", "point", "upper-bound")
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    """Statistics and gate settings; every default is documented in docs/fairness.md."""
-
-    mode: GateMode = "default"
-    alpha: float = 0.05
-    level: float = 0.95
-    bootstrap_samples: int = 2000
-    permutation_samples: int = 999
-    seed: int = 0
-    # records × permutations above which the normal approximation replaces Monte Carlo
-    exact_budget: int = 5_000_000
-    normal_draws: int = 20_000
-    power: float = 0.8
-    min_coverage: float = 0.95
-    allow_partial: bool = False
-
-    def __post_init__(self) -> None:
-        if self.mode not in GATE_MODES:
-            raise ConfigError("gate", f"must be one of {', '.join(GATE_MODES)}, "
-                                      f"got {self.mode!r}.")
-        if not 0.0 < self.alpha < 1.0:
-            raise ConfigError("alpha", f"must be between 0 and 1, got {self.alpha}.")
-        if not 0.0 < self.level < 1.0:
-            raise ConfigError("level", f"must be between 0 and 1, got {self.level}.")
-        if not 0.0 <= self.min_coverage <= 1.0:
-            raise ConfigError("min-coverage", f"must be between 0 and 1, got "
-                                              f"{self.min_coverage}.")
-        if self.bootstrap_samples < 0 or self.permutation_samples < 0:
-            raise ConfigError("samples", "bootstrap and permutation counts must not be "
-                                         "negative.")
 
 
 def _point(r: MetricResult) -> bool:

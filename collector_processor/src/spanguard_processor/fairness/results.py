@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
+    from .config import GateConfig
     from .evidence import CounterfactualPair
-    from .gate import GateConfig
     from .records import Observation
 
 __all__ = ["Evaluation", "GroupStat", "MetricResult", "RecordMap"]

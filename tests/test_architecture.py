@@ -1,0 +1,166 @@
+"""The layout's rules, checked over the source: no import cycles, receivers that load only
+their own transport.
+
+The import graph is read with :mod:`ast`, not by importing, so it holds every import the code
+can make: module-level ones, lazy ones inside functions, and those under ``TYPE_CHECKING``. A
+``TYPE_CHECKING`` cycle never fails at run time, but it is still two modules that each need
+the other to be understood, which is what layering forbids — so it counts.
+
+An edge goes to the most specific module an import names (``from .pkg import mod`` → ``pkg.mod``,
+``from .pkg import name`` → ``pkg``). Python also runs a package's ``__init__`` before any of its
+submodules; those implicit edges are left out, since every package whose ``__init__``
+re-exports its submodules would otherwise be a "cycle" Python resolves by design.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = (ROOT / "sdk" / "src", ROOT / "collector_processor" / "src")
+PACKAGES = ("spanguard", "spanguard_processor")
+
+# module → {imported module: where (path:line)}
+Graph = dict[str, dict[str, str]]
+
+
+def _modules(roots: Iterable[Path], packages: Iterable[str]) -> dict[str, tuple[Path, Path, bool]]:
+    found: dict[str, tuple[Path, Path, bool]] = {}
+    for root in roots:
+        for package in packages:
+            for path in sorted((root / package).rglob("*.py")):
+                parts = list(path.relative_to(root).with_suffix("").parts)
+                is_package = parts[-1] == "__init__"
+                name = ".".join(parts[:-1] if is_package else parts)
+                found[name] = (root, path, is_package)
+    return found
+
+
+def import_graph(roots: Iterable[Path], packages: Iterable[str]) -> Graph:
+    """Every import between the modules under ``roots``, wherever in a module it is written."""
+    modules = _modules(roots, packages)
+    graph: Graph = {}
+    for name, (root, path, is_package) in modules.items():
+        edges: dict[str, str] = {}
+        here = name if is_package else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                    source = ".".join([*base, node.module] if node.module else base)
+                else:
+                    source = node.module or ""
+                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules
+                           else source for alias in node.names]
+            for target in targets:
+                if target in modules and target != name:
+                    edges.setdefault(target, f"{path.relative_to(root)}:{node.lineno}")
+        graph[name] = edges
+    return graph
+
+
+def import_cycles(graph: Graph) -> list[list[str]]:
+    """One shortest cycle per strongly connected group of modules, each as a closed path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph.get(node, {})):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_shortest_cycle(graph, group) for group in groups]
+
+
+def _shortest_cycle(graph: Graph, group: set[str]) -> list[str]:
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for succ in sorted(graph[node]):
+                if succ == start:
+                    return [*paths[node], start]
+                if succ in group and succ not in paths:
+                    paths[succ] = [*paths[node], succ]
+                    following.append(succ)
+        frontier = following
+    raise AssertionError(f"no cycle through {start}")  # unreachable for a real group
+
+
+def _describe(graph: Graph, cycle: list[str]) -> str:
+    steps = [f"{a} → {b} ({graph[a][b]})" for a, b in itertools.pairwise(cycle)]
+    return "\n    ".join(steps)
+
+
+def test_no_import_cycles_between_modules() -> None:
+    graph = import_graph(SOURCES, PACKAGES)
+    assert len(graph) > 100, "the walk found too few modules; has the layout moved?"
+    cycles = import_cycles(graph)
+    assert not cycles, "import cycles (break each by moving what both sides need lower):\n  " + (
+        "\n  ".join(_describe(graph, c) for c in cycles))
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_the_walk_finds_lazy_and_type_checking_cycles(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "pkg/__init__.py": "from .a import run\n",
+        "pkg/a.py": "def run():\n    from .sub import b\n    return b\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/b.py": "from ..a import run\n",
+        "pkg/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import d\n",
+        "pkg/d.py": "import pkg.c\n",
+        "pkg/e.py": "from . import a\n",
+    })
+    graph = import_graph([tmp_path], ["pkg"])
+    assert graph["pkg.a"] == {"pkg.sub.b": "pkg/a.py:2"}
+    assert graph["pkg.e"] == {"pkg.a": "pkg/e.py:1"}
+    assert sorted(import_cycles(graph)) == [["pkg.a", "pkg.sub.b", "pkg.a"],
+                                            ["pkg.c", "pkg.d", "pkg.c"]]
+
+
+def test_the_grpc_receiver_loads_without_starlette() -> None:
+    code = ("import sys, json, spanguard_processor.grpc_server;"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'starlette')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
