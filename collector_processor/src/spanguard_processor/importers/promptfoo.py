@@ -45,6 +45,7 @@ from ._common import (
     read_structured,
     scalar_text,
 )
+from ._promptfoo_common import kept, seed_of
 
 __all__ = ["load_promptfoo"]
 
@@ -235,20 +236,6 @@ def _expand(vars_: Mapping[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)], listed
 
 
-def kept(test: Mapping[str, Any], default: Mapping[str, Any]) -> dict[str, Any]:
-    """What a test says besides its vars, kept as the variant's metadata."""
-    meta: dict[str, Any] = {}
-    asserts = [*list(default.get("assert") or []), *list(test.get("assert") or [])]
-    if asserts:
-        meta["assert"] = asserts
-    for key in ("description", "options", "threshold"):
-        if test.get(key) not in (None, {}, ""):
-            meta[key] = test[key]
-    if isinstance(test.get("metadata"), Mapping) and test["metadata"]:
-        meta["promptfoo_metadata"] = dict(test["metadata"])
-    return meta
-
-
 Row = tuple[str, int | None, str, dict[str, Any], set[str], str | None, dict[str, Any]]
 
 
@@ -324,20 +311,6 @@ def load_promptfoo(path: Path, *, prompt_var: str | None = None,
                 rendered, assignments, line, {**meta, **extra}))
     check_unique(variants, str(path))
     return variants
-
-
-def seed_of(text: Mapping[str, str], chosen: set[str], prompt_var: str | None,
-            seed_var: str | None, seeds: dict[tuple[tuple[str, str], ...], str], file: str,
-            line: int | None) -> str:
-    """The seed of a test without ``metadata.seed_id``: its ``seed_var`` value, else the one
-    shared by every test with the same non-attribute vars."""
-    if seed_var is not None:
-        if seed_var not in text:
-            raise InputError(f"the test has no '{seed_var}' var (--seed-var).", file=file,
-                             line=line, field=f"vars.{seed_var}")
-        return text[seed_var]
-    group = tuple(sorted((k, v) for k, v in text.items() if k not in chosen and k != prompt_var))
-    return seeds.setdefault(group, f"seed-{len(seeds) + 1}")
 
 
 def _is_results(data: Any) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 from spanguard.exceptions import InputError
 
 from ._common import ImportedVariant, check_unique, kind_of, scalar_text
-from .promptfoo import kept, seed_of
+from ._promptfoo_common import kept, seed_of
 
 __all__ = ["load_results"]
 
