@@ -8,11 +8,13 @@ left out. Each change is recorded in the case (``adjusted_checks``) with its rea
 
 Latency and cost limits are noisy quantities: a limit carries the tolerance of that question's
 own distribution — :data:`TIMING_MARGIN` × the :data:`TIMING_QUANTILE` quantile of its clean
-runs — and is left out when fewer than :data:`MIN_TIMING_RUNS` clean runs recorded the figure.
+runs, and never below the slowest of them — and is left out when fewer than
+:data:`MIN_TIMING_RUNS` clean runs recorded the figure.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,7 +55,9 @@ def timing_limit(
         }
     quantile = percentile(values, TIMING_QUANTILE)
     assert quantile is not None
-    value = round(quantile * TIMING_MARGIN, _DIGITS[kind])
+    # Never below the slowest clean run: the limit must pass on the traffic it came from.
+    scale = 10 ** _DIGITS[kind]
+    value = math.ceil(max(quantile * TIMING_MARGIN, max(values)) * scale) / scale
     return {"type": kind, "value": value}, None
 
 
