@@ -134,8 +134,9 @@ def _check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
         return
     base_ids, cur_ids = _ids(baseline), _ids(current)
     if base_ids is not None and cur_ids is not None:
-        only_base = [c for c in base_ids if c not in current.case_results]  # type: ignore[operator]
-        only_cur = [c for c in cur_ids if c not in baseline.case_results]  # type: ignore[operator]
+        base_set, cur_set = set(base_ids), set(cur_ids)
+        only_base = [c for c in base_ids if c not in cur_set]
+        only_cur = [c for c in cur_ids if c not in base_set]
         if only_base or only_cur:
             raise InputError(
                 f"the baseline {baseline.path} and the current run {current.path} ran different "
