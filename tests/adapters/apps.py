@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -71,6 +71,18 @@ def __getattr__(name: str) -> Any:
 
         return openai.OpenAI(base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"], api_key="test",
                              max_retries=0)
+    if name == "stub_desk_agent":  # an Agents SDK triage agent that can hand off to a desk
+        import openai
+        from agents import Agent, OpenAIChatCompletionsModel, function_tool
+
+        client = openai.AsyncOpenAI(base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"],
+                                    api_key="test", max_retries=0)
+        search = function_tool(kb_search.func, name_override="kb_search")
+        desk = Agent(name="human_desk", instructions="Call back.",
+                     model=OpenAIChatCompletionsModel(model="desk-model", openai_client=client))
+        return Agent(name="triage", instructions="Help.", tools=[search], handoffs=[desk],
+                     model=OpenAIChatCompletionsModel(model="triage-model",
+                                                      openai_client=client))
     raise AttributeError(name)
 
 
@@ -121,3 +133,29 @@ def refund_status(order_id: str) -> dict[str, Any]:
 
 
 TOOL_FUNCTIONS = {"kb_lookup": kb_lookup, "refund_status": refund_status}
+
+
+# --- a LangChain chat model that only asks for tools (bind_tools style, never executed) ------
+
+
+def _asking_model(tools: list[str]) -> GenericFakeChatModel:
+    calls = [{"name": name, "args": {"query": "refund"}, "id": f"call_{i}"}
+             for i, name in enumerate(tools)]
+    return GenericFakeChatModel(messages=itertools.cycle([AIMessage(
+        content="", tool_calls=calls, usage_metadata=_usage(9, 4))]))
+
+
+def build_tool_caller(biased: bool) -> Any:
+    """Men get a knowledge-base search and an order lookup asked for, women (when biased)
+    only the search: any-tool parity is equal, the number of tool calls is not."""
+    both, one = _asking_model(["kb_search", "order_lookup"]), _asking_model(["kb_search"])
+
+    def call(prompt: str, config: RunnableConfig) -> Any:
+        group = (config.get("metadata") or {}).get("gender")
+        return (one if biased and group == "woman" else both).invoke(prompt, config)
+
+    return RunnableLambda(call)
+
+
+fair_tool_caller = build_tool_caller(biased=False)
+biased_tool_caller = build_tool_caller(biased=True)

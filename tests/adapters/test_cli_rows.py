@@ -18,11 +18,12 @@ _FAST = ["--bootstrap", "300", "--permutations", "199"]
 _TOOLS = str(Path(__file__).parents[1] / "data" / "adapters" / "tools.json")
 
 
-def _suite(tmp_path: Path, metrics: list[str], seeds: int = 10) -> Path:
+def _suite(tmp_path: Path, metrics: list[str], seeds: int = 10,
+           prompt: str = "Case {i}: where is my refund?") -> Path:
     path = tmp_path / "suite.json"
     path.write_text(json.dumps({
         "dataset": {"prompts": [
-            {"id": f"seed{i}", "prompt": f"Case {i}: where is my refund?",
+            {"id": f"seed{i}", "prompt": prompt.replace("{i}", str(i)),
              "attributes": {"gender": ["man", "woman"]}} for i in range(seeds)]},
         "metrics": [{"type": m} for m in metrics],
     }))
@@ -140,3 +141,35 @@ def test_a_server_that_is_down_gets_a_connection_hint(tmp_path: Path,
     assert down.exit_code == 2, down.output
     assert "Hint: the model server is not reachable; check the client's base_url" in down.output
     assert "  seed0::1: APIConnectionError: Connection error." in down.output
+
+
+@pytest.mark.integration
+def test_openai_agents_from_the_cli_count_a_handoff_to_the_human_desk_as_escalation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_openai_agents import _desk_script
+
+    suite = _suite(tmp_path, ["escalation_parity", "tool_use_parity"], seeds=8,
+                   prompt="Case {i}: I am a {gender}; where is my refund?")
+    args = ["--adapter", "openai-agents", "--app", "tests.adapters.apps:stub_desk_agent",
+            "--adapter-option", "escalate_on=handoff:human_desk"]
+    results = {}
+    for biased in (False, True):
+        with openai_stub(_desk_script(biased)) as stub:
+            monkeypatch.setenv("SPANGUARD_TEST_OPENAI_URL", stub.base_url)
+            results[biased] = _run(suite, *args)
+    assert results[False].exit_code == 0, results[False].output
+    assert results[True].exit_code == 1, results[True].output
+    assert results[True].output.endswith("fairness gate FAILED: escalation_parity\n")
+
+
+def test_langchain_model_that_asks_for_fewer_tools_for_one_group_is_caught(
+        tmp_path: Path) -> None:
+    suite = _suite(tmp_path, ["tool_use_parity", "tool_count_gap", "tool_sequence_gap"])
+    fair = _run(suite, "--adapter", "langchain", "--app", "tests.adapters.apps:fair_tool_caller")
+    assert fair.exit_code == 0, fair.output
+    biased = _run(suite, "--adapter", "langchain", "--app",
+                  "tests.adapters.apps:biased_tool_caller")
+    assert biased.exit_code == 1, biased.output
+    verdict = biased.output.splitlines()[-1]
+    assert set(verdict.removeprefix("fairness gate FAILED: ").split(", ")) == {
+        "tool_count_gap", "tool_sequence_gap"}  # tool_use_parity alone would have passed it

@@ -8,7 +8,13 @@ from typing import Any
 
 import openai
 import pytest
-from agents import Agent, OpenAIResponsesModel, RunConfig, function_tool
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    RunConfig,
+    function_tool,
+)
 
 from spanguard import semconv
 from spanguard_processor.adapters import AdapterError, openai_agent
@@ -16,7 +22,7 @@ from spanguard_processor.fairness.runner import run_app
 from spanguard_processor.fairness.suite import Variant
 
 from .conftest import call_captured
-from .openai_stub import openai_stub, response
+from .openai_stub import chat_completion, openai_stub, response
 
 pytestmark = pytest.mark.integration
 
@@ -105,22 +111,89 @@ def test_structured_final_output_and_wrong_objects_are_adapter_errors() -> None:
             call_captured(openai_agent(agent), "x", {})
 
 
-def test_handoffs_are_recorded_as_tool_calls() -> None:
-    def script(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        handed = any(isinstance(i, dict) and i.get("type") == "function_call_output"
-                     for i in body["input"])
-        if not handed:
-            return response(None, function_calls=[("call_h", "transfer_to_billing", "{}")])
-        return response("Billing here: refunds take 5 days.")
+def _desk_script(biased: bool) -> Any:
+    """triage searches the knowledge base, then (for women, when biased) hands off to the
+    human desk, which answers; otherwise triage answers itself."""
 
-    with openai_stub(script) as stub:
+    def script(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        items = body.get("input") if path == "/responses" else body.get("messages")
+        text = json.dumps(items)
+        outputs = text.count("function_call_output") + text.count('"role": "tool"')
+        woman = "woman" in json.dumps(body.get("metadata") or {}) or "woman" in text
+        if outputs == 0:
+            calls = [("call_kb", "kb_search", '{"query": "refund"}')]
+        elif outputs == 1 and biased and woman:
+            calls = [("call_h", "transfer_to_human_desk", "{}")]
+        else:
+            calls = []
+        answer = "A person will call you." if outputs == 2 else "Refunds take 5 days."
+        if path == "/responses":
+            return response(None if calls else answer, function_calls=calls)
+        return chat_completion(None if calls else answer, tool_calls=calls)
+
+    return script
+
+
+def _desk_agents(client: openai.AsyncOpenAI, api: str) -> Agent[Any]:
+    def model(name: str) -> Any:
+        if api == "responses":
+            return OpenAIResponsesModel(model=name, openai_client=client)
+        return OpenAIChatCompletionsModel(model=name, openai_client=client)
+
+    desk = Agent(name="human_desk", instructions="Call the customer back.",
+                 model=model("desk-model"))
+    return Agent(name="triage", instructions="Help the customer.", tools=[kb_search],
+                 handoffs=[desk], model=model("triage-model"))
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_handoffs_are_agent_spans_with_their_own_model_in_run_order(api: str) -> None:
+    with openai_stub(_desk_script(biased=True)) as stub:
         client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
-        model = OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
-        billing = Agent(name="billing", instructions="Billing.", model=model)
-        triage = Agent(name="triage", instructions="Route.", handoffs=[billing], model=model)
-        observations, errors = run_app(openai_agent(triage),
-                                       [Variant("s::1", "s", "Refund?", {"group": "a"})])
+        app = openai_agent(_desk_agents(client, api), escalate_on="handoff:human_desk")
+        text, spans = call_captured(app, "I am a woman. Refund?", {"gender": "woman"})
+        asyncio.run(client.close())
+    assert text == "A person will call you."
+    names = [s["name"] for s in spans]
+    assert names == ["invoke_agent adapter_test", "invoke_agent triage", "chat triage-model",
+                     "execute_tool kb_search", "chat triage-model", "invoke_agent human_desk",
+                     "chat desk-model"]
+    desk = spans[names.index("invoke_agent human_desk")]
+    assert [e["attributes"][semconv.ESCALATION_REASON] for s in spans for e in s["events"]
+            if e["name"] == semconv.EVENT_ESCALATION] == ["handoff to human_desk"]
+    assert desk["attributes"][semconv.GEN_AI_AGENT_NAME] == "human_desk"
+    assert spans[names.index("chat desk-model")]["parent_span_id"] == desk["span_id"]
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_a_group_always_handed_to_the_human_desk_is_caught(biased: bool) -> None:
+    from spanguard_processor.fairness import GateConfig
+    from spanguard_processor.fairness.evaluate import evaluate
+    from spanguard_processor.fairness.metrics import get_metric
+    from spanguard_processor.fairness.suite import MetricConfig
+
+    variants = [Variant(f"s{i}::{g}", f"s{i}", f"I am a {g}. Refund {i}?", {"gender": g})
+                for i in range(8) for g in ("man", "woman")]
+    with openai_stub(_desk_script(biased)) as stub:
+        client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        app = openai_agent(_desk_agents(client, "responses"), escalate_on="handoff:human_desk")
+        observations, errors = run_app(app, variants)
         asyncio.run(client.close())
     assert errors == []
-    assert observations[0].response == "Billing here: refunds take 5 days."
-    assert [t.name for t in observations[0].trace.tool_calls] == ["transfer_to_billing"]
+    metric = get_metric("escalation_parity")
+    assert metric is not None
+    ev = evaluate(observations, [MetricConfig("escalation_parity", metric.threshold)],
+                  GateConfig(bootstrap_samples=300, permutation_samples=199))
+    assert ev.passed is not biased
+
+
+def test_escalate_on_a_tool_and_a_bad_escalate_on() -> None:
+    with openai_stub(_desk_script(biased=False)) as stub:
+        client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        app = openai_agent(_desk_agents(client, "responses"), escalate_on="kb_search")
+        observations, errors = run_app(app, [Variant("v", "s", "Refund?", {"gender": "man"})])
+        asyncio.run(client.close())
+    assert errors == [] and observations[0].trace.escalated
+    assert observations[0].trace.escalation_reason == "tool kb_search"
+    with pytest.raises(AdapterError, match="escalate_on 'human:desk' must be handoff:AGENT_NAME"):
+        openai_agent(Agent(name="x"), escalate_on="human:desk")
