@@ -93,8 +93,8 @@ def test_no_usable_rows_and_bad_options_exit_2_with_a_sentence(tmp_path: Path) -
         (
             "--similarity",
             "nosuchmodule_xyz:f",
-            "Error: --similarity: cannot import module "
-            "'nosuchmodule_xyz': No module named 'nosuchmodule_xyz'.",
+            "Error: --similarity: the similarity matcher 'nosuchmodule_xyz:f' cannot be "
+            "imported: No module named 'nosuchmodule_xyz'.",
         ),
     ):
         code, _, err = _build(str(good), "-o", str(tmp_path / "ev"), option, value)

@@ -215,7 +215,7 @@ def test_a_redaction_hook_must_be_a_named_importable_function(tmp_path: Path) ->
     runner = CliRunner()
     for reference, message in (("os.path", "module:function"),
                                ("no_such_module_xyz:fn", "cannot be imported"),
-                               ("os:no_such_function", "has no function")):
+                               ("os:no_such_function", "has no attribute")):
         result = runner.invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
                                       "--redact-hook", reference])
         assert result.exit_code == 2, result.output

@@ -11,13 +11,14 @@ Two independent, opt-in measures, applied to span and span-event attributes:
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from spanguard import semconv
 from spanguard.exceptions import ConfigError
+
+from .references import resolve
 
 __all__ = ["CONTENT_KEYS", "RedactionFailed", "Redactor", "is_content_key", "load_hook"]
 
@@ -43,18 +44,9 @@ def is_content_key(key: str) -> bool:
 
 def load_hook(reference: str) -> RedactHook:
     """Import the ``module:function`` the operator named; :class:`ConfigError` if it is not one."""
-    module_name, sep, attribute = reference.partition(":")
-    if not sep or not module_name or not attribute:
-        raise ConfigError("--redact-hook", f"'{reference}' must have the form module:function.")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError("--redact-hook", f"'{reference}' cannot be imported: {exc}.") from None
-    target = getattr(module, attribute, None)
-    if not callable(target):
-        raise ConfigError("--redact-hook", f"module {module_name} has no function "
-                          f"'{attribute}'.")
-    return target
+    hook: RedactHook = resolve(reference, "the redaction hook",
+                               error=lambda message: ConfigError("--redact-hook", message))
+    return hook
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,9 @@ From the command line: ``spanguard run SUITE --adapter langgraph --app mymod:gra
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
-import os
-import sys
+import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
+from ..references import resolve
 from ._base import AdapterError, App, TraceMapper
 
 __all__ = ["ADAPTERS", "AdaptedApp", "AdapterError", "App", "TraceMapper", "adapt",
@@ -61,8 +60,7 @@ def _factory(name: str) -> Callable[..., App]:
     if target is None:
         raise AdapterError(name, f"there is no adapter named '{name}'; choose one of "
                                  f"{', '.join(sorted(ADAPTERS))}.")
-    module, _, attribute = target.partition(":")
-    factory = getattr(importlib.import_module(module), attribute)
+    factory = pkgutil.resolve_name(target)
     assert callable(factory)
     return factory
 
@@ -112,15 +110,10 @@ def _option(name: str, key: str, text: str, allowed: set[str]) -> Any:
         except ValueError:
             raise AdapterError(name, f"option '{key}' must be an integer, not {text!r}.") from None
     if key in _HOOK_OPTIONS:
-        from ..fairness.hooks import load_callable
-
-        return load_callable(text, f"the {name} adapter's {key}", field="--adapter-option")
+        return resolve(text, f"--adapter-option {key}", error=_adapter_error(name))
     if key in _OBJECT_OPTIONS:
-        module_name, sep, attribute = text.partition(":")
-        if not sep or not module_name or not attribute:
-            raise AdapterError(name, f"option '{key}' must have the form module:attribute, "
-                                     f"not {text!r}.")
-        return _import_object(name, module_name, attribute, text, what=f"option '{key}'")
+        return resolve(text, f"--adapter-option {key}", error=_adapter_error(name),
+                       kind="object")
     if key in _JSON_FILE_OPTIONS:
         return _json_file(name, key, text)
     return text
@@ -215,30 +208,14 @@ def _keeping(app: App, problems: list[AdapterError]) -> App:
     return call
 
 
-def _import_object(name: str, module_name: str, attribute: str, reference: str, *,
-                   what: str = "--app") -> Any:
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)  # like ``python -m``: the working directory is importable
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise AdapterError(name, f"{what} '{reference}' cannot be imported: {exc}.") from None
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise AdapterError(name, f"{what} '{reference}': module {module_name} has no "
-                                     f"attribute '{attribute}'.")
-        target = getattr(target, part)
-    return target
+def _adapter_error(name: str) -> Callable[[str], AdapterError]:
+    return lambda message: AdapterError(name, message)
 
 
 def load_adapted_app(reference: str, name: str, options: Mapping[str, str]) -> AdaptedApp:
     """Import ``module:object`` and adapt it; every mistake is an :class:`AdapterError` or a
     :class:`~spanguard.exceptions.SuiteError` naming the adapter or the reference."""
     kwargs = parse_options(name, options)
-    module_name, sep, attribute = reference.partition(":")
-    if not sep or not module_name or not attribute:
-        raise AdapterError(name, f"--app '{reference}' must have the form module:object.")
-    target = _import_object(name, module_name, attribute, reference)
+    target = resolve(reference, "--app", error=_adapter_error(name), kind="object")
     problems: list[AdapterError] = []
     return AdaptedApp(_keeping(adapt(name, target, **kwargs), problems), problems, name, target)

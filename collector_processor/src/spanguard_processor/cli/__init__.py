@@ -11,7 +11,8 @@ imports (numpy, grpc) load only when it runs. Exit codes, for every command:
 
 from __future__ import annotations
 
-import importlib
+import os
+import pkgutil
 import sys
 import traceback
 from typing import Any
@@ -68,8 +69,7 @@ class _LazyGroup(click.Group):
         target = COMMANDS.get(cmd_name)
         if target is None:
             return None
-        module_name, _, attribute = target.partition(":")
-        command = getattr(importlib.import_module(module_name), attribute)
+        command = pkgutil.resolve_name(target)
         assert isinstance(command, click.Command)
         return command
 
@@ -105,6 +105,10 @@ def cli() -> None:
 
     Exit codes: 0 pass, 1 gate failed, 2 bad input or usage, 3 internal error.
     """
+    # Like ``python -m``: the working directory is importable, so --app myapp:answer, hooks,
+    # matchers and plugins next to the suite load. The library itself never edits sys.path.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -71,16 +70,10 @@ def gate_config(gate: str, alpha: float, bootstrap: int, permutations: int,
 
 
 def load_plugins(plugins: tuple[str, ...]) -> None:
-    import os
-    import sys
+    from ..references import import_module
 
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     for name in plugins:
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            raise ConfigError("--plugin", f"cannot import {name}: {exc}.") from None
+        import_module(name, "the plugin", error=lambda message: ConfigError("--plugin", message))
 
 
 def report_options(trace_url: str | None, redact: bool) -> Any:

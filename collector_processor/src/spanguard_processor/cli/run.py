@@ -52,10 +52,12 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
       spanguard run fairness.yaml --app myapp:answer --repeats 3 --concurrency 8 -o out
     Exit codes: 0 pass, 1 gate failed (or an app call failed), 2 bad input.
     """
+    from spanguard.exceptions import SuiteError
+
     from ..fairness import load_suite
-    from ..fairness.hooks import load_callable
     from ..fairness.pipeline import evaluate_suite
     from ..fairness.runner import run_app
+    from ..references import resolve
 
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
@@ -67,7 +69,8 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         from ..adapters.cli import adapted_app
 
         adapted = adapted_app(app_ref, adapter, adapter_options)
-    app = adapted.call if adapted else load_callable(app_ref, "the app", field="--app")
+    app = adapted.call if adapted else resolve(
+        app_ref, "the app", error=lambda message: SuiteError(message, field="--app"))
     total = len(suite.variants) * repeats
     spans: list[Any] | None = [] if traces_out is not None else None
     if sys.stderr.isatty():  # progress only on a terminal, never in logs or CliRunner

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from spanguard.exceptions import SuiteError
 
-from .hooks import load_callable
+from ..references import resolve
 from .records import Observation
 from .signals import REFUSAL_MARKERS, TOXICITY_MARKERS, Signals, signals_of
 
@@ -152,7 +152,7 @@ def _hook(options: Mapping[str, Any], key: str) -> Callable[..., Any] | None:
         return None
     if callable(ref):
         return ref
-    return load_callable(str(ref), f"the {key} hook")
+    return resolve(str(ref), f"the {key} hook", error=SuiteError)
 
 
 def _call(hook: Callable[..., Any], key: str, o: Observation) -> object:

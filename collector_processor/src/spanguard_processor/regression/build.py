@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from typing import Any
 from spanguard.exceptions import ConfigError, InputError
 
 from ..jsonio import write_text_atomic
+from ..references import resolve
 from .annotations import load_annotations, render_template
 from .casebuild import build_cases
 from .loader import DEFAULT_MAX_LINE_BYTES, load_logs
@@ -58,18 +58,11 @@ class BuildOutcome:
 
 
 def load_matcher(spec: str) -> Callable[[str, str], float]:
-    module_name, sep, attr = spec.partition(":")
-    if not sep:
+    if ":" not in spec:  # trace2eval also takes module.function
         module_name, _, attr = spec.rpartition(".")
-    if not module_name or not attr:
-        raise ConfigError("--similarity", f"expected 'module:function', got {spec!r}.")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError("--similarity", f"cannot import module {module_name!r}: {exc}.") from None
-    candidate = getattr(module, attr, None)
-    if not callable(candidate):
-        raise ConfigError("--similarity", f"{spec!r} is not a callable in {module_name!r}.")
+        spec = f"{module_name}:{attr}" if module_name else spec
+    candidate = resolve(spec, "the similarity matcher",
+                        error=lambda message: ConfigError("--similarity", message))
 
     def matcher(left: str, right: str) -> float:
         try:
