@@ -96,24 +96,31 @@ class TraceAssembler:
         """Take spans in; returns the traces evicted to stay within ``num_traces``."""
         now = self._clock()
         evicted: list[ReleasedTrace] = []
+        groups = self._groups
+        get, move_to_end = groups.get, groups.move_to_end
+        added = duplicates = 0
         for span in spans:
-            group = self._groups.get(span.trace_id)
+            trace_id = span.trace_id
+            group = get(trace_id)
             if group is None:
-                if len(self._groups) >= self.num_traces:
-                    oldest = next(iter(self._groups))
-                    evicted.append(self._release(oldest, "evicted"))
-                late = span.trace_id in self._released
-                group = _Group(now, now, root_seen=late, late=late)
-                self._groups[span.trace_id] = group
+                if len(groups) >= self.num_traces:
+                    evicted.append(self._release(next(iter(groups)), "evicted"))
+                late = trace_id in self._released
+                group = groups[trace_id] = _Group(now, now, root_seen=late, late=late)
             else:
-                self._groups.move_to_end(span.trace_id)
-            group.last_seen = now  # keeps _groups ordered by last activity
-            if span.span_id in group.span_ids:
-                self.duplicates += 1
+                move_to_end(trace_id)
+                group.last_seen = now  # keeps _groups ordered by last activity
+            span_ids = group.span_ids
+            span_id = span.span_id
+            if span_id in span_ids:
+                duplicates += 1
                 continue
-            self.spans_added += 1
-            group.span_ids.add(span.span_id)
-            group.root_seen = group.root_seen or span.is_root
+            added += 1
+            span_ids.add(span_id)
+            if not group.root_seen and span.is_root:
+                group.root_seen = True
+        self.spans_added += added
+        self.duplicates += duplicates
         return evicted
 
     def poll(self) -> list[ReleasedTrace]:

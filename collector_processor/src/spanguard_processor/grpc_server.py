@@ -26,7 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from spanguard.exceptions import TraceFormatError
 
 from .connections import grpc_options
-from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, decode_request, parse_request
+from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, parse_request
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed
@@ -67,17 +67,14 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
                 reservation: Reservation) -> Any:
         guard = self._guard
         try:
-            limited, limit_error, changed = guard.shape_protobuf(request)
+            batch = guard.shape_and_decode(request, body)
         except RedactionFailed as exc:
             context.abort(grpc.StatusCode.INTERNAL, f"{exc}; the spans were not stored.")
-        # the store keeps the request body: a request the limits or redaction changed is
-        # serialized again, so the original text is never stored
-        batch = decode_request(request, None if changed else body)
         try:
             guard.resize(reservation, len(batch.spans))  # only the valid spans are kept
         except (TooLarge, Overloaded) as exc:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-        rejected, error = batch.rejected + limited, batch.error or limit_error
+        rejected, error = batch.rejected, batch.error
         if rejected and not batch.spans:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"every span was rejected: {error}")
         try:

@@ -21,8 +21,9 @@ message, and never stores anything half-way:
 A request where only some spans lack valid ids gets 200 with an OTLP partial-success body
 (``rejected_spans`` and ``error_message``); the valid spans are stored.
 
-Decompression and decoding run on a small pool of worker threads, never on the event loop, so
-``/health`` and admission answer while large requests are decoded.
+Decompression and decoding of bodies over 256 KiB run on a small pool of worker threads, off the
+event loop, so ``/health`` and admission answer while large requests are decoded (a smaller body
+decodes in a millisecond or two, cheaper than the hop to a thread and back).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from starlette.routing import Route
 from spanguard.exceptions import TraceFormatError
 
 from .ingest.otlp_json import decode_document, estimate_spans
-from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, decode_request, parse_request
+from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, parse_request
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed
@@ -57,6 +58,7 @@ from .spans import DecodedBatch, gc_paused
 __all__ = ["create_app"]
 
 BODY_TIMEOUT = 30.0  # seconds for a request body to arrive (the headers: connections.py)
+INLINE_DECODE_MAX = 256 * 1024  # larger bodies (and every gzip body) decode on a worker thread
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -145,13 +147,8 @@ def _prepare(body: bytes, media: str, gzipped: bool, guard: Guard, reservation: 
 def _decode(body: bytes, media: str, guard: Guard) -> DecodedBatch:
     try:
         if media == PROTOBUF:
-            # the store keeps the request body: a request the limits or redaction changed is
-            # serialized again, so the original text is never stored
             with gc_paused():
-                request = parse_request(body)
-                rejected, error, changed = guard.shape_protobuf(request)
-                batch = decode_request(request, None if changed else body)
-            return _with_rejected(batch, rejected, error)
+                return guard.shape_and_decode(parse_request(body), body)
         with gc_paused():
             try:
                 document = orjson.loads(body)
@@ -228,8 +225,13 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
             if encoding not in ("gzip", "identity", ""):
                 raise _Reject(415, f"content encoding {encoding!r} is not supported; "
                                    "send gzip or identity.")
-            body = await _read_body(request, max_body_bytes)
             gzipped = encoding == "gzip"
+            declared = request.headers.get("content-length", "")
+            if declared.isdigit() and not guard.fits(
+                    -(-min(int(declared), max_body_bytes) // MIN_SPAN_BYTES)):
+                # busy: refuse before reading the body (nothing is held while it uploads)
+                raise _Reject(429, f"the processor is overloaded: {guard.busy()}")
+            body = await _read_body(request, max_body_bytes)
             if not ingestor.healthy:
                 raise _Reject(503, "the processor is shutting down; retry later.")
             try:  # admission before any work: an estimate from the size
@@ -238,8 +240,11 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
             except Overloaded as exc:
                 raise _Reject(429, f"the processor is overloaded: {exc}") from None
             held = reservation
-            batch = await asyncio.get_running_loop().run_in_executor(
-                decoder, lambda: _prepare(body, media, gzipped, guard, held, max_body_bytes))
+            if gzipped or len(body) > INLINE_DECODE_MAX:
+                batch = await asyncio.get_running_loop().run_in_executor(
+                    decoder, lambda: _prepare(body, media, gzipped, guard, held, max_body_bytes))
+            else:  # a millisecond or two: cheaper than a hop to a worker thread and back
+                batch = _prepare(body, media, gzipped, guard, held, max_body_bytes)
             if batch.rejected and not batch.spans:
                 raise _Reject(400, f"every span was rejected: {batch.error}")
             try:

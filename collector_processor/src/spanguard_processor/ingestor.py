@@ -59,7 +59,8 @@ class Ingestor:
         self._closed = False
         self._received = 0
         self._released = 0
-        self._unmarked: list[str] = []  # released, but the store refused to record it yet
+        self._unmarked: list[str] = []  # released, not yet marked in the store
+        self._marks_refused = False
         self._failure: BaseException | None = None
 
     def start(self) -> Ingestor:
@@ -108,24 +109,32 @@ class Ingestor:
         self._thread.join()
         if flush and self._failure is None:
             self._mark(self.assembler.flush())
+            self._flush_marks()
 
     def _mark(self, released: list[ReleasedTrace]) -> None:
-        """Mark released traces in the store; if the store refuses the write (full disk, lock),
+        """Note released traces; they are marked in the store with the next group commit (or
+        on their own when no spans come), not in a commit (and fsync) of their own."""
+        if released:
+            self._unmarked.extend(r.trace_id for r in released)
+            self._released += len(released)
+
+    def _flush_marks(self) -> None:
+        """Mark the noted traces released; if the store refuses the write (full disk, lock),
         keep their ids and retry on the next tick, so none stays pending until a restart."""
-        self._released += len(released)
-        trace_ids = self._unmarked + [r.trace_id for r in released]
-        if not trace_ids:
+        if not self._unmarked:
             return
         try:
-            self.store.mark_released(trace_ids)
+            self.store.mark_released(self._unmarked)
         except Exception as exc:
             if not _transient(exc):
                 raise
-            if not self._unmarked:
+            if not self._marks_refused:
                 _log.warning("the span store refused to mark %d trace(s) released (%s); "
-                             "retrying", len(trace_ids), exc)
-            self._unmarked = list(dict.fromkeys(trace_ids))
+                             "retrying", len(self._unmarked), exc)
+            self._marks_refused = True
+            self._unmarked = list(dict.fromkeys(self._unmarked))
             return
+        self._marks_refused = False
         self._unmarked = []
 
     def _run(self) -> None:
@@ -168,7 +177,8 @@ class Ingestor:
         futures = [future for _, future in batches]
         if spans:
             try:
-                self.store.put_batches([batch for batch, _ in batches])
+                self.store.put_batches([batch for batch, _ in batches], release=self._unmarked)
+                self._unmarked = []  # a refused commit rolled them back: kept for the next
             except Exception as exc:
                 if not _transient(exc):
                     self._failure = exc  # before answering: nobody sees a healthy failed store
@@ -180,3 +190,5 @@ class Ingestor:
             self._received += len(spans)
             self._mark(self.assembler.add(spans))
         self._mark(self.assembler.poll())
+        if not spans:
+            self._flush_marks()

@@ -29,7 +29,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from .ingest.otlp_proto import decode_request, index_request
 from .redaction import Redactor
+from .spans import FORMAT_PROTOBUF, DecodedBatch
 
 __all__ = ["DEFAULT_MAX_BODY", "Guard", "Limits", "Overloaded", "Reservation", "TooLarge"]
 
@@ -98,6 +100,15 @@ class Guard:
             self.pending += spans
         return Reservation(spans)
 
+    def fits(self, estimate: int) -> bool:
+        """Whether :meth:`admit` would admit ``estimate`` spans now (nothing is reserved)."""
+        spans = max(1, min(estimate, self.limits.max_pending_spans))
+        return self.pending + spans <= self.limits.max_pending_spans
+
+    def busy(self) -> str:
+        """Why a request is refused as overloaded."""
+        return self._busy()
+
     def resize(self, reservation: Reservation, spans: int) -> None:
         """Hold ``spans`` (an exact count) instead of the estimate; refuses what cannot fit."""
         limit = self.limits.max_pending_spans
@@ -157,6 +168,36 @@ class Guard:
                     f"trace {trace_id} has more than {limit} spans; later spans of it are "
                     "rejected.")
         return allowed
+
+    def shape_and_decode(self, request: Any, body: bytes | None) -> DecodedBatch:
+        """Limits, redaction and decoding of a parsed request in one pass when nothing needs
+        editing (the common case); otherwise :meth:`shape_protobuf` then ``decode_request``.
+
+        ``body`` is the request as received; a request the limits or redaction changed is
+        serialized again, so the original text is never stored. Rejected spans (bad ids, or
+        over the per-trace limit) are counted in the batch, with the first reason.
+        """
+        if not self.redactor.active:
+            spans, rejected, error, counts, over = index_request(
+                request, self.limits.max_attributes_per_span)
+            if not over:
+                shape = _Shape()
+                allowed = self._admit(counts, shape)
+                if not shape.rejected:
+                    return DecodedBatch(tuple(spans), rejected, error, FORMAT_PROTOBUF,
+                                        body if body is not None
+                                        else request.SerializeToString())
+                scopes = [ss for rs in request.resource_spans for ss in rs.scope_spans]
+                self._drop_over_limit(scopes, allowed, shape)
+                batch = decode_request(request)
+                return DecodedBatch(batch.spans, batch.rejected + shape.rejected,
+                                    batch.error or shape.error, FORMAT_PROTOBUF, batch.body)
+        limited, limit_error, changed = self.shape_protobuf(request)
+        batch = decode_request(request, None if changed else body)
+        if not limited:
+            return batch
+        return DecodedBatch(batch.spans, batch.rejected + limited, batch.error or limit_error,
+                            FORMAT_PROTOBUF, batch.body)
 
     def shape_protobuf(self, request: Any) -> tuple[int, str | None, bool]:
         """Apply the limits and redaction to a parsed ``ExportTraceServiceRequest`` in place.

@@ -326,11 +326,14 @@ class SpanStore:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def put_batches(self, batches: Sequence[DecodedBatch]) -> int:
+    def put_batches(self, batches: Sequence[DecodedBatch], *,
+                    release: Sequence[str] = ()) -> int:
         """Store batches and index their spans in one transaction; returns after a durable
-        commit. Returns how many spans were new (the rest were already stored)."""
+        commit. Returns how many spans were new (the rest were already stored). Traces in
+        ``release`` are marked released in the same transaction."""
         batches = [b for b in batches if b.spans]
         if not batches:
+            self.mark_released(release)
             return 0
         db = self.db
         new = 0
@@ -341,10 +344,9 @@ class SpanStore:
                                     (batch.fmt, batch.body, _crc(batch.body)))
                 batch_id = cursor.lastrowid
                 before = db.total_changes
-                db.executemany(_UPSERT_SPAN, [
-                    (s.trace_id, s.span_id, s.parent_span_id, s.start_ns, int(s.annotation),
-                     batch_id, s.position)
-                    for s in batch.spans
+                db.executemany(_UPSERT_SPAN, [  # unpacking: no per-field attribute lookups
+                    (trace, span, parent, start, annotation, batch_id, position)
+                    for trace, span, parent, start, annotation, position in batch.spans
                 ])
                 added = db.total_changes - before
                 if added == 0:  # a pure re-delivery: keep nothing
@@ -352,11 +354,13 @@ class SpanStore:
                 new += added
             starts: dict[str, int] = {}
             for batch in batches:
-                for span in batch.spans:
-                    known = starts.get(span.trace_id)
-                    if known is None or span.start_ns < known:
-                        starts[span.trace_id] = span.start_ns
+                for trace, _, _, start, _, _ in batch.spans:
+                    known = starts.get(trace)
+                    if known is None or start < known:
+                        starts[trace] = start
             db.executemany(_ADD_TRACE, sorted(starts.items()))
+            if release:
+                db.executemany(_RELEASE, [(t,) for t in release])
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)

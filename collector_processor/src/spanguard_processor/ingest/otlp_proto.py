@@ -32,6 +32,7 @@ __all__ = [
     "batch_records",
     "count_spans",
     "decode_request",
+    "index_request",
     "parse_request",
     "record_from_span",
 ]
@@ -109,13 +110,47 @@ def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect
     return found, count
 
 
-def count_spans(body: bytes, stop: int) -> int:
-    """The spans of a serialized ``ExportTraceServiceRequest``, read from the wire format alone
-    (no message is built), so a request can be admitted or refused before it is decoded.
+def _shallow_request_class() -> Any:
+    """``ExportTraceServiceRequest`` down to its spans, each kept as bytes: parsing it frames
+    the spans (at C speed) without building them."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-    Counting stops once it passes ``stop``: a request of millions of empty spans costs no more
-    than ``stop`` steps. Raises :class:`TraceFormatError` on malformed framing.
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="spanguard_shallow_otlp.proto", package="spanguard.shallow", syntax="proto3")
+    repeated = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+    for name, number, kind, of in (
+            ("Scope", 2, descriptor_pb2.FieldDescriptorProto.TYPE_BYTES, ""),
+            ("Resource", 2, descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE, "Scope"),
+            ("Request", 1, descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE, "Resource")):
+        message = proto.message_type.add(name=name)
+        field = message.field.add(name="items", number=number, label=repeated, type=kind)
+        if of:
+            field.type_name = f".spanguard.shallow.{of}"
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("spanguard.shallow.Request"))
+
+
+_SHALLOW = _shallow_request_class()
+#: Bodies up to this size are counted by the shallow parse (at worst ~17 bytes of memory per
+#: body byte, for a body of empty spans); larger ones by the wire scan, which stops early.
+_SHALLOW_MAX = 1 << 20
+
+
+def count_spans(body: bytes, stop: int) -> int:
+    """The spans of a serialized ``ExportTraceServiceRequest``, counted from the wire format
+    (no span is built), so a request can be admitted or refused before it is decoded.
+
+    Bodies up to 1 MiB are framed by a shallow protobuf parse; larger ones are scanned in
+    Python and counting stops once it passes ``stop``: a request of millions of empty spans
+    costs no more than ``stop`` steps. Raises :class:`TraceFormatError` on malformed framing.
     """
+    if len(body) <= _SHALLOW_MAX:
+        try:
+            shallow = _SHALLOW.FromString(body)
+        except DecodeError:
+            raise TraceFormatError(_MALFORMED) from None
+        return sum(len(scope.items) for resource in shallow.items for scope in resource.items)
     total = 0
     resources, _ = _submessages(body, 0, len(body), 1, len(body))
     for start, end in resources:
@@ -136,6 +171,48 @@ _ZERO_SPAN = bytes(8)
 def _all_spans(request: Any) -> list[Any]:
     return [span for resource_spans in request.resource_spans
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
+
+
+def index_request(request: Any, attribute_limit: int
+                  ) -> tuple[list[EncodedSpan], int, str | None, dict[str, int], bool]:
+    """One pass over a parsed request for the receive path: its valid spans (as
+    :func:`decode_request`), rejected count and first reason, the spans per trace id (every
+    span, as the per-trace limit counts them), and whether any span or event has more than
+    ``attribute_limit`` attributes (then the limits must edit the request)."""
+    spans: list[EncodedSpan] = []
+    counts: dict[str, int] = {}
+    rejected = 0
+    error: str | None = None
+    over = False
+    position = -1
+    append = spans.append
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                position += 1
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                trace = trace_id.hex()
+                counts[trace] = counts.get(trace, 0) + 1
+                if len(span.attributes) > attribute_limit:
+                    over = True
+                events = span.events
+                if events:
+                    for event in events:
+                        if len(event.attributes) > attribute_limit:
+                            over = True
+                if (len(trace_id) != 16 or trace_id == _ZERO_TRACE or len(span_id) != 8
+                        or span_id == _ZERO_SPAN
+                        or (parent and (len(parent) != 8 or parent == _ZERO_SPAN))):
+                    rejected += 1
+                    error = error or (
+                        f"span {span.name!r} has an invalid trace_id, span_id or "
+                        "parent_span_id (a trace id is 16 bytes, a span id 8 bytes, not all "
+                        "zero).")
+                    continue
+                append(EncodedSpan(trace, span_id.hex(), parent.hex(),
+                                   span.start_time_unix_nano, span.name == _ANNOTATION,
+                                   position))
+    return spans, rejected, error, counts, over
 
 
 def decode_request(request: Any, body: bytes | None = None) -> DecodedBatch:
