@@ -29,10 +29,10 @@ import resource
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+if TYPE_CHECKING:  # imported when used: the gRPC receiver loads without the HTTP stack
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [
     "FD_RESERVE",
@@ -121,6 +121,9 @@ def loop_exception_handler(log: RateLimitedLog) -> Any:
 def guarded_h11(max_connections: int, header_timeout: float = HEADER_TIMEOUT,
                 log: RateLimitedLog | None = None) -> type[H11Protocol]:
     """uvicorn's h11 protocol with a header deadline and a connection limit (see above)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
     limit_log = log if log is not None else RateLimitedLog()
     waiting: OrderedDict[Guarded, None] = OrderedDict()  # waiting for headers, oldest first
 
