@@ -9,6 +9,7 @@ a protobuf length error.
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -19,7 +20,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from spanguard_processor.cli import cli
 from spanguard_processor.ingest.otlp_proto import decode_request
-from spanguard_processor.store import SCHEMA_VERSION, SpanStore
+from spanguard_processor.server import ProcessorServer, ServerConfig
+from spanguard_processor.store import SCHEMA_VERSION, DamagedStore, SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
@@ -203,3 +205,25 @@ def test_closing_a_store_checkpoints_its_wal(tmp_path: Path) -> None:
         assert Path(f"{store}-wal").stat().st_size > 0
     wal = Path(f"{store}-wal")
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+@pytest.mark.parametrize(("update", "problem"), [
+    ("UPDATE spans SET span_id = 'zz' || substr(span_id, 3) WHERE span_id IN "
+     "(SELECT span_id FROM spans LIMIT 1)", "a row of table spans is malformed"),
+    ("UPDATE spans SET batch_id = 99999 WHERE span_id IN (SELECT span_id FROM spans LIMIT 1)",
+     "a row of table spans is malformed"),
+    ("UPDATE traces SET released = 7 WHERE trace_id IN (SELECT trace_id FROM traces LIMIT 1)",
+     "a row of table traces is malformed"),
+])
+def test_a_damaged_index_row_is_refused_before_serving(
+        healthy: Path, tmp_path: Path, update: str, problem: str) -> None:
+    # damage inside a row that leaves SQLite's structure intact (quick_check passes)
+    store = tmp_path / "spans.db"
+    shutil.copy(healthy, store)
+    with sqlite3.connect(store) as db:
+        db.execute(update)
+    before = store.read_bytes()
+    with pytest.raises(DamagedStore, match=re.escape(f"{store}: is a damaged span store "
+                                                     f"({problem}")):
+        ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0)).stop()
+    assert store.read_bytes() == before

@@ -88,6 +88,21 @@ _COLUMNS = {
               "position"),
     "traces": ("trace_id", "released", "start_ns"),
 }
+# One query per table finding a row no put_batches() could have written (a damaged one).
+_HEX_ID = "(typeof({c}) != 'text' OR length({c}) != {n} OR {c} GLOB '*[^0-9a-f]*')"
+_MALFORMED_ROWS = {
+    "spans": "SELECT trace_id || '/' || span_id FROM spans WHERE "
+             + " OR ".join([_HEX_ID.format(c="trace_id", n=32), _HEX_ID.format(c="span_id", n=16),
+                            "(parent_span_id != '' AND "
+                            + _HEX_ID.format(c="parent_span_id", n=16) + ")",
+                            "typeof(start_ns) != 'integer'", "annotation NOT IN (0, 1)",
+                            "typeof(position) != 'integer'", "position < 0",
+                            "batch_id NOT IN (SELECT id FROM batches)"])
+             + " LIMIT 1",
+    "traces": "SELECT trace_id FROM traces WHERE "
+              + _HEX_ID.format(c="trace_id", n=32)
+              + " OR released NOT IN (0, 1) OR typeof(start_ns) != 'integer' LIMIT 1",
+}
 # The schema's own text sits in page 1 of every store, after the 100-byte SQLite header.
 _SCHEMA_MARK = b"CREATE TABLE spans (\n    trace_id TEXT NOT NULL"
 
@@ -268,15 +283,19 @@ class SpanStore:
                                           for p in problems))
 
     def verify_batches(self) -> int:
-        """Check every stored batch against its checksum; returns how many were checked."""
-        if not self._has_crc:
-            return 0
+        """Check every stored batch against its checksum, and that every index row is
+        well-formed and names a stored batch; returns how many batches were checked."""
         checked = 0
         with self._reading():
-            for batch_id, body, crc in self.db.execute("SELECT id, body, crc FROM batches"):
-                if crc is not None and (not isinstance(body, bytes) or _crc(body) != crc):
-                    raise self._damaged(f"batch {batch_id} does not match its checksum")
-                checked += 1
+            if self._has_crc:
+                for batch_id, body, crc in self.db.execute("SELECT id, body, crc FROM batches"):
+                    if crc is not None and (not isinstance(body, bytes) or _crc(body) != crc):
+                        raise self._damaged(f"batch {batch_id} does not match its checksum")
+                    checked += 1
+            for table, query in _MALFORMED_ROWS.items():
+                row = self.db.execute(query).fetchone()
+                if row is not None:
+                    raise self._damaged(f"a row of table {table} is malformed ({row[0]!r})")
         return checked
 
     def check_index(self) -> int:
