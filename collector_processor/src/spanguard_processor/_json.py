@@ -1,14 +1,15 @@
-"""The one JSON parser every command reads input with (re-exported by :mod:`.jsonio`)."""
+"""The one JSON parser every command reads input with (re-exported by :mod:`.jsonio`), and the
+one way a message names what a parsed value was."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
-__all__ = ["MAX_JSON_BYTES", "parse_json"]
+__all__ = ["MAX_JSON_BYTES", "kind_of", "parse_json"]
 
 _CONSTANTS = ("NaN", "Infinity", "-Infinity")
 MAX_JSON_BYTES = 1 << 30  # one JSON document (a line of a JSONL file, or a whole file)
@@ -40,3 +41,20 @@ def parse_json(data: str | bytes, *,
         return json.loads(text, object_pairs_hook=object_pairs_hook)
     except RecursionError:
         raise json.JSONDecodeError("the document is nested too deeply", text, 0) from None
+
+
+def kind_of(value: object) -> str:
+    """What a parsed JSON or YAML value is, for a message: "got an empty list." """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "an empty string" if not value.strip() else "a string"
+    if isinstance(value, list):
+        return "an empty list" if not value else "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__

@@ -12,7 +12,6 @@ a file behind.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import tempfile
@@ -30,7 +29,6 @@ __all__ = [
     "dumps_line",
     "iter_jsonl",
     "open_binary",
-    "open_text",
     "parse_json",
     "read_agent_traces",
     "write_jsonl",
@@ -49,11 +47,6 @@ def open_binary(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
         return cast(IO[bytes], gzip.open(path, "rb"))
     return path.open("rb")
-
-
-def open_text(path: Path) -> IO[str]:
-    """Open a (possibly gzipped) file as strict UTF-8 text; decoding errors surface per line."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict", newline="\n")
 
 
 def iter_jsonl(

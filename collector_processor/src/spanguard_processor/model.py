@@ -15,6 +15,8 @@ from typing import Any, TypeAlias
 
 from spanguard.exceptions import TraceFormatError
 
+from ._json import kind_of
+
 __all__ = [
     "AgentTrace",
     "JSONScalar",
@@ -169,7 +171,7 @@ class AgentTrace:
         for key, value in assignments.items():
             if not isinstance(value, str):
                 raise TraceFormatError(
-                    f"must be a string, got {_type(value)}.", field=f"assignments.{key}"
+                    f"must be a string, got {kind_of(value)}.", field=f"assignments.{key}"
                 )
         expect = obj.get("expect")
         if expect is not None:
@@ -198,24 +200,8 @@ class AgentTrace:
 # --- validation helpers (each names the field it rejects) -----------------------------------
 
 
-def _type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def _fail(path: str, expected: str, value: object) -> TraceFormatError:
-    return TraceFormatError(f"expected {expected}, got {_type(value)}.", field=path or None)
+    return TraceFormatError(f"expected {expected}, got {kind_of(value)}.", field=path or None)
 
 
 def _mapping(value: object, path: str) -> Mapping[str, Any]:

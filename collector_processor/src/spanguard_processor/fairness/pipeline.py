@@ -7,7 +7,6 @@ record to another group.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -98,12 +97,6 @@ def read_inputs(paths: Sequence[Path]) -> list[Observation]:
 
 
 def _through_readers(path: Path) -> list[Observation]:
-    try:
-        readers = importlib.import_module("spanguard_processor.readers")
-        read_agent_traces_any = readers.read_agent_traces_any
-    except (ImportError, AttributeError):
-        raise InputError(
-            "is a span file or trace store, which needs the processor's readers; convert it "
-            "with 'spanguard traces' to agent-trace JSONL first.", file=str(path)
-        ) from None
+    from ..readers import read_agent_traces_any  # loads protobuf, so only for span files
+
     return [observation_from_trace(t) for t in read_agent_traces_any([path])]

@@ -9,7 +9,6 @@ by the process metrics.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -323,10 +322,3 @@ def _read_json_document(path: Path) -> list[Observation]:
                 exc.detail, file=str(path), field=f"[{i}].{exc.field}" if exc.field else f"[{i}]"
             ) from None
     return out
-
-
-def finite_or_none(value: object) -> float | None:
-    """A metadata score as a float, None when absent; a non-number is an error upstream."""
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None

@@ -12,15 +12,17 @@ variant is recorded for that variant and the rest still run.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from spanguard import request
 from spanguard.exceptions import InputError
+from spanguard.testing import SpanCapture
 
+from ..convert import traces_from_readable_spans
 from .records import Observation, parse_fairtrace_trace
 from .suite import Variant
 
@@ -44,18 +46,6 @@ class AppCall:
         return (self.variant.id, self.repeat)
 
 
-def _sdk() -> tuple[Any, Any, Any] | None:
-    """(spanguard.request, spanguard.testing.SpanCapture, convert.traces_from_readable_spans)
-    when the SDK and the processor's converter are installed, else None."""
-    try:
-        sdk = importlib.import_module("spanguard")
-        testing = importlib.import_module("spanguard.testing")
-        convert = importlib.import_module("spanguard_processor.convert")
-        return sdk.request, testing.SpanCapture, convert.traces_from_readable_spans
-    except (ImportError, AttributeError):
-        return None
-
-
 def _normalise(variant: Variant, repeat: int, result: object) -> AppCall:
     if isinstance(result, str):
         return AppCall(variant, repeat, result, {})
@@ -71,23 +61,13 @@ def _normalise(variant: Variant, repeat: int, result: object) -> AppCall:
                                           "string or a dict with a 'text' string.")
 
 
-def _scope(request: Any, variant: Variant, repeat: int) -> Any:
-    if request is None:
-        return _Null()
+def _scope(variant: Variant, repeat: int) -> Any:
     return request("fairness_run", seed_id=variant.seed_id, variant_id=variant.id,
                    assignments=dict(variant.assignments), repeat=repeat, input=variant.prompt)
 
 
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _call_sync(app: Callable[..., Any], request: Any, variant: Variant, repeat: int) -> AppCall:
-    with _scope(request, variant, repeat):
+def _call_sync(app: Callable[..., Any], variant: Variant, repeat: int) -> AppCall:
+    with _scope(variant, repeat):
         try:
             result = app(variant.prompt, dict(variant.assignments))
         except Exception as exc:  # the app's failure is data about this variant, not a crash
@@ -95,10 +75,10 @@ def _call_sync(app: Callable[..., Any], request: Any, variant: Variant, repeat: 
     return _normalise(variant, repeat, result)
 
 
-async def _call_async(app: Callable[..., Any], request: Any, variant: Variant, repeat: int,
+async def _call_async(app: Callable[..., Any], variant: Variant, repeat: int,
                       gate: asyncio.Semaphore, progress: Progress) -> AppCall:
     async with gate:
-        with _scope(request, variant, repeat):
+        with _scope(variant, repeat):
             try:
                 result = await app(variant.prompt, dict(variant.assignments))
             except Exception as exc:
@@ -109,20 +89,20 @@ async def _call_async(app: Callable[..., Any], request: Any, variant: Variant, r
         return call
 
 
-async def _gather(app: Callable[..., Any], request: Any, jobs: list[tuple[Variant, int]],
+async def _gather(app: Callable[..., Any], jobs: list[tuple[Variant, int]],
                   concurrency: int, progress: Progress) -> list[AppCall]:
     gate = asyncio.Semaphore(concurrency)
     return list(await asyncio.gather(
-        *(_call_async(app, request, v, r, gate, progress) for v, r in jobs)))
+        *(_call_async(app, v, r, gate, progress) for v, r in jobs)))
 
 
-def _calls(app: Callable[..., Any], request: Any, jobs: list[tuple[Variant, int]],
+def _calls(app: Callable[..., Any], jobs: list[tuple[Variant, int]],
            concurrency: int, progress: Progress) -> list[AppCall]:
     if inspect.iscoroutinefunction(app):
-        return asyncio.run(_gather(app, request, jobs, concurrency, progress))
+        return asyncio.run(_gather(app, jobs, concurrency, progress))
 
     def one(job: tuple[Variant, int]) -> AppCall:
-        call = _call_sync(app, request, *job)
+        call = _call_sync(app, *job)
         progress(1)
         return call
 
@@ -148,27 +128,22 @@ def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: in
     if repeats < 1 or concurrency < 1:
         raise InputError("repeats and concurrency must be at least 1.")
     jobs = [(v, r) for v in variants for r in range(repeats)]
-    sdk = _sdk()
     traces: dict[tuple[str, int], Any] = {}
-    if sdk is None:
-        calls = _calls(app, None, jobs, concurrency, progress)
-    else:
-        request, span_capture, from_spans = sdk
-        with span_capture(capture_content=False) as capture:
-            calls = _calls(app, request, jobs, concurrency, progress)
-        spans = capture.readable_spans()
-        if spans_out is not None:
-            spans_out.extend(spans)
-        counts: dict[str, int] = {}
-        for span in spans:
-            ctx = span.get_span_context()
-            if ctx is not None:
-                key = format(ctx.trace_id, "032x")
-                counts[key] = counts.get(key, 0) + 1 + len(span.events)
-        for trace in from_spans(spans):
-            # a trace made only of our own request span means the app emitted nothing itself
-            if trace.variant_id is not None and counts.get(trace.trace_id, 0) > 1:
-                traces[(trace.variant_id, trace.repeat)] = trace
+    with SpanCapture(capture_content=False) as capture:
+        calls = _calls(app, jobs, concurrency, progress)
+    spans = capture.readable_spans()
+    if spans_out is not None:
+        spans_out.extend(spans)
+    counts: dict[str, int] = {}
+    for span in spans:
+        ctx = span.get_span_context()
+        if ctx is not None:
+            key = format(ctx.trace_id, "032x")
+            counts[key] = counts.get(key, 0) + 1 + len(span.events)
+    for trace in traces_from_readable_spans(spans):
+        # a trace made only of our own request span means the app emitted nothing itself
+        if trace.variant_id is not None and counts.get(trace.trace_id, 0) > 1:
+            traces[(trace.variant_id, trace.repeat)] = trace
     observations, errors = [], []
     for call in calls:
         if call.error is not None:

@@ -24,7 +24,7 @@ import yaml
 
 from spanguard.exceptions import SuiteError
 
-from .._json import parse_json
+from .._json import kind_of, parse_json
 from .metrics import get_metric, metric_names
 
 __all__ = ["MetricConfig", "Suite", "Variant", "load_suite", "parse_suite", "starter_suite",
@@ -74,7 +74,7 @@ class _Checker:
 
     def mapping(self, value: object, where: str) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
-            raise self.fail(where, f"must be a mapping (an object), got {_kind(value)}.")
+            raise self.fail(where, f"must be a mapping (an object), got {kind_of(value)}.")
         return value
 
     def unknown(self, obj: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -86,31 +86,15 @@ class _Checker:
 
     def nonempty_list(self, value: object, where: str) -> list[Any]:
         if not isinstance(value, list) or not value:
-            raise self.fail(where, f"must be a non-empty list, got {_kind(value)}.")
+            raise self.fail(where, f"must be a non-empty list, got {kind_of(value)}.")
         return value
 
     def text(self, obj: Mapping[str, Any], key: str, where: str) -> str:
         value = obj.get(key)
         if not isinstance(value, str) or not value.strip():
-            got = "nothing" if key not in obj else _kind(value)
+            got = "nothing" if key not in obj else kind_of(value)
             raise self.fail(f"{where}.{key}", f"must be a non-empty string, got {got}.")
         return value
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "an empty string" if not value.strip() else "a string"
-    if isinstance(value, list):
-        return "an empty list" if not value else "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
 
 
 def suite_variants(path: str | Path) -> list[dict[str, Any]]:
@@ -255,7 +239,7 @@ def _expand_prompts(check: _Checker, items: list[Any]) -> list[Variant]:
             for j, value in enumerate(check.nonempty_list(values, at)):
                 if not isinstance(value, str) or not value:
                     raise check.fail(f"{at}[{j}]", f"must be a non-empty string, got "
-                                                   f"{_kind(value)}; quote numbers.")
+                                                   f"{kind_of(value)}; quote numbers.")
         check.mapping(entry.get("metadata", {}), f"{where}.metadata")
         missing = sorted(_placeholders(check, template, f"{where}.prompt") - set(attributes))
         if missing:
@@ -298,7 +282,7 @@ def _explicit_variants(check: _Checker, items: list[Any]) -> list[Variant]:
                                                          "non-empty string.")
             if not isinstance(value, str) or not value:
                 raise check.fail(f"{where}.assignments.{key}",
-                                 f"must be a non-empty string, got {_kind(value)}.")
+                                 f"must be a non-empty string, got {kind_of(value)}.")
         check.mapping(entry.get("metadata", {}), f"{where}.metadata")
         out.append(Variant(ident, seed, prompt, dict(assignments)))
     return out
@@ -328,17 +312,17 @@ def _metrics(check: _Checker, items: list[Any]) -> list[MetricConfig]:
         if (isinstance(threshold, bool) or not isinstance(threshold, int | float)
                 or not math.isfinite(threshold)):
             raise check.fail(f"{where}.threshold",
-                             f"must be a finite number, got {_kind(threshold)}.")
+                             f"must be a finite number, got {kind_of(threshold)}.")
         for key in _SAMPLING:
             value = entry.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 0):
                 raise check.fail(f"{where}.{key}",
-                                 f"must be a non-negative integer, got {_kind(value)}.")
+                                 f"must be a non-negative integer, got {kind_of(value)}.")
         for key in definition.options:
             if key in entry and not isinstance(entry[key], str):
                 raise check.fail(f"{where}.{key}", "must be a module:function string, got "
-                                                   f"{_kind(entry[key])}.")
+                                                   f"{kind_of(entry[key])}.")
         options = {k: v for k, v in entry.items() if k not in ("type", "threshold")}
         out.append(MetricConfig(kind, threshold, options))
     return out
