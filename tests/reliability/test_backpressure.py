@@ -125,6 +125,9 @@ def test_full_disk_gets_503_and_unavailable_and_recovers_without_restart(
         again = spans_of_one_trace(2, text="z" * 3000)
         assert HttpExporter(endpoint=endpoint).export(again) == SpanExportResult.SUCCESS
         assert httpx.get(f"http://127.0.0.1:{server.http_port}/health").status_code == 200
+    # the graceful stop after the episode checkpointed the WAL into the store file
+    wal = Path(f"{store}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
     rows = _stored(store)
     assert len(rows) == len(set(rows)) == acked + 2
     with sqlite3.connect(store) as check:
