@@ -69,7 +69,7 @@ def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
     original = tmp_path / "original.jsonl"
     assert export(healthy, original).exit_code == 0
     spans_file = DATA / "python_otlp_json_file_exporter.jsonl"
-    outcomes = {"refused": 0, "harmless": 0, "salvaged": 0, "unsalvageable": 0}
+    outcomes = {"refused": 0, "harmless": 0, "salvaged": 0}
     for trial in range(DAMAGES):
         store = tmp_path / f"damaged-{trial}.db"
         # one trial overwrites the header; the others land anywhere
@@ -97,28 +97,24 @@ def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
         assert skipped.exit_code == 0 or f"{store}: is a damaged span store" in skipped.output
         recovered = tmp_path / f"recovered-{trial}.db"
         salvage = run("store", "recover", str(store), str(recovered))
-        if salvage.exit_code == 0:
-            assert run("store", "check", str(recovered)).exit_code == 0
-            rows = tmp_path / f"recovered-{trial}.jsonl"
-            assert export(recovered, rows).exit_code == 0
-            kept = rows.read_text().splitlines()
-            assert set(kept) <= set(original.read_text().splitlines())
-            assert len(kept) >= TRACES - 10, "a 512-byte damage lost more than 10 traces"
-            outcomes["salvaged"] += 1
-        else:  # e.g. the header and the schema page both overwritten
-            assert f"{store}: is a damaged span store" in salvage.output
-            assert not recovered.exists()
-            outcomes["unsalvageable"] += 1
+        assert salvage.exit_code == 0, salvage.output
+        assert run("store", "check", str(recovered)).exit_code == 0
+        rows = tmp_path / f"recovered-{trial}.jsonl"
+        assert export(recovered, rows).exit_code == 0
+        kept = rows.read_text().splitlines()
+        assert set(kept) <= set(original.read_text().splitlines())
+        assert len(kept) >= TRACES - 2, "a 512-byte damage lost more than two stored bodies"
+        outcomes["salvaged"] += 1
     assert outcomes["refused"] + outcomes["harmless"] == DAMAGES
     assert outcomes["refused"] >= DAMAGES // 2
-    assert outcomes["salvaged"] + outcomes["unsalvageable"] == outcomes["refused"]
-    assert outcomes["unsalvageable"] <= 1, outcomes
+    assert outcomes["salvaged"] == outcomes["refused"]
 
 
+@pytest.mark.parametrize("size", [100, 4096])  # the SQLite header; the whole schema page
 def test_an_overwritten_header_is_reported_as_a_damaged_store_and_salvaged_whole(
-        healthy: Path, tmp_path: Path) -> None:
+        healthy: Path, tmp_path: Path, size: int) -> None:
     store = tmp_path / "spans.db"
-    damage(healthy, store, random.Random(1), offset=0, size=100)  # the SQLite header exactly
+    damage(healthy, store, random.Random(1), offset=0, size=size)
     for args in (["traces", "export", "--store", str(store), "-o", str(tmp_path / "o.jsonl")],
                  ["ingest", str(DATA / "python_otlp_json_file_exporter.jsonl"),
                   "--store", str(store)]):

@@ -5,7 +5,8 @@
 * :func:`recover_store` — reads the batches (the stored request bodies) of a damaged store one
   by one, skipping what SQLite or the decoders cannot read, re-derives their span index from
   the bodies themselves (the damaged index is not trusted) and writes them into a new store.
-  A store whose SQLite header was overwritten is read through a copy with a rebuilt header.
+  A store whose SQLite header was overwritten is read through a copy with a rebuilt header
+  (and, if its schema page was overwritten too, a new store's schema page).
   Every recovered trace is released (one without its root span is partial).
 """
 
@@ -98,7 +99,8 @@ def _open_source(source: Path, tmp: Path, salvage: Salvage) -> sqlite3.Connectio
         if wal.exists():
             shutil.copyfile(wal, Path(f"{copy}-wal"))
         _rebuild_header(copy, source)
-        salvage.problems.append("the SQLite header was overwritten; read with a rebuilt one")
+        salvage.problems.append("the SQLite header was overwritten; read through a copy with "
+                                "a rebuilt one")
     else:
         raise TraceFormatError("is not a spanguard span store (not a SQLite database).",
                                file=str(source))
@@ -141,8 +143,36 @@ def _rebuild_header(copy: Path, source: Path) -> None:
             return
         except sqlite3.DatabaseError:
             continue
-    raise DamagedStore("its SQLite header is overwritten and no page size makes its schema "
-                       "readable; nothing can be recovered", file=str(source))
+    _transplant_first_page(copy, source, wal)
+
+
+def _transplant_first_page(copy: Path, source: Path, wal: int) -> None:
+    """The header and the schema page (page 1) are both overwritten: put a new store's page 1
+    in their place. Every span store is created by the same statements on an empty database,
+    so its tables always sit at the same root pages; page 1 holds nothing else."""
+    with tempfile.TemporaryDirectory(prefix="spanguard-page1-") as tmp:
+        fresh = Path(tmp) / "fresh.db"
+        SpanStore(fresh).close()
+        page = bytearray(fresh.read_bytes())
+    (page_size,) = struct.unpack_from(">H", page, 16)
+    page_size = 65536 if page_size == 1 else page_size
+    size = copy.stat().st_size
+    if size % page_size:
+        raise DamagedStore("its SQLite header and schema page are overwritten and its size is "
+                           "not a whole number of pages; nothing can be recovered",
+                           file=str(source))
+    first = page[:page_size]
+    first[18:20] = bytes([wal, wal])
+    struct.pack_into(">III", first, 28, size // page_size, 0, 0)  # pages; no freelist
+    with copy.open("r+b") as handle:
+        handle.write(first)
+    try:
+        with sqlite3.connect(f"{copy.resolve().as_uri()}?mode=ro", uri=True) as db:
+            db.execute("SELECT count(*) FROM batches").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise DamagedStore(f"its SQLite header and schema page are overwritten, and a rebuilt "
+                           f"schema page does not read ({exc}); nothing can be recovered",
+                           file=str(source)) from None
 
 
 def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:

@@ -103,6 +103,8 @@ _MALFORMED_ROWS = {
               + _HEX_ID.format(c="trace_id", n=32)
               + " OR released NOT IN (0, 1) OR typeof(start_ns) != 'integer' LIMIT 1",
 }
+_PAGE = 4096  # SQLite's default page size, which every span store is created with
+_BTREE_PAGES = (b"\x02", b"\x05", b"\x0a", b"\x0d")
 # The schema's own text sits in page 1 of every store, after the 100-byte SQLite header.
 _SCHEMA_MARK = b"CREATE TABLE spans (\n    trace_id TEXT NOT NULL"
 
@@ -135,9 +137,14 @@ def looks_like_store(path: Path, head: bytes) -> bool:
         return True
     try:
         with path.open("rb") as handle:
-            return _SCHEMA_MARK in handle.read(65536)
+            start = handle.read(65536)
     except OSError:
         return False
+    # pages 2-6 are always the roots of the store's tables and indexes: B-tree pages
+    roots = [start[page * _PAGE: page * _PAGE + 1] for page in range(1, 6)]
+    return _SCHEMA_MARK in start or (
+        len(start) >= 6 * _PAGE and path.stat().st_size % _PAGE == 0
+        and all(root in _BTREE_PAGES for root in roots))
 
 
 def _crc(body: bytes) -> int:
