@@ -102,3 +102,52 @@ def test_a_corrupt_history_line_is_bad_input_and_keeps_the_runs(tmp_path: Path) 
         f"Error: {history}:2: is not valid JSON (unexpected character, expected a string key); "
         "each line of a history file is one run.\n")
     assert history.read_text() == good + "{not json\n"
+
+
+def test_trends_never_mix_suites_and_history_lists_runs_per_suite(tmp_path: Path) -> None:
+    suite, out = _suite(tmp_path), tmp_path / "out"
+    first = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:fair", "-o", str(out),
+                                     "--label", "main", *_FAST])
+    assert first.exit_code == 0 and "trend " not in first.output
+    second = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:biased", "-o",
+                                      str(out), "--label", "pr-7", *_FAST])
+    assert "trend tool_use_parity                0.0000 → 1.0000  ↑ worse (+1.0000)" in \
+        second.output
+    other = tmp_path / "other.json"  # another suite in the same folder: a trend of its own
+    other.write_text(suite.read_text().replace("asks.", "asks again."))
+    third = CliRunner().invoke(cli, ["run", str(other), "--app", f"{_APPS}:fair", "-o",
+                                     str(out), "--label", "pr-8", *_FAST])
+    assert third.exit_code == 0 and "trend " not in third.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["spanguard"]["trend"]["previous_runs"] == 0
+    entries = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    assert [e["label"] for e in entries] == ["main", "pr-7", "pr-8"]
+    listed = CliRunner().invoke(cli, ["history", str(out)])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert lines[0].startswith("suite 1 (sha256 ") and lines[0].endswith("): 2 run(s)")
+    assert lines[1].split()[:2] == ["@0", "main"] and lines[1].endswith("PASSED")
+    assert lines[2].split()[:2] == ["@1", "pr-7"]
+    assert lines[2].endswith("FAILED: escalation_parity, tool_use_parity")
+    assert "  trend tool_use_parity                0.0000 → 1.0000" in lines
+    assert any(line.startswith("suite 2 (sha256 ") and line.endswith("): 1 run(s)")
+               for line in lines)
+    empty = CliRunner().invoke(cli, ["history", str(tmp_path / "nowhere")])
+    assert empty.exit_code == 2
+    assert empty.output == (f"Error: {tmp_path / 'nowhere' / 'history.jsonl'}: there is no run "
+                            "history here; `spanguard run -o DIR` and `spanguard fairness -o "
+                            "DIR` record one.\n")
+
+
+def test_the_label_defaults_to_the_git_commit(tmp_path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    commit = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short=12", "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    suite, out = _suite(tmp_path), tmp_path / "out"
+    assert _run(suite, "fair", out) == 0
+    entry = json.loads((out / "history.jsonl").read_text())
+    assert entry["label"] == commit
