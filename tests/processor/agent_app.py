@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
 
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -120,3 +123,28 @@ def in_memory_spans(count: int, *, content: bool = True) -> InMemorySpanExporter
     for index in range(count):
         run_request(tracer, index, content=content)
     return exporter
+
+
+@dataclass(frozen=True)
+class EncodedRequest:
+    """One agent request as the OTel SDK's own OTLP exporter code serializes it."""
+
+    body: bytes  # an ExportTraceServiceRequest
+    span_ids: frozenset[tuple[str, str]]  # (trace id, span id) in hex, for every span in it
+
+
+@cache
+def encoded_requests(count: int) -> tuple[EncodedRequest, ...]:
+    """``count`` agent requests (:func:`run_request`), one OTLP request each; built once."""
+    exporter = InMemorySpanExporter()
+    with provider_with(exporter) as provider:
+        tracer = provider.get_tracer("test-agent")
+        out = []
+        for index in range(count):
+            exporter.clear()
+            run_request(tracer, index)
+            spans = exporter.get_finished_spans()
+            ids = frozenset((format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"))
+                            for s in spans)
+            out.append(EncodedRequest(bytes(encode_spans(spans).SerializeToString()), ids))
+    return tuple(out)

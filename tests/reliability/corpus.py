@@ -13,12 +13,8 @@ from functools import cache
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.processor.agent_app import run_request
+from tests.processor.agent_app import encoded_requests
 
 #: fuzz test name -> inputs tried; printed in the terminal summary (see conftest.py).
 TRIED: Counter[str] = Counter()
@@ -26,20 +22,9 @@ TRIED: Counter[str] = Counter()
 FIGURES: list[str] = []
 
 
-@cache
 def otlp_requests(count: int = 4) -> tuple[bytes, ...]:
     """Serialized ``ExportTraceServiceRequest`` messages, one per agent request."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("fuzz")
-    bodies = []
-    for index in range(count):
-        exporter.clear()
-        run_request(tracer, index)
-        bodies.append(encode_spans(exporter.get_finished_spans()).SerializeToString())
-    provider.shutdown()
-    return tuple(bodies)
+    return tuple(request.body for request in encoded_requests(count))
 
 
 def hex_ids(node: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Crash safety: ``kill -9`` the processor at random points during ingest, 20 times over.
+"""Crash safety: ``kill -9`` the processor at random points during ingest, 20 times over, and
+a ``SIGTERM`` that flushes what is in flight.
 
 One store, 20 cycles. Each cycle starts ``spanguard serve`` as a real subprocess, streams
 pre-encoded OTLP requests at it from two client threads (some requests re-sent, as exporters
@@ -15,17 +16,14 @@ import random
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 import pytest
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanguard_processor.store import SpanStore
-from tests.processor.agent_app import SPANS_PER_REQUEST, run_request
+from tests.processor.agent_app import SPANS_PER_REQUEST, EncodedRequest, encoded_requests
 from tests.processor.serve_process import ServeProcess
 from tests.reliability.corpus import FIGURES
 
@@ -37,25 +35,8 @@ REQUESTS = 600
 SEED = 20261130
 
 
-def encoded_requests() -> list[tuple[bytes, frozenset[tuple[str, str]]]]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("crash")
-    out = []
-    for index in range(REQUESTS):
-        exporter.clear()
-        run_request(tracer, index)
-        spans = exporter.get_finished_spans()
-        ids = frozenset((format(s.get_span_context().trace_id, "032x"),  # type: ignore[union-attr]
-                         format(s.get_span_context().span_id, "016x"))  # type: ignore[union-attr]
-                        for s in spans)
-        out.append((encode_spans(spans).SerializeToString(), ids))
-    return out
-
-
 def _check_store(store: Path, acked: set[int],
-                 requests: list[tuple[bytes, frozenset[tuple[str, str]]]]) -> int:
+                 requests: Sequence[EncodedRequest]) -> int:
     with sqlite3.connect(store) as raw:
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with SpanStore(store, readonly=True) as db:
@@ -63,17 +44,17 @@ def _check_store(store: Path, acked: set[int],
     present = set(rows)
     assert len(rows) == len(present), "a span is stored twice"
     for index in acked:
-        missing = requests[index][1] - present
+        missing = requests[index].span_ids - present
         assert not missing, f"acknowledged request {index} lost {len(missing)} span(s)"
     return len(rows)
 
 
-def _stream(url: str, order: list[int], requests: list[tuple[bytes, frozenset[tuple[str, str]]]],
+def _stream(url: str, order: list[int], requests: Sequence[EncodedRequest],
             acked: set[int], lock: threading.Lock, answered: list[int] | None = None) -> None:
     with httpx.Client(base_url=url, timeout=10) as client:
         for index in order:
             try:
-                ok = client.post("/v1/traces", content=requests[index][0],
+                ok = client.post("/v1/traces", content=requests[index].body,
                                  headers=PROTO).status_code == 200
             except httpx.HTTPError:
                 return  # the processor is gone
@@ -86,7 +67,7 @@ def _stream(url: str, order: list[int], requests: list[tuple[bytes, frozenset[tu
 
 def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) -> None:
     store = tmp_path / "spans.db"
-    requests = encoded_requests()
+    requests = encoded_requests(REQUESTS)
     rng = random.Random(SEED)
     acked: set[int] = set()
     lock = threading.Lock()
@@ -135,3 +116,31 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) 
     assert all(not t.partial and len(t.trace.tool_calls) == 1 for t in traces)
     FIGURES.append(f"crash safety: {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
           f"{REQUESTS} requests, {stored} spans, each stored once")
+
+
+def test_sigterm_flushes_traces_in_flight_and_restart_resumes_pending_ones(
+        tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    requests = encoded_requests(6)
+    server = ServeProcess(store, "--wait-duration", "600")
+    for request in requests[:3]:
+        assert httpx.post(server.url + "/v1/traces", content=request.body,
+                          headers=PROTO).status_code == 200
+    assert httpx.get(server.url + "/health").json()["traces_in_flight"] == 3
+    assert "3 traces released" in server.terminate()
+    with SpanStore(store, readonly=True) as db:
+        assert db.trace_counts() == (3, 0)
+
+    server = ServeProcess(store, "--wait-duration", "600")
+    for request in requests[3:]:
+        assert httpx.post(server.url + "/v1/traces", content=request.body,
+                          headers=PROTO).status_code == 200
+    server.kill()
+    with SpanStore(store, readonly=True) as db:
+        assert db.trace_counts() == (3, 3)  # acknowledged and stored, not yet assembled
+    server = ServeProcess(store, "--wait-duration", "600")
+    assert httpx.get(server.url + "/health").json()["traces_in_flight"] == 3
+    server.terminate()
+    with SpanStore(store, readonly=True) as db:
+        assert db.trace_counts() == (6, 0)
+        assert len(list(db.iter_agent_traces())) == 6
