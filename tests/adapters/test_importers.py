@@ -171,11 +171,14 @@ def test_import_command_writes_a_suite_that_run_loads(tmp_path: Path) -> None:
      "pass --prompt-var NAME, or import a config with prompts.\n"),
     ("promptfoo", "t.json", '[{"vars": {"prompt": "q", "g": {"x": 1}}}]',
      "Error: {path}: field 'vars.g': must be a string, number or boolean to become an "
-     "assignment, not dict.\n"),
+     "assignment, not an object.\n"),
     ("promptfoo", "results.json", '{"results": {"version": 3, "results": []}, "config": {}}',
      "Error: {path}: field 'config.tests': no counterfactual attribute found: no var is a list "
      "in config.tests and no scenario sets one; pass --attribute NAME (e.g. --attribute "
      "gender).\n"),
+    ("promptfoo", "t.yaml", "- vars:\n    prompt: q\n    g: {x: 1}\n",
+     "Error: {path}:1: field 'vars.g': must be a string, number or boolean to become an "
+     "assignment, not an object.\n"),
     ("promptfoo", "t.json", '[{"vars": {"prompt": "file://p.txt"}}]',
      "Error: {path}: field 'vars.prompt': loads its value from a file, which this importer does "
      "not do; inline the text in the test.\n"),

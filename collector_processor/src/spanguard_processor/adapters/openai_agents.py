@@ -107,7 +107,8 @@ def _record(result: Any, first: Any, run_config: Any, escalate_on: tuple[str, st
     """One ``invoke_agent {agent}`` span per stretch of the run an agent had, holding its
     ``chat {model}`` spans (that agent's model, with usage) and tool spans in run order; a
     handoff is the next agent's span (and an escalation when ``escalate_on`` names it)."""
-    for agent, turns in _segments(result, first):
+    segments = _segments(result, first) or [(first, [])]  # a run with no model response
+    for agent, turns in segments:
         name = getattr(agent, "name", None) or "agent"
         model = _model_name(agent, run_config)
         with agent_span(name, model=model):

@@ -13,7 +13,7 @@ import yaml
 
 from spanguard.exceptions import InputError
 
-from .._json import parse_json
+from .._json import kind_of, parse_json
 from ..jsonio import write_text_atomic
 
 __all__ = ["ImportedVariant", "build_suite", "kind_of", "line_of", "read_structured",
@@ -80,21 +80,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def kind_of(value: object) -> str:
-    """A user-facing name of a parsed value's type (never an internal class name)."""
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "a number" if isinstance(value, int | float) else type(value).__name__
-
-
 def read_structured(path: Path, expected: str) -> Any:
     """Parse ``path`` as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
     try:
@@ -137,7 +122,7 @@ def scalar_text(value: object, file: str, line: int | None, field: str) -> str:
     if isinstance(value, str | int | float):
         return str(value)
     raise InputError(f"must be a string, number or boolean to become an assignment, not "
-                     f"{type(value).__name__}.", file=file, line=line, field=field)
+                     f"{kind_of(value)}.", file=file, line=line, field=field)
 
 
 def check_unique(variants: Sequence[ImportedVariant], file: str) -> None:

@@ -15,7 +15,14 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ._common import ImportedVariant, check_unique, line_of, read_structured, scalar_text
+from ._common import (
+    ImportedVariant,
+    check_unique,
+    kind_of,
+    line_of,
+    read_structured,
+    scalar_text,
+)
 
 __all__ = ["load_fairtrace_deepeval", "load_fairtrace_promptfoo"]
 
@@ -24,7 +31,7 @@ def _items(path: Path, key: str, expected: str) -> list[Any]:
     data = read_structured(path, expected)
     items = data[key] if isinstance(data, Mapping) and key in data else data
     if not isinstance(items, list):
-        raise InputError(f"the file holds {type(data).__name__}; expected {expected}.",
+        raise InputError(f"the file holds {kind_of(data)}; expected {expected}.",
                          file=str(path))
     return items
 
@@ -40,7 +47,7 @@ def _entry(path: Path, index: int, item: Any, text_key: str, fallback: str
            ) -> tuple[Mapping[str, Any], Mapping[str, Any], str, str, int | None]:
     file, line, where = str(path), line_of(item), f"[{index}]"
     if not isinstance(item, Mapping):
-        raise InputError(f"must be an object, not {type(item).__name__}.", file=file,
+        raise InputError(f"must be an object, not {kind_of(item)}.", file=file,
                          line=line, field=where)
     text = item.get(text_key)
     if not isinstance(text, str) or not text:
