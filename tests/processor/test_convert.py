@@ -137,7 +137,9 @@ def test_openllmetry_workflow_and_tools() -> None:
     ]
     trace = trace_from_records(spans)
     assert trace.trace.tool_calls == (ToolCall("search"), ToolCall("lookup"))
-    assert trace.input == '{"q": "hi"}' and trace.output == '"hello"'
+    # the question and the answer as text, not the JSON they were wrapped in (issue #16)
+    assert (trace.input, trace.input_source) == ("hi", "traceloop.entity.input:value")
+    assert (trace.output, trace.output_source) == ("hello", "traceloop.entity.output:json")
     assert trace.source == ("openllmetry",)
 
 

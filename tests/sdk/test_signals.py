@@ -149,9 +149,12 @@ def test_llm_call_records_model_usage_and_cost(content_capture: SpanCapture) -> 
     assert attributes[semconv.LLM_TOKEN_COUNT_TOTAL] == 150
     assert attributes[semconv.COST_USD] == 0.002
     assert attributes[semconv.OPENINFERENCE_SPAN_KIND] == semconv.OI_KIND_LLM
+    # the GenAI semconv parts shape, whatever shape the app handed over (issue #16)
     assert json.loads(attributes[semconv.GEN_AI_INPUT_MESSAGES]) == [
-        {"role": "user", "content": "hi"}]
-    assert attributes[semconv.GEN_AI_OUTPUT_MESSAGES] == "hello"
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
+    assert json.loads(attributes[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "hello"}],
+         "finish_reason": "stop"}]
 
 
 def test_signals_outside_any_span_do_nothing(capture: SpanCapture) -> None:

@@ -2,9 +2,10 @@
 
 GenAI: ``gen_ai.retrieval.documents`` holds ``[{"id", "group", "rank", "score"}]`` as a JSON
 string or as a structured value. OpenInference: ``retrieval.documents.{i}.document.{id,score,
-metadata}`` with group and rank inside the metadata (a JSON string or a map); a document
-without a rank gets its position + 1. The GenAI form wins when a span carries both (spanguard
-writes both, describing the same documents). Malformed entries are skipped, never guessed.
+metadata}`` with group and rank inside the metadata (a JSON string or a map), and id and score
+there too when the top-level keys are absent; a document without a rank gets its position + 1.
+The GenAI form wins when a span carries both (spanguard writes both, describing the same
+documents). Malformed entries are skipped, never guessed.
 """
 
 from __future__ import annotations
@@ -98,6 +99,22 @@ def _gen_ai_documents(value: AttrValue) -> list[RetrievedDocument] | None:
     return [_document(item, i) for i, item in enumerate(items) if isinstance(item, Mapping)]
 
 
+# LangChain retrievers leave id and score in the document's metadata (OpenInference then writes
+# only .content and .metadata); the top-level keys win when present.
+_META_ID_KEYS = ("id", "doc_id", "document_id")
+_META_SCORE_KEYS = ("score", "relevance_score")
+
+
+def _either(value: AttrValue, meta: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    if value is not None:
+        return value
+    for key in keys:
+        found = meta.get(key)
+        if found is not None and not isinstance(found, dict | list | bool):
+            return found
+    return None
+
+
 def _openinference_documents(attrs: Mapping[str, AttrValue]) -> list[RetrievedDocument]:
     fields: dict[int, dict[str, AttrValue]] = {}
     for key, value in attrs.items():
@@ -112,8 +129,10 @@ def _openinference_documents(attrs: Mapping[str, AttrValue]) -> list[RetrievedDo
         documents.append(
             _document(
                 {
-                    semconv.DOCUMENT_ID: doc.get(semconv.DOCUMENT_ID),
-                    semconv.DOCUMENT_SCORE: doc.get(semconv.DOCUMENT_SCORE),
+                    semconv.DOCUMENT_ID: _either(doc.get(semconv.DOCUMENT_ID), meta,
+                                                 _META_ID_KEYS),
+                    semconv.DOCUMENT_SCORE: _either(doc.get(semconv.DOCUMENT_SCORE), meta,
+                                                    _META_SCORE_KEYS),
                     semconv.DOCUMENT_GROUP: meta.get(semconv.DOCUMENT_GROUP),
                     semconv.DOCUMENT_RANK: meta.get(semconv.DOCUMENT_RANK),
                 },

@@ -23,6 +23,7 @@ from spanguard import semconv
 
 from ._documents import finite_number, span_documents
 from ._json import parse_json
+from ._llm import is_llm_span, llm_call, question_and_answer, requested_tools, text_of
 from .model import AgentTrace, JSONScalar, ProcessTrace, ToolCall
 from .spans import AttrValue, SpanEvent, SpanRecord
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "annotation_request_id",
+    "conversation_key",
     "is_annotation",
     "record_from_readable_span",
     "trace_from_records",
@@ -206,9 +208,43 @@ def tool_name(span: SpanRecord) -> str | None:
     return name or span.name or "tool"
 
 
+def _tool_calls(ordered: Sequence[SpanRecord]) -> tuple[ToolCall, ...]:
+    """Executed tool spans, plus the calls models requested that no executed span answers.
+
+    A requested call is answered by an executed tool span with the same call id, else by an
+    unanswered one with the same name. Executed calls sit at their span's start, requested ones
+    at the end of the LLM span that asked for them.
+    """
+    executed = [(s, name) for s in ordered if (name := tool_name(s)) is not None]
+    requested = [(s, name, ident) for s in ordered if is_llm_span(s)
+                 for name, ident in requested_tools(s)]
+    answered: set[int] = set()
+    ids = {}
+    for index, (span, _) in enumerate(executed):
+        call_id = span.attributes.get(semconv.GEN_AI_TOOL_CALL_ID)
+        if isinstance(call_id, str) and call_id:
+            ids[call_id] = index
+    timeline: list[tuple[int, str, int, ToolCall]] = [
+        (span.start_ns, span.span_id, 0, ToolCall(name)) for span, name in executed]
+    for position, (span, name, ident) in enumerate(requested):
+        match = ids.get(ident) if ident else None
+        if match is not None and match not in answered:
+            answered.add(match)
+            continue
+        same = next((i for i, (_, executed_name) in enumerate(executed)
+                     if executed_name == name and i not in answered), None)
+        if same is not None:
+            answered.add(same)
+            continue
+        timeline.append((span.end_ns, span.span_id, 1 + position,
+                         ToolCall(name, ident, requested=True)))
+    timeline.sort(key=lambda item: item[:3])
+    return tuple(call for *_, call in timeline)
+
+
 def _process(spans: Sequence[SpanRecord]) -> ProcessTrace:
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
-    tools = tuple(ToolCall(name) for s in ordered if (name := tool_name(s)) is not None)
+    tools = _tool_calls(ordered)
     documents = tuple(doc for s in ordered for doc in span_documents(s))
     plan: list[str] = []
     friction: list[str] = []
@@ -289,6 +325,69 @@ def _metadata_identity(value: AttrValue) -> dict[str, Any]:
     return found
 
 
+def conversation_key(spans: Sequence[SpanRecord]) -> str | None:
+    """What groups the parentless model calls of one turn when no parent span exists:
+    ``gen_ai.conversation.id``, OpenInference ``session.id`` or traceloop's association
+    properties, on any span of a trace whose root is a model call or a tool call. None
+    otherwise (a trace with an agent, chain, workflow or spanguard root is one request by
+    itself)."""
+    root = find_root(spans)
+    if root is None or root.parent_span_id or not (is_llm_span(root)
+                                                   or tool_name(root) is not None):
+        return None
+    if any(_is_agent_span(s) or semconv.REQUEST_ID in s.attributes for s in spans):
+        return None
+    for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
+        attrs = span.attributes
+        for key in (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID):
+            value = attrs.get(key)
+            if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+                return f"{key}={value}"
+        props = _prefixed(attrs, semconv.TRACELOOP_ASSOCIATION_PREFIX)
+        if props:
+            return "traceloop.association.properties=" + json.dumps(
+                {k: _plain(v) for k, v in sorted(props.items())}, sort_keys=True)
+    return None
+
+
+_ROOT_INPUT = ((semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE),
+               (semconv.TRACELOOP_ENTITY_INPUT, None), (semconv.GEN_AI_INPUT_MESSAGES, None))
+_ROOT_OUTPUT = ((semconv.OUTPUT_VALUE, semconv.OUTPUT_MIME_TYPE),
+                (semconv.TRACELOOP_ENTITY_OUTPUT, None), (semconv.GEN_AI_OUTPUT_MESSAGES, None))
+
+
+def _content(root: SpanRecord, keys: tuple[tuple[str, str | None], ...],
+             from_llm: tuple[str, str] | None, *, input_side: bool
+             ) -> tuple[str | None, str | None]:
+    """The request's question or answer as text, and where it came from.
+
+    spanguard's own request spans keep what the app recorded, verbatim. Otherwise the root's
+    value is read as text (plain text, messages, request bodies, traceloop wrappers); failing
+    that, the model calls' messages; raw JSON only when nothing better exists.
+    """
+    attrs = root.attributes
+    own = semconv.REQUEST_ID in attrs
+    raw: tuple[str, str] | None = None
+    if not is_llm_span(root) or own:
+        for key, mime_key in keys:
+            if key not in attrs:
+                continue
+            if own:
+                text = _text(attrs, key)
+                return text, key if text is not None else None
+            found = text_of(attrs[key], attrs.get(mime_key) if mime_key else None, key,
+                            input_side=input_side)
+            if found is None:
+                continue
+            text, source, is_raw = found
+            if not is_raw:
+                return text, source
+            raw = raw or (text, source)
+    if from_llm is not None:
+        return from_llm
+    return raw if raw is not None else (None, None)
+
+
 def trace_from_records(
     spans: Sequence[SpanRecord],
     annotations: Sequence[SpanRecord] = (),
@@ -315,6 +414,15 @@ def trace_from_records(
     if not assignments:
         assignments = foreign.pop("assignments", {})
     latency = (root.end_ns - root.start_ns) / 1e6 if root.end_ns >= root.start_ns > 0 else None
+    if len({s.trace_id for s in spans}) > 1:  # a turn grouped from parentless model calls
+        tops = [s for s in spans if not s.parent_span_id]
+        start, end = min(s.start_ns for s in tops), max(s.end_ns for s in tops)
+        latency = (end - start) / 1e6 if end >= start > 0 else None
+    llm_spans = sorted((s for s in spans if is_llm_span(s)), key=lambda s: (s.start_ns,
+                                                                           s.span_id))
+    question, answer = question_and_answer(llm_spans)
+    input_text, input_source = _content(root, _ROOT_INPUT, question, input_side=True)
+    output_text, output_source = _content(root, _ROOT_OUTPUT, answer, input_side=False)
     return AgentTrace(
         trace_id=root.trace_id,
         request_id=_str_or_none(attrs.get(semconv.REQUEST_ID)),
@@ -322,10 +430,8 @@ def trace_from_records(
         variant_id=_str_or_none(attrs.get(semconv.VARIANT_ID)) or foreign.get("variant_id"),
         assignments=dict(sorted(assignments.items())),
         repeat=_repeat(attrs.get(semconv.REPEAT, foreign.get("repeat"))),
-        input=_text(attrs, semconv.INPUT_VALUE, semconv.TRACELOOP_ENTITY_INPUT,
-                    semconv.GEN_AI_INPUT_MESSAGES),
-        output=_text(attrs, semconv.OUTPUT_VALUE, semconv.TRACELOOP_ENTITY_OUTPUT,
-                     semconv.GEN_AI_OUTPUT_MESSAGES),
+        input=input_text,
+        output=output_text,
         latency_ms=latency,
         cost_usd=_cost(root, spans),
         feedback=outcome.feedback,
@@ -337,6 +443,9 @@ def trace_from_records(
         trace=_process(spans),
         partial=partial or root.parent_span_id != "",
         source=_sources([*spans, *annotations]),
+        input_source=input_source,
+        output_source=output_source,
+        llm_calls=tuple(llm_call(s) for s in llm_spans),
     )
 
 
@@ -356,8 +465,19 @@ def traces_from_records(spans: Iterable[SpanRecord]) -> list[AgentTrace]:
             continue
         by_trace[span.trace_id][span.span_id] = span  # a re-delivered span counts once
     traces = []
+    conversations: dict[str, list[SpanRecord]] = {}
+    groups: list[list[SpanRecord]] = []
     for members in by_trace.values():
         group = sorted(members.values(), key=lambda s: (s.start_ns, s.span_id))
+        key = conversation_key(group)
+        if key is None:
+            groups.append(group)
+        elif key in conversations:
+            conversations[key].extend(group)
+        else:
+            groups.append(conversations.setdefault(key, list(group)))
+    for group in groups:
+        group.sort(key=lambda s: (s.start_ns, s.span_id))
         root = find_root(group)
         request_id = _str_or_none(root.attributes.get(semconv.REQUEST_ID)) if root else None
         traces.append((root.start_ns if root else 0, trace_from_records(

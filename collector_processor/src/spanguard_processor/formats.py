@@ -5,8 +5,12 @@
   validation unchanged. Everything fairtrace has no field for goes under
   ``response_metadata.spanguard``, so :func:`from_fairtrace_record` restores the trace exactly.
 * A **trace2eval log row** ``{id, input, output, latency_ms, cost_usd, feedback, retried,
-  expect}`` that trace2eval-cli 0.5.1's ``build`` loads without skipping, plus the process trace
-  and identity under keys trace2eval ignores.
+  expect}`` that trace2eval-cli 0.5.1's ``build`` loads without skipping, plus the process trace,
+  identity, model calls (``llm_calls``) and their totals (``usage``) under keys trace2eval
+  ignores.
+
+Model calls and their totals travel in the agent format as ``llm_calls`` / ``usage`` and in
+fairtrace records under ``response_metadata.spanguard`` (a block fairtrace ignores).
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ def to_fairtrace_record(trace: AgentTrace) -> dict[str, Any]:
     for text in ("seed_id", "input", "output"):
         if rest[text] is not None:
             del rest[text]
-    if any(not d.group for d in trace.trace.retrieved_documents):
+    if any(not d.group for d in trace.trace.retrieved_documents) or any(
+        t.requested or t.id is not None for t in trace.trace.tool_calls
+    ):
         rest["trace"] = trace.trace.to_dict()
     metadata["spanguard"] = rest
     return {
@@ -98,7 +104,7 @@ def to_trace2eval_row(trace: AgentTrace) -> dict[str, Any]:
             "(configure(capture_content=True)) to mine regression cases from it.",
             field="input",
         )
-    return {
+    row: dict[str, Any] = {
         "id": trace.request_id or trace.trace_id,
         "input": trace.input,
         "output": trace.output if trace.output is not None else "",
@@ -113,3 +119,7 @@ def to_trace2eval_row(trace: AgentTrace) -> dict[str, Any]:
         "assignments": dict(sorted(trace.assignments.items())),
         "trace": trace.trace.to_dict(),
     }
+    if trace.llm_calls:
+        row["llm_calls"] = [c.to_dict() for c in trace.llm_calls]
+        row["usage"] = trace.usage
+    return row

@@ -20,6 +20,7 @@ from ._json import kind_of
 __all__ = [
     "AgentTrace",
     "JSONScalar",
+    "LLMCall",
     "ProcessTrace",
     "RetrievedDocument",
     "ToolCall",
@@ -30,7 +31,7 @@ JSONScalar: TypeAlias = str | int | float | bool | None
 _TRACE_KEYS = (
     "trace_id", "request_id", "seed_id", "variant_id", "assignments", "repeat", "input",
     "output", "latency_ms", "cost_usd", "feedback", "retried", "expect", "metadata", "trace",
-    "partial", "source",
+    "partial", "source", "input_source", "output_source", "llm_calls", "usage",
 )
 _PROCESS_KEYS = (
     "tool_calls", "retrieved_documents", "plan_steps", "escalated", "escalation_reason",
@@ -38,14 +39,110 @@ _PROCESS_KEYS = (
 )
 
 
+_LLM_KEYS = (
+    "provider", "request_model", "response_model", "input_tokens", "output_tokens",
+    "finish_reasons", "tool_calls", "duration_ms", "cost_usd",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One tool the agent called, in call order."""
+    """One tool the agent called, in call order.
+
+    ``requested`` marks a call the model asked for (read from an LLM span's output messages)
+    with no executed tool span of the same call id or name in the trace; ``id`` is the model's
+    tool-call id. Executed tool spans give plain ``{"name"}`` calls.
+    """
 
     name: str
+    id: str | None = None
+    requested: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name}
+        out: dict[str, Any] = {"name": self.name}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.requested:
+            out["requested"] = True
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCall:
+    """One model call of the request: who answered, with how many tokens, asking for which tools.
+
+    ``tool_calls`` are the names of the tools the model requested in this call, in order.
+    Every field but ``tool_calls`` and ``finish_reasons`` may be unknown (None).
+    """
+
+    provider: str | None = None
+    request_model: str | None = None
+    response_model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reasons: tuple[str, ...] = ()
+    tool_calls: tuple[str, ...] = ()
+    duration_ms: float | None = None
+    cost_usd: float | None = None
+
+    @property
+    def model(self) -> str | None:
+        """The model that answered, else the one requested."""
+        return self.response_model or self.request_model
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "request_model": self.request_model,
+            "response_model": self.response_model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "finish_reasons": list(self.finish_reasons),
+            "tool_calls": list(self.tool_calls),
+            "duration_ms": self.duration_ms,
+            "cost_usd": self.cost_usd,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object, path: str) -> LLMCall:
+        obj = _mapping(data, path)
+        _reject_unknown(obj, _LLM_KEYS, path)
+        return cls(
+            provider=_opt_str(obj.get("provider"), f"{path}.provider"),
+            request_model=_opt_str(obj.get("request_model"), f"{path}.request_model"),
+            response_model=_opt_str(obj.get("response_model"), f"{path}.response_model"),
+            input_tokens=_opt_count(obj.get("input_tokens"), f"{path}.input_tokens"),
+            output_tokens=_opt_count(obj.get("output_tokens"), f"{path}.output_tokens"),
+            finish_reasons=_str_tuple(obj.get("finish_reasons", []), f"{path}.finish_reasons"),
+            tool_calls=_str_tuple(obj.get("tool_calls", []), f"{path}.tool_calls",
+                                  nonempty=True),
+            duration_ms=_opt_number(obj.get("duration_ms"), f"{path}.duration_ms"),
+            cost_usd=_opt_number(obj.get("cost_usd"), f"{path}.cost_usd"),
+        )
+
+
+def _sum(values: list[int | None]) -> int | None:
+    """The total of known counts; None when no call reported one."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def usage_totals(calls: tuple[LLMCall, ...]) -> dict[str, Any]:
+    """Totals over the LLM calls of one request (the agent format's ``usage`` object)."""
+    inputs = _sum([c.input_tokens for c in calls])
+    outputs = _sum([c.output_tokens for c in calls])
+    costs = [c.cost_usd for c in calls]
+    models = sorted({m for c in calls if (m := c.model) is not None})
+    return {
+        "llm_calls": len(calls),
+        "input_tokens": inputs,
+        "output_tokens": outputs,
+        "total_tokens": None if inputs is None and outputs is None else (inputs or 0) + (
+            outputs or 0),
+        "cost_usd": sum(c for c in costs if c is not None) if all(
+            c is not None for c in costs) and costs else None,
+        "models": models,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +184,7 @@ class ProcessTrace:
         obj = _mapping(data, path)
         _reject_unknown(obj, _PROCESS_KEYS, path)
         tools = tuple(
-            ToolCall(_tool_name(item, f"{path}.tool_calls[{i}]"))
+            _tool_call(item, f"{path}.tool_calls[{i}]")
             for i, item in enumerate(_list(obj.get("tool_calls", []), f"{path}.tool_calls"))
         )
         docs = tuple(
@@ -129,6 +226,14 @@ class AgentTrace:
     trace: ProcessTrace = field(default_factory=ProcessTrace)
     partial: bool = False
     source: tuple[str, ...] = ()
+    input_source: str | None = None
+    output_source: str | None = None
+    llm_calls: tuple[LLMCall, ...] = ()
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Totals over :attr:`llm_calls` (calls, tokens, cost, models)."""
+        return usage_totals(self.llm_calls)
 
     @property
     def key(self) -> str:
@@ -137,7 +242,7 @@ class AgentTrace:
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-ready dict with a fixed key order."""
-        return {
+        out: dict[str, Any] = {
             "trace_id": self.trace_id,
             "request_id": self.request_id,
             "seed_id": self.seed_id,
@@ -156,6 +261,15 @@ class AgentTrace:
             "partial": self.partial,
             "source": list(self.source),
         }
+        # Added keys appear only when known, so traces without them keep their old shape.
+        if self.input_source is not None:
+            out["input_source"] = self.input_source
+        if self.output_source is not None:
+            out["output_source"] = self.output_source
+        if self.llm_calls:
+            out["llm_calls"] = [c.to_dict() for c in self.llm_calls]
+            out["usage"] = self.usage
+        return out
 
     @classmethod
     def from_dict(cls, data: object) -> AgentTrace:
@@ -194,7 +308,13 @@ class AgentTrace:
             trace=ProcessTrace.from_dict(obj.get("trace", {}), "trace"),
             partial=_bool(obj.get("partial", False), "partial"),
             source=_str_tuple(obj.get("source", []), "source"),
-        )
+            input_source=_opt_str(obj.get("input_source"), "input_source"),
+            output_source=_opt_str(obj.get("output_source"), "output_source"),
+            llm_calls=tuple(
+                LLMCall.from_dict(item, f"llm_calls[{i}]")
+                for i, item in enumerate(_list(obj.get("llm_calls", []), "llm_calls"))
+            ),
+        )  # "usage" is derived from llm_calls: accepted, recomputed
 
 
 # --- validation helpers (each names the field it rejects) -----------------------------------
@@ -252,6 +372,10 @@ def _opt_number(value: object, path: str) -> float | None:
     return float(value)
 
 
+def _opt_count(value: object, path: str) -> int | None:
+    return None if value is None else _nonneg_int(value, path)
+
+
 def _nonneg_int(value: object, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise _fail(path, "a non-negative integer", value)
@@ -284,13 +408,14 @@ def _reason(value: object, path: str) -> str | None:
     return reason
 
 
-def _tool_name(value: object, path: str) -> str:
+def _tool_call(value: object, path: str) -> ToolCall:
     obj = _mapping(value, path)
-    _reject_unknown(obj, ("name",), path)
+    _reject_unknown(obj, ("name", "id", "requested"), path)
     name = _str(obj.get("name"), f"{path}.name")
     if not name.strip():
         raise TraceFormatError("must not be empty.", field=f"{path}.name")
-    return name
+    return ToolCall(name, _opt_str(obj.get("id"), f"{path}.id"),
+                    _bool(obj.get("requested", False), f"{path}.requested"))
 
 
 def _document(value: object, path: str) -> RetrievedDocument:

@@ -37,7 +37,7 @@ from pathlib import Path
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from .convert import annotation_request_id, find_root, trace_from_records
+from .convert import annotation_request_id, conversation_key, find_root, trace_from_records
 from .ingest.batches import decode_batch
 from .model import AgentTrace
 from .spans import DecodedBatch, EncodedSpan, SpanRecord
@@ -526,6 +526,8 @@ class SpanStore:
         ``annotations`` replaces this store's own (to merge those of several partitions).
         A trace with an unreadable span raises :class:`DamagedStore`; with ``skipped`` it is
         left out and the problem appended there.
+        Parentless model calls of one conversation (see :func:`conversation_key`) come out as
+        one request, after the other traces, in order of their first call.
         """
         if annotations is None:
             annotations = self.annotations(skipped)
@@ -534,6 +536,7 @@ class SpanStore:
             rows = self.db.execute(
                 f"SELECT trace_id, released FROM traces{where} ORDER BY start_ns, trace_id"
             ).fetchall()
+        conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
         for trace_id, released in rows:
             try:
                 spans = self.trace_spans(trace_id)
@@ -544,6 +547,12 @@ class SpanStore:
                 continue
             if not spans:
                 continue
+            key = conversation_key(spans)
+            if key is not None:
+                held, partial = conversations.get(key, ([], False))
+                held.extend(spans)
+                conversations[key] = (held, partial or not released)
+                continue
             root = find_root(spans)
             request_id = root.attributes.get(semconv.REQUEST_ID) if root else None
             yield trace_from_records(
@@ -551,3 +560,7 @@ class SpanStore:
                 annotations.get(str(request_id), []) if request_id is not None else [],
                 partial=not released or not any(span.is_root for span in spans),
             )
+        for held, partial in conversations.values():
+            held.sort(key=lambda span: (span.start_ns, span.span_id))
+            yield trace_from_records(held, partial=partial)
+

@@ -50,10 +50,17 @@ class ContentSettings:
     max_chars: int = DEFAULT_MAX_CONTENT_CHARS
 
 
+# The GenAI instrumentations' values (opentelemetry-util-genai) mean "on" when content lands
+# anywhere; spanguard puts content on spans only, so one setting serves both.
+_CAPTURE_ON = frozenset({"1", "true", "yes", "on", "span_only", "span_and_event", "event_only"})
+
+
 def env_capture() -> bool:
-    """Whether the GenAI content-capture environment variable is on."""
+    """Whether the GenAI content-capture environment variable is on: ``true``/``1``/``yes``/
+    ``on`` or the GenAI values ``SPAN_ONLY``/``SPAN_AND_EVENT``/``EVENT_ONLY`` (any case);
+    ``NO_CONTENT``, ``false`` or anything else is off."""
     value = os.environ.get(CAPTURE_ENV, "").strip().lower()
-    return value in {"1", "true", "yes", "on"}
+    return value in _CAPTURE_ON
 
 
 _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)

@@ -18,6 +18,7 @@ from . import semconv
 from ._content import set_content
 from ._documents import normalize_documents, set_documents
 from ._instrument import SpanSpec, decorator, end_with_error
+from ._messages import genai_messages
 from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
 
 __all__ = ["LLMCall", "PlanScope", "escalate", "friction", "llm_call", "plan", "plan_step",
@@ -26,6 +27,7 @@ __all__ = ["LLMCall", "PlanScope", "escalate", "friction", "llm_call", "plan", "
 F = TypeVar("F", bound=Callable[..., Any])
 Mapper = Callable[[Any], Any]
 _RETRIEVAL_KEY = otel_context.create_key("spanguard.retrieval")
+_JSON = "application/json"
 
 
 # --- tool ---------------------------------------------------------------------------------
@@ -44,12 +46,17 @@ def _tool_start(fn: Callable[..., Any]) -> Callable[[Span, tuple[Any, ...], dict
             except TypeError:
                 bound = {"args": list(args), "kwargs": kwargs}
             set_content(span, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, dict(bound))
+            if set_content(span, semconv.INPUT_VALUE, dict(bound)):  # OpenInference backends
+                span.set_attribute(semconv.INPUT_MIME_TYPE, _JSON)
 
     return on_start
 
 
 def _tool_result(span: Span, result: Any) -> None:
-    set_content(span, semconv.GEN_AI_TOOL_CALL_RESULT, result)
+    if set_content(span, semconv.GEN_AI_TOOL_CALL_RESULT, result):
+        set_content(span, semconv.OUTPUT_VALUE, result)
+        span.set_attribute(semconv.OUTPUT_MIME_TYPE,
+                           "text/plain" if isinstance(result, str) else _JSON)
 
 
 def _tool_spec(fn: Callable[..., Any], name: str | None, description: str | None) -> SpanSpec:
@@ -383,12 +390,19 @@ class LLMCall(_SpanScope):
             self._response_model = model
 
     def set_input(self, messages: Any) -> None:
-        """The prompt messages (content: capture on only)."""
-        set_content(self._span, semconv.GEN_AI_INPUT_MESSAGES, messages)
+        """The prompt messages (content: capture on only): a string (one user message), chat
+        messages ``[{"role", "content", "tool_calls"?}]`` or GenAI messages with ``parts``;
+        recorded in the GenAI semconv parts shape."""
+        if content_settings().capture:
+            set_content(self._span, semconv.GEN_AI_INPUT_MESSAGES,
+                        genai_messages(messages, "user"))
 
     def set_output(self, messages: Any) -> None:
-        """The response messages (content: capture on only)."""
-        set_content(self._span, semconv.GEN_AI_OUTPUT_MESSAGES, messages)
+        """The response (content: capture on only): a string, chat messages or GenAI messages;
+        recorded in the parts shape, each message with a ``finish_reason``."""
+        if content_settings().capture:
+            set_content(self._span, semconv.GEN_AI_OUTPUT_MESSAGES,
+                        genai_messages(messages, "assistant", output=True))
 
     def _finish(self) -> None:
         self._span.set_attribute(semconv.GEN_AI_RESPONSE_MODEL,

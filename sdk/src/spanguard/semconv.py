@@ -39,8 +39,10 @@ GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
-GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # content
-GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"  # content
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # content (parts shape)
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"  # content (parts shape)
+GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"  # older name, read only
+GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # older, read only
 
 # gen_ai.operation.name values
 OP_INVOKE_AGENT: Final = "invoke_agent"
@@ -66,6 +68,13 @@ LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
 LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
 LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
 LLM_COST_TOTAL: Final = "llm.cost.total"
+# read only: OpenInference LLM spans
+LLM_INPUT_MESSAGES: Final = "llm.input_messages"  # llm.input_messages.{i}.message.{role,...}
+LLM_OUTPUT_MESSAGES: Final = "llm.output_messages"  # .message.tool_calls.{j}.tool_call.*
+LLM_INVOCATION_PARAMETERS: Final = "llm.invocation_parameters"  # JSON; "model" = request model
+LLM_FINISH_REASON: Final = "llm.finish_reason"
+LLM_PROVIDER: Final = "llm.provider"
+LLM_SYSTEM: Final = "llm.system"
 SESSION_ID: Final = "session.id"
 OI_METADATA: Final = "metadata"  # JSON object on any span; read for counterfactual identity
 RETRIEVAL_DOCUMENTS_PREFIX: Final = "retrieval.documents"
@@ -90,6 +99,10 @@ TRACELOOP_KIND_WORKFLOW: Final = "workflow"
 TRACELOOP_KIND_TASK: Final = "task"
 TRACELOOP_KIND_AGENT: Final = "agent"
 TRACELOOP_KIND_TOOL: Final = "tool"
+TRACELOOP_ASSOCIATION_PREFIX: Final = "traceloop.association.properties."  # conversation key
+TRACELOOP_LLM_REQUEST_TYPE: Final = "llm.request.type"  # chat | completion (older OpenLLMetry)
+GEN_AI_PROMPT: Final = "gen_ai.prompt"  # older OpenLLMetry: gen_ai.prompt.{i}.{role,content}
+GEN_AI_COMPLETION: Final = "gen_ai.completion"  # gen_ai.completion.{i}.tool_calls.{j}.name
 
 # --- spanguard ------------------------------------------------------------------------------
 NAMESPACE: Final = "spanguard"

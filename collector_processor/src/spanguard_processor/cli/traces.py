@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from ..formats import to_fairtrace_record, to_trace2eval_row
 from ..jsonio import read_agent_traces, write_jsonl
+from ..model import AgentTrace
 
 __all__ = ["traces"]
 
@@ -16,6 +18,19 @@ _CONVERTERS = {
     "fairtrace": to_fairtrace_record,
     "trace2eval": to_trace2eval_row,
 }
+
+
+_PRICES_HELP = ("JSON or YAML price table {model: {input, output}} in US dollars per million "
+                "tokens: fills in cost_usd from token counts where the spans carry no cost.")
+
+
+def _pricer(prices: Path | None) -> Callable[[AgentTrace], AgentTrace]:
+    if prices is None:
+        return lambda trace: trace
+    from ..pricing import apply_prices, load_prices
+
+    table = load_prices(prices)
+    return lambda trace: apply_prices(trace, table)
 
 
 @click.group()
@@ -29,7 +44,9 @@ def traces() -> None:
               show_default=True, help="Output format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="JSONL file to write (replaced atomically).")
-def convert(source: Path, fmt: str, output: Path) -> None:
+@click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help=_PRICES_HELP)
+def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
     """Validate the agent traces in SOURCE (JSONL) and write them in another format.
 
     \b
@@ -37,7 +54,8 @@ def convert(source: Path, fmt: str, output: Path) -> None:
       spanguard traces convert traces.jsonl --format fairtrace -o records.jsonl
     """
     converter = _CONVERTERS[fmt]
-    rows = [converter(trace) for trace in read_agent_traces(source)]
+    price = _pricer(prices)
+    rows = [converter(price(trace)) for trace in read_agent_traces(source)]
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
 
@@ -56,8 +74,10 @@ def convert(source: Path, fmt: str, output: Path) -> None:
 @click.option("--skip-bad", is_flag=True,
               help="Skip (and count) traces with unreadable spans in a damaged store, and bad "
                    "lines of span files, instead of stopping at the first.")
+@click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help=_PRICES_HELP)
 def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bool,
-           skip_bad: bool) -> None:
+           skip_bad: bool, prices: Path | None) -> None:
     """Export the assembled traces of span stores as JSONL.
 
     With --format trace2eval, traces recorded without input text (content capture off) cannot
@@ -67,6 +87,7 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     Example:
       spanguard traces export --store spans.db --format trace2eval -o logs.jsonl
       spanguard traces export --store a.db --store b.db -f fairtrace -o records.jsonl
+      spanguard traces export --store spans.db -f trace2eval --prices prices.yaml -o logs.jsonl
     """
     from spanguard.exceptions import TraceFormatError
 
@@ -76,6 +97,7 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
         if not path.exists():
             raise TraceFormatError("does not exist.", file=str(path))
     converter = _CONVERTERS[fmt]
+    price = _pricer(prices)
     rows = []
     without_input = 0
     skipped: list[str] | None = [] if skip_bad else None
@@ -84,7 +106,7 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
         if fmt == "trace2eval" and (trace.input is None or not trace.input.strip()):
             without_input += 1
             continue
-        rows.append(converter(trace))
+        rows.append(converter(price(trace)))
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
     if without_input:

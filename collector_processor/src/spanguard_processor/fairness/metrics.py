@@ -363,6 +363,38 @@ for _definition in (
 ):
     register_metric(_definition)
 
+def _usage_metric(key: str) -> Compute:
+    """A per-record count from the model-call totals (``usage``); records whose source says
+    nothing about model calls are left out, and those with the count unknown are counted."""
+
+    def compute(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
+        values = np.zeros((len(obs), 1))
+        valid = np.zeros(len(obs), dtype=bool)
+        unknown = 0
+        for i, o in enumerate(obs):
+            if o.usage is None:
+                continue
+            raw = o.usage.get(key)
+            if isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(
+                    raw):
+                values[i, 0] = float(raw)
+                valid[i] = True
+            else:
+                unknown += 1
+        return MetricValues(values, valid, missing_field_records=unknown)
+
+    return compute
+
+
+# spanguard's own: gaps in how much model work a request costs (not fairtrace metrics)
+for _definition in (
+    MetricDefinition("llm_call_gap", 1.0, "lower", _usage_metric("llm_calls"), "Agent",
+                     detail_key="average_counts", missing_key="missing_llm_usage_records"),
+    MetricDefinition("token_gap", 200.0, "lower", _usage_metric("total_tokens"), "Agent",
+                     detail_key="average_tokens", missing_key="missing_token_count_records"),
+):
+    register_metric(_definition)
+
 BUILTIN_METRICS = (
     "tool_use_parity", "retrieval_exposure_gap", "plan_length_gap", "escalation_parity",
     "friction_point_gap", "escalation_reason_parity", "refusal_gap", "helpfulness_gap",

@@ -20,7 +20,7 @@ from spanguard.exceptions import InputError, TraceFormatError
 from .._json import parse_json
 from ..formats import to_fairtrace_record
 from ..jsonio import iter_jsonl
-from ..model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
+from ..model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall, usage_totals
 
 __all__ = [
     "Observation",
@@ -68,6 +68,9 @@ class Observation:
     trace: ProcessTrace | None = None
     trace_id: str | None = None  # the OpenTelemetry trace id, when the record came from spans
     captured: bool = True  # False when the trace was recorded with content capture off
+    # model-call totals (AgentTrace.usage); None when the source does not say (a fairtrace
+    # record not written by spanguard)
+    usage: Mapping[str, Any] | None = None
 
     @property
     def group(self) -> str:
@@ -128,6 +131,7 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
         trace=trace.trace,
         trace_id=trace.trace_id,
         captured=trace.input is not None or trace.output is not None,
+        usage=trace.usage,
     )
 
 
@@ -181,7 +185,17 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         response=_string(data, "response", ""),
         metadata=metadata,
         trace=None if raw_trace is None else parse_fairtrace_trace(raw_trace),
+        usage=_record_usage(meta.get("spanguard")),
     )
+
+
+def _record_usage(block: object) -> Mapping[str, Any] | None:
+    """Model-call totals of a record spanguard wrote (its ``response_metadata.spanguard``
+    block); a block without ``usage`` means the request made no model call."""
+    if not isinstance(block, dict):
+        return None
+    usage = block.get("usage")
+    return usage if isinstance(usage, dict) else usage_totals(())
 
 
 def _canonical(raw: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,0 +1,120 @@
+"""One agent turn instrumented by a real third-party instrumentation, exported over OTLP/HTTP.
+
+``python instrumented_turn.py INSTRUMENTOR OTLP_URL OPENAI_BASE_URL`` runs the turn
+"Weather in Paris?" → the model requests ``get_weather`` → the tool result → the answer, with
+the real ``openai`` client (or LangChain's ``ChatOpenAI``) against the local stub, instrumented
+only by INSTRUMENTOR (no spanguard SDK). A process of its own per instrumentor: each patches
+the ``openai`` module globally and reads its settings from the environment once.
+
+INSTRUMENTOR is one of:
+
+* ``openai-v2`` — opentelemetry-instrumentation-openai-v2 (GenAI semconv), under a plain
+  parent span;
+* ``openinference-openai`` — openinference-instrumentation-openai, no parent, one session
+  (``using_session``);
+* ``openinference-langchain`` — openinference-instrumentation-langchain, ``ChatOpenAI`` with a
+  LangChain tool, no parent, one session;
+* ``openllmetry-openai`` — OpenLLMetry's opentelemetry-instrumentation-openai, under a plain
+  parent span.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+QUESTION = "Weather in Paris?"
+SYSTEM = "You answer in one sentence."
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather of a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}]
+
+
+def get_weather(city: str) -> str:
+    return f"sunny, 21 °C in {city}"
+
+
+def openai_turn(base_url: str) -> str:
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
+                                      {"role": "user", "content": QUESTION}]
+    first = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
+                                           tools=TOOLS)  # type: ignore[arg-type]
+    message = first.choices[0].message
+    messages.append(message.model_dump(exclude_none=True))
+    for call in message.tool_calls or []:
+        arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
+        messages.append({"role": "tool", "tool_call_id": call.id,
+                         "content": get_weather(**arguments)})
+    second = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
+                                            tools=TOOLS)  # type: ignore[arg-type]
+    return second.choices[0].message.content or ""
+
+
+def langchain_turn(base_url: str) -> str:
+    from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool("get_weather")
+    def weather_tool(city: str) -> str:
+        """Current weather of a city."""
+        return get_weather(city)
+
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url, api_key="test-key",  # type: ignore[arg-type]
+                       max_retries=0).bind_tools([weather_tool])
+    messages: list[BaseMessage] = [SystemMessage(SYSTEM), HumanMessage(QUESTION)]
+    reply = model.invoke(messages)
+    messages.append(reply)
+    for call in reply.tool_calls:  # type: ignore[attr-defined]
+        messages.append(weather_tool.invoke(call))
+    return str(model.invoke(messages).content)
+
+
+def main(name: str, otlp_url: str, base_url: str) -> None:
+    provider = TracerProvider(resource=Resource.create({"service.name": f"turn-{name}"}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=otlp_url)))
+    tracer = provider.get_tracer("weather-app")
+    if name == "openai-v2":
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+        with tracer.start_as_current_span("weather turn"):
+            answer = openai_turn(base_url)
+    elif name == "openllmetry-openai":
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as OpenLLMetry
+
+        OpenLLMetry().instrument(tracer_provider=provider)
+        with tracer.start_as_current_span("weather turn"):
+            answer = openai_turn(base_url)
+    elif name == "openinference-openai":
+        from openinference.instrumentation import using_session
+        from openinference.instrumentation.openai import OpenAIInstrumentor as OIOpenAI
+
+        OIOpenAI().instrument(tracer_provider=provider)
+        with using_session("weather-session-1"):
+            answer = openai_turn(base_url)
+    elif name == "openinference-langchain":
+        from openinference.instrumentation import using_session
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=provider)
+        with using_session("weather-session-1"):
+            answer = langchain_turn(base_url)
+    else:
+        raise SystemExit(f"unknown instrumentor {name!r}")
+    provider.shutdown()
+    print(answer)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
