@@ -62,9 +62,9 @@ BAD_SUITES: list[tuple[object, str]] = [
     ({"dataset": {"prompts": [{"id": "a", "prompt": "x"}]}, "metrics": [{"type": "nope"}]},
      "field 'metrics[0].type': unknown metric type 'nope'; known types are "
      "counterfactual_stability, escalation_parity, escalation_reason_parity, "
-     "friction_point_gap, helpfulness_gap, plan_length_gap, refusal_gap, "
-     "retrieval_exposure_gap, retrieval_exposure_gap_legacy, tool_count_gap, tool_name_gap, "
-     "tool_sequence_gap, tool_use_parity, toxicity_gap, verbosity_gap."),
+     "friction_point_gap, helpfulness_gap, llm_call_gap, plan_length_gap, refusal_gap, "
+     "retrieval_exposure_gap, retrieval_exposure_gap_legacy, token_gap, tool_count_gap, "
+     "tool_name_gap, tool_sequence_gap, tool_use_parity, toxicity_gap, verbosity_gap."),
     ({"dataset": {"prompts": [{"id": "a", "prompt": "x"}]},
       "metrics": [{"type": "tool_use_parity", "threshold": None}]},
      "field 'metrics[0].threshold': must be a finite number, got null."),

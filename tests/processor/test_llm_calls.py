@@ -293,3 +293,15 @@ def test_llm_call_and_token_gaps_across_groups() -> None:
             for r in _records({"a": [2, 2, 2], "b": [2, 2, 2]})]
     result = evaluate(same, [MetricConfig("llm_call_gap", 1.0)]).results[0]
     assert result.score == 0.0 and result.records == 6
+
+
+def test_an_agent_trace_with_model_calls_is_still_read_as_an_agent_trace_by_cases() -> None:
+    from spanguard_processor.regression.loader import _Reader
+
+    root = span("00", end=50, attrs={sc.REQUEST_ID: "req-7", sc.INPUT_VALUE: "Weather?",
+                                     sc.OUTPUT_VALUE: "Sunny."})
+    data = trace_from_records([root, *gen_ai_turn("00")]).to_dict()
+    assert "usage" in data and "llm_calls" in data
+    reader = _Reader(1 << 20)
+    row = reader.build_row(data, "traces.jsonl", 1)
+    assert row.id == "req-7" and reader.result.agent_traces == 1

@@ -30,14 +30,14 @@ from ._documents import finite_number
 from .model import LLMCall
 from .spans import AttrValue, SpanRecord
 
-__all__ = ["Message", "is_llm_span", "llm_call", "question_and_answer", "requested_tools",
-           "text_of"]
+__all__ = ["Message", "input_messages", "is_llm_span", "llm_call", "output_messages",
+           "question_and_answer", "requested_tools", "text_of"]
 
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _USER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
-_OI_INDEXED = re.compile(r"^(\d+)\.message\.(.+)$")
-_OLLM_INDEXED = re.compile(r"^(\d+)\.(.+)$")
+_OI_INDEXED = re.compile(r"(\d+)\.message\.(.+)$")
+_OLLM_INDEXED = re.compile(r"(\d+)\.(.+)$")
 _TOOL_INDEXED = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _CONTENTS_INDEXED = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
 
@@ -188,18 +188,6 @@ def _messages(data: Any, default_role: str) -> list[Message]:
     return [m for item in data if (m := _message(item, default_role)) is not None]
 
 
-def _indexed(attrs: Mapping[str, AttrValue], prefix: str, pattern: re.Pattern[str]
-             ) -> dict[int, dict[str, AttrValue]]:
-    found: dict[int, dict[str, AttrValue]] = {}
-    start = prefix + "."
-    for key, value in attrs.items():
-        if key.startswith(start):
-            match = pattern.match(key[len(start):])
-            if match:
-                found.setdefault(int(match.group(1)), {})[match.group(2)] = value
-    return found
-
-
 def _flat_message(fields: Mapping[str, AttrValue], default_role: str) -> Message:
     role = fields.get("role")
     finish = fields.get("finish_reason")
@@ -229,15 +217,23 @@ def _flat_message(fields: Mapping[str, AttrValue], default_role: str) -> Message
     return message
 
 
-def _oi_messages(attrs: Mapping[str, AttrValue], prefix: str, default_role: str
-                 ) -> list[Message]:
-    fields = _indexed(attrs, prefix, _OI_INDEXED)
-    return [_flat_message(fields[i], default_role) for i in sorted(fields)]
-
-
-def _openllmetry_messages(attrs: Mapping[str, AttrValue], prefix: str, default_role: str
-                          ) -> list[Message]:
-    fields = _indexed(attrs, prefix, _OLLM_INDEXED)
+def _flat_messages(attrs: Mapping[str, AttrValue], oi_prefix: str, ollm_prefix: str,
+                   default_role: str) -> list[Message]:
+    """OpenInference ``{oi_prefix}.{i}.message.*`` messages, else OpenLLMetry
+    ``{ollm_prefix}.{i}.*`` ones: one pass over the keys."""
+    oi_start, ollm_start = oi_prefix + ".", ollm_prefix + "."
+    oi: dict[int, dict[str, AttrValue]] = {}
+    ollm: dict[int, dict[str, AttrValue]] = {}
+    for key, value in attrs.items():
+        if key.startswith(oi_start):
+            match = _OI_INDEXED.match(key, len(oi_start))
+            if match:
+                oi.setdefault(int(match.group(1)), {})[match.group(2)] = value
+        elif key.startswith(ollm_start):
+            match = _OLLM_INDEXED.match(key, len(ollm_start))
+            if match:
+                ollm.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    fields = oi or ollm
     return [_flat_message(fields[i], default_role) for i in sorted(fields)]
 
 
@@ -277,9 +273,7 @@ def input_messages(span: SpanRecord) -> list[Message]:
     attrs = span.attributes
     if semconv.GEN_AI_INPUT_MESSAGES in attrs:
         return _messages(_json(attrs[semconv.GEN_AI_INPUT_MESSAGES]), "user")
-    found = _oi_messages(attrs, semconv.LLM_INPUT_MESSAGES, "user")
-    if not found:
-        found = _openllmetry_messages(attrs, semconv.GEN_AI_PROMPT, "user")
+    found = _flat_messages(attrs, semconv.LLM_INPUT_MESSAGES, semconv.GEN_AI_PROMPT, "user")
     if not found and semconv.INPUT_VALUE in attrs:
         found = _body_messages(_json(attrs[semconv.INPUT_VALUE]), "user") or []
     return found
@@ -291,9 +285,8 @@ def output_messages(span: SpanRecord) -> list[Message]:
         return _messages(_json(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
                          if _looks_json(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
                          else attrs[semconv.GEN_AI_OUTPUT_MESSAGES], "assistant")
-    found = _oi_messages(attrs, semconv.LLM_OUTPUT_MESSAGES, "assistant")
-    if not found:
-        found = _openllmetry_messages(attrs, semconv.GEN_AI_COMPLETION, "assistant")
+    found = _flat_messages(attrs, semconv.LLM_OUTPUT_MESSAGES, semconv.GEN_AI_COMPLETION,
+                           "assistant")
     if not found and semconv.OUTPUT_VALUE in attrs:
         found = _body_messages(_json(attrs[semconv.OUTPUT_VALUE]), "assistant") or []
     return found
@@ -320,16 +313,17 @@ def _answer(messages: Sequence[Message]) -> str | None:
     return None
 
 
-def requested_tools(span: SpanRecord) -> list[tuple[str, str | None]]:
-    """The tool calls the model asked for in this LLM span's output, as (name, id)."""
-    return [call for message in output_messages(span) for call in message.tool_calls]
+def requested_tools(outputs: Sequence[Message]) -> list[tuple[str, str | None]]:
+    """The tool calls the model asked for in an LLM span's output messages, as (name, id)."""
+    return [call for message in outputs for call in message.tool_calls]
 
 
-def question_and_answer(llm_spans: Sequence[SpanRecord]
+def question_and_answer(llm_spans: Sequence[SpanRecord],
+                        outputs: Mapping[str, Sequence[Message]]
                         ) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
     """The turn's question (last user message of its first model call that has one) and
     answer (final assistant text of its last model call that has one), each with its source
-    key; LLM spans in start order."""
+    key; LLM spans in start order, ``outputs`` their output messages by span id."""
     question = answer = None
     for span in llm_spans:
         text = _question(input_messages(span))
@@ -337,7 +331,7 @@ def question_and_answer(llm_spans: Sequence[SpanRecord]
             question = (text, _message_source(span, input_side=True))
             break
     for span in reversed(llm_spans):
-        text = _answer(output_messages(span))
+        text = _answer(outputs[span.span_id])
         if text is not None:
             answer = (text, _message_source(span, input_side=False))
             break
@@ -437,10 +431,9 @@ def _finish_reasons(span: SpanRecord, outputs: Sequence[Message]) -> tuple[str, 
     return tuple(m.finish_reason for m in outputs if m.finish_reason)
 
 
-def llm_call(span: SpanRecord) -> LLMCall:
-    """One model call as the agent trace records it."""
+def llm_call(span: SpanRecord, outputs: Sequence[Message]) -> LLMCall:
+    """One model call as the agent trace records it (``outputs``: its output messages)."""
     attrs = span.attributes
-    outputs = output_messages(span)
     duration = (span.end_ns - span.start_ns) / 1e6 if span.end_ns >= span.start_ns > 0 else None
     return LLMCall(
         provider=_str(_first(attrs, (semconv.GEN_AI_PROVIDER_NAME, semconv.GEN_AI_SYSTEM,

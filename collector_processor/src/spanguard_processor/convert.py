@@ -23,7 +23,15 @@ from spanguard import semconv
 
 from ._documents import finite_number, span_documents
 from ._json import parse_json
-from ._llm import is_llm_span, llm_call, question_and_answer, requested_tools, text_of
+from ._llm import (
+    Message,
+    is_llm_span,
+    llm_call,
+    output_messages,
+    question_and_answer,
+    requested_tools,
+    text_of,
+)
 from .model import AgentTrace, JSONScalar, ProcessTrace, ToolCall
 from .spans import AttrValue, SpanEvent, SpanRecord
 
@@ -208,7 +216,8 @@ def tool_name(span: SpanRecord) -> str | None:
     return name or span.name or "tool"
 
 
-def _tool_calls(ordered: Sequence[SpanRecord]) -> tuple[ToolCall, ...]:
+def _tool_calls(ordered: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Message]]
+                ) -> tuple[ToolCall, ...]:
     """Executed tool spans, plus the calls models requested that no executed span answers.
 
     A requested call is answered by an executed tool span with the same call id, else by an
@@ -216,8 +225,8 @@ def _tool_calls(ordered: Sequence[SpanRecord]) -> tuple[ToolCall, ...]:
     at the end of the LLM span that asked for them.
     """
     executed = [(s, name) for s in ordered if (name := tool_name(s)) is not None]
-    requested = [(s, name, ident) for s in ordered if is_llm_span(s)
-                 for name, ident in requested_tools(s)]
+    requested = [(s, name, ident) for s in ordered if s.span_id in outputs
+                 for name, ident in requested_tools(outputs[s.span_id])]
     answered: set[int] = set()
     ids = {}
     for index, (span, _) in enumerate(executed):
@@ -242,9 +251,10 @@ def _tool_calls(ordered: Sequence[SpanRecord]) -> tuple[ToolCall, ...]:
     return tuple(call for *_, call in timeline)
 
 
-def _process(spans: Sequence[SpanRecord]) -> ProcessTrace:
+def _process(spans: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Message]]
+             ) -> ProcessTrace:
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
-    tools = _tool_calls(ordered)
+    tools = _tool_calls(ordered, outputs)
     documents = tuple(doc for s in ordered for doc in span_documents(s))
     plan: list[str] = []
     friction: list[str] = []
@@ -420,7 +430,8 @@ def trace_from_records(
         latency = (end - start) / 1e6 if end >= start > 0 else None
     llm_spans = sorted((s for s in spans if is_llm_span(s)), key=lambda s: (s.start_ns,
                                                                            s.span_id))
-    question, answer = question_and_answer(llm_spans)
+    outputs = {s.span_id: output_messages(s) for s in llm_spans}
+    question, answer = question_and_answer(llm_spans, outputs)
     input_text, input_source = _content(root, _ROOT_INPUT, question, input_side=True)
     output_text, output_source = _content(root, _ROOT_OUTPUT, answer, input_side=False)
     return AgentTrace(
@@ -440,12 +451,12 @@ def trace_from_records(
         metadata={
             k: _plain(v) for k, v in sorted(_prefixed(attrs, semconv.METADATA_PREFIX).items())
         },
-        trace=_process(spans),
+        trace=_process(spans, outputs),
         partial=partial or root.parent_span_id != "",
         source=_sources([*spans, *annotations]),
         input_source=input_source,
         output_source=output_source,
-        llm_calls=tuple(llm_call(s) for s in llm_spans),
+        llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
     )
 
 

@@ -18,6 +18,7 @@ from spanguard.exceptions import TraceFormatError
 from ._json import kind_of
 
 __all__ = [
+    "AGENT_TRACE_KEYS",
     "AgentTrace",
     "JSONScalar",
     "LLMCall",
@@ -33,6 +34,8 @@ _TRACE_KEYS = (
     "output", "latency_ms", "cost_usd", "feedback", "retried", "expect", "metadata", "trace",
     "partial", "source", "input_source", "output_source", "llm_calls", "usage",
 )
+AGENT_TRACE_KEYS = frozenset(_TRACE_KEYS)  # every key an agent-trace JSON object may have
+
 _PROCESS_KEYS = (
     "tool_calls", "retrieved_documents", "plan_steps", "escalated", "escalation_reason",
     "friction_points",

@@ -22,7 +22,7 @@ from spanguard.exceptions import InputError, TraceFormatError
 
 from ..formats import to_trace2eval_row
 from ..jsonio import open_binary
-from ..model import AgentTrace, ProcessTrace
+from ..model import AGENT_TRACE_KEYS, AgentTrace, ProcessTrace
 from .expect import validate_expect
 from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
 from .textnorm import detect_fallback
@@ -49,7 +49,7 @@ RETRIED_ALIASES = ("retried", "is_retry", "was_retried")
 RETRY_COUNT_ALIASES = ("retry_count", "retries")
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
-_AGENT_KEYS = frozenset(AgentTrace.__dataclass_fields__)
+_AGENT_KEYS = AGENT_TRACE_KEYS
 
 
 @dataclass(frozen=True, slots=True)
