@@ -27,7 +27,7 @@ _CATEGORIES = {
     "retrieval_exposure_gap_legacy": "RAG", "tool_use_parity": "Agent",
     "plan_length_gap": "Agent", "escalation_parity": "Agent", "friction_point_gap": "Agent",
     "escalation_reason_parity": "Agent", "tool_count_gap": "Agent", "tool_name_gap": "Agent",
-    "tool_sequence_gap": "Agent",
+    "tool_sequence_gap": "Agent", "llm_call_gap": "Agent", "token_gap": "Agent",
 }
 
 

@@ -389,9 +389,11 @@ def _usage_metric(key: str) -> Compute:
 # spanguard's own: gaps in how much model work a request costs (not fairtrace metrics)
 for _definition in (
     MetricDefinition("llm_call_gap", 1.0, "lower", _usage_metric("llm_calls"), "Agent",
-                     detail_key="average_counts", missing_key="missing_llm_usage_records"),
+                     detail_key="average_counts", missing_key="missing_llm_usage_records",
+                     scale="count"),
     MetricDefinition("token_gap", 200.0, "lower", _usage_metric("total_tokens"), "Agent",
-                     detail_key="average_tokens", missing_key="missing_token_count_records"),
+                     detail_key="average_tokens", missing_key="missing_token_count_records",
+                     scale="count"),
 ):
     register_metric(_definition)
 
