@@ -9,7 +9,10 @@ Figures (spans per second, medians of --repeat runs):
   ``spanguard serve`` subprocess, from first send to last acknowledgement (acknowledged =
   committed to SQLite with fsync); floor: ``ParseFromString`` of the same request bodies;
 * span file — ``spanguard ingest`` of the same spans as OTLP-JSON lines into a durable store;
-  floor: ``json.loads`` of the same lines.
+  floor: ``json.loads`` of the same lines;
+* peer — the same requests replayed the same way against ``rotel`` (a native OTLP collector,
+  PyPI ``rotel``) receiving OTLP/HTTP and batching into its ``blackhole`` exporter: its CPU per
+  span beside the processor's (which also indexes and commits every span durably).
 
 After the HTTP run it checks zero loss (every span stored, once) and reports the server's
 peak RSS with ``--num-traces`` in flight at most.
@@ -48,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from spanguard_processor.readers import ingest_files  # noqa: E402
 from spanguard_processor.store import SpanStore  # noqa: E402
 from tests.processor.agent_app import run_request  # noqa: E402
+from tests.sdk.rotel_helper import free_port, rotel_binary  # noqa: E402
 
 
 def make_spans(requests: int) -> list:
@@ -87,6 +91,24 @@ def serve(store: Path, num_traces: int) -> tuple[subprocess.Popen, str]:
     line = proc.stdout.readline()  # type: ignore[union-attr]
     port = re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1)  # type: ignore[union-attr]
     return proc, f"http://127.0.0.1:{port}"
+
+
+def rotel(folder: Path) -> tuple[subprocess.Popen, str]:
+    """rotel receiving OTLP/HTTP (and gRPC, unused) and dropping what it batched."""
+    http, grpc = free_port(), free_port()
+    proc = subprocess.Popen(
+        [str(rotel_binary()), "start", "--otlp-http-endpoint", f"127.0.0.1:{http}",
+         "--otlp-grpc-endpoint", f"127.0.0.1:{grpc}", "--exporter", "blackhole",
+         "--log-file", str(folder / "rotel.log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", http), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{http}"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -175,6 +197,19 @@ def main() -> None:
         http = statistics.median(http_times)
         server_cpu = statistics.median(http_cpu)
 
+        peer_cpu = []
+        for _ in range(args.repeat):
+            proc, url = rotel(Path(tmp))
+            try:
+                before = cpu_seconds(proc.pid)
+                replay(url, bodies, args.clients)
+                time.sleep(0.5)  # its batch timeout: the last batch is dropped, not pending
+                peer_cpu.append(cpu_seconds(proc.pid) - before)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+        rotel_cpu = statistics.median(peer_cpu)
+
         lines_path = Path(tmp) / "spans.jsonl"
         lines = [json.dumps(hexify(MessageToDict(ExportTraceServiceRequest.FromString(b))))
                  for b in bodies]
@@ -211,6 +246,9 @@ def main() -> None:
           f"{rate(app_wall):10,.0f}  {app_wall / http:5.2f}x (target >= 3x)")
     print(f"{'  server CPU vs app CPU per span':44} {rate(server_cpu):10,.0f}  {rate(app):10,.0f}  "
           f"{app / server_cpu:5.2f}x (target >= 3x)")
+    print(f"{'rotel (native collector) -> blackhole, per CPU-s':44} {rate(rotel_cpu):10,.0f}")
+    print(f"{'  CPU per span: server / rotel':44} {server_cpu / n * 1e6:8.1f} us  "
+          f"{rotel_cpu / n * 1e6:8.1f} us  {server_cpu / rotel_cpu:5.2f}x rotel's")
     print(f"{'span file (OTLP-JSON lines) -> durable store':44} {rate(ingest):10,.0f}  "
           f"{rate(loads):10,.0f}  {loads / ingest:5.3f} of json.loads")
     print(f"{'':44} {'':10}  {rate(fast):10,.0f}  {fast / ingest:5.3f} of orjson.loads, GC paused")

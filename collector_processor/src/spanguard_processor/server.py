@@ -21,6 +21,7 @@ import ipaddress
 import logging
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -191,6 +192,9 @@ def serve_forever(
     # keep it out of every later collection, which then only walks what requests allocate
     gc.collect()
     gc.freeze()
+    # the GIL passes between threads every 1 ms instead of 5: a thread decoding or storing a
+    # large request then delays /health and refusals on the event loop by less
+    sys.setswitchinterval(0.001)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: object) -> None:

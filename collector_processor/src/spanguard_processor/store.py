@@ -370,10 +370,10 @@ class SpanStore:
                                     (batch.fmt, batch.body, _crc(batch.body)))
                 batch_id = cursor.lastrowid
                 before = db.total_changes
-                db.executemany(_UPSERT_SPAN, [  # unpacking: no per-field attribute lookups
+                db.executemany(_UPSERT_SPAN, (  # rows made one at a time, never all at once
                     (trace, span, parent, start, annotation, batch_id, position)
                     for trace, span, parent, start, annotation, position in batch.spans
-                ])
+                ))
                 added = db.total_changes - before
                 if added == 0:  # a pure re-delivery: keep nothing
                     db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
