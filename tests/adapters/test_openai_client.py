@@ -199,3 +199,27 @@ def test_by_default_metadata_goes_only_where_the_api_accepts_it() -> None:
     assert "metadata" not in sent[0] and "store" not in sent[0]
     assert sent[1]["metadata"] == {"group": "a"}
     assert "metadata" not in sent[2] and sent[2]["store"] is False
+
+
+def test_tool_loop_returns_a_failing_tool_as_its_output_and_stops_at_max_turns() -> None:
+    def broken(order_id: str) -> str:
+        raise ValueError(f"no order {order_id}")
+
+    always = chat_completion(None, tool_calls=[("call_9", "track", '{"order_id": "A1"}')])
+    with openai_stub(lambda path, body: always) as stub:
+        client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        app = openai_chat(client, model="m", tool_functions={"track": broken}, max_turns=3,
+                          tools=[{"type": "function", "function": {"name": "track"}}])
+        text, spans = call_captured(app, "Where is A1?", {})
+        client.close()
+    assert text == "" and len(stub.requests) == 3
+    sent = stub.requests[1][1]["messages"]
+    assert sent[-2] == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_9", "type": "function",
+         "function": {"name": "track", "arguments": '{"order_id": "A1"}'}}]}
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_9",
+                        "content": "error: ValueError: no order A1"}
+    tools = [s for s in spans if s["name"] == "execute_tool track"]
+    assert len(tools) == 3  # each of the three model turns ran the tool once
+    with pytest.raises(AdapterError, match="tool_functions must map tool names to functions"):
+        openai_chat(client, model="m", tool_functions={"track": "not callable"})

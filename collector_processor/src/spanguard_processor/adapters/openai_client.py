@@ -190,7 +190,7 @@ class _Dialogue:
 
     def follow_up(self, response: Any, outputs: Sequence[tuple[str | None, str]]) -> None:
         if self.adapter == CHAT:
-            message = response.choices[0].message.model_dump(exclude_none=True)
+            message = _assistant_message(response.choices[0].message)
             self.request["messages"] = [*self.request["messages"], message, *(
                 {"role": "tool", "tool_call_id": call_id, "content": text}
                 for call_id, text in outputs)]
@@ -201,6 +201,22 @@ class _Dialogue:
             self.request["input"] = [*history, *items, *(
                 {"type": "function_call_output", "call_id": call_id, "output": text}
                 for call_id, text in outputs)]
+
+
+def _assistant_message(message: Any) -> dict[str, Any]:
+    """The assistant's tool-calling turn as a request message (only the fields a request
+    takes; a response message also carries e.g. ``annotations``)."""
+    calls = []
+    for call in getattr(message, "tool_calls", None) or ():
+        function = getattr(call, "function", None)
+        if function is not None:
+            calls.append({"id": call.id, "type": "function", "function": {
+                "name": function.name, "arguments": function.arguments}})
+        elif (custom := getattr(call, "custom", None)) is not None:
+            calls.append({"id": call.id, "type": "custom",
+                          "custom": {"name": custom.name, "input": custom.input}})
+    return {"role": "assistant", "content": getattr(message, "content", None),
+            "tool_calls": calls}
 
 
 def _arguments(arguments: str) -> dict[str, Any] | None:
