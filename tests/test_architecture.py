@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -164,3 +165,56 @@ def test_the_grpc_receiver_loads_without_starlette() -> None:
                             timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
+
+
+_DOC_TOKEN = re.compile(r"`([A-Za-z_][\w/]*(?:\.[A-Za-z_]\w*)*)`")
+
+
+def _module_file(path: str) -> Path | None:
+    """``fairness/gate`` or ``spanguard/_signals`` → the source file, or None."""
+    base = SOURCES[0] if path.split("/")[0] == "spanguard" else SOURCES[1] / "spanguard_processor"
+    for candidate in (base / f"{path}.py", base / path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _names(node: ast.stmt) -> set[str]:
+    """The top-level names a statement defines (imports count: they re-export)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.ImportFrom):
+        return {alias.asname or alias.name for alias in node.names}
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {t.id for t in targets if isinstance(t, ast.Name)}
+    return set()
+
+
+def _defines(source: Path, dotted: list[str]) -> bool:
+    scope: list[ast.stmt] = ast.parse(source.read_text(encoding="utf-8")).body
+    for name in dotted:
+        found = next((node for node in scope if name in _names(node)), None)
+        if found is None:
+            return False
+        scope = found.body if isinstance(found, ast.ClassDef) else []
+    return True
+
+
+def test_the_architecture_page_names_only_modules_and_functions_that_exist() -> None:
+    """Every ``module.py`` and ``module.attribute`` the page names in code spans is real."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    stale = []
+    for token in sorted(set(_DOC_TOKEN.findall(text))):
+        if token.endswith(".py"):
+            if _module_file(token.removesuffix(".py")) is None and not (ROOT / token).is_file():
+                stale.append(token)
+            continue
+        parts = token.split(".")
+        for split in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
+            source = _module_file("/".join(parts[:split]))
+            if source is not None:
+                if not _defines(source, parts[split:]):
+                    stale.append(token)
+                break
+    assert stale == [], f"docs/architecture.md names what does not exist: {stale}"
