@@ -126,7 +126,9 @@ class GapInference:
     p_threshold: float  # p-value of H0: Δ ≤ τ
     worst_case: bool  # some contrast showed no variation: worst-case variance used
     null_maxes: tuple[FloatArray, ...]  # per family, sorted draws of max |T| under H0
-    residuals: FloatArray  # (S, G·C) per-seed contrast residuals (for the MDE simulation)
+    residuals: FloatArray  # (S, G, C) per-seed residuals of the group means (for the MDE)
+    levels: FloatArray  # (G, C) each group's raw mean (their average: the MDE's base rate)
+    scale: str  # "rate", "count" or "real"
 
     @property
     def width(self) -> int:
@@ -324,8 +326,43 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     return GapInference(
         groups=present.astype(np.int64), means=means, contrast=d, se=se, cov=cov, lmat=lmat,
         seeds=s_count, critical=ks[0], estimate=estimate, interval=(lower, upper),
-        p_threshold=p, worst_case=worst, null_maxes=tuple(null_maxes), residuals=w,
+        p_threshold=p, worst_case=worst, null_maxes=tuple(null_maxes), residuals=resid,
+        levels=_levels(units)[present], scale=scale_of(units.values, scale),
     )
+
+
+def _group_cov(inf: GapInference) -> FloatArray:
+    """Covariance of the group means (G·C): the seeds' sandwich, or the worst case when the
+    data show no variation (recovered from the contrasts' covariance)."""
+    u = inf.residuals.reshape(inf.residuals.shape[0], -1)
+    s_count = u.shape[0]
+    vm: FloatArray = (s_count / max(s_count - 1.0, 1.0)) * (u.T @ u)
+    if inf.worst_case:
+        cols = inf.means.shape[1]
+        pinv = np.linalg.pinv(np.kron(inf.lmat, np.eye(cols)))
+        vm = pinv @ inf.cov @ pinv.T
+    return vm
+
+
+def _levels(units: Units) -> FloatArray:
+    n = np.bincount(units.group, minlength=units.n_groups).astype(np.float64)
+    cols = units.values.shape[1]
+    tot = np.stack([np.bincount(units.group, weights=units.values[:, c],
+                                minlength=units.n_groups) for c in range(cols)], axis=1)
+    out: FloatArray = tot / np.maximum(n, 1.0)[:, None]
+    return out
+
+
+def _spread(scale: str, level: float, delta: float) -> tuple[float, float]:
+    """(direction, sd factor) of planting a gap ``delta`` on a group at ``level``: a rate's
+    variance p(1 − p) and a count's (Poisson) variance move with the mean."""
+    if scale == "rate" and 0.0 < level < 1.0:
+        sign = 1.0 if level <= 0.5 else -1.0
+        moved = min(1.0, max(0.0, level + sign * delta))
+        return sign, math.sqrt(max(moved * (1.0 - moved), 1e-6) / (level * (1.0 - level)))
+    if scale == "count" and level > 0.0:
+        return 1.0, math.sqrt((level + delta) / level)
+    return 1.0, 1.0
 
 
 def min_detectable_effect(inf: GapInference, threshold: float, alpha: float,
@@ -346,30 +383,53 @@ def min_detectable_effect(inf: GapInference, threshold: float, alpha: float,
     share = alpha / len(inf.null_maxes)
     ks = np.array([_quantile(m, 1.0 - share) for m in inf.null_maxes])
     rng = np.random.default_rng(seed)
-    width = rows * cols
-    if inf.seeds < RESAMPLE_SEEDS and not inf.worst_case:
-        s = inf.seeds
-        idx = rng.integers(0, s, size=(sims, s))
-        drawn = inf.residuals[idx]  # (sims, S, G·C)
-        mean = drawn.mean(axis=1)
-        centred = drawn - mean[:, None, :]
-        corr = s / (s - 1.0) if s > 1 else 1.0
-        se = np.sqrt(np.maximum(corr * (centred ** 2).sum(axis=1), _EPS))
-        base = s * mean
-    else:
-        vals, vecs = np.linalg.eigh(inf.cov)
-        root = vecs * np.sqrt(np.clip(vals, 0.0, None))
-        base = rng.standard_normal((sims, width)) @ root.T
-        se = np.broadcast_to(inf.se.ravel(), (sims, width))
     target = int(np.argmax(inf.se[:g].ravel()))
     tg, tc = divmod(target, cols)
-    planted = np.zeros((rows, cols))
-    planted[:, tc] = inf.lmat[:, tg]  # Δ added to group tg's mean moves every contrast
-    d0 = base.reshape(sims, rows, cols)
-    se3 = se.reshape(sims, rows, cols)
+    # the planted group's noise scales by f(Δ): contrasts and their variances are linear and
+    # quadratic in f, so each is kept as its parts (rest, planted group) and recombined per Δ
+    base_rate = float(inf.levels[:, tc].mean())  # the column's rate over all groups
+    star = np.zeros((g, cols), dtype=bool)
+    star[tg, tc] = True
+    if inf.seeds < RESAMPLE_SEEDS and not inf.worst_case:
+        s_count = inf.seeds
+        u = inf.residuals
+        parts = [np.einsum("rg,sgc->src", inf.lmat, np.where(m, u, 0.0)).reshape(s_count, -1)
+                 for m in (~star, star)]
+        idx = rng.integers(0, s_count, size=(sims, s_count))
+        drawn = [p[idx] for p in parts]  # (sims, S, R·C) each
+        means = [d.mean(axis=1) for d in drawn]
+        cen = [d - m[:, None, :] for d, m in zip(drawn, means, strict=True)]
+        corr = s_count / (s_count - 1.0) if s_count > 1 else 1.0
+        quad = [corr * (cen[0] ** 2).sum(axis=1), corr * 2.0 * (cen[0] * cen[1]).sum(axis=1),
+                corr * (cen[1] ** 2).sum(axis=1)]
+        base = [s_count * m for m in means]
+    else:
+        full = np.kron(inf.lmat, np.eye(cols))  # (R·C, G·C)
+        vm = _group_cov(inf)
+        vals, vecs = np.linalg.eigh(vm)
+        z = rng.standard_normal((sims, vm.shape[0])) @ (vecs * np.sqrt(np.clip(vals, 0, None))).T
+        flat = star.ravel()
+        base = [np.where(flat, 0.0, z) @ full.T, np.where(flat, z, 0.0) @ full.T]
+
+        def diag(f: float) -> FloatArray:
+            scale = np.where(flat, f, 1.0)
+            return np.asarray(np.einsum("ij,jk,ik->i", full, vm * np.outer(scale, scale), full))
+
+        q0, q1, qm = diag(0.0), diag(1.0), diag(-1.0)
+        quad = [np.broadcast_to(q0, (sims, q0.shape[0])),
+                np.broadcast_to(q1 - qm, (sims, q0.shape[0])),
+                np.broadcast_to((q1 + qm) / 2.0 - q0, (sims, q0.shape[0]))]
 
     def power_at(delta: float) -> float:
-        stars = _k_star(d0 + delta * planted, se3, threshold, g)  # (sims, families)
+        sign, f = _spread(inf.scale, base_rate, delta)
+        if inf.worst_case:
+            f = 1.0
+        d = (base[0] + f * base[1]).reshape(sims, rows, cols)
+        planted = np.zeros((rows, cols))
+        planted[:, tc] = sign * delta * inf.lmat[:, tg]  # moves every contrast
+        var = quad[0] + f * quad[1] + f * f * quad[2]
+        se = np.sqrt(np.maximum(var, _EPS)).reshape(sims, rows, cols)
+        stars = _k_star(d + planted, se, threshold, g)  # (sims, families)
         return float(np.mean(np.any(stars > ks, axis=-1)))
 
     lo = threshold
