@@ -215,9 +215,27 @@ def main() -> None:
         print(f"| binary, {seeds}×{groups} | {mde:.3f} ({q1:.3f}–{q3:.3f}) | "
               f"{rate(sum(o.failed for o in out), n)} |", flush=True)
     print()
+    upper_bound_mode(min(n, 100))
+    print()
     normal_approximation(n)
     print()
     print(f"took {time.perf_counter() - start:.0f} s")
+
+
+def upper_bound_mode(n: int) -> None:
+    """How often `--gate upper-bound` passes a fair app (it must show the gap is under 0.1)."""
+    print("## upper-bound mode on a fair binary app (rate 0.3, threshold 0.1)")
+    print("| seeds × groups | passes [95% CI] |")
+    print("|---|---|")
+    for i, (seeds, groups) in enumerate(((100, 6), (1000, 6), (2000, 6), (1000, 2))):
+        rng = np.random.default_rng(5000 + i)
+        ok = 0
+        for b in range(n):
+            units, _ = simulate(Design("binary", seeds, groups), rng)
+            inf = inference.infer_gap(units, 0.1, ALPHA, b, draws=CFG.bootstrap_samples)
+            assert inf is not None
+            ok += inf.interval[1] <= 0.1
+        print(f"| {seeds}×{groups} | {rate(ok, n)} |", flush=True)
 
 
 def normal_approximation(n: int) -> None:

@@ -110,9 +110,9 @@ def evaluate(
     observations = ObservationList(observations)
     group_labels, group_idx = _index(_group_labels(observations))
     seed_labels, seed_idx = _index([o.seed_id for o in observations])
-    variant_labels, variant_idx = _index([o.variant_id for o in observations])
-    plan = _Expected.build(expected, observations, variant_labels, group_labels, group_idx,
-                           seed_labels)
+    variant_labels, variant_idx = _variants(observations)
+    plan = _Expected.build(expected, variant_labels, variant_idx, seed_idx, group_labels,
+                           group_idx, seed_labels)
     prepared = []
     for mc in metrics:
         definition = get_metric(mc.type)
@@ -315,14 +315,18 @@ class _Expected:
     attributes: NDArray[np.int64] | None = None  # (observed groups, attributes) value indices
 
     @classmethod
-    def build(cls, expected: Sequence[tuple[str, str, str]] | None,
-              obs: Sequence[Observation], variant_labels: list[str], group_labels: list[str],
-              group_idx: NDArray[np.int64], seed_labels: list[str]) -> _Expected:
-        if expected is None:
-            first: dict[str, tuple[str, str]] = {}
-            for o, g in zip(obs, group_idx.tolist(), strict=True):
-                first.setdefault(o.variant_id, (o.seed_id, group_labels[g]))
-            expected = [(v, s, g) for v, (s, g) in first.items()]
+    def build(cls, expected: Sequence[tuple[str, str, str]] | None, variant_labels: list[str],
+              variant_idx: NDArray[np.int64], seed_idx: NDArray[np.int64],
+              group_labels: list[str], group_idx: NDArray[np.int64],
+              seed_labels: list[str]) -> _Expected:
+        if expected is None:  # the observed variants, straight from the index arrays
+            n = len(variant_labels)
+            seed = np.zeros(n, dtype=np.int64)
+            group = np.zeros(n, dtype=np.int64)
+            seed[variant_idx[::-1]] = seed_idx[::-1]  # each variant's first record decides
+            group[variant_idx[::-1]] = group_idx[::-1]
+            return cls(seed, group, list(group_labels), np.arange(n, dtype=np.int64),
+                       len(seed_labels))
         where = {v: i for i, v in enumerate(variant_labels)}
         seeds = {s: i for i, s in enumerate(seed_labels)}
         groups = {g: i for i, g in enumerate(group_labels)}
@@ -448,6 +452,15 @@ def _any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str
     return (stats.normal_permutation_p(cov, n_g, x.shape[1], est.gap, cfg.normal_draws,
                                        cfg.seed),
             "within-seed permutation of variants, normal approximation")
+
+
+def _variants(obs: Sequence[Observation]) -> tuple[list[str], NDArray[np.int64]]:
+    """Variant labels and each record's variant index; without repeats (every record its own
+    variant, the common case at scale) no dictionary of a million ids is built."""
+    ids = obs.ids() if isinstance(obs, ObservationList) else [o.id for o in obs]
+    if all(o.variant_id == i for o, i in zip(obs, ids, strict=True)):
+        return ids, np.arange(len(ids), dtype=np.int64)
+    return _index([o.variant_id for o in obs])
 
 
 def _attribute_levels(obs: Sequence[Observation], group_idx: NDArray[np.int64],

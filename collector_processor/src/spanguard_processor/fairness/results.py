@@ -53,7 +53,7 @@ class RecordMap(Mapping[str, float]):
 
 @dataclass(frozen=True)
 class GroupStat:
-    """One group's mean (adjusted for seeds) with its bootstrap interval, for charts."""
+    """One group's mean over its variants with a scale-respecting interval, for charts."""
 
     label: str
     mean: float
