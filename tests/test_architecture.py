@@ -134,6 +134,52 @@ def test_no_import_cycles_between_modules() -> None:
         "\n  ".join(_describe(graph, c) for c in cycles))
 
 
+# The data path as layers, lowest first (docs/architecture.md#layers). A module may import its
+# own group and any group of a lower layer, never a higher one nor a sibling group of its own
+# layer. Entries are module-name prefixes under spanguard_processor ("spanguard" is the SDK);
+# a new top-level module that matches none is not checked until it is placed here.
+LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
+    {"sdk": ("spanguard",)},
+    {"base": ("_json", "references", "tracelinks")},
+    {"ingest": ("spans", "ingest")},
+    {"traces": ("model", "_documents", "_llm", "pricing", "convert", "formats", "jsonio",
+                "spanguard_processor")},
+    {"collector": ("redaction", "limits", "security", "connections", "assembler", "store",
+                   "ingestor", "salvage", "grpc_server", "http_server", "server")},
+    {"inputs": ("readers",)},
+    {"fairness": ("fairness",), "regression": ("regression",)},
+    {"adapters": ("adapters",), "importers": ("importers",)},
+    {"commands": ("cli", "demo", "_entry", "__main__")},
+)
+
+
+def _group(module: str) -> tuple[int, str] | None:
+    """(layer, group) of a module, or None when it is in no layer yet."""
+    if module == "spanguard" or module.startswith("spanguard."):
+        return 0, "sdk"
+    local = module.removeprefix("spanguard_processor.")
+    for layer, groups in enumerate(LAYERS):
+        for group, prefixes in groups.items():
+            for prefix in prefixes:
+                if local == prefix or local.startswith(prefix + "."):
+                    return layer, group
+    return None
+
+
+def test_imports_go_down_the_data_path_only() -> None:
+    graph = import_graph(SOURCES, PACKAGES)
+    upward = []
+    for module, edges in sorted(graph.items()):
+        here = _group(module)
+        for target, where in sorted(edges.items()):
+            there = _group(target)
+            if here is None or there is None or here[1] == there[1]:
+                continue
+            if there[0] >= here[0]:
+                upward.append(f"{module} ({here[1]}) → {target} ({there[1]}) at {where}")
+    assert upward == [], "imports against the data path:\n  " + "\n  ".join(upward)
+
+
 def _write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name
