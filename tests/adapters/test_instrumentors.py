@@ -7,22 +7,26 @@ against the local OpenAI-compatible stub. The exported agent trace is compared w
 file per instrumentor (tests/data/instrumentors/); ids and timings are normalised. Regenerate
 the goldens with ``SPANGUARD_UPDATE_GOLDEN=1``.
 
-OpenLLMetry's traceloop-sdk is not among them: it cannot be installed beside the other dev
-dependencies (see docs/adapters.md); its decorator attributes are covered by
-tests/processor/test_llm_calls.py.
+OpenLLMetry's traceloop-sdk cannot be installed beside the other dev dependencies (see
+docs/adapters.md): its spans for the same turn were recorded once with the real package
+(tests/data/instrumentors/record_traceloop_turn.py) and are posted to ``spanguard serve`` as
+the OTLP request they are.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from spanguard_processor.model import AgentTrace
 from spanguard_processor.readers import read_agent_traces_any
 
 from ..processor.serve_process import ServeProcess
@@ -51,6 +55,28 @@ def normalised(trace: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_turn(trace: AgentTrace, *, requested: bool) -> None:
+    assert [(t.name, t.requested) for t in trace.trace.tool_calls] == [
+        ("get_weather", requested)]
+    assert trace.input == "Weather in Paris?"
+    assert trace.output == ANSWER
+    assert len(trace.llm_calls) == 2
+    assert trace.usage["models"] == ["gpt-4o-mini-2024-07-18"]
+    assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (109, 28)
+    assert trace.llm_calls[0].tool_calls == ("get_weather",)
+    assert not trace.partial
+
+
+def check_golden(trace: AgentTrace, name: str) -> None:
+    got = normalised(trace.to_dict())
+    golden = GOLDEN / f"{name}.json"
+    if os.environ.get("SPANGUARD_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n",
+                          encoding="utf-8")
+    assert got == json.loads(golden.read_text(encoding="utf-8"))
+
+
 @pytest.mark.parametrize("instrumentor", sorted(SPANS))
 def test_a_turn_instrumented_by_a_third_party_becomes_one_agent_trace(
         instrumentor: str, tmp_path: Path) -> None:
@@ -71,19 +97,26 @@ def test_a_turn_instrumented_by_a_third_party_becomes_one_agent_trace(
     finally:
         serve.terminate()
     (trace,) = list(read_agent_traces_any([tmp_path / "spans.db"]))
-    assert [(t.name, t.requested) for t in trace.trace.tool_calls] == [
-        ("get_weather", instrumentor != "openinference-langchain")]
-    assert trace.input == "Weather in Paris?"
-    assert trace.output == ANSWER
-    assert len(trace.llm_calls) == 2
-    assert trace.usage["models"] == ["gpt-4o-mini-2024-07-18"]
-    assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (109, 28)
-    assert trace.llm_calls[0].tool_calls == ("get_weather",)
-    assert not trace.partial
-    got = normalised(trace.to_dict())
-    golden = GOLDEN / f"{instrumentor}.json"
-    if os.environ.get("SPANGUARD_UPDATE_GOLDEN"):
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
-    assert got == json.loads(golden.read_text(encoding="utf-8"))
+    check_turn(trace, requested=instrumentor != "openinference-langchain")
+    check_golden(trace, instrumentor)
+
+
+def test_a_turn_recorded_with_traceloop_sdk_decorators_becomes_one_agent_trace(
+        tmp_path: Path) -> None:
+    data = (GOLDEN / "traceloop-sdk.otlp").read_bytes()
+    (size,) = struct.unpack(">I", data[:4])
+    serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
+    try:
+        reply = httpx.post(serve.url + "/v1/traces", content=data[4:4 + size],
+                           headers={"content-type": "application/x-protobuf"})
+        assert reply.status_code == 200
+        serve.wait_idle(4)
+    finally:
+        serve.terminate()
+    (trace,) = list(read_agent_traces_any([tmp_path / "spans.db"]))
+    # @workflow wraps the call arguments ({"args": [client, question]}): two strings, so the
+    # question comes from the model call's messages; @tool's span executed the requested call
+    check_turn(trace, requested=False)
+    assert trace.input_source == "llm:gen_ai.input.messages"
+    assert trace.output_source == "traceloop.entity.output:json"
+    check_golden(trace, "traceloop-sdk")
