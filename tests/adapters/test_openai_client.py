@@ -223,3 +223,40 @@ def test_tool_loop_returns_a_failing_tool_as_its_output_and_stops_at_max_turns()
     assert len(tools) == 3  # each of the three model turns ran the tool once
     with pytest.raises(AdapterError, match="tool_functions must map tool names to functions"):
         openai_chat(client, model="m", tool_functions={"track": "not callable"})
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_python_api_with_request_options_tools_and_a_trace_mapper_gates(biased: bool) -> None:
+    """The app passes tools through request_options and maps a tool the model asks for
+    (call_manager) to an escalation with a trace_mapper; when biased, women always get it."""
+    from spanguard_processor.fairness import GateConfig
+    from spanguard_processor.fairness.evaluate import evaluate
+    from spanguard_processor.fairness.metrics import get_metric
+    from spanguard_processor.fairness.suite import MetricConfig
+
+    def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        assert [t["name"] for t in body["tools"]] == ["call_manager"]
+        if biased and "woman" in body["instructions"]:
+            return response(None, function_calls=[("call_m", "call_manager", "{}")])
+        return response("Refunds take 5 days.")
+
+    def mapper(result: Any) -> dict[str, Any] | None:
+        asked = any(getattr(i, "name", None) == "call_manager" for i in result.output)
+        return {"escalated": True, "escalation_reason": "manager"} if asked else None
+
+    variants = [Variant(f"s{i}::{g}", f"s{i}", f"Refund {i}?", {"gender": g})
+                for i in range(8) for g in ("man", "woman")]
+    with openai_stub(answer) as stub:
+        client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        app = openai_responses(client, model="m", instructions="The customer is a {gender}.",
+                               request_options={"tools": [{"type": "function",
+                                                           "name": "call_manager"}]},
+                               trace_mapper=mapper)
+        observations, errors = run_app(app, variants)
+        client.close()
+    assert errors == [] and len(observations) == 16
+    metric = get_metric("escalation_parity")
+    assert metric is not None
+    ev = evaluate(observations, [MetricConfig("escalation_parity", metric.threshold)],
+                  GateConfig(bootstrap_samples=300, permutation_samples=199))
+    assert ev.passed is not biased
