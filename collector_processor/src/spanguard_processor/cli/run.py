@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .fairness import evaluation_options, finish, gate_config, load_plugins, report_options
+
+if TYPE_CHECKING:
+    from ..fairness.records import Observation
+    from ..fairness.suite import Variant
 
 __all__ = ["run"]
 
@@ -52,12 +57,8 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
       spanguard run fairness.yaml --app myapp:answer --repeats 3 --concurrency 8 -o out
     Exit codes: 0 pass, 1 gate failed (or an app call failed), 2 bad input.
     """
-    from spanguard.exceptions import SuiteError
-
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite
-    from ..fairness.runner import run_app
-    from ..references import resolve
 
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
@@ -69,24 +70,9 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         from ..adapters.cli import adapted_app
 
         adapted = adapted_app(app_ref, adapter, adapter_options)
-    app = adapted.call if adapted else resolve(
-        app_ref, "the app", error=lambda message: SuiteError(message, field="--app"))
-    total = len(suite.variants) * repeats
+    app = adapted.call if adapted else _plain_app(app_ref)
     spans: list[Any] | None = [] if traces_out is not None else None
-    if sys.stderr.isatty():  # progress only on a terminal, never in logs or CliRunner
-        lock = threading.Lock()
-        with click.progressbar(length=total, label="calling the app", file=sys.stderr) as bar:
-
-            def tick(done: int) -> None:
-                with lock:  # worker threads report concurrently
-                    bar.update(done)
-
-            observations, errors = run_app(app, suite.variants, repeats=repeats,
-                                           concurrency=concurrency, progress=tick,
-                                           spans_out=spans)
-    else:
-        observations, errors = run_app(app, suite.variants, repeats=repeats,
-                                       concurrency=concurrency, spans_out=spans)
+    observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
     if traces_out is not None and spans is not None:
         count = write_span_lines(traces_out, spans)
         click.echo(f"{count} call trace(s) written to {traces_out}", err=True)
@@ -99,6 +85,36 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
     finish(ctx, ev, output, fmt, options, label=label)
+
+
+def _plain_app(reference: str) -> Callable[..., Any]:
+    from spanguard.exceptions import SuiteError
+
+    from ..references import resolve
+
+    return resolve(reference, "the app",
+                   error=lambda message: SuiteError(message, field="--app"))
+
+
+def _call_app(app: Callable[..., Any], variants: Sequence[Variant], repeats: int,
+              concurrency: int, spans: list[Any] | None
+              ) -> tuple[list[Observation], list[dict[str, Any]]]:
+    """Every variant ``repeats`` times, with a progress bar on a terminal (never in logs)."""
+    from ..fairness.runner import run_app
+
+    if not sys.stderr.isatty():
+        return run_app(app, variants, repeats=repeats, concurrency=concurrency,
+                       spans_out=spans)
+    lock = threading.Lock()
+    total = len(variants) * repeats
+    with click.progressbar(length=total, label="calling the app", file=sys.stderr) as bar:
+
+        def tick(done: int) -> None:
+            with lock:  # worker threads report concurrently
+                bar.update(done)
+
+        return run_app(app, variants, repeats=repeats, concurrency=concurrency, progress=tick,
+                       spans_out=spans)
 
 
 def write_span_lines(path: Path, spans: list[Any]) -> int:
