@@ -70,8 +70,7 @@ def main() -> None:
         chat = openai_chat(client, model="gpt-4o-mini")
         _pair("openai chat (local stub)",
               lambda: client.chat.completions.create(
-                  model="gpt-4o-mini", messages=[{"role": "user", "content": "Refund?"}],
-                  metadata={"g": "a"}),
+                  model="gpt-4o-mini", messages=[{"role": "user", "content": "Refund?"}]),
               lambda: chat("Refund?", {"g": "a"}), args.calls, args.repeat)
         client.close()
 
