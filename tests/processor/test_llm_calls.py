@@ -305,3 +305,16 @@ def test_an_agent_trace_with_model_calls_is_still_read_as_an_agent_trace_by_case
     reader = _Reader(1 << 20)
     row = reader.build_row(data, "traces.jsonl", 1)
     assert row.id == "req-7" and reader.result.agent_traces == 1
+
+
+def test_a_tool_span_root_is_not_taken_for_the_question() -> None:
+    tool = span("00", start=5, end=8, trace_id="09" * 16, attrs={
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL, sc.TOOL_NAME: "get_weather",
+        sc.SESSION_ID: "s1", sc.INPUT_VALUE: "Paris", sc.OUTPUT_VALUE: "sunny"})
+    first, second = gen_ai_turn()
+    calls = [span(s.span_id[:2], start=s.start_ns, end=s.end_ns, trace_id=f"{i:02d}" * 16,
+                  attrs={**s.attributes, sc.SESSION_ID: "s1"})
+             for i, s in enumerate((first, second), start=1)]
+    (trace,) = traces_from_records([tool, *calls])
+    assert (trace.input, trace.output) == ("Weather in Paris?", "Sunny.")
+    assert trace.trace.tool_calls == (ToolCall("get_weather"),)

@@ -373,12 +373,14 @@ def _content(root: SpanRecord, keys: tuple[tuple[str, str | None], ...],
 
     spanguard's own request spans keep what the app recorded, verbatim. Otherwise the root's
     value is read as text (plain text, messages, request bodies, traceloop wrappers); failing
-    that, the model calls' messages; raw JSON only when nothing better exists.
+    that, the model calls' messages; raw JSON only when nothing better exists. A root that
+    is a model or tool call (a turn without a parent) says nothing about the request as a
+    whole, so its own values are skipped.
     """
     attrs = root.attributes
     own = semconv.REQUEST_ID in attrs
     raw: tuple[str, str] | None = None
-    if not is_llm_span(root) or own:
+    if own or not (is_llm_span(root) or tool_name(root) is not None):
         for key, mime_key in keys:
             if key not in attrs:
                 continue
