@@ -180,6 +180,44 @@ def test_imports_go_down_the_data_path_only() -> None:
     assert upward == [], "imports against the data path:\n  " + "\n  ".join(upward)
 
 
+def _speaks_to_the_terminal(node: ast.AST) -> str | None:
+    """What a library statement does that only a command may: print, exit, or use click."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in {"print", "exit", "quit"}:
+            return f"{func.id}()"
+        if (isinstance(func, ast.Attribute) and func.attr == "exit"
+                and isinstance(func.value, ast.Name) and func.value.id in {"sys", "os"}):
+            return f"{func.value.id}.exit()"
+    if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "click" for a in node.names):
+        return "import click"
+    if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "click":
+        return "from click import"
+    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call | ast.Name) and (
+            getattr(node.exc, "id", None) == "SystemExit"
+            or getattr(getattr(node.exc, "func", None), "id", None) == "SystemExit"):
+        return "raise SystemExit"
+    return None
+
+
+def test_only_the_commands_print_or_exit() -> None:
+    """The library returns results and raises errors; the commands layer renders and exits."""
+    offenders = []
+    for root in SOURCES:
+        for path in sorted(root.rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
+                ".__init__")
+            place = _group(module)
+            if place is not None and place[1] == "commands":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                what = _speaks_to_the_terminal(node)
+                if what is not None:
+                    offenders.append(f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)} "
+                                     f"{what}")
+    assert offenders == []
+
+
 def _write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name
