@@ -131,3 +131,11 @@ def test_no_library_module_edits_sys_path() -> None:
                         and isinstance(node.value, ast.Name) and node.value.id == "sys"):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_a_similarity_matcher_may_be_dotted_as_trace2eval_accepts() -> None:
+    from spanguard_processor.regression.build import load_matcher
+
+    for spec in ("operator.eq", "operator:eq"):
+        matcher = load_matcher(spec)
+        assert (matcher("a", "a"), matcher("a", "b")) == (1.0, 0.0)
