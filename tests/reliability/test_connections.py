@@ -23,7 +23,7 @@ from spanguard_processor.store import SpanStore
 
 from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES
-from .servers import EXPORT, PROTO, request_bytes, spans_of_one_trace
+from .servers import EXPORT, PROTO, request_bytes, running, spans_of_one_trace
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -129,3 +129,49 @@ def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> Non
     assert log.count("\n") <= 5, log[-3000:]  # one rate-limited line, not a flood
     with SpanStore(tmp_path / "spans.db", readonly=True) as db:
         assert db.span_count() >= 2 * 2 * len(probes)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """True if the server closes the connection within ``seconds`` (reads what it sent)."""
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_headers_and_bodies_that_do_not_arrive_in_time_are_cut_off(tmp_path: Path) -> None:
+    with running(tmp_path / "spans.db", header_timeout=0.5, body_timeout=0.5) as server:
+        port = server.http_port
+        # half the headers, then nothing: closed after the header deadline
+        half = socket.create_connection(("127.0.0.1", port))
+        half.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        assert _closed_within(half, 3)
+        half.close()
+        # a connection that never sends anything at all
+        silent = socket.create_connection(("127.0.0.1", port))
+        assert _closed_within(silent, 3)
+        silent.close()
+        # after a complete request on a keep-alive connection, half of the next one
+        kept = socket.create_connection(("127.0.0.1", port))
+        kept.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        kept.settimeout(3)
+        assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+        kept.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        assert _closed_within(kept, 3)
+        kept.close()
+        # all the headers, part of the body: 408 after the body deadline
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\n"
+                     + b"\x0a" * 10)
+        slow.settimeout(3)
+        assert slow.recv(4096).startswith(b"HTTP/1.1 408")
+        slow.close()
+        # and the server serves on
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+        body = request_bytes(spans_of_one_trace(2))
+        assert httpx.post(f"http://127.0.0.1:{port}/v1/traces", content=body,
+                          headers=PROTO).status_code == 200

@@ -70,21 +70,21 @@ class _Reject(Exception):
         self.message = message
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, timeout: float = BODY_TIMEOUT) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _Reject(413, f"the request body is {declared} bytes; the limit is {limit}.")
     chunks: list[bytes] = []
     size = 0
     try:
-        async with asyncio.timeout(BODY_TIMEOUT):
+        async with asyncio.timeout(timeout):
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > limit:
                     raise _Reject(413, f"the request body exceeds the limit of {limit} bytes.")
                 chunks.append(chunk)
     except TimeoutError:
-        raise _Reject(408, f"the request body did not arrive within {BODY_TIMEOUT:.0f} s."
+        raise _Reject(408, f"the request body did not arrive within {timeout:g} s."
                       ) from None
     return b"".join(chunks)
 
@@ -203,7 +203,7 @@ def _error(status: int, message: str, media: str, retry_after: int) -> Response:
 
 def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
                guard: Guard | None = None, token: bytes | None = None,
-               decoders: int = 2) -> Starlette:
+               decoders: int = 2, body_timeout: float = BODY_TIMEOUT) -> Starlette:
     """The OTLP/HTTP application, writing through ``ingestor``; ``token`` requires bearer auth.
 
     ``decoders`` worker threads decode request bodies (``app.state.decoder``; shut it down
@@ -231,7 +231,7 @@ def create_app(ingestor: Ingestor, *, max_body_bytes: int = DEFAULT_MAX_BODY,
                     -(-min(int(declared), max_body_bytes) // MIN_SPAN_BYTES)):
                 # busy: refuse before reading the body (nothing is held while it uploads)
                 raise _Reject(429, f"the processor is overloaded: {guard.busy()}")
-            body = await _read_body(request, max_body_bytes)
+            body = await _read_body(request, max_body_bytes, body_timeout)
             if not ingestor.healthy:
                 raise _Reject(503, "the processor is shutting down; retry later.")
             try:  # admission before any work: an estimate from the size

@@ -31,9 +31,15 @@ from typing import Any
 import uvicorn
 
 from .assembler import TraceAssembler
-from .connections import RateLimitedLog, connection_budget, guarded_h11, loop_exception_handler
+from .connections import (
+    HEADER_TIMEOUT,
+    RateLimitedLog,
+    connection_budget,
+    guarded_h11,
+    loop_exception_handler,
+)
 from .grpc_server import start_grpc_server
-from .http_server import create_app
+from .http_server import BODY_TIMEOUT, create_app
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Guard, Limits
 from .redaction import Redactor
@@ -73,6 +79,8 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     security: Security = field(default_factory=Security)
     redactor: Redactor = field(default_factory=Redactor)
+    header_timeout: float = HEADER_TIMEOUT  # seconds for an HTTP request's headers to arrive
+    body_timeout: float = BODY_TIMEOUT  # seconds for its body
 
 
 class ProcessorServer:
@@ -130,12 +138,12 @@ class ProcessorServer:
             self.http_port = sock.getsockname()[1]
             app = self._http_app = create_app(
                 self.ingestor, max_body_bytes=cfg.max_body_bytes, guard=self.guard,
-                token=cfg.security.token)
+                token=cfg.security.token, body_timeout=cfg.body_timeout)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                timeout_graceful_shutdown=10, timeout_keep_alive=5,
                                backlog=backlog,
-                               http=guarded_h11(budget, log=log),
+                               http=guarded_h11(budget, cfg.header_timeout, log),
                                ssl_certfile=cfg.security.tls_cert,
                                ssl_keyfile=cfg.security.tls_key)
             )
