@@ -44,7 +44,6 @@ class _Prepared:
     sums: NDArray[np.float64] | None = None
     counts: NDArray[np.float64] | None = None
     estimate: stats.GapEstimate | None = None
-    units: inference.Units | None = None
     covered: NDArray[np.bool_] | None = None
     seed_sims: NDArray[np.float64] | None = None
     draws: list[NDArray[np.float64]] = field(default_factory=list)
@@ -121,17 +120,15 @@ def evaluate(
         p = _prepare(mc, definition, observations, group_labels, group_idx, seed_idx,
                      seed_labels)
         if p.values is not None:
-            keep = p.values.valid
-            p.units = inference.variant_units(
-                variant_idx[keep], seed_idx[keep], group_idx[keep], p.values.values[keep],
-                len(variant_labels), len(seed_labels), len(group_labels))
-            p.covered = plan.covered(variant_idx[keep])
+            p.covered = plan.covered(variant_idx[p.values.valid])
         prepared.append(p)
     _bootstrap(prepared, len(seed_labels), cfg)
-    tested = sum(1 for p in prepared if p.units is not None)
+    tested = sum(1 for p in prepared if p.covered is not None)
+    index = _Index(variant_idx, seed_idx, group_idx, len(variant_labels), len(seed_labels),
+                   len(group_labels))
     plan = replace(plan, attributes=_attribute_levels(observations, group_idx, len(group_labels)))
     p_missing = plan.missingness([p.covered for p in prepared if p.covered is not None], cfg)
-    results = [_result(p, observations, group_labels, cfg, tested, plan, p_missing)
+    results = [_result(p, observations, group_labels, cfg, tested, plan, p_missing, index)
                for p in prepared]
     results = [_with_evidence(r, p, observations, seed_idx, group_idx, seed_labels, group_labels,
                               evidence_pairs) for r, p in zip(results, prepared, strict=True)]
@@ -321,6 +318,9 @@ class _Expected:
               seed_labels: list[str]) -> _Expected:
         if expected is None:  # the observed variants, straight from the index arrays
             n = len(variant_labels)
+            if n == variant_idx.shape[0]:  # every record its own variant: no copies
+                return cls(seed_idx, group_idx, list(group_labels), variant_idx,
+                           len(seed_labels))
             seed = np.zeros(n, dtype=np.int64)
             group = np.zeros(n, dtype=np.int64)
             seed[variant_idx[::-1]] = seed_idx[::-1]  # each variant's first record decides
@@ -369,9 +369,34 @@ class _Expected:
                              len(self.group_labels), cfg.permutation_samples, cfg.seed)
 
 
+@dataclass(frozen=True)
+class _Index:
+    """Each record's variant, seed and group, and their counts."""
+
+    variant: NDArray[np.int64]
+    seed: NDArray[np.int64]
+    group: NDArray[np.int64]
+    n_variants: int
+    n_seeds: int
+    n_groups: int
+
+    def units(self, values: MetricValues) -> inference.Units:
+        """The metric's variant units, built when needed and dropped after (a million-variant
+        run would otherwise hold a copy per metric)."""
+        keep = values.valid
+        if bool(keep.all()) and self.n_variants == self.variant.shape[0]:
+            # every record is its own variant: the units are the records themselves
+            return inference.Units(values.values, self.seed, self.group,
+                                   np.ones(1, dtype=np.int64).repeat(self.n_variants),
+                                   self.n_seeds, self.n_groups)
+        return inference.variant_units(self.variant[keep], self.seed[keep], self.group[keep],
+                                       values.values[keep], self.n_variants, self.n_seeds,
+                                       self.n_groups)
+
+
 def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
             cfg: GateConfig, metric_count: int, plan: _Expected,
-            p_missing: float | None) -> MetricResult:
+            p_missing: float | None, index: _Index) -> MetricResult:
     d = p.definition
     threshold = p.config.threshold
     base: dict[str, Any] = {"metric": d.name, "threshold": threshold, "direction": d.direction,
@@ -388,32 +413,33 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
         return MetricResult(score=p.score, confidence_interval=interval, p_value=None,
                             details=p.details, groups_with_data=2,
                             seeds=int(p.seed_sims.size), p_method=None, **base)
-    assert p.units is not None and p.covered is not None and p.estimate is not None
+    assert p.values is not None and p.covered is not None and p.estimate is not None
+    units = index.units(p.values)
     coverage = plan.coverage(p.covered)
-    extra: dict[str, Any] = {"coverage": coverage, "units": int(p.units.values.shape[0]),
+    extra: dict[str, Any] = {"coverage": coverage, "units": int(units.values.shape[0]),
                              "estimand": ESTIMAND,
                              "p_missing": p_missing if not p.covered.all() else None}
-    inf = inference.infer_gap(p.units, float(threshold), 1.0 - cfg.level, cfg.seed,
+    inf = inference.infer_gap(units, float(threshold), 1.0 - cfg.level, cfg.seed,
                               draws=max(cfg.bootstrap_samples, 2000), attributes=plan.attributes,
                               scale=d.scale)
     if inf is None:
         return MetricResult(score=p.score, confidence_interval=None, p_value=None,
                             details=p.details, groups_with_data=p.estimate.groups_with_data,
                             seeds=p.estimate.contrast_seeds, p_method=None, **base, **extra)
-    p_value, method = _any_difference(p.units, cfg)
+    p_value, method = _any_difference(units, cfg)
     alpha = cfg.alpha / max(metric_count, 1)  # Holm's first step: the MDE at the strictest level
-    x = p.units.values
+    x = units.values
     bounded = inference.scale_of(x, d.scale) == "rate"
     mde = inference.min_detectable_effect(inf, float(threshold), alpha, cfg.power, seed=cfg.seed,
                                           upper=1.0 if bounded else None)
     if mde is None:  # no gap on the metric's scale is detected with that power
         mde = math.inf
-    records = np.bincount(p.units.group, weights=p.units.repeats.astype(np.float64),
-                          minlength=p.units.n_groups).astype(np.int64)
+    records = np.bincount(units.group, weights=units.repeats.astype(np.float64),
+                          minlength=units.n_groups).astype(np.int64)
     return MetricResult(
         score=p.score, confidence_interval=inf.interval, p_value=p_value, details=p.details,
         groups_with_data=int(inf.groups.shape[0]), seeds=inf.seeds, p_method=method, mde=mde,
-        groups=group_stats(p.units, labels, records, cfg.level, _widest_column(p), d.scale),
+        groups=group_stats(units, labels, records, cfg.level, _widest_column(p), d.scale),
         p_threshold=inf.p_threshold, worst_case_variance=inf.worst_case, **base, **extra,
     )
 
@@ -439,7 +465,9 @@ def _any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str
     x = units.values
     sums, counts = stats.seed_aggregates(design, x)
     est = stats.gap_estimate(sums, counts)
-    exact = stats.exact_permutation_p(design, x, est.gap)
+    # enumeration needs few labellings, hence few seeds: skip its pass over big suites
+    exact = (stats.exact_permutation_p(design, x, est.gap)
+             if est.contrast_seeds <= 64 else None)
     if exact is not None:
         return exact, "within-seed permutation of variants (exact enumeration)"
     perms = cfg.permutation_samples
