@@ -91,6 +91,9 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     assert re.search(r"baseline: [\d,]+/216 requests \(\d+%\)", result.output)
     assert re.search(r"Took \d+ s; .* holds \d+\.\d MB \(span stores removed", result.output)
     assert not list(out.glob("*/spans.db*"))
+    # the closing notes answer what a reader asks about the baseline's own cases and power
+    assert re.search(r"The fair baseline passes \d+ of the \d+ regression cases", result.output)
+    assert "'underpowered' means" in result.output
 
 
 def test_progress_is_a_bar_on_a_terminal() -> None:

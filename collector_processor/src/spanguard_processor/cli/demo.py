@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..demo.run import DemoOptions, disk_use, run_demo
+from ..demo.run import DemoOptions, disk_use, reading_notes, run_demo
 
 __all__ = ["demo"]
 
@@ -59,6 +59,8 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
         surprises += not as_expected
         mark = "as expected" if as_expected else f"UNEXPECTED (expected exit {step.expected})"
         click.echo(f"  exit {step.exit_code} {verdict:<11} {step.title}  [{mark}]")
+    for line in reading_notes(out):
+        click.echo(line)
     click.echo(f"\nReports: {out / 'fairness'}/{{baseline,candidate}}/report.html, "
                f"{out / 'evalset'}/report.md, {out / 'runs'}/check.md, "
                f"{out / 'runs'}/check.html")

