@@ -1,6 +1,6 @@
 """The repository stands on its own: nothing in it reads or cites files a clone does not have.
 
-A user's clone has no ``../shared`` folder and no design notes beside it; tests read the peers'
+A user's clone has nothing beside it (no shared folder, no design notes); tests read the peers'
 example data from ``tests/data`` and docstrings point into ``docs/``."""
 
 from __future__ import annotations
