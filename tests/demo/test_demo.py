@@ -91,6 +91,8 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     assert re.search(r"baseline: [\d,]+/216 requests \(\d+%\)", result.output)
     assert re.search(r"Took \d+ s; .* holds \d+\.\d MB \(span stores removed", result.output)
     assert not list(out.glob("*/spans.db*"))
+    for report in (baseline, candidate):
+        assert_intervals_respect_their_scale(report)
     # the closing notes answer what a reader asks about the baseline's own cases and power
     assert re.search(r"The fair baseline passes \d+ of the \d+ regression cases", result.output)
     assert "'underpowered' means" in result.output
@@ -199,3 +201,19 @@ def test_two_demo_runs_give_the_same_regression_verdict(tmp_path: Path) -> None:
     assert "case_outcomes" in failed and "p95_latency_ms" not in failed
     # The fair baseline passes at least 95 % of the cases mined from its own traffic.
     assert len(own) <= 0.05 * total, own
+
+
+def assert_intervals_respect_their_scale(report: dict[str, object]) -> None:
+    """No interval of a rate outside [0, 1], none of a count below 0 — per group and for the
+    gap itself (a gap of rates is a rate difference: within [0, 1] too)."""
+    from spanguard_processor.fairness.metrics import get_metric
+
+    for result in report["metric_results"]:  # type: ignore[attr-defined]
+        definition = get_metric(result["metric"])
+        assert definition is not None and definition.scale in ("rate", "count"), result["metric"]
+        top = 1.0 if definition.scale == "rate" else float("inf")
+        low, high = result["confidence_interval"]
+        assert 0.0 <= low <= high <= top, (result["metric"], low, high)
+        for group in result["groups"]:
+            assert 0.0 <= group["low"] <= group["mean"] <= group["high"] <= top, (
+                result["metric"], group)

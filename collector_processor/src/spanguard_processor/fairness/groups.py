@@ -45,6 +45,10 @@ def group_stats(units: Units, labels: Sequence[str], records: NDArray[np.int64],
         if n_g[grp] <= 0:
             continue
         mean = float(tot[:, grp].sum() / n_g[grp])
+        if unit_bounded:  # a mean of per-variant means may round past a bound (1 + 2e-16)
+            mean = min(max(mean, 0.0), 1.0)
+        elif non_negative:
+            mean = max(mean, 0.0)
         holds = cnt[:, grp] > 0
         k = int(np.count_nonzero(holds))
         resid = (tot[holds, grp] - mean * cnt[holds, grp]) / n_g[grp]

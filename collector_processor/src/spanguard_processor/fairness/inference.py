@@ -323,6 +323,7 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     upper = _interval(d, se, ks, g)[1]
     if scale_of(units.values, scale) == "rate":
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
+    lower = min(lower, upper)  # rounding (a contrast of 1 + 2e-16) must not invert the interval
     return GapInference(
         groups=present.astype(np.int64), means=means, contrast=d, se=se, cov=cov, lmat=lmat,
         seeds=s_count, critical=ks[0], estimate=estimate, interval=(lower, upper),
