@@ -50,6 +50,17 @@ def test_the_processor_extra_holds_every_dependency_the_cli_checks_for() -> None
     assert "spanguard[processor]" in project["optional-dependencies"]["dev"]
 
 
+def test_the_dependency_check_imports_none_of_the_dependencies() -> None:
+    """The console script's check runs before anything needs the processor extra."""
+    code = ("import sys, spanguard_processor._entry as e, spanguard_processor as p\n"
+            "heavy = sorted(m for m in e.REQUIRED if m in sys.modules)\n"
+            "assert not heavy, heavy\n"
+            "assert p.AgentTrace.__name__ == 'AgentTrace'  # the package's names still load\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
 def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "PYTEST"))}

@@ -1,9 +1,16 @@
-"""spanguard's processor: OTLP ingest, trace assembly, store, conversion, evaluators and CLI."""
+"""spanguard's processor: OTLP ingest, trace assembly, store, conversion, evaluators and CLI.
+
+The names below load on first use, so that importing a submodule — the console script's
+dependency check above all (``_entry``) — does not import the processor's dependencies."""
 
 from __future__ import annotations
 
-from .formats import from_fairtrace_record, to_fairtrace_record, to_trace2eval_row
-from .model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .formats import from_fairtrace_record, to_fairtrace_record, to_trace2eval_row
+    from .model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
 __all__ = [
     "AgentTrace",
@@ -14,3 +21,22 @@ __all__ = [
     "to_fairtrace_record",
     "to_trace2eval_row",
 ]
+
+_HOMES = {
+    "AgentTrace": ".model",
+    "ProcessTrace": ".model",
+    "RetrievedDocument": ".model",
+    "ToolCall": ".model",
+    "from_fairtrace_record": ".formats",
+    "to_fairtrace_record": ".formats",
+    "to_trace2eval_row": ".formats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
