@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from ..charts import round_ticks
 from .evidence_report import EVIDENCE_CSS, ReportOptions, evidence_html
 from .results import Evaluation, MetricResult
 
@@ -60,19 +61,10 @@ def _row(label: str, y: float, point: float, low: float, high: float, lo: float,
     ]
 
 
-def _ticks(lo: float, hi: float) -> list[float]:
-    """Round values (steps of 1, 2, 2.5 or 5 times a power of ten) inside ``[lo, hi]``."""
-    raw = (hi - lo) / 4
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * magnitude >= raw)
-    first = math.ceil(lo / step - 1e-9)
-    return [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
-
-
 def _axis(y: float, lo: float, hi: float, left: float) -> list[str]:
     """A light baseline with tick labels at round values of the scale."""
     parts = [f'<line x1="{left}" y1="{y}" x2="{left + _PLOT}" y2="{y}" stroke="#d0d7de"/>']
-    for value in _ticks(lo, hi):
+    for value in round_ticks(lo, hi):
         x = _x(value, lo, hi, left)
         parts.append(f'<line x1="{x}" y1="{y}" x2="{x}" y2="{y + 4}" stroke="#8c959f"/>')
         parts.append(f'<text class="tick" x="{x}" y="{y + 14}" text-anchor="middle">'

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from ..charts import round_ticks
 from ..tracelinks import trace_link
 from .diff import CaseDiff
 from .gate import RULES, Comparison
@@ -69,14 +70,6 @@ def _limit(metric: str, base: float, scale: float) -> tuple[float, bool] | None:
     return None
 
 
-def _ticks(lo: float, hi: float) -> list[float]:
-    raw = (hi - lo) / 4
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * magnitude >= raw)
-    first = math.ceil(lo / step - 1e-9)
-    return [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
-
-
 def _x(value: float, lo: float, hi: float) -> float:
     return round(_LEFT + (value - lo) / (hi - lo) * _PLOT, 2)
 
@@ -103,7 +96,7 @@ def _chart(metric: str, base: float, cur: float, scale: float, failed: bool) -> 
         f'<circle cx="{xc}" cy="46" r="5" fill="{colour}"/>',
         f'<line x1="{_LEFT}" y1="68" x2="{_LEFT + _PLOT}" y2="68" stroke="#d0d7de"/>',
     ]
-    for value in _ticks(lo, hi):
+    for value in round_ticks(lo, hi):
         x = _x(value, lo, hi)
         parts.append(f'<line x1="{x}" y1="68" x2="{x}" y2="72" stroke="#8c959f"/>')
         parts.append(f'<text class="tick" x="{x}" y="84" text-anchor="middle">'
