@@ -31,7 +31,8 @@ def _tokens(observations: Sequence[Observation]) -> tuple[NDArray[np.int64], NDA
         distinct = set(o.response.lower().split())
         rows.extend(repeat(i, len(distinct)))
         ids.extend(map(vocab.setdefault, distinct, fresh))
-    return np.frombuffer(rows, dtype=np.int64).copy(), np.frombuffer(ids, dtype=np.int64).copy()
+    # views, not copies: each array keeps its buffer alive (a copy doubled the step's peak)
+    return np.frombuffer(rows, dtype=np.int64), np.frombuffer(ids, dtype=np.int64)
 
 
 def stability_arrays(
@@ -53,23 +54,30 @@ def stability_arrays(
     inter = np.zeros(total_pairs)
     if rows.size:
         # one int64 sort key (seed, token); a stable sort keeps file order inside each run
-        key = seed_idx[rows] * (int(toks.max()) + 1) + toks
+        key = seed_idx[rows]  # built in place: each temporary is as long as the token table
+        key *= int(toks.max()) + 1
+        key += toks
         del toks
         sort = np.argsort(key, kind="stable")
         key = key[sort]
         r = rows[sort]
         del sort, rows
-        seed_of = seed_idx[r]
+        # pair id of entries i < j of one seed at local positions a < b:
+        # pair_base + a·k − a(a + 1)/2 + (b − a − 1) = first[i] + loc[j]; precomputing first
+        # keeps the loop's temporaries to two int64 per matched entry
         loc = local[r]
+        seed_of = seed_idx[r]
+        del r
+        first = pair_base[seed_of] + loc * sizes[seed_of] - loc * (loc + 1) // 2 - loc - 1
+        del seed_of
         for d in range(1, int(sizes.max())):
             same = key[d:] == key[:-d]
             if not same.any():
                 break
-            a, b = loc[:-d][same], loc[d:][same]
-            s_same = seed_of[:-d][same]
-            k = sizes[s_same]
-            pid = pair_base[s_same] + a * k - a * (a + 1) // 2 + (b - a - 1)
+            pid = first[:-d][same]
+            pid += loc[d:][same]
             inter += np.bincount(pid, minlength=total_pairs)
+        del key, first, loc  # the per-entry arrays are done before the per-pair ones
 
     seed_sim = np.ones(n_seeds)
     record_sim = np.ones(n)
@@ -87,9 +95,12 @@ def stability_arrays(
         left[base.ravel()] = order[(first + i[None, :]).ravel()]
         right[base.ravel()] = order[(first + j[None, :]).ravel()]
         pair_seed[base.ravel()] = np.repeat(members, i.size)
-    union = token_count[left] + token_count[right] - inter
+    union = token_count[left]
+    union += token_count[right]
+    union -= inter
     with np.errstate(invalid="ignore", divide="ignore"):
-        sim = np.where(union > 0, inter / union, 1.0)
+        sim = np.divide(inter, union, out=np.ones_like(inter), where=union > 0)
+    del union, inter
     multi = pairs_per_seed > 0
     seed_sum = np.bincount(pair_seed, weights=sim, minlength=n_seeds)
     seed_sim[multi] = seed_sum[multi] / pairs_per_seed[multi]
