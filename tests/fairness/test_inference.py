@@ -83,3 +83,29 @@ def test_identical_repeats_average_to_the_same_units() -> None:
                                      np.tile(group, 3), np.tile(x, (3, 1)), 30, 10, 3)
     np.testing.assert_array_equal(once.values, thrice.values)
     assert list(thrice.repeats) == [3] * 30
+
+
+def test_one_group_30_points_above_the_rest_is_caught_in_15_groups_on_100_seeds() -> None:
+    # issue #13's power design: threshold 0.1, one of 15 groups escalates at 0.6 instead of
+    # 0.3. Max-|t| over all 2 × 15 one-sided events caught it in 0.785 of suites; the test's
+    # critical value from H0's least favourable configurations catches ~0.98 (bench).
+    rng = np.random.default_rng(13)
+    rates = np.full(15, 0.3)
+    rates[0] = 0.6
+    caught = 0
+    for i in range(40):
+        x = (rng.random((100, 15)) < rates).astype(np.float64)
+        inf = inference.infer_gap(_units(x), 0.1, 0.05, i, draws=2000)
+        assert inf is not None
+        caught += inf.p_threshold < 0.05
+    assert caught >= 36
+
+
+def test_least_favourable_critical_value_is_never_above_max_abs_t() -> None:
+    rng = np.random.default_rng(3)
+    x = (rng.random((60, 8, 3)) < 0.3).astype(np.float64)
+    inf = inference.infer_gap(_units(x), 0.1, 0.05, 0, draws=2000)
+    assert inf is not None
+    k_test = float(inference.test_critical(inf, 0.05)[0])
+    assert 1.0 < k_test <= inf.critical
+    assert inf.test_draws[0].shape == (1 + 2 * 7, 2000)

@@ -10,8 +10,8 @@ import numpy as np
 from spanguard_processor.fairness import observation_from_record
 from spanguard_processor.fairness.stability import stability_arrays
 
-_WORDS = ("sure here are the steps to reset your password open settings then security choose and "
-          "confirm by email").split()
+_WORDS = ["sure", "here", "are", "the", "steps", "to", "reset", "your", "password", "open",
+          "settings", "then", "security", "choose", "and", "confirm", "by", "email"]
 
 
 def test_stability_peak_memory_per_token_entry() -> None:
@@ -36,5 +36,5 @@ def test_stability_peak_memory_per_token_entry() -> None:
     finally:
         tracemalloc.stop()
     assert seed_sim.shape == (seeds,) and record_sim.shape == (seeds * per,)
-    assert 0.0 < float(seed_sim.min()) and float(seed_sim.max()) < 1.0
+    assert float(seed_sim.min()) > 0.0 and float(seed_sim.max()) < 1.0
     assert peak / entries < 60.0, peak / entries

@@ -96,9 +96,10 @@ def _decide(r: MetricResult, cfg: GateConfig) -> _Decision:
         ok = _point(r)
         return _Decision(ok, "point", "no test available; the point estimate decided")
     if r.p_holm < cfg.alpha and r.score > r.threshold:
+        shown = ("interval above" if ci is not None and ci[0] > r.threshold
+                 else "one-sided test of gap ≤")
         return _Decision(False, "beyond_threshold",
-                         f"beyond threshold: interval above {r.threshold:g}, "
-                         f"Holm p = {_f(r.p_holm)}")
+                         f"beyond threshold: {shown} {r.threshold:g}, Holm p = {_f(r.p_holm)}")
     if r.score > r.threshold:
         return _Decision(True, "within_noise",
                          f"within noise: Holm p = {_f(r.p_holm)} ≥ {cfg.alpha:g}"

@@ -39,6 +39,7 @@ __all__ = [
     "infer_gap",
     "min_detectable_effect",
     "scale_of",
+    "test_critical",
     "variant_units",
     "worst_case_variance",
 ]
@@ -126,6 +127,8 @@ class GapInference:
     p_threshold: float  # p-value of H0: Δ ≤ τ
     worst_case: bool  # some contrast showed no variation: worst-case variance used
     null_maxes: tuple[FloatArray, ...]  # per family, sorted draws of max |T| under H0
+    test_draws: tuple[FloatArray, ...]  # per family, (configurations, draws): the threshold
+    # test's statistic at H0's least favourable configurations (max |T| for attributes), sorted
     residuals: FloatArray  # (S, G, C) per-seed residuals of the group means (for the MDE)
     levels: FloatArray  # (G, C) each group's raw mean (their average: the MDE's base rate)
     scale: str  # "rate", "count" or "real"
@@ -181,14 +184,49 @@ def _unit_cov(counts: FloatArray) -> FloatArray:
     return out
 
 
-def _null_max(cov: FloatArray, se: FloatArray, df: int, draws: int, seed: int) -> FloatArray:
-    """Sorted draws of max_j |Z_j / se_j| / sqrt(χ²_df / df), Z ~ N(0, cov)."""
+def _null_parts(cov: FloatArray, se: FloatArray, df: int, draws: int,
+                seed: int) -> tuple[FloatArray, FloatArray]:
+    """Draws of (d* − d̂, se*) under the multivariate t: Z ~ N(0, cov) and se·sqrt(χ²_df/df)."""
     vals, vecs = np.linalg.eigh(cov)
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((draws, cov.shape[0])) @ root.T
     scale = np.sqrt(rng.chisquare(df, size=draws) / df)
-    t = np.abs(z) / se[None, :] / scale[:, None]
+    return z, se[None, :] * scale[:, None]
+
+
+def _null_max(cov: FloatArray, se: FloatArray, df: int, draws: int, seed: int) -> FloatArray:
+    """Sorted draws of max_j |Z_j / se_j| / sqrt(χ²_df / df), Z ~ N(0, cov)."""
+    z, se_star = _null_parts(cov, se, df, draws, seed)
+    return np.sort((np.abs(z) / se_star).max(axis=1))
+
+
+def _bootstrap_parts(w: FloatArray, draws: int, seed: int) -> tuple[FloatArray, FloatArray]:
+    """Draws of (d* − d̂, se*) over seed-cluster bootstrap resamples (linearised: exact for
+    balanced suites), each with its own standard errors (the bootstrap-t)."""
+    s = w.shape[0]
+    rng = np.random.default_rng(seed)
+    corr = s / (s - 1.0)
+    shift = np.empty((draws, w.shape[1]))
+    se_star = np.empty((draws, w.shape[1]))
+    step = max(1, min(draws, 2_000_000 // max(s * w.shape[1], 1)))
+    w2 = w * w
+    for start in range(0, draws, step):
+        b = min(step, draws - start)
+        picks = rng.integers(0, s, size=(b, s)) + (np.arange(b) * s)[:, None]
+        n = np.bincount(picks.ravel(), minlength=b * s).reshape(b, s).astype(np.float64)
+        sh = n @ w
+        var = corr * (n @ w2 - sh * sh / s)
+        shift[start:start + b] = sh
+        se_star[start:start + b] = np.sqrt(np.maximum(var, 0.0))
+    return shift, se_star
+
+
+def _max_t(shift: FloatArray, se_star: FloatArray) -> FloatArray:
+    """Sorted draws of max_j |d*_j − d̂_j| / se*_j (a zero shift counts 0, a zero se* ∞)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(shift) / se_star
+    t = np.where(np.abs(shift) <= _EPS, 0.0, np.nan_to_num(t, nan=0.0, posinf=np.inf))
     return np.sort(t.max(axis=1))
 
 
@@ -196,24 +234,47 @@ def _bootstrap_max(w: FloatArray, d: FloatArray, draws: int, seed: int) -> Float
     """Sorted draws of max_j |d*_j − d̂_j| / se*_j over seed-cluster bootstrap resamples, each
     studentized by its own standard errors (the bootstrap-t): captures the skew of rates near 0
     or 1 and the noise of per-contrast variance estimates that a common-variance t misses."""
-    s = w.shape[0]
-    rng = np.random.default_rng(seed)
-    corr = s / (s - 1.0)
-    out = np.empty(draws)
-    step = max(1, min(draws, 2_000_000 // max(s * w.shape[1], 1)))
-    w2 = w * w
-    for start in range(0, draws, step):
-        b = min(step, draws - start)
-        picks = rng.integers(0, s, size=(b, s)) + (np.arange(b) * s)[:, None]
-        n = np.bincount(picks.ravel(), minlength=b * s).reshape(b, s).astype(np.float64)
-        shift = n @ w  # d* − d̂ (linearised: exact for balanced suites)
-        var = corr * (n @ w2 - shift * shift / s)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.abs(shift) / np.sqrt(np.maximum(var, 0.0))
-        t = np.where(np.abs(shift) <= _EPS, 0.0, np.nan_to_num(t, nan=0.0, posinf=np.inf))
-        out[start:start + b] = t.max(axis=1)
     del d
-    return np.sort(out)
+    return _max_t(*_bootstrap_parts(w, draws, seed))
+
+
+def _least_favourable(shift: FloatArray, se_star: FloatArray, se: FloatArray, tau: float,
+                      g: int) -> FloatArray | None:
+    """Null draws of the test statistic (``_k_star``'s first family) at the least favourable
+    configurations of H0: Δ ≤ τ, sorted per configuration: (configurations, draws).
+
+    The statistic's events are one-sided (|d̂_g| above τ, d̂_g − d̂_h above the pair bound),
+    and inside H0 they cannot all sit at their boundary at once: Σ_g d_g = 0, and with one
+    group τ above the others only that group's upper event (and its pairs) are at the
+    boundary, the others' events are (τ − d)/se away. H0's extreme points are the
+    configurations with m groups τ above the rest (m = 1 … G − 1); for each m the raised
+    groups are the m least precise, or the m most precise, in every column. The test's
+    critical value is the largest 1 − α quantile over them, instead of max-|t|'s quantile,
+    which puts every one of the 2G one-sided events at its boundary at once. None when the
+    draws would be too many to simulate (then max-|t|, conservative, is used)."""
+    draws = shift.shape[0]
+    cols = se.shape[1]
+    if draws * g * g * cols > 50_000_000:
+        return None
+    lmat = _contrast_matrix(g)
+    order = np.argsort(-se[:g], axis=0, kind="stable")  # (G, C): least precise first
+    sh = shift.reshape(draws, g, cols)
+    ss = np.maximum(se_star.reshape(draws, g, cols), _EPS)
+    # the pair events' parts that do not depend on the configuration, computed once
+    pair_shift = sh[:, :, None, :] - sh[:, None, :, :]  # (B, G, G, C)
+    pair_inv = 1.0 / (ss[:, :, None, :] + ss[:, None, :, :])
+    bound = tau * g / (g - 1)
+    out = []
+    for rank in (order, order[::-1]):
+        for m in range(1, g):
+            mu = np.zeros((g, cols))
+            np.put_along_axis(mu, rank[:m], tau, axis=0)
+            d = lmat @ mu
+            single = ((np.abs(d[None] + sh) - tau) / ss).reshape(draws, -1).max(axis=1)
+            gap = d[:, None, :] - d[None, :, :] - bound  # (G, G, C)
+            pair = ((pair_shift + gap[None]) * pair_inv).reshape(draws, -1).max(axis=1)
+            out.append(np.sort(np.maximum(single, pair)))
+    return np.stack(out)
 
 
 def _quantile(sorted_draws: FloatArray, level: float) -> float:
@@ -307,17 +368,23 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     se = np.sqrt(np.maximum(var, _EPS)).reshape(rows, cols)
     spans = [(0, g * cols)] + ([(g * cols, rows * cols)] if rows > g else [])
     null_maxes = []
-    for lo, hi in spans:
+    tests = []  # per family, the test's sorted null draws: (configurations, draws)
+    for f, (lo, hi) in enumerate(spans):
         if worst or s_count >= BOOTSTRAP_SEEDS or s_count < BOOTSTRAP_MIN_SEEDS:
-            null_maxes.append(_null_max(cov[lo:hi, lo:hi], se.ravel()[lo:hi],
-                                        max(1, s_count - 1), draws, seed))
+            shift, se_star = _null_parts(cov[lo:hi, lo:hi], se.ravel()[lo:hi],
+                                         max(1, s_count - 1), draws, seed)
         else:
-            null_maxes.append(_bootstrap_max(w[:, lo:hi], d.ravel()[lo:hi], draws, seed))
+            shift, se_star = _bootstrap_parts(w[:, lo:hi], draws, seed)
+        null_maxes.append(_max_t(shift, se_star))
+        lfc = _least_favourable(shift, se_star, se[:g], threshold, g) if f == 0 else None
+        tests.append(null_maxes[-1][None, :] if lfc is None
+                     else np.vstack([null_maxes[-1][None, :], lfc]))
+        del shift, se_star
     share = alpha / len(spans)
     ks = [_quantile(m, 1.0 - share) for m in null_maxes]
     k_star = _k_star(d, se_seen, threshold, g)
-    p = min(1.0, len(spans) * min(_tail(m, float(k)) for m, k in zip(null_maxes, k_star,
-                                                                       strict=True)))
+    p = min(1.0, len(spans) * min(_test_tail(t, float(k)) for t, k in zip(tests, k_star,
+                                                                         strict=True)))
     estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
     lower = _interval(d, se_seen, ks, g)[0]
     upper = _interval(d, se, ks, g)[1]
@@ -327,9 +394,35 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     return GapInference(
         groups=present.astype(np.int64), means=means, contrast=d, se=se, cov=cov, lmat=lmat,
         seeds=s_count, critical=ks[0], estimate=estimate, interval=(lower, upper),
-        p_threshold=p, worst_case=worst, null_maxes=tuple(null_maxes), residuals=resid,
+        p_threshold=p, worst_case=worst, null_maxes=tuple(null_maxes), test_draws=tuple(tests),
+        residuals=resid,
         levels=_levels(units)[present], scale=scale_of(units.values, scale),
     )
+
+
+def test_critical(inf: GapInference, alpha: float) -> FloatArray:
+    """Per family, the threshold test's critical value at level α (Bonferroni over families):
+    the largest 1 − α quantile over H0's least favourable configurations."""
+    share = alpha / len(inf.test_draws)
+    return np.array([_test_quantile(t, 1.0 - share) for t in inf.test_draws])
+
+
+def _test_quantile(draws: FloatArray, level: float) -> float:
+    """Row 0 holds max |T| (valid at every configuration: every event needs a contrast
+    outside its simultaneous interval), rows 1… the least favourable configurations; either
+    critical value is valid, so the smaller is used."""
+    k = _quantile(draws[0], level)
+    if draws.shape[0] > 1:
+        k = min(k, max(_quantile(row, level) for row in draws[1:]))
+    return k
+
+
+def _test_tail(draws: FloatArray, k_star: float) -> float:
+    """The p-value matching ``_test_quantile``: both rows' tails are monotone in k*."""
+    p = _tail(draws[0], k_star)
+    if draws.shape[0] > 1:
+        p = min(p, max(_tail(row, k_star) for row in draws[1:]))
+    return p
 
 
 def _group_cov(inf: GapInference) -> FloatArray:
@@ -381,8 +474,7 @@ def min_detectable_effect(inf: GapInference, threshold: float, alpha: float,
     """
     rows, cols = inf.contrast.shape
     g = inf.means.shape[0]
-    share = alpha / len(inf.null_maxes)
-    ks = np.array([_quantile(m, 1.0 - share) for m in inf.null_maxes])
+    ks = test_critical(inf, alpha)
     rng = np.random.default_rng(seed)
     target = int(np.argmax(inf.se[:g].ravel()))
     tg, tc = divmod(target, cols)
