@@ -20,7 +20,10 @@ Simultaneous intervals d̂_g ± k·se_g for all G contrasts (k: the 1 − α qua
 under a multivariate t with the seeds' degrees of freedom, se: seed-cluster sandwich standard
 errors) therefore give an interval for Δ that covers it whenever every contrast interval
 covers its contrast, i.e. with probability ≥ 1 − α. The gate's test of H0: Δ ≤ τ rejects when
-that interval's lower end exceeds τ; its p-value is the smallest α at which it would.
+the contrasts' largest standardised excess over τ passes a critical value: the interval's k
+(then the interval's lower end exceeds τ), or, when smaller, the largest 1 − α quantile of that
+statistic at H0's least favourable configurations (``_least_favourable``); its p-value is the
+smallest α at which it would reject.
 
 See docs/fairness.md for the reasoning and bench/bench_calibration.py for the simulations.
 """
