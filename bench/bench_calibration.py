@@ -167,8 +167,13 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suites", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="only the binary designs")
+    parser.add_argument("--boundary-only", action="store_true",
+                        help="only the threshold test at the boundary of H0 (Δ = τ)")
     args = parser.parse_args()
     n = args.suites
+    if args.boundary_only:
+        boundary(n)
+        return
     start = time.perf_counter()
     apps = ["binary"] if args.quick else list(APPS)
     print(f"## False failures under the null (target ≤ 0.05, upper bound ≤ 0.07), {n} suites")
@@ -217,9 +222,53 @@ def main() -> None:
     print()
     upper_bound_mode(min(n, 100))
     print()
+    boundary(n)
+    print()
     normal_approximation(n)
     print()
     print(f"took {time.perf_counter() - start:.0f} s")
+
+
+def boundary(n: int) -> None:
+    """The threshold test (p_threshold < alpha) at Δ = τ exactly, the edge of H0, where a
+    level-α test may reject up to α: rates 0.3, raised by τ = 0.1 in one group, in half of the
+    groups, and (3 columns) in different groups per column. This checks the least favourable
+    configurations the test's critical value is simulated at (one raise per suite, every
+    column alike) against configurations it does not simulate."""
+    print(f"## The threshold test at the boundary Δ = τ (rates 0.3 + 0.1; target ≈ α), {n} suites")
+    print("| seeds × groups | raised | threshold test rejects [95% CI] |")
+    print("|---|---|---|")
+
+    def one(r: np.ndarray) -> None:
+        r[0, 0] += 0.1
+
+    def half(r: np.ndarray) -> None:
+        r[: r.shape[0] // 2, :] += 0.1
+
+    def mixed(r: np.ndarray) -> None:
+        r[0, 0] += 0.1
+        r[1:8, 1] += 0.1
+        r[3, 2] += 0.1
+
+    cases = [("one group", 1, one), ("half the groups", 1, half),
+             ("3 columns: one group", 3, one), ("3 columns: half, every column", 3, half),
+             ("3 columns: a different raise per column", 3, mixed)]
+    for i, (seeds, groups) in enumerate(((30, 15), (100, 6), (100, 15))):
+        for j, (label, cols, raise_) in enumerate(cases):
+            rng = np.random.default_rng(6000 + 10 * i + j)
+            hits = 0
+            for b in range(n):
+                rates = np.full((groups, cols), 0.3)
+                raise_(rates)
+                x = (rng.random((seeds, groups, cols)) < rates).astype(np.float64)
+                units = inference.Units(x.reshape(seeds * groups, cols),
+                                        np.repeat(np.arange(seeds), groups),
+                                        np.tile(np.arange(groups), seeds),
+                                        np.ones(seeds * groups, dtype=np.int64), seeds, groups)
+                inf = inference.infer_gap(units, 0.1, ALPHA, b, draws=CFG.bootstrap_samples)
+                assert inf is not None
+                hits += inf.p_threshold < ALPHA
+            print(f"| {seeds}×{groups} | {label} | {rate(hits, n)} |", flush=True)
 
 
 def upper_bound_mode(n: int) -> None:
