@@ -241,6 +241,10 @@ def _bootstrap_max(w: FloatArray, d: FloatArray, draws: int, seed: int) -> Float
     return _max_t(*_bootstrap_parts(w, draws, seed))
 
 
+#: Element operations the least-favourable search may spend per metric (a few seconds).
+_LFC_WORK = 1_000_000_000
+
+
 def _least_favourable(shift: FloatArray, se_star: FloatArray, se: FloatArray, tau: float,
                       g: int) -> FloatArray | None:
     """Null draws of the test statistic (``_k_star``'s first family) at the least favourable
@@ -257,7 +261,9 @@ def _least_favourable(shift: FloatArray, se_star: FloatArray, se: FloatArray, ta
     draws would be too many to simulate (then max-|t|, conservative, is used)."""
     draws = shift.shape[0]
     cols = se.shape[1]
-    if draws * g * g * cols > 50_000_000:
+    # memory of one configuration's pair array, and the work of all 2(G − 1) of them: beyond
+    # either (e.g. 135 intersectional groups: ~10^10 operations, minutes) max-|t| is used
+    if draws * g * g * cols > 50_000_000 or draws * g * g * cols * 2 * (g - 1) > _LFC_WORK:
         return None
     lmat = _contrast_matrix(g)
     order = np.argsort(-se[:g], axis=0, kind="stable")  # (G, C): least precise first
