@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -210,12 +211,15 @@ def test_late_span_merges_into_the_released_trace(server: ProcessorServer, tmp_p
     early = [s for s in spans if s is not tool]
     http = HttpExporter(endpoint=url(server) + "/v1/traces")
     assert http.export(early) == SpanExportResult.SUCCESS
-    deadline = 50
-    while httpx.get(url(server) + "/health").json()["traces_released"] < 1 and deadline:
+    # wait until the release is durable in the store (release marks ride on the next commit,
+    # so /health may count the release a moment before a reader sees it); 30 s for busy hosts
+    released: list[object] = []
+    deadline = time.monotonic() + 30
+    while not released and time.monotonic() < deadline:
         threading.Event().wait(0.05)
-        deadline -= 1
-    with SpanStore(tmp_path / "spans.db", readonly=True) as store:
-        (before,) = store.iter_agent_traces()
+        with SpanStore(tmp_path / "spans.db", readonly=True) as store:
+            released = list(store.iter_agent_traces())
+    (before,) = released
     assert before.trace.tool_calls == () and not before.partial
     assert http.export([tool]) == SpanExportResult.SUCCESS
     http.shutdown()
