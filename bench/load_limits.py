@@ -20,8 +20,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
+from spanguard_processor.collector.limits import Guard
 from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
-from spanguard_processor.limits import Guard
 from tests.reliability.corpus import otlp_requests
 
 

@@ -19,8 +19,8 @@ import rag_app  # pytest puts this folder (examples/, no __init__.py) on sys.pat
 
 from spanguard import semconv
 from spanguard.testing import SpanCapture
-from spanguard_processor.convert import traces_from_readable_spans
 from spanguard_processor.fairness.testing import assert_fair
+from spanguard_processor.traces.convert import traces_from_readable_spans
 
 SUITE = Path(__file__).resolve().parent / "rag_suite.yaml"
 

@@ -10,8 +10,8 @@ from trace2eval.schema import load_traces
 
 import spanguard
 from spanguard.testing import capture_spans
-from spanguard_processor.convert import traces_from_readable_spans
-from spanguard_processor.formats import to_fairtrace_record, to_trace2eval_row
+from spanguard_processor.traces.convert import traces_from_readable_spans
+from spanguard_processor.traces.formats import to_fairtrace_record, to_trace2eval_row
 
 
 @spanguard.tool

@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
-from spanguard_processor.model import AgentTrace
-from spanguard_processor.readers import read_agent_traces_any
+from spanguard_processor.inputs.readers import read_agent_traces_any
+from spanguard_processor.traces.model import AgentTrace
 
 from ..processor.serve_process import ServeProcess
 from .openai_stub import chat_completion, openai_stub

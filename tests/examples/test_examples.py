@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from spanguard_processor.cli import cli
-from spanguard_processor.model import AgentTrace, RetrievedDocument, ToolCall
+from spanguard_processor.traces.model import AgentTrace, RetrievedDocument, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

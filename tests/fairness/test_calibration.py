@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
-from spanguard_processor.model import ProcessTrace
+from spanguard_processor.traces.model import ProcessTrace
 
 _GROUPS = [f"group{i:02d}" for i in range(15)]
 # The permutation count sets only the Monte Carlo resolution of p (valid at any count);

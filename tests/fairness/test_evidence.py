@@ -14,7 +14,7 @@ from spanguard_processor.fairness import MetricConfig, evaluate, observation_fro
 from spanguard_processor.fairness.evidence import find_pairs, prompt_segments
 from spanguard_processor.fairness.metrics import MetricValues
 from spanguard_processor.fairness.records import observation_from_trace
-from spanguard_processor.model import AgentTrace
+from spanguard_processor.traces.model import AgentTrace
 from tests.reports.data import _PROFILES, records, suite
 
 from .conftest import FAST

@@ -21,7 +21,7 @@ from spanguard_processor.fairness import (
 from spanguard_processor.fairness.metrics import unregister_metric
 from spanguard_processor.fairness.reports import render_json
 from spanguard_processor.fairness.testing import assert_fair
-from spanguard_processor.model import AgentTrace, ProcessTrace, ToolCall
+from spanguard_processor.traces.model import AgentTrace, ProcessTrace, ToolCall
 
 from . import apps
 from .conftest import FAST

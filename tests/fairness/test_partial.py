@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
-from spanguard_processor.model import ProcessTrace
+from spanguard_processor.traces.model import ProcessTrace
 
 from .conftest import FAST
 

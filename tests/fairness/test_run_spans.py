@@ -10,9 +10,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanguard.testing import SpanCapture
 from spanguard_processor.cli import cli
-from spanguard_processor.convert import traces_from_readable_spans
 from spanguard_processor.fairness.runner import run_app
 from spanguard_processor.fairness.suite import parse_suite
+from spanguard_processor.traces.convert import traces_from_readable_spans
 
 from . import apps
 from .test_cli import _FAST, _suite

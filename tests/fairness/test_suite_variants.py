@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import spanguard
 from spanguard.testing import capture_spans
 from spanguard_processor.cli import cli
-from spanguard_processor.convert import traces_from_readable_spans
 from spanguard_processor.fairness import suite_variants
+from spanguard_processor.traces.convert import traces_from_readable_spans
 
 SUITE = {
     "dataset": {"prompts": [

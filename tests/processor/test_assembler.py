@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spanguard_processor.assembler import TraceAssembler
+from spanguard_processor.collector.assembler import TraceAssembler
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
-from spanguard_processor.server import ProcessorServer, ReceiverFailed, ServerConfig, serve_forever
+from spanguard_processor.collector.server import (
+    ProcessorServer,
+    ReceiverFailed,
+    ServerConfig,
+    serve_forever,
+)
 from tests.reliability.servers import self_signed_certificate
 
 

@@ -9,13 +9,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanguard import semconv as sc
-from spanguard_processor.convert import (
+from spanguard_processor.ingest.spans import SpanEvent, SpanRecord
+from spanguard_processor.traces.convert import (
     trace_from_records,
     traces_from_readable_spans,
     traces_from_records,
 )
-from spanguard_processor.model import AgentTrace, RetrievedDocument, ToolCall
-from spanguard_processor.spans import SpanEvent, SpanRecord
+from spanguard_processor.traces.model import AgentTrace, RetrievedDocument, ToolCall
 
 from .agent_app import annotate, documents, in_memory_spans, run_request
 

@@ -13,12 +13,12 @@ from fairtrace.traces import TraceValidator, normalize_metadata
 from trace2eval.schema import load_traces
 
 from spanguard.exceptions import TraceFormatError
-from spanguard_processor.formats import (
+from spanguard_processor.traces.formats import (
     from_fairtrace_record,
     to_fairtrace_record,
     to_trace2eval_row,
 )
-from spanguard_processor.model import AgentTrace, ProcessTrace, RetrievedDocument
+from spanguard_processor.traces.model import AgentTrace, ProcessTrace, RetrievedDocument
 
 from .test_model import full_trace
 

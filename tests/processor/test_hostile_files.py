@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from spanguard_processor.cli import cli
-from spanguard_processor.jsonio import parse_json
+from spanguard_processor.common.jsonio import parse_json
 
 HOSTILE = {
     "digits": "1" * 5001,

@@ -14,17 +14,17 @@ from click.testing import CliRunner
 
 from spanguard import semconv as sc
 from spanguard_processor.cli import cli
-from spanguard_processor.convert import trace_from_records, traces_from_records
 from spanguard_processor.fairness import MetricConfig, evaluate, observation_from_record
 from spanguard_processor.fairness.records import observation_from_trace
-from spanguard_processor.formats import (
+from spanguard_processor.ingest.spans import SpanRecord
+from spanguard_processor.traces.convert import trace_from_records, traces_from_records
+from spanguard_processor.traces.formats import (
     from_fairtrace_record,
     to_fairtrace_record,
     to_trace2eval_row,
 )
-from spanguard_processor.model import AgentTrace, LLMCall, RetrievedDocument, ToolCall
-from spanguard_processor.pricing import apply_prices, load_prices
-from spanguard_processor.spans import SpanRecord
+from spanguard_processor.traces.model import AgentTrace, LLMCall, RetrievedDocument, ToolCall
+from spanguard_processor.traces.pricing import apply_prices, load_prices
 
 TRACE = "cd" * 16
 

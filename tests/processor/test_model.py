@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from spanguard.exceptions import TraceFormatError
-from spanguard_processor.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
+from spanguard_processor.traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
 
 def full_trace() -> AgentTrace:

@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.cli import cli
-from spanguard_processor.convert import traces_from_readable_spans
-from spanguard_processor.jsonio import write_jsonl
-from spanguard_processor.readers import (
+from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.common.jsonio import write_jsonl
+from spanguard_processor.inputs.readers import (
     KIND_AGENT_JSONL,
     KIND_OTLP_JSON,
     KIND_OTLP_JSONL,
@@ -26,7 +26,7 @@ from spanguard_processor.readers import (
     detect_kind,
     read_agent_traces_any,
 )
-from spanguard_processor.store import SpanStore
+from spanguard_processor.traces.convert import traces_from_readable_spans
 
 from .agent_app import in_memory_spans
 

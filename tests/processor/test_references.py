@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from spanguard.exceptions import ConfigError
 from spanguard_processor.cli import cli
-from spanguard_processor.references import import_module, resolve
+from spanguard_processor.common.references import import_module, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 

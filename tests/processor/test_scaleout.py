@@ -25,8 +25,8 @@ import spanguard
 from spanguard import semconv
 from spanguard.testing import capture_spans
 from spanguard_processor.cli import cli
-from spanguard_processor.readers import read_agent_traces_any
-from spanguard_processor.server import ProcessorServer, ServerConfig
+from spanguard_processor.collector.server import ProcessorServer, ServerConfig
+from spanguard_processor.inputs.readers import read_agent_traces_any
 
 pytestmark = pytest.mark.integration
 

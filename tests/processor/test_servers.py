@@ -25,8 +25,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanguard_processor.server import ProcessorServer, ServerConfig
-from spanguard_processor.store import SpanStore
+from spanguard_processor.collector.server import ProcessorServer, ServerConfig
+from spanguard_processor.collector.store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 

@@ -10,9 +10,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from spanguard.exceptions import TraceFormatError
+from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
-from spanguard_processor.spans import DecodedBatch, EncodedSpan
-from spanguard_processor.store import SpanStore
+from spanguard_processor.ingest.spans import DecodedBatch, EncodedSpan
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
@@ -81,8 +81,8 @@ def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_a_failing_store_fails_requests_instead_of_hanging_them(tmp_path: Path) -> None:
-    from spanguard_processor.assembler import TraceAssembler
-    from spanguard_processor.ingestor import Ingestor
+    from spanguard_processor.collector.assembler import TraceAssembler
+    from spanguard_processor.collector.ingestor import Ingestor
 
     store = SpanStore(tmp_path / "s.db")
     ingestor = Ingestor(store, TraceAssembler(wait_duration=0.0)).start()

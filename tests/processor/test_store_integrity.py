@@ -19,9 +19,9 @@ from click.testing import CliRunner, Result
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from spanguard_processor.cli import cli
+from spanguard_processor.collector.server import ProcessorServer, ServerConfig
+from spanguard_processor.collector.store import SCHEMA_VERSION, DamagedStore, SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
-from spanguard_processor.server import ProcessorServer, ServerConfig
-from spanguard_processor.store import SCHEMA_VERSION, DamagedStore, SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 

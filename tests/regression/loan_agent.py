@@ -142,7 +142,7 @@ def serve(apps: list[Application], jitter_seed: int, change: str | None = None,
     import opentelemetry.sdk.trace as sdk_trace
 
     from spanguard.testing import SpanCapture
-    from spanguard_processor.convert import traces_from_readable_spans
+    from spanguard_processor.traces.convert import traces_from_readable_spans
 
     clock = SimClock()
     agent = LoanAgent(clock.sleep, jitter_seed, change)

@@ -10,7 +10,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
-from spanguard_processor.jsonio import write_jsonl
+from spanguard_processor.common.jsonio import write_jsonl
 
 from .test_process_and_gate import _production, _trace
 

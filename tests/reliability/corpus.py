@@ -59,9 +59,9 @@ def otlp_json_documents(count: int = 4) -> tuple[str, ...]:
 
 def agent_trace_line() -> str:
     """One valid assembled agent trace, as a JSONL line."""
-    from spanguard_processor.convert import trace_from_records
     from spanguard_processor.ingest.batches import decode_batch
     from spanguard_processor.ingest.otlp_json import decode_document
+    from spanguard_processor.traces.convert import trace_from_records
 
     batch = decode_document(json.loads(otlp_json_documents(1)[0]))
     record = decode_batch(batch.fmt, batch.body)

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from spanguard_processor.limits import Limits
-from spanguard_processor.store import SpanStore
+from spanguard_processor.collector.limits import Limits
+from spanguard_processor.collector.store import SpanStore
 
 from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES

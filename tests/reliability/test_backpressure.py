@@ -29,8 +29,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 )
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanguard_processor.limits import Limits
-from spanguard_processor.store import SpanStore
+from spanguard_processor.collector.limits import Limits
+from spanguard_processor.collector.store import SpanStore
 
 from .servers import EXPORT, PROTO, request_bytes, running, spans_of_one_trace
 

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanguard.exceptions import TraceFormatError
-from spanguard_processor.convert import trace_from_records
 from spanguard_processor.ingest.batches import decode_batch
 from spanguard_processor.ingest.otlp_json import decode_document
 from spanguard_processor.ingest.otlp_proto import count_spans, decode_request, parse_request
-from spanguard_processor.spans import DecodedBatch
+from spanguard_processor.ingest.spans import DecodedBatch
+from spanguard_processor.traces.convert import trace_from_records
 
 from .corpus import TRIED, otlp_json_documents, otlp_requests
 from .strategies import json_values, mutated_bytes, mutated_json

@@ -25,12 +25,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from spanguard.exceptions import SuiteError
 from spanguard_processor.cli import cli
 from spanguard_processor.cli.serve import serve
+from spanguard_processor.collector.limits import Limits
+from spanguard_processor.collector.redaction import Redactor
+from spanguard_processor.collector.security import Security, token_matches
+from spanguard_processor.collector.server import ServerConfig
+from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.fairness.suite import load_suite
-from spanguard_processor.limits import Limits
-from spanguard_processor.redaction import Redactor
-from spanguard_processor.security import Security, token_matches
-from spanguard_processor.server import ServerConfig
-from spanguard_processor.store import SpanStore
 
 from .corpus import hex_ids
 from .servers import (

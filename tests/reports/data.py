@@ -12,8 +12,8 @@ from typing import Any
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
-from spanguard_processor.jsonio import write_jsonl
-from spanguard_processor.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
+from spanguard_processor.common.jsonio import write_jsonl
+from spanguard_processor.traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
 GROUPS = ("man", "woman", "non-binary")
 METRICS = ("escalation_parity", "tool_use_parity", "refusal_gap", "helpfulness_gap",

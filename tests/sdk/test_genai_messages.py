@@ -91,8 +91,8 @@ def test_a_tool_request_output_and_parts_pass_through(content_capture: SpanCaptu
 
 
 def test_the_processor_reads_back_what_the_sdk_writes(content_capture: SpanCapture) -> None:
-    from spanguard_processor.convert import traces_from_readable_spans
-    from spanguard_processor.model import ToolCall
+    from spanguard_processor.traces.convert import traces_from_readable_spans
+    from spanguard_processor.traces.model import ToolCall
 
     with spanguard.request("agent"), spanguard.llm_call("gpt-4o-mini",
                                                         provider="openai") as call:

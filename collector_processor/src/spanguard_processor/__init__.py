@@ -9,8 +9,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .formats import from_fairtrace_record, to_fairtrace_record, to_trace2eval_row
-    from .model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
+    from .traces.formats import from_fairtrace_record, to_fairtrace_record, to_trace2eval_row
+    from .traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
 __all__ = [
     "AgentTrace",
@@ -23,13 +23,13 @@ __all__ = [
 ]
 
 _HOMES = {
-    "AgentTrace": ".model",
-    "ProcessTrace": ".model",
-    "RetrievedDocument": ".model",
-    "ToolCall": ".model",
-    "from_fairtrace_record": ".formats",
-    "to_fairtrace_record": ".formats",
-    "to_trace2eval_row": ".formats",
+    "AgentTrace": ".traces.model",
+    "ProcessTrace": ".traces.model",
+    "RetrievedDocument": ".traces.model",
+    "ToolCall": ".traces.model",
+    "from_fairtrace_record": ".traces.formats",
+    "to_fairtrace_record": ".traces.formats",
+    "to_trace2eval_row": ".traces.formats",
 }
 
 

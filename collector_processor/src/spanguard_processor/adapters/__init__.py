@@ -30,7 +30,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ..references import resolve
+from ..common.references import resolve
 from ._base import AdapterError, App, TraceMapper
 
 __all__ = ["ADAPTERS", "AdaptedApp", "AdapterError", "App", "TraceMapper", "adapt",

@@ -24,7 +24,7 @@ from spanguard._runtime import active_tracer
 from spanguard.exceptions import InputError
 
 from ..fairness.records import parse_fairtrace_trace
-from ..model import ProcessTrace
+from ..traces.model import ProcessTrace
 
 __all__ = ["AdapterError", "App", "TraceMapper", "agent_span", "apply_trace_mapper",
            "as_agent", "record_process", "record_tool_call", "require_text", "run_as_tool"]

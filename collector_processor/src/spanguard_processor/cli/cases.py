@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..jsonio import write_text_atomic
+from ..common.jsonio import write_text_atomic
 from ..regression.build import BuildOptions, build_evalset
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases

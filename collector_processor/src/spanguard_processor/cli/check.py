@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from ..jsonio import write_text_atomic
+from ..common.jsonio import write_text_atomic
+from ..common.tracelinks import validate_template
 from ..regression.diff import case_diffs
 from ..regression.diff_report import diffs_markdown
 from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
 from ..regression.render import check_junit, render_check
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
-from ..tracelinks import validate_template
 from . import EXIT_FAILED
 
 __all__ = ["check"]

@@ -70,7 +70,7 @@ def gate_config(gate: str, alpha: float, bootstrap: int, permutations: int,
 
 
 def load_plugins(plugins: tuple[str, ...]) -> None:
-    from ..references import import_module
+    from ..common.references import import_module
 
     for name in plugins:
         import_module(name, "the plugin", error=lambda message: ConfigError("--plugin", message))

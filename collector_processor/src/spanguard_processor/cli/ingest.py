@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..readers import IngestReport, ingest_files
-from ..store import SpanStore
+from ..collector.store import SpanStore
+from ..inputs.readers import IngestReport, ingest_files
 
 __all__ = ["ingest"]
 

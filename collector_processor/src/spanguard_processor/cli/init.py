@@ -23,8 +23,8 @@ def init(output: Path, force: bool) -> None:
     Example:
       spanguard init -o fairness.yaml && spanguard run fairness.yaml --app myapp:answer
     """
+    from ..common.jsonio import write_text_atomic
     from ..fairness.suite import starter_suite
-    from ..jsonio import write_text_atomic
     from ._common import BadInput
 
     if output.exists() and not force:

@@ -90,7 +90,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
 def _plain_app(reference: str) -> Callable[..., Any]:
     from spanguard.exceptions import SuiteError
 
-    from ..references import resolve
+    from ..common.references import resolve
 
     return resolve(reference, "the app",
                    error=lambda message: SuiteError(message, field="--app"))
@@ -121,7 +121,7 @@ def write_span_lines(path: Path, spans: list[Any]) -> int:
     """The spans of each call (one trace) as one OTLP-JSON line, in the order the calls began."""
     from spanguard._export import otlp_json_line
 
-    from ..jsonio import write_text_atomic
+    from ..common.jsonio import write_text_atomic
 
     by_trace: dict[int, list[Any]] = {}
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.context.span_id)):

@@ -8,10 +8,10 @@ import click
 
 from spanguard.exceptions import ConfigError, InputError
 
-from ..limits import Limits
-from ..redaction import Redactor, load_hook
-from ..security import TOKEN_ENV, Security, read_token
-from ..server import CannotListen, ReceiverFailed, ServerConfig, serve_forever
+from ..collector.limits import Limits
+from ..collector.redaction import Redactor, load_hook
+from ..collector.security import TOKEN_ENV, Security, read_token
+from ..collector.server import CannotListen, ReceiverFailed, ServerConfig, serve_forever
 
 __all__ = ["serve"]
 

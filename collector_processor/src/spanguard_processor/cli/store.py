@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..salvage import check_store, recover_store
+from ..collector.salvage import check_store, recover_store
 
 __all__ = ["store"]
 

@@ -31,8 +31,8 @@ def variants(suite_path: Path, output: Path | None) -> None:
     Example:
       spanguard suite variants fairness.yaml -o variants.jsonl
     """
+    from ..common.jsonio import dumps_line, write_jsonl
     from ..fairness.suite import suite_variants
-    from ..jsonio import dumps_line, write_jsonl
 
     rows = suite_variants(suite_path)
     if output is None:

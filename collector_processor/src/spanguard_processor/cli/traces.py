@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from ..formats import to_fairtrace_record, to_trace2eval_row
-from ..jsonio import read_agent_traces, write_jsonl
-from ..model import AgentTrace
+from ..common.jsonio import write_jsonl
+from ..traces.formats import read_agent_traces, to_fairtrace_record, to_trace2eval_row
+from ..traces.model import AgentTrace
 
 __all__ = ["traces"]
 
@@ -27,7 +27,7 @@ _PRICES_HELP = ("JSON or YAML price table {model: {input, output}} in US dollars
 def _pricer(prices: Path | None) -> Callable[[AgentTrace], AgentTrace]:
     if prices is None:
         return lambda trace: trace
-    from ..pricing import apply_prices, load_prices
+    from ..traces.pricing import apply_prices, load_prices
 
     table = load_prices(prices)
     return lambda trace: apply_prices(trace, table)
@@ -91,7 +91,7 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     """
     from spanguard.exceptions import TraceFormatError
 
-    from ..readers import read_agent_traces_any
+    from ..inputs.readers import read_agent_traces_any
 
     for path in stores:
         if not path.exists():

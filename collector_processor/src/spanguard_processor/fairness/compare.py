@@ -17,7 +17,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from .._json import parse_json
+from ..common._json import parse_json
 
 __all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown"]
 

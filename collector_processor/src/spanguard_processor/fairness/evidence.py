@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..model import ProcessTrace
+from ..traces.model import ProcessTrace
 from .metrics import MetricValues
 from .records import Observation
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..tracelinks import trace_link, validate_template
+from ..common.tracelinks import trace_link, validate_template
 from .evidence import SIGNAL_NAMES, CounterfactualPair, Variant, prompt_segments
 
 __all__ = ["ReportOptions", "evidence_html", "evidence_json", "evidence_markdown"]

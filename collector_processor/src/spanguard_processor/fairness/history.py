@@ -22,8 +22,8 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from .._json import parse_json
-from ..jsonio import write_text_atomic
+from ..common._json import parse_json
+from ..common.jsonio import write_text_atomic
 from .results import Evaluation
 
 __all__ = ["HISTORY_FILE", "default_label", "history_entry", "history_summary",

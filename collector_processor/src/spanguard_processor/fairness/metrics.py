@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from spanguard.exceptions import SuiteError
 
-from ..references import resolve
+from ..common.references import resolve
 from .records import Observation
 from .signals import REFUSAL_MARKERS, TOXICITY_MARKERS, Signals, signals_of
 

@@ -97,6 +97,6 @@ def read_inputs(paths: Sequence[Path]) -> list[Observation]:
 
 
 def _through_readers(path: Path) -> list[Observation]:
-    from ..readers import read_agent_traces_any  # loads protobuf, so only for span files
+    from ..inputs.readers import read_agent_traces_any  # loads protobuf, so only for span files
 
     return [observation_from_trace(t) for t in read_agent_traces_any([path])]

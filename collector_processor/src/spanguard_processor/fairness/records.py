@@ -17,10 +17,10 @@ from typing import Any
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from .._json import parse_json
-from ..formats import to_fairtrace_record
-from ..jsonio import iter_jsonl
-from ..model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall, usage_totals
+from ..common._json import parse_json
+from ..common.jsonio import iter_jsonl
+from ..traces.formats import to_fairtrace_record
+from ..traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall, usage_totals
 
 __all__ = [
     "Observation",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from ..charts import round_ticks
+from ..common.charts import round_ticks
 from .evidence_report import EVIDENCE_CSS, ReportOptions, evidence_html
 from .results import Evaluation, MetricResult
 

@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import write_text_atomic
+from ..common.jsonio import write_text_atomic
 from .evidence_report import ReportOptions, evidence_json, evidence_markdown
 from .report_html import render_html
 from .results import Evaluation, MetricResult, RecordMap

@@ -22,7 +22,7 @@ from spanguard import request
 from spanguard.exceptions import InputError
 from spanguard.testing import SpanCapture
 
-from ..convert import traces_from_readable_spans
+from ..traces.convert import traces_from_readable_spans
 from .records import Observation, parse_fairtrace_trace
 from .suite import Variant
 

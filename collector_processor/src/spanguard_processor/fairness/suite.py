@@ -24,7 +24,7 @@ import yaml
 
 from spanguard.exceptions import SuiteError
 
-from .._json import kind_of, parse_json
+from ..common._json import kind_of, parse_json
 from .metrics import get_metric, metric_names
 
 __all__ = ["MetricConfig", "Suite", "Variant", "load_suite", "parse_suite", "starter_suite",

@@ -13,8 +13,8 @@ import yaml
 
 from spanguard.exceptions import InputError
 
-from .._json import kind_of, parse_json
-from ..jsonio import write_text_atomic
+from ..common._json import kind_of, parse_json
+from ..common.jsonio import write_text_atomic
 
 __all__ = ["ImportedVariant", "build_suite", "kind_of", "line_of", "read_structured",
            "scalar_text", "write_records", "write_suite"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from .._json import parse_json
+from ..common._json import parse_json
 from ._common import (
     ImportedVariant,
     check_unique,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..spans import FORMAT_JSON, FORMAT_PROTOBUF, SpanRecord
 from . import otlp_json, otlp_proto
+from .spans import FORMAT_JSON, FORMAT_PROTOBUF, SpanRecord
 
 __all__ = ["decode_batch"]
 

@@ -18,7 +18,7 @@ import orjson
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from ..spans import (
+from .spans import (
     FORMAT_JSON,
     AttrValue,
     DecodedBatch,

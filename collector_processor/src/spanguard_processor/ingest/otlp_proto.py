@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from ..spans import (
+from .spans import (
     FORMAT_PROTOBUF,
     AttrValue,
     DecodedBatch,

@@ -16,7 +16,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from .._json import parse_json
+from ..common._json import parse_json
 from .expect import ANNOTATABLE_KEYS, checks_from_expect, validate_expect
 from .textnorm import fold
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from spanguard.exceptions import ConfigError, InputError
 
-from ..jsonio import write_text_atomic
-from ..references import resolve
+from ..common.jsonio import write_text_atomic
+from ..common.references import resolve
 from .annotations import load_annotations, render_template
 from .casebuild import build_cases
 from .loader import DEFAULT_MAX_LINE_BYTES, load_logs

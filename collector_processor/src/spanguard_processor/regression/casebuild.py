@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from .._json import parse_json
+from ..common._json import parse_json
 from .annotations import Annotation, AnnotationSet, merge_checks
 from .checks import run_text_checks, run_trace_check
 from .consistency import make_consistent, timing_limit

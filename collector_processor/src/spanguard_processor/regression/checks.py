@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .._json import parse_json
+from ..common._json import parse_json
 from .textnorm import detect_fallback
 
 __all__ = [

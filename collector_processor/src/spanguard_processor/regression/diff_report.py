@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..tracelinks import trace_link
+from ..common.tracelinks import trace_link
 from .diff import CaseDiff
 
 __all__ = ["console_lines", "diffs_markdown", "junit_text"]

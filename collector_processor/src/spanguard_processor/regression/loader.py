@@ -4,7 +4,7 @@ Every line is decoded and parsed on its own, so one bad byte, a BOM, binary garb
 line costs that line only. Each problem becomes a one-sentence message naming the file, the
 line and the field; the rest of the log still counts. The input kind is told by content, per
 line: an assembled agent trace (``AgentTrace`` JSON) is converted with
-:func:`~spanguard_processor.formats.to_trace2eval_row` and keeps its process trace.
+:func:`~spanguard_processor.traces.formats.to_trace2eval_row` and keeps its process trace.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import orjson
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ..formats import to_trace2eval_row
-from ..jsonio import open_binary
-from ..model import AGENT_TRACE_KEYS, AgentTrace, ProcessTrace
+from ..common.jsonio import open_binary
+from ..traces.formats import to_trace2eval_row
+from ..traces.model import AGENT_TRACE_KEYS, AgentTrace, ProcessTrace
 from .expect import validate_expect
 from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
 from .textnorm import detect_fallback
@@ -212,7 +212,7 @@ class _Reader:
 
     def read_spans(self, path: Path) -> None:
         """A span store or span file: assembled by the processor's readers, then converted."""
-        from ..readers import read_agent_traces_any
+        from ..inputs.readers import read_agent_traces_any
 
         name = path.as_posix()
         for number, trace in enumerate(read_agent_traces_any([path], skip_bad=True), 1):
@@ -375,7 +375,7 @@ def _is_span_input(path: Path) -> bool:
     Told by content: SQLite's magic bytes, a first line holding ``resourceSpans``; protobuf
     span files (no text to look at) by their ``.pb``/``.binpb``/``.proto`` suffix.
     """
-    from ..store import SQLITE_MAGIC
+    from ..collector.store import SQLITE_MAGIC
 
     if path.name.endswith(_SPAN_SUFFIXES):
         return True

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..charts import round_ticks
-from ..tracelinks import trace_link
+from ..common.charts import round_ticks
+from ..common.tracelinks import trace_link
 from .diff import CaseDiff
 from .gate import RULES, Comparison
 

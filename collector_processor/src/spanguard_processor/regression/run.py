@@ -17,8 +17,8 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
-from .._json import parse_json
-from ..jsonio import iter_jsonl
+from ..common._json import parse_json
+from ..common.jsonio import iter_jsonl
 from .checks import run_text_checks, run_trace_check
 from .diff import case_evidence
 from .loader import OUTPUT_ALIASES
@@ -150,7 +150,7 @@ def load_outputs(path: Path) -> Outputs:
 
 def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
     """Agent traces as outputs records: matched to cases by id, then by question."""
-    from ..readers import read_agent_traces_any
+    from ..inputs.readers import read_agent_traces_any
 
     outputs = Outputs()
     for path in paths:

@@ -16,7 +16,7 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
-from .._json import parse_json
+from ..common._json import parse_json
 from .run import PRODUCER
 
 __all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]

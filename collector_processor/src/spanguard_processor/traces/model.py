@@ -1,7 +1,7 @@
 """The assembled agent trace: one request of an agent, as both evaluators read it.
 
 One JSON object per request. Field names follow the two formats we stay compatible with
-(fairtrace scenario records and trace2eval log rows); :mod:`spanguard_processor.formats`
+(fairtrace scenario records and trace2eval log rows); :mod:`spanguard_processor.traces.formats`
 converts to both. ``from_dict`` is strict: unknown keys, wrong types and non-finite numbers are
 rejected with a :class:`~spanguard.exceptions.TraceFormatError` that names the field.
 """
@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 from spanguard.exceptions import TraceFormatError
 
-from ._json import kind_of
+from ..common._json import kind_of
 
 __all__ = [
     "AGENT_TRACE_KEYS",

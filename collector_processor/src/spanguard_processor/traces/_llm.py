@@ -26,9 +26,9 @@ from typing import Any
 
 from spanguard import semconv
 
+from ..ingest.spans import AttrValue, SpanRecord
 from ._documents import finite_number
 from .model import LLMCall
-from .spans import AttrValue, SpanRecord
 
 __all__ = ["Message", "input_messages", "is_llm_span", "llm_call", "output_messages",
            "question_and_answer", "requested_tools", "text_of"]

@@ -4,7 +4,7 @@
   parsed request in place: attributes beyond ``max_attributes_per_span`` are dropped (and
   counted in ``dropped_attributes_count``, as the OTel SDK does); spans beyond
   ``max_spans_per_trace`` are rejected and reported through OTLP partial success; the
-  :class:`~spanguard_processor.redaction.Redactor` runs here, so redacted text is never stored.
+  :class:`~spanguard_processor.collector.redaction.Redactor` runs here, so redacted text is never stored.
 * **Admission before work** (:meth:`Guard.admit`, :meth:`Guard.resize`): at most
   ``max_pending_spans`` spans may be decoding or waiting for the store. A request reserves its
   spans *before* it is decoded — first an estimate from its size, then the exact count read
@@ -29,9 +29,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ingest.otlp_proto import decode_request, index_request
+from ..ingest.otlp_proto import decode_request, index_request
+from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch
 from .redaction import Redactor
-from .spans import FORMAT_PROTOBUF, DecodedBatch
 
 __all__ = ["DEFAULT_MAX_BODY", "Guard", "Limits", "Overloaded", "Reservation", "TooLarge"]
 

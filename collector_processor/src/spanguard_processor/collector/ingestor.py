@@ -18,8 +18,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import cast
 
+from ..ingest.spans import DecodedBatch, EncodedSpan
 from .assembler import ReleasedTrace, TraceAssembler
-from .spans import DecodedBatch, EncodedSpan
 from .store import SpanStore
 
 __all__ = ["IngestStats", "Ingestor"]

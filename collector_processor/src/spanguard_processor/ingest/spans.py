@@ -8,7 +8,7 @@ Two shapes, both frozen:
   at conversion, so the receive path stays close to protobuf parsing speed.
 * :class:`SpanRecord` — a fully decoded span (attributes, events), produced from a stored
   batch (:func:`spanguard_processor.ingest.batches.decode_batch`) or from an in-process OTel
-  SDK ``ReadableSpan`` (:mod:`spanguard_processor.convert`). Conversion to agent traces is
+  SDK ``ReadableSpan`` (:mod:`spanguard_processor.traces.convert`). Conversion to agent traces is
   written once, over these.
 
 Ids are lowercase hex strings (32 characters for a trace id, 16 for a span id); a root span has

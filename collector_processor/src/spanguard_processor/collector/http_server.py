@@ -47,13 +47,13 @@ from starlette.routing import Route
 
 from spanguard.exceptions import TraceFormatError
 
-from .ingest.otlp_json import decode_document, estimate_spans
-from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, parse_request
+from ..ingest.otlp_json import decode_document, estimate_spans
+from ..ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, parse_request
+from ..ingest.spans import DecodedBatch, gc_paused
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed
 from .security import BearerAuth
-from .spans import DecodedBatch, gc_paused
 
 __all__ = ["create_app"]
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from spanguard import semconv
 
-from ._json import parse_json
+from ..common._json import parse_json
+from ..ingest.spans import AttrValue, SpanRecord
 from .model import RetrievedDocument
-from .spans import AttrValue, SpanRecord
 
 __all__ = ["finite_number", "span_documents"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from spanguard import semconv
 from spanguard.exceptions import ConfigError
 
-from .references import resolve
+from ..common.references import resolve
 
 __all__ = ["CONTENT_KEYS", "RedactionFailed", "Redactor", "is_content_key", "load_hook"]
 

@@ -34,13 +34,13 @@ import zstandard
 
 from spanguard.exceptions import TraceFormatError
 
-from ._json import parse_json
-from .ingest.otlp_json import decode_document
-from .ingest.otlp_proto import decode_request, parse_request
-from .jsonio import read_agent_traces
-from .model import AgentTrace
-from .spans import DecodedBatch, SpanRecord, gc_paused
-from .store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_store
+from ..collector.store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_store
+from ..common._json import parse_json
+from ..ingest.otlp_json import decode_document
+from ..ingest.otlp_proto import decode_request, parse_request
+from ..ingest.spans import DecodedBatch, SpanRecord, gc_paused
+from ..traces.formats import read_agent_traces
+from ..traces.model import AgentTrace
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -357,7 +357,7 @@ def read_agent_traces_any(
     the order given, span files last, each in its own stable order.
 
     ``skip_bad`` skips malformed lines of span files. A damaged store raises
-    :class:`~spanguard_processor.store.DamagedStore`; given a ``skipped`` list, traces (and
+    :class:`~spanguard_processor.collector.store.DamagedStore`; given a ``skipped`` list, traces (and
     annotations) with unreadable spans are left out instead, each described there.
     """
     span_files: list[Path] = []

@@ -13,7 +13,7 @@
   (plus the annotation spans, which are small).
 
 Several stores (one per processor replica) are read together by
-:func:`spanguard_processor.readers.read_agent_traces_any`.
+:func:`spanguard_processor.inputs.readers.read_agent_traces_any`.
 
 **Integrity.** Every open checks the store before anything is read or written: the SQLite
 header, the schema and its version (``PRAGMA user_version``) and ``PRAGMA quick_check``; a
@@ -21,7 +21,7 @@ writable open (``serve``, ``ingest``) also checks every stored batch against the
 beside it, so nothing is acknowledged into a damaged store. Reading checks each batch again
 and that it holds the span its index row names. Anything wrong raises :class:`DamagedStore`
 (an :class:`~spanguard.exceptions.InputError` naming the file and the problem), never a raw
-``sqlite3`` error; :func:`spanguard_processor.salvage.recover_store` copies what is readable
+``sqlite3`` error; :func:`spanguard_processor.collector.salvage.recover_store` copies what is readable
 into a new store.
 """
 
@@ -37,10 +37,10 @@ from pathlib import Path
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from .convert import annotation_request_id, conversation_key, find_root, trace_from_records
-from .ingest.batches import decode_batch
-from .model import AgentTrace
-from .spans import DecodedBatch, EncodedSpan, SpanRecord
+from ..ingest.batches import decode_batch
+from ..ingest.spans import DecodedBatch, EncodedSpan, SpanRecord
+from ..traces.convert import annotation_request_id, conversation_key, find_root, trace_from_records
+from ..traces.model import AgentTrace
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "looks_like_store"]
 

@@ -22,7 +22,6 @@ from typing import IO, Any, TypeVar, cast
 from spanguard.exceptions import InputError, TraceFormatError
 
 from ._json import MAX_JSON_BYTES, parse_json
-from .model import AgentTrace
 
 __all__ = [
     "MAX_JSON_BYTES",
@@ -30,7 +29,7 @@ __all__ = [
     "iter_jsonl",
     "open_binary",
     "parse_json",
-    "read_agent_traces",
+    "read_validated",
     "write_jsonl",
     "write_text_atomic",
 ]
@@ -83,12 +82,8 @@ def iter_jsonl(
             yield number, value
 
 
-def read_agent_traces(path: Path) -> Iterator[AgentTrace]:
-    """Read an agent-trace JSONL file, validating every line."""
-    return _read_validated(path, AgentTrace.from_dict)
-
-
-def _read_validated(path: Path, build: Callable[[Any], T]) -> Iterator[T]:
+def read_validated(path: Path, build: Callable[[Any], T]) -> Iterator[T]:
+    """Build one value per JSONL line; a build error is located at the file and line."""
     for number, value in iter_jsonl(path):
         try:
             yield build(value)

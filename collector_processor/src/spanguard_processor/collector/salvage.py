@@ -25,9 +25,9 @@ import orjson
 
 from spanguard.exceptions import TraceFormatError
 
-from .ingest.otlp_json import decode_document
-from .ingest.otlp_proto import decode_request, parse_request
-from .spans import FORMAT_JSON, FORMAT_PROTOBUF, DecodedBatch
+from ..ingest.otlp_json import decode_document
+from ..ingest.otlp_proto import decode_request, parse_request
+from ..ingest.spans import FORMAT_JSON, FORMAT_PROTOBUF, DecodedBatch
 from .store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_store
 
 __all__ = ["Salvage", "StoreSummary", "check_store", "recover_store"]

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from spanguard import semconv
 
+from ..common._json import parse_json
+from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
 from ._documents import finite_number, span_documents
-from ._json import parse_json
 from ._llm import (
     Message,
     is_llm_span,
@@ -33,7 +34,6 @@ from ._llm import (
     text_of,
 )
 from .model import AgentTrace, JSONScalar, ProcessTrace, ToolCall
-from .spans import AttrValue, SpanEvent, SpanRecord
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

@@ -25,8 +25,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from spanguard.exceptions import TraceFormatError
 
+from ..ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, parse_request
 from .connections import grpc_options
-from .ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, parse_request
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Guard, Overloaded, Reservation, TooLarge
 from .redaction import RedactionFailed

@@ -1,0 +1,7 @@
+"""Stage 3 — span records → agent traces, and agent traces → the peers' formats.
+
+``model`` is the frozen :class:`~spanguard_processor.traces.model.AgentTrace`;
+``convert.traces_from_records`` is the entry point (spans of one trace → agent traces, with the
+GenAI, OpenInference and OpenLLMetry conventions), helped by ``_documents`` (retrievals) and
+``_llm`` (LLM calls and usage); ``formats`` writes fairtrace records and trace2eval rows;
+``pricing`` adds cost from a price table. Imports ``ingest`` and ``common`` only."""
