@@ -4,7 +4,8 @@
   parsed request in place: attributes beyond ``max_attributes_per_span`` are dropped (and
   counted in ``dropped_attributes_count``, as the OTel SDK does); spans beyond
   ``max_spans_per_trace`` are rejected and reported through OTLP partial success; the
-  :class:`~spanguard_processor.collector.redaction.Redactor` runs here, so redacted text is never stored.
+  :class:`~spanguard_processor.collector.redaction.Redactor` runs here, so redacted text is
+  never stored.
 * **Admission before work** (:meth:`Guard.admit`, :meth:`Guard.resize`): at most
   ``max_pending_spans`` spans may be decoding or waiting for the store. A request reserves its
   spans *before* it is decoded — first an estimate from its size, then the exact count read

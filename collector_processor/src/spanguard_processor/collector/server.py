@@ -8,7 +8,8 @@ trace in flight to the store and closes it.
 Start-up fails cleanly, before anything is announced: a port that cannot be bound raises
 :class:`CannotListen` naming the receiver and the port; a bad certificate or key raises
 ``ConfigError`` (from :class:`~spanguard_processor.collector.security.Security`); a damaged or
-unwritable store raises an ``InputError`` (from :class:`~spanguard_processor.collector.store.SpanStore`).
+unwritable store raises an ``InputError``
+(from :class:`~spanguard_processor.collector.store.SpanStore`).
 If a receiver stops after start, :func:`serve_forever` stops the other and raises
 :class:`ReceiverFailed`: the process never stays up half-alive.
 """

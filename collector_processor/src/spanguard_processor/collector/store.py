@@ -21,7 +21,8 @@ writable open (``serve``, ``ingest``) also checks every stored batch against the
 beside it, so nothing is acknowledged into a damaged store. Reading checks each batch again
 and that it holds the span its index row names. Anything wrong raises :class:`DamagedStore`
 (an :class:`~spanguard.exceptions.InputError` naming the file and the problem), never a raw
-``sqlite3`` error; :func:`spanguard_processor.collector.salvage.recover_store` copies what is readable
+``sqlite3`` error;
+:func:`spanguard_processor.collector.salvage.recover_store` copies what is readable
 into a new store.
 """
 

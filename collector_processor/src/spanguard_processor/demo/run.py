@@ -3,7 +3,8 @@
 Two deployments of the same support agent answer the same counterfactual suite: ``baseline``
 (fair; it still escalates about 10% of requests at random) and ``candidate`` (with the agent's
 documented bias setting on). Each app runs as its own process and exports real OTLP/gRPC to its
-own in-process :class:`~spanguard_processor.collector.server.ProcessorServer` (one store per deployment).
+own in-process :class:`~spanguard_processor.collector.server.ProcessorServer` (one store per
+deployment).
 Then the very commands a CI job would run evaluate them, and their output is shown as is.
 """
 

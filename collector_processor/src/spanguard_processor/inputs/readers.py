@@ -357,7 +357,8 @@ def read_agent_traces_any(
     the order given, span files last, each in its own stable order.
 
     ``skip_bad`` skips malformed lines of span files. A damaged store raises
-    :class:`~spanguard_processor.collector.store.DamagedStore`; given a ``skipped`` list, traces (and
+    :class:`~spanguard_processor.collector.store.DamagedStore`; given a ``skipped`` list,
+    traces (and
     annotations) with unreadable spans are left out instead, each described there.
     """
     span_files: list[Path] = []
