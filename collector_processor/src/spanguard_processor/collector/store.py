@@ -30,17 +30,16 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import decode_batch
 from ..ingest.spans import DecodedBatch, EncodedSpan, SpanRecord
-from ..traces.convert import annotation_request_id, conversation_key, find_root, trace_from_records
+from ..traces.annotations import Annotations
+from ..traces.convert import annotated_trace, conversation_key
 from ..traces.model import AgentTrace
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "looks_like_store"]
@@ -503,21 +502,16 @@ class SpanStore:
         """The decoded spans of one trace, annotation spans excluded, in start order."""
         return self._records("s.trace_id = ? AND s.annotation = 0", (trace_id,))
 
-    def annotations(self, skipped: list[str] | None = None) -> dict[str, list[SpanRecord]]:
+    def annotations(self, skipped: list[str] | None = None) -> Annotations:
         """Annotation spans by the request id they annotate; with ``skipped``, unreadable ones
         are left out and described there instead of raising :class:`DamagedStore`."""
-        found: dict[str, list[SpanRecord]] = defaultdict(list)
-        for record in self._records("s.annotation = 1", (), skipped):
-            request_id = annotation_request_id(record)
-            if request_id is not None:
-                found[request_id].append(record)
-        return found
+        return Annotations(self._records("s.annotation = 1", (), skipped))
 
     def iter_agent_traces(
         self,
         *,
         include_pending: bool = False,
-        annotations: Mapping[str, Sequence[SpanRecord]] | None = None,
+        annotations: Annotations | None = None,
         skipped: list[str] | None = None,
     ) -> Iterator[AgentTrace]:
         """Every released trace as an agent trace, by start time then trace id.
@@ -554,14 +548,9 @@ class SpanStore:
                 held.extend(spans)
                 conversations[key] = (held, partial or not released)
                 continue
-            root = find_root(spans)
-            request_id = root.attributes.get(semconv.REQUEST_ID) if root else None
-            yield trace_from_records(
-                spans,
-                annotations.get(str(request_id), []) if request_id is not None else [],
-                partial=not released or not any(span.is_root for span in spans),
-            )
+            yield annotated_trace(spans, annotations,
+                                  partial=not released or not any(span.is_root for span in spans))
         for held, partial in conversations.values():
             held.sort(key=lambda span: (span.start_ns, span.span_id))
-            yield trace_from_records(held, partial=partial)
+            yield annotated_trace(held, annotations, partial=partial)
 

@@ -38,7 +38,8 @@ from ..collector.store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_
 from ..common._json import parse_json
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
-from ..ingest.spans import DecodedBatch, SpanRecord, gc_paused
+from ..ingest.spans import DecodedBatch, gc_paused
+from ..traces.annotations import Annotations
 from ..traces.formats import read_agent_traces
 from ..traces.model import AgentTrace
 
@@ -328,16 +329,14 @@ def _expand(paths: Sequence[Path]) -> list[Path]:
     return expanded
 
 
-def _all_annotations(stores: Sequence[Path],
-                     skipped: list[str] | None) -> dict[str, list[SpanRecord]]:
+def _all_annotations(stores: Sequence[Path], skipped: list[str] | None) -> Annotations:
     """Annotation spans of several store partitions: an annotation may sit in another
     partition than the request it annotates (it is a trace of its own)."""
-    merged: dict[str, list[SpanRecord]] = {}
+    merged = Annotations()
     for path in stores:
         with SpanStore(path, readonly=True) as store:
             problems: list[str] | None = None if skipped is None else []
-            for request_id, spans in store.annotations(problems).items():
-                merged.setdefault(request_id, []).extend(spans)
+            merged.update(store.annotations(problems))
             if skipped is not None and problems:
                 skipped.extend(f"{path}: {problem}" for problem in problems)
     return merged
