@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta
 
-from spanguard_processor.fairness import inference
+from spanguard_processor.fairness import inference, power
 from spanguard_processor.fairness.evaluate import _any_difference
 from spanguard_processor.fairness.gate import GateConfig
 from spanguard_processor.fairness.groups import missingness_p
@@ -142,7 +142,7 @@ def gate_once(design: Design, rng: np.random.Generator, seed: int, with_mde: boo
         p_perm, _ = _any_difference(units, GateConfig(seed=seed))
         failed = max(inf.p_threshold, p_perm) < ALPHA
     lo, hi = inf.interval
-    mde = inference.min_detectable_effect(inf, tau, ALPHA, seed=seed) if with_mde else None
+    mde = power.min_detectable_effect(inf, tau, ALPHA, seed=seed) if with_mde else None
     flagged = False
     if missing is not None:
         p_miss = missingness_p(np.repeat(np.arange(design.seeds), design.groups),
@@ -291,7 +291,7 @@ def normal_approximation(n: int) -> None:
     """Null rejection rate at alpha 0.05 of the "any difference" p-value: Monte Carlo
     permutation vs its normal approximation, on small and large suites of a rare binary
     outcome (rate 0.1), where the approximation is worst."""
-    from spanguard_processor.fairness import stats
+    from spanguard_processor.fairness import permutation, stats
 
     print("## The normal approximation of the permutation test (rate 0.1, null, alpha 0.05)")
     print("| seeds × groups | permutation rejects [95% CI] | normal approximation rejects |")
@@ -305,9 +305,9 @@ def normal_approximation(n: int) -> None:
                                         np.tile(np.arange(groups), seeds), seeds, groups)
             sums, cnt = stats.seed_aggregates(design, x)
             gap = stats.gap_estimate(sums, cnt).gap
-            perm += stats.permutation_p(design, x, gap, 999, b) < ALPHA
-            cov, n_g = stats.permutation_covariance(design, x)
-            approx += stats.normal_permutation_p(cov, n_g, 1, gap, 20_000, b) < ALPHA
+            perm += permutation.permutation_p(design, x, gap, 999, b) < ALPHA
+            cov, n_g = permutation.permutation_covariance(design, x)
+            approx += permutation.normal_permutation_p(cov, n_g, 1, gap, 20_000, b) < ALPHA
         print(f"| {seeds}×{groups} | {rate(perm, n)} | {rate(approx, n)} |", flush=True)
 
 

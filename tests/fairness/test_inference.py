@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from spanguard_processor.fairness import inference, stats
+from spanguard_processor.fairness import inference, permutation, power, stats
 from spanguard_processor.fairness.groups import group_stats
 
 
@@ -41,7 +41,7 @@ def test_deterministic_app_keeps_what_it_shows_and_gets_a_worst_case_mde() -> No
     fair = inference.infer_gap(_units(np.zeros((20, 2))), threshold=0.1, alpha=0.05)
     assert fair is not None and fair.worst_case
     assert fair.interval[0] == 0.0 and fair.interval[1] > 0.1  # agreement is not proof
-    mde = inference.min_detectable_effect(fair, 0.1, 0.05, upper=1.0)
+    mde = power.min_detectable_effect(fair, 0.1, 0.05, upper=1.0)
     assert mde is not None and 0.3 < mde < 1.0  # never 0: worst-case variance of a rate
 
 
@@ -51,7 +51,7 @@ def test_exact_permutation_p_enumerates_every_within_seed_labelling() -> None:
     values = x.reshape(-1, 1)
     sums, counts = stats.seed_aggregates(design, values)
     observed = stats.gap_estimate(sums, counts).gap
-    exact = stats.exact_permutation_p(design, values, observed)
+    exact = permutation.exact_permutation_p(design, values, observed)
     # brute force over the 6^4 within-seed orderings
     hits = 0
     for perms in itertools.product(itertools.permutations(range(3)), repeat=4):
@@ -60,7 +60,7 @@ def test_exact_permutation_p_enumerates_every_within_seed_labelling() -> None:
         hits += means.max() - means.min() >= observed - 1e-12
     assert exact == pytest.approx(hits / 6**4)
     big = stats.build_design(np.repeat(np.arange(40), 3), np.tile(np.arange(3), 40), 40, 3)
-    assert stats.exact_permutation_p(big, np.zeros((120, 1)), 0.0) is None  # 6^40 labellings
+    assert permutation.exact_permutation_p(big, np.zeros((120, 1)), 0.0) is None  # 6^40 labellings
 
 
 def test_group_intervals_respect_the_scale() -> None:

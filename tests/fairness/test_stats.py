@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from spanguard_processor.fairness import stats
+from spanguard_processor.fairness import permutation, stats
 
 
 def test_holm_matches_hand_computation_and_keeps_none() -> None:
@@ -35,7 +35,7 @@ def test_within_seed_permutation_p_is_the_exact_enumeration_value() -> None:
     sums, counts = stats.seed_aggregates(design, x)
     gap = stats.gap_estimate(sums, counts).gap
     assert gap == 1.0
-    p = stats.permutation_p(design, x, gap, 20_000, seed=1)
+    p = permutation.permutation_p(design, x, gap, 20_000, seed=1)
     assert p == pytest.approx(0.5, abs=0.01)
 
 
@@ -45,14 +45,14 @@ def test_permutation_never_mixes_records_across_seeds() -> None:
     x = np.array([[1.0]] * 3 + [[0.0]] * 3)
     sums, counts = stats.seed_aggregates(design, x)
     assert stats.gap_estimate(sums, counts).gap == 0.0
-    assert stats.permutation_p(design, x, 0.0, 200, seed=0) == 1.0
+    assert permutation.permutation_p(design, x, 0.0, 200, seed=0) == 1.0
 
 
 def test_permutation_covariance_matches_simulated_permutations() -> None:
     rng = np.random.default_rng(3)
     design = _design(40, 3)
     x = rng.random((120, 1))
-    cov, n_g = stats.permutation_covariance(design, x)
+    cov, n_g = permutation.permutation_covariance(design, x)
     e = x[:, 0].reshape(40, 3) - x[:, 0].reshape(40, 3).mean(axis=1, keepdims=True)
     sims = np.empty((20_000, 3))
     for i in range(sims.shape[0]):
@@ -68,9 +68,9 @@ def test_normal_approximation_agrees_with_monte_carlo_permutation() -> None:
     x = (rng.random((600, 1)) < np.tile([0.30, 0.36], 300)[:, None]).astype(float)
     sums, counts = stats.seed_aggregates(design, x)
     gap = stats.gap_estimate(sums, counts).gap
-    exact = stats.permutation_p(design, x, gap, 4000, seed=2)
-    cov, n_g = stats.permutation_covariance(design, x)
-    approx = stats.normal_permutation_p(cov, n_g, 1, gap, 40_000, seed=2)
+    exact = permutation.permutation_p(design, x, gap, 4000, seed=2)
+    cov, n_g = permutation.permutation_covariance(design, x)
+    approx = permutation.normal_permutation_p(cov, n_g, 1, gap, 40_000, seed=2)
     assert approx == pytest.approx(exact, abs=0.03)
 
 
@@ -105,7 +105,7 @@ def test_minimum_detectable_effect_for_two_groups_matches_the_normal_formula() -
     rng = np.random.default_rng(0)
     design = _design(200, 2)
     x = rng.normal(size=(400, 1))
-    cov, n_g = stats.permutation_covariance(design, x)
+    cov, n_g = permutation.permutation_covariance(design, x)
     mde = stats.min_detectable_effect(cov, n_g, 1, alpha=0.05, power=0.8)
     diff = x[:, 0].reshape(200, 2)
     se = math.sqrt(np.var(diff[:, 0] - diff[:, 1], ddof=1) / 200)

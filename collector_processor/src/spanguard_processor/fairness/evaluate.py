@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from spanguard.exceptions import InputError
 
-from . import inference, stats
+from . import inference, permutation, power, stats
 from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similarities
 from .evidence import PAIRS, find_pairs, stability_pairs
 from .gate import GateConfig, apply_gate
@@ -430,8 +430,8 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
     alpha = cfg.alpha / max(metric_count, 1)  # Holm's first step: the MDE at the strictest level
     x = units.values
     bounded = inference.scale_of(x, d.scale) == "rate"
-    mde = inference.min_detectable_effect(inf, float(threshold), alpha, cfg.power, seed=cfg.seed,
-                                          upper=1.0 if bounded else None)
+    mde = power.min_detectable_effect(inf, float(threshold), alpha, cfg.power, seed=cfg.seed,
+                                      upper=1.0 if bounded else None)
     if mde is None:  # no gap on the metric's scale is detected with that power
         mde = math.inf
     records = np.bincount(units.group, weights=units.repeats.astype(np.float64),
@@ -466,7 +466,7 @@ def _any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str
     sums, counts = stats.seed_aggregates(design, x)
     est = stats.gap_estimate(sums, counts)
     # enumeration needs few labellings, hence few seeds: skip its pass over big suites
-    exact = (stats.exact_permutation_p(design, x, est.gap)
+    exact = (permutation.exact_permutation_p(design, x, est.gap)
              if est.contrast_seeds <= 64 else None)
     if exact is not None:
         return exact, "within-seed permutation of variants (exact enumeration)"
@@ -474,10 +474,10 @@ def _any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str
     n = design.n
     if est.contrast_seeds < NORMAL_MIN_SEEDS or 0 < n * perms <= cfg.exact_budget:
         perms = perms or 999
-        return (stats.permutation_p(design, x, est.gap, perms, cfg.seed),
+        return (permutation.permutation_p(design, x, est.gap, perms, cfg.seed),
                 f"within-seed permutation of variants ({perms} permutations)")
-    cov, n_g = stats.permutation_covariance(design, x)
-    return (stats.normal_permutation_p(cov, n_g, x.shape[1], est.gap, cfg.normal_draws,
+    cov, n_g = permutation.permutation_covariance(design, x)
+    return (permutation.normal_permutation_p(cov, n_g, x.shape[1], est.gap, cfg.normal_draws,
                                        cfg.seed),
             "within-seed permutation of variants, normal approximation")
 

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import stdtrit
 
-from . import stats
+from . import permutation, stats
 from .inference import Units, scale_of
 from .results import GroupStat
 
@@ -88,4 +88,4 @@ def missingness_p(seed: NDArray[np.int64], group: NDArray[np.int64], missing: ND
     gap = stats.gap_estimate(sums, counts).gap
     if gap <= 0.0:
         return 1.0
-    return stats.permutation_p(design, y, gap, max(permutations, 999), rng_seed)
+    return permutation.permutation_p(design, y, gap, max(permutations, 999), rng_seed)
