@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from spanguard_processor.regression.case import Case
 from spanguard_processor.regression.run import Outputs, RunResult, run_cases
 
 #: A case fails exactly the check types listed for it; None means its output is missing.
@@ -37,7 +38,7 @@ def _record(failing: tuple[str, ...], latency: float, cost: float) -> dict[str, 
 
 def make_run(spec: Spec, latencies: Mapping[str, float] | None = None,
              costs: Mapping[str, float] | None = None) -> RunResult:
-    cases = [_case(case_id, failing or ()) for case_id, failing in spec.items()]
+    cases = [Case.from_dict(_case(case_id, failing or ())) for case_id, failing in spec.items()]
     outputs = Outputs()
     for case_id, failing in spec.items():
         if failing is not None:

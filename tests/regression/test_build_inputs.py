@@ -78,10 +78,12 @@ def test_no_usable_rows_and_bad_options_exit_2_with_a_sentence(tmp_path: Path) -
     log.write_text("not json\n", encoding="utf-8")
     code, _, err = _build(str(log), "-o", str(tmp_path / "ev"))
     assert code == 2
-    assert err.splitlines()[-1] == (
+    assert err.splitlines() == [  # the reasons the message points at are listed above it
+        f"skipped: {log.as_posix()}:1: is not valid JSON (invalid literal, expected 'null', "
+        "column 1); line skipped.",
         f"Error: no usable traces found in {log.as_posix()} (1 line(s) "
-        "skipped; the first reasons are listed above)."
-    )
+        "skipped; the first reasons are listed above).",
+    ]
     good = _write(tmp_path / "g.jsonl", [{"input": "q", "output": ""}])
     for option, value, message in (
         ("--max-cases", "-1", "Error: --max-cases: must be at least 1, got -1."),

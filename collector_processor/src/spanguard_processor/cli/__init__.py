@@ -21,7 +21,7 @@ import click
 
 from spanguard.exceptions import ConfigError, InputError
 
-from ._common import BadInput
+from ._common import BadInput, in_cli_terms, option_names
 
 __all__ = [
     "COMMANDS",
@@ -87,7 +87,10 @@ class _LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except (InputError, ConfigError) as exc:
-            raise BadInput(str(exc)) from None
+            name = ctx.invoked_subcommand
+            command = self.get_command(ctx, name) if name else None
+            options = option_names(command, ctx) if command is not None else {}
+            raise BadInput(in_cli_terms(exc, options)) from None
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

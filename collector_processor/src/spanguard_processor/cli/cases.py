@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..common.jsonio import write_text_atomic
-from ..regression.build import BuildOptions, build_evalset
+from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
+from ..regression.loader import Problem
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
+from ..regression.select import ClusterHealth
 from . import EXIT_FAILED
 from ._common import BadInput
 
 __all__ = ["cases"]
+
+#: The build lists at most this many skipped or suspicious input lines.
+MAX_LISTED_PROBLEMS = 20
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -99,23 +106,109 @@ def build(
         out=out,
         max_cases=max_cases,
         min_score=min_score,
-        threshold=dedup_threshold,
+        dedup_threshold=dedup_threshold,
         similarity=similarity,
         expectations=expectations,
         sequential_ids=ids == "sequential",
         timing_checks=not no_timing_checks,
         max_line_bytes=max_line_bytes,
     )
-    outcome = build_evalset(list(inputs), options)
-    for line in outcome.stderr:
+    try:
+        result = build_evalset(list(inputs), options)
+    except NoUsableRows as exc:
+        for line in _problem_lines(exc.problems):
+            click.echo(line, err=True)
+        raise
+    for line in _build_warnings(result):
         click.echo(line, err=True)
-    for line in outcome.stdout:
+    for line in _build_summary(result):
         click.echo(line)
-    if strict and outcome.skipped:
+    if strict and result.skipped:
         raise BadInput(
-            f"{outcome.skipped} input line(s) were skipped (see above) and --strict "
+            f"{result.skipped} input line(s) were skipped (see above) and --strict "
             "is set; the case set was written from the rest."
         )
+
+
+def _problem_lines(problems: Sequence[Problem]) -> list[str]:
+    shown = problems[:MAX_LISTED_PROBLEMS]
+    lines = [("skipped: " if p.skipped else "warning: ") + p.message for p in shown]
+    if len(problems) > len(shown):
+        lines.append(f"... and {len(problems) - len(shown)} more problem(s)")
+    return lines
+
+
+def _build_warnings(result: BuildResult) -> list[str]:
+    lines = _problem_lines(result.problems)
+    if result.duplicate_ids:
+        lines.append(
+            f"warning: {result.duplicate_ids} row(s) reuse an id seen earlier "
+            f"(first: {result.first_duplicate}); each row is kept as its own trace."
+        )
+    lines += [f"warning: {w}" for w in result.annotation_warnings]
+    lines += [f"warning: {o}" for o in result.orphans]
+    return lines
+
+
+def _build_summary(result: BuildResult) -> list[str]:
+    lines = [f"read {result.rows} traces from {result.inputs}"]
+    if result.skipped:
+        lines.append(f"  skipped {result.skipped} unreadable line(s)")
+    if result.agent_traces:
+        lines.append(f"  {result.agent_traces} of them are agent traces with a process trace")
+    if result.custom_matcher:
+        lines.append(
+            "  custom similarity matcher: the n-gram index is bypassed, "
+            "so this run compares against every cluster"
+        )
+    lines.append(f"generated {len(result.cases)} cases -> {result.cases_path.as_posix()}")
+    lines.append(f"  {result.collapsed} collapsed as near-duplicates")
+    if result.split_by_process:
+        lines.append(
+            f"  {result.split_by_process} cluster(s) of near-duplicate questions split by "
+            "process (tool set, escalation, friction or plan length differ)"
+        )
+    lines.append(f"  {result.below_min_score} below the minimum score")
+    lines.append(f"  {result.beyond_limit} beyond the case limit")
+    if result.failing_references:
+        lines.append(
+            f"  {result.failing_references} trusted reference(s) fail their own checks -- look "
+            "at these before committing the set"
+        )
+    return lines + _expectation_lines(result) + _health_lines(result.health) + [
+        f"report -> {result.report_path.as_posix()}"
+    ]
+
+
+def _expectation_lines(result: BuildResult) -> list[str]:
+    lines = []
+    annotated, weak, needing = result.annotated, result.weak, result.needing_expectation
+    if annotated:
+        lines.append(f"  {annotated} case(s) use a human-written expectation")
+    if weak:
+        lines.append(
+            f"  {len(weak)} case(s) carry checks that cannot detect the failure they came "
+            "from" + (f" ({annotated} covered by an annotation)" if annotated else "")
+        )
+    if needing:
+        lines.append(
+            f"  {len(needing)} of those still need a human-written expectation -> fill in "
+            f"{(result.template_path or result.expectations_path).as_posix()}"
+        )
+    return lines
+
+
+def _health_lines(health: ClusterHealth) -> list[str]:
+    if not health.multi_member_clusters:
+        return []
+    return [
+        f"  clustering: threshold {health.threshold:.2f}",
+        f"  clustering: {health.clusters} clusters, {health.multi_member_clusters} with more "
+        "than one row",
+        f"  clustering: largest cluster holds {health.largest} rows",
+        f"  clustering: {health.share_in_clusters:.0%} of the log sits in a cluster "
+        "with others",
+    ]
 
 
 @cases.command()
@@ -167,25 +260,17 @@ def run(
     click.echo(table)
     click.echo("\n" + render_matching(result.matching, len(case_list)))
     if case_list and result.matching["unmatched"] == len(case_list):
-        click.echo(
-            f"warning: no record in {(outputs or traces[0]).as_posix()} matched any of the "
-            f"{len(case_list)} case(s) by case id, source_trace_id or question text; this run "
-            "cannot serve as a baseline.",
-            err=True,
-        )
+        click.echo(f"warning: no record in {(outputs or traces[0]).as_posix()} matched any of "
+                   f"the {len(case_list)} case(s) by case id, source_trace_id or question "
+                   "text; this run cannot serve as a baseline.", err=True)
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
         write_text_atomic(junit, run_junit(metrics, result.case_results))
     if out is not None:
         click.echo(f"\nwritten -> {out.as_posix()}")
-    if metrics["failures"] and show_failures:
-        click.echo("\nFailures:")
-        for failure in metrics["failures"][:20]:
-            detail = ", ".join(failure["failed_checks"]) or failure["reason"]
-            click.echo(f"  {failure['case_id']}: {detail}")
-        if len(metrics["failures"]) > 20:
-            click.echo(f"  ... and {len(metrics['failures']) - 20} more")
+    if show_failures:
+        _show_failures(metrics["failures"])
     if min_pass_rate is not None and metrics["pass_rate"] < min_pass_rate:
         click.echo(
             f"\nFAIL: pass rate {metrics['pass_rate']:.2%} is below the required "
@@ -193,3 +278,14 @@ def run(
             err=True,
         )
         sys.exit(EXIT_FAILED)
+
+
+def _show_failures(failures: list[dict[str, Any]], limit: int = 20) -> None:
+    if not failures:
+        return
+    click.echo("\nFailures:")
+    for failure in failures[:limit]:
+        detail = ", ".join(failure["failed_checks"]) or failure["reason"]
+        click.echo(f"  {failure['case_id']}: {detail}")
+    if len(failures) > limit:
+        click.echo(f"  ... and {len(failures) - limit} more")

@@ -45,7 +45,7 @@ def is_content_key(key: str) -> bool:
 def load_hook(reference: str) -> RedactHook:
     """Import the ``module:function`` the operator named; :class:`ConfigError` if it is not one."""
     hook: RedactHook = resolve(reference, "the redaction hook",
-                               error=lambda message: ConfigError("--redact-hook", message))
+                               error=lambda message: ConfigError("redact_hook", message))
     return hook
 
 

@@ -43,15 +43,15 @@ def read_token(token_file: Path | None) -> bytes | None:
         try:
             text = token_file.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError("--token-file", f"{token_file} cannot be read: {exc}.") from None
+            raise ConfigError("token_file", f"{token_file} cannot be read: {exc}.") from None
         if not text:
-            raise ConfigError("--token-file", f"{token_file} is empty.")
+            raise ConfigError("token_file", f"{token_file} is empty.")
     else:
         text = os.environ.get(TOKEN_ENV, "").strip()
         if not text:
             return None
     if len(text) < 16:
-        raise ConfigError("--token-file" if token_file else TOKEN_ENV,
+        raise ConfigError("token_file" if token_file else TOKEN_ENV,
                           "the token must be at least 16 characters.")
     return text.encode("utf-8")
 
@@ -66,8 +66,8 @@ class Security:
 
     def __post_init__(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):
-            raise ConfigError("--tls-cert/--tls-key", "give both the certificate and the key.")
-        for name, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key)):
+            raise ConfigError("tls_cert/tls_key", "give both the certificate and the key.")
+        for name, path in (("tls_cert", self.tls_cert), ("tls_key", self.tls_key)):
             if path is not None and not path.is_file():
                 raise ConfigError(name, f"{path} does not exist.")
         if self.tls_cert is not None and self.tls_key is not None:
@@ -81,7 +81,7 @@ class Security:
             context.load_cert_chain(cert, key)
         except (ssl.SSLError, OSError) as exc:
             raise ConfigError(
-                "--tls-cert/--tls-key",
+                "tls_cert/tls_key",
                 f"{cert} and {key} are not a PEM certificate chain and its private key, or "
                 f"they do not match ({getattr(exc, 'reason', None) or exc}).") from None
 

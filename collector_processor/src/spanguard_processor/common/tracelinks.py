@@ -16,7 +16,7 @@ __all__ = ["PLACEHOLDER", "trace_link", "validate_template"]
 PLACEHOLDER = "{trace_id}"
 
 
-def validate_template(template: str | None, option: str = "--trace-url") -> None:
+def validate_template(template: str | None, option: str = "trace_url") -> None:
     """Raise ConfigError (exit 2 at the CLI) for a template without ``{trace_id}`` or http(s)."""
     if template is None:
         return

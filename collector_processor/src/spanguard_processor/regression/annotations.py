@@ -10,6 +10,7 @@ annotations that match no case are reported as orphans.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from spanguard.exceptions import InputError
 
 from ..common._json import parse_json
+from .case import Case
 from .expect import ANNOTATABLE_KEYS, checks_from_expect, validate_expect
 from .textnorm import fold
 
@@ -147,12 +149,12 @@ _TEMPLATE_HEADER = """\
 """
 
 
-def render_template(cases: list[dict[str, Any]]) -> str:
+def render_template(cases: Sequence[Case]) -> str:
     lines = [_TEMPLATE_HEADER, "\n"]
     for case in cases:
-        signals = ", ".join(signal["name"] for signal in case["signals"])
-        payload = {
-            "input": case["input"],
+        signals = ", ".join(signal.name for signal in case.signals)
+        payload: dict[str, object] = {
+            "input": case.input,
             "expect": {},
             "note": f"TODO: fill in expect. ({signals})",
         }

@@ -16,6 +16,13 @@ from typing import Any
 
 from ..common._json import parse_json
 from .annotations import Annotation, AnnotationSet, merge_checks
+from .case import (
+    FAILURE_NOT_REPRODUCED,
+    REFERENCE_FAILS_OWN_CHECKS,
+    Case,
+    CaseAnnotation,
+    SelfCheck,
+)
 from .checks import run_text_checks, run_trace_check
 from .consistency import make_consistent, timing_limit
 from .expect import checks_from_expect
@@ -54,7 +61,7 @@ def stable_case_id(text: str, taken: set[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BuiltCase:
-    case: dict[str, Any]
+    case: Case
     annotation: Annotation | None
 
 
@@ -247,42 +254,37 @@ class _Builder:
                 f"this question appeared {cluster.size} times in the log; addressed once, here"
             )
         self_check = self.self_check(checks, trace_checks, members[0], is_seed)
-        if self_check["verdict"] == "failure_not_reproduced":
+        if self_check.verdict == FAILURE_NOT_REPRODUCED:
             notes.append(
                 "self-check: these checks pass on the very output that went wrong, so a "
                 "differently-wrong answer would also pass"
             )
-        elif self_check["verdict"] == "reference_fails_own_checks":
+        elif self_check.verdict == REFERENCE_FAILS_OWN_CHECKS:
             notes.append(
                 "self-check: a trusted reference does not satisfy its own checks -- "
                 "either the reference is wrong or the checks are"
             )
-        duplicates = [rows[m].id for m in members[1 : MAX_LISTED_DUPLICATES + 1]]
-        case: dict[str, Any] = {
-            "id": case_id,
-            "input": rep.input,
-            "checks": checks,
-            "reference_output": rep.output,
-            "reference_is_trusted": not is_seed,
-            "shape_source": shape_source,
-            "failure_kind": _failure_kind(names),
-            "annotation": {
-                "applied": annotation is not None,
-                "note": annotation.note if annotation is not None else "",
-            },
-            "source_trace_id": rep.id,
-            "score": sel.scores[members[0]],
-            "signals": [s.to_dict() for s in signals],
-            "occurrences_in_log": cluster.size,
-            "duplicate_count": cluster.size - 1,
-            "duplicate_trace_ids": duplicates,
-            "self_check": self_check,
-            "notes": notes,
-        }
-        if trace_checks:
-            case["trace_checks"] = trace_checks
-        if adjusted:
-            case["adjusted_checks"] = adjusted
+        case = Case(
+            id=case_id,
+            input=rep.input,
+            checks=tuple(checks),
+            reference_output=rep.output,
+            reference_is_trusted=not is_seed,
+            shape_source=shape_source,
+            failure_kind=_failure_kind(names),
+            annotation=CaseAnnotation(annotation is not None,
+                                      annotation.note if annotation is not None else ""),
+            source_trace_id=rep.id,
+            score=sel.scores[members[0]],
+            signals=tuple(signals),
+            occurrences_in_log=cluster.size,
+            duplicate_count=cluster.size - 1,
+            duplicate_trace_ids=tuple(rows[m].id for m in members[1 : MAX_LISTED_DUPLICATES + 1]),
+            self_check=self_check,
+            notes=tuple(notes),
+            trace_checks=tuple(trace_checks),
+            adjusted_checks=tuple(adjusted),
+        )
         return BuiltCase(case, annotation)
 
     def lookup(self, text: str, members: list[int]) -> Annotation | None:
@@ -297,17 +299,17 @@ class _Builder:
         trace_checks: list[dict[str, Any]],
         row: int,
         is_seed: bool,
-    ) -> dict[str, Any]:
+    ) -> SelfCheck:
         rep = self.sel.rows[row]
         failed = [r.type for r in run_text_checks(checks, rep.output) if not r.passed]
         if is_seed and not failed and rep.process is not None:
             record = {"trace": rep.process, "latency_ms": rep.latency_ms, "cost_usd": rep.cost_usd}
             failed = [c["type"] for c in trace_checks if run_trace_check(c, record).passed is False]
         if is_seed:
-            verdict = "ok" if failed else "failure_not_reproduced"
+            verdict = "ok" if failed else FAILURE_NOT_REPRODUCED
         else:
-            verdict = "reference_fails_own_checks" if failed else "ok"
-        return {"passed": not failed, "failed_checks": failed, "verdict": verdict}
+            verdict = REFERENCE_FAILS_OWN_CHECKS if failed else "ok"
+        return SelfCheck(not failed, tuple(failed), verdict)
 
 
 def build_cases(

@@ -49,18 +49,11 @@ def _process(raw: object) -> dict[str, Any] | None:
     }
 
 
-def _figure(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def case_evidence(case: Mapping[str, Any], record: Mapping[str, Any] | None,
+def case_evidence(question: str | None, record: Mapping[str, Any] | None,
                   output: str) -> dict[str, Any]:
     """What one case's record showed, kept under ``case_details.<id>.evidence``."""
-    question = case.get("input")
     out: dict[str, Any] = {
-        "input": _excerpt(question, INPUT_CHARS) if isinstance(question, str) else None,
+        "input": _excerpt(question, INPUT_CHARS) if question is not None else None,
     }
     if record is None:
         return out

@@ -92,11 +92,11 @@ class GateOptions:
     def validate(self) -> None:
         if not math.isfinite(self.tolerance_scale) or self.tolerance_scale < 0:
             raise ConfigError(
-                "--tolerance-scale", f"must be a finite number ≥ 0, got {self.tolerance_scale}."
+                "tolerance_scale", f"must be a finite number ≥ 0, got {self.tolerance_scale}."
             )
         if not math.isfinite(self.min_latency_change_ms) or self.min_latency_change_ms < 0:
             raise ConfigError(
-                "--min-latency-change-ms",
+                "min_latency_change_ms",
                 f"must be a finite number ≥ 0, got {self.min_latency_change_ms}.",
             )
 

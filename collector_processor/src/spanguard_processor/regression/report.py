@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from .case import Case
 from .checks import PROCESS_CHECK_TYPES
 from .select import ClusterHealth, Selection
 
@@ -29,15 +31,11 @@ def number(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _weak(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [c for c in cases if c["self_check"]["verdict"] == "failure_not_reproduced"]
-
-
-def _summary(sel: Selection, cases: list[dict[str, Any]]) -> list[str]:
-    weak = _weak(cases)
-    failing = [c for c in cases if c["self_check"]["verdict"] == "reference_fails_own_checks"]
-    annotated = [c for c in cases if c["annotation"]["applied"]]
-    needing = [c for c in weak if not c["annotation"]["applied"]]
+def _summary(sel: Selection, cases: Sequence[Case]) -> list[str]:
+    weak = [c for c in cases if c.weak]
+    failing = [c for c in cases if c.reference_fails]
+    annotated = [c for c in cases if c.annotation.applied]
+    needing = [c for c in weak if not c.annotation.applied]
     split = (
         [f"| Questions split into several cases by process | {sel.split_by_process} |"]
         if sel.split_by_process
@@ -88,7 +86,7 @@ def _clustering(health: ClusterHealth) -> list[str]:
     ]
 
 
-def _cases_table(cases: list[dict[str, Any]]) -> list[str]:
+def _cases_table(cases: Sequence[Case]) -> list[str]:
     lines = [
         "## Cases",
         "",
@@ -96,21 +94,21 @@ def _cases_table(cases: list[dict[str, Any]]) -> list[str]:
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for case in cases:
-        signals = ", ".join(s["name"] for s in case["signals"])
+        signals = ", ".join(s.name for s in case.signals)
         lines.append(
-            f"| {cell(case['id'], 12)} | {cell(case['score'], 8)} | "
-            f"{cell(case['occurrences_in_log'], 8)} | "
-            f"{'yes' if case['reference_is_trusted'] else 'no'} | "
-            f"{cell(case['shape_source'], 30)} | {cell(case['self_check']['verdict'], 30)} | "
-            f"{cell(signals, 42)} | {cell(case['input'], 40)} |"
+            f"| {cell(case.id, 12)} | {cell(case.score, 8)} | "
+            f"{cell(case.occurrences_in_log, 8)} | "
+            f"{'yes' if case.reference_is_trusted else 'no'} | "
+            f"{cell(case.shape_source, 30)} | {cell(case.self_check.verdict, 30)} | "
+            f"{cell(signals, 42)} | {cell(case.input, 40)} |"
         )
     lines.append("")
     return lines
 
 
-def _human_eye(cases: list[dict[str, Any]]) -> list[str]:
-    failing = [c for c in cases if c["self_check"]["verdict"] == "reference_fails_own_checks"]
-    needing = [c for c in _weak(cases) if not c["annotation"]["applied"]]
+def _human_eye(cases: Sequence[Case]) -> list[str]:
+    failing = [c for c in cases if c.reference_fails]
+    needing = [c for c in cases if c.weak and not c.annotation.applied]
     if not failing and not needing:
         return []
     lines = [
@@ -122,21 +120,21 @@ def _human_eye(cases: list[dict[str, Any]]) -> list[str]:
     ]
     for case in failing:
         lines.append(
-            f"- **{case['id']}** — a trusted reference does not satisfy its own checks "
-            f"(`{', '.join(case['self_check']['failed_checks'])}`). Either the reference "
+            f"- **{case.id}** — a trusted reference does not satisfy its own checks "
+            f"(`{', '.join(case.self_check.failed_checks)}`). Either the reference "
             f"is wrong or the checks are."
         )
     for case in needing:
-        names = ", ".join(s["name"] for s in case["signals"])
-        if case["failure_kind"] == "behaviour":
+        names = ", ".join(s.name for s in case.signals)
+        if case.failure_kind == "behaviour":
             lines.append(
-                f"- {case['id']} — the failure here was behavioural (`{names}`): the call "
+                f"- {case.id} — the failure here was behavioural (`{names}`): the call "
                 f"itself produced a perfectly acceptable answer, and what went wrong "
                 f"happened around it. No check on the output text can reproduce that."
             )
         else:
             lines.append(
-                f"- {case['id']} — the failure was visible in the output (`{names}`), yet "
+                f"- {case.id} — the failure was visible in the output (`{names}`), yet "
                 f"the generated checks pass on it. That is a gap in the checks, not a "
                 f"limit of the approach -- worth investigating."
             )
@@ -152,21 +150,21 @@ def _human_eye(cases: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _top_case(top: dict[str, Any]) -> list[str]:
-    lines = ["## Why the top case was chosen", "", f"`{top['id']}` scored **{top['score']}**.", ""]
-    for s in top["signals"]:
-        lines.append(f"- `{s['name']}` (+{s['weight']}) — {s['detail']}")
-    lines += ["", f"The expected shape came from {top['shape_source']}.", ""]
-    check = top["self_check"]
-    if top["reference_is_trusted"]:
+def _top_case(top: Case) -> list[str]:
+    lines = ["## Why the top case was chosen", "", f"`{top.id}` scored **{top.score}**.", ""]
+    for s in top.signals:
+        lines.append(f"- `{s.name}` (+{s.weight}) — {s.detail}")
+    lines += ["", f"The expected shape came from {top.shape_source}.", ""]
+    check = top.self_check
+    if top.reference_is_trusted:
         lines.append(
             "Self-check: this is a trusted reference, and it "
-            + ("satisfies its own checks." if check["passed"] else "does NOT satisfy them.")
+            + ("satisfies its own checks." if check.passed else "does NOT satisfy them.")
         )
-    elif not check["passed"]:
+    elif not check.passed:
         lines.append(
             "Self-check: this is a failure seed, so the checks are *supposed* to fail on "
-            f"it — they do, on `{', '.join(check['failed_checks'])}`. The case "
+            f"it — they do, on `{', '.join(check.failed_checks)}`. The case "
             "reproduces the failure it came from."
         )
     else:
@@ -176,21 +174,19 @@ def _top_case(top: dict[str, Any]) -> list[str]:
             "why it appears in the list above."
         )
     lines.append("")
-    lines += [f"> {note}" for note in top["notes"]]
+    lines += [f"> {note}" for note in top.notes]
     lines.append("")
     return lines
 
 
-def _process(cases: list[dict[str, Any]]) -> list[str]:
+def _process(cases: Sequence[Case]) -> list[str]:
     rows = []
     for case in cases:
-        kinds = [
-            c["type"] for c in case.get("trace_checks", []) if c["type"] in PROCESS_CHECK_TYPES
-        ]
+        kinds = [c["type"] for c in case.trace_checks if c["type"] in PROCESS_CHECK_TYPES]
         if kinds:
             rows.append(
-                f"| {cell(case['id'], 18)} | {cell(', '.join(kinds), 80)} | "
-                f"{cell(case['input'], 40)} |"
+                f"| {cell(case.id, 18)} | {cell(', '.join(kinds), 80)} | "
+                f"{cell(case.input, 40)} |"
             )
     if not rows:
         return []
@@ -208,10 +204,10 @@ def _process(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def build_report(
-    sel: Selection, cases: list[dict[str, Any]], source_name: str, orphans: list[str]
+    sel: Selection, cases: Sequence[Case], source_name: str, orphans: list[str]
 ) -> str:
     ctx = sel.context
-    seeds = sum(1 for c in cases if not c["reference_is_trusted"])
+    seeds = sum(1 for c in cases if not c.reference_is_trusted)
     lines = ["# trace2eval build report", "", f"Source log: `{source_name}`", ""]
     lines += _summary(sel, cases)
     if sel.health.multi_member_clusters:
@@ -235,7 +231,7 @@ def build_report(
     ]
     lines += _cases_table(cases)
     lines += _human_eye(cases)
-    annotated = [c for c in cases if c["annotation"]["applied"]]
+    annotated = [c for c in cases if c.annotation.applied]
     if annotated:
         lines += [
             "## Cases carrying a human-written expectation",
@@ -246,7 +242,7 @@ def build_report(
             "",
         ]
         lines += [
-            f"- `{c['id']}` ({c['input']}) — {c['annotation']['note'] or '(no note)'}"
+            f"- `{c.id}` ({c.input}) — {c.annotation.note or '(no note)'}"
             for c in annotated
         ]
         lines.append("")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from spanguard.exceptions import CaseFormatError
 
 from ..common._json import parse_json
 from ..common.jsonio import iter_jsonl
+from .case import Case
 from .checks import run_text_checks, run_trace_check
 from .diff import case_evidence
 from .loader import OUTPUT_ALIASES
@@ -44,9 +45,9 @@ METRICS_VERSION = "0.5.1"
 PRODUCER = "spanguard cases run"
 
 
-def load_cases(path: Path) -> list[dict[str, Any]]:
+def load_cases(path: Path) -> list[Case]:
     """Every case, validated; a bad line or a repeated id is an error naming file and line."""
-    cases: list[dict[str, Any]] = []
+    cases: list[Case] = []
     seen: dict[str, int] = {}
     name = path.as_posix()
     for number, value in iter_jsonl(path, CaseFormatError):
@@ -69,7 +70,7 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
                 raise CaseFormatError(
                     "must be a list of check objects.", file=name, line=number, field=key
                 )
-        cases.append(value)
+        cases.append(Case.from_dict(value))
     return cases
 
 
@@ -98,21 +99,19 @@ class Outputs:
     def __len__(self) -> int:
         return len(self.by_id)
 
-    def find(self, case: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    def find(self, case: Case) -> tuple[dict[str, Any] | None, str | None]:
         """The record for ``case`` and how it was found: by case id, then by the trace the case
         was mined from (a record keyed by it, or carrying it as ``source_trace_id``), then by
         the folded question."""
-        case_id = str(case.get("id", ""))
-        if case_id in self.by_id:
-            return self.by_id[case_id], "case_id"
-        source = case.get("source_trace_id")
-        if source is not None and str(source):
-            key = str(source)
-            record = self.by_id.get(key) or self.by_source.get(key)
+        if case.id in self.by_id:
+            return self.by_id[case.id], "case_id"
+        source = case.source_trace_id
+        if source:
+            record = self.by_id.get(source) or self.by_source.get(source)
             if record is not None:
                 return record, "source_trace_id"
-        text = case.get("input")
-        if isinstance(text, str) and text.strip():
+        text = case.input
+        if text is not None and text.strip():
             record = self.by_input.get(fold(text))
             if record is not None:
                 return record, "question"
@@ -252,17 +251,16 @@ def _number(value: Any) -> float | None:
 
 
 def score_case(
-    case: dict[str, Any], record: dict[str, Any] | None, matched_by: str | None = None
+    case: Case, record: dict[str, Any] | None, matched_by: str | None = None
 ) -> CaseOutcome:
     """Run one case's text and trace checks against its record (None: the output is missing)."""
-    case_id = str(case.get("id", ""))
     if record is None:
-        return CaseOutcome(case_id, "missing", evidence=case_evidence(case, None, ""))
+        return CaseOutcome(case.id, "missing", evidence=case_evidence(case.input, None, ""))
     failed: list[str] = []
     details: list[str] = []
     unverified: list[str] = []
-    results = run_text_checks(case.get("checks", []), _text(record))
-    results += [run_trace_check(check, record) for check in case.get("trace_checks", [])]
+    results = run_text_checks(list(case.checks), _text(record))
+    results += [run_trace_check(check, record) for check in case.trace_checks]
     for result in results:
         if result.passed is None:
             unverified.append(result.type)
@@ -270,7 +268,7 @@ def score_case(
             failed.append(result.type)
             details.append(f"{result.type}: {result.detail}" if result.detail else result.type)
     return CaseOutcome(
-        case_id,
+        case.id,
         "fail" if failed else "pass",
         matched_by,
         tuple(failed),
@@ -278,11 +276,11 @@ def score_case(
         _number(record.get("latency_ms")),
         _number(record.get("cost_usd")),
         tuple(unverified),
-        case_evidence(case, record, _text(record)),
+        case_evidence(case.input, record, _text(record)),
     )
 
 
-def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
+def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
     total = len(cases)
     passed = failed = missing = fallback = json_cases = json_passed = 0
     trace_cases = trace_passed = unverified = 0
@@ -303,10 +301,10 @@ def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
             )
             continue
         bad = list(outcome.failed_checks)
-        if case.get("trace_checks", []):
+        if case.trace_checks:
             trace_cases += 1
             unverified += len(outcome.unverified)
-            trace_types = {str(c.get("type", "")).strip() for c in case["trace_checks"]}
+            trace_types = {str(c.get("type", "")).strip() for c in case.trace_checks}
             trace_passed += not any(b in trace_types for b in bad)
         for key, values in (("latency_ms", latencies), ("cost_usd", costs)):
             value = record.get(key)
@@ -321,7 +319,7 @@ def run_cases(cases: list[dict[str, Any]], outputs: Outputs) -> RunResult:
         else:
             passed += 1
         fallback += bool(bad) and "not_fallback" in bad
-        if any(c.get("type") == "json" for c in case.get("checks", [])):
+        if any(c.get("type") == "json" for c in case.checks):
             json_cases += 1
             json_passed += "json" not in bad
     denominator = total or 1

@@ -1,0 +1,181 @@
+"""A regression case as data: what ``cases build`` writes and ``cases run`` reads.
+
+:meth:`Case.to_dict` writes trace2eval 0.5.1's key order (``cases.jsonl`` is byte-identical to
+trace2eval's, apart from the documented ``trace_checks`` and ``adjusted_checks``);
+:meth:`Case.from_dict` reads a line of such a file. A case written by hand or by trace2eval may
+hold only ``id`` and ``checks``: every other field has a default, and a field ``cases run``
+does not use is taken when it has the right type and defaulted otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .signals import Signal
+
+__all__ = [
+    "FAILURE_NOT_REPRODUCED",
+    "REFERENCE_FAILS_OWN_CHECKS",
+    "Case",
+    "CaseAnnotation",
+    "Check",
+    "SelfCheck",
+]
+
+#: One check object, e.g. ``{"type": "min_chars", "value": 12}`` (``regression/checks.py``).
+Check = dict[str, Any]
+
+#: Self-check verdicts besides "ok": a failure seed whose checks pass on its own failing
+#: output, and a trusted reference that fails its own checks.
+FAILURE_NOT_REPRODUCED = "failure_not_reproduced"
+REFERENCE_FAILS_OWN_CHECKS = "reference_fails_own_checks"
+
+
+@dataclass(frozen=True, slots=True)
+class SelfCheck:
+    """The case's checks run on the output it was mined from."""
+
+    passed: bool = True
+    failed_checks: tuple[str, ...] = ()
+    verdict: str = "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "failed_checks": list(self.failed_checks),
+                "verdict": self.verdict}
+
+    @classmethod
+    def from_dict(cls, data: object) -> SelfCheck:
+        if not isinstance(data, Mapping):
+            return cls()
+        failed = data.get("failed_checks")
+        return cls(
+            bool(data.get("passed", True)),
+            tuple(str(c) for c in failed) if isinstance(failed, list) else (),
+            str(data.get("verdict", "ok")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CaseAnnotation:
+    """Whether a human-written expectation (``expectations.jsonl``) shaped the checks."""
+
+    applied: bool = False
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"applied": self.applied, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, data: object) -> CaseAnnotation:
+        if not isinstance(data, Mapping):
+            return cls()
+        return cls(bool(data.get("applied", False)), str(data.get("note") or ""))
+
+
+def _signal(data: object) -> Signal | None:
+    if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
+        return None
+    weight = data.get("weight", 0)
+    return Signal(data["name"], weight if isinstance(weight, int | float) else 0,
+                  str(data.get("detail", "")))
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One regression case: its question, its checks and why it was chosen."""
+
+    id: str
+    input: str | None
+    checks: tuple[Check, ...] = ()
+    reference_output: str = ""
+    reference_is_trusted: bool = True
+    shape_source: str = ""
+    failure_kind: str = "none"
+    annotation: CaseAnnotation = CaseAnnotation()
+    source_trace_id: str | None = None
+    score: float = 0
+    signals: tuple[Signal, ...] = ()
+    occurrences_in_log: int = 1
+    duplicate_count: int = 0
+    duplicate_trace_ids: tuple[str, ...] = ()
+    self_check: SelfCheck = SelfCheck()
+    notes: tuple[str, ...] = ()
+    trace_checks: tuple[Check, ...] = ()  # process, latency and cost (spanguard only)
+    adjusted_checks: tuple[dict[str, Any], ...] = ()  # checks loosened or left out, and why
+
+    @property
+    def weak(self) -> bool:
+        """A failure seed whose checks cannot catch the failure it came from."""
+        return self.self_check.verdict == FAILURE_NOT_REPRODUCED
+
+    @property
+    def reference_fails(self) -> bool:
+        """A trusted reference that does not satisfy its own checks."""
+        return self.self_check.verdict == REFERENCE_FAILS_OWN_CHECKS
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "input": self.input,
+            "checks": list(self.checks),
+            "reference_output": self.reference_output,
+            "reference_is_trusted": self.reference_is_trusted,
+            "shape_source": self.shape_source,
+            "failure_kind": self.failure_kind,
+            "annotation": self.annotation.to_dict(),
+            "source_trace_id": self.source_trace_id,
+            "score": self.score,
+            "signals": [s.to_dict() for s in self.signals],
+            "occurrences_in_log": self.occurrences_in_log,
+            "duplicate_count": self.duplicate_count,
+            "duplicate_trace_ids": list(self.duplicate_trace_ids),
+            "self_check": self.self_check.to_dict(),
+            "notes": list(self.notes),
+        }
+        if self.trace_checks:
+            out["trace_checks"] = list(self.trace_checks)
+        if self.adjusted_checks:
+            out["adjusted_checks"] = list(self.adjusted_checks)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Case:
+        """A case from a ``cases.jsonl`` object whose ``id``, ``checks`` and ``trace_checks``
+        the caller has validated (``regression/run.load_cases``)."""
+        text = data.get("input")
+        source = data.get("source_trace_id")
+        score = data.get("score", 0)
+        signals = data.get("signals")
+        found = [_signal(s) for s in signals] if isinstance(signals, list) else []
+        adjusted = data.get("adjusted_checks")
+        return cls(
+            id=str(data["id"]),
+            input=text if isinstance(text, str) else None,
+            checks=tuple(data.get("checks", [])),
+            reference_output=str(data.get("reference_output") or ""),
+            reference_is_trusted=bool(data.get("reference_is_trusted", True)),
+            shape_source=str(data.get("shape_source") or ""),
+            failure_kind=str(data.get("failure_kind") or "none"),
+            annotation=CaseAnnotation.from_dict(data.get("annotation")),
+            source_trace_id=str(source) if source is not None else None,
+            score=score if isinstance(score, int | float) and not isinstance(score, bool) else 0,
+            signals=tuple(s for s in found if s is not None),
+            occurrences_in_log=_count(data.get("occurrences_in_log"), 1),
+            duplicate_count=_count(data.get("duplicate_count"), 0),
+            duplicate_trace_ids=_strings(data.get("duplicate_trace_ids")),
+            self_check=SelfCheck.from_dict(data.get("self_check")),
+            notes=_strings(data.get("notes")),
+            trace_checks=tuple(data.get("trace_checks", [])),
+            adjusted_checks=tuple(a for a in adjusted if isinstance(a, dict))
+            if isinstance(adjusted, list) else (),
+        )
+
+
+def _count(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
