@@ -310,3 +310,96 @@ def test_the_architecture_page_names_only_modules_and_functions_that_exist() -> 
                     stale.append(token)
                 break
     assert stale == [], f"docs/architecture.md names what does not exist: {stale}"
+
+
+
+#: The commands and the receivers stay short enough to read in one screen: a longer function
+#: there is rendering or policy that belongs in a helper or in the library.
+MAX_FUNCTION_LINES = 60
+SHORT_FUNCTIONS = (SOURCES[1] / "spanguard_processor" / "cli",)
+
+
+def _long_functions(paths: Iterable[Path], limit: int) -> list[tuple[Path, int, str, int]]:
+    """(file, line, name, length) of every function longer than ``limit`` lines, counted from
+    its ``def`` to its last line (decorators and the blank lines after it left out)."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > limit:
+                    found.append((path, node.lineno, node.name, length))
+    return found
+
+
+def test_no_long_functions_in_the_commands() -> None:
+    files = [p for place in SHORT_FUNCTIONS
+             for p in (sorted(place.rglob("*.py")) if place.is_dir() else [place])]
+    assert len(files) > 10
+    long = [f"{path.relative_to(ROOT)}:{line} {name} ({length} lines)"
+            for path, line, name, length in _long_functions(files, MAX_FUNCTION_LINES)]
+    assert long == []
+
+
+def test_the_length_scan_counts_from_def_to_the_last_line(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("@decorator\ndef f():\n" + "    x = 1\n" * 59 + "\n\ndef g():\n"
+                      + "    x = 1\n" * 59 + "    async def h():\n        pass\n",
+                      encoding="utf-8")
+    assert [(line, name, length) for _, line, name, length in _long_functions([source], 60)] \
+        == [(64, "g", 62)]
+
+
+_OPTION = re.compile(r"--[a-z]")
+
+
+def _option_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """Option names (``"--max-cases"``, ``f"--adapter-option {key}"``) a module hands to an
+    error: a string starting with ``--`` among the arguments of a call to ``…Error`` or to
+    ``resolve`` (whose label starts every message), or given as a ``field=``."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        values: list[ast.expr] = []
+        if name.endswith("Error") or name == "resolve":
+            values = [*node.args, *(k.value for k in node.keywords)]
+        else:
+            values = [k.value for k in node.keywords if k.arg == "field"]
+        for value in values:
+            first = value.values[0] if isinstance(value, ast.JoinedStr) and value.values \
+                else value
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) \
+                    and _OPTION.match(first.value):
+                found.append((node.lineno, first.value))
+    return found
+
+
+def test_the_library_names_parameters_and_the_commands_spell_options() -> None:
+    """``ConfigError("max_cases", …)``, not ``"--max-cases"``: the library does not know the
+    command line; cli/ spells a parameter as the option the user typed."""
+    offenders = []
+    for root in SOURCES:
+        for path in sorted(root.rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
+                ".__init__")
+            place = _group(module)
+            if place is not None and place[1] == "commands":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            offenders += [f"{path.relative_to(root)}:{line} {text!r}"
+                          for line, text in _option_literals(tree)]
+    assert offenders == []
+
+
+def test_the_option_scan_finds_fields_labels_and_error_arguments() -> None:
+    tree = ast.parse(
+        'raise ConfigError("--max-cases", "x")\n'
+        'raise InputError("bad", field="--metric")\n'
+        'resolve(text, f"--adapter-option {key}", error=e)\n'
+        'raise ConfigError("max_cases", "pass a number")\n'
+        'subprocess.run(["git", "rev-parse", "--short=12"])\n')
+    assert _option_literals(tree) == [(1, "--max-cases"), (2, "--metric"),
+                                      (3, "--adapter-option ")]

@@ -95,7 +95,7 @@ def langgraph_graph(graph: Any, **options: Any) -> App:
     return adapt("langgraph", graph, **options)
 
 
-def _option(name: str, key: str, text: str, allowed: set[str]) -> Any:
+def _option(name: str, key: str, text: str, allowed: set[str], label: str) -> Any:
     if key not in allowed:
         raise AdapterError(name, f"unknown option '{key}'; this adapter takes "
                                  f"{', '.join(sorted(allowed)) or 'no options'}.")
@@ -110,37 +110,39 @@ def _option(name: str, key: str, text: str, allowed: set[str]) -> Any:
         except ValueError:
             raise AdapterError(name, f"option '{key}' must be an integer, not {text!r}.") from None
     if key in _HOOK_OPTIONS:
-        return resolve(text, f"--adapter-option {key}", error=_adapter_error(name))
+        return resolve(text, f"{label} {key}", error=_adapter_error(name))
     if key in _OBJECT_OPTIONS:
-        return resolve(text, f"--adapter-option {key}", error=_adapter_error(name),
+        return resolve(text, f"{label} {key}", error=_adapter_error(name),
                        kind="object")
     if key in _JSON_FILE_OPTIONS:
-        return _json_file(name, key, text)
+        return _json_file(name, key, text, label)
     return text
 
 
-def _json_file(name: str, key: str, text: str) -> Any:
+def _json_file(name: str, key: str, text: str, label: str) -> Any:
     path = Path(text)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"the {name} adapter's {key} file cannot be read "
                          f"({exc.strerror or exc}).", file=text,
-                         field="--adapter-option") from None
+                         field=label) from None
     except UnicodeDecodeError:
         raise InputError(f"the {name} adapter's {key} file is not UTF-8 text.", file=text,
-                         field="--adapter-option") from None
+                         field=label) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"the {name} adapter's {key} file is not valid JSON ({exc.msg}).",
-                         file=text, line=exc.lineno, field="--adapter-option") from None
+                         file=text, line=exc.lineno, field=label) from None
 
 
-def parse_options(name: str, pairs: Mapping[str, str]) -> dict[str, Any]:
-    """Command-line ``key=value`` options as the adapter's keyword arguments."""
+def parse_options(name: str, pairs: Mapping[str, str], label: str = "options") -> dict[str, Any]:
+    """Textual ``key=value`` options as the adapter's keyword arguments; ``label`` names them in
+    messages (the command line passes its option's name)."""
     parameters = inspect.signature(_factory(name)).parameters
     allowed = {p for p in parameters if p in _BOOL_OPTIONS | _INT_OPTIONS | _TEXT_OPTIONS
                | _HOOK_OPTIONS | _OBJECT_OPTIONS | _JSON_FILE_OPTIONS}
-    return {key: _option(name, key, value, allowed) for key, value in sorted(pairs.items())}
+    return {key: _option(name, key, value, allowed, label)
+            for key, value in sorted(pairs.items())}
 
 
 @dataclass
@@ -212,10 +214,13 @@ def _adapter_error(name: str) -> Callable[[str], AdapterError]:
     return lambda message: AdapterError(name, message)
 
 
-def load_adapted_app(reference: str, name: str, options: Mapping[str, str]) -> AdaptedApp:
+def load_adapted_app(reference: str, name: str, options: Mapping[str, str], *,
+                     labels: tuple[str, str] = ("app", "options")) -> AdaptedApp:
     """Import ``module:object`` and adapt it; every mistake is an :class:`AdapterError` or a
-    :class:`~spanguard.exceptions.SuiteError` naming the adapter or the reference."""
-    kwargs = parse_options(name, options)
-    target = resolve(reference, "--app", error=_adapter_error(name), kind="object")
+    :class:`~spanguard.exceptions.SuiteError` naming the adapter or the reference. ``labels``
+    name the reference and the options in messages (the command line passes its options')."""
+    app_label, options_label = labels
+    kwargs = parse_options(name, options, options_label)
+    target = resolve(reference, app_label, error=_adapter_error(name), kind="object")
     problems: list[AdapterError] = []
     return AdaptedApp(_keeping(adapt(name, target, **kwargs), problems), problems, name, target)

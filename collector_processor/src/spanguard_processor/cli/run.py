@@ -67,7 +67,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     suite = load_suite(suite_path)
     adapted = None
     if adapter is not None or adapter_options:
-        from ..adapters.cli import adapted_app
+        from ._adapters import adapted_app
 
         adapted = adapted_app(app_ref, adapter, adapter_options)
     app = adapted.call if adapted else _plain_app(app_ref)

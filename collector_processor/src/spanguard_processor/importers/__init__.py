@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spanguard.exceptions import InputError
+from spanguard.exceptions import ConfigError, InputError
 
 from ._common import ImportedVariant, build_suite, write_records, write_suite
 from .deepeval import load_deepeval
@@ -49,8 +49,7 @@ def suite_of(variants: Sequence[ImportedVariant], metrics: Sequence[str],
     from ..fairness.suite import parse_suite
 
     if not metrics:
-        raise InputError("at least one --metric is needed (e.g. --metric refusal_gap).",
-                         field="--metric")
+        raise ConfigError("metrics", "list at least one metric type, e.g. refusal_gap.")
     suite = build_suite(variants, metrics)
     parse_suite(suite, str(path))  # the suite spanguard run will read must load
     return suite

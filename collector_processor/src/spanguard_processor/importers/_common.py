@@ -16,7 +16,7 @@ from spanguard.exceptions import InputError
 from ..common._json import kind_of, parse_json
 from ..common.jsonio import write_text_atomic
 
-__all__ = ["ImportedVariant", "build_suite", "kind_of", "line_of", "read_structured",
+__all__ = ["ImportedVariant", "build_suite", "line_of", "read_structured",
            "scalar_text", "write_records", "write_suite"]
 
 

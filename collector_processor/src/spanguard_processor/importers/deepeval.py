@@ -21,11 +21,10 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ..common._json import parse_json
+from ..common._json import kind_of, parse_json
 from ._common import (
     ImportedVariant,
     check_unique,
-    kind_of,
     line_of,
     read_csv_rows,
     read_structured,

@@ -22,7 +22,8 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ._common import ImportedVariant, check_unique, kind_of, scalar_text
+from ..common._json import kind_of
+from ._common import ImportedVariant, check_unique, scalar_text
 from ._promptfoo_common import kept, seed_of
 
 __all__ = ["load_results"]

@@ -68,7 +68,7 @@ def looks_like_json(text: str) -> bool:
     return True
 
 
-def _as_list(value: Any) -> list[str]:
+def _as_list(value: object) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):

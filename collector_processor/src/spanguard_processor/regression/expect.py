@@ -23,7 +23,7 @@ ANNOTATABLE_KEYS = frozenset(
 )
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: object) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):

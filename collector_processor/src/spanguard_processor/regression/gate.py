@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from spanguard.exceptions import ConfigError, InputError
 
@@ -78,8 +77,8 @@ _BOOTSTRAP: dict[str, tuple[str, str]] = {
 @dataclass(frozen=True, slots=True)
 class Violation:
     metric: str
-    baseline: Any
-    current: Any
+    baseline: float | None
+    current: float | None
     rule: str
 
 

@@ -27,16 +27,8 @@ from .expect import validate_expect
 from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
 from .textnorm import detect_fallback
 
-__all__ = [
-    "DEFAULT_MAX_LINE_BYTES",
-    "ID_ALIASES",
-    "INPUT_ALIASES",
-    "OUTPUT_ALIASES",
-    "LoadResult",
-    "Problem",
-    "Row",
-    "load_logs",
-]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "ID_ALIASES", "INPUT_ALIASES", "OUTPUT_ALIASES",
+           "LoadResult", "Problem", "Row", "load_logs"]
 
 INPUT_ALIASES = ("input", "prompt", "question", "query", "user_message")
 OUTPUT_ALIASES = ("output", "response", "completion", "answer", "assistant_message")
@@ -49,7 +41,6 @@ RETRIED_ALIASES = ("retried", "is_retry", "was_retried")
 RETRY_COUNT_ALIASES = ("retry_count", "retries")
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
-_AGENT_KEYS = AGENT_TRACE_KEYS
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +82,6 @@ class LoadResult:
     @property
     def skipped_count(self) -> int:
         return sum(1 for p in self.problems if p.skipped)
-
-    @property
-    def warning_count(self) -> int:
-        return sum(1 for p in self.problems if not p.skipped)
 
 
 def _where(file: str, line: int, message: str, field: str | None = None) -> str:
@@ -159,7 +146,7 @@ def _number(
     return number
 
 
-def _as_bool(value: Any) -> bool:
+def _as_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
@@ -271,7 +258,7 @@ class _Reader:
         self.result.rows.append(row)
 
     def build_row(self, data: dict[str, Any], name: str, number: int) -> Row:
-        if "trace_id" in data and "trace" in data and data.keys() <= _AGENT_KEYS:
+        if "trace_id" in data and "trace" in data and data.keys() <= AGENT_TRACE_KEYS:
             data = _agent_row(data)
             self.result.agent_traces += 1
         raw_input = _pick(data, INPUT_ALIASES)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from .case import Case
 from .checks import PROCESS_CHECK_TYPES
@@ -12,14 +11,14 @@ from .select import ClusterHealth, Selection
 __all__ = ["build_report", "cell", "number"]
 
 
-def cell(value: Any, limit: int = 60) -> str:
+def cell(value: object, limit: int = 60) -> str:
     text = str(value).replace("|", "\\|").replace("\n", " ").strip()
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text or "—"
 
 
-def number(value: Any, digits: int = 4) -> str:
+def number(value: object, digits: int = 4) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):

@@ -244,7 +244,7 @@ class RunResult:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None

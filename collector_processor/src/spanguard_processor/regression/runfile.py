@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ class RunFile:
         return found
 
 
-def _no_duplicates(name: str) -> Any:
+def _no_duplicates(name: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = [k for k, _ in pairs]
         repeated = sorted({k for k in keys if keys.count(k) > 1})
@@ -103,7 +104,7 @@ def _no_duplicates(name: str) -> Any:
     return hook
 
 
-def _read(path: Path) -> Any:
+def _read(path: Path) -> object:
     name = path.as_posix()
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -131,7 +132,7 @@ def _not_a_run(payload: dict[str, Any]) -> str:
     return ""
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> bool:
     return (
         isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     )

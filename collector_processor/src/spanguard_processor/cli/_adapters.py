@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from spanguard.exceptions import InputError
 
-from . import AdaptedApp, AdapterError, load_adapted_app
+from ..adapters import AdaptedApp, AdapterError, load_adapted_app
 
 __all__ = ["adapted_app"]
 
@@ -25,4 +25,4 @@ def adapted_app(reference: str, adapter: str | None, options: Sequence[str]) -> 
         if key.strip() in pairs:
             raise AdapterError(adapter, f"--adapter-option '{key.strip()}' is given twice.")
         pairs[key.strip()] = value
-    return load_adapted_app(reference, adapter, pairs)
+    return load_adapted_app(reference, adapter, pairs, labels=("--app", "--adapter-option"))
