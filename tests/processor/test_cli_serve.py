@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import signal
 import socket
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -106,6 +108,41 @@ def test_the_process_exits_non_zero_when_a_receiver_dies_after_start(tmp_path: P
     started = time.monotonic()
     with pytest.raises(ReceiverFailed, match="the OTLP/HTTP receiver stopped"):
         serve_forever(config, announce=lines.append, started=kill_http)
+    assert time.monotonic() - started < 10
+    assert lines and "listening" in lines[0]
+
+
+def _stop_grpc(server: ProcessorServer) -> None:  # the gRPC server stops on its own
+    assert server._grpc is not None
+    server._grpc.stop(0).wait()
+
+
+def _break_writer(server: ProcessorServer) -> None:  # the writer thread meets a bug and ends
+    def bug() -> float | None:
+        raise RuntimeError("a bug in the assembler")
+
+    server.ingestor.assembler.next_due = bug  # type: ignore[method-assign]
+
+
+@pytest.mark.integration
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize(("breaks", "message"), [
+    (_stop_grpc, "the OTLP/gRPC receiver stopped"),
+    (_break_writer, "the span writer stopped"),
+])
+def test_the_process_exits_when_the_grpc_receiver_or_the_writer_dies(
+        tmp_path: Path, breaks: Callable[[ProcessorServer], None], message: str) -> None:
+    config = ServerConfig(store=tmp_path / "s.db", grpc_port=0, http_port=0)
+    lines: list[str] = []
+    started = time.monotonic()
+    # a server that keeps running half-alive is stopped after 10 s (and the test fails)
+    deadline = threading.Timer(10, signal.raise_signal, (signal.SIGTERM,))
+    deadline.start()
+    try:
+        with pytest.raises(ReceiverFailed, match=message):
+            serve_forever(config, announce=lines.append, started=breaks)
+    finally:
+        deadline.cancel()
     assert time.monotonic() - started < 10
     assert lines and "listening" in lines[0]
 

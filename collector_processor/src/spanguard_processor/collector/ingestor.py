@@ -77,6 +77,11 @@ class Ingestor:
         """False once closing, or after the store failed (requests then get 503/UNAVAILABLE)."""
         return not self._closed and self._failure is None and self._thread.is_alive()
 
+    @property
+    def writer_alive(self) -> bool:
+        """False once the writer thread has ended: after :meth:`close`, or if it died."""
+        return self._thread.is_alive()
+
     def stats(self) -> IngestStats:
         return IngestStats(
             spans_received=self._received,
@@ -105,9 +110,12 @@ class Ingestor:
         if self._closed:
             return
         self._closed = True
+        # a writer that died left the assembler in an unknown state: its traces stay pending
+        # in the store, for the next start to resume
+        died = self._thread.ident is not None and not self._thread.is_alive()
         self._queue.put(_STOP)
         self._thread.join()
-        if flush and self._failure is None:
+        if flush and self._failure is None and not died:
             self._mark(self.assembler.flush())
             self._flush_marks()
 

@@ -10,8 +10,8 @@ Start-up fails cleanly, before anything is announced: a port that cannot be boun
 ``ConfigError`` (from :class:`~spanguard_processor.collector.security.Security`); a damaged or
 unwritable store raises an ``InputError``
 (from :class:`~spanguard_processor.collector.store.SpanStore`).
-If a receiver stops after start, :func:`serve_forever` stops the other and raises
-:class:`ReceiverFailed`: the process never stays up half-alive.
+If a receiver or the span writer thread stops after start, :func:`serve_forever` stops the
+rest and raises :class:`ReceiverFailed` naming it: the process never stays up half-alive.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class CannotListen(OSError):
 
 
 class ReceiverFailed(RuntimeError):
-    """A receiver stopped while the processor was running."""
+    """A receiver or the span writer stopped while the processor was running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +165,14 @@ class ProcessorServer:
                 raise ReceiverFailed("the OTLP/HTTP receiver failed to start (see the log).")
 
     def failure(self) -> str | None:
-        """Which receiver has stopped on its own, if one has (None while both run)."""
+        """Which part has stopped on its own, if one has (None while all run): a receiver
+        (its thread ended, or its server terminated) or the span writer thread."""
         if self._http_thread is not None and not self._http_thread.is_alive():
             return "the OTLP/HTTP receiver stopped"
+        if self._grpc is not None and not self._grpc.wait_for_termination(timeout=0):
+            return "the OTLP/gRPC receiver stopped"  # (wait_for_termination: True = timed out)
+        if not self.ingestor.writer_alive:
+            return "the span writer stopped"
         return None
 
     def stop(self, grace: float = 10.0) -> None:
@@ -194,7 +199,7 @@ def serve_forever(
 
     ``warn`` receives warnings (default: ``announce``); ``started`` is called with the running
     server once it listens. Raises :class:`ReceiverFailed` (after stopping everything) if a
-    receiver stops on its own.
+    receiver or the span writer stops on its own.
     """
     server = ProcessorServer(config).start()
     # what starting made (modules, protobuf descriptors, the app) lives as long as the process:
