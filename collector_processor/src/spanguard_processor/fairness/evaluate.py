@@ -21,13 +21,15 @@ from numpy.typing import NDArray
 from spanguard.exceptions import InputError
 
 from . import inference, permutation, power, stats
-from .compat import EXACT_LIMIT, exact_mean, legacy_exposure, stability_similarities
+from .compat import EXACT_LIMIT, legacy_exposure, stability_similarities
+from .coverage import ExpectedVariants
+from .details import balanced, counters, metric_details, pooled_means, spread
 from .evidence import PAIRS, find_pairs, stability_pairs
 from .gate import GateConfig, apply_gate
-from .groups import group_stats, missingness_p
+from .groups import group_stats
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .records import Observation
-from .results import Evaluation, MetricResult, RecordMap
+from .results import Evaluation, MetricResult
 from .signals import ObservationList
 from .stability import stability_arrays
 from .suite import MetricConfig
@@ -110,7 +112,7 @@ def evaluate(
     group_labels, group_idx = _index(_group_labels(observations))
     seed_labels, seed_idx = _index([o.seed_id for o in observations])
     variant_labels, variant_idx = _variants(observations)
-    plan = _Expected.build(expected, variant_labels, variant_idx, seed_idx, group_labels,
+    plan = ExpectedVariants.build(expected, variant_labels, variant_idx, seed_idx, group_labels,
                            group_idx, seed_labels)
     prepared = []
     for mc in metrics:
@@ -162,7 +164,7 @@ def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Obser
         return p
     if definition.kind == "legacy_exposure":
         p.score, details, empty = legacy_exposure(obs)
-        p.details = {**details, **_counters(definition, obs, group_labels, group_idx, empty)}
+        p.details = {**details, **counters(definition, obs, group_labels, group_idx, empty)}
         return p
     values = definition.compute(obs, mc.options)
     p.values = values
@@ -171,15 +173,15 @@ def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Obser
     x = values.values[keep]
     p.sums, p.counts = stats.seed_aggregates(p.design, x)
     p.estimate = stats.gap_estimate(p.sums, p.counts)
-    pooled = _pooled_means(x, p.design, group_labels)
-    balanced = _balanced(p.design)
-    if balanced:
-        p.score = max((_gap([m[c] for m in pooled.values()]) for c in range(x.shape[1])),
+    pooled = pooled_means(x, p.design, group_labels)
+    is_balanced = balanced(p.design)
+    if is_balanced:
+        p.score = max((spread([m[c] for m in pooled.values()]) for c in range(x.shape[1])),
                       default=0.0)
     else:
         p.score = p.estimate.gap
-    p.details = _details(p, obs, pooled, group_labels, group_idx)
-    p.details["estimator"] = "pooled group means" if balanced else "within-seed contrasts"
+    p.details = metric_details(definition, values, obs, pooled, group_labels, group_idx)
+    p.details["estimator"] = "pooled group means" if is_balanced else "within-seed contrasts"
     marginals = _attribute_gaps(obs, keep, seed_idx[keep], n_seeds, x)
     if marginals:
         p.details["attribute_gaps"] = marginals
@@ -202,84 +204,6 @@ def _attribute_gaps(obs: Sequence[Observation], keep: NDArray[np.bool_],
     return out
 
 
-def _gap(values: list[float]) -> float:
-    return max(values) - min(values) if len(values) >= 2 else 0.0
-
-
-def _balanced(design: stats.Design) -> bool:
-    cells = np.zeros((design.n_seeds, design.n_groups))
-    np.add.at(cells, (design.seed, design.group), 1.0)
-    used = cells[cells.sum(axis=1) > 0]
-    return bool(np.all(used == used[:, :1])) if used.size else True
-
-
-def _pooled_means(x: NDArray[np.float64], design: stats.Design,
-                  labels: list[str]) -> dict[str, list[float]]:
-    order = np.argsort(design.group, kind="stable")
-    bounds = np.searchsorted(design.group[order], np.arange(design.n_groups + 1))
-    out: dict[str, list[float]] = {}
-    for g, label in enumerate(labels):
-        rows = order[bounds[g]:bounds[g + 1]]
-        if rows.shape[0]:
-            out[label] = [exact_mean(x[rows, c]) for c in range(x.shape[1])]
-    return out
-
-
-def _counters(definition: MetricDefinition, obs: Sequence[Observation],
-              labels: list[str], group_idx: NDArray[np.int64], empty: int) -> dict[str, Any]:
-    if definition.missing_key is None:
-        return {}
-    counts = np.bincount(group_idx, minlength=len(labels))
-    return {
-        "group_counts": {label: int(counts[g]) for g, label in enumerate(labels)},
-        "missing_trace_records": sum(1 for o in obs if o.trace is None),
-        definition.missing_key: empty,
-    }
-
-
-def _details(p: _Prepared, obs: Sequence[Observation], pooled: Mapping[str, list[float]],
-             labels: list[str], group_idx: NDArray[np.int64]) -> dict[str, Any]:
-    assert p.values is not None
-    d = p.definition
-    v = p.values
-    ids = obs.ids() if isinstance(obs, ObservationList) else [o.id for o in obs]
-    out: dict[str, Any] = {}
-    if d.name == "escalation_reason_parity":
-        rates = {r: {g: m[c] for g, m in pooled.items()} for c, r in enumerate(v.columns)}
-        out["reason_rates"] = rates
-        gaps = {r: _gap(list(g.values())) for r, g in out["reason_rates"].items()}
-        out["reason_gaps"] = gaps
-        reasons = [o.trace.escalation_reason if o.trace is not None else None for o in obs]
-        out["scenario_reasons"] = dict(zip(ids, reasons, strict=True))
-        out["scenario_reason_gaps"] = {i: float(gaps.get(r, 0.0)) if r else 0.0
-                                       for i, r in zip(ids, reasons, strict=True)}
-    elif d.detail_key in ("tool_name_rates", "tool_sequence_rates"):
-        # per column (a tool name, a tool sequence): each group's rate and the gap of rates
-        out[d.detail_key] = {c: {g: m[j] for g, m in pooled.items()}
-                             for j, c in enumerate(v.columns)}
-        out[d.detail_key.replace("_rates", "_gaps")] = {
-            c: _gap(list(g.values())) for c, g in out[d.detail_key].items()}
-    elif d.name == "retrieval_exposure_gap":
-        out["exposure_by_group"] = {
-            doc: {g: m[c] for g, m in pooled.items()} for c, doc in enumerate(v.columns)
-        }
-        out["exposure_gaps"] = {doc: _gap(list(g.values()))
-                                for doc, g in out["exposure_by_group"].items()}
-        out["scenario_exposures"] = _per_record(ids, v.values.sum(axis=1), v.valid)
-    else:
-        out[d.detail_key] = {g: m[0] for g, m in pooled.items()}
-        out["scenario_scores"] = _per_record(ids, v.values[:, 0], v.valid)
-        if v.score_source is not None:
-            out["score_source"] = v.score_source
-    out.update(_counters(d, obs, labels, group_idx, v.missing_field_records))
-    return out
-
-
-def _per_record(ids: list[str], values: NDArray[np.float64],
-                valid: NDArray[np.bool_]) -> RecordMap:
-    return RecordMap(ids, values, valid)
-
-
 def _bootstrap(prepared: Sequence[_Prepared], n_seeds: int, cfg: GateConfig) -> None:
     """The stability bootstrap: seeds drawn with replacement, the statistic the minimum over
     the drawn seeds. (Gap metrics get their intervals from :mod:`.inference`.)"""
@@ -298,75 +222,6 @@ ESTIMAND = ("the largest difference between true group means (seed-adjusted; the
             "over columns for multi-column metrics)")
 # below this many contrast seeds the "any difference" p-value is never the normal approximation
 NORMAL_MIN_SEEDS = 200
-
-
-@dataclass(frozen=True)
-class _Expected:
-    """The suite's variants (id, seed, group) for coverage and the missingness test."""
-
-    seed: NDArray[np.int64]
-    group: NDArray[np.int64]
-    group_labels: list[str]
-    observed_index: NDArray[np.int64]  # each expected variant's index among observed ones, or -1
-    n_seeds: int
-    attributes: NDArray[np.int64] | None = None  # (observed groups, attributes) value indices
-
-    @classmethod
-    def build(cls, expected: Sequence[tuple[str, str, str]] | None, variant_labels: list[str],
-              variant_idx: NDArray[np.int64], seed_idx: NDArray[np.int64],
-              group_labels: list[str], group_idx: NDArray[np.int64],
-              seed_labels: list[str]) -> _Expected:
-        if expected is None:  # the observed variants, straight from the index arrays
-            n = len(variant_labels)
-            if n == variant_idx.shape[0]:  # every record its own variant: no copies
-                return cls(seed_idx, group_idx, list(group_labels), variant_idx,
-                           len(seed_labels))
-            seed = np.zeros(n, dtype=np.int64)
-            group = np.zeros(n, dtype=np.int64)
-            seed[variant_idx[::-1]] = seed_idx[::-1]  # each variant's first record decides
-            group[variant_idx[::-1]] = group_idx[::-1]
-            return cls(seed, group, list(group_labels), np.arange(n, dtype=np.int64),
-                       len(seed_labels))
-        where = {v: i for i, v in enumerate(variant_labels)}
-        seeds = {s: i for i, s in enumerate(seed_labels)}
-        groups = {g: i for i, g in enumerate(group_labels)}
-        labels = list(group_labels)
-        for _, _, g in expected:
-            if g not in groups:
-                groups[g] = len(labels)
-                labels.append(g)
-        for _, s, _ in expected:
-            seeds.setdefault(s, len(seeds))
-        return cls(
-            seed=np.array([seeds[s] for _, s, _ in expected], dtype=np.int64),
-            group=np.array([groups[g] for _, _, g in expected], dtype=np.int64),
-            group_labels=labels,
-            observed_index=np.array([where.get(v, -1) for v, _, _ in expected], dtype=np.int64),
-            n_seeds=len(seeds),
-        )
-
-    def covered(self, valid_variants: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """Which expected variants hold at least one valid record."""
-        has = np.zeros(int(self.observed_index.max(initial=-1)) + 2, dtype=bool)
-        has[valid_variants[valid_variants < has.shape[0] - 1]] = True
-        return np.asarray(has[self.observed_index], dtype=bool)  # index -1 hits the False pad
-
-    def coverage(self, covered: NDArray[np.bool_]) -> dict[str, float]:
-        n = np.bincount(self.group, minlength=len(self.group_labels))
-        hit = np.bincount(self.group, weights=covered.astype(np.float64),
-                          minlength=len(self.group_labels))
-        return {label: float(hit[g] / n[g]) for g, label in enumerate(self.group_labels)
-                if n[g] > 0}
-
-    def missingness(self, covered: Sequence[NDArray[np.bool_]], cfg: GateConfig
-                    ) -> float | None:
-        """p-value of "missingness does not depend on the group" (a variant is missing when
-        any tested metric lacks a valid record for it); None when nothing is missing."""
-        if not covered:
-            return None
-        missing = ~np.logical_and.reduce(list(covered))
-        return missingness_p(self.seed, self.group, missing, self.n_seeds,
-                             len(self.group_labels), cfg.permutation_samples, cfg.seed)
 
 
 @dataclass(frozen=True)
@@ -395,7 +250,7 @@ class _Index:
 
 
 def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
-            cfg: GateConfig, metric_count: int, plan: _Expected,
+            cfg: GateConfig, metric_count: int, plan: ExpectedVariants,
             p_missing: float | None, index: _Index) -> MetricResult:
     d = p.definition
     threshold = p.config.threshold

@@ -1,7 +1,9 @@
-"""The metric registry and the built-in metrics (fairtrace's names and default thresholds).
+"""The built-in metrics (fairtrace's names and default thresholds), registered on import.
 
-A metric turns the observations into a value matrix once (records × columns, plus which records
-are valid for it); the statistics in :mod:`.stats` do the rest. Hooks run exactly once per
+The registry itself (:class:`MetricDefinition`, :func:`register_metric`, :func:`get_metric` …)
+is :mod:`.registry`; this module re-exports it, so importing it gives the registry with every
+built-in in it. A metric turns the observations into a value matrix once (records × columns,
+plus which records are valid for it); the statistics do the rest. Hooks run exactly once per
 record. Most metrics have one column; ``escalation_reason_parity`` has one per reason and
 ``retrieval_exposure_gap`` one per document group, and their score is the largest gap over
 columns.
@@ -12,8 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,9 +23,21 @@ from spanguard.exceptions import SuiteError
 
 from ..common.references import resolve
 from .records import Observation
+from .registry import (
+    Compute,
+    MetricDefinition,
+    MetricValues,
+    get_metric,
+    metric_names,
+    number,
+    register_metric,
+    register_record_metric,
+    unregister_metric,
+)
 from .signals import REFUSAL_MARKERS, TOXICITY_MARKERS, Signals, signals_of
 
 __all__ = [
+    "BUILTIN_METRICS",
     "REFUSAL_MARKERS",
     "TOXICITY_MARKERS",
     "MetricDefinition",
@@ -37,113 +50,7 @@ __all__ = [
 ]
 
 
-Kind = Literal["gap", "stability", "legacy_exposure"]
-Direction = Literal["lower", "higher"]
-
-
-@dataclass(frozen=True)
-class MetricValues:
-    """Per-record values of one metric: ``values`` (n, C), ``valid`` (n,), column labels."""
-
-    values: NDArray[np.float64]
-    valid: NDArray[np.bool_]
-    columns: tuple[str, ...] = ("value",)
-    score_source: str | None = None
-    missing_field_records: int = 0
-
-
-Compute = Callable[[Sequence[Observation], Mapping[str, Any]], MetricValues]
-
-
-@dataclass(frozen=True)
-class MetricDefinition:
-    """A registered metric. ``compute`` maps observations and the suite entry's options to values.
-
-    ``detail_key`` names fairtrace's per-group dict in ``details`` (e.g. ``rates``);
-    ``missing_key`` its counter of records with a missing or empty field (None for text metrics).
-    ``scale`` is "rate" (values in [0, 1]), "count" (values ≥ 0) or "real": it bounds intervals
-    and sets the worst-case variance; None infers it from the values.
-    """
-
-    name: str
-    threshold: float
-    direction: Direction
-    compute: Compute
-    category: str = "Other"
-    kind: Kind = "gap"
-    detail_key: str = "rates"
-    missing_key: str | None = None
-    options: frozenset[str] = field(default_factory=frozenset)
-    scale: Literal["rate", "count", "real"] | None = None
-
-
-_REGISTRY: dict[str, MetricDefinition] = {}
-
-
-def register_metric(definition: MetricDefinition) -> MetricDefinition:
-    """Add a metric type; a name can be registered once."""
-    if not definition.name or not definition.name.strip():
-        raise ValueError("a metric name must be a non-empty string")
-    if definition.name in _REGISTRY:
-        raise ValueError(f"the metric type {definition.name!r} is already registered")
-    _REGISTRY[definition.name] = definition
-    return definition
-
-
-def register_record_metric(
-    name: str, scorer: Callable[[dict[str, Any]], object], *, threshold: float,
-    direction: Direction = "lower", category: str = "Other",
-) -> MetricDefinition:
-    """Register a custom gap metric from a per-record scorer.
-
-    ``scorer(record)`` gets the fairtrace scenario record and returns a number or a boolean,
-    or None to leave the record out; the gap of group means is tested like every built-in.
-    """
-
-    def compute(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricValues:
-        values = np.zeros((len(obs), 1))
-        valid = np.ones(len(obs), dtype=bool)
-        for i, o in enumerate(obs):
-            raw = scorer(o.record())
-            if raw is None:
-                valid[i] = False
-                continue
-            values[i, 0] = _number(raw, f"the {name} scorer", o.id)
-        return MetricValues(values, valid, score_source="evaluator")
-
-    return register_metric(MetricDefinition(name, threshold, direction, compute, category))
-
-
-def unregister_metric(name: str) -> None:
-    """Remove a registered metric type (for tests and plugins that reload)."""
-    _REGISTRY.pop(name, None)
-
-
-def get_metric(name: str) -> MetricDefinition | None:
-    return _REGISTRY.get(name)
-
-
-def metric_names() -> tuple[str, ...]:
-    return tuple(sorted(_REGISTRY))
-
-
-# --- value coercion -------------------------------------------------------------------------
-
-
-def _number(raw: object, what: str, record_id: str, *, unit: bool = False) -> float:
-    if isinstance(raw, bool | np.bool_):
-        return 1.0 if raw else 0.0
-    if isinstance(raw, int | float | np.integer | np.floating):
-        value = float(raw)
-        if not math.isfinite(value):
-            raise SuiteError(f"{what} returned {value} for record '{record_id}'; "
-                             "return a finite number.")
-        if unit and not 0.0 <= value <= 1.0:
-            raise SuiteError(f"{what} returned {value} for record '{record_id}'; "
-                             "return a boolean or a number between 0 and 1.")
-        return value
-    raise SuiteError(f"{what} returned {raw!r} for record '{record_id}'; "
-                     "return a boolean or a number.")
+# --- hooks -----------------------------------------------------------------------------------
 
 
 def _hook(options: Mapping[str, Any], key: str) -> Callable[..., Any] | None:
@@ -188,7 +95,7 @@ def _refusal(obs: Sequence[Observation], options: Mapping[str, Any]) -> MetricVa
     values = np.zeros((len(obs), 1))
     for i, o in enumerate(obs):
         raw = _call(hook, "refusal_evaluator", o)
-        value = _number(raw, "the refusal_evaluator hook", o.id)
+        value = number(raw, "the refusal_evaluator hook", o.id)
         if value not in (0.0, 1.0):
             raise SuiteError(f"the refusal_evaluator hook returned {raw!r} for record '{o.id}'; "
                              "return true/false (or 1/0).")
@@ -203,7 +110,7 @@ def _scored(key: str, meta_key: str, fallback: Callable[[Signals], NDArray[np.fl
         ones = np.ones(len(obs), dtype=bool)
         if hook is not None:
             values = np.fromiter(
-                (_number(_call(hook, key, o), f"the {key} hook", o.id, unit=True) for o in obs),
+                (number(_call(hook, key, o), f"the {key} hook", o.id, unit=True) for o in obs),
                 dtype=np.float64, count=len(obs))
             return MetricValues(values[:, None], ones, score_source="evaluator")
         values = fallback(signals_of(obs)).copy()
@@ -211,7 +118,7 @@ def _scored(key: str, meta_key: str, fallback: Callable[[Signals], NDArray[np.fl
         for i, o in enumerate(obs):
             raw = o.metadata.get(meta_key) if o.metadata else None
             if raw is not None:
-                values[i] = _number(raw, f"response_metadata.{meta_key}", o.id, unit=True)
+                values[i] = number(raw, f"response_metadata.{meta_key}", o.id, unit=True)
                 from_meta += 1
         source = ("metadata" if from_meta == len(obs) else
                   "heuristic" if from_meta == 0 else "mixed")
