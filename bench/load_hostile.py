@@ -20,9 +20,7 @@ slow/idle clients: every probe answered, no traceback flood.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import random
 import re
 import socket
 import subprocess
@@ -34,23 +32,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
-import httpx
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-PROTO = {"content-type": "application/x-protobuf"}
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.reliability.hostile import (  # noqa: E402  (the probes the tests use, full size)
+    export_grpc,
+    export_http,
+    idle_grpc_channels,
+    rss_mib,
+    serves,
+    slow_http_clients,
+    tiny_spans_request,
+    watch_health,
+)
+
 ANNOUNCE = re.compile(r"gRPC on 127\.0\.0\.1:(\d+), OTLP/HTTP on http://127\.0\.0\.1:(\d+)/")
 
-def tiny_request(count: int, seed: int) -> bytes:
-    rnd = random.Random(seed)
-    request = ExportTraceServiceRequest()
-    spans = request.resource_spans.add().scope_spans.add().spans
-    for _ in range(count):
-        span = spans.add()
-        span.trace_id = rnd.randbytes(16)
-        span.span_id = rnd.randbytes(8)
-        span.start_time_unix_nano = 1
-    return bytes(request.SerializeToString())
 
 class Server:
     def __init__(self, store: Path, *extra: str) -> None:
@@ -70,10 +68,7 @@ class Server:
         self._reader.start()
 
     def rss(self, key: str = "VmHWM") -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        return rss_mib(self.proc.pid, key)
 
     def stop(self) -> str:
         self.proc.terminate()
@@ -84,32 +79,17 @@ class Server:
                 pipe.close()
         return "".join(self.stderr)
 
-def watch_health(url: str, stop: threading.Event, latencies: list[float]) -> None:
-    while not stop.is_set():
-        start = time.monotonic()
-        try:
-            ok = httpx.get(url + "/health", timeout=10).status_code == 200
-        except httpx.HTTPError:
-            ok = False
-        latencies.append(time.monotonic() - start if ok else float("inf"))
-        stop.wait(0.1)
-
 def send_http(url: str, body: bytes) -> tuple[str, float]:
-    start = time.monotonic()
-    reply = httpx.post(url + "/v1/traces", content=body, headers=PROTO, timeout=120)
-    return str(reply.status_code), time.monotonic() - start
+    status, seconds = export_http(url, body)
+    return str(status), seconds
+
 
 def send_grpc(port: int, body: bytes) -> tuple[str, float]:
-    start = time.monotonic()
     with grpc.insecure_channel(f"127.0.0.1:{port}", options=[
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.use_local_subchannel_pool", 1)]) as channel:
-        try:
-            channel.unary_unary(EXPORT)(body, timeout=120)
-            code = "OK"
-        except grpc.RpcError as exc:
-            code = exc.code().name
-    return code, time.monotonic() - start
+        return export_grpc(channel, body)
+
 
 def large_requests(tmp: Path, bodies: list[bytes], protocol: str, extra: list[str]) -> None:
     server = Server(tmp / f"large-{protocol}-{len(extra)}.db", *extra)
@@ -143,36 +123,16 @@ def slow_clients(tmp: Path, slow: int, idle: int, seconds: float) -> None:
     channels: list[grpc.Channel] = []
     probes: list[tuple[float, bool, bool]] = []
     try:
-        for _ in range(idle):
-            channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}",
-                                            options=[("grpc.use_local_subchannel_pool", 1)])
-            with contextlib.suppress(grpc.FutureTimeoutError):
-                grpc.channel_ready_future(channel).result(timeout=2)
-            channels.append(channel)
-        for _ in range(slow):
-            sock = socket.socket()
-            sock.settimeout(2)
-            try:
-                sock.connect(("127.0.0.1", server.http_port))
-                sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: ")
-                sockets.append(sock)
-            except OSError:
-                sock.close()
+        channels = idle_grpc_channels(server.grpc_port, idle)
+        sockets = slow_http_clients(server.http_port, slow)
         print(f"  holding {len(sockets)} half-sent HTTP requests and {len(channels)} idle gRPC "
               f"channels for {seconds:.0f} s")
 
-        body = tiny_request(50, seed=7)
+        body = tiny_spans_request(50, seed=7)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             start = time.monotonic()
-            try:
-                health = httpx.get(server.url + "/health", timeout=10).status_code == 200
-            except httpx.HTTPError:
-                health = False
-            latency = time.monotonic() - start if health else float("inf")
-            http_ok = send_http(server.url, body)[0] == "200"
-            grpc_ok = send_grpc(server.grpc_port, body)[0] == "OK"
-            probes.append((latency, http_ok, grpc_ok))
+            probes.append(serves(server.url, server.grpc_port, body, body, timeout=10))
             time.sleep(max(0.0, 1.0 - (time.monotonic() - start)))
     finally:
         for sock in sockets:
@@ -200,7 +160,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         if not args.skip_large:
-            bodies = [tiny_request(args.spans, seed) for seed in range(args.requests)]
+            bodies = [tiny_spans_request(args.spans, seed) for seed in range(args.requests)]
             print(f"{args.requests} concurrent requests of {args.spans} tiny spans "
                   f"({len(bodies[0]) / 2**20:.1f} MiB each)")
             for extra in ([], ["--max-pending-spans", str(args.spans + 5000)]):

@@ -8,7 +8,6 @@ The red-team case (4 concurrent 15 MiB requests of ~395k tiny spans) runs at ful
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -18,29 +17,16 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from spanguard_processor.collector.limits import Limits
 from spanguard_processor.collector.store import SpanStore
 
 from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES
+from .hostile import export_grpc, export_http, rss_mib, tiny_spans_request, watch_health
 from .servers import EXPORT, PROTO, request_bytes, running, spans_of_one_trace
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def tiny_spans_request(count: int, seed: int) -> bytes:
-    """One OTLP request of ``count`` minimal spans (ids and a start time: ~39 bytes each)."""
-    rnd = random.Random(seed)
-    request = ExportTraceServiceRequest()
-    spans = request.resource_spans.add().scope_spans.add().spans
-    for _ in range(count):
-        span = spans.add()
-        span.trace_id = rnd.randbytes(16)
-        span.span_id = rnd.randbytes(8)
-        span.start_time_unix_nano = 1
-    return bytes(request.SerializeToString())
 
 
 def _stored(path: Path) -> int:
@@ -69,22 +55,6 @@ def test_one_request_cannot_carry_more_than_max_pending_spans(tmp_path: Path) ->
     assert _stored(store) == 5
 
 
-def _peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
-
-
-def _watch_health(url: str, stop: threading.Event, latencies: list[float]) -> None:
-    with httpx.Client(timeout=30) as client:
-        while not stop.is_set():
-            start = time.monotonic()
-            assert client.get(url + "/health").status_code == 200
-            latencies.append(time.monotonic() - start)
-            stop.wait(0.05)
-
-
 SPANS = 100_000  # per request, ~3.7 MiB
 REQUESTS = 4
 
@@ -97,34 +67,27 @@ def test_concurrent_large_requests_keep_health_responsive_and_refusals_quick(
                           "--wait-duration", "0.1", "--num-traces", "1000")
     stop, latencies = threading.Event(), []
     try:
-        base_rss = _peak_rss_mib(server.proc.pid)
-        watcher = threading.Thread(target=_watch_health, args=(server.url, stop, latencies))
+        base_rss = rss_mib(server.proc.pid)
+        watcher = threading.Thread(target=watch_health,
+                                   args=(server.url, stop, latencies, 0.05))
         watcher.start()
         time.sleep(0.2)
         if protocol == "http":
             def send(body: bytes) -> tuple[int, float]:
-                start = time.monotonic()
-                reply = httpx.post(server.url + "/v1/traces", content=body, headers=PROTO,
-                                   timeout=60)
-                return reply.status_code, time.monotonic() - start
+                return export_http(server.url, body, timeout=60)
         else:
             channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
 
             def send(body: bytes) -> tuple[int, float]:
-                start = time.monotonic()
-                try:
-                    channel.unary_unary(EXPORT)(body, timeout=60)
-                    return 200, time.monotonic() - start
-                except grpc.RpcError as exc:
-                    code = 429 if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED else 500
-                    return code, time.monotonic() - start
+                code, seconds = export_grpc(channel, body, timeout=60)
+                return {"OK": 200, "RESOURCE_EXHAUSTED": 429}.get(code, 500), seconds
 
         sender: Callable[[bytes], tuple[int, float]] = send
         with ThreadPoolExecutor(REQUESTS) as pool:
             outcomes = list(pool.map(sender, bodies))
         stop.set()
         watcher.join()
-        peak = _peak_rss_mib(server.proc.pid)
+        peak = rss_mib(server.proc.pid)
         health = server.wait_idle(0, timeout=60)
     finally:
         stop.set()

@@ -9,7 +9,6 @@ by itself once the clients go away.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
@@ -23,7 +22,8 @@ from spanguard_processor.collector.store import SpanStore
 
 from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES
-from .servers import EXPORT, PROTO, request_bytes, running, spans_of_one_trace
+from .hostile import idle_grpc_channels, serves, slow_http_clients
+from .servers import PROTO, request_bytes, running, spans_of_one_trace
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,58 +32,11 @@ SLOW_HTTP = 300  # more than the server has descriptors for
 IDLE_GRPC = 60  # within the gRPC share of the descriptors
 
 
-def _slow_http_clients(port: int, count: int) -> list[socket.socket]:
-    """Connections that send half a request's headers and then nothing."""
-    clients = []
-    for _ in range(count):
-        sock = socket.socket()
-        sock.settimeout(2)
-        try:
-            sock.connect(("127.0.0.1", port))
-            sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ")
-        except OSError:
-            sock.close()
-            continue
-        clients.append(sock)
-    return clients
-
-
-def _idle_grpc_channels(port: int, count: int) -> list[grpc.Channel]:
-    """Connected gRPC channels (one TCP connection each) that never call anything."""
-    channels = []
-    for _ in range(count):
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}",
-                                        options=[("grpc.use_local_subchannel_pool", 1)])
-        with contextlib.suppress(grpc.FutureTimeoutError):
-            grpc.channel_ready_future(channel).result(timeout=2)
-        channels.append(channel)
-    return channels
-
-
 def _serves(server: ServeProcess, index: int) -> tuple[float, bool, bool]:
     """Health latency, and whether an HTTP and a gRPC export on fresh connections succeed."""
-    start = time.monotonic()
-    try:
-        healthy = httpx.get(server.url + "/health", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        healthy = False
-    latency = time.monotonic() - start if healthy else float("inf")
-    body = request_bytes(spans_of_one_trace(2, text=f"probe {index}"))
-    try:
-        http_ok = httpx.post(server.url + "/v1/traces", content=body, headers=PROTO,
-                             timeout=5).status_code == 200
-    except httpx.HTTPError:
-        http_ok = False
-    channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}",
-                                    options=[("grpc.use_local_subchannel_pool", 1)])
-    try:
-        channel.unary_unary(EXPORT)(request_bytes(spans_of_one_trace(2)), timeout=5)
-        grpc_ok = True
-    except grpc.RpcError:
-        grpc_ok = False
-    finally:
-        channel.close()
-    return latency, http_ok, grpc_ok
+    return serves(server.url, server.grpc_port,
+                  request_bytes(spans_of_one_trace(2, text=f"probe {index}")),
+                  request_bytes(spans_of_one_trace(2)))
 
 
 def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> None:
@@ -95,8 +48,8 @@ def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> Non
     idle: list[grpc.Channel] = []
     probes = []
     try:
-        idle = _idle_grpc_channels(server.grpc_port, IDLE_GRPC)
-        slow = _slow_http_clients(server.http_port, SLOW_HTTP)
+        idle = idle_grpc_channels(server.grpc_port, IDLE_GRPC)
+        slow = slow_http_clients(server.http_port, SLOW_HTTP)
         for index in range(4):  # while every slow client is still connected
             probes.append(_serves(server, index))
             time.sleep(0.5)
