@@ -350,13 +350,16 @@ def test_the_length_scan_counts_from_def_to_the_last_line(tmp_path: Path) -> Non
         == [(64, "g", 62)]
 
 
-_OPTION = re.compile(r"--[a-z]")
+_OPTION = re.compile(r"(?<![\w-])--[a-z]")
+#: Being split on another branch; its message still says "on the command line --adapter-option".
+_OPTION_LITERALS_LEFT = {"spanguard_processor/adapters/openai_client.py"}
 
 
 def _option_literals(tree: ast.AST) -> list[tuple[int, str]]:
-    """Option names (``"--max-cases"``, ``f"--adapter-option {key}"``) a module hands to an
-    error: a string starting with ``--`` among the arguments of a call to ``…Error`` or to
-    ``resolve`` (whose label starts every message), or given as a ``field=``."""
+    """Option names (``"--max-cases"``, ``f"--adapter-option {key}"``, "pass --force") a module
+    hands to an error: in a string among the arguments of a call to ``…Error`` or to
+    ``resolve`` (whose label starts every message), or given as a ``field=``. Inside a sentence
+    the library writes the parameter in backticks ("pass `force`"), which cli/ spells."""
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -369,11 +372,10 @@ def _option_literals(tree: ast.AST) -> list[tuple[int, str]]:
         else:
             values = [k.value for k in node.keywords if k.arg == "field"]
         for value in values:
-            first = value.values[0] if isinstance(value, ast.JoinedStr) and value.values \
-                else value
-            if isinstance(first, ast.Constant) and isinstance(first.value, str) \
-                    and _OPTION.match(first.value):
-                found.append((node.lineno, first.value))
+            for part in ast.walk(value):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) \
+                        and _OPTION.search(part.value):
+                    found.append((node.lineno, part.value))
     return found
 
 
@@ -388,6 +390,8 @@ def test_the_library_names_parameters_and_the_commands_spell_options() -> None:
             place = _group(module)
             if place is not None and place[1] == "commands":
                 continue
+            if path.relative_to(root).as_posix() in _OPTION_LITERALS_LEFT:
+                continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
             offenders += [f"{path.relative_to(root)}:{line} {text!r}"
                           for line, text in _option_literals(tree)]
@@ -400,6 +404,8 @@ def test_the_option_scan_finds_fields_labels_and_error_arguments() -> None:
         'raise InputError("bad", field="--metric")\n'
         'resolve(text, f"--adapter-option {key}", error=e)\n'
         'raise ConfigError("max_cases", "pass a number")\n'
-        'subprocess.run(["git", "rev-parse", "--short=12"])\n')
+        'subprocess.run(["git", "rev-parse", "--short=12"])\n'
+        'raise InputError("exists; " + f"pass --force to replace {path}.")\n'
+        'raise InputError("exists; pass `force` to replace it -- or not.")\n')
     assert _option_literals(tree) == [(1, "--max-cases"), (2, "--metric"),
-                                      (3, "--adapter-option ")]
+                                      (3, "--adapter-option "), (6, "pass --force to replace ")]

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from spanguard.exceptions import InputError
 from spanguard_processor.cli import cli
 from spanguard_processor.fairness.suite import load_suite
 from spanguard_processor.importers import import_suite, load_deepeval, load_promptfoo
@@ -238,3 +239,46 @@ def test_promptfoo_config_with_yaml_tests_file_and_deepeval_wrapper(tmp_path: Pa
     goldens.write_text(json.dumps({"goldens": [
         {"input": "Hi", "name": "g1", "additional_metadata": {"assignments": {"g": "a"}}}]}))
     assert [(v.id, v.seed_id) for v in load_deepeval(goldens)] == [("g1", "g1")]
+
+
+@pytest.mark.parametrize(("source", "name", "content", "options", "message"), [
+    ("promptfoo", "a.json", '[{"vars": {"prompt": "q", "g": "m"}}]',
+     ["--attribute", "g", "--seed-var", "sid"],
+     "Error: {path}: field 'vars.sid': the test has no 'sid' var (--seed-var).\n"),
+    ("deepeval", "b.json", '[{"input": "a", "additional_metadata": {"assignments": {"g": "m"}}}]',
+     ["--seed-var", "sid"],
+     "Error: {path}: field '[0].additional_metadata.sid': the golden has no 'sid' key (named by "
+     "--seed-var).\n"),
+    ("deepeval", "c.json", '[{"input": "a", "additional_metadata": {"x": 1}}]',
+     ["--attribute", "g"],
+     "Error: {path}: field '[0].additional_metadata.g': the golden has no 'g' attribute (named "
+     "by --attribute).\n"),
+    ("promptfoo", "results.json",
+     '{"results": {"version": 3, "results": [{"vars": {"prompt": "q"}, "response": '
+     '{"output": "x"}}]}, "config": {}}',
+     ["--attribute", "g"],
+     "Error: {path}: field 'results.results[0].vars.g': the row has no 'g' var (--attribute).\n"),
+    ("promptfoo", "promptfooconfig.yaml",
+     'prompts:\n  - "{% if x %}hi{% endif %}"\ntests:\n  - vars: {x: "1", g: [m, w]}\n', [],
+     "Error: {path}: field 'prompts': uses Nunjucks beyond plain {{{{ var }}}} substitutions; "
+     "pass --prompt-var instead.\n"),
+])
+def test_messages_name_the_option_the_user_typed(tmp_path: Path, source: str, name: str,
+                                                 content: str, options: list[str],
+                                                 message: str) -> None:
+    """The importers name their parameters (`seed_var`); the command spells them --seed-var."""
+    path = tmp_path / name
+    path.write_text(content)
+    result = CliRunner().invoke(cli, ["import", source, str(path), str(tmp_path / "out.json"),
+                                      "--metric", "refusal_gap", *options])
+    assert result.exit_code == 2
+    assert result.output == message.format(path=path)
+
+
+def test_the_library_error_names_the_parameter(tmp_path: Path) -> None:
+    from spanguard_processor.importers import write_suite
+
+    out = tmp_path / "suite.json"
+    out.write_text("{}")
+    with pytest.raises(InputError, match="pass `force` to replace it"):
+        write_suite(out, {}, force=False)

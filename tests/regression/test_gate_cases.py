@@ -116,6 +116,8 @@ def test_runs_over_different_case_sets_are_bad_input_unless_allowed(tmp_path: Pa
         f"Error: field 'case_results': the baseline {base.as_posix()} and the current run "
         f"{cur.as_posix()} ran different case sets (1 case(s) only in the baseline, first c03; "
         "1 only in the current run, first new)")
+    assert result.stderr.endswith("Run both against the same cases.jsonl, or pass "
+                                  "--allow-different-cases to compare the cases they share.\n")
     allowed = check(base, cur, "--allow-different-cases")
     assert allowed.exit_code == 0, allowed.output
     assert "case sets differ (--allow-different-cases): 1 only in the baseline, 1 only in the " \
@@ -128,6 +130,8 @@ def test_trace2eval_runs_of_different_sizes_are_bad_input(tmp_path: Path) -> Non
     result = check(base, cur)
     assert result.exit_code == 2
     assert "ran 4 case(s) and the current run" in result.stderr
+    assert result.stderr.endswith("different case sets. Run both against the same cases.jsonl, "
+                                  "or pass --allow-different-cases.\n")
 
 
 def test_a_baseline_without_any_output_is_nothing_to_compare(tmp_path: Path) -> None:

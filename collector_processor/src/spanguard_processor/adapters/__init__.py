@@ -177,7 +177,7 @@ class AdaptedApp:
 
 def _hint(adapter: str, target: Any, errors: Sequence[Mapping[str, Any]]) -> str:
     if adapter == "langchain" and type(target).__module__.startswith("langgraph"):
-        return ("Hint: --app names a compiled LangGraph graph; use --adapter langgraph, which "
+        return ("Hint: `app` names a compiled LangGraph graph; use `adapter` langgraph, which "
                 "sends {'messages': [('user', prompt)]}.")
     text = " ".join(str(e["error"]) for e in errors[:3])
     if "APIConnectionError" in text or "Connection" in text:

@@ -145,7 +145,7 @@ def write_suite(path: Path, suite: Mapping[str, Any], *, force: bool) -> None:
     """Write the suite as YAML (``.yaml``/``.yml``) or JSON; never overwrite unless forced."""
     if path.exists() and not force:
         raise InputError("the output file already exists; choose another path or pass "
-                         "--force to replace it.", file=str(path))
+                         "`force` to replace it.", file=str(path))
     if path.suffix.lower() in (".yaml", ".yml"):
         text = yaml.safe_dump(dict(suite), sort_keys=False, allow_unicode=True)
     else:
@@ -157,7 +157,7 @@ def write_records(path: Path, variants: Sequence[ImportedVariant], *, force: boo
     """Write the recorded outputs as fairtrace scenario records (JSON lines)."""
     if path.exists() and not force:
         raise InputError("the records file already exists; choose another path or pass "
-                         "--force to replace it.", file=str(path))
+                         "`force` to replace it.", file=str(path))
     rows = [v.record() for v in variants if v.response is not None]
     write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
                                     for r in rows))

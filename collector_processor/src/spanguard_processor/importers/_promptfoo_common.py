@@ -32,7 +32,7 @@ def seed_of(text: Mapping[str, str], chosen: set[str], prompt_var: str | None,
     shared by every test with the same non-attribute vars."""
     if seed_var is not None:
         if seed_var not in text:
-            raise InputError(f"the test has no '{seed_var}' var (--seed-var).", file=file,
+            raise InputError(f"the test has no '{seed_var}' var (`seed_var`).", file=file,
                              line=line, field=f"vars.{seed_var}")
         return text[seed_var]
     group = tuple(sorted((k, v) for k, v in text.items() if k not in chosen and k != prompt_var))

@@ -141,7 +141,7 @@ def load_deepeval(path: Path, *, attributes: Sequence[str] = (),
         seed = extra.get("seed_id")
         if seed is None and seed_var is not None:
             if seed_var not in extra:
-                raise InputError(f"the golden has no '{seed_var}' key (named by --seed-var).",
+                raise InputError(f"the golden has no '{seed_var}' key (named by `seed_var`).",
                                  file=file, line=line,
                                  field=f"{where}.additional_metadata.{seed_var}")
             seed = extra[seed_var]
@@ -153,7 +153,7 @@ def load_deepeval(path: Path, *, attributes: Sequence[str] = (),
         for name in attributes:
             if name not in extra and name not in values:
                 raise InputError(f"the golden has no '{name}' attribute (named by "
-                                 "--attribute).", file=file, line=line,
+                                 "`attributes`).", file=file, line=line,
                                  field=f"{where}.additional_metadata.{name}")
             values.setdefault(name, extra.get(name))
         assignments = {str(k): scalar_text(v, file, line, f"{where}.additional_metadata.{k}")
@@ -166,7 +166,7 @@ def load_deepeval(path: Path, *, attributes: Sequence[str] = (),
     if variants and not any(v.assignments for v in variants):
         found = ", ".join(sorted(k for k in keys if k not in ("id", "seed_id"))) or "none"
         raise InputError("no counterfactual attribute found: no golden has "
-                         "additional_metadata.assignments and no --attribute was given; pass "
-                         f"--attribute NAME for the keys that are attributes (keys found: "
+                         "additional_metadata.assignments and no `attributes` was given; pass "
+                         f"`attributes` NAME for the keys that are attributes (keys found: "
                          f"{found}).", file=file, field="additional_metadata")
     return variants

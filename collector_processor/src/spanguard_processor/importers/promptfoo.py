@@ -202,7 +202,7 @@ def _prompts(path: Path, prompts: Any) -> list[_Prompt]:
         for part in [prompt.text or "", *(m["content"] for m in prompt.messages)]:
             if _NUNJUCKS.search(_VAR.sub("", part)):
                 raise InputError("uses Nunjucks beyond plain {{ var }} substitutions; pass "
-                                 "--prompt-var instead.", file=str(path), field="prompts")
+                                 "`prompt_var` instead.", file=str(path), field="prompts")
     return out
 
 
@@ -297,7 +297,7 @@ def load_promptfoo(path: Path, *, prompt_var: str | None = None,
             assert prompt_var is not None
             if prompt_var not in text:
                 raise InputError(f"the test has no '{prompt_var}' var to use as the prompt; "
-                                 "pass --prompt-var NAME, or import a config with prompts.",
+                                 "pass `prompt_var` NAME, or import a config with prompts.",
                                  file=file, line=line, field=f"vars.{prompt_var}")
             variants.append(ImportedVariant(ident, seed, text[prompt_var], assignments, line,
                                             meta))

@@ -98,8 +98,8 @@ def load_results(path: Path, data: Mapping[str, Any], *, attributes: Sequence[st
     chosen = set(attributes) or _config_attributes(config)
     if not chosen:
         raise InputError("no counterfactual attribute found: no var is a list in "
-                         "config.tests and no scenario sets one; pass --attribute NAME "
-                         "(e.g. --attribute gender).", file=file, field="config.tests")
+                         "config.tests and no scenario sets one; pass `attributes` NAME "
+                         "(e.g. `attributes` gender).", file=file, field="config.tests")
     several = len({r.get("promptIdx", 0) for r in rows}) > 1
     seeds: dict[tuple[tuple[str, str], ...], str] = {}
     variants = []
@@ -115,7 +115,7 @@ def load_results(path: Path, data: Mapping[str, Any], *, attributes: Sequence[st
                 if k in chosen or isinstance(v, str | int | float | bool)}
         missing = sorted(chosen - set(text))
         if missing and attributes:
-            raise InputError(f"the row has no '{missing[0]}' var (--attribute).", file=file,
+            raise InputError(f"the row has no '{missing[0]}' var (`attributes`).", file=file,
                              field=f"{where}.vars.{missing[0]}")
         found = test.get("metadata")
         meta_in: Mapping[str, Any] = found if isinstance(found, Mapping) else {}

@@ -143,7 +143,7 @@ def _check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
                 + (f", first {only_base[0]}" if only_base else "")
                 + f"; {len(only_cur)} only in the current run"
                 + (f", first {only_cur[0]}" if only_cur else "")
-                + "). Run both against the same cases.jsonl, or pass --allow-different-cases "
+                + "). Run both against the same cases.jsonl, or pass `allow_different_cases` "
                 "to compare the cases they share.",
                 field="case_results",
             )
@@ -151,7 +151,7 @@ def _check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
         raise InputError(
             f"the baseline {baseline.path} ran {base['total']} case(s) and the current run "
             f"{current.path} ran {cur['total']}: different case sets. Run both against the same "
-            "cases.jsonl, or pass --allow-different-cases.",
+            "cases.jsonl, or pass `allow_different_cases`.",
             field="metrics.total",
         )
 
