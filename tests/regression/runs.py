@@ -57,7 +57,7 @@ def write_run(path: Path, spec: Spec, latencies: Mapping[str, float] | None = No
     """The run as ``cases run -o`` writes it (or as trace2eval 0.5.1 would: version+metrics)."""
     result = make_run(spec, latencies, costs)
     if trace2eval:
-        payload: dict[str, Any] = {"version": "0.5.1", "metrics": result.metrics}
+        payload: dict[str, Any] = {"version": "0.5.1", "metrics": result.metrics.to_dict()}
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     else:
         path.write_text(result.to_json(), encoding="utf-8")

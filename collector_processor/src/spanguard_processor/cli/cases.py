@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ..common.jsonio import write_text_atomic
 from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
 from ..regression.loader import Problem
+from ..regression.metrics import Failure
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
 from ..regression.select import ClusterHealth
@@ -270,22 +270,22 @@ def run(
     if out is not None:
         click.echo(f"\nwritten -> {out.as_posix()}")
     if show_failures:
-        _show_failures(metrics["failures"])
-    if min_pass_rate is not None and metrics["pass_rate"] < min_pass_rate:
+        _show_failures(metrics.failures)
+    if min_pass_rate is not None and metrics.pass_rate < min_pass_rate:
         click.echo(
-            f"\nFAIL: pass rate {metrics['pass_rate']:.2%} is below the required "
+            f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required "
             f"{min_pass_rate:.2%}",
             err=True,
         )
         sys.exit(EXIT_FAILED)
 
 
-def _show_failures(failures: list[dict[str, Any]], limit: int = 20) -> None:
+def _show_failures(failures: Sequence[Failure], limit: int = 20) -> None:
     if not failures:
         return
     click.echo("\nFailures:")
     for failure in failures[:limit]:
-        detail = ", ".join(failure["failed_checks"]) or failure["reason"]
-        click.echo(f"  {failure['case_id']}: {detail}")
+        detail = ", ".join(failure.failed_checks) or failure.reason
+        click.echo(f"  {failure.case_id}: {detail}")
     if len(failures) > limit:
         click.echo(f"  ... and {len(failures) - limit} more")

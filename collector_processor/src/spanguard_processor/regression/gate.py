@@ -119,11 +119,11 @@ def _ids(run: RunFile) -> list[str] | None:
 
 def _check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
     base, cur = baseline.metrics, current.metrics
-    if base["total"] == 0:
+    if base.total == 0:
         raise InputError("holds no cases: nothing to compare.", file=baseline.path)
-    if base["missing"] == base["total"]:
+    if base.missing == base.total:
         raise InputError(
-            f"nothing to compare: none of its {base['total']} case(s) matched an output "
+            f"nothing to compare: none of its {base.total} case(s) matched an output "
             "(metrics.missing equals metrics.total). Check that the outputs or traces given to "
             "`cases run` belong to these cases (ids, source_trace_id or question text).",
             file=baseline.path,
@@ -147,10 +147,10 @@ def _check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
                 "to compare the cases they share.",
                 field="case_results",
             )
-    elif base["total"] != cur["total"]:
+    elif base.total != cur.total:
         raise InputError(
-            f"the baseline {baseline.path} ran {base['total']} case(s) and the current run "
-            f"{current.path} ran {cur['total']}: different case sets. Run both against the same "
+            f"the baseline {baseline.path} ran {base.total} case(s) and the current run "
+            f"{current.path} ran {cur.total}: different case sets. Run both against the same "
             "cases.jsonl, or pass `allow_different_cases`.",
             field="metrics.total",
         )
@@ -285,12 +285,12 @@ def compare(
     gate = _Gate(baseline, current, options)
     gate.aggregate_rules()
     no_output = [c for c, o in (current.case_results or {}).items() if o == "missing"]
-    missing_now = current.metrics["missing"]
+    missing_now = current.metrics.missing
     if missing_now:
         gate.violations.append(
             Violation(
                 "missing",
-                baseline.metrics["missing"],
+                baseline.metrics.missing,
                 missing_now,
                 f"{missing_now} case(s) have no output in the current run",
             )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from typing import Any
 
 from .diff import CaseDiff
 from .diff_report import console_lines, junit_text
 from .gate import Comparison, Violation
+from .metrics import Metrics
 from .report import cell, number
 
 __all__ = [
@@ -21,25 +21,25 @@ __all__ = [
 ]
 
 
-def render_metrics(m: dict[str, Any]) -> str:
+def render_metrics(m: Metrics) -> str:
     lines = [
         "| Metric | Value |",
         "| --- | --- |",
-        f"| Cases | {m.get('total')} |",
-        f"| Passed | {m.get('passed')} |",
-        f"| Failed | {m.get('failed')} |",
+        f"| Cases | {m.total} |",
+        f"| Passed | {m.passed} |",
+        f"| Failed | {m.failed} |",
     ]
-    if m.get("missing"):
-        lines.append(f"| Missing outputs | {m['missing']} |")
-    lines.append(f"| Pass rate | {float(m.get('pass_rate') or 0):.2%} |")
-    lines.append(f"| Fallback rate | {float(m.get('fallback_rate') or 0):.2%} |")
-    if m.get("format_compliance_rate") is not None:
-        lines.append(f"| Format compliance | {m['format_compliance_rate']:.2%} |")
-    if m.get("trace_compliance_rate") is not None:
-        lines.append(f"| Trace-check compliance | {m['trace_compliance_rate']:.2%} |")
-    lines.append(f"| Avg latency | {number(m.get('avg_latency_ms'), 2)} ms |")
-    lines.append(f"| p95 latency | {number(m.get('p95_latency_ms'), 2)} ms |")
-    lines.append(f"| Avg cost | ${number(m.get('avg_cost_usd'), 8)} |")
+    if m.missing:
+        lines.append(f"| Missing outputs | {m.missing} |")
+    lines.append(f"| Pass rate | {float(m.pass_rate or 0):.2%} |")
+    lines.append(f"| Fallback rate | {float(m.fallback_rate or 0):.2%} |")
+    if m.format_compliance_rate is not None:
+        lines.append(f"| Format compliance | {m.format_compliance_rate:.2%} |")
+    if m.trace_compliance_rate is not None:
+        lines.append(f"| Trace-check compliance | {m.trace_compliance_rate:.2%} |")
+    lines.append(f"| Avg latency | {number(m.avg_latency_ms, 2)} ms |")
+    lines.append(f"| p95 latency | {number(m.p95_latency_ms, 2)} ms |")
+    lines.append(f"| Avg cost | ${number(m.avg_cost_usd, 8)} |")
     return "\n".join(lines)
 
 
@@ -66,7 +66,7 @@ def render_violations(violations: list[Violation]) -> str:
     return "\n".join(lines)
 
 
-def render_check(base: dict[str, Any], cur: dict[str, Any], comparison: Comparison,
+def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
                  diffs: Sequence[CaseDiff] = ()) -> str:
     parts = [
         "baseline",
@@ -116,9 +116,9 @@ def _xml(suite: ET.Element) -> str:
     )
 
 
-def run_junit(metrics: dict[str, Any], case_results: dict[str, str]) -> str:
+def run_junit(metrics: Metrics, case_results: dict[str, str]) -> str:
     """One testcase per regression case."""
-    failures = {f["case_id"]: f for f in metrics.get("failures", [])}
+    failures = {f.case_id: f for f in metrics.failures}
     suite = ET.Element(
         "testsuite",
         name="spanguard cases run",
@@ -130,8 +130,8 @@ def run_junit(metrics: dict[str, Any], case_results: dict[str, str]) -> str:
     for case_id, outcome in case_results.items():
         case = ET.SubElement(suite, "testcase", classname="spanguard.cases", name=case_id)
         if outcome != "pass":
-            info = failures.get(case_id, {})
-            detail = ", ".join(info.get("failed_checks", [])) or info.get("reason", outcome)
+            info = failures.get(case_id)
+            detail = (", ".join(info.failed_checks) or info.reason) if info else outcome
             ET.SubElement(case, "failure", message=f"{case_id}: {detail}", type=outcome)
     return _xml(suite)
 

@@ -12,12 +12,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
 
 from ..common.charts import round_ticks
 from ..common.tracelinks import trace_link
 from .diff import CaseDiff
 from .gate import RULES, Comparison
+from .metrics import Metrics
 
 __all__ = ["CheckReport", "render_check_html"]
 
@@ -46,8 +46,8 @@ class CheckReport:
 
     baseline_path: str
     current_path: str
-    baseline: dict[str, Any]
-    current: dict[str, Any]
+    baseline: Metrics
+    current: Metrics
     comparison: Comparison
     tolerance_scale: float
     diffs: Sequence[CaseDiff] = ()

@@ -23,6 +23,7 @@ from .case import Case
 from .checks import run_text_checks, run_trace_check
 from .diff import case_evidence
 from .loader import OUTPUT_ALIASES
+from .metrics import Failure, Metrics
 from .signals import percentile
 from .textnorm import fold
 
@@ -211,7 +212,7 @@ class CaseOutcome:
 class RunResult:
     """A scored run: trace2eval's metrics plus every case's outcome (``case_details``)."""
 
-    metrics: dict[str, Any]
+    metrics: Metrics
     outcomes: tuple[CaseOutcome, ...]
 
     @property
@@ -231,7 +232,7 @@ class RunResult:
         return {
             "version": METRICS_VERSION,
             "producer": PRODUCER,
-            "metrics": self.metrics,
+            "metrics": self.metrics.to_dict(),
             "case_results": self.case_results,
             "matching": self.matching,
             "case_details": {o.case_id: o.to_dict() for o in self.outcomes},
@@ -287,7 +288,7 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
     latencies: list[float] = []
     costs: list[float] = []
     chars: list[int] = []
-    failures: list[dict[str, Any]] = []
+    failures: list[Failure] = []
     outcomes: list[CaseOutcome] = []
     for case in cases:
         record, matched_by = outputs.find(case)
@@ -296,9 +297,7 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
         if record is None:
             failed += 1
             missing += 1
-            failures.append(
-                {"case_id": outcome.case_id, "reason": "missing_output", "failed_checks": []}
-            )
+            failures.append(Failure(outcome.case_id, "missing_output"))
             continue
         bad = list(outcome.failed_checks)
         if case.trace_checks:
@@ -313,9 +312,7 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
         chars.append(len(_text(record).strip()))
         if bad:
             failed += 1
-            failures.append(
-                {"case_id": outcome.case_id, "reason": "check_failed", "failed_checks": bad}
-            )
+            failures.append(Failure(outcome.case_id, "check_failed", tuple(bad)))
         else:
             passed += 1
         fallback += bool(bad) and "not_fallback" in bad
@@ -323,29 +320,27 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
             json_cases += 1
             json_passed += "json" not in bad
     denominator = total or 1
-    metrics: dict[str, Any] = {
-        "total": total,
-        "passed": passed,
-        "failed": failed,
-        "missing": missing,
-        "pass_rate": round(passed / denominator, 4),
-        "fallback_count": fallback,
-        "fallback_rate": round(fallback / denominator, 4),
-        "json_cases": json_cases,
-        "json_passed": json_passed,
-        "format_compliance_rate": round(json_passed / json_cases, 4) if json_cases else None,
-        "avg_latency_ms": _round(sum(latencies) / len(latencies), 2) if latencies else None,
-        "p95_latency_ms": _round(percentile(latencies, 0.95), 2) if latencies else None,
-        "avg_cost_usd": _round(sum(costs) / len(costs), 8) if costs else None,
-        "total_cost_usd": _round(sum(costs), 6) if costs else None,
-        "avg_output_chars": _round(sum(chars) / len(chars), 1) if chars else None,
-    }
-    if trace_cases:
-        metrics["trace_check_cases"] = trace_cases
-        metrics["trace_check_passed"] = trace_passed
-        metrics["trace_compliance_rate"] = round(trace_passed / trace_cases, 4)
-        metrics["trace_checks_unverified"] = unverified
-    if outputs.skipped:
-        metrics["skipped_output_lines"] = len(outputs.skipped)
-    metrics["failures"] = failures
+    metrics = Metrics(
+        total=total,
+        passed=passed,
+        failed=failed,
+        missing=missing,
+        pass_rate=round(passed / denominator, 4),
+        fallback_count=fallback,
+        fallback_rate=round(fallback / denominator, 4),
+        json_cases=json_cases,
+        json_passed=json_passed,
+        format_compliance_rate=round(json_passed / json_cases, 4) if json_cases else None,
+        avg_latency_ms=_round(sum(latencies) / len(latencies), 2) if latencies else None,
+        p95_latency_ms=_round(percentile(latencies, 0.95), 2) if latencies else None,
+        avg_cost_usd=_round(sum(costs) / len(costs), 8) if costs else None,
+        total_cost_usd=_round(sum(costs), 6) if costs else None,
+        avg_output_chars=_round(sum(chars) / len(chars), 1) if chars else None,
+        trace_check_cases=trace_cases or None,
+        trace_check_passed=trace_passed if trace_cases else None,
+        trace_compliance_rate=round(trace_passed / trace_cases, 4) if trace_cases else None,
+        trace_checks_unverified=unverified if trace_cases else None,
+        skipped_output_lines=len(outputs.skipped) or None,
+        failures=tuple(failures),
+    )
     return RunResult(metrics, tuple(outcomes))

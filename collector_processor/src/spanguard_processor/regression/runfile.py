@@ -18,6 +18,7 @@ from typing import Any
 from spanguard.exceptions import CaseFormatError
 
 from ..common._json import parse_json
+from .metrics import Metrics
 from .run import PRODUCER
 
 __all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]
@@ -67,14 +68,10 @@ class RunFile:
     """
 
     path: str
-    metrics: dict[str, Any]
+    metrics: Metrics
     case_results: dict[str, str] | None
     case_details: dict[str, dict[str, Any]] | None
     failed_checks: dict[str, list[str]]
-
-    @property
-    def values(self) -> dict[str, Any]:
-        return self.metrics
 
     @property
     def producer(self) -> str:
@@ -278,4 +275,4 @@ def load_run(path: Path) -> RunFile:
     results: dict[str, str] | None = None
     if producer is not None or "case_results" in payload:
         results = _case_results(name, payload, metrics, failed)
-    return RunFile(name, metrics, results, _details(name, payload), failed)
+    return RunFile(name, Metrics.from_dict(metrics), results, _details(name, payload), failed)

@@ -1,0 +1,39 @@
+"""The typed regression data writes trace2eval 0.5.1's bytes and reads them back unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from spanguard_processor.regression.case import Case
+from spanguard_processor.regression.metrics import Metrics
+
+
+def test_cases_round_trip_to_trace2eval_bytes(t2e_fixtures: Path) -> None:
+    for name in ("expected_cases_0.5.1.jsonl", "expected_cases_noexp_0.5.1.jsonl"):
+        lines = (t2e_fixtures / name).read_text(encoding="utf-8").splitlines()
+        assert len(lines) > 5
+        for line in lines:
+            case = Case.from_dict(json.loads(line))
+            assert json.dumps(case.to_dict(), ensure_ascii=False) == line
+            assert Case.from_dict(case.to_dict()) == case
+
+
+def test_a_hand_written_case_needs_only_an_id_and_checks() -> None:
+    case = Case.from_dict({"id": "c1", "checks": [{"type": "not_fallback"}], "input": 7,
+                           "source_trace_id": 42, "signals": "none", "score": True})
+    assert (case.input, case.source_trace_id, case.signals, case.score) == (None, "42", (), 0)
+    assert case.self_check.verdict == "ok" and not case.weak
+
+
+def test_metrics_round_trip_to_trace2eval_bytes(t2e_fixtures: Path) -> None:
+    for name in ("baseline", "current"):
+        text = (t2e_fixtures / f"expected_metrics_{name}_0.5.1.json").read_text(encoding="utf-8")
+        payload = json.loads(text)
+        metrics = Metrics.from_dict(payload["metrics"])
+        assert bool(metrics.failures) == (name == "current")
+        again = {**payload, "metrics": metrics.to_dict()}
+        assert json.dumps(again, indent=2) + "\n" == text
+        assert Metrics.from_dict(metrics.to_dict()) == metrics
+        assert metrics.get("pass_rate") == payload["metrics"]["pass_rate"]
+        assert metrics.get("failures") is None and metrics.get("no_such_figure") is None
