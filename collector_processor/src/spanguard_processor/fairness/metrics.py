@@ -270,6 +270,7 @@ for _definition in (
 ):
     register_metric(_definition)
 
+
 def _usage_metric(key: str) -> Compute:
     """A per-record count from the model-call totals (``usage``); records whose source says
     nothing about model calls are left out, and those with the count unknown are counted."""
