@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 from spanguard_processor.regression.case import Case
-from spanguard_processor.regression.metrics import Metrics
+from spanguard_processor.regression.results import CaseOutcome, Metrics
+from spanguard_processor.regression.run import load_cases, load_outputs, run_cases
+from spanguard_processor.regression.runfile import load_run
 
 
 def test_cases_round_trip_to_trace2eval_bytes(t2e_fixtures: Path) -> None:
@@ -37,3 +39,18 @@ def test_metrics_round_trip_to_trace2eval_bytes(t2e_fixtures: Path) -> None:
         assert Metrics.from_dict(metrics.to_dict()) == metrics
         assert metrics.get("pass_rate") == payload["metrics"]["pass_rate"]
         assert metrics.get("failures") is None and metrics.get("no_such_figure") is None
+
+
+def test_a_run_file_reads_back_as_the_result_that_wrote_it(tmp_path: Path,
+                                                           t2e_fixtures: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_bytes((t2e_fixtures / "expected_cases_0.5.1.jsonl").read_bytes())
+    result = run_cases(load_cases(cases), load_outputs(t2e_fixtures / "outputs_regressed.jsonl"))
+    assert {o.outcome for o in result.outcomes} == {"pass", "fail"}
+    path = tmp_path / "run.json"
+    path.write_text(result.to_json(), encoding="utf-8")
+    loaded = load_run(path)
+    assert loaded.metrics == result.metrics
+    assert loaded.case_details == {o.case_id: o for o in result.outcomes}
+    assert CaseOutcome.from_dict("c", {"outcome": "fail", "latency_ms": True,
+                                       "failed_checks": "json"}) == CaseOutcome("c", "fail")

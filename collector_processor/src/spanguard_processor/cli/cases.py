@@ -11,8 +11,8 @@ import click
 from ..common.jsonio import write_text_atomic
 from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
 from ..regression.loader import Problem
-from ..regression.metrics import Failure
 from ..regression.render import render_matching, render_metrics, run_junit
+from ..regression.results import Failure
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
 from ..regression.select import ClusterHealth
 from . import EXIT_FAILED

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .results import CaseOutcome
+
 __all__ = ["CaseDiff", "DiffRow", "case_diffs", "case_evidence"]
 
 OUTPUT_CHARS = 600
@@ -130,16 +132,15 @@ def _doc_note(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, 
     return "; ".join(x for x in (note if note != "order changed" else "", ", ".join(moved)) if x)
 
 
-def _number(value: object, digits: int) -> str:
-    return "–" if value is None else f"{float(value):.{digits}f}"  # type: ignore[arg-type]
+def _number(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _evidence(detail: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = detail.get("evidence")
-    return value if isinstance(value, Mapping) else {}
+def _evidence(outcome: CaseOutcome) -> Mapping[str, Any]:
+    return outcome.evidence or {}
 
 
-def _rows(base: Mapping[str, Any], cur: Mapping[str, Any], failing: set[str]) -> list[DiffRow]:
+def _rows(base: CaseOutcome, cur: CaseOutcome, failing: set[str]) -> list[DiffRow]:
     be, ce = _evidence(base), _evidence(cur)
     bp, cp = be.get("process"), ce.get("process")
     rows: list[tuple[str, str, str, str]] = []
@@ -161,39 +162,38 @@ def _rows(base: Mapping[str, Any], cur: Mapping[str, Any], failing: set[str]) ->
             ("retrieved documents", _docs(bd), _docs(cd), _doc_note(bd, cd)),
         ]
     rows += [
-        ("latency (ms)", _number(base.get("latency_ms"), 1), _number(cur.get("latency_ms"), 1),
-         ""),
-        ("cost (USD)", _number(base.get("cost_usd"), 6), _number(cur.get("cost_usd"), 6), ""),
+        ("latency (ms)", _number(base.latency_ms, 1), _number(cur.latency_ms, 1), ""),
+        ("cost (USD)", _number(base.cost_usd, 6), _number(cur.cost_usd, 6), ""),
         ("output", str(be.get("output") or "–"), str(ce.get("output") or "–"), ""),
     ]
     return [DiffRow(name, b_, c_, b_ != c_, name in failing, note)
             for name, b_, c_, note in rows]
 
 
-def _failed(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _failed(outcome: CaseOutcome) -> list[tuple[str, str]]:
     """(check type, why) for each failed check; ``details`` holds "type: why" lines."""
-    if detail.get("outcome") == "missing":
+    if outcome.outcome == "missing":
         return [("missing_output", "no output matched the case")]
     why: dict[str, str] = {}
-    for line in detail.get("details") or []:
-        kind, _, reason = str(line).partition(": ")
+    for line in outcome.details:
+        kind, _, reason = line.partition(": ")
         why.setdefault(kind, reason)
-    return [(str(t), why.get(str(t), "")) for t in detail.get("failed_checks") or []]
+    return [(t, why.get(t, "")) for t in outcome.failed_checks]
 
 
-def _trace_id(detail: Mapping[str, Any]) -> str | None:
-    value = _evidence(detail).get("trace_id")
+def _trace_id(outcome: CaseOutcome) -> str | None:
+    value = _evidence(outcome).get("trace_id")
     return value if isinstance(value, str) else None
 
 
-def case_diffs(baseline: Mapping[str, Mapping[str, Any]], current: Mapping[str, Mapping[str, Any]],
+def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOutcome],
                case_ids: Sequence[str], *, redact: bool = False) -> tuple[CaseDiff, ...]:
     """A diff for every listed case that both runs hold evidence for, in the given order;
     ``redact`` leaves the question and the outputs out (signals and ids stay)."""
     out = []
     for case_id in case_ids:
         base, cur = baseline.get(case_id), current.get(case_id)
-        if base is None or cur is None or "evidence" not in base or "evidence" not in cur:
+        if base is None or cur is None or base.evidence is None or cur.evidence is None:
             continue
         failed = _failed(cur)
         failing = {_ROW_OF_CHECK.get(t, "output") for t, _ in failed}

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from .diff import CaseDiff
 from .diff_report import console_lines, junit_text
 from .gate import Comparison, Violation
-from .metrics import Metrics
 from .report import cell, number
+from .results import Metrics
 
 __all__ = [
     "check_junit",

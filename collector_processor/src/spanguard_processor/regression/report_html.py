@@ -17,7 +17,7 @@ from ..common.charts import round_ticks
 from ..common.tracelinks import trace_link
 from .diff import CaseDiff
 from .gate import RULES, Comparison
-from .metrics import Metrics
+from .results import Metrics
 
 __all__ = ["CheckReport", "render_check_html"]
 

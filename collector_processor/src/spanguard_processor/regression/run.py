@@ -23,7 +23,7 @@ from .case import Case
 from .checks import run_text_checks, run_trace_check
 from .diff import case_evidence
 from .loader import OUTPUT_ALIASES
-from .metrics import Failure, Metrics
+from .results import CaseOutcome, Failure, Metrics
 from .signals import percentile
 from .textnorm import fold
 
@@ -177,35 +177,6 @@ def _text(record: dict[str, Any]) -> str:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
-
-
-@dataclass(frozen=True, slots=True)
-class CaseOutcome:
-    """One case of a run: its outcome, how its record was found, and what the record showed."""
-
-    case_id: str
-    outcome: str  # "pass" | "fail" | "missing"
-    matched_by: str | None = None  # one of MATCH_KINDS, None when missing
-    failed_checks: tuple[str, ...] = ()
-    details: tuple[str, ...] = ()  # "check: why", one per failed check
-    latency_ms: float | None = None
-    cost_usd: float | None = None
-    unverified: tuple[str, ...] = ()  # trace checks whose evidence the record lacks
-    evidence: dict[str, Any] | None = None  # what the record did, for check's case diffs
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "outcome": self.outcome,
-            "matched_by": self.matched_by,
-            "failed_checks": list(self.failed_checks),
-            "details": list(self.details),
-            "unverified_checks": list(self.unverified),
-            "latency_ms": self.latency_ms,
-            "cost_usd": self.cost_usd,
-        }
-        if self.evidence is not None:
-            out["evidence"] = self.evidence
-        return out
 
 
 @dataclass(frozen=True)

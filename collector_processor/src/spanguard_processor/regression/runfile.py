@@ -18,7 +18,7 @@ from typing import Any
 from spanguard.exceptions import CaseFormatError
 
 from ..common._json import parse_json
-from .metrics import Metrics
+from .results import CaseOutcome, Metrics
 from .run import PRODUCER
 
 __all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]
@@ -70,7 +70,7 @@ class RunFile:
     path: str
     metrics: Metrics
     case_results: dict[str, str] | None
-    case_details: dict[str, dict[str, Any]] | None
+    case_details: dict[str, CaseOutcome] | None
     failed_checks: dict[str, list[str]]
 
     @property
@@ -80,10 +80,10 @@ class RunFile:
     def per_case(self, key: str) -> dict[str, float]:
         """A per-case figure (``latency_ms``, ``cost_usd``) for the cases that recorded one."""
         found: dict[str, float] = {}
-        for case_id, detail in (self.case_details or {}).items():
-            value = detail.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                found[case_id] = float(value)
+        for case_id, outcome in (self.case_details or {}).items():
+            value = getattr(outcome, key, None)
+            if isinstance(value, float):
+                found[case_id] = value
         return found
 
 
@@ -247,7 +247,7 @@ def _case_results(
     return results
 
 
-def _details(name: str, payload: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+def _details(name: str, payload: dict[str, Any]) -> dict[str, CaseOutcome] | None:
     details = payload.get("case_details")
     if details is None:
         return None
@@ -255,7 +255,7 @@ def _details(name: str, payload: dict[str, Any]) -> dict[str, dict[str, Any]] | 
         raise CaseFormatError(
             "must be an object of case id to an object.", file=name, field="case_details"
         )
-    return details
+    return {case_id: CaseOutcome.from_dict(case_id, d) for case_id, d in details.items()}
 
 
 def load_run(path: Path) -> RunFile:

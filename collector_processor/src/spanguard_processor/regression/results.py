@@ -1,4 +1,7 @@
-"""A run's metrics as data: what ``cases run`` writes under ``metrics`` and ``check`` gates.
+"""A run's results as data: what ``cases run`` writes and ``check`` reads back.
+
+:class:`Metrics` (with a :class:`Failure` per failing case) is what a run file holds under
+``metrics``; :class:`CaseOutcome` is one case's entry under ``case_details``.
 
 :meth:`Metrics.to_dict` writes trace2eval 0.5.1's keys in its order (then spanguard's trace-check
 figures and ``skipped_output_lines`` when there are any, then ``failures``), so a run file's
@@ -9,11 +12,12 @@ validated.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["Failure", "Metrics"]
+__all__ = ["CaseOutcome", "Failure", "Metrics"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +92,60 @@ class Metrics:
 
 _FIGURES = tuple(f.name for f in fields(Metrics) if f.name != "failures")
 _OPTIONAL = frozenset(f.name for f in fields(Metrics) if f.default is None)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseOutcome:
+    """One case of a run: its outcome, how its record was found, and what the record showed."""
+
+    case_id: str
+    outcome: str  # "pass" | "fail" | "missing"
+    matched_by: str | None = None  # one of MATCH_KINDS, None when missing
+    failed_checks: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()  # "check: why", one per failed check
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    unverified: tuple[str, ...] = ()  # trace checks whose evidence the record lacks
+    evidence: dict[str, Any] | None = None  # what the record did, for check's case diffs
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "outcome": self.outcome,
+            "matched_by": self.matched_by,
+            "failed_checks": list(self.failed_checks),
+            "details": list(self.details),
+            "unverified_checks": list(self.unverified),
+            "latency_ms": self.latency_ms,
+            "cost_usd": self.cost_usd,
+        }
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        return out
+
+    @classmethod
+    def from_dict(cls, case_id: str, data: Mapping[str, Any]) -> CaseOutcome:
+        """A case's entry under ``case_details`` of a run file; a field of the wrong type (a
+        file edited by hand) reads as absent."""
+        matched = data.get("matched_by")
+        evidence = data.get("evidence")
+        return cls(
+            case_id,
+            str(data.get("outcome", "")),
+            matched if isinstance(matched, str) else None,
+            _texts(data.get("failed_checks")),
+            _texts(data.get("details")),
+            _finite(data.get("latency_ms")),
+            _finite(data.get("cost_usd")),
+            _texts(data.get("unverified_checks")),
+            dict(evidence) if isinstance(evidence, Mapping) else None,
+        )
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
