@@ -295,16 +295,18 @@ def test_llm_call_and_token_gaps_across_groups() -> None:
     assert result.score == 0.0 and result.records == 6
 
 
-def test_an_agent_trace_with_model_calls_is_still_read_as_an_agent_trace_by_cases() -> None:
-    from spanguard_processor.regression.loader import _Reader
+def test_an_agent_trace_with_model_calls_is_still_read_as_an_agent_trace_by_cases(
+        tmp_path: Path) -> None:
+    from spanguard_processor.regression.loader import load_logs
 
     root = span("00", end=50, attrs={sc.REQUEST_ID: "req-7", sc.INPUT_VALUE: "Weather?",
                                      sc.OUTPUT_VALUE: "Sunny."})
     data = trace_from_records([root, *gen_ai_turn("00")]).to_dict()
     assert "usage" in data and "llm_calls" in data
-    reader = _Reader(1 << 20)
-    row = reader.build_row(data, "traces.jsonl", 1)
-    assert row.id == "req-7" and reader.result.agent_traces == 1
+    log = tmp_path / "traces.jsonl"
+    log.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    loaded = load_logs([log])
+    assert [row.id for row in loaded.rows] == ["req-7"] and loaded.agent_traces == 1
 
 
 def test_a_tool_span_root_is_not_taken_for_the_question() -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_JSON_BYTES",
     "dumps_line",
     "iter_jsonl",
+    "json_lines",
     "open_binary",
     "parse_json",
     "read_validated",
@@ -61,25 +62,32 @@ def iter_jsonl(
     except OSError as exc:
         raise error(f"cannot be read: {exc.strerror or exc}.", file=name) from None
     with stream:
-        for number, raw in enumerate(stream, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise error(
-                    f"is not valid UTF-8 (byte {exc.start}); re-encode the file as UTF-8.",
-                    file=name,
-                    line=number,
-                ) from None
-            if not text.strip():
-                continue
-            try:
-                value = parse_json(text)
-            except json.JSONDecodeError as exc:
-                raise error(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
-                            file=name, line=number) from None
-            yield number, value
+        yield from json_lines(stream, name, error)
+
+
+def json_lines(
+    lines: Iterable[bytes], name: str, error: type[InputError] = TraceFormatError
+) -> Iterator[tuple[int, Any]]:
+    """:func:`iter_jsonl` over lines already open (``name`` is the file errors name)."""
+    for number, raw in enumerate(lines, start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise error(
+                f"is not valid UTF-8 (byte {exc.start}); re-encode the file as UTF-8.",
+                file=name,
+                line=number,
+            ) from None
+        if not text.strip():
+            continue
+        try:
+            value = parse_json(text)
+        except json.JSONDecodeError as exc:
+            raise error(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
+                        file=name, line=number) from None
+        yield number, value
 
 
 def read_validated(path: Path, build: Callable[[Any], T]) -> Iterator[T]:

@@ -16,14 +16,11 @@ from spanguard.exceptions import InputError
 
 from .evaluate import evaluate
 from .gate import GateConfig
-from .records import Observation, group_label, observation_from_trace, read_observations
+from .records import Observation, group_label, read_observations
 from .results import Evaluation
 from .suite import Suite
 
 __all__ = ["Matched", "evaluate_suite", "match_to_suite", "read_inputs"]
-
-_STORE_SUFFIXES = {".db", ".sqlite", ".sqlite3"}
-
 
 @dataclass(frozen=True)
 class Matched:
@@ -71,32 +68,10 @@ def evaluate_suite(suite: Suite, observations: Sequence[Observation],
     return replace(ev, errors=tuple(errors)), matched
 
 
-def _looks_like_spans(path: Path) -> bool:
-    if path.suffix.lower() in _STORE_SUFFIXES or path.suffix.lower() in {".pb", ".binpb"}:
-        return True
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
-    return b"resourceSpans" in head or b"resource_spans" in head
-
-
 def read_inputs(paths: Sequence[Path]) -> list[Observation]:
-    """Observations from records/agent-trace files, and from span files or the SQLite store
-    through the processor's readers."""
-    out: list[Observation] = []
+    """Observations from every input of ``spanguard fairness`` (records or agent-trace files,
+    span files, span stores), each of which must exist."""
     for path in paths:
         if not path.exists():
             raise InputError("does not exist.", file=str(path))
-        if _looks_like_spans(path) or path.suffix == ".gz":
-            out.extend(_through_readers(path))
-        else:
-            out.extend(read_observations([path]))
-    return out
-
-
-def _through_readers(path: Path) -> list[Observation]:
-    from ..inputs.readers import read_agent_traces_any  # loads protobuf, so only for span files
-
-    return [observation_from_trace(t) for t in read_agent_traces_any([path])]
+    return read_observations(paths)

@@ -13,18 +13,20 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ..common._json import parse_json
-from ..common.jsonio import iter_jsonl
 from ..traces.formats import to_fairtrace_record
 from ..traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall, usage_totals
+
+if TYPE_CHECKING:
+    from ..inputs.evaluation import Entry
 
 __all__ = [
     "Observation",
     "group_label",
+    "observation_from_entry",
     "observation_from_record",
     "observation_from_trace",
     "read_observations",
@@ -283,56 +285,23 @@ def parse_fairtrace_trace(raw: object) -> ProcessTrace:
     )
 
 
-def _looks_like_agent_trace(obj: object) -> bool:
-    return isinstance(obj, Mapping) and "trace_id" in obj
-
-
-def _from_any(obj: object, index: int) -> Observation:
-    if _looks_like_agent_trace(obj):
-        return observation_from_trace(AgentTrace.from_dict(obj))
-    return observation_from_record(obj, index)
+def observation_from_entry(entry: Entry) -> Observation:
+    """An observation from one entry of :func:`~spanguard_processor.inputs.evaluation.
+    read_evaluation_inputs`: an agent trace, or a fairtrace record validated here (errors
+    located at the entry's file and line, or index within a JSON document)."""
+    if entry.trace is not None:
+        return observation_from_trace(entry.trace)
+    try:
+        return observation_from_record(entry.row, entry.line)
+    except InputError as exc:
+        raise entry.locate(exc) from None
 
 
 def read_observations(paths: Iterable[Path]) -> list[Observation]:
-    """Read records or agent traces from JSONL files, or JSON files holding a list of records
-    or a fairtrace/spanguard ``report.json`` (its ``scenario_results``)."""
-    out: list[Observation] = []
-    for path in paths:
-        out.extend(_read_one(path))
-    return out
+    """Observations from any evaluation input: agent-trace or record JSONL files, JSON files
+    holding a list of records or a fairtrace/spanguard ``report.json`` (its
+    ``scenario_results``), span files and span stores — told apart by content."""
+    from ..inputs.evaluation import FAIRTRACE, read_evaluation_inputs  # loads protobuf
 
-
-def _read_one(path: Path) -> list[Observation]:
-    if path.suffix == ".json":
-        return _read_json_document(path)
-    rows = []
-    for line, value in iter_jsonl(path):
-        try:
-            rows.append(_from_any(value, line))
-        except InputError as exc:
-            raise exc.located(file=str(path), line=line) from None
-    return rows
-
-
-def _read_json_document(path: Path) -> list[Observation]:
-    try:
-        data = parse_json(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.", file=str(path)) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise TraceFormatError(f"is not valid JSON: {exc}.", file=str(path)) from None
-    items = data.get("scenario_results") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise TraceFormatError(
-            "must hold a JSON list of scenario records or a report with scenario_results.",
-            file=str(path),
-        )
-    out = []
-    for i, value in enumerate(items):
-        try:
-            out.append(_from_any(value, i))
-        except InputError as exc:
-            raise TraceFormatError(
-                exc.detail, file=str(path), field=f"[{i}].{exc.field}" if exc.field else f"[{i}]"
-            ) from None
-    return out
+    return [observation_from_entry(entry)
+            for entry in read_evaluation_inputs(list(paths), rows=FAIRTRACE)]

@@ -20,21 +20,18 @@ message number); with ``skip_bad`` it is counted and skipped instead.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
 
 import zstandard
 
 from spanguard.exceptions import TraceFormatError
 
-from ..collector.store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_store
+from ..collector.store import SpanStore
 from ..common._json import parse_json
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
@@ -42,6 +39,18 @@ from ..ingest.spans import DecodedBatch, gc_paused
 from ..traces.annotations import Annotations
 from ..traces.formats import read_agent_traces
 from ..traces.model import AgentTrace
+from .files import (
+    KIND_AGENT_JSONL,
+    KIND_OTLP_JSON,
+    KIND_OTLP_JSONL,
+    KIND_OTLP_PROTO,
+    KIND_STORE,
+    MAX_MESSAGE,
+    ZSTD_MAGIC,
+    Source,
+    detect_kind,
+    expand,
+)
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -56,97 +65,8 @@ __all__ = [
     "read_agent_traces_any",
 ]
 
-KIND_STORE = "store"
-KIND_AGENT_JSONL = "agent-jsonl"
-KIND_OTLP_JSONL = "otlp-jsonl"
-KIND_OTLP_JSON = "otlp-json"
-KIND_OTLP_PROTO = "otlp-proto"
-
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_MAX_MESSAGE = 256 * 1024 * 1024
 Progress = Callable[[int], None]
 _Batches = Iterator[tuple[int, DecodedBatch | TraceFormatError]]
-
-
-class _Source:
-    """A file opened for streaming, decompressed when gzip; ``position`` counts raw bytes."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            self.raw = path.open("rb")
-        except OSError as exc:
-            raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.",
-                                   file=str(path)) from None
-        magic = self.raw.read(4)
-        self.raw.seek(0)
-        self.stream: IO[bytes] = self.raw
-        if magic.startswith(_GZIP_MAGIC):
-            self.stream = cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="rb"))
-        elif magic == _ZSTD_MAGIC:  # frames one after another: read across them
-            reader = zstandard.ZstdDecompressor().stream_reader(
-                self.raw, read_across_frames=True, closefd=False)
-            # buffered, for readline and iteration (the bare reader has neither)
-            self.stream = cast(IO[bytes], io.BufferedReader(cast(Any, reader)))
-
-    @property
-    def position(self) -> int:
-        return self.raw.tell()
-
-    def close(self) -> None:
-        self.stream.close()
-        self.raw.close()
-
-
-def _head(path: Path, size: int = 4096) -> bytes:
-    source = _Source(path)
-    try:
-        return source.stream.read(size)
-    except (OSError, EOFError, zstandard.ZstdError) as exc:
-        raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
-    finally:
-        source.close()
-
-
-def detect_kind(path: Path) -> str:
-    """Which of the supported inputs ``path`` holds, judged by its first bytes."""
-    head = _head(path)
-    if head.startswith(SQLITE_MAGIC):
-        return KIND_STORE
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    if not text:
-        return KIND_AGENT_JSONL  # an empty file: no traces
-    if text[:1] not in (b"{", b"["):
-        if looks_like_store(path, head):
-            raise DamagedStore("its SQLite header is overwritten", file=str(path))
-        return KIND_OTLP_PROTO
-    first_line = _first_line(path)
-    try:
-        value = parse_json(first_line)
-    except json.JSONDecodeError:
-        return KIND_OTLP_JSON  # a document spread over several lines
-    if isinstance(value, dict) and "resourceSpans" in value:
-        return KIND_OTLP_JSONL
-    if isinstance(value, dict) and "trace_id" in value:
-        return KIND_AGENT_JSONL
-    if isinstance(value, list):
-        return KIND_OTLP_JSON
-    raise TraceFormatError(
-        "is neither agent traces (objects with trace_id) nor OTLP-JSON spans (objects with "
-        "resourceSpans).", file=str(path), line=1)
-
-
-def _first_line(path: Path) -> bytes:
-    source = _Source(path)
-    try:
-        for line in source.stream:
-            if line.strip():
-                return line.removeprefix(b"\xef\xbb\xbf")
-        return b""
-    except (OSError, EOFError, zstandard.ZstdError) as exc:  # cut inside its first line
-        raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
-    finally:
-        source.close()
 
 
 def _located(exc: TraceFormatError, path: Path, line: int) -> TraceFormatError:
@@ -161,7 +81,7 @@ def _check(batch: DecodedBatch, path: Path, line: int) -> DecodedBatch:
     return batch
 
 
-def _json_lines(source: _Source, path: Path) -> _Batches:
+def _json_lines(source: Source, path: Path) -> _Batches:
     for number, line in enumerate(source.stream, start=1):
         if number == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")
@@ -179,7 +99,7 @@ def _json_lines(source: _Source, path: Path) -> _Batches:
             yield number, _located(exc, path, number)
 
 
-def _whole_json(source: _Source, path: Path) -> _Batches:
+def _whole_json(source: Source, path: Path) -> _Batches:
     try:
         value = parse_json(source.stream.read())
     except json.JSONDecodeError as exc:
@@ -193,7 +113,7 @@ def _whole_json(source: _Source, path: Path) -> _Batches:
                                    field=exc.field) from None
 
 
-def _proto_messages(source: _Source, path: Path) -> _Batches:
+def _proto_messages(source: Source, path: Path) -> _Batches:
     number = 0
     while True:
         prefix = source.stream.read(4)
@@ -205,7 +125,7 @@ def _proto_messages(source: _Source, path: Path) -> _Batches:
             raise TraceFormatError(f"message {number}: truncated length prefix.",
                                    file=str(path), line=number)
         (size,) = struct.unpack(">I", prefix)
-        if size > _MAX_MESSAGE:
+        if size > MAX_MESSAGE:
             raise TraceFormatError(
                 f"message {number}: length {size} is implausible; this is not a length-prefixed "
                 "OTLP protobuf file.", file=str(path), line=number)
@@ -224,9 +144,9 @@ def _proto_messages(source: _Source, path: Path) -> _Batches:
 def _decode_message(body: bytes) -> DecodedBatch:
     """One length-prefixed message: protobuf, or (the file exporter with ``compression: zstd``)
     a zstd frame holding protobuf or OTLP-JSON."""
-    if body.startswith(_ZSTD_MAGIC):
+    if body.startswith(ZSTD_MAGIC):
         try:
-            body = zstandard.ZstdDecompressor().decompress(body, max_output_size=_MAX_MESSAGE)
+            body = zstandard.ZstdDecompressor().decompress(body, max_output_size=MAX_MESSAGE)
         except zstandard.ZstdError as exc:
             raise TraceFormatError(f"is not a valid zstd frame ({exc}).") from None
         if body.lstrip()[:1] == b"{":
@@ -260,7 +180,7 @@ def iter_span_file(
     if kind not in readers:
         raise TraceFormatError(f"holds {kind}, not spans.", file=str(path))
     report = report if report is not None else IngestReport()
-    source = _Source(path)
+    source = Source(path)
     spans = 0
     try:
         for number, item in readers[kind](source, path):
@@ -317,18 +237,6 @@ def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans
     store.put_batches(pending)
 
 
-def _expand(paths: Sequence[Path]) -> list[Path]:
-    """Paths as given, a directory standing for its (non-hidden) files in name order."""
-    expanded: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            expanded.extend(sorted(p for p in path.iterdir()
-                                   if p.is_file() and not p.name.startswith(".")))
-        else:
-            expanded.append(path)
-    return expanded
-
-
 def _all_annotations(stores: Sequence[Path], skipped: list[str] | None) -> Annotations:
     """Annotation spans of several store partitions: an annotation may sit in another
     partition than the request it annotates (it is a trace of its own)."""
@@ -361,7 +269,7 @@ def read_agent_traces_any(
     annotations) with unreadable spans are left out instead, each described there.
     """
     span_files: list[Path] = []
-    kinds = [(path, detect_kind(path)) for path in _expand(paths)]
+    kinds = [(path, detect_kind(path)) for path in expand(paths)]
     annotations = _all_annotations([path for path, kind in kinds if kind == KIND_STORE], skipped)
     for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:

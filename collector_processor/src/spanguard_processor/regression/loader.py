@@ -1,28 +1,27 @@
-"""Reading trace logs: trace2eval JSONL rows and spanguard agent traces, line by line.
+"""Trace logs → rows: trace2eval log rows and agent traces, as ``spanguard cases build`` mines them.
 
-Every line is decoded and parsed on its own, so one bad byte, a BOM, binary garbage or a huge
-line costs that line only. Each problem becomes a one-sentence message naming the file, the
-line and the field; the rest of the log still counts. The input kind is told by content, per
-line: an assembled agent trace (``AgentTrace`` JSON) is converted with
-:func:`~spanguard_processor.traces.formats.to_trace2eval_row` and keeps its process trace.
+The inputs are read by :func:`~spanguard_processor.inputs.evaluation.read_evaluation_inputs`
+(``TRACE2EVAL``: line by line, so one bad byte, a BOM, binary garbage or a huge line costs that
+line only; span files and stores assembled into agent traces). Here each entry becomes a
+:class:`Row`: an agent trace through
+:func:`~spanguard_processor.traces.formats.to_trace2eval_row` (keeping its process trace), a
+trace2eval row by its aliases. Each problem becomes a one-sentence message naming the file,
+the line and the field; the rest of the log still counts.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
-
-import orjson
+from typing import Any
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ..common.jsonio import open_binary
+from ..inputs.evaluation import SPANS, TRACE2EVAL, Entry, read_evaluation_inputs
 from ..traces.formats import to_trace2eval_row
-from ..traces.model import AGENT_TRACE_KEYS, AgentTrace, ProcessTrace
+from ..traces.model import ProcessTrace
 from .expect import validate_expect
 from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
 from .textnorm import detect_fallback
@@ -88,26 +87,6 @@ def _where(file: str, line: int, message: str, field: str | None = None) -> str:
     return str(InputError(message, file=file, line=line, field=field))
 
 
-def _iter_lines(stream: IO[bytes], cap: int) -> Iterator[tuple[int, bytes | None, int]]:
-    """(line number, bytes or None when over the cap, length); memory stays bounded."""
-    number = 0
-    while True:
-        chunk = stream.readline(cap + 1)
-        if not chunk:
-            return
-        number += 1
-        if len(chunk) <= cap or chunk.endswith(b"\n"):
-            yield number, chunk, len(chunk)
-            continue
-        size = len(chunk)
-        while not chunk.endswith(b"\n"):
-            chunk = stream.readline(1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-        yield number, None, size
-
-
 def _pick(data: dict[str, Any], keys: tuple[str, ...], allow_empty: bool = False) -> Any:
     for key in keys:
         if key in data:
@@ -163,14 +142,6 @@ class _LineError(Exception):
         self.field = field
 
 
-def _agent_row(data: dict[str, Any]) -> dict[str, Any]:
-    try:
-        trace = AgentTrace.from_dict(data)
-        return to_trace2eval_row(trace)
-    except TraceFormatError as exc:
-        raise _LineError(exc.detail, exc.field) from None
-
-
 def _process(data: dict[str, Any], warn: list[tuple[str, str]]) -> dict[str, Any] | None:
     raw = data.get("trace")
     if not isinstance(raw, dict):
@@ -183,8 +154,7 @@ def _process(data: dict[str, Any], warn: list[tuple[str, str]]) -> dict[str, Any
 
 
 class _Reader:
-    def __init__(self, max_line_bytes: int) -> None:
-        self.cap = max_line_bytes
+    def __init__(self) -> None:
         self.result = LoadResult()
         self.pending: list[tuple[int, NumericFeedback]] = []
         self.seen_ids: dict[str, str] = {}
@@ -197,70 +167,39 @@ class _Reader:
         text = _where(file, line, message.rstrip(".") + "; line skipped.", field)
         self.result.problems.append(Problem(text, True))
 
-    def read_spans(self, path: Path) -> None:
-        """A span store or span file: assembled by the processor's readers, then converted."""
-        from ..inputs.readers import read_agent_traces_any
-
-        name = path.as_posix()
-        for number, trace in enumerate(read_agent_traces_any([path], skip_bad=True), 1):
-            try:
-                data = to_trace2eval_row(trace)
-                row = self.build_row(data, name, number)
-            except (_LineError, TraceFormatError) as exc:
-                detail = exc.message if isinstance(exc, _LineError) else exc.detail
-                self.skip(name, number, f"trace {trace.trace_id}: {detail}")
-                continue
-            self.result.agent_traces += 1
-            self.result.rows.append(row)
-
-    def read_file(self, path: Path) -> None:
-        name = path.as_posix()
-        if _is_span_input(path):
-            self.read_spans(path)
+    def read(self, entry: Entry) -> None:
+        """One entry of the reader: a line's problem, an agent trace (from spans or a line)
+        or a trace2eval row."""
+        if entry.problem is not None:
+            self.skip(entry.file, entry.line, entry.problem, entry.field)
             return
         try:
-            stream = open_binary(path)
-        except OSError as exc:
-            raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.", file=name) from None
-        with stream:
-            for number, raw, size in _iter_lines(stream, self.cap):
-                if raw is None:
-                    self.skip(
-                        name, number, f"is {size} bytes long, over the {self.cap}-byte line cap"
-                    )
-                    continue
-                self.read_line(name, number, raw)
-
-    def read_line(self, name: str, number: int, raw: bytes) -> None:
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self.skip(name, number, f"is not valid UTF-8 (byte {exc.start + 1})")
-            return
-        text = text.strip()
-        if not text:
-            return
-        try:
-            data = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            self.skip(name, number, f"is not valid JSON ({exc.msg}, column {exc.colno})")
-            return
-        if not isinstance(data, dict):
-            self.skip(name, number, "is not a JSON object")
-            return
-        try:
-            row = self.build_row(data, name, number)
+            if entry.trace is None:
+                row = self.build_row(entry.row, entry.file, entry.line)
+            else:
+                row = self.trace_row(entry)
         except _LineError as exc:
-            self.skip(name, number, exc.message, exc.field)
+            if entry.origin == SPANS:
+                assert entry.trace is not None
+                exc = _LineError(f"trace {entry.trace.trace_id}: {exc.message}")
+            self.skip(entry.file, entry.line, exc.message, exc.field)
             return
+        if entry.origin == SPANS:
+            self.result.agent_traces += 1
         self.result.rows.append(row)
 
-    def build_row(self, data: dict[str, Any], name: str, number: int) -> Row:
-        if "trace_id" in data and "trace" in data and data.keys() <= AGENT_TRACE_KEYS:
-            data = _agent_row(data)
+    def trace_row(self, entry: Entry) -> Row:
+        """An agent trace as its trace2eval row (counted when read from a line)."""
+        assert entry.trace is not None
+        try:
+            data = to_trace2eval_row(entry.trace)
+        except TraceFormatError as exc:
+            raise _LineError(exc.detail, exc.field) from None
+        if entry.origin != SPANS:
             self.result.agent_traces += 1
+        return self.build_row(data, entry.file, entry.line)
+
+    def build_row(self, data: dict[str, Any], name: str, number: int) -> Row:
         raw_input = _pick(data, INPUT_ALIASES)
         if raw_input is None:
             raise _LineError(
@@ -353,41 +292,13 @@ def _retry_count(value: Any) -> bool:
         return False
 
 
-_SPAN_SUFFIXES = (".pb", ".binpb", ".proto", ".pb.gz", ".binpb.gz", ".proto.gz")
-
-
-def _is_span_input(path: Path) -> bool:
-    """A span store, OTLP span file or OTLP-JSON document (anything else is read line by line).
-
-    Told by content: SQLite's magic bytes, a first line holding ``resourceSpans``; protobuf
-    span files (no text to look at) by their ``.pb``/``.binpb``/``.proto`` suffix.
-    """
-    from ..collector.store import SQLITE_MAGIC
-
-    if path.name.endswith(_SPAN_SUFFIXES):
-        return True
-    try:
-        with open_binary(path) as stream:
-            head = stream.read(len(SQLITE_MAGIC))
-            if head.startswith(SQLITE_MAGIC):
-                return True
-            stream.seek(0)
-            first = b""
-            for raw in _iter_lines(stream, 1 << 16):
-                if raw[1] is not None and raw[1].strip():
-                    first = raw[1]
-                    break
-    except (OSError, EOFError):
-        return False
-    return b'"resourceSpans"' in first
-
-
 def load_logs(paths: list[Path], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> LoadResult:
     """Read every file; raises only when a file cannot be opened at all."""
-    reader = _Reader(max_line_bytes)
     for path in paths:
         if not path.is_file():
             raise TraceFormatError("does not exist or is not a file.", file=path.as_posix())
-        reader.read_file(path)
+    reader = _Reader()
+    for entry in read_evaluation_inputs(paths, rows=TRACE2EVAL, max_line_bytes=max_line_bytes):
+        reader.read(entry)
     reader.resolve_feedback()
     return reader.result

@@ -1,0 +1,234 @@
+"""The evaluators' one reader: every input of ``spanguard fairness`` and ``spanguard cases
+build``, told apart by content, as agent traces or rows.
+
+An input is a span store, a span file, or a folder of them (assembled into agent traces by
+:func:`~spanguard_processor.inputs.readers.read_agent_traces_any`), JSON lines, or (fairtrace
+only) one JSON document — see :func:`~spanguard_processor.inputs.files.evaluation_kind`. JSON
+lines may mix agent traces with rows of the evaluator's own format: fairtrace scenario records
+for fairness, trace2eval log rows for regression. Those stay rows (:attr:`Entry.row`): each
+carries what an agent trace has no field for (fairtrace's free ``response_metadata``,
+trace2eval's aliases, numeric feedback on a scale inferred over the whole log, ``retry_count``
+…), so each evaluator validates its own rows. Everything else is an :class:`AgentTrace`.
+
+The two formats keep their peers' reading rules:
+
+* ``FAIRTRACE`` — strict, as fairtrace reads: the first bad line stops the run with an
+  :class:`~spanguard.exceptions.InputError` naming file, line and field. A line with a
+  ``trace_id`` is an agent trace. JSON documents (a list of records, a report's
+  ``scenario_results``) are read whole.
+* ``TRACE2EVAL`` — lenient, as trace2eval reads logs: a bad line (over the line cap, not UTF-8,
+  not JSON, not an object, an agent trace that does not validate) is an :class:`Entry` with a
+  ``problem``, and reading goes on; span inputs skip unreadable spans. A line is an agent trace
+  when it has ``trace_id`` and ``trace`` and nothing an agent trace does not (trace2eval rows
+  may name their id ``trace_id``). JSON lines only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import zstandard
+
+from spanguard.exceptions import InputError, TraceFormatError
+
+from ..common._json import parse_json
+from ..common.jsonio import json_lines
+from ..traces.model import AGENT_TRACE_KEYS, AgentTrace
+from .files import KIND_JSON_DOCUMENT, KIND_JSON_LINES, Source, evaluation_kind, expand
+from .readers import read_agent_traces_any
+
+__all__ = [
+    "DOCUMENT",
+    "FAIRTRACE",
+    "LINE",
+    "SPANS",
+    "TRACE2EVAL",
+    "Entry",
+    "read_evaluation_inputs",
+]
+
+FAIRTRACE = "fairtrace"
+TRACE2EVAL = "trace2eval"
+# where an entry was read: a JSON line, an item of a JSON document, a trace assembled from spans
+LINE, DOCUMENT, SPANS = "line", "document", "spans"
+_STREAM_ERRORS = (OSError, EOFError, zstandard.ZstdError)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One agent trace or row of an input, and where it was read.
+
+    ``line`` is the line of a JSON-lines file, the index of an item of a JSON document, or the
+    number (from 1) of a trace assembled from spans. Exactly one of ``trace``, ``row`` and
+    ``problem`` is set; ``problem`` (with ``field``) says why a ``TRACE2EVAL`` line is skipped.
+    """
+
+    file: str
+    line: int
+    origin: str = LINE
+    trace: AgentTrace | None = None
+    row: Any = None
+    problem: str | None = None
+    field: str | None = None
+
+    def locate(self, exc: InputError) -> InputError:
+        """``exc`` (raised validating this entry) located at its file and line — or, for an
+        item of a JSON document, its index."""
+        if self.origin == DOCUMENT:
+            where = f"[{self.line}].{exc.field}" if exc.field else f"[{self.line}]"
+            return TraceFormatError(exc.detail, file=self.file, field=where)
+        return exc.located(file=self.file, line=self.line)
+
+
+def read_evaluation_inputs(
+    paths: Sequence[Path], *, rows: str, max_line_bytes: int = 1 << 20,
+) -> Iterator[Entry]:
+    """Every agent trace and row of ``paths`` (a folder stands for its files), in the order
+    given; ``rows`` is ``FAIRTRACE`` or ``TRACE2EVAL`` (see the module). ``max_line_bytes`` caps
+    a ``TRACE2EVAL`` line (a longer one is a problem, read past without holding it)."""
+    if rows not in (FAIRTRACE, TRACE2EVAL):
+        raise ValueError(f"rows must be {FAIRTRACE!r} or {TRACE2EVAL!r}, not {rows!r}")
+    strict = rows == FAIRTRACE
+    for path in expand(paths):
+        kind = evaluation_kind(path, documents=strict)
+        if kind == KIND_JSON_DOCUMENT:
+            yield from _document(path)
+        elif kind != KIND_JSON_LINES:
+            name = str(path)
+            for number, trace in enumerate(read_agent_traces_any([path], skip_bad=not strict), 1):
+                yield Entry(name, number, SPANS, trace=trace)
+        elif strict:
+            yield from _strict_lines(path)
+        else:
+            yield from _lenient_lines(path, max_line_bytes)
+
+
+def _streamed(path: Path, read: Any) -> Iterator[Entry]:
+    source = Source(path)
+    try:
+        yield from read(source.stream, str(path))
+    except _STREAM_ERRORS as exc:
+        raise TraceFormatError(f"cannot be read or decompressed ({exc}).",
+                               file=str(path)) from None
+    finally:
+        source.close()
+
+
+# --- fairtrace: strict ---------------------------------------------------------------------
+
+
+def _is_fairtrace_trace(value: object) -> bool:
+    return isinstance(value, Mapping) and "trace_id" in value
+
+
+def _strict_lines(path: Path) -> Iterator[Entry]:
+    def read(stream: IO[bytes], name: str) -> Iterator[Entry]:
+        for number, value in json_lines(stream, name):
+            if not _is_fairtrace_trace(value):
+                yield Entry(name, number, row=value)
+                continue
+            try:
+                trace = AgentTrace.from_dict(value)
+            except InputError as exc:
+                raise Entry(name, number).locate(exc) from None
+            yield Entry(name, number, trace=trace)
+
+    return _streamed(path, read)
+
+
+def _document(path: Path) -> Iterator[Entry]:
+    name = str(path)
+    source = Source(path)
+    try:
+        data = parse_json(source.stream.read().decode("utf-8"))
+    except _STREAM_ERRORS as exc:
+        raise TraceFormatError(f"cannot be read: {getattr(exc, 'strerror', None) or exc}.",
+                               file=name) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TraceFormatError(f"is not valid JSON: {exc}.", file=name) from None
+    finally:
+        source.close()
+    items = data.get("scenario_results") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise TraceFormatError(
+            "must hold a JSON list of scenario records or a report with scenario_results.",
+            file=name,
+        )
+    for index, value in enumerate(items):
+        if not _is_fairtrace_trace(value):
+            yield Entry(name, index, DOCUMENT, row=value)
+            continue
+        try:
+            trace = AgentTrace.from_dict(value)
+        except InputError as exc:
+            raise Entry(name, index, DOCUMENT).locate(exc) from None
+        yield Entry(name, index, DOCUMENT, trace=trace)
+
+
+# --- trace2eval: lenient -------------------------------------------------------------------
+
+
+def _is_trace2eval_trace(data: dict[str, Any]) -> bool:
+    return "trace_id" in data and "trace" in data and data.keys() <= AGENT_TRACE_KEYS
+
+
+def _capped_lines(stream: IO[bytes], cap: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, bytes or None when over the cap, length); memory stays bounded."""
+    number = 0
+    while True:
+        chunk = stream.readline(cap + 1)
+        if not chunk:
+            return
+        number += 1
+        if len(chunk) <= cap or chunk.endswith(b"\n"):
+            yield number, chunk, len(chunk)
+            continue
+        size = len(chunk)
+        while not chunk.endswith(b"\n"):
+            chunk = stream.readline(1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+        yield number, None, size
+
+
+def _lenient_lines(path: Path, cap: int) -> Iterator[Entry]:
+    def read(stream: IO[bytes], name: str) -> Iterator[Entry]:
+        for number, raw, size in _capped_lines(stream, cap):
+            if raw is None:
+                yield Entry(name, number,
+                            problem=f"is {size} bytes long, over the {cap}-byte line cap")
+                continue
+            entry = _lenient_line(name, number, raw)
+            if entry is not None:
+                yield entry
+
+    return _streamed(path, read)
+
+
+def _lenient_line(name: str, number: int, raw: bytes) -> Entry | None:
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Entry(name, number, problem=f"is not valid UTF-8 (byte {exc.start + 1})")
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return Entry(name, number, problem=f"is not valid JSON ({exc.msg}, column {exc.colno})")
+    if not isinstance(data, dict):
+        return Entry(name, number, problem="is not a JSON object")
+    if not _is_trace2eval_trace(data):
+        return Entry(name, number, row=data)
+    try:
+        return Entry(name, number, trace=AgentTrace.from_dict(data))
+    except TraceFormatError as exc:
+        return Entry(name, number, problem=exc.detail, field=exc.field)

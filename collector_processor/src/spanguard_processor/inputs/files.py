@@ -1,0 +1,200 @@
+"""Opening an input and telling what it holds, by content — never by its name.
+
+Every command's inputs are told apart here: :func:`detect_kind` for the readers of spans and
+agent traces (``spanguard ingest``, ``spanguard traces``), :func:`evaluation_kind` for the
+evaluators, which also read fairtrace records and trace2eval rows. Compression (gzip, zstd) is
+recognised by its magic bytes and undone while streaming (:class:`Source`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, cast
+
+import zstandard
+
+from spanguard.exceptions import TraceFormatError
+
+from ..collector.store import SQLITE_MAGIC, DamagedStore, looks_like_store
+from ..common._json import parse_json
+
+__all__ = [
+    "KIND_AGENT_JSONL",
+    "KIND_JSON_DOCUMENT",
+    "KIND_JSON_LINES",
+    "KIND_OTLP_JSON",
+    "KIND_OTLP_JSONL",
+    "KIND_OTLP_PROTO",
+    "KIND_STORE",
+    "SPAN_KINDS",
+    "ZSTD_MAGIC",
+    "Source",
+    "detect_kind",
+    "evaluation_kind",
+    "expand",
+]
+
+KIND_STORE = "store"
+KIND_AGENT_JSONL = "agent-jsonl"
+KIND_OTLP_JSONL = "otlp-jsonl"
+KIND_OTLP_JSON = "otlp-json"
+KIND_OTLP_PROTO = "otlp-proto"
+# evaluation inputs only: JSON lines that are not spans (agent traces, fairtrace records,
+# trace2eval rows, told apart line by line), and one JSON document of records
+KIND_JSON_LINES = "json-lines"
+KIND_JSON_DOCUMENT = "json-document"
+SPAN_KINDS = frozenset({KIND_STORE, KIND_OTLP_JSONL, KIND_OTLP_JSON, KIND_OTLP_PROTO})
+
+_GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+MAX_MESSAGE = 256 * 1024 * 1024
+_SPAN_KEYS = (b'"resourceSpans"', b'"resource_spans"')
+
+
+class Source:
+    """A file opened for streaming, decompressed when gzip or zstd; ``position`` counts raw
+    bytes."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.raw = path.open("rb")
+        except OSError as exc:
+            raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.",
+                                   file=str(path)) from None
+        magic = self.raw.read(4)
+        self.raw.seek(0)
+        self.stream: IO[bytes] = self.raw
+        if magic.startswith(_GZIP_MAGIC):
+            self.stream = cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="rb"))
+        elif magic == ZSTD_MAGIC:  # frames one after another: read across them
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                self.raw, read_across_frames=True, closefd=False)
+            # buffered, for readline and iteration (the bare reader has neither)
+            self.stream = cast(IO[bytes], io.BufferedReader(cast(Any, reader)))
+
+    @property
+    def position(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.stream.close()
+        self.raw.close()
+
+
+def _head(path: Path, size: int = 4096) -> bytes:
+    source = Source(path)
+    try:
+        return source.stream.read(size)
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
+        raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
+    finally:
+        source.close()
+
+
+def _first_line(path: Path) -> bytes:
+    source = Source(path)
+    try:
+        for line in source.stream:
+            if line.strip():
+                return line.removeprefix(b"\xef\xbb\xbf")
+        return b""
+    except (OSError, EOFError, zstandard.ZstdError) as exc:  # cut inside its first line
+        raise TraceFormatError(f"cannot be decompressed ({exc}).", file=str(path)) from None
+    finally:
+        source.close()
+
+
+def _classify(path: Path) -> tuple[str, bytes, object]:
+    """The kind, the first bytes and the parsed first line (``None`` when it is not JSON);
+    :data:`KIND_JSON_LINES` for JSON objects of no span or agent-trace shape."""
+    head = _head(path)
+    if head.startswith(SQLITE_MAGIC):
+        return KIND_STORE, head, None
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not text:
+        return KIND_AGENT_JSONL, head, None  # an empty file: no traces
+    if text[:1] not in (b"{", b"["):
+        if looks_like_store(path, head):
+            raise DamagedStore("its SQLite header is overwritten", file=str(path))
+        return KIND_OTLP_PROTO, head, None
+    try:
+        value = parse_json(_first_line(path))
+    except json.JSONDecodeError:
+        return KIND_OTLP_JSON, head, None  # a document spread over several lines
+    if isinstance(value, dict) and "resourceSpans" in value:
+        return KIND_OTLP_JSONL, head, value
+    if isinstance(value, dict) and "trace_id" in value:
+        return KIND_AGENT_JSONL, head, value
+    if isinstance(value, list):
+        return KIND_OTLP_JSON, head, value
+    return KIND_JSON_LINES, head, value
+
+
+def detect_kind(path: Path) -> str:
+    """Which span file, store or agent-trace file ``path`` holds, judged by its first bytes."""
+    kind = _classify(path)[0]
+    if kind == KIND_JSON_LINES:
+        raise TraceFormatError(
+            "is neither agent traces (objects with trace_id) nor OTLP-JSON spans (objects with "
+            "resourceSpans).", file=str(path), line=1)
+    return kind
+
+
+def evaluation_kind(path: Path, *, documents: bool = True) -> str:
+    """How an evaluator reads ``path``: one of :data:`SPAN_KINDS` (assembled into agent
+    traces), :data:`KIND_JSON_LINES` (agent traces, fairtrace records or trace2eval rows, told
+    apart line by line) or :data:`KIND_JSON_DOCUMENT` (one JSON list of records, or a report's
+    ``scenario_results``; only with ``documents`` — trace2eval reads JSON lines alone).
+
+    Spans are recognised positively: a store, a first line holding ``resourceSpans``, a JSON
+    document mentioning it, or length-prefixed protobuf. Anything else is read as JSON lines,
+    so a damaged first line is reported at its line like any other.
+    """
+    kind, head, first = _classify(path)
+    if kind == KIND_AGENT_JSONL:
+        kind = KIND_JSON_LINES
+    elif kind == KIND_OTLP_PROTO:
+        kind = kind if _framed_protobuf(head) else KIND_JSON_LINES
+    elif kind == KIND_OTLP_JSON:
+        kind = _document_kind(head, first)
+    elif kind == KIND_JSON_LINES and isinstance(first, dict) and "scenario_results" in first:
+        kind = KIND_JSON_DOCUMENT
+    if kind == KIND_JSON_DOCUMENT and not documents:
+        return KIND_JSON_LINES
+    return kind
+
+
+def _document_kind(head: bytes, first: object) -> str:
+    if isinstance(first, list):  # a document on one line
+        spans = bool(first) and isinstance(first[0], dict) and "resourceSpans" in first[0]
+        return KIND_OTLP_JSON if spans else KIND_JSON_DOCUMENT
+    opening = head.removeprefix(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0].strip()
+    if opening not in (b"{", b"["):  # not pretty-printed: JSON lines with a bad first line
+        return KIND_JSON_LINES
+    return KIND_OTLP_JSON if any(key in head for key in _SPAN_KEYS) else KIND_JSON_DOCUMENT
+
+
+def _framed_protobuf(head: bytes) -> bool:
+    """The Collector file exporter's protobuf layout: a 4-byte length, then an export request
+    (its first field, ``resource_spans``, tag 0x0A) or a zstd frame holding one."""
+    if len(head) < 5:
+        return False
+    (size,) = struct.unpack(">I", head[:4])
+    return 0 < size <= MAX_MESSAGE and (head[4] == 0x0A or head[4:8] == ZSTD_MAGIC)
+
+
+def expand(paths: Sequence[Path]) -> list[Path]:
+    """Paths as given, a directory standing for its (non-hidden) files in name order."""
+    expanded: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            expanded.extend(sorted(p for p in path.iterdir()
+                                   if p.is_file() and not p.name.startswith(".")))
+        else:
+            expanded.append(path)
+    return expanded
