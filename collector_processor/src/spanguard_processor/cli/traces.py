@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..common.jsonio import write_jsonl
-from ..traces.formats import read_agent_traces, to_fairtrace_record, to_trace2eval_row
+from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
 
 __all__ = ["traces"]
@@ -49,13 +49,17 @@ def traces() -> None:
 def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
     """Validate the agent traces in SOURCE (JSONL) and write them in another format.
 
+    SOURCE may also be a span file or store: its traces are assembled first, as `export` does.
+
     \b
     Example:
       spanguard traces convert traces.jsonl --format fairtrace -o records.jsonl
     """
+    from ..inputs.readers import read_agent_traces_any
+
     converter = _CONVERTERS[fmt]
     price = _pricer(prices)
-    rows = [converter(price(trace)) for trace in read_agent_traces(source)]
+    rows = [converter(price(trace)) for trace in read_agent_traces_any([source])]
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
 
