@@ -26,7 +26,6 @@ import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from spanguard.exceptions import InputError
 
@@ -65,37 +64,37 @@ def _factory(name: str) -> Callable[..., App]:
     return factory
 
 
-def adapt(name: str, target: Any, **options: Any) -> App:
+def adapt(name: str, target: object, **options: object) -> App:
     """The app for framework object ``target`` through the adapter called ``name``."""
     return _factory(name)(target, **options)
 
 
-def openai_chat(client: Any, **options: Any) -> App:
+def openai_chat(client: object, **options: object) -> App:
     """See :func:`spanguard_processor.adapters.openai_client.openai_chat`."""
     return adapt("openai-chat", client, **options)
 
 
-def openai_responses(client: Any, **options: Any) -> App:
+def openai_responses(client: object, **options: object) -> App:
     """See :func:`spanguard_processor.adapters.openai_client.openai_responses`."""
     return adapt("openai-responses", client, **options)
 
 
-def openai_agent(agent: Any, **options: Any) -> App:
+def openai_agent(agent: object, **options: object) -> App:
     """See :func:`spanguard_processor.adapters.openai_agents.openai_agent`."""
     return adapt("openai-agents", agent, **options)
 
 
-def langchain_runnable(runnable: Any, **options: Any) -> App:
+def langchain_runnable(runnable: object, **options: object) -> App:
     """See :func:`spanguard_processor.adapters.langchain.langchain_runnable`."""
     return adapt("langchain", runnable, **options)
 
 
-def langgraph_graph(graph: Any, **options: Any) -> App:
+def langgraph_graph(graph: object, **options: object) -> App:
     """See :func:`spanguard_processor.adapters.langchain.langgraph_graph`."""
     return adapt("langgraph", graph, **options)
 
 
-def _option(name: str, key: str, text: str, allowed: set[str], label: str) -> Any:
+def _option(name: str, key: str, text: str, allowed: set[str], label: str) -> object:
     if key not in allowed:
         raise AdapterError(name, f"unknown option '{key}'; this adapter takes "
                                  f"{', '.join(sorted(allowed)) or 'no options'}.")
@@ -119,7 +118,7 @@ def _option(name: str, key: str, text: str, allowed: set[str], label: str) -> An
     return text
 
 
-def _json_file(name: str, key: str, text: str, label: str) -> Any:
+def _json_file(name: str, key: str, text: str, label: str) -> object:
     path = Path(text)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -135,7 +134,8 @@ def _json_file(name: str, key: str, text: str, label: str) -> Any:
                          file=text, line=exc.lineno, field=label) from None
 
 
-def parse_options(name: str, pairs: Mapping[str, str], label: str = "options") -> dict[str, Any]:
+def parse_options(name: str, pairs: Mapping[str, str], label: str = "options"
+                  ) -> dict[str, object]:
     """Textual ``key=value`` options as the adapter's keyword arguments; ``label`` names them in
     messages (the command line passes its option's name)."""
     parameters = inspect.signature(_factory(name)).parameters
@@ -153,7 +153,7 @@ class AdaptedApp:
     call: App
     problems: list[AdapterError] = field(default_factory=list)
     adapter: str = ""
-    target: Any = None
+    target: object = None
 
     def raise_problems(self) -> None:
         """Raise the first response-shape problem, so the run exits 2 naming the adapter."""
@@ -164,7 +164,7 @@ class AdaptedApp:
             raise AdapterError(first.adapter, first.detail.removeprefix(
                 f"the {first.adapter} adapter: ") + suffix)
 
-    def all_failed(self, errors: Sequence[Mapping[str, Any]]) -> AdapterError:
+    def all_failed(self, errors: Sequence[Mapping[str, object]]) -> AdapterError:
         """The error for a run in which no call succeeded: the first errors and a hint."""
         shown = "".join(f"\n  {e['id']}: {str(e['error']).splitlines()[0]}"
                         for e in errors[:3])
@@ -175,7 +175,7 @@ class AdaptedApp:
                                           f"\nFirst error(s):{shown}{more}")
 
 
-def _hint(adapter: str, target: Any, errors: Sequence[Mapping[str, Any]]) -> str:
+def _hint(adapter: str, target: object, errors: Sequence[Mapping[str, object]]) -> str:
     if adapter == "langchain" and type(target).__module__.startswith("langgraph"):
         return ("Hint: `app` names a compiled LangGraph graph; use `adapter` langgraph, which "
                 "sends {'messages': [('user', prompt)]}.")
@@ -191,7 +191,7 @@ def _hint(adapter: str, target: Any, errors: Sequence[Mapping[str, Any]]) -> str
 
 def _keeping(app: App, problems: list[AdapterError]) -> App:
     if inspect.iscoroutinefunction(app):
-        async def call_async(prompt: str, assignments: Mapping[str, str]) -> Any:
+        async def call_async(prompt: str, assignments: Mapping[str, str]) -> object:
             try:
                 return await app(prompt, assignments)
             except AdapterError as exc:
@@ -200,7 +200,7 @@ def _keeping(app: App, problems: list[AdapterError]) -> App:
 
         return call_async
 
-    def call(prompt: str, assignments: Mapping[str, str]) -> Any:
+    def call(prompt: str, assignments: Mapping[str, str]) -> object:
         try:
             return app(prompt, assignments)
         except AdapterError as exc:

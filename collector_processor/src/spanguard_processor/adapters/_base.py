@@ -29,7 +29,10 @@ from ..traces.model import ProcessTrace
 __all__ = ["AdapterError", "App", "TraceMapper", "agent_span", "apply_trace_mapper",
            "as_agent", "record_process", "record_tool_call", "require_text", "run_as_tool"]
 
-App = Callable[[str, Mapping[str, str]], Any]
+# an app answers a prompt: a str or {"text", "metadata"} (or an awaitable of one)
+App = Callable[[str, Mapping[str, str]], object]
+# the hook gets the framework's raw result (a third-party object this package does not import,
+# hence Any) and returns a fairtrace-shaped process trace (JSON) or None
 TraceMapper = Callable[[Any], "Mapping[str, Any] | None"]
 
 
@@ -83,11 +86,11 @@ def as_agent(app: App, name: str) -> App:
     return call
 
 
-def run_as_tool(name: str, call_id: str | None, function: Callable[[], Any]) -> Any:
+def run_as_tool(name: str, call_id: str | None, function: Callable[[], object]) -> object:
     """Call ``function()`` (plain or coroutine function) inside an ``execute_tool {name}``
     span carrying the model's tool call id; returns what it returns (a coroutine if async)."""
     if inspect.iscoroutinefunction(function):
-        async def call_async() -> Any:
+        async def call_async() -> object:
             if call_id:
                 otel_trace.get_current_span().set_attribute(semconv.GEN_AI_TOOL_CALL_ID,
                                                             call_id)
@@ -95,7 +98,7 @@ def run_as_tool(name: str, call_id: str | None, function: Callable[[], Any]) -> 
 
         return spanguard.tool(name=name)(call_async)()
 
-    def call() -> Any:
+    def call() -> object:
         if call_id:
             otel_trace.get_current_span().set_attribute(semconv.GEN_AI_TOOL_CALL_ID, call_id)
         return function()
@@ -153,7 +156,7 @@ def require_text(adapter: str, text: object, what: str) -> str:
                                 "expected a response whose output holds a text message.")
 
 
-def join_text_parts(parts: Sequence[Any]) -> str | None:
+def join_text_parts(parts: Sequence[object]) -> str | None:
     """LangChain-style content blocks ``[{"type": "text", "text": ...}, "str", ...]`` → text."""
     texts: list[str] = []
     for part in parts:

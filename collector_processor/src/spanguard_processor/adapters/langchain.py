@@ -8,6 +8,10 @@ recorded as spanguard spans under the variant's request, in the order they happe
 
 A tool call counts once: every executed tool is recorded, and so is every tool call a model
 asked for that no executed tool of that name answered (a bare chat model with bound tools).
+
+LangChain is an optional peer: this module imports it only inside the handler factory, so the
+framework's objects (runnables, callback arguments, results, documents) are typed ``Any`` and
+read by attribute.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ spans with that agent's model and token usage) and tool calls (``execute_tool``)
 order; a handoff shows as the next agent's span, and ``escalate_on`` turns a handoff (or a
 tool) into an escalation. The Agents SDK's own tracing (which
 exports to OpenAI's platform) is disabled for these runs unless ``run_config`` says otherwise.
+
+The Agents SDK is an optional peer imported only when a run starts, so its objects (the agent,
+run config, run result and its items) are typed ``Any`` and read by attribute.
 """
 
 from __future__ import annotations
