@@ -183,7 +183,11 @@ def cluster_log(
     return selection
 
 
-def process_signature(process: dict[str, Any] | None) -> tuple[Any, ...] | None:
+#: The tools called (sorted), escalated, friction points, plan steps.
+ProcessSignature = tuple[tuple[str, ...], bool, int, int]
+
+
+def process_signature(process: dict[str, Any] | None) -> ProcessSignature | None:
     """What makes two traces of one question different behaviour: the set of tools called,
     escalation, the number of friction points and of plan steps."""
     if process is None:
@@ -201,7 +205,7 @@ def _split_by_process(selection: Selection) -> None:
     split: list[Cluster] = []
     for cluster in selection.clusters:
         members = selection.members(cluster)
-        parts: dict[tuple[Any, ...] | None, list[int]] = {}
+        parts: dict[ProcessSignature | None, list[int]] = {}
         for row in members:
             parts.setdefault(process_signature(selection.rows[row].process), []).append(row)
         if len(parts) == 1:
