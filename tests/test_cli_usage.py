@@ -30,3 +30,33 @@ def test_an_option_error_names_the_option_as_typed(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "Invalid value for '--alpha'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_library_parameter_names_become_the_options_of_the_running_command() -> None:
+    import click
+
+    from spanguard.exceptions import ConfigError, InputError
+    from spanguard_processor.cli._common import in_cli_terms, option_names
+
+    @click.group()
+    def group() -> None: ...
+
+    @group.command()
+    @click.option("-o", "--out-dir", "out")
+    @click.option("--tls-cert")
+    @click.option("--tls-key")
+    @click.option("--limit")
+    def one(**_: object) -> None: ...
+
+    @group.command()
+    @click.option("--max-limit", "limit")
+    def two(**_: object) -> None: ...
+
+    names = option_names(group, click.Context(group))
+    assert names == {"out": "--out-dir", "out_dir": "--out-dir", "tls_cert": "--tls-cert",
+                     "tls_key": "--tls-key", "max_limit": "--max-limit"}  # limit: ambiguous
+    assert in_cli_terms(ConfigError("tls_cert/tls_key", "give both."), names) == (
+        "--tls-cert/--tls-key: give both.")
+    assert in_cli_terms(ConfigError("limit", "too big."), names) == "limit: too big."
+    assert in_cli_terms(InputError("exists; pass `out` or `other`.", file="f"), names) == (
+        "f: exists; pass --out-dir or `other`.")
