@@ -71,7 +71,7 @@ class ImportedVariant:
                 "response_metadata": _plain(self.metadata or {})}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     """Plain dicts and lists (YAML's line-remembering mappings become dicts)."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}

@@ -43,7 +43,7 @@ def _assignments(raw: object, file: str, line: int | None, field: str) -> dict[s
     return {str(k): scalar_text(v, file, line, f"{field}.{k}") for k, v in sorted(raw.items())}
 
 
-def _entry(path: Path, index: int, item: Any, text_key: str, fallback: str
+def _entry(path: Path, index: int, item: object, text_key: str, fallback: str
            ) -> tuple[Mapping[str, Any], Mapping[str, Any], str, str, int | None]:
     file, line, where = str(path), line_of(item), f"[{index}]"
     if not isinstance(item, Mapping):

@@ -102,7 +102,7 @@ def _default_test(path: Path, data: Mapping[str, Any]) -> Mapping[str, Any]:
     return default
 
 
-def _test_refs(path: Path, refs: Any, field: str) -> list[Test]:
+def _test_refs(path: Path, refs: object, field: str) -> list[Test]:
     out: list[Test] = []
     for ref in refs if isinstance(refs, list) else [refs]:
         if isinstance(ref, str):
@@ -118,7 +118,7 @@ def _test_refs(path: Path, refs: Any, field: str) -> list[Test]:
     return out
 
 
-def _scenario_tests(path: Path, scenarios: Any) -> list[Test]:
+def _scenario_tests(path: Path, scenarios: object) -> list[Test]:
     if not isinstance(scenarios, list):
         raise InputError(f"must be a list of scenarios, not {kind_of(scenarios)}.",
                          file=str(path), field="scenarios")
@@ -145,7 +145,7 @@ def _scenario_tests(path: Path, scenarios: Any) -> list[Test]:
     return out
 
 
-def _tests(path: Path, data: Any) -> tuple[list[Test], Any, Mapping[str, Any]]:
+def _tests(path: Path, data: object) -> tuple[list[Test], Any, Mapping[str, Any]]:
     """The tests (with the vars their scenario makes attributes), the prompts and the
     default test."""
     if isinstance(data, list):
@@ -183,7 +183,7 @@ def _prompt_file(path: Path, ref: str, label: str | None) -> _Prompt:
     return _Prompt(label or source.stem, text=text.rstrip("\n"))
 
 
-def _prompts(path: Path, prompts: Any) -> list[_Prompt]:
+def _prompts(path: Path, prompts: object) -> list[_Prompt]:
     if prompts is None:
         return []
     items = prompts if isinstance(prompts, list) else [prompts]
@@ -313,6 +313,6 @@ def load_promptfoo(path: Path, *, prompt_var: str | None = None,
     return variants
 
 
-def _is_results(data: Any) -> bool:
+def _is_results(data: object) -> bool:
     results = data.get("results") if isinstance(data, Mapping) else None
     return isinstance(results, Mapping) and isinstance(results.get("results"), list)

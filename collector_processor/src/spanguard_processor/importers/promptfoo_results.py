@@ -59,7 +59,7 @@ def _labels(results: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     return labels
 
 
-def _prompt(raw: Any) -> tuple[str, list[Any] | None]:
+def _prompt(raw: object) -> tuple[str, list[Any] | None]:
     """The prompt text, and the messages when the rendered prompt is a chat (JSON list)."""
     if not isinstance(raw, str):
         return json.dumps(raw, ensure_ascii=False), None

@@ -283,12 +283,12 @@ class _Reader:
                 rows[index] = replace(rows[index], feedback=label)
 
 
-def _retry_count(value: Any) -> bool:
-    if value is None or isinstance(value, bool):
+def _retry_count(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return False
     try:
         return bool(float(value))
-    except (TypeError, ValueError):
+    except ValueError:
         return False
 
 
