@@ -12,18 +12,8 @@ from ._configure import Configuration, configure, export_stats, force_flush, shu
 from ._documents import Document
 from ._export import ExportStats
 from ._request import Request, RequestScope, current_request, request
-from ._signals import (
-    LLMCall,
-    PlanScope,
-    escalate,
-    friction,
-    llm_call,
-    plan,
-    plan_step,
-    record_documents,
-    retrieval,
-    tool,
-)
+from ._scopes import LLMCall, PlanScope, llm_call, plan
+from ._signals import escalate, friction, plan_step, record_documents, retrieval, tool
 from .exceptions import ConfigError, SpanguardError
 
 __all__ = [
