@@ -99,3 +99,21 @@ def test_an_annotation_delivered_twice_counts_once() -> None:
     twice = traces_from_readable_spans([*requests, *annotations, *annotations])
     assert [t.to_dict() for t in twice] == [
         t.to_dict() for t in traces_from_readable_spans([*requests, *annotations])]
+
+
+def test_the_evaluators_merge_annotations_across_store_partitions(tmp_path: Path) -> None:
+    """``cases build a.db b.db`` reads each store on its own, but an annotation written to
+    another replica's store than its request still reaches the request's row."""
+    from spanguard_processor.regression.loader import load_logs
+
+    requests, annotations, ids = _workload()
+    one_store = _store(tmp_path / "one.db", requests, annotations)
+    parts = [_store(tmp_path / "a.db", requests), _store(tmp_path / "b.db", annotations)]
+
+    def rows(paths: list[Path]) -> list[tuple[object, ...]]:
+        return [(row.id, row.feedback, row.retried, row.expect)
+                for row in load_logs(paths).rows]
+
+    assert rows(parts) == rows([one_store])
+    assert rows(parts)[0] == (ids[0], "negative", False, {"contains": ["refund"],
+                                                           "max_chars": 200})

@@ -38,8 +38,15 @@ from spanguard.exceptions import InputError, TraceFormatError
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
 from ..traces.model import AGENT_TRACE_KEYS, AgentTrace
-from .files import KIND_JSON_DOCUMENT, KIND_JSON_LINES, Source, evaluation_kind, expand
-from .readers import read_agent_traces_any
+from .files import (
+    KIND_JSON_DOCUMENT,
+    KIND_JSON_LINES,
+    KIND_STORE,
+    Source,
+    evaluation_kind,
+    expand,
+)
+from .readers import read_agent_traces_any, store_annotations
 
 __all__ = [
     "DOCUMENT",
@@ -88,18 +95,24 @@ def read_evaluation_inputs(
     paths: Sequence[Path], *, rows: str, max_line_bytes: int = 1 << 20,
 ) -> Iterator[Entry]:
     """Every agent trace and row of ``paths`` (a folder stands for its files), in the order
-    given; ``rows`` is ``FAIRTRACE`` or ``TRACE2EVAL`` (see the module). ``max_line_bytes`` caps
-    a ``TRACE2EVAL`` line (a longer one is a problem, read past without holding it)."""
+    given. Each input is read on its own, except that stores merge the annotations of every
+    store given (partitions written by several processor replicas). ``rows`` is
+    ``FAIRTRACE`` or ``TRACE2EVAL`` (see the module); ``max_line_bytes`` caps a
+    ``TRACE2EVAL`` line (a longer one is a problem, read past without holding it)."""
     if rows not in (FAIRTRACE, TRACE2EVAL):
         raise ValueError(f"rows must be {FAIRTRACE!r} or {TRACE2EVAL!r}, not {rows!r}")
     strict = rows == FAIRTRACE
-    for path in expand(paths):
-        kind = evaluation_kind(path, documents=strict)
+    kinds = [(path, evaluation_kind(path, documents=strict)) for path in expand(paths)]
+    stores = [path for path, kind in kinds if kind == KIND_STORE]
+    # an annotation may sit in another store partition than the request it annotates
+    annotations = store_annotations(stores) if len(stores) > 1 else None
+    for path, kind in kinds:
         if kind == KIND_JSON_DOCUMENT:
             yield from _document(path)
         elif kind != KIND_JSON_LINES:
             name = str(path)
-            for number, trace in enumerate(read_agent_traces_any([path], skip_bad=not strict), 1):
+            traces = read_agent_traces_any([path], skip_bad=not strict, annotations=annotations)
+            for number, trace in enumerate(traces, 1):
                 yield Entry(name, number, SPANS, trace=trace)
         elif strict:
             yield from _strict_lines(path)

@@ -63,6 +63,7 @@ __all__ = [
     "ingest_files",
     "iter_span_file",
     "read_agent_traces_any",
+    "store_annotations",
 ]
 
 Progress = Callable[[int], None]
@@ -237,9 +238,10 @@ def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans
     store.put_batches(pending)
 
 
-def _all_annotations(stores: Sequence[Path], skipped: list[str] | None) -> Annotations:
+def store_annotations(stores: Sequence[Path], skipped: list[str] | None = None) -> Annotations:
     """Annotation spans of several store partitions: an annotation may sit in another
-    partition than the request it annotates (it is a trace of its own)."""
+    partition than the request it annotates (it is a trace of its own). With ``skipped``,
+    unreadable ones are described there instead of raising."""
     merged = Annotations()
     for path in stores:
         with SpanStore(path, readonly=True) as store:
@@ -252,7 +254,7 @@ def _all_annotations(stores: Sequence[Path], skipped: list[str] | None) -> Annot
 
 def read_agent_traces_any(
     paths: Sequence[Path], *, skip_bad: bool = False, include_pending: bool = False,
-    skipped: list[str] | None = None,
+    skipped: list[str] | None = None, annotations: Annotations | None = None,
 ) -> Iterator[AgentTrace]:
     """Agent traces from any mix of agent-trace JSONL files, span files and span stores.
 
@@ -265,12 +267,15 @@ def read_agent_traces_any(
 
     ``skip_bad`` skips malformed lines of span files. A damaged store raises
     :class:`~spanguard_processor.collector.store.DamagedStore`; given a ``skipped`` list,
-    traces (and
-    annotations) with unreadable spans are left out instead, each described there.
+    traces (and annotations) with unreadable spans are left out instead, each described there.
+    Stored traces merge the annotations of every store in ``paths``, or ``annotations`` when
+    given (a reader taking stores one at a time passes :func:`store_annotations` of all).
     """
     span_files: list[Path] = []
     kinds = [(path, detect_kind(path)) for path in expand(paths)]
-    annotations = _all_annotations([path for path, kind in kinds if kind == KIND_STORE], skipped)
+    if annotations is None:
+        annotations = store_annotations([path for path, kind in kinds if kind == KIND_STORE],
+                                        skipped)
     for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:
             yield from read_agent_traces(path)
