@@ -1,7 +1,7 @@
 """Cost of the receive-path limits (limits.py) per span, beside the parse it follows.
 
 Floor: ``parse_request`` + ``decode_request`` of a 40-request OTLP protobuf body (the receive
-path without limits). Ours: the same plus ``Guard.shape_protobuf`` (attribute limit, per-trace
+path without limits). Ours: the same plus ``Shaper.shape_protobuf`` (attribute limit, per-trace
 span count; redaction off, as by default). Alternating rounds, best of 7, µs per span.
 
     .venv/bin/python bench/load_limits.py
@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
-from spanguard_processor.collector.limits import Guard
+from spanguard_processor.collector.limits import Shaper
 from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
 from tests.reliability.corpus import otlp_requests
 
@@ -31,14 +31,14 @@ def main() -> None:
         request.MergeFromString(body)
     body = request.SerializeToString()
     spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-    guard = Guard()
+    shaper = Shaper()
 
     def floor() -> None:
         decode_request(parse_request(body))
 
     def ours() -> None:
         parsed = parse_request(body)
-        guard.shape_protobuf(parsed)
+        shaper.shape_protobuf(parsed)
         decode_request(parsed)
 
     best: dict[str, float] = {}

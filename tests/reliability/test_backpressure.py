@@ -60,9 +60,9 @@ def test_slow_store_gets_429_then_503_with_retry_after_and_exporters_recover(
         waiting = threading.Thread(target=send_first)
         waiting.start()
         deadline = time.monotonic() + 5
-        while server.guard.pending < 5 and time.monotonic() < deadline:
+        while server.receiver.admission.pending < 5 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert server.guard.pending == 5
+        assert server.receiver.admission.pending == 5
         refused = httpx.post(endpoint, content=request_bytes(second), headers=PROTO)
         assert refused.status_code == 429 and refused.headers["retry-after"] == "2"
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")

@@ -1,21 +1,17 @@
-"""Request limits and back-pressure, applied by both receivers before spans reach the store.
+"""Request limits, applied by both receivers before spans reach the store.
 
-* **Shape limits** (:meth:`Guard.shape_protobuf`, :meth:`Guard.shape_json`), applied to the
-  parsed request in place: attributes beyond ``max_attributes_per_span`` are dropped (and
-  counted in ``dropped_attributes_count``, as the OTel SDK does); spans beyond
-  ``max_spans_per_trace`` are rejected and reported through OTLP partial success; the
-  :class:`~spanguard_processor.collector.redaction.Redactor` runs here, so redacted text is
+:class:`Limits` holds every limit ``spanguard serve`` enforces; :data:`DEFAULT_MAX_BODY` is the
+largest request body or message either receiver accepts. The back-pressure ones
+(``max_pending_spans``, ``ack_timeout``, ``retry_after``) are applied by
+:class:`~spanguard_processor.collector.admission.Admission`; the shape limits here, by
+:class:`Shaper`, on the parsed request in place (:meth:`Shaper.shape_protobuf`,
+:meth:`Shaper.shape_json`):
+
+* attributes beyond ``max_attributes_per_span`` are dropped (and counted in
+  ``dropped_attributes_count``, as the OTel SDK does);
+* spans beyond ``max_spans_per_trace`` are rejected and reported through OTLP partial success;
+* the :class:`~spanguard_processor.collector.redaction.Redactor` runs here, so redacted text is
   never stored.
-* **Admission before work** (:meth:`Guard.admit`, :meth:`Guard.resize`): at most
-  ``max_pending_spans`` spans may be decoding or waiting for the store. A request reserves its
-  spans *before* it is decoded — first an estimate from its size, then the exact count read
-  from the wire format (:func:`~spanguard_processor.ingest.otlp_proto.count_spans`), then what
-  decoding kept. What does not fit is refused at once with :class:`Overloaded` — HTTP 429 with
-  ``Retry-After``, gRPC ``RESOURCE_EXHAUSTED`` — instead of being decoded or queued without
-  bound; a request carrying more spans than ``max_pending_spans`` could never fit and is
-  refused with :class:`TooLarge` (HTTP 413, gRPC ``RESOURCE_EXHAUSTED``). A store failure or a
-  store slower than ``ack_timeout`` answers HTTP 503 / gRPC ``UNAVAILABLE``. Exporters retry
-  429, 503 and ``UNAVAILABLE``, and the store keeps one copy of a re-sent span.
 
 The per-trace span count is kept for the ``trace_memory`` most recently seen traces and counts
 every span received, so a re-sent span counts again: the limit errs on the strict side.
@@ -25,16 +21,20 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping, MutableMapping
-from concurrent.futures import Future
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+)
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from ..ingest.otlp_proto import decode_request, index_request
 from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch
 from .redaction import Redactor
 
-__all__ = ["DEFAULT_MAX_BODY", "Guard", "Limits", "Overloaded", "Reservation", "TooLarge"]
+__all__ = ["DEFAULT_MAX_BODY", "Limits", "Shaper"]
 
 # The largest OTLP/HTTP request body and OTLP/gRPC message either receiver accepts.
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
@@ -52,23 +52,6 @@ class Limits:
     trace_memory: int = 100_000
 
 
-class Overloaded(Exception):
-    """Too many spans are waiting for the store; the client should retry after a pause."""
-
-
-class TooLarge(Exception):
-    """One request carries more spans than may ever be pending; it must be sent smaller."""
-
-
-@dataclass(eq=False, slots=True)
-class Reservation:
-    """Spans one request holds against ``max_pending_spans`` until it is stored or refused."""
-
-    spans: int
-    released: bool = False
-    owned: bool = False  # handed to a store future, which releases it
-
-
 @dataclass
 class _Shape:
     rejected: int = 0
@@ -76,80 +59,15 @@ class _Shape:
     changed: bool = False
 
 
-@dataclass
-class Guard:
-    """Limits, redaction and admission shared by the gRPC and HTTP receivers of one process."""
+@dataclass(eq=False)
+class Shaper:
+    """Shape limits and redaction shared by the gRPC and HTTP receivers of one process (it
+    remembers how many spans of each recent trace it has let through)."""
 
     limits: Limits = field(default_factory=Limits)
     redactor: Redactor = field(default_factory=Redactor)
-    pending: int = 0
     _counts: OrderedDict[str, int] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    # --- back-pressure ---------------------------------------------------------------------
-
-    def admit(self, estimate: int) -> Reservation:
-        """Reserve room for a request before decoding it, from an estimate of its spans.
-
-        An estimate above ``max_pending_spans`` reserves all of it (the exact count decides
-        later), so a large request is decoded only when nothing else is pending.
-        """
-        spans = max(1, min(estimate, self.limits.max_pending_spans))
-        with self._lock:
-            if self.pending + spans > self.limits.max_pending_spans:
-                raise Overloaded(self._busy())
-            self.pending += spans
-        return Reservation(spans)
-
-    def fits(self, estimate: int) -> bool:
-        """Whether :meth:`admit` would admit ``estimate`` spans now (nothing is reserved)."""
-        spans = max(1, min(estimate, self.limits.max_pending_spans))
-        return self.pending + spans <= self.limits.max_pending_spans
-
-    def busy(self) -> str:
-        """Why a request is refused as overloaded."""
-        return self._busy()
-
-    def resize(self, reservation: Reservation, spans: int) -> None:
-        """Hold ``spans`` (an exact count) instead of the estimate; refuses what cannot fit."""
-        limit = self.limits.max_pending_spans
-        if spans > limit:
-            raise TooLarge(f"the request carries more than {limit} spans, the most one request "
-                           "may carry (--max-pending-spans); send smaller batches.")
-        with self._lock:
-            if reservation.released:
-                raise RuntimeError("the reservation was released")
-            grow = spans - reservation.spans
-            if grow > 0 and self.pending + grow > limit:
-                raise Overloaded(self._busy())
-            self.pending += grow
-            reservation.spans = spans
-
-    def release(self, reservation: Reservation) -> None:
-        """Give the reservation back (idempotent)."""
-        with self._lock:
-            if not reservation.released:
-                reservation.released = True
-                self.pending -= reservation.spans
-
-    def _busy(self) -> str:
-        return (f"{self.pending} spans are being decoded or waiting for the store; retry in "
-                f"{self.limits.retry_after} s.")
-
-    def submit(self, send: Callable[[], Future[None]], reservation: Reservation
-               ) -> Future[None]:
-        """Call ``send`` (which queues the reserved spans); the reservation is released when
-        the returned future is done (stored or failed) or when ``send`` raises."""
-        try:
-            future = send()
-        except BaseException:
-            self.release(reservation)
-            raise
-        reservation.owned = True
-        future.add_done_callback(lambda _: self.release(reservation))
-        return future
-
-    # --- shape limits and redaction ------------------------------------------------------
 
     def _admit(self, counts: Mapping[str, int], shape: _Shape) -> dict[str, int]:
         """Count this request's spans per trace; how many of each trace's spans may pass."""
@@ -170,7 +88,8 @@ class Guard:
                     "rejected.")
         return allowed
 
-    def shape_and_decode(self, request: Any, body: bytes | None) -> DecodedBatch:
+    def shape_and_decode(self, request: ExportTraceServiceRequest, body: bytes | None
+                         ) -> DecodedBatch:
         """Limits, redaction and decoding of a parsed request in one pass when nothing needs
         editing (the common case); otherwise :meth:`shape_protobuf` then ``decode_request``.
 
@@ -200,7 +119,8 @@ class Guard:
         return DecodedBatch(batch.spans, batch.rejected + limited, batch.error or limit_error,
                             FORMAT_PROTOBUF, batch.body)
 
-    def shape_protobuf(self, request: Any) -> tuple[int, str | None, bool]:
+    def shape_protobuf(self, request: ExportTraceServiceRequest
+                       ) -> tuple[int, str | None, bool]:
         """Apply the limits and redaction to a parsed ``ExportTraceServiceRequest`` in place.
 
         Returns ``(rejected spans, first reason, whether the request changed)``.
@@ -226,7 +146,8 @@ class Guard:
         return shape.rejected, shape.error, shape.changed
 
     @staticmethod
-    def _drop_over_limit(scopes: list[Any], allowed: dict[str, int], shape: _Shape) -> None:
+    def _drop_over_limit(scopes: list[ScopeSpans], allowed: dict[str, int], shape: _Shape
+                         ) -> None:
         remaining = dict(allowed)
         for scope_spans in scopes:
             spans = scope_spans.spans
@@ -241,7 +162,7 @@ class Guard:
                 del spans[index]
                 shape.changed = True
 
-    def _proto_attributes(self, holder: Any, shape: _Shape) -> None:
+    def _proto_attributes(self, holder: Span | Span.Event, shape: _Shape) -> None:
         attributes = holder.attributes
         limit = self.limits.max_attributes_per_span
         if len(attributes) > limit:
@@ -309,7 +230,7 @@ def _json_trace_id(span: object) -> str | None:
     return trace_id.lower() if isinstance(trace_id, str) else None
 
 
-def _json_spans(document: Any, shape: _Shape, guard: Guard) -> list[dict[str, Any]]:
+def _json_spans(document: Any, shape: _Shape, shaper: Shaper) -> list[dict[str, Any]]:
     """The span objects of a document, with spans over the per-trace limit removed."""
     scopes: list[dict[str, Any]] = []
     resources = document.get("resourceSpans") if isinstance(document, dict) else None
@@ -320,7 +241,7 @@ def _json_spans(document: Any, shape: _Shape, guard: Guard) -> list[dict[str, An
                           if isinstance(scope, dict) and isinstance(scope.get("spans"), list))
     counts = Counter(t for scope in scopes for span in scope["spans"]
                      if (t := _json_trace_id(span)) is not None)
-    remaining = guard._admit(counts, shape)
+    remaining = shaper._admit(counts, shape)
     spans: list[dict[str, Any]] = []
     for scope in scopes:
         kept = []

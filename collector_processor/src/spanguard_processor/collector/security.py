@@ -89,7 +89,7 @@ class Security:
     def tls(self) -> bool:
         return self.tls_cert is not None
 
-    def grpc_credentials(self) -> Any:
+    def grpc_credentials(self) -> grpc.ServerCredentials:
         assert self.tls_cert is not None and self.tls_key is not None
         return grpc.ssl_server_credentials(
             [(self.tls_key.read_bytes(), self.tls_cert.read_bytes())])
@@ -123,13 +123,17 @@ class TokenInterceptor(grpc.ServerInterceptor):
     def __init__(self, token: bytes) -> None:
         self._token = token
 
-        def deny(request: Any, context: Any) -> Any:
+        def deny(request: bytes, context: grpc.ServicerContext) -> bytes:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required.")
 
-        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+        self._deny: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(deny)
 
-    def intercept_service(self, continuation: Callable[[Any], Any],
-                          handler_call_details: Any) -> Any:
+    def intercept_service(
+            self,
+            continuation: Callable[[grpc.HandlerCallDetails],
+                                   grpc.RpcMethodHandler[Any, Any] | None],
+            handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization" and token_matches(self._token, value):
                 return continuation(handler_call_details)

@@ -27,10 +27,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import grpc
 import uvicorn
 
+from .admission import Admission
 from .assembler import TraceAssembler
 from .connections import (
     HEADER_TIMEOUT,
@@ -42,10 +44,14 @@ from .connections import (
 from .grpc_server import start_grpc_server
 from .http_server import BODY_TIMEOUT, create_app
 from .ingestor import Ingestor
-from .limits import DEFAULT_MAX_BODY, Guard, Limits
+from .limits import DEFAULT_MAX_BODY, Limits, Shaper
+from .receive import Receiver
 from .redaction import Redactor
 from .security import Security
 from .store import SpanStore
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 __all__ = ["CannotListen", "ProcessorServer", "ReceiverFailed", "ServerConfig", "serve_forever"]
 
@@ -93,12 +99,13 @@ class ProcessorServer:
         assembler = TraceAssembler(config.wait_duration, config.num_traces,
                                    orphan_timeout=config.orphan_timeout)
         self.ingestor = Ingestor(self.store, assembler)
-        self.guard = Guard(config.limits, config.redactor)
+        self.receiver = Receiver(self.ingestor, Admission(config.limits),
+                                 Shaper(config.limits, config.redactor))
         self.grpc_port: int | None = None
         self.http_port: int | None = None
-        self._grpc: Any = None
+        self._grpc: grpc.Server | None = None
         self._http: uvicorn.Server | None = None
-        self._http_app: Any = None
+        self._http_app: Starlette | None = None
         self._http_thread: threading.Thread | None = None
 
     def start(self) -> ProcessorServer:
@@ -119,9 +126,9 @@ class ProcessorServer:
         if cfg.grpc_port is not None:
             try:
                 self._grpc, self.grpc_port = start_grpc_server(
-                    self.ingestor, cfg.host, cfg.grpc_port,
-                    max_message_bytes=cfg.max_body_bytes, guard=self.guard,
-                    security=cfg.security, max_connections=budget)
+                    self.receiver, cfg.host, cfg.grpc_port,
+                    max_message_bytes=cfg.max_body_bytes, security=cfg.security,
+                    max_connections=budget)
             except (OSError, RuntimeError) as exc:  # grpcio raises RuntimeError on a busy port
                 raise CannotListen("grpc", cfg.host, cfg.grpc_port, str(exc)) from None
         if cfg.http_port is not None:
@@ -138,8 +145,8 @@ class ProcessorServer:
                                    exc.strerror or str(exc)) from None
             self.http_port = sock.getsockname()[1]
             app = self._http_app = create_app(
-                self.ingestor, max_body_bytes=cfg.max_body_bytes, guard=self.guard,
-                token=cfg.security.token, body_timeout=cfg.body_timeout)
+                self.receiver, max_body_bytes=cfg.max_body_bytes, token=cfg.security.token,
+                body_timeout=cfg.body_timeout)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                timeout_graceful_shutdown=10, timeout_keep_alive=5,
@@ -180,6 +187,7 @@ class ProcessorServer:
         if self._http is not None and self._http_thread is not None:
             self._http.should_exit = True
             self._http_thread.join(grace)
+        if self._http_app is not None:
             self._http_app.state.decoder.shutdown(wait=False)
         if self._grpc is not None:
             self._grpc.stop(grace).wait()

@@ -6,13 +6,15 @@ its own serialized bytes; attributes are decoded only when a trace is converted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 
-def parse_request(body: bytes) -> Any:
+def parse_request(body: bytes) -> ExportTraceServiceRequest:
     """Parse an ``ExportTraceServiceRequest``; raises :class:`TraceFormatError` if it is not one."""
     request = ExportTraceServiceRequest()
     try:
@@ -168,7 +170,7 @@ _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
 
-def _all_spans(request: Any) -> list[Any]:
+def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
     return [span for resource_spans in request.resource_spans
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
 
@@ -215,7 +217,8 @@ def index_request(request: Any, attribute_limit: int
     return spans, rejected, error, counts, over
 
 
-def decode_request(request: Any, body: bytes | None = None) -> DecodedBatch:
+def decode_request(request: ExportTraceServiceRequest, body: bytes | None = None
+                   ) -> DecodedBatch:
     """Every span of a parsed request, ids checked; spans with bad ids are counted as rejected.
 
     ``body`` is the request as received (serialized again when not given).
@@ -241,7 +244,7 @@ def decode_request(request: Any, body: bytes | None = None) -> DecodedBatch:
     return DecodedBatch(tuple(spans), rejected, error, FORMAT_PROTOBUF, body)
 
 
-def any_value(value: Any) -> AttrValue:
+def any_value(value: AnyValue) -> AttrValue:
     """A protobuf ``AnyValue`` as a plain Python value (arrays as tuples, kvlists as dicts)."""
     which = value.WhichOneof("value")
     if which is None:
@@ -254,11 +257,11 @@ def any_value(value: Any) -> AttrValue:
     return result
 
 
-def _attributes(items: Any) -> dict[str, AttrValue]:
+def _attributes(items: Iterable[KeyValue]) -> dict[str, AttrValue]:
     return {kv.key: any_value(kv.value) for kv in items}
 
 
-def record_from_span(span: Any) -> SpanRecord:
+def record_from_span(span: Span) -> SpanRecord:
     """A protobuf ``Span`` message as a :class:`SpanRecord`."""
     return SpanRecord(
         trace_id=span.trace_id.hex(),

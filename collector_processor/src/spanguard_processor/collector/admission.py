@@ -1,0 +1,107 @@
+"""Admission before work: back-pressure shared by both receivers of one process.
+
+At most ``max_pending_spans`` spans may be decoding or waiting for the store. A request
+reserves its spans *before* it is decoded (:meth:`Admission.admit`) — first an estimate from
+its size, then (:meth:`Admission.resize`) the exact count read from the wire format
+(:func:`~spanguard_processor.ingest.otlp_proto.count_spans`), then what decoding kept. What
+does not fit is refused at once with :class:`Overloaded` — HTTP 429 with ``Retry-After``, gRPC
+``RESOURCE_EXHAUSTED`` — instead of being decoded or queued without bound; a request carrying
+more spans than ``max_pending_spans`` could never fit and is refused with :class:`TooLarge`
+(HTTP 413, gRPC ``RESOURCE_EXHAUSTED``). The reservation passes to the store's future
+(:meth:`Admission.hold`) and is given back once the spans are stored or refused.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from .limits import Limits
+
+__all__ = ["Admission", "Overloaded", "Reservation", "TooLarge"]
+
+
+class Overloaded(Exception):
+    """Too many spans are waiting for the store; the client should retry after a pause."""
+
+
+class TooLarge(Exception):
+    """One request carries more spans than may ever be pending; it must be sent smaller."""
+
+
+@dataclass(eq=False, slots=True)
+class Reservation:
+    """Spans one request holds against ``max_pending_spans`` until it is stored or refused."""
+
+    spans: int
+    released: bool = False
+    owned: bool = False  # handed to a store future, which releases it
+
+
+class Admission:
+    """The spans reserved by requests in progress, against ``limits.max_pending_spans``."""
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits if limits is not None else Limits()
+        self.pending = 0
+        self._lock = threading.Lock()
+
+    def admit(self, estimate: int) -> Reservation:
+        """Reserve room for a request before decoding it, from an estimate of its spans.
+
+        An estimate above ``max_pending_spans`` reserves all of it (the exact count decides
+        later), so a large request is decoded only when nothing else is pending.
+        """
+        spans = max(1, min(estimate, self.limits.max_pending_spans))
+        with self._lock:
+            if self.pending + spans > self.limits.max_pending_spans:
+                raise Overloaded(self.busy())
+            self.pending += spans
+        return Reservation(spans)
+
+    def fits(self, estimate: int) -> bool:
+        """Whether :meth:`admit` would admit ``estimate`` spans now (nothing is reserved)."""
+        spans = max(1, min(estimate, self.limits.max_pending_spans))
+        return self.pending + spans <= self.limits.max_pending_spans
+
+    def busy(self) -> str:
+        """Why a request is refused as overloaded."""
+        return (f"{self.pending} spans are being decoded or waiting for the store; retry in "
+                f"{self.limits.retry_after} s.")
+
+    def resize(self, reservation: Reservation, spans: int) -> None:
+        """Hold ``spans`` (an exact count) instead of the estimate; refuses what cannot fit."""
+        limit = self.limits.max_pending_spans
+        if spans > limit:
+            raise TooLarge(f"the request carries more than {limit} spans, the most one request "
+                           "may carry (--max-pending-spans); send smaller batches.")
+        with self._lock:
+            if reservation.released:
+                raise RuntimeError("the reservation was released")
+            grow = spans - reservation.spans
+            if grow > 0 and self.pending + grow > limit:
+                raise Overloaded(self.busy())
+            self.pending += grow
+            reservation.spans = spans
+
+    def release(self, reservation: Reservation) -> None:
+        """Give the reservation back (idempotent)."""
+        with self._lock:
+            if not reservation.released:
+                reservation.released = True
+                self.pending -= reservation.spans
+
+    def hold(self, send: Callable[[], Future[None]], reservation: Reservation
+             ) -> Future[None]:
+        """Call ``send`` (which queues the reserved spans); the reservation is released when
+        the returned future is done (stored or failed) or when ``send`` raises."""
+        try:
+            future = send()
+        except BaseException:
+            self.release(reservation)
+            raise
+        reservation.owned = True
+        future.add_done_callback(lambda _: self.release(reservation))
+        return future
