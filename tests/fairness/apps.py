@@ -63,3 +63,12 @@ def instrumented_fair(prompt: str, assignments: dict[str, str]) -> str:
         kb_search(prompt)
         spanguard.friction("identity check")
     return "Here you go."
+
+
+def model_calls(prompt: str, assignments: dict[str, str]) -> str:
+    """Records its model calls through the SDK: women's requests take a second call."""
+    with spanguard.request("support"):
+        for _ in range(2 if assignments.get("gender") == "woman" else 1):
+            with spanguard.llm_call("desk-model", provider="test") as call:
+                call.record_usage(10, 5)
+    return "Here you go."

@@ -246,3 +246,22 @@ def test_starter_suite_is_large_enough_to_catch_a_deterministic_gap(tmp_path: Pa
     result = CliRunner().invoke(cli, ["run", str(target), "--app", f"{_APPS}:biased", *_FAST])
     assert result.exit_code == 1, result.output
     assert "escalation_parity" in result.output.splitlines()[-1]
+
+
+def test_a_metric_no_record_is_valid_for_is_insufficient_data_with_two_attributes(
+        tmp_path: Path) -> None:
+    """token_gap over records that say nothing about model calls, in a suite of two attributes:
+    the metric has no data (it crashed computing each attribute's gap over no records)."""
+    records = [{"id": f"s{s}::{g}-{a}", "seed_id": f"s{s}", "prompt": f"Case {s}",
+                "assignments": {"gender": g, "age": a}, "response": "Here you go."}
+               for s in range(4) for g in ("man", "woman") for a in ("20", "60")]
+    suite = _golden_suite(tmp_path, records)
+    data = json.loads(suite.read_text())
+    data["metrics"] = [{"type": "token_gap"}, {"type": "refusal_gap"}]
+    suite.write_text(json.dumps(data))
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records))
+    result = CliRunner().invoke(cli, ["fairness", str(suite), str(path), *_FAST])
+    assert result.exit_code == 1, result.output
+    assert "INSUFFICIENT_DATA token_gap" in result.output
+    assert result.output.endswith("fairness gate FAILED: token_gap\n")

@@ -61,3 +61,24 @@ def test_fairness_reads_agent_traces_assembled_from_sdk_spans(tmp_path: Path) ->
     result = CliRunner().invoke(cli, ["fairness", str(suite_path), str(path), *_FAST])
     assert result.exit_code == 1, result.output
     assert result.output.endswith("fairness gate FAILED: escalation_parity\n")
+
+
+def test_run_reads_the_model_calls_an_instrumented_app_records(tmp_path: Path) -> None:
+    """llm_call_gap and token_gap under ``spanguard run`` read the totals of the app's LLM
+    spans, as ``spanguard fairness`` does from the same spans (they were left empty)."""
+    suite = parse_suite(json.loads(_suite(tmp_path, [{"type": "llm_call_gap"}],
+                                          seeds=2).read_text()))
+    observations, errors = run_app(apps.model_calls, suite.variants)
+    assert errors == []
+    by_id = {o.id: o for o in observations}
+    man, woman = by_id["seed0::1"].usage, by_id["seed0::2"].usage
+    assert man is not None and (man["llm_calls"], man["total_tokens"]) == (1, 15)
+    assert woman is not None and (woman["llm_calls"], woman["total_tokens"]) == (2, 30)
+    plain, _ = run_app(apps.text_only, suite.variants[:1])  # no spans: the source says nothing
+    assert plain[0].usage is None
+    path = _suite(tmp_path, [{"type": "llm_call_gap", "threshold": 0.5},
+                             {"type": "token_gap", "threshold": 10}])
+    result = CliRunner().invoke(cli, ["run", str(path), "--app", "tests.fairness.apps:model_calls",
+                                      *_FAST])
+    assert result.exit_code == 1, result.output
+    assert result.output.endswith("fairness gate FAILED: token_gap, llm_call_gap\n")

@@ -191,9 +191,10 @@ def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Obser
 def _attribute_gaps(obs: Sequence[Observation], keep: NDArray[np.bool_],
                     seed_idx: NDArray[np.int64], n_seeds: int,
                     x: NDArray[np.float64]) -> dict[str, float]:
-    """With several attributes, the within-seed gap along each one alone (its marginal)."""
+    """With several attributes, the within-seed gap along each one alone (its marginal); none
+    when no record is valid for the metric."""
     names = sorted({k for o in obs for k in o.assignments})
-    if len(names) < 2:
+    if len(names) < 2 or not keep.any():
         return {}
     rows = np.flatnonzero(keep).tolist()
     out = {}

@@ -177,4 +177,5 @@ def _observation(call: AppCall, trace: Any) -> Observation:
         metadata=metadata,
         trace=process,
         trace_id=trace.trace_id if trace is not None else None,
+        usage=trace.usage if trace is not None else None,  # an app without spans: unknown
     )
