@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
+from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
     OTLPSpanExporter as GrpcExporter,
@@ -25,6 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from spanguard_processor.collector.limits import Limits
 from spanguard_processor.collector.server import ProcessorServer, ServerConfig
 from spanguard_processor.collector.store import SpanStore
 
@@ -186,6 +188,47 @@ def test_grpc_garbage_is_invalid_argument_and_bad_ids_partial_success(
         with pytest.raises(grpc.RpcError) as caught:
             export(too_big, timeout=5)
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def _answers(server: ProcessorServer, body: bytes) -> tuple[tuple[int, str, int],
+                                                             tuple[str, str, int]]:
+    """(HTTP status, message, rejected spans) and (gRPC code, details, rejected spans)."""
+    reply = httpx.post(url(server) + "/v1/traces", content=body, headers=PROTO, timeout=10)
+    if reply.status_code == 200:
+        http = (200, "", ExportTraceServiceResponse.FromString(
+            reply.content).partial_success.rejected_spans)
+    else:
+        http = (reply.status_code, status_pb2.Status.FromString(reply.content).message, 0)
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        try:
+            answer = channel.unary_unary(EXPORT)(body, timeout=10)
+            rpc = ("OK", "", ExportTraceServiceResponse.FromString(
+                answer).partial_success.rejected_spans)
+        except grpc.RpcError as exc:
+            rpc = (exc.code().name, exc.details() or "", 0)
+    return http, rpc
+
+
+def test_both_receivers_answer_the_same_request_alike(tmp_path: Path) -> None:
+    config = ServerConfig(store=tmp_path / "spans.db", grpc_port=0, http_port=0,
+                          wait_duration=0.05, limits=Limits(max_pending_spans=8))
+    too_many = encode_spans(in_memory_spans(2).get_finished_spans()).SerializeToString()
+    server = ProcessorServer(config).start()
+    try:
+        garbage = _answers(server, b"\xff\xff\xff garbage")
+        all_bad = _answers(server, _request_with_bad_ids(False))
+        some_bad = _answers(server, _request_with_bad_ids(True))
+        over = _answers(server, too_many)
+    finally:
+        server.stop()
+    assert garbage[0][:1] == (400,) and garbage[1][0] == "INVALID_ARGUMENT"
+    assert garbage[0][1].removeprefix("the body ") == garbage[1][1].removeprefix("the request ")
+    assert "not a valid OTLP protobuf" in garbage[1][1]
+    assert all_bad == ((400, all_bad[1][1], 0), ("INVALID_ARGUMENT", all_bad[1][1], 0))
+    assert all_bad[1][1].startswith("every span was rejected: span ")
+    assert some_bad == ((200, "", 2), ("OK", "", 2))
+    assert over == ((413, over[1][1], 0), ("RESOURCE_EXHAUSTED", over[1][1], 0))
+    assert "more than 8 spans" in over[1][1]
 
 
 def _invalid_utf8_request() -> bytes:
