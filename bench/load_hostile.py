@@ -20,10 +20,7 @@ slow/idle clients: every probe answered, no traceback flood.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,7 +33,9 @@ import grpc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.processor.serve_process import ServeProcess  # noqa: E402
 from tests.reliability.hostile import (  # noqa: E402  (the probes the tests use, full size)
+    StderrLog,
     export_grpc,
     export_http,
     idle_grpc_channels,
@@ -47,37 +46,20 @@ from tests.reliability.hostile import (  # noqa: E402  (the probes the tests use
     watch_health,
 )
 
-ANNOUNCE = re.compile(r"gRPC on 127\.0\.0\.1:(\d+), OTLP/HTTP on http://127\.0\.0\.1:(\d+)/")
 
+class Server(ServeProcess):
+    """``spanguard serve`` on free ports, its stderr collected."""
 
-class Server:
     def __init__(self, store: Path, *extra: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
-             "--grpc-port", "0", "--http-port", "0", "--wait-duration", "0.2", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        match = ANNOUNCE.search(line)
-        assert match, line
-        self.grpc_port, self.http_port = int(match.group(1)), int(match.group(2))
-        self.url = f"http://127.0.0.1:{self.http_port}"
-        self.stderr: list[str] = []
-        self._reader = threading.Thread(
-            target=lambda: self.stderr.extend(self.proc.stderr))  # type: ignore[arg-type]
-        self._reader.start()
+        super().__init__(store, "--wait-duration", "0.2", *extra)
+        self.stderr = StderrLog(self)
 
     def rss(self, key: str = "VmHWM") -> float:
         return rss_mib(self.proc.pid, key)
 
     def stop(self) -> str:
-        self.proc.terminate()
-        self.proc.wait(60)
-        self._reader.join(30)
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        return "".join(self.stderr)
+        return self.stderr.stop()
+
 
 def send_http(url: str, body: bytes) -> tuple[str, float]:
     status, seconds = export_http(url, body)

@@ -1,6 +1,7 @@
 """Hostile clients of a running processor, shared by the reliability tests and
 ``bench/load_hostile.py`` (which runs the same cases at full size): requests of many tiny spans,
-half-sent HTTP requests, idle gRPC connections, a ``/health`` watcher and the server's RSS."""
+half-sent HTTP requests, idle gRPC connections, a ``/health`` watcher, the server's RSS and its
+stderr."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import grpc
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ..processor.serve_process import ServeProcess
 from .servers import EXPORT, PROTO
 
 
@@ -120,3 +122,26 @@ def serves(url: str, grpc_port: int, http_body: bytes, grpc_body: bytes,
                                options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
         grpc_ok = export_grpc(channel, grpc_body, timeout)[0] == "OK"
     return latency, http_ok, grpc_ok
+
+
+class StderrLog:
+    """What a :class:`ServeProcess` writes to stderr, read on a thread while it runs (so a
+    flood cannot block it); :meth:`stop` ends the process with SIGTERM and returns it all."""
+
+    def __init__(self, server: ServeProcess) -> None:
+        self.server = server
+        self.lines: list[str] = []
+        stream = server.proc.stderr
+        assert stream is not None
+        self._reader = threading.Thread(target=self.lines.extend, args=(stream,))
+        self._reader.start()
+
+    def stop(self, timeout: float = 60) -> str:
+        proc = self.server.proc
+        proc.terminate()
+        proc.wait(timeout)
+        self._reader.join(timeout)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return "".join(self.lines)

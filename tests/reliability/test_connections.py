@@ -10,7 +10,6 @@ by itself once the clients go away.
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from spanguard_processor.collector.store import SpanStore
 
 from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES
-from .hostile import idle_grpc_channels, serves, slow_http_clients
+from .hostile import StderrLog, idle_grpc_channels, serves, slow_http_clients
 from .servers import PROTO, request_bytes, running, spans_of_one_trace
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -41,9 +40,7 @@ def _serves(server: ServeProcess, index: int) -> tuple[float, bool, bool]:
 
 def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> None:
     server = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.1", fd_limit=FD_LIMIT)
-    stderr: list[str] = []
-    reader = threading.Thread(target=lambda: stderr.extend(server.proc.stderr))  # type: ignore[arg-type]
-    reader.start()
+    stderr = StderrLog(server)
     slow: list[socket.socket] = []
     idle: list[grpc.Channel] = []
     probes = []
@@ -65,13 +62,7 @@ def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> Non
             sock.close()
         for channel in idle:
             channel.close()
-        server.proc.terminate()
-        server.proc.wait(30)
-        reader.join(30)
-        for pipe in (server.proc.stdout, server.proc.stderr):
-            if pipe is not None:
-                pipe.close()
-    log = "".join(stderr)
+        log = stderr.stop(30)
     FIGURES.append(f"connections: {len(slow)} slow HTTP clients + {len(idle)} idle gRPC "
                    f"channels at fd limit {FD_LIMIT}: probes {probes}, after {after}, "
                    f"stderr {len(log)} bytes")
