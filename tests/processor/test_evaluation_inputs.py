@@ -184,3 +184,22 @@ def test_fairness_reads_compressed_records_and_names_a_bad_line(tmp_path: Path) 
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(bad)])
     assert result.exit_code == 2
     assert result.output == f"Error: {bad}:2: field 'id': must be a string.\n"
+
+
+def test_compressed_agent_traces_are_read_by_every_command(tmp_path: Path) -> None:
+    traces = traces_from_readable_spans(in_memory_spans(3).get_finished_spans())
+    plain = tmp_path / "plain.jsonl"
+    write_jsonl(plain, [t.to_dict() for t in traces])
+    packed = tmp_path / "traces.jsonl"  # zstd inside, whatever the name says
+    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(cli, ["traces", "convert", str(packed), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes() == plain.read_bytes()
+    assert read_observations([packed]) == read_observations([plain])
+    assert [r.id for r in load_logs([packed]).rows] == [r.id for r in load_logs([plain]).rows]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(gzip.compress(plain.read_bytes() + b'{"trace_id": 5}\n'))
+    result = CliRunner().invoke(cli, ["traces", "convert", str(bad), "-o", str(out)])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"Error: {bad}:4: field 'trace_id': ")

@@ -20,10 +20,9 @@ from hypothesis import strategies as st
 from spanguard.exceptions import InputError
 from spanguard_processor.fairness.records import read_observations
 from spanguard_processor.fairness.suite import load_suite, parse_suite
-from spanguard_processor.inputs.readers import iter_span_file
+from spanguard_processor.inputs.readers import iter_span_file, read_agent_traces_any
 from spanguard_processor.regression.loader import load_logs
 from spanguard_processor.regression.run import load_outputs
-from spanguard_processor.traces.formats import read_agent_traces
 
 from .corpus import OUTPUT_ROW, SUITE, TRIED, agent_trace_line, otlp_json_documents, otlp_requests
 from .strategies import json_values, mutated_bytes, mutated_json
@@ -110,7 +109,7 @@ def test_mutated_suite_structures_give_a_suite_error(data: Any) -> None:
 @given(mutated_bytes((TRACE_FILE,)))
 def test_mutated_agent_trace_jsonl_gives_a_located_error(data: bytes) -> None:
     TRIED["agent trace jsonl: mutated bytes"] += 1
-    _read_through(read_agent_traces, data)
+    _read_through(lambda p: read_agent_traces_any([p]), data)
 
 
 @FUZZ
@@ -118,7 +117,7 @@ def test_mutated_agent_trace_jsonl_gives_a_located_error(data: bytes) -> None:
 def test_mutated_agent_trace_records_give_a_located_error(record: Any) -> None:
     TRIED["agent trace jsonl: mutated records"] += 1
     data = json.dumps(record).encode() + b"\n"
-    _read_through(read_agent_traces, data)
+    _read_through(lambda p: read_agent_traces_any([p]), data)
     _read_through(lambda p: read_observations([p]), data)
     _read_through(lambda p: load_logs([p]), data)
 

@@ -15,9 +15,9 @@ import gzip
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast
+from typing import IO, Any, cast
 
 from spanguard.exceptions import InputError, TraceFormatError
 
@@ -30,12 +30,10 @@ __all__ = [
     "json_lines",
     "open_binary",
     "parse_json",
-    "read_validated",
     "write_jsonl",
     "write_text_atomic",
 ]
 
-T = TypeVar("T")
 
 def dumps_line(obj: Any) -> str:
     """One JSON line: UTF-8 text, key order as given, no NaN (raises ValueError instead)."""
@@ -88,15 +86,6 @@ def json_lines(
             raise error(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
                         file=name, line=number) from None
         yield number, value
-
-
-def read_validated(path: Path, build: Callable[[Any], T]) -> Iterator[T]:
-    """Build one value per JSONL line; a build error is located at the file and line."""
-    for number, value in iter_jsonl(path):
-        try:
-            yield build(value)
-        except InputError as exc:
-            raise exc.located(file=str(path), line=number) from None
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -29,15 +29,15 @@ from pathlib import Path
 
 import zstandard
 
-from spanguard.exceptions import TraceFormatError
+from spanguard.exceptions import InputError, TraceFormatError
 
 from ..collector.store import SpanStore
 from ..common._json import parse_json
+from ..common.jsonio import json_lines
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.spans import DecodedBatch, gc_paused
 from ..traces.annotations import Annotations
-from ..traces.formats import read_agent_traces
 from ..traces.model import AgentTrace
 from .files import (
     KIND_AGENT_JSONL,
@@ -238,6 +238,23 @@ def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans
     store.put_batches(pending)
 
 
+def _agent_traces(path: Path) -> Iterator[AgentTrace]:
+    """Agent-trace JSONL, every line validated (errors name file, line and field)."""
+    name = str(path)
+    source = Source(path)
+    try:
+        for number, value in json_lines(source.stream, name):
+            try:
+                trace = AgentTrace.from_dict(value)
+            except InputError as exc:
+                raise exc.located(file=name, line=number) from None
+            yield trace
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
+        raise TraceFormatError(f"cannot be read or decompressed ({exc}).", file=name) from None
+    finally:
+        source.close()
+
+
 def store_annotations(stores: Sequence[Path], skipped: list[str] | None = None) -> Annotations:
     """Annotation spans of several store partitions: an annotation may sit in another
     partition than the request it annotates (it is a trace of its own). With ``skipped``,
@@ -278,7 +295,7 @@ def read_agent_traces_any(
                                         skipped)
     for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:
-            yield from read_agent_traces(path)
+            yield from _agent_traces(path)
         elif kind == KIND_STORE:
             store = SpanStore(path, readonly=True)
             problems: list[str] | None = None if skipped is None else []

@@ -15,16 +15,13 @@ fairtrace records under ``response_metadata.spanguard`` (a block fairtrace ignor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from spanguard.exceptions import TraceFormatError
 
-from ..common.jsonio import read_validated
 from .model import AgentTrace, ProcessTrace
 
-__all__ = ["from_fairtrace_record", "read_agent_traces", "to_fairtrace_record", "to_trace2eval_row"]
+__all__ = ["from_fairtrace_record", "to_fairtrace_record", "to_trace2eval_row"]
 
 
 def _fairtrace_trace(process: ProcessTrace) -> dict[str, Any]:
@@ -126,8 +123,3 @@ def to_trace2eval_row(trace: AgentTrace) -> dict[str, Any]:
         row["llm_calls"] = [c.to_dict() for c in trace.llm_calls]
         row["usage"] = trace.usage
     return row
-
-
-def read_agent_traces(path: Path) -> Iterator[AgentTrace]:
-    """Read an agent-trace JSONL file, validating every line (errors name file and line)."""
-    return read_validated(path, AgentTrace.from_dict)
