@@ -17,6 +17,11 @@ Figures (spans per second, medians of --repeat runs):
 After the HTTP run it checks zero loss (every span stored, once) and reports the server's
 peak RSS with ``--num-traces`` in flight at most.
 
+With ``--baseline SRC`` (the ``collector_processor/src`` folder of another checkout, e.g. a
+``git worktree`` of an older commit) the HTTP runs alternate between that code's server and
+this one's, round by round on the same requests, and the ratio of their CPU per span is
+printed: a before/after comparison that the machine's load affects alike.
+
     .venv/bin/python bench/bench_ingest.py            # ~30 s on 2 cores
 """
 
@@ -82,12 +87,17 @@ def hexify(node: object) -> object:
     return node
 
 
-def serve(store: Path, num_traces: int) -> tuple[subprocess.Popen, str]:
+def serve(store: Path, num_traces: int, source: Path | None = None
+          ) -> tuple[subprocess.Popen, str]:
+    """``spanguard serve`` in a subprocess; ``source`` runs another checkout's code instead."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
     proc = subprocess.Popen(
         [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
          "--grpc-port", "-1", "--http-port", "0", "--wait-duration", "0.5",
          "--num-traces", str(num_traces)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stdout=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()  # type: ignore[union-attr]
     port = re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1)  # type: ignore[union-attr]
     return proc, f"http://127.0.0.1:{port}"
@@ -158,6 +168,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--num-traces", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, default=None, metavar="SRC",
+                        help="also run the server of this source folder, alternating rounds")
     args = parser.parse_args()
 
     spans = make_spans(args.requests)
@@ -176,24 +188,27 @@ def main() -> None:
         timed(lambda: [ExportTraceServiceRequest.FromString(b) for b in bodies])
         for _ in range(args.repeat))
 
-    http_times, http_cpu, rss, stored = [], [], 0.0, 0
+    http_times, http_cpu, base_cpu, rss, stored = [], [], [], 0.0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeat):
-            store = Path(tmp) / f"http{r}.db"
-            proc, url = serve(store, args.num_traces)
-            try:
-                before = cpu_seconds(proc.pid)
-                http_times.append(replay(url, bodies, args.clients))
-                http_cpu.append(cpu_seconds(proc.pid) - before)
-                replay(url, bodies[:4], 1)  # exporter retries: must not duplicate
-                rss = max(rss, peak_rss_mib(proc.pid))
-            finally:
-                proc.terminate()
-                proc.wait(30)
-            with SpanStore(store, readonly=True) as db:
-                rows = db.span_ids()
-                stored = len(rows)
-                assert stored == len(set(rows)) == n, f"loss or duplicates: {stored} of {n}"
+            for source in ([args.baseline, None] if args.baseline else [None]):
+                store = Path(tmp) / f"http{r}{'base' if source else ''}.db"
+                proc, url = serve(store, args.num_traces, source)
+                try:
+                    before = cpu_seconds(proc.pid)
+                    elapsed = replay(url, bodies, args.clients)
+                    (base_cpu if source else http_cpu).append(cpu_seconds(proc.pid) - before)
+                    replay(url, bodies[:4], 1)  # exporter retries: must not duplicate
+                    if source is None:
+                        http_times.append(elapsed)
+                        rss = max(rss, peak_rss_mib(proc.pid))
+                finally:
+                    proc.terminate()
+                    proc.wait(30)
+                with SpanStore(store, readonly=True) as db:
+                    rows = db.span_ids()
+                    stored = len(rows)
+                    assert stored == len(set(rows)) == n, f"loss or duplicates: {stored} of {n}"
         http = statistics.median(http_times)
         server_cpu = statistics.median(http_cpu)
 
@@ -249,6 +264,13 @@ def main() -> None:
     print(f"{'rotel (native collector) -> blackhole, per CPU-s':44} {rate(rotel_cpu):10,.0f}")
     print(f"{'  CPU per span: server / rotel':44} {server_cpu / n * 1e6:8.1f} us  "
           f"{rotel_cpu / n * 1e6:8.1f} us  {server_cpu / rotel_cpu:5.2f}x rotel's")
+    if base_cpu:
+        before = statistics.median(base_cpu)
+        rounds = ", ".join(f"{b / c:.2f}" for b, c in zip(base_cpu, http_cpu, strict=True))
+        print(f"{'baseline server (--baseline), per CPU-s':44} {rate(before):10,.0f}")
+        print(f"{'  CPU per span: baseline / this':44} {before / n * 1e6:8.1f} us  "
+              f"{server_cpu / n * 1e6:8.1f} us  {before / server_cpu:5.2f}x fewer CPU-s per "
+              f"span (rounds: {rounds})")
     print(f"{'span file (OTLP-JSON lines) -> durable store':44} {rate(ingest):10,.0f}  "
           f"{rate(loads):10,.0f}  {loads / ingest:5.3f} of json.loads")
     print(f"{'':44} {'':10}  {rate(fast):10,.0f}  {fast / ingest:5.3f} of orjson.loads, GC paused")

@@ -69,8 +69,10 @@ def test_pending_spans_survive_reopening(tmp_path: Path) -> None:
     with SpanStore(tmp_path / "s.db") as store:
         store.put_batches([batch])
     with SpanStore(tmp_path / "s.db") as store:
-        pending = list(store.pending_spans())
-    assert sorted(s.span_id for s in pending) == sorted(s.span_id for s in batch.spans)
+        pending = list(store.pending_groups())
+    assert sorted(span_id.hex() for group in pending for span_id in group.span_ids) == sorted(
+        s.span_id for s in batch.spans)
+    assert [group.root for group in pending] == [True]
 
 
 def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
@@ -87,7 +89,7 @@ def test_a_failing_store_fails_requests_instead_of_hanging_them(tmp_path: Path) 
     store = SpanStore(tmp_path / "s.db")
     ingestor = Ingestor(store, TraceAssembler(wait_duration=0.0)).start()
     assert ingestor.submit(encoded(1)).result(timeout=10) is None
-    store._db.execute("DROP TABLE spans")  # the disk "fails"
+    store._db.execute("DROP TABLE trace_batches")  # the disk "fails"
     with pytest.raises(sqlite3.OperationalError):
         ingestor.submit(encoded(1)).result(timeout=10)
     assert not ingestor.healthy

@@ -12,15 +12,19 @@ import random
 import re
 import shutil
 import sqlite3
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
 
 from spanguard_processor.cli import cli
 from spanguard_processor.collector.server import ProcessorServer, ServerConfig
 from spanguard_processor.collector.store import SCHEMA_VERSION, DamagedStore, SpanStore
+from spanguard_processor.collector.store_schema import PAGE_SIZE
 from spanguard_processor.ingest.otlp_proto import decode_request
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
@@ -110,7 +114,7 @@ def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
     assert outcomes["salvaged"] == outcomes["refused"]
 
 
-@pytest.mark.parametrize("size", [100, 4096])  # the SQLite header; the whole schema page
+@pytest.mark.parametrize("size", [100, PAGE_SIZE])  # the SQLite header; the whole schema page
 def test_an_overwritten_header_is_reported_as_a_damaged_store_and_salvaged_whole(
         healthy: Path, tmp_path: Path, size: int) -> None:
     store = tmp_path / "spans.db"
@@ -170,19 +174,68 @@ def test_a_store_from_a_newer_spanguard_is_refused(healthy: Path, tmp_path: Path
     assert result.exit_code == 2 and "was written by a newer spanguard" in result.output
 
 
-def test_a_store_without_checksums_is_upgraded_when_opened_for_writing(
-        healthy: Path, tmp_path: Path) -> None:
-    store = tmp_path / "spans.db"
-    shutil.copy(healthy, store)
-    with sqlite3.connect(store) as db:  # what stores written before version 1 look like
-        db.execute("ALTER TABLE batches DROP COLUMN crc")
-        db.execute("PRAGMA user_version = 0")
-    assert export(store, tmp_path / "o.jsonl").exit_code == 0
-    SpanStore(store).close()
+# The schema of store versions 0 and 1 (one index row per span), as they wrote it.
+_VERSION1_SCHEMA = """
+CREATE TABLE batches (id INTEGER PRIMARY KEY, fmt TEXT NOT NULL, body BLOB NOT NULL{crc});
+CREATE TABLE spans (trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+    parent_span_id TEXT NOT NULL, start_ns INTEGER NOT NULL, annotation INTEGER NOT NULL,
+    batch_id INTEGER NOT NULL, position INTEGER NOT NULL,
+    PRIMARY KEY (trace_id, span_id)) WITHOUT ROWID;
+CREATE INDEX spans_annotations ON spans (annotation) WHERE annotation = 1;
+CREATE TABLE traces (trace_id TEXT PRIMARY KEY, released INTEGER NOT NULL DEFAULT 0,
+    start_ns INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE INDEX traces_pending ON traces (released) WHERE released = 0;
+"""
+
+
+def old_store(path: Path, spans: Sequence[ReadableSpan], version: int) -> None:
+    """A store as spanguard wrote it at store ``version`` (0 or 1), every trace released."""
+    with sqlite3.connect(path) as db:
+        db.executescript(_VERSION1_SCHEMA.format(crc=", crc INTEGER" if version else ""))
+        for start in range(0, len(spans), SPANS_PER_REQUEST):
+            batch = decode_request(encode_spans(spans[start:start + SPANS_PER_REQUEST]))
+            columns = ("fmt, body, crc", (batch.fmt, batch.body, zlib.crc32(batch.body))) if (
+                version) else ("fmt, body", (batch.fmt, batch.body))
+            batch_id = db.execute(f"INSERT INTO batches ({columns[0]}) VALUES "
+                                  f"({', '.join('?' * len(columns[1]))})", columns[1]).lastrowid
+            db.executemany("INSERT INTO spans VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [(*span[:5], batch_id, span[5]) for span in batch.spans])
+            for span in batch.spans:
+                db.execute("INSERT INTO traces VALUES (?, 1, ?) ON CONFLICT DO UPDATE SET "
+                           "start_ns = min(start_ns, excluded.start_ns)",
+                           (span.trace_id, span.start_ns))
+        db.execute(f"PRAGMA user_version = {version}")
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_an_older_store_reads_the_same_and_is_upgraded_when_opened_for_writing(
+        tmp_path: Path, version: int) -> None:
+    current = tmp_path / "current.db"
+    spans = in_memory_spans(12).get_finished_spans()
+    with SpanStore(current) as db:
+        for start in range(0, len(spans), SPANS_PER_REQUEST):
+            db.put_batches([decode_request(encode_spans(
+                spans[start:start + SPANS_PER_REQUEST]))])
+        db.release_all()
+    assert export(current, tmp_path / "current.jsonl").exit_code == 0
+    store = tmp_path / "old.db"
+    old_store(store, spans, version)
+    before = store.read_bytes()
+    # read-only: read through an index built in memory; the file is not touched
+    assert export(store, tmp_path / "read.jsonl").exit_code == 0
+    assert store.read_bytes() == before
+    assert (tmp_path / "read.jsonl").read_bytes() == (tmp_path / "current.jsonl").read_bytes()
+    SpanStore(store).close()  # serve / ingest: upgraded in place
     with sqlite3.connect(store) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT count(*) FROM batches WHERE crc IS NULL").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'spans'"
+                          ).fetchone()[0] == 0
+    with SpanStore(store, readonly=True) as db:
+        assert db.span_count() == len(spans)
     assert run("store", "check", str(store)).exit_code == 0
+    assert export(store, tmp_path / "upgraded.jsonl").exit_code == 0
+    assert (tmp_path / "upgraded.jsonl").read_bytes() == (tmp_path / "current.jsonl").read_bytes()
 
 
 def test_an_unwritable_store_is_refused_at_start(tmp_path: Path) -> None:
@@ -204,10 +257,12 @@ def test_closing_a_store_checkpoints_its_wal(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("update", "problem"), [
-    ("UPDATE spans SET span_id = 'zz' || substr(span_id, 3) WHERE span_id IN "
-     "(SELECT span_id FROM spans LIMIT 1)", "a row of table spans is malformed"),
-    ("UPDATE spans SET batch_id = 99999 WHERE span_id IN (SELECT span_id FROM spans LIMIT 1)",
-     "a row of table spans is malformed"),
+    ("UPDATE trace_batches SET trace_id = 'zz' || substr(trace_id, 3) WHERE trace_id IN "
+     "(SELECT trace_id FROM trace_batches LIMIT 1)", "a row of table trace_batches is malformed"),
+    ("UPDATE trace_batches SET batch_id = 99999 WHERE trace_id IN "
+     "(SELECT trace_id FROM trace_batches LIMIT 1)", "a row of table trace_batches is malformed"),
+    ("UPDATE trace_batches SET span_ids = substr(span_ids, 2) WHERE trace_id IN "
+     "(SELECT trace_id FROM trace_batches LIMIT 1)", "a row of table trace_batches is malformed"),
     ("UPDATE traces SET released = 7 WHERE trace_id IN (SELECT trace_id FROM traces LIMIT 1)",
      "a row of table traces is malformed"),
 ])

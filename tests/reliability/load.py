@@ -109,8 +109,11 @@ def _store_lookup(store: Path) -> Callable[[str, str], bool]:
         if not db:
             db.append(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True,
                                       check_same_thread=False))
-        return db[0].execute("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?",
-                             (trace_id, span_id)).fetchone() is not None
+        wanted = bytes.fromhex(span_id)
+        return any(blob[i:i + 8] == wanted
+                   for (blob,) in db[0].execute(
+                       "SELECT span_ids FROM trace_batches WHERE trace_id = ?", (trace_id,))
+                   for i in range(0, len(blob), 8))
 
     return found
 
@@ -164,7 +167,8 @@ def _sample_memory(pids: tuple[int, int], stop: threading.Event, report: LoadRep
 def _stored(store: Path) -> tuple[int, int, int]:
     db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        spans = db.execute("SELECT count(*) FROM spans").fetchone()[0]
+        spans = db.execute(
+            "SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches").fetchone()[0]
         released, pending = db.execute(
             "SELECT coalesce(sum(released), 0), coalesce(sum(1 - released), 0) FROM traces"
         ).fetchone()

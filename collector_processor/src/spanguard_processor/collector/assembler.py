@@ -14,16 +14,20 @@ A pure class (no I/O, no threads, an injected clock), named after the OpenTeleme
   *late* group that is released like any other, with ``late=True``: the store merges it into the
   trace already stored.
 
-The assembler holds span ids only; span bodies live in the store.
+The assembler holds span ids only; span bodies live in the store. It takes spans a trace at a
+time (:meth:`TraceAssembler.add_groups`, one step per trace in a batch, the span ids added to
+a set at C speed) or one by one (:meth:`TraceAssembler.add`).
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+from ..ingest.spans import TraceGroup
 
 __all__ = ["ReleasedTrace", "SpanKey", "TraceAssembler"]
 
@@ -46,7 +50,7 @@ class ReleasedTrace:
     """A trace the assembler let go: its span ids (sorted), why, and whether it is whole."""
 
     trace_id: str
-    span_ids: tuple[str, ...]
+    span_ids: tuple[Any, ...]
     partial: bool
     late: bool
     reason: str  # "complete" | "evicted" | "orphaned" | "flushed"
@@ -58,7 +62,7 @@ class _Group:
     last_seen: float
     root_seen: bool
     late: bool
-    span_ids: set[str] = field(default_factory=set)
+    span_ids: set[Any] = field(default_factory=set)
 
 
 class TraceAssembler:
@@ -93,31 +97,40 @@ class TraceAssembler:
         return len(self._groups)
 
     def add(self, spans: Iterable[SpanKey]) -> list[ReleasedTrace]:
-        """Take spans in; returns the traces evicted to stay within ``num_traces``."""
+        """Take spans in one by one; returns the traces evicted to stay within ``num_traces``."""
+        groups: dict[str, tuple[list[Hashable], list[bool]]] = {}
+        for span in spans:
+            ids, root = groups.setdefault(span.trace_id, ([], [False]))
+            ids.append(span.span_id)
+            root[0] = root[0] or span.is_root
+        return self.add_groups(TraceGroup(trace_id, ids, 0, root[0], 0)  # type: ignore[arg-type]
+                               for trace_id, (ids, root) in groups.items())
+
+    def add_groups(self, groups: Iterable[TraceGroup]) -> list[ReleasedTrace]:
+        """Take spans in a trace at a time; returns the traces evicted to stay within
+        ``num_traces``."""
         now = self._clock()
         evicted: list[ReleasedTrace] = []
-        groups = self._groups
-        get, move_to_end = groups.get, groups.move_to_end
+        held = self._groups
+        get, move_to_end = held.get, held.move_to_end
         added = duplicates = 0
-        for span in spans:
-            trace_id = span.trace_id
+        for trace_id, span_ids, _, root, _ in groups:
             group = get(trace_id)
             if group is None:
-                if len(groups) >= self.num_traces:
-                    evicted.append(self._release(next(iter(groups)), "evicted"))
+                if len(held) >= self.num_traces:
+                    evicted.append(self._release(next(iter(held)), "evicted"))
                 late = trace_id in self._released
-                group = groups[trace_id] = _Group(now, now, root_seen=late, late=late)
+                group = held[trace_id] = _Group(now, now, root_seen=late, late=late)
             else:
                 move_to_end(trace_id)
                 group.last_seen = now  # keeps _groups ordered by last activity
-            span_ids = group.span_ids
-            span_id = span.span_id
-            if span_id in span_ids:
-                duplicates += 1
-                continue
-            added += 1
-            span_ids.add(span_id)
-            if not group.root_seen and span.is_root:
+            ids = group.span_ids
+            before = len(ids)
+            ids.update(span_ids)
+            grew = len(ids) - before
+            added += grew
+            duplicates += len(span_ids) - grew
+            if root and not group.root_seen:
                 group.root_seen = True
         self.spans_added += added
         self.duplicates += duplicates

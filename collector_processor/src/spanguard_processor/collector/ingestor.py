@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import cast
 
-from ..ingest.spans import DecodedBatch, EncodedSpan
+from ..ingest.spans import DecodedBatch
 from .assembler import ReleasedTrace, TraceAssembler
 from .store import SpanStore
 
@@ -65,10 +65,11 @@ class Ingestor:
 
     def start(self) -> Ingestor:
         """Refill the assembler with traces left pending by a previous run, then start."""
-        pending = list(self.store.pending_spans())
+        pending = list(self.store.pending_groups())
         if pending:
-            _log.info("resuming %d pending spans from %s", len(pending), self.store.path)
-            self._mark(self.assembler.add(pending))
+            _log.info("resuming %d pending spans from %s",
+                      sum(len(group.span_ids) for group in pending), self.store.path)
+            self._mark(self.assembler.add_groups(pending))
         self._thread.start()
         return self
 
@@ -99,7 +100,7 @@ class Ingestor:
         if self._closed:
             future.set_exception(RuntimeError("the processor is shutting down"))
             return future
-        if not batch.spans:
+        if not batch.count:
             future.set_result(None)
             return future
         self._queue.put((batch, future))
@@ -181,9 +182,9 @@ class Ingestor:
                 self._failure = self._failure or exc
 
     def _write(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
-        spans: list[EncodedSpan] = [s for batch, _ in batches for s in batch.spans]
+        groups = [group for batch, _ in batches for group in batch.traces]
         futures = [future for _, future in batches]
-        if spans:
+        if groups:
             try:
                 self.store.put_batches([batch for batch, _ in batches], release=self._unmarked)
                 self._unmarked = []  # a refused commit rolled them back: kept for the next
@@ -195,8 +196,8 @@ class Ingestor:
                 raise
             for future in futures:
                 future.set_result(None)
-            self._received += len(spans)
-            self._mark(self.assembler.add(spans))
+            self._received += sum(batch.count for batch, _ in batches)
+            self._mark(self.assembler.add_groups(groups))
         self._mark(self.assembler.poll())
-        if not spans:
+        if not groups:
             self._flush_marks()

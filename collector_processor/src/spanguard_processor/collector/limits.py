@@ -30,7 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
-from ..ingest.otlp_proto import decode_request, index_request
+from ..ingest.otlp_proto import decode_request, group_request
 from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch
 from .redaction import Redactor
 
@@ -98,15 +98,15 @@ class Shaper:
         over the per-trace limit) are counted in the batch, with the first reason.
         """
         if not self.redactor.active:
-            spans, rejected, error, counts, over = index_request(
+            groups, rejected, error, counts, over = group_request(
                 request, self.limits.max_attributes_per_span)
             if not over:
                 shape = _Shape()
                 allowed = self._admit(counts, shape)
                 if not shape.rejected:
-                    return DecodedBatch(tuple(spans), rejected, error, FORMAT_PROTOBUF,
+                    return DecodedBatch((), rejected, error, FORMAT_PROTOBUF,
                                         body if body is not None
-                                        else request.SerializeToString())
+                                        else request.SerializeToString(), groups)
                 scopes = [ss for rs in request.resource_spans for ss in rs.scope_spans]
                 self._drop_over_limit(scopes, allowed, shape)
                 batch = decode_request(request)

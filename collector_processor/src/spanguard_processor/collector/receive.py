@@ -121,8 +121,8 @@ class Receiver:
             else:
                 admission.resize(reservation, estimate_spans(body))
             batch = self._decode(body, media)
-            admission.resize(reservation, len(batch.spans))  # only the valid spans are kept
-            if batch.rejected and not batch.spans:
+            admission.resize(reservation, batch.count)  # only the valid spans are kept
+            if batch.rejected and not batch.count:
                 raise Refused(Refusal.MALFORMED, f"every span was rejected: {batch.error}")
             return Received(batch, admission.hold(lambda: self.ingestor.submit(batch),
                                                   reservation))

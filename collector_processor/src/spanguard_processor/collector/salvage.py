@@ -1,7 +1,7 @@
 """Check a span store in depth, and copy what is readable out of a damaged one.
 
 * :func:`check_store` — ``PRAGMA integrity_check``, every batch against its checksum, and every
-  index row against the span its batch holds at that position.
+  index row against the spans its batch holds.
 * :func:`recover_store` — reads the batches (the stored request bodies) of a damaged store one
   by one, skipping what SQLite or the decoders cannot read, re-derives their span index from
   the bodies themselves (the damaged index is not trusted) and writes them into a new store.
@@ -28,7 +28,8 @@ from spanguard.exceptions import TraceFormatError
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.spans import FORMAT_JSON, FORMAT_PROTOBUF, DecodedBatch
-from .store import SQLITE_MAGIC, DamagedStore, SpanStore, looks_like_store
+from .store import SpanStore
+from .store_schema import SQLITE_MAGIC, DamagedStore, looks_like_store
 
 __all__ = ["Salvage", "StoreSummary", "check_store", "recover_store"]
 
@@ -177,7 +178,11 @@ def _transplant_first_page(copy: Path, source: Path, wal: int) -> None:
 
 def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
     try:
-        salvage.indexed_spans = int(db.execute("SELECT count(*) FROM spans").fetchone()[0])
+        tables = {name for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        query = ("SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches"
+                 if "trace_batches" in tables else "SELECT count(*) FROM spans")
+        salvage.indexed_spans = int(db.execute(query).fetchone()[0])
     except sqlite3.DatabaseError:
         salvage.indexed_spans = None
     pending: list[DecodedBatch] = []
@@ -187,9 +192,9 @@ def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
         if batch is None:
             continue
         salvage.batches += 1
-        salvage.spans += len(batch.spans)
+        salvage.spans += batch.count
         pending.append(batch)
-        count += len(batch.spans)
+        count += batch.count
         if count >= _CHUNK_SPANS:
             store.put_batches(pending)
             pending, count = [], 0

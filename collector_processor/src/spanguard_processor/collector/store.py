@@ -1,154 +1,77 @@
-"""The durable span store: SQLite in WAL mode, one row per (trace_id, span_id).
+"""The durable span store: SQLite in WAL mode, one index row per (trace, batch).
 
 * :meth:`SpanStore.put_batches` stores received batches (each OTLP request or file line once,
-  still encoded) and indexes their spans by (trace_id, span_id) in one transaction, returning
-  only after the commit (``synchronous=FULL``): the servers acknowledge a request after this
-  returns, so an acknowledged span survives a crash. The upsert is idempotent: a span delivered
-  twice (exporter retries) keeps its first row, and a batch none of whose spans is new is not
-  kept.
+  still encoded) and, per trace in each, one index row of its span ids, in one transaction
+  committed with ``synchronous=FULL`` before it returns: a request acknowledged after that
+  survives a crash. A span delivered twice (exporter retries) is indexed once; a batch with no
+  new span is not kept.
 * :meth:`SpanStore.mark_released` records which traces the assembler released; a trace is
   ``partial`` while the store holds no parentless (root) span for it.
 * :meth:`SpanStore.iter_agent_traces` converts released traces to agent traces on the fly,
-  so late spans and later annotations are always merged in. Memory is bounded by one trace
-  (plus the annotation spans, which are small).
+  so late spans and later annotations are always merged in (memory: one trace, plus the
+  annotation spans). Several stores are read together by
+  :func:`spanguard_processor.inputs.readers.read_agent_traces_any`.
 
-Several stores (one per processor replica) are read together by
-:func:`spanguard_processor.inputs.readers.read_agent_traces_any`.
-
-**Integrity.** Every open checks the store before anything is read or written: the SQLite
-header, the schema and its version (``PRAGMA user_version``) and ``PRAGMA quick_check``; a
-writable open (``serve``, ``ingest``) also checks every stored batch against the CRC-32 kept
-beside it, so nothing is acknowledged into a damaged store. Reading checks each batch again
-and that it holds the span its index row names. Anything wrong raises :class:`DamagedStore`
-(an :class:`~spanguard.exceptions.InputError` naming the file and the problem), never a raw
-``sqlite3`` error;
-:func:`spanguard_processor.collector.salvage.recover_store` copies what is readable
-into a new store.
+Every open checks the store (header, schema and version, ``PRAGMA quick_check``; older
+versions are upgraded: :mod:`spanguard_processor.collector.store_schema`); a writable one also
+checks every batch against its CRC-32, so nothing is acknowledged into a damaged store. Reads
+check each batch and that it holds the spans its index rows name. Damage raises
+:class:`DamagedStore`, never a raw ``sqlite3`` error; ``spanguard store recover``
+(:mod:`spanguard_processor.collector.salvage`) copies what is readable into a new store.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import orjson
+
+from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from ..ingest.batches import decode_batch
-from ..ingest.spans import DecodedBatch, EncodedSpan, SpanRecord
+from ..ingest.batches import ParsedBatch, parse_batch
+from ..ingest.spans import DecodedBatch, SpanRecord, TraceGroup
 from ..traces.annotations import Annotations
 from ..traces.convert import annotated_trace, conversation_key
 from ..traces.model import AgentTrace
+from .store_schema import (
+    DAMAGE_CODES,
+    SCHEMA_VERSION,
+    SQLITE_MAGIC,
+    DamagedStore,
+    crc,
+    looks_like_store,
+    open_database,
+    verify_rows,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "looks_like_store"]
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-SCHEMA_VERSION = 1  # 0: stores written before batches carried a CRC-32
 _PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
-# SQLite result codes that mean the file itself is damaged: CORRUPT, NOTADB
-_DAMAGE_CODES = frozenset({11, 26})
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batches (
-    id INTEGER PRIMARY KEY,
-    fmt TEXT NOT NULL,
-    body BLOB NOT NULL,
-    crc INTEGER
-);
-CREATE TABLE IF NOT EXISTS spans (
-    trace_id TEXT NOT NULL,
-    span_id TEXT NOT NULL,
-    parent_span_id TEXT NOT NULL,
-    start_ns INTEGER NOT NULL,
-    annotation INTEGER NOT NULL,
-    batch_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    PRIMARY KEY (trace_id, span_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS spans_annotations ON spans (annotation) WHERE annotation = 1;
-CREATE TABLE IF NOT EXISTS traces (
-    trace_id TEXT PRIMARY KEY,
-    released INTEGER NOT NULL DEFAULT 0,
-    start_ns INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS traces_pending ON traces (released) WHERE released = 0;
-"""
-
-_UPSERT_SPAN = """
-INSERT INTO spans (trace_id, span_id, parent_span_id, start_ns, annotation, batch_id, position)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (trace_id, span_id) DO NOTHING
-"""
-
-_COLUMNS = {
-    "batches": ("id", "fmt", "body"),
-    "spans": ("trace_id", "span_id", "parent_span_id", "start_ns", "annotation", "batch_id",
-              "position"),
-    "traces": ("trace_id", "released", "start_ns"),
-}
-# One query per table finding a row no put_batches() could have written (a damaged one).
-_HEX_ID = "(typeof({c}) != 'text' OR length({c}) != {n} OR {c} GLOB '*[^0-9a-f]*')"
-_MALFORMED_ROWS = {
-    "spans": "SELECT trace_id || '/' || span_id FROM spans WHERE "
-             + " OR ".join([_HEX_ID.format(c="trace_id", n=32), _HEX_ID.format(c="span_id", n=16),
-                            "(parent_span_id != '' AND "
-                            + _HEX_ID.format(c="parent_span_id", n=16) + ")",
-                            "typeof(start_ns) != 'integer'", "annotation NOT IN (0, 1)",
-                            "typeof(position) != 'integer'", "position < 0",
-                            "batch_id NOT IN (SELECT id FROM batches)"])
-             + " LIMIT 1",
-    "traces": "SELECT trace_id FROM traces WHERE "
-              + _HEX_ID.format(c="trace_id", n=32)
-              + " OR released NOT IN (0, 1) OR typeof(start_ns) != 'integer' LIMIT 1",
-}
-_PAGE = 4096  # SQLite's default page size, which every span store is created with
-_BTREE_PAGES = (b"\x02", b"\x05", b"\x0a", b"\x0d")
-# The schema's own text sits in page 1 of every store, after the 100-byte SQLite header.
-_SCHEMA_MARK = b"CREATE TABLE spans (\n    trace_id TEXT NOT NULL"
+_ANNOTATION = semconv.SPAN_ANNOTATION
 
 _RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
 _ADD_TRACE = """
 INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
 ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
 """
+_KNOWN = ("SELECT trace_id, span_ids FROM trace_batches"
+          " WHERE trace_id IN (SELECT value FROM json_each(?))")
 
 
-class DamagedStore(TraceFormatError):
-    """A span store whose file is damaged: SQLite or spanguard cannot read back what was written."""
-
-    def __init__(self, problem: str, *, file: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
-        self.problem = problem
-        detail = problem if problem.startswith("is a damaged span store") else (
-            f"is a damaged span store ({problem.rstrip('.')}); nothing more is read from or "
-            "written to it. `spanguard store recover` copies what is still readable into a new "
-            "store.")
-        super().__init__(detail, file=file, line=line, field=field)
+def _ids(blob: bytes) -> list[bytes]:
+    return [blob[i:i + 8] for i in range(0, len(blob), 8)]
 
 
-def looks_like_store(path: Path, head: bytes) -> bool:
-    """True when ``path`` (whose first bytes are ``head``) is a span store, even one whose
-    SQLite header was overwritten: the schema's text survives further into page 1."""
-    if head.startswith(SQLITE_MAGIC):
-        return True
-    if Path(f"{path}-wal").exists():
-        return True
-    try:
-        with path.open("rb") as handle:
-            start = handle.read(65536)
-    except OSError:
-        return False
-    # pages 2-6 are always the roots of the store's tables and indexes: B-tree pages
-    roots = [start[page * _PAGE: page * _PAGE + 1] for page in range(1, 6)]
-    return _SCHEMA_MARK in start or (
-        len(start) >= 6 * _PAGE and path.stat().st_size % _PAGE == 0
-        and all(root in _BTREE_PAGES for root in roots))
+def _is_annotation(record: SpanRecord) -> bool:
+    return record.name == _ANNOTATION
 
 
-def _crc(body: bytes) -> int:
-    return zlib.crc32(body)
+def _not_annotation(record: SpanRecord) -> bool:
+    return record.name != _ANNOTATION
 
 
 class SpanStore:
@@ -163,12 +86,11 @@ class SpanStore:
                  verify_batches: bool | None = None) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        self._parsed: dict[int, Callable[[int], SpanRecord]] = {}
+        self._parsed: dict[int, ParsedBatch] = {}
         self._has_crc = True
-        self._version = SCHEMA_VERSION
         self._db: sqlite3.Connection | None = None
         try:
-            self._open(durable)
+            self._db, self._has_crc = open_database(self.path, readonly, durable)
             if verify_batches if verify_batches is not None else not readonly:
                 self.verify_batches()
         except BaseException:
@@ -184,141 +106,25 @@ class SpanStore:
     def _damaged(self, problem: str) -> DamagedStore:
         return DamagedStore(problem, file=str(self.path))
 
-    def _open_error(self, exc: sqlite3.Error) -> TraceFormatError:
-        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        if code in _DAMAGE_CODES or not isinstance(exc, sqlite3.OperationalError):
-            return self._damaged(str(exc))
-        action = "read" if self.readonly else "opened for writing"
-        return TraceFormatError(f"cannot be {action} ({exc}).", file=str(self.path))
-
-    def _open(self, durable: bool) -> None:
-        existed = self.path.is_file() and self.path.stat().st_size > 0
-        if self.readonly and not self.path.is_file():
-            raise TraceFormatError("does not exist.", file=str(self.path))
-        if existed:
-            self._check_header()
-        try:
-            if self.readonly:
-                uri = f"{self.path.resolve().as_uri()}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-            else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(self.path, check_same_thread=False,
-                                           isolation_level=None)
-            # everything is checked before anything (even the journal mode) is written
-            fresh = self._check_schema()
-            self._quick_check()
-            if not self.readonly:
-                self.db.execute("PRAGMA journal_mode=WAL")
-                self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'OFF'}")
-                if fresh:
-                    self.db.executescript(_SCHEMA)
-                    self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                elif not self._has_crc or self._version < SCHEMA_VERSION:
-                    self._upgrade()
-                # fail now, not at the first request, if the store is not writable
-                self.db.execute("BEGIN IMMEDIATE")
-                self.db.execute("COMMIT")
-        except OSError as exc:
-            reason = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
-            raise TraceFormatError(f"cannot be created ({reason}).", file=str(self.path)) from None
-        except sqlite3.Error as exc:
-            raise self._open_error(exc) from None
-
-    def _check_header(self) -> None:
-        try:
-            with self.path.open("rb") as handle:
-                head = handle.read(len(SQLITE_MAGIC))
-        except OSError as exc:
-            raise TraceFormatError(f"cannot be read ({exc.strerror or exc}).",
-                                   file=str(self.path)) from None
-        if head == SQLITE_MAGIC:
-            return
-        if looks_like_store(self.path, head):
-            raise self._damaged("its SQLite header is overwritten")
-        raise TraceFormatError("is not a spanguard span store (not a SQLite database).",
-                               file=str(self.path))
-
-    def _check_schema(self) -> bool:
-        """Check the tables and the store version; True for an empty database (a new store)."""
-        db = self.db
-        self._version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        if self._version > SCHEMA_VERSION:
-            raise TraceFormatError(
-                f"was written by a newer spanguard (store version {self._version}; this one "
-                f"reads versions up to {SCHEMA_VERSION}); upgrade spanguard.",
-                file=str(self.path))
-        tables = {name: [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
-                  for (name,) in db.execute(
-                      "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
-        if not tables and not self.readonly:
-            return True
-        if not any(name in tables for name in _COLUMNS):
-            raise TraceFormatError(
-                "is a SQLite database but not a spanguard span store (it has no table "
-                f"{', '.join(sorted(_COLUMNS))}).", file=str(self.path))
-        for name, columns in _COLUMNS.items():
-            if name not in tables:
-                raise self._damaged(f"table {name} is missing")
-            missing = [c for c in columns if c not in tables[name]]
-            if missing:
-                raise self._damaged(f"table {name} lacks column(s) {', '.join(missing)}")
-        self._has_crc = "crc" in tables["batches"]
-        return False
-
-    def _upgrade(self) -> None:
-        """Version 0 -> 1: give every stored batch its checksum."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if not self._has_crc:
-                db.execute("ALTER TABLE batches ADD COLUMN crc INTEGER")
-            db.create_function("spanguard_crc", 1, _crc, deterministic=True)
-            db.execute("UPDATE batches SET crc = spanguard_crc(body) WHERE crc IS NULL")
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        self._has_crc = True
-
-    def _quick_check(self) -> None:
-        problems = [row[0] for row in self.db.execute("PRAGMA quick_check(5)")]
-        if problems != ["ok"]:
-            raise self._damaged("; ".join(str(p).replace("\n", " ").strip()
-                                          for p in problems))
-
     def verify_batches(self) -> int:
         """Check every stored batch against its checksum, and that every index row is
         well-formed and names a stored batch; returns how many batches were checked."""
-        checked = 0
         with self._reading():
-            if self._has_crc:
-                for batch_id, body, crc in self.db.execute("SELECT id, body, crc FROM batches"):
-                    if crc is not None and (not isinstance(body, bytes) or _crc(body) != crc):
-                        raise self._damaged(f"batch {batch_id} does not match its checksum")
-                    checked += 1
-            for table, query in _MALFORMED_ROWS.items():
-                row = self.db.execute(query).fetchone()
-                if row is not None:
-                    raise self._damaged(f"a row of table {table} is malformed ({row[0]!r})")
-        return checked
+            return verify_rows(self.db, self.path, self._has_crc)
 
     def check_index(self) -> int:
-        """``PRAGMA integrity_check``, then every index row against the span its batch holds
-        at that position; returns how many batches were read."""
+        """``PRAGMA integrity_check``, then every index row against the spans its batch holds;
+        returns how many batches were read."""
         with self._reading():
             problems = [row[0] for row in self.db.execute("PRAGMA integrity_check(5)")]
             if problems != ["ok"]:
                 raise self._damaged("; ".join(str(p).replace("\n", " ").strip()
                                               for p in problems))
             batches: set[int] = set()
-            rows = self.db.execute(
-                "SELECT trace_id, span_id, batch_id, position FROM spans"
-                " ORDER BY batch_id, position")
-            for trace_id, span_id, batch_id, position in rows:
-                self._record(trace_id, span_id, batch_id, position)
+            rows = self.db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
+                                   " ORDER BY batch_id, trace_id")
+            for trace_id, batch_id, span_ids in rows:
+                self._row_records(trace_id, batch_id, span_ids)
                 batches.add(batch_id)
         return len(batches)
 
@@ -329,7 +135,7 @@ class SpanStore:
             yield
         except sqlite3.DatabaseError as exc:
             code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-            if isinstance(exc, sqlite3.OperationalError) and code not in _DAMAGE_CODES:
+            if isinstance(exc, sqlite3.OperationalError) and code not in DAMAGE_CODES:
                 raise
             raise self._damaged(str(exc)) from None
 
@@ -357,33 +163,53 @@ class SpanStore:
         """Store batches and index their spans in one transaction; returns after a durable
         commit. Returns how many spans were new (the rest were already stored). Traces in
         ``release`` are marked released in the same transaction."""
-        batches = [b for b in batches if b.spans]
-        if not batches:
+        grouped = [(batch, batch.traces) for batch in batches if batch.spans or batch.groups]
+        if not grouped:
             self.mark_released(release)
             return 0
         db = self.db
         new = 0
+        starts: dict[str, int] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
-            for batch in batches:
+            # the stored ids of every trace in this commit: one query, a few index probes each
+            traces = list({group.trace_id: None for _, groups in grouped for group in groups})
+            known: dict[str, set[bytes]] = {}
+            for trace_id, span_ids in db.execute(_KNOWN, (orjson.dumps(traces),)):
+                known.setdefault(trace_id, set()).update(_ids(span_ids))
+            added: dict[str, list[bytes]] = {}  # traces first seen in this commit
+            for batch, groups in grouped:
+                rows = []
+                for group in groups:
+                    trace_id, ids = group.trace_id, group.span_ids
+                    seen = known.get(trace_id)
+                    if seen is None:
+                        first = added.get(trace_id)
+                        if first is None:
+                            added[trace_id] = ids
+                            rows.append((trace_id, b"".join(ids), group.root, group.annotations))
+                            new += len(ids)
+                            starts[trace_id] = min(starts.get(trace_id, group.start_ns),
+                                                   group.start_ns)
+                            continue
+                        seen = known[trace_id] = set(first)
+                    fresh = [span_id for span_id in ids if span_id not in seen]
+                    if not fresh:
+                        continue
+                    seen.update(fresh)
+                    # root: the trace's root is in this row or was stored before it
+                    rows.append((trace_id, b"".join(fresh), group.root,
+                                 min(group.annotations, len(fresh))))
+                    new += len(fresh)
+                    starts[trace_id] = min(starts.get(trace_id, group.start_ns), group.start_ns)
+                if not rows:  # a pure re-delivery: keep nothing
+                    continue
                 cursor = db.execute("INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
-                                    (batch.fmt, batch.body, _crc(batch.body)))
+                                    (batch.fmt, batch.body, crc(batch.body)))
                 batch_id = cursor.lastrowid
-                before = db.total_changes
-                db.executemany(_UPSERT_SPAN, (  # rows made one at a time, never all at once
-                    (trace, span, parent, start, annotation, batch_id, position)
-                    for trace, span, parent, start, annotation, position in batch.spans
-                ))
-                added = db.total_changes - before
-                if added == 0:  # a pure re-delivery: keep nothing
-                    db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
-                new += added
-            starts: dict[str, int] = {}
-            for batch in batches:
-                for trace, _, _, start, _, _ in batch.spans:
-                    known = starts.get(trace)
-                    if known is None or start < known:
-                        starts[trace] = start
+                db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
+                               [(trace_id, batch_id, ids, root, notes)
+                                for trace_id, ids, root, notes in rows])
             db.executemany(_ADD_TRACE, sorted(starts.items()))
             if release:
                 db.executemany(_RELEASE, [(t,) for t in release])
@@ -418,20 +244,21 @@ class SpanStore:
 
     # --- reading ---------------------------------------------------------------------------
 
-    def pending_spans(self) -> Iterator[EncodedSpan]:
-        """Spans of traces not yet released (bodies omitted), to refill an assembler on restart."""
+    def pending_groups(self) -> Iterator[TraceGroup]:
+        """The spans of traces not yet released, by trace and batch (bodies omitted), to
+        refill an assembler on restart."""
         with self._reading():
             rows = self.db.execute(
-                "SELECT s.trace_id, s.span_id, s.parent_span_id, s.start_ns, s.annotation"
-                " FROM spans s JOIN traces t ON t.trace_id = s.trace_id"
-                " WHERE t.released = 0 ORDER BY s.trace_id, s.span_id"
-            )
-            for trace_id, span_id, parent, start, annotation in rows:
-                yield EncodedSpan(trace_id, span_id, parent, start, bool(annotation), -1)
+                "SELECT b.trace_id, b.span_ids, b.root FROM trace_batches b"
+                " JOIN traces t ON t.trace_id = b.trace_id"
+                " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id")
+            for trace_id, span_ids, root in rows:
+                yield TraceGroup(trace_id, _ids(span_ids), 0, bool(root), 0)
 
     def span_count(self) -> int:
         with self._reading():
-            return int(self.db.execute("SELECT count(*) FROM spans").fetchone()[0])
+            return int(self.db.execute(
+                "SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches").fetchone()[0])
 
     def trace_counts(self) -> tuple[int, int]:
         """(released, pending) trace counts."""
@@ -444,34 +271,38 @@ class SpanStore:
     def span_ids(self) -> list[tuple[str, str]]:
         """Every stored (trace_id, span_id), sorted."""
         with self._reading():
-            return list(self.db.execute("SELECT trace_id, span_id FROM spans ORDER BY 1, 2"))
+            rows = self.db.execute("SELECT trace_id, span_ids FROM trace_batches").fetchall()
+        return sorted((trace_id, span_id.hex()) for trace_id, blob in rows
+                      for span_id in _ids(blob))
 
-    def _records(self, where: str, args: tuple[object, ...],
+    def _records(self, where: str, args: tuple[object, ...], keep: Callable[[SpanRecord], bool],
                  skipped: list[str] | None = None) -> list[SpanRecord]:
-        """The spans matching ``where``, decoded from their batches and checked against their
-        index rows; an unreadable one raises :class:`DamagedStore`, or with ``skipped`` is
-        left out and described there."""
+        """The spans of the index rows matching ``where`` that ``keep`` accepts, decoded from
+        their batches and checked against their rows, in start order; an unreadable row
+        raises :class:`DamagedStore`, or with ``skipped`` is left out and described there."""
         with self._reading():
-            rows = self.db.execute(
-                "SELECT s.trace_id, s.span_id, s.batch_id, s.position FROM spans s"
-                f" WHERE {where} ORDER BY s.start_ns, s.span_id",
-                args,
-            ).fetchall()
-            records = []
-            for trace_id, span_id, batch_id, position in rows:
+            rows = self.db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
+                                   f" WHERE {where} ORDER BY trace_id, batch_id", args).fetchall()
+            records: list[SpanRecord] = []
+            for trace_id, batch_id, span_ids in rows:
                 try:
-                    records.append(self._record(trace_id, span_id, batch_id, position))
+                    found = self._row_records(trace_id, batch_id, span_ids)
                 except DamagedStore as exc:
                     if skipped is None:
                         raise
                     skipped.append(exc.problem)
+                    continue
+                records.extend(record for record in found if keep(record))
+        records.sort(key=lambda record: (record.start_ns, record.span_id))
         return records
 
-    def _record(self, trace_id: object, span_id: object, batch_id: object,
-                position: object) -> SpanRecord:
-        where = f"span {trace_id}/{span_id}"
-        if not isinstance(batch_id, int) or not isinstance(position, int):
-            raise self._damaged(f"the index row of {where} is unreadable")
+    def _row_records(self, trace_id: object, batch_id: object, span_ids: object
+                     ) -> list[SpanRecord]:
+        """The spans one index row names, from its batch (each checked to be there)."""
+        if (not isinstance(trace_id, str) or not isinstance(batch_id, int)
+                or not isinstance(span_ids, bytes) or len(span_ids) % 8):
+            raise self._damaged(f"the index row of trace {trace_id} in batch {batch_id} is "
+                                "unreadable")
         batch = self._parsed.get(batch_id)
         if batch is None:
             with self._reading():
@@ -479,33 +310,41 @@ class SpanStore:
                 row = self.db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
                                       (batch_id,)).fetchone()
             if row is None:
-                raise self._damaged(f"batch {batch_id}, which holds {where}, is missing")
-            fmt, body, crc = row
-            if not isinstance(body, bytes) or (crc is not None and _crc(body) != crc):
+                raise self._damaged(f"batch {batch_id}, which holds spans of trace {trace_id}, "
+                                    "is missing")
+            fmt, body, check = row
+            if not isinstance(body, bytes) or (check is not None and crc(body) != check):
                 raise self._damaged(f"batch {batch_id} does not match its checksum")
             try:
-                batch = decode_batch(fmt, body)
+                batch = parse_batch(fmt, body)
             except (TraceFormatError, ValueError) as exc:
                 raise self._damaged(f"batch {batch_id} cannot be decoded ({exc})") from None
             if len(self._parsed) >= _PARSED_CACHE:
                 self._parsed.pop(next(iter(self._parsed)))
             self._parsed[batch_id] = batch
-        try:
-            record = batch(position)
-        except (IndexError, TraceFormatError, ValueError):
-            record = None
-        if record is None or (record.trace_id, record.span_id) != (trace_id, span_id):
-            raise self._damaged(f"batch {batch_id} does not hold {where} at position {position}")
-        return record
+        wanted = {span_id.hex() for span_id in _ids(span_ids)}
+        records = []
+        for position in batch.positions(trace_id):
+            try:
+                record = batch.record(position)
+            except (IndexError, TraceFormatError, ValueError):
+                raise self._damaged(f"batch {batch_id} cannot be decoded at span {position}"
+                                    ) from None
+            if record.span_id in wanted:
+                wanted.discard(record.span_id)
+                records.append(record)
+        if wanted:
+            raise self._damaged(f"batch {batch_id} does not hold span {trace_id}/{min(wanted)}")
+        return records
 
     def trace_spans(self, trace_id: str) -> list[SpanRecord]:
         """The decoded spans of one trace, annotation spans excluded, in start order."""
-        return self._records("s.trace_id = ? AND s.annotation = 0", (trace_id,))
+        return self._records("trace_id = ?", (trace_id,), _not_annotation)
 
     def annotations(self, skipped: list[str] | None = None) -> Annotations:
         """Annotation spans by the request id they annotate; with ``skipped``, unreadable ones
         are left out and described there instead of raising :class:`DamagedStore`."""
-        return Annotations(self._records("s.annotation = 1", (), skipped))
+        return Annotations(self._records("annotations > 0", (), _is_annotation, skipped))
 
     def iter_agent_traces(
         self,

@@ -29,7 +29,8 @@ from .spans import (
     valid_trace_id,
 )
 
-__all__ = ["batch_records", "decode_document", "estimate_spans", "record_from_json_span"]
+__all__ = ["batch_records", "batch_spans", "decode_document", "estimate_spans",
+           "record_from_json_span"]
 
 #: JSON objects per span assumed when bounding a document by its objects (a span with a few
 #: attributes has ~10: each attribute is two)
@@ -264,5 +265,12 @@ def record_from_json_span(span: Mapping[str, Any]) -> SpanRecord:
 
 def batch_records(body: bytes) -> Callable[[int], SpanRecord]:
     """Parse a stored OTLP-JSON document once; returns position -> :class:`SpanRecord`."""
+    return batch_spans(body)[1]
+
+
+def batch_spans(body: bytes) -> tuple[list[str], Callable[[int], SpanRecord]]:
+    """Parse a stored OTLP-JSON document once: the trace id of each span (by position), and
+    position -> :class:`SpanRecord`."""
     spans = _all_spans(orjson.loads(body))
-    return lambda position: record_from_json_span(spans[position])
+    return ([_hex_id(span.get("traceId")) if isinstance(span, Mapping) else "" for span in spans],
+            lambda position: record_from_json_span(spans[position]))

@@ -1,7 +1,9 @@
-"""OTLP protobuf: requests in, :class:`EncodedSpan` out; stored span bodies back to records.
+"""OTLP protobuf: requests in, span ids grouped by trace out; stored bodies back to records.
 
-The receive path parses the ``ExportTraceServiceRequest`` with upb and keeps each ``Span`` as
-its own serialized bytes; attributes are decoded only when a trace is converted.
+The receive path parses the ``ExportTraceServiceRequest`` with upb (which also checks it:
+wire format, UTF-8), reads only each span's ids, start time and name
+(:func:`group_request`) and stores the request's bytes as received; attributes are decoded
+only when a trace is converted.
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ from .spans import (
     EncodedSpan,
     SpanEvent,
     SpanRecord,
+    TraceGroup,
 )
 
 __all__ = [
     "MIN_SPAN_BYTES",
     "any_value",
     "batch_records",
+    "batch_spans",
     "count_spans",
     "decode_request",
-    "index_request",
+    "group_request",
     "parse_request",
     "record_from_span",
 ]
@@ -175,26 +179,23 @@ def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
 
 
-def index_request(request: Any, attribute_limit: int
-                  ) -> tuple[list[EncodedSpan], int, str | None, dict[str, int], bool]:
-    """One pass over a parsed request for the receive path: its valid spans (as
-    :func:`decode_request`), rejected count and first reason, the spans per trace id (every
-    span, as the per-trace limit counts them), and whether any span or event has more than
-    ``attribute_limit`` attributes (then the limits must edit the request)."""
-    spans: list[EncodedSpan] = []
-    counts: dict[str, int] = {}
+def group_request(request: Any, attribute_limit: int
+                  ) -> tuple[tuple[TraceGroup, ...], int, str | None, dict[str, int], bool]:
+    """One pass over a parsed request for the receive path: its valid spans grouped by trace
+    (no object per span: the ids stay the bytes upb hands out, hex only per trace), the
+    rejected count and first reason, the spans per trace id (every span, as the per-trace
+    limit counts them), and whether any span or event has more than ``attribute_limit``
+    attributes (then the limits must edit the request)."""
+    found: dict[bytes, list[Any]] = {}  # trace id -> [span ids, earliest start, root, notes]
+    get = found.get
     rejected = 0
     error: str | None = None
     over = False
-    position = -1
-    append = spans.append
+    bad: dict[str, int] = {}
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                position += 1
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-                trace = trace_id.hex()
-                counts[trace] = counts.get(trace, 0) + 1
                 if len(span.attributes) > attribute_limit:
                     over = True
                 events = span.events
@@ -210,11 +211,31 @@ def index_request(request: Any, attribute_limit: int
                         f"span {span.name!r} has an invalid trace_id, span_id or "
                         "parent_span_id (a trace id is 16 bytes, a span id 8 bytes, not all "
                         "zero).")
+                    trace = trace_id.hex()
+                    bad[trace] = bad.get(trace, 0) + 1
                     continue
-                append(EncodedSpan(trace, span_id.hex(), parent.hex(),
-                                   span.start_time_unix_nano, span.name == _ANNOTATION,
-                                   position))
-    return spans, rejected, error, counts, over
+                start = span.start_time_unix_nano
+                group = get(trace_id)
+                if group is None:
+                    found[trace_id] = [[span_id], start, not parent,
+                                       span.name == _ANNOTATION]
+                    continue
+                group[0].append(span_id)
+                if start < group[1]:
+                    group[1] = start
+                if not parent:
+                    group[2] = True
+                if span.name == _ANNOTATION:
+                    group[3] += 1
+    groups = []
+    counts = bad
+    for trace_id, (ids, start, root, notes) in found.items():
+        trace = trace_id.hex()
+        counts[trace] = counts.get(trace, 0) + len(ids)
+        if len(ids) > 1 and len(set(ids)) < len(ids):  # a span sent twice in one request
+            ids = list(dict.fromkeys(ids))
+        groups.append(TraceGroup(trace, ids, start, root, int(notes)))
+    return tuple(groups), rejected, error, counts, over
 
 
 def decode_request(request: ExportTraceServiceRequest, body: bytes | None = None
@@ -282,5 +303,12 @@ def record_from_span(span: Span) -> SpanRecord:
 
 def batch_records(body: bytes) -> Callable[[int], SpanRecord]:
     """Parse a stored request once; returns position -> :class:`SpanRecord`."""
+    return batch_spans(body)[1]
+
+
+def batch_spans(body: bytes) -> tuple[list[str], Callable[[int], SpanRecord]]:
+    """Parse a stored request once: the trace id of each span (by position), and
+    position -> :class:`SpanRecord`."""
     spans = _all_spans(parse_request(body))
-    return lambda position: record_from_span(spans[position])
+    return ([span.trace_id.hex() for span in spans],
+            lambda position: record_from_span(spans[position]))

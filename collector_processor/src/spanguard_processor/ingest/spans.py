@@ -2,10 +2,12 @@
 
 Two shapes, both frozen:
 
-* :class:`EncodedSpan` — what ingest indexes: the ids the assembler and the store need, and the
-  span's position in its batch. The batch (one OTLP request, file line or document) is stored
-  once, still encoded (:class:`DecodedBatch` ``fmt`` and ``body``); attributes are decoded only
-  at conversion, so the receive path stays close to protobuf parsing speed.
+* :class:`TraceGroup` — what ingest indexes: the spans of one trace in one batch (their ids,
+  the earliest start, whether the trace's root is among them). The batch (one OTLP request,
+  file line or document) is stored once, still encoded (:class:`DecodedBatch` ``fmt`` and
+  ``body``); attributes are decoded only at conversion, so the receive path stays close to
+  protobuf parsing speed. :class:`EncodedSpan` is the same per span, as the file decoders
+  (and tests) itemize a batch.
 * :class:`SpanRecord` — a fully decoded span (attributes, events), produced from a stored
   batch (:func:`spanguard_processor.ingest.batches.decode_batch`) or from an in-process OTel
   SDK ``ReadableSpan`` (:mod:`spanguard_processor.traces.convert`). Conversion to agent traces is
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
@@ -32,7 +34,9 @@ __all__ = [
     "EncodedSpan",
     "SpanEvent",
     "SpanRecord",
+    "TraceGroup",
     "gc_paused",
+    "group_spans",
     "valid_span_id",
     "valid_trace_id",
 ]
@@ -109,16 +113,66 @@ class EncodedSpan(NamedTuple):
         return not self.parent_span_id
 
 
+class TraceGroup(NamedTuple):
+    """The spans of one trace in one batch: one index row of the store, one step of the
+    assembler (so neither works per span)."""
+
+    trace_id: str
+    span_ids: list[bytes]  # 8-byte ids, each once, in batch order
+    start_ns: int  # the earliest start among them
+    root: bool  # a parentless span is among them
+    annotations: int  # how many of them are annotation spans
+
+
+def group_spans(spans: Iterable[EncodedSpan]) -> tuple[TraceGroup, ...]:
+    """Itemized spans as trace groups, in order of each trace's first span; a span id seen
+    twice in a trace keeps its first span."""
+    found: dict[str, tuple[list[bytes], set[bytes], list[int]]] = {}
+    for span in spans:
+        held = found.get(span.trace_id)
+        if held is None:
+            held = found[span.trace_id] = ([], set(), [span.start_ns, 0, 0])
+        ids, seen, facts = held
+        span_id = bytes.fromhex(span.span_id)
+        if span_id in seen:
+            continue
+        ids.append(span_id)
+        seen.add(span_id)
+        facts[0] = min(facts[0], span.start_ns)
+        facts[1] |= not span.parent_span_id
+        facts[2] += span.annotation
+    return tuple(TraceGroup(trace_id, ids, start, bool(root), annotations)
+                 for trace_id, (ids, _, (start, root, annotations)) in found.items())
+
+
 @dataclass(frozen=True, slots=True)
 class DecodedBatch:
     """One request, file line or document: its valid spans, how many were rejected (with the
-    first reason), and the encoded body they came from (``fmt``: protobuf or OTLP-JSON)."""
+    first reason), and the encoded body they came from (``fmt``: protobuf or OTLP-JSON).
 
-    spans: tuple[EncodedSpan, ...]
+    The spans come itemized (``spans``, from the file decoders) or already grouped by trace
+    (``groups``, from the receive path, which never makes an object per span); ``traces``
+    is the grouped form either way.
+    """
+
+    spans: tuple[EncodedSpan, ...] = ()
     rejected: int = 0
     error: str | None = None
     fmt: str = FORMAT_PROTOBUF
     body: bytes = b""
+    groups: tuple[TraceGroup, ...] = ()
+
+    @property
+    def traces(self) -> tuple[TraceGroup, ...]:
+        """The batch's spans grouped by trace (each span id once per trace)."""
+        return self.groups if self.groups or not self.spans else group_spans(self.spans)
+
+    @property
+    def count(self) -> int:
+        """How many valid spans the batch holds (before any de-duplication)."""
+        if self.spans:
+            return len(self.spans)
+        return sum(len(group.span_ids) for group in self.groups)
 
 
 @contextmanager
