@@ -107,7 +107,9 @@ def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
         assert export(recovered, rows).exit_code == 0
         kept = rows.read_text().splitlines()
         assert set(kept) <= set(original.read_text().splitlines())
-        assert len(kept) >= TRACES - 2, "a 512-byte damage lost more than two stored bodies"
+        # a 512-byte damage makes at most a page or two unreadable: a 16 KiB page of the
+        # batches table holds up to six of these small (5-span) bodies
+        assert len(kept) >= TRACES - 6, "a 512-byte damage lost more than six stored bodies"
         outcomes["salvaged"] += 1
     assert outcomes["refused"] + outcomes["harmless"] == DAMAGES
     assert outcomes["refused"] >= DAMAGES // 2
