@@ -29,6 +29,7 @@ import resource
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported when used: the gRPC receiver loads without the HTTP stack
@@ -104,7 +105,8 @@ def grpc_options(max_connections: int) -> list[tuple[str, int]]:
     ]
 
 
-def loop_exception_handler(log: RateLimitedLog) -> Any:
+def loop_exception_handler(log: RateLimitedLog
+                           ) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
     """An asyncio exception handler: descriptor exhaustion is one rate-limited line."""
 
     def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -14,11 +14,14 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
 from spanguard.exceptions import ConfigError
+
+if TYPE_CHECKING:  # the gRPC receiver loads none of the HTTP stack
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["TOKEN_ENV", "BearerAuth", "Security", "TokenInterceptor", "read_token",
            "token_matches"]
@@ -98,11 +101,11 @@ class Security:
 class BearerAuth:
     """ASGI middleware: every HTTP request but ``/health`` needs the bearer token."""
 
-    def __init__(self, app: Any, token: bytes) -> None:
+    def __init__(self, app: ASGIApp, token: bytes) -> None:
         self.app = app
         self.token = token
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in _OPEN_PATHS:
             await self.app(scope, receive, send)
             return
