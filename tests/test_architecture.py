@@ -410,9 +410,6 @@ def test_the_option_scan_finds_fields_labels_and_error_arguments() -> None:
 
 
 MAX_MODULE_LINES = 400
-#: Modules still being split on another branch (module → branch). Each is allowed its length
-#: at the time, no more; remove an entry when its module is short again (the test says so).
-_LONG_MODULES_LEFT: dict[str, tuple[str, int]] = {}
 
 
 def _module_lengths() -> dict[str, int]:
@@ -425,9 +422,5 @@ def test_no_module_over_400_lines() -> None:
     lengths = _module_lengths()
     assert len(lengths) > 100, "the walk found too few modules; has the layout moved?"
     long = [f"{name} ({count} lines)" for name, count in sorted(lengths.items())
-            if count > MAX_MODULE_LINES
-            and count > _LONG_MODULES_LEFT.get(name, ("", MAX_MODULE_LINES))[1]]
+            if count > MAX_MODULE_LINES]
     assert long == [], f"modules over {MAX_MODULE_LINES} lines: {long}"
-    short_again = sorted(name for name in _LONG_MODULES_LEFT
-                         if lengths.get(name, 0) <= MAX_MODULE_LINES)
-    assert short_again == [], f"split; remove their entries from _LONG_MODULES_LEFT: {short_again}"

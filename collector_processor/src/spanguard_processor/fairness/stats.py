@@ -96,7 +96,9 @@ def centred(design: Design, x: FloatArray) -> tuple[FloatArray, NDArray[np.bool_
 def seed_aggregates(design: Design, x: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Per seed and group: the sums of centred values (S, G, C) and record counts (S, G).
 
-    Seeds holding a single group carry no within-seed contrast and get zero weight.
+    Seeds holding a single group carry no within-seed contrast and get zero weight. The one
+    seed-cluster sum of the package: the estimate, the permutation tests and the contrasts of
+    :mod:`.inference` (on variant means) all start from it.
     """
     e, keep = centred(design, x)
     s, g = design.seed[keep], design.group[keep]
