@@ -116,7 +116,7 @@ def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect
     return found, count
 
 
-def _shallow_request_class() -> Any:
+def _shallow_request_class() -> Any:  # a class made at run time: no static fields
     """``ExportTraceServiceRequest`` down to its spans, each kept as bytes: parsing it frames
     the spans (at C speed) without building them."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -179,7 +179,7 @@ def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
 
 
-def group_request(request: Any, attribute_limit: int
+def group_request(request: ExportTraceServiceRequest, attribute_limit: int
                   ) -> tuple[tuple[TraceGroup, ...], int, str | None, dict[str, int], bool]:
     """One pass over a parsed request for the receive path: its valid spans grouped by trace
     (no object per span: the ids stay the bytes upb hands out, hex only per trace), the
