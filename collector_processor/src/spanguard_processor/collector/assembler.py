@@ -9,23 +9,23 @@ A pure class (no I/O, no threads, an injected clock), named after the OpenTeleme
   least recently active trace early (``reason="evicted"``);
 * a trace whose root never comes is released after ``orphan_timeout`` of silence, or at
   :meth:`TraceAssembler.flush`; either way it is marked ``partial``;
-* the same span delivered twice while its trace is in flight counts once (``duplicates``);
 * a span of a trace released earlier (remembered for ``remember_released`` traces) opens a
   *late* group that is released like any other, with ``late=True``: the store merges it into the
   trace already stored.
 
-The assembler holds span ids only; span bodies live in the store. It takes spans a trace at a
-time (:meth:`TraceAssembler.add_groups`, one step per trace in a batch, the span ids added to
-a set at C speed) or one by one (:meth:`TraceAssembler.add`).
+The assembler holds no span: per trace in flight only its times and whether its root came.
+Spans come a trace at a time (:meth:`TraceAssembler.add_groups`: one step per trace in a
+batch) or one by one (:meth:`TraceAssembler.add`). A span delivered twice is the store's to
+find (:meth:`~spanguard_processor.collector.store.SpanStore.put_batches` stores it once).
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
 
 from ..ingest.spans import TraceGroup
 
@@ -47,10 +47,10 @@ class SpanKey(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ReleasedTrace:
-    """A trace the assembler let go: its span ids (sorted), why, and whether it is whole."""
+    """A trace the assembler let go: how many spans it received, why, and whether it is whole."""
 
     trace_id: str
-    span_ids: tuple[Any, ...]
+    spans: int
     partial: bool
     late: bool
     reason: str  # "complete" | "evicted" | "orphaned" | "flushed"
@@ -62,7 +62,7 @@ class _Group:
     last_seen: float
     root_seen: bool
     late: bool
-    span_ids: set[Any] = field(default_factory=set)
+    spans: int = 0
 
 
 class TraceAssembler:
@@ -88,7 +88,6 @@ class TraceAssembler:
         self._groups: OrderedDict[str, _Group] = OrderedDict()  # least recently active first
         self._released: OrderedDict[str, None] = OrderedDict()
         self._remember = remember_released if remember_released is not None else 10 * num_traces
-        self.duplicates = 0
         self.spans_added = 0
 
     @property
@@ -98,23 +97,27 @@ class TraceAssembler:
 
     def add(self, spans: Iterable[SpanKey]) -> list[ReleasedTrace]:
         """Take spans in one by one; returns the traces evicted to stay within ``num_traces``."""
-        groups: dict[str, tuple[list[Hashable], list[bool]]] = {}
+        groups: dict[str, list[int]] = {}
         for span in spans:
-            ids, root = groups.setdefault(span.trace_id, ([], [False]))
-            ids.append(span.span_id)
-            root[0] = root[0] or span.is_root
-        return self.add_groups(TraceGroup(trace_id, ids, 0, root[0], 0)  # type: ignore[arg-type]
-                               for trace_id, (ids, root) in groups.items())
+            held = groups.setdefault(span.trace_id, [0, 0])
+            held[0] += 1
+            held[1] |= span.is_root
+        return self._add((trace_id, count, bool(root))
+                         for trace_id, (count, root) in groups.items())
 
     def add_groups(self, groups: Iterable[TraceGroup]) -> list[ReleasedTrace]:
         """Take spans in a trace at a time; returns the traces evicted to stay within
         ``num_traces``."""
+        return self._add((group.trace_id, len(group.span_ids) // 8, group.root)
+                         for group in groups)
+
+    def _add(self, traces: Iterable[tuple[str, int, bool]]) -> list[ReleasedTrace]:
         now = self._clock()
         evicted: list[ReleasedTrace] = []
         held = self._groups
         get, move_to_end = held.get, held.move_to_end
-        added = duplicates = 0
-        for trace_id, span_ids, _, root, _ in groups:
+        added = 0
+        for trace_id, count, root in traces:
             group = get(trace_id)
             if group is None:
                 if len(held) >= self.num_traces:
@@ -124,16 +127,11 @@ class TraceAssembler:
             else:
                 move_to_end(trace_id)
                 group.last_seen = now  # keeps _groups ordered by last activity
-            ids = group.span_ids
-            before = len(ids)
-            ids.update(span_ids)
-            grew = len(ids) - before
-            added += grew
-            duplicates += len(span_ids) - grew
+            group.spans += count
+            added += count
             if root and not group.root_seen:
                 group.root_seen = True
         self.spans_added += added
-        self.duplicates += duplicates
         return evicted
 
     def poll(self) -> list[ReleasedTrace]:
@@ -172,7 +170,7 @@ class TraceAssembler:
             self._released.popitem(last=False)
         return ReleasedTrace(
             trace_id=trace_id,
-            span_ids=tuple(sorted(group.span_ids)),
+            spans=group.spans,
             partial=not group.root_seen,
             late=group.late,
             reason=reason,

@@ -58,6 +58,7 @@ class Ingestor:
         self._thread = threading.Thread(target=self._run, name="spanguard-writer", daemon=True)
         self._closed = False
         self._received = 0
+        self._duplicates = 0
         self._released = 0
         self._unmarked: list[str] = []  # released, not yet marked in the store
         self._marks_refused = False
@@ -68,7 +69,7 @@ class Ingestor:
         pending = list(self.store.pending_groups())
         if pending:
             _log.info("resuming %d pending spans from %s",
-                      sum(len(group.span_ids) for group in pending), self.store.path)
+                      sum(group.count for group in pending), self.store.path)
             self._mark(self.assembler.add_groups(pending))
         self._thread.start()
         return self
@@ -86,7 +87,7 @@ class Ingestor:
     def stats(self) -> IngestStats:
         return IngestStats(
             spans_received=self._received,
-            spans_duplicated=self.assembler.duplicates,
+            spans_duplicated=self._duplicates,
             traces_in_flight=self.assembler.in_flight,
             traces_released=self._released,
         )
@@ -186,7 +187,8 @@ class Ingestor:
         futures = [future for _, future in batches]
         if groups:
             try:
-                self.store.put_batches([batch for batch, _ in batches], release=self._unmarked)
+                new = self.store.put_batches([batch for batch, _ in batches],
+                                             release=self._unmarked)
                 self._unmarked = []  # a refused commit rolled them back: kept for the next
             except Exception as exc:
                 if not _transient(exc):
@@ -196,7 +198,9 @@ class Ingestor:
                 raise
             for future in futures:
                 future.set_result(None)
-            self._received += sum(batch.count for batch, _ in batches)
+            received = sum(batch.count for batch, _ in batches)
+            self._received += received
+            self._duplicates += received - new
             self._mark(self.assembler.add_groups(groups))
         self._mark(self.assembler.poll())
         if not groups:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +31,20 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from ..ingest.otlp_proto import decode_request, group_request
-from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch
+from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch, TraceGroup
 from .redaction import Redactor
 
 __all__ = ["DEFAULT_MAX_BODY", "Limits", "Shaper"]
 
 # The largest OTLP/HTTP request body and OTLP/gRPC message either receiver accepts.
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+
+
+def _with_bad(groups: Iterable[TraceGroup], bad: dict[str, int]) -> Iterator[tuple[str, int]]:
+    """Each trace's spans in a request: its valid ones (grouped) and those with bad ids."""
+    for group in groups:
+        yield group.trace_id, group.count + (bad.pop(group.trace_id, 0) if bad else 0)
+    yield from bad.items()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,24 +76,26 @@ class Shaper:
     _counts: OrderedDict[str, int] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def _admit(self, counts: Mapping[str, int], shape: _Shape) -> dict[str, int]:
-        """Count this request's spans per trace; how many of each trace's spans may pass."""
+    def _admit(self, counts: Iterable[tuple[str, int]], shape: _Shape) -> dict[str, int]:
+        """Count this request's spans per trace (each trace once in ``counts``); returns how
+        many spans may pass of each trace the limit cuts (the others pass whole)."""
         limit = self.limits.max_spans_per_trace
-        allowed: dict[str, int] = {}
+        memory = self.limits.trace_memory
+        limited: dict[str, int] = {}
         with self._lock:
-            for trace_id, count in counts.items():
-                before = self._counts.pop(trace_id, 0)
-                self._counts[trace_id] = before + count
-                allowed[trace_id] = max(0, min(count, limit - before))
-            while len(self._counts) > self.limits.trace_memory:
-                self._counts.popitem(last=False)
-        for trace_id, count in counts.items():
-            if allowed[trace_id] < count:
-                shape.rejected += count - allowed[trace_id]
-                shape.error = shape.error or (
-                    f"trace {trace_id} has more than {limit} spans; later spans of it are "
-                    "rejected.")
-        return allowed
+            counted = self._counts
+            for trace_id, count in counts:
+                before = counted.pop(trace_id, 0)
+                counted[trace_id] = before + count
+                if len(counted) > memory:
+                    counted.popitem(last=False)
+                if before + count > limit:
+                    allowed = limited[trace_id] = max(0, limit - before)
+                    shape.rejected += count - allowed
+                    shape.error = shape.error or (
+                        f"trace {trace_id} has more than {limit} spans; later spans of it are "
+                        "rejected.")
+        return limited
 
     def shape_and_decode(self, request: ExportTraceServiceRequest, body: bytes | None
                          ) -> DecodedBatch:
@@ -98,11 +107,11 @@ class Shaper:
         over the per-trace limit) are counted in the batch, with the first reason.
         """
         if not self.redactor.active:
-            groups, rejected, error, counts, over = group_request(
+            groups, rejected, error, bad, over = group_request(
                 request, self.limits.max_attributes_per_span)
             if not over:
                 shape = _Shape()
-                allowed = self._admit(counts, shape)
+                allowed = self._admit(_with_bad(groups, bad), shape)
                 if not shape.rejected:
                     return DecodedBatch((), rejected, error, FORMAT_PROTOBUF,
                                         body if body is not None
@@ -140,7 +149,7 @@ class Shaper:
                     for event in events:
                         if redact or len(event.attributes) > limit:
                             self._proto_attributes(event, shape)
-        allowed = self._admit({t.hex(): n for t, n in raw.items()}, shape)
+        allowed = self._admit(((t.hex(), n) for t, n in raw.items()), shape)
         if shape.rejected:
             self._drop_over_limit(scopes, allowed, shape)
         return shape.rejected, shape.error, shape.changed
@@ -154,8 +163,11 @@ class Shaper:
             over = []
             for index, span in enumerate(spans):
                 trace_id = span.trace_id.hex()
-                if remaining[trace_id] > 0:
-                    remaining[trace_id] -= 1
+                left = remaining.get(trace_id)
+                if left is None:  # within the limit
+                    continue
+                if left > 0:
+                    remaining[trace_id] = left - 1
                 else:
                     over.append(index)
             for index in reversed(over):
@@ -241,17 +253,18 @@ def _json_spans(document: Any, shape: _Shape, shaper: Shaper) -> list[dict[str, 
                           if isinstance(scope, dict) and isinstance(scope.get("spans"), list))
     counts = Counter(t for scope in scopes for span in scope["spans"]
                      if (t := _json_trace_id(span)) is not None)
-    remaining = shaper._admit(counts, shape)
+    remaining = shaper._admit(counts.items(), shape)
     spans: list[dict[str, Any]] = []
     for scope in scopes:
         kept = []
         for span in scope["spans"]:
             trace_id = _json_trace_id(span)
-            if trace_id is not None:
-                if remaining[trace_id] <= 0:
+            left = remaining.get(trace_id) if trace_id is not None else None
+            if left is not None and trace_id is not None:
+                if left <= 0:
                     shape.changed = True
                     continue
-                remaining[trace_id] -= 1
+                remaining[trace_id] = left - 1
             kept.append(span)
             if isinstance(span, dict):
                 spans.append(span)

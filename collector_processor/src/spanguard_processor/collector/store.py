@@ -169,48 +169,46 @@ class SpanStore:
             return 0
         db = self.db
         new = 0
-        starts: dict[str, int] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
             # the stored ids of every trace in this commit: one query, a few index probes each
-            traces = list({group.trace_id: None for _, groups in grouped for group in groups})
+            probe = orjson.dumps([group.trace_id for _, groups in grouped for group in groups])
             known: dict[str, set[bytes]] = {}
-            for trace_id, span_ids in db.execute(_KNOWN, (orjson.dumps(traces),)):
+            for trace_id, span_ids in db.execute(_KNOWN, (probe,)):
                 known.setdefault(trace_id, set()).update(_ids(span_ids))
-            added: dict[str, list[bytes]] = {}  # traces first seen in this commit
+            del probe
+            several = len(grouped) > 1
+            earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
             for batch, groups in grouped:
-                rows = []
+                rows: list[TraceGroup] = []
                 for group in groups:
-                    trace_id, ids = group.trace_id, group.span_ids
+                    trace_id = group.trace_id
                     seen = known.get(trace_id)
-                    if seen is None:
-                        first = added.get(trace_id)
-                        if first is None:
-                            added[trace_id] = ids
-                            rows.append((trace_id, b"".join(ids), group.root, group.annotations))
-                            new += len(ids)
-                            starts[trace_id] = min(starts.get(trace_id, group.start_ns),
-                                                   group.start_ns)
-                            continue
-                        seen = known[trace_id] = set(first)
-                    fresh = [span_id for span_id in ids if span_id not in seen]
+                    if seen is None and several:
+                        first = earlier.setdefault(trace_id, group.span_ids)
+                        if first is not group.span_ids:
+                            seen = known[trace_id] = set(_ids(first))
+                    if seen is None:  # the common case: a trace the store has not seen
+                        rows.append(group)
+                        new += len(group.span_ids) // 8
+                        continue
+                    fresh = [span_id for span_id in _ids(group.span_ids) if span_id not in seen]
                     if not fresh:
                         continue
                     seen.update(fresh)
                     # root: the trace's root is in this row or was stored before it
-                    rows.append((trace_id, b"".join(fresh), group.root,
-                                 min(group.annotations, len(fresh))))
+                    rows.append(group._replace(span_ids=b"".join(fresh),
+                                               annotations=min(group.annotations, len(fresh))))
                     new += len(fresh)
-                    starts[trace_id] = min(starts.get(trace_id, group.start_ns), group.start_ns)
                 if not rows:  # a pure re-delivery: keep nothing
                     continue
                 cursor = db.execute("INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
                                     (batch.fmt, batch.body, crc(batch.body)))
                 batch_id = cursor.lastrowid
                 db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
-                               [(trace_id, batch_id, ids, root, notes)
-                                for trace_id, ids, root, notes in rows])
-            db.executemany(_ADD_TRACE, sorted(starts.items()))
+                               ((g.trace_id, batch_id, g.span_ids, g.root, g.annotations)
+                                for g in rows))
+                db.executemany(_ADD_TRACE, ((g.trace_id, g.start_ns) for g in rows))
             if release:
                 db.executemany(_RELEASE, [(t,) for t in release])
             db.execute("COMMIT")
@@ -253,7 +251,7 @@ class SpanStore:
                 " JOIN traces t ON t.trace_id = b.trace_id"
                 " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id")
             for trace_id, span_ids, root in rows:
-                yield TraceGroup(trace_id, _ids(span_ids), 0, bool(root), 0)
+                yield TraceGroup(trace_id, span_ids, 0, bool(root), 0)
 
     def span_count(self) -> int:
         with self._reading():

@@ -183,11 +183,15 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int
                   ) -> tuple[tuple[TraceGroup, ...], int, str | None, dict[str, int], bool]:
     """One pass over a parsed request for the receive path: its valid spans grouped by trace
     (no object per span: the ids stay the bytes upb hands out, hex only per trace), the
-    rejected count and first reason, the spans per trace id (every span, as the per-trace
-    limit counts them), and whether any span or event has more than ``attribute_limit``
+    rejected count and first reason, the spans with invalid ids per trace id (the per-trace
+    limit counts them too), and whether any span or event has more than ``attribute_limit``
     attributes (then the limits must edit the request)."""
-    found: dict[bytes, list[Any]] = {}  # trace id -> [span ids, earliest start, root, notes]
+    found: dict[bytes, int] = {}  # trace id -> its index in the lists below
     get = found.get
+    ids: list[Any] = []  # a trace's span id, or a list of them once it has several
+    starts: list[int] = []
+    roots: list[bool] = []
+    notes: list[int] = []
     rejected = 0
     error: str | None = None
     over = False
@@ -214,28 +218,35 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int
                     trace = trace_id.hex()
                     bad[trace] = bad.get(trace, 0) + 1
                     continue
-                start = span.start_time_unix_nano
-                group = get(trace_id)
-                if group is None:
-                    found[trace_id] = [[span_id], start, not parent,
-                                       span.name == _ANNOTATION]
+                index = get(trace_id)
+                if index is None:
+                    found[trace_id] = len(ids)
+                    ids.append(span_id)
+                    starts.append(span.start_time_unix_nano)
+                    roots.append(not parent)
+                    notes.append(span.name == _ANNOTATION)
                     continue
-                group[0].append(span_id)
-                if start < group[1]:
-                    group[1] = start
+                held = ids[index]
+                if type(held) is bytes:
+                    ids[index] = [held, span_id]
+                else:
+                    held.append(span_id)
+                start = span.start_time_unix_nano
+                if start < starts[index]:
+                    starts[index] = start
                 if not parent:
-                    group[2] = True
+                    roots[index] = True
                 if span.name == _ANNOTATION:
-                    group[3] += 1
+                    notes[index] += 1
     groups = []
-    counts = bad
-    for trace_id, (ids, start, root, notes) in found.items():
-        trace = trace_id.hex()
-        counts[trace] = counts.get(trace, 0) + len(ids)
-        if len(ids) > 1 and len(set(ids)) < len(ids):  # a span sent twice in one request
-            ids = list(dict.fromkeys(ids))
-        groups.append(TraceGroup(trace, ids, start, root, int(notes)))
-    return tuple(groups), rejected, error, counts, over
+    for (trace_id, index), held in zip(found.items(), ids, strict=True):
+        if type(held) is not bytes:
+            if len(set(held)) < len(held):  # a span sent twice in one request
+                held = list(dict.fromkeys(held))
+            held = b"".join(held)
+        groups.append(TraceGroup(trace_id.hex(), held, starts[index], roots[index],
+                                 int(notes[index])))
+    return tuple(groups), rejected, error, bad, over
 
 
 def decode_request(request: ExportTraceServiceRequest, body: bytes | None = None

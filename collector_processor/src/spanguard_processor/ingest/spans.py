@@ -118,10 +118,14 @@ class TraceGroup(NamedTuple):
     assembler (so neither works per span)."""
 
     trace_id: str
-    span_ids: list[bytes]  # 8-byte ids, each once, in batch order
+    span_ids: bytes  # their 8-byte ids, joined: each once, in batch order
     start_ns: int  # the earliest start among them
     root: bool  # a parentless span is among them
     annotations: int  # how many of them are annotation spans
+
+    @property
+    def count(self) -> int:
+        return len(self.span_ids) // 8
 
 
 def group_spans(spans: Iterable[EncodedSpan]) -> tuple[TraceGroup, ...]:
@@ -141,7 +145,7 @@ def group_spans(spans: Iterable[EncodedSpan]) -> tuple[TraceGroup, ...]:
         facts[0] = min(facts[0], span.start_ns)
         facts[1] |= not span.parent_span_id
         facts[2] += span.annotation
-    return tuple(TraceGroup(trace_id, ids, start, bool(root), annotations)
+    return tuple(TraceGroup(trace_id, b"".join(ids), start, bool(root), annotations)
                  for trace_id, (ids, _, (start, root, annotations)) in found.items())
 
 
@@ -172,7 +176,7 @@ class DecodedBatch:
         """How many valid spans the batch holds (before any de-duplication)."""
         if self.spans:
             return len(self.spans)
-        return sum(len(group.span_ids) for group in self.groups)
+        return sum(len(group.span_ids) for group in self.groups) // 8
 
 
 @contextmanager
