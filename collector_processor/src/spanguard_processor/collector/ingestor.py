@@ -69,7 +69,7 @@ class Ingestor:
         pending = list(self.store.pending_groups())
         if pending:
             _log.info("resuming %d pending spans from %s",
-                      sum(group.count for group in pending), self.store.path)
+                      sum(group.span_count for group in pending), self.store.path)
             self._mark(self.assembler.add_groups(pending))
         self._thread.start()
         return self

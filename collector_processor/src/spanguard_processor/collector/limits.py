@@ -43,7 +43,7 @@ DEFAULT_MAX_BODY = 16 * 1024 * 1024
 def _with_bad(groups: Iterable[TraceGroup], bad: dict[str, int]) -> Iterator[tuple[str, int]]:
     """Each trace's spans in a request: its valid ones (grouped) and those with bad ids."""
     for group in groups:
-        yield group.trace_id, group.count + (bad.pop(group.trace_id, 0) if bad else 0)
+        yield group.trace_id, group.span_count + (bad.pop(group.trace_id, 0) if bad else 0)
     yield from bad.items()
 
 

@@ -124,7 +124,7 @@ class TraceGroup(NamedTuple):
     annotations: int  # how many of them are annotation spans
 
     @property
-    def count(self) -> int:
+    def span_count(self) -> int:
         return len(self.span_ids) // 8
 
 
