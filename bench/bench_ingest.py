@@ -127,6 +127,35 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+#: OS thread names of ``spanguard serve`` (collector/os_threads.py), cut to 15 bytes by the kernel
+PARTS = {"spanguard-write": "span writer (store + assembler)",
+         "spanguard-http": "HTTP event loop (HTTP + decoding)",
+         "spanguard-decod": "decoder threads (large bodies)"}
+
+
+def cpu_by_part(pid: int) -> dict[str, float]:
+    """CPU seconds used so far by each named part of the server (the rest as "other")."""
+    parts: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        part = PARTS.get(name, "other")
+        parts[part] = parts.get(part, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf(
+            "SC_CLK_TCK")
+    return parts
+
+
+def bytes_written(pid: int) -> int:
+    """Bytes the process has passed to write(2) and pwrite(2) so far."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    return 0
+
+
 def peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -189,6 +218,9 @@ def main() -> None:
         for _ in range(args.repeat))
 
     http_times, http_cpu, base_cpu, rss, stored = [], [], [], 0.0, 0
+    part_cpu: list[dict[str, float]] = []
+    amplification: list[float] = []
+    body_bytes = sum(len(body) for body in bodies)
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeat):
             for source in ([args.baseline, None] if args.baseline else [None]):
@@ -196,8 +228,13 @@ def main() -> None:
                 proc, url = serve(store, args.num_traces, source)
                 try:
                     before = cpu_seconds(proc.pid)
+                    parts, written = cpu_by_part(proc.pid), bytes_written(proc.pid)
                     elapsed = replay(url, bodies, args.clients)
                     (base_cpu if source else http_cpu).append(cpu_seconds(proc.pid) - before)
+                    if source is None:
+                        after = cpu_by_part(proc.pid)
+                        part_cpu.append({k: v - parts.get(k, 0.0) for k, v in after.items()})
+                        amplification.append((bytes_written(proc.pid) - written) / body_bytes)
                     replay(url, bodies[:4], 1)  # exporter retries: must not duplicate
                     if source is None:
                         http_times.append(elapsed)
@@ -264,6 +301,11 @@ def main() -> None:
     print(f"{'rotel (native collector) -> blackhole, per CPU-s':44} {rate(rotel_cpu):10,.0f}")
     print(f"{'  CPU per span: server / rotel':44} {server_cpu / n * 1e6:8.1f} us  "
           f"{rotel_cpu / n * 1e6:8.1f} us  {server_cpu / rotel_cpu:5.2f}x rotel's")
+    for part in sorted({p for run in part_cpu for p in run}):
+        share = statistics.median(run.get(part, 0.0) for run in part_cpu)
+        print(f"{'  ' + part:44} {share / n * 1e6:8.1f} us per span")
+    print(f"{'  bytes written / request bytes received':44} "
+          f"{statistics.median(amplification):8.1f}x  (SQLite WAL and checkpoints)")
     if base_cpu:
         before = statistics.median(base_cpu)
         rounds = ", ".join(f"{b / c:.2f}" for b, c in zip(base_cpu, http_cpu, strict=True))

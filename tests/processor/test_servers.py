@@ -271,3 +271,18 @@ def test_late_span_merges_into_the_released_trace(server: ProcessorServer, tmp_p
         (after,) = store.iter_agent_traces()
     assert after.trace_id == before.trace_id
     assert [t.name for t in after.trace.tool_calls] == ["kb_search"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="OS thread names: Linux")
+def test_the_server_threads_carry_their_names_at_the_os_level(
+        server: ProcessorServer) -> None:
+    spans = in_memory_spans(2).get_finished_spans()
+    http = HttpExporter(endpoint=url(server) + "/v1/traces")
+    assert http.export(spans[:5]) == SpanExportResult.SUCCESS
+    http.shutdown()
+    grpc_exporter = GrpcExporter(endpoint=f"127.0.0.1:{server.grpc_port}", insecure=True)
+    assert grpc_exporter.export(spans[5:]) == SpanExportResult.SUCCESS
+    grpc_exporter.shutdown()
+    names = {(task / "comm").read_text().strip() for task in Path("/proc/self/task").iterdir()}
+    # what top -H and bench/bench_ingest.py see (the kernel keeps 15 bytes of a name)
+    assert {"spanguard-write", "spanguard-http", "spanguard-grpc_"} <= names

@@ -24,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from .connections import grpc_options
 from .limits import DEFAULT_MAX_BODY
+from .os_threads import name_os_thread
 from .receive import PROTOBUF, Receiver, Refusal, Refused, export_response
 from .security import Security, TokenInterceptor
 
@@ -73,7 +74,8 @@ def start_grpc_server(
     """Start the gRPC server; returns it and the port it bound (useful with port 0)."""
     security = security if security is not None else Security()
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spanguard-grpc"),
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spanguard-grpc",
+                                   initializer=name_os_thread),
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),

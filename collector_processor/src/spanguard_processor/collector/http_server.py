@@ -32,12 +32,12 @@ decodes in a millisecond or two, cheaper than the hop to a thread and back).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
+from google.rpc.status_pb2 import Status
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -48,6 +48,7 @@ from ..ingest.otlp_proto import MIN_SPAN_BYTES
 from ..ingest.spans import DecodedBatch
 from .admission import Reservation
 from .limits import DEFAULT_MAX_BODY
+from .os_threads import name_os_thread
 from .receive import JSON, PROTOBUF, Received, Receiver, Refusal, Refused, export_response
 from .security import BearerAuth
 
@@ -163,10 +164,8 @@ def _error(status: int, message: str, media: str, retry_after: int) -> Response:
     # 429 and 503 are the statuses OTLP exporters retry; Retry-After says when.
     headers = {"Retry-After": str(retry_after)} if status in (429, 503) else None
     if media == PROTOBUF:
-        status_pb2 = importlib.import_module("google.rpc.status_pb2")
-
-        return Response(status_pb2.Status(code=_RPC_CODES.get(status, 14),
-                                          message=message).SerializeToString(),
+        return Response(Status(code=_RPC_CODES.get(status, 14),
+                               message=message).SerializeToString(),
                         status_code=status, media_type=PROTOBUF, headers=headers)
     return JSONResponse({"code": status, "message": message}, status_code=status,
                         headers=headers)
@@ -181,7 +180,8 @@ class _Export:
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
         self.decoder = ThreadPoolExecutor(max_workers=decoders,
-                                          thread_name_prefix="spanguard-decode")
+                                          thread_name_prefix="spanguard-decode",
+                                          initializer=name_os_thread)
 
     async def export(self, request: Request) -> Response:
         try:

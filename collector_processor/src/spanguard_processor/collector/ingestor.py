@@ -20,6 +20,7 @@ from typing import cast
 
 from ..ingest.spans import DecodedBatch
 from .assembler import ReleasedTrace, TraceAssembler
+from .os_threads import name_os_thread
 from .store import SpanStore
 
 __all__ = ["IngestStats", "Ingestor"]
@@ -148,6 +149,7 @@ class Ingestor:
         self._unmarked = []
 
     def _run(self) -> None:
+        name_os_thread()
         stop = False
         while not stop:
             due = self.assembler.next_due()

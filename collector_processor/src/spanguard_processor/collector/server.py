@@ -45,6 +45,7 @@ from .grpc_server import start_grpc_server
 from .http_server import BODY_TIMEOUT, create_app
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Limits, Shaper
+from .os_threads import name_os_thread
 from .receive import Receiver
 from .redaction import Redactor
 from .security import Security
@@ -160,6 +161,7 @@ class ProcessorServer:
             handler = loop_exception_handler(log)
 
             async def serve_http() -> None:
+                name_os_thread()
                 asyncio.get_running_loop().set_exception_handler(handler)
                 await server.serve(sockets=[sock])
 
