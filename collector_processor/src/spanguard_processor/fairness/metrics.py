@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from spanguard.exceptions import SuiteError
 
 from ..common.references import resolve
+from ..traces.model import ProcessTrace
 from .records import Observation
 from .registry import (
     Compute,
@@ -128,8 +129,8 @@ def _scored(key: str, meta_key: str, fallback: Callable[[Signals], NDArray[np.fl
 
 
 def _columns(obs: Sequence[Observation],
-             per_record: Callable[[Any], Iterable[tuple[str, float]]],
-             empty: Callable[[Any], bool]) -> MetricValues:
+             per_record: Callable[[ProcessTrace], Iterable[tuple[str, float]]],
+             empty: Callable[[ProcessTrace], bool]) -> MetricValues:
     """One column per label: (record, label, value) triples summed into a dense matrix."""
     n = len(obs)
     valid = np.zeros(n, dtype=bool)
@@ -177,7 +178,7 @@ def _tool_names(obs: Sequence[Observation], options: Mapping[str, Any]) -> Metri
 NO_TOOLS = "(no tools)"
 
 
-def tool_sequence(trace: Any) -> str:
+def tool_sequence(trace: ProcessTrace) -> str:
     """The label of a request's tool calls in order, e.g. ``kb_search → refund``."""
     return " → ".join(c.name for c in trace.tool_calls) or NO_TOOLS
 
@@ -195,7 +196,7 @@ def exposure_weight(rank: int) -> float:
 _WEIGHTS = [0.0] + [exposure_weight(r) for r in range(1, 257)]
 
 
-def _exposure_row(trace: Any) -> Iterator[tuple[str, float]]:
+def _exposure_row(trace: ProcessTrace) -> Iterator[tuple[str, float]]:
     for position, doc in enumerate(trace.retrieved_documents, start=1):
         if doc.group:
             rank = doc.rank if doc.rank is not None else position

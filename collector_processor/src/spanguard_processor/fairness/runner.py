@@ -18,11 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from spanguard import request
+from spanguard import RequestScope, request
 from spanguard.exceptions import InputError
 from spanguard.testing import SpanCapture
 
 from ..traces.convert import traces_from_readable_spans
+from ..traces.model import AgentTrace, ProcessTrace
 from .records import Observation, parse_fairtrace_trace
 from .suite import Variant
 
@@ -61,7 +62,7 @@ def _normalise(variant: Variant, repeat: int, result: object) -> AppCall:
                                           "string or a dict with a 'text' string.")
 
 
-def _scope(variant: Variant, repeat: int) -> Any:
+def _scope(variant: Variant, repeat: int) -> RequestScope:
     return request("fairness_run", seed_id=variant.seed_id, variant_id=variant.id,
                    assignments=dict(variant.assignments), repeat=repeat, input=variant.prompt)
 
@@ -128,7 +129,7 @@ def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: in
     if repeats < 1 or concurrency < 1:
         raise InputError("repeats and concurrency must be at least 1.")
     jobs = [(v, r) for v in variants for r in range(repeats)]
-    traces: dict[tuple[str, int], Any] = {}
+    traces: dict[tuple[str, int], AgentTrace] = {}
     with SpanCapture(capture_content=False) as capture:
         calls = _calls(app, jobs, concurrency, progress)
     spans = capture.readable_spans()
@@ -157,10 +158,11 @@ def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: in
     return observations, errors
 
 
-def _observation(call: AppCall, trace: Any) -> Observation:
+def _observation(call: AppCall, trace: AgentTrace | None) -> Observation:
     v = call.variant
     metadata = dict(call.metadata or {})
     raw_trace = metadata.pop("trace", None)
+    process: ProcessTrace | None
     if trace is not None:
         process = trace.trace
         for key, value in trace.metadata.items():

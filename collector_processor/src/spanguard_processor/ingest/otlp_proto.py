@@ -188,7 +188,7 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int
     attributes (then the limits must edit the request)."""
     found: dict[bytes, int] = {}  # trace id -> its index in the lists below
     get = found.get
-    ids: list[Any] = []  # a trace's span id, or a list of them once it has several
+    ids: list[bytes | list[bytes]] = []  # a trace's span id, or a list of them once it has several
     starts: list[int] = []
     roots: list[bool] = []
     notes: list[int] = []
@@ -227,10 +227,10 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int
                     notes.append(span.name == _ANNOTATION)
                     continue
                 held = ids[index]
-                if type(held) is bytes:
-                    ids[index] = [held, span_id]
-                else:
+                if isinstance(held, list):
                     held.append(span_id)
+                else:
+                    ids[index] = [held, span_id]
                 start = span.start_time_unix_nano
                 if start < starts[index]:
                     starts[index] = start
@@ -240,7 +240,7 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int
                     notes[index] += 1
     groups = []
     for (trace_id, index), held in zip(found.items(), ids, strict=True):
-        if type(held) is not bytes:
+        if isinstance(held, list):
             if len(set(held)) < len(held):  # a span sent twice in one request
                 held = list(dict.fromkeys(held))
             held = b"".join(held)

@@ -25,7 +25,7 @@ The two formats keep their peers' reading rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -120,7 +120,8 @@ def read_evaluation_inputs(
             yield from _lenient_lines(path, max_line_bytes)
 
 
-def _streamed(path: Path, read: Any) -> Iterator[Entry]:
+def _streamed(path: Path, read: Callable[[IO[bytes], str], Iterator[Entry]]
+              ) -> Iterator[Entry]:
     source = Source(path)
     try:
         yield from read(source.stream, str(path))
