@@ -409,6 +409,82 @@ def test_the_option_scan_finds_fields_labels_and_error_arguments() -> None:
                                       (3, "--adapter-option "), (6, "pass --force to replace ")]
 
 
+def _cli_options() -> set[str]:
+    """Every long option of every ``spanguard`` command (``--max-cases``, ``--gate`` …)."""
+    import click
+
+    from spanguard_processor.cli import cli
+
+    found: set[str] = set()
+    stack: list[click.Command] = [cli]
+    while stack:
+        command = stack.pop()
+        found.update(o for param in command.params for o in param.opts if o.startswith("--"))
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            stack += [c for name in command.list_commands(ctx)
+                      if (c := command.get_command(ctx, name)) is not None]
+    return found
+
+
+_OPTION_NAME = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of the module, its classes and its functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
+                and node.body and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant):
+            found.add(id(node.body[0].value))
+    return found
+
+
+def _strings_naming_options(tree: ast.AST, options: set[str]) -> list[tuple[int, str]]:
+    """(line, text) of every string literal (f-string parts too, docstrings not) that holds
+    one of ``options`` as a word: ``"(--max-pending-spans)"``, not ``"--short=12"``."""
+    skip = _docstrings(tree)
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in skip
+            and any(m[0] in options for m in _OPTION_NAME.finditer(node.value))]
+
+
+def test_library_strings_name_no_command_line_option() -> None:
+    """A warning, a gate reason or a report line the library writes names the parameter
+    (`max_pending_spans`), not the option: cli/ spells it for the user who typed the option
+    (``in_command_terms``), and an OTLP client or a Python caller never typed one."""
+    options = _cli_options()
+    assert {"--max-pending-spans", "--gate", "--traces", "--token-file"} <= options
+    offenders = []
+    for root in SOURCES:
+        for path in sorted(root.rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
+                ".__init__")
+            place = _group(module)
+            if place is not None and place[1] == "commands":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            offenders += [f"{path.relative_to(root)}:{line} {text!r}"
+                          for line, text in _strings_naming_options(tree, options)]
+    assert offenders == []
+
+
+def test_the_string_scan_skips_docstrings_and_other_programs_options() -> None:
+    tree = ast.parse(
+        '"""Module doc: --gate point."""\n'
+        'def f():\n'
+        '    """Reads --traces."""\n'
+        '    run(["git", "rev-parse", "--short=12"])\n'
+        '    warn("set --token-file or `token_file`, --tls-cert/--tls-key")\n'
+        '    return f"by {x} ms (--min-latency-change-ms)" + "--gate-x --gates"\n')
+    options = {"--gate", "--traces", "--token-file", "--tls-cert", "--min-latency-change-ms"}
+    assert _strings_naming_options(tree, options) == [
+        (5, "set --token-file or `token_file`, --tls-cert/--tls-key"),
+        (6, " ms (--min-latency-change-ms)")]
+
+
 MAX_MODULE_LINES = 400
 
 

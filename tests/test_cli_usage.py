@@ -60,3 +60,17 @@ def test_library_parameter_names_become_the_options_of_the_running_command() -> 
     assert in_cli_terms(ConfigError("limit", "too big."), names) == "limit: too big."
     assert in_cli_terms(InputError("exists; pass `out` or `other`.", file="f"), names) == (
         "f: exists; pass --out-dir or `other`.")
+
+
+def test_a_library_sentence_is_spelled_in_the_running_commands_options() -> None:
+    import click
+
+    from spanguard_processor.cli._common import in_command_terms, spell_options
+    from spanguard_processor.cli.serve import serve
+
+    with click.Context(serve):
+        warning = in_command_terms("set `token_file` or SPANGUARD_TOKEN, and `tls_cert`/`tls_key`")
+        reason = in_command_terms("`mode=point` applies it; `gate` is none here", mode="--gate")
+    assert warning == "set --token-file or SPANGUARD_TOKEN, and --tls-cert/--tls-key"
+    assert reason == "--gate point applies it; `gate` is none here"
+    assert spell_options("`mode=point`, `other=1`", {}) == "`mode=point`, `other=1`"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -157,8 +160,25 @@ def test_listening_beyond_loopback_without_a_token_warns(tmp_path: Path) -> None
 
     serve_forever(config, announce=lines.append, started=stop_at_once)
     assert any(line.startswith("warning: listening on 0.0.0.0 without a bearer token")
+               and "(set `token_file` or SPANGUARD_TOKEN, and `tls_cert`/`tls_key`)" in line
                for line in lines), lines
     lines.clear()
     serve_forever(ServerConfig(store=tmp_path / "s.db", grpc_port=0, http_port=0),
                   announce=lines.append, started=stop_at_once)
     assert not any("warning" in line for line in lines)
+
+
+@pytest.mark.integration
+def test_serve_spells_the_exposure_warning_in_its_options(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(tmp_path / "s.db"),
+         "--host", "0.0.0.0", "--grpc-port", "0", "--http-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    with proc:
+        assert proc.stdout is not None
+        assert "listening" in proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert "warning: listening on 0.0.0.0 without a bearer token" in err
+    assert "(set --token-file or SPANGUARD_TOKEN, and --tls-cert/--tls-key)." in err

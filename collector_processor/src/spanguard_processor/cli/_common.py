@@ -9,9 +9,10 @@ import click
 
 from spanguard.exceptions import ConfigError, InputError
 
-__all__ = ["BadInput", "in_cli_terms", "option_names"]
+__all__ = ["BadInput", "in_cli_terms", "in_command_terms", "option_names", "spell_options"]
 
-_MENTION = re.compile(r"`([a-z_][a-z0-9_]*)`")
+#: A parameter the library mentions in a sentence: `force`, or with a value, `mode=point`.
+_MENTION = re.compile(r"`([a-z_][a-z0-9_]*)(?:=([^`\s]+))?`")
 
 
 class BadInput(click.ClickException):
@@ -54,4 +55,26 @@ def in_cli_terms(exc: InputError | ConfigError, options: dict[str, str]) -> str:
         text = f"{spelled}: {exc.detail}"
     else:
         text = str(exc)
-    return _MENTION.sub(lambda m: options.get(m[1], m[0]), text)
+    return spell_options(text, options)
+
+
+def spell_options(text: str, options: dict[str, str]) -> str:
+    """``text`` with every parameter it mentions in backticks spelled as its option: "pass
+    `force`" → "pass --force", "`mode=point`" → "--gate point" (given ``mode`` → ``--gate``).
+    A mention that is no option stays as written, backticks and all."""
+    def spell(match: re.Match[str]) -> str:
+        option = options.get(match[1])
+        if option is None:
+            return match[0]
+        return option if match[2] is None else f"{option} {match[2]}"
+
+    return _MENTION.sub(spell, text)
+
+
+def in_command_terms(text: str, **aliases: str) -> str:
+    """A library sentence (a warning, a gate reason, report text) as the running command's
+    user reads it: its parameters spelled as that command's options. ``aliases`` name what
+    the command passes on under another name (``mode="--gate"``: ``--gate`` sets
+    ``GateConfig.mode``)."""
+    ctx = click.get_current_context()
+    return spell_options(text, {**option_names(ctx.command, ctx), **aliases})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -16,6 +17,7 @@ from ..regression.render import check_junit, render_check
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
 from . import EXIT_FAILED
+from ._common import in_command_terms
 
 __all__ = ["check"]
 
@@ -92,9 +94,12 @@ def check(
     base = load_run(baseline)
     cur = load_run(current)
     comparison = compare(base, cur, options)
+    # the gate's notes name parameters (`min_latency_change_ms`): the reports say options
+    comparison = replace(comparison, within_noise=[in_command_terms(line)
+                                                   for line in comparison.within_noise])
     diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail,
                        redact=redact)
-    text = render_check(base.metrics, cur.metrics, comparison, diffs)
+    text = render_check(base.metrics, cur.metrics, comparison, diffs, in_command_terms)
     click.echo(text)
     if markdown is not None:
         extra = diffs_markdown(diffs, trace_url)

@@ -11,6 +11,8 @@ import click
 
 from spanguard.exceptions import ConfigError
 
+from ._common import in_command_terms
+
 __all__ = ["evaluation_options", "fairness", "finish", "gate_config", "report_options"]
 
 
@@ -110,7 +112,7 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
             ci = r.confidence_interval
             interval = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "–"
             click.echo(f"{r.verdict.upper():<17} {r.metric:<30} {r.score:10.4f} {interval:<20} "
-                       f"thr {r.threshold:g}  {r.reason_text}")
+                       f"thr {r.threshold:g}  {in_command_terms(r.reason_text, mode='--gate')}")
             if not r.passed and r.evidence:  # the top counterfactual pair, in one line
                 click.echo(f"{'':<17} {r.evidence[0].headline}")
         if output is not None:

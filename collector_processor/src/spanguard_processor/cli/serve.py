@@ -12,6 +12,7 @@ from ..collector.limits import Limits
 from ..collector.redaction import Redactor, load_hook
 from ..collector.security import TOKEN_ENV, Security, read_token
 from ..collector.server import CannotListen, ReceiverFailed, ServerConfig, serve_forever
+from ._common import in_command_terms
 
 __all__ = ["serve"]
 
@@ -106,7 +107,7 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
     )
     try:
         serve_forever(config, announce=lambda line: click.echo(line),
-                      warn=lambda line: click.echo(line, err=True))
+                      warn=lambda line: click.echo(in_command_terms(line), err=True))
     except InputError as exc:  # the store: damaged, foreign, newer or not writable
         raise ConfigError("--store", str(exc)) from None
     except CannotListen as exc:

@@ -76,7 +76,8 @@ class Admission:
         limit = self.limits.max_pending_spans
         if spans > limit:
             raise TooLarge(f"the request carries more than {limit} spans, the most one request "
-                           "may carry (--max-pending-spans); send smaller batches.")
+                           "may carry (the processor's max_pending_spans limit); send smaller "
+                           "batches.")
         with self._lock:
             if reservation.released:
                 raise RuntimeError("the reservation was released")

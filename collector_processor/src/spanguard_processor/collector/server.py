@@ -207,7 +207,8 @@ def serve_forever(
 ) -> ProcessorServer:
     """Start, announce the listening ports, wait for SIGTERM/SIGINT, then stop gracefully.
 
-    ``warn`` receives warnings (default: ``announce``); ``started`` is called with the running
+    ``warn`` receives warnings (default: ``announce``), which name settings as parameters in
+    backticks (a command spells them as its options); ``started`` is called with the running
     server once it listens. Raises :class:`ReceiverFailed` (after stopping everything) if a
     receiver or the span writer stops on its own.
     """
@@ -264,8 +265,8 @@ def _exposure(config: ServerConfig) -> str | None:
         return None
     if config.security.token is None:
         return ("without a bearer token: anyone who can reach these ports can write spans "
-                "(set --token-file or SPANGUARD_TOKEN, and --tls-cert/--tls-key).")
+                "(set `token_file` or SPANGUARD_TOKEN, and `tls_cert`/`tls_key`).")
     if not config.security.tls:
         return ("without TLS: the bearer token and the spans cross the network in clear text "
-                "(set --tls-cert/--tls-key).")
+                "(set `tls_cert`/`tls_key`).")
     return None

@@ -80,7 +80,7 @@ def _decide(r: MetricResult, cfg: GateConfig) -> _Decision:
                          + f" threshold (point estimate {r.score:.4g} vs {r.threshold:g})")
     if r.direction == "higher":  # counterfactual_stability
         return _Decision(True, "report_only",
-                         "report-only: no noise model for stability (--gate point applies "
+                         "report-only: no noise model for stability (`mode=point` applies "
                          "the threshold)")
     ci = r.confidence_interval
     if cfg.mode == "upper-bound":

@@ -227,7 +227,7 @@ class _Gate:
         if metric == "p95_latency_ms" and rise < self.options.min_latency_change_ms:
             self.within_noise.append(
                 f"{metric} {text}, but by less than {self.options.min_latency_change_ms:g} ms "
-                "(--min-latency-change-ms)"
+                "(`min_latency_change_ms`)"
             )
             return
         key, statistic = _BOOTSTRAP[metric]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .diff import CaseDiff
 from .diff_report import console_lines, junit_text
@@ -66,8 +66,17 @@ def render_violations(violations: list[Violation]) -> str:
     return "\n".join(lines)
 
 
+def _as_written(text: str) -> str:
+    return text
+
+
 def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
-                 diffs: Sequence[CaseDiff] = ()) -> str:
+                 diffs: Sequence[CaseDiff] = (),
+                 terms: Callable[[str], str] = _as_written) -> str:
+    """The comparison as console text (Markdown tables). The text names options as parameters
+    in backticks (`allow_different_cases`); ``terms`` rewrites this module's own sentences
+    and the comparison's notes (cli/ spells the parameters as options), never case content.
+    """
     parts = [
         "baseline",
         render_metrics(base),
@@ -80,7 +89,7 @@ def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
     ]
     if comparison.within_noise:
         parts += ["", "beyond the tolerance but within run-to-run noise (not a regression)"]
-        parts += [f"  {line}" for line in comparison.within_noise]
+        parts += [f"  {terms(line)}" for line in comparison.within_noise]
     if comparison.no_output:
         shown = ", ".join(comparison.no_output[:10])
         more = " …" if len(comparison.no_output) > 10 else ""
@@ -89,9 +98,9 @@ def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
     if comparison.missing_cases or comparison.added_cases:
         parts += [
             "",
-            f"case sets differ (--allow-different-cases): {len(comparison.missing_cases)} "
-            f"only in the baseline, {len(comparison.added_cases)} only in the current run; "
-            "per-case rules compare the shared cases",
+            terms(f"case sets differ (`allow_different_cases`): {len(comparison.missing_cases)} "
+                  f"only in the baseline, {len(comparison.added_cases)} only in the current run; "
+                  "per-case rules compare the shared cases"),
         ]
     if comparison.pass_to_fail:
         parts += [

@@ -192,8 +192,8 @@ def _process(cases: Sequence[Case]) -> list[str]:
     return [
         "## Process expectations",
         "",
-        "Learned from the clean agent traces of the same question and checked by "
-        "`spanguard cases run --traces`; trace2eval ignores them.",
+        "Learned from the clean agent traces of the same question and checked when "
+        "`spanguard cases run` is given the run's agent traces; trace2eval ignores them.",
         "",
         "| Case | Checks on the process | Input |",
         "| --- | --- | --- |",
