@@ -259,3 +259,27 @@ def test_stable_ids_survive_a_rebuild_with_more_rows(workdir: Path) -> None:
     after = {c["input"]: c["id"] for c in _lines(workdir / "b" / "cases.jsonl")}
     assert len(after) == len(before) + 1
     assert all(after[q] == i for q, i in before.items())
+
+
+def test_the_build_result_as_json_leads_with_trace2evals_stats(workdir: Path) -> None:
+    from trace2eval.annotations import load_annotations
+    from trace2eval.schema import load_traces
+    from trace2eval.select import select_cases
+
+    from spanguard_processor.regression.build import BuildOptions, build_evalset
+
+    expectations = workdir / "evalset" / "expectations.jsonl"
+    theirs = select_cases(load_traces(str(workdir / LOG)).traces,
+                          expectations=load_annotations(expectations)).stats()
+    result = build_evalset([workdir / LOG], BuildOptions(out=workdir / "built",
+                                                         expectations=expectations,
+                                                         sequential_ids=True))
+    summary = result.to_dict()
+    assert list(summary)[:len(theirs)] == list(theirs)
+    assert {k: summary[k] for k in theirs} == theirs
+    assert json.loads(json.dumps(summary, allow_nan=False)) == summary
+    assert summary["case_ids"] == [c.id for c in result.cases]
+    assert summary["files"] == {"cases": (workdir / "built" / "cases.jsonl").as_posix(),
+                                "report": (workdir / "built" / "report.md").as_posix(),
+                                "expectations": expectations.as_posix(), "template": None}
+    assert summary["clustering"]["clusters"] == result.health.clusters

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from spanguard.exceptions import ConfigError, InputError
 
@@ -82,6 +83,8 @@ class BuildResult:
     report_path: Path
     expectations_path: Path
     template_path: Path | None  # written when no expectations file exists and cases need one
+    distinct_questions: int  # clusters, after any split by process (report.md's figure)
+    questions_without_signals: int
 
     @property
     def skipped(self) -> int:
@@ -103,6 +106,42 @@ class BuildResult:
     @property
     def failing_references(self) -> int:
         return sum(1 for c in self.cases if c.reference_fails)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The build as JSON: trace2eval 0.5.1's ``SelectionResult.stats()`` keys first, in its
+        order and with its values (``total_traces`` … ``cases_needing_annotation``), then
+        what spanguard adds (inputs, problems, warnings, clustering, the files written)."""
+        return {
+            "total_traces": self.rows,
+            "distinct_questions": self.distinct_questions,
+            "questions_without_signals": self.questions_without_signals,
+            "cases": len(self.cases),
+            "dropped_below_min_score": self.below_min_score,
+            "dropped_as_duplicate": self.collapsed,
+            "dropped_beyond_limit": self.beyond_limit,
+            "cases_with_weak_checks": len(self.weak),
+            "cases_whose_reference_fails": self.failing_references,
+            "cases_with_annotation": self.annotated,
+            "cases_needing_annotation": len(self.needing_expectation),
+            "inputs": self.inputs,
+            "agent_traces": self.agent_traces,
+            "skipped_lines": self.skipped,
+            "problems": [{"message": p.message, "skipped": p.skipped} for p in self.problems],
+            "duplicate_ids": self.duplicate_ids,
+            "first_duplicate": self.first_duplicate or None,
+            "annotation_warnings": list(self.annotation_warnings),
+            "orphan_expectations": list(self.orphans),
+            "custom_matcher": self.custom_matcher,
+            "split_by_process": self.split_by_process,
+            "clustering": asdict(self.health),
+            "case_ids": [c.id for c in self.cases],
+            "files": {
+                "cases": self.cases_path.as_posix(),
+                "report": self.report_path.as_posix(),
+                "expectations": self.expectations_path.as_posix(),
+                "template": self.template_path.as_posix() if self.template_path else None,
+            },
+        }
 
 
 def load_matcher(spec: str) -> Callable[[str, str], float]:
@@ -176,4 +215,5 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildResult:
         matcher is not None, cases, selection.collapsed, selection.split_by_process,
         selection.below_min_score, selection.beyond_limit, selection.health,
         out / "cases.jsonl", out / "report.md", expectations_path, template,
+        len(selection.clusters), selection.no_signal,
     )
