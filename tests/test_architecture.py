@@ -20,7 +20,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -379,20 +379,22 @@ def _option_literals(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def test_the_library_names_parameters_and_the_commands_spell_options() -> None:
-    """``ConfigError("max_cases", …)``, not ``"--max-cases"``: the library does not know the
-    command line; cli/ spells a parameter as the option the user typed."""
-    offenders = []
+def _library_trees() -> Iterator[tuple[Path, ast.Module]]:
+    """Every module outside the commands layer, parsed, with its path under its source root."""
     for root in SOURCES:
         for path in sorted(root.rglob("*.py")):
             module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
                 ".__init__")
             place = _group(module)
-            if place is not None and place[1] == "commands":
-                continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            offenders += [f"{path.relative_to(root)}:{line} {text!r}"
-                          for line, text in _option_literals(tree)]
+            if place is None or place[1] != "commands":
+                yield path.relative_to(root), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_the_library_names_parameters_and_the_commands_spell_options() -> None:
+    """``ConfigError("max_cases", …)``, not ``"--max-cases"``: the library does not know the
+    command line; cli/ spells a parameter as the option the user typed."""
+    offenders = [f"{name}:{line} {text!r}" for name, tree in _library_trees()
+                 for line, text in _option_literals(tree)]
     assert offenders == []
 
 
@@ -457,17 +459,8 @@ def test_library_strings_name_no_command_line_option() -> None:
     (``in_command_terms``), and an OTLP client or a Python caller never typed one."""
     options = _cli_options()
     assert {"--max-pending-spans", "--gate", "--traces", "--token-file"} <= options
-    offenders = []
-    for root in SOURCES:
-        for path in sorted(root.rglob("*.py")):
-            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
-                ".__init__")
-            place = _group(module)
-            if place is not None and place[1] == "commands":
-                continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            offenders += [f"{path.relative_to(root)}:{line} {text!r}"
-                          for line, text in _strings_naming_options(tree, options)]
+    offenders = [f"{name}:{line} {text!r}" for name, tree in _library_trees()
+                 for line, text in _strings_naming_options(tree, options)]
     assert offenders == []
 
 
