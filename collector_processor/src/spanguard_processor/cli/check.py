@@ -94,7 +94,8 @@ def check(
     base = load_run(baseline)
     cur = load_run(current)
     comparison = compare(base, cur, options)
-    # the gate's notes name parameters (`min_latency_change_ms`): the reports say options
+    # the gate's notes name parameters (`min_latency_change_ms`): spelled as options once,
+    # for the console, Markdown, JUnit and HTML reports alike
     comparison = replace(comparison, within_noise=[in_command_terms(line)
                                                    for line in comparison.within_noise])
     diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail,

@@ -73,10 +73,10 @@ def _as_written(text: str) -> str:
 def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
                  diffs: Sequence[CaseDiff] = (),
                  terms: Callable[[str], str] = _as_written) -> str:
-    """The comparison as console text (Markdown tables). The text names options as parameters
-    in backticks (`allow_different_cases`); ``terms`` rewrites this module's own sentences
-    and the comparison's notes (cli/ spells the parameters as options), never case content.
-    """
+    """The comparison as console text (Markdown tables). This module's own sentences name
+    options as parameters in backticks (`allow_different_cases`) and ``terms`` rewrites them
+    (cli/ spells the parameters as options); the comparison's notes are shown as given (the
+    caller spells them once, for every report), case content never changes."""
     parts = [
         "baseline",
         render_metrics(base),
@@ -89,7 +89,7 @@ def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
     ]
     if comparison.within_noise:
         parts += ["", "beyond the tolerance but within run-to-run noise (not a regression)"]
-        parts += [f"  {terms(line)}" for line in comparison.within_noise]
+        parts += [f"  {line}" for line in comparison.within_noise]
     if comparison.no_output:
         shown = ", ".join(comparison.no_output[:10])
         more = " …" if len(comparison.no_output) > 10 else ""
