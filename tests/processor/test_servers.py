@@ -69,7 +69,13 @@ def test_sdk_exporters_over_http_and_grpc_store_every_span_and_assemble(
     assert http.export(spans[:5]) == SpanExportResult.SUCCESS  # an exporter retry
     http.shutdown()
     grpc_exporter.shutdown()
-    health = httpx.get(url(server) + "/health").json()
+    # duplicates are counted when the writer indexes what it stored, idle 50 ms after the last
+    deadline = time.monotonic() + 10
+    while True:
+        health = httpx.get(url(server) + "/health").json()
+        if health["spans_duplicated"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     assert health["status"] == "ok" and health["spans_duplicated"] == 5
     server.stop()
     assert len(stored(tmp_path / "spans.db")) == 6 * SPANS_PER_REQUEST

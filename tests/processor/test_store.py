@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,12 +91,33 @@ def test_a_failing_store_fails_requests_instead_of_hanging_them(tmp_path: Path) 
     store = SpanStore(tmp_path / "s.db")
     ingestor = Ingestor(store, TraceAssembler(wait_duration=0.0)).start()
     assert ingestor.submit(encoded(1)).result(timeout=10) is None
-    store._db.execute("DROP TABLE trace_batches")  # the disk "fails"
+    store._db.execute("DROP TABLE batches")  # the disk "fails"
     with pytest.raises(sqlite3.OperationalError):
         ingestor.submit(encoded(1)).result(timeout=10)
     assert not ingestor.healthy
     with pytest.raises(RuntimeError, match="store failed"):
         ingestor.submit(encoded(1)).result(timeout=10)
+    ingestor.close()
+    store.close()
+
+
+def test_a_store_failing_to_index_refuses_further_requests(tmp_path: Path) -> None:
+    """The acknowledging commit stores bodies only; when the later index commit fails for
+    good, the writer stops accepting (what it acknowledged is stored)."""
+    from spanguard_processor.collector.assembler import TraceAssembler
+    from spanguard_processor.collector.ingestor import Ingestor
+
+    store = SpanStore(tmp_path / "s.db")
+    ingestor = Ingestor(store, TraceAssembler(wait_duration=100.0)).start()
+    store._db.execute("DROP TABLE trace_batches")  # the disk "fails"
+    assert ingestor.submit(encoded(1)).result(timeout=10) is None  # its body is stored
+    deadline = time.monotonic() + 10
+    while ingestor.healthy and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not ingestor.healthy
+    with pytest.raises(RuntimeError, match="store failed"):
+        ingestor.submit(encoded(1)).result(timeout=10)
+    assert store.db.execute("SELECT count(*) FROM batches").fetchone()[0] == 1
     ingestor.close()
     store.close()
 
@@ -109,8 +131,50 @@ def test_a_span_delivered_twice_is_stored_once_and_counted_as_duplicated(tmp_pat
         ingestor = Ingestor(store, TraceAssembler(wait_duration=100.0)).start()
         ingestor.submit(batch).result(timeout=10)
         ingestor.submit(only(batch, list(batch.spans[:3]))).result(timeout=10)  # a retry
+        ingestor.close()  # indexes what is stored: duplicates are counted then
         stats = ingestor.stats()
-        ingestor.close()
         assert stats.spans_received == 2 * SPANS_PER_REQUEST + 3
         assert stats.spans_duplicated == 3
         assert store.span_count() == 2 * SPANS_PER_REQUEST
+
+
+def test_batches_stored_but_never_indexed_are_indexed_when_the_store_is_opened(
+        tmp_path: Path) -> None:
+    """The acknowledging commit stores bodies only (append_batches), the index comes later:
+    a writer stopped in between loses nothing. A reader sees those spans without writing to
+    the file; the next writable open indexes them, and drops a batch with no new span."""
+    spans = in_memory_spans(3).get_finished_spans()
+    first = decode_request(encode_spans(spans[:2 * SPANS_PER_REQUEST]))
+    retry = decode_request(encode_spans(spans[:3]))  # an exporter retry: nothing new
+    late = decode_request(encode_spans(spans[2 * SPANS_PER_REQUEST:]))
+    path = tmp_path / "s.db"
+    with SpanStore(path) as store:
+        store.put_batches([first])
+        stored = store.append_batches([retry, late])
+        assert [batch_id for batch_id, _ in stored] == [2, 3]
+        assert store.span_count() == 2 * SPANS_PER_REQUEST  # not indexed yet
+    before = path.read_bytes()
+    with SpanStore(path, readonly=True) as store:
+        assert len(store.span_ids()) == 3 * SPANS_PER_REQUEST
+        assert store.trace_counts() == (0, 3)
+        assert store.db.execute("SELECT count(*) FROM batches").fetchone()[0] == 3
+    assert path.read_bytes() == before
+    with SpanStore(path) as store:
+        assert store.span_count() == 3 * SPANS_PER_REQUEST
+        assert [i for (i,) in store.db.execute("SELECT id FROM batches ORDER BY id")] == [1, 3]
+        assert store.trace_counts() == (0, 3)
+    with SpanStore(path) as store:  # nothing is left to index
+        assert store._index_unindexed() == 0
+
+
+def test_index_batches_counts_only_new_spans_and_removes_pure_redeliveries(
+        tmp_path: Path) -> None:
+    spans = in_memory_spans(2).get_finished_spans()
+    whole = decode_request(encode_spans(spans))
+    retry = decode_request(encode_spans(spans[:3]))
+    with SpanStore(tmp_path / "s.db") as store:
+        stored = store.append_batches([whole, retry, whole])
+        assert store.index_batches(stored, release=[whole.traces[0].trace_id]) == len(spans)
+        assert store.span_count() == len(spans)
+        assert store.db.execute("SELECT count(*) FROM batches").fetchone()[0] == 1
+        assert store.trace_counts() == (1, 1)

@@ -21,13 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from spanguard.exceptions import TraceFormatError
 
-from ..ingest.otlp_json import decode_document
-from ..ingest.otlp_proto import decode_request, parse_request
-from ..ingest.spans import FORMAT_JSON, FORMAT_PROTOBUF, DecodedBatch
+from ..ingest.batches import decode_stored
+from ..ingest.spans import DecodedBatch
 from .store import SpanStore
 from .store_schema import SQLITE_MAGIC, DamagedStore, looks_like_store
 
@@ -210,13 +207,8 @@ def _decoded(batch_id: object, fmt: object, body: object, crc: object,
         salvage.problems.append(f"batch {batch_id}: does not match its checksum")
         return None
     try:
-        if fmt == FORMAT_PROTOBUF:
-            batch = decode_request(parse_request(body), body)
-        elif fmt == FORMAT_JSON:
-            batch = decode_document(orjson.loads(body), body)
-        else:
-            raise TraceFormatError(f"unknown batch encoding {fmt!r}.")
-    except (TraceFormatError, orjson.JSONDecodeError) as exc:
+        batch = decode_stored(str(fmt), body)
+    except (TraceFormatError, ValueError) as exc:
         salvage.problems.append(f"batch {batch_id}: cannot be decoded ({exc})")
         return None
     return batch

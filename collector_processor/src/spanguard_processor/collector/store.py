@@ -22,17 +22,20 @@ check each batch and that it holds the spans its index rows name. Damage raises
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from ..ingest.batches import ParsedBatch, parse_batch
+from ..ingest.batches import ParsedBatch, decode_stored, parse_batch
 from ..ingest.spans import DecodedBatch, SpanRecord, TraceGroup
 from ..traces.annotations import Annotations
 from ..traces.convert import annotated_trace, conversation_key
@@ -45,12 +48,19 @@ from .store_schema import (
     crc,
     looks_like_store,
     open_database,
+    overlay_index,
     verify_rows,
 )
 
-__all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "looks_like_store"]
+__all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unindexed",
+           "looks_like_store"]
 
 _PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
+_UNINDEXED_CHUNK = 64  # never-indexed batches indexed per transaction on open
+_T = TypeVar("_T")
+#: A batch stored but not yet indexed: its id, and its spans grouped by trace.
+Unindexed = tuple[int, Sequence[TraceGroup]]
+_log = logging.getLogger(__name__)
 _ANNOTATION = semconv.SPAN_ANNOTATION
 
 _RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
@@ -93,6 +103,7 @@ class SpanStore:
             self._db, self._has_crc = open_database(self.path, readonly, durable)
             if verify_batches if verify_batches is not None else not readonly:
                 self.verify_batches()
+            self._index_unindexed()
         except BaseException:
             if self._db is not None:
                 self._db.close()
@@ -163,52 +174,43 @@ class SpanStore:
         """Store batches and index their spans in one transaction; returns after a durable
         commit. Returns how many spans were new (the rest were already stored). Traces in
         ``release`` are marked released in the same transaction."""
-        grouped = [(batch, batch.traces) for batch in batches if batch.spans or batch.groups]
-        if not grouped:
+        items = [(None, batch.traces, batch) for batch in batches if batch.spans or batch.groups]
+        if not items:
             self.mark_released(release)
             return 0
+        return self._in_transaction(lambda: self._index(items), release)
+
+    def append_batches(self, batches: Sequence[DecodedBatch]) -> list[Unindexed]:
+        """Store the bodies of batches, not yet indexed, in one transaction; returns after a
+        durable commit, with each batch's id and trace groups for :meth:`index_batches`.
+
+        What is stored is acknowledged: a store opened with batches that were never indexed
+        indexes them first (see :meth:`_index_unindexed`)."""
+        kept = [batch for batch in batches if batch.spans or batch.groups]
+        if not kept:
+            return []
+
+        def append() -> list[Unindexed]:
+            insert = "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)"
+            return [(int(self.db.execute(insert, (b.fmt, b.body, crc(b.body))).lastrowid or 0),
+                     b.traces) for b in kept]
+        return self._in_transaction(append, ())
+
+    def index_batches(self, stored: Sequence[Unindexed], *, release: Sequence[str] = ()) -> int:
+        """Index batches stored by :meth:`append_batches` (in their order) and mark ``release``
+        released, in one transaction; returns how many of their spans were new. A batch with
+        no new span is removed."""
+        if not stored:
+            self.mark_released(release)
+            return 0
+        return self._in_transaction(lambda: self._index([(i, g, None) for i, g in stored]),
+                                    release)
+
+    def _in_transaction(self, work: Callable[[], _T], release: Sequence[str]) -> _T:
         db = self.db
-        new = 0
         db.execute("BEGIN IMMEDIATE")
         try:
-            # the stored ids of every trace in this commit: one query, a few index probes each
-            probe = orjson.dumps([group.trace_id for _, groups in grouped for group in groups])
-            known: dict[str, set[bytes]] = {}
-            for trace_id, span_ids in db.execute(_KNOWN, (probe,)):
-                known.setdefault(trace_id, set()).update(_ids(span_ids))
-            del probe
-            several = len(grouped) > 1
-            earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
-            for batch, groups in grouped:
-                rows: list[TraceGroup] = []
-                for group in groups:
-                    trace_id = group.trace_id
-                    seen = known.get(trace_id)
-                    if seen is None and several:
-                        first = earlier.setdefault(trace_id, group.span_ids)
-                        if first is not group.span_ids:
-                            seen = known[trace_id] = set(_ids(first))
-                    if seen is None:  # the common case: a trace the store has not seen
-                        rows.append(group)
-                        new += len(group.span_ids) // 8
-                        continue
-                    fresh = [span_id for span_id in _ids(group.span_ids) if span_id not in seen]
-                    if not fresh:
-                        continue
-                    seen.update(fresh)
-                    # root: the trace's root is in this row or was stored before it
-                    rows.append(group._replace(span_ids=b"".join(fresh),
-                                               annotations=min(group.annotations, len(fresh))))
-                    new += len(fresh)
-                if not rows:  # a pure re-delivery: keep nothing
-                    continue
-                cursor = db.execute("INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
-                                    (batch.fmt, batch.body, crc(batch.body)))
-                batch_id = cursor.lastrowid
-                db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
-                               ((g.trace_id, batch_id, g.span_ids, g.root, g.annotations)
-                                for g in rows))
-                db.executemany(_ADD_TRACE, ((g.trace_id, g.start_ns) for g in rows))
+            result = work()
             if release:
                 db.executemany(_RELEASE, [(t,) for t in release])
             db.execute("COMMIT")
@@ -216,7 +218,96 @@ class SpanStore:
             if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
                 db.execute("ROLLBACK")
             raise
+        return result
+
+    def _index(self, items: Sequence[tuple[int | None, Sequence[TraceGroup], DecodedBatch | None]],
+               *, keep: bool = False) -> int:
+        """Index trace groups, each span id once per trace: of stored batches (an id), or of
+        batches stored here when they hold a new span (no id). A stored batch without a new
+        span is deleted, unless ``keep`` (a read-only overlay). Returns the new spans' count."""
+        db = self.db
+        new = 0
+        # the stored ids of every trace here: one query, a few index probes each
+        probe = orjson.dumps([group.trace_id for _, groups, _ in items for group in groups])
+        known: dict[str, set[bytes]] = {}
+        for trace_id, span_ids in db.execute(_KNOWN, (probe,)):
+            known.setdefault(trace_id, set()).update(_ids(span_ids))
+        del probe
+        several = len(items) > 1
+        earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
+        for batch_id, groups, batch in items:
+            rows: list[TraceGroup] = []
+            for group in groups:
+                trace_id = group.trace_id
+                seen = known.get(trace_id)
+                if seen is None and several:
+                    first = earlier.setdefault(trace_id, group.span_ids)
+                    if first is not group.span_ids:
+                        seen = known[trace_id] = set(_ids(first))
+                if seen is None:  # the common case: a trace the store has not seen
+                    rows.append(group)
+                    new += len(group.span_ids) // 8
+                    continue
+                fresh = [span_id for span_id in _ids(group.span_ids) if span_id not in seen]
+                if not fresh:
+                    continue
+                seen.update(fresh)
+                # root: the trace's root is in this row or was stored before it
+                rows.append(group._replace(span_ids=b"".join(fresh),
+                                           annotations=min(group.annotations, len(fresh))))
+                new += len(fresh)
+            if not rows:  # a pure re-delivery: keep nothing
+                if batch_id is not None and not keep:
+                    db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
+                continue
+            if batch_id is None:
+                assert batch is not None
+                batch_id = db.execute("INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
+                                      (batch.fmt, batch.body, crc(batch.body))).lastrowid
+            db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
+                           ((g.trace_id, batch_id, g.span_ids, g.root, g.annotations)
+                            for g in rows))
+            db.executemany(_ADD_TRACE, ((g.trace_id, g.start_ns) for g in rows))
         return new
+
+    def _index_unindexed(self) -> int:
+        """Index the batches stored but never indexed (a writer stopped between
+        :meth:`append_batches` and :meth:`index_batches`); returns how many there were.
+
+        A writable store indexes them in the file; a read-only one in a temporary copy of the
+        index (built only when there are any), so its readers see every stored span."""
+        db = self.db
+        with self._reading():
+            ids = [int(i) for (i,) in db.execute(
+                "SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM trace_batches)"
+                " ORDER BY id")]
+            if not ids:
+                return 0
+            _log.info("indexing %d stored batch(es) of %s that were never indexed", len(ids),
+                      self.path)
+            if self.readonly:
+                overlay_index(db)
+            for start in range(0, len(ids), _UNINDEXED_CHUNK):
+                items: list[tuple[int | None, Sequence[TraceGroup], DecodedBatch | None]] = []
+                for batch_id in ids[start:start + _UNINDEXED_CHUNK]:
+                    items.append((batch_id, self._stored_groups(batch_id), None))
+                if self.readonly:
+                    self._index(items, keep=True)
+                    db.commit()
+                else:
+                    self._in_transaction(partial(self._index, items), ())
+        return len(ids)
+
+    def _stored_groups(self, batch_id: int) -> tuple[TraceGroup, ...]:
+        crc_column = "crc" if self._has_crc else "NULL"
+        fmt, body, check = self.db.execute(
+            f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?", (batch_id,)).fetchone()
+        if not isinstance(body, bytes) or (check is not None and crc(body) != check):
+            raise self._damaged(f"batch {batch_id} does not match its checksum")
+        try:
+            return decode_stored(str(fmt), body).traces
+        except (TraceFormatError, ValueError) as exc:
+            raise self._damaged(f"batch {batch_id} cannot be decoded ({exc})") from None
 
     def mark_released(self, trace_ids: Iterable[str]) -> None:
         """Mark traces released (assembled); late spans of a released trace keep it released."""

@@ -37,6 +37,7 @@ __all__ = [
     "index_version1",
     "looks_like_store",
     "open_database",
+    "overlay_index",
     "upgrade",
     "verify_rows",
 ]
@@ -210,6 +211,21 @@ def index_version1(db: sqlite3.Connection) -> None:
     (a temporary table, which the read-only file does not need)."""
     db.executescript(_TRACE_BATCHES.format(temp="TEMP", schema="temp."))
     _insert_version1_rows(db, "temp.trace_batches")
+
+
+def overlay_index(db: sqlite3.Connection) -> None:
+    """A read-only connection to a store with batches never indexed: copy the index into
+    temporary tables (which shadow the file's), for those batches to be indexed there."""
+    if db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'trace_batches'").fetchone():
+        pass  # a version-1 store: its index is already a temporary table
+    else:
+        db.executescript(_TRACE_BATCHES.format(temp="TEMP", schema="temp."))
+        db.execute("INSERT INTO temp.trace_batches SELECT trace_id, batch_id, span_ids, root,"
+                   " annotations FROM main.trace_batches")
+    db.executescript(_TRACES.replace("TABLE IF NOT EXISTS", "TEMP TABLE IF NOT EXISTS")
+                     .replace("EXISTS traces_pending", "EXISTS temp.traces_pending"))
+    db.execute("INSERT INTO temp.traces SELECT trace_id, released, start_ns FROM main.traces")
+    db.commit()
 
 
 def upgrade(db: sqlite3.Connection, version: int, has_crc: bool) -> None:

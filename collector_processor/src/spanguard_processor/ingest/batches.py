@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import otlp_json, otlp_proto
-from .spans import FORMAT_JSON, FORMAT_PROTOBUF, SpanRecord
+import orjson
 
-__all__ = ["ParsedBatch", "decode_batch", "parse_batch"]
+from . import otlp_json, otlp_proto
+from .spans import FORMAT_JSON, FORMAT_PROTOBUF, DecodedBatch, SpanRecord
+
+__all__ = ["ParsedBatch", "decode_batch", "decode_stored", "parse_batch"]
 
 
 class ParsedBatch:
@@ -39,3 +41,13 @@ def parse_batch(fmt: str, body: bytes) -> ParsedBatch:
 def decode_batch(fmt: str, body: bytes) -> Callable[[int], SpanRecord]:
     """Parse a stored batch once; returns a function from span position to :class:`SpanRecord`."""
     return parse_batch(fmt, body).record
+
+
+def decode_stored(fmt: str, body: bytes) -> DecodedBatch:
+    """A stored batch decoded as it was when it was stored (its spans, grouped by trace);
+    raises ``TraceFormatError`` or ``ValueError`` if it cannot be."""
+    if fmt == FORMAT_PROTOBUF:
+        return otlp_proto.decode_request(otlp_proto.parse_request(body), body)
+    if fmt == FORMAT_JSON:
+        return otlp_json.decode_document(orjson.loads(body), body)
+    raise ValueError(f"unknown batch encoding {fmt!r}")
