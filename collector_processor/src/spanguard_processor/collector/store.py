@@ -4,7 +4,10 @@
   still encoded) and, per trace in each, one index row of its span ids, in one transaction
   committed with ``synchronous=FULL`` before it returns: a request acknowledged after that
   survives a crash. A span delivered twice (exporter retries) is indexed once; a batch with no
-  new span is not kept.
+  new span is not kept. The server splits this in two: :meth:`SpanStore.append_batches`
+  commits the bodies it acknowledges, :meth:`SpanStore.index_batches` indexes many of them
+  later (:mod:`~spanguard_processor.collector.store_index`); a store opened with bodies never
+  indexed indexes them first.
 * :meth:`SpanStore.mark_released` records which traces the assembler released; a trace is
   ``partial`` while the store holds no parentless (root) span for it.
 * :meth:`SpanStore.iter_agent_traces` converts released traces to agent traces on the fly,
@@ -22,7 +25,6 @@ check each batch and that it holds the spans its index rows name. Damage raises
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -30,16 +32,22 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-import orjson
-
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from ..ingest.batches import ParsedBatch, decode_stored, parse_batch
+from ..ingest.batches import ParsedBatch, parse_batch
 from ..ingest.spans import DecodedBatch, SpanRecord, TraceGroup
 from ..traces.annotations import Annotations
 from ..traces.convert import annotated_trace, conversation_key
 from ..traces.model import AgentTrace
+from .store_index import (
+    STORE_BATCH,
+    IndexItem,
+    Unindexed,
+    ids_of,
+    index_groups,
+    index_unindexed,
+)
 from .store_schema import (
     DAMAGE_CODES,
     SCHEMA_VERSION,
@@ -48,7 +56,6 @@ from .store_schema import (
     crc,
     looks_like_store,
     open_database,
-    overlay_index,
     verify_rows,
 )
 
@@ -56,24 +63,10 @@ __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unind
            "looks_like_store"]
 
 _PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
-_UNINDEXED_CHUNK = 64  # never-indexed batches indexed per transaction on open
 _T = TypeVar("_T")
-#: A batch stored but not yet indexed: its id, and its spans grouped by trace.
-Unindexed = tuple[int, Sequence[TraceGroup]]
-_log = logging.getLogger(__name__)
 _ANNOTATION = semconv.SPAN_ANNOTATION
 
 _RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
-_ADD_TRACE = """
-INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
-ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
-"""
-_KNOWN = ("SELECT trace_id, span_ids FROM trace_batches"
-          " WHERE trace_id IN (SELECT value FROM json_each(?))")
-
-
-def _ids(blob: bytes) -> list[bytes]:
-    return [blob[i:i + 8] for i in range(0, len(blob), 8)]
 
 
 def _is_annotation(record: SpanRecord) -> bool:
@@ -178,7 +171,7 @@ class SpanStore:
         if not items:
             self.mark_released(release)
             return 0
-        return self._in_transaction(lambda: self._index(items), release)
+        return self._in_transaction(partial(index_groups, self.db, items), release)
 
     def append_batches(self, batches: Sequence[DecodedBatch]) -> list[Unindexed]:
         """Store the bodies of batches, not yet indexed, in one transaction; returns after a
@@ -191,9 +184,8 @@ class SpanStore:
             return []
 
         def append() -> list[Unindexed]:
-            insert = "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)"
-            return [(int(self.db.execute(insert, (b.fmt, b.body, crc(b.body))).lastrowid or 0),
-                     b.traces) for b in kept]
+            return [(int(self.db.execute(STORE_BATCH, (b.fmt, b.body, crc(b.body))).lastrowid
+                         or 0), b.traces) for b in kept]
         return self._in_transaction(append, ())
 
     def index_batches(self, stored: Sequence[Unindexed], *, release: Sequence[str] = ()) -> int:
@@ -203,8 +195,8 @@ class SpanStore:
         if not stored:
             self.mark_released(release)
             return 0
-        return self._in_transaction(lambda: self._index([(i, g, None) for i, g in stored]),
-                                    release)
+        items: list[IndexItem] = [(batch_id, groups, None) for batch_id, groups in stored]
+        return self._in_transaction(partial(index_groups, self.db, items), release)
 
     def _in_transaction(self, work: Callable[[], _T], release: Sequence[str]) -> _T:
         db = self.db
@@ -220,109 +212,22 @@ class SpanStore:
             raise
         return result
 
-    def _index(self, items: Sequence[tuple[int | None, Sequence[TraceGroup], DecodedBatch | None]],
-               *, keep: bool = False) -> int:
-        """Index trace groups, each span id once per trace: of stored batches (an id), or of
-        batches stored here when they hold a new span (no id). A stored batch without a new
-        span is deleted, unless ``keep`` (a read-only overlay). Returns the new spans' count."""
-        db = self.db
-        new = 0
-        # the stored ids of every trace here: one query, a few index probes each
-        probe = orjson.dumps([group.trace_id for _, groups, _ in items for group in groups])
-        known: dict[str, set[bytes]] = {}
-        for trace_id, span_ids in db.execute(_KNOWN, (probe,)):
-            known.setdefault(trace_id, set()).update(_ids(span_ids))
-        del probe
-        several = len(items) > 1
-        earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
-        for batch_id, groups, batch in items:
-            rows: list[TraceGroup] = []
-            for group in groups:
-                trace_id = group.trace_id
-                seen = known.get(trace_id)
-                if seen is None and several:
-                    first = earlier.setdefault(trace_id, group.span_ids)
-                    if first is not group.span_ids:
-                        seen = known[trace_id] = set(_ids(first))
-                if seen is None:  # the common case: a trace the store has not seen
-                    rows.append(group)
-                    new += len(group.span_ids) // 8
-                    continue
-                fresh = [span_id for span_id in _ids(group.span_ids) if span_id not in seen]
-                if not fresh:
-                    continue
-                seen.update(fresh)
-                # root: the trace's root is in this row or was stored before it
-                rows.append(group._replace(span_ids=b"".join(fresh),
-                                           annotations=min(group.annotations, len(fresh))))
-                new += len(fresh)
-            if not rows:  # a pure re-delivery: keep nothing
-                if batch_id is not None and not keep:
-                    db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
-                continue
-            if batch_id is None:
-                assert batch is not None
-                batch_id = db.execute("INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
-                                      (batch.fmt, batch.body, crc(batch.body))).lastrowid
-            db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
-                           ((g.trace_id, batch_id, g.span_ids, g.root, g.annotations)
-                            for g in rows))
-            db.executemany(_ADD_TRACE, ((g.trace_id, g.start_ns) for g in rows))
-        return new
-
     def _index_unindexed(self) -> int:
         """Index the batches stored but never indexed (a writer stopped between
-        :meth:`append_batches` and :meth:`index_batches`); returns how many there were.
-
-        A writable store indexes them in the file; a read-only one in a temporary copy of the
-        index (built only when there are any), so its readers see every stored span."""
-        db = self.db
+        :meth:`append_batches` and :meth:`index_batches`): in the file, or for a read-only
+        store in a temporary copy of the index; returns how many there were."""
         with self._reading():
-            ids = [int(i) for (i,) in db.execute(
-                "SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM trace_batches)"
-                " ORDER BY id")]
-            if not ids:
-                return 0
-            _log.info("indexing %d stored batch(es) of %s that were never indexed", len(ids),
-                      self.path)
-            if self.readonly:
-                overlay_index(db)
-            for start in range(0, len(ids), _UNINDEXED_CHUNK):
-                items: list[tuple[int | None, Sequence[TraceGroup], DecodedBatch | None]] = []
-                for batch_id in ids[start:start + _UNINDEXED_CHUNK]:
-                    items.append((batch_id, self._stored_groups(batch_id), None))
-                if self.readonly:
-                    self._index(items, keep=True)
-                    db.commit()
-                else:
-                    self._in_transaction(partial(self._index, items), ())
-        return len(ids)
-
-    def _stored_groups(self, batch_id: int) -> tuple[TraceGroup, ...]:
-        crc_column = "crc" if self._has_crc else "NULL"
-        fmt, body, check = self.db.execute(
-            f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?", (batch_id,)).fetchone()
-        if not isinstance(body, bytes) or (check is not None and crc(body) != check):
-            raise self._damaged(f"batch {batch_id} does not match its checksum")
-        try:
-            return decode_stored(str(fmt), body).traces
-        except (TraceFormatError, ValueError) as exc:
-            raise self._damaged(f"batch {batch_id} cannot be decoded ({exc})") from None
+            try:
+                return index_unindexed(self.db, self._has_crc, self.readonly,
+                                       lambda work: self._in_transaction(work, ()))
+            except DamagedStore as exc:
+                raise self._damaged(exc.problem) from None
 
     def mark_released(self, trace_ids: Iterable[str]) -> None:
         """Mark traces released (assembled); late spans of a released trace keep it released."""
-        rows = [(t,) for t in trace_ids]
-        if not rows:
-            return
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.executemany(_RELEASE, rows)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
-                db.execute("ROLLBACK")
-            raise
+        rows = list(trace_ids)
+        if rows:
+            self._in_transaction(lambda: None, rows)
 
     def release_all(self) -> int:
         """Mark every pending trace released (after a file ingest); returns how many."""
@@ -362,7 +267,7 @@ class SpanStore:
         with self._reading():
             rows = self.db.execute("SELECT trace_id, span_ids FROM trace_batches").fetchall()
         return sorted((trace_id, span_id.hex()) for trace_id, blob in rows
-                      for span_id in _ids(blob))
+                      for span_id in ids_of(blob))
 
     def _records(self, where: str, args: tuple[object, ...], keep: Callable[[SpanRecord], bool],
                  skipped: list[str] | None = None) -> list[SpanRecord]:
@@ -411,7 +316,7 @@ class SpanStore:
             if len(self._parsed) >= _PARSED_CACHE:
                 self._parsed.pop(next(iter(self._parsed)))
             self._parsed[batch_id] = batch
-        wanted = {span_id.hex() for span_id in _ids(span_ids)}
+        wanted = {span_id.hex() for span_id in ids_of(span_ids)}
         records = []
         for position in batch.positions(trace_id):
             try:

@@ -1,0 +1,149 @@
+"""Indexing stored batches by trace: one row per (trace, batch) of the span ids the batch adds.
+
+Used by :class:`~spanguard_processor.collector.store.SpanStore` in both of its ways of
+writing: :meth:`~spanguard_processor.collector.store.SpanStore.put_batches` (bodies and index
+in one transaction) and ``append_batches`` then ``index_batches`` (bodies acknowledged first,
+indexed many requests at a time).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import orjson
+
+from spanguard.exceptions import TraceFormatError
+
+from ..ingest.batches import decode_stored
+from ..ingest.spans import DecodedBatch, TraceGroup
+from .store_schema import DamagedStore, crc, overlay_index
+
+__all__ = [
+    "STORE_BATCH",
+    "IndexItem",
+    "Unindexed",
+    "ids_of",
+    "index_groups",
+    "index_unindexed",
+    "stored_groups",
+    "unindexed",
+]
+
+_log = logging.getLogger(__name__)
+_UNINDEXED_CHUNK = 64  # never-indexed batches indexed per transaction on open
+
+#: A batch stored but not yet indexed: its id, and its spans grouped by trace.
+Unindexed = tuple[int, Sequence[TraceGroup]]
+#: What :func:`index_groups` takes: a stored batch's id (or None, with the batch, to store it
+#: here if it adds a span), and its trace groups.
+IndexItem = tuple[int | None, Sequence[TraceGroup], DecodedBatch | None]
+
+_ADD_TRACE = """
+INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
+ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
+"""
+_KNOWN = ("SELECT trace_id, span_ids FROM trace_batches"
+          " WHERE trace_id IN (SELECT value FROM json_each(?))")
+STORE_BATCH = "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)"
+
+
+def ids_of(blob: bytes) -> list[bytes]:
+    """The 8-byte span ids joined in an index row."""
+    return [blob[i:i + 8] for i in range(0, len(blob), 8)]
+
+
+def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bool = False
+                 ) -> int:
+    """Index trace groups, each span id once per trace, inside the caller's transaction: of
+    stored batches (an id), or of batches stored here when they add a span (no id). A stored
+    batch that adds no span is deleted, unless ``keep`` (a read-only overlay). Returns how many
+    spans were new."""
+    new = 0
+    # the stored ids of every trace here: one query, a few index probes each
+    probe = orjson.dumps([group.trace_id for _, groups, _ in items for group in groups])
+    known: dict[str, set[bytes]] = {}
+    for trace_id, span_ids in db.execute(_KNOWN, (probe,)):
+        known.setdefault(trace_id, set()).update(ids_of(span_ids))
+    del probe
+    several = len(items) > 1
+    earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
+    for batch_id, groups, batch in items:
+        rows: list[TraceGroup] = []
+        for group in groups:
+            trace_id = group.trace_id
+            seen = known.get(trace_id)
+            if seen is None and several:
+                first = earlier.setdefault(trace_id, group.span_ids)
+                if first is not group.span_ids:
+                    seen = known[trace_id] = set(ids_of(first))
+            if seen is None:  # the common case: a trace the store has not seen
+                rows.append(group)
+                new += len(group.span_ids) // 8
+                continue
+            fresh = [span_id for span_id in ids_of(group.span_ids) if span_id not in seen]
+            if not fresh:
+                continue
+            seen.update(fresh)
+            # root: the trace's root is in this row or was stored before it
+            rows.append(group._replace(span_ids=b"".join(fresh),
+                                       annotations=min(group.annotations, len(fresh))))
+            new += len(fresh)
+        if not rows:  # a pure re-delivery: keep nothing
+            if batch_id is not None and not keep:
+                db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
+            continue
+        if batch_id is None:
+            assert batch is not None
+            batch_id = db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))).lastrowid
+        db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
+                       ((g.trace_id, batch_id, g.span_ids, g.root, g.annotations) for g in rows))
+        db.executemany(_ADD_TRACE, ((g.trace_id, g.start_ns) for g in rows))
+    return new
+
+
+def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool
+                  ) -> tuple[TraceGroup, ...]:
+    """The trace groups of a stored batch, decoded from its body (checked against its
+    checksum); raises :class:`DamagedStore` (without a file) if it cannot be read."""
+    crc_column = "crc" if has_crc else "NULL"
+    fmt, body, check = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
+                                  (batch_id,)).fetchone()
+    if not isinstance(body, bytes) or (check is not None and crc(body) != check):
+        raise DamagedStore(f"batch {batch_id} does not match its checksum")
+    try:
+        return decode_stored(str(fmt), body).traces
+    except (TraceFormatError, ValueError) as exc:
+        raise DamagedStore(f"batch {batch_id} cannot be decoded ({exc})") from None
+
+
+def unindexed(db: sqlite3.Connection) -> list[int]:
+    """The ids of stored batches without an index row, in order: batches acknowledged whose
+    writer stopped before indexing them (a batch that adds no span is never kept indexed-less:
+    indexing deletes it)."""
+    return [int(batch_id) for (batch_id,) in db.execute(
+        "SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM trace_batches) ORDER BY id")]
+
+
+def index_unindexed(db: sqlite3.Connection, has_crc: bool, readonly: bool,
+                    in_transaction: Callable[[Callable[[], int]], int]) -> int:
+    """Index the :func:`unindexed` batches, ``_UNINDEXED_CHUNK`` per ``in_transaction``; on a
+    read-only connection in a temporary copy of the index (:func:`overlay_index`), built
+    only when there are any. Returns how many there were."""
+    ids = unindexed(db)
+    if not ids:
+        return 0
+    _log.info("indexing %d stored batch(es) that were never indexed", len(ids))
+    if readonly:
+        overlay_index(db)
+    for start in range(0, len(ids), _UNINDEXED_CHUNK):
+        items: list[IndexItem] = [(batch_id, stored_groups(db, batch_id, has_crc), None)
+                                  for batch_id in ids[start:start + _UNINDEXED_CHUNK]]
+        if readonly:
+            index_groups(db, items, keep=True)
+            db.commit()
+        else:
+            in_transaction(partial(index_groups, db, items))
+    return len(ids)
