@@ -196,6 +196,27 @@ def test_grpc_garbage_is_invalid_argument_and_bad_ids_partial_success(
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+def test_a_start_time_beyond_sqlites_integers_does_not_stop_the_writer(
+        server: ProcessorServer, tmp_path: Path) -> None:
+    """OTLP times are unsigned 64-bit; SQLite's integers end at 2**63 - 1. A span starting at
+    2**64 - 1 used to fail the commit that indexed it (OverflowError), and with it the writer:
+    every later request got 503."""
+    request = encode_spans(in_memory_spans(1).get_finished_spans())
+    for span in request.resource_spans[0].scope_spans[0].spans:  # the trace's earliest too
+        span.start_time_unix_nano = 2**64 - 1
+    hostile = bytes(request.SerializeToString())
+    assert httpx.post(url(server) + "/v1/traces", content=hostile, headers=PROTO
+                      ).status_code == 200
+    time.sleep(0.2)  # past the writer's index commit
+    later = bytes(encode_spans(in_memory_spans(2).get_finished_spans()[SPANS_PER_REQUEST:]
+                               ).SerializeToString())
+    assert httpx.post(url(server) + "/v1/traces", content=later, headers=PROTO
+                      ).status_code == 200
+    assert httpx.get(url(server) + "/health").json()["status"] == "ok"
+    server.stop()
+    assert len(stored(tmp_path / "spans.db")) == 2 * SPANS_PER_REQUEST
+
+
 def _answers(server: ProcessorServer, body: bytes) -> tuple[tuple[int, str, int],
                                                              tuple[str, str, int]]:
     """(HTTP status, message, rejected spans) and (gRPC code, details, rejected spans)."""

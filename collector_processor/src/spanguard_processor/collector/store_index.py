@@ -45,6 +45,9 @@ _ADD_TRACE = """
 INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
 ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
 """
+# SQLite's largest integer: a (hostile) start time beyond it is indexed as this, instead of
+# failing the commit (and with it the writer) on binding
+_MAX_NS = (1 << 63) - 1
 _KNOWN = ("SELECT trace_id, span_ids FROM trace_batches"
           " WHERE trace_id IN (SELECT value FROM json_each(?))")
 STORE_BATCH = "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)"
@@ -100,7 +103,7 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
             batch_id = db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))).lastrowid
         db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
                        ((g.trace_id, batch_id, g.span_ids, g.root, g.annotations) for g in rows))
-        db.executemany(_ADD_TRACE, ((g.trace_id, g.start_ns) for g in rows))
+        db.executemany(_ADD_TRACE, ((g.trace_id, min(g.start_ns, _MAX_NS)) for g in rows))
     return new
 
 
