@@ -73,8 +73,11 @@ CREATE TABLE IF NOT EXISTS traces (
     released INTEGER NOT NULL DEFAULT 0,
     start_ns INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS traces_pending ON traces (released) WHERE released = 0;
 """
+# Stores made before 2026-12-02 also indexed their pending traces; every new trace and every
+# release then updated that index too, at a random place. The few queries that want pending
+# traces (on start, after a file ingest) read the table instead.
+_DROPPED = "DROP INDEX IF EXISTS traces_pending"
 SCHEMA = _BATCHES + _TRACE_BATCHES.format(temp="", schema="") + _TRACES
 
 _COLUMNS = {
@@ -222,8 +225,7 @@ def overlay_index(db: sqlite3.Connection) -> None:
         db.executescript(_TRACE_BATCHES.format(temp="TEMP", schema="temp."))
         db.execute("INSERT INTO temp.trace_batches SELECT trace_id, batch_id, span_ids, root,"
                    " annotations FROM main.trace_batches")
-    db.executescript(_TRACES.replace("TABLE IF NOT EXISTS", "TEMP TABLE IF NOT EXISTS")
-                     .replace("EXISTS traces_pending", "EXISTS temp.traces_pending"))
+    db.executescript(_TRACES.replace("TABLE IF NOT EXISTS", "TEMP TABLE IF NOT EXISTS"))
     db.execute("INSERT INTO temp.traces SELECT trace_id, released, start_ns FROM main.traces")
     db.commit()
 
@@ -316,6 +318,8 @@ def open_database(path: Path, readonly: bool, durable: bool) -> tuple[sqlite3.Co
         elif not has_crc or version < SCHEMA_VERSION:
             upgrade(db, version, has_crc)
             has_crc = True
+        if not fresh:
+            db.execute(_DROPPED)
         # fail now, not at the first request, if the store is not writable
         db.execute("BEGIN IMMEDIATE")
         db.execute("COMMIT")
