@@ -112,8 +112,11 @@ def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool
     """The trace groups of a stored batch, decoded from its body (checked against its
     checksum); raises :class:`DamagedStore` (without a file) if it cannot be read."""
     crc_column = "crc" if has_crc else "NULL"
-    fmt, body, check = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
-                                  (batch_id,)).fetchone()
+    row = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
+                     (batch_id,)).fetchone()
+    if row is None:  # a reader's race with a writer that just removed a pure re-delivery
+        return ()
+    fmt, body, check = row
     if not isinstance(body, bytes) or (check is not None and crc(body) != check):
         raise DamagedStore(f"batch {batch_id} does not match its checksum")
     try:
