@@ -106,3 +106,30 @@ def test_concurrent_large_requests_keep_health_responsive_and_refusals_quick(
     # one request is decoded at a time: memory is bounded by what was admitted, not by
     # how many requests arrived
     assert peak - base_rss < 160, (peak, base_rss)
+
+
+def test_the_gil_switches_every_millisecond_only_while_a_large_request_is_admitted() -> None:
+    """Every GIL switch costs the two busy threads CPU; a 1 ms switch interval (instead of
+    CPython's 5 ms) is worth it only while a large request is decoded or stored."""
+    import sys
+
+    from spanguard_processor.collector.admission import LARGE_REQUEST_SPANS, Admission
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    try:
+        admission = Admission(Limits(max_pending_spans=10 * LARGE_REQUEST_SPANS))
+        small = admission.admit(512)
+        assert sys.getswitchinterval() == pytest.approx(0.005)
+        large = [admission.admit(LARGE_REQUEST_SPANS), admission.admit(2 * LARGE_REQUEST_SPANS)]
+        assert sys.getswitchinterval() == pytest.approx(0.001)
+        admission.resize(large[0], 100)  # its exact count is small: still a large body
+        admission.release(large[0])
+        admission.release(large[0])  # idempotent
+        assert sys.getswitchinterval() == pytest.approx(0.001)
+        admission.release(large[1])
+        assert sys.getswitchinterval() == pytest.approx(0.005)
+        admission.release(small)
+        assert admission.pending == 0
+    finally:
+        sys.setswitchinterval(before)

@@ -22,7 +22,6 @@ import ipaddress
 import logging
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -217,9 +216,7 @@ def serve_forever(
     # keep it out of every later collection, which then only walks what requests allocate
     gc.collect()
     gc.freeze()
-    # the GIL passes between threads every 1 ms instead of 5: a thread decoding or storing a
-    # large request then delays /health and refusals on the event loop by less
-    sys.setswitchinterval(0.001)
+    # the GIL's switch interval follows the requests in flight (collector/admission.py)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: object) -> None:
