@@ -24,6 +24,7 @@ REQUIRED = {
     "zstandard": "zstandard",
     "starlette": "starlette",
     "uvicorn": "uvicorn",
+    "httptools": "httptools",
     "grpc": "grpcio",
     "google.protobuf": "protobuf",
     "opentelemetry.proto": "opentelemetry-proto",

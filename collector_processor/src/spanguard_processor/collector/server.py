@@ -37,7 +37,7 @@ from .connections import (
     HEADER_TIMEOUT,
     RateLimitedLog,
     connection_budget,
-    guarded_h11,
+    guarded_http,
     loop_exception_handler,
 )
 from .grpc_server import start_grpc_server
@@ -151,7 +151,7 @@ class ProcessorServer:
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                timeout_graceful_shutdown=10, timeout_keep_alive=5,
                                backlog=backlog,
-                               http=guarded_h11(budget, cfg.header_timeout, log),
+                               http=guarded_http(budget, cfg.header_timeout, log),
                                ssl_certfile=cfg.security.tls_cert,
                                ssl_keyfile=cfg.security.tls_key)
             )
