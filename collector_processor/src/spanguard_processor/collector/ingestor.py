@@ -82,7 +82,7 @@ class Ingestor:
         self._first_unindexed = 0.0  # monotonic times
         self._last_stored = 0.0
         self._retry_at = 0.0  # after a refused index commit: not before this
-        self._marks_refused = False
+        self._index_refused = False
         self._failure: BaseException | None = None
 
     def start(self) -> Ingestor:
@@ -162,15 +162,15 @@ class Ingestor:
         except Exception as exc:
             if not _transient(exc):
                 raise
-            if not self._marks_refused:
+            if not self._index_refused:
                 _log.warning("the span store refused to index %d batch(es) and mark %d "
                              "trace(s) released (%s); retrying", len(self._unindexed),
                              len(self._unmarked), exc)
-            self._marks_refused = True
+            self._index_refused = True
             self._retry_at = time.monotonic() + _MAX_TICK
             self._unmarked = list(dict.fromkeys(self._unmarked))
             return
-        self._marks_refused = False
+        self._index_refused = False
         self._unmarked = []
         self._unindexed = []
         self._unindexed_spans = 0

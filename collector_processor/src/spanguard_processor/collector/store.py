@@ -167,11 +167,8 @@ class SpanStore:
         """Store batches and index their spans in one transaction; returns after a durable
         commit. Returns how many spans were new (the rest were already stored). Traces in
         ``release`` are marked released in the same transaction."""
-        items = [(None, batch.traces, batch) for batch in batches if batch.spans or batch.groups]
-        if not items:
-            self.mark_released(release)
-            return 0
-        return self._in_transaction(partial(index_groups, self.db, items), release)
+        return self._index([(None, batch.traces, batch) for batch in batches
+                            if batch.spans or batch.groups], release)
 
     def append_batches(self, batches: Sequence[DecodedBatch]) -> list[Unindexed]:
         """Store the bodies of batches, not yet indexed, in one transaction; returns after a
@@ -192,10 +189,12 @@ class SpanStore:
         """Index batches stored by :meth:`append_batches` (in their order) and mark ``release``
         released, in one transaction; returns how many of their spans were new. A batch with
         no new span is removed."""
-        if not stored:
+        return self._index([(batch_id, groups, None) for batch_id, groups in stored], release)
+
+    def _index(self, items: list[IndexItem], release: Sequence[str]) -> int:
+        if not items:
             self.mark_released(release)
             return 0
-        items: list[IndexItem] = [(batch_id, groups, None) for batch_id, groups in stored]
         return self._in_transaction(partial(index_groups, self.db, items), release)
 
     def _in_transaction(self, work: Callable[[], _T], release: Sequence[str]) -> _T:

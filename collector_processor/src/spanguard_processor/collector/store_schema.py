@@ -219,9 +219,8 @@ def index_version1(db: sqlite3.Connection) -> None:
 def overlay_index(db: sqlite3.Connection) -> None:
     """A read-only connection to a store with batches never indexed: copy the index into
     temporary tables (which shadow the file's), for those batches to be indexed there."""
-    if db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'trace_batches'").fetchone():
-        pass  # a version-1 store: its index is already a temporary table
-    else:
+    # a version-1 store's index is a temporary table already (index_version1)
+    if not db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'trace_batches'").fetchone():
         db.executescript(_TRACE_BATCHES.format(temp="TEMP", schema="temp."))
         db.execute("INSERT INTO temp.trace_batches SELECT trace_id, batch_id, span_ids, root,"
                    " annotations FROM main.trace_batches")
