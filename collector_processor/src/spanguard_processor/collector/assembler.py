@@ -25,7 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..ingest.spans import TraceGroup
 
@@ -45,8 +45,7 @@ class SpanKey(Protocol):
     def is_root(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ReleasedTrace:
+class ReleasedTrace(NamedTuple):  # one per trace: a tuple is the cheapest record to make
     """A trace the assembler let go: how many spans it received, why, and whether it is whole."""
 
     trace_id: str
@@ -116,20 +115,22 @@ class TraceAssembler:
         evicted: list[ReleasedTrace] = []
         held = self._groups
         get, move_to_end = held.get, held.move_to_end
+        released = self._released
         added = 0
+        num_traces = self.num_traces
         for trace_id, count, root in traces:
+            added += count
             group = get(trace_id)
             if group is None:
-                if len(held) >= self.num_traces:
+                if len(held) >= num_traces:
                     evicted.append(self._release(next(iter(held)), "evicted"))
-                late = trace_id in self._released
-                group = held[trace_id] = _Group(now, now, root_seen=late, late=late)
-            else:
-                move_to_end(trace_id)
-                group.last_seen = now  # keeps _groups ordered by last activity
+                late = trace_id in released
+                held[trace_id] = _Group(now, now, late or root, late, count)
+                continue
+            move_to_end(trace_id)
+            group.last_seen = now  # keeps _groups ordered by last activity
             group.spans += count
-            added += count
-            if root and not group.root_seen:
+            if root:
                 group.root_seen = True
         self.spans_added += added
         return evicted
@@ -168,10 +169,4 @@ class TraceAssembler:
         self._released.move_to_end(trace_id)
         while len(self._released) > self._remember:
             self._released.popitem(last=False)
-        return ReleasedTrace(
-            trace_id=trace_id,
-            spans=group.spans,
-            partial=not group.root_seen,
-            late=group.late,
-            reason=reason,
-        )
+        return ReleasedTrace(trace_id, group.spans, not group.root_seen, group.late, reason)

@@ -73,8 +73,10 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
     del probe
     several = len(items) > 1
     earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
+    rows: list[tuple[str, int, bytes, bool, int]] = []  # trace_batches, in one statement
+    starts: dict[str, int] = {}  # the earliest start of each trace indexed here
     for batch_id, groups, batch in items:
-        rows: list[TraceGroup] = []
+        kept: list[TraceGroup] = []
         for group in groups:
             trace_id = group.trace_id
             seen = known.get(trace_id)
@@ -83,7 +85,7 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
                 if first is not group.span_ids:
                     seen = known[trace_id] = set(ids_of(first))
             if seen is None:  # the common case: a trace the store has not seen
-                rows.append(group)
+                kept.append(group)
                 new += len(group.span_ids) // 8
                 continue
             fresh = [span_id for span_id in ids_of(group.span_ids) if span_id not in seen]
@@ -91,19 +93,26 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
                 continue
             seen.update(fresh)
             # root: the trace's root is in this row or was stored before it
-            rows.append(group._replace(span_ids=b"".join(fresh),
+            kept.append(group._replace(span_ids=b"".join(fresh),
                                        annotations=min(group.annotations, len(fresh))))
             new += len(fresh)
-        if not rows:  # a pure re-delivery: keep nothing
+        if not kept:  # a pure re-delivery: keep nothing
             if batch_id is not None and not keep:
                 db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
             continue
         if batch_id is None:
             assert batch is not None
             batch_id = db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))).lastrowid
-        db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
-                       ((g.trace_id, batch_id, g.span_ids, g.root, g.annotations) for g in rows))
-        db.executemany(_ADD_TRACE, ((g.trace_id, min(g.start_ns, _MAX_NS)) for g in rows))
+        for trace_id, span_ids, start, root, annotations in kept:
+            rows.append((trace_id, batch_id, span_ids, root, annotations))
+            before = starts.get(trace_id)
+            if before is None or start < before:
+                starts[trace_id] = start
+    if rows:  # in key order: each index page is visited once
+        rows.sort()
+        db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)", rows)
+        db.executemany(_ADD_TRACE, [(trace_id, min(start, _MAX_NS))
+                                    for trace_id, start in sorted(starts.items())])
     return new
 
 
