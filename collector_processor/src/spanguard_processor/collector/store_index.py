@@ -103,8 +103,8 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
         if batch_id is None:
             assert batch is not None
             batch_id = db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))).lastrowid
-        for trace_id, span_ids, start, root, annotations in kept:
-            rows.append((trace_id, batch_id, span_ids, root, annotations))
+        for trace_id, span_ids, start, root, notes in kept:
+            rows.append((trace_id, batch_id, span_ids, root, notes))
             before = starts.get(trace_id)
             if before is None or start < before:
                 starts[trace_id] = start
