@@ -102,7 +102,8 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
             continue
         if batch_id is None:
             assert batch is not None
-            batch_id = db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))).lastrowid
+            batch_id = int(db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))
+                                      ).lastrowid or 0)  # always set after an INSERT
         for trace_id, span_ids, start, root, notes in kept:
             rows.append((trace_id, batch_id, span_ids, root, notes))
             before = starts.get(trace_id)
