@@ -73,30 +73,3 @@ def test_malformed_fields_are_named(span: dict[str, object], field: str) -> None
 def test_bad_ids_are_rejected_not_guessed(ids: dict[str, object]) -> None:
     batch = decode_document(_doc(**ids))
     assert batch.rejected == 1 and not batch.spans and batch.error
-
-
-def test_grouping_skips_span_names_only_when_no_annotation_can_be_in_the_body() -> None:
-    """group_request reads span names only if the annotation name occurs in the body; the
-    groups (annotation counts included) are the same as reading every name."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from spanguard import semconv
-    from spanguard_processor.ingest.otlp_proto import group_request, parse_request
-
-    recorded = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(recorded))
-    tracer = provider.get_tracer("t")
-    with tracer.start_as_current_span("agent"), \
-            tracer.start_as_current_span(semconv.SPAN_ANNOTATION):
-        pass
-    exported = list(in_memory_spans(3).get_finished_spans())
-    annotated = [*exported, *recorded.get_finished_spans()]
-    for spans, notes in ((exported, 0), (annotated, 1)):
-        body = encode_spans(spans).SerializeToString()
-        request = parse_request(body)
-        with_names = group_request(request, 128)
-        assert group_request(request, 128, body) == with_names
-        assert sum(group.annotations for group in with_names[0]) == notes

@@ -170,7 +170,6 @@ def count_spans(body: bytes, stop: int) -> int:
 
 
 _ANNOTATION = semconv.SPAN_ANNOTATION
-_ANNOTATION_BYTES = _ANNOTATION.encode()
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
@@ -180,16 +179,13 @@ def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
 
 
-def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
-                  body: bytes | None = None
+def group_request(request: ExportTraceServiceRequest, attribute_limit: int
                   ) -> tuple[tuple[TraceGroup, ...], int, str | None, dict[str, int], bool]:
     """One pass over a parsed request for the receive path: its valid spans grouped by trace
     (no object per span: the ids stay the bytes upb hands out, hex only per trace), the
     rejected count and first reason, the spans with invalid ids per trace id (the per-trace
     limit counts them too), and whether any span or event has more than ``attribute_limit``
-    attributes (then the limits must edit the request). With the request's ``body``, span
-    names are read only if an annotation span's name is in it somewhere."""
-    notes_possible = body is None or _ANNOTATION_BYTES in body
+    attributes (then the limits must edit the request)."""
     found: dict[bytes, int] = {}  # trace id -> its index in the lists below
     get = found.get
     ids: list[bytes | list[bytes]] = []  # a trace's span id, or a list of them once it has several
@@ -228,7 +224,7 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
                     ids.append(span_id)
                     starts.append(span.start_time_unix_nano)
                     roots.append(not parent)
-                    notes.append(notes_possible and span.name == _ANNOTATION)
+                    notes.append(span.name == _ANNOTATION)
                     continue
                 held = ids[index]
                 if isinstance(held, list):
@@ -240,7 +236,7 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
                     starts[index] = start
                 if not parent:
                     roots[index] = True
-                if notes_possible and span.name == _ANNOTATION:
+                if span.name == _ANNOTATION:
                     notes[index] += 1
     groups = []
     for (trace_id, index), held in zip(found.items(), ids, strict=True):
