@@ -109,7 +109,7 @@ def test_a_store_failing_to_index_refuses_further_requests(tmp_path: Path) -> No
 
     store = SpanStore(tmp_path / "s.db")
     ingestor = Ingestor(store, TraceAssembler(wait_duration=100.0)).start()
-    store._db.execute("DROP TABLE trace_batches")  # the disk "fails"
+    store._db.execute("DROP TABLE batch_traces")  # the disk "fails"
     assert ingestor.submit(encoded(1)).result(timeout=10) is None  # its body is stored
     deadline = time.monotonic() + 10
     while ingestor.healthy and time.monotonic() < deadline:
@@ -178,3 +178,52 @@ def test_index_batches_counts_only_new_spans_and_removes_pure_redeliveries(
         assert store.span_count() == len(spans)
         assert store.db.execute("SELECT count(*) FROM batches").fetchone()[0] == 1
         assert store.trace_counts() == (1, 1)
+
+
+def test_an_index_commit_that_fails_finds_the_same_spans_new_when_tried_again(
+        tmp_path: Path) -> None:
+    """The writer remembers what it stored only once the commit holds: a refused index
+    commit (a full disk) is retried by the ingestor, and must not find its own spans
+    "already stored" and drop acknowledged batches."""
+    batch = encoded(3)
+    with SpanStore(tmp_path / "s.db") as store:
+        stored = store.append_batches([batch])
+
+        def refuse(action: int, table: str | None, *_: object) -> int:
+            return sqlite3.SQLITE_DENY if (action, table) == (sqlite3.SQLITE_INSERT,
+                                                              "batch_traces") else sqlite3.SQLITE_OK
+        store.db.set_authorizer(refuse)
+        with pytest.raises(sqlite3.DatabaseError):
+            store.index_batches(stored, release=[batch.traces[0].trace_id])
+        store.db.set_authorizer(None)
+        assert store.index_batches(stored, release=[batch.traces[0].trace_id]) == (
+            3 * SPANS_PER_REQUEST)
+        assert store.span_count() == 3 * SPANS_PER_REQUEST
+        assert store.trace_counts() == (1, 2)
+
+
+def test_spans_stored_again_after_the_writer_forgot_them_are_read_once(tmp_path: Path) -> None:
+    """Beyond the writer's memory of recent traces a re-delivered span is stored again;
+    reading deduplicates it exactly (span ids, counts, the trace itself)."""
+    from spanguard_processor.collector.store_view import RecentSpans
+
+    first = encoded(1)
+    others = [encoded(1) for _ in range(4)]
+    with SpanStore(tmp_path / "s.db") as store:
+        store._recent = RecentSpans(capacity=2)
+        store.put_batches([first])
+        (before,) = [replace(trace, partial=False)
+                     for trace in store.iter_agent_traces(include_pending=True)]
+        for batch in others:
+            store.put_batches([batch])
+        assert store.put_batches([first]) == SPANS_PER_REQUEST  # forgotten: stored again
+        assert store.db.execute("SELECT count(*) FROM batches").fetchone()[0] == 6
+        assert store.span_count() == 5 * SPANS_PER_REQUEST
+        assert len(set(store.span_ids())) == len(store.span_ids()) == 5 * SPANS_PER_REQUEST
+        store.release_all()
+        assert store.trace_counts() == (5, 0)
+        traces = {trace.trace_id: trace for trace in store.iter_agent_traces()}
+        assert traces[first.traces[0].trace_id] == before
+    with SpanStore(tmp_path / "s.db", readonly=True) as store:  # and from a new reader
+        assert len(store.span_ids()) == 5 * SPANS_PER_REQUEST
+        assert store.check_index() == 5  # the batch stored again adds no row to the view

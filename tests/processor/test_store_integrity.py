@@ -190,8 +190,45 @@ CREATE INDEX traces_pending ON traces (released) WHERE released = 0;
 """
 
 
+_VERSION2_SCHEMA = """
+CREATE TABLE batches (id INTEGER PRIMARY KEY, fmt TEXT NOT NULL, body BLOB NOT NULL,
+    crc INTEGER);
+CREATE TABLE trace_batches (trace_id TEXT NOT NULL, batch_id INTEGER NOT NULL,
+    span_ids BLOB NOT NULL, root INTEGER NOT NULL, annotations INTEGER NOT NULL,
+    PRIMARY KEY (trace_id, batch_id)) WITHOUT ROWID;
+CREATE INDEX trace_batches_annotations ON trace_batches (annotations) WHERE annotations > 0;
+CREATE TABLE traces (trace_id TEXT PRIMARY KEY, released INTEGER NOT NULL DEFAULT 0,
+    start_ns INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+"""
+
+
+def version2_store(path: Path, spans: Sequence[ReadableSpan], pending: int = 0) -> None:
+    """A store as spanguard wrote it at store version 2 (rows per trace); the last
+    ``pending`` traces not released."""
+    with sqlite3.connect(path) as db:
+        db.executescript(_VERSION2_SCHEMA)
+        for start in range(0, len(spans), SPANS_PER_REQUEST):
+            batch = decode_request(encode_spans(spans[start:start + SPANS_PER_REQUEST]))
+            batch_id = db.execute("INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
+                                  (batch.fmt, batch.body, zlib.crc32(batch.body))).lastrowid
+            for group in batch.traces:
+                db.execute("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
+                           (group.trace_id, batch_id, group.span_ids, group.root,
+                            group.annotations))
+                db.execute("INSERT INTO traces VALUES (?, 1, ?) ON CONFLICT DO UPDATE SET "
+                           "start_ns = min(start_ns, excluded.start_ns)",
+                           (group.trace_id, group.start_ns))
+        if pending:
+            db.execute("UPDATE traces SET released = 0 WHERE trace_id IN (SELECT trace_id FROM"
+                       f" traces ORDER BY start_ns DESC LIMIT {pending})")
+        db.execute("PRAGMA user_version = 2")
+
+
 def old_store(path: Path, spans: Sequence[ReadableSpan], version: int) -> None:
-    """A store as spanguard wrote it at store ``version`` (0 or 1), every trace released."""
+    """A store as spanguard wrote it at store ``version`` (0, 1 or 2), every trace released."""
+    if version == 2:
+        version2_store(path, spans)
+        return
     with sqlite3.connect(path) as db:
         db.executescript(_VERSION1_SCHEMA.format(crc=", crc INTEGER" if version else ""))
         for start in range(0, len(spans), SPANS_PER_REQUEST):
@@ -209,7 +246,7 @@ def old_store(path: Path, spans: Sequence[ReadableSpan], version: int) -> None:
         db.execute(f"PRAGMA user_version = {version}")
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_an_older_store_reads_the_same_and_is_upgraded_when_opened_for_writing(
         tmp_path: Path, version: int) -> None:
     current = tmp_path / "current.db"
@@ -231,13 +268,30 @@ def test_an_older_store_reads_the_same_and_is_upgraded_when_opened_for_writing(
     with sqlite3.connect(store) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT count(*) FROM batches WHERE crc IS NULL").fetchone()[0] == 0
-        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'spans'"
-                          ).fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name IN"
+                          " ('spans', 'trace_batches', 'traces')").fetchone()[0] == 0
     with SpanStore(store, readonly=True) as db:
         assert db.span_count() == len(spans)
     assert run("store", "check", str(store)).exit_code == 0
     assert export(store, tmp_path / "upgraded.jsonl").exit_code == 0
     assert (tmp_path / "upgraded.jsonl").read_bytes() == (tmp_path / "current.jsonl").read_bytes()
+
+
+def test_a_version2_store_keeps_its_pending_traces_through_the_upgrade(tmp_path: Path) -> None:
+    store = tmp_path / "v2.db"
+    spans = in_memory_spans(6).get_finished_spans()
+    version2_store(store, spans, pending=2)
+    with SpanStore(store, readonly=True) as db:
+        assert db.trace_counts() == (4, 2)
+        pending = sorted(db.pending_groups())
+        ids = db.span_ids()
+    with SpanStore(store) as db:  # upgraded
+        assert db.trace_counts() == (4, 2)
+        assert sorted(db.pending_groups()) == pending
+        assert db.span_ids() == ids
+    with SpanStore(store) as db:  # the next writer sees the same
+        db.mark_released(sorted({group.trace_id for group in pending}))
+        assert db.trace_counts() == (6, 0)
 
 
 def test_an_unwritable_store_is_refused_at_start(tmp_path: Path) -> None:
@@ -258,15 +312,24 @@ def test_closing_a_store_checkpoints_its_wal(tmp_path: Path) -> None:
     assert not wal.exists() or wal.stat().st_size == 0
 
 
+_ONE_INDEX_ROW = "WHERE batch_id = (SELECT min(batch_id) FROM batch_traces)"
+_ONE_RELEASE = "WHERE id = (SELECT min(id) FROM releases)"
+
+
 @pytest.mark.parametrize(("update", "problem"), [
-    ("UPDATE trace_batches SET trace_id = 'zz' || substr(trace_id, 3) WHERE trace_id IN "
-     "(SELECT trace_id FROM trace_batches LIMIT 1)", "a row of table trace_batches is malformed"),
-    ("UPDATE trace_batches SET batch_id = 99999 WHERE trace_id IN "
-     "(SELECT trace_id FROM trace_batches LIMIT 1)", "a row of table trace_batches is malformed"),
-    ("UPDATE trace_batches SET span_ids = substr(span_ids, 2) WHERE trace_id IN "
-     "(SELECT trace_id FROM trace_batches LIMIT 1)", "a row of table trace_batches is malformed"),
-    ("UPDATE traces SET released = 7 WHERE trace_id IN (SELECT trace_id FROM traces LIMIT 1)",
-     "a row of table traces is malformed"),
+    (f"UPDATE batch_traces SET groups = substr(groups, 2) {_ONE_INDEX_ROW}",
+     "row 1 of table batch_traces does not match its checksum"),
+    (f"UPDATE batch_traces SET batch_id = 99999 {_ONE_INDEX_ROW}",
+     "a row of table batch_traces is malformed (99999)"),
+    # well-formed for SQLite and checksummed, but no writer packs this
+    (f"UPDATE batch_traces SET groups = x'00', crc = {zlib.crc32(bytes(1))} {_ONE_INDEX_ROW}",
+     "row 1 of table batch_traces is malformed"),
+    (f"UPDATE batch_traces SET crc = 'none' {_ONE_INDEX_ROW}",
+     "a row of table batch_traces is malformed (1)"),
+    (f"UPDATE releases SET trace_ids = substr(trace_ids, 2) {_ONE_RELEASE}",
+     "a row of table releases is malformed (1)"),
+    (f"UPDATE releases SET crc = crc + 1 {_ONE_RELEASE}",
+     "row 1 of table releases does not match its checksum"),
 ])
 def test_a_damaged_index_row_is_refused_before_serving(
         healthy: Path, tmp_path: Path, update: str, problem: str) -> None:

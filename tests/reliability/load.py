@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from typing import Any
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from spanguard_processor.collector.store import SpanStore
 from tests.processor.serve_process import ServeProcess
 from tests.sdk.rotel_helper import OtlpGrpcSink, RotelCollector
 
@@ -103,15 +103,16 @@ def _probe_request(rng: random.Random, index: int) -> tuple[bytes, str, str]:
 
 
 def _store_lookup(store: Path) -> Callable[[str, str], bool]:
-    db: list[sqlite3.Connection] = []
+    held: list[SpanStore] = []
 
     def found(trace_id: str, span_id: str) -> bool:
-        if not db:
-            db.append(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True,
-                                      check_same_thread=False))
+        if not held:
+            held.append(SpanStore(store, readonly=True))
+        reader = held[0]
+        reader.refresh()  # the index rows committed since the last probe
         wanted = bytes.fromhex(span_id)
         return any(blob[i:i + 8] == wanted
-                   for (blob,) in db[0].execute(
+                   for (blob,) in reader.db.execute(
                        "SELECT span_ids FROM trace_batches WHERE trace_id = ?", (trace_id,))
                    for i in range(0, len(blob), 8))
 
@@ -165,16 +166,9 @@ def _sample_memory(pids: tuple[int, int], stop: threading.Event, report: LoadRep
 
 
 def _stored(store: Path) -> tuple[int, int, int]:
-    db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        spans = db.execute(
-            "SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches").fetchone()[0]
-        released, pending = db.execute(
-            "SELECT coalesce(sum(released), 0), coalesce(sum(1 - released), 0) FROM traces"
-        ).fetchone()
-        return int(spans), int(released), int(pending)
-    finally:
-        db.close()
+    with SpanStore(store, readonly=True) as reader:
+        released, pending = reader.trace_counts()
+        return reader.span_count(), released, pending
 
 
 def run_load(folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 80,

@@ -88,6 +88,7 @@ class Ingestor:
     def start(self) -> Ingestor:
         """Refill the assembler with traces left pending by a previous run, then start."""
         pending = list(self.store.pending_groups())
+        self.store.forget_view()  # the writer reads no more
         if pending:
             _log.info("resuming %d pending spans from %s",
                       sum(group.span_count for group in pending), self.store.path)

@@ -1,15 +1,18 @@
-"""The durable span store: SQLite in WAL mode, one index row per (trace, batch).
+"""The durable span store: SQLite in WAL mode, one index row per batch.
 
 * :meth:`SpanStore.put_batches` stores received batches (each OTLP request or file line once,
-  still encoded) and, per trace in each, one index row of its span ids, in one transaction
-  committed with ``synchronous=FULL`` before it returns: a request acknowledged after that
-  survives a crash. A span delivered twice (exporter retries) is indexed once; a batch with no
-  new span is not kept. The server splits this in two: :meth:`SpanStore.append_batches`
-  commits the bodies it acknowledges, :meth:`SpanStore.index_batches` indexes many of them
-  later (:mod:`~spanguard_processor.collector.store_index`); a store opened with bodies never
+  still encoded) and, per batch, one index row of its span ids grouped by trace, in one
+  transaction committed with ``synchronous=FULL`` before it returns: a request acknowledged
+  after that survives a crash. A span delivered twice (exporter retries) is read once; a batch
+  with no new span is not kept (as far as the writer remembers: :class:`RecentSpans`). The
+  server splits this in two: :meth:`SpanStore.append_batches` commits the bodies it
+  acknowledges, :meth:`SpanStore.index_batches` indexes many of them later
+  (:mod:`~spanguard_processor.collector.store_index`); a store opened with bodies never
   indexed indexes them first.
-* :meth:`SpanStore.mark_released` records which traces the assembler released; a trace is
-  ``partial`` while the store holds no parentless (root) span for it.
+* :meth:`SpanStore.mark_released` records which traces the assembler released (one row per
+  commit); a trace is ``partial`` while the store holds no parentless (root) span for it.
+* Reading goes through the per-trace tables of a :class:`TraceView`, built from the index rows
+  when the store is first read and brought up to date at each later read.
 * :meth:`SpanStore.iter_agent_traces` converts released traces to agent traces on the fly,
   so late spans and later annotations are always merged in (memory: one trace, plus the
   annotation spans). Several stores are read together by
@@ -47,6 +50,8 @@ from .store_index import (
     ids_of,
     index_groups,
     index_unindexed,
+    log_groups,
+    unindexed,
 )
 from .store_schema import (
     DAMAGE_CODES,
@@ -56,8 +61,11 @@ from .store_schema import (
     crc,
     looks_like_store,
     open_database,
+    overlay_index,
+    pack_trace_ids,
     verify_rows,
 )
+from .store_view import RecentSpans, TraceView
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unindexed",
            "looks_like_store"]
@@ -66,7 +74,8 @@ _PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches
 _T = TypeVar("_T")
 _ANNOTATION = semconv.SPAN_ANNOTATION
 
-_RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
+_RELEASE = "INSERT INTO releases (trace_ids, crc) VALUES (?, ?)"
+_RELEASES_PER_ROW = 65_536
 
 
 def _is_annotation(record: SpanRecord) -> bool:
@@ -91,9 +100,15 @@ class SpanStore:
         self.readonly = readonly
         self._parsed: dict[int, ParsedBatch] = {}
         self._has_crc = True
+        self._version = SCHEMA_VERSION
         self._db: sqlite3.Connection | None = None
+        #: the span ids this writer stored most recently, by trace (for deduplication)
+        self._recent = RecentSpans()
         try:
-            self._db, self._has_crc = open_database(self.path, readonly, durable)
+            self._db, self._has_crc, self._version = open_database(self.path, readonly, durable)
+            # a version-3 store is read by trace through a view; older ones (read-only)
+            # through their own per-trace tables
+            self._view = TraceView() if self._version >= 3 else None
             if verify_batches if verify_batches is not None else not readonly:
                 self.verify_batches()
             self._index_unindexed()
@@ -114,11 +129,12 @@ class SpanStore:
         """Check every stored batch against its checksum, and that every index row is
         well-formed and names a stored batch; returns how many batches were checked."""
         with self._reading():
-            return verify_rows(self.db, self.path, self._has_crc)
+            return verify_rows(self.db, self.path, self._has_crc, self._version)
 
     def check_index(self) -> int:
         """``PRAGMA integrity_check``, then every index row against the spans its batch holds;
         returns how many batches were read."""
+        self.refresh()
         with self._reading():
             problems = [row[0] for row in self.db.execute("PRAGMA integrity_check(5)")]
             if problems != ["ok"]:
@@ -142,6 +158,23 @@ class SpanStore:
             if isinstance(exc, sqlite3.OperationalError) and code not in DAMAGE_CODES:
                 raise
             raise self._damaged(str(exc)) from None
+
+    def refresh(self) -> None:
+        """Bring the per-trace tables readers query up to date with what is stored (every
+        read method does this first)."""
+        if self._view is None:
+            return
+        with self._reading():
+            try:
+                self._view.sync(self.db)
+            except DamagedStore as exc:
+                raise self._damaged(exc.problem) from None
+
+    def forget_view(self) -> None:
+        """Drop the per-trace tables (a writer that reads no more); rebuilt if read again."""
+        if self._view is not None and self._view.built:
+            with self._reading():
+                self._view.drop(self.db)
 
     def close(self) -> None:
         """Close the store; a writable one is checkpointed first, so its WAL is emptied."""
@@ -191,19 +224,24 @@ class SpanStore:
         no new span is removed."""
         return self._index([(batch_id, groups, None) for batch_id, groups in stored], release)
 
-    def _index(self, items: list[IndexItem], release: Sequence[str]) -> int:
+    def _index(self, items: list[IndexItem], release: Sequence[str],
+               known: Callable[[str], bytes | None] | None = None) -> int:
         if not items:
             self.mark_released(release)
             return 0
-        return self._in_transaction(partial(index_groups, self.db, items), release)
+        new, stored = self._in_transaction(
+            partial(log_groups, self.db, items, known or self._recent.get), release)
+        self._recent.update(stored)  # committed: remembered
+        return new
 
     def _in_transaction(self, work: Callable[[], _T], release: Sequence[str]) -> _T:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             result = work()
-            if release:
-                db.executemany(_RELEASE, [(t,) for t in release])
+            for at in range(0, len(release), _RELEASES_PER_ROW):
+                blob = pack_trace_ids(release[at:at + _RELEASES_PER_ROW])
+                db.execute(_RELEASE, (blob, crc(blob)))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
@@ -213,12 +251,30 @@ class SpanStore:
 
     def _index_unindexed(self) -> int:
         """Index the batches stored but never indexed (a writer stopped between
-        :meth:`append_batches` and :meth:`index_batches`): in the file, or for a read-only
-        store in a temporary copy of the index; returns how many there were."""
+        :meth:`append_batches` and :meth:`index_batches`): in the file, deduplicated against
+        the store, or for a read-only store in its per-trace tables only; returns how many
+        there were."""
+        db = self.db
         with self._reading():
+            ids = unindexed(db, self._version)
+            if not ids:
+                return 0
+            self.refresh()
+            if self._view is None:  # an older store, read-only
+                overlay_index(db)
+            view = self._view
+
+            def index(items: list[IndexItem]) -> None:
+                if self.readonly:
+                    index_groups(db, items, keep=True)
+                    db.commit()
+                    return
+                assert view is not None  # a writable store is at the current version
+                known = view.known(db, {g.trace_id for _, groups, _ in items for g in groups})
+                recent = self._recent.get
+                self._index(items, (), lambda trace_id: recent(trace_id) or known.get(trace_id))
             try:
-                return index_unindexed(self.db, self._has_crc, self.readonly,
-                                       lambda work: self._in_transaction(work, ()))
+                return index_unindexed(db, self._has_crc, ids, index)
             except DamagedStore as exc:
                 raise self._damaged(exc.problem) from None
 
@@ -230,6 +286,7 @@ class SpanStore:
 
     def release_all(self) -> int:
         """Mark every pending trace released (after a file ingest); returns how many."""
+        self.refresh()
         pending = [t for (t,) in self.db.execute(
             "SELECT trace_id FROM traces WHERE released = 0 ORDER BY trace_id")]
         self.mark_released(pending)
@@ -239,22 +296,29 @@ class SpanStore:
 
     def pending_groups(self) -> Iterator[TraceGroup]:
         """The spans of traces not yet released, by trace and batch (bodies omitted), to
-        refill an assembler on restart."""
+        refill an assembler on restart. A writer remembers their span ids (they are the likeliest
+        to be delivered again)."""
+        self.refresh()
         with self._reading():
             rows = self.db.execute(
                 "SELECT b.trace_id, b.span_ids, b.root FROM trace_batches b"
                 " JOIN traces t ON t.trace_id = b.trace_id"
-                " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id")
-            for trace_id, span_ids, root in rows:
-                yield TraceGroup(trace_id, span_ids, 0, bool(root), 0)
+                " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id").fetchall()
+        groups = [TraceGroup(trace_id, span_ids, 0, bool(root), 0)
+                  for trace_id, span_ids, root in rows]
+        if not self.readonly:
+            self._recent.seed(groups)
+        yield from groups
 
     def span_count(self) -> int:
+        self.refresh()
         with self._reading():
             return int(self.db.execute(
                 "SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches").fetchone()[0])
 
     def trace_counts(self) -> tuple[int, int]:
         """(released, pending) trace counts."""
+        self.refresh()
         with self._reading():
             row = self.db.execute(
                 "SELECT coalesce(sum(released), 0), coalesce(sum(1 - released), 0) FROM traces"
@@ -263,6 +327,7 @@ class SpanStore:
 
     def span_ids(self) -> list[tuple[str, str]]:
         """Every stored (trace_id, span_id), sorted."""
+        self.refresh()
         with self._reading():
             rows = self.db.execute("SELECT trace_id, span_ids FROM trace_batches").fetchall()
         return sorted((trace_id, span_id.hex()) for trace_id, blob in rows
@@ -332,11 +397,13 @@ class SpanStore:
 
     def trace_spans(self, trace_id: str) -> list[SpanRecord]:
         """The decoded spans of one trace, annotation spans excluded, in start order."""
+        self.refresh()
         return self._records("trace_id = ?", (trace_id,), _not_annotation)
 
     def annotations(self, skipped: list[str] | None = None) -> Annotations:
         """Annotation spans by the request id they annotate; with ``skipped``, unreadable ones
         are left out and described there instead of raising :class:`DamagedStore`."""
+        self.refresh()
         return Annotations(self._records("annotations > 0", (), _is_annotation, skipped))
 
     def iter_agent_traces(
@@ -358,6 +425,8 @@ class SpanStore:
         """
         if annotations is None:
             annotations = self.annotations(skipped)
+        else:
+            self.refresh()
         where = "" if include_pending else " WHERE released = 1"
         with self._reading():
             rows = self.db.execute(
@@ -366,7 +435,7 @@ class SpanStore:
         conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
         for trace_id, released in rows:
             try:
-                spans = self.trace_spans(trace_id)
+                spans = self._records("trace_id = ?", (trace_id,), _not_annotation)
             except DamagedStore as exc:
                 if skipped is None:
                     raise

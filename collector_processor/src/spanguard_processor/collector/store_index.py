@@ -1,9 +1,16 @@
-"""Indexing stored batches by trace: one row per (trace, batch) of the span ids the batch adds.
+"""Indexing stored batches by trace.
 
-Used by :class:`~spanguard_processor.collector.store.SpanStore` in both of its ways of
-writing: :meth:`~spanguard_processor.collector.store.SpanStore.put_batches` (bodies and index
-in one transaction) and ``append_batches`` then ``index_batches`` (bodies acknowledged first,
-indexed many requests at a time).
+* :func:`log_groups` writes a version-3 store's index: one ``batch_traces`` row per batch,
+  its trace groups packed, holding only span ids new to the store as far as the writer's
+  :class:`~spanguard_processor.collector.store_view.RecentSpans` knows. Used by
+  :class:`~spanguard_processor.collector.store.SpanStore` in both of its ways of writing:
+  :meth:`~spanguard_processor.collector.store.SpanStore.put_batches` (bodies and index in one
+  transaction) and ``append_batches`` then ``index_batches`` (bodies acknowledged first,
+  indexed many requests at a time).
+* :func:`index_groups` writes per-trace rows (one per (trace, batch), each span id once per
+  trace): the temporary tables readers query
+  (:class:`~spanguard_processor.collector.store_view.TraceView`), or a read-only overlay of an
+  older store's index.
 """
 
 from __future__ import annotations
@@ -11,7 +18,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
-from functools import partial
 
 import orjson
 
@@ -19,7 +25,7 @@ from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch, TraceGroup
-from .store_schema import DamagedStore, crc, overlay_index
+from .store_schema import MAX_NS, DamagedStore, crc, pack_group
 
 __all__ = [
     "STORE_BATCH",
@@ -28,6 +34,7 @@ __all__ = [
     "ids_of",
     "index_groups",
     "index_unindexed",
+    "log_groups",
     "stored_groups",
     "unindexed",
 ]
@@ -45,9 +52,6 @@ _ADD_TRACE = """
 INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
 ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
 """
-# SQLite's largest integer: a (hostile) start time beyond it is indexed as this, instead of
-# failing the commit (and with it the writer) on binding
-_MAX_NS = (1 << 63) - 1
 _KNOWN = ("SELECT trace_id, span_ids FROM trace_batches"
           " WHERE trace_id IN (SELECT value FROM json_each(?))")
 STORE_BATCH = "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)"
@@ -112,9 +116,59 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
     if rows:  # in key order: each index page is visited once
         rows.sort()
         db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)", rows)
-        db.executemany(_ADD_TRACE, [(trace_id, min(start, _MAX_NS))
+        db.executemany(_ADD_TRACE, [(trace_id, min(start, MAX_NS))
                                     for trace_id, start in sorted(starts.items())])
     return new
+
+
+def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
+               recent: Callable[[str], bytes | None]) -> tuple[int, dict[str, bytes]]:
+    """Index trace groups in a version-3 store, inside the caller's transaction: one
+    ``batch_traces`` row per batch of the span ids that ``recent`` (the span ids stored per
+    trace, as far as the writer remembers) does not hold. A stored batch (an id) that adds no
+    span is deleted; a batch not stored yet (no id) is stored only if it adds one.
+
+    Returns how many spans were new, and the span ids stored per trace after this commit,
+    for the caller to remember once it is committed (not before: a commit that fails is
+    tried again, and must find the same spans new)."""
+    new = 0
+    stored: dict[str, bytes] = {}  # the traces indexed here: every span id stored so far
+    rows: list[tuple[int, bytes, int]] = []
+    for batch_id, groups, batch in items:
+        parts: list[bytes] = []
+        for trace_id, span_ids, start, root, notes in groups:
+            seen = stored.get(trace_id)
+            if seen is None:
+                seen = recent(trace_id)
+            if seen is None:  # the common case: a trace the writer has not stored
+                stored[trace_id] = span_ids
+                count = len(span_ids) >> 3
+            else:
+                known = set(ids_of(seen))
+                fresh = [span_id for span_id in ids_of(span_ids) if span_id not in known]
+                if not fresh:
+                    continue
+                span_ids = b"".join(fresh)
+                stored[trace_id] = seen + span_ids
+                count = len(fresh)
+                # root: the trace's root is in this group or was stored before it
+                notes = min(notes, count)
+            new += count
+            parts.append(pack_group(bytes.fromhex(trace_id), min(start, MAX_NS), root, notes,
+                                    count))
+            parts.append(span_ids)
+        if not parts:  # a pure re-delivery: keep nothing
+            if batch_id is not None:
+                db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
+            continue
+        if batch_id is None:
+            assert batch is not None
+            batch_id = int(db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))
+                                      ).lastrowid or 0)  # always set after an INSERT
+        blob = b"".join(parts)
+        rows.append((batch_id, blob, crc(blob)))
+    db.executemany("INSERT INTO batch_traces VALUES (?, ?, ?)", rows)
+    return new, stored
 
 
 def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool
@@ -135,31 +189,23 @@ def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool
         raise DamagedStore(f"batch {batch_id} cannot be decoded ({exc})") from None
 
 
-def unindexed(db: sqlite3.Connection) -> list[int]:
+def unindexed(db: sqlite3.Connection, version: int) -> list[int]:
     """The ids of stored batches without an index row, in order: batches acknowledged whose
     writer stopped before indexing them (a batch that adds no span is never kept indexed-less:
     indexing deletes it)."""
+    index = "main.batch_traces" if version >= 3 else "trace_batches"
     return [int(batch_id) for (batch_id,) in db.execute(
-        "SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM trace_batches) ORDER BY id")]
+        f"SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM {index}) ORDER BY id")]
 
 
-def index_unindexed(db: sqlite3.Connection, has_crc: bool, readonly: bool,
-                    in_transaction: Callable[[Callable[[], int]], int]) -> int:
-    """Index the :func:`unindexed` batches, ``_UNINDEXED_CHUNK`` per ``in_transaction``; on a
-    read-only connection in a temporary copy of the index (:func:`overlay_index`), built
-    only when there are any. Returns how many there were."""
-    ids = unindexed(db)
+def index_unindexed(db: sqlite3.Connection, has_crc: bool, ids: Sequence[int],
+                    index: Callable[[list[IndexItem]], object]) -> int:
+    """Index the batches ``ids`` (:func:`unindexed`), decoded from their bodies,
+    ``_UNINDEXED_CHUNK`` per call of ``index``; returns how many there were."""
     if not ids:
         return 0
     _log.info("indexing %d stored batch(es) that were never indexed", len(ids))
-    if readonly:
-        overlay_index(db)
     for start in range(0, len(ids), _UNINDEXED_CHUNK):
-        items: list[IndexItem] = [(batch_id, stored_groups(db, batch_id, has_crc), None)
-                                  for batch_id in ids[start:start + _UNINDEXED_CHUNK]]
-        if readonly:
-            index_groups(db, items, keep=True)
-            db.commit()
-        else:
-            in_transaction(partial(index_groups, db, items))
+        index([(batch_id, stored_groups(db, batch_id, has_crc), None)
+               for batch_id in ids[start:start + _UNINDEXED_CHUNK]])
     return len(ids)

@@ -1,0 +1,129 @@
+"""A version-3 store read by trace, and the writer's memory of the span ids it stored.
+
+A version-3 store keeps its index as one row per batch and one per release commit
+(:mod:`~spanguard_processor.collector.store_schema`): the writer adds two rows per commit
+instead of rows per trace. Reading wants the index by trace, so :class:`TraceView` builds the
+per-trace tables of version 2 (``trace_batches``, ``traces``) as temporary tables of the
+reading connection, from those rows, the first time a store is read, and brings them up to
+date (with the rows added since) each time it is read again. Span ids are deduplicated per
+trace while building, exactly: a span stored twice (an exporter's retry the writer no longer
+remembered) is read once.
+
+:class:`RecentSpans` is the writer's side of deduplication: the span ids of the traces it
+stored most recently (two generations of at most ``capacity / 2`` traces each, ≈ 160 bytes
+per trace), so re-delivered spans of those are not stored again, and a batch holding nothing
+new is not kept. Re-deliveries of older traces are stored, and read once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from ..ingest.spans import TraceGroup
+from .store_index import IndexItem, index_groups
+from .store_schema import VIEW_SCHEMA, checked_blob, unpack_groups, unpack_trace_ids
+
+__all__ = ["RecentSpans", "TraceView"]
+
+_CHUNK = 256  # index rows per index_groups() call while building
+_RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
+
+
+class RecentSpans:
+    """The joined span ids of the traces stored most recently, by trace id."""
+
+    __slots__ = ("_half", "_new", "_old")
+
+    def __init__(self, capacity: int = 131_072) -> None:
+        self._half = max(1, capacity // 2)
+        self._new: dict[str, bytes] = {}
+        self._old: dict[str, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def get(self, trace_id: str) -> bytes | None:
+        found = self._new.get(trace_id)
+        return found if found is not None else self._old.get(trace_id)
+
+    def update(self, spans: dict[str, bytes]) -> None:
+        """Remember these (trace id: all its span ids stored so far)."""
+        new = self._new
+        for trace_id, span_ids in spans.items():
+            if len(new) >= self._half and trace_id not in new:
+                self._old, self._new = new, {}
+                new = self._new
+            new[trace_id] = span_ids
+
+    def seed(self, groups: Iterable[TraceGroup]) -> None:
+        """Remember the span ids of stored trace groups (at start: the pending traces)."""
+        joined: dict[str, bytes] = {}
+        for group in groups:
+            joined[group.trace_id] = joined.get(group.trace_id, b"") + group.span_ids
+        self.update(joined)
+
+
+class TraceView:
+    """The per-trace tables of a version-3 store, as temporary tables of one connection."""
+
+    def __init__(self) -> None:
+        self.built = False
+        self.indexed = 0  # the highest batch id whose index row is in the view
+        self.released = 0  # the highest ``releases`` row in the view
+
+    def sync(self, db: sqlite3.Connection) -> None:
+        """Create the view, or bring it up to date with the index rows added since; in one
+        read transaction, so a writer's commit is seen whole. Raises
+        :class:`~spanguard_processor.collector.store_schema.DamagedStore` (without a file)
+        for a row that does not match its checksum or unpack."""
+        if db.in_transaction:
+            db.commit()
+        if not self.built:
+            db.executescript(VIEW_SCHEMA)
+            self.built = True
+        db.execute("BEGIN")
+        try:
+            indexed, released = self._catch_up(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            self.drop(db)  # rebuilt from the start next time
+            raise
+        self.indexed, self.released = indexed, released
+
+    def _catch_up(self, db: sqlite3.Connection) -> tuple[int, int]:
+        indexed, released = self.indexed, self.released
+        rows = db.execute("SELECT batch_id, groups, crc FROM batch_traces WHERE batch_id > ?"
+                          " ORDER BY batch_id", (indexed,))
+        while chunk := rows.fetchmany(_CHUNK):
+            items: list[IndexItem] = [
+                (batch_id, checked_blob("batch_traces", batch_id, blob, check, unpack_groups),
+                 None) for batch_id, blob, check in chunk]
+            index_groups(db, items, keep=True)
+            indexed = chunk[-1][0]
+        for row_id, blob, check in db.execute(
+                "SELECT id, trace_ids, crc FROM releases WHERE id > ? ORDER BY id",
+                (released,)).fetchall():
+            db.executemany(_RELEASE, [(trace_id,) for trace_id in checked_blob(
+                "releases", row_id, blob, check, unpack_trace_ids)])
+            released = row_id
+        return indexed, released
+
+    def known(self, db: sqlite3.Connection, trace_ids: Iterable[str]) -> dict[str, bytes]:
+        """The span ids the view holds for these traces (joined), of those it has."""
+        found: dict[str, bytes] = {}
+        for trace_id in trace_ids:
+            for (span_ids,) in db.execute("SELECT span_ids FROM trace_batches WHERE trace_id = ?"
+                                          " ORDER BY batch_id", (trace_id,)):
+                found[trace_id] = found.get(trace_id, b"") + span_ids
+        return found
+
+    def drop(self, db: sqlite3.Connection) -> None:
+        """Drop the temporary tables (a writer that will not read again frees them)."""
+        if db.in_transaction:
+            db.commit()
+        db.execute("DROP TABLE IF EXISTS temp.trace_batches")
+        db.execute("DROP TABLE IF EXISTS temp.traces")
+        self.built, self.indexed, self.released = False, 0, 0
