@@ -1,32 +1,34 @@
-"""CPU per span of the span writer's store work, in process, beside a per-batch index.
+"""CPU per span of the span writer's store work, in process, beside the version-2 layout.
 
 The same agent requests ``bench/bench_ingest.py`` sends (512 spans each, 5 per trace) are
 decoded once as the receiver does, then stored as ``spanguard serve``'s writer stores them:
 
 * acknowledging commits (:meth:`SpanStore.append_batches`, two requests per commit, as 4
-  clients arrive together);
-* index commits of 32 requests (:meth:`SpanStore.index_batches`: per trace and batch one
-  ``trace_batches`` row, a ``traces`` upsert and a probe for earlier spans of that trace);
-* release marks (one ``traces`` update per trace);
+  clients arrive together): the floor, the bodies every layout stores;
+* index commits of 32 requests (:meth:`SpanStore.index_batches`: store version 3, one
+  ``batch_traces`` row per batch);
+* release marks (:meth:`SpanStore.mark_released`: one ``releases`` row per commit);
 
-beside what an index of **one row per batch** would cost on the same commits (the batch's trace
-groups packed into one blob, and one blob of released trace ids per commit): the store layout
-that would take the per-trace rows off the writer (docs/benchmarks-processor.md says what it
-would cost readers). CPU seconds of this process, per span; medians of --repeat runs.
+beside the same index commits and release marks in the layout of store version 2 (per trace
+and batch one ``trace_batches`` row, a ``traces`` upsert and a probe for earlier spans of that
+trace; one ``traces`` update per released trace), on a scratch database with the store's
+pragmas, in the same run. Then what version 3 moves to readers: building their per-trace
+tables on the first read (:class:`~spanguard_processor.collector.store_view.TraceView`), per
+span. CPU seconds of this process, per span; medians of --repeat runs.
 
-    .venv/bin/python bench/bench_writer.py        # ~30 s
+    .venv/bin/python bench/bench_writer.py        # ~40 s
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import orjson
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,14 +37,21 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_ingest import make_spans  # noqa: E402
 from spanguard_processor.collector.limits import Shaper  # noqa: E402
 from spanguard_processor.collector.store import SpanStore  # noqa: E402
+from spanguard_processor.collector.store_index import index_groups  # noqa: E402
+from spanguard_processor.collector.store_schema import PAGE_SIZE, VIEW_SCHEMA  # noqa: E402
 from spanguard_processor.ingest.otlp_proto import parse_request  # noqa: E402
 from spanguard_processor.ingest.spans import DecodedBatch  # noqa: E402
 
-_PER_BATCH = """
-CREATE TABLE batch_groups (batch_id INTEGER PRIMARY KEY, trace_ids BLOB NOT NULL,
-                           groups BLOB NOT NULL);
-CREATE TABLE releases (id INTEGER PRIMARY KEY, trace_ids BLOB NOT NULL);
-"""
+
+def version2(path: Path) -> sqlite3.Connection:
+    """A scratch database with store version 2's per-trace tables and the store's pragmas."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE batches (id INTEGER PRIMARY KEY, fmt TEXT, body BLOB, crc INTEGER)")
+    db.executescript(VIEW_SCHEMA.replace("TEMP ", "").replace("temp.", ""))
+    return db
 
 
 def one_run(batches: list[DecodedBatch], index_every: int) -> dict[str, float]:
@@ -57,30 +66,40 @@ def one_run(batches: list[DecodedBatch], index_every: int) -> dict[str, float]:
             stored.extend(store.append_batches(batches[at:at + 2]))
         append = cpu() - start
         chunks = [stored[at:at + index_every] for at in range(0, len(stored), index_every)]
+        traces = [[group.trace_id for _, groups in chunk for group in groups] for chunk in chunks]
         start = cpu()
         for chunk in chunks:
             store.index_batches(chunk)
         index = cpu() - start
         start = cpu()
-        store.mark_released([group.trace_id for _, groups in stored for group in groups])
+        for released in traces:
+            store.mark_released(released)
         release = cpu() - start
-        db = store.db
-        db.executescript(_PER_BATCH)
+        store.close()
+        start = cpu()
+        with SpanStore(Path(folder) / "bench.db", readonly=True) as reader:
+            assert reader.span_count() == spans
+        view = cpu() - start
+
+        old = version2(Path(folder) / "v2.db")
         start = cpu()
         for chunk in chunks:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT INTO batch_groups VALUES (?, ?, ?)", [
-                (batch_id, "".join(group.trace_id for group in groups).encode(),
-                 orjson.dumps([(group.span_ids.hex(), group.start_ns, group.root,
-                                group.annotations) for group in groups]))
-                for batch_id, groups in chunk])
-            db.execute("INSERT INTO releases (trace_ids) VALUES (?)", (
-                "".join(group.trace_id for _, groups in chunk for group in groups).encode(),))
-            db.execute("COMMIT")
-        per_batch = cpu() - start
-        store.close()
+            old.execute("BEGIN IMMEDIATE")
+            index_groups(old, [(batch_id, groups, None) for batch_id, groups in chunk],
+                         keep=True)
+            old.execute("COMMIT")
+        old_index = cpu() - start
+        start = cpu()
+        for released in traces:
+            old.execute("BEGIN IMMEDIATE")
+            old.executemany("UPDATE traces SET released = 1 WHERE trace_id = ?",
+                            [(t,) for t in released])
+            old.execute("COMMIT")
+        old_release = cpu() - start
+        old.close()
     return {"append": append / spans, "index": index / spans, "release": release / spans,
-            "per_batch": per_batch / spans}
+            "view": view / spans, "old_index": old_index / spans,
+            "old_release": old_release / spans}
 
 
 def main() -> None:
@@ -103,13 +122,14 @@ def main() -> None:
     print(f"{len(spans):,} spans in {len(bodies)} requests ({groups:,} trace groups); "
           f"index commits of {args.index_every} requests; µs of CPU per span, "
           f"median of {args.repeat}")
-    print(f"  acknowledging commits (bodies)               {figure['append']:6.2f}")
-    print(f"  index: rows per trace and batch + upserts   {figure['index']:6.2f}")
-    print(f"  release marks: one update per trace          {figure['release']:6.2f}")
-    today = figure["index"] + figure["release"]
-    print(f"  index + release today                        {today:6.2f}")
-    print(f"  one row per batch + a release blob per commit {figure['per_batch']:5.2f}"
-          f"   ({today / figure['per_batch']:.1f}x less)")
+    print(f"  acknowledging commits (bodies; the floor)         {figure['append']:6.2f}")
+    now = figure["index"] + figure["release"]
+    before = figure["old_index"] + figure["old_release"]
+    print(f"  index + release, version 3 (a row per batch)      {now:6.2f}"
+          f"   ({now / figure['append']:.2f}x the floor)")
+    print(f"  index + release, version 2 (rows per trace)       {before:6.2f}"
+          f"   ({before / figure['append']:.2f}x the floor; {before / now:.1f}x version 3)")
+    print(f"  a reader's first read: per-trace tables built     {figure['view']:6.2f}")
 
 
 if __name__ == "__main__":

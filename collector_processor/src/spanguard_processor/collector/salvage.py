@@ -26,7 +26,7 @@ from spanguard.exceptions import TraceFormatError
 from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch
 from .store import SpanStore
-from .store_schema import SQLITE_MAGIC, DamagedStore, looks_like_store
+from .store_schema import SQLITE_MAGIC, DamagedStore, looks_like_store, unpack_groups
 
 __all__ = ["Salvage", "StoreSummary", "check_store", "recover_store"]
 
@@ -174,14 +174,7 @@ def _transplant_first_page(copy: Path, source: Path, wal: int) -> None:
 
 
 def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
-    try:
-        tables = {name for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        query = ("SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches"
-                 if "trace_batches" in tables else "SELECT count(*) FROM spans")
-        salvage.indexed_spans = int(db.execute(query).fetchone()[0])
-    except sqlite3.DatabaseError:
-        salvage.indexed_spans = None
+    salvage.indexed_spans = _indexed_spans(db)
     pending: list[DecodedBatch] = []
     count = 0
     for batch_id, fmt, body, crc in _rows(db, salvage):
@@ -196,6 +189,21 @@ def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
             store.put_batches(pending)
             pending, count = [], 0
     store.put_batches(pending)
+
+
+def _indexed_spans(db: sqlite3.Connection) -> int | None:
+    """How many spans the store's index lists, if it is readable (stores of every version)."""
+    try:
+        tables = {name for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "batch_traces" in tables:
+            return sum(group.span_count for (blob,) in db.execute(
+                "SELECT groups FROM batch_traces") for group in unpack_groups(blob))
+        query = ("SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches"
+                 if "trace_batches" in tables else "SELECT count(*) FROM spans")
+        return int(db.execute(query).fetchone()[0])
+    except (sqlite3.DatabaseError, TypeError, ValueError):
+        return None
 
 
 def _decoded(batch_id: object, fmt: object, body: object, crc: object,
