@@ -108,7 +108,7 @@ class Shaper:
         """
         if not self.redactor.active:
             groups, rejected, error, bad, over = group_request(
-                request, self.limits.max_attributes_per_span)
+                request, self.limits.max_attributes_per_span, body)
             if not over:
                 shape = _Shape()
                 allowed = self._admit(_with_bad(groups, bad), shape)
