@@ -252,7 +252,7 @@ def test_the_walk_finds_lazy_and_type_checking_cycles(tmp_path: Path) -> None:
 def test_the_grpc_receiver_loads_without_the_http_stack() -> None:
     code = ("import sys, json, spanguard_processor.collector.grpc_server;"
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
-            " & {'starlette', 'uvicorn', 'h11', 'httptools'})))")
+            " & {'starlette', 'uvicorn', 'h11', 'httptools', 'uvloop'})))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
