@@ -20,7 +20,8 @@ peak RSS with ``--num-traces`` in flight at most.
 With ``--baseline SRC`` (the ``collector_processor/src`` folder of another checkout, e.g. a
 ``git worktree`` of an older commit) the HTTP runs alternate between that code's server and
 this one's, round by round on the same requests, and the ratio of their CPU per span is
-printed: a before/after comparison that the machine's load affects alike.
+printed: a before/after comparison that the machine's load affects alike (every round starts
+after ``os.sync()``, so neither server pays for writing back the other's dirty pages).
 
     .venv/bin/python bench/bench_ingest.py            # ~30 s on 2 cores
 """
@@ -225,6 +226,9 @@ def main() -> None:
         for r in range(args.repeat):
             for source in ([args.baseline, None] if args.baseline else [None]):
                 store = Path(tmp) / f"http{r}{'base' if source else ''}.db"
+                # each round starts with the page cache written back: one server's dirty pages
+                # are not flushed during (and charged to) the other's round
+                os.sync()
                 proc, url = serve(store, args.num_traces, source)
                 try:
                     before = cpu_seconds(proc.pid)
