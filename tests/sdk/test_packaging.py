@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from spanguard_processor._entry import INSTALL_HINT, REQUIRED
+from spanguard_processor._entry import INSTALL_HINT, OPTIONAL, REQUIRED
 
 ROOT = Path(__file__).resolve().parents[2]
 #: distributions the SDK alone must never install
@@ -46,7 +46,9 @@ def test_the_processor_extra_holds_every_dependency_the_cli_checks_for() -> None
     project = _pyproject()["project"]
     assert isinstance(project, dict)
     extra = {_name(r) for r in project["optional-dependencies"]["processor"]}
-    assert set(REQUIRED.values()) == extra
+    assert set(REQUIRED.values()) | set(OPTIONAL.values()) == extra
+    optional = {_name(r) for r in project["optional-dependencies"]["processor"] if ";" in r}
+    assert optional == set(OPTIONAL.values())  # only these have platform markers
     assert "spanguard[processor]" in project["optional-dependencies"]["dev"]
 
 

@@ -29,6 +29,10 @@ REQUIRED = {
     "google.protobuf": "protobuf",
     "opentelemetry.proto": "opentelemetry-proto",
 }
+#: dependencies of the ``processor`` extra used when installed (not on every platform)
+OPTIONAL = {
+    "uvloop": "uvloop",  # the OTLP/HTTP receiver's event loop; asyncio's without it
+}
 
 
 def _installed(module: str) -> bool:

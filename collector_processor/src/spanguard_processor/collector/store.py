@@ -36,12 +36,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from spanguard import semconv
-from spanguard.exceptions import TraceFormatError
 
-from ..ingest.batches import ParsedBatch, parse_batch
 from ..ingest.spans import DecodedBatch, SpanRecord, TraceGroup
 from ..traces.annotations import Annotations
-from ..traces.convert import annotated_trace, conversation_key
 from ..traces.model import AgentTrace
 from .store_index import (
     STORE_BATCH,
@@ -53,6 +50,8 @@ from .store_index import (
     log_groups,
     unindexed,
 )
+from .store_open import open_database, verify_rows
+from .store_read import StoredBatches, agent_traces
 from .store_schema import (
     DAMAGE_CODES,
     SCHEMA_VERSION,
@@ -60,17 +59,14 @@ from .store_schema import (
     DamagedStore,
     crc,
     looks_like_store,
-    open_database,
-    overlay_index,
     pack_trace_ids,
-    verify_rows,
 )
+from .store_upgrade import overlay_index
 from .store_view import RecentSpans, TraceView
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unindexed",
            "looks_like_store"]
 
-_PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
 _T = TypeVar("_T")
 _ANNOTATION = semconv.SPAN_ANNOTATION
 
@@ -98,7 +94,6 @@ class SpanStore:
                  verify_batches: bool | None = None) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        self._parsed: dict[int, ParsedBatch] = {}
         self._has_crc = True
         self._version = SCHEMA_VERSION
         self._db: sqlite3.Connection | None = None
@@ -106,6 +101,7 @@ class SpanStore:
         self._recent = RecentSpans()
         try:
             self._db, self._has_crc, self._version = open_database(self.path, readonly, durable)
+            self._batches = StoredBatches(self._has_crc, self._damaged)
             # a version-3 store is read by trace through a view; older ones (read-only)
             # through their own per-trace tables
             self._view = TraceView() if self._version >= 3 else None
@@ -144,7 +140,7 @@ class SpanStore:
             rows = self.db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
                                    " ORDER BY batch_id, trace_id")
             for trace_id, batch_id, span_ids in rows:
-                self._row_records(trace_id, batch_id, span_ids)
+                self._batches.row_records(self.db, trace_id, batch_id, span_ids)
                 batches.add(batch_id)
         return len(batches)
 
@@ -344,7 +340,8 @@ class SpanStore:
             records: list[SpanRecord] = []
             for trace_id, batch_id, span_ids in rows:
                 try:
-                    found = self._row_records(trace_id, batch_id, span_ids)
+                    found = self._batches.row_records(self.db, trace_id, batch_id,
+                                                      span_ids)
                 except DamagedStore as exc:
                     if skipped is None:
                         raise
@@ -352,47 +349,6 @@ class SpanStore:
                     continue
                 records.extend(record for record in found if keep(record))
         records.sort(key=lambda record: (record.start_ns, record.span_id))
-        return records
-
-    def _row_records(self, trace_id: object, batch_id: object, span_ids: object
-                     ) -> list[SpanRecord]:
-        """The spans one index row names, from its batch (each checked to be there)."""
-        if (not isinstance(trace_id, str) or not isinstance(batch_id, int)
-                or not isinstance(span_ids, bytes) or len(span_ids) % 8):
-            raise self._damaged(f"the index row of trace {trace_id} in batch {batch_id} is "
-                                "unreadable")
-        batch = self._parsed.get(batch_id)
-        if batch is None:
-            with self._reading():
-                crc_column = "crc" if self._has_crc else "NULL"
-                row = self.db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
-                                      (batch_id,)).fetchone()
-            if row is None:
-                raise self._damaged(f"batch {batch_id}, which holds spans of trace {trace_id}, "
-                                    "is missing")
-            fmt, body, check = row
-            if not isinstance(body, bytes) or (check is not None and crc(body) != check):
-                raise self._damaged(f"batch {batch_id} does not match its checksum")
-            try:
-                batch = parse_batch(fmt, body)
-            except (TraceFormatError, ValueError) as exc:
-                raise self._damaged(f"batch {batch_id} cannot be decoded ({exc})") from None
-            if len(self._parsed) >= _PARSED_CACHE:
-                self._parsed.pop(next(iter(self._parsed)))
-            self._parsed[batch_id] = batch
-        wanted = {span_id.hex() for span_id in ids_of(span_ids)}
-        records = []
-        for position in batch.positions(trace_id):
-            try:
-                record = batch.record(position)
-            except (IndexError, TraceFormatError, ValueError):
-                raise self._damaged(f"batch {batch_id} cannot be decoded at span {position}"
-                                    ) from None
-            if record.span_id in wanted:
-                wanted.discard(record.span_id)
-                records.append(record)
-        if wanted:
-            raise self._damaged(f"batch {batch_id} does not hold span {trace_id}/{min(wanted)}")
         return records
 
     def trace_spans(self, trace_id: str) -> list[SpanRecord]:
@@ -432,26 +388,6 @@ class SpanStore:
             rows = self.db.execute(
                 f"SELECT trace_id, released FROM traces{where} ORDER BY start_ns, trace_id"
             ).fetchall()
-        conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
-        for trace_id, released in rows:
-            try:
-                spans = self._records("trace_id = ?", (trace_id,), _not_annotation)
-            except DamagedStore as exc:
-                if skipped is None:
-                    raise
-                skipped.append(f"trace {trace_id}: {exc.problem}")
-                continue
-            if not spans:
-                continue
-            key = conversation_key(spans)
-            if key is not None:
-                held, partial = conversations.get(key, ([], False))
-                held.extend(spans)
-                conversations[key] = (held, partial or not released)
-                continue
-            yield annotated_trace(spans, annotations,
-                                  partial=not released or not any(span.is_root for span in spans))
-        for held, partial in conversations.values():
-            held.sort(key=lambda span: (span.start_ns, span.span_id))
-            yield annotated_trace(held, annotations, partial=partial)
-
+        yield from agent_traces(
+            rows, lambda trace_id: self._records("trace_id = ?", (trace_id,), _not_annotation),
+            annotations, skipped)

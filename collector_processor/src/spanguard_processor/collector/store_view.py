@@ -10,9 +10,9 @@ trace while building, exactly: a span stored twice (an exporter's retry the writ
 remembered) is read once.
 
 :class:`RecentSpans` is the writer's side of deduplication: the span ids of the traces it
-stored most recently (two generations of at most ``capacity / 2`` traces each, ≈ 160 bytes
-per trace), so re-delivered spans of those are not stored again, and a batch holding nothing
-new is not kept. Re-deliveries of older traces are stored, and read once.
+stored most recently (two generations of at most ``capacity / 2`` traces each, ≈ 190
+bytes per trace of five spans), so re-delivered spans of those are not stored again, and a
+batch holding nothing new is not kept. Re-deliveries of older traces are stored, and read once.
 """
 
 from __future__ import annotations

@@ -1,0 +1,107 @@
+"""Reading spans back out of a span store: an index row's spans from their stored batch, and
+the agent traces they make.
+
+Used by :class:`~spanguard_processor.collector.store.SpanStore`: :class:`StoredBatches` decodes
+stored batches (a few kept parsed, as a trace's rows share them) and checks that a batch holds
+every span its index row names; :func:`agent_traces` turns the traces of a store, in order,
+into agent traces, merging a conversation's parentless model calls.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+
+from spanguard.exceptions import TraceFormatError
+
+from ..ingest.batches import ParsedBatch, parse_batch
+from ..ingest.spans import SpanRecord
+from ..traces.annotations import Annotations
+from ..traces.convert import annotated_trace, conversation_key
+from ..traces.model import AgentTrace
+from .store_index import ids_of
+from .store_schema import DamagedStore, crc
+
+__all__ = ["StoredBatches", "agent_traces"]
+
+_PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
+
+
+class StoredBatches:
+    """The stored batches of one store, parsed on demand (the most recent few kept)."""
+
+    def __init__(self, has_crc: bool, damaged: Callable[[str], DamagedStore]) -> None:
+        self._has_crc = has_crc
+        self._damaged = damaged
+        self._parsed: dict[int, ParsedBatch] = {}
+
+    def row_records(self, db: sqlite3.Connection, trace_id: object, batch_id: object,
+                    span_ids: object) -> list[SpanRecord]:
+        """The spans one index row names, from its batch (each checked to be there); raises
+        :class:`DamagedStore` (made by ``damaged``) if the row or its batch cannot be read."""
+        if (not isinstance(trace_id, str) or not isinstance(batch_id, int)
+                or not isinstance(span_ids, bytes) or len(span_ids) % 8):
+            raise self._damaged(f"the index row of trace {trace_id} in batch {batch_id} is "
+                                "unreadable")
+        batch = self._parsed.get(batch_id) or self._parse(db, trace_id, batch_id)
+        wanted = {span_id.hex() for span_id in ids_of(span_ids)}
+        records = []
+        for position in batch.positions(trace_id):
+            try:
+                record = batch.record(position)
+            except (IndexError, TraceFormatError, ValueError):
+                raise self._damaged(f"batch {batch_id} cannot be decoded at span {position}"
+                                    ) from None
+            if record.span_id in wanted:
+                wanted.discard(record.span_id)
+                records.append(record)
+        if wanted:
+            raise self._damaged(f"batch {batch_id} does not hold span {trace_id}/{min(wanted)}")
+        return records
+
+    def _parse(self, db: sqlite3.Connection, trace_id: str, batch_id: int) -> ParsedBatch:
+        crc_column = "crc" if self._has_crc else "NULL"
+        row = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
+                         (batch_id,)).fetchone()
+        if row is None:
+            raise self._damaged(f"batch {batch_id}, which holds spans of trace {trace_id}, "
+                                "is missing")
+        fmt, body, check = row
+        if not isinstance(body, bytes) or (check is not None and crc(body) != check):
+            raise self._damaged(f"batch {batch_id} does not match its checksum")
+        try:
+            batch = parse_batch(fmt, body)
+        except (TraceFormatError, ValueError) as exc:
+            raise self._damaged(f"batch {batch_id} cannot be decoded ({exc})") from None
+        if len(self._parsed) >= _PARSED_CACHE:
+            self._parsed.pop(next(iter(self._parsed)))
+        self._parsed[batch_id] = batch
+        return batch
+
+
+def agent_traces(traces: Iterable[tuple[str, bool]], spans_of: Callable[[str], list[SpanRecord]],
+                 annotations: Annotations, skipped: list[str] | None) -> Iterator[AgentTrace]:
+    """The agent traces of ``traces`` ((trace id, released), in order), their spans from
+    ``spans_of``; see :meth:`~spanguard_processor.collector.store.SpanStore.iter_agent_traces`."""
+    conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
+    for trace_id, released in traces:
+        try:
+            spans = spans_of(trace_id)
+        except DamagedStore as exc:
+            if skipped is None:
+                raise
+            skipped.append(f"trace {trace_id}: {exc.problem}")
+            continue
+        if not spans:
+            continue
+        key = conversation_key(spans)
+        if key is not None:
+            held, partial = conversations.get(key, ([], False))
+            held.extend(spans)
+            conversations[key] = (held, partial or not released)
+            continue
+        yield annotated_trace(spans, annotations,
+                              partial=not released or not any(span.is_root for span in spans))
+    for held, partial in conversations.values():
+        held.sort(key=lambda span: (span.start_ns, span.span_id))
+        yield annotated_trace(held, annotations, partial=partial)
