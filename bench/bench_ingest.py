@@ -60,7 +60,6 @@ from spanguard_processor.inputs.readers import ingest_files  # noqa: E402
 from tests.processor.agent_app import run_request  # noqa: E402
 from tests.sdk.rotel_helper import free_port, rotel_binary  # noqa: E402
 
-
 #: Seconds after the last acknowledgement by which the server has indexed every stored batch
 #: (collector/ingestor.py indexes at most 1 s after the first unindexed one).
 INDEXED_AFTER = 1.5

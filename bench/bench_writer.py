@@ -85,8 +85,7 @@ def one_run(batches: list[DecodedBatch], index_every: int) -> dict[str, float]:
         start = cpu()
         for chunk in chunks:
             old.execute("BEGIN IMMEDIATE")
-            index_groups(old, [(batch_id, groups, None) for batch_id, groups in chunk],
-                         keep=True)
+            index_groups(old, chunk)
             old.execute("COMMIT")
         old_index = cpu() - start
         start = cpu()

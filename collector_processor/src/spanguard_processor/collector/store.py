@@ -260,15 +260,16 @@ class SpanStore:
                 overlay_index(db)
             view = self._view
 
-            def index(items: list[IndexItem]) -> None:
+            def index(items: list[Unindexed]) -> None:
                 if self.readonly:
-                    index_groups(db, items, keep=True)
+                    index_groups(db, items)
                     db.commit()
                     return
                 assert view is not None  # a writable store is at the current version
-                known = view.known(db, {g.trace_id for _, groups, _ in items for g in groups})
+                known = view.known(db, {g.trace_id for _, groups in items for g in groups})
                 recent = self._recent.get
-                self._index(items, (), lambda trace_id: recent(trace_id) or known.get(trace_id))
+                self._index([(batch_id, groups, None) for batch_id, groups in items], (),
+                            lambda trace_id: recent(trace_id) or known.get(trace_id))
             try:
                 return index_unindexed(db, self._has_crc, ids, index)
             except DamagedStore as exc:

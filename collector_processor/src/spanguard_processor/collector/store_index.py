@@ -44,7 +44,7 @@ _UNINDEXED_CHUNK = 64  # never-indexed batches indexed per transaction on open
 
 #: A batch stored but not yet indexed: its id, and its spans grouped by trace.
 Unindexed = tuple[int, Sequence[TraceGroup]]
-#: What :func:`index_groups` takes: a stored batch's id (or None, with the batch, to store it
+#: What :func:`log_groups` takes: a stored batch's id (or None, with the batch, to store it
 #: here if it adds a span), and its trace groups.
 IndexItem = tuple[int | None, Sequence[TraceGroup], DecodedBatch | None]
 
@@ -62,15 +62,14 @@ def ids_of(blob: bytes) -> list[bytes]:
     return [blob[i:i + 8] for i in range(0, len(blob), 8)]
 
 
-def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bool = False
-                 ) -> int:
-    """Index trace groups, each span id once per trace, inside the caller's transaction: of
-    stored batches (an id), or of batches stored here when they add a span (no id). A stored
-    batch that adds no span is deleted, unless ``keep`` (a read-only overlay). Returns how many
-    spans were new."""
+def index_groups(db: sqlite3.Connection, items: Sequence[Unindexed]) -> int:
+    """Index the trace groups of stored batches in per-trace rows (``trace_batches`` and
+    ``traces``), each span id once per trace, inside the caller's transaction: a reader's
+    view, or a read-only overlay of an older store's index (the batches stay as they are).
+    Returns how many spans were new."""
     new = 0
     # the stored ids of every trace here: one query, a few index probes each
-    probe = orjson.dumps([group.trace_id for _, groups, _ in items for group in groups])
+    probe = orjson.dumps([group.trace_id for _, groups in items for group in groups])
     known: dict[str, set[bytes]] = {}
     for trace_id, span_ids in db.execute(_KNOWN, (probe,)):
         known.setdefault(trace_id, set()).update(ids_of(span_ids))
@@ -79,7 +78,7 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
     earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
     rows: list[tuple[str, int, bytes, bool, int]] = []  # trace_batches, in one statement
     starts: dict[str, int] = {}  # the earliest start of each trace indexed here
-    for batch_id, groups, batch in items:
+    for batch_id, groups in items:
         kept: list[TraceGroup] = []
         for group in groups:
             trace_id = group.trace_id
@@ -100,14 +99,6 @@ def index_groups(db: sqlite3.Connection, items: Sequence[IndexItem], *, keep: bo
             kept.append(group._replace(span_ids=b"".join(fresh),
                                        annotations=min(group.annotations, len(fresh))))
             new += len(fresh)
-        if not kept:  # a pure re-delivery: keep nothing
-            if batch_id is not None and not keep:
-                db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
-            continue
-        if batch_id is None:
-            assert batch is not None
-            batch_id = int(db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))
-                                      ).lastrowid or 0)  # always set after an INSERT
         for trace_id, span_ids, start, root, notes in kept:
             rows.append((trace_id, batch_id, span_ids, root, notes))
             before = starts.get(trace_id)
@@ -199,13 +190,13 @@ def unindexed(db: sqlite3.Connection, version: int) -> list[int]:
 
 
 def index_unindexed(db: sqlite3.Connection, has_crc: bool, ids: Sequence[int],
-                    index: Callable[[list[IndexItem]], object]) -> int:
+                    index: Callable[[list[Unindexed]], object]) -> int:
     """Index the batches ``ids`` (:func:`unindexed`), decoded from their bodies,
     ``_UNINDEXED_CHUNK`` per call of ``index``; returns how many there were."""
     if not ids:
         return 0
     _log.info("indexing %d stored batch(es) that were never indexed", len(ids))
     for start in range(0, len(ids), _UNINDEXED_CHUNK):
-        index([(batch_id, stored_groups(db, batch_id, has_crc), None)
+        index([(batch_id, stored_groups(db, batch_id, has_crc))
                for batch_id in ids[start:start + _UNINDEXED_CHUNK]])
     return len(ids)

@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from ..ingest.spans import TraceGroup
-from .store_index import IndexItem, index_groups
+from .store_index import Unindexed, index_groups
 from .store_schema import VIEW_SCHEMA, checked_blob, unpack_groups, unpack_trace_ids
 
 __all__ = ["RecentSpans", "TraceView"]
@@ -98,10 +98,10 @@ class TraceView:
         rows = db.execute("SELECT batch_id, groups, crc FROM batch_traces WHERE batch_id > ?"
                           " ORDER BY batch_id", (indexed,))
         while chunk := rows.fetchmany(_CHUNK):
-            items: list[IndexItem] = [
-                (batch_id, checked_blob("batch_traces", batch_id, blob, check, unpack_groups),
-                 None) for batch_id, blob, check in chunk]
-            index_groups(db, items, keep=True)
+            items: list[Unindexed] = [
+                (batch_id, checked_blob("batch_traces", batch_id, blob, check, unpack_groups))
+                for batch_id, blob, check in chunk]
+            index_groups(db, items)
             indexed = chunk[-1][0]
         for row_id, blob, check in db.execute(
                 "SELECT id, trace_ids, crc FROM releases WHERE id > ? ORDER BY id",
