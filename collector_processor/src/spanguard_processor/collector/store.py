@@ -18,10 +18,12 @@
   annotation spans). Several stores are read together by
   :func:`spanguard_processor.inputs.readers.read_agent_traces_any`.
 
-Every open checks the store (header, schema and version, ``PRAGMA quick_check``; older
-versions are upgraded: :mod:`spanguard_processor.collector.store_schema`); a writable one also
-checks every batch against its CRC-32, so nothing is acknowledged into a damaged store. Reads
-check each batch and that it holds the spans its index rows name. Damage raises
+Every open checks the store (header, schema and version, ``PRAGMA quick_check``:
+:mod:`spanguard_processor.collector.store_open`; older versions are upgraded:
+:mod:`spanguard_processor.collector.store_upgrade`); a writable one also checks every batch
+and index row against its CRC-32, so nothing is acknowledged into a damaged store. Reads check
+each batch and that it holds the spans its index rows name
+(:mod:`spanguard_processor.collector.store_read`). Damage raises
 :class:`DamagedStore`, never a raw ``sqlite3`` error; ``spanguard store recover``
 (:mod:`spanguard_processor.collector.salvage`) copies what is readable into a new store.
 """
