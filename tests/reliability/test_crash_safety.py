@@ -1,13 +1,14 @@
 """Crash safety: ``kill -9`` the processor at random points during ingest, 20 times over, and
 a ``SIGTERM`` that flushes what is in flight.
 
-One store, 20 cycles. Each cycle starts ``spanguard serve`` as a real subprocess, streams
-pre-encoded OTLP requests at it from two client threads (some requests re-sent, as exporters
-do on retry), and SIGKILLs it after a random delay. After every kill, before anything else
-touches the store: SQLite's ``PRAGMA integrity_check`` is ``ok``, every span of every request
-the processor acknowledged (HTTP 200) is present, and no (trace, span) is stored twice. At the
-end a last clean run re-sends everything that was not acknowledged; then every request is
-stored exactly once and assembles into exactly one complete agent trace.
+One store, 20 cycles, over OTLP/HTTP and again over OTLP/gRPC. Each cycle starts ``spanguard
+serve`` as a real subprocess, streams pre-encoded OTLP requests at it from two client threads
+(some requests re-sent, as exporters do on retry), and SIGKILLs it after a random delay. After
+every kill, before anything else touches the store: SQLite's ``PRAGMA integrity_check`` is
+``ok``, every span of every request the processor acknowledged (HTTP 200, gRPC OK) is present,
+and no (trace, span) is stored twice. At the end a last clean run re-sends everything that was
+not acknowledged; then every request is stored exactly once and assembles into exactly one
+complete agent trace.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import grpc
 import httpx
 import pytest
 
@@ -26,6 +28,7 @@ from spanguard_processor.collector.store import SpanStore
 from tests.processor.agent_app import SPANS_PER_REQUEST, EncodedRequest, encoded_requests
 from tests.processor.serve_process import ServeProcess
 from tests.reliability.corpus import FIGURES
+from tests.reliability.servers import EXPORT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -49,23 +52,49 @@ def _check_store(store: Path, acked: set[int],
     return len(rows)
 
 
-def _stream(url: str, order: list[int], requests: Sequence[EncodedRequest],
-            acked: set[int], lock: threading.Lock, answered: list[int] | None = None) -> None:
-    with httpx.Client(base_url=url, timeout=10) as client:
+def _stream(server: ServeProcess, protocol: str, order: list[int],
+            requests: Sequence[EncodedRequest], acked: set[int], lock: threading.Lock,
+            answered: list[int] | None = None) -> None:
+    """Send ``order``'s requests one after another, noting each acknowledged one."""
+    if protocol == "grpc":
+        channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+        export = channel.unary_unary(EXPORT)
+
+        def send(body: bytes) -> bool:
+            try:
+                export(body, timeout=10)
+            except grpc.RpcError as exc:
+                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                                  grpc.StatusCode.CANCELLED):
+                    raise ConnectionError from None  # the processor is gone
+                return False
+            return True
+    else:
+        client = httpx.Client(base_url=server.url, timeout=10)
+
+        def send(body: bytes) -> bool:
+            try:
+                return client.post("/v1/traces", content=body, headers=PROTO).status_code == 200
+            except httpx.HTTPError:
+                raise ConnectionError from None
+    try:
         for index in order:
             try:
-                ok = client.post("/v1/traces", content=requests[index].body,
-                                 headers=PROTO).status_code == 200
-            except httpx.HTTPError:
-                return  # the processor is gone
+                ok = send(requests[index].body)
+            except ConnectionError:
+                return
             with lock:
                 if ok:
                     acked.add(index)
                 if answered is not None:
                     answered[0] += 1
+    finally:
+        (channel if protocol == "grpc" else client).close()
 
 
-def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path,
+                                                                protocol: str) -> None:
     store = tmp_path / "spans.db"
     requests = encoded_requests(REQUESTS)
     rng = random.Random(SEED)
@@ -82,7 +111,7 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) 
         halves = [order[0::2], order[1::2]]
         answered = [0]
         senders = [threading.Thread(target=_stream,
-                                    args=(server.url, h, requests, acked, lock, answered))
+                                    args=(server, protocol, h, requests, acked, lock, answered))
                    for h in halves]
         for sender in senders:
             sender.start()
@@ -103,7 +132,8 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) 
 
     final = ServeProcess(store, "--wait-duration", "0.1")
     try:
-        _stream(final.url, [i for i in range(REQUESTS) if i not in acked], requests, acked, lock)
+        _stream(final, protocol, [i for i in range(REQUESTS) if i not in acked], requests,
+                acked, lock)
         final.wait_idle(0)
     finally:
         final.terminate()
@@ -114,7 +144,7 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path) 
         traces = list(db.iter_agent_traces())
     assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(REQUESTS)]
     assert all(not t.partial and len(t.trace.tool_calls) == 1 for t in traces)
-    FIGURES.append(f"crash safety: {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
+    FIGURES.append(f"crash safety ({protocol}): {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
           f"{REQUESTS} requests, {stored} spans, each stored once")
 
 
