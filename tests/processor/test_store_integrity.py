@@ -156,6 +156,22 @@ def test_export_skip_bad_leaves_out_and_counts_the_unreadable_trace(
     assert "skipped 1 unreadable trace(s)" in result.output and "batch 7" in result.output
 
 
+def test_export_skip_bad_leaves_out_a_damaged_index_row(healthy: Path, tmp_path: Path) -> None:
+    store = tmp_path / "spans.db"
+    shutil.copy(healthy, store)
+    with sqlite3.connect(store) as db:  # one request's index row no longer matches its CRC-32
+        db.execute("UPDATE batch_traces SET crc = crc + 1 WHERE batch_id = 7")
+    result = export(store, tmp_path / "all.jsonl")
+    assert result.exit_code == 2
+    assert (f"{store}: is a damaged span store (row 7 of table batch_traces does not match its"
+            " checksum") in result.output
+    result = export(store, tmp_path / "all.jsonl", "--skip-bad")
+    assert result.exit_code == 0
+    assert f"wrote {TRACES - 1} agent record(s)" in result.output  # the trace batch 7 held
+    assert "skipped 1 unreadable" in result.output and "row 7 of table batch_traces" in (
+        result.output)
+
+
 def test_a_foreign_sqlite_database_is_refused_and_left_untouched(tmp_path: Path) -> None:
     foreign = tmp_path / "app.db"
     with sqlite3.connect(foreign) as db:

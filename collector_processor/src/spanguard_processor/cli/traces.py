@@ -117,5 +117,6 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
         click.echo(f"left out {without_input} trace(s) without input text (record with content "
                    "capture on to mine regression cases from them)", err=True)
     if skipped:
-        click.echo(f"skipped {len(skipped)} unreadable trace(s) or annotation(s); the first: "
+        click.echo(f"skipped {len(skipped)} unreadable trace(s), annotation(s) or index row(s); "
+                   "the first: "
                    f"{skipped[0]}", err=True)

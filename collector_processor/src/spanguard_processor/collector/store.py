@@ -157,14 +157,15 @@ class SpanStore:
                 raise
             raise self._damaged(str(exc)) from None
 
-    def refresh(self) -> None:
+    def refresh(self, skipped: list[str] | None = None) -> None:
         """Bring the per-trace tables readers query up to date with what is stored (every
-        read method does this first)."""
+        read method does this first); with ``skipped``, a damaged index row is left out and
+        described there instead of raising :class:`DamagedStore`."""
         if self._view is None:
             return
         with self._reading():
             try:
-                self._view.sync(self.db)
+                self._view.sync(self.db, skipped)
             except DamagedStore as exc:
                 raise self._damaged(exc.problem) from None
 
@@ -362,7 +363,7 @@ class SpanStore:
     def annotations(self, skipped: list[str] | None = None) -> Annotations:
         """Annotation spans by the request id they annotate; with ``skipped``, unreadable ones
         are left out and described there instead of raising :class:`DamagedStore`."""
-        self.refresh()
+        self.refresh(skipped)
         return Annotations(self._records("annotations > 0", (), _is_annotation, skipped))
 
     def iter_agent_traces(
@@ -385,7 +386,7 @@ class SpanStore:
         if annotations is None:
             annotations = self.annotations(skipped)
         else:
-            self.refresh()
+            self.refresh(skipped)
         where = "" if include_pending else " WHERE released = 1"
         with self._reading():
             rows = self.db.execute(

@@ -18,16 +18,36 @@ batch holding nothing new is not kept. Re-deliveries of older traces are stored,
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from ..ingest.spans import TraceGroup
 from .store_index import Unindexed, index_groups
-from .store_schema import VIEW_SCHEMA, checked_blob, unpack_groups, unpack_trace_ids
+from .store_schema import (
+    VIEW_SCHEMA,
+    DamagedStore,
+    checked_blob,
+    unpack_groups,
+    unpack_trace_ids,
+)
 
 __all__ = ["RecentSpans", "TraceView"]
 
 _CHUNK = 256  # index rows per index_groups() call while building
 _RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
+_T = TypeVar("_T")
+
+
+def _unpacked(table: str, row_id: object, blob: object, check: object,
+              unpack: Callable[[bytes], list[_T]], skipped: list[str] | None) -> list[_T] | None:
+    """:func:`checked_blob`, or with ``skipped`` None for a damaged row, described there."""
+    try:
+        return checked_blob(table, row_id, blob, check, unpack)
+    except DamagedStore as exc:
+        if skipped is None:
+            raise
+        skipped.append(exc.problem)
+        return None
 
 
 class RecentSpans:
@@ -72,11 +92,12 @@ class TraceView:
         self.indexed = 0  # the highest batch id whose index row is in the view
         self.released = 0  # the highest ``releases`` row in the view
 
-    def sync(self, db: sqlite3.Connection) -> None:
+    def sync(self, db: sqlite3.Connection, skipped: list[str] | None = None) -> None:
         """Create the view, or bring it up to date with the index rows added since; in one
         read transaction, so a writer's commit is seen whole. Raises
         :class:`~spanguard_processor.collector.store_schema.DamagedStore` (without a file)
-        for a row that does not match its checksum or unpack."""
+        for a row that does not match its checksum or unpack; with ``skipped``, leaves such a
+        row out and describes it there instead."""
         if db.in_transaction:
             db.commit()
         if not self.built:
@@ -84,7 +105,7 @@ class TraceView:
             self.built = True
         db.execute("BEGIN")
         try:
-            indexed, released = self._catch_up(db)
+            indexed, released = self._catch_up(db, skipped)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -93,21 +114,29 @@ class TraceView:
             raise
         self.indexed, self.released = indexed, released
 
-    def _catch_up(self, db: sqlite3.Connection) -> tuple[int, int]:
+    def _catch_up(self, db: sqlite3.Connection, skipped: list[str] | None
+                  ) -> tuple[int, int]:
         indexed, released = self.indexed, self.released
         rows = db.execute("SELECT batch_id, groups, crc FROM batch_traces WHERE batch_id > ?"
                           " ORDER BY batch_id", (indexed,))
-        while chunk := rows.fetchmany(_CHUNK):
-            items: list[Unindexed] = [
-                (batch_id, checked_blob("batch_traces", batch_id, blob, check, unpack_groups))
-                for batch_id, blob, check in chunk]
-            index_groups(db, items)
-            indexed = chunk[-1][0]
+        try:
+            while chunk := rows.fetchmany(_CHUNK):
+                items: list[Unindexed] = []
+                for batch_id, blob, check in chunk:
+                    groups = _unpacked("batch_traces", batch_id, blob, check, unpack_groups,
+                                       skipped)
+                    if groups is not None:
+                        items.append((batch_id, groups))
+                index_groups(db, items)
+                indexed = chunk[-1][0]
+        finally:  # a statement left open would keep the tables locked (no DROP after a failure)
+            rows.close()
         for row_id, blob, check in db.execute(
                 "SELECT id, trace_ids, crc FROM releases WHERE id > ? ORDER BY id",
                 (released,)).fetchall():
-            db.executemany(_RELEASE, [(trace_id,) for trace_id in checked_blob(
-                "releases", row_id, blob, check, unpack_trace_ids)])
+            trace_ids = _unpacked("releases", row_id, blob, check, unpack_trace_ids, skipped)
+            if trace_ids is not None:
+                db.executemany(_RELEASE, [(trace_id,) for trace_id in trace_ids])
             released = row_id
         return indexed, released
 

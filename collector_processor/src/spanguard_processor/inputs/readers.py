@@ -305,7 +305,11 @@ def read_agent_traces_any(
             finally:
                 store.close()
             if skipped is not None and problems:
-                skipped.extend(f"{path}: {problem}" for problem in problems)
+                # a damaged index row is met by the annotations' pass too: described once
+                seen = set(skipped)
+                skipped.extend(described for described in (f"{path}: {problem}"
+                                                            for problem in problems)
+                               if described not in seen)
         else:
             span_files.append(path)
     if span_files:
