@@ -50,6 +50,7 @@ from .store_index import (
     index_groups,
     index_unindexed,
     log_groups,
+    stored_span_ids,
     unindexed,
 )
 from .store_open import open_database, verify_rows
@@ -60,8 +61,8 @@ from .store_schema import (
     SQLITE_MAGIC,
     DamagedStore,
     crc,
+    insert_releases,
     looks_like_store,
-    pack_trace_ids,
 )
 from .store_upgrade import overlay_index
 from .store_view import RecentSpans, TraceView
@@ -71,9 +72,6 @@ __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unind
 
 _T = TypeVar("_T")
 _ANNOTATION = semconv.SPAN_ANNOTATION
-
-_RELEASE = "INSERT INTO releases (trace_ids, crc) VALUES (?, ?)"
-_RELEASES_PER_ROW = 65_536
 
 
 def _is_annotation(record: SpanRecord) -> bool:
@@ -238,9 +236,7 @@ class SpanStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             result = work()
-            for at in range(0, len(release), _RELEASES_PER_ROW):
-                blob = pack_trace_ids(release[at:at + _RELEASES_PER_ROW])
-                db.execute(_RELEASE, (blob, crc(blob)))
+            insert_releases(db, release)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
@@ -261,15 +257,14 @@ class SpanStore:
             self.refresh()
             if self._view is None:  # an older store, read-only
                 overlay_index(db)
-            view = self._view
 
             def index(items: list[Unindexed]) -> None:
                 if self.readonly:
                     index_groups(db, items)
                     db.commit()
                     return
-                assert view is not None  # a writable store is at the current version
-                known = view.known(db, {g.trace_id for _, groups in items for g in groups})
+                assert self._view is not None  # a writable store is at the current version
+                known = stored_span_ids(db, [g.trace_id for _, groups in items for g in groups])
                 recent = self._recent.get
                 self._index([(batch_id, groups, None) for batch_id, groups in items], (),
                             lambda trace_id: recent(trace_id) or known.get(trace_id))

@@ -31,11 +31,13 @@ __all__ = [
     "STORE_BATCH",
     "IndexItem",
     "Unindexed",
+    "checked_body",
     "ids_of",
     "index_groups",
     "index_unindexed",
     "log_groups",
     "stored_groups",
+    "stored_span_ids",
     "unindexed",
 ]
 
@@ -53,7 +55,7 @@ INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
 ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
 """
 _KNOWN = ("SELECT trace_id, span_ids FROM trace_batches"
-          " WHERE trace_id IN (SELECT value FROM json_each(?))")
+          " WHERE trace_id IN (SELECT value FROM json_each(?)) ORDER BY trace_id, batch_id")
 STORE_BATCH = "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)"
 
 
@@ -68,12 +70,8 @@ def index_groups(db: sqlite3.Connection, items: Sequence[Unindexed]) -> int:
     view, or a read-only overlay of an older store's index (the batches stay as they are).
     Returns how many spans were new."""
     new = 0
-    # the stored ids of every trace here: one query, a few index probes each
-    probe = orjson.dumps([group.trace_id for _, groups in items for group in groups])
-    known: dict[str, set[bytes]] = {}
-    for trace_id, span_ids in db.execute(_KNOWN, (probe,)):
-        known.setdefault(trace_id, set()).update(ids_of(span_ids))
-    del probe
+    known = {trace_id: set(ids_of(span_ids)) for trace_id, span_ids in stored_span_ids(
+        db, [group.trace_id for _, groups in items for group in groups]).items()}
     several = len(items) > 1
     earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
     rows: list[tuple[str, int, bytes, bool, int]] = []  # trace_batches, in one statement
@@ -134,7 +132,7 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
             if seen is None:  # the common case: a trace the writer has not stored
                 stored[trace_id] = span_ids
                 count = len(span_ids) >> 3
-            else:
+            else:  # root: the trace's root is in this group or was stored before it
                 known = set(ids_of(seen))
                 fresh = [span_id for span_id in ids_of(span_ids) if span_id not in known]
                 if not fresh:
@@ -142,12 +140,9 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
                 span_ids = b"".join(fresh)
                 stored[trace_id] = seen + span_ids
                 count = len(fresh)
-                # root: the trace's root is in this group or was stored before it
                 notes = min(notes, count)
             new += count
-            parts.append(pack_group(bytes.fromhex(trace_id), min(start, MAX_NS), root, notes,
-                                    count))
-            parts.append(span_ids)
+            parts += pack_group(trace_id, span_ids, start, root, notes)
         if not parts:  # a pure re-delivery: keep nothing
             if batch_id is not None:
                 db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
@@ -162,20 +157,40 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
     return new, stored
 
 
+def stored_span_ids(db: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, bytes]:
+    """The span ids the per-trace rows hold for these traces (joined, in batch order), of
+    those they have: one query, a few index probes each."""
+    found: dict[str, bytes] = {}
+    for trace_id, span_ids in db.execute(_KNOWN, (orjson.dumps(trace_ids),)):
+        found[trace_id] = found.get(trace_id, b"") + span_ids
+    return found
+
+
+def checked_body(db: sqlite3.Connection, batch_id: int, has_crc: bool
+                 ) -> tuple[str, bytes] | None:
+    """A stored batch's format and body, checked against its checksum (None if there is no
+    such batch); raises :class:`DamagedStore` (without a file) if it does not match."""
+    crc_column = "crc" if has_crc else "NULL"
+    row = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
+                     (batch_id,)).fetchone()
+    if row is None:
+        return None
+    fmt, body, check = row
+    if not isinstance(body, bytes) or (check is not None and crc(body) != check):
+        raise DamagedStore(f"batch {batch_id} does not match its checksum")
+    return str(fmt), body
+
+
 def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool
                   ) -> tuple[TraceGroup, ...]:
     """The trace groups of a stored batch, decoded from its body (checked against its
     checksum); raises :class:`DamagedStore` (without a file) if it cannot be read."""
-    crc_column = "crc" if has_crc else "NULL"
-    row = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
-                     (batch_id,)).fetchone()
-    if row is None:  # a reader's race with a writer that just removed a pure re-delivery
+    stored = checked_body(db, batch_id, has_crc)
+    if stored is None:  # a reader's race with a writer that just removed a pure re-delivery
         return ()
-    fmt, body, check = row
-    if not isinstance(body, bytes) or (check is not None and crc(body) != check):
-        raise DamagedStore(f"batch {batch_id} does not match its checksum")
+    fmt, body = stored
     try:
-        return decode_stored(str(fmt), body).traces
+        return decode_stored(fmt, body).traces
     except (TraceFormatError, ValueError) as exc:
         raise DamagedStore(f"batch {batch_id} cannot be decoded ({exc})") from None
 

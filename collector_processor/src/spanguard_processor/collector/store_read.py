@@ -19,8 +19,8 @@ from ..ingest.spans import SpanRecord
 from ..traces.annotations import Annotations
 from ..traces.convert import annotated_trace, conversation_key
 from ..traces.model import AgentTrace
-from .store_index import ids_of
-from .store_schema import DamagedStore, crc
+from .store_index import checked_body, ids_of
+from .store_schema import DamagedStore
 
 __all__ = ["StoredBatches", "agent_traces"]
 
@@ -60,15 +60,14 @@ class StoredBatches:
         return records
 
     def _parse(self, db: sqlite3.Connection, trace_id: str, batch_id: int) -> ParsedBatch:
-        crc_column = "crc" if self._has_crc else "NULL"
-        row = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
-                         (batch_id,)).fetchone()
-        if row is None:
+        try:
+            stored = checked_body(db, batch_id, self._has_crc)
+        except DamagedStore as exc:
+            raise self._damaged(exc.problem) from None
+        if stored is None:
             raise self._damaged(f"batch {batch_id}, which holds spans of trace {trace_id}, "
                                 "is missing")
-        fmt, body, check = row
-        if not isinstance(body, bytes) or (check is not None and crc(body) != check):
-            raise self._damaged(f"batch {batch_id} does not match its checksum")
+        fmt, body = stored
         try:
             batch = parse_batch(fmt, body)
         except (TraceFormatError, ValueError) as exc:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sqlite3
 import struct
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,6 +47,7 @@ __all__ = [
     "check_schema",
     "checked_blob",
     "crc",
+    "insert_releases",
     "looks_like_store",
     "pack_group",
     "pack_trace_ids",
@@ -205,7 +206,17 @@ def crc(body: bytes) -> int:
 _GROUP = struct.Struct("<16sqBII")
 #: SQLite's largest integer: a (hostile) start time beyond it is stored as this.
 MAX_NS = (1 << 63) - 1
-pack_group = _GROUP.pack
+_RELEASE = "INSERT INTO releases (trace_ids, crc) VALUES (?, ?)"
+_RELEASES_PER_ROW = 65_536
+
+
+def pack_group(trace_id: str, span_ids: bytes, start_ns: int, root: bool, annotations: int
+               ) -> list[bytes]:
+    """One trace group as :func:`unpack_groups` reads it back, in two parts (joined with the
+    batch's other groups at once); a start beyond SQLite's integers is stored as
+    :data:`MAX_NS`; ``annotations`` must not exceed the spans."""
+    return [_GROUP.pack(bytes.fromhex(trace_id), min(start_ns, MAX_NS), root, annotations,
+                        len(span_ids) >> 3), span_ids]
 
 
 def unpack_groups(blob: bytes) -> list[TraceGroup]:
@@ -231,6 +242,14 @@ def unpack_groups(blob: bytes) -> list[TraceGroup]:
 def pack_trace_ids(trace_ids: Iterable[str]) -> bytes:
     """Trace ids (hex) as a ``releases`` blob."""
     return b"".join(map(bytes.fromhex, trace_ids))
+
+
+def insert_releases(db: sqlite3.Connection, trace_ids: Sequence[str]) -> None:
+    """Mark traces released, inside the caller's transaction: a ``releases`` row per
+    ``_RELEASES_PER_ROW`` of them."""
+    for at in range(0, len(trace_ids), _RELEASES_PER_ROW):
+        blob = pack_trace_ids(trace_ids[at:at + _RELEASES_PER_ROW])
+        db.execute(_RELEASE, (blob, crc(blob)))
 
 
 def unpack_trace_ids(blob: bytes) -> list[str]:

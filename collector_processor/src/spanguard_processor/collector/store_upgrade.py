@@ -16,13 +16,12 @@ from operator import itemgetter
 
 from .store_schema import (
     LOG_TABLES,
-    MAX_NS,
     SCHEMA_VERSION,
     TRACE_BATCHES_TABLE,
     TRACES_TABLE,
     crc,
+    insert_releases,
     pack_group,
-    pack_trace_ids,
 )
 
 __all__ = ["index_version1", "overlay_index", "upgrade"]
@@ -86,16 +85,12 @@ def _to_version3(db: sqlite3.Connection) -> None:
         " ORDER BY b.batch_id, b.trace_id")
     try:
         for batch_id, group in groupby(rows, key=itemgetter(0)):
-            blob = b"".join(
-                pack_group(bytes.fromhex(trace_id), min(max(int(start or 0), 0), MAX_NS),
-                           bool(root), min(int(notes), len(ids) // 8), len(ids) // 8) + ids
-                for _, trace_id, ids, root, notes, start in group)
+            blob = b"".join(part for _, trace_id, ids, root, notes, start in group
+                            for part in pack_group(trace_id, ids, max(int(start or 0), 0),
+                                                   bool(root), min(int(notes), len(ids) // 8)))
             db.execute("INSERT INTO batch_traces VALUES (?, ?, ?)", (batch_id, blob, crc(blob)))
-        released = [t for (t,) in db.execute(
-            "SELECT trace_id FROM traces WHERE released = 1 ORDER BY trace_id")]
-        for at in range(0, len(released), 65_536):
-            blob = pack_trace_ids(released[at:at + 65_536])
-            db.execute("INSERT INTO releases (trace_ids, crc) VALUES (?, ?)", (blob, crc(blob)))
+        insert_releases(db, [t for (t,) in db.execute(
+            "SELECT trace_id FROM traces WHERE released = 1 ORDER BY trace_id")])
     except (TypeError, ValueError, struct.error) as exc:  # a row no writer could have written
         raise sqlite3.DatabaseError(f"an index row is malformed ({exc})") from None
     db.execute("DROP TABLE trace_batches")

@@ -60,9 +60,6 @@ class RecentSpans:
         self._new: dict[str, bytes] = {}
         self._old: dict[str, bytes] = {}
 
-    def __len__(self) -> int:
-        return len(self._new) + len(self._old)
-
     def get(self, trace_id: str) -> bytes | None:
         found = self._new.get(trace_id)
         return found if found is not None else self._old.get(trace_id)
@@ -139,15 +136,6 @@ class TraceView:
                 db.executemany(_RELEASE, [(trace_id,) for trace_id in trace_ids])
             released = row_id
         return indexed, released
-
-    def known(self, db: sqlite3.Connection, trace_ids: Iterable[str]) -> dict[str, bytes]:
-        """The span ids the view holds for these traces (joined), of those it has."""
-        found: dict[str, bytes] = {}
-        for trace_id in trace_ids:
-            for (span_ids,) in db.execute("SELECT span_ids FROM trace_batches WHERE trace_id = ?"
-                                          " ORDER BY batch_id", (trace_id,)):
-                found[trace_id] = found.get(trace_id, b"") + span_ids
-        return found
 
     def drop(self, db: sqlite3.Connection) -> None:
         """Drop the temporary tables (a writer that will not read again frees them)."""
