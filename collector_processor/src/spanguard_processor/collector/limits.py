@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,18 +97,19 @@ class Shaper:
                         "rejected.")
         return limited
 
-    def shape_and_decode(self, request: ExportTraceServiceRequest, body: bytes | None
-                         ) -> DecodedBatch:
+    def shape_and_decode(self, request: ExportTraceServiceRequest, body: bytes | None,
+                         frames: Sequence[bytes] | None = None) -> DecodedBatch:
         """Limits, redaction and decoding of a parsed request in one pass when nothing needs
         editing (the common case); otherwise :meth:`shape_protobuf` then ``decode_request``.
 
-        ``body`` is the request as received; a request the limits or redaction changed is
-        serialized again, so the original text is never stored. Rejected spans (bad ids, or
-        over the per-trace limit) are counted in the batch, with the first reason.
+        ``body`` is the request as received (``frames``: its spans' bytes, if already framed
+        by ``span_frames``); a request the limits or redaction changed is serialized again,
+        so the original text is never stored. Rejected spans (bad ids, or over the per-trace
+        limit) are counted in the batch, with the first reason.
         """
         if not self.redactor.active:
             groups, rejected, error, bad, over = group_request(
-                request, self.limits.max_attributes_per_span, body)
+                request, self.limits.max_attributes_per_span, body, frames)
             if not over:
                 shape = _Shape()
                 allowed = self._admit(_with_bad(groups, bad), shape)

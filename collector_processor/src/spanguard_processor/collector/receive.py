@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
@@ -35,7 +36,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from spanguard.exceptions import TraceFormatError
 
 from ..ingest.otlp_json import decode_document, estimate_spans
-from ..ingest.otlp_proto import MIN_SPAN_BYTES, count_spans, parse_request
+from ..ingest.otlp_proto import (
+    FRAMED_MAX,
+    MIN_SPAN_BYTES,
+    count_spans,
+    parse_request,
+    span_frames,
+)
 from ..ingest.spans import DecodedBatch, gc_paused
 from .admission import Admission, Overloaded, Reservation, TooLarge
 from .ingestor import Ingestor
@@ -115,12 +122,18 @@ class Receiver:
         given back; once queued, the store future holds it. ``what`` names the body in
         messages ("body", "request")."""
         admission = self.admission
+        frames = None
         try:
             if media == PROTOBUF:
-                admission.resize(reservation, count_spans(body, self.limits.max_pending_spans))
+                if len(body) <= FRAMED_MAX:  # framed once: counted, then grouped
+                    frames = span_frames(body)
+                    admission.resize(reservation, len(frames))
+                else:
+                    admission.resize(reservation,
+                                     count_spans(body, self.limits.max_pending_spans))
             else:
                 admission.resize(reservation, estimate_spans(body))
-            batch = self._decode(body, media)
+            batch = self._decode(body, media, frames)
             admission.resize(reservation, batch.count)  # only the valid spans are kept
             if batch.rejected and not batch.count:
                 raise Refused(Refusal.MALFORMED, f"every span was rejected: {batch.error}")
@@ -139,11 +152,12 @@ class Receiver:
         finally:
             self.release_unless_stored(reservation)
 
-    def _decode(self, body: bytes, media: str) -> DecodedBatch:
+    def _decode(self, body: bytes, media: str, frames: Sequence[bytes] | None
+                ) -> DecodedBatch:
         shaper = self.shaper
         with gc_paused():
             if media == PROTOBUF:
-                return shaper.shape_and_decode(parse_request(body), body)
+                return shaper.shape_and_decode(parse_request(body), body, frames)
             try:
                 document = orjson.loads(body)
             except orjson.JSONDecodeError as exc:

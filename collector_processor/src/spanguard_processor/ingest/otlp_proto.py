@@ -8,7 +8,7 @@ only when a trace is converted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -21,6 +21,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
+from .otlp_columns import COLUMNS_MIN_SPANS, group_frames
 from .spans import (
     FORMAT_PROTOBUF,
     AttrValue,
@@ -41,6 +42,7 @@ __all__ = [
     "group_request",
     "parse_request",
     "record_from_span",
+    "span_frames",
 ]
 
 
@@ -116,42 +118,45 @@ def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect
     return found, count
 
 
-def _shallow_request_class() -> Any:  # a class made at run time: no static fields
-    """``ExportTraceServiceRequest`` down to its spans, each kept as bytes: parsing it frames
-    the spans (at C speed) without building them."""
+def _flat_request_class() -> Any:  # a class made at run time: no static fields
+    """``ExportTraceServiceRequest`` down to its spans, each kept as bytes, with resources and
+    scopes declared singular (so protobuf merges them): parsing a request as this frames its
+    spans at C speed, in order, in one list, without building them."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
+    kind = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(
-        name="spanguard_shallow_otlp.proto", package="spanguard.shallow", syntax="proto3")
-    repeated = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
-    for name, number, kind, of in (
-            ("Scope", 2, descriptor_pb2.FieldDescriptorProto.TYPE_BYTES, ""),
-            ("Resource", 2, descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE, "Scope"),
-            ("Request", 1, descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE, "Resource")):
-        message = proto.message_type.add(name=name)
-        field = message.field.add(name="items", number=number, label=repeated, type=kind)
-        if of:
-            field.type_name = f".spanguard.shallow.{of}"
+        name="spanguard_flat_otlp.proto", package="spanguard.flat", syntax="proto3")
+    proto.message_type.add(name="Scope").field.add(
+        name="spans", number=2, label=kind.LABEL_REPEATED, type=kind.TYPE_BYTES)
+    for name, number, of in (("Resource", 2, "Scope"), ("Request", 1, "Resource")):
+        proto.message_type.add(name=name).field.add(
+            name="item", number=number, label=kind.LABEL_OPTIONAL, type=kind.TYPE_MESSAGE,
+            type_name=f".spanguard.flat.{of}")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("spanguard.shallow.Request"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("spanguard.flat.Request"))
 
 
-_SHALLOW = _shallow_request_class()
+_FLAT = _flat_request_class()
 
 
 def _merged_request_class() -> Any:  # a class made at run time: no static fields
     """``ExportTraceServiceRequest`` with its resources, scopes and spans declared singular:
     protobuf merges repeated instances of a singular message field, so parsing a request as
-    this gives one span holding the events (as bytes) and the names of every span, at C
-    speed, in two lists (the rest is skipped)."""
+    this gives one span whose repeated fields hold, at C speed and in wire order, every
+    occurrence in every span of the ids, parents, names, start times and events (as bytes;
+    the rest is skipped)."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     kind = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(
         name="spanguard_merged_otlp.proto", package="spanguard.merged", syntax="proto3")
     span = proto.message_type.add(name="Span")
-    span.field.add(name="names", number=5, label=kind.LABEL_REPEATED, type=kind.TYPE_BYTES)
-    span.field.add(name="events", number=11, label=kind.LABEL_REPEATED, type=kind.TYPE_BYTES)
+    for field, number, type_ in (("trace_ids", 1, kind.TYPE_BYTES),
+                                 ("span_ids", 2, kind.TYPE_BYTES),
+                                 ("parents", 4, kind.TYPE_BYTES), ("names", 5, kind.TYPE_BYTES),
+                                 ("starts", 7, kind.TYPE_FIXED64),
+                                 ("events", 11, kind.TYPE_BYTES)):
+        span.field.add(name=field, number=number, label=kind.LABEL_REPEATED, type=type_)
     for name, number, of in (("Scope", 2, "Span"), ("Resource", 2, "Scope"),
                              ("Request", 1, "Resource")):
         proto.message_type.add(name=name).field.add(
@@ -163,25 +168,32 @@ def _merged_request_class() -> Any:  # a class made at run time: no static field
 
 
 _MERGED = _merged_request_class()
-#: Bodies up to this size are counted by the shallow parse (at worst ~17 bytes of memory per
-#: body byte, for a body of empty spans); larger ones by the wire scan, which stops early.
-_SHALLOW_MAX = 1 << 20
+#: Bodies up to this size are counted from their frames (:func:`span_frames`); larger ones by
+#: the wire scan, which stops early.
+FRAMED_MAX = 1 << 20
+
+
+def span_frames(body: bytes) -> Sequence[bytes]:
+    """The bytes of each span of a serialized ``ExportTraceServiceRequest``, in order, framed
+    by a flat protobuf parse (no span is built; at worst ~17 bytes of memory per body byte,
+    for a body of empty spans). Raises :class:`TraceFormatError` on malformed framing."""
+    try:
+        frames: Sequence[bytes] = _FLAT.FromString(body).item.item.spans
+    except DecodeError:
+        raise TraceFormatError(_MALFORMED) from None
+    return frames
 
 
 def count_spans(body: bytes, stop: int) -> int:
     """The spans of a serialized ``ExportTraceServiceRequest``, counted from the wire format
     (no span is built), so a request can be admitted or refused before it is decoded.
 
-    Bodies up to 1 MiB are framed by a shallow protobuf parse; larger ones are scanned in
+    Bodies up to 1 MiB are framed by :func:`span_frames`; larger ones are scanned in
     Python and counting stops once it passes ``stop``: a request of millions of empty spans
     costs no more than ``stop`` steps. Raises :class:`TraceFormatError` on malformed framing.
     """
-    if len(body) <= _SHALLOW_MAX:
-        try:
-            shallow = _SHALLOW.FromString(body)
-        except DecodeError:
-            raise TraceFormatError(_MALFORMED) from None
-        return sum(len(scope.items) for resource in shallow.items for scope in resource.items)
+    if len(body) <= FRAMED_MAX:
+        return len(span_frames(body))
     total = 0
     resources, _ = _submessages(body, 0, len(body), 1, len(body))
     for start, end in resources:
@@ -205,15 +217,19 @@ def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
 
 
-def _request_facts(body: bytes, attribute_limit: int) -> tuple[bool, bool] | None:
-    """From the request's bytes (already parsed whole, so well-formed): (whether any event
-    has more than ``attribute_limit`` attributes, whether any span is an annotation span),
-    read at C speed from one merged parse (:func:`_merged_request_class`) instead of span by
-    span; None if that parse fails (the caller then reads every span)."""
+def _merged_span(body: bytes) -> Any:
+    """The merged span of a request's bytes (:func:`_merged_request_class`), or None if that
+    parse fails (a request well-formed as OTLP need not be as the merged class)."""
     try:
-        spans = _MERGED.FromString(body).item.item.item
+        return _MERGED.FromString(body).item.item.item
     except DecodeError:
         return None
+
+
+def _request_facts(body: bytes, spans: Any, attribute_limit: int) -> tuple[bool, bool]:
+    """From a request's bytes (already parsed whole, so well-formed) and its merged span:
+    whether any event has more than ``attribute_limit`` attributes, and whether any span may
+    be an annotation span — read at C speed instead of span by span."""
     events = spans.events
     # every attribute takes at least 2 bytes (tag and length): only events at least this
     # long can be over the limit, and only those are parsed
@@ -221,11 +237,11 @@ def _request_facts(body: bytes, attribute_limit: int) -> tuple[bool, bool] | Non
     over = bool(events) and max(map(len, events)) >= longest and any(
         len(Span.Event.FromString(event).attributes) > attribute_limit
         for event in events if len(event) >= longest)
-    return over, _ANNOTATION_BYTES in spans.names
+    return over, _ANNOTATION_BYTES in body and _ANNOTATION_BYTES in spans.names
 
 
 def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
-                  body: bytes | None = None
+                  body: bytes | None = None, frames: Sequence[bytes] | None = None
                   ) -> tuple[tuple[TraceGroup, ...], int, str | None, dict[str, int], bool]:
     """One pass over a parsed request for the receive path: its valid spans grouped by trace
     (no object per span: the ids stay the bytes upb hands out, hex only per trace), the
@@ -234,11 +250,22 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
     attributes (then the limits must edit the request).
 
     With ``body`` (the request's bytes), events and span names are checked for the whole
-    request at once (:func:`_request_facts`): span by span, only the ids, the start time
-    and the attribute count are read (and the name, if an annotation span is among them)."""
-    facts = None if body is None else _request_facts(body, attribute_limit)
-    over, names = (False, True) if facts is None else facts
-    events_read = facts is None
+    request at once (:func:`_request_facts`), and a request of at least
+    :data:`~spanguard_processor.ingest.otlp_columns.COLUMNS_MIN_SPANS` spans laid out as
+    exporters write them is grouped from its bytes
+    (:func:`~spanguard_processor.ingest.otlp_columns.group_frames`; ``frames``, its spans'
+    bytes, if already framed). Otherwise, span by span, only the ids, the start time and the
+    attribute count are read (and the name, if an annotation span may be among them): the
+    result is the same."""
+    over, names, merged = False, True, None
+    if body is not None and (merged := _merged_span(body)) is not None:
+        over, names = _request_facts(body, merged, attribute_limit)
+        if not names and len(merged.span_ids) >= COLUMNS_MIN_SPANS:
+            grouped = group_frames(span_frames(body) if frames is None else frames, merged,
+                                   attribute_limit)
+            if grouped is not None:
+                return grouped, 0, None, {}, over
+    events_read = merged is None
     found: dict[bytes, int] = {}  # trace id -> its index in the lists below
     get = found.get
     ids: list[bytes | list[bytes]] = []  # a trace's span id, or a list of them once it has several

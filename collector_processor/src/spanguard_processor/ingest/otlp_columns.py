@@ -1,0 +1,155 @@
+"""A request's spans grouped by trace from its bytes, at C speed, when they are laid out the
+way every OTLP exporter writes them — or no answer, and the caller reads span by span.
+
+Reading a span's ids, start and parent through upb's Python objects costs more than parsing
+it; :func:`group_frames` reads them from the request's bytes instead, with numpy, over every
+span at once, and proves that what it read is what the parsed request holds:
+
+* each span's bytes (a *frame*, from a flat parse of the request: every span as bytes, in
+  order) must begin with the fields an exporter writes first, in field order: ``trace_id``
+  (tag ``0x0A``, 16 bytes), ``span_id`` (``0x12``, 8 bytes), an optional ``parent_span_id``
+  (``0x22``, 8 bytes; a ``trace_state`` there, ``0x1A``, is left to the slow path), an
+  optional ``name`` (``0x2A``), an optional ``kind`` (``0x30``, one byte) and
+  ``start_time_unix_nano`` (``0x39``, 8 bytes), all inside the frame;
+* a *merged* parse of the request (see ``otlp_proto._merged_request_class``) counts every
+  occurrence of fields 1, 2, 4 and 7 in all spans. Each span has at least one occurrence of
+  fields 1, 2 and 7 (the one found above): when each total equals the number of spans, and
+  field 4's equals the spans found with a parent, no span holds a second occurrence — which
+  protobuf would have let override the first — so the values found are the parsed ones;
+* ids must be valid (not all zero), no span id may repeat in the request, and no two traces
+  may share their first 8 bytes (the grouping key); every span must have at most
+  ``attribute_limit`` attributes, bounded by the ``0x4A`` bytes (field 9's tag) in its frame.
+
+Anything else — another layout, a second occurrence, a duplicate, a span possibly over the
+limit — returns None, and the caller's exact reading decides: the answer is the same either
+way (``tests/processor/test_receive_columns.py`` checks this on hostile encodings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .spans import TraceGroup
+
+__all__ = ["COLUMNS_MIN_SPANS", "group_frames"]
+
+#: Below this many spans the per-request cost of the numpy calls outweighs what they save.
+COLUMNS_MIN_SPANS = 32
+
+_GROUP = partial(tuple.__new__, TraceGroup)
+_PAD = bytes(64)  # after the last frame: every fixed-offset read stays inside the buffer
+_LOW8 = np.uint64(0xFF)
+_LOW16 = np.uint64(0xFFFF)
+_ATTRIBUTE_TAG = 0x4A
+_COUNT_WRAPS = 1 << 16  # frames this long may hold more tags than a uint16 counts
+
+
+def group_frames(frames: Sequence[bytes], merged: Any, attribute_limit: int
+                 ) -> tuple[TraceGroup, ...] | None:
+    """The trace groups of a request whose spans are ``frames`` (each span's bytes, in
+    request order) and whose merged span is ``merged``, exactly as reading every span would
+    give them, or None when that cannot be proved from the bytes (see the module docstring).
+    """
+    spans = list(frames)
+    n = len(spans)
+    if (not n or len(merged.trace_ids) != n or len(merged.span_ids) != n
+            or len(merged.starts) != n):
+        return None
+    lens = np.fromiter(map(len, spans), np.int64, n)
+    end = np.cumsum(lens)
+    off = end - lens
+    spans.append(_PAD)
+    joined = b"".join(spans)
+    # words[i]: the 8 bytes from byte i, little-endian (an unaligned, overlapping view)
+    words = np.ndarray(shape=(len(joined) - 7,), dtype="<u8", buffer=joined, strides=(1,))
+    at = words.__getitem__
+    if not ((at(off) & _LOW16 == 0x100A) & (at(off + 18) & _LOW16 == 0x0812)).all():
+        return None
+    after_ids = at(off + 28)
+    tag = after_ids & _LOW8
+    parented = tag == 0x22
+    if (tag == 0x1A).any() or (parented & ((after_ids >> 8) & _LOW8 != 8)).any():
+        return None
+    if int(np.count_nonzero(parented)) != len(merged.parents):
+        return None
+    name = off + 28 + 10 * parented
+    head = at(name).astype(np.int64)
+    named = head & 0xFF == 0x2A
+    b1, b2, b3 = (head >> 8) & 0xFF, (head >> 16) & 0xFF, (head >> 24) & 0xFF
+    one = b1 < 0x80
+    two = ~one & (b2 < 0x80)
+    three = ~one & ~two & (b3 < 0x80)
+    if (named & ~(one | two | three)).any():  # a name of 2 MiB or more
+        return None
+    size = np.where(one, b1, np.where(two, (b1 & 0x7F) | (b2 << 7),
+                                      (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)))
+    start = name + named * (2 + two + 2 * three + size)
+    if not (start + 9 <= end).all():
+        return None
+    kind = at(start).astype(np.int64)
+    kinded = kind & 0xFF == 0x30
+    if (kinded & ((kind >> 8) & 0xFF >= 0x80)).any():
+        return None
+    start += 2 * kinded
+    if not (start + 9 <= end).all() or not (at(start) & _LOW8 == 0x39).all():
+        return None
+    # proved: each frame holds its ids, parent and start where they were looked for
+    high, low, span_id = at(off + 2), at(off + 10), at(off + 20)
+    if not ((high | low).all() and span_id.all()):
+        return None
+    if parented.any() and not at(off[parented] + 30).all():
+        return None
+    ordered = np.sort(span_id)
+    if (ordered[1:] == ordered[:-1]).any():
+        return None
+    if not _within_limit(spans, joined, lens, off, int(end[-1]), attribute_limit):
+        return None
+    return _groups(high, low, span_id, at(start + 1), parented)
+
+
+def _within_limit(spans: list[bytes], joined: bytes, lens: Any, off: Any, total: int,
+                  limit: int) -> bool:
+    """True if no frame can hold more than ``limit`` attributes: each attribute begins with
+    a ``0x4A`` byte, and takes at least two bytes."""
+    long = lens > 2 * limit + 1
+    if not long.any():
+        return True
+    tags = np.frombuffer(joined, np.uint8, total) == _ATTRIBUTE_TAG
+    counts = np.add.reduceat(tags.view(np.uint8), off, dtype=np.uint16)
+    doubtful = np.flatnonzero(long & ((counts > limit) | (lens >= _COUNT_WRAPS)))
+    return all(spans[i].count(_ATTRIBUTE_TAG) <= limit for i in doubtful.tolist())
+
+
+def _groups(high: Any, low: Any, span_id: Any, start: Any, parented: Any
+            ) -> tuple[TraceGroup, ...] | None:
+    """Spans grouped by trace id (``high``, ``low``: its two halves), in order of each
+    trace's first span, the span ids of each in request order."""
+    n = len(high)
+    order = np.argsort(high, kind="stable")
+    sorted_high = high[order]
+    new = np.empty(n, bool)
+    new[0] = True
+    np.not_equal(sorted_high[1:], sorted_high[:-1], out=new[1:])
+    sorted_low = low[order]
+    if (sorted_low[1:] != sorted_low[:-1])[~new[1:]].any():
+        return None  # two traces share their first 8 bytes
+    first_at = np.flatnonzero(new)
+    first = order[first_at]
+    by_first = np.argsort(first, kind="stable")
+    begin = (first_at * 8)[by_first].tolist()
+    stop = (np.append(first_at[1:], n) * 8)[by_first].tolist()
+    starts = np.minimum.reduceat(start[order], first_at)[by_first].tolist()
+    roots = np.logical_or.reduceat(~parented[order], first_at)[by_first].tolist()
+    ids = span_id[order].tobytes()
+    kept = first[by_first]
+    hexes = np.column_stack((high[kept], low[kept])).tobytes().hex()
+    count = len(first_at)
+    return tuple(map(_GROUP, zip(
+        map(hexes.__getitem__, map(slice, range(0, 32 * count, 32),
+                                   range(32, 32 * count + 32, 32))),
+        map(ids.__getitem__, map(slice, begin, stop)),
+        starts, roots, [0] * count, strict=True)))
