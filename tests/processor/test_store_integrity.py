@@ -389,3 +389,13 @@ def test_a_damaged_index_row_is_refused_before_serving(
                                                      f"({problem}")):
         ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0)).stop()
     assert store.read_bytes() == before
+
+
+def test_the_store_checksum_is_zlibs_crc32() -> None:
+    """Stores written with either implementation read with the other (isal is optional)."""
+    from spanguard_processor.collector.store_schema import crc
+
+    rng = random.Random(3)
+    for size in (0, 1, 7, 8, 15, 16, 63, 64, 1000, 65_537, 300_001):
+        data = rng.randbytes(size)
+        assert crc(data) == zlib.crc32(data)

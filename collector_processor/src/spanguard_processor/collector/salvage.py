@@ -16,7 +16,6 @@ import shutil
 import sqlite3
 import struct
 import tempfile
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch
 from .store import SpanStore
 from .store_schema import SQLITE_MAGIC, DamagedStore, looks_like_store, unpack_groups
+from .store_schema import crc as checksum
 
 __all__ = ["Salvage", "StoreSummary", "check_store", "recover_store"]
 
@@ -211,7 +211,7 @@ def _decoded(batch_id: object, fmt: object, body: object, crc: object,
     if not isinstance(body, bytes):
         salvage.problems.append(f"batch {batch_id}: its body is unreadable")
         return None
-    if isinstance(crc, int) and zlib.crc32(body) != crc:
+    if isinstance(crc, int) and checksum(body) != crc:
         salvage.problems.append(f"batch {batch_id}: does not match its checksum")
         return None
     try:
