@@ -52,7 +52,7 @@ def _request(frames: list[bytes]) -> bytes:
     return _field(1, _field(1, b"") + _field(2, scope))
 
 
-def _canonical_frames(requests: int = 12) -> list[bytes]:
+def _canonical_frames(requests: int = 48) -> list[bytes]:
     body = encode_spans(in_memory_spans(requests).get_finished_spans()).SerializeToString()
     return list(span_frames(body))
 

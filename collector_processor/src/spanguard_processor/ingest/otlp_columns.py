@@ -37,8 +37,10 @@ from .spans import TraceGroup
 
 __all__ = ["COLUMNS_MIN_SPANS", "group_frames"]
 
-#: Below this many spans the per-request cost of the numpy calls outweighs what they save.
-COLUMNS_MIN_SPANS = 32
+#: Below this many spans the per-request cost of the numpy calls (≈ 600k instructions)
+#: outweighs what they save: measured with callgrind, receive instructions per span against
+#: the exact reading are 2.6× at 16 spans, 1.3× at 64, 1.0× at 128 and 0.8× at 512.
+COLUMNS_MIN_SPANS = 192
 
 _GROUP = partial(tuple.__new__, TraceGroup)
 _PAD = bytes(64)  # after the last frame: every fixed-offset read stays inside the buffer
