@@ -32,6 +32,7 @@ REQUIRED = {
 #: dependencies of the ``processor`` extra used when installed (not on every platform)
 OPTIONAL = {
     "uvloop": "uvloop",  # the OTLP/HTTP receiver's event loop; asyncio's without it
+    "isal": "isal",  # ISA-L's CRC-32 for the store's checksums; zlib's without it
 }
 
 
