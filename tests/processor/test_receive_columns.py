@@ -17,13 +17,13 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
-from spanguard_processor.ingest.otlp_columns import COLUMNS_MIN_SPANS, group_frames
-from spanguard_processor.ingest.otlp_proto import (
-    _merged_span,
-    group_request,
-    parse_request,
+from spanguard_processor.ingest.otlp_columns import (
+    COLUMNS_MIN_SPANS,
+    group_frames,
+    merged_span,
     span_frames,
 )
+from spanguard_processor.ingest.otlp_proto import group_request, parse_request
 
 from .agent_app import in_memory_spans
 
@@ -116,7 +116,7 @@ def _prefixed(frame: bytes, name: bytes) -> bytes:
 def test_requests_as_exporters_write_them_are_grouped_from_their_bytes() -> None:
     body = _request(FRAMES)
     assert len(FRAMES) >= COLUMNS_MIN_SPANS
-    grouped = group_frames(span_frames(body), _merged_span(body), LIMIT)
+    grouped = group_frames(span_frames(body), merged_span(body), LIMIT)
     assert grouped is not None
     assert grouped == _exact(body)[0]
     assert _fast(body) == _exact(body)
@@ -126,7 +126,7 @@ def test_requests_as_exporters_write_them_are_grouped_from_their_bytes() -> None
 def test_names_of_every_length_are_read_past(name: bytes) -> None:
     frames = [_prefixed(frame, name) if i % 3 == 0 else frame for i, frame in enumerate(FRAMES)]
     body = _request(frames)
-    assert group_frames(span_frames(body), _merged_span(body), LIMIT) == _exact(body)[0]
+    assert group_frames(span_frames(body), merged_span(body), LIMIT) == _exact(body)[0]
 
 
 @pytest.mark.parametrize("mutation", list(MUTATIONS))

@@ -21,7 +21,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from .otlp_columns import COLUMNS_MIN_SPANS, group_frames
+from .otlp_columns import COLUMNS_MIN_SPANS, MALFORMED, group_frames, merged_span, span_frames
 from .spans import (
     FORMAT_PROTOBUF,
     AttrValue,
@@ -60,7 +60,7 @@ def parse_request(body: bytes) -> ExportTraceServiceRequest:
 #: size-based estimate of a request's spans before anything is read. Exact counts follow.
 MIN_SPAN_BYTES = 64
 
-_MALFORMED = "is not a valid OTLP protobuf trace request (malformed wire format)."
+_MALFORMED = MALFORMED
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -118,70 +118,9 @@ def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect
     return found, count
 
 
-def _flat_request_class() -> Any:  # a class made at run time: no static fields
-    """``ExportTraceServiceRequest`` down to its spans, each kept as bytes, with resources and
-    scopes declared singular (so protobuf merges them): parsing a request as this frames its
-    spans at C speed, in order, in one list, without building them."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    kind = descriptor_pb2.FieldDescriptorProto
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="spanguard_flat_otlp.proto", package="spanguard.flat", syntax="proto3")
-    proto.message_type.add(name="Scope").field.add(
-        name="spans", number=2, label=kind.LABEL_REPEATED, type=kind.TYPE_BYTES)
-    for name, number, of in (("Resource", 2, "Scope"), ("Request", 1, "Resource")):
-        proto.message_type.add(name=name).field.add(
-            name="item", number=number, label=kind.LABEL_OPTIONAL, type=kind.TYPE_MESSAGE,
-            type_name=f".spanguard.flat.{of}")
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("spanguard.flat.Request"))
-
-
-_FLAT = _flat_request_class()
-
-
-def _merged_request_class() -> Any:  # a class made at run time: no static fields
-    """``ExportTraceServiceRequest`` with its resources, scopes and spans declared singular:
-    protobuf merges repeated instances of a singular message field, so parsing a request as
-    this gives one span whose repeated fields hold, at C speed and in wire order, every
-    occurrence in every span of the ids, parents, names, start times and events (as bytes;
-    the rest is skipped)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    kind = descriptor_pb2.FieldDescriptorProto
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="spanguard_merged_otlp.proto", package="spanguard.merged", syntax="proto3")
-    span = proto.message_type.add(name="Span")
-    for field, number, type_ in (("trace_ids", 1, kind.TYPE_BYTES),
-                                 ("span_ids", 2, kind.TYPE_BYTES),
-                                 ("parents", 4, kind.TYPE_BYTES), ("names", 5, kind.TYPE_BYTES),
-                                 ("starts", 7, kind.TYPE_FIXED64),
-                                 ("events", 11, kind.TYPE_BYTES)):
-        span.field.add(name=field, number=number, label=kind.LABEL_REPEATED, type=type_)
-    for name, number, of in (("Scope", 2, "Span"), ("Resource", 2, "Scope"),
-                             ("Request", 1, "Resource")):
-        proto.message_type.add(name=name).field.add(
-            name="item", number=number, label=kind.LABEL_OPTIONAL, type=kind.TYPE_MESSAGE,
-            type_name=f".spanguard.merged.{of}")
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("spanguard.merged.Request"))
-
-
-_MERGED = _merged_request_class()
 #: Bodies up to this size are counted from their frames (:func:`span_frames`); larger ones by
 #: the wire scan, which stops early.
 FRAMED_MAX = 1 << 20
-
-
-def span_frames(body: bytes) -> Sequence[bytes]:
-    """The bytes of each span of a serialized ``ExportTraceServiceRequest``, in order, framed
-    by a flat protobuf parse (no span is built; at worst ~17 bytes of memory per body byte,
-    for a body of empty spans). Raises :class:`TraceFormatError` on malformed framing."""
-    try:
-        frames: Sequence[bytes] = _FLAT.FromString(body).item.item.spans
-    except DecodeError:
-        raise TraceFormatError(_MALFORMED) from None
-    return frames
 
 
 def count_spans(body: bytes, stop: int) -> int:
@@ -217,15 +156,6 @@ def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
 
 
-def _merged_span(body: bytes) -> Any:
-    """The merged span of a request's bytes (:func:`_merged_request_class`), or None if that
-    parse fails (a request well-formed as OTLP need not be as the merged class)."""
-    try:
-        return _MERGED.FromString(body).item.item.item
-    except DecodeError:
-        return None
-
-
 def _request_facts(body: bytes, spans: Any, attribute_limit: int) -> tuple[bool, bool]:
     """From a request's bytes (already parsed whole, so well-formed) and its merged span:
     whether any event has more than ``attribute_limit`` attributes, and whether any span may
@@ -258,7 +188,7 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
     attribute count are read (and the name, if an annotation span may be among them): the
     result is the same."""
     over, names, merged = False, True, None
-    if body is not None and (merged := _merged_span(body)) is not None:
+    if body is not None and (merged := merged_span(body)) is not None:
         over, names = _request_facts(body, merged, attribute_limit)
         if not names and len(merged.span_ids) >= COLUMNS_MIN_SPANS:
             grouped = group_frames(span_frames(body) if frames is None else frames, merged,
