@@ -36,13 +36,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from spanguard.exceptions import TraceFormatError
 
 from ..ingest.otlp_json import decode_document, estimate_spans
-from ..ingest.otlp_proto import (
-    FRAMED_MAX,
-    MIN_SPAN_BYTES,
-    count_spans,
-    parse_request,
-    span_frames,
-)
+from ..ingest.otlp_proto import MIN_SPAN_BYTES, framed_count, parse_request
 from ..ingest.spans import DecodedBatch, gc_paused
 from .admission import Admission, Overloaded, Reservation, TooLarge
 from .ingestor import Ingestor
@@ -124,13 +118,9 @@ class Receiver:
         admission = self.admission
         frames = None
         try:
-            if media == PROTOBUF:
-                if len(body) <= FRAMED_MAX:  # framed once: counted, then grouped
-                    frames = span_frames(body)
-                    admission.resize(reservation, len(frames))
-                else:
-                    admission.resize(reservation,
-                                     count_spans(body, self.limits.max_pending_spans))
+            if media == PROTOBUF:  # framed once (if small enough): counted, then grouped
+                count, frames = framed_count(body, self.limits.max_pending_spans)
+                admission.resize(reservation, count)
             else:
                 admission.resize(reservation, estimate_spans(body))
             batch = self._decode(body, media, frames)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -55,26 +56,38 @@ _ATTRIBUTE_TAG = 0x4A
 _COUNT_WRAPS = 1 << 16  # frames this long may hold more tags than a uint16 counts
 
 
-def _flat_request_class() -> Any:  # a class made at run time: no static fields
-    """``ExportTraceServiceRequest`` down to its spans, each kept as bytes, with resources and
-    scopes declared singular (so protobuf merges them): parsing a request as this frames its
-    spans at C speed, in order, in one list, without building them."""
+#: The field of ``ScopeSpans``, ``ResourceSpans`` and the request that holds the message below.
+_ITEM_NUMBER = {"Scope": 2, "Resource": 2, "Request": 1}
+
+
+def _request_class(package: str, leaf: str, fields: tuple[tuple[str, int, str], ...]) -> Any:
+    """An ``ExportTraceServiceRequest`` class made at run time (no static fields): message
+    ``leaf`` with the repeated ``fields`` (name, number, protobuf type), held by each message
+    above it (scopes, resources, the request) as one singular ``item``: protobuf merges the
+    repeated instances of a singular message field, so everything below lands in one
+    message, at C speed and in wire order."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     kind = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(
-        name="spanguard_flat_otlp.proto", package="spanguard.flat", syntax="proto3")
-    proto.message_type.add(name="Scope").field.add(
-        name="spans", number=2, label=kind.LABEL_REPEATED, type=kind.TYPE_BYTES)
-    for name, number, of in (("Resource", 2, "Scope"), ("Request", 1, "Resource")):
-        proto.message_type.add(name=name).field.add(
-            name="item", number=number, label=kind.LABEL_OPTIONAL, type=kind.TYPE_MESSAGE,
-            type_name=f".spanguard.flat.{of}")
+        name=f"spanguard_{package}_otlp.proto", package=f"spanguard.{package}", syntax="proto3")
+    message = proto.message_type.add(name=leaf)
+    for name, number, type_ in fields:
+        message.field.add(name=name, number=number, label=kind.LABEL_REPEATED,
+                          type=getattr(kind, type_))
+    chain = ("Span", "Scope", "Resource", "Request")
+    for below, above in pairwise(chain[chain.index(leaf):]):
+        proto.message_type.add(name=above).field.add(
+            name="item", number=_ITEM_NUMBER[above], label=kind.LABEL_OPTIONAL,
+            type=kind.TYPE_MESSAGE, type_name=f".spanguard.{package}.{below}")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("spanguard.flat.Request"))
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName(f"spanguard.{package}.Request"))
 
 
-_FLAT = _flat_request_class()
+#: Down to the spans, each kept as bytes: parsing a request as this frames its spans, in
+#: order, in one list, without building them.
+_FLAT = _request_class("flat", "Scope", (("spans", 2, "TYPE_BYTES"),))
 
 
 def span_frames(body: bytes) -> Sequence[bytes]:
@@ -88,39 +101,16 @@ def span_frames(body: bytes) -> Sequence[bytes]:
     return frames
 
 
-def _merged_request_class() -> Any:  # a class made at run time: no static fields
-    """``ExportTraceServiceRequest`` with its resources, scopes and spans declared singular:
-    protobuf merges repeated instances of a singular message field, so parsing a request as
-    this gives one span whose repeated fields hold, at C speed and in wire order, every
-    occurrence in every span of the ids, parents, names, start times and events (as bytes;
-    the rest is skipped)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    kind = descriptor_pb2.FieldDescriptorProto
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="spanguard_merged_otlp.proto", package="spanguard.merged", syntax="proto3")
-    span = proto.message_type.add(name="Span")
-    for field, number, type_ in (("trace_ids", 1, kind.TYPE_BYTES),
-                                 ("span_ids", 2, kind.TYPE_BYTES),
-                                 ("parents", 4, kind.TYPE_BYTES), ("names", 5, kind.TYPE_BYTES),
-                                 ("starts", 7, kind.TYPE_FIXED64),
-                                 ("events", 11, kind.TYPE_BYTES)):
-        span.field.add(name=field, number=number, label=kind.LABEL_REPEATED, type=type_)
-    for name, number, of in (("Scope", 2, "Span"), ("Resource", 2, "Scope"),
-                             ("Request", 1, "Resource")):
-        proto.message_type.add(name=name).field.add(
-            name="item", number=number, label=kind.LABEL_OPTIONAL, type=kind.TYPE_MESSAGE,
-            type_name=f".spanguard.merged.{of}")
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("spanguard.merged.Request"))
-
-
-_MERGED = _merged_request_class()
+#: One span holding every occurrence, in every span, of the ids, parents, names, start times
+#: and events (as bytes; the rest is skipped).
+_MERGED = _request_class("merged", "Span", (
+    ("trace_ids", 1, "TYPE_BYTES"), ("span_ids", 2, "TYPE_BYTES"), ("parents", 4, "TYPE_BYTES"),
+    ("names", 5, "TYPE_BYTES"), ("starts", 7, "TYPE_FIXED64"), ("events", 11, "TYPE_BYTES")))
 
 
 def merged_span(body: bytes) -> Any:
-    """The merged span of a request's bytes (:func:`_merged_request_class`), or None if that
-    parse fails (a request well-formed as OTLP need not be as the merged class)."""
+    """The merged span of a request's bytes (``_MERGED``), or None if that parse fails (a
+    request well-formed as OTLP need not be as the merged class)."""
     try:
         return _MERGED.FromString(body).item.item.item
     except DecodeError:

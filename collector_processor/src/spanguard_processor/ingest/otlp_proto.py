@@ -21,7 +21,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from .otlp_columns import COLUMNS_MIN_SPANS, MALFORMED, group_frames, merged_span, span_frames
+from .otlp_columns import COLUMNS_MIN_SPANS, group_frames, merged_span, span_frames
+from .otlp_columns import MALFORMED as _MALFORMED
 from .spans import (
     FORMAT_PROTOBUF,
     AttrValue,
@@ -39,6 +40,7 @@ __all__ = [
     "batch_spans",
     "count_spans",
     "decode_request",
+    "framed_count",
     "group_request",
     "parse_request",
     "record_from_span",
@@ -59,9 +61,6 @@ def parse_request(body: bytes) -> ExportTraceServiceRequest:
 #: Bytes of a small but real span on the wire (ids, name, times, a couple of attributes): the
 #: size-based estimate of a request's spans before anything is read. Exact counts follow.
 MIN_SPAN_BYTES = 64
-
-_MALFORMED = MALFORMED
-
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
@@ -120,19 +119,27 @@ def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect
 
 #: Bodies up to this size are counted from their frames (:func:`span_frames`); larger ones by
 #: the wire scan, which stops early.
-FRAMED_MAX = 1 << 20
+_FRAMED_MAX = 1 << 20
 
 
 def count_spans(body: bytes, stop: int) -> int:
     """The spans of a serialized ``ExportTraceServiceRequest``, counted from the wire format
-    (no span is built), so a request can be admitted or refused before it is decoded.
+    (no span is built), so a request can be admitted or refused before it is decoded; see
+    :func:`framed_count`."""
+    return framed_count(body, stop)[0]
+
+
+def framed_count(body: bytes, stop: int) -> tuple[int, Sequence[bytes] | None]:
+    """:func:`count_spans`, with the spans' bytes when counting framed them (for
+    :func:`group_request`, which then need not frame them again).
 
     Bodies up to 1 MiB are framed by :func:`span_frames`; larger ones are scanned in
     Python and counting stops once it passes ``stop``: a request of millions of empty spans
     costs no more than ``stop`` steps. Raises :class:`TraceFormatError` on malformed framing.
     """
-    if len(body) <= FRAMED_MAX:
-        return len(span_frames(body))
+    if len(body) <= _FRAMED_MAX:
+        frames = span_frames(body)
+        return len(frames), frames
     total = 0
     resources, _ = _submessages(body, 0, len(body), 1, len(body))
     for start, end in resources:
@@ -141,8 +148,8 @@ def count_spans(body: bytes, stop: int) -> int:
             _, spans = _submessages(body, scope_start, scope_end, 2, stop - total, False)
             total += spans
             if total > stop:
-                return total
-    return total
+                return total, None
+    return total, None
 
 
 _ANNOTATION = semconv.SPAN_ANNOTATION
