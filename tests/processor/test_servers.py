@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -313,3 +315,31 @@ def test_the_server_threads_carry_their_names_at_the_os_level(
     names = {(task / "comm").read_text().strip() for task in Path("/proc/self/task").iterdir()}
     # what top -H and bench/bench_ingest.py see (the kernel keeps 15 bytes of a name)
     assert {"spanguard-write", "spanguard-http", "spanguard-grpc_"} <= names
+
+
+def test_other_paths_and_methods_get_404_and_405_and_head_probes_health(
+        server: ProcessorServer) -> None:
+    base = url(server)
+    assert httpx.get(base + "/v1/logs").status_code == 404
+    wrong = httpx.get(base + "/v1/traces")
+    assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST")
+    assert httpx.post(base + "/health").status_code == 405
+    head = httpx.head(base + "/health")
+    assert head.status_code == 200 and head.content == b""
+    health = httpx.get(base + "/health")
+    assert health.headers["content-type"] == "application/json"
+    assert health.json()["status"] == "ok"
+
+
+def test_a_client_hanging_up_mid_body_leaves_no_trace_and_no_error(
+        server: ProcessorServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    host, port = "127.0.0.1", server.http_port
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: "
+                     b"application/x-protobuf\r\ncontent-length: 1000\r\n\r\n" + b"\x0a" * 10)
+        time.sleep(0.2)
+    good = encode_spans(in_memory_spans(1).get_finished_spans()).SerializeToString()
+    assert httpx.post(url(server) + "/v1/traces", content=good, headers=PROTO).status_code == 200
+    server.stop()
+    assert len(stored(tmp_path / "spans.db")) == SPANS_PER_REQUEST
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

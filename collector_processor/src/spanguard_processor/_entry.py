@@ -22,7 +22,6 @@ REQUIRED = {
     "yaml": "pyyaml",
     "orjson": "orjson",
     "zstandard": "zstandard",
-    "starlette": "starlette",
     "uvicorn": "uvicorn",
     "httptools": "httptools",
     "grpc": "grpcio",

@@ -1,7 +1,8 @@
 """OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, optionally gzip) and ``GET /health``.
 
-Built on starlette (served by uvicorn). Every failure is answered with the right status and a
-message, and never stores anything half-way:
+A plain ASGI application served by uvicorn (no web framework: two routes need none, and a
+framework's layers cost CPU on every request — bench/bench_ingest.py). Every failure is
+answered with the right status and a message, and never stores anything half-way:
 
 * 415 — a content type other than ``application/x-protobuf`` / ``application/json``, or a content
   encoding other than ``gzip`` / ``identity``;
@@ -15,6 +16,7 @@ message, and never stores anything half-way:
   ``Retry-After``: decided from the body's size before anything is decoded, then from the exact
   span count read off the wire format, so a refusal never waits for a large request's decoding;
 * 500 — the operator's redaction hook failed (nothing is stored unredacted);
+* 404 — another path; 405 — another method (``Allow`` says which);
 * 503 — the processor is shutting down, its store failed (e.g. the disk is full) or is slower
   than the acknowledgement timeout, with ``Retry-After`` (the exporter retries).
 
@@ -33,16 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import zlib
+from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
 from google.rpc.status_pb2 import Status
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from ..ingest.otlp_proto import MIN_SPAN_BYTES
 from ..ingest.spans import DecodedBatch
@@ -50,15 +48,23 @@ from .admission import Reservation
 from .limits import DEFAULT_MAX_BODY
 from .os_threads import name_os_thread
 from .receive import JSON, PROTOBUF, Received, Receiver, Refusal, Refused, export_response
-from .security import BearerAuth
+from .security import OPEN_PATHS, token_matches
 
-__all__ = ["create_app"]
+__all__ = ["HttpApp", "create_app"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 BODY_TIMEOUT = 30.0  # seconds for a request body to arrive (the headers: connections.py)
 INLINE_DECODE_MAX = 256 * 1024  # larger bodies (and every gzip body) decode on a worker thread
 
 _STATUS = {Refusal.MALFORMED: 400, Refusal.TOO_LARGE: 413, Refusal.OVERLOADED: 429,
            Refusal.REDACTION_FAILED: 500, Refusal.UNAVAILABLE: 503}
+_MEDIA = {PROTOBUF: PROTOBUF.encode(), JSON: JSON.encode()}
+_TEXT = b"text/plain; charset=utf-8"
 
 
 class _Reject(Exception):
@@ -70,29 +76,51 @@ class _Reject(Exception):
         self.message = message
 
 
+class _Disconnected(Exception):
+    """The client hung up before its body was in: there is no one to answer."""
+
+
 def _too_large(message: str) -> Refused:
     return Refused(Refusal.TOO_LARGE, message)
 
 
-async def _read_body(request: Request, limit: int, timeout: float = BODY_TIMEOUT) -> bytes:
-    declared = request.headers.get("content-length")
+def _raw_header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of header ``name`` (lowercase, as ASGI servers give them), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    value = _raw_header(scope, name)
+    return None if value is None else value.decode("latin-1")
+
+
+async def _read_body(receive: Receive, declared: str | None, limit: int,
+                     timeout: float = BODY_TIMEOUT) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(f"the request body is {declared} bytes; the limit is {limit}.")
     chunks: list[bytes] = []
     size = 0
     try:
         async with asyncio.timeout(timeout):
-            async for chunk in request.stream():
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _Disconnected
+                chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
                     raise _too_large(f"the request body exceeds the limit of {limit} bytes.")
-                chunks.append(chunk)
+                if chunk:
+                    chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
     except TimeoutError:
         raise _Reject(408, f"the request body did not arrive within {timeout:g} s."
                       ) from None
-    return b"".join(chunks)
-
-
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 def _gunzip(body: bytes, limit: int) -> bytes:
     """Every member of a gzip body, decompressed (RFC 1952 allows several, one after another),
     never inflating more than ``limit`` bytes in all; bytes after the last member are refused."""
@@ -127,48 +155,54 @@ def _size_hint(body: bytes, gzipped: bool, limit: int) -> int:
     return max(len(body), min(int.from_bytes(body[-4:], "little"), limit))
 
 
-def _media(request: Request) -> str:
+def _media(scope: Scope) -> str:
     """The request's content type; 415 for one that is not OTLP."""
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    media = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
     if media not in (PROTOBUF, JSON):
         raise _Reject(415, f"content type {media or '(none)'!r} is not supported; "
                            f"send {PROTOBUF} or {JSON}.")
     return media
 
 
-def _gzipped(request: Request) -> bool:
+def _gzipped(scope: Scope) -> bool:
     """Whether the body is gzipped; 415 for an encoding other than gzip or identity."""
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    encoding = (_header(scope, b"content-encoding") or "identity").strip().lower()
     if encoding not in ("gzip", "identity", ""):
         raise _Reject(415, f"content encoding {encoding!r} is not supported; "
                            "send gzip or identity.")
     return encoding == "gzip"
 
 
-def _response(media: str, batch: DecodedBatch) -> Response:
+async def _answer(send: Send, status: int, body: bytes, media: bytes,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", media), (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _response(media: str, batch: DecodedBatch) -> bytes:
     if media == PROTOBUF:
-        return Response(export_response(batch).SerializeToString(), media_type=PROTOBUF)
+        return export_response(batch).SerializeToString()
     body: dict[str, Any] = {}
     if batch.rejected:
         body["partialSuccess"] = {
             "rejectedSpans": str(batch.rejected), "errorMessage": batch.error or ""}
-    return Response(orjson.dumps(body), media_type=JSON)
+    return orjson.dumps(body)
 
 
 _RPC_CODES = {400: 3, 408: 4, 413: 8, 429: 8}  # INVALID_ARGUMENT, DEADLINE_EXCEEDED,
 #                                             RESOURCE_EXHAUSTED; else UNAVAILABLE
 
 
-def _error(status: int, message: str, media: str, retry_after: int) -> Response:
+async def _error(send: Send, status: int, message: str, media: str, retry_after: int) -> None:
     # OTLP/HTTP answers errors with a google.rpc.Status; its message is what exporters log.
     # 429 and 503 are the statuses OTLP exporters retry; Retry-After says when.
-    headers = {"Retry-After": str(retry_after)} if status in (429, 503) else None
+    headers = ((b"retry-after", str(retry_after).encode()),) if status in (429, 503) else ()
     if media == PROTOBUF:
-        return Response(Status(code=_RPC_CODES.get(status, 14),
-                               message=message).SerializeToString(),
-                        status_code=status, media_type=PROTOBUF, headers=headers)
-    return JSONResponse({"code": status, "message": message}, status_code=status,
-                        headers=headers)
+        body = Status(code=_RPC_CODES.get(status, 14), message=message).SerializeToString()
+    else:
+        body = orjson.dumps({"code": status, "message": message})
+    await _answer(send, status, body, _MEDIA[media], headers)
 
 
 class _Export:
@@ -183,30 +217,32 @@ class _Export:
                                           thread_name_prefix="spanguard-decode",
                                           initializer=name_os_thread)
 
-    async def export(self, request: Request) -> Response:
+    async def export(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            media = _media(request)
+            media = _media(scope)
         except _Reject as reject:  # answered in JSON
-            return self._error(reject.status, reject.message, JSON)
+            return await self._error(send, reject.status, reject.message, JSON)
         try:
-            batch = await self._export(request, media)
+            batch = await self._export(scope, receive, media)
         except _Reject as reject:
-            return self._error(reject.status, reject.message, media)
+            return await self._error(send, reject.status, reject.message, media)
         except Refused as refused:
-            return self._error(_STATUS[refused.kind], refused.message, media)
-        return _response(media, batch)
+            return await self._error(send, _STATUS[refused.kind], refused.message, media)
+        except _Disconnected:
+            return None
+        await _answer(send, 200, _response(media, batch), _MEDIA[media])
 
-    def _error(self, status: int, message: str, media: str) -> Response:
-        return _error(status, message, media, self.receiver.limits.retry_after)
+    async def _error(self, send: Send, status: int, message: str, media: str) -> None:
+        await _error(send, status, message, media, self.receiver.limits.retry_after)
 
-    async def _export(self, request: Request, media: str) -> DecodedBatch:
+    async def _export(self, scope: Scope, receive: Receive, media: str) -> DecodedBatch:
         receiver, limit = self.receiver, self.max_body_bytes
-        gzipped = _gzipped(request)
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and not receiver.admission.fits(
+        gzipped = _gzipped(scope)
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and not receiver.admission.fits(
                 -(-min(int(declared), limit) // MIN_SPAN_BYTES)):
             raise receiver.overloaded()  # busy: refuse before reading (nothing held meanwhile)
-        body = await _read_body(request, limit, self.body_timeout)
+        body = await _read_body(receive, declared, limit, self.body_timeout)
         reservation = receiver.admit(_size_hint(body, gzipped, limit))  # before any work
         try:
             if gzipped or len(body) > INLINE_DECODE_MAX:
@@ -226,36 +262,72 @@ class _Export:
         return self.receiver.receive(body, media, reservation)
 
 
+class BearerAuth:
+    """ASGI middleware: every HTTP request but ``/health`` needs the bearer token."""
+
+    def __init__(self, app: App, token: bytes) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if token_matches(self.token, _raw_header(scope, b"authorization")):
+            await self.app(scope, receive, send)
+            return
+        await _answer(send, 401, b'{"code":16,"message":"a valid bearer token is required."}',
+                      b"application/json", ((b"www-authenticate", b"Bearer"),))
+
+
+class HttpApp:
+    """The OTLP/HTTP application: a plain ASGI callable (two routes need no framework, and
+    each layer of one costs CPU on every request)."""
+
+    def __init__(self, receiver: Receiver, max_body_bytes: int, token: bytes | None,
+                 decoders: int, body_timeout: float) -> None:
+        self._export = _Export(receiver, max_body_bytes, body_timeout, decoders)
+        self.decoder = self._export.decoder  # shut it down after the server stopped
+        self._ingestor = receiver.ingestor
+        self._handle = BearerAuth(self._route, token) if token else self._route
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":  # nothing else is served (lifespan is off)
+            await self._handle(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        if path == "/v1/traces":
+            if method == "POST":
+                return await self._export.export(scope, receive, send)
+            return await _answer(send, 405, b"Method Not Allowed", _TEXT,
+                                 ((b"allow", b"POST"),))
+        if path == "/health":
+            if method in ("GET", "HEAD"):
+                return await self._health(send)
+            return await _answer(send, 405, b"Method Not Allowed", _TEXT,
+                                 ((b"allow", b"GET, HEAD"),))
+        await _answer(send, 404, b"Not Found", _TEXT)
+
+    async def _health(self, send: Send) -> None:
+        ingestor = self._ingestor
+        stats = ingestor.stats()
+        healthy = ingestor.healthy
+        await _answer(send, 200 if healthy else 503, orjson.dumps({
+            "status": "ok" if healthy else "unavailable",
+            "spans_received": stats.spans_received,
+            "spans_duplicated": stats.spans_duplicated,
+            "traces_in_flight": stats.traces_in_flight,
+            "traces_released": stats.traces_released,
+        }), b"application/json")
+
+
 def create_app(receiver: Receiver, *, max_body_bytes: int = DEFAULT_MAX_BODY,
                token: bytes | None = None, decoders: int = 2,
-               body_timeout: float = BODY_TIMEOUT) -> Starlette:
+               body_timeout: float = BODY_TIMEOUT) -> HttpApp:
     """The OTLP/HTTP application, writing through ``receiver``; ``token`` requires bearer auth.
 
-    ``decoders`` worker threads decode request bodies (``app.state.decoder``; shut it down
-    after the server stopped).
+    ``decoders`` worker threads decode request bodies (``app.decoder``; shut it down after the
+    server stopped).
     """
-    endpoint = _Export(receiver, max_body_bytes, body_timeout, decoders)
-    ingestor = receiver.ingestor
-
-    async def health(request: Request) -> Response:
-        stats = ingestor.stats()
-        return JSONResponse(
-            {
-                "status": "ok" if ingestor.healthy else "unavailable",
-                "spans_received": stats.spans_received,
-                "spans_duplicated": stats.spans_duplicated,
-                "traces_in_flight": stats.traces_in_flight,
-                "traces_released": stats.traces_released,
-            },
-            status_code=200 if ingestor.healthy else 503,
-        )
-
-    app = Starlette(
-        routes=[
-            Route("/v1/traces", endpoint.export, methods=["POST"]),
-            Route("/health", health, methods=["GET"]),
-        ],
-        middleware=[Middleware(BearerAuth, token=token)] if token else None,
-    )
-    app.state.decoder = endpoint.decoder
-    return app
+    return HttpApp(receiver, max_body_bytes, token, decoders, body_timeout)

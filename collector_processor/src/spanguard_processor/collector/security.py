@@ -14,20 +14,17 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
 from spanguard.exceptions import ConfigError
 
-if TYPE_CHECKING:  # the gRPC receiver loads none of the HTTP stack
-    from starlette.types import ASGIApp, Receive, Scope, Send
-
-__all__ = ["TOKEN_ENV", "BearerAuth", "Security", "TokenInterceptor", "read_token",
+__all__ = ["OPEN_PATHS", "TOKEN_ENV", "Security", "TokenInterceptor", "read_token",
            "token_matches"]
 
 TOKEN_ENV = "SPANGUARD_TOKEN"
-_OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health"})
 
 
 def token_matches(expected: bytes, authorization: str | bytes | None) -> bool:
@@ -96,28 +93,6 @@ class Security:
         assert self.tls_cert is not None and self.tls_key is not None
         return grpc.ssl_server_credentials(
             [(self.tls_key.read_bytes(), self.tls_cert.read_bytes())])
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request but ``/health`` needs the bearer token."""
-
-    def __init__(self, app: ASGIApp, token: bytes) -> None:
-        self.app = app
-        self.token = token
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in _OPEN_PATHS:
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        if token_matches(self.token, headers.get(b"authorization")):
-            await self.app(scope, receive, send)
-            return
-        body = b'{"code":16,"message":"a valid bearer token is required."}'
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-            (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
 
 
 class TokenInterceptor(grpc.ServerInterceptor):

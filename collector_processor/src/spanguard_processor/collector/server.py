@@ -51,7 +51,7 @@ from .security import Security
 from .store import SpanStore
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
+    from .http_server import HttpApp
 
 __all__ = ["CannotListen", "ProcessorServer", "ReceiverFailed", "ServerConfig", "serve_forever"]
 
@@ -116,7 +116,7 @@ class ProcessorServer:
         self.http_port: int | None = None
         self._grpc: grpc.Server | None = None
         self._http: uvicorn.Server | None = None
-        self._http_app: Starlette | None = None
+        self._http_app: HttpApp | None = None
         self._http_thread: threading.Thread | None = None
 
     def start(self) -> ProcessorServer:
@@ -160,6 +160,7 @@ class ProcessorServer:
                 body_timeout=cfg.body_timeout)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                               proxy_headers=False,  # clients are not looked up: no rewrite
                                timeout_graceful_shutdown=10, timeout_keep_alive=5,
                                backlog=backlog,
                                http=guarded_http(budget, cfg.header_timeout, log),
@@ -200,7 +201,7 @@ class ProcessorServer:
             self._http.should_exit = True
             self._http_thread.join(grace)
         if self._http_app is not None:
-            self._http_app.state.decoder.shutdown(wait=False)
+            self._http_app.decoder.shutdown(wait=False)
         if self._grpc is not None:
             self._grpc.stop(grace).wait()
             self._grpc = None
