@@ -24,8 +24,8 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from functools import partial
+from typing import Any, NamedTuple, Protocol
 
 from ..ingest.spans import TraceGroup
 
@@ -55,13 +55,11 @@ class ReleasedTrace(NamedTuple):  # one per trace: a tuple is the cheapest recor
     reason: str  # "complete" | "evicted" | "orphaned" | "flushed"
 
 
-@dataclass(slots=True)
-class _Group:
-    first_seen: float
-    last_seen: float
-    root_seen: bool
-    late: bool
-    spans: int = 0
+#: What the assembler holds per trace in flight, in a list (made and updated several times
+#: faster than an object, once per trace in every batch): when its last span arrived, whether
+#: its root came, whether it is a late group of a trace released before, how many spans it has.
+_LAST, _ROOT, _LATE, _SPANS = range(4)
+_RELEASED = partial(tuple.__new__, ReleasedTrace)
 
 
 class TraceAssembler:
@@ -84,7 +82,7 @@ class TraceAssembler:
         self.num_traces = num_traces
         self.orphan_timeout = max(orphan_timeout, wait_duration)
         self._clock = clock
-        self._groups: OrderedDict[str, _Group] = OrderedDict()  # least recently active first
+        self._groups: OrderedDict[str, list[Any]] = OrderedDict()  # least recently active first
         self._released: OrderedDict[str, None] = OrderedDict()
         self._remember = remember_released if remember_released is not None else 10 * num_traces
         self.spans_added = 0
@@ -125,13 +123,13 @@ class TraceAssembler:
                 if len(held) >= num_traces:
                     evicted.append(self._release(next(iter(held)), "evicted"))
                 late = trace_id in released
-                held[trace_id] = _Group(now, now, late or root, late, count)
+                held[trace_id] = [now, late or root, late, count]
                 continue
             move_to_end(trace_id)
-            group.last_seen = now  # keeps _groups ordered by last activity
-            group.spans += count
+            group[_LAST] = now  # keeps _groups ordered by last activity
+            group[_SPANS] += count
             if root:
-                group.root_seen = True
+                group[_ROOT] = True
         self.spans_added += added
         return evicted
 
@@ -141,10 +139,10 @@ class TraceAssembler:
         due: list[str] = []
         orphaned: list[str] = []
         for trace_id, group in self._groups.items():
-            idle = now - group.last_seen
+            idle = now - group[_LAST]
             if idle < self.wait_duration:
                 break  # groups are ordered by last activity: the rest are younger
-            if group.root_seen:
+            if group[_ROOT]:
                 due.append(trace_id)
             elif idle >= self.orphan_timeout:
                 orphaned.append(trace_id)
@@ -157,16 +155,19 @@ class TraceAssembler:
         if not self._groups:
             return None
         oldest = next(iter(self._groups.values()))
-        return max(0.0, oldest.last_seen + self.wait_duration - self._clock())
+        return max(0.0, oldest[_LAST] + self.wait_duration - self._clock())
 
     def flush(self) -> list[ReleasedTrace]:
         """Release every trace in flight now (at shutdown); those without a root are partial."""
         return [self._release(trace_id, "flushed") for trace_id in list(self._groups)]
 
     def _release(self, trace_id: str, reason: str) -> ReleasedTrace:
-        group = self._groups.pop(trace_id)
-        self._released[trace_id] = None
-        self._released.move_to_end(trace_id)
-        while len(self._released) > self._remember:
-            self._released.popitem(last=False)
-        return ReleasedTrace(trace_id, group.spans, not group.root_seen, group.late, reason)
+        _, root, late, spans = self._groups.pop(trace_id)
+        released = self._released
+        if trace_id in released:  # a late group of a trace released before
+            released.move_to_end(trace_id)
+        else:
+            released[trace_id] = None
+            while len(released) > self._remember:
+                released.popitem(last=False)
+        return _RELEASED((trace_id, spans, not root, late, reason))

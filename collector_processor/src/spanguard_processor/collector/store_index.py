@@ -25,7 +25,7 @@ from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch, TraceGroup
-from .store_schema import MAX_NS, DamagedStore, crc, pack_group
+from .store_schema import MAX_NS, DamagedStore, crc, pack_groups
 
 __all__ = [
     "STORE_BATCH",
@@ -124,26 +124,28 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
     stored: dict[str, bytes] = {}  # the traces indexed here: every span id stored so far
     rows: list[tuple[int, bytes, int]] = []
     for batch_id, groups, batch in items:
-        parts: list[bytes] = []
-        for trace_id, span_ids, start, root, notes in groups:
+        kept: list[TraceGroup] = []
+        for group in groups:
+            trace_id, span_ids = group[0], group[1]
             seen = stored.get(trace_id)
             if seen is None:
                 seen = recent(trace_id)
             if seen is None:  # the common case: a trace the writer has not stored
                 stored[trace_id] = span_ids
-                count = len(span_ids) >> 3
-            else:  # root: the trace's root is in this group or was stored before it
-                known = set(ids_of(seen))
-                fresh = [span_id for span_id in ids_of(span_ids) if span_id not in known]
-                if not fresh:
-                    continue
-                span_ids = b"".join(fresh)
-                stored[trace_id] = seen + span_ids
-                count = len(fresh)
-                notes = min(notes, count)
-            new += count
-            parts += pack_group(trace_id, span_ids, start, root, notes)
-        if not parts:  # a pure re-delivery: keep nothing
+                new += len(span_ids) >> 3
+                kept.append(group)
+                continue
+            # root: the trace's root is in this group or was stored before it
+            known = set(ids_of(seen))
+            fresh = [span_id for span_id in ids_of(span_ids) if span_id not in known]
+            if not fresh:
+                continue
+            span_ids = b"".join(fresh)
+            stored[trace_id] = seen + span_ids
+            new += len(fresh)
+            kept.append(group._replace(span_ids=span_ids,
+                                       annotations=min(group.annotations, len(fresh))))
+        if not kept:  # a pure re-delivery: keep nothing
             if batch_id is not None:
                 db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
             continue
@@ -151,7 +153,7 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
             assert batch is not None
             batch_id = int(db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))
                                       ).lastrowid or 0)  # always set after an INSERT
-        blob = b"".join(parts)
+        blob = pack_groups(kept)
         rows.append((batch_id, blob, crc(blob)))
     db.executemany("INSERT INTO batch_traces VALUES (?, ?, ?)", rows)
     return new, stored

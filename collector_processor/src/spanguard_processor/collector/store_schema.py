@@ -48,7 +48,7 @@ __all__ = [
     "crc",
     "insert_releases",
     "looks_like_store",
-    "pack_group",
+    "pack_groups",
     "pack_trace_ids",
     "unpack_groups",
     "unpack_trace_ids",
@@ -215,13 +215,18 @@ _RELEASE = "INSERT INTO releases (trace_ids, crc) VALUES (?, ?)"
 _RELEASES_PER_ROW = 65_536
 
 
-def pack_group(trace_id: str, span_ids: bytes, start_ns: int, root: bool, annotations: int
-               ) -> list[bytes]:
-    """One trace group as :func:`unpack_groups` reads it back, in two parts (joined with the
-    batch's other groups at once); a start beyond SQLite's integers is stored as
-    :data:`MAX_NS`; ``annotations`` must not exceed the spans."""
-    return [_GROUP.pack(bytes.fromhex(trace_id), min(start_ns, MAX_NS), root, annotations,
-                        len(span_ids) >> 3), span_ids]
+def pack_groups(groups: Iterable[tuple[str, bytes, int, bool, int]]) -> bytes:
+    """Trace groups (trace id, span ids, start, root, annotation spans) as one ``batch_traces``
+    blob, as :func:`unpack_groups` reads it back; a start beyond SQLite's integers is stored
+    as :data:`MAX_NS`; the annotation spans must not exceed the spans."""
+    header, fromhex = _GROUP.pack, bytes.fromhex
+    parts: list[bytes] = []
+    append = parts.append
+    for trace_id, span_ids, start, root, notes in groups:
+        append(header(fromhex(trace_id), start if start < MAX_NS else MAX_NS, root, notes,
+                      len(span_ids) >> 3))
+        append(span_ids)
+    return b"".join(parts)
 
 
 def unpack_groups(blob: bytes) -> list[TraceGroup]:

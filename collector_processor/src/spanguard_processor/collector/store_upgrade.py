@@ -21,7 +21,7 @@ from .store_schema import (
     TRACES_TABLE,
     crc,
     insert_releases,
-    pack_group,
+    pack_groups,
 )
 
 __all__ = ["index_version1", "overlay_index", "upgrade"]
@@ -85,9 +85,9 @@ def _to_version3(db: sqlite3.Connection) -> None:
         " ORDER BY b.batch_id, b.trace_id")
     try:
         for batch_id, group in groupby(rows, key=itemgetter(0)):
-            blob = b"".join(part for _, trace_id, ids, root, notes, start in group
-                            for part in pack_group(trace_id, ids, max(int(start or 0), 0),
-                                                   bool(root), min(int(notes), len(ids) // 8)))
+            blob = pack_groups((trace_id, ids, max(int(start or 0), 0), bool(root),
+                                min(int(notes), len(ids) // 8))
+                               for _, trace_id, ids, root, notes, start in group)
             db.execute("INSERT INTO batch_traces VALUES (?, ?, ?)", (batch_id, blob, crc(blob)))
         insert_releases(db, [t for (t,) in db.execute(
             "SELECT trace_id FROM traces WHERE released = 1 ORDER BY trace_id")])

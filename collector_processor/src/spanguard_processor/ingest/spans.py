@@ -23,7 +23,8 @@ import gc
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import NamedTuple, TypeAlias
 
 __all__ = [
@@ -171,12 +172,13 @@ class DecodedBatch:
         """The batch's spans grouped by trace (each span id once per trace)."""
         return self.groups if self.groups or not self.spans else group_spans(self.spans)
 
-    @property
-    def count(self) -> int:
-        """How many valid spans the batch holds (before any de-duplication)."""
-        if self.spans:
-            return len(self.spans)
-        return sum(len(group.span_ids) for group in self.groups) // 8
+    #: How many valid spans the batch holds (before any de-duplication): counted once, as
+    #: the receive path, admission and the writer each ask.
+    count: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "count", len(self.spans) if self.spans else sum(
+            map(len, map(itemgetter(1), self.groups))) >> 3)
 
 
 @contextmanager
