@@ -92,3 +92,20 @@ def test_next_due_counts_down_from_the_oldest_trace() -> None:
     asm.add([Key("t1", "r", is_root=True)])
     clock.now = 0.5
     assert asm.next_due() == 1.5
+
+
+def test_next_due_of_a_trace_without_root_is_its_orphan_timeout_not_now() -> None:
+    # measured: an idle server holding one rootless trace woke its writer every millisecond
+    # (7 % of a core) until the orphan timeout, as next_due said 0 from wait_duration on
+    asm, clock = make(wait_duration=1.0, orphan_timeout=10.0)
+    asm.add([Key("orphan", "a")])
+    clock.now = 2.0
+    assert asm.poll() == [] and asm.next_due() == 8.0
+    clock.now = 3.0
+    asm.add([Key("whole", "r", is_root=True)])  # younger, but due before the orphan
+    assert asm.next_due() == 1.0
+    clock.now = 4.0
+    assert [r.trace_id for r in asm.poll()] == ["whole"] and asm.next_due() == 6.0
+    clock.now = 10.0
+    assert [(r.trace_id, r.reason) for r in asm.poll()] == [("orphan", "orphaned")]
+    assert asm.next_due() is None

@@ -151,11 +151,19 @@ class TraceAssembler:
         ]
 
     def next_due(self) -> float | None:
-        """Seconds until the next trace could be released, or None when nothing is in flight."""
-        if not self._groups:
-            return None
-        oldest = next(iter(self._groups.values()))
-        return max(0.0, oldest[_LAST] + self.wait_duration - self._clock())
+        """Seconds until the next trace could be released, or None when nothing is in flight:
+        ``wait_duration`` after its last span for a trace whose root came, ``orphan_timeout``
+        after it for one still without (never "now" for a trace that :meth:`poll` keeps)."""
+        wait, orphan = self.wait_duration, self.orphan_timeout
+        best: float | None = None
+        for group in self._groups.values():  # by last activity: stops at the first rooted
+            last = group[_LAST]
+            if best is not None and last + wait >= best:
+                break  # every later trace is due at its last span + wait_duration or after
+            due = last + (wait if group[_ROOT] else orphan)
+            if best is None or due < best:
+                best = due
+        return None if best is None else max(0.0, best - self._clock())
 
     def flush(self) -> list[ReleasedTrace]:
         """Release every trace in flight now (at shutdown); those without a root are partial."""

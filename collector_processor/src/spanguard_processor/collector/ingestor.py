@@ -70,7 +70,7 @@ class Ingestor:
     def __init__(self, store: SpanStore, assembler: TraceAssembler) -> None:
         self.store = store
         self.assembler = assembler
-        self._queue: queue.Queue[object] = queue.Queue()
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()  # C: no Condition per call
         self._thread = threading.Thread(target=self._run, name="spanguard-writer", daemon=True)
         self._closed = False
         self._received = 0
@@ -202,11 +202,8 @@ class Ingestor:
             except queue.Empty:
                 first = None
             items = [] if first is None else [first]
-            while True:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            while not self._queue.empty():  # this thread is the only consumer
+                items.append(self._queue.get_nowait())
             batches: list[tuple[DecodedBatch, Future[None]]] = []
             for item in items:
                 if item is _STOP:
