@@ -217,8 +217,8 @@ def _groups(high: Any, low: Any, span_id: Any, start: Any, parented: Any
     kept = first[by_first]
     hexes = np.column_stack((high[kept], low[kept])).tobytes().hex()
     count = len(first_at)
+    # comprehensions slice about twice as fast as map(str.__getitem__, map(slice, ...))
     return tuple(map(_GROUP, zip(
-        map(hexes.__getitem__, map(slice, range(0, 32 * count, 32),
-                                   range(32, 32 * count + 32, 32))),
-        map(ids.__getitem__, map(slice, begin, stop)),
+        [hexes[at:at + 32] for at in range(0, 32 * count, 32)],
+        [ids[a:b] for a, b in zip(begin, stop, strict=True)],
         starts, roots, [0] * count, strict=True)))
