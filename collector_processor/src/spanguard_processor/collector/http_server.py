@@ -11,12 +11,12 @@ answered with the right status and a message, and never stores anything half-way
 * 400 — garbage protobuf, invalid JSON or UTF-8, a malformed OTLP document, corrupt or
   truncated gzip or bytes after its last member, or a request whose spans all lack valid ids;
 * 401 — a bearer token is configured and the request does not carry it;
+* 404 — another path; 405 — another method (``Allow`` says which);
 * 413 — also a request carrying more spans than ``--max-pending-spans`` (it could never fit);
 * 429 — too many spans are being decoded or waiting for the store (back-pressure), with
   ``Retry-After``: decided from the body's size before anything is decoded, then from the exact
   span count read off the wire format, so a refusal never waits for a large request's decoding;
 * 500 — the operator's redaction hook failed (nothing is stored unredacted);
-* 404 — another path; 405 — another method (``Allow`` says which);
 * 503 — the processor is shutting down, its store failed (e.g. the disk is full) or is slower
   than the acknowledgement timeout, with ``Retry-After`` (the exporter retries).
 
@@ -120,7 +120,9 @@ async def _read_body(receive: Receive, declared: str | None, limit: int,
     except TimeoutError:
         raise _Reject(408, f"the request body did not arrive within {timeout:g} s."
                       ) from None
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)  # one chunk: that very object (bytes.join copies nothing)
+
+
 def _gunzip(body: bytes, limit: int) -> bytes:
     """Every member of a gzip body, decompressed (RFC 1952 allows several, one after another),
     never inflating more than ``limit`` bytes in all; bytes after the last member are refused."""

@@ -21,8 +21,13 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from .otlp_columns import COLUMNS_MIN_SPANS, group_frames, merged_span, span_frames
-from .otlp_columns import MALFORMED as _MALFORMED
+from .otlp_columns import (
+    COLUMNS_MIN_SPANS,
+    MALFORMED,
+    group_frames,
+    merged_span,
+    span_frames,
+)
 from .spans import (
     FORMAT_PROTOBUF,
     AttrValue,
@@ -66,7 +71,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         if pos >= len(buf) or shift > 63:
-            raise TraceFormatError(_MALFORMED)
+            raise TraceFormatError(MALFORMED)
         byte = buf[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
@@ -111,9 +116,9 @@ def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect
         elif wire == 5:
             pos += 4
         else:  # groups (3, 4) are not used by OTLP; 6 and 7 do not exist
-            raise TraceFormatError(_MALFORMED)
+            raise TraceFormatError(MALFORMED)
     if pos != end:
-        raise TraceFormatError(_MALFORMED)
+        raise TraceFormatError(MALFORMED)
     return found, count
 
 
