@@ -122,6 +122,18 @@ def test_requests_as_exporters_write_them_are_grouped_from_their_bytes() -> None
     assert _fast(body) == _exact(body)
 
 
+def test_spans_of_traces_apart_or_together_are_grouped_from_their_bytes() -> None:
+    apart = FRAMES[0::2] + FRAMES[1::2]  # most traces split in two
+    for frames in (FRAMES, apart, sorted(FRAMES, key=lambda frame: frame[2:18])):
+        heads = [frame[2:18] for i, frame in enumerate(frames)
+                 if not i or frame[2:18] != frames[i - 1][2:18]]
+        assert (len(set(heads)) < len(heads)) == (frames is apart)
+        body = _request(frames)
+        grouped = group_frames(span_frames(body), merged_span(body), LIMIT)
+        assert grouped is not None
+        assert grouped == _exact(body)[0]
+
+
 @pytest.mark.parametrize("name", [b"", b"n" * 200, b"n" * 20_000])
 def test_names_of_every_length_are_read_past(name: bytes) -> None:
     frames = [_prefixed(frame, name) if i % 3 == 0 else frame for i, frame in enumerate(FRAMES)]

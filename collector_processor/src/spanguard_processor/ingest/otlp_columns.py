@@ -133,51 +133,60 @@ def group_frames(frames: Sequence[bytes], merged: Any, attribute_limit: int
     off = end - lens
     spans.append(_PAD)
     joined = b"".join(spans)
-    # words[i]: the 8 bytes from byte i, little-endian (an unaligned, overlapping view)
-    words = np.ndarray(shape=(len(joined) - 7,), dtype="<u8", buffer=joined, strides=(1,))
-    at = words.__getitem__
-    if not ((at(off) & _LOW16 == 0x100A) & (at(off + 18) & _LOW16 == 0x0812)).all():
+    # byte[i], half[i], word[i]: the 1, 2 and 8 bytes from byte i, little-endian (unaligned,
+    # overlapping views); a read past the buffer (a name running past it) raises IndexError
+    byte = np.frombuffer(joined, np.uint8)
+    half = np.ndarray(shape=(len(joined) - 1,), dtype="<u2", buffer=joined, strides=(1,))
+    word = np.ndarray(shape=(len(joined) - 7,), dtype="<u8", buffer=joined, strides=(1,))
+    if not ((half[off] == 0x100A) & (half[off + 18] == 0x0812)).all():
         return None
-    after_ids = at(off + 28)
-    tag = after_ids & _LOW8
-    parented = tag == 0x22
-    if (tag == 0x1A).any() or (parented & ((after_ids >> 8) & _LOW8 != 8)).any():
-        return None
+    # a parent of another length, or after a trace_state, is counted by the merged parse but
+    # not here; a trace_state where the parent would be is not a name, kind or start either
+    parented = half[off + 28] == 0x0822
     if int(np.count_nonzero(parented)) != len(merged.parents):
         return None
-    name = off + 28 + 10 * parented
-    head = at(name).astype(np.int64)
-    named = head & 0xFF == 0x2A
-    b1, b2, b3 = (head >> 8) & 0xFF, (head >> 16) & 0xFF, (head >> 24) & 0xFF
-    one = b1 < 0x80
-    two = ~one & (b2 < 0x80)
-    three = ~one & ~two & (b3 < 0x80)
-    if (named & ~(one | two | three)).any():  # a name of 2 MiB or more
-        return None
-    size = np.where(one, b1, np.where(two, (b1 & 0x7F) | (b2 << 7),
-                                      (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)))
-    start = name + named * (2 + two + 2 * three + size)
-    if not (start + 9 <= end).all():
-        return None
-    kind = at(start).astype(np.int64)
-    kinded = kind & 0xFF == 0x30
-    if (kinded & ((kind >> 8) & 0xFF >= 0x80)).any():
-        return None
-    start += 2 * kinded
-    if not (start + 9 <= end).all() or not (at(start) & _LOW8 == 0x39).all():
+    name = off + 28
+    name[parented] += 10
+    try:
+        start = _past_name(byte, name)
+        if start is None:
+            return None
+        kinded = byte[start] == 0x30
+        if (kinded & (byte[start + 1] >= 0x80)).any():  # a kind of more than one byte
+            return None
+        start += 2 * kinded
+        if not ((start + 9 <= end) & (byte[start] == 0x39)).all():
+            return None
+    except IndexError:
         return None
     # proved: each frame holds its ids, parent and start where they were looked for
-    high, low, span_id = at(off + 2), at(off + 10), at(off + 20)
-    if not ((high | low).all() and span_id.all()):
-        return None
-    if parented.any() and not at(off[parented] + 30).all():
+    high, low, span_id = word[off + 2], word[off + 10], word[off + 20]
+    if not ((high | low).all() and span_id.all()) or (parented & (word[off + 30] == 0)).any():
         return None
     ordered = np.sort(span_id)
     if (ordered[1:] == ordered[:-1]).any():
         return None
     if not _within_limit(spans, joined, lens, off, int(end[-1]), attribute_limit):
         return None
-    return _groups(high, low, span_id, at(start + 1), parented)
+    return _groups(high, low, span_id, word[start + 1], parented)
+
+
+def _past_name(byte: Any, name: Any) -> Any:
+    """Where each frame's field after its optional name begins (``name``: where the name
+    would be), or None for a name of 2 MiB or more."""
+    named = byte[name] == 0x2A
+    b1 = byte[name + 1].astype(np.int64)
+    if not (named & (b1 >= 0x80)).any():  # every name shorter than 128 bytes
+        return name + named * (2 + b1)
+    b2, b3 = byte[name + 2].astype(np.int64), byte[name + 3].astype(np.int64)
+    one = b1 < 0x80
+    two = ~one & (b2 < 0x80)
+    three = ~one & ~two & (b3 < 0x80)
+    if (named & ~(one | two | three)).any():
+        return None
+    size = np.where(one, b1, np.where(two, (b1 & 0x7F) | (b2 << 7),
+                                      (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)))
+    return name + named * (2 + two + 2 * three + size)
 
 
 def _within_limit(spans: list[bytes], joined: bytes, lens: Any, off: Any, total: int,
@@ -198,24 +207,31 @@ def _groups(high: Any, low: Any, span_id: Any, start: Any, parented: Any
     """Spans grouped by trace id (``high``, ``low``: its two halves), in order of each
     trace's first span, the span ids of each in request order."""
     n = len(high)
-    order = np.argsort(high, kind="stable")
-    sorted_high = high[order]
+    by_first: Any = slice(None)  # each trace's index among the groups, by its first span
     new = np.empty(n, bool)
     new[0] = True
-    np.not_equal(sorted_high[1:], sorted_high[:-1], out=new[1:])
-    sorted_low = low[order]
-    if (sorted_low[1:] != sorted_low[:-1])[~new[1:]].any():
-        return None  # two traces share their first 8 bytes
+    np.not_equal(high[1:], high[:-1], out=new[1:])
     first_at = np.flatnonzero(new)
-    first = order[first_at]
-    by_first = np.argsort(first, kind="stable")
-    begin = (first_at * 8)[by_first].tolist()
-    stop = (np.append(first_at[1:], n) * 8)[by_first].tolist()
-    starts = np.minimum.reduceat(start[order], first_at)[by_first].tolist()
-    roots = np.logical_or.reduceat(~parented[order], first_at)[by_first].tolist()
-    ids = span_id[order].tobytes()
-    kept = first[by_first]
-    hexes = np.column_stack((high[kept], low[kept])).tobytes().hex()
+    heads = np.sort(high[first_at])
+    # each trace's spans side by side (as an app's batch usually has them) are grouped as they
+    # are; otherwise they are put together first
+    if (heads[1:] == heads[:-1]).any():
+        order = np.argsort(high, kind="stable")
+        high, low, span_id, start, parented = (
+            high[order], low[order], span_id[order], start[order], parented[order])
+        np.not_equal(high[1:], high[:-1], out=new[1:])
+        first_at = np.flatnonzero(new)
+        by_first = np.argsort(order[first_at], kind="stable")
+    if (low[1:] != low[:-1])[~new[1:]].any():
+        return None  # two traces share their first 8 bytes
+    bounds = np.append(first_at, n) * 8
+    begin = bounds[:-1][by_first].tolist()
+    stop = bounds[1:][by_first].tolist()
+    starts = np.minimum.reduceat(start, first_at)[by_first].tolist()
+    roots = np.logical_or.reduceat(~parented, first_at)[by_first].tolist()
+    ids = span_id.tobytes()
+    hexes = np.column_stack((high[first_at][by_first], low[first_at][by_first])
+                            ).tobytes().hex()
     count = len(first_at)
     # comprehensions slice about twice as fast as map(str.__getitem__, map(slice, ...))
     return tuple(map(_GROUP, zip(
