@@ -78,6 +78,21 @@ def test_late_span_after_release_is_released_as_late_and_not_partial() -> None:
     assert late.late is True and late.partial is False and late.spans == 1
 
 
+def test_released_traces_are_remembered_for_at_least_remember_released_of_them() -> None:
+    def late_after(others: int) -> bool:
+        """Whether a span of a trace released before ``others`` more traces is late."""
+        asm, _ = make(wait_duration=100.0, remember_released=3)
+        for name in ["x"] + [f"t{i}" for i in range(others)]:
+            asm.add([Key(name, "r", is_root=True)])
+            asm.flush()
+        asm.add([Key("x", "again")])
+        (released,) = asm.flush()
+        return released.late
+
+    assert all(late_after(others) for others in range(3))  # among the last 3 released
+    assert not any(late_after(others) for others in range(6, 12))  # over twice as many ago
+
+
 def test_flush_releases_everything_and_marks_rootless_partial() -> None:
     asm, _ = make(wait_duration=100.0)
     asm.add([Key("t1", "r", is_root=True), Key("t2", "a")])

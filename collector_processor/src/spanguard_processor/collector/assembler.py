@@ -9,7 +9,8 @@ A pure class (no I/O, no threads, an injected clock), named after the OpenTeleme
   least recently active trace early (``reason="evicted"``);
 * a trace whose root never comes is released after ``orphan_timeout`` of silence, or at
   :meth:`TraceAssembler.flush`; either way it is marked ``partial``;
-* a span of a trace released earlier (remembered for ``remember_released`` traces) opens a
+* a span of a trace released earlier (remembered for at least the last ``remember_released``
+  traces released, at most twice as many) opens a
   *late* group that is released like any other, with ``late=True``: the store merges it into the
   trace already stored.
 
@@ -83,8 +84,12 @@ class TraceAssembler:
         self.orphan_timeout = max(orphan_timeout, wait_duration)
         self._clock = clock
         self._groups: OrderedDict[str, list[Any]] = OrderedDict()  # least recently active first
-        self._released: OrderedDict[str, None] = OrderedDict()
-        self._remember = remember_released if remember_released is not None else 10 * num_traces
+        # the traces released lately (two generations: a set dropped whole costs nothing per
+        # trace, unlike trimming an ordered set one by one)
+        self._recent: set[str] = set()
+        self._older: set[str] = set()
+        self._remember = max(1, remember_released if remember_released is not None
+                             else 10 * num_traces)
         self.spans_added = 0
 
     @property
@@ -105,24 +110,25 @@ class TraceAssembler:
     def add_groups(self, groups: Iterable[TraceGroup]) -> list[ReleasedTrace]:
         """Take spans in a trace at a time; returns the traces evicted to stay within
         ``num_traces``."""
-        return self._add((group.trace_id, len(group.span_ids) // 8, group.root)
-                         for group in groups)
+        return self._add((trace_id, len(span_ids) >> 3, root)
+                         for trace_id, span_ids, _, root, _ in groups)
 
     def _add(self, traces: Iterable[tuple[str, int, bool]]) -> list[ReleasedTrace]:
         now = self._clock()
         evicted: list[ReleasedTrace] = []
         held = self._groups
         get, move_to_end = held.get, held.move_to_end
-        released = self._released
         added = 0
         num_traces = self.num_traces
         for trace_id, count, root in traces:
             added += count
             group = get(trace_id)
             if group is None:
-                if len(held) >= num_traces:
-                    evicted.append(self._release(next(iter(held)), "evicted"))
-                late = trace_id in released
+                if len(held) >= num_traces:  # the least recently active goes
+                    old, (_, old_root, old_late, spans) = held.popitem(last=False)
+                    self._remembered(old)
+                    evicted.append(_RELEASED((old, spans, not old_root, old_late, "evicted")))
+                late = trace_id in self._recent or trace_id in self._older
                 held[trace_id] = [now, late or root, late, count]
                 continue
             move_to_end(trace_id)
@@ -171,11 +177,12 @@ class TraceAssembler:
 
     def _release(self, trace_id: str, reason: str) -> ReleasedTrace:
         _, root, late, spans = self._groups.pop(trace_id)
-        released = self._released
-        if trace_id in released:  # a late group of a trace released before
-            released.move_to_end(trace_id)
-        else:
-            released[trace_id] = None
-            while len(released) > self._remember:
-                released.popitem(last=False)
+        self._remembered(trace_id)
         return _RELEASED((trace_id, spans, not root, late, reason))
+
+    def _remembered(self, trace_id: str) -> None:
+        """Remember a released trace (a later span of it opens a late group)."""
+        recent = self._recent
+        recent.add(trace_id)
+        if len(recent) >= self._remember:
+            self._older, self._recent = recent, set()
