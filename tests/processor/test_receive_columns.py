@@ -17,6 +17,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
+from spanguard import semconv
 from spanguard_processor.ingest.otlp_columns import (
     COLUMNS_MIN_SPANS,
     group_frames,
@@ -28,6 +29,7 @@ from spanguard_processor.ingest.otlp_proto import group_request, parse_request
 from .agent_app import in_memory_spans
 
 LIMIT = 16
+ANNOTATION = semconv.SPAN_ANNOTATION.encode()
 
 
 def _varint(value: int) -> bytes:
@@ -101,7 +103,20 @@ MUTATIONS = {
     "negative kind": lambda f: f + b"\x30" + _varint((1 << 64) - 1),
     "same trace as the first": lambda f: FRAMES[0][:18] + f[18:],
     "first 8 bytes of the first trace": lambda f: FRAMES[0][:10] + _other_id(8) + f[18:],
+    "an annotation span": lambda f: _renamed(f, ANNOTATION),
+    "a name like an annotation's": lambda f: _renamed(f, ANNOTATION[:8] + b"x" * 10),
+    "a name ending like an annotation's": lambda f: _renamed(f, b"x" * 8 + ANNOTATION[8:]),
+    "an annotation's name repeated at the end": lambda f: f + _field(5, ANNOTATION),
 }
+
+
+def _renamed(frame: bytes, name: bytes) -> bytes:
+    """The span with its name replaced by ``name``: in place when it is laid out as exporters
+    write it (a frame changed otherwise gets a second name field, which protobuf lets win)."""
+    at = 38 if frame[28] == 0x22 else 28
+    if frame[at] != 0x2A or frame[at + 1] >= 0x80:
+        return frame + _field(5, name)
+    return _prefixed(frame, name)
 
 
 def _prefixed(frame: bytes, name: bytes) -> bytes:
@@ -132,6 +147,26 @@ def test_spans_of_traces_apart_or_together_are_grouped_from_their_bytes() -> Non
         grouped = group_frames(span_frames(body), merged_span(body), LIMIT)
         assert grouped is not None
         assert grouped == _exact(body)[0]
+
+
+def test_annotation_spans_are_counted_and_their_name_elsewhere_is_no_annotation() -> None:
+    noted = [_prefixed(frame, ANNOTATION) if i % 7 == 3 else frame
+             for i, frame in enumerate(FRAMES)]
+    body = _request(noted)
+    assert group_frames(span_frames(body), merged_span(body), LIMIT) is None  # left to
+    exact = _exact(body)  # the exact reading, which counts them per trace
+    assert sum(group.annotations for group in exact[0]) == len(FRAMES[3::7])
+    assert _fast(body) == exact
+    # the name as an attribute's value, or a name of its length and first bytes: no annotation
+    valued = [frame + _field(9, KeyValue(key="k", value={"string_value": ANNOTATION.decode()})
+                             .SerializeToString()) for frame in FRAMES]
+    for frames in (valued, [_prefixed(frame, ANNOTATION[:-1] + b"x") for frame in FRAMES]):
+        body = _request(frames)
+        assert ANNOTATION[:8] in body
+        grouped = group_frames(span_frames(body), merged_span(body), LIMIT)
+        if frames is valued:
+            assert grouped == _exact(body)[0]
+        assert _fast(body) == _exact(body)
 
 
 @pytest.mark.parametrize("name", [b"", b"n" * 200, b"n" * 20_000])

@@ -8,21 +8,26 @@ span at once, and proves that what it read is what the parsed request holds:
 * each span's bytes (a *frame*, from a flat parse of the request: every span as bytes, in
   order) must begin with the fields an exporter writes first, in field order: ``trace_id``
   (tag ``0x0A``, 16 bytes), ``span_id`` (``0x12``, 8 bytes), an optional ``parent_span_id``
-  (``0x22``, 8 bytes; a ``trace_state`` there, ``0x1A``, is left to the slow path), an
+  (``0x22``, 8 bytes; a ``trace_state`` there, ``0x1A``, is left to the exact reading), an
   optional ``name`` (``0x2A``), an optional ``kind`` (``0x30``, one byte) and
   ``start_time_unix_nano`` (``0x39``, 8 bytes), all inside the frame;
 * a *merged* parse of the request (:func:`merged_span`) counts every
-  occurrence of fields 1, 2, 4 and 7 in all spans. Each span has at least one occurrence of
+  occurrence of fields 1, 2, 4, 5 and 7 in all spans. Each span has at least one occurrence of
   fields 1, 2 and 7 (the one found above): when each total equals the number of spans, and
-  field 4's equals the spans found with a parent, no span holds a second occurrence — which
-  protobuf would have let override the first — so the values found are the parsed ones;
+  field 4's equals the spans found with a parent (field 5's: with a name), no span holds a
+  second occurrence — which protobuf would have let override the first — so the values found
+  are the parsed ones (a parent of another length, or one after a ``trace_state``, fails the
+  count too);
 * ids must be valid (not all zero), no span id may repeat in the request, and no two traces
   may share their first 8 bytes (the grouping key); every span must have at most
-  ``attribute_limit`` attributes, bounded by the ``0x4A`` bytes (field 9's tag) in its frame.
+  ``attribute_limit`` attributes, bounded by the ``0x4A`` bytes (field 9's tag) in its frame;
+* no span may be an annotation span (named ``spanguard.annotate``: the exact reading counts
+  them per trace), told by its name's length and first 8 bytes.
 
 Anything else — another layout, a second occurrence, a duplicate, a span possibly over the
-limit — returns None, and the caller's exact reading decides: the answer is the same either
-way (``tests/processor/test_receive_columns.py`` checks this on hostile encodings).
+limit, a possible annotation — returns None, and the caller's exact reading decides: the
+answer is the same either way (``tests/processor/test_receive_columns.py`` checks this on
+hostile encodings).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
 from .spans import TraceGroup
@@ -54,6 +60,9 @@ _LOW8 = np.uint64(0xFF)
 _LOW16 = np.uint64(0xFFFF)
 _ATTRIBUTE_TAG = 0x4A
 _COUNT_WRAPS = 1 << 16  # frames this long may hold more tags than a uint16 counts
+_NOTE = semconv.SPAN_ANNOTATION.encode()  # the name of an annotation span (under 128 bytes)
+_NOTE_HEAD = np.uint64(int.from_bytes(_NOTE[:8], "little"))
+_NOTE_MASK = np.uint64((1 << 8 * min(8, len(_NOTE))) - 1)
 
 
 #: The field of ``ScopeSpans``, ``ResourceSpans`` and the request that holds the message below.
@@ -148,7 +157,7 @@ def group_frames(frames: Sequence[bytes], merged: Any, attribute_limit: int
     name = off + 28
     name[parented] += 10
     try:
-        start = _past_name(byte, name)
+        start = _past_name(byte, word, name, len(merged.names))
         if start is None:
             return None
         kinded = byte[start] == 0x30
@@ -171,22 +180,32 @@ def group_frames(frames: Sequence[bytes], merged: Any, attribute_limit: int
     return _groups(high, low, span_id, word[start + 1], parented)
 
 
-def _past_name(byte: Any, name: Any) -> Any:
+def _past_name(byte: Any, word: Any, name: Any, names: int) -> Any:
     """Where each frame's field after its optional name begins (``name``: where the name
-    would be), or None for a name of 2 MiB or more."""
+    would be); None if the request has other names (``names``: how many the merged parse
+    found), a name of 2 MiB or more, or a span that may be an annotation span (those are
+    counted per trace: the exact reading does that)."""
     named = byte[name] == 0x2A
-    b1 = byte[name + 1].astype(np.int64)
-    if not (named & (b1 >= 0x80)).any():  # every name shorter than 128 bytes
-        return name + named * (2 + b1)
-    b2, b3 = byte[name + 2].astype(np.int64), byte[name + 3].astype(np.int64)
-    one = b1 < 0x80
-    two = ~one & (b2 < 0x80)
-    three = ~one & ~two & (b3 < 0x80)
-    if (named & ~(one | two | three)).any():
+    if int(np.count_nonzero(named)) != names:  # a name elsewhere, which protobuf lets win
         return None
-    size = np.where(one, b1, np.where(two, (b1 & 0x7F) | (b2 << 7),
-                                      (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)))
-    return name + named * (2 + two + 2 * three + size)
+    b1 = byte[name + 1].astype(np.int64)
+    if not (named & (b1 >= 0x80)).any():  # every name shorter than 128 bytes: the usual
+        size = b1
+        past = name + named * (2 + b1)
+    else:
+        b2, b3 = byte[name + 2].astype(np.int64), byte[name + 3].astype(np.int64)
+        one = b1 < 0x80
+        two = ~one & (b2 < 0x80)
+        three = ~one & ~two & (b3 < 0x80)
+        if (named & ~(one | two | three)).any():
+            return None
+        size = np.where(one, b1, np.where(two, (b1 & 0x7F) | (b2 << 7),
+                                          (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)))
+        past = name + named * (2 + two + 2 * three + size)
+    # an annotation's name is short (one length byte): its length and first bytes tell
+    if (named & (size == len(_NOTE)) & (word[name + 2] & _NOTE_MASK == _NOTE_HEAD)).any():
+        return None
+    return past
 
 
 def _within_limit(spans: list[bytes], joined: bytes, lens: Any, off: Any, total: int,
