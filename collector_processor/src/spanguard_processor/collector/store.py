@@ -227,7 +227,8 @@ class SpanStore:
             self.mark_released(release)
             return 0
         new, stored = self._in_transaction(
-            partial(log_groups, self.db, items, known or self._recent.get), release)
+            partial(log_groups, self.db, items, known or self._recent.get,
+                    None if known else self._recent.known_of), release)
         self._recent.update(stored)  # committed: remembered
         return new
 

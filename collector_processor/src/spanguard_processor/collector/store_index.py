@@ -111,11 +111,15 @@ def index_groups(db: sqlite3.Connection, items: Sequence[Unindexed]) -> int:
 
 
 def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
-               recent: Callable[[str], bytes | None]) -> tuple[int, dict[str, bytes]]:
+               recent: Callable[[str], bytes | None],
+               known_of: Callable[[list[str]], set[str]] | None = None
+               ) -> tuple[int, dict[str, bytes]]:
     """Index trace groups in a version-3 store, inside the caller's transaction: one
     ``batch_traces`` row per batch of the span ids that ``recent`` (the span ids stored per
     trace, as far as the writer remembers) does not hold. A stored batch (an id) that adds no
     span is deleted; a batch not stored yet (no id) is stored only if it adds one.
+    ``known_of``, if given, tells at once which of a batch's traces ``recent`` holds: the
+    others (usually all) are new, with every span, and take no lookup of their own.
 
     Returns how many spans were new, and the span ids stored per trace after this commit,
     for the caller to remember once it is committed (not before: a commit that fails is
@@ -124,27 +128,20 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
     stored: dict[str, bytes] = {}  # the traces indexed here: every span id stored so far
     rows: list[tuple[int, bytes, int]] = []
     for batch_id, groups, batch in items:
-        kept: list[TraceGroup] = []
-        for group in groups:
-            trace_id, span_ids = group[0], group[1]
-            seen = stored.get(trace_id)
-            if seen is None:
-                seen = recent(trace_id)
-            if seen is None:  # the common case: a trace the writer has not stored
-                stored[trace_id] = span_ids
-                new += len(span_ids) >> 3
-                kept.append(group)
-                continue
-            # root: the trace's root is in this group or was stored before it
-            known = set(ids_of(seen))
-            fresh = [span_id for span_id in ids_of(span_ids) if span_id not in known]
-            if not fresh:
-                continue
-            span_ids = b"".join(fresh)
-            stored[trace_id] = seen + span_ids
-            new += len(fresh)
-            kept.append(group._replace(span_ids=span_ids,
-                                       annotations=min(group.annotations, len(fresh))))
+        trace_ids = [group[0] for group in groups]
+        known = None
+        if known_of is not None and len(set(trace_ids)) == len(trace_ids):
+            known = known_of(trace_ids)
+            known.update(stored.keys() & trace_ids)
+        kept: Sequence[TraceGroup]
+        if known is not None and not known:  # every trace new: the batch is indexed whole
+            kept = groups
+            span_ids = [group[1] for group in groups]
+            stored.update(zip(trace_ids, span_ids, strict=True))
+            new += sum(map(len, span_ids)) >> 3
+        else:
+            kept = _new_spans(groups, stored, recent, known)
+            new += sum(len(group.span_ids) for group in kept) >> 3
         if not kept:  # a pure re-delivery: keep nothing
             if batch_id is not None:
                 db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
@@ -157,6 +154,36 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
         rows.append((batch_id, blob, crc(blob)))
     db.executemany("INSERT INTO batch_traces VALUES (?, ?, ?)", rows)
     return new, stored
+
+
+def _new_spans(groups: Sequence[TraceGroup], stored: dict[str, bytes],
+               recent: Callable[[str], bytes | None], known: set[str] | None
+               ) -> list[TraceGroup]:
+    """The groups of a batch cut to the span ids neither ``stored`` (the traces indexed in
+    this commit) nor ``recent`` holds, those emptied left out; ``stored`` is updated. A trace
+    not in ``known`` (when given: the traces either may hold) is new, with every span."""
+    kept: list[TraceGroup] = []
+    for group in groups:
+        trace_id, span_ids = group[0], group[1]
+        seen = None
+        if known is None or trace_id in known:
+            seen = stored.get(trace_id)
+            if seen is None:
+                seen = recent(trace_id)
+        if seen is None:  # a trace the writer has not stored
+            stored[trace_id] = span_ids
+            kept.append(group)
+            continue
+        # root: the trace's root is in this group or was stored before it
+        held = set(ids_of(seen))
+        fresh = [span_id for span_id in ids_of(span_ids) if span_id not in held]
+        if not fresh:
+            continue
+        span_ids = b"".join(fresh)
+        stored[trace_id] = seen + span_ids
+        kept.append(group._replace(span_ids=span_ids,
+                                   annotations=min(group.annotations, len(fresh))))
+    return kept
 
 
 def stored_span_ids(db: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, bytes]:

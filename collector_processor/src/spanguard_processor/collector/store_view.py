@@ -64,9 +64,16 @@ class RecentSpans:
         found = self._new.get(trace_id)
         return found if found is not None else self._old.get(trace_id)
 
+    def known_of(self, trace_ids: list[str]) -> set[str]:
+        """Those of these traces that are remembered."""
+        return (self._new.keys() & trace_ids) | (self._old.keys() & trace_ids)
+
     def update(self, spans: dict[str, bytes]) -> None:
         """Remember these (trace id: all its span ids stored so far)."""
         new = self._new
+        if len(new) + len(spans) < self._half:  # the usual case: at C speed
+            new.update(spans)
+            return
         for trace_id, span_ids in spans.items():
             if len(new) >= self._half and trace_id not in new:
                 self._old, self._new = new, {}
