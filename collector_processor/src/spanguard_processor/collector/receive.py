@@ -167,16 +167,38 @@ class Receiver:
             raise _not_stored(exc) from exc
 
     async def wait_async(self, received: Received) -> None:
-        """The same in an event loop; a timeout or a client hanging up does not cancel the
-        writer's future (shielded)."""
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(received.stored)),
-                                   self.limits.ack_timeout)
-        except Exception as exc:
+        """The same in an event loop; a timeout or a client hanging up (the task cancelled)
+        leaves the writer's future as it is. One loop future and one timer per request: the
+        writer's thread wakes the loop once (``asyncio.wrap_future`` under ``shield`` and
+        ``wait_for`` took three futures and a chain of callbacks)."""
+        stored = received.stored
+        if not stored.done():
+            loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
+
+            def wake(_: object) -> None:  # in the writer's thread
+                if not loop.is_closed():
+                    loop.call_soon_threadsafe(_resolve, waiter)
+
+            timer = loop.call_later(self.limits.ack_timeout, _resolve, waiter)
+            stored.add_done_callback(wake)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+            if not stored.done():
+                raise _not_stored(TimeoutError())
+        exc = stored.exception()
+        if exc is not None:
             raise _not_stored(exc) from exc
 
 
-def _not_stored(exc: Exception) -> Refused:
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _not_stored(exc: BaseException) -> Refused:
     if isinstance(exc, TimeoutError):
         return Refused(Refusal.UNAVAILABLE, "the store is slow; retry later.")
     return Refused(Refusal.UNAVAILABLE, f"the spans could not be stored ({exc}); retry later.")
