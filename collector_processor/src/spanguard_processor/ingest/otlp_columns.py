@@ -45,7 +45,8 @@ from spanguard.exceptions import TraceFormatError
 
 from .spans import TraceGroup
 
-__all__ = ["COLUMNS_MIN_SPANS", "MALFORMED", "group_frames", "merged_span", "span_frames"]
+__all__ = ["ANNOTATION_BYTES", "COLUMNS_MIN_SPANS", "MALFORMED", "group_frames", "merged_span",
+           "span_frames"]
 
 MALFORMED = "is not a valid OTLP protobuf trace request (malformed wire format)."
 
@@ -56,13 +57,12 @@ COLUMNS_MIN_SPANS = 192
 
 _GROUP = partial(tuple.__new__, TraceGroup)
 _PAD = bytes(64)  # after the last frame: every fixed-offset read stays inside the buffer
-_LOW8 = np.uint64(0xFF)
-_LOW16 = np.uint64(0xFFFF)
 _ATTRIBUTE_TAG = 0x4A
 _COUNT_WRAPS = 1 << 16  # frames this long may hold more tags than a uint16 counts
-_NOTE = semconv.SPAN_ANNOTATION.encode()  # the name of an annotation span (under 128 bytes)
-_NOTE_HEAD = np.uint64(int.from_bytes(_NOTE[:8], "little"))
-_NOTE_MASK = np.uint64((1 << 8 * min(8, len(_NOTE))) - 1)
+#: The name of an annotation span, as on the wire (under 128 bytes).
+ANNOTATION_BYTES = semconv.SPAN_ANNOTATION.encode()
+_NOTE_HEAD = np.uint64(int.from_bytes(ANNOTATION_BYTES[:8], "little"))
+_NOTE_MASK = np.uint64((1 << 8 * min(8, len(ANNOTATION_BYTES))) - 1)
 
 
 #: The field of ``ScopeSpans``, ``ResourceSpans`` and the request that holds the message below.
@@ -203,7 +203,8 @@ def _past_name(byte: Any, word: Any, name: Any, names: int) -> Any:
                                           (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)))
         past = name + named * (2 + two + 2 * three + size)
     # an annotation's name is short (one length byte): its length and first bytes tell
-    if (named & (size == len(_NOTE)) & (word[name + 2] & _NOTE_MASK == _NOTE_HEAD)).any():
+    if (named & (size == len(ANNOTATION_BYTES))
+            & (word[name + 2] & _NOTE_MASK == _NOTE_HEAD)).any():
         return None
     return past
 

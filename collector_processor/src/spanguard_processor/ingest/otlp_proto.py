@@ -22,6 +22,7 @@ from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
 from .otlp_columns import (
+    ANNOTATION_BYTES,
     COLUMNS_MIN_SPANS,
     MALFORMED,
     group_frames,
@@ -158,7 +159,6 @@ def framed_count(body: bytes, stop: int) -> tuple[int, Sequence[bytes] | None]:
 
 
 _ANNOTATION = semconv.SPAN_ANNOTATION
-_ANNOTATION_BYTES = _ANNOTATION.encode()
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
@@ -206,7 +206,7 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
             if grouped is not None:
                 return grouped, 0, None, {}, over
         # names are read span by span only if an annotation span may be among them
-        names = _ANNOTATION_BYTES in body and _ANNOTATION_BYTES in merged.names
+        names = ANNOTATION_BYTES in body and ANNOTATION_BYTES in merged.names
     events_read = merged is None
     found: dict[bytes, int] = {}  # trace id -> its index in the lists below
     get = found.get
