@@ -125,9 +125,7 @@ class TraceAssembler:
             group = get(trace_id)
             if group is None:
                 if len(held) >= num_traces:  # the least recently active goes
-                    old, (_, old_root, old_late, spans) = held.popitem(last=False)
-                    self._remembered(old)
-                    evicted.append(_RELEASED((old, spans, not old_root, old_late, "evicted")))
+                    evicted.append(self._let_go(*held.popitem(last=False), "evicted"))
                 late = trace_id in self._recent or trace_id in self._older
                 held[trace_id] = [now, late or root, late, count]
                 continue
@@ -176,13 +174,14 @@ class TraceAssembler:
         return [self._release(trace_id, "flushed") for trace_id in list(self._groups)]
 
     def _release(self, trace_id: str, reason: str) -> ReleasedTrace:
-        _, root, late, spans = self._groups.pop(trace_id)
-        self._remembered(trace_id)
-        return _RELEASED((trace_id, spans, not root, late, reason))
+        return self._let_go(trace_id, self._groups.pop(trace_id), reason)
 
-    def _remembered(self, trace_id: str) -> None:
-        """Remember a released trace (a later span of it opens a late group)."""
+    def _let_go(self, trace_id: str, group: list[Any], reason: str) -> ReleasedTrace:
+        """The record of a trace taken out of flight, remembered as released (a later span
+        of it opens a late group)."""
+        _, root, late, spans = group
         recent = self._recent
         recent.add(trace_id)
         if len(recent) >= self._remember:
             self._older, self._recent = recent, set()
+        return _RELEASED((trace_id, spans, not root, late, reason))
