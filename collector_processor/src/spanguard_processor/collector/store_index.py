@@ -128,20 +128,13 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
     stored: dict[str, bytes] = {}  # the traces indexed here: every span id stored so far
     rows: list[tuple[int, bytes, int]] = []
     for batch_id, groups, batch in items:
-        trace_ids = [group[0] for group in groups]
         known = None
-        if known_of is not None and len(set(trace_ids)) == len(trace_ids):
-            known = known_of(trace_ids)
-            known.update(stored.keys() & trace_ids)
-        kept: Sequence[TraceGroup]
-        if known is not None and not known:  # every trace new: the batch is indexed whole
-            kept = groups
-            span_ids = [group[1] for group in groups]
-            stored.update(zip(trace_ids, span_ids, strict=True))
-            new += sum(map(len, span_ids)) >> 3
-        else:
-            kept = _new_spans(groups, stored, recent, known)
-            new += sum(len(group.span_ids) for group in kept) >> 3
+        if known_of is not None:
+            trace_ids = [group[0] for group in groups]
+            if len(set(trace_ids)) == len(trace_ids):  # else each is looked up, in order
+                known = known_of(trace_ids) | (stored.keys() & trace_ids)
+        kept = _new_spans(groups, stored, recent, known)
+        new += sum(len(group.span_ids) for group in kept) >> 3
         if not kept:  # a pure re-delivery: keep nothing
             if batch_id is not None:
                 db.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
