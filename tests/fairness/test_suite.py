@@ -74,7 +74,7 @@ BAD_SUITES: list[tuple[object, str]] = [
     ({"dataset": {"prompts": [{"id": "a", "prompt": "x"}]},
       "metrics": [{"type": "tool_use_parity", "name": "x"}]},
      "field 'metrics[0].name': unknown field; allowed fields are type, threshold, "
-     "bootstrap_samples, permutation_samples, random_seed."),
+     "optional, bootstrap_samples, permutation_samples, random_seed."),
     ({"dataset": {"prompts": [{"id": "a", "prompt": "x"}]},
       "metrics": [{"type": "tool_use_parity"}, {"type": "tool_use_parity"}]},
      "field 'metrics[1].type': the metric 'tool_use_parity' is listed twice; list each metric "

@@ -42,6 +42,9 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
                           "recorded (or when missingness depends on the group)."),
         click.option("--allow-partial", is_flag=True,
                      help="Accept partial data: no coverage or missingness failures."),
+        click.option("--allow-inconclusive", is_flag=True,
+                     help="Exit 0 when a metric is INCONCLUSIVE (neither shown within nor "
+                          "beyond its threshold), with a warning line for each."),
         click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
                      default="text", show_default=True, help="What to print on stdout."),
         click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
@@ -63,12 +66,13 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def gate_config(gate: str, alpha: float, bootstrap: int, permutations: int,
                 random_seed: int, min_coverage: float = 0.95,
-                allow_partial: bool = False) -> Any:
+                allow_partial: bool = False, allow_inconclusive: bool = False) -> Any:
     from ..fairness import GateConfig
 
     return GateConfig(mode=gate, alpha=alpha, bootstrap_samples=bootstrap,  # type: ignore[arg-type]
                       permutation_samples=permutations, seed=random_seed,
-                      min_coverage=min_coverage, allow_partial=allow_partial)
+                      min_coverage=min_coverage, allow_partial=allow_partial,
+                      allow_inconclusive=allow_inconclusive)
 
 
 def load_plugins(plugins: tuple[str, ...]) -> None:
@@ -133,9 +137,9 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
 @click.pass_context
 def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
-             random_seed: int, min_coverage: float, allow_partial: bool, fmt: str,
-             plugins: tuple[str, ...], trace_url: str | None, redact: bool,
-             label: str | None) -> None:
+             random_seed: int, min_coverage: float, allow_partial: bool,
+             allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
+             trace_url: str | None, redact: bool, label: str | None) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
@@ -152,7 +156,7 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
 
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
-                         allow_partial)
+                         allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
     observations = read_inputs(list(inputs))

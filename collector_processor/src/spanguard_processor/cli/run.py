@@ -43,7 +43,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         adapter_options: tuple[str, ...], repeats: int, concurrency: int,
         traces_out: Path | None, output: Path | None, gate: str, alpha: float, bootstrap: int,
         permutations: int, random_seed: int, min_coverage: float, allow_partial: bool,
-        fmt: str, plugins: tuple[str, ...], trace_url: str | None, redact: bool,
+        allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...], trace_url: str | None, redact: bool,
         label: str | None) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
@@ -62,7 +62,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
 
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
-                         allow_partial)
+                         allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
     adapted = None

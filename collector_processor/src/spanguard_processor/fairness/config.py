@@ -29,6 +29,8 @@ class GateConfig:
     power: float = 0.8
     min_coverage: float = 0.95
     allow_partial: bool = False
+    # INCONCLUSIVE metrics do not fail the gate (a warning line each instead)
+    allow_inconclusive: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in GATE_MODES:

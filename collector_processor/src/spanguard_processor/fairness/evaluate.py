@@ -256,7 +256,7 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
     d = p.definition
     threshold = p.config.threshold
     base: dict[str, Any] = {"metric": d.name, "threshold": threshold, "direction": d.direction,
-            "category": d.category, "records": len(obs)}
+            "category": d.category, "records": len(obs), "optional": p.config.optional}
     if d.kind == "legacy_exposure":
         return MetricResult(score=p.score, confidence_interval=None, p_value=None,
                             details=p.details, groups_with_data=2, seeds=0,

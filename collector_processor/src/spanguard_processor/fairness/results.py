@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,7 +15,22 @@ if TYPE_CHECKING:
     from .evidence import CounterfactualPair
     from .records import Observation
 
-__all__ = ["Evaluation", "GroupStat", "MetricResult", "RecordMap"]
+__all__ = ["Evaluation", "GroupStat", "MetricResult", "RecordMap", "Verdict"]
+
+
+class Verdict(StrEnum):
+    """A metric's outcome (docs/fairness.md, "what PASS means"); the JSON value is the string.
+
+    PASS: the data show the gap within the threshold (one-sided upper bound below it).
+    FAIL: the data show the gap beyond the threshold.  INCONCLUSIVE: neither.
+    NO_SIGNAL: no record carries what the metric reads.  PENDING: not yet decided.
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    NO_SIGNAL = "no_signal"
+    PENDING = "pending"
 
 
 class RecordMap(Mapping[str, float]):
@@ -104,6 +120,16 @@ class MetricResult:
     p_missing: float | None = None
     reason: str = ""
     reason_text: str = ""
+    optional: bool = False  # the suite marked it `optional: true`: NO_SIGNAL does not gate
+    signal: str = ""  # what the metric reads (e.g. "tool calls", "output text")
+    signal_records: int | None = None  # records carrying that signal (None: not counted)
+    diagnosis: str = ""  # with NO_SIGNAL: what was seen that might hold the signal
+    seeds_needed: int | None = None  # with INCONCLUSIVE: seeds for the MDE to reach the threshold
+
+    @property
+    def gating(self) -> bool:
+        """Whether this result decides the gate (an optional metric without signal does not)."""
+        return not (self.optional and self.verdict == Verdict.NO_SIGNAL)
 
     @property
     def severity(self) -> float:
@@ -128,8 +154,14 @@ class Evaluation:
 
     @property
     def passed(self) -> bool:
-        return all(r.passed for r in self.results) and not self.errors
+        """True when every gating metric passes (INCONCLUSIVE too with ``allow_inconclusive``)
+        and the app raised no error."""
+        return not self.failed_metrics and not self.errors
 
     @property
     def failed_metrics(self) -> list[str]:
-        return [r.metric for r in self.results if not r.passed]
+        """The gating metrics that keep the gate from passing."""
+        allow = getattr(self.config, "allow_inconclusive", False)
+        return [r.metric for r in self.results
+                if r.gating and not r.passed
+                and not (allow and r.verdict == Verdict.INCONCLUSIVE)]

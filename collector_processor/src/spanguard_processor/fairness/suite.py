@@ -55,6 +55,7 @@ class MetricConfig:
     type: str
     threshold: float
     options: Mapping[str, Any] = field(default_factory=dict)
+    optional: bool = False  # NO_SIGNAL is reported, not gated (FAIL and INCONCLUSIVE still gate)
 
 
 @dataclass(frozen=True)
@@ -306,7 +307,7 @@ def _metrics(check: _Checker, items: list[Any]) -> list[MetricConfig]:
             raise check.fail(f"{where}.type", f"the metric '{kind}' is listed twice; list each "
                                               "metric once.")
         seen.add(kind)
-        allowed = ("type", "threshold", *_SAMPLING, *sorted(definition.options))
+        allowed = ("type", "threshold", "optional", *_SAMPLING, *sorted(definition.options))
         check.unknown(entry, allowed, where)
         threshold = entry.get("threshold", definition.threshold)
         if (isinstance(threshold, bool) or not isinstance(threshold, int | float)
@@ -323,8 +324,12 @@ def _metrics(check: _Checker, items: list[Any]) -> list[MetricConfig]:
             if key in entry and not isinstance(entry[key], str):
                 raise check.fail(f"{where}.{key}", "must be a module:function string, got "
                                                    f"{kind_of(entry[key])}.")
-        options = {k: v for k, v in entry.items() if k not in ("type", "threshold")}
-        out.append(MetricConfig(kind, threshold, options))
+        optional = entry.get("optional", False)
+        if not isinstance(optional, bool):
+            raise check.fail(f"{where}.optional", f"must be true or false, got "
+                                                  f"{kind_of(optional)}.")
+        options = {k: v for k, v in entry.items() if k not in ("type", "threshold", "optional")}
+        out.append(MetricConfig(kind, threshold, options, optional))
     return out
 
 
