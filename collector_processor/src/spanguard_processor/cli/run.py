@@ -43,8 +43,8 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         adapter_options: tuple[str, ...], repeats: int, concurrency: int,
         traces_out: Path | None, output: Path | None, gate: str, alpha: float, bootstrap: int,
         permutations: int, random_seed: int, min_coverage: float, allow_partial: bool,
-        allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...], trace_url: str | None, redact: bool,
-        label: str | None) -> None:
+        allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
+        trace_url: str | None, redact: bool, label: str | None) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
     The suite is validated completely before the first app call. The spans the app emits
