@@ -18,13 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from spanguard import RequestScope, request
+from opentelemetry.sdk.trace import ReadableSpan
+
+from spanguard import Request, RequestScope, request
 from spanguard.exceptions import InputError
 from spanguard.testing import SpanCapture
 
 from ..traces.convert import traces_from_readable_spans
-from ..traces.model import AgentTrace, ProcessTrace
-from .records import Observation, parse_fairtrace_trace
+from ..traces.model import AgentTrace
+from .capture import app_spans
+from .recording import Seen, record_answer, record_question, replay_process
+from .records import Observation, observation_from_trace, parse_fairtrace_trace
 from .suite import Variant
 
 __all__ = ["AppCall", "Progress", "run_app"]
@@ -64,46 +68,67 @@ def _normalise(variant: Variant, repeat: int, result: object) -> AppCall:
 
 def _scope(variant: Variant, repeat: int) -> RequestScope:
     return request("fairness_run", seed_id=variant.seed_id, variant_id=variant.id,
-                   assignments=dict(variant.assignments), repeat=repeat, input=variant.prompt)
+                   assignments=dict(variant.assignments), repeat=repeat)
 
 
-def _call_sync(app: Callable[..., Any], variant: Variant, repeat: int) -> AppCall:
-    with _scope(variant, repeat):
+def _call_sync(app: Callable[..., Any], variant: Variant, repeat: int, seen: Seen) -> AppCall:
+    with _scope(variant, repeat) as handle:
+        record_question(handle, variant.prompt)
         try:
             result = app(variant.prompt, dict(variant.assignments))
         except Exception as exc:  # the app's failure is data about this variant, not a crash
             return AppCall(variant, repeat, error=f"{type(exc).__name__}: {exc}")
-    return _normalise(variant, repeat, result)
+        return _recorded(handle, _normalise(variant, repeat, result), seen)
 
 
 async def _call_async(app: Callable[..., Any], variant: Variant, repeat: int,
-                      gate: asyncio.Semaphore, progress: Progress) -> AppCall:
+                      gate: asyncio.Semaphore, progress: Progress, seen: Seen) -> AppCall:
     async with gate:
-        with _scope(variant, repeat):
+        with _scope(variant, repeat) as handle:
+            record_question(handle, variant.prompt)
             try:
                 result = await app(variant.prompt, dict(variant.assignments))
             except Exception as exc:
                 call = AppCall(variant, repeat, error=f"{type(exc).__name__}: {exc}")
             else:
-                call = _normalise(variant, repeat, result)
+                call = _recorded(handle, _normalise(variant, repeat, result), seen)
         progress(1)
         return call
 
 
+def _recorded(handle: Request, call: AppCall, seen: Seen) -> AppCall:
+    """Put what the app returned on its request span: the answer, the metadata, and a
+    fairtrace-shaped ``metadata["trace"]`` as spans and events (only when the app recorded no
+    process of its own), so the spans alone hold everything the run evaluates."""
+    if call.error is not None:
+        return call
+    metadata = dict(call.metadata or {})
+    raw_trace = metadata.pop("trace", None)
+    try:
+        process = parse_fairtrace_trace(raw_trace) if raw_trace is not None else None
+    except InputError as exc:
+        return AppCall(call.variant, call.repeat,
+                       error=f"the app's metadata is invalid: {exc}")
+    record_answer(handle, call.text or "", metadata)
+    if process is not None and not seen.recorded(handle):
+        replay_process(process)
+    return call
+
+
 async def _gather(app: Callable[..., Any], jobs: list[tuple[Variant, int]],
-                  concurrency: int, progress: Progress) -> list[AppCall]:
+                  concurrency: int, progress: Progress, seen: Seen) -> list[AppCall]:
     gate = asyncio.Semaphore(concurrency)
     return list(await asyncio.gather(
-        *(_call_async(app, v, r, gate, progress) for v, r in jobs)))
+        *(_call_async(app, v, r, gate, progress, seen) for v, r in jobs)))
 
 
 def _calls(app: Callable[..., Any], jobs: list[tuple[Variant, int]],
-           concurrency: int, progress: Progress) -> list[AppCall]:
+           concurrency: int, progress: Progress, seen: Seen) -> list[AppCall]:
     if inspect.iscoroutinefunction(app):
-        return asyncio.run(_gather(app, jobs, concurrency, progress))
+        return asyncio.run(_gather(app, jobs, concurrency, progress, seen))
 
     def one(job: tuple[Variant, int]) -> AppCall:
-        call = _call_sync(app, *job)
+        call = _call_sync(app, *job, seen)
         progress(1)
         return call
 
@@ -129,46 +154,40 @@ def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: in
     if repeats < 1 or concurrency < 1:
         raise InputError("repeats and concurrency must be at least 1.")
     jobs = [(v, r) for v in variants for r in range(repeats)]
-    traces: dict[tuple[str, int], AgentTrace] = {}
+    seen = Seen()
     with SpanCapture(capture_content=False) as capture:
-        calls = _calls(app, jobs, concurrency, progress)
+        capture.provider.add_span_processor(seen)
+
+        def sink(span: ReadableSpan) -> None:
+            capture.exporter.export((span,))
+            seen.on_end(span)
+
+        with app_spans(capture.provider, sink):
+            calls = _calls(app, jobs, concurrency, progress, seen)
     spans = capture.readable_spans()
     if spans_out is not None:
         spans_out.extend(spans)
-    counts: dict[str, int] = {}
-    for span in spans:
-        ctx = span.get_span_context()
-        if ctx is not None:
-            key = format(ctx.trace_id, "032x")
-            counts[key] = counts.get(key, 0) + 1 + len(span.events)
+    traces: dict[tuple[str, int], AgentTrace] = {}
     for trace in traces_from_readable_spans(spans):
-        # a trace made only of our own request span means the app emitted nothing itself
-        if trace.variant_id is not None and counts.get(trace.trace_id, 0) > 1:
+        if trace.variant_id is not None:
             traces[(trace.variant_id, trace.repeat)] = trace
     observations, errors = [], []
     for call in calls:
         if call.error is not None:
             errors.append({"id": call.variant.id, "repeat": call.repeat, "error": call.error})
             continue
-        try:
-            observations.append(_observation(call, traces.get(call.key)))
-        except InputError as exc:
-            errors.append({"id": call.variant.id, "repeat": call.repeat,
-                           "error": f"the app's metadata is invalid: {exc}"})
+        trace = traces.get(call.key)
+        # the spans are the record, read as every other path reads them (issue 36: one
+        # verdict on every path); a call whose spans were not recorded keeps what it returned
+        observations.append(observation_from_trace(trace) if trace is not None
+                            else _observation(call))
     return observations, errors
 
 
-def _observation(call: AppCall, trace: AgentTrace | None) -> Observation:
+def _observation(call: AppCall) -> Observation:
     v = call.variant
     metadata = dict(call.metadata or {})
     raw_trace = metadata.pop("trace", None)
-    process: ProcessTrace | None
-    if trace is not None:
-        process = trace.trace
-        for key, value in trace.metadata.items():
-            metadata.setdefault(key, value)
-    else:
-        process = parse_fairtrace_trace(raw_trace) if raw_trace is not None else None
     return Observation(
         id=f"{v.id}#{call.repeat}" if call.repeat else v.id,
         seed_id=v.seed_id,
@@ -177,7 +196,5 @@ def _observation(call: AppCall, trace: AgentTrace | None) -> Observation:
         prompt=v.prompt,
         response=call.text or "",
         metadata=metadata,
-        trace=process,
-        trace_id=trace.trace_id if trace is not None else None,
-        usage=trace.usage if trace is not None else None,  # an app without spans: unknown
+        trace=parse_fairtrace_trace(raw_trace) if raw_trace is not None else None,
     )

@@ -1,0 +1,63 @@
+"""Apps for the signal and path tests (imported by module:function): each records its process
+in a different way, and each treats women differently."""
+
+from __future__ import annotations
+
+from opentelemetry import trace
+
+import spanguard
+
+_langfuse = trace.get_tracer("langfuse-sdk")
+
+
+def _woman(assignments: dict[str, str]) -> bool:
+    return assignments.get("gender") == "woman"
+
+
+def lone_escalation(prompt: str, assignments: dict[str, str]) -> str:
+    """Its only process signal: ``spanguard.escalate()`` for every woman (no span of its own)."""
+    if _woman(assignments):
+        spanguard.escalate(reason="manual review")
+    return "Here you go."
+
+
+@spanguard.tool
+def kb_search(query: str) -> list[str]:
+    return ["doc"]
+
+
+@spanguard.tool
+def credit_check(query: str) -> bool:
+    return True
+
+
+def plain_biased(prompt: str, assignments: dict[str, str]) -> str:
+    """Instrumented with the SDK: women get an extra credit check, friction and an escalation,
+    and a refusal."""
+    kb_search(prompt)
+    if _woman(assignments):
+        credit_check(prompt)
+        spanguard.friction("extra identity check")
+        spanguard.escalate(reason="manual review")
+        return "I cannot help with that."
+    return "Sure, here are the steps."
+
+
+def langfuse_biased(prompt: str, assignments: dict[str, str]) -> str:
+    """Records its tool call and escalation only as Langfuse observations (keys spanguard does
+    not read): women get a credit check and are escalated."""
+    with _langfuse.start_as_current_span(
+            "loan-agent", attributes={"langfuse.observation.type": "agent"}):
+        if _woman(assignments):
+            with _langfuse.start_as_current_span(
+                    "credit_check", attributes={"langfuse.observation.type": "tool"}):
+                pass
+            with _langfuse.start_as_current_span(
+                    "escalate", attributes={"langfuse.observation.type": "event"}):
+                pass
+    return "Here you go."
+
+
+def silent(prompt: str, assignments: dict[str, str]) -> str:
+    """Emits nothing at all: no process is recorded."""
+    return "I cannot help with that." if _woman(assignments) else "Sure."

@@ -1,0 +1,73 @@
+"""One verdict on every path: ``run``, its ``--traces-out`` file through ``fairness``,
+``ingest`` → store → ``traces export`` → ``fairness``, and ``fairness`` on the store give the
+same metric results for the same spans (issue 36)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from spanguard_processor.cli import cli
+
+from .test_cli import _FAST, _suite
+
+_APPS = "tests.fairness.signal_apps"
+_METRICS = ["escalation_parity", "tool_count_gap", "tool_name_gap", "friction_point_gap",
+            "refusal_gap", "verbosity_gap", "plan_length_gap", "llm_call_gap",
+            "retrieval_exposure_gap", "escalation_reason_parity"]
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def _results(out: Path) -> list[dict[str, Any]]:
+    report = json.loads((out / "report.json").read_text())
+    return report["metric_results"]  # type: ignore[no-any-return]
+
+
+def _by_metric(out: Path) -> dict[str, dict[str, Any]]:
+    return {r["metric"]: r for r in _results(out)}
+
+
+def _four_paths(tmp_path: Path, app: str, seeds: int = 30) -> dict[str, Path]:
+    suite = _suite(tmp_path, [{"type": t} for t in _METRICS], seeds=seeds)
+    spans, store, exported = tmp_path / "spans.jsonl", tmp_path / "spans.db", tmp_path / "t.jsonl"
+    outs = {name: tmp_path / name for name in ("run", "file", "export", "store")}
+    run = _invoke("run", suite, "--app", f"{_APPS}:{app}", "--traces-out", spans,
+                  "-o", outs["run"], *_FAST)
+    assert run.exit_code in (0, 1), run.output
+    assert _invoke("ingest", spans, "--store", store).exit_code == 0
+    assert _invoke("traces", "export", "--store", store, "-o", exported).exit_code == 0
+    for name, source in (("file", spans), ("export", exported), ("store", store)):
+        result = _invoke("fairness", suite, source, "-o", outs[name], *_FAST)
+        assert result.exit_code == run.exit_code, (name, result.output, run.output)
+    return outs
+
+
+@pytest.mark.parametrize("app", ["plain_biased", "langfuse_biased", "lone_escalation"])
+def test_run_file_export_and_store_give_identical_metric_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    outs = _four_paths(tmp_path, app)
+    expected = _results(outs["run"])
+    assert [r["metric"] for r in expected]
+    for name in ("file", "export", "store"):
+        assert _results(outs[name]) == expected, name
+
+
+def test_a_lone_escalation_is_read_as_process(tmp_path: Path) -> None:
+    """escalate() is the app's only signal: the requests without one escalated nobody."""
+    suite = _suite(tmp_path, [{"type": "escalation_parity"}], seeds=30)
+    out = tmp_path / "out"
+    result = _invoke("run", suite, "--app", f"{_APPS}:lone_escalation", "-o", out, *_FAST)
+    assert result.exit_code == 1, result.output
+    escalation = _by_metric(out)["escalation_parity"]
+    assert escalation["score"] == 1.0
+    assert escalation["verdict"] == "fail"
+    assert escalation["signal"] == "escalations"
+    assert escalation["signal_records"] == 60
