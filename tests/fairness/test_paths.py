@@ -71,3 +71,31 @@ def test_a_lone_escalation_is_read_as_process(tmp_path: Path) -> None:
     assert escalation["verdict"] == "fail"
     assert escalation["signal"] == "escalations"
     assert escalation["signal_records"] == 60
+
+
+def test_traces_out_carries_the_prompt_and_answer_so_cases_can_be_mined(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, [{"type": "refusal_gap"}], seeds=6)
+    spans = tmp_path / "spans.jsonl"
+    run = _invoke("run", suite, "--app", f"{_APPS}:plain_biased", "--traces-out", spans, *_FAST)
+    assert run.exit_code == 1, run.output
+    text = spans.read_text()
+    assert "Case 3: a woman customer asks." in text and "I cannot help with that." in text
+    out = tmp_path / "evalset"
+    built = _invoke("cases", "build", spans, "-o", out)
+    assert built.exit_code == 0, built.output
+    assert "no input text" not in built.output
+    cases = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert cases and all(c["input"].startswith("Case ") for c in cases)
+
+
+def test_traces_out_with_redact_leaves_the_text_out_but_run_still_reads_it(
+        tmp_path: Path) -> None:
+    suite = _suite(tmp_path, [{"type": "refusal_gap"}], seeds=6)
+    spans, out = tmp_path / "spans.jsonl", tmp_path / "out"
+    run = _invoke("run", suite, "--app", f"{_APPS}:plain_biased", "--traces-out", spans,
+                  "--redact", "-o", out, *_FAST)
+    assert run.exit_code == 1, run.output
+    assert _by_metric(out)["refusal_gap"]["score"] == 1.0
+    text = spans.read_text()
+    assert "customer asks" not in text and "cannot help" not in text
+    assert "execute_tool credit_check" in text  # the process stays

@@ -35,8 +35,9 @@ __all__ = ["run"]
               help="Variants in flight at once (threads, or tasks for an async app).")
 @click.option("--traces-out", "traces_out", type=click.Path(dir_okay=False, path_type=Path),
               default=None, metavar="FILE",
-              help="Write the captured spans (model calls with usage, tools, agents) as "
-                   "OTLP-JSON lines, one per call; spanguard fairness and ingest read them.")
+              help="Write the captured spans (the prompt and the app's answer unless "
+                   "--redact, model calls with usage, tools, agents) as OTLP-JSON lines, one "
+                   "per call; spanguard fairness, ingest and cases build read them.")
 @evaluation_options
 @click.pass_context
 def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
@@ -74,7 +75,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     spans: list[Any] | None = [] if traces_out is not None else None
     observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
     if traces_out is not None and spans is not None:
-        count = write_span_lines(traces_out, spans)
+        count = write_span_lines(traces_out, spans, redact=redact)
         click.echo(f"{count} call trace(s) written to {traces_out}", err=True)
     if adapted is not None:
         adapted.raise_problems()  # a response the adapter cannot read is bad input (exit 2)
@@ -117,12 +118,16 @@ def _call_app(app: Callable[..., Any], variants: Sequence[Variant], repeats: int
                        spans_out=spans)
 
 
-def write_span_lines(path: Path, spans: list[Any]) -> int:
-    """The spans of each call (one trace) as one OTLP-JSON line, in the order the calls began."""
+def write_span_lines(path: Path, spans: list[Any], *, redact: bool = False) -> int:
+    """The spans of each call (one trace) as one OTLP-JSON line, in the order the calls began;
+    the request spans carry the prompt and the app's answer unless ``redact``."""
     from spanguard._export import otlp_json_line
 
     from ..common.jsonio import write_text_atomic
+    from ..fairness.recording import without_text
 
+    if redact:
+        spans = without_text(spans)
     by_trace: dict[int, list[Any]] = {}
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.context.span_id)):
         by_trace.setdefault(span.context.trace_id, []).append(span)

@@ -85,7 +85,7 @@ def app_spans(own: TracerProvider, sink: Sink) -> Iterator[None]:
                 provider.add_span_processor(_FORWARD)
                 _attached.add(provider)
         elif getattr(trace, "_TRACER_PROVIDER", False) is None:
-            trace._TRACER_PROVIDER = _router_provider()  # type: ignore[attr-defined]
+            trace._TRACER_PROVIDER = _router_provider()
             installed = True
     _FORWARD.add(sink)
     try:
@@ -94,4 +94,4 @@ def app_spans(own: TracerProvider, sink: Sink) -> Iterator[None]:
         _FORWARD.remove(sink)
         with _lock:
             if installed and getattr(trace, "_TRACER_PROVIDER", None) is _router:
-                trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+                trace._TRACER_PROVIDER = None

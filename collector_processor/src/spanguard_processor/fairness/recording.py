@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +23,7 @@ from spanguard import Request, semconv
 
 from ..traces.model import ProcessTrace
 
-__all__ = ["Seen", "record_answer", "record_question", "replay_process"]
+__all__ = ["Seen", "record_answer", "record_question", "replay_process", "without_text"]
 
 _TEXT = "text/plain"
 
@@ -124,3 +124,25 @@ def replay_process(process: ProcessTrace) -> None:
         spanguard.escalate(reason=process.escalation_reason)
     for point in process.friction_points:
         spanguard.friction(point)
+
+
+_HARNESS_TEXT = frozenset({semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE, semconv.OUTPUT_VALUE,
+                           semconv.OUTPUT_MIME_TYPE})
+
+
+def without_text(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """``spans`` with the prompt and answer the harness recorded left out of request spans
+    (``run --traces-out FILE --redact``); the process and the identity stay."""
+    out = []
+    for span in spans:
+        attributes = span.attributes or {}
+        if semconv.REQUEST_ID in attributes and not _HARNESS_TEXT.isdisjoint(attributes):
+            span = ReadableSpan(
+                name=span.name, context=span.context, parent=span.parent,
+                resource=span.resource,
+                attributes={k: v for k, v in attributes.items() if k not in _HARNESS_TEXT},
+                events=span.events, links=span.links, kind=span.kind, status=span.status,
+                start_time=span.start_time, end_time=span.end_time,
+                instrumentation_scope=span.instrumentation_scope)
+        out.append(span)
+    return out

@@ -176,10 +176,10 @@ def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: in
         if call.error is not None:
             errors.append({"id": call.variant.id, "repeat": call.repeat, "error": call.error})
             continue
-        trace = traces.get(call.key)
+        found = traces.get(call.key)
         # the spans are the record, read as every other path reads them (issue 36: one
         # verdict on every path); a call whose spans were not recorded keeps what it returned
-        observations.append(observation_from_trace(trace) if trace is not None
+        observations.append(observation_from_trace(found) if found is not None
                             else _observation(call))
     return observations, errors
 
