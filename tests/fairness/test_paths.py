@@ -69,8 +69,6 @@ def test_a_lone_escalation_is_read_as_process(tmp_path: Path) -> None:
     escalation = _by_metric(out)["escalation_parity"]
     assert escalation["score"] == 1.0
     assert escalation["verdict"] == "fail"
-    assert escalation["signal"] == "escalations"
-    assert escalation["signal_records"] == 60
 
 
 def test_traces_out_carries_the_prompt_and_answer_so_cases_can_be_mined(tmp_path: Path) -> None:

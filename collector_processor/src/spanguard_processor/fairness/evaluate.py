@@ -24,6 +24,7 @@ from . import inference, permutation, power, stats
 from .compat import EXACT_LIMIT, legacy_exposure, stability_similarities
 from .coverage import ExpectedVariants
 from .details import balanced, counters, metric_details, pooled_means, spread
+from .diagnosis import SignalCounts, with_signal
 from .evidence import PAIRS, find_pairs, stability_pairs
 from .gate import GateConfig, apply_gate
 from .groups import group_stats
@@ -134,6 +135,8 @@ def evaluate(
                for p in prepared]
     results = [_with_evidence(r, p, observations, seed_idx, group_idx, seed_labels, group_labels,
                               evidence_pairs) for r, p in zip(results, prepared, strict=True)]
+    counts = SignalCounts(observations)  # what each metric reads, and who carries it
+    results = [with_signal(r, p.definition, counts) for r, p in zip(results, prepared, strict=True)]
     return Evaluation(
         generated_at=generated_at or _generated_at(),
         variant_count=variant_count if variant_count is not None

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 from spanguard.exceptions import InputError, TraceFormatError
 
 from ..traces.formats import to_fairtrace_record
-from ..traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall, usage_totals
+from ..traces.model import (
+    AgentTrace,
+    ProcessTrace,
+    RetrievedDocument,
+    ToolCall,
+    Unread,
+    usage_totals,
+)
 
 if TYPE_CHECKING:
     from ..inputs.evaluation import Entry
@@ -73,6 +80,11 @@ class Observation:
     # model-call totals (AgentTrace.usage); None when the source does not say (a fairtrace
     # record not written by spanguard)
     usage: Mapping[str, Any] | None = None
+    # whether the record holds the app's answer (False: recorded with content capture off, or
+    # the text sits under keys spanguard does not read); an empty answer is still an answer
+    has_output: bool = True
+    # keys the record's trace held that look like a signal but were not read (diagnosis)
+    unread: tuple[Unread, ...] = ()
 
     @property
     def group(self) -> str:
@@ -134,6 +146,8 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
         trace_id=trace.trace_id,
         captured=trace.input is not None or trace.output is not None,
         usage=trace.usage,
+        has_output=trace.output is not None,
+        unread=trace.unread,
     )
 
 
@@ -188,7 +202,25 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         metadata=metadata,
         trace=None if raw_trace is None else parse_fairtrace_trace(raw_trace),
         usage=_record_usage(meta.get("spanguard")),
+        has_output=_record_has_output(meta.get("spanguard")),
+        unread=_record_unread(meta.get("spanguard")),
     )
+
+
+def _record_has_output(block: object) -> bool:
+    """A record spanguard wrote from a trace without output text keeps ``output: null`` in
+    its ``response_metadata.spanguard`` block (its ``response`` is then "")."""
+    return not (isinstance(block, dict) and "output" in block and block["output"] is None)
+
+
+def _record_unread(block: object) -> tuple[Unread, ...]:
+    if not isinstance(block, dict) or not isinstance(block.get("unread"), list):
+        return ()
+    try:
+        return tuple(Unread.from_dict(item, f"response_metadata.spanguard.unread[{i}]")
+                     for i, item in enumerate(block["unread"]))
+    except InputError:
+        return ()  # a note for diagnosis only: a malformed one is not worth failing on
 
 
 def _record_usage(block: object) -> Mapping[str, Any] | None:

@@ -62,7 +62,10 @@ class MetricDefinition:
     ``detail_key`` names fairtrace's per-group dict in ``details`` (e.g. ``rates``);
     ``missing_key`` its counter of records with a missing or empty field (None for text metrics).
     ``scale`` is "rate" (values in [0, 1]), "count" (values ≥ 0) or "real": it bounds intervals
-    and sets the worst-case variance; None infers it from the values.
+    and sets the worst-case variance; None infers it from the values. ``signal`` names what the
+    metric reads, one of :data:`~.diagnosis.SIGNALS` (e.g. "tool calls", "output text"); the
+    evaluation counts the records carrying it (``MetricResult.signal_records``) and, when none
+    does, says why. "" (custom metrics): not counted.
     """
 
     name: str
@@ -75,6 +78,7 @@ class MetricDefinition:
     missing_key: str | None = None
     options: frozenset[str] = field(default_factory=frozenset)
     scale: Literal["rate", "count", "real"] | None = None
+    signal: str = ""
 
 
 _REGISTRY: dict[str, MetricDefinition] = {}

@@ -44,6 +44,7 @@ from .identity import (
 )
 from .model import AgentTrace
 from .process import outcome_of, process_trace
+from .unread import unread_keys
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -121,6 +122,7 @@ def trace_from_records(
         input_source=input_source,
         output_source=output_source,
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
+        unread=unread_keys(spans),
     )
 
 

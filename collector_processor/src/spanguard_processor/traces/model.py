@@ -30,7 +30,7 @@ from ._validate import (
     str_tuple,
     string,
 )
-from .parts import LLMCall, ProcessTrace, RetrievedDocument, ToolCall, usage_totals
+from .parts import LLMCall, ProcessTrace, RetrievedDocument, ToolCall, Unread, usage_totals
 
 __all__ = [
     "AGENT_TRACE_KEYS",
@@ -40,13 +40,14 @@ __all__ = [
     "ProcessTrace",
     "RetrievedDocument",
     "ToolCall",
+    "Unread",
     "usage_totals",
 ]
 
 _TRACE_KEYS = (
     "trace_id", "request_id", "seed_id", "variant_id", "assignments", "repeat", "input",
     "output", "latency_ms", "cost_usd", "feedback", "retried", "expect", "metadata", "trace",
-    "partial", "source", "input_source", "output_source", "llm_calls", "usage",
+    "partial", "source", "input_source", "output_source", "llm_calls", "usage", "unread",
 )
 AGENT_TRACE_KEYS = frozenset(_TRACE_KEYS)  # every key an agent-trace JSON object may have
 
@@ -75,6 +76,8 @@ class AgentTrace:
     input_source: str | None = None
     output_source: str | None = None
     llm_calls: tuple[LLMCall, ...] = ()
+    # keys seen that look like a signal but are not read (a NO_SIGNAL diagnosis names them)
+    unread: tuple[Unread, ...] = ()
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -115,6 +118,8 @@ class AgentTrace:
         if self.llm_calls:
             out["llm_calls"] = [c.to_dict() for c in self.llm_calls]
             out["usage"] = self.usage
+        if self.unread:
+            out["unread"] = [note.to_dict() for note in self.unread]
         return out
 
     @classmethod
@@ -159,5 +164,9 @@ class AgentTrace:
             llm_calls=tuple(
                 LLMCall.from_dict(item, f"llm_calls[{i}]")
                 for i, item in enumerate(list_of(obj.get("llm_calls", []), "llm_calls"))
+            ),
+            unread=tuple(
+                Unread.from_dict(item, f"unread[{i}]")
+                for i, item in enumerate(list_of(obj.get("unread", []), "unread"))
             ),
         )  # "usage" is derived from llm_calls: accepted, recomputed

@@ -17,6 +17,7 @@ from ._validate import (
     fail,
     list_of,
     mapping,
+    nonneg_int,
     opt_count,
     opt_number,
     opt_str,
@@ -25,7 +26,7 @@ from ._validate import (
     string,
 )
 
-__all__ = ["LLMCall", "ProcessTrace", "RetrievedDocument", "ToolCall", "usage_totals"]
+__all__ = ["LLMCall", "ProcessTrace", "RetrievedDocument", "ToolCall", "Unread", "usage_totals"]
 
 _PROCESS_KEYS = (
     "tool_calls", "retrieved_documents", "plan_steps", "escalated", "escalation_reason",
@@ -229,3 +230,22 @@ def _document(value: object, path: str) -> RetrievedDocument:
         rank=rank,
         score=opt_number(obj.get("score"), f"{path}.score"),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """``count`` spans named ``span`` carry ``key`` (``name=value`` for a kind), unread."""
+
+    key: str
+    span: str
+    count: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "span": self.span, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, data: object, path: str) -> Unread:
+        obj = mapping(data, path)
+        reject_unknown(obj, ("key", "span", "count"), path)
+        return cls(string(obj.get("key"), f"{path}.key"), string(obj.get("span"), f"{path}.span"),
+                   nonneg_int(obj.get("count", 1), f"{path}.count"))
