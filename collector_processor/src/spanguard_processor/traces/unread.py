@@ -35,9 +35,12 @@ _LANGFUSE_CONTENT = ("langfuse.observation.input", "langfuse.observation.output"
                      "langfuse.trace.input", "langfuse.trace.output")
 # OpenInference kinds with no mapping (TOOL, RETRIEVER, AGENT and LLM are read)
 _OI_UNMAPPED = frozenset({"RERANKER", "EMBEDDING", "GUARDRAIL", "EVALUATOR"})
-# an app's own names for process signals (never spanguard's keys, which are read)
-_SUGGESTIVE = re.compile(r"escalat|hand_?off|friction|plan_?step|tool_?call", re.IGNORECASE)
+# an app's own names for process signals (never keys of the conventions read, whose message
+# keys may mention tool calls or plans that are read as such)
+_SUGGESTIVE = re.compile(r"escalat|hand_?off|friction|plan_?step", re.IGNORECASE)
 _SPANGUARD = semconv.NAMESPACE + "."
+_CONVENTIONS = (_SPANGUARD, "gen_ai.", "llm.", "input.", "output.", "traceloop.", "retrieval.",
+                "tool.", "openinference.", "langfuse.")
 
 
 def _read(span: SpanRecord) -> bool:
@@ -62,7 +65,7 @@ def _span_keys(span: SpanRecord) -> list[str]:
     if not read and isinstance(op, str) and op:
         keys.append(f"{semconv.GEN_AI_OPERATION_NAME}={op}")
     keys.extend(key for key in attrs
-                if not key.startswith(_SPANGUARD) and _SUGGESTIVE.search(key))
+                if not key.startswith(_CONVENTIONS) and _SUGGESTIVE.search(key))
     for event in span.events:
         if event.name.startswith(_SPANGUARD):
             continue
