@@ -97,3 +97,32 @@ def test_traces_out_with_redact_leaves_the_text_out_but_run_still_reads_it(
     text = spans.read_text()
     assert "customer asks" not in text and "cannot help" not in text
     assert "execute_tool credit_check" in text  # the process stays
+
+
+def test_every_path_reads_the_same_signals_and_diagnosis(tmp_path: Path) -> None:
+    """The signal counts and the NO_SIGNAL diagnosis (unread Langfuse keys) agree on the four
+    paths too: the per-trace note survives the file, the store and the export."""
+    from spanguard_processor.fairness.pipeline import evaluate_suite, read_inputs
+    from spanguard_processor.fairness.runner import run_app
+    from spanguard_processor.fairness.suite import load_suite
+
+    from . import signal_apps
+    from .conftest import FAST
+
+    outs = _four_paths(tmp_path, "langfuse_biased", seeds=8)
+    assert outs
+    suite = load_suite(tmp_path / "suite.json")
+    observations, errors = run_app(signal_apps.langfuse_biased, suite.variants)
+    assert errors == []
+    sources = {"run": observations, "file": read_inputs([tmp_path / "spans.jsonl"]),
+               "export": read_inputs([tmp_path / "t.jsonl"]),
+               "store": read_inputs([tmp_path / "spans.db"])}
+    seen = {}
+    for name, obs in sources.items():
+        ev, _ = evaluate_suite(suite, obs, FAST)
+        seen[name] = sorted((r.metric, r.signal, r.signal_records, r.diagnosis)
+                            for r in ev.results)
+    tools = next(row for row in seen["run"] if row[0] == "tool_count_gap")
+    assert tools[2] == 0 and "8 span(s) named credit_check" in tools[3]
+    for name in ("file", "export", "store"):
+        assert seen[name] == seen["run"], name
