@@ -43,7 +43,12 @@ def _four_paths(tmp_path: Path, app: str, seeds: int = 30) -> dict[str, Path]:
     assert run.exit_code in (0, 1), run.output
     assert _invoke("ingest", spans, "--store", store).exit_code == 0
     assert _invoke("traces", "export", "--store", store, "-o", exported).exit_code == 0
-    for name, source in (("file", spans), ("export", exported), ("store", store)):
+    records = tmp_path / "records.jsonl"
+    assert _invoke("traces", "export", "--store", store, "-f", "fairtrace",
+                   "-o", records).exit_code == 0
+    outs["records"] = tmp_path / "records"
+    for name, source in (("file", spans), ("export", exported), ("store", store),
+                         ("records", records)):
         result = _invoke("fairness", suite, source, "-o", outs[name], *_FAST)
         assert result.exit_code == run.exit_code, (name, result.output, run.output)
     return outs
@@ -56,7 +61,7 @@ def test_run_file_export_and_store_give_identical_metric_results(
     outs = _four_paths(tmp_path, app)
     expected = _results(outs["run"])
     assert [r["metric"] for r in expected]
-    for name in ("file", "export", "store"):
+    for name in ("file", "export", "store", "records"):  # records: fairtrace's format
         assert _results(outs[name]) == expected, name
 
 

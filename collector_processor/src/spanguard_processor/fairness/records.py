@@ -201,10 +201,25 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         response=_string(data, "response", ""),
         metadata=metadata,
         trace=None if raw_trace is None else parse_fairtrace_trace(raw_trace),
+        trace_id=_record_trace_id(meta.get("spanguard")),
+        captured=_record_captured(meta.get("spanguard")),
         usage=_record_usage(meta.get("spanguard")),
         has_output=_record_has_output(meta.get("spanguard")),
         unread=_record_unread(meta.get("spanguard")),
     )
+
+
+def _record_trace_id(block: object) -> str | None:
+    """The OpenTelemetry trace id of a record spanguard wrote from spans."""
+    value = block.get("trace_id") if isinstance(block, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _record_captured(block: object) -> bool:
+    """False for a record spanguard wrote from a trace without any text (its block keeps
+    ``input: null`` and ``output: null``), as :func:`observation_from_trace` says."""
+    return not (isinstance(block, dict) and "input" in block and block["input"] is None
+                and "output" in block and block["output"] is None)
 
 
 def _record_has_output(block: object) -> bool:
