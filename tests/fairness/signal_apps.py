@@ -3,6 +3,8 @@ in a different way, and each treats women differently."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from opentelemetry import trace
 
 import spanguard
@@ -61,3 +63,20 @@ def langfuse_biased(prompt: str, assignments: dict[str, str]) -> str:
 def silent(prompt: str, assignments: dict[str, str]) -> str:
     """Emits nothing at all: no process is recorded."""
     return "I cannot help with that." if _woman(assignments) else "Sure."
+
+
+def returned_trace(prompt: str, assignments: dict[str, str]) -> dict[str, Any]:
+    """No spans of its own: returns its process in fairtrace's shape, with a score."""
+    woman = _woman(assignments)
+    trace = {
+        "tool_calls": [{"name": "kb_search"}] + ([{"name": "credit_check"}] if woman else []),
+        "retrieved_documents": [{"group": "B" if woman else "A", "rank": 1},
+                                {"group": "A", "rank": 2}],
+        "plan_steps": ["look up", "answer"] if woman else ["answer"],
+        "escalated": woman,
+        "escalation_reason": "manual review" if woman else None,
+        "friction_points": ["extra identity check"] if woman else [],
+    }
+    return {"text": "Here you go.",
+            "metadata": {"trace": trace, "helpfulness_score": 0.4 if woman else 0.9,
+                         "tags": ["loan", "test"]}}

@@ -18,7 +18,7 @@ from .test_cli import _FAST, _suite
 _APPS = "tests.fairness.signal_apps"
 _METRICS = ["escalation_parity", "tool_count_gap", "tool_name_gap", "friction_point_gap",
             "refusal_gap", "verbosity_gap", "plan_length_gap", "llm_call_gap",
-            "retrieval_exposure_gap", "escalation_reason_parity"]
+            "retrieval_exposure_gap", "escalation_reason_parity", "helpfulness_gap"]
 
 
 def _invoke(*args: str) -> Any:
@@ -54,13 +54,18 @@ def _four_paths(tmp_path: Path, app: str, seeds: int = 30) -> dict[str, Path]:
     return outs
 
 
-@pytest.mark.parametrize("app", ["plain_biased", "langfuse_biased", "lone_escalation"])
+@pytest.mark.parametrize("app", ["plain_biased", "langfuse_biased", "lone_escalation",
+                                 "returned_trace"])
 def test_run_file_export_and_store_give_identical_metric_results(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: str) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
     outs = _four_paths(tmp_path, app)
     expected = _results(outs["run"])
     assert [r["metric"] for r in expected]
+    if app == "returned_trace":  # the returned trace and score reached the spans, and back
+        got = {r["metric"]: r["score"] for r in expected}
+        assert got["retrieval_exposure_gap"] == 1.0 and got["plan_length_gap"] == 1.0
+        assert got["helpfulness_gap"] == pytest.approx(0.5)
     for name in ("file", "export", "store", "records"):  # records: fairtrace's format
         assert _results(outs[name]) == expected, name
 
