@@ -72,13 +72,13 @@ def _mentions(*words: str) -> Callable[[Unread], bool]:
     return suggests
 
 
-_PROCESS_WORDS = ("tool", "retriev", "rerank", "event", "escalat", "hand", "friction", "plan",
-                  "guardrail")
+_PROCESS_WORDS = ("tool", "task", "retriev", "rerank", "event", "escalat", "hand", "friction",
+                  "plan", "guardrail")
 _TEXT_WORDS = ("output", "input", "event gen_ai", "generation")
 
 SIGNALS: dict[str, Signal] = {
     "tool calls": Signal(
-        lambda o: o.trace is not None and bool(o.trace.tool_calls), _mentions("tool"),
+        lambda o: o.trace is not None and bool(o.trace.tool_calls), _mentions("tool", "task"),
         "no record holds a tool call"),
     "retrieved documents": Signal(
         lambda o: o.trace is not None and any(d.group for d in o.trace.retrieved_documents),

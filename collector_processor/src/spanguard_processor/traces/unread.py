@@ -61,6 +61,9 @@ def _span_keys(span: SpanRecord) -> list[str]:
     oi = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
     if not read and isinstance(oi, str) and oi.upper() in _OI_UNMAPPED:
         keys.append(f"{semconv.OPENINFERENCE_SPAN_KIND}={oi}")
+    loop = attrs.get(semconv.TRACELOOP_SPAN_KIND)
+    if not read and loop == semconv.TRACELOOP_KIND_TASK:  # a task may be a tool call
+        keys.append(f"{semconv.TRACELOOP_SPAN_KIND}={loop}")
     op = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     if not read and isinstance(op, str) and op:
         keys.append(f"{semconv.GEN_AI_OPERATION_NAME}={op}")
