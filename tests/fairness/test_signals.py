@@ -142,3 +142,21 @@ def test_custom_metrics_leave_signal_records_unset() -> None:
         assert (result.signal, result.signal_records, result.diagnosis) == ("", None, "")
     finally:
         unregister_metric("answer_length_test")
+
+
+def test_text_under_langfuse_keys_is_named_in_the_diagnosis() -> None:
+    from spanguard_processor.fairness.records import observation_from_trace
+    from spanguard_processor.traces.model import AgentTrace, Unread
+
+    traces = [AgentTrace(trace_id=f"{i:032x}", seed_id=f"s{i // 2}", variant_id=f"v{i}",
+                         assignments={"g": "ab"[i % 2]},
+                         unread=(Unread("langfuse.trace.output", "loan-agent"),))
+              for i in range(8)]
+    result = _evaluate([observation_from_trace(t) for t in traces], ["refusal_gap"])
+    diagnosis = result["refusal_gap"].diagnosis
+    assert result["refusal_gap"].signal_records == 0
+    assert diagnosis == (
+        "no output text in 8 record(s): 8 were recorded from spans with the text under keys "
+        "spanguard does not read, or with content capture off (see docs/sdk.md#privacy); "
+        "8 span(s) named loan-agent with langfuse.trace.output: not read; "
+        "see docs/attributes.md#keys-spanguard-does-not-read.")

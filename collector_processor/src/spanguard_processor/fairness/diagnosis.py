@@ -139,20 +139,23 @@ class SignalCounts:
     def diagnosis(self, name: str) -> str:
         signal = SIGNALS[name]
         parts = [f"{signal.missing} in {len(self._obs)} record(s)"]
+        seen = sorted(((n, key, span) for (key, span), n in self.unread().items()
+                       if signal.suggests(Unread(key, span))), key=lambda x: (-x[0], x[1], x[2]))
         if name.startswith("output text"):
             from_spans = sum(1 for o in self._obs if o.trace_id is not None)
-            if from_spans:
+            if from_spans and seen:
+                parts[0] += (f": {from_spans} were recorded from spans with the text under "
+                             f"keys spanguard does not read, or with content capture off "
+                             f"(see {CONTENT_DOC})")
+            elif from_spans:
                 parts[0] += (f": {from_spans} were recorded from spans with content capture "
-                             f"off or with the text under keys spanguard does not read (see "
-                             f"{CONTENT_DOC})")
+                             f"off (see {CONTENT_DOC})")
         if name == "retrieved documents":
             ungrouped = sum(1 for o in self._obs if o.trace is not None
                             for d in o.trace.retrieved_documents if not d.group)
             if ungrouped:
                 parts.append(f"{ungrouped} retrieved document(s) have no group: set one "
                              "(docs/attributes.md#foreign-conventions-the-processor-reads)")
-        seen = sorted(((n, key, span) for (key, span), n in self.unread().items()
-                       if signal.suggests(Unread(key, span))), key=lambda x: (-x[0], x[1], x[2]))
         for n, key, span in seen[:_EXAMPLES]:
             parts.append(f"{n} span(s) named {span} with {key}: not read")
         if len(seen) > _EXAMPLES:
