@@ -3,10 +3,15 @@
 The app has fairtrace's signature ``app(prompt, assignments)`` and returns text, or a dict
 ``{"text": str, "metadata": {...}}``; plain functions run in a thread pool, coroutine functions
 on one event loop, ``concurrency`` at a time. Every call runs inside a spanguard request that
-carries the variant's counterfactual identity, and the spans the app emits through the SDK are
-captured in memory and assembled into its trace. An app that emits no spans of its own may
-return its trace as ``metadata["trace"]`` (fairtrace's shape) instead. An exception in one
-variant is recorded for that variant and the rest still run.
+carries the variant's counterfactual identity, the prompt and the app's answer
+(:mod:`.recording`). The spans the app emits — through the SDK or its other OpenTelemetry
+tracers (:mod:`.capture`) — are captured in memory, assembled, and read exactly as a span file
+of them is read by ``spanguard fairness``: the run's verdict and its ``--traces-out`` file's
+agree. The request's own events are its process (an app whose only signal is
+``spanguard.escalate()`` is read like any other). An app that emits no process of its own may
+return its trace as ``metadata["trace"]`` (fairtrace's shape) instead; it is recorded as the
+spans the SDK would have emitted. An exception in one variant is recorded for that variant and
+the rest still run.
 """
 
 from __future__ import annotations
