@@ -160,3 +160,23 @@ def test_text_under_langfuse_keys_is_named_in_the_diagnosis() -> None:
         "spanguard does not read, or with content capture off (see docs/sdk.md#privacy); "
         "8 span(s) named loan-agent with langfuse.trace.output: not read; "
         "see docs/attributes.md#keys-spanguard-does-not-read.")
+
+
+def test_a_fairtrace_record_stating_no_escalation_carries_the_signal() -> None:
+    """``"escalated": false`` in a fairtrace record is a recorded "no escalation"; the same
+    value in a record spanguard wrote from spans (which states every key) is not."""
+    def record(i: int, g: str, block: bool) -> Any:
+        meta: dict[str, Any] = {"trace": {"escalated": False}}
+        if block:
+            meta["spanguard"] = {"trace_id": f"{i:032x}"}
+        return observation_from_record({"id": f"s{i}::{g}", "seed_id": f"s{i}",
+                                        "assignments": {"g": g}, "response": "ok",
+                                        "response_metadata": meta})
+
+    stated = _evaluate([record(i, g, False) for i in range(4) for g in "ab"],
+                       ["escalation_parity", "friction_point_gap"])
+    assert stated["escalation_parity"].signal_records == 8
+    assert stated["friction_point_gap"].signal_records == 0  # friction_points not stated
+    from_spans = _evaluate([record(i, g, True) for i in range(4) for g in "ab"],
+                           ["escalation_parity"])
+    assert from_spans["escalation_parity"].signal_records == 0

@@ -10,7 +10,8 @@ say how to record it. The gate turns ``signal_records == 0`` into NO_SIGNAL.
 Tool calls, documents, plan steps, model calls and text are carried by the records that hold
 them. An escalation or a friction point is different: a request without one is signal too, when
 its trace recorded the app's process at all — so those two are carried by every record whose
-trace holds any process signal (a tool call, document, plan step, escalation or friction point).
+trace holds any process signal (a tool call, document, plan step, escalation or friction point),
+and by every fairtrace record whose trace states it (``"escalated": false`` is recorded).
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def _process(o: Observation) -> bool:
     t = o.trace
     return t is not None and bool(t.tool_calls or t.retrieved_documents or t.plan_steps
                                   or t.escalated or t.friction_points)
+
+
+def _process_or_stated(key: str) -> Callable[[Observation], bool]:
+    """Any process signal, or a fairtrace record that states ``key`` (``escalated: false``)."""
+    def carries(o: Observation) -> bool:
+        return _process(o) or (o.trace is not None and key in o.stated)
+
+    return carries
 
 
 def _llm_calls(o: Observation) -> bool:
@@ -88,12 +97,12 @@ SIGNALS: dict[str, Signal] = {
         lambda o: o.trace is not None and bool(o.trace.plan_steps), _mentions("plan", "chain"),
         "no record holds a plan step"),
     "escalations": Signal(
-        _process, _mentions(*_PROCESS_WORDS),
+        _process_or_stated("escalated"), _mentions(*_PROCESS_WORDS),
         "no record holds any process signal (tool call, retrieved document, plan step, "
         "escalation or friction point), so a request without an escalation cannot be told "
         "from one whose escalation was not recorded"),
     "friction points": Signal(
-        _process, _mentions(*_PROCESS_WORDS),
+        _process_or_stated("friction_points"), _mentions(*_PROCESS_WORDS),
         "no record holds any process signal (tool call, retrieved document, plan step, "
         "escalation or friction point), so a request without friction cannot be told from "
         "one whose friction was not recorded"),

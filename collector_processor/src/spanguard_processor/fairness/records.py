@@ -85,6 +85,9 @@ class Observation:
     has_output: bool = True
     # keys the record's trace held that look like a signal but were not read (diagnosis)
     unread: tuple[Unread, ...] = ()
+    # the keys a fairtrace record's trace states explicitly (``escalated``, ...); empty for a
+    # record from spans, where a missing event says nothing by itself
+    stated: frozenset[str] = frozenset()
 
     @property
     def group(self) -> str:
@@ -201,12 +204,22 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         response=_string(data, "response", ""),
         metadata=metadata,
         trace=None if raw_trace is None else parse_fairtrace_trace(raw_trace),
+        stated=_stated(raw_trace, meta.get("spanguard")),
         trace_id=_record_trace_id(meta.get("spanguard")),
         captured=_record_captured(meta.get("spanguard")),
         usage=_record_usage(meta.get("spanguard")),
         has_output=_record_has_output(meta.get("spanguard")),
         unread=_record_unread(meta.get("spanguard")),
     )
+
+
+def _stated(raw_trace: object, block: object) -> frozenset[str]:
+    """The trace keys a fairtrace record states (an ``escalated: false`` is a recorded "no
+    escalation"); none for a record spanguard wrote from spans, which states every key."""
+    if not isinstance(raw_trace, dict) or isinstance(block, dict):
+        return frozenset()
+    keys = tuple(sorted(_TRACE_ALIASES.get(str(k), str(k)) for k in raw_trace))
+    return _share(("k", keys), frozenset, keys)
 
 
 def _record_trace_id(block: object) -> str | None:
