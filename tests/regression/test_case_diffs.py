@@ -22,7 +22,7 @@ def _invoke(*args: str) -> Any:
 def _runs(tmp_path: Path) -> tuple[Path, Path, str]:
     """A baseline that calls both tools and a current run that drops lookup_order."""
     assert _invoke("cases", "build", str(_production(tmp_path)), "-o",
-                   str(tmp_path / "ev")).exit_code == 0
+                   str(tmp_path / "ev"), "--select", "signals").exit_code == 0  # one case
     cases = str(tmp_path / "ev" / "cases.jsonl")
     good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
     write_jsonl(good, [_trace(100).to_dict()])

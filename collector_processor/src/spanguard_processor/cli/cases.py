@@ -14,7 +14,7 @@ from ..regression.loader import Problem
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.results import Failure
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
-from ..regression.select import ClusterHealth
+from ..regression.select import SELECT_MODES, ClusterHealth
 from . import EXIT_FAILED
 from ._common import BadInput
 
@@ -71,6 +71,15 @@ def cases() -> None:
     is_flag=True,
     help="Latency and cost neither select cases (slow/expensive signals) nor limit them.",
 )
+@click.option(
+    "--select",
+    "selection",
+    type=click.Choice(list(SELECT_MODES)),
+    default="coverage",
+    show_default=True,
+    help="coverage: a case for every question and process path; signals: only questions "
+    "with a failure signal (trace2eval's selection).",
+)
 @click.option("--strict", is_flag=True, help="Exit 2 if any input line was skipped.")
 def build(
     inputs: tuple[Path, ...],
@@ -83,6 +92,7 @@ def build(
     ids: str,
     max_line_bytes: int,
     no_timing_checks: bool,
+    selection: str,
     strict: bool,
 ) -> None:
     """Build cases.jsonl, report.md and an expectations template from INPUTS.
@@ -91,11 +101,14 @@ def build(
     files (.gz too), told apart by content. Bad lines are reported by file and line and
     skipped; the rest of the log still counts (--strict makes any skip exit 2).
 
-    Near-duplicate questions (numbers, amounts, ids and dates count as slots) become one case,
-    unless their traces differ in process (tools, escalation, friction, plan length): then
-    each process gets its own case. Every mined check passes on the clean traces it came
-    from; slow or costly cases get a latency/cost limit from their question's own spread
-    (1.5 x its p95, with 8+ clean runs); --no-timing-checks leaves timing out entirely.
+    Every question gets a case (--select coverage), checked against its recorded answer and
+    process; --select signals keeps only questions with a failure signal, as trace2eval does.
+    The share of questions and requests covered is printed. Near-duplicate questions
+    (numbers, amounts, ids and dates count as slots) become one case, unless they took
+    different paths (tools, escalation, friction, plan length, a refusal): then each path
+    gets its own case. Every mined check passes on the clean traces it came from; slow or
+    costly cases get a latency/cost limit from their question's own spread (1.5 x its p95,
+    with 8+ clean runs); --no-timing-checks leaves timing out entirely.
 
     \b
     Example:
@@ -112,6 +125,7 @@ def build(
         sequential_ids=ids == "sequential",
         timing_checks=not no_timing_checks,
         max_line_bytes=max_line_bytes,
+        select=selection,
     )
     try:
         result = build_evalset(list(inputs), options)
@@ -170,6 +184,8 @@ def _build_summary(result: BuildResult) -> list[str]:
         )
     lines.append(f"  {result.below_min_score} below the minimum score")
     lines.append(f"  {result.beyond_limit} beyond the case limit")
+    lines.append(f"  coverage: {_share(result.covered_questions, result.distinct_questions)}"
+                 f", {_share(result.covered_rows, result.rows, 'request(s)')}")
     if result.failing_references:
         lines.append(
             f"  {result.failing_references} trusted reference(s) fail their own checks -- look "
@@ -178,6 +194,11 @@ def _build_summary(result: BuildResult) -> list[str]:
     return lines + _expectation_lines(result) + _health_lines(result.health) + [
         f"report -> {result.report_path.as_posix()}"
     ]
+
+
+def _share(part: int, whole: int, noun: str = "question(s)") -> str:
+    """``3 of 4 question(s) (75%)``."""
+    return f"{part} of {whole} {noun}" + (f" ({part / whole:.0%})" if whole else "")
 
 
 def _expectation_lines(result: BuildResult) -> list[str]:

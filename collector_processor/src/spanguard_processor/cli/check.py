@@ -12,7 +12,13 @@ from ..common.jsonio import write_text_atomic
 from ..common.tracelinks import validate_template
 from ..regression.diff import case_diffs
 from ..regression.diff_report import diffs_markdown
-from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
+from ..regression.gate import (
+    DEFAULT_MIN_LATENCY_CHANGE_MS,
+    RULES,
+    Comparison,
+    GateOptions,
+    compare,
+)
 from ..regression.render import check_junit, render_check
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
@@ -20,6 +26,18 @@ from . import EXIT_FAILED
 from ._common import in_command_terms
 
 __all__ = ["check"]
+
+
+def _fail_line(comparison: Comparison) -> str:
+    """``FAIL: 45 case(s) regressed (45 pass → fail); rule(s) failed: pass_rate, …``."""
+    regressed = comparison.regressed_cases
+    kinds = [f"{len(comparison.behavioural)} pass → fail"] if comparison.behavioural else []
+    if comparison.lost_record and not comparison.allow_missing:
+        kinds.append(f"{len(comparison.lost_record)} without a record")
+    head = f"{len(regressed)} case(s) regressed ({', '.join(kinds)})" if regressed \
+        else "no case regressed"
+    rules = ", ".join(dict.fromkeys(v.metric for v in comparison.violations))
+    return f"FAIL: {head}; rule(s) failed: {rules}"
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -38,6 +56,12 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     "--allow-different-cases",
     is_flag=True,
     help="Compare runs over different case sets (per-case rules use the shared cases).",
+)
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Do not fail when cases that had a record in the baseline have none now (they are "
+    "still listed).",
 )
 @click.option(
     "--min-latency-change-ms",
@@ -66,6 +90,7 @@ def check(
     current: Path,
     tolerance_scale: float,
     allow_different_cases: bool,
+    allow_missing: bool,
     min_latency_change_ms: float,
     markdown: Path | None,
     junit: Path | None,
@@ -79,7 +104,9 @@ def check(
     JSON) over the same cases; anything else exits 2 naming the file and field. A change is a
     regression when it is beyond the tolerance and beyond run-to-run noise (McNemar for
     rates, a case bootstrap for p95 latency and cost); a case that passed and now fails a
-    content or process check, and a case without output, always fail the gate.
+    content or process check fails the gate, and so does a case that had a record in the
+    baseline and has none now (a missing case is not a pass; --allow-missing lists it
+    without failing). The verdict counts the regressed cases and names the failed rules.
 
     Each case that went from pass to fail is shown as a diff of what the baseline and the
     current run did (output, tools, escalation, plan, documents, latency, cost).
@@ -89,7 +116,8 @@ def check(
       spanguard check --baseline runs/baseline.json --current runs/current.json --html check.html
     """
     validate_template(trace_url)
-    options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms)
+    options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms,
+                          allow_missing)
     options.validate()
     base = load_run(baseline)
     cur = load_run(current)
@@ -113,6 +141,6 @@ def check(
                              comparison, tolerance_scale, diffs, trace_url)
         write_text_atomic(html, render_check_html(report))
     if comparison.violations:
-        click.echo(f"\nFAIL: {len(comparison.violations)} regression(s) detected", err=True)
+        click.echo(f"\n{_fail_line(comparison)}", err=True)
         sys.exit(EXIT_FAILED)
     click.echo("\nPASS: no regressions detected")

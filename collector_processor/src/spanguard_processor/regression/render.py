@@ -91,10 +91,17 @@ def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
         parts += ["", "beyond the tolerance but within run-to-run noise (not a regression)"]
         parts += [f"  {line}" for line in comparison.within_noise]
     if comparison.no_output:
-        shown = ", ".join(comparison.no_output[:10])
+        lost = set(comparison.lost_record)
+        shown = ", ".join(c if c in lost else f"{c} (none in the baseline either)"
+                          for c in comparison.no_output[:10])
         more = " …" if len(comparison.no_output) > 10 else ""
         parts += ["", f"cases without output in the current run ({len(comparison.no_output)}): "
                   f"{shown}{more}"]
+    if comparison.allow_missing and comparison.lost_record:
+        listed = ", ".join(comparison.lost_record[:10])
+        more = " …" if len(comparison.lost_record) > 10 else ""
+        parts.append(terms(f"{len(comparison.lost_record)} case(s) lost their record "
+                           f"({listed}{more}), allowed by `allow_missing`"))
     if comparison.missing_cases or comparison.added_cases:
         parts += [
             "",
