@@ -138,3 +138,16 @@ def test_64_loan_applications_give_a_case_per_process_path(tmp_path: Path) -> No
     signals = _cli("cases", "build", log, "-o", tmp_path / "ev_signals", "--select", "signals")
     assert signals.exit_code == 0
     assert len(_cases(tmp_path / "ev_signals")) < len(cases)
+
+
+def test_cases_run_prints_the_cases_without_a_record(tmp_path: Path) -> None:
+    log = _write(tmp_path / "traffic.jsonl", _faq_traffic())
+    assert _cli("cases", "build", log, "-o", tmp_path / "ev").exit_code == 0
+    partial = [t for t in _faq_traffic() if t["input"] != QUESTIONS[2]]
+    result = _cli("cases", "run", "--cases", tmp_path / "ev" / "cases.jsonl", "--traces",
+                  _write(tmp_path / "partial.jsonl", partial), "-o", tmp_path / "partial.json")
+    assert result.exit_code == 0, result.output
+    (missing,) = [c["id"] for c in _cases(tmp_path / "ev") if c["input"] == QUESTIONS[2]]
+    assert "; 1 without output" in result.output
+    assert f"1 case(s) without a record, counted as failed (a missing case is not a pass): " \
+        f"{missing}\n" in result.output

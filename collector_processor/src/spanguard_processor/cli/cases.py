@@ -255,8 +255,8 @@ def run(
 
     A case finds its record by case id, then by the trace it was mined from (a record keyed by
     its source_trace_id, or carrying the same source_trace_id), then by its question text; the
-    counts by kind, and of cases without a record, are printed. The -o file is what `check`
-    reads.
+    counts by kind, and the cases without a record (counted as failed, never as passed), are
+    printed. The -o file is what `check` reads.
 
     \b
     Example:
@@ -280,6 +280,11 @@ def run(
     table = render_metrics(metrics)
     click.echo(table)
     click.echo("\n" + render_matching(result.matching, len(case_list)))
+    unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
+    if unmatched:
+        click.echo(f"{len(unmatched)} case(s) without a record, counted as failed (a missing "
+                   f"case is not a pass): {', '.join(unmatched[:5])}"
+                   + (" …" if len(unmatched) > 5 else ""))
     if case_list and result.matching["unmatched"] == len(case_list):
         click.echo(f"warning: no record in {(outputs or traces[0]).as_posix()} matched any of "
                    f"the {len(case_list)} case(s) by case id, source_trace_id or question "
