@@ -151,3 +151,17 @@ def test_cases_run_prints_the_cases_without_a_record(tmp_path: Path) -> None:
     assert "; 1 without output" in result.output
     assert f"1 case(s) without a record, counted as failed (a missing case is not a pass): " \
         f"{missing}\n" in result.output
+
+
+def test_a_refusal_is_its_own_path_of_the_question(tmp_path: Path) -> None:
+    rows = [{"id": f"r{i}", "input": QUESTIONS[0], "output": ANSWERS[0]} for i in range(3)]
+    rows.append({"id": "r3", "input": QUESTIONS[0], "output": REFUSAL})
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    built = _cli("cases", "build", log, "-o", tmp_path / "ev")
+    assert built.exit_code == 0, built.output
+    cases = _cases(tmp_path / "ev")
+    # the refusal (a failure seed, checked against the clean answers) and the answered path
+    assert [(c["source_trace_id"], c["occurrences_in_log"], c["reference_is_trusted"])
+            for c in cases] == [("r3", 1, False), ("r0", 3, True)]
+    assert "1 cluster(s) of near-duplicate questions split by process" in built.output

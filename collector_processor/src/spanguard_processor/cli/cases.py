@@ -180,7 +180,7 @@ def _build_summary(result: BuildResult) -> list[str]:
     if result.split_by_process:
         lines.append(
             f"  {result.split_by_process} cluster(s) of near-duplicate questions split by "
-            "process (tool set, escalation, friction or plan length differ)"
+            "process (tool set, escalation, friction, plan length or a refusal differ)"
         )
     lines.append(f"  {result.below_min_score} below the minimum score")
     lines.append(f"  {result.beyond_limit} beyond the case limit")
