@@ -254,6 +254,7 @@ def test_latency_jitter_passes_and_a_real_slowdown_fails(tmp_path: Path) -> None
     result = check(base, slow)
     assert result.exit_code == 1, result.output
     assert "| p95_latency_ms |" in result.output and "bootstrap 95% lower bound" in result.output
+    assert result.stderr == "\nFAIL: no case regressed; rule(s) failed: p95_latency_ms\n"
 
 
 def test_without_per_case_figures_the_latency_tolerance_alone_decides(tmp_path: Path) -> None:
