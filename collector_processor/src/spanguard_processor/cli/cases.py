@@ -42,7 +42,14 @@ def cases() -> None:
     help="Output directory.",
 )
 @click.option("--max-cases", type=int, default=50, show_default=True, help="Cap on cases.")
-@click.option("--min-score", type=float, default=1.0, show_default=True, help="Lowest score kept.")
+@click.option(
+    "--min-score",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Lowest signal score that selects a case first (with --select signals: the only ones "
+    "kept).",
+)
 @click.option(
     "--dedup-threshold",
     type=float,
