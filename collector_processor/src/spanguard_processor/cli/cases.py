@@ -13,7 +13,13 @@ from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_ev
 from ..regression.loader import Problem
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.results import Failure
-from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
+from ..regression.run import (
+    RunResult,
+    load_cases,
+    load_outputs,
+    outputs_from_traces,
+    run_cases,
+)
 from ..regression.select import SELECT_MODES, ClusterHealth
 from . import EXIT_FAILED
 from ._common import BadInput
@@ -109,13 +115,12 @@ def build(
     skipped; the rest of the log still counts (--strict makes any skip exit 2).
 
     Every question gets a case (--select coverage), checked against its recorded answer and
-    process; --select signals keeps only questions with a failure signal, as trace2eval does.
-    The share of questions and requests covered is printed. Near-duplicate questions
-    (numbers, amounts, ids and dates count as slots) become one case, unless they took
-    different paths (tools, escalation, friction, plan length, a refusal): then each path
-    gets its own case. Every mined check passes on the clean traces it came from; slow or
-    costly cases get a latency/cost limit from their question's own spread (1.5 x its p95,
-    with 8+ clean runs); --no-timing-checks leaves timing out entirely.
+    process; --select signals keeps only questions with a failure signal, as trace2eval does;
+    the share of questions and requests covered is printed. Near-duplicate questions (numbers,
+    amounts, ids and dates are slots) are one case per path they took (tools, escalation,
+    friction, plan length, a refusal). Every mined check passes on the clean traces it came
+    from; slow or costly cases get a latency/cost limit from their question's own spread
+    (1.5 x its p95, with 8+ clean runs); --no-timing-checks leaves timing out entirely.
 
     \b
     Example:
@@ -286,16 +291,7 @@ def run(
         write_text_atomic(out, result.to_json())
     table = render_metrics(metrics)
     click.echo(table)
-    click.echo("\n" + render_matching(result.matching, len(case_list)))
-    unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
-    if unmatched:
-        click.echo(f"{len(unmatched)} case(s) without a record, counted as failed (a missing "
-                   f"case is not a pass): {', '.join(unmatched[:5])}"
-                   + (" …" if len(unmatched) > 5 else ""))
-    if case_list and result.matching["unmatched"] == len(case_list):
-        click.echo(f"warning: no record in {(outputs or traces[0]).as_posix()} matched any of "
-                   f"the {len(case_list)} case(s) by case id, source_trace_id or question "
-                   "text; this run cannot serve as a baseline.", err=True)
+    _echo_matching(result, len(case_list), outputs or traces[0])
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
@@ -311,6 +307,20 @@ def run(
             err=True,
         )
         sys.exit(EXIT_FAILED)
+
+
+def _echo_matching(result: RunResult, total: int, source: Path) -> None:
+    """How the cases found their records, and the cases that found none (never a pass)."""
+    click.echo("\n" + render_matching(result.matching, total))
+    unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
+    if unmatched:
+        click.echo(f"{len(unmatched)} case(s) without a record, counted as failed (a missing "
+                   f"case is not a pass): {', '.join(unmatched[:5])}"
+                   + (" …" if len(unmatched) > 5 else ""))
+    if total and result.matching["unmatched"] == total:
+        click.echo(f"warning: no record in {source.as_posix()} matched any of the {total} "
+                   "case(s) by case id, source_trace_id or question text; this run cannot "
+                   "serve as a baseline.", err=True)
 
 
 def _show_failures(failures: Sequence[Failure], limit: int = 20) -> None:

@@ -105,8 +105,8 @@ def check(
     regression when it is beyond the tolerance and beyond run-to-run noise (McNemar for
     rates, a case bootstrap for p95 latency and cost); a case that passed and now fails a
     content or process check fails the gate, and so does a case that had a record in the
-    baseline and has none now (a missing case is not a pass; --allow-missing lists it
-    without failing). The verdict counts the regressed cases and names the failed rules.
+    baseline and has none now (a missing case is not a pass; --allow-missing lists it). The
+    verdict counts the regressed cases and names the failed rules.
 
     Each case that went from pass to fail is shown as a diff of what the baseline and the
     current run did (output, tools, escalation, plan, documents, latency, cost).
@@ -118,10 +118,8 @@ def check(
     validate_template(trace_url)
     options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms,
                           allow_missing)
-    options.validate()
-    base = load_run(baseline)
-    cur = load_run(current)
-    comparison = compare(base, cur, options)
+    base, cur = load_run(baseline), load_run(current)
+    comparison = compare(base, cur, options)  # validates the options
     # the gate's notes name parameters (`min_latency_change_ms`): spelled as options once,
     # for the console, Markdown, JUnit and HTML reports alike
     comparison = replace(comparison, within_noise=[in_command_terms(line)
