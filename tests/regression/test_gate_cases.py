@@ -180,7 +180,10 @@ def test_fewer_matched_cases_in_a_trace2eval_run_fail_the_gate(tmp_path: Path) -
     cur = write_run(tmp_path / "c.json", {**passing(5), "c02": None}, trace2eval=True)
     result = check(base, cur)
     assert result.exit_code == 1, result.output
-    assert "| missing | 5 | 4 | 4 case(s) matched a record, 5 in the baseline" in result.output
+    assert "| missing | 5 | 4 | 4 case(s) matched a record, 5 in the baseline: 1 case(s) lost " \
+        "their record (c02)" in result.output
+    assert result.stderr == "\nFAIL: 1 case(s) regressed (1 without a record); rule(s) " \
+        "failed: missing\n"
     assert check(base, cur, "--allow-missing").exit_code == 0
 
 

@@ -27,6 +27,8 @@ from ._common import in_command_terms
 
 __all__ = ["check"]
 
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
 
 def _fail_line(comparison: Comparison) -> str:
     """``FAIL: 45 case(s) regressed (45 pass → fail); rule(s) failed: pass_rate, …``."""
@@ -38,8 +40,6 @@ def _fail_line(comparison: Comparison) -> str:
         else "no case regressed"
     rules = ", ".join(dict.fromkeys(v.metric for v in comparison.violations))
     return f"FAIL: {head}; rule(s) failed: {rules}"
-
-_FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 @click.command()

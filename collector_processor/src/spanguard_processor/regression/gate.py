@@ -12,9 +12,9 @@ The rules, in the order they are listed by ``check``:
   above zero (and, for latency, the rise is at least ``min_latency_change_ms``). Without
   per-case figures (a trace2eval file) the tolerance alone decides.
 * **Cases without output**: a case that had a record in the baseline and has none now fails
-  the gate (for trace2eval files, which list no case outcomes: fewer matched cases than the
-  baseline), unless ``allow_missing``. A missing case is not a pass; a case missing from both
-  runs was never compared and is listed, not gated.
+  the gate (trace2eval files name them in their ``failures``), unless ``allow_missing``. A
+  missing case is not a pass; a case missing from both runs was never compared and is listed,
+  not gated.
 * **A case that passed on the baseline and now fails a content or process check** fails the
   gate (``case_outcomes``): checks are deterministic functions of the output and the process,
   so such a flip is a change in behaviour. A flip explained by timing or cost limits alone
@@ -350,26 +350,22 @@ def _without_output(run: RunFile) -> list[str]:
 def _lost_records(
     baseline: RunFile, current: RunFile, no_output: list[str], shared: list[str] | None
 ) -> list[str]:
-    """Current cases without an output that had one in the baseline (spanguard runs only)."""
-    if baseline.case_results is None:
-        return []
-    return [c for c in no_output if baseline.case_results.get(c) in ("pass", "fail")
+    """Current cases without an output that had one in the baseline."""
+    before = set(_without_output(baseline))
+    known = set(baseline.case_results) if baseline.case_results is not None else None
+    return [c for c in no_output if c not in before and (known is None or c in known)
             and (shared is None or c in shared)]
 
 
 def _missing_rule(baseline: RunFile, current: RunFile, lost: list[str]) -> Violation | None:
     """Fewer matched cases than the baseline: a case without a record is not a pass."""
+    if not lost:
+        return None
     base_matched = baseline.metrics.total - baseline.metrics.missing
     cur_matched = current.metrics.total - current.metrics.missing
-    head = f"{cur_matched} case(s) matched a record, {base_matched} in the baseline"
-    if baseline.case_results is not None and current.case_results is not None:
-        if not lost:
-            return None
-        shown = ", ".join(lost[:3]) + (" …" if len(lost) > 3 else "")
-        rule = f"{head}: {len(lost)} case(s) lost their record ({shown})"
-    elif cur_matched < base_matched:
-        rule = f"{head}: {base_matched - cur_matched} fewer"
-    else:
-        return None
-    return Violation("missing", base_matched, cur_matched,
-                     f"{rule}; a missing case is not a pass")
+    shown = ", ".join(lost[:3]) + (" …" if len(lost) > 3 else "")
+    return Violation(
+        "missing", base_matched, cur_matched,
+        f"{cur_matched} case(s) matched a record, {base_matched} in the baseline: "
+        f"{len(lost)} case(s) lost their record ({shown}); a missing case is not a pass",
+    )
