@@ -12,14 +12,8 @@ from ..common.jsonio import write_text_atomic
 from ..common.tracelinks import validate_template
 from ..regression.diff import case_diffs
 from ..regression.diff_report import diffs_markdown
-from ..regression.gate import (
-    DEFAULT_MIN_LATENCY_CHANGE_MS,
-    RULES,
-    Comparison,
-    GateOptions,
-    compare,
-)
-from ..regression.render import check_junit, render_check
+from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
+from ..regression.render import check_junit, render_check, verdict_line
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
 from . import EXIT_FAILED
@@ -29,17 +23,6 @@ __all__ = ["check"]
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
-
-def _fail_line(comparison: Comparison) -> str:
-    """``FAIL: 45 case(s) regressed (45 pass → fail); rule(s) failed: pass_rate, …``."""
-    regressed = comparison.regressed_cases
-    kinds = [f"{len(comparison.behavioural)} pass → fail"] if comparison.behavioural else []
-    if comparison.lost_record and not comparison.allow_missing:
-        kinds.append(f"{len(comparison.lost_record)} without a record")
-    head = f"{len(regressed)} case(s) regressed ({', '.join(kinds)})" if regressed \
-        else "no case regressed"
-    rules = ", ".join(dict.fromkeys(v.metric for v in comparison.violations))
-    return f"FAIL: {head}; rule(s) failed: {rules}"
 
 
 @click.command()
@@ -130,7 +113,8 @@ def check(
     click.echo(text)
     if markdown is not None:
         extra = diffs_markdown(diffs, trace_url)
-        write_text_atomic(markdown, text + "\n" + ("\n" + extra if extra else ""))
+        write_text_atomic(markdown, text + "\n\n" + f"**{verdict_line(comparison)}**\n"
+                          + ("\n" + extra if extra else ""))
     if junit is not None:
         write_text_atomic(junit, check_junit(comparison, [rule[0] for rule in RULES], diffs,
                                                trace_url))
@@ -139,6 +123,6 @@ def check(
                              comparison, tolerance_scale, diffs, trace_url)
         write_text_atomic(html, render_check_html(report))
     if comparison.violations:
-        click.echo(f"\n{_fail_line(comparison)}", err=True)
+        click.echo(f"\n{verdict_line(comparison)}", err=True)
         sys.exit(EXIT_FAILED)
-    click.echo("\nPASS: no regressions detected")
+    click.echo(f"\n{verdict_line(comparison)}")

@@ -18,6 +18,7 @@ __all__ = [
     "render_metrics",
     "render_violations",
     "run_junit",
+    "verdict_line",
 ]
 
 
@@ -64,6 +65,21 @@ def render_violations(violations: list[Violation]) -> str:
             f"{cell(number(v.current), 16)} | {cell(v.rule, 120)} |"
         )
     return "\n".join(lines)
+
+
+def verdict_line(comparison: Comparison) -> str:
+    """``PASS: no regressions detected``, or ``FAIL: 45 case(s) regressed (45 pass → fail);
+    rule(s) failed: pass_rate, …``: the count is of regressed cases, the rules named apart."""
+    if not comparison.violations:
+        return "PASS: no regressions detected"
+    regressed = comparison.regressed_cases
+    kinds = [f"{len(comparison.behavioural)} pass → fail"] if comparison.behavioural else []
+    if comparison.lost_record and not comparison.allow_missing:
+        kinds.append(f"{len(comparison.lost_record)} without a record")
+    head = f"{len(regressed)} case(s) regressed ({', '.join(kinds)})" if regressed \
+        else "no case regressed"
+    rules = ", ".join(dict.fromkeys(v.metric for v in comparison.violations))
+    return f"FAIL: {head}; rule(s) failed: {rules}"
 
 
 def _as_written(text: str) -> str:
