@@ -9,7 +9,12 @@ simulated time that depends on the template and the outcome, times a jitter fact
 
 Planted changes (``change=``): ``"drop_offer_tool"`` approves without calling
 ``compute_offer`` (same reply text), ``"escalate_self_employed"`` hands every self-employed
-applicant to an underwriter, ``"slower"`` makes the model 60 % slower (for the benchmark).
+applicant to an underwriter, ``"slower"`` makes the model 60 % slower (for the benchmark),
+``"no_bureau"`` stops calling the credit bureau (``credit_check``) and decides from the
+application alone.
+
+``expect=False`` leaves out the ``expect`` block every request otherwise carries: traffic with
+no failure signal at all, as most production traffic is.
 """
 
 from __future__ import annotations
@@ -81,10 +86,11 @@ class LoanAgent:
     """``answer(app)`` serves one application; ``sleep(ms)`` advances the simulated clock."""
 
     def __init__(self, sleep: Callable[[float], None], jitter_seed: int,
-                 change: str | None = None) -> None:
+                 change: str | None = None, expect: bool = True) -> None:
         self.sleep = sleep
         self.rng = random.Random(jitter_seed)
         self.change = change
+        self.expect = expect
 
     def decide(self, app: Application) -> str:
         if self.change == "escalate_self_employed" and app.ctype == "self-employed":
@@ -103,7 +109,8 @@ class LoanAgent:
                     slower = 1.6 if self.change == "slower" else 1.0
                     self.sleep(BASE_MS[outcome] * (1 + 0.2 * app.template) * slower
                                * self.rng.uniform(0.7, 1.3))
-                credit_check(app.income)
+                if self.change != "no_bureau":
+                    credit_check(app.income)
                 if outcome == "approve":
                     if self.change != "drop_offer_tool":
                         compute_offer(app.amount)
@@ -117,7 +124,8 @@ class LoanAgent:
                 else:
                     reply = (f"We are sorry: a loan of {app.amount} USD is too high for an "
                              f"income of {app.income} USD.")
-            req.expect(min_chars=20)
+            if self.expect:
+                req.expect(min_chars=20)
             req.set_output(reply)
         return reply
 
@@ -137,7 +145,7 @@ class SimClock:
 
 
 def serve(apps: list[Application], jitter_seed: int, change: str | None = None,
-          ) -> list[dict[str, Any]]:
+          expect: bool = True) -> list[dict[str, Any]]:
     """Serve ``apps`` in-process; the assembled agent traces as JSON-ready dicts."""
     import opentelemetry.sdk.trace as sdk_trace
 
@@ -145,7 +153,7 @@ def serve(apps: list[Application], jitter_seed: int, change: str | None = None,
     from spanguard_processor.traces.convert import traces_from_readable_spans
 
     clock = SimClock()
-    agent = LoanAgent(clock.sleep, jitter_seed, change)
+    agent = LoanAgent(clock.sleep, jitter_seed, change, expect)
     saved = sdk_trace.time_ns
     sdk_trace.time_ns = clock  # type: ignore[assignment]
     try:

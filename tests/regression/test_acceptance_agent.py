@@ -44,10 +44,13 @@ def _pairs(apps: list[Application]) -> dict[str, tuple[int, str]]:
     return {a.prompt: (a.template, decide(a)) for a in apps}
 
 
-def _trial(folder: Path, trial: int) -> dict[str, int]:
+def _trial(folder: Path, trial: int, count: int = 72, expect: bool = True,
+           changes: tuple[str, ...] = ("drop_offer_tool", "escalate_self_employed"),
+           ) -> dict[str, int]:
     folder.mkdir()
-    apps = applications(72, seed=trial)
-    base_log = _write(folder / "traffic.jsonl", serve(apps, jitter_seed=1000 + trial))
+    apps = applications(count, seed=trial)
+    base_log = _write(folder / "traffic.jsonl", serve(apps, jitter_seed=1000 + trial,
+                                                      expect=expect))
     built = _cli("cases", "build", base_log, "-o", folder / "ev")
     assert built.exit_code == 0, built.output
     cases = [json.loads(line) for line in (folder / "ev" / "cases.jsonl").read_text().splitlines()]
@@ -55,12 +58,25 @@ def _trial(folder: Path, trial: int) -> dict[str, int]:
     assert {pairs[c["input"]] for c in cases} == set(pairs.values())  # every (template, outcome)
     baseline = _run(folder, "baseline", [json.loads(line) for line in base_log.read_text()
                                          .splitlines()])
-    verdicts = {}
-    for name, change in (("unchanged", None), ("drop_offer_tool", "drop_offer_tool"),
-                         ("escalate_self_employed", "escalate_self_employed")):
-        current = _run(folder, name, serve(apps, jitter_seed=2000 + trial, change=change))
+    verdicts = {"cases": len(cases)}
+    for name, change in (("unchanged", None), *((c, c) for c in changes)):
+        current = _run(folder, name, serve(apps, jitter_seed=2000 + trial, change=change,
+                                           expect=expect))
         verdicts[name] = _cli("check", "--baseline", baseline, "--current", current).exit_code
     return verdicts
+
+
+def test_traffic_without_any_signal_is_covered_path_by_path_over_20_trials(
+    tmp_path: Path,
+) -> None:
+    """64 applications with no expect block (nothing signals a failure): every (template,
+    outcome) path still gets a case, so dropping the bureau call or the offer tool fails."""
+    changes = ("no_bureau", "drop_offer_tool", "escalate_self_employed")
+    results = [_trial(tmp_path / f"t{trial}", trial, 64, False, changes)
+               for trial in range(TRIALS)]
+    assert min(r["cases"] for r in results) >= 8
+    for name, verdict in (("unchanged", 0), *((c, 1) for c in changes)):
+        assert Counter(r[name] for r in results) == {verdict: TRIALS}, name
 
 
 def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path: Path) -> None:

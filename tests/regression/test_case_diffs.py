@@ -22,7 +22,7 @@ def _invoke(*args: str) -> Any:
 def _runs(tmp_path: Path) -> tuple[Path, Path, str]:
     """A baseline that calls both tools and a current run that drops lookup_order."""
     assert _invoke("cases", "build", str(_production(tmp_path)), "-o",
-                   str(tmp_path / "ev")).exit_code == 0
+                   str(tmp_path / "ev"), "--select", "signals").exit_code == 0  # one case
     cases = str(tmp_path / "ev" / "cases.jsonl")
     good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
     write_jsonl(good, [_trace(100).to_dict()])
@@ -65,6 +65,9 @@ def test_dropped_tool_call_shows_in_markdown_junit_html_and_console(tmp_path: Pa
     assert ("| **❌ tool calls** | **lookup_order → refund_policy** | "
             "**refund_policy (**missing lookup_order**)** |") in markdown
     assert "- ❌ `tools_include`: tools not called ['lookup_order']" in markdown
+    # the step summary says the verdict as the console does
+    assert "\n**FAIL: 1 case(s) regressed (1 pass → fail); rule(s) failed: case_outcomes**\n" \
+        in markdown
 
     (failure,) = [f for f in ET.parse(tmp_path / "check.xml").getroot().iter("failure")
                   if f.get("type") == "pass_to_fail"]

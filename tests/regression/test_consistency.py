@@ -89,6 +89,6 @@ def test_timing_limits_tolerate_the_question_s_spread(tmp_path: Path) -> None:
 
 
 def test_no_timing_checks_leaves_timing_out_of_selection_and_checks(tmp_path: Path) -> None:
-    cases = _build(tmp_path, "--no-timing-checks")
+    cases = _build(tmp_path, "--no-timing-checks", "--select", "signals")
     assert "How do I reset my password?" not in cases  # it was picked only for being slow
     assert all("trace_checks" not in c for c in cases.values())

@@ -149,8 +149,54 @@ def test_current_cases_without_output_fail_the_gate_and_are_counted(tmp_path: Pa
     cur = write_run(tmp_path / "c.json", {**passing(5), "c01": None, "c03": None})
     result = check(base, cur)
     assert result.exit_code == 1
-    assert "| missing | 0 | 2 | 2 case(s) have no output in the current run |" in result.output
+    assert "| missing | 5 | 3 | 3 case(s) matched a record, 5 in the baseline: 2 case(s) " \
+        "lost their record (c01, c03); a missing case is not a pass |" in result.output
     assert "cases without output in the current run (2): c01, c03" in result.output
+    assert result.stderr == "\nFAIL: 2 case(s) regressed (2 without a record); rule(s) " \
+        "failed: missing\n"
+
+
+def test_allow_missing_lists_the_missing_cases_without_failing(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b.json", passing(5))
+    cur = write_run(tmp_path / "c.json", {**passing(5), "c01": None, "c03": None})
+    result = check(base, cur, "--allow-missing")
+    assert result.exit_code == 0, result.output
+    assert "cases without output in the current run (2): c01, c03" in result.output
+    assert "2 case(s) lost their record (c01, c03), allowed by --allow-missing" in result.output
+
+
+def test_cases_missing_in_both_runs_are_not_a_regression_but_are_listed(tmp_path: Path) -> None:
+    spec = {**passing(5), "c04": None}
+    base = write_run(tmp_path / "b.json", spec)
+    cur = write_run(tmp_path / "c.json", spec)
+    result = check(base, cur)
+    assert result.exit_code == 0, result.output
+    assert "cases without output in the current run (1): c04 (none in the baseline either)" in \
+        result.output
+
+
+def test_fewer_matched_cases_in_a_trace2eval_run_fail_the_gate(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b.json", passing(5), trace2eval=True)
+    cur = write_run(tmp_path / "c.json", {**passing(5), "c02": None}, trace2eval=True)
+    result = check(base, cur)
+    assert result.exit_code == 1, result.output
+    assert "| missing | 5 | 4 | 4 case(s) matched a record, 5 in the baseline: 1 case(s) lost " \
+        "their record (c02)" in result.output
+    assert result.stderr == "\nFAIL: 1 case(s) regressed (1 without a record); rule(s) " \
+        "failed: missing\n"
+    assert check(base, cur, "--allow-missing").exit_code == 0
+
+
+def test_the_verdict_counts_regressed_cases_and_names_the_rules_apart(tmp_path: Path) -> None:
+    spec = passing(60)
+    base = write_run(tmp_path / "b.json", spec)
+    broken = {f"c{i:02d}": ("tools_include",) for i in range(45)}
+    cur = write_run(tmp_path / "c.json", {**spec, **broken})
+    result = check(base, cur)
+    assert result.exit_code == 1
+    assert "cases that went from pass to fail (45): c00, c01" in result.output
+    assert result.stderr == ("\nFAIL: 45 case(s) regressed (45 pass → fail); rule(s) failed: "
+                             "pass_rate, trace_compliance_rate, case_outcomes\n")
 
 
 # --- behaviour, not noise ---------------------------------------------------------------------
@@ -211,6 +257,7 @@ def test_latency_jitter_passes_and_a_real_slowdown_fails(tmp_path: Path) -> None
     result = check(base, slow)
     assert result.exit_code == 1, result.output
     assert "| p95_latency_ms |" in result.output and "bootstrap 95% lower bound" in result.output
+    assert result.stderr == "\nFAIL: no case regressed; rule(s) failed: p95_latency_ms\n"
 
 
 def test_without_per_case_figures_the_latency_tolerance_alone_decides(tmp_path: Path) -> None:

@@ -75,12 +75,16 @@ def test_agent_traces_give_cases_with_process_expectations(tmp_path: Path) -> No
     result = _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev"))
     assert result.exit_code == 0, result.stderr
     assert "  10 of them are agent traces with a process trace" in result.stdout
-    (case,) = [
+    cases = [
         json.loads(line) for line in (tmp_path / "ev" / "cases.jsonl").read_text().splitlines()
     ]
     # The escalated complaint is a different process from its three clean siblings: its own
-    # case (the siblings, with no signal, make none), with checks learned from the siblings.
-    assert case["source_trace_id"] == "req-4" and case["occurrences_in_log"] == 1
+    # case, with checks learned from the siblings; the siblings' path and the shipping
+    # question get a case each too (every path of the traffic is covered).
+    assert [(c["source_trace_id"], c["occurrences_in_log"]) for c in cases] == [
+        ("req-4", 1), ("req-1", 3), ("req-10", 6)]
+    assert "coverage: 3 of 3 question(s) (100%), 10 of 10 request(s) (100%)" in result.stdout
+    case = cases[0]
     assert "  1 cluster(s) of near-duplicate questions split by process" in result.stdout
     assert case["trace_checks"] == [
         {"type": "tools_include", "value": ["lookup_order", "refund_policy"]},
@@ -100,8 +104,9 @@ def test_agent_traces_give_cases_with_process_expectations(tmp_path: Path) -> No
 
 def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_path: Path) -> None:
     assert (
-        _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev")).exit_code
-        == 0
+        _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev"),
+                "--select", "signals").exit_code
+        == 0  # one case: the complaint's question
     )
     cases = str(tmp_path / "ev" / "cases.jsonl")
     good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
@@ -147,7 +152,8 @@ def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_pa
     assert f"| case_outcomes | 1 | 1 | 1 case(s) passed before and now fail a content or " \
         f"process check: {case_id} |" in gate.stdout
     assert f"cases that went from pass to fail (1): {case_id}" in gate.stdout
-    assert gate.stderr == "\nFAIL: 1 regression(s) detected\n"
+    assert gate.stderr == "\nFAIL: 1 case(s) regressed (1 pass → fail); rule(s) failed: " \
+        "case_outcomes\n"
     failures = [
         f.get("message") for f in ET.parse(tmp_path / "check.xml").getroot().iter("failure")
     ]

@@ -13,8 +13,14 @@ from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_ev
 from ..regression.loader import Problem
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.results import Failure
-from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
-from ..regression.select import ClusterHealth
+from ..regression.run import (
+    RunResult,
+    load_cases,
+    load_outputs,
+    outputs_from_traces,
+    run_cases,
+)
+from ..regression.select import SELECT_MODES, ClusterHealth
 from . import EXIT_FAILED
 from ._common import BadInput
 
@@ -42,7 +48,14 @@ def cases() -> None:
     help="Output directory.",
 )
 @click.option("--max-cases", type=int, default=50, show_default=True, help="Cap on cases.")
-@click.option("--min-score", type=float, default=1.0, show_default=True, help="Lowest score kept.")
+@click.option(
+    "--min-score",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Lowest signal score that selects a case first (with --select signals: the only ones "
+    "kept).",
+)
 @click.option(
     "--dedup-threshold",
     type=float,
@@ -71,6 +84,15 @@ def cases() -> None:
     is_flag=True,
     help="Latency and cost neither select cases (slow/expensive signals) nor limit them.",
 )
+@click.option(
+    "--select",
+    "selection",
+    type=click.Choice(list(SELECT_MODES)),
+    default="coverage",
+    show_default=True,
+    help="coverage: a case for every question and process path; signals: only questions "
+    "with a failure signal (trace2eval's selection).",
+)
 @click.option("--strict", is_flag=True, help="Exit 2 if any input line was skipped.")
 def build(
     inputs: tuple[Path, ...],
@@ -83,6 +105,7 @@ def build(
     ids: str,
     max_line_bytes: int,
     no_timing_checks: bool,
+    selection: str,
     strict: bool,
 ) -> None:
     """Build cases.jsonl, report.md and an expectations template from INPUTS.
@@ -91,9 +114,11 @@ def build(
     files (.gz too), told apart by content. Bad lines are reported by file and line and
     skipped; the rest of the log still counts (--strict makes any skip exit 2).
 
-    Near-duplicate questions (numbers, amounts, ids and dates count as slots) become one case,
-    unless their traces differ in process (tools, escalation, friction, plan length): then
-    each process gets its own case. Every mined check passes on the clean traces it came
+    Every question gets a case (--select coverage), checked against its recorded answer and
+    process; --select signals keeps only questions with a failure signal, as trace2eval does;
+    the share of questions and requests covered is printed. Near-duplicate questions (numbers,
+    amounts, ids and dates are slots) are one case per path they took (tools, escalation,
+    friction, plan length, a refusal). Every mined check passes on the clean traces it came
     from; slow or costly cases get a latency/cost limit from their question's own spread
     (1.5 x its p95, with 8+ clean runs); --no-timing-checks leaves timing out entirely.
 
@@ -112,6 +137,7 @@ def build(
         sequential_ids=ids == "sequential",
         timing_checks=not no_timing_checks,
         max_line_bytes=max_line_bytes,
+        select=selection,
     )
     try:
         result = build_evalset(list(inputs), options)
@@ -166,10 +192,12 @@ def _build_summary(result: BuildResult) -> list[str]:
     if result.split_by_process:
         lines.append(
             f"  {result.split_by_process} cluster(s) of near-duplicate questions split by "
-            "process (tool set, escalation, friction or plan length differ)"
+            "process (tool set, escalation, friction, plan length or a refusal differ)"
         )
     lines.append(f"  {result.below_min_score} below the minimum score")
     lines.append(f"  {result.beyond_limit} beyond the case limit")
+    lines.append(f"  coverage: {_share(result.covered_questions, result.distinct_questions)}"
+                 f", {_share(result.covered_rows, result.rows, 'request(s)')}")
     if result.failing_references:
         lines.append(
             f"  {result.failing_references} trusted reference(s) fail their own checks -- look "
@@ -178,6 +206,11 @@ def _build_summary(result: BuildResult) -> list[str]:
     return lines + _expectation_lines(result) + _health_lines(result.health) + [
         f"report -> {result.report_path.as_posix()}"
     ]
+
+
+def _share(part: int, whole: int, noun: str = "question(s)") -> str:
+    """``3 of 4 question(s) (75%)``."""
+    return f"{part} of {whole} {noun}" + (f" ({part / whole:.0%})" if whole else "")
 
 
 def _expectation_lines(result: BuildResult) -> list[str]:
@@ -234,8 +267,8 @@ def run(
 
     A case finds its record by case id, then by the trace it was mined from (a record keyed by
     its source_trace_id, or carrying the same source_trace_id), then by its question text; the
-    counts by kind, and of cases without a record, are printed. The -o file is what `check`
-    reads.
+    counts by kind, and the cases without a record (counted as failed, never as passed), are
+    printed. The -o file is what `check` reads.
 
     \b
     Example:
@@ -258,11 +291,7 @@ def run(
         write_text_atomic(out, result.to_json())
     table = render_metrics(metrics)
     click.echo(table)
-    click.echo("\n" + render_matching(result.matching, len(case_list)))
-    if case_list and result.matching["unmatched"] == len(case_list):
-        click.echo(f"warning: no record in {(outputs or traces[0]).as_posix()} matched any of "
-                   f"the {len(case_list)} case(s) by case id, source_trace_id or question "
-                   "text; this run cannot serve as a baseline.", err=True)
+    _echo_matching(result, len(case_list), outputs or traces[0])
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
@@ -278,6 +307,20 @@ def run(
             err=True,
         )
         sys.exit(EXIT_FAILED)
+
+
+def _echo_matching(result: RunResult, total: int, source: Path) -> None:
+    """How the cases found their records, and the cases that found none (never a pass)."""
+    click.echo("\n" + render_matching(result.matching, total))
+    unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
+    if unmatched:
+        click.echo(f"{len(unmatched)} case(s) without a record, counted as failed (a missing "
+                   f"case is not a pass): {', '.join(unmatched[:5])}"
+                   + (" …" if len(unmatched) > 5 else ""))
+    if total and result.matching["unmatched"] == total:
+        click.echo(f"warning: no record in {source.as_posix()} matched any of the {total} "
+                   "case(s) by case id, source_trace_id or question text; this run cannot "
+                   "serve as a baseline.", err=True)
 
 
 def _show_failures(failures: Sequence[Failure], limit: int = 20) -> None:

@@ -13,7 +13,7 @@ from ..common.tracelinks import validate_template
 from ..regression.diff import case_diffs
 from ..regression.diff_report import diffs_markdown
 from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
-from ..regression.render import check_junit, render_check
+from ..regression.render import check_junit, render_check, verdict_line
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
 from . import EXIT_FAILED
@@ -22,6 +22,7 @@ from ._common import in_command_terms
 __all__ = ["check"]
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
+
 
 
 @click.command()
@@ -38,6 +39,12 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     "--allow-different-cases",
     is_flag=True,
     help="Compare runs over different case sets (per-case rules use the shared cases).",
+)
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Do not fail when cases that had a record in the baseline have none now (they are "
+    "still listed).",
 )
 @click.option(
     "--min-latency-change-ms",
@@ -66,6 +73,7 @@ def check(
     current: Path,
     tolerance_scale: float,
     allow_different_cases: bool,
+    allow_missing: bool,
     min_latency_change_ms: float,
     markdown: Path | None,
     junit: Path | None,
@@ -79,7 +87,9 @@ def check(
     JSON) over the same cases; anything else exits 2 naming the file and field. A change is a
     regression when it is beyond the tolerance and beyond run-to-run noise (McNemar for
     rates, a case bootstrap for p95 latency and cost); a case that passed and now fails a
-    content or process check, and a case without output, always fail the gate.
+    content or process check fails the gate, and so does a case that had a record in the
+    baseline and has none now (a missing case is not a pass; --allow-missing lists it). The
+    verdict counts the regressed cases and names the failed rules.
 
     Each case that went from pass to fail is shown as a diff of what the baseline and the
     current run did (output, tools, escalation, plan, documents, latency, cost).
@@ -89,11 +99,10 @@ def check(
       spanguard check --baseline runs/baseline.json --current runs/current.json --html check.html
     """
     validate_template(trace_url)
-    options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms)
-    options.validate()
-    base = load_run(baseline)
-    cur = load_run(current)
-    comparison = compare(base, cur, options)
+    options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms,
+                          allow_missing)
+    base, cur = load_run(baseline), load_run(current)
+    comparison = compare(base, cur, options)  # validates the options
     # the gate's notes name parameters (`min_latency_change_ms`): spelled as options once,
     # for the console, Markdown, JUnit and HTML reports alike
     comparison = replace(comparison, within_noise=[in_command_terms(line)
@@ -104,7 +113,8 @@ def check(
     click.echo(text)
     if markdown is not None:
         extra = diffs_markdown(diffs, trace_url)
-        write_text_atomic(markdown, text + "\n" + ("\n" + extra if extra else ""))
+        write_text_atomic(markdown, text + "\n\n" + f"**{verdict_line(comparison)}**\n"
+                          + ("\n" + extra if extra else ""))
     if junit is not None:
         write_text_atomic(junit, check_junit(comparison, [rule[0] for rule in RULES], diffs,
                                                trace_url))
@@ -113,6 +123,6 @@ def check(
                              comparison, tolerance_scale, diffs, trace_url)
         write_text_atomic(html, render_check_html(report))
     if comparison.violations:
-        click.echo(f"\nFAIL: {len(comparison.violations)} regression(s) detected", err=True)
+        click.echo(f"\n{verdict_line(comparison)}", err=True)
         sys.exit(EXIT_FAILED)
-    click.echo("\nPASS: no regressions detected")
+    click.echo(f"\n{verdict_line(comparison)}")

@@ -22,7 +22,7 @@ from .case import Case
 from .casebuild import build_cases
 from .loader import DEFAULT_MAX_LINE_BYTES, Problem, load_logs
 from .report import build_report
-from .select import ClusterHealth, cluster_log, select
+from .select import SELECT_MODES, ClusterHealth, cluster_log, select
 
 __all__ = ["BuildOptions", "BuildResult", "NoUsableRows", "build_evalset", "load_matcher"]
 
@@ -38,6 +38,8 @@ class BuildOptions:
     sequential_ids: bool = False
     timing_checks: bool = True
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    #: ``coverage``: a case for every question and path; ``signals``: trace2eval's selection.
+    select: str = "coverage"
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the field (``max_cases``, ``dedup_threshold`` …)."""
@@ -50,6 +52,9 @@ class BuildOptions:
                               f"must be a number in (0, 1], got {self.dedup_threshold}.")
         if self.max_line_bytes < 1:
             raise ConfigError("max_line_bytes", f"must be positive, got {self.max_line_bytes}.")
+        if self.select not in SELECT_MODES:
+            raise ConfigError("select", f"must be one of {', '.join(SELECT_MODES)}, got "
+                              f"{self.select!r}.")
 
 
 class NoUsableRows(InputError):
@@ -85,6 +90,12 @@ class BuildResult:
     template_path: Path | None  # written when no expectations file exists and cases need one
     distinct_questions: int  # clusters, after any split by process (report.md's figure)
     questions_without_signals: int
+    select: str = "coverage"
+    covered_rows: int = 0  # requests in a cluster that became a case
+
+    @property
+    def covered_questions(self) -> int:
+        return len(self.cases)
 
     @property
     def skipped(self) -> int:
@@ -133,6 +144,13 @@ class BuildResult:
             "orphan_expectations": list(self.orphans),
             "custom_matcher": self.custom_matcher,
             "split_by_process": self.split_by_process,
+            "select": self.select,
+            "coverage": {
+                "questions": self.covered_questions,
+                "of_questions": self.distinct_questions,
+                "requests": self.covered_rows,
+                "of_requests": self.rows,
+            },
             "clustering": asdict(self.health),
             "case_ids": [c.id for c in self.cases],
             "files": {
@@ -192,6 +210,7 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildResult:
         cluster_log(loaded.rows, options.dedup_threshold, matcher, options.timing_checks),
         options.max_cases,
         options.min_score,
+        options.select,
     )
     built = build_cases(selection, annotations, options.sequential_ids, options.timing_checks)
     cases = tuple(b.case for b in built)
@@ -215,5 +234,5 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildResult:
         matcher is not None, cases, selection.collapsed, selection.split_by_process,
         selection.below_min_score, selection.beyond_limit, selection.health,
         out / "cases.jsonl", out / "report.md", expectations_path, template,
-        len(selection.clusters), selection.no_signal,
+        len(selection.clusters), selection.no_signal, options.select, selection.covered_rows,
     )

@@ -2,7 +2,10 @@
 
 trace2eval maps every number ≤ 2 to negative, so ``thumbs: 1`` (a thumbs-up) and an eval
 ``score: 0.93`` both become complaints. Here the scale of each feedback field is inferred from
-all the numbers that field holds in the log, then each number is read on that scale.
+all the numbers that field holds in the log, then each number is read on that scale. A field
+whose numbers are all one whole number shows no scale (``rating: 1`` alone may be a 1-5
+rating's worst or a thumbs-up): it is read as trace2eval reads it (≤ 2 negative, ≥ 4
+positive), except ``thumbs``, whose 1 is up.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ _UNIT = Scale("0-1 score", 0.25, 0.75)
 _FIVE = Scale("1-5 rating", 2.0, 4.0)
 _TEN = Scale("1-10 rating", 4.0, 7.0)
 _HUNDRED = Scale("0-100 score", 25.0, 75.0)
+#: trace2eval 0.5.1's reading of any number, for a field whose numbers reveal no scale.
+_TRACE2EVAL = Scale("trace2eval (<= 2 negative, >= 4 positive)", 2.0, 4.0)
 
 
 def infer_scale(key: str, values: Iterable[float]) -> Scale | None:
@@ -82,6 +87,8 @@ def infer_scale(key: str, values: Iterable[float]) -> Scale | None:
         return None
     low, high = numbers[0], numbers[-1]
     integral = all(float(v).is_integer() for v in numbers)
+    if integral and len(numbers) == 1 and key != "thumbs":
+        return _TRACE2EVAL
     if key == "thumbs" or (integral and low >= -1 and high <= 1 and low <= 0):
         return _BINARY11 if low < 0 else _BINARY01
     if low < 0:

@@ -11,7 +11,10 @@ The rules, in the order they are listed by ``check``:
   regression only when a two-sample case bootstrap puts the rise's one-sided 95 % lower bound
   above zero (and, for latency, the rise is at least ``min_latency_change_ms``). Without
   per-case figures (a trace2eval file) the tolerance alone decides.
-* **Cases without output** in the current run fail the gate.
+* **Cases without output**: a case that had a record in the baseline and has none now fails
+  the gate (trace2eval files name them in their ``failures``), unless ``allow_missing``. A
+  missing case is not a pass; a case missing from both runs was never compared and is listed,
+  not gated.
 * **A case that passed on the baseline and now fails a content or process check** fails the
   gate (``case_outcomes``): checks are deterministic functions of the output and the process,
   so such a flip is a change in behaviour. A flip explained by timing or cost limits alone
@@ -87,6 +90,7 @@ class GateOptions:
     tolerance_scale: float = 1.0
     allow_different_cases: bool = False
     min_latency_change_ms: float = DEFAULT_MIN_LATENCY_CHANGE_MS
+    allow_missing: bool = False
 
     def validate(self) -> None:
         if not math.isfinite(self.tolerance_scale) or self.tolerance_scale < 0:
@@ -111,6 +115,17 @@ class Comparison:
     within_noise: list[str] = field(default_factory=list)
     added_cases: list[str] = field(default_factory=list)
     no_output: list[str] = field(default_factory=list)  # current cases without an output
+    #: Current cases without an output that had one in the baseline (gated unless allowed).
+    lost_record: list[str] = field(default_factory=list)
+    #: Cases that passed and now fail a content or process check (gated).
+    behavioural: list[str] = field(default_factory=list)
+    allow_missing: bool = False
+
+    @property
+    def regressed_cases(self) -> list[str]:
+        """The cases the gate fails on: pass → fail on behaviour, and lost records."""
+        lost = [] if self.allow_missing else self.lost_record
+        return list(dict.fromkeys([*self.behavioural, *lost]))
 
 
 def _ids(run: RunFile) -> list[str] | None:
@@ -284,17 +299,11 @@ def compare(
     _check_comparable(baseline, current, options.allow_different_cases)
     gate = _Gate(baseline, current, options)
     gate.aggregate_rules()
-    no_output = [c for c, o in (current.case_results or {}).items() if o == "missing"]
-    missing_now = current.metrics.missing
-    if missing_now:
-        gate.violations.append(
-            Violation(
-                "missing",
-                baseline.metrics.missing,
-                missing_now,
-                f"{missing_now} case(s) have no output in the current run",
-            )
-        )
+    no_output = _without_output(current)
+    lost = _lost_records(baseline, current, no_output, gate.shared)
+    violation = _missing_rule(baseline, current, lost)
+    if violation is not None and not options.allow_missing:
+        gate.violations.append(violation)
     pass_to_fail, fail_to_pass = gate.flips()
     behavioural = [
         c
@@ -325,4 +334,38 @@ def compare(
         gate.within_noise,
         added,
         no_output,
+        lost,
+        behavioural,
+        options.allow_missing,
+    )
+
+
+def _without_output(run: RunFile) -> list[str]:
+    """Cases without a record: from the outcomes, or a trace2eval file's failures list."""
+    if run.case_results is not None:
+        return [c for c, o in run.case_results.items() if o == "missing"]
+    return [f.case_id for f in run.metrics.failures if f.reason == "missing_output"]
+
+
+def _lost_records(
+    baseline: RunFile, current: RunFile, no_output: list[str], shared: list[str] | None
+) -> list[str]:
+    """Current cases without an output that had one in the baseline."""
+    before = set(_without_output(baseline))
+    known = set(baseline.case_results) if baseline.case_results is not None else None
+    return [c for c in no_output if c not in before and (known is None or c in known)
+            and (shared is None or c in shared)]
+
+
+def _missing_rule(baseline: RunFile, current: RunFile, lost: list[str]) -> Violation | None:
+    """Fewer matched cases than the baseline: a case without a record is not a pass."""
+    if not lost:
+        return None
+    base_matched = baseline.metrics.total - baseline.metrics.missing
+    cur_matched = current.metrics.total - current.metrics.missing
+    shown = ", ".join(lost[:3]) + (" …" if len(lost) > 3 else "")
+    return Violation(
+        "missing", base_matched, cur_matched,
+        f"{cur_matched} case(s) matched a record, {base_matched} in the baseline: "
+        f"{len(lost)} case(s) lost their record ({shown}); a missing case is not a pass",
     )

@@ -18,6 +18,7 @@ __all__ = [
     "render_metrics",
     "render_violations",
     "run_junit",
+    "verdict_line",
 ]
 
 
@@ -66,6 +67,21 @@ def render_violations(violations: list[Violation]) -> str:
     return "\n".join(lines)
 
 
+def verdict_line(comparison: Comparison) -> str:
+    """``PASS: no regressions detected``, or ``FAIL: 45 case(s) regressed (45 pass → fail);
+    rule(s) failed: pass_rate, …``: the count is of regressed cases, the rules named apart."""
+    if not comparison.violations:
+        return "PASS: no regressions detected"
+    regressed = comparison.regressed_cases
+    kinds = [f"{len(comparison.behavioural)} pass → fail"] if comparison.behavioural else []
+    if comparison.lost_record and not comparison.allow_missing:
+        kinds.append(f"{len(comparison.lost_record)} without a record")
+    head = f"{len(regressed)} case(s) regressed ({', '.join(kinds)})" if regressed \
+        else "no case regressed"
+    rules = ", ".join(dict.fromkeys(v.metric for v in comparison.violations))
+    return f"FAIL: {head}; rule(s) failed: {rules}"
+
+
 def _as_written(text: str) -> str:
     return text
 
@@ -91,10 +107,17 @@ def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
         parts += ["", "beyond the tolerance but within run-to-run noise (not a regression)"]
         parts += [f"  {line}" for line in comparison.within_noise]
     if comparison.no_output:
-        shown = ", ".join(comparison.no_output[:10])
+        lost = set(comparison.lost_record)
+        shown = ", ".join(c if c in lost else f"{c} (none in the baseline either)"
+                          for c in comparison.no_output[:10])
         more = " …" if len(comparison.no_output) > 10 else ""
         parts += ["", f"cases without output in the current run ({len(comparison.no_output)}): "
                   f"{shown}{more}"]
+    if comparison.allow_missing and comparison.lost_record:
+        listed = ", ".join(comparison.lost_record[:10])
+        more = " …" if len(comparison.lost_record) > 10 else ""
+        parts.append(terms(f"{len(comparison.lost_record)} case(s) lost their record "
+                           f"({listed}{more}), allowed by `allow_missing`"))
     if comparison.missing_cases or comparison.added_cases:
         parts += [
             "",

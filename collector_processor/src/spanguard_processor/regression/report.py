@@ -30,6 +30,10 @@ def number(value: object, digits: int = 4) -> str:
     return str(value)
 
 
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole} ({part / whole:.1%})" if whole else f"{part} of {whole}"
+
+
 def _summary(sel: Selection, cases: Sequence[Case]) -> list[str]:
     weak = [c for c in cases if c.weak]
     failing = [c for c in cases if c.reference_fails]
@@ -50,6 +54,8 @@ def _summary(sel: Selection, cases: Sequence[Case]) -> list[str]:
         *split,
         f"| Questions with no signal | {sel.no_signal} |",
         f"| Cases generated | {len(cases)} |",
+        f"| Questions covered by a case | {_share(len(sel.chosen), len(sel.clusters))} |",
+        f"| Requests covered by a case | {_share(sel.covered_rows, len(sel.rows))} |",
         f"| Log lines collapsed into a case | {sel.collapsed} |",
         f"| Questions below the minimum score | {sel.below_min_score} |",
         f"| Questions beyond the case limit | {sel.beyond_limit} |",

@@ -6,10 +6,14 @@ dates — are replaced by a slot) form one *phrasing group*; groups are clustere
 to the first-created cluster whose representative it is similar to (exact Jaccard via
 :mod:`.dedup`). Rows are keyed by position, never by id.
 
-Then each text cluster is split by *process*: rows whose agent traces differ in tool set,
-escalation, friction or plan length are different behaviours of the agent and become different
-cases, even when their questions read the same (templated traffic). Clusters are kept in the
-order their representatives were visited, so the case limit keeps the highest-scoring ones.
+Then each text cluster is split by *path*: rows whose agent traces differ in tool set,
+escalation, friction or plan length, or whose answers differ in being a refusal, are different
+behaviours of the agent and become different cases, even when their questions read the same
+(templated traffic). Clusters are kept in the order their representatives were visited.
+
+Which clusters become cases (:func:`select`): by default every one (``coverage``), those with
+a failure signal first when the case limit cuts, then the ones holding the most traffic;
+``signals`` is trace2eval's selection (a signal scoring at least ``min_score``).
 """
 
 from __future__ import annotations
@@ -25,13 +29,18 @@ from .sparse_dedup import leader_clusters_sparse
 from .textnorm import fold, shingles, slot_values
 
 __all__ = [
+    "SELECT_MODES",
     "Cluster",
     "ClusterHealth",
     "Selection",
     "cluster_log",
+    "path_signature",
     "process_signature",
     "select",
 ]
+
+#: ``coverage``: a case for every question cluster and path; ``signals``: trace2eval's choice.
+SELECT_MODES = ("coverage", "signals")
 
 
 @dataclass
@@ -76,6 +85,11 @@ class Selection:
     no_signal: int = 0
     below_min_score: int = 0
     beyond_limit: int = 0
+
+    @property
+    def covered_rows(self) -> int:
+        """Requests of the log that belong to a chosen cluster."""
+        return sum(cluster.size for cluster in self.chosen)
 
     def members(self, cluster: Cluster) -> list[int]:
         """Row indices of a cluster in visiting order; the representative first."""
@@ -201,13 +215,23 @@ def process_signature(process: dict[str, Any] | None) -> ProcessSignature | None
     )
 
 
+#: The process signature (None without a process trace) and whether the answer was a refusal.
+PathSignature = tuple[ProcessSignature | None, bool]
+
+
+def path_signature(row: Row) -> PathSignature:
+    """The path a request took: its process signature, and whether the agent refused (its
+    answer holds a fallback phrase)."""
+    return process_signature(row.process), row.fallback is not None
+
+
 def _split_by_process(selection: Selection) -> None:
     split: list[Cluster] = []
     for cluster in selection.clusters:
         members = selection.members(cluster)
-        parts: dict[ProcessSignature | None, list[int]] = {}
+        parts: dict[PathSignature, list[int]] = {}
         for row in members:
-            parts.setdefault(process_signature(selection.rows[row].process), []).append(row)
+            parts.setdefault(path_signature(selection.rows[row]), []).append(row)
         if len(parts) == 1:
             split.append(cluster)
             continue
@@ -221,19 +245,33 @@ def _split_by_process(selection: Selection) -> None:
     selection.clusters = split
 
 
-def select(selection: Selection, max_cases: int, min_score: float) -> Selection:
-    """Keep clusters with a signal and at least ``min_score``, in creation order, capped."""
-    kept: list[Cluster] = []
-    for cluster in selection.clusters:
+def select(
+    selection: Selection, max_cases: int, min_score: float, mode: str = "coverage"
+) -> Selection:
+    """Choose the clusters that become cases, in creation order, at most ``max_cases``.
+
+    ``signals`` (trace2eval): clusters whose representative has a signal scoring at least
+    ``min_score``. ``coverage``: every cluster; when the limit cuts, the signalled ones are
+    kept first, then the rest by the traffic they hold (largest first, then creation order).
+    """
+    if mode not in SELECT_MODES:
+        raise ValueError(f"unknown selection {mode!r}; expected one of {SELECT_MODES}")
+    signalled: list[int] = []
+    for position, cluster in enumerate(selection.clusters):
         value = selection.scores[cluster.representative]
         if value <= 0:
             selection.no_signal += 1
-        elif value < min_score:
+        elif value < min_score and mode == "signals":
             selection.below_min_score += 1
-        else:
-            kept.append(cluster)
-    if len(kept) > max_cases:
-        selection.beyond_limit = len(kept) - max_cases
-        kept = kept[:max_cases]
-    selection.chosen = kept
+        elif value >= min_score:
+            signalled.append(position)
+    if mode == "signals":
+        wanted = signalled
+    else:
+        taken = set(signalled)
+        rest = sorted((p for p in range(len(selection.clusters)) if p not in taken),
+                      key=lambda p: -selection.clusters[p].size)
+        wanted = signalled + rest
+    selection.beyond_limit = max(0, len(wanted) - max_cases)
+    selection.chosen = [selection.clusters[p] for p in sorted(wanted[:max_cases])]
     return selection

@@ -11,6 +11,8 @@ from .checks import looks_like_json
 from .loader import Row
 
 __all__ = [
+    "MIN_COSTLY_EXCESS_USD",
+    "MIN_SLOW_EXCESS_MS",
     "QUALITY_SIGNALS",
     "WEIGHTS",
     "LogContext",
@@ -48,6 +50,12 @@ QUALITY_SIGNALS = frozenset(
 _SHORT_RATIO = 0.5
 _LONG_RATIO = 3.0
 _MIN_PLAUSIBLE = 12
+#: A request is "slow" only this far above the log's p95 (the same floor as `check`'s smallest
+#: latency change): below it the machine's scheduling noise decides, and trace2eval's rule
+#: flags the slowest of any few sub-millisecond requests ("0ms above p95 0ms").
+MIN_SLOW_EXCESS_MS = 10.0
+#: A call is "expensive" only when the excess shows at the printed precision ($0.000001).
+MIN_COSTLY_EXCESS_USD = 0.000001
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +135,12 @@ def compute_signals(row: Row, context: LogContext) -> list[Signal]:
         if row.expect.get("json") and not looks_like_json(row.output):
             add("expected_shape_violated", "expected JSON output, got something else")
     p95 = context.p95_latency_ms
-    if p95 is not None and row.latency_ms is not None and row.latency_ms > p95:
+    if p95 is not None and row.latency_ms is not None \
+            and row.latency_ms - p95 >= MIN_SLOW_EXCESS_MS:
         add("slow_response", f"{row.latency_ms:.0f}ms above p95 {p95:.0f}ms")
     p95c = context.p95_cost_usd
-    if p95c is not None and row.cost_usd is not None and row.cost_usd > p95c:
+    if p95c is not None and row.cost_usd is not None \
+            and row.cost_usd - p95c >= MIN_COSTLY_EXCESS_USD:
         add("expensive_call", f"${row.cost_usd:.6f} above p95 ${p95c:.6f}")
     return signals
 
