@@ -34,6 +34,7 @@ __all__ = [
     "design_mde",
     "deterministic_bound",
     "deterministic_seeds",
+    "discordant_seeds_needed",
     "repeats_needed",
     "resolution",
     "seeds_needed",
@@ -163,3 +164,32 @@ def repeats_needed(seeds: int, groups: int, threshold: float, observed: float,
     if mde <= threshold:
         return max(int(repeats), 1)
     return max(int(repeats), 1) * math.ceil((mde / threshold) ** 2)
+
+
+def discordant_seeds_needed(share: float, threshold: float, alpha: float = 0.05,
+                            spread: float = 1.0) -> int | None:
+    """Seeds for the exact bound to fall below ``threshold`` when a ``share`` of seeds keeps
+    disagreeing; None when it never can (share × spread ≥ threshold)."""
+    from .bounds import clopper_pearson_upper
+
+    if share <= 0.0:
+        return deterministic_seeds(threshold, alpha, spread)
+    if share * spread >= threshold:
+        return None
+
+    def ok(n: int) -> bool:
+        return clopper_pearson_upper(math.floor(share * n), n, alpha) * spread < threshold
+
+    hi = 2
+    while not ok(hi):
+        if hi >= _MAX_SEEDS:
+            return None
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

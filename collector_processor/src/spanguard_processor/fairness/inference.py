@@ -250,9 +250,9 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     worst = bool(flat.any())
     se_seen = np.sqrt(np.maximum(var, 0.0)).reshape(rows, cols)
     if worst:
-        # no variation between seeds: the lower end (and the test) keep what the data show,
-        # every seed agreeing; the upper end, the critical value and the MDE assume the
-        # worst-case variance of the metric's scale, so "shown fair" needs more than agreement
+        # no variation between seeds: the test keeps what the data show, every seed agreeing;
+        # the interval and the critical value assume the worst-case variance of the metric's
+        # scale (the exact bound of :mod:`.bounds` is the tight one for such data)
         wc = worst_case_variance(units.values, scale_of(units.values, scale)) * (
             lmat @ _unit_cov(counts) @ lmat.T)
         wc_full = np.kron(wc, np.eye(cols))
@@ -282,7 +282,9 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     p = min(1.0, len(spans) * min(test_tail(t, float(k))
                                   for t, k in zip(tests, k_star, strict=True)))
     estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
-    lower = _interval(d, se_seen, ks, g)[0]
+    # with no variation seen, the lower end too assumes the worst case: n seeds that agree
+    # do not show a gap to the last digit (one seed refusing one group is not [1, 1])
+    lower = _interval(d, se if worst else se_seen, ks, g)[0]
     upper = _interval(d, se, ks, g)[1]
     if scale_of(units.values, scale) == "rate":
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
