@@ -88,8 +88,7 @@ def _coverage(r: MetricResult, cfg: GateConfig, alpha_missing: bool) -> _Decisio
     if low < cfg.min_coverage:
         return _Decision(Verdict.INCONCLUSIVE, "insufficient_coverage",
                          f"not enough coverage: {group} has {low:.0%} of its variants "
-                         f"(< {cfg.min_coverage:.0%}); rerun the missing variants or pass "
-                         "--allow-partial")
+                         f"(< {cfg.min_coverage:.0%})")
     if alpha_missing:
         return _Decision(Verdict.FAIL, "missingness_depends_on_group",
                          f"missingness depends on the group (Holm p = {_f(r.p_missing)})")
@@ -119,7 +118,7 @@ def _decide(r: MetricResult, cfg: GateConfig) -> _Decision:
                          + f" threshold (point estimate {r.score:.4g} vs {r.threshold:g})")
     if r.direction == "higher":  # counterfactual_stability
         return _Decision(Verdict.REPORT_ONLY, "report_only",
-                         "report-only: no noise model for stability (`--gate point` applies "
+                         "report-only: no noise model for stability (`mode=point` applies "
                          "the threshold)")
     ci = r.confidence_interval
     if r.p_holm is not None and r.p_holm < cfg.alpha and r.score > r.threshold:
@@ -130,7 +129,7 @@ def _decide(r: MetricResult, cfg: GateConfig) -> _Decision:
     if ci is None:
         return _Decision(Verdict.INCONCLUSIVE, "no_interval",
                          f"inconclusive: no interval for this formula (point estimate "
-                         f"{r.score:.4g} vs {r.threshold:g}); `--gate point` gives "
+                         f"{r.score:.4g} vs {r.threshold:g}); `mode=point` gives "
                          "fairtrace's verdict")
     if ci[1] < r.threshold:
         return _Decision(Verdict.PASS, "shown_within_threshold",
