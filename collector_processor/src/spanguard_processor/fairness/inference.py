@@ -55,6 +55,7 @@ __all__ = [
     "largest_k",
     "scale_of",
     "test_critical",
+    "upper_at",
     "variant_units",
     "worst_case_variance",
 ]
@@ -296,6 +297,15 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
         residuals=resid,
         levels=_levels(units)[present], scale=scale_of(units.values, scale),
     )
+
+
+def upper_at(inf: GapInference, alpha: float) -> float:
+    """The studentized simultaneous upper bound of Δ at level 1 − α (α split evenly over
+    the families of contrasts, as in :func:`infer_gap`), clipped to 1 for rates."""
+    share = alpha / len(inf.null_maxes)
+    ks = [quantile(m, 1.0 - share) for m in inf.null_maxes]
+    upper = _interval(inf.contrast, inf.se, ks, int(inf.means.shape[0]))[1]
+    return min(upper, 1.0) if inf.scale == "rate" else upper
 
 
 def test_critical(inf: GapInference, alpha: float) -> FloatArray:

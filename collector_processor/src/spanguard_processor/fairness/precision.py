@@ -14,7 +14,8 @@ from typing import Any
 
 from . import design
 from .bounds import DiscordanceBound, discordance_bound
-from .inference import GapInference, Units
+from .design import STUDENTIZED_SHARE
+from .inference import GapInference, Units, upper_at
 
 __all__ = ["Precision", "precision", "unmeasured"]
 
@@ -39,10 +40,22 @@ def _unit_variance(inf: GapInference) -> float:
 
 def precision(units: Units, inf: GapInference, scale: str, threshold: float, alpha: float,
               power: float) -> Precision:
-    """The interval, MDE and seeds needed for one gap metric with a fitted inference."""
+    """The interval, MDE and seeds needed for one gap metric with a fitted inference.
+
+    The upper end: with no discordant seed, the exact bound at α (the studentized bound then
+    rests on the worst-case variance alone); otherwise the smaller of the exact and the
+    studentized bound, each at α/2, so that their minimum keeps 1 − α coverage
+    (bench/bench_calibration.py measures it)."""
     disc = discordance_bound(units.values, units.seed, units.group, units.n_seeds,
                              units.n_groups, alpha, scale)
-    lower, studentized = inf.interval
+    lower = inf.interval[0]
+    if disc is not None and disc.deterministic:
+        studentized = inf.interval[1]
+    else:
+        studentized = upper_at(inf, alpha * STUDENTIZED_SHARE)
+        if disc is not None:
+            disc = discordance_bound(units.values, units.seed, units.group, units.n_seeds,
+                                     units.n_groups, alpha * (1.0 - STUDENTIZED_SHARE), scale)
     if not math.isfinite(studentized):
         studentized = math.inf
     upper = studentized
@@ -78,8 +91,8 @@ def _power(disc: DiscordanceBound | None, seeds: int, groups: int, repeats: int,
     options = [design.seeds_needed(groups, repeats, scale, threshold, alpha, power,
                                    observed=max(variance, 1e-300))]
     if disc is not None:
-        exact = design.discordant_seeds_needed(disc.discordant / disc.seeds, threshold, alpha,
-                                               spread)
+        exact = design.discordant_seeds_needed(disc.discordant / disc.seeds, threshold,
+                                               alpha * (1.0 - STUDENTIZED_SHARE), spread)
         if exact is not None:
             options.append(exact)
     again = design.repeats_needed(seeds, groups, threshold, variance, repeats, alpha, power)
