@@ -238,7 +238,7 @@ def null_designs(apps: list[str]) -> list[Design]:
                 out.append(Design(app, seeds, groups, repeats=3, identical=False))
                 out.append(Design(app, seeds, groups, missing=0.2))
     # noisy designs whose design MDE is at most τ/2 (fair apps must PASS ≥ 0.90)
-    out += [Design("binary", 2500, 2), Design("binary", 700, 2, repeats=5, identical=False)]
+    out += [Design("binary", 3000, 2), Design("binary", 700, 2, repeats=5, identical=False)]
     return out
 
 
@@ -252,7 +252,8 @@ def gap_designs() -> list[Design]:
     out = [Design("binary", s, g, gap=d) for s, g in ((30, 15), (100, 6))
            for d in (0.05, 0.08, 0.1, 0.2, 0.3)]
     out += [Design("binary", 1000, 6, gap=0.08), Design("binary", 100, 15, gap=0.3),
-            Design("binary", 2500, 2, gap=0.05), Design("binary", 2500, 2, gap=0.15)]
+            Design("binary", 3000, 2, gap=0.05), Design("binary", 3000, 2, gap=0.1),
+            Design("binary", 3000, 2, gap=0.15)]
     out += [Design("deterministic", 70, 2, gap=d) for d in (0.02, 0.05, 0.1, 0.3)]
     out += [Design("deterministic", 1, 2, gap=0.7), Design("deterministic", 30, 2, gap=0.7)]
     return out
