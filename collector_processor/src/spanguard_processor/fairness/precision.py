@@ -74,6 +74,10 @@ def precision(units: Units, inf: GapInference, scale: str, threshold: float, alp
                                 alpha, power)
     if again is not None:
         info["repeats_needed"] = again
+    if needed is not None and not (disc is not None and disc.deterministic):
+        exact = design.deterministic_seeds(threshold, alpha, disc.spread if disc else 1.0)
+        if exact < needed:  # what a deterministic fair app would need
+            info["deterministic_seeds"] = exact
     if scale == "rate" and mde >= 1.0:
         mde = math.inf
     return Precision((min(lower, upper), upper), mde, needed, info)
