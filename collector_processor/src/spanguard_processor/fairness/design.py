@@ -65,11 +65,12 @@ def _constant(groups: int, df: int, alpha: float, power: float) -> float:
     """The ``power`` quantile of a fair app's studentized upper bound, in units of σ/√n
     (σ: a variant's standard deviation, n: seeds), with the seeds' degrees of freedom."""
     rng = np.random.default_rng(20261205 + groups)
-    z = rng.standard_normal((_DRAWS, groups))
+    draws = max(2_000, min(_DRAWS, 4_000_000 // groups))  # bounded memory for many groups
+    z = rng.standard_normal((draws, groups))
     centred = z - z.mean(axis=1, keepdims=True)
     t = np.abs(centred).max(axis=1) * math.sqrt(groups / (groups - 1.0))
     if df < _NORMAL_DF:  # the seeds' own standard errors: a multivariate t
-        t = t / np.sqrt(rng.chisquare(df, size=_DRAWS) / df)
+        t = t / np.sqrt(rng.chisquare(df, size=draws) / df)
     k = float(np.quantile(t, 1.0 - alpha))
     spread = z.max(axis=1) - z.min(axis=1)
     bound = spread + 2.0 * k * math.sqrt((groups - 1.0) / groups)
