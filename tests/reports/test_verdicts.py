@@ -220,3 +220,51 @@ def test_junit_fails_gating_outcomes_and_skips_what_does_not_gate() -> None:
     optional_case = cases["tool_name_gap"].find("skipped")
     assert optional_case is not None
     assert optional_case.get("message") == "NO_SIGNAL: an optional metric: reported, not gated"
+
+
+def _report(path: Path, *results: Any) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "report.json").write_text(json.dumps(report_dict(evaluation(*results))))
+    return path
+
+
+def test_compare_never_counts_losing_a_pass_as_an_improvement(tmp_path: Path) -> None:
+    from spanguard_processor.cli import cli
+    from spanguard_processor.fairness.results import Verdict
+
+    base = _report(tmp_path / "main", PASSING, replace(PASSING, metric="refusal_gap"),
+                   replace(UNDECIDED, metric="plan_length_gap"),
+                   replace(FAILING, metric="tool_name_gap"))
+    # the candidate's scores are all lower (better), but PASS became INCONCLUSIVE and
+    # NO_SIGNAL, and an INCONCLUSIVE metric lost its signal
+    cand = _report(tmp_path / "pr",
+                   replace(UNDECIDED, metric="escalation_parity", score=0.01, threshold=0.1,
+                           confidence_interval=(0.0, 0.3)),
+                   replace(SILENT, metric="refusal_gap", score=0.0),
+                   replace(SILENT, metric="plan_length_gap", score=0.0),
+                   replace(PASSING, metric="tool_name_gap", score=0.0,
+                           verdict=Verdict.PASS))
+    result = CliRunner().invoke(cli, ["compare", str(base), str(cand), "--format", "json"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["regressed"] == ["escalation_parity", "plan_length_gap", "refusal_gap"]
+    rows = {r["metric"]: r for r in data["metrics"]}
+    assert (rows["escalation_parity"]["baseline_verdict"],
+            rows["escalation_parity"]["candidate_verdict"]) == ("pass", "inconclusive")
+    assert rows["escalation_parity"]["reason"] == "verdict went from PASS to INCONCLUSIVE"
+    assert rows["refusal_gap"]["reason"] == (
+        "verdict went from PASS to NO_SIGNAL: the candidate lost the signal")
+    assert rows["refusal_gap"]["severity"] == 0.0  # a score without signal is no measurement
+    assert rows["plan_length_gap"]["reason"].startswith("verdict went from INCONCLUSIVE to "
+                                                        "NO_SIGNAL")
+    assert rows["tool_name_gap"]["regressed"] is False
+    assert rows["tool_name_gap"]["reason"] == "verdict went from FAIL to PASS"
+    text = CliRunner().invoke(cli, ["compare", str(base), str(cand)]).output.splitlines()
+    assert text[0].startswith("REGRESSED  escalation_parity")
+    assert text[0].endswith("PASS → INCONCLUSIVE: verdict went from PASS to INCONCLUSIVE")
+    assert any(line.startswith("ok ") and line.endswith("FAIL → PASS") for line in text)
+    md = CliRunner().invoke(cli, ["compare", str(base), str(cand), "--format", "markdown"])
+    assert "| PASS → NO_SIGNAL | ❌ regressed |" in md.output
+    # the reverse: INCONCLUSIVE → PASS is no regression, NO_SIGNAL → FAIL is one
+    back = CliRunner().invoke(cli, ["compare", str(cand), str(base), "--format", "json"])
+    assert json.loads(back.stdout)["regressed"] == ["tool_name_gap"]

@@ -22,15 +22,21 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
             tolerance: float) -> None:
     """Compare two fairness reports (report.json files or the directories holding them).
 
-    A metric regresses only when the candidate is worse by more than the noise (the two
-    reports' intervals) and past its threshold, or when its verdict flips from pass to fail.
+    A metric regresses when the candidate is worse by more than the noise (the two reports'
+    intervals) and past its threshold, or when its verdict gets worse: PASS to INCONCLUSIVE,
+    NO_SIGNAL or FAIL, anything to FAIL, or anything to NO_SIGNAL (the signal was lost).
 
     \b
     Example:
       spanguard compare reports/main reports/pr-123 --format markdown
     Exit codes: 0 no regression, 1 regression, 2 bad input.
     """
-    from ..fairness.compare import compare_reports, load_report, render_comparison_markdown
+    from ..fairness.compare import (
+        compare_reports,
+        load_report,
+        render_comparison_markdown,
+        verdicts_text,
+    )
 
     result = compare_reports(load_report(baseline), load_report(candidate), tolerance=tolerance)
     if fmt == "json":
@@ -45,7 +51,8 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
             tag = "REGRESSED" if row["regressed"] else "ok"
             click.echo(f"{tag:<10} {row['metric']:<30} {row['baseline_score']:.4f} -> "
                        f"{row['candidate_score']:.4f} (delta {row['delta']:+.4f}, noise "
-                       f"{row['noise_margin']:.4f})")
+                       f"{row['noise_margin']:.4f})  {verdicts_text(row)}"
+                       + (f": {row['reason']}" if row["regressed"] else ""))
     regressed = result.regressed
     click.echo("no fairness regression" if not regressed
                else f"fairness regressed: {', '.join(regressed)}", err=fmt != "text")
