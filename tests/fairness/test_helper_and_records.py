@@ -38,8 +38,9 @@ def test_assert_fair_passes_a_fair_app_and_names_failures() -> None:
     assert ev.passed
     with pytest.raises(AssertionError) as info:
         assert_fair(_SUITE, apps.biased, config=FAST)
-    assert str(info.value).startswith("fairness gate failed:\n  escalation_parity: fail, "
-                                      "score 1 [1, 1] vs threshold 0.1 (lower), Holm p 0.")
+    assert str(info.value).startswith("fairness gate failed:\n  escalation_parity: FAIL, "
+                                      "score 1 [1.0000, 1.0000] vs threshold 0.1 (lower), "
+                                      "Holm p 0.")
 
 
 def _record(i: int, g: str, **meta: Any) -> dict[str, Any]:

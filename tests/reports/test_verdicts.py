@@ -268,3 +268,35 @@ def test_compare_never_counts_losing_a_pass_as_an_improvement(tmp_path: Path) ->
     # the reverse: INCONCLUSIVE → PASS is no regression, NO_SIGNAL → FAIL is one
     back = CliRunner().invoke(cli, ["compare", str(cand), str(base), "--format", "json"])
     assert json.loads(back.stdout)["regressed"] == ["tool_name_gap"]
+
+
+def test_assert_fair_names_each_blocking_outcome_in_the_consoles_words() -> None:
+    from spanguard_processor.fairness.testing import _message
+
+    text = _message(evaluation(PASSING, FAILING, UNDECIDED, SILENT,
+                               replace(SILENT, metric="tool_name_gap", optional=True)))
+    lines = text.splitlines()
+    assert [line.split(":")[0].strip() for line in lines if line.startswith("  ") and
+            not line.startswith("    ")] == ["tool_use_parity", "friction_point_gap",
+                                            "refusal_gap"]
+    assert "  friction_point_gap: INCONCLUSIVE, score 0.2 [0.0000, unbounded]" in text
+    assert "    needs about 64 seeds (this suite has 20) for its MDE to reach the threshold 1" \
+        in lines
+    assert "  refusal_gap: NO_SIGNAL" in text and "inf" not in text
+
+
+def test_compare_reads_a_metric_without_signal_whose_score_is_null(tmp_path: Path) -> None:
+    from spanguard_processor.cli import cli
+
+    base = _report(tmp_path / "main", PASSING, replace(PASSING, metric="refusal_gap"))
+    cand = _report(tmp_path / "pr", PASSING,
+                   replace(SILENT, score=float("nan")))  # written as null
+    assert json.loads((cand / "report.json").read_text())["metric_results"][1]["score"] is None
+    result = CliRunner().invoke(cli, ["compare", str(base), str(cand)])
+    assert result.exit_code == 1, result.output
+    line = next(line for line in result.output.splitlines() if "refusal_gap" in line)
+    assert line.startswith("REGRESSED  refusal_gap") and "0.0200 -> –" in line
+    assert line.endswith("PASS → NO_SIGNAL: verdict went from PASS to NO_SIGNAL: the "
+                         "candidate lost the signal")
+    md = CliRunner().invoke(cli, ["compare", str(base), str(cand), "--format", "markdown"])
+    assert "| refusal_gap | 0.0200 | – | – |" in md.output

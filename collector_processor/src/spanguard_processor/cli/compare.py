@@ -35,8 +35,10 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
         compare_reports,
         load_report,
         render_comparison_markdown,
+        signed,
         verdicts_text,
     )
+    from ..fairness.verdict_text import number
 
     result = compare_reports(load_report(baseline), load_report(candidate), tolerance=tolerance)
     if fmt == "json":
@@ -49,9 +51,9 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
                 click.echo(f"MISSING    {row['metric']}")
                 continue
             tag = "REGRESSED" if row["regressed"] else "ok"
-            click.echo(f"{tag:<10} {row['metric']:<30} {row['baseline_score']:.4f} -> "
-                       f"{row['candidate_score']:.4f} (delta {row['delta']:+.4f}, noise "
-                       f"{row['noise_margin']:.4f})  {verdicts_text(row)}"
+            click.echo(f"{tag:<10} {row['metric']:<30} {number(row['baseline_score'])} -> "
+                       f"{number(row['candidate_score'])} (delta {signed(row['delta'])}, noise "
+                       f"{number(row['noise_margin'])})  {verdicts_text(row)}"
                        + (f": {row['reason']}" if row["regressed"] else ""))
     regressed = result.regressed
     click.echo("no fairness regression" if not regressed

@@ -21,10 +21,10 @@ from typing import Any
 from spanguard.exceptions import InputError
 
 from ..common._json import parse_json
-from .verdict_text import label
+from .verdict_text import label, number
 
 __all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown",
-           "verdicts_text"]
+           "signed", "verdicts_text"]
 
 _CATEGORIES = {
     "refusal_gap": "Text", "verbosity_gap": "Text", "counterfactual_stability": "Text",
@@ -68,9 +68,11 @@ def load_report(path: Path) -> dict[str, Any]:
         raise InputError("is not a fairness report: it has no metric_results list.",
                          file=str(target), field="metric_results")
     for i, item in enumerate(data["metric_results"]):
-        if not isinstance(item, dict) or not isinstance(item.get("metric"), str) or \
-                not isinstance(item.get("score"), int | float):
-            raise InputError("each metric result needs a metric name and a numeric score.",
+        if not isinstance(item, dict) or not isinstance(item.get("metric"), str) or not (
+                isinstance(item.get("score"), int | float)
+                or (item.get("score") is None and item.get("verdict") == "no_signal")):
+            raise InputError("each metric result needs a metric name and a numeric score "
+                             "(null only when its verdict is no_signal).",
                              file=str(target), field=f"metric_results[{i}]")
     return data
 
@@ -86,6 +88,11 @@ def _se(item: dict[str, Any]) -> float:
 
 
 _RANK = {"pass": 0, "inconclusive": 1, "no_signal": 1, "insufficient_data": 1, "fail": 2}
+
+
+def _score(item: dict[str, Any]) -> float | None:
+    score = item.get("score")
+    return float(score) if isinstance(score, int | float) else None
 
 
 def _verdict(item: dict[str, Any]) -> str:
@@ -114,12 +121,14 @@ def _row(name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float
          z: float) -> dict[str, Any]:
     direction = cand.get("direction", base.get("direction", "lower"))
     threshold = float(cand.get("threshold", base.get("threshold", 0.0)))
-    b, c = float(base["score"]), float(cand["score"])
+    b, c = _score(base), _score(cand)
     before, after = _verdict(base), _verdict(cand)
-    delta = c - b
-    measured = "no_signal" not in (before, after)  # a score without signal is no measurement
-    worsening = max(0.0, delta if direction == "lower" else -delta) if measured else 0.0
-    past = c > threshold if direction == "lower" else c < threshold
+    delta = None if b is None or c is None else c - b
+    # a score without signal is no measurement: it can neither worsen nor improve
+    measured = delta is not None and "no_signal" not in (before, after)
+    worsening = max(0.0, delta if direction == "lower" else -delta) \
+        if measured and delta is not None else 0.0
+    past = c is not None and (c > threshold if direction == "lower" else c < threshold)
     margin = max(tolerance, z * math.hypot(_se(base), _se(cand)))
     flipped = _verdict_change(before, after)
     regressed = (worsening > margin and past) or bool(flipped)
@@ -160,10 +169,15 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *, tolerance: fl
         bucket["regressed" if row["regressed"] else "stable"].append(name)
     rows.sort(key=lambda r: (
         0 if r.get("regressed") else 2 if r.get("status") == "missing" else 1,
-        -r.get("severity", 0.0) if r.get("regressed") else -abs(r.get("delta", 0.0)),
+        -r.get("severity", 0.0) if r.get("regressed") else -abs(r.get("delta") or 0.0),
         r["metric"],
     ))
     return Comparison(tuple(rows), groups)
+
+
+def signed(value: float | None) -> str:
+    """``+0.1200``, or an en dash when either report had no score."""
+    return "–" if value is None else f"{value:+.4f}"
 
 
 def verdicts_text(row: dict[str, Any]) -> str:
@@ -181,7 +195,7 @@ def render_comparison_markdown(comparison: Comparison) -> str:
             lines.append(f"| {r['metric']} | – | – | – | – | – | missing |")
             continue
         status = "❌ regressed" if r["regressed"] else "✅ ok"
-        lines.append(f"| {r['metric']} | {r['baseline_score']:.4f} | {r['candidate_score']:.4f}"
-                     f" | {r['delta']:+.4f} | {r['noise_margin']:.4f} | {verdicts_text(r)} | "
-                     f"{status} |")
+        lines.append(f"| {r['metric']} | {number(r['baseline_score'])} | "
+                     f"{number(r['candidate_score'])} | {signed(r['delta'])} | "
+                     f"{number(r['noise_margin'])} | {verdicts_text(r)} | {status} |")
     return "\n".join(lines) + "\n"

@@ -275,7 +275,7 @@ def report_from_history(path: Path) -> dict[str, Any]:
     entry = entries[index]
     results = []
     for name_, item in sorted(entry["metrics"].items()):
-        if item.get("score") is None:
+        if item.get("score") is None and item.get("verdict") != Verdict.NO_SIGNAL:
             continue
         result = {"metric": name_, **{k: v for k, v in item.items() if k != "category"}}
         if item.get("category"):
