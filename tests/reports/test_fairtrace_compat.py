@@ -110,3 +110,27 @@ def test_the_real_fairtrace_compare_reads_two_spanguard_reports(tmp_path: Path) 
                               capture_output=True, text=True, timeout=120, check=False)
     assert markdown.returncode == 0 and markdown.stderr == "", markdown.stderr
     assert "retrieval_exposure_gap" in markdown.stdout
+
+
+def test_fairtrace_compare_reads_a_report_with_every_outcome(tmp_path: Path) -> None:
+    """A metric without signal (whose score is NaN) still has fairtrace's numeric score."""
+    from dataclasses import replace
+
+    from spanguard_processor.fairness.reports import write_reports
+
+    from .verdicts import FAILING, PASSING, SILENT, UNDECIDED, evaluation
+
+    fairtrace = _fairtrace()
+    base, cand = tmp_path / "main", tmp_path / "pr"
+    write_reports(evaluation(PASSING, replace(FAILING, score=0.05), UNDECIDED,
+                             replace(SILENT, verdict="pass", score=0.0)), base)
+    write_reports(evaluation(PASSING, FAILING, UNDECIDED, replace(SILENT, score=math.nan)),
+                  cand)
+    written = json.loads((cand / "report.json").read_text())["metric_results"]
+    assert {r["metric"]: r["score"] for r in written}["refusal_gap"] == 0.0
+    done = subprocess.run([fairtrace, "compare", str(base), str(cand), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    rows = {r["metric"]: r for r in json.loads(done.stdout)["metrics"]}
+    assert rows["tool_use_parity"]["regressed"] is True
+    assert rows["refusal_gap"]["candidate_passed"] is False

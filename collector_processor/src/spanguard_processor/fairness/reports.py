@@ -58,10 +58,18 @@ def strict(value: Any) -> Any:
     return value
 
 
+def _score(r: MetricResult) -> float:
+    """The score; a metric without signal that has no number writes fairtrace's 0.0 for "no
+    data" (fairtrace's readers need a number; ``verdict`` says it measured nothing)."""
+    if r.verdict == Verdict.NO_SIGNAL and not math.isfinite(r.score):
+        return 0.0
+    return r.score
+
+
 def _metric_dict(r: MetricResult, level: float, options: ReportOptions) -> dict[str, Any]:
     return {
         "metric": r.metric,
-        "score": r.score,
+        "score": _score(r),
         "threshold": r.threshold,
         "direction": r.direction,
         "passed": r.passed,
