@@ -209,6 +209,10 @@ def test_junit_fails_gating_outcomes_and_skips_what_does_not_gate() -> None:
     assert {n: f.get("type") for n, f in failures.items() if f is not None} == {
         "tool_use_parity": "fail", "friction_point_gap": "inconclusive",
         "refusal_gap": "no_signal"}
+    silent = failures["refusal_gap"]
+    assert silent is not None and silent.get("message") == (
+        "NO_SIGNAL: no record carries output text; 40 records, none with a response; content "
+        "capture was off?")
     undecided = failures["friction_point_gap"]
     assert undecided is not None and "needs about 64 seeds" in (undecided.text or "")
     assert "underpowered" not in (failures["tool_use_parity"].text or "")  # type: ignore[union-attr]

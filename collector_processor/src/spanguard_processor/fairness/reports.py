@@ -251,9 +251,11 @@ def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
         summary = (f"{label(r.verdict)}: score {number(r.score)} CI {interval_text(r)} "
                    f"threshold {r.threshold:g} ({r.direction}) p {number(r.p_value)} "
                    f"Holm p {number(r.p_holm)}")
-        if r.verdict == Verdict.NO_SIGNAL:
-            summary = f"{label(r.verdict)}: {MEANINGS[Verdict.NO_SIGNAL]}"
-        body = [summary, *filter(None, [reason(r)]), *metric_notes(r), *shown_warnings(r)]
+        notes = metric_notes(r)
+        if r.verdict == Verdict.NO_SIGNAL:  # what it reads and what was seen, not a score
+            summary = f"{label(r.verdict)}: {notes[0] if notes else MEANINGS[r.verdict]}"
+            notes = notes[1:]
+        body = [summary, *filter(None, [reason(r)]), *notes, *shown_warnings(r)]
         if r.metric in skipped_names:
             why = ("an optional metric: reported, not gated" if not r.gating
                    else "allowed by `allow_inconclusive`")
