@@ -23,7 +23,7 @@ from spanguard_processor.fairness.reports import (
 )
 from spanguard_processor.fairness.results import Evaluation
 
-from .verdicts import FAILING, PASSING, SILENT, UNDECIDED, evaluation
+from .verdicts import DIAGNOSIS, FAILING, PASSING, SILENT, UNDECIDED, evaluation
 
 
 def _console(ev: Evaluation, *args: str) -> Result:
@@ -47,6 +47,9 @@ def test_each_outcome_has_its_own_console_line_and_the_gate_names_why() -> None:
     assert "tool_use_parity" in fail and "underpowered" not in result.output
     undecided = lines.index(next(line for line in lines if line.startswith("INCONCLUSIVE")))
     assert "[0.0000, unbounded]" in lines[undecided]
+    assert lines[undecided].endswith(  # the gate's "upper bound inf ≥ 1", said in words
+        "thr 1  inconclusive: the data cannot show the gap within the threshold (no finite "
+        "upper bound, Holm p = 0.5)")
     assert lines[undecided + 1].strip() == (
         "needs about 64 seeds (this suite has 20) for its MDE to reach the threshold 1")
     assert lines[undecided + 2].strip() == (
@@ -54,9 +57,11 @@ def test_each_outcome_has_its_own_console_line_and_the_gate_names_why() -> None:
         "bound it")
     silent = lines.index(next(line for line in lines if line.startswith("NO_SIGNAL")))
     assert lines[silent].split()[1:4] == ["refusal_gap", "–", "–"]
-    assert lines[silent + 1].strip() == (
-        "no record carries output text; 40 records, none with a response; "
-        "content capture was off?")
+    assert lines[silent].endswith("thr 0.1  no record carries output text")
+    assert [line.strip() for line in lines[silent + 1:silent + 4]] == [  # the diagnosis
+        "no output text in 40 record(s)",
+        "24 span(s) named answer with llm.completion: not read",
+        "see docs/attributes.md#foreign-conventions-the-processor-reads."]
     assert "inf" not in result.output.replace("information", "")
     assert lines[-1] == ("fairness gate FAILED: tool_use_parity, friction_point_gap "
                          "(INCONCLUSIVE), refusal_gap (NO_SIGNAL)")
@@ -66,9 +71,16 @@ def test_a_rate_metric_with_an_infinite_bound_shows_the_scale_that_bounds_it() -
     rate = replace(UNDECIDED, metric="escalation_parity", threshold=0.1, seeds_needed=None)
     lines = _console(evaluation(rate)).output.splitlines()
     assert "[0.0000, 1.0000]" in lines[0]
-    assert lines[1].strip().startswith("inconclusive with 20 seed(s): no suite size")
-    assert lines[2].strip() == ("the upper bound 1 is the rate scale's maximum: the data "
-                                "bound it no lower")
+    assert [line.strip() for line in lines[1:-1]] == [
+        "the upper bound 1 is the rate scale's maximum: the data bound it no lower"]
+
+
+def test_the_seeds_needed_are_said_once() -> None:
+    said = replace(UNDECIDED, reason_text=UNDECIDED.reason_text
+                   + "; about 64 seeds (now 20) would let a fair app pass")
+    lines = _console(evaluation(said)).output.splitlines()
+    assert lines[0].endswith("; about 64 seeds (now 20) would let a fair app pass")
+    assert not any("needs about" in line for line in lines)
 
 
 def test_allow_inconclusive_exits_0_with_one_warning_line_per_inconclusive_metric() -> None:
@@ -144,7 +156,7 @@ def test_report_json_says_the_verdict_and_passed_only_for_pass(tmp_path: Path) -
     silent = rows["refusal_gap"]
     assert (silent["signal"], silent["signal_records"], silent["optional"],
             silent["gating"]) == ("output text", 0, False, True)
-    assert silent["diagnosis"].startswith("40 records, none with a response")
+    assert silent["diagnosis"] == DIAGNOSIS
     assert rows["tool_name_gap"]["gating"] is False
     block = data["spanguard"]
     assert block["passed"] is False
@@ -173,9 +185,9 @@ def test_markdown_shows_each_outcome_and_why_it_is_not_pass() -> None:
     assert rows["tool_name_gap"].endswith("| ⛔ NO_SIGNAL (optional, not gated) |")
     why = md.split("## Why not PASS\n\n")[1].split("\n\n")[0].splitlines()
     assert why[0].startswith("- **friction_point_gap** (INCONCLUSIVE): inconclusive: the "
-                             "interval straddles 1; needs about 64 seeds (this suite has 20)")
-    assert why[1] == ("- **refusal_gap** (NO_SIGNAL): no record carries output text; 40 "
-                      "records, none with a response; content capture was off?")
+                             "data cannot show the gap within the threshold (no finite upper "
+                             "bound, Holm p = 0.5); needs about 64 seeds (this suite has 20)")
+    assert why[1] == f"- **refusal_gap** (NO_SIGNAL): no record carries output text; {DIAGNOSIS}"
     assert "underpowered" not in md and "a warning that stays" in md
     assert "inf" not in md.replace("information", "")
 
@@ -187,7 +199,7 @@ def test_html_shows_each_outcome(tmp_path: Path) -> None:
                           ("no_signal", "NO_SIGNAL")):
         assert f'<span class="{verdict}">{text}</span>' in html
     assert "needs about 64 seeds (this suite has 20)" in html
-    assert "no record carries output text; 40 records" in html
+    assert "no record carries output text" in html and DIAGNOSIS in html
     assert html.count("<svg") == 3  # nothing to draw for the metric without signal
     assert "inf" not in html.replace("information", "")
     assert "underpowered" not in html
@@ -211,8 +223,9 @@ def test_junit_fails_gating_outcomes_and_skips_what_does_not_gate() -> None:
         "refusal_gap": "no_signal"}
     silent = failures["refusal_gap"]
     assert silent is not None and silent.get("message") == (
-        "NO_SIGNAL: no record carries output text; 40 records, none with a response; content "
-        "capture was off?")
+        "NO_SIGNAL: no record carries output text")
+    assert (silent.text or "").splitlines() == ["NO_SIGNAL: no record carries output text",
+                                                DIAGNOSIS]
     undecided = failures["friction_point_gap"]
     assert undecided is not None and "needs about 64 seeds" in (undecided.text or "")
     assert "underpowered" not in (failures["tool_use_parity"].text or "")  # type: ignore[union-attr]

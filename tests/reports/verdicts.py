@@ -30,11 +30,15 @@ FAILING = result("tool_use_parity", Verdict.FAIL, score=0.9, ci=(0.7, 1.0), p_ho
                            "0.5 or more, over twice the threshold 0.1; add seeds.",
                            "a warning that stays"))
 UNDECIDED = result("friction_point_gap", Verdict.INCONCLUSIVE, score=0.2, ci=(0.0, math.inf),
-                   threshold=1.0, seeds_needed=64, reason="inconclusive",
-                   reason_text="inconclusive: the interval straddles 1")
+                   threshold=1.0, seeds_needed=64, reason="not_shown_within_threshold",
+                   reason_text="inconclusive: the data cannot show the gap within the threshold "
+                               "(upper bound inf ≥ 1, Holm p = 0.5)")
+DIAGNOSIS = ("no output text in 40 record(s); 24 span(s) named answer with llm.completion: not "
+             "read; see docs/attributes.md#foreign-conventions-the-processor-reads.")
 SILENT = result("refusal_gap", Verdict.NO_SIGNAL, score=0.0, ci=None, signal="output text",
-                signal_records=0, reason="no_signal", reason_text="no signal",
-                diagnosis="40 records, none with a response; content capture was off?")
+                signal_records=0, reason="no_signal",
+                reason_text="no signal: no record carries output text; " + DIAGNOSIS,
+                diagnosis=DIAGNOSIS)
 
 
 def evaluation(*results: MetricResult, allow_inconclusive: bool = False) -> Evaluation:

@@ -145,8 +145,9 @@ def metric_lines(r: Any) -> list[str]:
     interval = "–" if silent else interval_text(r)
     lines = [f"{label(r.verdict):<12} {r.metric:<30} {score:>10} {interval:<20} "
              f"thr {r.threshold:g}  {in_command_terms(reason(r), mode='--gate')}".rstrip()]
-    lines += [f"{'':<13}{in_command_terms(note)}" for note in metric_notes(r)]
-    if not r.passed and not silent and r.evidence:  # the top counterfactual pair
+    lines += [f"{'':<13}{in_command_terms(part)}" for note in metric_notes(r)
+              for part in note.split("; ")]  # a diagnosis lists what was seen, one a line
+    if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence:  # the top pair
         lines.append(f"{'':<13}{r.evidence[0].headline}")
     return lines
 

@@ -108,7 +108,7 @@ def _verdict_change(before: str, after: str) -> str:
     """Why a verdict change regresses ("" when it does not): losing a PASS, losing the
     signal, or reaching FAIL. A PASS that became INCONCLUSIVE or NO_SIGNAL is never an
     improvement, whatever the scores say."""
-    if before == after:
+    if before == after or "report_only" in (before, after):  # stability: never gating
         return ""
     if after == "no_signal":
         return f"verdict went from {label(before)} to NO_SIGNAL: the candidate lost the signal"

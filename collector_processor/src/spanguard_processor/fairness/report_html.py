@@ -34,7 +34,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;
 table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #d0d7de;padding:4px 8px}
 th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#1a7f37}.fail{color:#cf222e}.inconclusive,.insufficient_data{color:#9a6700}
-.no_signal{color:#57606a}.note{color:#57606a}
+.no_signal,.report_only{color:#57606a}.note{color:#57606a}
 section{margin:1.5rem 0;padding-top:.5rem;border-top:1px solid #d0d7de}
 svg text{font-size:12px;fill:#1b1f24}svg text.tick{font-size:10px;fill:#57606a}
 svg text.head{font-weight:600}.warn{color:#9a6700}h2 span{font-size:.8em}
@@ -125,7 +125,8 @@ def _chart(r: MetricResult) -> str:
 
 
 def _verdict(r: MetricResult) -> str:
-    text = label(r.verdict) + ("" if r.gating else " (optional, not gated)")
+    text = label(r.verdict) + (" (optional, not gated)"
+                               if not r.gating and r.verdict == Verdict.NO_SIGNAL else "")
     return f'<span class="{escape(r.verdict)}">{escape(text)}</span>'
 
 

@@ -20,6 +20,7 @@ from .report_html import render_html
 from .results import Evaluation, MetricResult, RecordMap, Verdict
 from .verdict_text import (
     MEANINGS,
+    REPORT_ONLY,
     gate_summary,
     interval_text,
     label,
@@ -167,7 +168,8 @@ _STATUS: dict[str, str] = {
 
 def _status(r: MetricResult) -> str:
     text = _STATUS.get(r.verdict, label(r.verdict))
-    return text + (" (optional, not gated)" if not r.gating else "")
+    return text + (" (optional, not gated)" if not r.gating and r.verdict == Verdict.NO_SIGNAL
+                   else "")
 
 
 def _counts(ev: Evaluation) -> str:
@@ -201,19 +203,16 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
             f"{'–' if silent else interval_text(r)} | {r.threshold:g} ({r.direction}) | "
             f"{number(r.p_value)} | {number(r.p_holm)} | {number(r.mde)} | {_status(r)} |"
         )
-    undecided = [r for r in ev.results if r.verdict != Verdict.PASS and (
+    undecided = [r for r in ev.results if r.verdict not in (Verdict.PASS, REPORT_ONLY) and (
         r.verdict != Verdict.FAIL or metric_notes(r))]
     if undecided:
         lines += ["", "## Why not PASS", ""]
         for r in undecided:
-            said = reason(r) or MEANINGS.get(r.verdict, "")
-            notes = metric_notes(r)
-            why = "; ".join(notes if r.verdict == Verdict.NO_SIGNAL and notes
-                            else [said, *notes])
+            why = "; ".join([reason(r) or MEANINGS.get(r.verdict, ""), *metric_notes(r)])
             lines.append(f"- **{r.metric}** ({label(r.verdict)}): {why}")
     warned = [(r.metric, w) for r in ev.results for w in shown_warnings(r)]
     failing = [r for r in ev.results
-               if not r.passed and r.verdict != Verdict.NO_SIGNAL and r.evidence]
+               if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence]
     if failing:
         lines += ["", "## Evidence", "",
                   "The seeds contributing most to each metric's gap that did not pass: the same "
@@ -253,11 +252,13 @@ def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
                    f"Holm p {number(r.p_holm)}")
         notes = metric_notes(r)
         if r.verdict == Verdict.NO_SIGNAL:  # what it reads and what was seen, not a score
-            summary = f"{label(r.verdict)}: {notes[0] if notes else MEANINGS[r.verdict]}"
-            notes = notes[1:]
-        body = [summary, *filter(None, [reason(r)]), *notes, *shown_warnings(r)]
+            summary = f"{label(r.verdict)}: {reason(r)}"
+        body = [summary, *([] if r.verdict == Verdict.NO_SIGNAL else [reason(r)]), *notes,
+                *shown_warnings(r)]
+        body = [line for line in body if line]
         if r.metric in skipped_names:
-            why = ("an optional metric: reported, not gated" if not r.gating
+            why = ("report-only: never gating" if r.verdict == REPORT_ONLY
+                   else "an optional metric: reported, not gated" if not r.gating
                    else "allowed by `allow_inconclusive`")
             skip = ET.SubElement(case, "skipped", message=f"{label(r.verdict)}: {why}")
             skip.text = "\n".join(body)

@@ -15,24 +15,40 @@ same words, built here from a :class:`~.results.MetricResult`:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from .registry import get_metric
 from .results import Evaluation, MetricResult, Verdict
 
-__all__ = ["LABELS", "MEANINGS", "bound_note", "gate_summary", "interval_text", "label",
-           "metric_notes", "not_gated", "number", "reason", "shown_warnings", "tolerated",
-           "verdict_counts"]
+__all__ = [
+    "LABELS",
+    "MEANINGS",
+    "REPORT_ONLY",
+    "bound_note",
+    "gate_summary",
+    "interval_text",
+    "label",
+    "metric_notes",
+    "not_gated",
+    "number",
+    "reason",
+    "shown_warnings",
+    "tolerated",
+    "verdict_counts",
+]
 
+REPORT_ONLY = "report_only"  # shown, never gating (the gate's verdict for stability)
 LABELS: dict[str, str] = {
     Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.INCONCLUSIVE: "INCONCLUSIVE",
-    Verdict.NO_SIGNAL: "NO_SIGNAL", Verdict.PENDING: "PENDING",
+    Verdict.NO_SIGNAL: "NO_SIGNAL", Verdict.PENDING: "PENDING", REPORT_ONLY: "REPORT_ONLY",
 }
 MEANINGS: dict[str, str] = {
     Verdict.PASS: "the data show the gap within the threshold",
     Verdict.FAIL: "the data show the gap beyond the threshold",
     Verdict.INCONCLUSIVE: "the data show neither: the interval straddles the threshold",
     Verdict.NO_SIGNAL: "no record carries what the metric reads",
+    REPORT_ONLY: "reported, never gating",
 }
 _ORDER = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE, Verdict.NO_SIGNAL)
 
@@ -83,40 +99,48 @@ def bound_note(r: MetricResult) -> str:
     return "" if ci is None else _upper(r, ci[1])[1]
 
 
+_INF_BOUND = re.compile(r"upper bound inf ≥ [^,;)]+")
+_INF = re.compile(r"(?<![\w.])-?inf(?![\w])")
+
+
 def reason(r: MetricResult) -> str:
-    """The gate's reason for the verdict, without an "underpowered" remark on a FAIL."""
-    if r.verdict != Verdict.FAIL:
-        return r.reason_text
-    return r.reason_text.replace(" (underpowered)", "").replace("; underpowered", "")
+    """The gate's reason for the verdict as a reader needs it: no "underpowered" remark on a
+    FAIL, no ``inf`` (an infinite bound reads "no finite upper bound"), and for a NO_SIGNAL
+    metric what it reads (:func:`metric_notes` gives what was seen instead)."""
+    if r.verdict == Verdict.NO_SIGNAL:
+        return f"no record carries {r.signal or 'what this metric reads'}"
+    text = r.reason_text
+    if r.verdict == Verdict.FAIL:
+        text = text.replace(" (underpowered)", "").replace("; underpowered", "")
+    text = _INF_BOUND.sub("no finite upper bound", text)
+    return _INF.sub("unbounded", text)
 
 
 def shown_warnings(r: MetricResult) -> tuple[str, ...]:
     """The warnings worth showing beside the verdict: "underpowered" is dropped where the
     suite was large enough to decide (a FAIL) or where there was nothing to measure."""
-    if r.verdict in (Verdict.FAIL, Verdict.NO_SIGNAL):
+    if r.verdict in (Verdict.FAIL, Verdict.NO_SIGNAL, REPORT_ONLY):
         return tuple(w for w in r.warnings if not w.startswith("underpowered"))
     return r.warnings
 
 
 def metric_notes(r: MetricResult) -> list[str]:
-    """What a reader needs beside the verdict: the diagnosis of a NO_SIGNAL metric, the suite
-    size an INCONCLUSIVE one would need, and why an interval has no finite bound."""
+    """What a reader needs beside the verdict and its reason: what a NO_SIGNAL metric saw
+    instead (its diagnosis), the suite size an INCONCLUSIVE one would need (unless the reason
+    says it), and why an interval has no finite upper bound."""
     notes: list[str] = []
     if r.verdict == Verdict.NO_SIGNAL:
-        reads = r.signal or "what this metric reads"
-        notes.append(f"no record carries {reads}"
-                     + (f"; {r.diagnosis}" if r.diagnosis else ""))
+        if r.diagnosis:
+            notes.append(r.diagnosis)
         if r.optional:
             notes.append("optional: reported, not gated")
-    elif r.verdict == Verdict.INCONCLUSIVE:
-        if r.seeds_needed is not None:
-            notes.append(f"needs about {r.seeds_needed} seeds (this suite has {r.seeds}) for "
-                         f"its MDE to reach the threshold {r.threshold:g}")
-        else:
-            notes.append(f"inconclusive with {r.seeds} seed(s): no suite size was found at "
-                         "which its MDE reaches the threshold (add repeats for a noisy app)")
+        return notes
+    if r.verdict == Verdict.INCONCLUSIVE and r.seeds_needed is not None \
+            and f"{r.seeds_needed} seeds" not in r.reason_text:
+        notes.append(f"needs about {r.seeds_needed} seeds (this suite has {r.seeds}) for "
+                     f"its MDE to reach the threshold {r.threshold:g}")
     note = bound_note(r)
-    if note and r.verdict != Verdict.NO_SIGNAL:
+    if note:
         notes.append(note)
     return notes
 
@@ -130,8 +154,9 @@ def tolerated(ev: Evaluation) -> list[MetricResult]:
 
 
 def not_gated(ev: Evaluation) -> list[MetricResult]:
-    """Metrics reported but not gated (optional metrics without signal)."""
-    return [r for r in ev.results if not r.gating]
+    """Optional metrics without signal: reported, not gated (report-only metrics, which
+    never gate, are not listed)."""
+    return [r for r in ev.results if not r.gating and r.verdict == Verdict.NO_SIGNAL]
 
 
 def verdict_counts(results: Sequence[MetricResult]) -> dict[str, int]:
