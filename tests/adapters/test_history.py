@@ -17,11 +17,12 @@ _APPS = "tests.fairness.apps"
 
 
 def _suite(tmp_path: Path) -> Path:
+    # 40 agreeing seeds bound a fair app's gap under 0.1 (1 − 0.05^(1/40) = 0.072): it can PASS
     path = tmp_path / "suite.json"
     path.write_text(json.dumps({
         "dataset": {"prompts": [
             {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
-             "attributes": {"gender": ["man", "woman"]}} for i in range(10)]},
+             "attributes": {"gender": ["man", "woman"]}} for i in range(40)]},
         "metrics": [{"type": "tool_use_parity"}, {"type": "escalation_parity"}],
     }))
     return path
