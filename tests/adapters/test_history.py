@@ -221,3 +221,14 @@ def test_history_and_trends_say_every_outcome(tmp_path: Path) -> None:
     compared = CliRunner().invoke(cli, ["compare", f"{history}@0", f"{history}@1"])
     assert compared.exit_code == 1
     assert compared.output.endswith("fairness regressed: escalation_parity\n")
+
+
+def test_a_first_run_without_signal_has_no_trend_line(tmp_path: Path) -> None:
+    from spanguard_processor.fairness.history import record_run, trend_lines
+    from tests.reports.verdicts import SILENT, evaluation
+
+    rows = record_run(evaluation(SILENT), tmp_path, "test", label="first")
+    assert rows[0]["change"] == "no signal" and trend_lines(rows) == []
+    again = record_run(evaluation(SILENT), tmp_path, "test", label="second")
+    assert trend_lines(again) == ["trend refusal_gap                    – NO_SIGNAL → – NO_SIGNAL"
+                                  "  no signal"]

@@ -274,6 +274,8 @@ def test_compare_never_counts_losing_a_pass_as_an_improvement(tmp_path: Path) ->
     assert rows["refusal_gap"]["severity"] == 0.0  # a score without signal is no measurement
     assert rows["plan_length_gap"]["reason"].startswith("verdict went from INCONCLUSIVE to "
                                                         "NO_SIGNAL")
+    assert (rows["plan_length_gap"]["candidate_score"], rows["plan_length_gap"]["delta"]) == (
+        None, None)  # its 0.0 measured nothing
     assert rows["tool_name_gap"]["regressed"] is False
     assert rows["tool_name_gap"]["reason"] == "verdict went from FAIL to PASS"
     text = CliRunner().invoke(cli, ["compare", str(base), str(cand)]).output.splitlines()

@@ -121,13 +121,12 @@ def _row(name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float
          z: float) -> dict[str, Any]:
     direction = cand.get("direction", base.get("direction", "lower"))
     threshold = float(cand.get("threshold", base.get("threshold", 0.0)))
-    b, c = _score(base), _score(cand)
     before, after = _verdict(base), _verdict(cand)
+    # a score without signal is no measurement: shown as none, it can neither worsen nor improve
+    b = None if before == "no_signal" else _score(base)
+    c = None if after == "no_signal" else _score(cand)
     delta = None if b is None or c is None else c - b
-    # a score without signal is no measurement: it can neither worsen nor improve
-    measured = delta is not None and "no_signal" not in (before, after)
-    worsening = max(0.0, delta if direction == "lower" else -delta) \
-        if measured and delta is not None else 0.0
+    worsening = 0.0 if delta is None else max(0.0, delta if direction == "lower" else -delta)
     past = c is not None and (c > threshold if direction == "lower" else c < threshold)
     margin = max(tolerance, z * math.hypot(_se(base), _se(cand)))
     flipped = _verdict_change(before, after)

@@ -212,7 +212,9 @@ def trend_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The trend for the terminal: one line per metric that has earlier runs."""
     lines = []
     for row in rows:
-        if row["change"] == "new":
+        earlier = any(v is not None for v in (*row["previous_scores"],
+                                               *row.get("previous_verdicts", ())))
+        if row["change"] == "new" or not earlier:
             continue
         history = trend_points([*row["previous_scores"], row["score"]],
                         [*row["previous_verdicts"], row["verdict"]])
