@@ -21,7 +21,7 @@ from spanguard_processor.fairness.reports import (
     report_dict,
     write_reports,
 )
-from spanguard_processor.fairness.results import Evaluation
+from spanguard_processor.fairness.results import Evaluation, Verdict
 
 from .verdicts import DIAGNOSIS, FAILING, PASSING, SILENT, UNDECIDED, evaluation
 
@@ -320,3 +320,40 @@ def test_compare_reads_a_metric_without_signal_whose_score_is_null(tmp_path: Pat
                          "candidate lost the signal")
     md = CliRunner().invoke(cli, ["compare", str(base), str(cand), "--format", "markdown"])
     assert "| refusal_gap | 0.0200 | – | – |" in md.output
+
+
+_STABILITY = replace(PASSING, metric="counterfactual_stability", direction="higher",
+                     threshold=0.75, score=0.6, verdict="report_only", passed=False,
+                     reason="report_only",
+                     reason_text="report-only: no noise model for stability")
+
+
+@pytest.mark.skipif(not hasattr(Verdict, "REPORT_ONLY"),
+                    reason="the gate's report-only verdict is not in this tree")
+def test_a_report_only_metric_is_shown_and_never_gates() -> None:
+    result = _console(evaluation(PASSING, _STABILITY))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1].startswith("REPORT_ONLY  counterfactual_stability")
+    assert lines[-1] == "fairness gate PASSED"
+    junit = ElementTree.fromstring(render_junit(evaluation(PASSING, _STABILITY)))
+    skipped = junit.find("./testsuite/testcase[@name='counterfactual_stability']/skipped")
+    assert skipped is not None and skipped.get("message") == (
+        "REPORT_ONLY: report-only: never gating")
+    md = render_markdown(evaluation(PASSING, _STABILITY))
+    assert "## Why not PASS" not in md and "| REPORT_ONLY |" in md
+
+
+def test_compare_never_calls_a_metric_turning_report_only_a_regression(
+        tmp_path: Path) -> None:
+    from spanguard_processor.cli import cli
+
+    base = _report(tmp_path / "main", PASSING, replace(_STABILITY, verdict=Verdict.PASS,
+                                                       passed=True))
+    cand = _report(tmp_path / "pr", PASSING, _STABILITY)
+    result = CliRunner().invoke(cli, ["compare", str(base), str(cand), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    row = next(r for r in json.loads(result.stdout)["metrics"]
+               if r["metric"] == "counterfactual_stability")
+    assert (row["baseline_verdict"], row["candidate_verdict"], row["regressed"]) == (
+        "pass", "report_only", False)
