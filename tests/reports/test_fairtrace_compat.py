@@ -134,3 +134,40 @@ def test_fairtrace_compare_reads_a_report_with_every_outcome(tmp_path: Path) -> 
     rows = {r["metric"]: r for r in json.loads(done.stdout)["metrics"]}
     assert rows["tool_use_parity"]["regressed"] is True
     assert rows["refusal_gap"]["candidate_passed"] is False
+
+
+def test_fairtrace_compare_reads_every_built_in_metric_both_ways(tmp_path: Path) -> None:
+    """Two random suites over every built-in metric: each metric that changed regresses in
+    one direction, so fairtrace builds its evidence from every metric's details."""
+    from spanguard_processor.fairness.metrics import metric_names
+    from tests.fairness.conftest import random_balanced_records
+
+    fairtrace = _fairtrace()
+    names = metric_names()
+    reports = []
+    for seed in (1, 2):
+        records = random_balanced_records(random.Random(seed), 12, ["x", "y", "z"])
+        suite = tmp_path / f"suite{seed}.json"
+        suite.write_text(json.dumps({
+            "dataset": {"variants": [{k: r[k] for k in ("id", "seed_id", "prompt",
+                                                        "assignments")} for r in records]},
+            "metrics": [{"type": m} for m in names]}))
+        data = tmp_path / f"records{seed}.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in records))
+        out = tmp_path / f"run{seed}"
+        result = CliRunner().invoke(cli, ["fairness", str(suite), str(data), "-o", str(out),
+                                          *_FAST])
+        assert result.exit_code in (0, 1), result.output
+        reports.append(out)
+    regressed: set[str] = set()
+    for base, cand in (reports, reports[::-1]):
+        done = subprocess.run([fairtrace, "compare", str(base), str(cand), "--format", "json"],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        rows = json.loads(done.stdout)["metrics"]
+        assert {r["metric"] for r in rows} == set(names)
+        regressed |= {r["metric"] for r in rows if r.get("regressed")}
+    scores = [{r["metric"]: r["score"] for r in json.loads(
+        (out / "report.json").read_text())["metric_results"]} for out in reports]
+    changed = {m for m in names if scores[0][m] != scores[1][m]}
+    assert len(changed) >= 10 and regressed == changed
