@@ -183,6 +183,9 @@ def test_markdown_shows_each_outcome_and_why_it_is_not_pass() -> None:
     assert rows["refusal_gap"] == ("| refusal_gap | – | – | 0.1 (lower) | 0.5000 | 0.5000 | "
                                    "0.0800 | ⛔ NO_SIGNAL |")
     assert rows["tool_name_gap"].endswith("| ⛔ NO_SIGNAL (optional, not gated) |")
+    assert ("_PASS: the data show the gap within the threshold; FAIL: the data show the gap "
+            "beyond the threshold; INCONCLUSIVE: the data show neither: the interval straddles "
+            "the threshold; NO_SIGNAL: no record carries what the metric reads._") in md
     why = md.split("## Why not PASS\n\n")[1].split("\n\n")[0].splitlines()
     assert why[0].startswith("- **friction_point_gap** (INCONCLUSIVE): inconclusive: the "
                              "data cannot show the gap within the threshold (no finite upper "

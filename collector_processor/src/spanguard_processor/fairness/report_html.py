@@ -14,6 +14,7 @@ from .verdict_text import (
     gate_summary,
     interval_text,
     label,
+    legend,
     metric_notes,
     reason,
     shown_warnings,
@@ -178,6 +179,7 @@ def render_html(ev: Evaluation, options: ReportOptions | None = None) -> str:
         f", alpha {cfg.alpha:g}; {cfg.level:.0%} simultaneous intervals of the largest "
         f"difference between true group means (seed-cluster bootstrap-t, "
         f"{max(cfg.bootstrap_samples, 2000)} resamples).</p>"
-        + _summary_table(ev) + "".join(_section(r, options) for r in ev.results)
+        + _summary_table(ev) + f'<p class="note">{escape(legend(ev.results))}.</p>'
+        + "".join(_section(r, options) for r in ev.results)
         + "</body></html>\n"
     )

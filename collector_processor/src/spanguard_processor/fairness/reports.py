@@ -24,6 +24,7 @@ from .verdict_text import (
     gate_summary,
     interval_text,
     label,
+    legend,
     metric_notes,
     not_gated,
     number,
@@ -203,6 +204,8 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
             f"{'–' if silent else interval_text(r)} | {r.threshold:g} ({r.direction}) | "
             f"{number(r.p_value)} | {number(r.p_holm)} | {number(r.mde)} | {_status(r)} |"
         )
+    if ev.results:
+        lines += ["", f"_{legend(ev.results)}._"]
     undecided = [r for r in ev.results if r.verdict not in (Verdict.PASS, REPORT_ONLY) and (
         r.verdict != Verdict.FAIL or metric_notes(r))]
     if undecided:

@@ -29,6 +29,7 @@ __all__ = [
     "gate_summary",
     "interval_text",
     "label",
+    "legend",
     "metric_notes",
     "not_gated",
     "number",
@@ -165,6 +166,13 @@ def verdict_counts(results: Sequence[MetricResult]) -> dict[str, int]:
     for r in results:
         counts[str(r.verdict)] = counts.get(str(r.verdict), 0) + 1
     return counts
+
+
+def legend(results: Sequence[MetricResult]) -> str:
+    """What each outcome present means, in order: ``PASS: the data show …; FAIL: …``."""
+    present = {str(r.verdict) for r in results}
+    return "; ".join(f"{label(v)}: {MEANINGS[v]}" for v in (*_ORDER, REPORT_ONLY)
+                     if v in present)
 
 
 def gate_summary(ev: Evaluation) -> str:
