@@ -217,7 +217,7 @@ def trend_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         if row["change"] == "new" or not earlier:
             continue
         history = trend_points([*row["previous_scores"], row["score"]],
-                        [*row["previous_verdicts"], row["verdict"]])
+                               [*row["previous_verdicts"], row["verdict"]])
         delta = "" if row["delta"] is None else f" ({row['delta']:+.4f})"
         lines.append(f"trend {row['metric']:<30} {history}  {_ARROW[row['change']]}{delta}")
     return lines
