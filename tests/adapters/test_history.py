@@ -4,7 +4,9 @@ trend, and ``spanguard compare`` reads history entries."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -15,11 +17,12 @@ _APPS = "tests.fairness.apps"
 
 
 def _suite(tmp_path: Path) -> Path:
+    # 40 agreeing seeds bound a fair app's gap under 0.1 (1 − 0.05^(1/40) = 0.072): it can PASS
     path = tmp_path / "suite.json"
     path.write_text(json.dumps({
         "dataset": {"prompts": [
             {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
-             "attributes": {"gender": ["man", "woman"]}} for i in range(10)]},
+             "attributes": {"gender": ["man", "woman"]}} for i in range(40)]},
         "metrics": [{"type": "tool_use_parity"}, {"type": "escalation_parity"}],
     }))
     return path
@@ -36,7 +39,7 @@ def test_each_run_appends_history_and_reports_show_the_trend(tmp_path: Path) -> 
     assert _run(suite, "fair", out) == 0
     first_md = (out / "report.md").read_text()
     assert "## Trend (against the previous 0 run(s))" in first_md
-    assert "| tool_use_parity | – | 0.0000 | new |" in first_md
+    assert "| tool_use_parity | – | 0.0000 PASS | new |" in first_md
     assert _run(suite, "biased", out) == 1
     lines = (out / "history.jsonl").read_text().splitlines()
     assert len(lines) == 2
@@ -46,7 +49,7 @@ def test_each_run_appends_history_and_reports_show_the_trend(tmp_path: Path) -> 
     assert set(second["metrics"]["tool_use_parity"]) >= {"score", "passed", "direction",
                                                          "threshold", "confidence_interval"}
     md = (out / "report.md").read_text()
-    assert "| tool_use_parity | 0.0000 | 1.0000 | ↑ worse (+1.0000) |" in md
+    assert "| tool_use_parity | 0.0000 PASS | 1.0000 FAIL | ↑ worse (+1.0000) |" in md
     report = json.loads((out / "report.json").read_text())
     trend = report["spanguard"]["trend"]
     assert trend["previous_runs"] == 1
@@ -111,8 +114,8 @@ def test_trends_never_mix_suites_and_history_lists_runs_per_suite(tmp_path: Path
     assert first.exit_code == 0 and "trend " not in first.output
     second = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:biased", "-o",
                                       str(out), "--label", "pr-7", *_FAST])
-    assert "trend tool_use_parity                0.0000 → 1.0000  ↑ worse (+1.0000)" in \
-        second.output
+    assert "trend tool_use_parity                0.0000 PASS → 1.0000 FAIL  ↑ worse (+1.0000)" \
+        in second.output
     other = tmp_path / "other.json"  # another suite in the same folder: a trend of its own
     other.write_text(suite.read_text().replace("asks.", "asks again."))
     third = CliRunner().invoke(cli, ["run", str(other), "--app", f"{_APPS}:fair", "-o",
@@ -129,14 +132,14 @@ def test_trends_never_mix_suites_and_history_lists_runs_per_suite(tmp_path: Path
     assert lines[1].split()[:2] == ["@0", "main"] and lines[1].endswith("PASSED")
     assert lines[2].split()[:2] == ["@1", "pr-7"]
     assert lines[2].endswith("FAILED: escalation_parity, tool_use_parity")
-    assert "  trend tool_use_parity                0.0000 → 1.0000" in lines
+    assert "  trend tool_use_parity                0.0000 PASS → 1.0000 FAIL" in lines
     assert any(line.startswith("suite 2 (sha256 ") and line.endswith("): 1 run(s)")
                for line in lines)
     empty = CliRunner().invoke(cli, ["history", str(tmp_path / "nowhere")])
     assert empty.exit_code == 2
     assert empty.output == (f"Error: {tmp_path / 'nowhere' / 'history.jsonl'}: there is no run "
-                            "history here; `spanguard run -o DIR` and `spanguard fairness -o "
-                            "DIR` record one.\n")
+                            "history here or below it; `spanguard run -o DIR` and `spanguard "
+                            "fairness -o DIR` record one.\n")
 
 
 def test_the_label_defaults_to_the_git_commit(tmp_path: Path) -> None:
@@ -151,3 +154,81 @@ def test_the_label_defaults_to_the_git_commit(tmp_path: Path) -> None:
     assert _run(suite, "fair", out) == 0
     entry = json.loads((out / "history.jsonl").read_text())
     assert entry["label"] == commit
+
+
+def test_history_finds_the_runs_below_a_folder_of_branches(tmp_path: Path,
+                                                           monkeypatch: Any) -> None:
+    """docs/quickstart.md writes reports/main and reports/pr; `spanguard history reports/`
+    lists both, each with its own runs and trends (never mixed)."""
+    monkeypatch.chdir(tmp_path)
+    suite = _suite(tmp_path)
+    assert _run(suite, "fair", Path("reports/main")) == 0
+    assert _run(suite, "biased", Path("reports/pr")) == 1
+    assert _run(suite, "fair", Path("reports/pr")) == 0
+    (tmp_path / "reports" / ".cache").mkdir()  # a hidden folder is not searched
+    (tmp_path / "reports" / ".cache" / "history.jsonl").write_text("{not json\n")
+    listed = CliRunner().invoke(cli, ["history", "reports/"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert lines[0] == "reports/main/history.jsonl:"
+    assert lines[1].startswith("  suite 1 (sha256 ") and lines[1].endswith("): 1 run(s)")
+    pr = lines.index("reports/pr/history.jsonl:")
+    assert lines[pr + 1].endswith("): 2 run(s)")
+    assert lines[pr + 2].split()[0] == "@0"
+    assert lines[pr + 2].endswith("FAILED: escalation_parity, tool_use_parity")
+    assert lines[pr + 3].endswith("PASSED")
+    assert "    trend tool_use_parity                1.0000 FAIL → 0.0000 PASS" in lines
+    data = json.loads(CliRunner().invoke(cli, ["history", "reports", "--format",
+                                               "json"]).stdout)
+    assert [h["file"] for h in data["histories"]] == ["reports/main/history.jsonl",
+                                                      "reports/pr/history.jsonl"]
+    assert data["histories"][1]["suites"][0]["verdicts"]["tool_use_parity"] == ["fail", "pass"]
+    # a folder with its own history lists it as before, without a header
+    own = CliRunner().invoke(cli, ["history", "reports/pr"])
+    assert own.exit_code == 0 and own.output.startswith("suite 1 (sha256 ")
+
+
+def test_history_and_trends_say_every_outcome(tmp_path: Path) -> None:
+    from spanguard_processor.fairness.history import record_run
+    from spanguard_processor.fairness.reports import write_reports
+    from tests.reports.verdicts import PASSING, SILENT, UNDECIDED, evaluation
+
+    out = tmp_path / "out"
+    silent = replace(SILENT, metric="escalation_parity")
+    runs = [evaluation(PASSING, UNDECIDED), evaluation(silent, UNDECIDED),
+            evaluation(PASSING, replace(UNDECIDED, score=0.1))]
+    rows = []
+    for number, ev in enumerate(runs):
+        write_reports(ev, out)
+        rows.append(record_run(ev, out, "test", label=f"run{number}"))
+    lost = {r["metric"]: r for r in rows[1]}["escalation_parity"]
+    assert (lost["score"], lost["verdict"], lost["change"]) == (None, "no_signal", "no signal")
+    back = {r["metric"]: r for r in rows[2]}["escalation_parity"]
+    assert back["previous_scores"] == [0.02, None]  # the NO_SIGNAL run measured nothing
+    assert back["change"] == "unchanged"
+    md = (out / "report.md").read_text()
+    assert ("| escalation_parity | 0.0200 PASS → – NO_SIGNAL | 0.0200 PASS | = unchanged "
+            "(+0.0000) |") in md
+    listed = CliRunner().invoke(cli, ["history", str(out)])
+    lines = listed.output.splitlines()
+    assert lines[1].endswith("FAILED: friction_point_gap (INCONCLUSIVE)")
+    assert lines[2].endswith("FAILED: escalation_parity (NO_SIGNAL), friction_point_gap "
+                             "(INCONCLUSIVE)")
+    assert "  trend escalation_parity              0.0200 PASS → – NO_SIGNAL → 0.0200 PASS" \
+        in lines
+    # compare reads the entries' verdicts: losing the signal is a regression
+    history = out / "history.jsonl"
+    compared = CliRunner().invoke(cli, ["compare", f"{history}@0", f"{history}@1"])
+    assert compared.exit_code == 1
+    assert compared.output.endswith("fairness regressed: escalation_parity\n")
+
+
+def test_a_first_run_without_signal_has_no_trend_line(tmp_path: Path) -> None:
+    from spanguard_processor.fairness.history import record_run, trend_lines
+    from tests.reports.verdicts import SILENT, evaluation
+
+    rows = record_run(evaluation(SILENT), tmp_path, "test", label="first")
+    assert rows[0]["change"] == "no signal" and trend_lines(rows) == []
+    again = record_run(evaluation(SILENT), tmp_path, "test", label="second")
+    assert trend_lines(again) == ["trend refusal_gap                    – NO_SIGNAL → – NO_SIGNAL"
+                                  "  no signal"]

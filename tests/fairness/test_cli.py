@@ -267,5 +267,7 @@ def test_a_metric_no_record_is_valid_for_is_insufficient_data_with_two_attribute
     path.write_text(json.dumps(records))
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(path), *_FAST])
     assert result.exit_code == 1, result.output
-    assert "NO_SIGNAL         token_gap" in result.output
-    assert result.output.endswith("fairness gate FAILED: token_gap, refusal_gap\n")
+    assert "NO_SIGNAL" in next(line for line in result.output.splitlines()
+                               if " token_gap " in line)
+    assert result.output.endswith("fairness gate FAILED: token_gap (NO_SIGNAL), "
+                                  "refusal_gap (INCONCLUSIVE)\n")

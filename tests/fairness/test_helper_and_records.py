@@ -38,7 +38,7 @@ def test_assert_fair_passes_a_fair_app_and_names_failures() -> None:
     assert ev.passed
     with pytest.raises(AssertionError) as info:
         assert_fair(_SUITE, apps.biased, config=FAST)
-    assert str(info.value).startswith("fairness gate failed:\n  escalation_parity: fail, "
+    assert str(info.value).startswith("fairness gate failed:\n  escalation_parity: FAIL, "
                                       "score 1 [0.")
     assert "] vs threshold 0.1 (lower), Holm p 0." in str(info.value)
 

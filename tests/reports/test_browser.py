@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from spanguard_processor.fairness.verdict_text import label
+
 from .browser import INSTALL_HINT, Browser, find_chromium
 from .data import INTERSECTIONAL_METRICS, METRICS, fairness_reports, regression_report
 
@@ -101,11 +103,11 @@ def test_fairness_report_renders_one_chart_per_metric(
         assert any(label.startswith("threshold ") for label in chart["labels"]), chart
     for metric, result in results.items():
         assert metric in facts["text"]
-        assert result["verdict"].replace("_", " ") in facts["text"]
+        assert label(result["verdict"]) in facts["text"]  # PASS, FAIL, INCONCLUSIVE, …
     if name == "candidate":  # its bias is beyond the threshold in refusals and tool use
-        failed = {m for m, r in results.items() if not r["passed"]}
+        failed = {m for m, r in results.items() if r["verdict"] == "fail"}
         assert {"refusal_gap", "tool_use_parity"} <= failed
-        assert facts["text"].count("fail") >= len(failed)
+        assert facts["text"].count("FAIL") >= len(failed)
     if name == "intersectional":  # 18 groups with labels like "age=20, gender=man, race=Asian"
         assert all(len(results[m]["groups"]) == 18 for m in metrics)
     # every metric's counterfactual pairs are on the page, as its report.json lists them

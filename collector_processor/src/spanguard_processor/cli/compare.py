@@ -22,15 +22,23 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
             tolerance: float) -> None:
     """Compare two fairness reports (report.json files or the directories holding them).
 
-    A metric regresses only when the candidate is worse by more than the noise (the two
-    reports' intervals) and past its threshold, or when its verdict flips from pass to fail.
+    A metric regresses when the candidate is worse by more than the noise (the two reports'
+    intervals) and past its threshold, or when its verdict gets worse: PASS to INCONCLUSIVE,
+    NO_SIGNAL or FAIL, anything to FAIL, or anything to NO_SIGNAL (the signal was lost).
 
     \b
     Example:
       spanguard compare reports/main reports/pr-123 --format markdown
     Exit codes: 0 no regression, 1 regression, 2 bad input.
     """
-    from ..fairness.compare import compare_reports, load_report, render_comparison_markdown
+    from ..fairness.compare import (
+        compare_reports,
+        load_report,
+        render_comparison_markdown,
+        signed,
+        verdicts_text,
+    )
+    from ..fairness.verdict_text import number
 
     result = compare_reports(load_report(baseline), load_report(candidate), tolerance=tolerance)
     if fmt == "json":
@@ -43,9 +51,10 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
                 click.echo(f"MISSING    {row['metric']}")
                 continue
             tag = "REGRESSED" if row["regressed"] else "ok"
-            click.echo(f"{tag:<10} {row['metric']:<30} {row['baseline_score']:.4f} -> "
-                       f"{row['candidate_score']:.4f} (delta {row['delta']:+.4f}, noise "
-                       f"{row['noise_margin']:.4f})")
+            click.echo(f"{tag:<10} {row['metric']:<30} {number(row['baseline_score'])} -> "
+                       f"{number(row['candidate_score'])} (delta {signed(row['delta'])}, noise "
+                       f"{number(row['noise_margin'])})  {verdicts_text(row)}"
+                       + (f": {row['reason']}" if row["regressed"] else ""))
     regressed = result.regressed
     click.echo("no fairness regression" if not regressed
                else f"fairness regressed: {', '.join(regressed)}", err=fmt != "text")

@@ -13,7 +13,8 @@ from spanguard.exceptions import ConfigError
 
 from ._common import in_command_terms
 
-__all__ = ["evaluation_options", "fairness", "finish", "gate_config", "report_options"]
+__all__ = ["evaluation_options", "fairness", "finish", "gate_config", "metric_lines",
+           "report_options"]
 
 
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -92,9 +93,12 @@ def report_options(trace_url: str | None, redact: bool) -> Any:
 
 def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
            options: Any = None, *, label: str | None = None) -> None:
-    """Write the reports, print the summary, exit 0 (pass) or 1 (gate failed)."""
+    """Write the reports, print a line per metric (PASS, FAIL, INCONCLUSIVE or NO_SIGNAL, with
+    what a reader needs beside it) and the gate's verdict, then exit 0 (passed) or 1: the
+    printed verdict and the exit code come from the same ``ev.passed``."""
     from ..fairness.evidence_report import ReportOptions
     from ..fairness.reports import render_markdown, report_dict, write_reports
+    from ..fairness.verdict_text import gate_summary, tolerated
 
     options = options or ReportOptions()
     if output is not None:
@@ -114,20 +118,39 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
         click.echo(render_markdown(ev, options), nl=False)
     else:
         for r in ev.results:
-            ci = r.confidence_interval
-            interval = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "–"
-            click.echo(f"{r.verdict.upper():<17} {r.metric:<30} {r.score:10.4f} {interval:<20} "
-                       f"thr {r.threshold:g}  {in_command_terms(r.reason_text, mode='--gate')}")
-            if not r.passed and r.evidence:  # the top counterfactual pair, in one line
-                click.echo(f"{'':<17} {r.evidence[0].headline}")
+            for line in metric_lines(r):
+                click.echo(line)
         if output is not None:
             click.echo(f"reports written to {output}")
-    verdict = "PASSED" if ev.passed else "FAILED"
-    failed = ", ".join(ev.failed_metrics)
-    click.echo(f"fairness gate {verdict}" + (f": {failed}" if failed else "")
+    for r in tolerated(ev):  # one warning line per INCONCLUSIVE metric let through
+        needs = (f"; about {r.seeds_needed} seeds would decide it" if r.seeds_needed
+                 else "")
+        click.echo(f"warning: {r.metric} is INCONCLUSIVE (neither shown within nor beyond "
+                   f"its threshold {r.threshold:g}{needs}); allowed by --allow-inconclusive",
+                   err=fmt != "text")
+    click.echo(in_command_terms(f"fairness gate {gate_summary(ev)}")
                + (f"; {len(ev.errors)} app error(s)" if ev.errors else ""),
                err=fmt != "text")
     ctx.exit(0 if ev.passed else 1)
+
+
+def metric_lines(r: Any) -> list[str]:
+    """A metric on the terminal: its verdict line, then indented notes (the diagnosis of a
+    NO_SIGNAL metric, the seeds an INCONCLUSIVE one needs, why an interval is unbounded)
+    and the top counterfactual pair of a metric that did not pass."""
+    from ..fairness.results import Verdict
+    from ..fairness.verdict_text import interval_text, label, metric_notes, number, reason
+
+    silent = r.verdict == Verdict.NO_SIGNAL  # nothing was measured: no score to show
+    score = "–" if silent else number(r.score)
+    interval = "–" if silent else interval_text(r)
+    lines = [f"{label(r.verdict):<12} {r.metric:<30} {score:>10} {interval:<20} "
+             f"thr {r.threshold:g}  {in_command_terms(reason(r), mode='--gate')}".rstrip()]
+    lines += [f"{'':<13}{in_command_terms(part)}" for note in metric_notes(r)
+              for part in note.split("; ")]  # a diagnosis lists what was seen, one a line
+    if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence:  # the top pair
+        lines.append(f"{'':<13}{r.evidence[0].headline}")
+    return lines
 
 
 @click.command()

@@ -3,8 +3,11 @@
 A metric regresses when (a) the candidate got worse, (b) the candidate is past its threshold,
 and (c) the worsening is larger than the noise margin: ``z · sqrt(se_base² + se_cand²)``
 with each standard error read off the report's interval (width / (2·z_level)), and never less
-than ``tolerance``. A metric whose gate verdict flips from pass to fail also regresses. Reports
-from fairtrace 0.1.0 work too (their "confidence_interval" is a 90% interval).
+than ``tolerance``. A metric whose verdict gets worse also regresses: PASS to anything else
+(INCONCLUSIVE or NO_SIGNAL is no improvement, whatever the scores say), anything to FAIL, and
+any verdict to NO_SIGNAL (the candidate lost what the metric reads; its score measures
+nothing). Reports from fairtrace 0.1.0 work too (their "confidence_interval" is a 90%
+interval; their verdict is pass or fail from ``passed``).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from typing import Any
 from spanguard.exceptions import InputError
 
 from ..common._json import parse_json
+from .verdict_text import label, number
 
-__all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown"]
+__all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown",
+           "signed", "verdicts_text"]
 
 _CATEGORIES = {
     "refusal_gap": "Text", "verbosity_gap": "Text", "counterfactual_stability": "Text",
@@ -63,9 +68,11 @@ def load_report(path: Path) -> dict[str, Any]:
         raise InputError("is not a fairness report: it has no metric_results list.",
                          file=str(target), field="metric_results")
     for i, item in enumerate(data["metric_results"]):
-        if not isinstance(item, dict) or not isinstance(item.get("metric"), str) or \
-                not isinstance(item.get("score"), int | float):
-            raise InputError("each metric result needs a metric name and a numeric score.",
+        if not isinstance(item, dict) or not isinstance(item.get("metric"), str) or not (
+                isinstance(item.get("score"), int | float)
+                or (item.get("score") is None and item.get("verdict") == "no_signal")):
+            raise InputError("each metric result needs a metric name and a numeric score "
+                             "(null only when its verdict is no_signal).",
                              file=str(target), field=f"metric_results[{i}]")
     return data
 
@@ -80,25 +87,61 @@ def _se(item: dict[str, Any]) -> float:
     return abs(float(ci[1]) - float(ci[0])) / (2.0 * z)
 
 
+_RANK = {"pass": 0, "inconclusive": 1, "no_signal": 1, "insufficient_data": 1, "fail": 2}
+
+
+def _score(item: dict[str, Any]) -> float | None:
+    score = item.get("score")
+    return float(score) if isinstance(score, int | float) else None
+
+
+def _verdict(item: dict[str, Any]) -> str:
+    """The metric's verdict: spanguard's ``verdict``, else (fairtrace) pass or fail from
+    ``passed``."""
+    verdict = item.get("verdict")
+    if isinstance(verdict, str) and verdict and verdict != "pending":
+        return verdict.lower()
+    return "pass" if item.get("passed") else "fail"
+
+
+def _verdict_change(before: str, after: str) -> str:
+    """Why a verdict change regresses ("" when it does not): losing a PASS, losing the
+    signal, or reaching FAIL. A PASS that became INCONCLUSIVE or NO_SIGNAL is never an
+    improvement, whatever the scores say."""
+    if before == after or "report_only" in (before, after):  # stability: never gating
+        return ""
+    if after == "no_signal":
+        return f"verdict went from {label(before)} to NO_SIGNAL: the candidate lost the signal"
+    if before == "pass" or _RANK.get(after, 1) > _RANK.get(before, 1):
+        return f"verdict went from {label(before)} to {label(after)}"
+    return ""
+
+
 def _row(name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float,
          z: float) -> dict[str, Any]:
     direction = cand.get("direction", base.get("direction", "lower"))
     threshold = float(cand.get("threshold", base.get("threshold", 0.0)))
-    b, c = float(base["score"]), float(cand["score"])
-    delta = c - b
-    worsening = max(0.0, delta if direction == "lower" else -delta)
-    past = c > threshold if direction == "lower" else c < threshold
+    before, after = _verdict(base), _verdict(cand)
+    # a score without signal is no measurement: shown as none, it can neither worsen nor improve
+    b = None if before == "no_signal" else _score(base)
+    c = None if after == "no_signal" else _score(cand)
+    delta = None if b is None or c is None else c - b
+    worsening = 0.0 if delta is None else max(0.0, delta if direction == "lower" else -delta)
+    past = c is not None and (c > threshold if direction == "lower" else c < threshold)
     margin = max(tolerance, z * math.hypot(_se(base), _se(cand)))
-    flipped = bool(base.get("passed")) and not bool(cand.get("passed"))
-    regressed = (worsening > margin and past) or flipped
-    reason = ("gate verdict went from pass to fail" if flipped else
+    flipped = _verdict_change(before, after)
+    regressed = (worsening > margin and past) or bool(flipped)
+    reason = (flipped if flipped else
               "worse by more than noise and past the threshold" if regressed else
+              "no signal in either report" if before == after == "no_signal" else
+              f"verdict went from {label(before)} to {label(after)}" if before != after else
               "within noise" if (worsening > 0 and not past) or worsening <= margin else "")
     return {
         "metric": name, "direction": direction, "threshold": threshold,
         "baseline_score": b, "candidate_score": c, "delta": delta, "severity": worsening,
         "noise_margin": margin, "regressed": regressed,
         "baseline_passed": base.get("passed"), "candidate_passed": cand.get("passed"),
+        "baseline_verdict": before, "candidate_verdict": after,
         "reason": reason,
     }
 
@@ -125,21 +168,33 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *, tolerance: fl
         bucket["regressed" if row["regressed"] else "stable"].append(name)
     rows.sort(key=lambda r: (
         0 if r.get("regressed") else 2 if r.get("status") == "missing" else 1,
-        -r.get("severity", 0.0) if r.get("regressed") else -abs(r.get("delta", 0.0)),
+        -r.get("severity", 0.0) if r.get("regressed") else -abs(r.get("delta") or 0.0),
         r["metric"],
     ))
     return Comparison(tuple(rows), groups)
 
 
+def signed(value: float | None) -> str:
+    """``+0.1200``, or an en dash when either report had no score."""
+    return "–" if value is None else f"{value:+.4f}"
+
+
+def verdicts_text(row: dict[str, Any]) -> str:
+    """``PASS`` when the verdict stayed, ``PASS → INCONCLUSIVE`` when it changed."""
+    before, after = label(row["baseline_verdict"]), label(row["candidate_verdict"])
+    return before if before == after else f"{before} → {after}"
+
+
 def render_comparison_markdown(comparison: Comparison) -> str:
     lines = ["# spanguard fairness comparison", "",
-             "| Metric | Baseline | Candidate | Delta | Noise margin | Status |",
-             "|---|---:|---:|---:|---:|---|"]
+             "| Metric | Baseline | Candidate | Delta | Noise margin | Verdict | Status |",
+             "|---|---:|---:|---:|---:|---|---|"]
     for r in comparison.rows:
         if r.get("status") == "missing":
-            lines.append(f"| {r['metric']} | – | – | – | – | missing |")
+            lines.append(f"| {r['metric']} | – | – | – | – | – | missing |")
             continue
         status = "❌ regressed" if r["regressed"] else "✅ ok"
-        lines.append(f"| {r['metric']} | {r['baseline_score']:.4f} | {r['candidate_score']:.4f}"
-                     f" | {r['delta']:+.4f} | {r['noise_margin']:.4f} | {status} |")
+        lines.append(f"| {r['metric']} | {number(r['baseline_score'])} | "
+                     f"{number(r['candidate_score'])} | {signed(r['delta'])} | "
+                     f"{number(r['noise_margin'])} | {verdicts_text(r)} | {status} |")
     return "\n".join(lines) + "\n"

@@ -89,11 +89,14 @@ def metric_details(d: MetricDefinition, v: MetricValues, obs: Sequence[Observati
         out[d.detail_key.replace("_rates", "_gaps")] = {
             c: spread(list(g.values())) for c, g in out[d.detail_key].items()}
     elif d.name == "retrieval_exposure_gap":
-        out["exposure_by_group"] = {
-            doc: {g: m[c] for g, m in pooled.items()} for c, doc in enumerate(v.columns)
-        }
-        out["exposure_gaps"] = {doc: spread(list(g.values()))
-                                for doc, g in out["exposure_by_group"].items()}
+        # fairtrace's key keeps fairtrace's flat shape (document group → exposure), which
+        # `fairtrace compare` reads: here each document group's mean exposure per record over
+        # every user group; what the gap compares (per document group, each user group's
+        # mean) sits under a key of its own
+        nested = {doc: {g: m[c] for g, m in pooled.items()} for c, doc in enumerate(v.columns)}
+        out["exposure_by_group"] = _column_means(v)
+        out["exposure_by_document_group"] = nested
+        out["exposure_gaps"] = {doc: spread(list(g.values())) for doc, g in nested.items()}
         out["scenario_exposures"] = _per_record(ids, v.values.sum(axis=1), v.valid)
     else:
         out[d.detail_key] = {g: m[0] for g, m in pooled.items()}
@@ -102,6 +105,13 @@ def metric_details(d: MetricDefinition, v: MetricValues, obs: Sequence[Observati
             out["score_source"] = v.score_source
     out.update(counters(d, obs, labels, group_idx, v.missing_field_records))
     return out
+
+
+def _column_means(v: MetricValues) -> dict[str, float]:
+    """Each column's mean over the valid records (fairtrace's exact summation)."""
+    rows = v.values[v.valid]
+    return {c: exact_mean(rows[:, j]) if rows.shape[0] else 0.0
+            for j, c in enumerate(v.columns)}
 
 
 def _per_record(ids: list[str], values: NDArray[np.float64],

@@ -24,11 +24,12 @@ from spanguard.exceptions import InputError
 
 from ..common._json import parse_json
 from ..common.jsonio import write_text_atomic
-from .results import Evaluation
+from .results import Evaluation, Verdict
+from .verdict_text import label
 
-__all__ = ["HISTORY_FILE", "default_label", "history_entry", "history_summary",
-           "is_history_reference", "load_history", "record_run", "report_from_history",
-           "trend_lines", "trend_rows"]
+__all__ = ["HISTORY_FILE", "default_label", "find_histories", "history_entry",
+           "history_summary", "is_history_reference", "load_history", "record_run",
+           "report_from_history", "run_verdict", "trend_lines", "trend_points", "trend_rows"]
 
 HISTORY_FILE = "history.jsonl"
 TREND_RUNS = 5  # previous runs shown in the trend columns
@@ -130,21 +131,37 @@ def same_suite(entries: Sequence[dict[str, Any]], digest: str | None
     return [e for e in entries if e.get("suite_sha256") in (None, digest)]
 
 
+def _measured(item: Any) -> float | None:
+    """A history entry's score for a metric, or None when it measured nothing (absent, or
+    NO_SIGNAL: its score is no measurement)."""
+    if not isinstance(item, dict) or item.get("verdict") == Verdict.NO_SIGNAL:
+        return None
+    score = item.get("score")
+    return score if isinstance(score, int | float) else None
+
+
 def trend_rows(previous: Sequence[dict[str, Any]], ev: Evaluation) -> list[dict[str, Any]]:
-    """Per metric: the scores of the last runs of the same suite, this run's, and the change
-    since the last."""
+    """Per metric: the scores and verdicts of the last runs of the same suite, this run's,
+    and the change since the last (a run without signal is no score: "no signal")."""
     previous = same_suite(previous, ev.suite_digest)
     rows = []
     for r in sorted(ev.results, key=lambda r: r.metric):
-        scores = [e["metrics"].get(r.metric, {}).get("score") for e in previous[-TREND_RUNS:]]
+        items = [e["metrics"].get(r.metric) for e in previous[-TREND_RUNS:]]
+        scores = [_measured(item) for item in items]
+        verdicts = [item.get("verdict") if isinstance(item, dict) else None for item in items]
+        silent = r.verdict == Verdict.NO_SIGNAL
+        score = None if silent else _finite(r.score)
         last = next((s for s in reversed(scores) if s is not None), None)
-        delta = None if last is None else r.score - last
-        if delta is None or delta == 0:
+        delta = None if last is None or score is None else score - last
+        if silent:
+            change = "no signal"
+        elif delta is None or delta == 0:
             change = "new" if last is None else "unchanged"
         else:
             worse = delta > 0 if r.direction == "lower" else delta < 0
             change = "worse" if worse else "better"
-        rows.append({"metric": r.metric, "previous_scores": scores, "score": _finite(r.score),
+        rows.append({"metric": r.metric, "previous_scores": scores,
+                     "previous_verdicts": verdicts, "score": score, "verdict": r.verdict,
                      "delta": _finite(delta), "change": change, "direction": r.direction})
     return rows
 
@@ -153,16 +170,28 @@ def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.4f}"
 
 
-_ARROW = {"better": "↓ better", "worse": "↑ worse", "unchanged": "= unchanged", "new": "new"}
+def _point(score: float | None, verdict: str | None) -> str:
+    """One run of a trend: its score and, when known, its verdict (``0.1200 INCONCLUSIVE``;
+    ``– NO_SIGNAL``)."""
+    return _fmt(score) + (f" {label(verdict)}" if verdict else "")
+
+
+def trend_points(scores: Sequence[float | None], verdicts: Sequence[str | None]) -> str:
+    """Runs in order: ``0.0000 PASS → 0.1200 INCONCLUSIVE → – NO_SIGNAL``."""
+    return " → ".join(_point(s, v) for s, v in zip(scores, verdicts, strict=True))
+
+
+_ARROW = {"better": "↓ better", "worse": "↑ worse", "unchanged": "= unchanged", "new": "new",
+          "no signal": "no signal"}
 
 
 def _markdown(rows: list[dict[str, Any]], runs: int) -> str:
     lines = ["", f"## Trend (against the previous {runs} run(s))", "",
              "| Metric | Previous runs | This run | Change |", "|---|---|---:|---|"]
     for row in rows:
-        history = " → ".join(_fmt(s) for s in row["previous_scores"]) or "–"
+        history = trend_points(row["previous_scores"], row["previous_verdicts"]) or "–"
         delta = "" if row["delta"] is None else f" ({row['delta']:+.4f})"
-        lines.append(f"| {row['metric']} | {history} | {_fmt(row['score'])} | "
+        lines.append(f"| {row['metric']} | {history} | {_point(row['score'], row['verdict'])} | "
                      f"{_ARROW[row['change']]}{delta} |")
     return "\n".join(lines) + "\n"
 
@@ -170,8 +199,9 @@ def _markdown(rows: list[dict[str, Any]], runs: int) -> str:
 def _html(rows: list[dict[str, Any]], runs: int) -> str:
     cells = "".join(
         f"<tr><td>{escape(r['metric'])}</td><td>"
-        f"{escape(' → '.join(_fmt(s) for s in r['previous_scores']) or '–')}</td>"
-        f"<td>{_fmt(r['score'])}</td><td>{escape(_ARROW[r['change']])}</td></tr>"
+        f"{escape(trend_points(r['previous_scores'], r['previous_verdicts']) or '–')}</td>"
+        f"<td>{escape(_point(r['score'], r['verdict']))}</td>"
+        f"<td>{escape(_ARROW[r['change']])}</td></tr>"
         for r in rows)
     return (f'<section id="trend"><h2>Trend (against the previous {runs} run(s))</h2><table>'
             "<tr><th>Metric</th><th>Previous runs</th><th>This run</th><th>Change</th></tr>"
@@ -182,9 +212,12 @@ def trend_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The trend for the terminal: one line per metric that has earlier runs."""
     lines = []
     for row in rows:
-        if row["change"] == "new":
+        earlier = any(v is not None for v in (*row["previous_scores"],
+                                               *row.get("previous_verdicts", ())))
+        if row["change"] == "new" or not earlier:
             continue
-        history = " → ".join(_fmt(s) for s in [*row["previous_scores"], row["score"]])
+        history = trend_points([*row["previous_scores"], row["score"]],
+                               [*row["previous_verdicts"], row["verdict"]])
         delta = "" if row["delta"] is None else f" ({row['delta']:+.4f})"
         lines.append(f"trend {row['metric']:<30} {history}  {_ARROW[row['change']]}{delta}")
     return lines
@@ -244,7 +277,7 @@ def report_from_history(path: Path) -> dict[str, Any]:
     entry = entries[index]
     results = []
     for name_, item in sorted(entry["metrics"].items()):
-        if item.get("score") is None:
+        if item.get("score") is None and item.get("verdict") != Verdict.NO_SIGNAL:
             continue
         result = {"metric": name_, **{k: v for k, v in item.items() if k != "category"}}
         if item.get("category"):
@@ -254,22 +287,64 @@ def report_from_history(path: Path) -> dict[str, Any]:
             "variant_count": entry.get("variant_count"), "metric_results": results}
 
 
+def _entry_verdict(item: Any) -> str | None:
+    """A metric's verdict in a history entry (fairtrace's entries: pass or fail from
+    ``passed``)."""
+    if not isinstance(item, dict):
+        return None
+    verdict = item.get("verdict")
+    if isinstance(verdict, str) and verdict:
+        return verdict
+    passed = item.get("passed")
+    return None if passed is None else ("pass" if passed else "fail")
+
+
 def history_summary(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs of a history grouped by suite (first appearance order): per suite its runs
-    (index in the file, label, time, verdict) and each metric's scores in run order."""
+    (index in the file, label, time, verdict, each failing metric's verdict) and each
+    metric's scores and verdicts in run order (a NO_SIGNAL run has no score)."""
     suites: dict[str | None, dict[str, Any]] = {}
     for index, entry in enumerate(entries):
         digest = entry.get("suite_sha256")
-        group = suites.setdefault(digest, {"suite_sha256": digest, "runs": [], "metrics": {}})
+        group = suites.setdefault(digest, {"suite_sha256": digest, "runs": [], "metrics": {},
+                                           "verdicts": {}})
+        failed = list(entry.get("failed_metrics") or [])
+        metrics = entry["metrics"]
         group["runs"].append({
             "index": index, "label": entry.get("label"),
             "generated_at": entry.get("generated_at"),
-            "passed": not entry.get("failed_metrics"),
-            "failed_metrics": list(entry.get("failed_metrics") or []),
+            "passed": not failed,
+            "failed_metrics": failed,
+            "failed_verdicts": {m: _entry_verdict(metrics.get(m)) for m in failed},
         })
-        for name, item in sorted(entry["metrics"].items()):
-            scores = group["metrics"].setdefault(name, [None] * (len(group["runs"]) - 1))
-            scores.append(item.get("score") if isinstance(item, dict) else None)
-        for scores in group["metrics"].values():
-            scores.extend([None] * (len(group["runs"]) - len(scores)))
+        runs = len(group["runs"])
+        for name, item in sorted(metrics.items()):
+            scores = group["metrics"].setdefault(name, [None] * (runs - 1))
+            verdicts = group["verdicts"].setdefault(name, [None] * (runs - 1))
+            scores.append(_measured(item))
+            verdicts.append(_entry_verdict(item))
+        for column in (*group["metrics"].values(), *group["verdicts"].values()):
+            column.extend([None] * (runs - len(column)))
     return list(suites.values())
+
+
+def find_histories(directory: Path) -> list[Path]:
+    """The run histories in ``directory`` and below it, the folder's own first, then by path
+    (``reports/main/history.jsonl``, ``reports/pr/history.jsonl``: one folder per branch, as
+    docs/quickstart.md writes them); hidden folders are skipped."""
+    own = directory / HISTORY_FILE
+    below = sorted(p for p in directory.rglob(HISTORY_FILE)
+                   if p != own and p.is_file() and not any(
+                       part.startswith(".") for part in p.relative_to(directory).parts[:-1]))
+    return ([own] if own.is_file() else []) + below
+
+
+def run_verdict(run: dict[str, Any]) -> str:
+    """``PASSED``, or ``FAILED: a, b (INCONCLUSIVE)`` — a FAIL named alone, any other
+    blocking verdict with its label (as the gate line of ``spanguard run`` says it)."""
+    if run["passed"]:
+        return "PASSED"
+    verdicts = run.get("failed_verdicts") or {}
+    return "FAILED: " + ", ".join(
+        m if verdicts.get(m) in (None, "fail") else f"{m} ({label(verdicts[m])})"
+        for m in run["failed_metrics"])

@@ -17,7 +17,22 @@ from typing import Any
 from ..common.jsonio import write_text_atomic
 from .evidence_report import ReportOptions, evidence_json, evidence_markdown
 from .report_html import render_html
-from .results import Evaluation, MetricResult, RecordMap
+from .results import Evaluation, MetricResult, RecordMap, Verdict
+from .verdict_text import (
+    MEANINGS,
+    REPORT_ONLY,
+    gate_summary,
+    interval_text,
+    label,
+    legend,
+    metric_notes,
+    not_gated,
+    number,
+    reason,
+    shown_warnings,
+    tolerated,
+    verdict_counts,
+)
 
 __all__ = ["ReportOptions", "render_json", "render_junit", "render_markdown", "report_dict",
            "write_reports"]
@@ -45,10 +60,18 @@ def strict(value: Any) -> Any:
     return value
 
 
+def _score(r: MetricResult) -> float:
+    """The score; a metric without signal that has no number writes fairtrace's 0.0 for "no
+    data" (fairtrace's readers need a number; ``verdict`` says it measured nothing)."""
+    if r.verdict == Verdict.NO_SIGNAL and not math.isfinite(r.score):
+        return 0.0
+    return r.score
+
+
 def _metric_dict(r: MetricResult, level: float, options: ReportOptions) -> dict[str, Any]:
     return {
         "metric": r.metric,
-        "score": r.score,
+        "score": _score(r),
         "threshold": r.threshold,
         "direction": r.direction,
         "passed": r.passed,
@@ -80,6 +103,12 @@ def _metric_dict(r: MetricResult, level: float, options: ReportOptions) -> dict[
         "worst_case_variance": r.worst_case_variance,
         "coverage": r.coverage,
         "p_value_missingness_holm": r.p_missing,
+        "optional": r.optional,
+        "gating": r.gating,
+        "signal": r.signal,
+        "signal_records": r.signal_records,
+        "diagnosis": r.diagnosis,
+        "seeds_needed": r.seeds_needed,
     }
 
 
@@ -93,7 +122,10 @@ def _scenario(record: dict[str, Any], options: ReportOptions) -> dict[str, Any]:
 def report_dict(ev: Evaluation, options: ReportOptions = _PLAIN) -> dict[str, Any]:
     """fairtrace's report.json keys, then a ``spanguard`` block with provenance and verdict.
 
-    Each metric carries ``evidence``: its counterfactual pairs (see :mod:`.evidence`)."""
+    Each metric carries ``verdict`` ("pass", "fail", "inconclusive" or "no_signal"; ``passed``
+    is true only for "pass"), ``gating`` (false for an optional metric without signal), what
+    it reads (``signal``, ``signal_records``, ``diagnosis``), ``seeds_needed`` for an
+    inconclusive one, and ``evidence``: its counterfactual pairs (see :mod:`.evidence`)."""
     cfg = ev.config
     return strict({
         "generated_at": ev.generated_at,
@@ -111,6 +143,10 @@ def report_dict(ev: Evaluation, options: ReportOptions = _PLAIN) -> dict[str, An
             "permutation_samples": cfg.permutation_samples,
             "min_coverage": cfg.min_coverage,
             "allow_partial": cfg.allow_partial,
+            "allow_inconclusive": cfg.allow_inconclusive,
+            "verdicts": verdict_counts(ev.results),
+            "allowed_inconclusive": [r.metric for r in tolerated(ev)],
+            "not_gated": [r.metric for r in not_gated(ev)],
             "random_seed": cfg.seed,
             "suite_sha256": ev.suite_digest,
             "records": len(ev.observations),
@@ -125,57 +161,70 @@ def render_json(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
     return json.dumps(report_dict(ev, options), indent=2, allow_nan=False, default=str) + "\n"
 
 
-def _num(value: float | None, digits: int = 4) -> str:
-    if value is None or not math.isfinite(value):
-        return "–"
-    return f"{value:.{digits}f}"
+_STATUS: dict[str, str] = {
+    Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL",
+    Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE", Verdict.NO_SIGNAL: "⛔ NO_SIGNAL",
+}
 
 
-def _ci(r: MetricResult) -> str:
-    if r.confidence_interval is None:
-        return "–"
-    lo, hi = r.confidence_interval
-    return f"[{_num(lo)}, {_num(hi)}]"
+def _status(r: MetricResult) -> str:
+    text = _STATUS.get(r.verdict, label(r.verdict))
+    return text + (" (optional, not gated)" if not r.gating and r.verdict == Verdict.NO_SIGNAL
+                   else "")
 
 
-_STATUS = {"pass": "✅ pass", "fail": "❌ fail", "insufficient_data": "⚠️ insufficient data"}
+def _counts(ev: Evaluation) -> str:
+    return ", ".join(f"{n} {label(v)}" for v, n in verdict_counts(ev.results).items() if n)
 
 
 def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
-    """A report fit for ``$GITHUB_STEP_SUMMARY``: verdict, table, warnings, settings."""
+    """A report fit for ``$GITHUB_STEP_SUMMARY``: verdict, table, what keeps a metric from
+    passing (the seeds an INCONCLUSIVE one needs, what a NO_SIGNAL one saw), warnings,
+    settings."""
     cfg = ev.config
-    verdict = "PASSED" if ev.passed else "FAILED"
     lines = [
         "# spanguard fairness report",
         "",
-        f"**{verdict}** — {len(ev.results) - len(ev.failed_metrics)} of {len(ev.results)} "
-        f"metrics pass (gate `{cfg.mode}`, alpha {cfg.alpha:g}).",
+        f"**{'PASSED' if ev.passed else 'FAILED'}** — {_counts(ev)} of {len(ev.results)} "
+        f"metrics (gate `{cfg.mode}`, alpha {cfg.alpha:g}).",
         "",
+        f"- Gate: {gate_summary(ev)}",
         f"- Generated at: {ev.generated_at}",
         f"- Variants: {ev.variant_count}; records: {len(ev.observations)}; seeds: {ev.seeds}",
         f"- Intervals: {cfg.level:.0%} seed-cluster bootstrap, {cfg.bootstrap_samples} resamples;"
         f" p-values: within-seed permutation, Holm-adjusted for the gate",
         "",
-        f"| Metric | Score | {cfg.level:.0%} CI | Threshold | p | p (Holm) | MDE | Status |",
+        f"| Metric | Score | {cfg.level:.0%} CI | Threshold | p | p (Holm) | MDE | Verdict |",
         "|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for r in ev.results:
+        silent = r.verdict == Verdict.NO_SIGNAL
         lines.append(
-            f"| {r.metric} | {_num(r.score)} | {_ci(r)} | {r.threshold:g} ({r.direction}) | "
-            f"{_num(r.p_value)} | {_num(r.p_holm)} | {_num(r.mde)} | "
-            f"{_STATUS.get(r.verdict, r.verdict)} |"
+            f"| {r.metric} | {'–' if silent else number(r.score)} | "
+            f"{'–' if silent else interval_text(r)} | {r.threshold:g} ({r.direction}) | "
+            f"{number(r.p_value)} | {number(r.p_holm)} | {number(r.mde)} | {_status(r)} |"
         )
-    notes = [(r.metric, w) for r in ev.results for w in r.warnings]
-    failing = [r for r in ev.results if not r.passed and r.evidence]
+    if ev.results:
+        lines += ["", f"_{legend(ev.results)}._"]
+    undecided = [r for r in ev.results if r.verdict not in (Verdict.PASS, REPORT_ONLY) and (
+        r.verdict != Verdict.FAIL or metric_notes(r))]
+    if undecided:
+        lines += ["", "## Why not PASS", ""]
+        for r in undecided:
+            why = "; ".join([reason(r) or MEANINGS.get(r.verdict, ""), *metric_notes(r)])
+            lines.append(f"- **{r.metric}** ({label(r.verdict)}): {why}")
+    warned = [(r.metric, w) for r in ev.results for w in shown_warnings(r)]
+    failing = [r for r in ev.results
+               if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence]
     if failing:
         lines += ["", "## Evidence", "",
-                  "The seeds contributing most to each failing metric's gap: the same prompt "
-                  "for two groups; signals that differ in bold."]
+                  "The seeds contributing most to each metric's gap that did not pass: the same "
+                  "prompt for two groups; signals that differ in bold."]
         for r in failing:
             lines += evidence_markdown(r.metric, r.evidence, options)
-    if notes:
+    if warned:
         lines += ["", "## Warnings", ""]
-        lines += [f"- **{m}**: {w}" for m, w in notes]
+        lines += [f"- **{m}**: {w}" for m, w in warned]
     if ev.errors:
         lines += ["", "## Errors", ""]
         lines += [f"- `{e.get('id')}`: {e.get('error')}" for e in ev.errors]
@@ -183,30 +232,48 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
 
 
 def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
-    """JUnit XML with one test case per metric (a failure for each metric that keeps the
-    gate from passing)."""
-    gating = set(ev.failed_metrics)
-    failures = sum(1 for r in ev.results if r.metric in gating)
+    """JUnit XML with one test case per metric. A gating metric that is not PASS (FAIL,
+    INCONCLUSIVE, NO_SIGNAL) is a failure whose type is its verdict; a metric that does not
+    gate (optional without signal, or INCONCLUSIVE allowed by ``allow_inconclusive``) is
+    skipped with the reason, so the test count still matches the gate."""
+    allowed = {r.metric for r in tolerated(ev)}
+    blocking = set(ev.failed_metrics)
+    skipped_names = {r.metric for r in ev.results
+                     if not r.passed and r.metric not in blocking
+                     and (r.metric in allowed or not r.gating)}
+    failures = sum(1 for r in ev.results if r.metric in blocking)
     suites = ET.Element("testsuites", name="spanguard fairness", tests=str(len(ev.results)),
-                        failures=str(failures))
+                        failures=str(failures), skipped=str(len(skipped_names)))
     suite = ET.SubElement(suites, "testsuite", name="spanguard.fairness",
                           tests=str(len(ev.results)), failures=str(failures), errors="0",
-                          skipped="0", timestamp=ev.generated_at)
+                          skipped=str(len(skipped_names)), timestamp=ev.generated_at)
     for r in ev.results:
         case = ET.SubElement(suite, "testcase", classname=f"fairness.{r.category}",
                              name=r.metric, time="0")
-        summary = (f"score {_num(r.score)} CI {_ci(r)} threshold {r.threshold:g} "
-                   f"({r.direction}) p {_num(r.p_value)} Holm p {_num(r.p_holm)}")
-        if r.metric in gating:
-            failure = ET.SubElement(case, "failure", message=f"{r.verdict}: {summary}",
-                                    type=r.verdict)
-            failure.text = "\n".join((summary, *r.warnings, *_pair_lines(r, options)))
-        elif r.warnings:
+        summary = (f"{label(r.verdict)}: score {number(r.score)} CI {interval_text(r)} "
+                   f"threshold {r.threshold:g} ({r.direction}) p {number(r.p_value)} "
+                   f"Holm p {number(r.p_holm)}")
+        notes = metric_notes(r)
+        if r.verdict == Verdict.NO_SIGNAL:  # what it reads and what was seen, not a score
+            summary = f"{label(r.verdict)}: {reason(r)}"
+        body = [summary, *([] if r.verdict == Verdict.NO_SIGNAL else [reason(r)]), *notes,
+                *shown_warnings(r)]
+        body = [line for line in body if line]
+        if r.metric in skipped_names:
+            why = ("report-only: never gating" if r.verdict == REPORT_ONLY
+                   else "an optional metric: reported, not gated" if not r.gating
+                   else "allowed by `allow_inconclusive`")
+            skip = ET.SubElement(case, "skipped", message=f"{label(r.verdict)}: {why}")
+            skip.text = "\n".join(body)
+        elif not r.passed:
+            failure = ET.SubElement(case, "failure", message=summary, type=r.verdict)
+            failure.text = "\n".join((*body, *_pair_lines(r, options)))
+        elif shown_warnings(r):
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(r.warnings)
+            out.text = "\n".join(shown_warnings(r))
     ET.indent(suites)
-    body = ET.tostring(suites, encoding="unicode")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+    body_xml = ET.tostring(suites, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body_xml + "\n"
 
 
 def _pair_lines(r: MetricResult, options: ReportOptions) -> list[str]:

@@ -64,16 +64,20 @@ def assert_fair(
 
 
 def _message(ev: Evaluation) -> str:
+    """Each metric that keeps the gate from passing, in the console's words (its verdict —
+    FAIL, INCONCLUSIVE or NO_SIGNAL —, interval without an infinite bound, and notes)."""
+    from .verdict_text import interval_text, label, metric_notes, reason
+
+    blocking = set(ev.failed_metrics)
     lines = ["fairness gate failed:"]
     for r in ev.results:
-        if r.passed:
+        if r.metric not in blocking:
             continue
-        ci = r.confidence_interval
-        interval = f"[{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "n/a"
         p = f"{r.p_holm:.4g}" if r.p_holm is not None else "n/a"
-        lines.append(f"  {r.metric}: {r.verdict}, score {r.score:.4g} {interval} vs threshold "
-                     f"{r.threshold:g} ({r.direction}), Holm p {p}"
-                     + (f": {r.reason_text}" if r.reason_text else ""))
+        lines.append(f"  {r.metric}: {label(r.verdict)}, score {r.score:.4g} "
+                     f"{interval_text(r)} vs threshold {r.threshold:g} ({r.direction}), "
+                     f"Holm p {p}" + (f": {reason(r)}" if reason(r) else ""))
+        lines += [f"    {note}" for note in metric_notes(r)]
         if r.evidence:  # the top counterfactual pair, so the failure says what happened
             lines.append(f"    {r.evidence[0].headline}")
     lines += [f"  app error on {e['id']} (repeat {e['repeat']}): {e['error']}"
