@@ -81,10 +81,14 @@ def test_fairness_on_golden_records_writes_every_report(
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(records), "-o", str(out),
                                       *_FAST])
     assert result.exit_code == 1, result.output
-    # 6 seeds: helpfulness_gap's gap is shown beyond 0.1; the others cannot be shown within
-    # their thresholds (inconclusive), which fails the gate too
-    gated = ["helpfulness_gap", "tool_use_parity", "escalation_parity", "refusal_gap"]
-    assert result.output.endswith(f"fairness gate FAILED: {', '.join(gated)}\n")
+    # 6 seeds: no gap can be shown either way — helpfulness_gap's 0.2 in every seed is likely
+    # under a gap of 0.1 (0.2 w.p. 0.9, −0.8 w.p. 0.1: all six agree with probability 0.53),
+    # so it is not a FAIL; every metric is inconclusive, which fails the gate
+    gated = ["tool_use_parity", "escalation_parity", "helpfulness_gap", "refusal_gap"]
+    assert result.output.endswith(
+        "fairness gate FAILED: " + ", ".join(f"{m} (INCONCLUSIVE)" for m in gated) + "\n")
+    helpful = next(line for line in result.output.splitlines() if "helpfulness_gap " in line)
+    assert helpful.startswith("INCONCLUSIVE") and "[0.0000, " in helpful, helpful
     report = json.loads((out / "report.json").read_text(),
                         parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
     assert report["generated_at"] == "2027-01-15T08:00:00+00:00"

@@ -24,7 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import beta
 
-__all__ = ["DiscordanceBound", "clopper_pearson_upper", "discordance_bound", "seed_ranges"]
+__all__ = ["AgreementTest", "DiscordanceBound", "agreement_test", "clopper_pearson_upper",
+           "discordance_bound", "seed_ranges"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -95,3 +96,57 @@ def discordance_bound(values: FloatArray, seed: IntArray, group: IntArray, n_see
     m = 1.0 if scale == "rate" else max(1.0, float(spread.max(initial=0.0)))
     return DiscordanceBound(seeds=n, discordant=k, share_bound=share, spread=m,
                             bound=share * m, mean_range=float(ranges.mean()))
+
+
+@dataclass(frozen=True)
+class AgreementTest:
+    """The exact threshold test when every contrast seed shows the same within-seed pattern.
+
+    With n seeds agreeing on the pattern v (each group's value minus a reference group's, every
+    column) whose widest pair difference is d (groups a, b, column c), the gap satisfies
+    Δ ≥ E[D_ab] ≥ d·P(v) − M·(1 − P(v)) for the within-seed difference D_ab ≥ −M, so
+    Δ ≤ τ forces P(v) ≤ (τ + M)/(d + M) =: q. The first seed names the pattern and the other
+    n − 1 must repeat it: P(n seeds agree on a pattern this wide) ≤ q^(n−1) under H0, whatever
+    the distribution, so p = q^(n−1) is an exact p-value. Inverting it, the one-sided 1 − α
+    lower bound is d − π̂·(M + d), π̂ = 1 − α^(1/(n−1)) the Clopper–Pearson bound on the share
+    of seeds that would differ from the pattern, from 0 of n − 1."""
+
+    seeds: int
+    gap: float  # d: the agreed pattern's widest difference
+    spread: float  # M: 1 for rates, the stated range otherwise
+    p_value: float
+    lower: float  # the one-sided 1 − α lower bound of Δ (0 when it would be negative)
+
+
+def agreement_test(values: FloatArray, seed: IntArray, group: IntArray, n_seeds: int,
+                   n_groups: int, threshold: float, alpha: float,
+                   scale: str) -> AgreementTest | None:
+    """The exact test of Δ ≤ threshold when every contrast seed holds the same groups and shows
+    the same within-seed differences (to rounding); None otherwise."""
+    cols = values.shape[1]
+    cell = seed * n_groups + group
+    size = n_seeds * n_groups
+    counts = np.bincount(cell, minlength=size).reshape(n_seeds, n_groups)
+    sums = np.stack([np.bincount(cell, weights=values[:, c], minlength=size)
+                     for c in range(cols)], axis=-1).reshape(n_seeds, n_groups, cols)
+    has = counts > 0
+    keep = has.sum(axis=1) >= 2
+    if not keep.any() or cols == 0:
+        return None
+    has, counts, sums = has[keep], counts[keep], sums[keep]
+    if not (has == has[0]).all():
+        return None  # seeds hold different groups: their patterns are not comparable
+    present = np.flatnonzero(has[0])
+    means = sums[:, present] / counts[:, present][:, :, None]  # (n, G, C)
+    pattern = means - means[:, :1]
+    tol = _TOLERANCE * max(1.0, float(np.abs(values).max(initial=0.0)))
+    if float(np.abs(pattern - pattern[0]).max(initial=0.0)) > tol:
+        return None
+    n = int(means.shape[0])
+    d = float((pattern[0].max(axis=0) - pattern[0].min(axis=0)).max())
+    spread = (values.max(axis=0) - values.min(axis=0)) if values.shape[0] else np.zeros(1)
+    m = 1.0 if scale == "rate" else max(1.0, float(spread.max(initial=0.0)))
+    p = 1.0 if d <= threshold or n < 2 else float(((threshold + m) / (d + m)) ** (n - 1))
+    share = clopper_pearson_upper(0, n - 1, alpha)
+    lower = max(0.0, d - share * (m + d))
+    return AgreementTest(seeds=n, gap=d, spread=m, p_value=min(1.0, p), lower=lower)

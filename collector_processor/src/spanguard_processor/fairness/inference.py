@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from .bounds import agreement_test
 from .nulls import (
     EPS,
     bootstrap_parts,
@@ -279,14 +280,25 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
         del shift, se_star
     share = alpha / len(spans)
     ks = [quantile(m, 1.0 - share) for m in null_maxes]
-    k_star = largest_k(d, se_seen, threshold, g)
+    # with no variation seen, the test and the lower end both assume the worst case: n seeds
+    # that agree do not show a gap to the last digit (one seed refusing one group is not
+    # [1, 1]; six seeds all showing 0.2 are likely under Δ = 0.1)
+    k_star = largest_k(d, se if worst else se_seen, threshold, g)
     p = min(1.0, len(spans) * min(test_tail(t, float(k))
                                   for t, k in zip(tests, k_star, strict=True)))
     estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
-    # with no variation seen, the lower end too assumes the worst case: n seeds that agree
-    # do not show a gap to the last digit (one seed refusing one group is not [1, 1])
-    lower = _interval(d, se if worst else se_seen, ks, g)[0]
+    # the lower end is the threshold test's (its critical values, at most the interval's k):
+    # above τ exactly when the test rejects, so a FAIL never shows a lower end at or under τ
+    kt = [min(k, test_quantile(t, 1.0 - share)) for k, t in zip(ks, tests, strict=True)]
+    lower = _interval(d, se if worst else se_seen, kt, g)[0]
     upper = _interval(d, se, ks, g)[1]
+    agreed = (agreement_test(units.values, units.seed, units.group, units.n_seeds,
+                             units.n_groups, threshold, alpha, scale_of(units.values, scale))
+              if worst else None)
+    if agreed is not None:
+        # every seed shows the same pattern: the exact test of :mod:`.bounds` replaces the
+        # worst-case one (it needs no variance), and its lower end is the one shown
+        p, lower = agreed.p_value, agreed.lower
     if scale_of(units.values, scale) == "rate":
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
     lower = min(lower, upper)  # rounding (a contrast of 1 + 2e-16) must not invert the interval
