@@ -20,6 +20,11 @@ _CONFIG = GateConfig(bootstrap_samples=200, permutation_samples=199)
 _METRIC = [MetricConfig("escalation_parity", 0.1)]
 
 
+# each record states its escalation, as a fairtrace record's trace does ("escalated": false
+# is recorded): an app that never escalates still carries the metric's signal
+_STATED = frozenset({"escalated"})
+
+
 def _suite(rng: np.random.Generator, seeds: int, rates: np.ndarray, repeats: int = 1,
            identical: bool = True, groups: list[str] = _GROUPS) -> list[Observation]:
     draws = 1 if identical else repeats
@@ -28,7 +33,8 @@ def _suite(rng: np.random.Generator, seeds: int, rates: np.ndarray, repeats: int
     return [
         Observation(id=f"s{s}::{g}#{r}", seed_id=f"s{s}", variant_id=f"s{s}::{g}",
                     assignments={"group": name}, prompt="", response="ok",
-                    trace=yes if escalated[0 if identical else r, s, g] else no)
+                    trace=yes if escalated[0 if identical else r, s, g] else no,
+                    stated=_STATED)
         for s in range(seeds) for g, name in enumerate(groups) for r in range(repeats)
     ]
 
