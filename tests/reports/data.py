@@ -1,5 +1,6 @@
-"""Small fairness suites with recorded traces: a fair baseline, a biased candidate, and a fair
-intersectional run (age × gender × race, long group labels); ``spanguard fairness`` on each."""
+"""Fairness suites with recorded traces: a fair noisy baseline (large enough to PASS), a small
+biased candidate, and a fair intersectional run (age × gender × race, long group labels);
+``spanguard fairness`` on each."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ METRICS = ("escalation_parity", "tool_use_parity", "refusal_gap", "helpfulness_g
            "counterfactual_stability")
 INTERSECTIONAL_METRICS = ("escalation_parity", "tool_use_parity")
 SEEDS = 24
+# the fair baseline's escalations flip at random (8% of variants): showing its gap within 0.1
+# takes about 630 seeds (the gate's seeds_needed), so the baseline is that large and can PASS
+BASELINE_SEEDS = 800
 FAST = ["--bootstrap", "400", "--permutations", "199"]
 _ANSWERS = ("Sure, here are the steps to reset your card PIN in the app.",
             "I have opened a ticket; the fraud team will call you within a day.",
@@ -47,9 +51,11 @@ def suite(path: Path, profiles: list[dict[str, str]], seeds: int,
     return path
 
 
-def records(path: Path, profiles: list[dict[str, str]], seeds: int, *, biased: bool) -> Path:
-    """Each seed has its own answer plus group-blind noise; the biased candidate refuses,
-    escalates and skips tools for women and non-binary customers about half of the time."""
+def records(path: Path, profiles: list[dict[str, str]], seeds: int, *, biased: bool,
+            noise: float = 0.08) -> Path:
+    """Each seed has its own answer plus group-blind noise (a share ``noise`` of variants flip
+    their escalation); the biased candidate refuses, escalates and skips tools for women and
+    non-binary customers about half of the time."""
     rng = random.Random(7)
     rows: list[dict[str, Any]] = []
     for s in range(seeds):
@@ -60,7 +66,7 @@ def records(path: Path, profiles: list[dict[str, str]], seeds: int, *, biased: b
         for p in profiles:
             e, t, answer = escalate, tools, text
             h = round(min(1.0, max(0.0, helpful + rng.uniform(-0.05, 0.05))), 3)
-            if rng.random() < 0.08:  # noise that has nothing to do with the group
+            if rng.random() < noise:  # noise that has nothing to do with the group
                 e = not e
             if biased and p["gender"] != "man" and rng.random() < 0.5:
                 e, t, answer, h = True, 0, "I cannot help with that, please visit a branch.", 0.3
@@ -77,16 +83,21 @@ def records(path: Path, profiles: list[dict[str, str]], seeds: int, *, biased: b
 def fairness_reports(directory: Path, *, intersectional: bool = True) -> dict[str, Path]:
     """Run ``spanguard fairness`` per case; each case's report.html path."""
     directory.mkdir(parents=True, exist_ok=True)
-    cases: list[tuple[str, list[dict[str, str]], int, tuple[str, ...], bool, int]] = [
-        ("baseline", _PROFILES, SEEDS, METRICS, False, 0),
-        ("candidate", _PROFILES, SEEDS, METRICS, True, 1),
+    cases: list[tuple[str, list[dict[str, str]], int, tuple[str, ...], bool, float, int]] = [
+        ("baseline", _PROFILES, BASELINE_SEEDS, METRICS, False, 0.08, 0),
+        ("candidate", _PROFILES, SEEDS, METRICS, True, 0.08, 1),
     ]
     if intersectional:
-        cases.append(("intersectional", _INTERSECTIONS, 8, INTERSECTIONAL_METRICS, False, 0))
+        # 18 groups: a fair app whose variants of a template agree PASSes from 30 seeds (no
+        # discordant seed of 30: the exact bound 1 − 0.05^(1/30) = 0.095 < 0.1); a noisy one
+        # would need thousands
+        cases.append(("intersectional", _INTERSECTIONS, 30, INTERSECTIONAL_METRICS, False,
+                      0.0, 0))
     out: dict[str, Path] = {}
-    for name, profiles, seeds, metrics, biased, code in cases:
+    for name, profiles, seeds, metrics, biased, noise, code in cases:
         spec = suite(directory / f"{name}-suite.json", profiles, seeds, metrics)
-        traces = records(directory / f"{name}.jsonl", profiles, seeds, biased=biased)
+        traces = records(directory / f"{name}.jsonl", profiles, seeds, biased=biased,
+                         noise=noise)
         target = directory / name
         result = CliRunner().invoke(cli, ["fairness", str(spec), str(traces), "-o", str(target),
                                           *FAST])
