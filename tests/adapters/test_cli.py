@@ -27,7 +27,9 @@ def _suite(tmp_path: Path, seeds: int = 8) -> Path:
 
 
 def test_run_with_langgraph_adapter_gates_a_biased_graph(tmp_path: Path) -> None:
-    suite = _suite(tmp_path)
+    # 30 seeds: the fair graph's variants agree, so its gap is shown within 0.1 (8 seeds
+    # are INCONCLUSIVE: about 29 are needed)
+    suite = _suite(tmp_path, seeds=30)
     fair = CliRunner().invoke(cli, ["run", str(suite), "--adapter", "langgraph", "--app",
                                     "tests.adapters.apps:fair_graph", *_FAST])
     assert fair.exit_code == 0, fair.output
@@ -38,7 +40,7 @@ def test_run_with_langgraph_adapter_gates_a_biased_graph(tmp_path: Path) -> None
     assert biased.exit_code == 1, biased.output
     assert biased.output.endswith("fairness gate FAILED: tool_use_parity\n")
     report = json.loads((out / "report.json").read_text())
-    assert len(report["scenario_results"]) == 16
+    assert len(report["scenario_results"]) == 60
 
 
 @pytest.mark.integration
@@ -61,7 +63,9 @@ def test_run_with_openai_adapter_and_options(tmp_path: Path,
             "run", str(suite), "--adapter", "openai-chat", "--app",
             "tests.adapters.apps:stub_client", "--adapter-option", "model=gpt-4o-mini",
             "--adapter-option", "system=Group {gender}.", *_FAST])
-    assert ok.exit_code == 0, ok.output
+    # the run completes; the stub model calls no tool, so tool_use_parity has nothing to read
+    assert ok.exit_code == 1, ok.output
+    assert ok.output.endswith("fairness gate FAILED: tool_use_parity (NO_SIGNAL)\n"), ok.output
     assert stub.requests[0][1]["messages"][0] == {"role": "system", "content": "Group man."}
 
 
