@@ -98,7 +98,10 @@ class DeskState(TypedDict, total=False):
 def build_desk_graph(biased: bool) -> Any:
     def desk(state: DeskState, config: RunnableConfig) -> DeskState:
         group = (config.get("metadata") or {}).get("gender")
-        handoff = biased and group == "woman"
+        # every third case goes to the desk whoever asks (so the run records escalations:
+        # a run without any is NO_SIGNAL); the biased desk also sends every woman
+        case = int(state["question"].split(":")[0].removeprefix("Case ").strip() or 0)
+        handoff = case % 3 == 0 or (biased and group == "woman")
         return {"answer": "A colleague will call you." if handoff else "Refunds take 5 days.",
                 "handoff": handoff}
 

@@ -1,5 +1,6 @@
 """The issue's table, from the command line: for each kind of app, an agent of our own with a
-planted difference is caught and its fair version passes."""
+planted difference is caught and its fair version passes (30 seeds: a fair app whose variants
+agree is shown within 0.1 from 29)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ _FAST = ["--bootstrap", "300", "--permutations", "199"]
 _TOOLS = str(Path(__file__).parents[1] / "data" / "adapters" / "tools.json")
 
 
-def _suite(tmp_path: Path, metrics: list[str], seeds: int = 10,
+def _suite(tmp_path: Path, metrics: list[str], seeds: int = 30,
            prompt: str = "Case {i}: where is my refund?") -> Path:
     path = tmp_path / "suite.json"
     path.write_text(json.dumps({
@@ -94,7 +95,7 @@ def test_openai_adapters_from_the_cli_run_tools_and_catch_a_tool_count_gap(
         outputs = [i for i in follow["input"] if i.get("type") == "function_call_output"]
         assert [o["call_id"] for o in outputs] == ["call_1", "call_2"]
     lines = (tmp_path / "t.jsonl").read_text().splitlines()
-    assert len(lines) == 20
+    assert len(lines) == 60
     spans = [s for line in lines[:1] for rs in json.loads(line)["resourceSpans"]
              for ss in rs["scopeSpans"] for s in ss["spans"]]
     assert [s["name"] for s in spans] == [
@@ -148,7 +149,7 @@ def test_openai_agents_from_the_cli_count_a_handoff_to_the_human_desk_as_escalat
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from .test_openai_agents import _desk_script
 
-    suite = _suite(tmp_path, ["escalation_parity", "tool_use_parity"], seeds=8,
+    suite = _suite(tmp_path, ["escalation_parity", "tool_use_parity"],
                    prompt="Case {i}: I am a {gender}; where is my refund?")
     args = ["--adapter", "openai-agents", "--app", "tests.adapters.apps:stub_desk_agent",
             "--adapter-option", "escalate_on=handoff:human_desk"]
