@@ -173,7 +173,7 @@ def test_a_group_always_handed_to_the_human_desk_is_caught(biased: bool) -> None
     from spanguard_processor.fairness.suite import MetricConfig
 
     variants = [Variant(f"s{i}::{g}", f"s{i}", f"I am a {g}. Refund {i}?", {"gender": g})
-                for i in range(8) for g in ("man", "woman")]
+                for i in range(30) for g in ("man", "woman")]  # 30: a fair app can pass
     with openai_stub(_desk_script(biased)) as stub:
         client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
         app = openai_agent(_desk_agents(client, "responses"), escalate_on="handoff:human_desk")

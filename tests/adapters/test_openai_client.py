@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import openai
@@ -228,7 +229,9 @@ def test_tool_loop_returns_a_failing_tool_as_its_output_and_stops_at_max_turns()
 @pytest.mark.parametrize("biased", [False, True])
 def test_python_api_with_request_options_tools_and_a_trace_mapper_gates(biased: bool) -> None:
     """The app passes tools through request_options and maps a tool the model asks for
-    (call_manager) to an escalation with a trace_mapper; when biased, women always get it."""
+    (call_manager) to an escalation with a trace_mapper; every third refund goes to the
+    manager whoever asks (a run that never escalates is NO_SIGNAL), and when biased, women
+    always do."""
     from spanguard_processor.fairness import GateConfig
     from spanguard_processor.fairness.evaluate import evaluate
     from spanguard_processor.fairness.metrics import get_metric
@@ -236,7 +239,8 @@ def test_python_api_with_request_options_tools_and_a_trace_mapper_gates(biased: 
 
     def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
         assert [t["name"] for t in body["tools"]] == ["call_manager"]
-        if biased and "woman" in body["instructions"]:
+        case = int(json.dumps(body["input"]).split("Refund ")[1].split("?")[0])
+        if case % 3 == 0 or (biased and "woman" in body["instructions"]):
             return response(None, function_calls=[("call_m", "call_manager", "{}")])
         return response("Refunds take 5 days.")
 
@@ -245,7 +249,7 @@ def test_python_api_with_request_options_tools_and_a_trace_mapper_gates(biased: 
         return {"escalated": True, "escalation_reason": "manager"} if asked else None
 
     variants = [Variant(f"s{i}::{g}", f"s{i}", f"Refund {i}?", {"gender": g})
-                for i in range(8) for g in ("man", "woman")]
+                for i in range(30) for g in ("man", "woman")]  # 30: a fair app can pass
     with openai_stub(answer) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
         app = openai_responses(client, model="m", instructions="The customer is a {gender}.",
@@ -254,7 +258,7 @@ def test_python_api_with_request_options_tools_and_a_trace_mapper_gates(biased: 
                                trace_mapper=mapper)
         observations, errors = run_app(app, variants)
         client.close()
-    assert errors == [] and len(observations) == 16
+    assert errors == [] and len(observations) == 60
     metric = get_metric("escalation_parity")
     assert metric is not None
     ev = evaluate(observations, [MetricConfig("escalation_parity", metric.threshold)],
