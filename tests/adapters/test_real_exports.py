@@ -38,8 +38,10 @@ def test_promptfoo_results_json_imports_tests_and_recorded_outputs() -> None:
         for s in seeds)
 
 
+# the real exports hold 8 seeds: the biased one's refusals are shown beyond the threshold, but
+# the fair one's gap of 0 cannot be shown within 0.05 (about 59 agreeing seeds are needed)
 @pytest.mark.parametrize(("name", "code", "verdict"), [
-    ("results-fair.json", 0, "fairness gate PASSED"),
+    ("results-fair.json", 1, "fairness gate FAILED: refusal_gap (INCONCLUSIVE)"),
     ("results-biased.json", 1, "fairness gate FAILED: refusal_gap")])
 def test_promptfoo_outputs_evaluate_without_rerunning(tmp_path: Path, name: str, code: int,
                                                       verdict: str) -> None:
@@ -54,7 +56,7 @@ def test_promptfoo_outputs_evaluate_without_rerunning(tmp_path: Path, name: str,
     assert first["response_metadata"]["prompt_label"] == "plain"
     judged = CliRunner().invoke(cli, ["fairness", str(suite), str(records), *_FAST])
     assert judged.exit_code == code, judged.output
-    assert verdict in judged.output
+    assert judged.output.endswith(verdict + "\n"), judged.output
 
 
 def test_promptfoo_config_with_file_prompts_globs_scenarios_and_default_test_file() -> None:
