@@ -23,8 +23,12 @@ covers its contrast, i.e. with probability ≥ 1 − α. The gate's test of H0: 
 the contrasts' largest standardised excess over τ passes a critical value: the interval's k
 (then the interval's lower end exceeds τ), or, when smaller, the largest 1 − α quantile of that
 statistic at H0's least favourable configurations (:mod:`.nulls`, which also draws the
-null distributions); its p-value is the smallest α at which it would reject. The minimum
-detectable effect of the test is :mod:`.power`'s.
+null distributions); its p-value is the smallest α at which it would reject. The interval's
+lower end is the test's (the contrasts' bounds at the test's critical value), so it is above τ
+exactly when the test rejects: a FAIL never shows a lower end at or under τ. A contrast with
+no variation between seeds gets the worst-case variance in the test and the interval alike;
+when every seed shows the same within-seed pattern, the exact agreement test of
+:mod:`.bounds` gives the p-value and the lower end instead.
 
 See docs/fairness.md for the reasoning and bench/bench_calibration.py for the simulations.
 """
@@ -136,7 +140,8 @@ class GapInference:
     seeds: int  # seeds holding at least two groups (the independent units)
     critical: float  # k: the groups' family's 1 − α quantile of max |T|
     estimate: float  # plug-in Δ̂ (max over columns of max − min of adjusted means)
-    interval: tuple[float, float]  # simultaneous 1 − α interval of Δ
+    interval: tuple[float, float]  # Δ's interval: the threshold test's lower end, the
+    # simultaneous 1 − α upper end
     p_threshold: float  # p-value of H0: Δ ≤ τ
     worst_case: bool  # some contrast showed no variation: worst-case variance used
     null_maxes: tuple[FloatArray, ...]  # per family, sorted draws of max |T| under H0
