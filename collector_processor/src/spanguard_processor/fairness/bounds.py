@@ -1,4 +1,4 @@
-"""Exact upper bounds of a gap from the seeds whose variants disagree.
+"""Exact bounds of a gap from the seeds whose variants disagree (or all agree).
 
 For any metric, the gap between two groups' true means is the mean over seeds of the
 within-seed difference, so Δ = max_g μ_g − min_g μ_g ≤ E[R_s], where R_s is seed s's range
@@ -13,7 +13,10 @@ from k discordant seeds of n is 1 − α^(1/n) at k = 0 (≈ 3/n at α = 0.05): 
   suite's variants. The bound assumes no seed's groups differ by more than that.
 
 A cluster bootstrap of n identical zeros says [0, 0] for any n; this bound never does.
-Pure numpy/scipy, no I/O.
+
+:func:`agreement_test` is the other side for such data: when every seed shows the same
+within-seed pattern, the exact test of Δ ≤ τ and its lower bound (a FAIL needs seeds enough
+that agreeing by chance is unlikely under Δ ≤ τ). Pure numpy/scipy, no I/O.
 """
 
 from __future__ import annotations
