@@ -61,6 +61,8 @@ def case_evidence(question: str | None, record: Mapping[str, Any] | None,
         return out
     trace_id = record.get("trace_id")
     out["trace_id"] = trace_id if isinstance(trace_id, str) else None
+    if isinstance(record.get("span_id"), str):  # the root span, for --emit-otlp
+        out["span_id"] = record["span_id"]
     out["output"] = _excerpt(output, OUTPUT_CHARS)
     out["process"] = _process(record.get("trace"))
     return out

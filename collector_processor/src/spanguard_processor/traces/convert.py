@@ -123,6 +123,7 @@ def trace_from_records(
         output_source=output_source,
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
         unread=unread_keys(spans),
+        root_span_id=root.span_id or None,
     )
 
 
