@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from spanguard import semconv
+
 if TYPE_CHECKING:
     from ..fairness.results import Evaluation
     from ..regression.results import CaseOutcome
@@ -31,12 +33,12 @@ __all__ = [
     "fairness_events",
 ]
 
-EVENT_NAME: Final = "gen_ai.evaluation.result"
-EVALUATION_NAME: Final = "gen_ai.evaluation.name"
-SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
-SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
-EXPLANATION: Final = "gen_ai.evaluation.explanation"
-RESPONSE_ID: Final = "gen_ai.response.id"
+EVENT_NAME: Final = semconv.EVENT_EVALUATION_RESULT
+EVALUATION_NAME: Final = semconv.GEN_AI_EVALUATION_NAME
+SCORE_VALUE: Final = semconv.GEN_AI_EVALUATION_SCORE_VALUE
+SCORE_LABEL: Final = semconv.GEN_AI_EVALUATION_SCORE_LABEL
+EXPLANATION: Final = semconv.GEN_AI_EVALUATION_EXPLANATION
+RESPONSE_ID: Final = semconv.GEN_AI_RESPONSE_ID
 #: the evaluation name of a case's pass/fail in ``cases run`` and ``check``
 CASE_EVALUATION: Final = "spanguard.case"
 CASE_ID: Final = "spanguard.case.id"
