@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 __all__ = ["GrpcLogsSink", "HttpLogsSink", "Received"]
@@ -66,20 +67,25 @@ class _Sink:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    sink: _Sink
+    sink: HttpLogsSink
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
-        if self.path != "/v1/logs":
+        if self.path == "/v1/traces":  # kept whole, as received
+            self.sink.trace_bodies.append(body)
+            reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+        elif self.path == "/v1/logs":
+            request = logs_service_pb2.ExportLogsServiceRequest()
+            request.ParseFromString(body)
+            self.sink.log_bodies.append(body)
+            self.sink.add(request)
+            reply = logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
+        else:
             self.send_response(404)
             self.end_headers()
             return
-        request = logs_service_pb2.ExportLogsServiceRequest()
-        request.ParseFromString(body)
-        self.sink.add(request)  # type: ignore[attr-defined]
-        reply = logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", str(len(reply)))
@@ -91,10 +97,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class HttpLogsSink(_Sink):
-    """``POST /v1/logs`` on 127.0.0.1; ``url`` is the OTLP/HTTP base."""
+    """``POST /v1/logs`` (and ``/v1/traces``, kept as received) on 127.0.0.1; ``url`` is the
+    OTLP/HTTP base."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.trace_bodies: list[bytes] = []
+        self.log_bodies: list[bytes] = []
         handler = type("Handler", (_Handler,), {"sink": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"

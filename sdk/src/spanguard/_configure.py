@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.sampling import Sampler
 
 from ._exit import install_sigterm_flush, uninstall_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
+from ._log_export import install_content_events
 from ._runtime import (
     ContentSettings,
     Redactor,
@@ -226,6 +227,7 @@ def configure(
         _register_atexit(flush_on_sigterm)
         _propagate_to_threads(propagate_to_threads)
     set_content_settings(_content(capture_content, redact, max_content_chars))
+    install_content_events(provider, kind, endpoint)  # content as log events (EVENT_ONLY ...)
     return _current
 
 

@@ -51,6 +51,7 @@ ERROR_TYPE: Final = "error.type"
 EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
 EVENT_OPERATION_EXCEPTION: Final = "gen_ai.client.operation.exception"
 EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+EVENT_CONTENT: Final = "spanguard.content"  # content of a span other than a model call, as an event
 # older per-message events (instrumentations before the inference.operation.details event)
 EVENT_SYSTEM_MESSAGE: Final = "gen_ai.system.message"
 EVENT_USER_MESSAGE: Final = "gen_ai.user.message"

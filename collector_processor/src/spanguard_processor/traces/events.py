@@ -9,6 +9,8 @@ if the span had carried them, so one conversion reads content wherever it was re
   span lacks) — the model call's messages, and so the request's question and answer when no
   span holds them (the answer falls back to the last model call's output, as with span
   content);
+* ``spanguard.content`` (the SDK's content events for spans other than model calls): the
+  same, its attributes are the span's content keys (``input.value``, ``output.value``, ...);
 * ``gen_ai.client.operation.exception``: the call failed (status ERROR, ``error.type``);
 * the older per-message events — ``gen_ai.system.message``, ``gen_ai.user.message``,
   ``gen_ai.assistant.message``, ``gen_ai.tool.message`` (input, in order) and ``gen_ai.choice``
@@ -33,7 +35,9 @@ __all__ = ["READ_EVENTS", "with_log_events"]
 
 _ROLES = {semconv.EVENT_SYSTEM_MESSAGE: "system", semconv.EVENT_USER_MESSAGE: "user",
           semconv.EVENT_ASSISTANT_MESSAGE: "assistant", semconv.EVENT_TOOL_MESSAGE: "tool"}
-READ_EVENTS = frozenset({semconv.EVENT_INFERENCE_DETAILS, semconv.EVENT_OPERATION_EXCEPTION,
+#: events whose attributes are the span's content (the SDK's EVENT_ONLY mode writes the second)
+_CONTENT_EVENTS = frozenset({semconv.EVENT_INFERENCE_DETAILS, semconv.EVENT_CONTENT})
+READ_EVENTS = frozenset({*_CONTENT_EVENTS, semconv.EVENT_OPERATION_EXCEPTION,
                          semconv.EVENT_CHOICE, *_ROLES})
 _STATUS_ERROR = 2
 
@@ -68,7 +72,7 @@ def _fold(span: SpanRecord) -> SpanRecord:
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
     for event in sorted(events, key=lambda e: e.time_ns):
-        if event.name == semconv.EVENT_INFERENCE_DETAILS:
+        if event.name in _CONTENT_EVENTS:
             for key, value in event.attributes.items():
                 if key != LOG_BODY and _empty(attrs.get(key)):
                     attrs[key] = value
