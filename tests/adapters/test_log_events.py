@@ -117,3 +117,15 @@ def test_ingest_stores_the_events_content_with_its_span(tmp_path: Path) -> None:
     traces = list(read_agent_traces_any([store]))
     assert len(traces) == 2 * SEEDS
     assert {t.output for t in traces} == {REFUSAL, ANSWER}
+
+
+def test_the_collector_config_writes_log_records_beside_the_spans() -> None:
+    import yaml
+
+    from ..processor.test_otel_config import CONFIG, check_config
+
+    assert check_config(CONFIG) == []
+    pipelines = yaml.safe_load(CONFIG.read_text())["service"]["pipelines"]
+    assert pipelines["logs"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"],
+                                 "exporters": ["file"]}
+    assert pipelines["traces/raw"]["exporters"] == ["file"]  # one file: what the readers read

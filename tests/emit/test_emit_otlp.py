@@ -126,3 +126,21 @@ def test_fairness_results_pass_through_the_rotel_collector(tmp_path: Path) -> No
     [metric] = _metric_records(records)
     assert metric.attributes["gen_ai.evaluation.name"] == "refusal_gap"
     assert metric.event_name == EVENT_NAME
+
+
+def test_run_sends_its_metrics_too(tmp_path: Path) -> None:
+    suite = tmp_path / "run-suite.json"
+    suite.write_text(json.dumps({
+        "dataset": {"prompts": [
+            {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
+             "attributes": {"gender": ["man", "woman"]}} for i in range(_SEEDS)]},
+        "metrics": [{"type": "escalation_parity"}],
+    }))
+    with HttpLogsSink() as sink:
+        result = CliRunner().invoke(cli, ["run", str(suite), "--app", "tests.fairness.apps:biased",
+                                          *_FAST, "--emit-otlp", sink.url])
+        records = sink.wait_for(1, timeout=5)
+    assert result.exit_code == 1, result.output
+    [metric] = _metric_records(records)
+    assert metric.attributes["gen_ai.evaluation.name"] == "escalation_parity"
+    assert metric.attributes["gen_ai.evaluation.score.label"] == "fail"
