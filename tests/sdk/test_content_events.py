@@ -34,7 +34,9 @@ def _export(monkeypatch: pytest.MonkeyPatch, mode: str, sink: HttpLogsSink) -> N
                         service_name="renter-support")
     try:
         _turn()
-        assert spanguard.force_flush()
+        assert spanguard.force_flush()  # the spans and the content events
+        expected = 0 if mode == "SPAN_ONLY" else 2
+        assert len(sink.records) == expected and sink.trace_bodies
     finally:
         spanguard.shutdown()
 

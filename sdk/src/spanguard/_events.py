@@ -93,8 +93,9 @@ class ContentEvents(SpanProcessor):
                           context=trace.set_span_in_context(NonRecordingSpan(context)))
 
     def shutdown(self) -> None:
-        self.active = False
-        self._provider.shutdown()
+        if self.active:
+            self.active = False
+            self._provider.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return bool(self._provider.force_flush(timeout_millis))

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from ._events import MODE_SPAN, ContentEvents, capture_mode, set_mode
 
-__all__ = ["install_content_events"]
+__all__ = ["flush_content_events", "install_content_events", "retire_content_events"]
 
 logger = logging.getLogger("spanguard")
 _current: ContentEvents | None = None
@@ -71,12 +71,25 @@ def _provider(kind: Any, endpoint: str | None, resource: Resource) -> Any:
     return existing if isinstance(existing, LoggerProvider) else None
 
 
+def flush_content_events(timeout_millis: int = 30_000) -> bool:
+    """Export the content events emitted so far; ``True`` when they made it in time."""
+    current = _current
+    return True if current is None else current.force_flush(timeout_millis)
+
+
+def retire_content_events() -> None:
+    """Flush and stop the content events (``spanguard.shutdown()``); content goes back on spans."""
+    global _current
+    current, _current = _current, None
+    if current is not None:
+        current.shutdown()
+    set_mode(MODE_SPAN)
+
+
 def install_content_events(provider: TracerProvider, kind: Any, endpoint: str | None) -> None:
     """Follow the content-capture variable: in an event mode, emit content as log records."""
     global _current
-    if _current is not None:
-        _current.shutdown()
-        _current = None
+    retire_content_events()
     mode = capture_mode()
     if mode != MODE_SPAN:
         logger_provider = _provider(kind, endpoint, provider.resource)
