@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,45 @@ def test_the_collector_config_writes_log_records_beside_the_spans() -> None:
     assert pipelines["logs"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"],
                                  "exporters": ["file"]}
     assert pipelines["traces/raw"]["exporters"] == ["file"]  # one file: what the readers read
+
+
+def _messages(path: Path) -> list[bytes]:
+    data, found, at = path.read_bytes(), [], 0
+    while at < len(data):
+        (size,) = struct.unpack(">I", data[at:at + 4])
+        found.append(data[at + 4:at + 4 + size])
+        at += 4 + size
+    return found
+
+
+@pytest.mark.parametrize("logs_first", [True, False], ids=["logs-first", "logs-late"])
+def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
+        tmp_path: Path, logs_first: bool) -> None:
+    """What a logs receiver in serve does: each logs request through the trace pipeline as
+    spans.log spans (logs_as_spans), stored before or after the spans they name."""
+    from spanguard_processor.collector.store import SpanStore
+    from spanguard_processor.ingest.otlp_logs import (
+        events_from_request,
+        logs_as_spans,
+        parse_logs_request,
+    )
+    from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
+
+    _, variants = _suite(tmp_path)
+    path = _record(tmp_path, variants, "proto", biased=True)
+    logs, spans = [], []
+    for body in _messages(path):
+        request = parse_logs_request(body)
+        if request is not None:
+            logs.append(decode_request(logs_as_spans(events_from_request(request))))
+        else:
+            spans.append(decode_request(parse_request(body), body))
+    assert len(logs) == 2 * SEEDS
+    with SpanStore(tmp_path / "spans.db") as store:
+        for part in ([logs, spans] if logs_first else [spans, logs]):
+            store.put_batches(part)
+            store.release_all()
+        traces = list(store.iter_agent_traces())
+    assert len(traces) == 2 * SEEDS
+    assert sorted({t.output for t in traces}) == sorted({REFUSAL, ANSWER})
+    assert all(t.output is not None and not t.partial for t in traces)

@@ -13,6 +13,7 @@ cannot be joined and are left out.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,12 +26,15 @@ from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from .spans import valid_span_id, valid_trace_id
 
-__all__ = ["LOG_BODY", "EventIndex", "LogEvent", "attach_to_document", "attach_to_request",
-           "events_from_document", "events_from_request", "is_logs_document",
-           "parse_logs_request"]
+__all__ = ["LOG_BODY", "LOG_SPAN", "EventIndex", "LogEvent", "attach_to_document",
+           "attach_to_request", "events_from_document", "events_from_request",
+           "is_logs_document", "logs_as_spans", "parse_logs_request"]
 
 #: the span event attribute that carries a joined log record's body (OTLP-JSON ``AnyValue``)
 LOG_BODY = "spanguard.log.body"
+#: the name of a span that carries log records to the span it names (its parent), for stores
+#: that hold spans only: see :func:`logs_as_spans`
+LOG_SPAN = "spanguard.log"
 _EVENT_NAME_ATTRIBUTE = "event.name"  # where the older Events API put the name
 
 #: (trace_id, span_id) → the events of that span, in the order read
@@ -186,3 +190,34 @@ def attach_to_request(request: ExportTraceServiceRequest, index: EventIndex) -> 
                         except ParseError:
                             continue  # an attribute protobuf cannot hold is left out
     return added
+
+
+def _log_span_id(event: LogEvent, index: int) -> bytes:
+    digest = hashlib.sha256(f"{event.trace_id}{event.span_id}{event.time_ns}{event.name}"
+                            f"{index}".encode()).digest()
+    return digest[:8] if any(digest[:8]) else b"\x00" * 7 + b"\x01"
+
+
+def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
+    """Log records as a trace request a span store holds without a schema change: one span
+    named :data:`LOG_SPAN` per record, a child of the span the record names, carrying the record
+    as its one event (ids derived from the record, so a re-delivered record is stored once).
+    Conversion folds the event into the parent span
+    (:func:`spanguard_processor.traces.events.with_log_events`), whichever arrived first: the
+    one assembly of traces, late spans included, joins them. This is what an OTLP logs receiver
+    puts through the trace receive pipeline."""
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    scope.scope.name = "spanguard.logs"
+    for index, event in enumerate(events):
+        span = scope.spans.add(
+            trace_id=bytes.fromhex(event.trace_id), span_id=_log_span_id(event, index),
+            parent_span_id=bytes.fromhex(event.span_id), name=LOG_SPAN,
+            start_time_unix_nano=event.time_ns, end_time_unix_nano=event.time_ns)
+        item = span.events.add(name=event.name, time_unix_nano=event.time_ns)
+        for kv in event.json_event()["attributes"]:
+            try:
+                item.attributes.append(ParseDict(kv, KeyValue()))
+            except ParseError:
+                continue
+    return request

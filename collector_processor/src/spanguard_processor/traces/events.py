@@ -28,7 +28,7 @@ from typing import Any
 
 from spanguard import semconv
 
-from ..ingest.otlp_logs import LOG_BODY
+from ..ingest.otlp_logs import LOG_BODY, LOG_SPAN
 from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
 
 __all__ = ["READ_EVENTS", "with_log_events"]
@@ -43,10 +43,30 @@ _STATUS_ERROR = 2
 
 
 def with_log_events(spans: Sequence[SpanRecord]) -> Sequence[SpanRecord]:
-    """``spans`` with the GenAI events on them folded in (the same list when there are none)."""
+    """``spans`` with the GenAI events on them folded in (the same list when there are none).
+
+    Log records stored as :data:`LOG_SPAN` spans (a logs receiver's way into a span store)
+    first move to the span they name, their parent; one whose parent is not in the trace stays.
+    """
+    spans = _lift_log_spans(spans)
     if not any(_readable(event) for span in spans for event in span.events):
         return spans
     return [_fold(span) for span in spans]
+
+
+def _lift_log_spans(spans: Sequence[SpanRecord]) -> Sequence[SpanRecord]:
+    if not any(span.name == LOG_SPAN for span in spans):
+        return spans
+    ids = {span.span_id for span in spans if span.name != LOG_SPAN}
+    moved: dict[str, list[SpanEvent]] = {}
+    kept = []
+    for span in spans:
+        if span.name == LOG_SPAN and span.parent_span_id in ids:
+            moved.setdefault(span.parent_span_id, []).extend(span.events)
+        else:
+            kept.append(span)
+    return [replace(span, events=(*span.events, *moved[span.span_id]))
+            if span.span_id in moved else span for span in kept]
 
 
 def _empty(value: AttrValue) -> bool:
