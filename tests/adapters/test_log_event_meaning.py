@@ -115,3 +115,21 @@ def test_an_operation_exception_marks_the_call_failed() -> None:
     assert failed.status_code == 2
     assert failed.attributes["error.type"] == "openai.APITimeoutError"
     assert failed.events == ()
+
+
+def test_malformed_log_records_are_skipped_and_malformed_spans_still_located(
+        tmp_path: Path) -> None:
+    import pytest
+
+    from spanguard.exceptions import TraceFormatError
+
+    files = _files(tmp_path, [{"eventName": "gen_ai.user.message", "body": "not an AnyValue"}])
+    with files[1].open("a") as out:
+        out.write('{"resourceLogs": 5}\n{"resourceLogs": [{"scopeLogs": [7, {"logRecords": '
+                  '"x"}]}]}\n')
+    [trace] = list(read_agent_traces_any(files))
+    assert trace.variant_id == "v1"
+    files[0].write_text('{"resourceSpans": [5, {"scopeSpans": 3}]}\n{"resourceSpans": 5}\n')
+    with pytest.raises(TraceFormatError) as caught:
+        list(read_agent_traces_any(files))
+    assert str(files[0]) in str(caught.value)

@@ -104,14 +104,18 @@ def _event(record: object) -> LogEvent | None:
                     body if isinstance(body, Mapping) and body else None)
 
 
+def _items(parent: object, key: str) -> list[Any]:
+    """``parent[key]`` when ``parent`` is an object and that is a list, else ``[]``."""
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
 def events_from_document(doc: Mapping[str, Any]) -> list[LogEvent]:
     """The span-bound events of one OTLP-JSON logs document (malformed parts are skipped)."""
     found = []
-    for resource in doc.get("resourceLogs") or []:
-        if not isinstance(resource, Mapping):
-            continue
-        for scope in resource.get("scopeLogs") or []:
-            for record in (scope.get("logRecords") or []) if isinstance(scope, Mapping) else []:
+    for resource in _items(doc, "resourceLogs"):
+        for scope in _items(resource, "scopeLogs"):
+            for record in _items(scope, "logRecords"):
                 event = _event(record)
                 if event is not None:
                     found.append(event)
@@ -159,10 +163,11 @@ def attach_to_document(doc: MutableMapping[str, Any], index: EventIndex) -> bool
     """Add the indexed events of each span of an OTLP-JSON trace document to its ``events``;
     True when any was added (each event is attached once: it leaves the index)."""
     added = False
-    for resource in doc.get("resourceSpans") or []:
-        scope_key = "scopeSpans" if "scopeSpans" in resource else "instrumentationLibrarySpans"
-        for scope in resource.get(scope_key) or []:
-            for span in scope.get("spans") or []:
+    for resource in _items(doc, "resourceSpans"):
+        scope_key = ("scopeSpans" if not isinstance(resource, Mapping) or "scopeSpans" in resource
+                     else "instrumentationLibrarySpans")
+        for scope in _items(resource, scope_key):
+            for span in _items(scope, "spans"):
                 if not isinstance(span, MutableMapping):
                     continue
                 events = index.pop((_hex(span.get("traceId")), _hex(span.get("spanId"))), None)
