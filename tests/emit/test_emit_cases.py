@@ -39,6 +39,9 @@ def _span_file(tmp_path: Path, tools: tuple[str, ...]) -> Path:
         spans.append(_span(f"00000000000000b{i}", _ROOT, f"execute_tool {tool}", {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool},
             1_000_000 + 10_000 * i))
+    spans.append(_span("00000000000000d1", _ROOT, "chat gpt-4o", {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+        "gen_ai.response.id": "chatcmpl-42"}, 1_000_900))
     documents = [{"id": "kb-refunds", "group": "policy", "rank": 1, "score": 0.9}]
     spans.append(_span("00000000000000c1", _ROOT, "retrieval kb", {
         "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": json.dumps(documents)},
@@ -70,6 +73,7 @@ def test_cases_run_sends_each_case_into_the_root_span_of_its_trace(tmp_path: Pat
     assert record.attributes["gen_ai.evaluation.score.value"] == 1.0
     case_id = json.loads(Path(cases).read_text().splitlines()[0])["id"]
     assert record.attributes["spanguard.case.id"] == case_id
+    assert record.attributes["gen_ai.response.id"] == "chatcmpl-42"
 
 
 def test_check_sends_the_regressed_case_with_why_in_the_current_trace(tmp_path: Path) -> None:

@@ -126,6 +126,8 @@ def trace_from_records(
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
         unread=unread_keys(spans),
         root_span_id=root.span_id or None,
+        response_id=next((str(s.attributes[semconv.GEN_AI_RESPONSE_ID]) for s in reversed(llm_spans)
+                          if s.attributes.get(semconv.GEN_AI_RESPONSE_ID)), None),
     )
 
 
