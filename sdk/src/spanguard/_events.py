@@ -37,6 +37,9 @@ _CALL_KEYS = (semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_PROVIDER_NAME,
 _lock = threading.Lock()
 _mode = MODE_SPAN
 _pending: dict[int, dict[str, str]] = {}  # span id → content held until the span ends
+#: spans with content held at once; beyond it the oldest is dropped (its span went to a provider
+#: without :class:`ContentEvents`, so it would never be emitted)
+_MAX_PENDING = 10_000
 
 
 def capture_mode() -> str:
@@ -62,6 +65,8 @@ def hold_content(span: Span, key: str, text: str) -> None:
         return
     context = span.get_span_context()
     with _lock:
+        if context.span_id not in _pending and len(_pending) >= _MAX_PENDING:
+            del _pending[next(iter(_pending))]  # a span that never reached the processor
         _pending.setdefault(context.span_id, {})[key] = text
 
 
