@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.sampling import Sampler
 
 from ._exit import install_sigterm_flush, uninstall_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
+from ._log_export import flush_content_events, install_content_events, retire_content_events
 from ._runtime import (
     ContentSettings,
     Redactor,
@@ -226,6 +227,7 @@ def configure(
         _register_atexit(flush_on_sigterm)
         _propagate_to_threads(propagate_to_threads)
     set_content_settings(_content(capture_content, redact, max_content_chars))
+    install_content_events(provider, kind, endpoint)  # content as log events (EVENT_ONLY ...)
     return _current
 
 
@@ -289,9 +291,10 @@ def _register_atexit(flush_on_sigterm: bool) -> None:
 def force_flush(timeout_millis: int = 30_000) -> bool:
     """Export every span that has ended so far; ``True`` when all made it in time."""
     configuration = _current
+    events = flush_content_events(timeout_millis)  # content as log records, if any
     if configuration is None or configuration.processor is None:
-        return True
-    return configuration.processor.force_flush(timeout_millis)
+        return events
+    return configuration.processor.force_flush(timeout_millis) and events
 
 
 def export_stats(flush: bool = True) -> ExportStats:
@@ -315,6 +318,7 @@ def shutdown() -> None:
     if configuration is None:
         return
     _retire(configuration)
+    retire_content_events()
     set_content_settings(None)  # back to the environment variable's setting
     stats = configuration.processor.stats() if configuration.processor else None
     if stats is not None and stats.dropped:

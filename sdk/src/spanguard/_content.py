@@ -22,6 +22,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from . import semconv
+from ._events import content_on_span, hold_content
 from ._runtime import ContentSettings, content_settings, internal_error, warn_dropped_field
 
 __all__ = ["bounded_json", "bounded_text", "jsonable", "prepare_content", "set_content"]
@@ -202,5 +203,7 @@ def set_content(span: Span, key: str, value: Any) -> bool:
     text, truncated = prepared
     if truncated:
         span.set_attribute(semconv.CONTENT_TRUNCATED, True)
-    span.set_attribute(key, text)
+    hold_content(span, key, text)  # for the span's content event, in an event mode
+    if content_on_span():
+        span.set_attribute(key, text)
     return True

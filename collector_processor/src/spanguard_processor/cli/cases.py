@@ -23,6 +23,7 @@ from ..regression.run import (
 from ..regression.select import SELECT_MODES, ClusterHealth
 from . import EXIT_FAILED
 from ._common import BadInput
+from ._emit import emit_option, resolve_endpoint, send_case_events
 
 __all__ = ["cases"]
 
@@ -253,6 +254,7 @@ def _health_lines(health: ClusterHealth) -> list[str]:
 @click.option("--show-failures", is_flag=True, help="List failing cases and checks.")
 @click.option("--markdown", type=_FILE, help="Also write the metrics table as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML (one testcase per case).")
+@emit_option
 def run(
     cases_path: Path,
     outputs: Path | None,
@@ -262,6 +264,7 @@ def run(
     show_failures: bool,
     markdown: Path | None,
     junit: Path | None,
+    emit_otlp: str | None,
 ) -> None:
     """Score candidate outputs (or agent traces) against a case set.
 
@@ -281,7 +284,7 @@ def run(
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
         )
-    case_list = load_cases(cases_path)
+    endpoint, case_list = resolve_endpoint(emit_otlp), load_cases(cases_path)
     records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
     for message in records.skipped:
         click.echo(f"skipped: {message}", err=True)
@@ -300,6 +303,7 @@ def run(
         click.echo(f"\nwritten -> {out.as_posix()}")
     if show_failures:
         _show_failures(metrics.failures)
+    send_case_events(endpoint, result.outcomes)
     if min_pass_rate is not None and metrics.pass_rate < min_pass_rate:
         click.echo(
             f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required "

@@ -18,6 +18,7 @@ from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
 from . import EXIT_FAILED
 from ._common import in_command_terms
+from ._emit import emit_option, resolve_endpoint, send_case_events
 
 __all__ = ["check"]
 
@@ -68,6 +69,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     is_flag=True,
     help="Leave questions and outputs out of the case diffs (signals and ids stay).",
 )
+@emit_option
 def check(
     baseline: Path,
     current: Path,
@@ -80,6 +82,7 @@ def check(
     html: Path | None,
     trace_url: str | None,
     redact: bool,
+    emit_otlp: str | None,
 ) -> None:
     """Compare two run results of `spanguard cases run`; exit 1 on a regression.
 
@@ -101,7 +104,8 @@ def check(
     validate_template(trace_url)
     options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms,
                           allow_missing)
-    base, cur = load_run(baseline), load_run(current)
+    endpoint, base = resolve_endpoint(emit_otlp), load_run(baseline)
+    cur = load_run(current)
     comparison = compare(base, cur, options)  # validates the options
     # the gate's notes name parameters (`min_latency_change_ms`): spelled as options once,
     # for the console, Markdown, JUnit and HTML reports alike
@@ -122,6 +126,7 @@ def check(
         report = CheckReport(baseline.as_posix(), current.as_posix(), base.metrics, cur.metrics,
                              comparison, tolerance_scale, diffs, trace_url)
         write_text_atomic(html, render_check_html(report))
+    send_case_events(endpoint, (cur.case_details or {}).values(), comparison.pass_to_fail)
     if comparison.violations:
         click.echo(f"\n{verdict_line(comparison)}", err=True)
         sys.exit(EXIT_FAILED)

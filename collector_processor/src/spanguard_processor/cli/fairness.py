@@ -12,6 +12,7 @@ import click
 from spanguard.exceptions import ConfigError
 
 from ._common import in_command_terms
+from ._emit import emit_option, resolve_endpoint, send_events
 
 __all__ = ["evaluation_options", "fairness", "finish", "gate_config", "metric_lines",
            "report_options"]
@@ -158,12 +159,14 @@ def metric_lines(r: Any) -> list[str]:
 @click.argument("inputs", metavar="TRACES...", nargs=-1, required=True,
                 type=click.Path(dir_okay=False, path_type=Path))
 @evaluation_options
+@emit_option
 @click.pass_context
 def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
              random_seed: int, min_coverage: float, allow_partial: bool,
              allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
-             trace_url: str | None, redact: bool, label: str | None) -> None:
+             trace_url: str | None, redact: bool, label: str | None,
+             emit_otlp: str | None) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
@@ -182,6 +185,7 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
+    endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
     observations = read_inputs(list(inputs))
     ev, matched = evaluate_suite(suite, observations, config)
@@ -191,4 +195,8 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     if matched.missing_variants:
         click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
                    "record.", err=True)
+    if endpoint is not None:
+        from ..emit.events import fairness_events
+
+        send_events(endpoint, fairness_events(ev))
     finish(ctx, ev, output, fmt, options, label=label)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._emit import emit_option, resolve_endpoint, send_events
 from .fairness import evaluation_options, finish, gate_config, load_plugins, report_options
 
 if TYPE_CHECKING:
@@ -39,13 +40,15 @@ __all__ = ["run"]
                    "--redact, model calls with usage, tools, agents) as OTLP-JSON lines, one "
                    "per call; spanguard fairness, ingest and cases build read them.")
 @evaluation_options
+@emit_option
 @click.pass_context
 def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         adapter_options: tuple[str, ...], repeats: int, concurrency: int,
         traces_out: Path | None, output: Path | None, gate: str, alpha: float, bootstrap: int,
         permutations: int, random_seed: int, min_coverage: float, allow_partial: bool,
         allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
-        trace_url: str | None, redact: bool, label: str | None) -> None:
+        trace_url: str | None, redact: bool, label: str | None,
+        emit_otlp: str | None) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
     The suite is validated completely before the first app call. The spans the app emits
@@ -65,6 +68,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
+    endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
     adapted = None
     if adapter is not None or adapter_options:
@@ -85,6 +89,10 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
+    if endpoint is not None:
+        from ..emit.events import fairness_events
+
+        send_events(endpoint, fairness_events(ev))
     finish(ctx, ev, output, fmt, options, label=label)
 
 

@@ -53,7 +53,7 @@ SPAN_KINDS = frozenset({KIND_STORE, KIND_OTLP_JSONL, KIND_OTLP_JSON, KIND_OTLP_P
 _GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAX_MESSAGE = 256 * 1024 * 1024
-_SPAN_KEYS = (b'"resourceSpans"', b'"resource_spans"')
+_SPAN_KEYS = (b'"resourceSpans"', b'"resource_spans"', b'"resourceLogs"')  # logs: beside spans
 
 
 class Source:
@@ -126,8 +126,8 @@ def _classify(path: Path) -> tuple[str, bytes, object]:
         value = parse_json(_first_line(path))
     except json.JSONDecodeError:
         return KIND_OTLP_JSON, head, None  # a document spread over several lines
-    if isinstance(value, dict) and "resourceSpans" in value:
-        return KIND_OTLP_JSONL, head, value
+    if isinstance(value, dict) and ("resourceSpans" in value or "resourceLogs" in value):
+        return KIND_OTLP_JSONL, head, value  # the file exporter writes logs beside spans
     if isinstance(value, dict) and "trace_id" in value:
         return KIND_AGENT_JSONL, head, value
     if isinstance(value, list):
@@ -171,7 +171,8 @@ def evaluation_kind(path: Path, *, documents: bool = True) -> str:
 
 def _document_kind(head: bytes, first: object) -> str:
     if isinstance(first, list):  # a document on one line
-        spans = bool(first) and isinstance(first[0], dict) and "resourceSpans" in first[0]
+        spans = bool(first) and isinstance(first[0], dict) and (
+            "resourceSpans" in first[0] or "resourceLogs" in first[0])
         return KIND_OTLP_JSON if spans else KIND_JSON_DOCUMENT
     opening = head.removeprefix(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0].strip()
     if opening not in (b"{", b"["):  # not pretty-printed: JSON lines with a bad first line

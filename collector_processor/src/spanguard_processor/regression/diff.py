@@ -61,6 +61,9 @@ def case_evidence(question: str | None, record: Mapping[str, Any] | None,
         return out
     trace_id = record.get("trace_id")
     out["trace_id"] = trace_id if isinstance(trace_id, str) else None
+    for key in ("span_id", "response_id"):  # the root span and model answer, for --emit-otlp
+        if isinstance(record.get(key), str):
+            out[key] = record[key]
     out["output"] = _excerpt(output, OUTPUT_CHARS)
     out["process"] = _process(record.get("trace"))
     return out

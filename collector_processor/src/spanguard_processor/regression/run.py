@@ -163,6 +163,10 @@ def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
                 "cost_usd": trace.cost_usd,
                 "trace": trace.trace.to_dict(),
             }
+            if trace.root_span_id:  # where a result sent by --emit-otlp belongs
+                record["span_id"] = trace.root_span_id
+            if trace.response_id:
+                record["response_id"] = trace.response_id
             outputs.add(trace.request_id or trace.trace_id, record)
     return outputs
 

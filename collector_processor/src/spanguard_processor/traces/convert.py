@@ -27,6 +27,7 @@ from spanguard import semconv
 from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
 from ._llm import is_llm_span, llm_call, output_messages, question_and_answer
 from .annotations import Annotations, annotation_request_id, is_annotation
+from .events import with_log_events
 from .identity import (
     ROOT_INPUT,
     ROOT_OUTPUT,
@@ -76,6 +77,7 @@ def trace_from_records(
     """
     if not spans:
         raise ValueError("a trace needs at least one span")
+    spans = with_log_events(spans)  # GenAI log events joined to their spans (traces/events.py)
     root = find_root(spans)
     assert root is not None  # a non-empty trace always has a span whose parent is not in it
     attrs = root.attributes
@@ -123,6 +125,9 @@ def trace_from_records(
         output_source=output_source,
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
         unread=unread_keys(spans),
+        root_span_id=root.span_id or None,
+        response_id=next((str(s.attributes[semconv.GEN_AI_RESPONSE_ID]) for s in reversed(llm_spans)
+                          if s.attributes.get(semconv.GEN_AI_RESPONSE_ID)), None),
     )
 
 
