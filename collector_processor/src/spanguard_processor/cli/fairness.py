@@ -12,6 +12,7 @@ import click
 from spanguard.exceptions import ConfigError
 
 from ._common import in_command_terms
+from .suite import echo_plan
 
 __all__ = ["evaluation_options", "fairness", "finish", "gate_config", "report_options"]
 
@@ -129,6 +130,16 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
     ctx.exit(0 if ev.passed else 1)
 
 
+def _repeats(suite: Any, observations: Any) -> int:
+    """Records per variant in the inputs (their median over the suite's recorded variants)."""
+    from collections import Counter
+    from statistics import median_low
+
+    ids = {v.id for v in suite.variants}
+    counts = Counter(o.variant_id for o in observations if o.variant_id in ids)
+    return max(1, int(median_low(counts.values()))) if counts else 1
+
+
 @click.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("inputs", metavar="TRACES...", nargs=-1, required=True,
@@ -160,6 +171,7 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
     observations = read_inputs(list(inputs))
+    echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
     ev, matched = evaluate_suite(suite, observations, config)
     if matched.unmatched:
         click.echo(f"note: {matched.unmatched} record(s) match no variant of the suite and were "
