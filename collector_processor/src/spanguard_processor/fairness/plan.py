@@ -123,13 +123,14 @@ def plan_lines(plan: SuitePlan) -> list[str]:
     """The plan as a table: a design line, one row per metric, a warning per weak metric."""
     reps = "repeat" if plan.repeats == 1 else "repeats"
     per = f" ({plan.per_group} variants of each group per seed)" if plan.per_group > 1 else ""
+    names = [p.metric + (" (optional)" if p.optional else "") for p in plan.metrics]
+    width = max([len("metric"), *map(len, names)])
     lines = [
         f"design: {plan.seeds} seeds × {plan.groups} groups × {plan.repeats} {reps}{per}, "
         f"{plan.variants * plan.repeats} app calls",
-        f"{'metric':<26} {'scale':<6} {'threshold':>9} {'design MDE':>16}  seeds needed",
+        f"{'metric':<{width}} {'scale':<6} {'threshold':>9} {'design MDE':>16}  seeds needed",
     ]
-    for p in plan.metrics:
-        name = p.metric + (" (optional)" if p.optional else "")
+    for p, name in zip(plan.metrics, names, strict=True):
         if p.note:
             needed = p.note
         elif p.underpowered:
@@ -137,7 +138,7 @@ def plan_lines(plan: SuitePlan) -> list[str]:
                       else "more than 100,000")
         else:
             needed = "enough"
-        lines.append(f"{name:<26} {p.scale:<6} {p.threshold:>9g} {_mde_text(p):>16}  {needed}")
+        lines.append(f"{name:<{width}} {p.scale:<6} {p.threshold:>9g} {_mde_text(p):>16}  {needed}")
     lines.append(f"MDE: the true gap the gate detects 4 times in 5 at α = {plan.alpha:.3g} "
                  "per metric, at the worst-case variance of the metric's scale.")
     for p in plan.underpowered:
