@@ -1,71 +1,165 @@
-"""A suite design's power before any app call: its MDE and the seeds it needs.
+"""Design power: what a suite of seeds × groups × repeats can show, before the first app call.
 
-PROVISIONAL (branch ``power``): a stand-in with the interface the ``gate`` branch provides;
-it is replaced by theirs when that lands. The design's MDE is the engine's own simulated MDE on
-a balanced design of that size whose every value is equal (a deterministic fair app), so
-the worst-case variance of the metric's scale is assumed.
+Pure functions (numbers in, numbers out; no I/O). The gate's PASS needs a one-sided upper bound
+of the gap Δ under the threshold τ (docs/fairness.md, "what PASS means"); two bounds exist
+(:mod:`.bounds`):
+
+* **noisy app** — the studentized simultaneous bound over the "group against the rest"
+  contrasts. On a fair app it is ``range(group means) + 2·k·se·(G − 1)/G``; its ``power``
+  quantile is the design's **minimum detectable effect** (MDE): a fair app's bound falls
+  below it with probability ``power``, and, the same distance seen from the other side, a gap
+  of MDE is told apart from none with about that power. A fair app PASSes with probability
+  ``power`` when MDE ≤ τ (and almost surely when MDE ≤ τ/2).
+* **deterministic app** (every seed's variants agree) — the exact Clopper–Pearson bound on
+  the share of seeds whose variants disagree, ``1 − α^(1/n)`` with none disagreeing, times
+  the scale's range (1 for rates; a count's stated spread). It needs
+  ``n ≥ ln α / ln(1 − τ/range)`` seeds, whatever the number of groups.
+
+With no data the variance is the scale's worst case: p(1 − p) at p = 0.5 for rates, and for
+counts (which have no worst case) a Poisson count of mean 1, unless ``variance`` says more.
+Independent repeats divide a variant's variance by their number; identical repeats (caching,
+temperature 0) add nothing, so pass ``repeats=1`` for them.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
-from .inference import Units, infer_gap
-from .power import min_detectable_effect
+__all__ = [
+    "COUNT_VARIANCE",
+    "RATE_VARIANCE",
+    "design_mde",
+    "deterministic_bound",
+    "deterministic_seeds",
+    "repeats_needed",
+    "resolution",
+    "seeds_needed",
+]
 
-__all__ = ["design_mde", "seeds_needed"]
+RATE_VARIANCE = 0.25  # a rate's largest variance, p(1 − p) at p = 0.5
+COUNT_VARIANCE = 1.0  # a count has no worst case: a Poisson count of mean 1 is assumed
+_DRAWS = 20_000
+_MAX_SEEDS = 10_000_000
 
-#: null draws of the design's simulated test: enough for a plan, cheap enough to bisect on
-_DRAWS = 2000
+
+def _unit_variance(scale: str, repeats: int, variance: float | None) -> float:
+    if variance is None:
+        variance = RATE_VARIANCE if scale == "rate" else COUNT_VARIANCE
+    return float(variance) / max(int(repeats), 1)
 
 
-def design_mde(scale: str, threshold: float, seeds: int, groups: int, *,
-               per_group: int = 1, repeats: int = 1, alpha: float = 0.05,
-               power: float = 0.8, seed: int = 0) -> float | None:
-    """The smallest true gap the gate detects with ``power`` on a balanced design of ``seeds``
-    seeds × ``groups`` groups (``per_group`` variants of each group per seed, ``repeats``
-    calls each) at the worst-case variance of ``scale``; None when no gap on the scale is
-    (``math.inf`` never: a rate's gap beyond 1 is None)."""
-    if seeds < 1 or groups < 2:
+@lru_cache(maxsize=512)
+def _constant(groups: int, df: int, alpha: float, power: float) -> float:
+    """The ``power`` quantile of a fair app's studentized upper bound, in units of σ/√n
+    (σ: a variant's standard deviation, n: seeds), with the seeds' degrees of freedom."""
+    rng = np.random.default_rng(20261205 + groups)
+    z = rng.standard_normal((_DRAWS, groups))
+    centred = z - z.mean(axis=1, keepdims=True)
+    t = np.abs(centred).max(axis=1) * math.sqrt(groups / (groups - 1.0))
+    t = t / np.sqrt(rng.chisquare(max(df, 1), size=_DRAWS) / max(df, 1))
+    k = float(np.quantile(t, 1.0 - alpha))
+    spread = z.max(axis=1) - z.min(axis=1)
+    bound = spread + 2.0 * k * math.sqrt((groups - 1.0) / groups)
+    return float(np.quantile(bound, power))
+
+
+def resolution(seeds: int, groups: int, unit_variance: float, alpha: float = 0.05,
+               power: float = 0.8) -> float | None:
+    """The studentized bound's MDE for ``seeds`` × ``groups`` variants of variance
+    ``unit_variance`` each (repeats already averaged); None below 2 seeds or 2 groups."""
+    if seeds < 2 or groups < 2:
         return None
-    per_seed = groups * per_group
-    n = seeds * per_seed
-    units = Units(values=np.zeros((n, 1)),
-                  seed=np.repeat(np.arange(seeds, dtype=np.int64), per_seed),
-                  group=np.tile(np.repeat(np.arange(groups, dtype=np.int64), per_group), seeds),
-                  repeats=np.full(n, repeats, dtype=np.int64), n_seeds=seeds, n_groups=groups)
-    inf = infer_gap(units, threshold, alpha, seed, draws=_DRAWS, scale=scale)
-    if inf is None:
+    c = _constant(int(groups), int(seeds) - 1, float(alpha), float(power))
+    return c * math.sqrt(max(unit_variance, 0.0) / seeds)
+
+
+def deterministic_bound(seeds: int, alpha: float = 0.05, discordant: int = 0,
+                        spread: float = 1.0) -> float:
+    """The exact one-sided 1 − α upper bound of the gap from ``discordant`` of ``seeds``
+    seeds whose variants disagree (Clopper–Pearson), times the scale's range ``spread``."""
+    from .bounds import clopper_pearson_upper
+
+    return clopper_pearson_upper(discordant, seeds, alpha) * spread
+
+
+def deterministic_seeds(threshold: float, alpha: float = 0.05, spread: float = 1.0) -> int:
+    """Seeds for the exact bound with no disagreeing seed, ``(1 − α^(1/n))·spread``, to fall
+    below ``threshold``: n > ln α / ln(1 − τ/spread)."""
+    share = threshold / max(spread, 1e-300)
+    if share >= 1.0:
+        return 1
+    n = math.log(alpha) / math.log1p(-share)
+    return max(1, math.floor(n) + 1)
+
+
+def _spread(scale: str, spread: float | None) -> float:
+    if scale == "rate":
+        return 1.0
+    return max(1.0, spread or 0.0)
+
+
+def design_mde(seeds: int, groups: int, repeats: int, scale: str, threshold: float,
+               alpha: float = 0.05, power: float = 0.8, *,
+               variance: float | None = None) -> float | None:
+    """The design's minimum detectable effect at the scale's worst-case variance (or
+    ``variance``, one record's): a fair app's upper bound of the gap falls below it with
+    probability ``power``. None when it is beyond the scale (a gap between rates cannot
+    exceed 1) or the design has fewer than 2 seeds or 2 groups. ``threshold`` is accepted so
+    the call reads like the gate's; compare the MDE with it (PASS needs MDE ≤ τ)."""
+    del threshold  # the MDE does not depend on τ; the signature is shared with seeds_needed
+    mde = resolution(seeds, groups, _unit_variance(scale, repeats, variance), alpha, power)
+    if mde is None or (scale == "rate" and mde >= 1.0):
         return None
-    mde = min_detectable_effect(inf, threshold, alpha, power, seed=seed,
-                                upper=1.0 if scale == "rate" else None)
-    return None if mde is None or not math.isfinite(mde) else float(mde)
+    return mde
 
 
-def seeds_needed(scale: str, threshold: float, groups: int, *, target: float | None = None,
-                 per_group: int = 1, repeats: int = 1, alpha: float = 0.05,
-                 power: float = 0.8, limit: int = 100_000) -> int | None:
-    """The fewest seeds whose design MDE is at most ``target`` (default twice the threshold);
-    None when even ``limit`` seeds are not enough."""
-    goal = 2.0 * threshold if target is None else target
+def seeds_needed(groups: int, repeats: int, scale: str, threshold: float,
+                 alpha: float = 0.05, power: float = 0.8, observed: float | None = None, *,
+                 spread: float | None = None) -> int:
+    """Seeds for a fair app to PASS: the fewest n with MDE ≤ ``threshold``.
 
-    def enough(s: int) -> bool:
-        mde = design_mde(scale, threshold, s, groups, per_group=per_group, repeats=repeats,
-                         alpha=alpha, power=power)
-        return mde is not None and mde <= goal
+    ``observed`` is the variance of one variant's value as measured (its repeats averaged):
+    None assumes the scale's worst case divided by ``repeats``; 0 means a deterministic app
+    (no seed's variants disagreed), for which the exact bound needs
+    n > ln α / ln(1 − τ/spread) (``spread``: a count's range, at least 1; rates: 1).
+    """
+    if observed is not None and observed <= 0.0:
+        return deterministic_seeds(threshold, alpha, _spread(scale, spread))
+    unit = (_unit_variance(scale, repeats, None) if observed is None else float(observed))
+    groups = max(int(groups), 2)
 
-    hi = 2
-    while not enough(hi):
-        if hi >= limit:
-            return None
-        hi = min(limit, hi * 2)
+    def ok(n: int) -> bool:
+        mde = resolution(n, groups, unit, alpha, power)
+        return mde is not None and mde <= threshold
+
+    if ok(2):
+        return 2
+    hi = 4
+    while not ok(hi):
+        if hi >= _MAX_SEEDS:
+            return _MAX_SEEDS
+        hi *= 2
     lo = hi // 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if enough(mid):
+        if ok(mid):
             hi = mid
         else:
             lo = mid
     return hi
+
+
+def repeats_needed(seeds: int, groups: int, threshold: float, observed: float,
+                   repeats: int = 1, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Independent repeats per variant for a noisy app's MDE to reach ``threshold`` at this
+    many seeds, assuming its variance ``observed`` (at ``repeats``) is call-to-call noise
+    that averaging shrinks; None when no number of repeats can (too few seeds or groups)."""
+    mde = resolution(seeds, groups, observed, alpha, power)
+    if mde is None or observed <= 0.0:
+        return None
+    if mde <= threshold:
+        return max(int(repeats), 1)
+    return max(int(repeats), 1) * math.ceil((mde / threshold) ** 2)
