@@ -36,19 +36,29 @@ def test_plan_of_a_one_template_suite_warns_and_names_the_seeds_it_needs(tmp_pat
     result = CliRunner().invoke(cli, ["suite", "plan", str(suite)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("design: 1 seeds × 2 groups × 1 repeat, 2 app calls\n")
-    warning = re.search(r"warning: refusal_gap: .*about (\d+) seeds would bring the MDE to "
-                        r"2 × threshold\.", result.stdout)
+    assert re.search(r"refusal_gap .* fewer than 2 seeds hold two groups: nothing can PASS",
+                     result.stdout)
+
+
+def test_plan_warns_and_its_seed_count_reaches_the_threshold(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, 30, [{"type": "refusal_gap", "threshold": 0.2}])
+    result = CliRunner().invoke(cli, ["suite", "plan", str(suite)])
+    assert result.exit_code == 0, result.output
+    warning = re.search(r"warning: refusal_gap: design MDE ([\d.]+) exceeds 2 × its threshold "
+                        r"0.2: .* about ([\d,]+) seeds would, or (\d+) for a deterministic app",
+                        result.stdout)
     assert warning, result.stdout
-    needed = int(warning.group(1))
-    # the number is the smallest design whose MDE is within twice the threshold
-    at_needed = design_mde("rate", 0.2, needed, 2)
-    below = design_mde("rate", 0.2, needed - 1, 2)
-    assert at_needed is not None and at_needed <= 0.4
-    assert below is None or below > 0.4
+    needed = int(warning.group(2).replace(",", ""))
+    # the number is the smallest design whose MDE reaches the threshold
+    at_needed = design_mde(needed, 2, 1, "rate", 0.2)
+    below = design_mde(needed - 1, 2, 1, "rate", 0.2)
+    assert at_needed is not None and at_needed <= 0.2
+    assert below is None or below > 0.2
+    assert int(warning.group(3)) == 14  # 1 − 0.05^(1/n) < 0.2 from n = 14
 
 
 def test_plan_of_a_large_suite_has_no_warning(tmp_path: Path) -> None:
-    small = plan_suite(load_suite(_suite(tmp_path, 1, [{"type": "refusal_gap",
+    small = plan_suite(load_suite(_suite(tmp_path, 5, [{"type": "refusal_gap",
                                                           "threshold": 0.2}])))
     needed = small.metrics[0].seeds_needed
     assert needed is not None
@@ -57,8 +67,7 @@ def test_plan_of_a_large_suite_has_no_warning(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "warning" not in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.startswith("refusal_gap"))
-    assert row.split()[-1] == "enough"
-    assert float(row.split()[-2]) <= 0.4
+    assert float(row.split()[3]) <= 0.2
 
 
 def test_plan_counts_repeats_and_names_metrics_it_cannot_judge(tmp_path: Path) -> None:
@@ -82,12 +91,12 @@ def test_plan_of_a_bad_suite_is_bad_input(tmp_path: Path) -> None:
 
 
 def test_run_prints_the_plan_before_the_first_app_call(tmp_path: Path) -> None:
-    suite = _suite(tmp_path, 2, [{"type": "refusal_gap", "threshold": 0.2}])
+    suite = _suite(tmp_path, 3, [{"type": "refusal_gap", "threshold": 0.2}])
     result = CliRunner().invoke(cli, ["run", str(suite), "--app", "tests.fairness.plan_apps:loud",
                                       "--format", "json", *_FAST])
     assert result.exit_code in (0, 1), result.output
     err = result.stderr
-    assert err.index("design: 2 seeds × 2 groups") < err.index("app called")
+    assert err.index("design: 3 seeds × 2 groups") < err.index("app called")
     assert "warning: refusal_gap: " in err.split("app called")[0]
     json.loads(result.stdout)  # stdout stays the verdict, valid JSON
 

@@ -1,10 +1,11 @@
 """A suite's power before the run: each metric's design MDE and the seeds it would need.
 
 From the suite alone (seeds × groups × repeats, each metric's scale and threshold), before any
-app call: the smallest true gap the gate would detect 4 times in 5 when the app shows no
-variation of its own (the worst-case variance of the metric's scale), and, where that is more
-than twice the threshold, how many seeds would bring it there. ``spanguard suite plan`` prints
-it; ``run`` and ``fairness`` print it before they start. Pure: no I/O, no click.
+app call: the design MDE of :mod:`.design` (a fair app's upper bound of the gap falls below it
+4 times in 5, at the worst-case variance of the metric's scale; PASS needs the bound below
+the threshold), a warning where it exceeds twice the threshold, and the seeds a noisy and a
+deterministic app would need to PASS. ``spanguard suite plan`` prints it; ``run`` and
+``fairness`` print it before they start. Pure: no I/O, no click.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from .design import design_mde, seeds_needed
+from .design import COUNT_VARIANCE, RATE_VARIANCE, design_mde, deterministic_seeds, seeds_needed
 from .metrics import get_metric
 from .records import group_label
 from .suite import Suite
@@ -34,7 +35,8 @@ class MetricPlan:
     scale: str
     optional: bool
     mde: float | None
-    seeds_needed: int | None = None
+    seeds_needed: int | None = None  # for the MDE to reach the threshold (a noisy app)
+    deterministic_seeds: int | None = None  # for a deterministic fair app's exact bound
     note: str = ""
 
     @property
@@ -78,10 +80,10 @@ def plan_suite(suite: Suite, repeats: int = 1, alpha: float = 0.05,
                power: float = 0.8) -> SuitePlan:
     """Every metric's design MDE on ``suite`` with ``repeats`` calls per variant.
 
-    α is split over the suite's metrics as the gate's Holm step does at its strictest, so the
-    figure is the one the gate's own MDE shows for an app without variation."""
+    PASS claims every gating metric is within its threshold (an intersection–union test), so
+    each metric is planned at α itself. Several variants of a group in one seed average into
+    that seed's group mean, dividing the worst-case variance by their number."""
     seeds, groups, per_group = _design(suite)
-    level = alpha / max(len(suite.metrics), 1)
     plans = []
     for m in suite.metrics:
         definition = get_metric(m.type)
@@ -95,19 +97,20 @@ def plan_suite(suite: Suite, repeats: int = 1, alpha: float = 0.05,
             plans.append(MetricPlan(m.type, m.threshold, scale, m.optional, None,
                                     note="scale known only from the data"))
             continue
-        if seeds < 1 or groups < 2:
-            plans.append(MetricPlan(m.type, m.threshold, scale, m.optional, None,
-                                    note="no seed holds two groups: nothing to compare"))
+        if seeds < 2 or groups < 2:
+            plans.append(MetricPlan(
+                m.type, m.threshold, scale, m.optional, None,
+                deterministic_seeds=deterministic_seeds(m.threshold, alpha),
+                note="fewer than 2 seeds hold two groups: nothing can PASS"))
             continue
-        mde = design_mde(scale, m.threshold, seeds, groups, per_group=per_group,
-                         repeats=repeats, alpha=level, power=power)
-        plan = MetricPlan(m.type, m.threshold, scale, m.optional, mde)
-        if plan.underpowered:
-            needed = seeds_needed(scale, m.threshold, groups, per_group=per_group,
-                                  repeats=repeats, alpha=level, power=power)
-            plan = MetricPlan(m.type, m.threshold, scale, m.optional, mde, needed)
-        plans.append(plan)
-    return SuitePlan(seeds, groups, per_group, repeats, len(suite.variants), level,
+        worst = (RATE_VARIANCE if scale == "rate" else COUNT_VARIANCE) / per_group
+        mde = design_mde(seeds, groups, repeats, scale, m.threshold, alpha, power,
+                         variance=worst)
+        needed = seeds_needed(groups, repeats, scale, m.threshold, alpha, power,
+                              observed=worst / max(repeats, 1))
+        plans.append(MetricPlan(m.type, m.threshold, scale, m.optional, mde, needed,
+                                deterministic_seeds(m.threshold, alpha)))
+    return SuitePlan(seeds, groups, per_group, repeats, len(suite.variants), alpha,
                      tuple(plans))
 
 
@@ -128,26 +131,25 @@ def plan_lines(plan: SuitePlan) -> list[str]:
     lines = [
         f"design: {plan.seeds} seeds × {plan.groups} groups × {plan.repeats} {reps}{per}, "
         f"{plan.variants * plan.repeats} app calls",
-        f"{'metric':<{width}} {'scale':<6} {'threshold':>9} {'design MDE':>16}  seeds needed",
+        f"{'metric':<{width}} {'scale':<6} {'threshold':>9} {'design MDE':>16}  "
+        "seeds to PASS (noisy / deterministic app)",
     ]
     for p, name in zip(plan.metrics, names, strict=True):
         if p.note:
             needed = p.note
-        elif p.underpowered:
-            needed = (f"{p.seeds_needed}" if p.seeds_needed is not None
-                      else "more than 100,000")
         else:
-            needed = "enough"
-        lines.append(f"{name:<{width}} {p.scale:<6} {p.threshold:>9g} {_mde_text(p):>16}  {needed}")
-    lines.append(f"MDE: the true gap the gate detects 4 times in 5 at α = {plan.alpha:.3g} "
-                 "per metric, at the worst-case variance of the metric's scale.")
+            noisy = f"{p.seeds_needed:,}" if p.seeds_needed is not None else "?"
+            needed = f"{noisy} / {p.deterministic_seeds}"
+        lines.append(f"{name:<{width}} {p.scale:<6} {p.threshold:>9g} {_mde_text(p):>16}  "
+                     f"{needed}")
+    lines.append(f"design MDE: a fair app's upper bound of the gap falls below it 4 times in 5 "
+                 f"(α = {plan.alpha:g}), at the worst-case variance of the metric's scale; "
+                 "PASS needs the bound below the threshold.")
     for p in plan.underpowered:
         what = (f"design MDE {_mde_text(p)} exceeds {WARN_FACTOR:g} × its threshold "
                 f"{p.threshold:g}" if p.mde is not None else
-                f"no gap on its scale is detected 4 times in 5 (threshold {p.threshold:g})")
-        more = (f"about {p.seeds_needed} seeds would bring the MDE to {WARN_FACTOR:g} × "
-                "threshold" if p.seeds_needed is not None
-                else "no suite up to 100,000 seeds would bring the MDE there")
-        lines.append(f"warning: {p.metric}: {what}: this suite can hardly show it within the "
-                     f"threshold; {more}.")
+                f"its design MDE is beyond the scale (threshold {p.threshold:g})")
+        lines.append(f"warning: {p.metric}: {what}: a noisy app will hardly PASS it "
+                     f"(INCONCLUSIVE instead); about {p.seeds_needed:,} seeds would, or "
+                     f"{p.deterministic_seeds} for a deterministic app.")
     return lines
