@@ -1,21 +1,27 @@
-"""Calibration of the fairness gate: false failures, power, interval coverage, MDE accuracy.
+"""Calibration of the fairness gate's four outcomes: FAIL, INCONCLUSIVE and PASS rates, and
+the coverage of the upper bound PASS relies on.
 
-Simulates counterfactual suites (seeds × groups × repeats) of apps with a known true gap and
-runs the gate's own statistics on each (``inference.infer_gap`` for the interval and the
-threshold test, the within-seed permutation test of variants, the default gate's decision for
-one metric at alpha 0.05; the same functions ``evaluate`` calls). Every rate is printed with
-its Clopper–Pearson 95% interval beside its target.
+Simulates counterfactual suites (seeds × groups × repeats) of apps with a known true gap Δ and
+runs the gate's own statistics on each — ``inference.infer_gap`` (the studentized interval and
+the threshold test), the within-seed permutation test of variants, and
+``precision.precision`` (the upper bound: the smaller of the studentized and the exact
+discordance bound; the MDE) — the same functions ``evaluate`` calls, deciding like the
+default gate for one metric at alpha 0.05 (coverage checks aside, as with ``--allow-partial``):
+FAIL when both tests reject gap ≤ τ, else PASS when the upper bound is below τ, else
+INCONCLUSIVE. Every rate is printed with its Clopper–Pearson 95% interval.
 
-Designs (issue #13): fair binary (rate 0.3), fair counts (Poisson, mean 2, threshold 1), random
-tool choice (three tools: one indicator column each), random retrieval order (three documents
-from groups A, B, C; exposure 1/log2(1 + rank) per document group); 30 seeds × 15 groups and
-100 × 6; repeats ×1, identical ×3 and ×5, independent ×3; 20% of variants missing at random;
-true gaps (one group's rate raised) 0, 0.05, τ − 0.02, τ, τ + 0.1, 0.3; τ − 0.02 on 1,000 × 6;
-0.30 on 100 × 15. MDE accuracy: the median MDE printed on 40 suites of a design, then the
-gate's power at that gap on fresh suites.
+Apps: fair binary (rate 0.3, τ 0.1), fair counts (Poisson, mean 2, τ 1), random tool choice
+(three tools: one indicator column each), random retrieval order (three documents from groups
+A, B, C; exposure 1/log2(1 + rank)), and a **deterministic** binary app (each seed's answer
+decided by its template alone, every group and repeat alike; a planted gap δ flips group 0 to
+1 in a share of seeds). Designs: 30 seeds × 15 groups and 100 × 6; repeats ×1, identical ×3 and
+×5, independent ×3; 20% of variants missing at random; noisy designs large enough for the
+design MDE (``design.design_mde``, worst-case variance) to be at most τ/2; deterministic designs
+from 1 × 2 to 100 × 15; true gaps 0, 0.05, τ − 0.02, τ, τ + 0.1, 0.3.
 
-    .venv/bin/python bench/bench_calibration.py            # all designs, 200 suites each
-    .venv/bin/python bench/bench_calibration.py --suites 50 --quick
+    .venv/bin/python bench/bench_calibration.py            # every design, 200 suites each
+    .venv/bin/python bench/bench_calibration.py --quick    # binary and deterministic only
+    .venv/bin/python bench/bench_calibration.py --suites 50 --quick   # seconds (the test's)
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta
 
-from spanguard_processor.fairness import inference, power
+from spanguard_processor.fairness import design as design_power
+from spanguard_processor.fairness import inference, precision
 from spanguard_processor.fairness.evaluate import _any_difference
 from spanguard_processor.fairness.gate import GateConfig
 from spanguard_processor.fairness.groups import missingness_p
@@ -56,6 +63,16 @@ def binary(rng: np.random.Generator, draws: int, seeds: int, groups: int,
     return (rng.random((draws, seeds, groups)) < rates).astype(np.float64)[..., None]
 
 
+def deterministic(rng: np.random.Generator, draws: int, seeds: int, groups: int,
+                  shift: np.ndarray) -> np.ndarray:
+    """Each seed's answer is its template's (rate 0.3), the same for every group and draw;
+    group g is flipped to 1 in a share shift[g] / 0.7 of seeds: its rate rises by shift[g]."""
+    base = rng.random(seeds) < 0.3
+    flip = rng.random((seeds, groups)) < np.clip(shift / 0.7, 0.0, 1.0)
+    x = (base[:, None] | flip).astype(np.float64)
+    return np.broadcast_to(x, (draws, seeds, groups))[..., None].copy()
+
+
 def counts(rng: np.random.Generator, draws: int, seeds: int, groups: int,
            shift: np.ndarray) -> np.ndarray:
     return rng.poisson(2.0 + shift, size=(draws, seeds, groups)).astype(np.float64)[..., None]
@@ -77,9 +94,12 @@ def retrieval_order(rng: np.random.Generator, draws: int, seeds: int, groups: in
     return out
 
 
-APPS: dict[str, tuple[Values, float]] = {
-    "binary": (binary, 0.1), "counts": (counts, 1.0),
-    "tool choice": (tool_choice, 0.1), "retrieval order": (retrieval_order, 0.1),
+# app: (values, threshold, the metric's scale, a variant's variance for the design MDE)
+APPS: dict[str, tuple[Values, float, str, float | None]] = {
+    "binary": (binary, 0.1, "rate", None), "counts": (counts, 1.0, "count", 2.0),
+    "tool choice": (tool_choice, 0.1, "rate", None),
+    "retrieval order": (retrieval_order, 0.1, "count", 0.25),
+    "deterministic": (deterministic, 0.1, "rate", 0.0),
 }
 
 
@@ -100,11 +120,22 @@ class Design:
         miss = f", {self.missing:.0%} missing" if self.missing else ""
         return f"{self.app}, {self.seeds}×{self.groups}, {rep}{miss}, gap {self.gap:g}"
 
+    @property
+    def mde(self) -> float | None:
+        """The design MDE before any data: worst-case variance for the scale (the app's own
+        variance for counts); a deterministic app's exact bound with no discordant seed."""
+        _, tau, scale, variance = APPS[self.app]
+        if variance == 0.0:
+            return design_power.deterministic_bound(self.seeds, ALPHA)
+        repeats = 1 if self.identical else self.repeats
+        return design_power.design_mde(self.seeds, self.groups, repeats, scale, tau, ALPHA,
+                                       variance=variance)
+
 
 def simulate(design: Design, rng: np.random.Generator) -> tuple[inference.Units,
                                                                np.ndarray | None]:
     """One suite as variant units (repeats averaged), and the missing indicator if any."""
-    values, _ = APPS[design.app]
+    values = APPS[design.app][0]
     shift = np.zeros(design.groups)
     shift[0] = design.gap
     draws = 1 if design.identical else design.repeats
@@ -126,47 +157,114 @@ def simulate(design: Design, rng: np.random.Generator) -> tuple[inference.Units,
 
 @dataclass
 class Outcome:
-    failed: bool
-    covered: bool
-    mde: float | None
+    verdict: str  # "fail", "inconclusive" or "pass"
+    covered: bool  # the upper bound is at least the true gap
     missing_flagged: bool
 
 
-def gate_once(design: Design, rng: np.random.Generator, seed: int, with_mde: bool) -> Outcome:
-    _, tau = APPS[design.app]
+def true_gap(design: Design) -> float:
+    if design.app == "deterministic":
+        return min(design.gap, 0.7)
+    return design.gap
+
+
+def gate_once(design: Design, rng: np.random.Generator, seed: int) -> Outcome:
+    _, tau, scale, _ = APPS[design.app]
     units, missing = simulate(design, rng)
-    inf = inference.infer_gap(units, tau, ALPHA, seed, draws=CFG.bootstrap_samples)
-    assert inf is not None
+    inf = inference.infer_gap(units, tau, ALPHA, seed, draws=CFG.bootstrap_samples,
+                              scale=scale)
+    if inf is None:  # one seed missing every group but one: no contrast at all
+        return Outcome("inconclusive", True, False)
     failed = False
     if inf.p_threshold < ALPHA:  # the permutation test only matters when this rejects
         p_perm, _ = _any_difference(units, GateConfig(seed=seed))
         failed = max(inf.p_threshold, p_perm) < ALPHA
-    lo, hi = inf.interval
-    mde = power.min_detectable_effect(inf, tau, ALPHA, seed=seed) if with_mde else None
+    shown = precision.precision(units, inf, scale, tau, ALPHA, 0.8)
+    upper = shown.interval[1]
+    verdict = "fail" if failed else "pass" if upper < tau else "inconclusive"
     flagged = False
     if missing is not None:
         p_miss = missingness_p(np.repeat(np.arange(design.seeds), design.groups),
                                np.tile(np.arange(design.groups), design.seeds), missing,
                                design.seeds, design.groups, 999, seed)
         flagged = p_miss is not None and p_miss < ALPHA
-    return Outcome(failed, lo <= design.gap <= hi, mde, flagged)
+    return Outcome(verdict, true_gap(design) <= upper + 1e-12, flagged)
 
 
-def run(design: Design, suites: int, seed: int, with_mde: bool = False) -> list[Outcome]:
+def run(design: Design, suites: int, seed: int) -> list[Outcome]:
     rng = np.random.default_rng(seed)
-    return [gate_once(design, rng, seed * 100_000 + i, with_mde) for i in range(suites)]
+    return [gate_once(design, rng, seed * 100_000 + i) for i in range(suites)]
 
 
 def rate(k: int, n: int) -> str:
     lo, hi = clopper_pearson(k, n)
-    return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}] ({k}/{n})"
+    return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _mde(design: Design) -> str:
+    value = design.mde
+    return "beyond the scale" if value is None else f"{value:.3f}"
+
+
+HEADER = ("| design | design MDE | FAIL [95% CI] | INCONCLUSIVE [95% CI] | PASS [95% CI] | "
+          "upper bound ≥ Δ [95% CI] |\n|---|---|---|---|---|---|")
+
+
+def table(title: str, designs: list[Design], n: int, seed: int) -> None:
+    print(title)
+    print(HEADER)
+    for i, design in enumerate(designs):
+        out = run(design, n, seed + i)
+        k = {v: sum(o.verdict == v for o in out) for v in ("fail", "inconclusive", "pass")}
+        cover = sum(o.covered for o in out)
+        print(f"| {design.label} | {_mde(design)} | {rate(k['fail'], n)} | "
+              f"{rate(k['inconclusive'], n)} | {rate(k['pass'], n)} | {rate(cover, n)} |",
+              flush=True)
+        if design.missing:
+            flagged = sum(o.missing_flagged for o in out)
+            print(f"| ↳ missingness test flags group dependence | | {rate(flagged, n)} "
+                  "| | | |")
+    print()
+
+
+def null_designs(apps: list[str]) -> list[Design]:
+    out = []
+    for app in apps:
+        for seeds, groups in ((30, 15), (100, 6)):
+            out.append(Design(app, seeds, groups))
+            out.append(Design(app, seeds, groups, repeats=3))
+            if app == "binary":
+                out.append(Design(app, seeds, groups, repeats=5))
+                out.append(Design(app, seeds, groups, repeats=3, identical=False))
+                out.append(Design(app, seeds, groups, missing=0.2))
+    # noisy designs whose design MDE is at most τ/2 (fair apps must PASS ≥ 0.90)
+    out += [Design("binary", 2500, 2), Design("binary", 700, 2, repeats=5, identical=False)]
+    return out
+
+
+def deterministic_designs() -> list[Design]:
+    return [Design("deterministic", s, g) for s, g in
+            ((1, 2), (5, 2), (30, 2), (70, 2), (70, 3), (100, 15), (100, 6, ), )] + [
+        Design("deterministic", 70, 2, repeats=3)]
+
+
+def gap_designs() -> list[Design]:
+    out = [Design("binary", s, g, gap=d) for s, g in ((30, 15), (100, 6))
+           for d in (0.05, 0.08, 0.1, 0.2, 0.3)]
+    out += [Design("binary", 1000, 6, gap=0.08), Design("binary", 100, 15, gap=0.3),
+            Design("binary", 2500, 2, gap=0.05), Design("binary", 2500, 2, gap=0.15)]
+    out += [Design("deterministic", 70, 2, gap=d) for d in (0.02, 0.05, 0.1, 0.3)]
+    out += [Design("deterministic", 1, 2, gap=0.7), Design("deterministic", 30, 2, gap=0.7)]
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suites", type=int, default=200)
-    parser.add_argument("--quick", action="store_true", help="only the binary designs")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the binary and deterministic designs, no boundary and "
+                             "normal-approximation sections")
     parser.add_argument("--boundary-only", action="store_true",
                         help="only the threshold test at the boundary of H0 (Δ = τ)")
     args = parser.parse_args()
@@ -175,57 +273,18 @@ def main() -> None:
         boundary(n)
         return
     start = time.perf_counter()
-    apps = ["binary"] if args.quick else list(APPS)
-    print(f"## False failures under the null (target ≤ 0.05, upper bound ≤ 0.07), {n} suites")
-    print("| design | false failures [95% CI] | coverage of Δ = 0 |")
-    print("|---|---|---|")
-    nulls = []
-    for app in apps:
-        for seeds, groups in ((30, 15), (100, 6)):
-            nulls.append(Design(app, seeds, groups))
-            nulls.append(Design(app, seeds, groups, repeats=3))
-            if app == "binary":
-                nulls.append(Design(app, seeds, groups, repeats=5))
-                nulls.append(Design(app, seeds, groups, repeats=3, identical=False))
-                nulls.append(Design(app, seeds, groups, missing=0.2))
-    for i, design in enumerate(nulls):
-        out = run(design, n, 1000 + i)
-        fails = sum(o.failed for o in out)
-        cover = sum(o.covered for o in out)
-        print(f"| {design.label} | {rate(fails, n)} | {rate(cover, n)} |", flush=True)
-        if design.missing:
-            flagged = sum(o.missing_flagged for o in out)
-            print(f"| ↳ missingness test flags group dependence | {rate(flagged, n)} | |")
-    print()
-    print(f"## Threshold, power and coverage (binary, threshold 0.1), {n} suites")
-    print("| design | gate fails [95% CI] | coverage of Δ [95% CI] |")
-    print("|---|---|---|")
-    gaps = [Design("binary", s, g, gap=d) for s, g in ((30, 15), (100, 6))
-            for d in (0.05, 0.08, 0.1, 0.2, 0.3)]
-    gaps += [Design("binary", 1000, 6, gap=0.08), Design("binary", 100, 15, gap=0.3)]
-    for i, design in enumerate(gaps):
-        out = run(design, n, 2000 + i)
-        print(f"| {design.label} | {rate(sum(o.failed for o in out), n)} | "
-              f"{rate(sum(o.covered for o in out), n)} |", flush=True)
-    print()
-    print("## MDE accuracy (binary; target: power at the printed MDE 0.70–0.90)")
-    print("| design | median printed MDE (IQR) | gate fails at that gap [95% CI] |")
-    print("|---|---|---|")
-    for i, (seeds, groups) in enumerate(((30, 15), (100, 6), (100, 15))):
-        printed = [o.mde for o in run(Design("binary", seeds, groups), 40, 3000 + i, True)
-                   if o.mde is not None]
-        mde = float(np.median(printed))
-        q1, q3 = np.quantile(printed, [0.25, 0.75])
-        out = run(Design("binary", seeds, groups, gap=mde), n, 3100 + i)
-        print(f"| binary, {seeds}×{groups} | {mde:.3f} ({q1:.3f}–{q3:.3f}) | "
-              f"{rate(sum(o.failed for o in out), n)} |", flush=True)
-    print()
-    upper_bound_mode(min(n, 100))
-    print()
-    boundary(n)
-    print()
-    normal_approximation(n)
-    print()
+    apps = ["binary"] if args.quick else [a for a in APPS if a != "deterministic"]
+    table(f"## Fair apps (Δ = 0): FAIL ≤ 0.05 everywhere; PASS ≥ 0.90 where the design MDE "
+          f"≤ τ/2; {n} suites", null_designs(apps), n, 1000)
+    table(f"## Deterministic fair apps (every seed's variants agree; MDE: the exact bound "
+          f"1 − α^(1/n)), {n} suites", deterministic_designs(), n, 1500)
+    table(f"## Planted gaps (binary and deterministic, τ = 0.1), {n} suites", gap_designs(),
+          n, 2000)
+    if not args.quick:
+        boundary(n)
+        print()
+        normal_approximation(n)
+        print()
     print(f"took {time.perf_counter() - start:.0f} s")
 
 
@@ -269,22 +328,6 @@ def boundary(n: int) -> None:
                 assert inf is not None
                 hits += inf.p_threshold < ALPHA
             print(f"| {seeds}×{groups} | {label} | {rate(hits, n)} |", flush=True)
-
-
-def upper_bound_mode(n: int) -> None:
-    """How often `--gate upper-bound` passes a fair app (it must show the gap is under 0.1)."""
-    print("## upper-bound mode on a fair binary app (rate 0.3, threshold 0.1)")
-    print("| seeds × groups | passes [95% CI] |")
-    print("|---|---|")
-    for i, (seeds, groups) in enumerate(((100, 6), (1000, 6), (2000, 6), (1000, 2))):
-        rng = np.random.default_rng(5000 + i)
-        ok = 0
-        for b in range(n):
-            units, _ = simulate(Design("binary", seeds, groups), rng)
-            inf = inference.infer_gap(units, 0.1, ALPHA, b, draws=CFG.bootstrap_samples)
-            assert inf is not None
-            ok += inf.interval[1] <= 0.1
-        print(f"| {seeds}×{groups} | {rate(ok, n)} |", flush=True)
 
 
 def normal_approximation(n: int) -> None:

@@ -17,7 +17,9 @@ _FAST = ["--bootstrap", "300", "--permutations", "199"]
 _APPS = "tests.fairness.apps"
 
 
-def _suite(tmp_path: Path, metrics: list[dict[str, Any]], seeds: int = 12) -> Path:
+def _suite(tmp_path: Path, metrics: list[dict[str, Any]], seeds: int = 40) -> Path:
+    # 40 seeds: a deterministic fair app's exact bound (1 − 0.05^(1/40) = 0.072) is under
+    # 0.1, so it PASSes; on 12 seeds it is inconclusive
     path = tmp_path / "suite.json"
     path.write_text(json.dumps({
         "dataset": {"prompts": [
@@ -79,8 +81,10 @@ def test_fairness_on_golden_records_writes_every_report(
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(records), "-o", str(out),
                                       *_FAST])
     assert result.exit_code == 1, result.output
-    assert result.output.endswith(
-        "fairness gate FAILED: helpfulness_gap\n")
+    # 6 seeds: helpfulness_gap's gap is shown beyond 0.1; the others cannot be shown within
+    # their thresholds (inconclusive), which fails the gate too
+    gated = ["helpfulness_gap", "tool_use_parity", "escalation_parity", "refusal_gap"]
+    assert result.output.endswith(f"fairness gate FAILED: {', '.join(gated)}\n")
     report = json.loads((out / "report.json").read_text(),
                         parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
     assert report["generated_at"] == "2027-01-15T08:00:00+00:00"
@@ -90,10 +94,11 @@ def test_fairness_on_golden_records_writes_every_report(
                       "confidence_interval", "details", "p_value"]
     assert list(first)[:8] == fairtrace_keys
     assert [r["id"] for r in report["scenario_results"]] == [r["id"] for r in golden_records]
-    assert report["spanguard"]["failed_metrics"] == ["helpfulness_gap"]
+    assert report["spanguard"]["failed_metrics"] == gated
     tool = next(r for r in report["metric_results"] if r["metric"] == "tool_use_parity")
     assert tool["score"] == 1.0 and tool["interval_level"] == 0.95
-    assert tool["verdict"] == "pass" and "within noise" in tool["warnings"][0]
+    assert tool["verdict"] == "inconclusive" and not tool["passed"]
+    assert "within noise" in tool["verdict_reason_text"]
     # byte-identical on a second run
     again = tmp_path / "again"
     CliRunner().invoke(cli, ["fairness", str(suite), str(records), "-o", str(again), *_FAST])
@@ -102,8 +107,7 @@ def test_fairness_on_golden_records_writes_every_report(
     junit = ElementTree.fromstring((out / "junit.xml").read_text())
     cases = junit.findall("./testsuite/testcase")
     assert len(cases) == 5
-    assert [c.get("name") for c in cases if c.find("failure") is not None] == \
-        ["helpfulness_gap"]
+    assert [c.get("name") for c in cases if c.find("failure") is not None] == gated
     html = (out / "report.html").read_text()
     checker = _Checker()
     checker.feed(html)
@@ -167,7 +171,7 @@ def test_run_fair_app_passes_and_biased_app_fails(tmp_path: Path) -> None:
         assert bad.exit_code == 1, bad.output
         assert bad.output.endswith("fairness gate FAILED: escalation_parity, tool_use_parity\n")
         report = json.loads((out / "report.json").read_text())
-        assert len(report["scenario_results"]) == 48  # 24 variants x 2 repeats
+        assert len(report["scenario_results"]) == 160  # 80 variants x 2 repeats
 
 
 def test_run_records_app_errors_per_variant_and_fails(tmp_path: Path) -> None:
@@ -175,7 +179,7 @@ def test_run_records_app_errors_per_variant_and_fails(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:flaky", *_FAST])
     assert result.exit_code == 1
     assert "app error on seed0::2 (repeat 0): RuntimeError: model timeout" in result.output
-    assert "INSUFFICIENT_DATA" in result.output
+    assert "inconclusive: fewer than two groups hold data for this metric" in result.output
     wrong = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:wrong_type"])
     assert "the app returned int; return a string or a dict with a 'text' string." in \
         wrong.output
@@ -263,5 +267,5 @@ def test_a_metric_no_record_is_valid_for_is_insufficient_data_with_two_attribute
     path.write_text(json.dumps(records))
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(path), *_FAST])
     assert result.exit_code == 1, result.output
-    assert "INSUFFICIENT_DATA token_gap" in result.output
-    assert result.output.endswith("fairness gate FAILED: token_gap\n")
+    assert "NO_SIGNAL         token_gap" in result.output
+    assert result.output.endswith("fairness gate FAILED: token_gap, refusal_gap\n")

@@ -27,26 +27,30 @@ RESULTS = [
 ]
 
 
-def _verdicts(mode: str) -> dict[str, bool]:
-    return {r.metric: r.passed for r in apply_gate(RESULTS, GateConfig(mode=mode))}  # type: ignore[arg-type]
+def _verdicts(mode: str) -> dict[str, str]:
+    return {r.metric: str(r.verdict) for r in apply_gate(RESULTS, GateConfig(mode=mode))}  # type: ignore[arg-type]
 
 
-def test_default_mode_needs_threshold_and_significance() -> None:
-    assert _verdicts("default") == {"big_and_real": False, "big_but_noise": True,
-                                    "small_uncertain": True, "small_and_sure": True,
-                                    "stable": True}
+def test_default_mode_passes_only_what_the_upper_bound_shows_and_fails_what_the_test_shows(
+        ) -> None:
+    assert _verdicts("default") == {"big_and_real": "fail", "big_but_noise": "inconclusive",
+                                    "small_uncertain": "inconclusive",
+                                    "small_and_sure": "pass", "stable": "report_only"}
+    passed = {r.metric: r.passed for r in apply_gate(RESULTS, GateConfig())}
+    assert passed == {"big_and_real": False, "big_but_noise": False, "small_uncertain": False,
+                      "small_and_sure": True, "stable": False}
 
 
 def test_point_mode_is_fairtraces_verdict() -> None:
-    assert _verdicts("point") == {"big_and_real": False, "big_but_noise": False,
-                                  "small_uncertain": True, "small_and_sure": True,
-                                  "stable": True}
+    assert _verdicts("point") == {"big_and_real": "fail", "big_but_noise": "fail",
+                                  "small_uncertain": "pass", "small_and_sure": "pass",
+                                  "stable": "pass"}
 
 
-def test_upper_bound_mode_demands_the_interval_clear_the_threshold() -> None:
-    assert _verdicts("upper-bound") == {"big_and_real": False, "big_but_noise": False,
-                                        "small_uncertain": False, "small_and_sure": True,
-                                        "stable": True}
+def test_upper_bound_mode_counts_inconclusive_as_fail() -> None:
+    assert _verdicts("upper-bound") == {"big_and_real": "fail", "big_but_noise": "fail",
+                                        "small_uncertain": "fail", "small_and_sure": "pass",
+                                        "stable": "report_only"}
 
 
 def test_stability_is_report_only_except_in_point_mode() -> None:
@@ -54,27 +58,49 @@ def test_stability_is_report_only_except_in_point_mode() -> None:
                   direction="higher")
     for mode in ("default", "upper-bound"):
         (result,) = apply_gate([low], GateConfig(mode=mode))  # type: ignore[arg-type]
-        assert result.passed and result.reason == "report_only"
+        assert result.verdict == "report_only" and result.reason == "report_only"
+        assert not result.passed and not result.gating
         assert result.reason_text.startswith("report-only: no noise model for stability")
     (result,) = apply_gate([low], GateConfig(mode="point"))
-    assert not result.passed
+    assert not result.passed and result.verdict == "fail"
 
 
 def test_holm_adjusts_across_metrics_and_results_sort_failed_first() -> None:
     results = apply_gate(RESULTS, GateConfig())
-    assert results[0].metric == "big_and_real"
+    assert [r.verdict for r in results] == ["fail", "inconclusive", "inconclusive", "pass",
+                                            "report_only"]
     by_name = {r.metric: r for r in results}
     assert by_name["big_and_real"].p_holm == pytest.approx(0.004)
     assert by_name["big_but_noise"].p_holm == pytest.approx(0.6)
     assert by_name["stable"].p_holm is None
-    assert "within noise" in by_name["big_but_noise"].warnings[0]
+    assert by_name["big_but_noise"].reason_text.startswith(
+        "inconclusive: the gap is above the threshold but within noise (upper bound 0.55")
 
 
-def test_fewer_than_two_groups_is_insufficient_data_in_every_mode() -> None:
-    lonely = replace(RESULTS[3], groups_with_data=1)
-    for mode in ("default", "point", "upper-bound"):
+def test_fewer_than_two_groups_is_inconclusive_and_fails_only_in_upper_bound_mode() -> None:
+    lonely = replace(RESULTS[3], groups_with_data=1, units=50, seeds_needed=29)
+    for mode in ("default", "point"):
         (result,) = apply_gate([lonely], GateConfig(mode=mode))  # type: ignore[arg-type]
-        assert result.verdict == "insufficient_data" and not result.passed
+        assert result.verdict == "inconclusive" and result.reason == "insufficient_data"
+        assert not result.passed and result.seeds_needed == 29
+    (result,) = apply_gate([lonely], GateConfig(mode="upper-bound"))
+    assert result.verdict == "fail" and not result.passed
+
+
+def test_no_record_with_a_value_is_no_signal_in_every_mode() -> None:
+    empty = replace(RESULTS[3], groups_with_data=0, units=0, confidence_interval=None)
+    for mode in ("default", "point", "upper-bound"):
+        (result,) = apply_gate([empty], GateConfig(mode=mode))  # type: ignore[arg-type]
+        assert result.verdict == "no_signal" and not result.passed
+
+
+def test_a_decisive_fail_carries_no_underpowered_warning_but_an_inconclusive_does() -> None:
+    weak = [replace(RESULTS[0], mde=0.5), replace(RESULTS[1], mde=0.5)]
+    by_name = {r.metric: r for r in apply_gate(weak, GateConfig())}
+    assert by_name["big_and_real"].verdict == "fail"
+    assert by_name["big_and_real"].warnings == ()
+    assert by_name["big_but_noise"].warnings[0].startswith("underpowered: this suite tells "
+                                                            "apart from zero only gaps of 0.5")
 
 
 def test_bad_gate_settings_are_config_errors() -> None:

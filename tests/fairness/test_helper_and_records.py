@@ -28,7 +28,7 @@ from .conftest import FAST
 
 _SUITE = {
     "dataset": {"prompts": [{"id": f"s{i}", "prompt": "a {gender} asks",
-                             "attributes": {"gender": ["man", "woman"]}} for i in range(10)]},
+                             "attributes": {"gender": ["man", "woman"]}} for i in range(40)]},
     "metrics": [{"type": "escalation_parity"}],
 }
 
@@ -39,7 +39,8 @@ def test_assert_fair_passes_a_fair_app_and_names_failures() -> None:
     with pytest.raises(AssertionError) as info:
         assert_fair(_SUITE, apps.biased, config=FAST)
     assert str(info.value).startswith("fairness gate failed:\n  escalation_parity: fail, "
-                                      "score 1 [1, 1] vs threshold 0.1 (lower), Holm p 0.")
+                                      "score 1 [0.")
+    assert "] vs threshold 0.1 (lower), Holm p 0." in str(info.value)
 
 
 def _record(i: int, g: str, **meta: Any) -> dict[str, Any]:
@@ -57,7 +58,8 @@ def test_custom_record_metric_is_tested_like_a_builtin() -> None:
 
 
 def _custom_metric_checks() -> None:
-    records = [_record(i, g) for i in range(6) for g in ("a", "b")]
+    records = [_record(i, g) for i in range(20) for g in ("a", "b")]  # 20 agreeing seeds
+    # bound the gap by 1 − 0.05^(1/20) = 0.139 < 0.2
     ev = evaluate([observation_from_record(r) for r in records],
                   [MetricConfig("answer_length_flag", 0.2)], FAST)
     assert ev.results[0].score == 0.0 and ev.results[0].passed
@@ -131,8 +133,8 @@ def test_report_json_is_strict_even_with_degenerate_data() -> None:
     text = render_json(ev)
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
     tool = next(r for r in ev.results if r.metric == "tool_use_parity")
-    assert tool.verdict == "insufficient_data" and not tool.passed
-    assert tool.details["insufficient_data"] is True
+    assert tool.verdict in ("inconclusive", "no_signal") and not tool.passed
+    assert tool.reason in ("insufficient_data", "no_signal")
 
 
 def test_zero_permutations_uses_the_normal_approximation_only_on_large_suites() -> None:

@@ -65,7 +65,9 @@ def test_missingness_that_depends_on_the_group_fails_and_random_missingness_pass
     keep = rng.random(180) >= 0.1
     (result,) = evaluate(_observations(expected, keep, rng), _METRIC, config,
                          expected=expected).results
-    assert result.passed, result.reason_text
+    # (a noisy app on 60 seeds × 3 groups cannot show a gap under 0.1: inconclusive, not fail)
+    assert result.verdict != "fail" and result.reason != "missingness_depends_on_group", \
+        result.reason_text
     assert result.p_missing is not None and result.p_missing >= 0.05
 
 
@@ -87,5 +89,9 @@ def test_fairness_cli_reports_coverage_and_fails_on_missing_variants(tmp_path: P
     assert "not enough coverage: g=b has 20% of its variants (< 95%)" in result.output
     report = json.loads((out / "report.json").read_text())
     assert report["metric_results"][0]["coverage"] == {"g=a": 1.0, "g=b": 0.2}
-    allowed = CliRunner().invoke(cli, [*args, "--allow-partial"])
+    # 2 complete seeds are too few to show the gap within 0.05 (inconclusive), so the run
+    # passes only when inconclusive is allowed as well
+    partial = CliRunner().invoke(cli, [*args, "--allow-partial"])
+    assert partial.exit_code == 1 and "not enough coverage" not in partial.output
+    allowed = CliRunner().invoke(cli, [*args, "--allow-partial", "--allow-inconclusive"])
     assert allowed.exit_code == 0, allowed.output

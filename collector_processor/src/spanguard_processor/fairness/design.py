@@ -5,7 +5,9 @@ of the gap Δ under the threshold τ (docs/fairness.md, "what PASS means"); two 
 (:mod:`.bounds`):
 
 * **noisy app** — the studentized simultaneous bound over the "group against the rest"
-  contrasts. On a fair app it is ``range(group means) + 2·k·se·(G − 1)/G``; its ``power``
+  contrasts, at α/2 (the other half goes to the exact bound below, so that the smaller of the
+  two keeps 1 − α coverage). On a fair app it is ``range(group means) + 2·k·se·(G − 1)/G``;
+  its ``power``
   quantile is the design's **minimum detectable effect** (MDE): a fair app's bound falls
   below it with probability ``power``, and, the same distance seen from the other side, a gap
   of MDE is told apart from none with about that power. A fair app PASSes with probability
@@ -31,18 +33,25 @@ import numpy as np
 __all__ = [
     "COUNT_VARIANCE",
     "RATE_VARIANCE",
+    "STUDENTIZED_SHARE",
     "design_mde",
     "deterministic_bound",
     "deterministic_seeds",
+    "discordant_seeds_needed",
     "repeats_needed",
     "resolution",
     "seeds_needed",
 ]
 
+# a noisy app's upper bound is the smaller of the studentized and the exact bound, each at
+# this share of α (their minimum keeps 1 − α coverage); a deterministic app's is the exact
+# bound at the whole α
+STUDENTIZED_SHARE = 0.5
 RATE_VARIANCE = 0.25  # a rate's largest variance, p(1 − p) at p = 0.5
 COUNT_VARIANCE = 1.0  # a count has no worst case: a Poisson count of mean 1 is assumed
 _DRAWS = 20_000
 _MAX_SEEDS = 10_000_000
+_NORMAL_DF = 500  # from this many degrees of freedom on, the t is taken as normal
 
 
 def _unit_variance(scale: str, repeats: int, variance: float | None) -> float:
@@ -59,7 +68,8 @@ def _constant(groups: int, df: int, alpha: float, power: float) -> float:
     z = rng.standard_normal((_DRAWS, groups))
     centred = z - z.mean(axis=1, keepdims=True)
     t = np.abs(centred).max(axis=1) * math.sqrt(groups / (groups - 1.0))
-    t = t / np.sqrt(rng.chisquare(max(df, 1), size=_DRAWS) / max(df, 1))
+    if df < _NORMAL_DF:  # the seeds' own standard errors: a multivariate t
+        t = t / np.sqrt(rng.chisquare(df, size=_DRAWS) / df)
     k = float(np.quantile(t, 1.0 - alpha))
     spread = z.max(axis=1) - z.min(axis=1)
     bound = spread + 2.0 * k * math.sqrt((groups - 1.0) / groups)
@@ -72,7 +82,8 @@ def resolution(seeds: int, groups: int, unit_variance: float, alpha: float = 0.0
     ``unit_variance`` each (repeats already averaged); None below 2 seeds or 2 groups."""
     if seeds < 2 or groups < 2:
         return None
-    c = _constant(int(groups), int(seeds) - 1, float(alpha), float(power))
+    df = min(int(seeds) - 1, _NORMAL_DF)
+    c = _constant(int(groups), df, float(alpha) * STUDENTIZED_SHARE, float(power))
     return c * math.sqrt(max(unit_variance, 0.0) / seeds)
 
 
@@ -163,3 +174,32 @@ def repeats_needed(seeds: int, groups: int, threshold: float, observed: float,
     if mde <= threshold:
         return max(int(repeats), 1)
     return max(int(repeats), 1) * math.ceil((mde / threshold) ** 2)
+
+
+def discordant_seeds_needed(share: float, threshold: float, alpha: float = 0.05,
+                            spread: float = 1.0) -> int | None:
+    """Seeds for the exact bound to fall below ``threshold`` when a ``share`` of seeds keeps
+    disagreeing; None when it never can (share × spread ≥ threshold)."""
+    from .bounds import clopper_pearson_upper
+
+    if share <= 0.0:
+        return deterministic_seeds(threshold, alpha, spread)
+    if share * spread >= threshold:
+        return None
+
+    def ok(n: int) -> bool:
+        return clopper_pearson_upper(math.floor(share * n), n, alpha) * spread < threshold
+
+    hi = 2
+    while not ok(hi):
+        if hi >= _MAX_SEEDS:
+            return None
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

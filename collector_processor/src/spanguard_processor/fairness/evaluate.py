@@ -8,7 +8,6 @@ threshold test and the MDE come from the seeds' within-seed contrasts of variant
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,7 +19,7 @@ from numpy.typing import NDArray
 
 from spanguard.exceptions import InputError
 
-from . import inference, permutation, power, stats
+from . import inference, permutation, precision, stats
 from .compat import EXACT_LIMIT, legacy_exposure, stability_similarities
 from .coverage import ExpectedVariants
 from .details import balanced, counters, metric_details, pooled_means, spread
@@ -278,23 +277,26 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
     inf = inference.infer_gap(units, float(threshold), 1.0 - cfg.level, cfg.seed,
                               draws=max(cfg.bootstrap_samples, 2000), attributes=plan.attributes,
                               scale=d.scale)
+    scale = inference.scale_of(units.values, d.scale)
     if inf is None:
+        needed = precision.unmeasured(len(labels), scale, float(threshold), 1.0 - cfg.level,
+                                      cfg.power)
         return MetricResult(score=p.score, confidence_interval=None, p_value=None,
                             details=p.details, groups_with_data=p.estimate.groups_with_data,
-                            seeds=p.estimate.contrast_seeds, p_method=None, **base, **extra)
+                            seeds=p.estimate.contrast_seeds, p_method=None,
+                            seeds_needed=needed, **base, **extra)
     p_value, method = _any_difference(units, cfg)
-    alpha = cfg.alpha / max(metric_count, 1)  # Holm's first step: the MDE at the strictest level
-    x = units.values
-    bounded = inference.scale_of(x, d.scale) == "rate"
-    mde = power.min_detectable_effect(inf, float(threshold), alpha, cfg.power, seed=cfg.seed,
-                                      upper=1.0 if bounded else None)
-    if mde is None:  # no gap on the metric's scale is detected with that power
-        mde = math.inf
+    # PASS's upper bound and the MDE at the interval's level: an intersection-union test
+    # needs no correction across metrics (docs/fairness.md, "what PASS means")
+    shown = precision.precision(units, inf, scale, float(threshold), 1.0 - cfg.level,
+                                cfg.power)
+    details = {**p.details, "upper_bound": shown.info}
     records = np.bincount(units.group, weights=units.repeats.astype(np.float64),
                           minlength=units.n_groups).astype(np.int64)
     return MetricResult(
-        score=p.score, confidence_interval=inf.interval, p_value=p_value, details=p.details,
-        groups_with_data=int(inf.groups.shape[0]), seeds=inf.seeds, p_method=method, mde=mde,
+        score=p.score, confidence_interval=shown.interval, p_value=p_value, details=details,
+        groups_with_data=int(inf.groups.shape[0]), seeds=inf.seeds, p_method=method,
+        mde=shown.mde, seeds_needed=shown.seeds_needed,
         groups=group_stats(units, labels, records, cfg.level, _widest_column(p), d.scale),
         p_threshold=inf.p_threshold, worst_case_variance=inf.worst_case, **base, **extra,
     )

@@ -55,6 +55,7 @@ __all__ = [
     "largest_k",
     "scale_of",
     "test_critical",
+    "upper_at",
     "variant_units",
     "worst_case_variance",
 ]
@@ -250,9 +251,9 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     worst = bool(flat.any())
     se_seen = np.sqrt(np.maximum(var, 0.0)).reshape(rows, cols)
     if worst:
-        # no variation between seeds: the lower end (and the test) keep what the data show,
-        # every seed agreeing; the upper end, the critical value and the MDE assume the
-        # worst-case variance of the metric's scale, so "shown fair" needs more than agreement
+        # no variation between seeds: the test keeps what the data show, every seed agreeing;
+        # the interval and the critical value assume the worst-case variance of the metric's
+        # scale (the exact bound of :mod:`.bounds` is the tight one for such data)
         wc = worst_case_variance(units.values, scale_of(units.values, scale)) * (
             lmat @ _unit_cov(counts) @ lmat.T)
         wc_full = np.kron(wc, np.eye(cols))
@@ -282,7 +283,9 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     p = min(1.0, len(spans) * min(test_tail(t, float(k))
                                   for t, k in zip(tests, k_star, strict=True)))
     estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
-    lower = _interval(d, se_seen, ks, g)[0]
+    # with no variation seen, the lower end too assumes the worst case: n seeds that agree
+    # do not show a gap to the last digit (one seed refusing one group is not [1, 1])
+    lower = _interval(d, se if worst else se_seen, ks, g)[0]
     upper = _interval(d, se, ks, g)[1]
     if scale_of(units.values, scale) == "rate":
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
@@ -294,6 +297,15 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
         residuals=resid,
         levels=_levels(units)[present], scale=scale_of(units.values, scale),
     )
+
+
+def upper_at(inf: GapInference, alpha: float) -> float:
+    """The studentized simultaneous upper bound of Δ at level 1 − α (α split evenly over
+    the families of contrasts, as in :func:`infer_gap`), clipped to 1 for rates."""
+    share = alpha / len(inf.null_maxes)
+    ks = [quantile(m, 1.0 - share) for m in inf.null_maxes]
+    upper = _interval(inf.contrast, inf.se, ks, int(inf.means.shape[0]))[1]
+    return min(upper, 1.0) if inf.scale == "rate" else upper
 
 
 def test_critical(inf: GapInference, alpha: float) -> FloatArray:

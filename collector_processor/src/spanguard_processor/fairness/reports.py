@@ -183,8 +183,10 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
 
 
 def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
-    """JUnit XML with one test case per metric (failures for fail and insufficient data)."""
-    failures = sum(1 for r in ev.results if not r.passed)
+    """JUnit XML with one test case per metric (a failure for each metric that keeps the
+    gate from passing)."""
+    gating = set(ev.failed_metrics)
+    failures = sum(1 for r in ev.results if r.metric in gating)
     suites = ET.Element("testsuites", name="spanguard fairness", tests=str(len(ev.results)),
                         failures=str(failures))
     suite = ET.SubElement(suites, "testsuite", name="spanguard.fairness",
@@ -195,7 +197,7 @@ def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
                              name=r.metric, time="0")
         summary = (f"score {_num(r.score)} CI {_ci(r)} threshold {r.threshold:g} "
                    f"({r.direction}) p {_num(r.p_value)} Holm p {_num(r.p_holm)}")
-        if not r.passed:
+        if r.metric in gating:
             failure = ET.SubElement(case, "failure", message=f"{r.verdict}: {summary}",
                                     type=r.verdict)
             failure.text = "\n".join((summary, *r.warnings, *_pair_lines(r, options)))

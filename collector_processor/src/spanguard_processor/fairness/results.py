@@ -24,6 +24,7 @@ class Verdict(StrEnum):
     PASS: the data show the gap within the threshold (one-sided upper bound below it).
     FAIL: the data show the gap beyond the threshold.  INCONCLUSIVE: neither.
     NO_SIGNAL: no record carries what the metric reads.  PENDING: not yet decided.
+    REPORT_ONLY: shown, never gating (counterfactual stability has no noise model).
     """
 
     PASS = "pass"
@@ -31,6 +32,7 @@ class Verdict(StrEnum):
     INCONCLUSIVE = "inconclusive"
     NO_SIGNAL = "no_signal"
     PENDING = "pending"
+    REPORT_ONLY = "report_only"
 
 
 class RecordMap(Mapping[str, float]):
@@ -87,7 +89,7 @@ class MetricResult:
     within-seed permutation p-value of "no group difference at all" (information);
     ``p_threshold`` the p-value of the gate's hypothesis "gap ≤ threshold"; ``p_holm`` the
     gate's p-value Holm-adjusted across the run's metrics, ``p_bh`` the Benjamini–Hochberg
-    q-value of ``p_value``. ``verdict`` is "pass", "fail" or "insufficient_data" and
+    q-value of ``p_value``. ``verdict`` is a :class:`Verdict` value and
     ``reason``/``reason_text`` say why. ``coverage`` maps every expected group to the share
     of its variants holding a valid record.
     """
@@ -128,7 +130,10 @@ class MetricResult:
 
     @property
     def gating(self) -> bool:
-        """Whether this result decides the gate (an optional metric without signal does not)."""
+        """Whether this result decides the gate (an optional metric without signal does not,
+        nor a report-only one)."""
+        if self.verdict == Verdict.REPORT_ONLY:
+            return False
         return not (self.optional and self.verdict == Verdict.NO_SIGNAL)
 
     @property
