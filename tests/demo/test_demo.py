@@ -153,7 +153,7 @@ def _evidence_shows_the_planted_bias(report: dict[str, Any], traces: Path) -> No
     planted bias pushes it to, with the signal the bias flips differing."""
     recorded = {t["trace_id"]: t for t in map(json.loads, traces.read_text().splitlines())}
     for metric in report["metric_results"]:
-        if metric["passed"]:
+        if metric["verdict"].upper() != "FAIL":  # an INCONCLUSIVE metric shows no pair
             continue
         pairs = metric["evidence"]
         assert pairs, metric["metric"]
