@@ -92,6 +92,10 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
         if unsure:
             assert re.search(rf"Fairness gate on the baseline, by {attr} .*INCONCLUSIVE: "
                              + re.escape(", ".join(unsure)), result.output), result.output
+    # 12 seeds are too few to show a deterministic rate gap within 0.1 (that takes 29): the
+    # demo still succeeds, and its closing line names what it could not show
+    ok_line = next(line for line in result.output.splitlines() if line.startswith("Demo OK"))
+    assert "INCONCLUSIVE: " in ok_line and "tool_use_parity" in ok_line, ok_line
     assert (out / "fairness" / "candidate" / "gender" / "report.html").stat().st_size > 0
     _evidence_shows_the_planted_bias(candidate, out / "candidate" / "traces.jsonl")
     check_md = (out / "runs" / "check.md").read_text()
@@ -109,6 +113,19 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     # the closing notes answer what a reader asks about the baseline's own cases and power
     assert re.search(r"The fair baseline passes \d+ of the \d+ regression cases", result.output)
     assert "Only PASS passes a gate" in result.output
+
+
+def test_a_fairness_step_is_as_expected_only_when_nothing_fails_that_should_not() -> None:
+    def step(exit_code: int, verdicts: dict[str, str], catches: bool = False) -> demo_run.Step:
+        return demo_run.Step("3. Fairness gate on the baseline, by age", (), exit_code,
+                             1 if catches else 0, tuple(verdicts.items()), catches)
+
+    assert step(0, {"refusal_gap": "PASS"}).as_expected
+    assert step(1, {"refusal_gap": "INCONCLUSIVE", "tool_use_parity": "PASS"}).as_expected
+    assert not step(1, {"refusal_gap": "FAIL"}).as_expected
+    assert not step(1, {"refusal_gap": "NO_SIGNAL"}).as_expected
+    assert step(1, {"refusal_gap": "FAIL"}, catches=True).as_expected
+    assert not step(1, {"refusal_gap": "INCONCLUSIVE"}, catches=True).as_expected  # not caught
 
 
 def test_progress_is_a_bar_on_a_terminal() -> None:

@@ -60,18 +60,20 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
     inconclusive: list[str] = []
     for step in steps:
         verdict = {0: "pass", 1: "FAIL (gate)", 2: "bad input"}.get(step.exit_code, "error")
+        if step.exit_code == 1 and step.named("INCONCLUSIVE") and not step.named("FAIL"):
+            verdict = "INCONCLUSIVE"
         surprises += not step.as_expected
         if step.as_expected and step.exit_code == step.expected:
             mark = "as expected"
         elif step.as_expected:
             named = ", ".join(step.named("INCONCLUSIVE"))
-            inconclusive.append(f"{step.title.removeprefix('3. Fairness gate on the ')}: {named}")
+            inconclusive.extend(m for m in step.named("INCONCLUSIVE") if m not in inconclusive)
             mark = f"as expected at this size; INCONCLUSIVE: {named}"
         elif step.catches:
             mark = "UNEXPECTED (expected a FAIL: the bias was not caught)"
         else:
             mark = f"UNEXPECTED (expected exit {step.expected})"
-        click.echo(f"  exit {step.exit_code} {verdict:<11} {step.title}  [{mark}]")
+        click.echo(f"  exit {step.exit_code} {verdict:<12} {step.title}  [{mark}]")
     for line in reading_notes(out):
         click.echo(line)
     click.echo(f"\nReports: {out / 'fairness'}/{{baseline,candidate}}/{{age,gender,race}}/"
@@ -83,8 +85,9 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
     if surprises:
         raise click.ClickException(f"{surprises} step(s) did not end as the demo expects.")
     baseline = ("the fair baseline passed every gating metric" if not inconclusive else
-                "no fair comparison failed; at this size some could not be shown "
-                f"within their thresholds (INCONCLUSIVE — {'; '.join(inconclusive)}): run the "
-                "full demo, or see `spanguard suite plan`, for a PASS")
+                "no fair comparison failed, but at this size some metrics could not be shown "
+                f"within their thresholds (INCONCLUSIVE: {', '.join(sorted(inconclusive))}; "
+                "per attribute in the summary above) — the full demo shows them PASS, and "
+                "`spanguard suite plan` sizes a suite that can")
     click.echo(f"Demo OK: {baseline}; the biased candidate was caught by the fairness gate "
                "and the regression gate.")
