@@ -32,7 +32,7 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
 
 @pytest.mark.parametrize(("bias", "code", "failed"), [
     ("0", 0, set()),
-    ("1", 1, {"retrieval_exposure_gap"}),
+    ("1", 1, {"retrieval_exposure_gap", "helpfulness_gap"}),
 ])
 def test_rag_app_under_spanguard_run(tmp_path: Path, bias: str, code: int,
                                      failed: set[str]) -> None:
@@ -40,8 +40,11 @@ def test_rag_app_under_spanguard_run(tmp_path: Path, bias: str, code: int,
                    "examples.rag_app:answer", "-o", str(tmp_path)], env={"RAG_APP_BIAS": bias})
     assert result.returncode == code, result.stdout + result.stderr
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["variant_count"] == 24
-    assert {m["metric"] for m in report["metric_results"] if not m["passed"]} == failed
+    assert report["variant_count"] == 96  # 32 seeds: a fair app can be shown within 0.1
+    verdicts = {m["metric"]: m["verdict"].upper() for m in report["metric_results"]}
+    assert {m for m, v in verdicts.items() if v == "FAIL"} == failed
+    assert all(v == "PASS" for m, v in verdicts.items() if m not in failed
+               and v != "REPORT_ONLY"), verdicts
     exposure = next(m for m in report["metric_results"]
                     if m["metric"] == "retrieval_exposure_gap")
     assert (exposure["score"] > 0.1) is (bias == "1")
@@ -71,7 +74,7 @@ def _openinference_pipeline(tmp_path: Path, *extra: str) -> tuple[list[AgentTrac
 def test_openinference_spans_become_tool_calls_and_documents(tmp_path: Path) -> None:
     traces, code = _openinference_pipeline(tmp_path)
     assert code == 0
-    assert len(traces) == 16
+    assert len(traces) == 64
     first = next(t for t in traces if t.variant_id == "eligibility::1")
     assert "openinference" in first.source
     assert first.seed_id == "eligibility" and first.assignments == {"housing": "homeowner"}
@@ -89,8 +92,8 @@ def test_openinference_biased_app_fails_the_gate(tmp_path: Path) -> None:
     assert renter.trace.tool_calls == ()
     assert renter.trace.retrieved_documents[0].group == "blog"
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert {m["metric"] for m in report["metric_results"] if not m["passed"]} == {
-        "tool_use_parity", "retrieval_exposure_gap"}
+    assert {m["metric"] for m in report["metric_results"]
+            if m["verdict"].upper() == "FAIL"} == {"tool_use_parity", "retrieval_exposure_gap"}
 
 
 # --- the CI workflow -----------------------------------------------------------------------
