@@ -38,6 +38,8 @@ def test_plan_of_a_one_template_suite_warns_and_names_the_seeds_it_needs(tmp_pat
     assert result.stdout.startswith("design: 1 seeds × 2 groups × 1 repeat, 2 app calls\n")
     assert re.search(r"refusal_gap .* fewer than 2 seeds hold two groups: nothing can PASS",
                      result.stdout)
+    assert ("warning: refusal_gap: fewer than 2 seeds hold two groups: nothing can PASS; 14 "
+            "seeds would let a deterministic app PASS, more a noisy one.") in result.stdout
 
 
 def test_plan_warns_and_its_seed_count_reaches_the_threshold(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ __all__ = ["MetricPlan", "SuitePlan", "plan_lines", "plan_suite"]
 
 #: a design MDE above this multiple of the threshold is flagged (the issue's "underpowered")
 WARN_FACTOR = 2.0
+_TOO_FEW = "fewer than 2 seeds hold two groups: nothing can PASS"
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class MetricPlan:
     def underpowered(self) -> bool:
         """True when the design MDE exceeds twice the threshold (or no gap is detected)."""
         if self.note:
-            return False
+            return self.note == _TOO_FEW
         return self.mde is None or self.mde > WARN_FACTOR * self.threshold
 
 
@@ -101,7 +102,7 @@ def plan_suite(suite: Suite, repeats: int = 1, alpha: float = 0.05,
             plans.append(MetricPlan(
                 m.type, m.threshold, scale, m.optional, None,
                 deterministic_seeds=deterministic_seeds(m.threshold, alpha),
-                note="fewer than 2 seeds hold two groups: nothing can PASS"))
+                note=_TOO_FEW))
             continue
         worst = (RATE_VARIANCE if scale == "rate" else COUNT_VARIANCE) / per_group
         mde = design_mde(seeds, groups, repeats, scale, m.threshold, alpha, power,
@@ -146,6 +147,10 @@ def plan_lines(plan: SuitePlan) -> list[str]:
                  f"(α = {plan.alpha:g}), at the worst-case variance of the metric's scale; "
                  "PASS needs the bound below the threshold.")
     for p in plan.underpowered:
+        if p.note:
+            lines.append(f"warning: {p.metric}: {p.note}; {p.deterministic_seeds} seeds would "
+                         "let a deterministic app PASS, more a noisy one.")
+            continue
         what = (f"design MDE {_mde_text(p)} exceeds {WARN_FACTOR:g} × its threshold "
                 f"{p.threshold:g}" if p.mde is not None else
                 f"its design MDE is beyond the scale (threshold {p.threshold:g})")
