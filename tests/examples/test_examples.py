@@ -40,11 +40,10 @@ def test_rag_app_under_spanguard_run(tmp_path: Path, bias: str, code: int,
                    "examples.rag_app:answer", "-o", str(tmp_path)], env={"RAG_APP_BIAS": bias})
     assert result.returncode == code, result.stdout + result.stderr
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["variant_count"] == 96  # 32 seeds: a fair app can be shown within 0.1
-    verdicts = {m["metric"]: m["verdict"].upper() for m in report["metric_results"]}
-    assert {m for m, v in verdicts.items() if v == "FAIL"} == failed
-    assert all(v == "PASS" for m, v in verdicts.items() if m not in failed
-               and v != "REPORT_ONLY"), verdicts
+    assert report["variant_count"] == 96
+    gating = {m["metric"] for m in report["metric_results"]
+              if not m["passed"] and m["verdict"] != "report_only"}
+    assert gating == failed
     exposure = next(m for m in report["metric_results"]
                     if m["metric"] == "retrieval_exposure_gap")
     assert (exposure["score"] > 0.1) is (bias == "1")
@@ -92,8 +91,8 @@ def test_openinference_biased_app_fails_the_gate(tmp_path: Path) -> None:
     assert renter.trace.tool_calls == ()
     assert renter.trace.retrieved_documents[0].group == "blog"
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert {m["metric"] for m in report["metric_results"]
-            if m["verdict"].upper() == "FAIL"} == {"tool_use_parity", "retrieval_exposure_gap"}
+    assert {m["metric"] for m in report["metric_results"] if not m["passed"]} == {
+        "tool_use_parity", "retrieval_exposure_gap"}
 
 
 # --- the CI workflow -----------------------------------------------------------------------

@@ -6,6 +6,8 @@ tests pin the behaviours that were wrong and stay fast.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
@@ -105,3 +107,36 @@ def test_app_escalating_one_group_40_points_more_is_caught_with_100_seeds() -> N
         assert result.reason == "beyond_threshold", result.reason_text
         assert result.reason_text.startswith("beyond threshold: interval above 0.1, Holm p = ")
     assert caught == runs
+
+
+def test_a_deterministic_gap_at_the_threshold_passes_at_most_alpha_of_the_time() -> None:
+    # 70 seeds x 2 groups, each seed's variants agree except where the app escalates the
+    # woman alone: a true gap of exactly tau = 0.1 makes k ~ Binomial(70, 0.1) seeds
+    # discordant, and the verdict depends on k alone, so P(PASS | gap = tau) is a sum
+    from scipy.stats import binom
+
+    groups = ["man", "woman"]
+    pass_probability = 0.0
+    verdicts = []
+    for k in range(0, 16):
+        rates = np.zeros(2)
+        obs = _suite(np.random.default_rng(0), 70, rates, groups=groups)
+        obs = [replace(o, trace=ProcessTrace(escalated=True))
+               if o.assignments["group"] == "woman" and int(o.seed_id[1:]) < k else o
+               for o in obs]
+        result = evaluate(obs, _METRIC, _CONFIG, generated_at="t").results[0]
+        verdicts.append(result.verdict)
+        pass_probability += binom.pmf(k, 70, 0.1) * (result.verdict == "pass")
+    assert verdicts[0] == "pass" and verdicts[-1] != "pass"
+    assert pass_probability <= 0.05
+
+
+def test_a_noisy_fair_app_on_a_design_with_mde_at_most_half_the_threshold_passes() -> None:
+    from spanguard_processor.fairness.design import design_mde
+
+    mde = design_mde(3000, 2, 1, "rate", 0.1)
+    assert mde is not None and mde <= 0.05
+    rng = np.random.default_rng(9)
+    verdicts = [evaluate(_suite(rng, 3000, np.full(2, 0.3), groups=_GROUPS[:2]), _METRIC,
+                         _CONFIG, generated_at="t").results[0].verdict for _ in range(3)]
+    assert verdicts == ["pass"] * 3

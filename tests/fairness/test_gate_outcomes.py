@@ -106,6 +106,7 @@ def test_a_noisy_fair_app_on_a_small_suite_is_inconclusive_and_says_how_many_see
     assert r.seeds_needed is not None and r.seeds_needed > 20
     assert f"about {r.seeds_needed} seeds (now 20)" in r.reason_text
     assert "independent repeats per variant" in r.reason_text
+    assert "(29 if its variants of a template agree)" in r.reason_text
 
 
 def test_count_metric_of_a_deterministic_app_is_bounded_by_its_stated_range() -> None:

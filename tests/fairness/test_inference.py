@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from spanguard_processor.fairness import inference, permutation, power, stats
+from spanguard_processor.fairness import inference, permutation, precision, stats
 from spanguard_processor.fairness.groups import group_stats
 
 
@@ -45,8 +45,9 @@ def test_deterministic_app_keeps_what_it_shows_and_gets_a_worst_case_mde() -> No
     fair = inference.infer_gap(_units(np.zeros((20, 2))), threshold=0.1, alpha=0.05)
     assert fair is not None and fair.worst_case
     assert fair.interval[0] == 0.0 and fair.interval[1] > 0.1  # agreement is not proof
-    mde = power.min_detectable_effect(fair, 0.1, 0.05, upper=1.0)
-    assert mde is not None and 0.3 < mde < 1.0  # never 0: worst-case variance of a rate
+    # its MDE (and upper bound) is the exact bound of 20 agreeing seeds: never 0
+    shown = precision.precision(_units(np.zeros((20, 2))), fair, "rate", 0.1, 0.05, 0.8)
+    assert shown.mde == shown.interval[1] == pytest.approx(1 - 0.05 ** (1 / 20))
 
 
 def test_exact_permutation_p_enumerates_every_within_seed_labelling() -> None:

@@ -93,7 +93,9 @@ def test_the_command_line_imports_the_app_and_plugins_from_the_working_directory
     (tmp_path / "suite.json").write_text(json.dumps({
         "dataset": {"prompts": [
             {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
-             "attributes": {"gender": ["man", "woman"]}} for i in range(4)]},
+             "attributes": {"gender": ["man", "woman"]}} for i in range(60)]},
+        # 60 seeds: a deterministic fair app's exact bound (1 − 0.05^(1/60) = 0.049) is
+        # under refusal_gap's 0.05, so it PASSes (on 4 seeds it is inconclusive)
         "metrics": [{"type": "refusal_gap"}]}))
     command = [sys.executable, "-m", "spanguard_processor", "run", "suite.json", "--app",
                "local_app:answer", "--plugin", "local_metrics", "--bootstrap", "50",

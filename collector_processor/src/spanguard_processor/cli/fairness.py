@@ -25,9 +25,10 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="Directory for report.json, report.md, junit.xml, report.html."),
         click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
                      default="default", show_default=True,
-                     help="default: fail when the data show gap > threshold (one-sided, "
-                          "Holm); point: fairtrace's gap > threshold; upper-bound: pass only "
-                          "when the interval's upper bound is under the threshold."),
+                     help="default: PASS when the upper bound is under the threshold, "
+                          "FAIL when the data show gap > threshold (one-sided, Holm), else "
+                          "INCONCLUSIVE; point: fairtrace's gap > threshold; upper-bound: "
+                          "as default, but INCONCLUSIVE fails."),
         click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
                      default=0.05, show_default=True,
                      help="Family-wise error rate for the gate."),

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import beta
 
-__all__ = ["DiscordanceBound", "clopper_pearson_upper", "discordance_bound"]
+__all__ = ["DiscordanceBound", "clopper_pearson_upper", "discordance_bound", "seed_ranges"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

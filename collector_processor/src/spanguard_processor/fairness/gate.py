@@ -74,6 +74,9 @@ def _need(r: MetricResult) -> str:
         return ""
     text = f"; about {r.seeds_needed} seeds (now {r.seeds}) would let a fair app pass"
     info = r.details.get("upper_bound") if isinstance(r.details, dict) else None
+    exact = info.get("deterministic_seeds") if isinstance(info, dict) else None
+    if exact:
+        text += f" ({exact} if its variants of a template agree)"
     repeats = info.get("repeats_needed") if isinstance(info, dict) else None
     if repeats:
         text += (f", or {repeats} independent repeats per variant if the app's answers vary "

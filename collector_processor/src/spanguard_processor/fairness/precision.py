@@ -1,9 +1,10 @@
 """What one metric's data can show: its upper bound, its MDE, and the seeds a fair app needs.
 
-Joins the two valid one-sided 1 − α upper bounds of the gap — the studentized simultaneous
-bound of :mod:`.inference` and the exact discordance bound of :mod:`.bounds` — by taking the
-smaller (their joint coverage is measured in bench/bench_calibration.py), and sizes the suite
-with :mod:`.design`'s functions from the observed variance. Pure numpy, no I/O.
+Joins two valid one-sided upper bounds of the gap — the studentized simultaneous bound of
+:mod:`.inference` and the exact discordance bound of :mod:`.bounds` — by taking the smaller,
+each at α/2 (the exact one alone, at α, when no seed's variants disagree), so the result keeps
+1 − α coverage (measured in bench/bench_calibration.py); and sizes the suite with
+:mod:`.design`'s functions from the observed variance. Pure numpy, no I/O.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ def precision(units: Units, inf: GapInference, scale: str, threshold: float, alp
                                 alpha, power)
     if again is not None:
         info["repeats_needed"] = again
+    if needed is not None and not (disc is not None and disc.deterministic):
+        exact = design.deterministic_seeds(threshold, alpha, disc.spread if disc else 1.0)
+        if exact < needed:  # what a deterministic fair app would need
+            info["deterministic_seeds"] = exact
     if scale == "rate" and mde >= 1.0:
         mde = math.inf
     return Precision((min(lower, upper), upper), mde, needed, info)
