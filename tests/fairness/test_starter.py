@@ -63,6 +63,8 @@ def test_a_fair_deterministic_app_passes_every_gating_metric(starter: Path,
     report = json.loads((out / "report.json").read_text())
     gating = [m for m in report["metric_results"] if not m.get("optional")]
     assert gating and all(m["verdict"].upper() == "PASS" for m in gating), gating
+    for m in gating:  # the MDE the run itself reports, not only the design's
+        assert m["minimum_detectable_effect"] <= 2 * m["threshold"], m
 
 
 def test_the_same_suite_catches_one_extra_tool_call_for_women(starter: Path,
