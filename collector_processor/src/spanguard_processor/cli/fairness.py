@@ -13,6 +13,7 @@ from spanguard.exceptions import ConfigError
 
 from ._common import in_command_terms
 from ._emit import emit_option, resolve_endpoint, send_events
+from .suite import echo_plan
 
 __all__ = ["evaluation_options", "fairness", "finish", "gate_config", "metric_lines",
            "report_options"]
@@ -154,6 +155,16 @@ def metric_lines(r: Any) -> list[str]:
     return lines
 
 
+def _repeats(suite: Any, observations: Any) -> int:
+    """Records per variant in the inputs (their median over the suite's recorded variants)."""
+    from collections import Counter
+    from statistics import median_low
+
+    ids = {v.id for v in suite.variants}
+    counts = Counter(o.variant_id for o in observations if o.variant_id in ids)
+    return max(1, int(median_low(counts.values()))) if counts else 1
+
+
 @click.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("inputs", metavar="TRACES...", nargs=-1, required=True,
@@ -188,6 +199,7 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
     observations = read_inputs(list(inputs))
+    echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
     ev, matched = evaluate_suite(suite, observations, config)
     if matched.unmatched:
         click.echo(f"note: {matched.unmatched} record(s) match no variant of the suite and were "

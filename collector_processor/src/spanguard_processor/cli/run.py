@@ -12,6 +12,7 @@ import click
 
 from ._emit import emit_option, resolve_endpoint, send_events
 from .fairness import evaluation_options, finish, gate_config, load_plugins, report_options
+from .suite import echo_plan
 
 if TYPE_CHECKING:
     from ..fairness.records import Observation
@@ -76,6 +77,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
 
         adapted = adapted_app(app_ref, adapter, adapter_options)
     app = adapted.call if adapted else _plain_app(app_ref)
+    echo_plan(suite, repeats, alpha)  # the design's power, before the first app call
     spans: list[Any] | None = [] if traces_out is not None else None
     observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
     if traces_out is not None and spans is not None:
