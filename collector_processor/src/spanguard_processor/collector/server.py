@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import grpc
 import uvicorn
 
 from .admission import Admission
@@ -40,7 +39,7 @@ from .connections import (
     guarded_http,
     loop_exception_handler,
 )
-from .grpc_server import start_grpc_server
+from .grpc_server import CALLS_PER_CONNECTION, READ_TIMEOUT, GrpcReceiver
 from .http_server import BODY_TIMEOUT, create_app
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Limits, Shaper
@@ -99,6 +98,8 @@ class ServerConfig:
     redactor: Redactor = field(default_factory=Redactor)
     header_timeout: float = HEADER_TIMEOUT  # seconds for an HTTP request's headers to arrive
     body_timeout: float = BODY_TIMEOUT  # seconds for its body
+    grpc_read_timeout: float = READ_TIMEOUT  # seconds for a gRPC call's request message
+    grpc_calls_per_connection: int = CALLS_PER_CONNECTION  # gRPC calls in flight per connection
 
 
 class ProcessorServer:
@@ -114,7 +115,7 @@ class ProcessorServer:
                                  Shaper(config.limits, config.redactor))
         self.grpc_port: int | None = None
         self.http_port: int | None = None
-        self._grpc: grpc.Server | None = None
+        self._grpc: GrpcReceiver | None = None
         self._http: uvicorn.Server | None = None
         self._http_app: HttpApp | None = None
         self._http_thread: threading.Thread | None = None
@@ -136,10 +137,12 @@ class ProcessorServer:
         log = RateLimitedLog()
         if cfg.grpc_port is not None:
             try:
-                self._grpc, self.grpc_port = start_grpc_server(
+                self._grpc = GrpcReceiver(
                     self.receiver, cfg.host, cfg.grpc_port,
                     max_message_bytes=cfg.max_body_bytes, security=cfg.security,
-                    max_connections=budget)
+                    max_connections=budget, read_timeout=cfg.grpc_read_timeout,
+                    calls_per_connection=cfg.grpc_calls_per_connection)
+                self.grpc_port = self._grpc.start()
             except (OSError, RuntimeError) as exc:  # grpcio raises RuntimeError on a busy port
                 raise CannotListen("grpc", cfg.host, cfg.grpc_port, str(exc)) from None
         if cfg.http_port is not None:
@@ -189,8 +192,8 @@ class ProcessorServer:
         (its thread ended, or its server terminated) or the span writer thread."""
         if self._http_thread is not None and not self._http_thread.is_alive():
             return "the OTLP/HTTP receiver stopped"
-        if self._grpc is not None and not self._grpc.wait_for_termination(timeout=0):
-            return "the OTLP/gRPC receiver stopped"  # (wait_for_termination: True = timed out)
+        if self._grpc is not None and not self._grpc.alive():
+            return "the OTLP/gRPC receiver stopped"
         if not self.ingestor.writer_alive:
             return "the span writer stopped"
         return None
@@ -203,7 +206,7 @@ class ProcessorServer:
         if self._http_app is not None:
             self._http_app.decoder.shutdown(wait=False)
         if self._grpc is not None:
-            self._grpc.stop(grace).wait()
+            self._grpc.stop(grace)
             self._grpc = None
         self.ingestor.close(flush=True)
         self.store.close()
