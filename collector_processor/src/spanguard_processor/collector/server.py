@@ -128,7 +128,23 @@ class ProcessorServer:
         except BaseException:
             self.stop(grace=1.0)
             raise
+        self._describe_writer()
         return self
+
+    def _describe_writer(self) -> None:
+        """Say in the store's writer lock who writes it and where, so a refused writer can
+        name this server (and ``ingest --via`` can send to it)."""
+        if self.store.lock is None:
+            return
+        cfg = self.config
+        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        facts: dict[str, str] = {}
+        if self.http_port is not None:
+            scheme = "https" if cfg.security.tls else "http"
+            facts["http"] = f"{scheme}://{host}:{self.http_port}"
+        if self.grpc_port is not None:
+            facts["grpc"] = f"{host}:{self.grpc_port}"
+        self.store.lock.describe("spanguard serve", **facts)
 
     def _start_receivers(self) -> None:
         cfg = self.config

@@ -53,6 +53,7 @@ from .store_index import (
     stored_span_ids,
     unindexed,
 )
+from .store_lock import WriterLock
 from .store_open import open_database, verify_rows
 from .store_read import StoredBatches, agent_traces
 from .store_schema import (
@@ -99,6 +100,8 @@ class SpanStore:
         self._db: sqlite3.Connection | None = None
         #: the span ids this writer stored most recently, by trace (for deduplication)
         self._recent = RecentSpans()
+        #: one writer per store: held while open for writing (collector/store_lock.py)
+        self.lock = None if readonly else WriterLock(self.path)
         try:
             self._db, self._has_crc, self._version = open_database(self.path, readonly, durable)
             self._batches = StoredBatches(self._has_crc, self._damaged)
@@ -111,6 +114,8 @@ class SpanStore:
         except BaseException:
             if self._db is not None:
                 self._db.close()
+            if self.lock is not None:
+                self.lock.release()
             raise
 
     @property
@@ -183,6 +188,8 @@ class SpanStore:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.close()
         self._db = None
+        if self.lock is not None:
+            self.lock.release()
 
     def __enter__(self) -> SpanStore:
         return self
