@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -159,6 +160,7 @@ class GrpcReceiver:
         self._ended = threading.Event()  # the loop has returned (stopped or failed)
         self._stop_asked: asyncio.Event | None = None
         self._grace: float | None = None
+        self.last_seen = time.monotonic()  # when the loop last ran a ping (ping())
 
     def _make_server(self) -> grpc.aio.Server:
         token = self._security.token
@@ -227,6 +229,15 @@ class GrpcReceiver:
     def alive(self) -> bool:
         """Whether the server's loop still runs (it ends only when the server terminated)."""
         return self._thread is not None and not self._ended.is_set()
+
+    def ping(self) -> None:
+        """Ask the server's loop to note that it runs (:attr:`last_seen`); never blocks."""
+        if self.alive():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._loop.call_soon_threadsafe(self._seen)
+
+    def _seen(self) -> None:
+        self.last_seen = time.monotonic()
 
     def responsive(self, timeout: float) -> bool:
         """Whether the server's event loop runs a callback within ``timeout`` seconds (a loop

@@ -84,6 +84,8 @@ class Ingestor:
         self._retry_at = 0.0  # after a refused index commit: not before this
         self._index_refused = False
         self._failure: BaseException | None = None
+        self.beat = time.monotonic()  # when the writer last came round its loop
+        self.refused: tuple[float, str] | None = None  # the last write the store refused
 
     def start(self) -> Ingestor:
         """Refill the assembler with traces left pending by a previous run, then start."""
@@ -100,6 +102,11 @@ class Ingestor:
     def healthy(self) -> bool:
         """False once closing, or after the store failed (requests then get 503/UNAVAILABLE)."""
         return not self._closed and self._failure is None and self._thread.is_alive()
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The store error the writer could not carry on from (None while it works)."""
+        return self._failure
 
     @property
     def writer_alive(self) -> bool:
@@ -168,10 +175,12 @@ class Ingestor:
                              "trace(s) released (%s); retrying", len(self._unindexed),
                              len(self._unmarked), exc)
             self._index_refused = True
+            self.refused = (time.monotonic(), str(exc))
             self._retry_at = time.monotonic() + _MAX_TICK
             self._unmarked = list(dict.fromkeys(self._unmarked))
             return
         self._index_refused = False
+        self.refused = None
         self._unmarked = []
         self._unindexed = []
         self._unindexed_spans = 0
@@ -192,6 +201,7 @@ class Ingestor:
         name_os_thread()
         stop = False
         while not stop:
+            self.beat = time.monotonic()
             due = self.assembler.next_due()
             timeout = _MAX_TICK if due is None else min(max(due, 0.001), _MAX_TICK)
             index_due = self._index_due(time.monotonic())
@@ -218,6 +228,7 @@ class Ingestor:
                 self._write(batches)
             except Exception as exc:
                 if _transient(exc):  # this group commit was rolled back and refused (retryable)
+                    self.refused = (time.monotonic(), str(exc))
                     _log.warning("the span store refused a write (%s); the senders will retry",
                                  exc)
                     continue
@@ -235,6 +246,7 @@ class Ingestor:
                 for future in futures:
                     future.set_exception(exc)
                 raise
+            self.refused = None  # the store takes writes again
             for future in futures:
                 future.set_result(None)
             now = time.monotonic()

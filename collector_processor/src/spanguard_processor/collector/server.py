@@ -23,6 +23,7 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from .connections import (
     loop_exception_handler,
 )
 from .grpc_server import CALLS_PER_CONNECTION, READ_TIMEOUT, GrpcReceiver
+from .health import DISABLED, OK, WEDGED_AFTER, Health, Watchdog
 from .http_server import BODY_TIMEOUT, create_app
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Limits, Shaper
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["CannotListen", "ProcessorServer", "ReceiverFailed", "ServerConfig", "serve_forever"]
 
 _log = logging.getLogger(__name__)
+_REFUSED_RECENTLY = 5.0  # seconds a refused write keeps the store "refusing writes"
 
 
 def _run_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -119,6 +122,7 @@ class ProcessorServer:
         self._http: uvicorn.Server | None = None
         self._http_app: HttpApp | None = None
         self._http_thread: threading.Thread | None = None
+        self._watchdog: Watchdog | None = None
 
     def start(self) -> ProcessorServer:
         """Start both receivers; on failure (a port in use) everything started is stopped."""
@@ -129,6 +133,8 @@ class ProcessorServer:
             self.stop(grace=1.0)
             raise
         self._describe_writer()
+        if self._grpc is not None:
+            self._watchdog = Watchdog(self._grpc.ping).start()
         return self
 
     def _describe_writer(self) -> None:
@@ -176,7 +182,7 @@ class ProcessorServer:
             self.http_port = sock.getsockname()[1]
             app = self._http_app = create_app(
                 self.receiver, max_body_bytes=cfg.max_body_bytes, token=cfg.security.token,
-                body_timeout=cfg.body_timeout)
+                body_timeout=cfg.body_timeout, health=self.health)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                proxy_headers=False,  # clients are not looked up: no rewrite
@@ -203,19 +209,54 @@ class ProcessorServer:
             if not server.started:
                 raise ReceiverFailed("the OTLP/HTTP receiver failed to start (see the log).")
 
+    def health(self) -> Health:
+        """The state of each part (collector/health.py), as ``/health`` reports it."""
+        now = time.monotonic()
+        return Health((("http", self._http_state()), ("grpc", self._grpc_state(now)),
+                       ("writer", self._writer_state(now)), ("store", self._store_state(now))))
+
+    def _http_state(self) -> str:
+        if self._http_thread is None:
+            return DISABLED
+        return OK if self._http_thread.is_alive() else "down: the OTLP/HTTP receiver stopped"
+
+    def _grpc_state(self, now: float) -> str:
+        if self._grpc is None:
+            return DISABLED
+        if not self._grpc.alive():
+            return "down: the OTLP/gRPC receiver stopped"
+        silent = now - self._grpc.last_seen
+        if silent > WEDGED_AFTER:
+            return f"wedged: its event loop has not run for {silent:.0f} s"
+        return OK
+
+    def _writer_state(self, now: float) -> str:
+        if not self.ingestor.writer_alive:
+            return "down: the span writer stopped"
+        silent = now - self.ingestor.beat
+        if silent > WEDGED_AFTER:
+            return f"wedged: the span writer has been stuck for {silent:.0f} s"
+        return OK
+
+    def _store_state(self, now: float) -> str:
+        failure = self.ingestor.failure
+        if failure is not None:
+            return f"failed: {type(failure).__name__}: {failure}"
+        refused = self.ingestor.refused
+        if refused is not None and now - refused[0] < _REFUSED_RECENTLY:
+            return f"refusing writes ({refused[1]}); retrying"
+        return OK
+
     def failure(self) -> str | None:
         """Which part has stopped on its own, if one has (None while all run): a receiver
-        (its thread ended, or its server terminated) or the span writer thread."""
-        if self._http_thread is not None and not self._http_thread.is_alive():
-            return "the OTLP/HTTP receiver stopped"
-        if self._grpc is not None and not self._grpc.alive():
-            return "the OTLP/gRPC receiver stopped"
-        if not self.ingestor.writer_alive:
-            return "the span writer stopped"
-        return None
+        (its thread ended, or its server terminated), the span writer thread, or the store
+        (an error the writer cannot carry on from)."""
+        return self.health().failed()
 
     def stop(self, grace: float = 10.0) -> None:
         """Finish in-flight requests, flush in-flight traces to the store, close it."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._http is not None and self._http_thread is not None:
             self._http.should_exit = True
             self._http_thread.join(grace)
@@ -270,8 +311,9 @@ def serve_forever(
         while not stop.wait(0.5):
             failure = server.failure()
             if failure:
-                raise ReceiverFailed(f"{failure} unexpectedly; the processor stopped too "
-                                     "(restart it; nothing acknowledged is lost).")
+                _log.error("%s; stopping the processor", failure)
+                raise ReceiverFailed(f"{failure}; the processor stopped too (restart it; "
+                                     "nothing acknowledged is lost).")
     finally:
         server.stop()
         for sig, handler in previous.items():
