@@ -72,8 +72,9 @@ def _port(value: int, name: str) -> int | None:
 @click.option("--redact-content", is_flag=True,
               help="Drop prompt, response and document text before anything is stored.")
 @click.option("--redact-hook", metavar="MODULE:FUNCTION",
-              help="Call FUNCTION(key, text) -> text | None on every string attribute before "
-                   "it is stored (None drops it).")
+              help="Call FUNCTION(key, text) -> text | None on every string of every span "
+                   "(attribute values and keys at any depth, names, status messages, "
+                   "trace_state) before it is stored (None drops it).")
 def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration: float,
           num_traces: int, orphan_timeout: float, max_body_mib: float, token_file: Path | None,
           tls_cert: Path | None, tls_key: Path | None, max_attributes: int,
