@@ -136,3 +136,33 @@ def test_a_writer_fault_stops_the_process_instead_of_leaving_it_half_alive(
     assert codes[0] == 200
     with SpanStore(store, readonly=True) as reader:  # what was acknowledged is there
         assert reader.trace_counts()[0] + reader.trace_counts()[1] >= 1
+
+
+def test_health_answers_while_the_writer_still_checks_a_large_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking a large store's batches (seconds for a gigabyte) is the writer's first work:
+    /health answers at once and says so; a request sent meanwhile is acknowledged after it."""
+    checked = threading.Event()
+    verify = SpanStore.verify_batches
+
+    def slow_check(store: SpanStore, *, bodies: bool = True, index: bool = True) -> int:
+        if not index:  # the writer's check of the bodies: a large store's 2 s
+            time.sleep(2)
+            checked.set()
+        return verify(store, bodies=bodies, index=index)
+
+    monkeypatch.setattr(SpanStore, "verify_batches", slow_check)
+    started = time.monotonic()
+    with running(tmp_path / "s.db") as server:
+        reply = _health(server)
+        answered = time.monotonic() - started
+        still_checking = not checked.is_set()
+        code = _post(server, 1)  # waits for the check, then is stored
+        after = _health(server).json()
+    assert answered < 1.5 and still_checking
+    assert reply.status_code == 200
+    assert reply.json()["parts"]["writer"] == (
+        "starting: checking the store's batches against their checksums")
+    assert reply.json()["down"] == []
+    assert code == 200 and checked.is_set()
+    assert after["parts"]["writer"] == "ok" and after["spans_received"] == 3

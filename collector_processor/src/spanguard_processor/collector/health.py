@@ -31,6 +31,7 @@ __all__ = ["DISABLED", "OK", "PARTS", "WEDGED_AFTER", "Health", "Watchdog"]
 PARTS = ("http", "grpc", "writer", "store")
 OK = "ok"
 DISABLED = "disabled"
+STARTING = "starting"
 WEDGED_AFTER = 10.0  # seconds without a sign of life before a part is called wedged
 _INTERVAL = 0.5
 
@@ -43,8 +44,9 @@ class Health:
 
     @property
     def down(self) -> tuple[str, ...]:
-        """The parts that are neither ``ok`` nor ``disabled``."""
-        return tuple(name for name, state in self.parts if state not in (OK, DISABLED))
+        """The parts that are neither ``ok``, ``disabled`` nor ``starting``."""
+        return tuple(name for name, state in self.parts
+                     if state not in (OK, DISABLED) and not state.startswith(STARTING))
 
     @property
     def ok(self) -> bool:

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from spanguard.exceptions import InputError
+
 from .admission import Admission
 from .assembler import TraceAssembler
 from .connections import (
@@ -110,10 +112,12 @@ class ProcessorServer:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.store = SpanStore(config.store)
+        # the batches' checksums are checked by the writer before it stores anything, while
+        # the receivers already answer /health (a large store takes seconds)
+        self.store = SpanStore(config.store, verify_batches=False, check_index=True)
         assembler = TraceAssembler(config.wait_duration, config.num_traces,
                                    orphan_timeout=config.orphan_timeout)
-        self.ingestor = Ingestor(self.store, assembler)
+        self.ingestor = Ingestor(self.store, assembler, background_start=True)
         self.receiver = Receiver(self.ingestor, Admission(config.limits),
                                  Shaper(config.limits, config.redactor))
         self.grpc_port: int | None = None
@@ -209,6 +213,15 @@ class ProcessorServer:
             if not server.started:
                 raise ReceiverFailed("the OTLP/HTTP receiver failed to start (see the log).")
 
+    def wait_started(self) -> None:
+        """Wait until the writer takes requests (the store checked, pending traces resumed);
+        a store found damaged meanwhile is raised as the ``InputError`` it is."""
+        while self.ingestor.starting is not None and self.ingestor.writer_alive:
+            time.sleep(0.01)
+        failure = self.ingestor.failure
+        if isinstance(failure, InputError):
+            raise failure
+
     def health(self) -> Health:
         """The state of each part (collector/health.py), as ``/health`` reports it."""
         now = time.monotonic()
@@ -233,6 +246,9 @@ class ProcessorServer:
     def _writer_state(self, now: float) -> str:
         if not self.ingestor.writer_alive:
             return "down: the span writer stopped"
+        starting = self.ingestor.starting
+        if starting is not None:
+            return f"starting: {starting}"
         silent = now - self.ingestor.beat
         if silent > WEDGED_AFTER:
             return f"wedged: the span writer has been stuck for {silent:.0f} s"
@@ -284,6 +300,11 @@ def serve_forever(
     receiver or the span writer stops on its own.
     """
     server = ProcessorServer(config).start()
+    try:
+        server.wait_started()
+    except BaseException:
+        server.stop()
+        raise
     # what starting made (modules, protobuf descriptors, the app) lives as long as the process:
     # keep it out of every later collection, which then only walks what requests allocate
     gc.collect()

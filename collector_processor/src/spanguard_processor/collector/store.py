@@ -88,11 +88,12 @@ class SpanStore:
 
     ``durable=False`` skips fsync; only for scratch stores that a crash may lose. The store is
     checked on open (see the module docstring); ``verify_batches`` (the default for a writable
-    store) also checks every stored batch against its checksum.
+    store) also checks every stored batch against its checksum, and ``check_index`` only the
+    index rows (``serve`` checks the batches in its writer thread before it stores anything).
     """
 
     def __init__(self, path: Path | str, *, readonly: bool = False, durable: bool = True,
-                 verify_batches: bool | None = None) -> None:
+                 verify_batches: bool | None = None, check_index: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
         self._has_crc = True
@@ -108,8 +109,9 @@ class SpanStore:
             # a version-3 store is read by trace through a view; older ones (read-only)
             # through their own per-trace tables
             self._view = TraceView() if self._version >= 3 else None
-            if verify_batches if verify_batches is not None else not readonly:
-                self.verify_batches()
+            verify = verify_batches if verify_batches is not None else not readonly
+            if verify or check_index:
+                self.verify_batches(bodies=bool(verify))
             self._index_unindexed()
         except BaseException:
             if self._db is not None:
@@ -126,11 +128,13 @@ class SpanStore:
     def _damaged(self, problem: str) -> DamagedStore:
         return DamagedStore(problem, file=str(self.path))
 
-    def verify_batches(self) -> int:
-        """Check every stored batch against its checksum, and that every index row is
-        well-formed and names a stored batch; returns how many batches were checked."""
+    def verify_batches(self, *, bodies: bool = True, index: bool = True) -> int:
+        """Check every stored batch against its checksum (``bodies``), and that every index
+        row is well-formed and names a stored batch (``index``); returns how many batches were
+        checked."""
         with self._reading():
-            return verify_rows(self.db, self.path, self._has_crc, self._version)
+            return verify_rows(self.db, self.path, self._has_crc, self._version,
+                               bodies=bodies, index=index)
 
     def check_index(self) -> int:
         """``PRAGMA integrity_check``, then every index row against the spans its batch holds;
