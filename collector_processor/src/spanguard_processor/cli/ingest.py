@@ -70,8 +70,7 @@ def ingest(files: tuple[Path, ...], store: Path, via: str | None, token_file: Pa
         return
     redactor = Redactor(redact_content, load_hook(redact_hook) if redact_hook else None)
     with _writable(store) as target:
-        if target.lock is not None:
-            target.lock.describe("spanguard ingest")
+        target.lock.describe("spanguard ingest")
         with _progress(files) as tick:
             report = (ingest_redacted(target, files, redactor, skip_bad=skip_bad, progress=tick)
                       if redactor.active else

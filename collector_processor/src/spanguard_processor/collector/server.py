@@ -144,8 +144,6 @@ class ProcessorServer:
     def _describe_writer(self) -> None:
         """Say in the store's writer lock who writes it and where, so a refused writer can
         name this server (and ``ingest --via`` can send to it)."""
-        if self.store.lock is None:
-            return
         cfg = self.config
         host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
         facts: dict[str, str] = {}

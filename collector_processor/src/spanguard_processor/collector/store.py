@@ -88,8 +88,7 @@ class SpanStore:
 
     ``durable=False`` skips fsync; only for scratch stores that a crash may lose. The store is
     checked on open (see the module docstring); ``verify_batches`` (the default for a writable
-    store) also checks every stored batch against its checksum, and ``check_index`` only the
-    index rows (``serve`` checks the batches in its writer thread before it stores anything).
+    store) also checks every batch against its checksum, ``check_index`` only the index rows.
     """
 
     def __init__(self, path: Path | str, *, readonly: bool = False, durable: bool = True,
@@ -101,23 +100,21 @@ class SpanStore:
         self._db: sqlite3.Connection | None = None
         #: the span ids this writer stored most recently, by trace (for deduplication)
         self._recent = RecentSpans()
-        #: one writer per store: held while open for writing (collector/store_lock.py)
-        self.lock = None if readonly else WriterLock(self.path)
+        self.lock = WriterLock(self.path, take=not readonly)  # one writer per store
         try:
             self._db, self._has_crc, self._version = open_database(self.path, readonly, durable)
             self._batches = StoredBatches(self._has_crc, self._damaged)
             # a version-3 store is read by trace through a view; older ones (read-only)
             # through their own per-trace tables
             self._view = TraceView() if self._version >= 3 else None
-            verify = verify_batches if verify_batches is not None else not readonly
+            verify = bool(verify_batches if verify_batches is not None else not readonly)
             if verify or check_index:
-                self.verify_batches(bodies=bool(verify))
+                self.verify_batches(bodies=verify)
             self._index_unindexed()
         except BaseException:
             if self._db is not None:
                 self._db.close()
-            if self.lock is not None:
-                self.lock.release()
+            self.lock.release()
             raise
 
     @property
@@ -129,9 +126,8 @@ class SpanStore:
         return DamagedStore(problem, file=str(self.path))
 
     def verify_batches(self, *, bodies: bool = True, index: bool = True) -> int:
-        """Check every stored batch against its checksum (``bodies``), and that every index
-        row is well-formed and names a stored batch (``index``); returns how many batches were
-        checked."""
+        """Check every batch against its checksum (``bodies``) and that every index row is
+        well-formed and names a stored batch (``index``); returns how many batches it read."""
         with self._reading():
             return verify_rows(self.db, self.path, self._has_crc, self._version,
                                bodies=bodies, index=index)
@@ -192,8 +188,7 @@ class SpanStore:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.close()
         self._db = None
-        if self.lock is not None:
-            self.lock.release()
+        self.lock.release()
 
     def __enter__(self) -> SpanStore:
         return self

@@ -60,12 +60,17 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 class WriterLock:
-    """The exclusive writer lock of one store, taken on creation; :meth:`release` (or the
-    process ending) gives it back."""
+    """The exclusive writer lock of one store, taken on creation (unless ``take`` is False);
+    :meth:`release` (or the process ending) gives it back."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, *, take: bool = True) -> None:
         self.path = lock_path(store)
         self.store = store
+        self._fd: int | None = None
+        if take:  # (a reader holds a lock it never takes)
+            self._take(store)
+
+    def _take(self, store: Path) -> None:
         try:
             store.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # worded as opening the store would say it
@@ -86,7 +91,7 @@ class WriterLock:
                 "Stop that writer first, or send the spans to its OTLP receiver instead; "
                 "reading the store (traces export, store check) works meanwhile.",
                 file=str(store), holder=holder) from None
-        self._fd: int | None = fd
+        self._fd = fd
         self.describe()
 
     def describe(self, command: str = "a spanguard process", **facts: Any) -> None:
