@@ -15,7 +15,14 @@ INSTRUMENTOR is one of:
 * ``openinference-langchain`` — openinference-instrumentation-langchain, ``ChatOpenAI`` with a
   LangChain tool, no parent, one session;
 * ``openllmetry-openai`` — OpenLLMetry's opentelemetry-instrumentation-openai, under a plain
-  parent span.
+  parent span;
+* ``langfuse`` — the Langfuse SDK (v3+, OTel-based): its ``langfuse.openai`` drop-in client
+  (``generation`` observations), ``@observe(as_type="tool")`` on the tool and
+  ``@observe(as_type="agent")`` on the turn, its spans sent to OTLP_URL through
+  ``Langfuse(span_exporter=...)``; the keys it writes are Langfuse's own
+  (``langfuse.observation.type|input|output|metadata.*``), no GenAI ones.
+
+An optional fourth argument runs that many turns (one request each).
 """
 
 from __future__ import annotations
@@ -60,6 +67,41 @@ def openai_turn(base_url: str) -> str:
     return second.choices[0].message.content or ""
 
 
+def langfuse_turn(base_url: str, otlp_url: str, turns: int) -> str:
+    from langfuse import Langfuse, observe
+    from langfuse.openai import openai as lf_openai  # type: ignore[attr-defined]
+
+    client = Langfuse(public_key="pk-lf-test", secret_key="sk-lf-test",
+                      base_url="http://127.0.0.1:9", tracer_provider=TracerProvider(),
+                      span_exporter=OTLPSpanExporter(endpoint=otlp_url))
+
+    @observe(as_type="tool", name="get_weather")
+    def weather(city: str) -> str:
+        return get_weather(city)
+
+    @observe(as_type="agent", name="weather turn")
+    def turn(question: str) -> str:
+        openai_client = lf_openai.OpenAI(base_url=base_url, api_key="test-key",
+                                         max_retries=0)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
+                                          {"role": "user", "content": question}]
+        first = openai_client.chat.completions.create(model="gpt-4o-mini", messages=messages,
+                                                      tools=TOOLS)
+        message = first.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls or []:
+            messages.append({"role": "tool", "tool_call_id": call.id,
+                             "content": weather(**json.loads(call.function.arguments))})
+        second = openai_client.chat.completions.create(model="gpt-4o-mini",
+                                                       messages=messages, tools=TOOLS)
+        return second.choices[0].message.content or ""
+
+    answers = [turn(QUESTION) for _ in range(turns)]
+    client.flush()
+    client.shutdown()
+    return answers[-1]
+
+
 def langchain_turn(base_url: str) -> str:
     from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
     from langchain_core.tools import tool
@@ -80,7 +122,10 @@ def langchain_turn(base_url: str) -> str:
     return str(model.invoke(messages).content)
 
 
-def main(name: str, otlp_url: str, base_url: str) -> None:
+def main(name: str, otlp_url: str, base_url: str, turns: str = "1") -> None:
+    if name == "langfuse":
+        print(langfuse_turn(base_url, otlp_url, int(turns)))
+        return
     provider = TracerProvider(resource=Resource.create({"service.name": f"turn-{name}"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=otlp_url)))
     tracer = provider.get_tracer("weather-app")
@@ -117,4 +162,4 @@ def main(name: str, otlp_url: str, base_url: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

@@ -26,6 +26,7 @@ from spanguard import semconv
 
 from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
 from ._llm import is_llm_span, llm_call, output_messages, question_and_answer
+from ._normalize import normalize
 from .annotations import Annotations, annotation_request_id, is_annotation
 from .identity import (
     ROOT_INPUT,
@@ -76,6 +77,9 @@ def trace_from_records(
     """
     if not spans:
         raise ValueError("a trace needs at least one span")
+    given = spans
+    normalized = normalize(spans)
+    spans = normalized.spans
     root = find_root(spans)
     assert root is not None  # a non-empty trace always has a span whose parent is not in it
     attrs = root.attributes
@@ -118,11 +122,11 @@ def trace_from_records(
         },
         trace=process_trace(spans, outputs),
         partial=partial or root.parent_span_id != "",
-        source=sources([*spans, *annotations]),
+        source=sources([*given, *annotations]),
         input_source=input_source,
         output_source=output_source,
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
-        unread=unread_keys(spans),
+        unread=unread_keys(spans, normalized.placeholders),
     )
 
 

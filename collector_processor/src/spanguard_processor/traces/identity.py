@@ -212,6 +212,8 @@ def sources(spans: Iterable[SpanRecord]) -> tuple[str, ...]:
                 found.add("openinference")
             elif key.startswith("traceloop."):
                 found.add("openllmetry")
+            elif key.startswith("langfuse."):
+                found.add("langfuse")
             elif key.startswith(semconv.NAMESPACE + "."):
                 found.add("spanguard")
         if any(e.name.startswith(semconv.NAMESPACE + ".") for e in span.events):
