@@ -12,6 +12,9 @@ INSTRUMENTOR is one of:
   parent span;
 * ``openinference-openai`` — openinference-instrumentation-openai, no parent, one session
   (``using_session``);
+* ``openinference-agent`` — openinference-instrumentation-openai on OpenInference's own tracer
+  provider (its ``TraceConfig`` read from the ``OPENINFERENCE_*`` variables), the turn in an
+  ``@tracer.agent`` span and the tool in a ``@tracer.tool`` span;
 * ``openinference-langchain`` — openinference-instrumentation-langchain, ``ChatOpenAI`` with a
   LangChain tool, no parent, one session;
 * ``openllmetry-openai`` — OpenLLMetry's opentelemetry-instrumentation-openai, under a plain
@@ -102,6 +105,42 @@ def langfuse_turn(base_url: str, otlp_url: str, turns: int) -> str:
     return answers[-1]
 
 
+def openinference_agent_turns(base_url: str, otlp_url: str, name: str, turns: int) -> str:
+    from openinference.instrumentation import TracerProvider as OITracerProvider
+    from openinference.instrumentation.openai import OpenAIInstrumentor as OIOpenAI
+
+    provider = OITracerProvider(resource=Resource.create({"service.name": f"turn-{name}"}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=otlp_url)))
+    OIOpenAI().instrument(tracer_provider=provider)
+    tracer = provider.get_tracer("weather-app")
+
+    @tracer.tool(name="get_weather")
+    def weather(city: str) -> str:
+        return get_weather(city)
+
+    @tracer.agent(name="weather turn")
+    def turn(question: str) -> str:
+        import openai
+
+        client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
+                                          {"role": "user", "content": question}]
+        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
+                                               tools=TOOLS)  # type: ignore[arg-type]
+        message = first.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls or []:
+            messages.append({"role": "tool", "tool_call_id": call.id,
+                             "content": weather(**json.loads(call.function.arguments))})  # type: ignore[union-attr]
+        second = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
+                                                tools=TOOLS)  # type: ignore[arg-type]
+        return second.choices[0].message.content or ""
+
+    answers = [turn(QUESTION) for _ in range(turns)]
+    provider.shutdown()
+    return answers[-1]
+
+
 def langchain_turn(base_url: str) -> str:
     from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
     from langchain_core.tools import tool
@@ -146,8 +185,11 @@ def main(name: str, otlp_url: str, base_url: str, turns: str = "1") -> None:
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIOpenAI
 
         OIOpenAI().instrument(tracer_provider=provider)
-        with using_session("weather-session-1"):
-            answer = openai_turn(base_url)
+        for turn in range(int(turns)):  # one session per turn: each its own request
+            with using_session(f"weather-session-{turn + 1}"):
+                answer = openai_turn(base_url)
+    elif name == "openinference-agent":
+        answer = openinference_agent_turns(base_url, otlp_url, name, int(turns))
     elif name == "openinference-langchain":
         from openinference.instrumentation import using_session
         from openinference.instrumentation.langchain import LangChainInstrumentor
