@@ -15,6 +15,9 @@ INSTRUMENTOR is one of:
 * ``openinference-agent`` — openinference-instrumentation-openai on OpenInference's own tracer
   provider (its ``TraceConfig`` read from the ``OPENINFERENCE_*`` variables), the turn in an
   ``@tracer.agent`` span and the tool in a ``@tracer.tool`` span;
+* ``spanguard-openai-v2`` — spanguard's SDK (``configure``, ``request``, ``@tool``) with each
+  model call in ``spanguard.llm_call`` around a client instrumented by openai-v2: two spans
+  per model call, one inside the other;
 * ``openinference-langchain`` — openinference-instrumentation-langchain, ``ChatOpenAI`` with a
   LangChain tool, no parent, one session;
 * ``openllmetry-openai`` — OpenLLMetry's opentelemetry-instrumentation-openai, under a plain
@@ -105,6 +108,49 @@ def langfuse_turn(base_url: str, otlp_url: str, turns: int) -> str:
     return answers[-1]
 
 
+def spanguard_wrapped_turns(base_url: str, otlp_url: str, turns: int) -> str:
+    import openai
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    import spanguard
+
+    spanguard.configure(service_name="turn-spanguard-openai-v2", exporter="otlp-http",
+                        endpoint=otlp_url, capture_content=True)
+    OpenAIInstrumentor().instrument()
+    client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+
+    @spanguard.tool("get_weather")
+    def weather(city: str) -> str:
+        return get_weather(city)
+
+    def model_call(messages: list[dict[str, Any]]) -> Any:
+        with spanguard.llm_call("gpt-4o-mini", provider="openai") as call:
+            call.set_input(messages)
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
+                                                   tools=TOOLS)  # type: ignore[arg-type]
+            assert reply.usage is not None
+            call.record_usage(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+            call.set_response_model(reply.model)
+            call.set_output([reply.choices[0].message.model_dump(exclude_none=True)])
+            return reply.choices[0].message
+
+    answer = ""
+    for turn in range(turns):
+        with spanguard.request("weather", seed_id=f"s{turn}", variant_id=f"s{turn}-a",
+                               input=QUESTION) as request:
+            messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
+                                              {"role": "user", "content": QUESTION}]
+            message = model_call(messages)
+            messages.append(message.model_dump(exclude_none=True))
+            for call in message.tool_calls or []:
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": weather(**json.loads(call.function.arguments))})
+            answer = model_call(messages).content or ""
+            request.set_output(answer)
+    spanguard.shutdown()
+    return answer
+
+
 def openinference_agent_turns(base_url: str, otlp_url: str, name: str, turns: int) -> str:
     from openinference.instrumentation import TracerProvider as OITracerProvider
     from openinference.instrumentation.openai import OpenAIInstrumentor as OIOpenAI
@@ -188,6 +234,8 @@ def main(name: str, otlp_url: str, base_url: str, turns: str = "1") -> None:
         for turn in range(int(turns)):  # one session per turn: each its own request
             with using_session(f"weather-session-{turn + 1}"):
                 answer = openai_turn(base_url)
+    elif name == "spanguard-openai-v2":
+        answer = spanguard_wrapped_turns(base_url, otlp_url, int(turns))
     elif name == "openinference-agent":
         answer = openinference_agent_turns(base_url, otlp_url, name, int(turns))
     elif name == "openinference-langchain":
