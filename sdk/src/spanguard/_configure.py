@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 
+from ._baggage import BaggageIdentity
 from ._exit import install_sigterm_flush, uninstall_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
 from ._runtime import (
@@ -69,6 +71,8 @@ class Configuration:
 
 _lock = threading.Lock()
 _said_shared = False  # whether configure() said it rides on the app's pipeline
+# providers that copy spanguard.* baggage onto spans
+_with_baggage: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 _current: Configuration | None = None
 _atexit_registered = False
 _owned: TracerProvider | None = None  # the global provider spanguard created, if any
@@ -226,6 +230,9 @@ def configure(
                 max_export_batch_size=max_export_batch_size,
                 schedule_delay_millis=schedule_delay_millis)
             provider.add_span_processor(processor)
+        if provider not in _with_baggage:  # once per provider, however often configured
+            _with_baggage.add(provider)
+            provider.add_span_processor(BaggageIdentity())
         _current = Configuration(provider, processor, span_exporter, owns, private)
         if private:
             push_override(provider)

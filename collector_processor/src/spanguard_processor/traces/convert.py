@@ -35,10 +35,9 @@ from .identity import (
     conversation_key,
     cost,
     find_root,
-    metadata_identity,
     plain,
     prefixed,
-    repeat_of,
+    request_identity,
     sources,
     str_or_none,
     tool_name,
@@ -84,14 +83,8 @@ def trace_from_records(
     assert root is not None  # a non-empty trace always has a span whose parent is not in it
     attrs = root.attributes
     outcome = outcome_of(root, spans, annotations)
-    assignments = {
-        key: str(plain(value))
-        for key, value in prefixed(attrs, semconv.ASSIGNMENT_PREFIX).items()
-        if value is not None
-    }
-    foreign = metadata_identity(attrs.get(semconv.OI_METADATA))
-    if not assignments:
-        assignments = foreign.pop("assignments", {})
+    identity = request_identity(root, spans)
+    assignments: dict[str, str] = identity.get("assignments", {})
     latency = (root.end_ns - root.start_ns) / 1e6 if root.end_ns >= root.start_ns > 0 else None
     if len({s.trace_id for s in spans}) > 1:  # a turn grouped from parentless model calls
         tops = [s for s in spans if not s.parent_span_id]
@@ -106,10 +99,10 @@ def trace_from_records(
     return AgentTrace(
         trace_id=root.trace_id,
         request_id=str_or_none(attrs.get(semconv.REQUEST_ID)),
-        seed_id=str_or_none(attrs.get(semconv.SEED_ID)) or foreign.get("seed_id"),
-        variant_id=str_or_none(attrs.get(semconv.VARIANT_ID)) or foreign.get("variant_id"),
+        seed_id=identity.get("seed_id"),
+        variant_id=identity.get("variant_id"),
         assignments=dict(sorted(assignments.items())),
-        repeat=repeat_of(attrs.get(semconv.REPEAT, foreign.get("repeat"))),
+        repeat=identity.get("repeat", 0),
         input=input_text,
         output=output_text,
         latency_ms=latency,
