@@ -20,6 +20,8 @@ INSTRUMENTOR is one of:
   per model call, one inside the other;
 * ``openinference-langchain`` — openinference-instrumentation-langchain, ``ChatOpenAI`` with a
   LangChain tool, no parent, one session;
+* ``openai-v2-bare`` — openai-v2 with no parent span at all (an app that forgot one): each
+  model call is a trace of its own;
 * ``openllmetry-openai`` — OpenLLMetry's opentelemetry-instrumentation-openai, under a plain
   parent span;
 * ``langfuse`` — the Langfuse SDK (v3+, OTel-based): its ``langfuse.openai`` drop-in client
@@ -219,6 +221,12 @@ def main(name: str, otlp_url: str, base_url: str, turns: str = "1") -> None:
 
         OpenAIInstrumentor().instrument(tracer_provider=provider)
         with tracer.start_as_current_span("weather turn"):
+            answer = openai_turn(base_url)
+    elif name == "openai-v2-bare":
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+        for _ in range(int(turns)):
             answer = openai_turn(base_url)
     elif name == "openllmetry-openai":
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor as OpenLLMetry

@@ -35,6 +35,7 @@ from .identity import (
     conversation_key,
     cost,
     find_root,
+    is_agent_span,
     plain,
     prefixed,
     request_identity,
@@ -120,7 +121,18 @@ def trace_from_records(
         output_source=output_source,
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
         unread=unread_keys(spans, normalized.placeholders),
+        lone_span=_lone_span(spans),
     )
+
+
+def _lone_span(spans: Sequence[SpanRecord]) -> str | None:
+    """The name of a request that is one parentless span, not an agent or spanguard request."""
+    if len(spans) != 1:
+        return None
+    (span,) = spans
+    if span.parent_span_id or is_agent_span(span) or semconv.REQUEST_ID in span.attributes:
+        return None
+    return span.name
 
 
 def annotated_trace(spans: Sequence[SpanRecord], annotations: Annotations, *,
