@@ -18,6 +18,10 @@ INSTRUMENTOR is one of:
 * ``spanguard-openai-v2`` — spanguard's SDK (``configure``, ``request``, ``@tool``) with each
   model call in ``spanguard.llm_call`` around a client instrumented by openai-v2: two spans
   per model call, one inside the other;
+* ``logfire`` — Logfire's ``instrument_openai`` (nothing sent to Logfire; its spans go to
+  OTLP_URL through ``additional_span_processors``), the turn in a ``logfire.span``;
+* ``pydantic-ai`` — a pydantic-ai ``Agent`` with the tool as ``@agent.tool_plain``, its own
+  instrumentation (``InstrumentationSettings``, content included) on a plain provider;
 * ``openinference-langchain`` — openinference-instrumentation-langchain, ``ChatOpenAI`` with a
   LangChain tool, no parent, one session;
 * ``openai-v2-bare`` — openai-v2 with no parent span at all (an app that forgot one): each
@@ -59,7 +63,10 @@ def get_weather(city: str) -> str:
 def openai_turn(base_url: str) -> str:
     import openai
 
-    client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+    return openai_turn_with(openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0))
+
+
+def openai_turn_with(client: Any) -> str:
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
                                       {"role": "user", "content": QUESTION}]
     first = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
@@ -108,6 +115,41 @@ def langfuse_turn(base_url: str, otlp_url: str, turns: int) -> str:
     client.flush()
     client.shutdown()
     return answers[-1]
+
+
+def logfire_turn(base_url: str, provider: TracerProvider) -> str:
+    import logfire
+    import openai
+
+    processor = provider._active_span_processor._span_processors[0]  # the OTLP exporter's
+    logfire.configure(send_to_logfire=False, console=False, service_name="turn-logfire",
+                      additional_span_processors=[processor])
+    client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+    logfire.instrument_openai(client)
+    with logfire.span("weather turn"):
+        answer = openai_turn_with(client)
+    logfire.force_flush()
+    return answer
+
+
+def pydantic_ai_turn(base_url: str, provider: TracerProvider) -> str:
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=base_url,
+                                                                   api_key="test-key"))
+    agent = Agent(model, system_prompt=SYSTEM, capabilities=[Instrumentation(
+        settings=InstrumentationSettings(tracer_provider=provider, include_content=True))])
+
+    @agent.tool_plain(name="get_weather")
+    def weather(city: str) -> str:
+        """Current weather of a city."""
+        return get_weather(city)
+
+    return str(agent.run_sync(QUESTION).output)
 
 
 def spanguard_wrapped_turns(base_url: str, otlp_url: str, turns: int) -> str:
@@ -244,6 +286,10 @@ def main(name: str, otlp_url: str, base_url: str, turns: str = "1") -> None:
                 answer = openai_turn(base_url)
     elif name == "spanguard-openai-v2":
         answer = spanguard_wrapped_turns(base_url, otlp_url, int(turns))
+    elif name == "logfire":
+        answer = logfire_turn(base_url, provider)
+    elif name == "pydantic-ai":
+        answer = pydantic_ai_turn(base_url, provider)
     elif name == "openinference-agent":
         answer = openinference_agent_turns(base_url, otlp_url, name, int(turns))
     elif name == "openinference-langchain":

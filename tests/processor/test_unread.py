@@ -55,3 +55,13 @@ def test_the_note_is_bounded() -> None:
     spans = [_ROOT, *(_span(f"tool{i}", f"s{i}", {"langfuse.observation.type": "embedding"})
                       for i in range(MAX_NOTES + 10))]
     assert len(unread_keys(spans)) == MAX_NOTES
+
+
+def test_a_logfire_scrubbed_value_is_absent_and_noted() -> None:
+    spans = [_span("invoke_agent support", "r", {
+        "gen_ai.operation.name": "invoke_agent", "input.value": "What is my balance?",
+        "output.value": "[Scrubbed due to 'password']"}, "")]
+    trace = trace_from_records(spans)
+    assert (trace.input, trace.output) == ("What is my balance?", None)
+    assert [(n.key, n.span, n.count) for n in trace.unread] == [
+        ("output.value=<placeholder>", "invoke_agent support", 1)]
