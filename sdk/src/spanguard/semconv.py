@@ -174,3 +174,24 @@ def metadata_key(name: str) -> str:
 def span_name(operation: str, name: str | None) -> str:
     """``"execute_tool kb_search"``: the GenAI span-name rule."""
     return f"{operation} {name}" if name else operation
+
+# --- Langfuse (read only; Langfuse's OTel SDK, v3 and later) ---------------------------------
+LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"  # tool | generation | retriever …
+LANGFUSE_OBSERVATION_INPUT: Final = "langfuse.observation.input"  # content (JSON or text)
+LANGFUSE_OBSERVATION_OUTPUT: Final = "langfuse.observation.output"  # content (JSON or text)
+LANGFUSE_OBSERVATION_METADATA: Final = "langfuse.observation.metadata"  # .{key} = JSON value
+LANGFUSE_OBSERVATION_MODEL: Final = "langfuse.observation.model.name"
+LANGFUSE_OBSERVATION_USAGE: Final = "langfuse.observation.usage_details"  # JSON {input, output}
+LANGFUSE_OBSERVATION_COST: Final = "langfuse.observation.cost_details"  # JSON {total} in USD
+LANGFUSE_TRACE_INPUT: Final = "langfuse.trace.input"  # content
+LANGFUSE_TRACE_OUTPUT: Final = "langfuse.trace.output"  # content
+LANGFUSE_TRACE_METADATA: Final = "langfuse.trace.metadata"  # .{key} = JSON value
+LANGFUSE_SESSION_ID: Final = "langfuse.session.id"  # older name of session.id
+LF_TYPE_TOOL: Final = "tool"
+LF_TYPE_GENERATION: Final = "generation"
+LF_TYPE_RETRIEVER: Final = "retriever"
+LF_TYPE_AGENT: Final = "agent"
+LF_TYPE_EVENT: Final = "event"
+
+# --- placeholders instrumentations write in place of hidden text (read as absent) -----------
+OI_REDACTED: Final = "__REDACTED__"  # OpenInference OPENINFERENCE_HIDE_INPUTS / _OUTPUTS / …

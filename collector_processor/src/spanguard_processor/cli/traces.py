@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,24 @@ def _pricer(prices: Path | None) -> Callable[[AgentTrace], AgentTrace]:
 
     table = load_prices(prices)
     return lambda trace: apply_prices(trace, table)
+
+
+_LONE_SHARE = 0.25  # say so when at least this share of the requests are lone spans
+_LONE_NAMES = 5  # span names listed
+
+
+def _lone_spans_note(lone: Counter[str], total: int) -> str | None:
+    """The diagnostic for requests that are one parentless span each, when they are many."""
+    count = sum(lone.values())
+    if count < 2 or count < _LONE_SHARE * total:
+        return None
+    names = sorted(lone.items(), key=lambda item: (-item[1], item[0]))
+    listed = ", ".join(f"{name!r} {n}" for name, n in names[:_LONE_NAMES])
+    more = f", {len(names) - _LONE_NAMES} more name(s)" if len(names) > _LONE_NAMES else ""
+    return (f"{count} of {total} request(s) are a single parentless span ({listed}{more}): "
+            "each model or tool call became a request of its own. Put each request's calls "
+            "under one parent span (spanguard.request, or the framework's agent span) or give "
+            "them one session id; see docs/adapters.md#one-request-per-parent-span")
 
 
 @click.group()
@@ -85,7 +104,8 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     """Export the assembled traces of span stores as JSONL.
 
     With --format trace2eval, traces recorded without input text (content capture off) cannot
-    become regression cases; they are left out and counted.
+    become regression cases; they are left out and counted. When many requests are a single
+    parentless span (model calls with no parent span), their count by span name is printed.
 
     \b
     Example:
@@ -105,8 +125,13 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     rows = []
     without_input = 0
     skipped: list[str] | None = [] if skip_bad else None
+    lone: Counter[str] = Counter()
+    total = 0
     for trace in read_agent_traces_any(list(stores), include_pending=include_pending,
                                        skip_bad=skip_bad, skipped=skipped):
+        total += 1
+        if trace.lone_span is not None:
+            lone[trace.lone_span] += 1
         if fmt == "trace2eval" and (trace.input is None or not trace.input.strip()):
             without_input += 1
             continue
@@ -120,3 +145,6 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
         click.echo(f"skipped {len(skipped)} unreadable trace(s), annotation(s) or index row(s); "
                    "the first: "
                    f"{skipped[0]}", err=True)
+    note = _lone_spans_note(lone, total)
+    if note:
+        click.echo(note, err=True)

@@ -83,6 +83,10 @@ class AgentTrace:
     root_span_id: str | None = field(default=None, compare=False)
     # the last model call's gen_ai.response.id, likewise not written by to_dict
     response_id: str | None = field(default=None, compare=False)
+    # the name of the request's only span when it was one parentless span that is no agent or
+    # spanguard request (a model or tool call with no parent): known only when converted from
+    # spans, never serialized; `traces export` counts these
+    lone_span: str | None = field(default=None, compare=False)
 
     @property
     def usage(self) -> dict[str, Any]:
