@@ -21,6 +21,7 @@ import click
 
 from spanguard.exceptions import ConfigError, InputError
 
+from ..common.writes import output_transaction
 from ._common import BadInput, in_cli_terms, option_names
 
 __all__ = [
@@ -84,8 +85,12 @@ class _LazyGroup(click.Group):
                                                  ctx=ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
+        # a command's outputs are written all or none: a failure (a bad input met late, a full
+        # disk) puts back every file it wrote; a deliberate exit keeps them
+        kept = (click.exceptions.Exit, click.ClickException, SystemExit)
         try:
-            return super().invoke(ctx)
+            with output_transaction(keep=kept):
+                return super().invoke(ctx)
         except (InputError, ConfigError) as exc:
             name = ctx.invoked_subcommand
             command = self.get_command(ctx, name) if name else None

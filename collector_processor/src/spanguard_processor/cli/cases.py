@@ -16,7 +16,7 @@ from ..regression.results import Failure
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
 from ..regression.select import ClusterHealth
 from . import EXIT_FAILED
-from ._common import BadInput
+from ._common import BadInput, refuse_overwrite
 
 __all__ = ["cases"]
 
@@ -102,6 +102,9 @@ def build(
       spanguard cases build traces.jsonl -o evalset
       spanguard cases build spans.db --ids sequential --max-cases 100
     """
+    template = expectations.with_name("expectations.template.jsonl") if expectations else None
+    refuse_overwrite([*inputs, expectations], [template], directories=[
+        (out, ["cases.jsonl", "report.md", "expectations.template.jsonl"])])
     options = BuildOptions(
         out=out,
         max_cases=max_cases,
@@ -248,6 +251,7 @@ def run(
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
         )
+    refuse_overwrite([cases_path, outputs, *traces], [out, markdown, junit])
     case_list = load_cases(cases_path)
     records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
     for message in records.skipped:

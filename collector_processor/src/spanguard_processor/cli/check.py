@@ -17,7 +17,7 @@ from ..regression.render import check_junit, render_check
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
 from . import EXIT_FAILED
-from ._common import in_command_terms
+from ._common import in_command_terms, refuse_overwrite
 
 __all__ = ["check"]
 
@@ -88,6 +88,7 @@ def check(
     Example:
       spanguard check --baseline runs/baseline.json --current runs/current.json --html check.html
     """
+    refuse_overwrite([baseline, current], [markdown, junit, html])
     validate_template(trace_url)
     options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms)
     options.validate()

@@ -11,9 +11,13 @@ import click
 
 from spanguard.exceptions import ConfigError
 
-from ._common import in_command_terms
+from ._common import in_command_terms, refuse_overwrite
 
-__all__ = ["evaluation_options", "fairness", "finish", "gate_config", "report_options"]
+__all__ = ["REPORT_FILES", "evaluation_options", "fairness", "finish", "gate_config",
+           "report_options"]
+
+#: What ``-o DIR`` holds after a run (the reports, and the history they are appended to).
+REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history.jsonl")
 
 
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -154,6 +158,7 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite, read_inputs
 
+    refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)

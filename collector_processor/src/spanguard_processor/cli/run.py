@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .fairness import evaluation_options, finish, gate_config, load_plugins, report_options
+from ._common import refuse_overwrite
+from .fairness import (
+    REPORT_FILES,
+    evaluation_options,
+    finish,
+    gate_config,
+    load_plugins,
+    report_options,
+)
 
 if TYPE_CHECKING:
     from ..fairness.records import Observation
@@ -60,6 +68,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite
 
+    refuse_overwrite([suite_path], [traces_out], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)

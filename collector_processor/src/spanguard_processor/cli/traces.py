@@ -10,6 +10,7 @@ import click
 from ..common.jsonio import write_jsonl
 from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
+from ._common import refuse_overwrite
 
 __all__ = ["traces"]
 
@@ -57,6 +58,7 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
     """
     from ..inputs.readers import read_agent_traces_any
 
+    refuse_overwrite([source, prices], [output])
     converter = _CONVERTERS[fmt]
     price = _pricer(prices)
     rows = [converter(price(trace)) for trace in read_agent_traces_any([source])]
@@ -100,6 +102,7 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     for path in stores:
         if not path.exists():
             raise TraceFormatError("does not exist.", file=str(path))
+    refuse_overwrite([*stores, prices], [output])
     converter = _CONVERTERS[fmt]
     price = _pricer(prices)
     rows = []
