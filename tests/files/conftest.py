@@ -31,6 +31,7 @@ class Workspace:
     root: Path
     suite: Path  # a fairness suite (JSON, explicit variants)
     records: Path  # fairtrace records (JSONL) matching the suite
+    traces: Path  # agent traces (JSONL) matching the suite
     spans: Path  # an OTLP-JSON span file (the Python OTLP JSON file exporter's)
     log: Path  # a trace2eval log
     cases: Path  # a case set (cases build)
@@ -49,6 +50,11 @@ def build_workspace(root: Path) -> Workspace:
         "dataset": {"variants": [{k: r[k] for k in ("id", "seed_id", "prompt", "assignments")}
                                  for r in golden]},
         "metrics": [{"type": "tool_use_parity"}, {"type": "escalation_parity"}]}))
+    traces = root / "traces.jsonl"
+    traces.write_text("".join(json.dumps({
+        "trace_id": f"{number + 1:032x}", "seed_id": r["seed_id"], "variant_id": r["id"],
+        "assignments": r["assignments"], "input": r["prompt"], "output": r["response"],
+        "trace": r["response_metadata"]["trace"]}) + "\n" for number, r in enumerate(golden)))
     spans = root / "spans.jsonl"
     shutil.copy(Path(__file__).resolve().parents[1] / "processor" / "data"
                 / "python_otlp_json_file_exporter.jsonl", spans)
@@ -61,7 +67,7 @@ def build_workspace(root: Path) -> Workspace:
     assert invoke("cases", "run", "--cases", root / "evalset" / "cases.jsonl", "--outputs",
                   outputs, "-o", run).exit_code == 0
     assert invoke("fairness", suite, records, "-o", root / "report", *FAST).exit_code in (0, 1)
-    return Workspace(root, suite, records, spans, log, root / "evalset" / "cases.jsonl",
+    return Workspace(root, suite, records, traces, spans, log, root / "evalset" / "cases.jsonl",
                      outputs, run, root / "report" / "report.json")
 
 
@@ -78,6 +84,7 @@ def workspace(workspace_template: Workspace, tmp_path: Path) -> Workspace:
     template = workspace_template.root
     return Workspace(root, *(root / Path(p).relative_to(template)
                              for p in (workspace_template.suite, workspace_template.records,
+                                       workspace_template.traces,
                                        workspace_template.spans, workspace_template.log,
                                        workspace_template.cases, workspace_template.outputs,
                                        workspace_template.run, workspace_template.report)))
