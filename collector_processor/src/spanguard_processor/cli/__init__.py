@@ -5,7 +5,9 @@ imports (numpy, grpc) load only when it runs. Exit codes, for every command:
 
 * 0 — success, the gate passed;
 * 1 — the gate failed (a fairness metric or a regression check);
-* 2 — bad input or usage (the message names the file, line and field);
+* 2 — bad input or usage (the message names the file, line and field), including an input
+  with no records, an output that would replace an input and an output that could not be
+  written (then nothing the command wrote is left behind);
 * 3 — an internal error, i.e. a bug in spanguard (with a traceback to report).
 """
 

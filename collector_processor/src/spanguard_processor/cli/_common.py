@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from spanguard.exceptions import ConfigError, InputError
 
-__all__ = ["BadInput", "in_cli_terms", "in_command_terms", "option_names", "refuse_overwrite",
-           "spell_options"]
+if TYPE_CHECKING:
+    from ..inputs.guard import Slot
+
+__all__ = ["BadInput", "check_files", "in_cli_terms", "in_command_terms", "option_names",
+           "refuse_overwrite", "spell_options"]
 
 #: A parameter the library mentions in a sentence: `force`, or with a value, `mode=point`.
 _MENTION = re.compile(r"`([a-z_][a-z0-9_]*)(?:=([^`\s]+))?`")
@@ -136,3 +140,34 @@ def refuse_overwrite(inputs: Iterable[Path | None], outputs: Iterable[Path | Non
         seen[real] = out
         if inode is not None:
             seen[inode] = out
+
+
+def _command() -> str:
+    """The running command as the user typed it, without the program: ``cases run``."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return "spanguard"
+    parts = ctx.command_path.split()
+    return " ".join(parts[1:]) or parts[0]
+
+
+def check_files(inputs: Iterable[tuple[Slot, Path | Sequence[Path] | None]],
+                outputs: Iterable[Path | None] = (), *,
+                directories: Iterable[tuple[Path | None, Iterable[str]]] = ()) -> None:
+    """What every command does first, before it reads a byte past the first KiB: refuse an
+    output that would replace an input (:func:`refuse_overwrite`), then every input that is no
+    regular file, is too large to be read whole, is binary where text belongs, holds no
+    records or is of another kind than its slot takes (:func:`~..inputs.guard.check_input`:
+    "evalset/cases.jsonl is a case set (from `cases build`); `fairness` wants agent traces,
+    fairtrace records or a span file here")."""
+    from ..inputs.guard import check_input
+
+    slots: list[tuple[Slot, Path]] = []
+    for slot, given in inputs:
+        if given is None:
+            continue
+        slots.extend((slot, path) for path in ([given] if isinstance(given, Path) else given))
+    refuse_overwrite([path for _, path in slots], outputs, directories=directories)
+    command = _command()
+    for slot, path in slots:
+        check_input(path, slot, command)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..common.jsonio import write_text_atomic
+from ..inputs import guard
 from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
 from ..regression.loader import Problem
 from ..regression.render import render_matching, render_metrics, run_junit
@@ -16,7 +17,7 @@ from ..regression.results import Failure
 from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
 from ..regression.select import ClusterHealth
 from . import EXIT_FAILED
-from ._common import BadInput, refuse_overwrite
+from ._common import BadInput, check_files
 
 __all__ = ["cases"]
 
@@ -103,8 +104,8 @@ def build(
       spanguard cases build spans.db --ids sequential --max-cases 100
     """
     template = expectations.with_name("expectations.template.jsonl") if expectations else None
-    refuse_overwrite([*inputs, expectations], [template], directories=[
-        (out, ["cases.jsonl", "report.md", "expectations.template.jsonl"])])
+    check_files([(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)], [template],
+                directories=[(out, ["cases.jsonl", "report.md", "expectations.template.jsonl"])])
     options = BuildOptions(
         out=out,
         max_cases=max_cases,
@@ -251,7 +252,8 @@ def run(
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
         )
-    refuse_overwrite([cases_path, outputs, *traces], [out, markdown, junit])
+    check_files([(guard.CASES, cases_path), (guard.OUTPUTS, outputs), (guard.TRACES, traces)],
+                [out, markdown, junit])
     case_list = load_cases(cases_path)
     records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
     for message in records.skipped:

@@ -10,6 +10,7 @@ import click
 
 from ..common.jsonio import write_text_atomic
 from ..common.tracelinks import validate_template
+from ..inputs import guard
 from ..regression.diff import case_diffs
 from ..regression.diff_report import diffs_markdown
 from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
@@ -17,7 +18,7 @@ from ..regression.render import check_junit, render_check
 from ..regression.report_html import CheckReport, render_check_html
 from ..regression.runfile import load_run
 from . import EXIT_FAILED
-from ._common import in_command_terms, refuse_overwrite
+from ._common import check_files, in_command_terms
 
 __all__ = ["check"]
 
@@ -88,7 +89,7 @@ def check(
     Example:
       spanguard check --baseline runs/baseline.json --current runs/current.json --html check.html
     """
-    refuse_overwrite([baseline, current], [markdown, junit, html])
+    check_files([(guard.RUN, baseline), (guard.RUN, current)], [markdown, junit, html])
     validate_template(trace_url)
     options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms)
     options.validate()

@@ -11,7 +11,7 @@ import click
 
 from spanguard.exceptions import ConfigError
 
-from ._common import in_command_terms, refuse_overwrite
+from ._common import check_files, in_command_terms
 
 __all__ = ["REPORT_FILES", "evaluation_options", "fairness", "finish", "gate_config",
            "report_options"]
@@ -157,8 +157,10 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     """
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite, read_inputs
+    from ..inputs import guard
 
-    refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
+    check_files([(guard.SUITE, suite_path), (guard.EVALUATION, inputs)],
+                directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)

@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from ..collector.store import SpanStore
+from ..inputs import guard
 from ..inputs.readers import IngestReport, ingest_files
-from ._common import refuse_overwrite
+from ._common import check_files
 
 __all__ = ["ingest"]
 
@@ -34,7 +35,7 @@ def ingest(files: tuple[Path, ...], store: Path, skip_bad: bool) -> None:
       spanguard ingest spans.jsonl.gz --store spans.db
       spanguard traces export --store spans.db --format agent -o traces.jsonl
     """
-    refuse_overwrite(files, [store])
+    check_files([(guard.SPANS, files)], [store])
     total = sum(path.stat().st_size for path in files)
     done = {path: 0 for path in files}
     with SpanStore(store) as target:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._common import refuse_overwrite
+from ._common import check_files
 from .fairness import (
     REPORT_FILES,
     evaluation_options,
@@ -67,8 +67,9 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     """
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite
+    from ..inputs import guard
 
-    refuse_overwrite([suite_path], [traces_out], directories=[(output, REPORT_FILES)])
+    check_files([(guard.SUITE, suite_path)], [traces_out], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)

@@ -20,6 +20,7 @@ from typing import IO, Any, cast
 from spanguard.exceptions import InputError, TraceFormatError
 
 from ._json import MAX_JSON_BYTES, parse_json
+from .limits import bounded_lines
 from .writes import write_text_atomic
 
 __all__ = [
@@ -65,7 +66,10 @@ def iter_jsonl(
 def json_lines(
     lines: Iterable[bytes], name: str, error: type[InputError] = TraceFormatError
 ) -> Iterator[tuple[int, Any]]:
-    """:func:`iter_jsonl` over lines already open (``name`` is the file errors name)."""
+    """:func:`iter_jsonl` over lines already open (``name`` is the file errors name); a stream
+    is read a line at a time, each within the line limit (:mod:`.limits`)."""
+    if hasattr(lines, "readline"):
+        lines = bounded_lines(cast(IO[bytes], lines), name, error)
     for number, raw in enumerate(lines, start=1):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]

@@ -34,6 +34,7 @@ from spanguard.exceptions import InputError, TraceFormatError
 from ..collector.store import SpanStore
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
+from ..common.limits import bounded_lines, read_bounded
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.spans import DecodedBatch, gc_paused
@@ -83,7 +84,8 @@ def _check(batch: DecodedBatch, path: Path, line: int) -> DecodedBatch:
 
 
 def _json_lines(source: Source, path: Path) -> _Batches:
-    for number, line in enumerate(source.stream, start=1):
+    for number, line in enumerate(bounded_lines(source.stream, str(path), TraceFormatError),
+                                  start=1):
         if number == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")
         if not line.strip():
@@ -102,7 +104,7 @@ def _json_lines(source: Source, path: Path) -> _Batches:
 
 def _whole_json(source: Source, path: Path) -> _Batches:
     try:
-        value = parse_json(source.stream.read())
+        value = parse_json(read_bounded(source.stream, str(path), error=TraceFormatError))
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.", file=str(path)) from None
     documents = value if isinstance(value, list) else [value]
