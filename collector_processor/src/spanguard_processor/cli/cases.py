@@ -11,10 +11,17 @@ import click
 from ..common.jsonio import write_text_atomic
 from ..inputs import guard
 from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
+from ..regression.case import Case
 from ..regression.loader import Problem
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.results import Failure
-from ..regression.run import load_cases, load_outputs, outputs_from_traces, run_cases
+from ..regression.run import (
+    Outputs,
+    load_cases,
+    load_outputs,
+    outputs_from_traces,
+    run_cases,
+)
 from ..regression.select import ClusterHealth
 from . import EXIT_FAILED
 from ._common import BadInput, check_files
@@ -254,10 +261,7 @@ def run(
         )
     check_files([(guard.CASES, cases_path), (guard.OUTPUTS, outputs), (guard.TRACES, traces)],
                 [out, markdown, junit])
-    case_list = load_cases(cases_path)
-    records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
-    for message in records.skipped:
-        click.echo(f"skipped: {message}", err=True)
+    case_list, records = _load_run_inputs(cases_path, outputs, traces)
     result = run_cases(case_list, records)
     metrics = result.metrics
     if out is not None:
@@ -284,6 +288,23 @@ def run(
             err=True,
         )
         sys.exit(EXIT_FAILED)
+
+
+def _load_run_inputs(cases_path: Path, outputs: Path | None, traces: tuple[Path, ...]
+                     ) -> tuple[list[Case], Outputs]:
+    """The cases and the records to score; none of either is bad input (exit 2)."""
+    case_list = load_cases(cases_path)
+    records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
+    for message in records.skipped:
+        click.echo(f"skipped: {message}", err=True)
+    if not case_list:
+        raise BadInput(f"no records in {cases_path}: it holds no case.")
+    if not len(records):
+        names = ", ".join(str(path) for path in ([outputs] if outputs else traces))
+        raise BadInput(f"no records in {names}: "
+                       + ("every line was skipped (see above)." if records.skipped
+                          else "it holds no output record."))
+    return case_list, records
 
 
 def _show_failures(failures: Sequence[Failure], limit: int = 20) -> None:

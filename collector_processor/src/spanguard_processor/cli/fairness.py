@@ -11,7 +11,7 @@ import click
 
 from spanguard.exceptions import ConfigError
 
-from ._common import check_files, in_command_terms
+from ._common import check_files, in_command_terms, refuse_overwrite
 
 __all__ = ["REPORT_FILES", "evaluation_options", "fairness", "finish", "gate_config",
            "report_options"]
@@ -159,13 +159,15 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     from ..fairness.pipeline import evaluate_suite, read_inputs
     from ..inputs import guard
 
-    check_files([(guard.SUITE, suite_path), (guard.EVALUATION, inputs)],
-                directories=[(output, REPORT_FILES)])
+    # no output may replace an input; the suite is checked and validated before the traces
+    refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
+    check_files([(guard.SUITE, suite_path)])
     load_plugins(plugins)
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
+    check_files([(guard.EVALUATION, inputs)])
     observations = read_inputs(list(inputs))
     ev, matched = evaluate_suite(suite, observations, config)
     if matched.unmatched:

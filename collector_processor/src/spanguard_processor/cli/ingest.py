@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..collector.store import SpanStore
+from ..common.writes import will_create
 from ..inputs import guard
 from ..inputs.readers import IngestReport, ingest_files
 from ._common import check_files
@@ -36,6 +37,8 @@ def ingest(files: tuple[Path, ...], store: Path, skip_bad: bool) -> None:
       spanguard traces export --store spans.db --format agent -o traces.jsonl
     """
     check_files([(guard.SPANS, files)], [store])
+    # a store this run creates is removed if the run fails (with its WAL and shared memory)
+    will_create(store, *(store.with_name(store.name + end) for end in ("-wal", "-shm")))
     total = sum(path.stat().st_size for path in files)
     done = {path: 0 for path in files}
     with SpanStore(store) as target:

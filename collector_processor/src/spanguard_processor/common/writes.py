@@ -27,7 +27,7 @@ from pathlib import Path
 
 from spanguard.exceptions import InputError
 
-__all__ = ["Transaction", "WriteFailed", "append_text", "output_transaction",
+__all__ = ["Transaction", "WriteFailed", "append_text", "output_transaction", "will_create",
            "write_text_atomic"]
 
 
@@ -120,6 +120,17 @@ def output_transaction(*, keep: tuple[type[BaseException], ...] = ()) -> Iterato
         transaction.commit()
     finally:
         _CURRENT.reset(token)
+
+
+def will_create(*paths: Path) -> None:
+    """Note files the running command is about to create some other way (a SQLite store):
+    when the command fails, those that did not exist before are removed."""
+    transaction = _CURRENT.get()
+    if transaction is None:
+        return
+    for path in paths:
+        if path not in transaction.backups and not os.path.lexists(path):
+            transaction.backups[path] = None
 
 
 def _is_special(path: Path) -> bool:
