@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..common.jsonio import write_text_atomic
+from ..common.markdown import console_text
 from ..common.tracelinks import validate_template
 from ..inputs import guard
 from ..regression.diff import case_diffs
@@ -103,7 +104,7 @@ def check(
     diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail,
                        redact=redact)
     text = render_check(base.metrics, cur.metrics, comparison, diffs, in_command_terms)
-    click.echo(text)
+    click.echo(console_text(text))  # app text: no terminal escapes
     if markdown is not None:
         extra = diffs_markdown(diffs, trace_url)
         write_text_atomic(markdown, text + "\n" + ("\n" + extra if extra else ""))

@@ -96,10 +96,15 @@ def report_options(trace_url: str | None, redact: bool) -> Any:
 def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
            options: Any = None, *, label: str | None = None) -> None:
     """Write the reports, print the summary, exit 0 (pass) or 1 (gate failed)."""
+    from ..common.markdown import console_text
     from ..fairness.evidence_report import ReportOptions
     from ..fairness.reports import render_markdown, report_dict, write_reports
 
     options = options or ReportOptions()
+    if options.redact:  # every report and the console: no app-provided free text
+        from ..fairness.redaction import redact_evaluation
+
+        ev = redact_evaluation(ev)
     if output is not None:
         from ..fairness.history import record_run, trend_lines
         from ..fairness.reports import _version
@@ -122,7 +127,7 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
             click.echo(f"{r.verdict.upper():<17} {r.metric:<30} {r.score:10.4f} {interval:<20} "
                        f"thr {r.threshold:g}  {in_command_terms(r.reason_text, mode='--gate')}")
             if not r.passed and r.evidence:  # the top counterfactual pair, in one line
-                click.echo(f"{'':<17} {r.evidence[0].headline}")
+                click.echo(f"{'':<17} {console_text(r.evidence[0].headline)}")
         if output is not None:
             click.echo(f"reports written to {output}")
     verdict = "PASSED" if ev.passed else "FAILED"

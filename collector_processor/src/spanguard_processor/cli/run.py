@@ -65,6 +65,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
       spanguard run fairness.yaml --app myapp:answer --repeats 3 --concurrency 8 -o out
     Exit codes: 0 pass, 1 gate failed (or an app call failed), 2 bad input.
     """
+    from ..common.markdown import console_text
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite
     from ..inputs import guard
@@ -91,7 +92,8 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         if errors and not observations:  # nothing to judge: a setup problem, not a verdict
             raise adapted.all_failed(errors)
     for error in errors:
-        click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
+        click.echo(console_text(f"app error on {error['id']} (repeat {error['repeat']}): "
+                                f"{error['error']}"),
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
     finish(ctx, ev, output, fmt, options, label=label)
