@@ -88,7 +88,7 @@ def test_dev_zero_as_traces_suite_and_baseline(workspace: Workspace) -> None:
 def test_a_2_gib_suite_is_refused_by_its_size(workspace: Workspace, sparse_2gib: Path) -> None:
     _assert_refused(["fairness", sparse_2gib, workspace.records],
                     f"{sparse_2gib}: is 2 GiB; a fairness suite (JSON or YAML) is read whole "
-                    "and may be at most 256 MiB (set SPANGUARD_MAX_DOCUMENT_BYTES to raise the "
+                    "and may be at most 64 MiB (set SPANGUARD_MAX_DOCUMENT_BYTES to raise the "
                     "limit).")
 
 

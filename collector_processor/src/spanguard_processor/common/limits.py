@@ -1,8 +1,9 @@
 """How much of an input spanguard reads at most, and reading within it.
 
-* ``SPANGUARD_MAX_DOCUMENT_BYTES`` (default 256 MiB): a file read whole — a suite, a run
-  result, a report, a price table, an OTLP-JSON document, an importer's source;
-* ``SPANGUARD_MAX_LINE_BYTES`` (default 128 MiB): one line of a JSON-lines stream (agent
+* ``SPANGUARD_MAX_DOCUMENT_BYTES`` (default 64 MiB): a file read whole — a suite, a run
+  result, a report, a price table, an OTLP-JSON document, an importer's source (YAML: at
+  most 16 MiB, :data:`~.yamlio.MAX_YAML_BYTES`);
+* ``SPANGUARD_MAX_LINE_BYTES`` (default 64 MiB): one line of a JSON-lines stream (agent
   traces, OTLP-JSON lines, cases, outputs).
 
 A larger input is refused with :class:`~spanguard.exceptions.InputError` naming the file (and
@@ -22,8 +23,10 @@ __all__ = ["DOCUMENT_LIMIT_ENV", "LINE_LIMIT_ENV", "bounded_lines", "document_li
 
 DOCUMENT_LIMIT_ENV = "SPANGUARD_MAX_DOCUMENT_BYTES"
 LINE_LIMIT_ENV = "SPANGUARD_MAX_LINE_BYTES"
-_DOCUMENT_DEFAULT = 256 << 20
-_LINE_DEFAULT = 128 << 20
+# parsed JSON holds about three times its text (bytes, the decoded text, the objects): these
+# keep any one input under ~250 MiB of memory
+_DOCUMENT_DEFAULT = 64 << 20
+_LINE_DEFAULT = 64 << 20
 
 
 def _limit(name: str, default: int) -> int:

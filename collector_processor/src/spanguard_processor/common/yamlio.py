@@ -15,12 +15,15 @@ from typing import Any
 
 import yaml
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "BoundedYAMLError", "compose_bounded", "load_bounded"]
+__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_YAML_BYTES", "BoundedYAMLError", "compose_bounded",
+           "load_bounded"]
 
 #: The most nodes a document may hold with every alias expanded.
 MAX_NODES = 2_000_000
 #: The deepest nesting a document may hold.
 MAX_DEPTH = 200
+#: The largest YAML text read (YAML parses at a few MB/s; a larger suite is written as JSON).
+MAX_YAML_BYTES = 16 << 20
 
 
 class BoundedYAMLError(yaml.MarkedYAMLError):
@@ -60,10 +63,19 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def _loader(text: str, loader: type[yaml.SafeLoader]) -> Any:
+    if len(text) > MAX_YAML_BYTES:
+        raise BoundedYAMLError(f"it is larger than {MAX_YAML_BYTES >> 20} MiB, the limit for "
+                               "YAML; write it as JSON")
+    if loader is yaml.SafeLoader and getattr(yaml, "__with_libyaml__", False):
+        return yaml.CSafeLoader(text)  # the same documents, ~70 times faster
+    return loader(text)
+
+
 def compose_bounded(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader
                     ) -> yaml.Node | None:
     """The node graph of one YAML document, within the bounds."""
-    instance = loader(text)
+    instance = _loader(text, loader)
     try:
         try:
             root = instance.get_single_node()
@@ -79,7 +91,7 @@ def compose_bounded(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader
 
 def load_bounded(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:
     """``yaml.load(text, Loader=loader)`` for a safe loader, within the bounds."""
-    instance = loader(text)
+    instance = _loader(text, loader)
     try:
         try:
             root = instance.get_single_node()

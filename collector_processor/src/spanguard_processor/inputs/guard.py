@@ -24,6 +24,7 @@ from spanguard.exceptions import InputError
 from ..collector.store import SQLITE_MAGIC
 from ..common._json import parse_json
 from ..common.limits import DOCUMENT_LIMIT_ENV, document_limit, size_text
+from ..common.yamlio import MAX_YAML_BYTES
 from .files import ZSTD_MAGIC, Source
 
 __all__ = [
@@ -199,6 +200,11 @@ def check_input(path: Path, slot: Slot, command: str) -> FileKind:
             f"is {size_text(status.st_size)}; {slot.wants} is read whole and may be at most "
             f"{size_text(document_limit())} (set {DOCUMENT_LIMIT_ENV} to raise the limit).",
             file=name)
+    if slot.whole and path.suffix.lower() in (".yaml", ".yml") and \
+            status.st_size > MAX_YAML_BYTES:
+        raise InputError(f"is {size_text(status.st_size)}; YAML is read at most "
+                         f"{size_text(MAX_YAML_BYTES)} at a time (write a larger file as JSON).",
+                         file=name)
     try:
         kind = sniff(path, status.st_size)
         with path.open("rb") as raw:
