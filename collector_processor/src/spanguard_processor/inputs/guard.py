@@ -34,6 +34,7 @@ __all__ = [
     "EXPECTATIONS",
     "IMPORT_SOURCE",
     "OUTPUTS",
+    "REPORT",
     "RUN",
     "SPANS",
     "SUITE",
@@ -255,4 +256,6 @@ SUITE = Slot("a fairness suite (JSON or YAML)", frozenset({_K.SUITE}), whole=Tru
              records=False)
 DOCUMENT = Slot("a JSON or YAML file", frozenset(), whole=True, records=False)
 EXPECTATIONS = Slot("expectations (JSON lines)", frozenset(), records=False)
+REPORT = Slot("a fairness report (report.json, its folder or history.jsonl)",
+              frozenset({_K.FAIRNESS_REPORT, _K.HISTORY}), whole=True, directory=True)
 IMPORT_SOURCE = Slot("a promptfoo or DeepEval file", frozenset(), whole=True)
