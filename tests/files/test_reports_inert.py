@@ -109,3 +109,39 @@ def test_md_text_and_console_text() -> None:
     for text in (md_inert(INJECTED), md_text(INJECTED)):
         assert _LIVE_LINK.findall(text) == _REMOTE_IMAGE.findall(text) == []
         assert _RAW_HTML.findall(text) == []
+
+
+def test_check_redact_leaves_no_app_text_in_its_reports(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from spanguard_processor.common.jsonio import write_jsonl
+
+    from ..regression.test_process_and_gate import _production
+    from ..regression.test_process_and_gate import _trace as agent_trace
+
+    assert invoke("cases", "build", _production(tmp_path), "-o", tmp_path / "ev").exit_code == 0
+    runs = {}
+    for name, number, tools in (("base", 100, ("lookup_order", "refund_policy")),
+                                ("now", 101, ("refund_policy",))):
+        trace = agent_trace(number, tools=tools)
+        trace = replace(trace, output=f"{trace.output} {INJECTED}")
+        if name == "now":  # the current run's own words in every free-text signal
+            trace = replace(trace, trace=replace(
+                trace.trace, plan_steps=(f"plan {INJECTED}",) * 2, escalated=True,
+                escalation_reason=f"why {INJECTED}", friction_points=(f"friction {INJECTED}",)))
+        traces = tmp_path / f"{name}.jsonl"
+        write_jsonl(traces, [trace.to_dict()])
+        runs[name] = tmp_path / f"{name}.json"
+        done = invoke("cases", "run", "--cases", tmp_path / "ev" / "cases.jsonl", "--traces",
+                      traces, "-o", runs[name])
+        assert done.exit_code == 0, done.output
+    reports = {suffix: tmp_path / f"check.{suffix}" for suffix in ("md", "xml", "html")}
+    result = invoke("check", "--baseline", runs["base"], "--current", runs["now"], "--redact",
+                    "--markdown", reports["md"], "--junit", reports["xml"],
+                    "--html", reports["html"])
+    assert result.exit_code == 1, result.output
+    texts = {suffix: path.read_text(encoding="utf-8") for suffix, path in reports.items()}
+    assert "[redacted]" in texts["md"] and "plan steps" in texts["md"]
+    assert {s: t.count(KEY) for s, t in texts.items()} == dict.fromkeys(texts, 0)
+    assert KEY not in result.output and "\x1b" not in result.output
+    assert _LIVE_LINK.findall(texts["md"]) == _REMOTE_IMAGE.findall(texts["md"]) == []
