@@ -124,3 +124,18 @@ def test_a_transaction_puts_back_what_it_replaced_and_removes_what_it_created(
         raise WriteFailed(tmp_path / "third", "no space left on device")
     assert kept.read_text() == "before" and not new.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt"]
+
+
+def test_an_output_gets_the_permissions_of_a_plain_file_or_of_the_one_it_replaces(
+        tmp_path: Path) -> None:
+    new, kept = tmp_path / "new.txt", tmp_path / "kept.txt"
+    umask = os.umask(0o022)
+    try:
+        write_text_atomic(new, "x")
+        kept.write_text("old")
+        kept.chmod(0o640)
+        write_text_atomic(kept, "new")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o644  # not mkstemp's 0600
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640

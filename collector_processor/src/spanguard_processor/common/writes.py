@@ -173,6 +173,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise WriteFailed(path, exc) from None
     try:
         try:
+            os.fchmod(fd, _mode(path))
             _write_fd(fd, data)
             _sync(fd)
         finally:
@@ -187,6 +188,17 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode(path: Path) -> int:
+    """The permissions the output gets: those of the file it replaces, else what a plain
+    ``open()`` would give (0666 less the umask), not the temporary file's 0600."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _write_in_place(path: Path, data: bytes) -> None:
