@@ -21,7 +21,7 @@ import zstandard
 
 from spanguard.exceptions import InputError
 
-from ..collector.store import SQLITE_MAGIC
+from ..collector.store import SQLITE_MAGIC, looks_like_store
 from ..common._json import parse_json
 from ..common.limits import DOCUMENT_LIMIT_ENV, document_limit, size_text
 from ..common.yamlio import MAX_YAML_BYTES
@@ -145,6 +145,8 @@ def sniff(path: Path, size: int | None = None) -> FileKind:
     if text[:1] not in (b"{", b"["):
         if _YAML_SUITE.search(head):
             return FileKind.SUITE
+        if looks_like_store(path, head):  # a store whose header is damaged: the reader says so
+            return FileKind.STORE
         return FileKind.SPAN_FILE if _framed(head) else FileKind.UNKNOWN
     first, newline, _ = text.partition(b"\n")
     if newline or (size is not None and size <= _HEAD):
