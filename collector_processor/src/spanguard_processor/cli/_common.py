@@ -14,7 +14,7 @@ import click
 from spanguard.exceptions import ConfigError, InputError
 
 if TYPE_CHECKING:
-    from ..inputs.guard import Slot
+    from ..inputs.guard import FileKind, Slot
 
 __all__ = ["BadInput", "check_files", "in_cli_terms", "in_command_terms", "option_names",
            "refuse_overwrite", "spell_options"]
@@ -153,13 +153,14 @@ def _command() -> str:
 
 def check_files(inputs: Iterable[tuple[Slot, Path | Sequence[Path] | None]],
                 outputs: Iterable[Path | None] = (), *,
-                directories: Iterable[tuple[Path | None, Iterable[str]]] = ()) -> None:
+                directories: Iterable[tuple[Path | None, Iterable[str]]] = ()
+                ) -> list[tuple[Path, FileKind]]:
     """What every command does first, before it reads a byte past the first KiB: refuse an
     output that would replace an input (:func:`refuse_overwrite`), then every input that is no
     regular file, is too large to be read whole, is binary where text belongs, holds no
     records or is of another kind than its slot takes (:func:`~..inputs.guard.check_input`:
     "evalset/cases.jsonl is a case set (from `cases build`); `fairness` wants agent traces,
-    fairtrace records or a span file here")."""
+    fairtrace records or a span file here"). Returns each input with the kind found."""
     from ..inputs.guard import check_input
 
     slots: list[tuple[Slot, Path]] = []
@@ -169,5 +170,4 @@ def check_files(inputs: Iterable[tuple[Slot, Path | Sequence[Path] | None]],
         slots.extend((slot, path) for path in ([given] if isinstance(given, Path) else given))
     refuse_overwrite([path for _, path in slots], outputs, directories=directories)
     command = _command()
-    for slot, path in slots:
-        check_input(path, slot, command)
+    return [(path, check_input(path, slot, command)) for slot, path in slots]

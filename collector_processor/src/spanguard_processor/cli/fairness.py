@@ -172,7 +172,10 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
     suite = load_suite(suite_path)
-    check_files([(guard.EVALUATION, inputs)])
+    for path, kind in check_files([(guard.EVALUATION, inputs)]):
+        if kind is guard.FileKind.FAIRNESS_REPORT:
+            click.echo(f"note: {path} is a fairness report; its scenario_results are read as "
+                       "the records.", err=True)
     observations = read_inputs(list(inputs))
     ev, matched = evaluate_suite(suite, observations, config)
     if matched.unmatched:
