@@ -43,6 +43,21 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(mount)], check=False)
 
 
+@pytest.fixture()
+def read_only_disk(tmp_path: Path) -> Iterator[Path]:
+    """A read-only tmpfs (root only; skipped, saying why, elsewhere)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k,ro", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
 def _fill(disk: Path, leave: int) -> None:
     """Fill ``disk`` up to ``leave`` free bytes."""
     free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
@@ -139,3 +154,10 @@ def test_an_output_gets_the_permissions_of_a_plain_file_or_of_the_one_it_replace
         os.umask(umask)
     assert stat.S_IMODE(new.stat().st_mode) == 0o644  # not mkstemp's 0600
     assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+
+
+def test_a_read_only_file_system_is_named(workspace: Workspace, read_only_disk: Path) -> None:
+    out = read_only_disk / "records.jsonl"
+    result = invoke("traces", "convert", workspace.traces, "-o", out)
+    assert result.exit_code == 2, result.output
+    assert result.output == f"Error: could not write {out}: read-only file system.\n"
