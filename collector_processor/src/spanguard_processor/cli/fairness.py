@@ -166,8 +166,8 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
 
     # no output may replace an input; the suite is checked and validated before the traces
     refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
-    check_files([(guard.SUITE, suite_path)])
     load_plugins(plugins)
+    check_files([(guard.SUITE, suite_path)])
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)

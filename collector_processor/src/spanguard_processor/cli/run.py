@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._common import check_files
+from ._common import check_files, refuse_overwrite
 from .fairness import (
     REPORT_FILES,
     evaluation_options,
@@ -70,8 +70,9 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     from ..fairness.pipeline import evaluate_suite
     from ..inputs import guard
 
-    check_files([(guard.SUITE, suite_path)], [traces_out], directories=[(output, REPORT_FILES)])
+    refuse_overwrite([suite_path], [traces_out], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
+    check_files([(guard.SUITE, suite_path)])
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
