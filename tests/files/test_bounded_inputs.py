@@ -137,3 +137,12 @@ def test_measuring_rss_sees_a_large_allocation() -> None:
     rss = int(done.stdout.split()[1]) / 1024
     assert rss > 100, rss
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "0"])
+def test_a_bad_limit_in_the_environment_is_bad_input(workspace: Workspace, value: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPANGUARD_MAX_DOCUMENT_BYTES", value)
+    result = invoke("check", "--baseline", workspace.run, "--current", workspace.run)
+    assert result.exit_code == 2
+    assert result.output.startswith(f"Error: SPANGUARD_MAX_DOCUMENT_BYTES={value!r} ")
