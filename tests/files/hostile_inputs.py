@@ -58,7 +58,8 @@ def _bomb() -> bytes:
 
 def _truncated(path: Path, ws: Workspace, slot: str) -> Path:
     source = {"suite": ws.suite, "run": ws.run, "cases": ws.cases, "outputs": ws.outputs,
-              "import": ws.suite, "report": ws.report}.get(slot, ws.traces)
+              "import": ws.suite, "report": ws.report,
+              "history": ws.report.parent / "history.jsonl"}.get(slot, ws.traces)
     data = source.read_bytes()
     if slot in ("traces", "spans", "log"):
         packed = gzip.compress(ws.spans.read_bytes() if slot == "spans" else data)
@@ -68,7 +69,7 @@ def _truncated(path: Path, ws: Workspace, slot: str) -> Path:
 
 _WRONG = {"suite": "cases", "traces": "suite", "spans": "traces", "log": "run",
           "evaluation": "cases", "cases": "outputs", "outputs": "suite", "run": "cases",
-          "import": "suite", "report": "cases"}
+          "import": "suite", "report": "cases", "history": "cases"}
 
 
 def _wrong_kind(path: Path, ws: Workspace, slot: str) -> Path:
@@ -127,6 +128,7 @@ COMMANDS: tuple[Command, ...] = (
             lambda h, ws, o: ["check", "--baseline", h, "--current", ws.run,
                               "--markdown", o / "check.md"]),
     Command("compare", "report", ".json", lambda h, ws, o: ["compare", h, ws.report]),
+    Command("history", "history", ".jsonl", lambda h, ws, o: ["history", h]),
     Command("suite variants", "suite", ".yaml",
             lambda h, ws, o: ["suite", "variants", h, "-o", o / "variants.jsonl"]),
     Command("import promptfoo", "import", ".yaml",

@@ -39,6 +39,10 @@ def history(directory: Path, fmt: str) -> None:
     if not path.exists():
         raise InputError("there is no run history here; `spanguard run -o DIR` and "
                          "`spanguard fairness -o DIR` record one.", file=str(path))
+    from ..inputs import guard
+    from ._common import check_files
+
+    check_files([(guard.HISTORY, path)])
     suites = history_summary(load_history(path))
     if fmt == "json":
         click.echo(json.dumps({"file": str(path), "suites": suites}, indent=2,

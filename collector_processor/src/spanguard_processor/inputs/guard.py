@@ -32,6 +32,7 @@ __all__ = [
     "DOCUMENT",
     "EVALUATION",
     "EXPECTATIONS",
+    "HISTORY",
     "IMPORT_SOURCE",
     "OUTPUTS",
     "REPORT",
@@ -260,4 +261,5 @@ DOCUMENT = Slot("a JSON or YAML file", frozenset(), whole=True, records=False)
 EXPECTATIONS = Slot("expectations (JSON lines)", frozenset(), records=False)
 REPORT = Slot("a fairness report (report.json, its folder or history.jsonl)",
               frozenset({_K.FAIRNESS_REPORT, _K.HISTORY}), whole=True, directory=True)
+HISTORY = Slot("a fairness history (history.jsonl)", frozenset({_K.HISTORY}), whole=True)
 IMPORT_SOURCE = Slot("a promptfoo or DeepEval file", frozenset(), whole=True)
