@@ -131,6 +131,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("history", "history", ".jsonl", lambda h, ws, o: ["history", h]),
     Command("suite variants", "suite", ".yaml",
             lambda h, ws, o: ["suite", "variants", h, "-o", o / "variants.jsonl"]),
+    Command("suite plan", "suite", ".yaml", lambda h, ws, o: ["suite", "plan", h]),
+    # nothing listens there: the input is refused before a request is tried
+    Command("ingest --via", "spans", ".jsonl",
+            lambda h, ws, o: ["ingest", h, "--via", "http://127.0.0.1:9"]),
     Command("import promptfoo", "import", ".yaml",
             lambda h, ws, o: ["import", "promptfoo", h, o / "suite.json",
                               "--metric", "refusal_gap"]),

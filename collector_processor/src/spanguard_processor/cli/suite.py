@@ -68,7 +68,10 @@ def plan(suite_path: Path, repeats: int, alpha: float) -> None:
     Exit codes: 0 the plan was printed (whatever it says), 2 bad input.
     """
     from ..fairness import load_suite
+    from ..inputs import guard
+    from ._common import check_files
 
+    check_files([(guard.SUITE, suite_path)])
     echo_plan(load_suite(suite_path), repeats, alpha, err=False)
 
 
