@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,8 +15,11 @@ from ._common import check_files, in_command_terms, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint, send_events
 from .suite import echo_plan
 
-__all__ = ["REPORT_FILES", "evaluation_options", "fairness", "finish", "gate_config",
-           "metric_lines", "report_options"]
+if TYPE_CHECKING:
+    from ..emit.otlp import Endpoint
+
+__all__ = ["REPORT_FILES", "emit_evaluation", "evaluation_options", "fairness", "finish",
+           "gate_config", "metric_lines", "report_options"]
 
 #: What ``-o DIR`` holds after a run (the reports, and the history they are appended to).
 REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history.jsonl")
@@ -143,6 +146,20 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
     ctx.exit(0 if ev.passed else 1)
 
 
+def emit_evaluation(endpoint: Endpoint | None, ev: Any, redact: bool) -> None:
+    """Send ``ev``'s gen_ai.evaluation.result records to ``endpoint`` (if any); with --redact
+    they carry no app text, as no report file does (an escalation pair quotes its reason)."""
+    if endpoint is None:
+        return
+    from ..emit.events import fairness_events
+
+    if redact:
+        from ..fairness.redaction import redact_evaluation
+
+        ev = redact_evaluation(ev)
+    send_events(endpoint, fairness_events(ev))
+
+
 def metric_lines(r: Any) -> list[str]:
     """A metric on the terminal: its verdict line, then indented notes (the diagnosis of a
     NO_SIGNAL metric, the seeds an INCONCLUSIVE one needs, why an interval is unbounded)
@@ -223,8 +240,5 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     if matched.missing_variants:
         click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
                    "record.", err=True)
-    if endpoint is not None:
-        from ..emit.events import fairness_events
-
-        send_events(endpoint, fairness_events(ev))
+    emit_evaluation(endpoint, ev, redact)
     finish(ctx, ev, output, fmt, options, label=label)

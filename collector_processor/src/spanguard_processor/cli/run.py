@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._common import check_files, refuse_overwrite
-from ._emit import emit_option, resolve_endpoint, send_events
+from ._emit import emit_option, resolve_endpoint
 from .fairness import (
     REPORT_FILES,
+    emit_evaluation,
     evaluation_options,
     finish,
     gate_config,
@@ -104,10 +105,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
                                 f"{error['error']}"),
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
-    if endpoint is not None:
-        from ..emit.events import fairness_events
-
-        send_events(endpoint, fairness_events(ev))
+    emit_evaluation(endpoint, ev, redact)
     finish(ctx, ev, output, fmt, options, label=label)
 
 
