@@ -15,9 +15,12 @@ from spanguard.exceptions import ConfigError
 from ..collector.redaction import Redactor, load_hook
 from ..collector.security import TOKEN_ENV, read_token
 from ..collector.store import SpanStore
-from ..collector.store_lock import StoreLocked
+from ..collector.store_lock import StoreLocked, lock_path
+from ..common.writes import will_create
+from ..inputs import guard
 from ..inputs.file_ingest import ingest_redacted, send_files
 from ..inputs.readers import IngestReport, ingest_files
+from ._common import check_files
 
 __all__ = ["ingest"]
 
@@ -58,6 +61,7 @@ def ingest(files: tuple[Path, ...], store: Path, via: str | None, token_file: Pa
       spanguard ingest spans.jsonl.gz --via http://127.0.0.1:4318
       spanguard traces export --store spans.db --format agent -o traces.jsonl
     """
+    check_files([(guard.SPANS, files)], [store] if via is None else [])
     if via is not None:
         if redact_content or redact_hook:
             raise ConfigError("--via", "the serve receiving the spans redacts them with its "
@@ -69,6 +73,10 @@ def ingest(files: tuple[Path, ...], store: Path, via: str | None, token_file: Pa
         _skipped(list(sent.skipped))
         return
     redactor = Redactor(redact_content, load_hook(redact_hook) if redact_hook else None)
+    # a store this run creates is removed if the run fails (with its WAL, shared memory and
+    # the writer lock file beside it)
+    will_create(store, *(store.with_name(store.name + end) for end in ("-wal", "-shm")),
+                lock_path(store))
     with _writable(store) as target:
         target.lock.describe("spanguard ingest")
         with _progress(files) as tick:

@@ -10,8 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._emit import emit_option, resolve_endpoint, send_events
-from .fairness import evaluation_options, finish, gate_config, load_plugins, report_options
+from ._common import check_files, refuse_overwrite
+from ._emit import emit_option, resolve_endpoint
+from .fairness import (
+    REPORT_FILES,
+    emit_evaluation,
+    evaluation_options,
+    finish,
+    gate_config,
+    load_plugins,
+    report_options,
+)
 from .suite import echo_plan
 
 if TYPE_CHECKING:
@@ -62,10 +71,14 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
       spanguard run fairness.yaml --app myapp:answer --repeats 3 --concurrency 8 -o out
     Exit codes: 0 pass, 1 gate failed (or an app call failed), 2 bad input.
     """
+    from ..common.markdown import console_text
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite
+    from ..inputs import guard
 
+    refuse_overwrite([suite_path], [traces_out], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
+    check_files([(guard.SUITE, suite_path)])
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
@@ -88,13 +101,11 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         if errors and not observations:  # nothing to judge: a setup problem, not a verdict
             raise adapted.all_failed(errors)
     for error in errors:
-        click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
+        click.echo(console_text(f"app error on {error['id']} (repeat {error['repeat']}): "
+                                f"{error['error']}"),
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
-    if endpoint is not None:
-        from ..emit.events import fairness_events
-
-        send_events(endpoint, fairness_events(ev))
+    emit_evaluation(endpoint, ev, redact)
     finish(ctx, ev, output, fmt, options, label=label)
 
 

@@ -34,7 +34,10 @@ def variants(suite_path: Path, output: Path | None) -> None:
     """
     from ..common.jsonio import dumps_line, write_jsonl
     from ..fairness.suite import suite_variants
+    from ..inputs import guard
+    from ._common import check_files
 
+    check_files([(guard.SUITE, suite_path)], [output])
     rows = suite_variants(suite_path)
     if output is None:
         sys.stdout.write("".join(dumps_line(row) + "\n" for row in rows))
@@ -65,7 +68,10 @@ def plan(suite_path: Path, repeats: int, alpha: float) -> None:
     Exit codes: 0 the plan was printed (whatever it says), 2 bad input.
     """
     from ..fairness import load_suite
+    from ..inputs import guard
+    from ._common import check_files
 
+    check_files([(guard.SUITE, suite_path)])
     echo_plan(load_suite(suite_path), repeats, alpha, err=False)
 
 

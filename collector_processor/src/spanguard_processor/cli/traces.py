@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -11,6 +11,7 @@ import click
 from ..common.jsonio import write_jsonl
 from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
+from ._common import check_files
 
 __all__ = ["traces"]
 
@@ -23,6 +24,19 @@ _CONVERTERS = {
 
 _PRICES_HELP = ("JSON or YAML price table {model: {input, output}} in US dollars per million "
                 "tokens: fills in cost_usd from token counts where the spans carry no cost.")
+
+
+_EMPTY_HELP = ("Write an empty file when the input holds no traces (by default that is an "
+               "error, exit 2).")
+
+
+def _refuse_empty(rows: list[object], sources: Sequence[Path], allow_empty: bool) -> None:
+    if not rows and not allow_empty:
+        from ._common import BadInput
+
+        names = ", ".join(str(path) for path in sources)
+        raise BadInput(f"no records in {names}: it holds no agent traces. Pass --allow-empty "
+                       "to write an empty file anyway.")
 
 
 def _pricer(prices: Path | None) -> Callable[[AgentTrace], AgentTrace]:
@@ -65,7 +79,9 @@ def traces() -> None:
               help="JSONL file to write (replaced atomically).")
 @click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help=_PRICES_HELP)
-def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
+@click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
+def convert(source: Path, fmt: str, output: Path, prices: Path | None,
+            allow_empty: bool) -> None:
     """Validate the agent traces in SOURCE (JSONL) and write them in another format.
 
     SOURCE may also be a span file or store: its traces are assembled first, as `export` does.
@@ -74,11 +90,14 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
     Example:
       spanguard traces convert traces.jsonl --format fairtrace -o records.jsonl
     """
+    from ..inputs import guard
     from ..inputs.readers import read_agent_traces_any
 
+    check_files([(guard.TRACES, source), (guard.DOCUMENT, prices)], [output])
     converter = _CONVERTERS[fmt]
     price = _pricer(prices)
     rows = [converter(price(trace)) for trace in read_agent_traces_any([source])]
+    _refuse_empty(rows, [source], allow_empty)
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
 
@@ -99,8 +118,9 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
                    "lines of span files, instead of stopping at the first.")
 @click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help=_PRICES_HELP)
+@click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
 def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bool,
-           skip_bad: bool, prices: Path | None) -> None:
+           skip_bad: bool, prices: Path | None, allow_empty: bool) -> None:
     """Export the assembled traces of span stores as JSONL.
 
     With --format trace2eval, traces recorded without input text (content capture off) cannot
@@ -120,6 +140,9 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     for path in stores:
         if not path.exists():
             raise TraceFormatError("does not exist.", file=str(path))
+    from ..inputs import guard
+
+    check_files([(guard.TRACES, stores), (guard.DOCUMENT, prices)], [output])
     converter = _CONVERTERS[fmt]
     price = _pricer(prices)
     rows = []
@@ -136,6 +159,8 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
             without_input += 1
             continue
         rows.append(converter(price(trace)))
+    if not without_input:
+        _refuse_empty(rows, stores, allow_empty)
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
     if without_input:

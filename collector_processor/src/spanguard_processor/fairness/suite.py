@@ -25,6 +25,7 @@ import yaml
 from spanguard.exceptions import SuiteError
 
 from ..common._json import kind_of, parse_json
+from ..common.yamlio import compose_bounded, load_bounded
 from .metrics import get_metric, metric_names
 from .starter import starter_suite
 
@@ -124,7 +125,7 @@ def load_suite(path: Path) -> Suite:
         raise SuiteError(f"is not valid UTF-8 (byte {exc.start}).", file=name) from None
     if path.suffix.lower() in {".yaml", ".yml"}:
         try:
-            data = yaml.safe_load(text)
+            data = load_bounded(text)  # safe, bounded (common.yamlio)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
@@ -151,7 +152,7 @@ def _line_of_field(text: str, field: str) -> int | None:
     """The 1-based line where ``field`` (``dataset.prompts[0].id``) or its nearest present parent
     starts in a YAML or JSON text (JSON is read as YAML here, for its node positions)."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = compose_bounded(text)
     except yaml.YAMLError:
         return None
     lines: dict[str, int] = {}

@@ -22,6 +22,7 @@ from spanguard.exceptions import TraceFormatError
 
 from ..collector.store import SQLITE_MAGIC, DamagedStore, looks_like_store
 from ..common._json import parse_json
+from ..common.limits import bounded_lines
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -99,7 +100,7 @@ def _head(path: Path, size: int = 4096) -> bytes:
 def _first_line(path: Path) -> bytes:
     source = Source(path)
     try:
-        for line in source.stream:
+        for line in bounded_lines(source.stream, str(path), TraceFormatError):
             if line.strip():
                 return line.removeprefix(b"\xef\xbb\xbf")
         return b""
@@ -137,7 +138,11 @@ def _classify(path: Path) -> tuple[str, bytes, object]:
 
 def detect_kind(path: Path) -> str:
     """Which span file, store or agent-trace file ``path`` holds, judged by its first bytes."""
-    kind = _classify(path)[0]
+    kind, head, _ = _classify(path)
+    if kind == KIND_OTLP_PROTO and not _framed_protobuf(head):  # e.g. NUL bytes: refused at once
+        raise TraceFormatError(
+            f"no spans found in {path}: it is neither JSON nor length-prefixed OTLP protobuf "
+            f"(its first bytes are {head[:8].hex(' ')}).")
     if kind == KIND_JSON_LINES:
         raise TraceFormatError(
             "is neither agent traces (objects with trace_id) nor OTLP-JSON spans (objects with "

@@ -25,6 +25,7 @@ import zstandard
 from spanguard.exceptions import TraceFormatError
 
 from ..common._json import parse_json
+from ..common.limits import bounded_lines, read_bounded
 from ..ingest.otlp_logs import (
     EventIndex,
     LogEvent,
@@ -80,14 +81,16 @@ def _document(body: bytes) -> list[LogEvent]:
 
 
 def _json_lines(source: Source) -> Iterator[LogEvent]:
-    for line in source.stream:
+    # bounded as the span pass is: a line past the limit stops this pass (the span pass names it)
+    for line in bounded_lines(source.stream, str(source.raw.name), TraceFormatError):
         if _LOGS_KEY in line:
             yield from _document(line)
 
 
 def _whole_json(source: Source) -> Iterator[LogEvent]:
     try:
-        value = parse_json(source.stream.read())
+        value = parse_json(read_bounded(source.stream, str(source.raw.name),
+                                        error=TraceFormatError))
     except json.JSONDecodeError:
         return
     for document in value if isinstance(value, list) else [value]:

@@ -39,6 +39,7 @@ from spanguard.exceptions import InputError, TraceFormatError
 from ..collector.store import SpanStore
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
+from ..common.limits import bounded_lines, read_bounded
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_logs import (
     EventIndex,
@@ -97,7 +98,8 @@ def _check(batch: DecodedBatch, path: Path, line: int) -> DecodedBatch:
 
 
 def _json_lines(source: Source, path: Path, events: EventIndex | None) -> _Batches:
-    for number, line in enumerate(source.stream, start=1):
+    for number, line in enumerate(bounded_lines(source.stream, str(path), TraceFormatError),
+                                  start=1):
         if number == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")
         if not line.strip():
@@ -128,7 +130,7 @@ def _document_batch(document: object, body: bytes | None, events: EventIndex | N
 
 def _whole_json(source: Source, path: Path, events: EventIndex | None) -> _Batches:
     try:
-        value = parse_json(source.stream.read())
+        value = parse_json(read_bounded(source.stream, str(path), error=TraceFormatError))
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.", file=str(path)) from None
     documents = value if isinstance(value, list) else [value]

@@ -10,7 +10,7 @@ baseline beside current, the rows behind a failing check marked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .results import CaseOutcome
@@ -189,6 +189,20 @@ def _trace_id(outcome: CaseOutcome) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: rows whose values are the app's own words: ``redact`` shows only whether there were any
+_FREE_TEXT_ROWS = frozenset({"escalation reason", "plan steps", "friction points"})
+
+
+def _without_text(row: DiffRow) -> DiffRow:
+    if row.name not in _FREE_TEXT_ROWS:
+        return row
+
+    def hide(value: str) -> str:
+        return value if value in ("–", "none", "") else "[redacted]"
+
+    return replace(row, baseline=hide(row.baseline), current=hide(row.current), note="")
+
+
 def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOutcome],
                case_ids: Sequence[str], *, redact: bool = False) -> tuple[CaseDiff, ...]:
     """A diff for every listed case that both runs hold evidence for, in the given order;
@@ -201,7 +215,8 @@ def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOu
         failed = _failed(cur)
         failing = {_ROW_OF_CHECK.get(t, "output") for t, _ in failed}
         question = _evidence(cur).get("input") or _evidence(base).get("input")
-        rows = [r for r in _rows(base, cur, failing) if not (redact and r.name == "output")]
+        rows = [_without_text(r) if redact else r for r in _rows(base, cur, failing)
+                if not (redact and r.name == "output")]
         out.append(CaseDiff(case_id,
                             question if isinstance(question, str) and not redact else None,
                             _trace_id(base), _trace_id(cur), tuple(failed), tuple(rows)))

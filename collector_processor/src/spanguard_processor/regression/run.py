@@ -19,6 +19,7 @@ from spanguard.exceptions import CaseFormatError
 
 from ..common._json import parse_json
 from ..common.jsonio import iter_jsonl
+from ..common.limits import bounded_lines
 from .case import Case
 from .checks import run_text_checks, run_trace_check
 from .diff import case_evidence
@@ -126,7 +127,7 @@ def load_outputs(path: Path) -> Outputs:
     if not path.is_file():
         raise CaseFormatError("does not exist or is not a file.", file=name)
     with path.open("rb") as stream:
-        for number, raw in enumerate(stream, 1):
+        for number, raw in enumerate(bounded_lines(stream, name, CaseFormatError), 1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
