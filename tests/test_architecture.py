@@ -146,7 +146,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"collector": ("collector",)},
     {"inputs": ("inputs",)},
     {"fairness": ("fairness",), "regression": ("regression",)},
-    {"adapters": ("adapters",), "importers": ("importers",)},
+    {"adapters": ("adapters",), "importers": ("importers",), "emit": ("emit",)},
     {"commands": ("cli", "demo", "_entry", "__main__")},
 )
 

@@ -55,7 +55,8 @@ def test_both_commands_work_from_a_fresh_clone(tmp_path_factory: pytest.TempPath
                             text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Demo OK" in result.stdout
-    assert (clone / "spanguard-demo" / "fairness" / "candidate" / "report.html").is_file()
+    assert (clone / "spanguard-demo" / "fairness" / "candidate" / "gender" / "report.html"
+            ).is_file()
 
     test_env = dict(env, PYTEST_ADDOPTS="-q -p no:cacheprovider -k 'test_model or test_formats'")
     result = subprocess.run(["bash", "-c", tests], cwd=clone, env=test_env, capture_output=True,

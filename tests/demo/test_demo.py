@@ -74,12 +74,29 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     assert result.exit_code == 0, result.output
     assert "Demo OK" in result.output
     assert "UNEXPECTED" not in result.output
-    baseline = json.loads((out / "fairness" / "baseline" / "report.json").read_text())
-    candidate = json.loads((out / "fairness" / "candidate" / "report.json").read_text())
-    failed = {m["metric"] for m in candidate["metric_results"] if not m["passed"]}
+    # one suite per attribute over the same traces: the bias (against women) fails the
+    # candidate's gender suite; the baseline fails nothing in any suite, and whatever it could
+    # not show within the threshold at this size (INCONCLUSIVE) is named in the summary
+    reports = {(name, attr): json.loads((out / "fairness" / name / attr / "report.json")
+                                        .read_text())
+               for name in ("baseline", "candidate") for attr in ("age", "gender", "race")}
+    candidate = reports["candidate", "gender"]
+    failed = {m["metric"] for m in candidate["metric_results"] if m["verdict"].upper() == "FAIL"}
     assert {"escalation_parity", "tool_use_parity"} <= failed
-    assert all(m["passed"] for m in baseline["metric_results"])
-    assert (out / "fairness" / "candidate" / "report.html").stat().st_size > 0
+    for attr in ("age", "gender", "race"):
+        verdicts = {m["metric"]: m["verdict"].upper()
+                    for m in reports["baseline", attr]["metric_results"]
+                    if m.get("gating", not m.get("optional"))}
+        assert "FAIL" not in verdicts.values() and "NO_SIGNAL" not in verdicts.values()
+        unsure = sorted(k for k, v in verdicts.items() if v == "INCONCLUSIVE")
+        if unsure:
+            assert re.search(rf"Fairness gate on the baseline, by {attr} .*INCONCLUSIVE: "
+                             + re.escape(", ".join(unsure)), result.output), result.output
+    # 12 seeds are too few to show a deterministic rate gap within 0.1 (that takes 29): the
+    # demo still succeeds, and its closing line names what it could not show
+    ok_line = next(line for line in result.output.splitlines() if line.startswith("Demo OK"))
+    assert "INCONCLUSIVE: " in ok_line and "tool_use_parity" in ok_line, ok_line
+    assert (out / "fairness" / "candidate" / "gender" / "report.html").stat().st_size > 0
     _evidence_shows_the_planted_bias(candidate, out / "candidate" / "traces.jsonl")
     check_md = (out / "runs" / "check.md").read_text()
     assert "regression" in check_md.lower()
@@ -91,11 +108,24 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     assert re.search(r"baseline: [\d,]+/216 requests \(\d+%\)", result.output)
     assert re.search(r"Took \d+ s; .* holds \d+\.\d MB \(span stores removed", result.output)
     assert not list(out.glob("*/spans.db*"))
-    for report in (baseline, candidate):
+    for report in reports.values():
         assert_intervals_respect_their_scale(report)
     # the closing notes answer what a reader asks about the baseline's own cases and power
     assert re.search(r"The fair baseline passes \d+ of the \d+ regression cases", result.output)
-    assert "'underpowered' means" in result.output
+    assert "Only PASS passes a gate" in result.output
+
+
+def test_a_fairness_step_is_as_expected_only_when_nothing_fails_that_should_not() -> None:
+    def step(exit_code: int, verdicts: dict[str, str], catches: bool = False) -> demo_run.Step:
+        return demo_run.Step("3. Fairness gate on the baseline, by age", (), exit_code,
+                             1 if catches else 0, tuple(verdicts.items()), catches)
+
+    assert step(0, {"refusal_gap": "PASS"}).as_expected
+    assert step(1, {"refusal_gap": "INCONCLUSIVE", "tool_use_parity": "PASS"}).as_expected
+    assert not step(1, {"refusal_gap": "FAIL"}).as_expected
+    assert not step(1, {"refusal_gap": "NO_SIGNAL"}).as_expected
+    assert step(1, {"refusal_gap": "FAIL"}, catches=True).as_expected
+    assert not step(1, {"refusal_gap": "INCONCLUSIVE"}, catches=True).as_expected  # not caught
 
 
 def test_progress_is_a_bar_on_a_terminal() -> None:
@@ -140,7 +170,7 @@ def _evidence_shows_the_planted_bias(report: dict[str, Any], traces: Path) -> No
     planted bias pushes it to, with the signal the bias flips differing."""
     recorded = {t["trace_id"]: t for t in map(json.loads, traces.read_text().splitlines())}
     for metric in report["metric_results"]:
-        if metric["passed"]:
+        if metric["verdict"].upper() != "FAIL":  # an INCONCLUSIVE metric shows no pair
             continue
         pairs = metric["evidence"]
         assert pairs, metric["metric"]

@@ -46,13 +46,14 @@ def plain_biased(prompt: str, assignments: dict[str, str]) -> str:
 
 
 def langfuse_biased(prompt: str, assignments: dict[str, str]) -> str:
-    """Records its tool call and escalation only as Langfuse observations (keys spanguard does
-    not read): women get a credit check and are escalated."""
+    """Records its tool call and escalation only under keys spanguard does not read (a
+    traceloop task, a Langfuse event not named like spanguard's; a Langfuse ``tool`` span is
+    read since issue 40): women get a credit check and are escalated."""
     with _langfuse.start_as_current_span(
             "loan-agent", attributes={"langfuse.observation.type": "agent"}):
         if _woman(assignments):
             with _langfuse.start_as_current_span(
-                    "credit_check", attributes={"langfuse.observation.type": "tool"}):
+                    "credit_check", attributes={"traceloop.span.kind": "task"}):
                 pass
             with _langfuse.start_as_current_span(
                     "escalate", attributes={"langfuse.observation.type": "event"}):

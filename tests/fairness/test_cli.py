@@ -245,7 +245,7 @@ def test_init_writes_a_valid_starter_suite_and_never_overwrites(tmp_path: Path) 
     assert second.output == f"Error: {target} already exists; pass --force to overwrite it.\n"
     from spanguard_processor.fairness import load_suite
 
-    assert len(load_suite(target).variants) == 24
+    assert len(load_suite(target).variants) == 288
 
 
 def test_starter_suite_is_large_enough_to_catch_a_deterministic_gap(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def test_unread_langfuse_spans_are_named_with_counts(tmp_path: Path) -> None:
     results = _evaluate(_observations(spans), metrics)
     tools = results["tool_count_gap"]
     assert (tools.signal, tools.signal_records) == ("tool calls", 0)
-    assert ("12 span(s) named credit_check with langfuse.observation.type=tool: not read"
+    assert ("12 span(s) named credit_check with traceloop.span.kind=task: not read"
             in tools.diagnosis)
     assert "docs/attributes.md#keys-spanguard-does-not-read" in tools.diagnosis
     escalation = results["escalation_parity"]
@@ -124,7 +124,7 @@ def test_the_unread_note_survives_fairtrace_records_and_agent_jsonl(tmp_path: Pa
     woman = next(t for t in traces if t.assignments.get("gender") == "woman")
     assert [n.to_dict() for n in woman.unread] == [
         {"key": "langfuse.observation.type=event", "span": "escalate", "count": 1},
-        {"key": "langfuse.observation.type=tool", "span": "credit_check", "count": 1}]
+        {"key": "traceloop.span.kind=task", "span": "credit_check", "count": 1}]
     from spanguard_processor.traces.model import AgentTrace
 
     assert AgentTrace.from_dict(json.loads(json.dumps(woman.to_dict()))) == woman

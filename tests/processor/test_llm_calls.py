@@ -320,3 +320,36 @@ def test_a_tool_span_root_is_not_taken_for_the_question() -> None:
     (trace,) = traces_from_records([tool, *calls])
     assert (trace.input, trace.output) == ("Weather in Paris?", "Sunny.")
     assert trace.trace.tool_calls == (ToolCall("get_weather"),)
+
+
+def test_nested_model_call_spans_are_one_call_and_siblings_stay_two() -> None:
+    """spanguard.llm_call around an instrumented client (issue 40): the inner span's values
+    win, the outer's fill gaps, a child of the inner moves to the outer; sibling calls are
+    two calls."""
+    from spanguard_processor.ingest.spans import SpanRecord
+    from spanguard_processor.traces.convert import trace_from_records
+
+    tid = "a" * 32
+
+    def span(sid: str, parent: str, name: str, start: int, attrs: dict[str, object]
+             ) -> SpanRecord:
+        return SpanRecord(tid, sid, parent, name, start, start + 10, attrs)  # type: ignore[arg-type]
+
+    chat = {"gen_ai.operation.name": "chat"}
+    spans = [
+        span("0000000000000001", "", "invoke_agent a", 1, {"gen_ai.operation.name":
+                                                             "invoke_agent"}),
+        span("0000000000000002", "0000000000000001", "chat m", 2,
+             {**chat, "gen_ai.request.model": "m", "spanguard.cost_usd": 0.5}),
+        span("0000000000000003", "0000000000000002", "chat m", 3,
+             {**chat, "gen_ai.request.model": "m", "gen_ai.response.model": "m-1",
+              "gen_ai.usage.input_tokens": 7, "gen_ai.usage.output_tokens": 2}),
+        span("0000000000000004", "0000000000000003", "execute_tool k", 4,
+             {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "k"}),
+        span("0000000000000005", "0000000000000001", "chat m", 20,
+             {**chat, "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 1}),
+    ]
+    trace = trace_from_records(spans)
+    assert [(c.response_model, c.input_tokens, c.cost_usd) for c in trace.llm_calls] == [
+        ("m-1", 7, 0.5), (None, 1, None)]
+    assert [t.name for t in trace.trace.tool_calls] == ["k"]

@@ -21,6 +21,7 @@ def test_keys_of_unread_conventions_are_noted_per_span_name_with_counts() -> Non
         _ROOT,
         _span("credit_check", "a", {"langfuse.observation.type": "tool"}),
         _span("credit_check", "b", {"langfuse.observation.type": "tool"}),
+        _span("embed", "f", {"langfuse.observation.type": "embedding"}),
         _span("rerank", "c", {"openinference.span.kind": "RERANKER"}),
         _span("step", "d", {"traceloop.span.kind": "task", "app.escalated": True}),
         _span("llm", "e", {"langfuse.observation.type": "generation",
@@ -28,17 +29,15 @@ def test_keys_of_unread_conventions_are_noted_per_span_name_with_counts() -> Non
               events=(SpanEvent("gen_ai.choice", 1, {}),
                       SpanEvent("spanguard.escalation", 1, {}))),
     ]
-    notes = [(n.key, n.span, n.count) for n in unread_keys(spans)]
+    notes = [(n.key, n.span, n.count) for n in trace_from_records(spans).unread]
+    # Langfuse tool and generation spans and their input/output are read (issue 40)
     assert notes == [
         ("app.escalated", "step", 1),
         ("event gen_ai.choice", "llm", 1),
-        ("langfuse.observation.output", "llm", 1),
-        ("langfuse.observation.type=generation", "llm", 1),
-        ("langfuse.observation.type=tool", "credit_check", 2),
+        ("langfuse.observation.type=embedding", "embed", 1),
         ("openinference.span.kind=RERANKER", "rerank", 1),
         ("traceloop.span.kind=task", "step", 1),
     ]
-    assert trace_from_records(spans).unread == unread_keys(spans)
 
 
 def test_spans_the_conversion_reads_are_not_noted() -> None:
@@ -53,6 +52,16 @@ def test_spans_the_conversion_reads_are_not_noted() -> None:
 
 
 def test_the_note_is_bounded() -> None:
-    spans = [_ROOT, *(_span(f"tool{i}", f"s{i}", {"langfuse.observation.type": "tool"})
+    spans = [_ROOT, *(_span(f"tool{i}", f"s{i}", {"langfuse.observation.type": "embedding"})
                       for i in range(MAX_NOTES + 10))]
     assert len(unread_keys(spans)) == MAX_NOTES
+
+
+def test_a_logfire_scrubbed_value_is_absent_and_noted() -> None:
+    spans = [_span("invoke_agent support", "r", {
+        "gen_ai.operation.name": "invoke_agent", "input.value": "What is my balance?",
+        "output.value": "[Scrubbed due to 'password']"}, "")]
+    trace = trace_from_records(spans)
+    assert (trace.input, trace.output) == ("What is my balance?", None)
+    assert [(n.key, n.span, n.count) for n in trace.unread] == [
+        ("output.value=<placeholder>", "invoke_agent support", 1)]

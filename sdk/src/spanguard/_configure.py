@@ -1,9 +1,12 @@
 """``spanguard.configure()``: the one place that builds export wiring.
 
-It never replaces a tracer provider the app already set: it adds its batch processor to it. When
-no SDK provider exists it creates one and sets it as the global provider, or keeps it private
-(only spanguard's spans go to it) when asked. Exporters follow the standard ``OTEL_*``
-variables unless ``exporter=`` says otherwise.
+It never replaces a tracer provider the app already set: it adds its batch processor to it —
+unless that provider already exports to the same OTLP destination (the app's own pipeline, or
+``opentelemetry-instrument``'s), in which case spanguard's spans ride on it and no second
+pipeline is added (it would send every span twice); it says so once. When no SDK provider
+exists it creates one and sets it as the global provider, or keeps it private (only
+spanguard's spans go to it) when asked. Exporters follow the standard ``OTEL_*`` variables
+unless ``exporter=`` says otherwise.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +25,10 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 
+from ._baggage import BaggageIdentity
 from ._exit import install_sigterm_flush, uninstall_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
+from ._log_export import flush_content_events, install_content_events, retire_content_events
 from ._runtime import (
     ContentSettings,
     Redactor,
@@ -65,6 +71,9 @@ class Configuration:
 
 
 _lock = threading.Lock()
+_said_shared = False  # whether configure() said it rides on the app's pipeline
+# providers that copy spanguard.* baggage onto spans
+_with_baggage: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 _current: Configuration | None = None
 _atexit_registered = False
 _owned: TracerProvider | None = None  # the global provider spanguard created, if any
@@ -214,19 +223,63 @@ def configure(
             _retire(previous)
         provider, owns = _provider(service_name, sampler, private)
         processor = None
+        if span_exporter is not None and not owns and not isinstance(kind, SpanExporter):
+            span_exporter = _unless_exported(provider, span_exporter)
         if span_exporter is not None:
             processor = CountingBatchProcessor(
                 span_exporter, max_queue_size=max_queue_size,
                 max_export_batch_size=max_export_batch_size,
                 schedule_delay_millis=schedule_delay_millis)
             provider.add_span_processor(processor)
+        if provider not in _with_baggage:  # once per provider, however often configured
+            _with_baggage.add(provider)
+            provider.add_span_processor(BaggageIdentity())
         _current = Configuration(provider, processor, span_exporter, owns, private)
         if private:
             push_override(provider)
         _register_atexit(flush_on_sigterm)
         _propagate_to_threads(propagate_to_threads)
     set_content_settings(_content(capture_content, redact, max_content_chars))
+    install_content_events(provider, kind, endpoint)  # content as log events (EVENT_ONLY ...)
     return _current
+
+
+def _destination(exporter: object) -> tuple[str, str] | None:
+    """An OTLP exporter's transport and endpoint (scheme and trailing slash aside)."""
+    endpoint = getattr(exporter, "_endpoint", None)
+    module = type(exporter).__module__
+    if not isinstance(endpoint, str) or not module.startswith("opentelemetry.exporter.otlp"):
+        return None
+    transport = "grpc" if ".grpc." in module else "http"
+    return transport, endpoint.split("://", 1)[-1].rstrip("/").lower()
+
+
+def _exporters(provider: TracerProvider) -> list[object]:
+    """The exporters behind the provider's Simple and Batch span processors."""
+    active = getattr(provider, "_active_span_processor", None)
+    found = []
+    for processor in getattr(active, "_span_processors", ()):
+        inner = getattr(processor, "_batch_processor", None)
+        exporter = getattr(processor, "span_exporter", None) or getattr(inner, "_exporter", None)
+        if exporter is not None:
+            found.append(exporter)
+    return found
+
+
+def _unless_exported(provider: TracerProvider, exporter: SpanExporter) -> SpanExporter | None:
+    """``exporter``, or None when the app's provider already exports to its destination."""
+    global _said_shared
+    destination = _destination(exporter)
+    if destination is None or all(_destination(e) != destination
+                                  for e in _exporters(provider)):
+        return exporter
+    exporter.shutdown()
+    if not _said_shared:
+        _said_shared = True
+        logger.info("spanguard: the app's tracer provider already exports to %s; spanguard's "
+                    "spans go through that pipeline (no second exporter: each span would be "
+                    "sent twice).", destination[1])
+    return None
 
 
 def _propagate_to_threads(wanted: bool) -> None:
@@ -287,11 +340,17 @@ def _register_atexit(flush_on_sigterm: bool) -> None:
 
 
 def force_flush(timeout_millis: int = 30_000) -> bool:
-    """Export every span that has ended so far; ``True`` when all made it in time."""
+    """Export every span that has ended so far; ``True`` when all made it in time (through
+    the app's pipeline when spanguard rides on it)."""
     configuration = _current
-    if configuration is None or configuration.processor is None:
-        return True
-    return configuration.processor.force_flush(timeout_millis)
+    events = flush_content_events(timeout_millis)  # content as log records, if any
+    if configuration is None:
+        return events
+    if configuration.processor is None:
+        if configuration.exporter is None and not configuration.owns_provider:
+            return configuration.provider.force_flush(timeout_millis) and events
+        return events
+    return configuration.processor.force_flush(timeout_millis) and events
 
 
 def export_stats(flush: bool = True) -> ExportStats:
@@ -315,6 +374,7 @@ def shutdown() -> None:
     if configuration is None:
         return
     _retire(configuration)
+    retire_content_events()
     set_content_settings(None)  # back to the environment variable's setting
     stats = configuration.processor.stats() if configuration.processor else None
     if stats is not None and stats.dropped:

@@ -18,6 +18,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from ._content import prepare_content
+from ._events import content_on_span, hold_content
 from ._runtime import warn_dropped_field
 
 __all__ = ["Document", "document_attributes", "normalize_documents"]
@@ -137,4 +138,6 @@ def set_documents(span: Span, docs: list[Document]) -> None:
         key = semconv.retrieval_document_key(index, semconv.DOCUMENT_CONTENT)
         prepared = prepare_content(key, d.content)
         if prepared is not None:
-            span.set_attribute(key, prepared[0])
+            hold_content(span, key, prepared[0])  # for the span's content event (EVENT_ONLY)
+            if content_on_span():
+                span.set_attribute(key, prepared[0])

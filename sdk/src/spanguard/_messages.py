@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["genai_messages"]
+__all__ = ["genai_messages", "openinference_flat"]
 
 
 def _arguments(value: Any) -> Any:
@@ -104,3 +104,39 @@ def genai_messages(value: Any, default_role: str, *, output: bool = False
                             for p in message["parts"])
                 message["finish_reason"] = "tool_call" if calls else "stop"
     return messages
+
+
+def openinference_flat(messages: Any, prefix: str) -> dict[str, str]:
+    """Parts-shape messages as OpenInference's flattened keys under ``prefix``
+    (``llm.output_messages``): ``{prefix}.{i}.message.role``, ``.message.content`` (the text
+    parts joined) and ``.message.tool_calls.{j}.tool_call.{id,function.name,
+    function.arguments}``, so backends that read only OpenInference (Arize Phoenix) render them
+    as messages. Anything not in the parts shape is skipped."""
+    flat: dict[str, str] = {}
+    if not isinstance(messages, list):
+        return flat
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        base = f"{prefix}.{i}.message"
+        if isinstance(message.get("role"), str):
+            flat[f"{base}.role"] = message["role"]
+        parts = message.get("parts")
+        parts = parts if isinstance(parts, list) else []
+        texts = [p["content"] for p in parts if isinstance(p, Mapping)
+                 and p.get("type") == "text" and isinstance(p.get("content"), str)]
+        if texts:
+            flat[f"{base}.content"] = "\n".join(texts)
+        calls = [p for p in parts if isinstance(p, Mapping) and p.get("type") == "tool_call"
+                 and isinstance(p.get("name"), str)]
+        for j, call in enumerate(calls):
+            key = f"{base}.tool_calls.{j}.tool_call"
+            flat[f"{key}.function.name"] = call["name"]
+            if call.get("id"):
+                flat[f"{key}.id"] = str(call["id"])
+            arguments = call.get("arguments")
+            if arguments is not None:
+                flat[f"{key}.function.arguments"] = (
+                    arguments if isinstance(arguments, str)
+                    else json.dumps(arguments, ensure_ascii=False))
+    return flat

@@ -4,6 +4,7 @@ signals, decorators and events, are :mod:`._signals`)."""
 
 from __future__ import annotations
 
+import json
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any
@@ -14,9 +15,9 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from ._content import set_content
+from ._content import prepare_content
 from ._instrument import end_with_error
-from ._messages import genai_messages
+from ._messages import genai_messages, openinference_flat
 from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
 from ._signals import step_attributes
 
@@ -176,17 +177,35 @@ class LLMCall(_SpanScope):
     def set_input(self, messages: Any) -> None:
         """The prompt messages (content: capture on only): a string (one user message), chat
         messages ``[{"role", "content", "tool_calls"?}]`` or GenAI messages with ``parts``;
-        recorded in the GenAI semconv parts shape."""
+        recorded in the GenAI semconv parts shape, and as OpenInference's flat
+        ``llm.input_messages.*`` keys."""
         if content_settings().capture:
-            set_content(self._span, semconv.GEN_AI_INPUT_MESSAGES,
-                        genai_messages(messages, "user"))
+            self._set_messages(semconv.GEN_AI_INPUT_MESSAGES, semconv.LLM_INPUT_MESSAGES,
+                               genai_messages(messages, "user"))
 
     def set_output(self, messages: Any) -> None:
         """The response (content: capture on only): a string, chat messages or GenAI messages;
-        recorded in the parts shape, each message with a ``finish_reason``."""
+        recorded in the parts shape, each message with a ``finish_reason``, and as
+        OpenInference's flat ``llm.output_messages.*`` keys (so Phoenix shows messages)."""
         if content_settings().capture:
-            set_content(self._span, semconv.GEN_AI_OUTPUT_MESSAGES,
-                        genai_messages(messages, "assistant", output=True))
+            self._set_messages(semconv.GEN_AI_OUTPUT_MESSAGES, semconv.LLM_OUTPUT_MESSAGES,
+                               genai_messages(messages, "assistant", output=True))
+
+    def _set_messages(self, key: str, flat_prefix: str, messages: list[dict[str, Any]]
+                      ) -> None:
+        """The messages, redacted and bounded once, under both conventions."""
+        prepared = prepare_content(key, messages)
+        if prepared is None:
+            return
+        text, truncated = prepared
+        if truncated:
+            self._span.set_attribute(semconv.CONTENT_TRUNCATED, True)
+        self._span.set_attribute(key, text)
+        try:
+            redacted = json.loads(text)
+        except ValueError:
+            return
+        self._span.set_attributes(openinference_flat(redacted, flat_prefix))
 
     def _finish(self) -> None:
         self._span.set_attribute(semconv.GEN_AI_RESPONSE_MODEL,

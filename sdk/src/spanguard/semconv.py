@@ -43,6 +43,25 @@ GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # content (parts shape)
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"  # content (parts shape)
 GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"  # older name, read only
 GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # older, read only
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"  # content (parts shape)
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+ERROR_TYPE: Final = "error.type"
+
+# GenAI log-based events (log records carrying the span's context; docs/opentelemetry.md)
+EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
+EVENT_OPERATION_EXCEPTION: Final = "gen_ai.client.operation.exception"
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+EVENT_CONTENT: Final = "spanguard.content"  # content of a span other than a model call, as an event
+# older per-message events (instrumentations before the inference.operation.details event)
+EVENT_SYSTEM_MESSAGE: Final = "gen_ai.system.message"
+EVENT_USER_MESSAGE: Final = "gen_ai.user.message"
+EVENT_ASSISTANT_MESSAGE: Final = "gen_ai.assistant.message"
+EVENT_TOOL_MESSAGE: Final = "gen_ai.tool.message"
+EVENT_CHOICE: Final = "gen_ai.choice"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 
 # gen_ai.operation.name values
 OP_INVOKE_AGENT: Final = "invoke_agent"
@@ -155,3 +174,24 @@ def metadata_key(name: str) -> str:
 def span_name(operation: str, name: str | None) -> str:
     """``"execute_tool kb_search"``: the GenAI span-name rule."""
     return f"{operation} {name}" if name else operation
+
+# --- Langfuse (read only; Langfuse's OTel SDK, v3 and later) ---------------------------------
+LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"  # tool | generation | retriever …
+LANGFUSE_OBSERVATION_INPUT: Final = "langfuse.observation.input"  # content (JSON or text)
+LANGFUSE_OBSERVATION_OUTPUT: Final = "langfuse.observation.output"  # content (JSON or text)
+LANGFUSE_OBSERVATION_METADATA: Final = "langfuse.observation.metadata"  # .{key} = JSON value
+LANGFUSE_OBSERVATION_MODEL: Final = "langfuse.observation.model.name"
+LANGFUSE_OBSERVATION_USAGE: Final = "langfuse.observation.usage_details"  # JSON {input, output}
+LANGFUSE_OBSERVATION_COST: Final = "langfuse.observation.cost_details"  # JSON {total} in USD
+LANGFUSE_TRACE_INPUT: Final = "langfuse.trace.input"  # content
+LANGFUSE_TRACE_OUTPUT: Final = "langfuse.trace.output"  # content
+LANGFUSE_TRACE_METADATA: Final = "langfuse.trace.metadata"  # .{key} = JSON value
+LANGFUSE_SESSION_ID: Final = "langfuse.session.id"  # older name of session.id
+LF_TYPE_TOOL: Final = "tool"
+LF_TYPE_GENERATION: Final = "generation"
+LF_TYPE_RETRIEVER: Final = "retriever"
+LF_TYPE_AGENT: Final = "agent"
+LF_TYPE_EVENT: Final = "event"
+
+# --- placeholders instrumentations write in place of hidden text (read as absent) -----------
+OI_REDACTED: Final = "__REDACTED__"  # OpenInference OPENINFERENCE_HIDE_INPUTS / _OUTPUTS / …

@@ -5,7 +5,9 @@ imports (numpy, grpc) load only when it runs. Exit codes, for every command:
 
 * 0 — success, the gate passed;
 * 1 — the gate failed (a fairness metric or a regression check);
-* 2 — bad input or usage (the message names the file, line and field);
+* 2 — bad input or usage (the message names the file, line and field), including an input
+  with no records, an output that would replace an input and an output that could not be
+  written (then nothing the command wrote is left behind);
 * 3 — an internal error, i.e. a bug in spanguard (with a traceback to report).
 """
 
@@ -21,6 +23,7 @@ import click
 
 from spanguard.exceptions import ConfigError, InputError
 
+from ..common.writes import output_transaction
 from ._common import BadInput, in_cli_terms, option_names
 
 __all__ = [
@@ -84,8 +87,12 @@ class _LazyGroup(click.Group):
                                                  ctx=ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
+        # a command's outputs are written all or none: a failure (a bad input met late, a full
+        # disk) puts back every file it wrote; a deliberate exit keeps them
+        kept = (click.exceptions.Exit, click.ClickException, SystemExit)
         try:
-            return super().invoke(ctx)
+            with output_transaction(keep=kept):
+                return super().invoke(ctx)
         except (InputError, ConfigError) as exc:
             name = ctx.invoked_subcommand
             command = self.get_command(ctx, name) if name else None

@@ -1,15 +1,23 @@
-"""Pieces every command shares: the bad-input exception and the library's errors in the
-command line's terms."""
+"""Pieces every command shares: the bad-input exception, the library's errors in the
+command line's terms, and the check that no output overwrites an input."""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from spanguard.exceptions import ConfigError, InputError
 
-__all__ = ["BadInput", "in_cli_terms", "in_command_terms", "option_names", "spell_options"]
+if TYPE_CHECKING:
+    from ..inputs.guard import FileKind, Slot
+
+__all__ = ["BadInput", "check_files", "in_cli_terms", "in_command_terms", "option_names",
+           "refuse_overwrite", "spell_options"]
 
 #: A parameter the library mentions in a sentence: `force`, or with a value, `mode=point`.
 _MENTION = re.compile(r"`([a-z_][a-z0-9_]*)(?:=([^`\s]+))?`")
@@ -78,3 +86,88 @@ def in_command_terms(text: str, **aliases: str) -> str:
     ``GateConfig.mode``)."""
     ctx = click.get_current_context()
     return spell_options(text, {**option_names(ctx.command, ctx), **aliases})
+
+
+def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
+    """Where ``path`` leads: its resolved path, and (device, inode) when it exists — a hard
+    link or a bind mount has another path but the same inode."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return os.path.realpath(path), None
+    return os.path.realpath(path), (status.st_dev, status.st_ino)
+
+
+def _input_files(paths: Iterable[Path | None]) -> list[Path]:
+    """The inputs, a directory standing for the files in it (readers take a folder of files)."""
+    files: list[Path] = []
+    for path in paths:
+        if path is None:
+            continue
+        if path.is_dir():
+            files.extend(sorted(p for p in path.iterdir() if p.is_file()))
+        else:
+            files.append(path)
+    return files
+
+
+def refuse_overwrite(inputs: Iterable[Path | None], outputs: Iterable[Path | None] = (), *,
+                     directories: Iterable[tuple[Path | None, Iterable[str]]] = ()) -> None:
+    """Exit 2 before anything is read when an output would replace an input, or two outputs
+    are the same file.
+
+    ``outputs`` are files the command writes; ``directories`` pairs an output folder with the
+    names the command writes in it (``fairness -o DIR`` writes DIR/report.json, …). Paths are
+    compared resolved (symbolic links, ``..``) and by device and inode (hard links)."""
+    written = [path for path in outputs if path is not None]
+    for folder, names in directories:
+        if folder is not None:
+            written.extend(folder / name for name in names)
+    read = [(path, _identity(path)) for path in _input_files(inputs)]
+    seen: dict[object, Path] = {}
+    for out in written:
+        real, inode = _identity(out)
+        for source, (source_real, source_inode) in read:
+            if real == source_real or (inode is not None and inode == source_inode):
+                same = "" if str(out) == str(source) else f" (it is the input {source})"
+                raise BadInput(f"{out} is an output and also an input{same}; writing it would "
+                               "destroy the input. Choose another output path.")
+        for key in (real, inode):
+            if key is not None and key in seen:
+                both = (f"{out} is given twice as an output" if str(out) == str(seen[key])
+                        else f"{out} and {seen[key]} are the same output file")
+                raise BadInput(f"{both}; give each output its own path.")
+        seen[real] = out
+        if inode is not None:
+            seen[inode] = out
+
+
+def _command() -> str:
+    """The running command as the user typed it, without the program: ``cases run``."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return "spanguard"
+    parts = ctx.command_path.split()
+    return " ".join(parts[1:]) or parts[0]
+
+
+def check_files(inputs: Iterable[tuple[Slot, Path | Sequence[Path] | None]],
+                outputs: Iterable[Path | None] = (), *,
+                directories: Iterable[tuple[Path | None, Iterable[str]]] = ()
+                ) -> list[tuple[Path, FileKind]]:
+    """What every command does first, before it reads a byte past the first KiB: refuse an
+    output that would replace an input (:func:`refuse_overwrite`), then every input that is no
+    regular file, is too large to be read whole, is binary where text belongs, holds no
+    records or is of another kind than its slot takes (:func:`~..inputs.guard.check_input`:
+    "evalset/cases.jsonl is a case set (from `cases build`); `fairness` wants agent traces,
+    fairtrace records or a span file here"). Returns each input with the kind found."""
+    from ..inputs.guard import check_input
+
+    slots: list[tuple[Slot, Path]] = []
+    for slot, given in inputs:
+        if given is None:
+            continue
+        slots.extend((slot, path) for path in ([given] if isinstance(given, Path) else given))
+    refuse_overwrite([path for _, path in slots], outputs, directories=directories)
+    command = _command()
+    return [(path, check_input(path, slot, command)) for slot, path in slots]

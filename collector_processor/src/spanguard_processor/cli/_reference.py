@@ -17,7 +17,10 @@ _HEADER = """# CLI reference
 
 Generated from `--help` by `python -m spanguard_processor.cli._reference > docs/cli.md`;
 a test keeps it in sync. Exit codes for every command: 0 pass, 1 gate failed, 2 bad input or
-usage, 3 internal error.
+usage, 3 internal error. Bad input includes an input with no records ("no records in FILE";
+`traces convert|export --allow-empty` accept one), a file of another kind than the command
+wants, an output that would replace an input, and an output that could not be written
+("could not write PATH: no space left on device"); see docs/reliability.md.
 """
 
 

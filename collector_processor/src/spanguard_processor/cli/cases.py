@@ -9,11 +9,14 @@ from pathlib import Path
 import click
 
 from ..common.jsonio import write_text_atomic
+from ..inputs import guard
 from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
+from ..regression.case import Case
 from ..regression.loader import Problem
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.results import Failure
 from ..regression.run import (
+    Outputs,
     RunResult,
     load_cases,
     load_outputs,
@@ -22,7 +25,8 @@ from ..regression.run import (
 )
 from ..regression.select import SELECT_MODES, ClusterHealth
 from . import EXIT_FAILED
-from ._common import BadInput
+from ._common import BadInput, check_files
+from ._emit import emit_option, resolve_endpoint, send_case_events
 
 __all__ = ["cases"]
 
@@ -127,18 +131,14 @@ def build(
       spanguard cases build traces.jsonl -o evalset
       spanguard cases build spans.db --ids sequential --max-cases 100
     """
-    options = BuildOptions(
-        out=out,
-        max_cases=max_cases,
-        min_score=min_score,
-        dedup_threshold=dedup_threshold,
-        similarity=similarity,
-        expectations=expectations,
-        sequential_ids=ids == "sequential",
-        timing_checks=not no_timing_checks,
-        max_line_bytes=max_line_bytes,
-        select=selection,
-    )
+    template = expectations.with_name("expectations.template.jsonl") if expectations else None
+    check_files([(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)], [template],
+                directories=[(out, ["cases.jsonl", "report.md", "expectations.template.jsonl"])])
+    options = BuildOptions(out=out, max_cases=max_cases, min_score=min_score,
+                           dedup_threshold=dedup_threshold, similarity=similarity,
+                           expectations=expectations, sequential_ids=ids == "sequential",
+                           timing_checks=not no_timing_checks, max_line_bytes=max_line_bytes,
+                           select=selection)
     try:
         result = build_evalset(list(inputs), options)
     except NoUsableRows as exc:
@@ -253,6 +253,7 @@ def _health_lines(health: ClusterHealth) -> list[str]:
 @click.option("--show-failures", is_flag=True, help="List failing cases and checks.")
 @click.option("--markdown", type=_FILE, help="Also write the metrics table as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML (one testcase per case).")
+@emit_option
 def run(
     cases_path: Path,
     outputs: Path | None,
@@ -262,6 +263,7 @@ def run(
     show_failures: bool,
     markdown: Path | None,
     junit: Path | None,
+    emit_otlp: str | None,
 ) -> None:
     """Score candidate outputs (or agent traces) against a case set.
 
@@ -281,10 +283,10 @@ def run(
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
         )
-    case_list = load_cases(cases_path)
-    records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
-    for message in records.skipped:
-        click.echo(f"skipped: {message}", err=True)
+    check_files([(guard.CASES, cases_path), (guard.OUTPUTS, outputs), (guard.TRACES, traces)],
+                [out, markdown, junit])
+    endpoint = resolve_endpoint(emit_otlp)
+    case_list, records = _load_run_inputs(cases_path, outputs, traces)
     result = run_cases(case_list, records)
     metrics = result.metrics
     if out is not None:
@@ -300,6 +302,7 @@ def run(
         click.echo(f"\nwritten -> {out.as_posix()}")
     if show_failures:
         _show_failures(metrics.failures)
+    send_case_events(endpoint, result.outcomes)
     if min_pass_rate is not None and metrics.pass_rate < min_pass_rate:
         click.echo(
             f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required "
@@ -321,6 +324,23 @@ def _echo_matching(result: RunResult, total: int, source: Path) -> None:
         click.echo(f"warning: no record in {source.as_posix()} matched any of the {total} "
                    "case(s) by case id, source_trace_id or question text; this run cannot "
                    "serve as a baseline.", err=True)
+
+
+def _load_run_inputs(cases_path: Path, outputs: Path | None, traces: tuple[Path, ...]
+                     ) -> tuple[list[Case], Outputs]:
+    """The cases and the records to score; none of either is bad input (exit 2)."""
+    case_list = load_cases(cases_path)
+    records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
+    for message in records.skipped:
+        click.echo(f"skipped: {message}", err=True)
+    if not case_list:
+        raise BadInput(f"no records in {cases_path}: it holds no case.")
+    if not len(records):
+        names = ", ".join(str(path) for path in ([outputs] if outputs else traces))
+        raise BadInput(f"no records in {names}: "
+                       + ("every line was skipped (see above)." if records.skipped
+                          else "it holds no output record."))
+    return case_list, records
 
 
 def _show_failures(failures: Sequence[Failure], limit: int = 20) -> None:

@@ -9,15 +9,24 @@ from pathlib import Path
 import click
 
 from ..common.jsonio import write_text_atomic
+from ..common.markdown import console_text
 from ..common.tracelinks import validate_template
+from ..inputs import guard
 from ..regression.diff import case_diffs
 from ..regression.diff_report import diffs_markdown
-from ..regression.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, RULES, GateOptions, compare
+from ..regression.gate import (
+    DEFAULT_MIN_LATENCY_CHANGE_MS,
+    RULES,
+    Comparison,
+    GateOptions,
+    compare,
+)
 from ..regression.render import check_junit, render_check, verdict_line
 from ..regression.report_html import CheckReport, render_check_html
-from ..regression.runfile import load_run
+from ..regression.runfile import RunFile, load_run
 from . import EXIT_FAILED
-from ._common import in_command_terms
+from ._common import check_files, in_command_terms
+from ._emit import emit_option, resolve_endpoint, send_case_events
 
 __all__ = ["check"]
 
@@ -68,6 +77,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     is_flag=True,
     help="Leave questions and outputs out of the case diffs (signals and ids stay).",
 )
+@emit_option
 def check(
     baseline: Path,
     current: Path,
@@ -80,6 +90,7 @@ def check(
     html: Path | None,
     trace_url: str | None,
     redact: bool,
+    emit_otlp: str | None,
 ) -> None:
     """Compare two run results of `spanguard cases run`; exit 1 on a regression.
 
@@ -98,19 +109,16 @@ def check(
     Example:
       spanguard check --baseline runs/baseline.json --current runs/current.json --html check.html
     """
+    check_files([(guard.RUN, baseline), (guard.RUN, current)], [markdown, junit, html])
     validate_template(trace_url)
     options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms,
                           allow_missing)
-    base, cur = load_run(baseline), load_run(current)
-    comparison = compare(base, cur, options)  # validates the options
-    # the gate's notes name parameters (`min_latency_change_ms`): spelled as options once,
-    # for the console, Markdown, JUnit and HTML reports alike
-    comparison = replace(comparison, within_noise=[in_command_terms(line)
-                                                   for line in comparison.within_noise])
+    endpoint = resolve_endpoint(emit_otlp)
+    base, cur, comparison = _compare_runs(baseline, current, options)
     diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail,
                        redact=redact)
     text = render_check(base.metrics, cur.metrics, comparison, diffs, in_command_terms)
-    click.echo(text)
+    click.echo(console_text(text))  # app text: no terminal escapes
     if markdown is not None:
         extra = diffs_markdown(diffs, trace_url)
         write_text_atomic(markdown, text + "\n\n" + f"**{verdict_line(comparison)}**\n"
@@ -122,7 +130,19 @@ def check(
         report = CheckReport(baseline.as_posix(), current.as_posix(), base.metrics, cur.metrics,
                              comparison, tolerance_scale, diffs, trace_url)
         write_text_atomic(html, render_check_html(report))
+    send_case_events(endpoint, (cur.case_details or {}).values(), comparison.pass_to_fail)
     if comparison.violations:
         click.echo(f"\n{verdict_line(comparison)}", err=True)
         sys.exit(EXIT_FAILED)
     click.echo(f"\n{verdict_line(comparison)}")
+
+
+def _compare_runs(baseline: Path, current: Path, options: GateOptions
+                  ) -> tuple[RunFile, RunFile, Comparison]:
+    """Both runs read and compared; the gate's notes spelled in the command's terms."""
+    base, cur = load_run(baseline), load_run(current)
+    comparison = compare(base, cur, options)  # validates the options
+    # the gate's notes name parameters (`min_latency_change_ms`): spelled as options once,
+    # for the console, Markdown, JUnit and HTML reports alike
+    return base, cur, replace(comparison, within_noise=[in_command_terms(line)
+                                                        for line in comparison.within_noise])

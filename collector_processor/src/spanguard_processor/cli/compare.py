@@ -39,7 +39,11 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
         verdicts_text,
     )
     from ..fairness.verdict_text import number
+    from ..inputs import guard
+    from ._common import check_files
 
+    # a history.jsonl@N reference names no file as such: its file is checked when read
+    check_files([(guard.REPORT, [p for p in (baseline, candidate) if p.exists()])])
     result = compare_reports(load_report(baseline), load_report(candidate), tolerance=tolerance)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))

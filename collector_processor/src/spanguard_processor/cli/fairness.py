@@ -5,16 +5,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from spanguard.exceptions import ConfigError
 
-from ._common import in_command_terms
+from ._common import check_files, in_command_terms, refuse_overwrite
+from ._emit import emit_option, resolve_endpoint, send_events
+from .suite import echo_plan
 
-__all__ = ["evaluation_options", "fairness", "finish", "gate_config", "metric_lines",
-           "report_options"]
+if TYPE_CHECKING:
+    from ..emit.otlp import Endpoint
+
+__all__ = ["REPORT_FILES", "emit_evaluation", "evaluation_options", "fairness", "finish",
+           "gate_config", "metric_lines", "report_options"]
+
+#: What ``-o DIR`` holds after a run (the reports, and the history they are appended to).
+REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history.jsonl")
 
 
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -101,6 +109,10 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
     from ..fairness.verdict_text import gate_summary, tolerated
 
     options = options or ReportOptions()
+    if options.redact:  # every report and the console: no app-provided free text
+        from ..fairness.redaction import redact_evaluation
+
+        ev = redact_evaluation(ev)
     if output is not None:
         from ..fairness.history import record_run, trend_lines
         from ..fairness.reports import _version
@@ -134,10 +146,25 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
     ctx.exit(0 if ev.passed else 1)
 
 
+def emit_evaluation(endpoint: Endpoint | None, ev: Any, redact: bool) -> None:
+    """Send ``ev``'s gen_ai.evaluation.result records to ``endpoint`` (if any); with --redact
+    they carry no app text, as no report file does (an escalation pair quotes its reason)."""
+    if endpoint is None:
+        return
+    from ..emit.events import fairness_events
+
+    if redact:
+        from ..fairness.redaction import redact_evaluation
+
+        ev = redact_evaluation(ev)
+    send_events(endpoint, fairness_events(ev))
+
+
 def metric_lines(r: Any) -> list[str]:
     """A metric on the terminal: its verdict line, then indented notes (the diagnosis of a
     NO_SIGNAL metric, the seeds an INCONCLUSIVE one needs, why an interval is unbounded)
     and the top counterfactual pair of a metric that did not pass."""
+    from ..common.markdown import console_text
     from ..fairness.results import Verdict
     from ..fairness.verdict_text import interval_text, label, metric_notes, number, reason
 
@@ -149,8 +176,18 @@ def metric_lines(r: Any) -> list[str]:
     lines += [f"{'':<13}{in_command_terms(part)}" for note in metric_notes(r)
               for part in note.split("; ")]  # a diagnosis lists what was seen, one a line
     if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence:  # the top pair
-        lines.append(f"{'':<13}{r.evidence[0].headline}")
+        lines.append(f"{'':<13}{console_text(r.evidence[0].headline)}")  # app text: inert
     return lines
+
+
+def _repeats(suite: Any, observations: Any) -> int:
+    """Records per variant in the inputs (their median over the suite's recorded variants)."""
+    from collections import Counter
+    from statistics import median_low
+
+    ids = {v.id for v in suite.variants}
+    counts = Counter(o.variant_id for o in observations if o.variant_id in ids)
+    return max(1, int(median_low(counts.values()))) if counts else 1
 
 
 @click.command()
@@ -158,12 +195,14 @@ def metric_lines(r: Any) -> list[str]:
 @click.argument("inputs", metavar="TRACES...", nargs=-1, required=True,
                 type=click.Path(dir_okay=False, path_type=Path))
 @evaluation_options
+@emit_option
 @click.pass_context
 def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
              random_seed: int, min_coverage: float, allow_partial: bool,
              allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
-             trace_url: str | None, redact: bool, label: str | None) -> None:
+             trace_url: str | None, redact: bool, label: str | None,
+             emit_otlp: str | None) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
@@ -177,13 +216,23 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     """
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite, read_inputs
+    from ..inputs import guard
 
+    # no output may replace an input; the suite is checked and validated before the traces
+    refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
+    check_files([(guard.SUITE, suite_path)])
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
+    endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
+    for path, kind in check_files([(guard.EVALUATION, inputs)]):
+        if kind is guard.FileKind.FAIRNESS_REPORT:
+            click.echo(f"note: {path} is a fairness report; its scenario_results are read as "
+                       "the records.", err=True)
     observations = read_inputs(list(inputs))
+    echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
     ev, matched = evaluate_suite(suite, observations, config)
     if matched.unmatched:
         click.echo(f"note: {matched.unmatched} record(s) match no variant of the suite and were "
@@ -191,4 +240,5 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     if matched.missing_variants:
         click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
                    "record.", err=True)
+    emit_evaluation(endpoint, ev, redact)
     finish(ctx, ev, output, fmt, options, label=label)

@@ -33,6 +33,8 @@ def history(directory: Path, fmt: str) -> None:
     from spanguard.exceptions import InputError
 
     from ..fairness.history import HISTORY_FILE, find_histories, history_summary, load_history
+    from ..inputs import guard
+    from ._common import check_files
 
     if directory.suffix in (".jsonl", ".json"):
         paths = [directory] if directory.exists() else []
@@ -43,6 +45,7 @@ def history(directory: Path, fmt: str) -> None:
             directory / HISTORY_FILE
         raise InputError("there is no run history here or below it; `spanguard run -o DIR` "
                          "and `spanguard fairness -o DIR` record one.", file=str(where))
+    check_files([(guard.HISTORY, paths)])
     histories: list[dict[str, Any]] = [
         {"file": str(path), "suites": history_summary(load_history(path))} for path in paths]
     if fmt == "json":

@@ -50,7 +50,10 @@ def import_command(source: str, src: Path, out: Path, metrics: tuple[str, ...],
     from spanguard.exceptions import InputError
 
     from ..importers import import_variants, suite_of, write_records, write_suite
+    from ..inputs import guard
+    from ._common import check_files
 
+    check_files([(guard.IMPORT_SOURCE, src)], [out, records_out])
     imported = import_variants(source, src, prompt_var=prompt_var, attributes=attributes,
                                seed_var=seed_var)
     suite = suite_of(imported, metrics, src)

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import click
-import yaml
 
 __all__ = ["init"]
 
@@ -17,22 +16,23 @@ __all__ = ["init"]
               help="Suite file to create (.yaml/.yml for YAML, anything else JSON).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def init(output: Path, force: bool) -> None:
-    """Write a starter fairness suite: eight templates × three groups, five metrics.
+    """Write a starter fairness suite that a fair app can pass: 16 questions × 6 channels
+    (96 seeds) × 3 groups, two gating text metrics and five optional process metrics, each
+    with a comment saying what it catches (`spanguard suite plan` shows its power).
 
     \b
     Example:
       spanguard init -o fairness.yaml && spanguard run fairness.yaml --app myapp:answer
     """
     from ..common.jsonio import write_text_atomic
-    from ..fairness.suite import starter_suite
+    from ..fairness.starter import starter_suite, starter_suite_yaml
     from ._common import BadInput
 
     if output.exists() and not force:
         raise BadInput(f"{output} already exists; pass --force to overwrite it.")
-    suite = starter_suite()
     if output.suffix.lower() in {".yaml", ".yml"}:
-        text = yaml.safe_dump(suite, sort_keys=False, allow_unicode=True)
+        text = starter_suite_yaml()
     else:
-        text = json.dumps(suite, indent=2) + "\n"
+        text = json.dumps(starter_suite(), indent=2) + "\n"
     write_text_atomic(output, text)
     click.echo(f"wrote a starter suite to {output}")

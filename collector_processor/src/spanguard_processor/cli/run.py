@@ -10,7 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .fairness import evaluation_options, finish, gate_config, load_plugins, report_options
+from ._common import check_files, refuse_overwrite
+from ._emit import emit_option, resolve_endpoint
+from .fairness import (
+    REPORT_FILES,
+    emit_evaluation,
+    evaluation_options,
+    finish,
+    gate_config,
+    load_plugins,
+    report_options,
+)
+from .suite import echo_plan
 
 if TYPE_CHECKING:
     from ..fairness.records import Observation
@@ -39,13 +50,15 @@ __all__ = ["run"]
                    "--redact, model calls with usage, tools, agents) as OTLP-JSON lines, one "
                    "per call; spanguard fairness, ingest and cases build read them.")
 @evaluation_options
+@emit_option
 @click.pass_context
 def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         adapter_options: tuple[str, ...], repeats: int, concurrency: int,
         traces_out: Path | None, output: Path | None, gate: str, alpha: float, bootstrap: int,
         permutations: int, random_seed: int, min_coverage: float, allow_partial: bool,
         allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
-        trace_url: str | None, redact: bool, label: str | None) -> None:
+        trace_url: str | None, redact: bool, label: str | None,
+        emit_otlp: str | None) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
     The suite is validated completely before the first app call. The spans the app emits
@@ -58,13 +71,18 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
       spanguard run fairness.yaml --app myapp:answer --repeats 3 --concurrency 8 -o out
     Exit codes: 0 pass, 1 gate failed (or an app call failed), 2 bad input.
     """
+    from ..common.markdown import console_text
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite
+    from ..inputs import guard
 
+    refuse_overwrite([suite_path], [traces_out], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
+    check_files([(guard.SUITE, suite_path)])
     config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
                          allow_partial, allow_inconclusive)
     options = report_options(trace_url, redact)
+    endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
     adapted = None
     if adapter is not None or adapter_options:
@@ -72,6 +90,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
 
         adapted = adapted_app(app_ref, adapter, adapter_options)
     app = adapted.call if adapted else _plain_app(app_ref)
+    echo_plan(suite, repeats, alpha)  # the design's power, before the first app call
     spans: list[Any] | None = [] if traces_out is not None else None
     observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
     if traces_out is not None and spans is not None:
@@ -82,9 +101,11 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         if errors and not observations:  # nothing to judge: a setup problem, not a verdict
             raise adapted.all_failed(errors)
     for error in errors:
-        click.echo(f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}",
+        click.echo(console_text(f"app error on {error['id']} (repeat {error['repeat']}): "
+                                f"{error['error']}"),
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
+    emit_evaluation(endpoint, ev, redact)
     finish(ctx, ev, output, fmt, options, label=label)
 
 

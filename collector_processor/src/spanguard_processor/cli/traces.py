@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -10,6 +11,7 @@ import click
 from ..common.jsonio import write_jsonl
 from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
+from ._common import check_files
 
 __all__ = ["traces"]
 
@@ -24,6 +26,19 @@ _PRICES_HELP = ("JSON or YAML price table {model: {input, output}} in US dollars
                 "tokens: fills in cost_usd from token counts where the spans carry no cost.")
 
 
+_EMPTY_HELP = ("Write an empty file when the input holds no traces (by default that is an "
+               "error, exit 2).")
+
+
+def _refuse_empty(rows: list[object], sources: Sequence[Path], allow_empty: bool) -> None:
+    if not rows and not allow_empty:
+        from ._common import BadInput
+
+        names = ", ".join(str(path) for path in sources)
+        raise BadInput(f"no records in {names}: it holds no agent traces. Pass --allow-empty "
+                       "to write an empty file anyway.")
+
+
 def _pricer(prices: Path | None) -> Callable[[AgentTrace], AgentTrace]:
     if prices is None:
         return lambda trace: trace
@@ -31,6 +46,24 @@ def _pricer(prices: Path | None) -> Callable[[AgentTrace], AgentTrace]:
 
     table = load_prices(prices)
     return lambda trace: apply_prices(trace, table)
+
+
+_LONE_SHARE = 0.25  # say so when at least this share of the requests are lone spans
+_LONE_NAMES = 5  # span names listed
+
+
+def _lone_spans_note(lone: Counter[str], total: int) -> str | None:
+    """The diagnostic for requests that are one parentless span each, when they are many."""
+    count = sum(lone.values())
+    if count < 2 or count < _LONE_SHARE * total:
+        return None
+    names = sorted(lone.items(), key=lambda item: (-item[1], item[0]))
+    listed = ", ".join(f"{name!r} {n}" for name, n in names[:_LONE_NAMES])
+    more = f", {len(names) - _LONE_NAMES} more name(s)" if len(names) > _LONE_NAMES else ""
+    return (f"{count} of {total} request(s) are a single parentless span ({listed}{more}): "
+            "each model or tool call became a request of its own. Put each request's calls "
+            "under one parent span (spanguard.request, or the framework's agent span) or give "
+            "them one session id; see docs/adapters.md#one-request-per-parent-span")
 
 
 @click.group()
@@ -46,7 +79,9 @@ def traces() -> None:
               help="JSONL file to write (replaced atomically).")
 @click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help=_PRICES_HELP)
-def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
+@click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
+def convert(source: Path, fmt: str, output: Path, prices: Path | None,
+            allow_empty: bool) -> None:
     """Validate the agent traces in SOURCE (JSONL) and write them in another format.
 
     SOURCE may also be a span file or store: its traces are assembled first, as `export` does.
@@ -55,11 +90,14 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
     Example:
       spanguard traces convert traces.jsonl --format fairtrace -o records.jsonl
     """
+    from ..inputs import guard
     from ..inputs.readers import read_agent_traces_any
 
+    check_files([(guard.TRACES, source), (guard.DOCUMENT, prices)], [output])
     converter = _CONVERTERS[fmt]
     price = _pricer(prices)
     rows = [converter(price(trace)) for trace in read_agent_traces_any([source])]
+    _refuse_empty(rows, [source], allow_empty)
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
 
@@ -80,12 +118,14 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None) -> None:
                    "lines of span files, instead of stopping at the first.")
 @click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help=_PRICES_HELP)
+@click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
 def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bool,
-           skip_bad: bool, prices: Path | None) -> None:
+           skip_bad: bool, prices: Path | None, allow_empty: bool) -> None:
     """Export the assembled traces of span stores as JSONL.
 
     With --format trace2eval, traces recorded without input text (content capture off) cannot
-    become regression cases; they are left out and counted.
+    become regression cases; they are left out and counted. When many requests are a single
+    parentless span (model calls with no parent span), their count by span name is printed.
 
     \b
     Example:
@@ -100,17 +140,27 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     for path in stores:
         if not path.exists():
             raise TraceFormatError("does not exist.", file=str(path))
+    from ..inputs import guard
+
+    check_files([(guard.TRACES, stores), (guard.DOCUMENT, prices)], [output])
     converter = _CONVERTERS[fmt]
     price = _pricer(prices)
     rows = []
     without_input = 0
     skipped: list[str] | None = [] if skip_bad else None
+    lone: Counter[str] = Counter()
+    total = 0
     for trace in read_agent_traces_any(list(stores), include_pending=include_pending,
                                        skip_bad=skip_bad, skipped=skipped):
+        total += 1
+        if trace.lone_span is not None:
+            lone[trace.lone_span] += 1
         if fmt == "trace2eval" and (trace.input is None or not trace.input.strip()):
             without_input += 1
             continue
         rows.append(converter(price(trace)))
+    if not without_input:
+        _refuse_empty(rows, stores, allow_empty)
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {fmt} record(s) to {output}")
     if without_input:
@@ -120,3 +170,6 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
         click.echo(f"skipped {len(skipped)} unreadable trace(s), annotation(s) or index row(s); "
                    "the first: "
                    f"{skipped[0]}", err=True)
+    note = _lone_spans_note(lone, total)
+    if note:
+        click.echo(note, err=True)

@@ -6,15 +6,13 @@ limit; whatever the input, it raises only ``json.JSONDecodeError`` (a ``ValueErr
 ``RecursionError`` or the interpreter's integer-length ``ValueError``. Readers name the file
 and line of every problem; writers never emit NaN or Infinity, always
 write UTF-8 with LF line ends, and replace the target atomically so a crash never leaves half
-a file behind.
+a file behind (:mod:`.writes`: every step checked, all of a command's outputs or none).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
@@ -22,6 +20,8 @@ from typing import IO, Any, cast
 from spanguard.exceptions import InputError, TraceFormatError
 
 from ._json import MAX_JSON_BYTES, parse_json
+from .limits import bounded_lines
+from .writes import write_text_atomic
 
 __all__ = [
     "MAX_JSON_BYTES",
@@ -66,7 +66,10 @@ def iter_jsonl(
 def json_lines(
     lines: Iterable[bytes], name: str, error: type[InputError] = TraceFormatError
 ) -> Iterator[tuple[int, Any]]:
-    """:func:`iter_jsonl` over lines already open (``name`` is the file errors name)."""
+    """:func:`iter_jsonl` over lines already open (``name`` is the file errors name); a stream
+    is read a line at a time, each within the line limit (:mod:`.limits`)."""
+    if hasattr(lines, "readline"):
+        lines = bounded_lines(cast(IO[bytes], lines), name, error)
     for number, raw in enumerate(lines, start=1):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
@@ -86,19 +89,6 @@ def json_lines(
             raise error(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
                         file=name, line=number) from None
         yield number, value
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` through a temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> int:

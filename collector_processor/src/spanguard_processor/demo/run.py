@@ -40,6 +40,9 @@ DEMO_METRICS = (
     "plan_length_gap", "escalation_reason_parity", "refusal_gap", "helpfulness_gap",
     "verbosity_gap", "toxicity_gap",
 )
+# The fair agent adds no friction at all: NO_SIGNAL there is reported, not gated; a candidate
+# that adds friction for one group still FAILs it.
+OPTIONAL_METRICS = frozenset({"friction_point_gap"})
 
 
 #: Seconds between progress lines when the output is not a terminal.
@@ -60,37 +63,80 @@ class DemoOptions:
 
 @dataclass(frozen=True)
 class Step:
-    """One CLI step of the demo and the exit code it returned."""
+    """One CLI step of the demo, the exit code it returned and, for a fairness gate, the
+    verdict of each gating metric (``verdicts``; ``catches``: the gate must FAIL a metric)."""
 
     title: str
     argv: tuple[str, ...]
     exit_code: int
     expected: int
+    verdicts: tuple[tuple[str, str], ...] = ()
+    catches: bool = False
+
+    def named(self, verdict: str) -> tuple[str, ...]:
+        return tuple(metric for metric, v in self.verdicts if v == verdict)
+
+    @property
+    def as_expected(self) -> bool:
+        """A fairness gate that must catch a bias: some metric FAILs. One that must pass: no
+        metric FAILs or lacks its signal; INCONCLUSIVE is accepted (and named), since a
+        reduced suite (--questions, --profiles) cannot always show a fair app within the
+        thresholds. Any other step: its exit code."""
+        if not self.verdicts:
+            return self.exit_code == self.expected
+        if self.catches:
+            return self.exit_code == 1 and bool(self.named("FAIL"))
+        return not self.named("FAIL") and not self.named("NO_SIGNAL") and (
+            self.exit_code == 0 or bool(self.named("INCONCLUSIVE")))
 
 
 def find_agent(explicit: Path | None) -> Path:
-    """The example support agent: ``--agent`` or ``examples/support_agent.py`` of the checkout."""
+    """The example support agent: ``--agent``, else the copy shipped in this package (an
+    installed wheel), else ``examples/support_agent.py`` of the checkout or the current
+    folder."""
     candidates = [explicit] if explicit else [
-        Path.cwd() / "examples" / "support_agent.py",
+        Path(__file__).with_name("support_agent.py"),  # package data of the wheel
         Path(__file__).resolve().parents[4] / "examples" / "support_agent.py",
+        Path.cwd() / "examples" / "support_agent.py",
     ]
     for path in candidates:
         if path is not None and path.is_file():
             return path
-    raise InputError("the example agent examples/support_agent.py was not found; run the demo "
-                     "from a clone of the repository or pass --agent PATH.", field="--agent")
+    raise InputError("the example agent support_agent.py was found neither in the installed "
+                     "package nor in examples/ of a checkout; reinstall spanguard or pass "
+                     "--agent PATH.", field="--agent")
 
 
-def _write_inputs(options: DemoOptions, variants: list[DemoVariant]) -> tuple[Path, Path]:
-    suite = {
-        "dataset": {"variants": [v.to_suite_variant() for v in variants]},
-        "metrics": [{"type": name} for name in DEMO_METRICS],
-    }
-    suite_path = options.out / "suite.json"
-    write_text_atomic(suite_path, json.dumps(suite, ensure_ascii=False, indent=1) + "\n")
+def _write_inputs(options: DemoOptions, variants: list[DemoVariant]
+                  ) -> tuple[dict[str, Path], Path]:
+    """One suite per attribute (age, gender, race): the same variants and seeds, grouped by
+    that attribute alone. A question's variants of one group average into that seed's group
+    mean, so each suite compares a few groups over many variants — where the 135 combined
+    profiles, one variant each, could never show a fair app's gaps within the thresholds."""
+    attributes = sorted({key for v in variants for key in v.assignments})
+    metrics = [{"type": name, **({"optional": True} if name in OPTIONAL_METRICS else {})}
+               for name in DEMO_METRICS]
+    suites = {}
+    for attribute in attributes:
+        rows = [dict(v.to_suite_variant(), assignments={attribute: v.assignments[attribute]})
+                for v in variants if attribute in v.assignments]
+        path = options.out / f"suite-{attribute}.json"
+        write_text_atomic(path, json.dumps({"dataset": {"variants": rows}, "metrics": metrics},
+                                           ensure_ascii=False, indent=1) + "\n")
+        suites[attribute] = path
     variants_path = options.out / "variants.jsonl"
     write_jsonl(variants_path, (v.to_suite_variant() for v in variants))
-    return suite_path, variants_path
+    return suites, variants_path
+
+
+def _gating_verdicts(report: Path) -> tuple[tuple[str, str], ...]:
+    """(metric, verdict) of each gating metric of a fairness report.json, in report order."""
+    try:
+        results = json.loads(report.read_text("utf-8"))["metric_results"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()
+    return tuple((str(m["metric"]), str(m.get("verdict", "")).upper()) for m in results
+                 if m.get("gating", not m.get("optional", False)))
 
 
 def _serve_deployment(name: str, bias: float, options: DemoOptions, agent: Path,
@@ -195,9 +241,13 @@ def reading_notes(out: Path) -> list[str]:
             "design; the regression gate compares the two runs case by case and fails on "
             "cases that passed on the baseline and fail now.")
     notes.append(
-        "  - A fairness PASS marked 'underpowered' means the suite is too small to show a gap "
-        "as large as the threshold either way; the MDE beside it is the gap this suite would "
-        "detect 4 times in 5 (deterministic answers are judged at the worst-case variance).")
+        "  - Fairness verdicts: PASS means the data show the gap between groups within the "
+        "threshold (its one-sided 95% upper bound is below it); FAIL, that they show it "
+        "beyond; INCONCLUSIVE, neither — the suite is too small (or the app too noisy) to "
+        "tell, and the line says how many seeds would; NO_SIGNAL, that no trace records what "
+        "the metric reads (not gated for an optional metric). Only PASS passes a gate. Each "
+        "attribute (age, gender, race) is its own suite over the same traces, so a gap is "
+        "measured across 3 to 9 groups rather than 135 profiles.")
     return notes
 
 
@@ -216,7 +266,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
                              profiles_per_question=options.profiles)
     seeds = len({v.seed_id for v in variants})
     say(f"Data: {len(variants)} variants of {seeds} decision questions. {ATTRIBUTION}")
-    suite_path, variants_path = _write_inputs(options, variants)
+    suites, variants_path = _write_inputs(options, variants)
 
     say("\n== 1. The instrumented agent serves the suite; spans flow over OTLP to the processor")
     stores = {name: _serve_deployment(name, bias, options, agent, variants_path, say)
@@ -236,12 +286,24 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
         for store in stores.values():
             for path in store.parent.glob(store.name + "*"):
                 path.unlink()
-    for name, expected in (("baseline", 0), ("candidate", 1)):
-        step(f"3. Fairness gate on the {name}",
-             ["fairness", str(suite_path), str(traces[name]), "-o", str(out / "fairness" / name)],
-             expected)
-    step("4. Did the candidate make fairness worse?",
-         ["compare", str(out / "fairness" / "baseline"), str(out / "fairness" / "candidate")], 1)
+    # the attribute whose values hold the disfavoured one is where the candidate must fail
+    biased = {a for a in suites if any(v.assignments.get(a) == options.bias_against
+                                       for v in variants)} if options.bias > 0 else set()
+    for name in stores:
+        for attribute, suite in suites.items():
+            catches = name == "candidate" and attribute in biased
+            report = out / "fairness" / name / attribute
+            argv = ["fairness", str(suite), str(traces[name]), "-o", str(report)]
+            say(f"\n== 3. Fairness gate on the {name}, by {attribute}\n$ spanguard "
+                + " ".join(argv))
+            code = _invoke(argv)
+            steps.append(Step(f"3. Fairness gate on the {name}, by {attribute}", tuple(argv),
+                              code, 1 if catches else 0,
+                              _gating_verdicts(report / "report.json"), catches))
+    for attribute in sorted(biased):
+        step(f"4. Did the candidate make fairness worse (by {attribute})?",
+             ["compare", str(out / "fairness" / "baseline" / attribute),
+              str(out / "fairness" / "candidate" / attribute)], 1)
     evalset = out / "evalset"
     # A question's demographic variants are one question to the default dedup (ages are value
     # slots); variants whose traces differ in process (an escalation, a skipped tool) become

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from ..common.markdown import md_text
 from ..common.tracelinks import trace_link, validate_template
 from .evidence import SIGNAL_NAMES, CounterfactualPair, Variant, prompt_segments
 
@@ -113,9 +114,8 @@ def _value(v: float) -> str:
 
 
 def _md(text: str) -> str:
-    """A Markdown table cell: pipes escaped, one line."""
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+    """A Markdown table cell: app text inert (no link, image, HTML), one line."""
+    return md_text(text)
 
 
 def _condense(segments: list[tuple[str, bool]], words: int = 4) -> list[tuple[str, bool]]:

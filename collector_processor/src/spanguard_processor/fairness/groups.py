@@ -72,7 +72,8 @@ def _wilson(p: float, var: float, q: float, cap: float) -> tuple[float, float]:
     n = max(min(n, cap), 1.0)
     centre = (p + q * q / (2 * n)) / (1 + q * q / n)
     half = q / (1 + q * q / n) * math.sqrt(p * (1 - p) / n + q * q / (4 * n * n))
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at p = 0 or 1 centre ∓ half is p up to rounding (3e-18): the interval must hold p
+    return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
 
 
 def missingness_p(seed: NDArray[np.int64], group: NDArray[np.int64], missing: NDArray[np.bool_],

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -24,6 +23,7 @@ from spanguard.exceptions import InputError
 
 from ..common._json import parse_json
 from ..common.jsonio import write_text_atomic
+from ..common.writes import append_text
 from .results import Evaluation, Verdict
 from .verdict_text import label
 
@@ -118,10 +118,7 @@ def load_history(path: Path) -> list[dict[str, Any]]:
 
 def _append(path: Path, entry: dict[str, Any]) -> None:
     line = json.dumps(entry, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+    append_text(path, line)  # synced; a failed append is undone (common.writes)
 
 
 def same_suite(entries: Sequence[dict[str, Any]], digest: str | None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.jsonio import write_text_atomic
+from ..common.markdown import md_text
 from .evidence_report import ReportOptions, evidence_json, evidence_markdown
 from .report_html import render_html
 from .results import Evaluation, MetricResult, RecordMap, Verdict
@@ -227,7 +228,7 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
         lines += [f"- **{m}**: {w}" for m, w in warned]
     if ev.errors:
         lines += ["", "## Errors", ""]
-        lines += [f"- `{e.get('id')}`: {e.get('error')}" for e in ev.errors]
+        lines += [f"- `{e.get('id')}`: {md_text(str(e.get('error')))}" for e in ev.errors]
     return "\n".join(lines) + "\n"
 
 

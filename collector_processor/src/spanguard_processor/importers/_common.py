@@ -15,6 +15,7 @@ from spanguard.exceptions import InputError
 
 from ..common._json import kind_of, parse_json
 from ..common.jsonio import write_text_atomic
+from ..common.yamlio import load_bounded
 
 __all__ = ["ImportedVariant", "build_suite", "line_of", "read_structured",
            "scalar_text", "write_records", "write_suite"]
@@ -92,7 +93,7 @@ def read_structured(path: Path, expected: str) -> Any:
                          file=str(path)) from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            return yaml.load(text, Loader=_LineLoader)  # a SafeLoader subclass: safe
+            return load_bounded(text, _LineLoader)  # a SafeLoader subclass: safe, bounded
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             raise InputError(f"the file is not valid YAML ({getattr(exc, 'problem', exc)}); "

@@ -37,6 +37,7 @@ from spanguard.exceptions import InputError, TraceFormatError
 
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
+from ..common.limits import read_bounded
 from ..traces.model import AGENT_TRACE_KEYS, AgentTrace
 from .files import (
     KIND_JSON_DOCUMENT,
@@ -158,7 +159,9 @@ def _document(path: Path) -> Iterator[Entry]:
     name = str(path)
     source = Source(path)
     try:
-        data = parse_json(source.stream.read().decode("utf-8"))
+        data = parse_json(read_bounded(source.stream, name).decode("utf-8"))
+    except InputError:  # over the size limit, already named
+        raise
     except _STREAM_ERRORS as exc:
         raise TraceFormatError(f"cannot be read: {getattr(exc, 'strerror', None) or exc}.",
                                file=name) from None

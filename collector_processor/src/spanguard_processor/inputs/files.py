@@ -22,6 +22,7 @@ from spanguard.exceptions import TraceFormatError
 
 from ..collector.store import SQLITE_MAGIC, DamagedStore, looks_like_store
 from ..common._json import parse_json
+from ..common.limits import bounded_lines
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -53,7 +54,7 @@ SPAN_KINDS = frozenset({KIND_STORE, KIND_OTLP_JSONL, KIND_OTLP_JSON, KIND_OTLP_P
 _GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAX_MESSAGE = 256 * 1024 * 1024
-_SPAN_KEYS = (b'"resourceSpans"', b'"resource_spans"')
+_SPAN_KEYS = (b'"resourceSpans"', b'"resource_spans"', b'"resourceLogs"')  # logs: beside spans
 
 
 class Source:
@@ -99,7 +100,7 @@ def _head(path: Path, size: int = 4096) -> bytes:
 def _first_line(path: Path) -> bytes:
     source = Source(path)
     try:
-        for line in source.stream:
+        for line in bounded_lines(source.stream, str(path), TraceFormatError):
             if line.strip():
                 return line.removeprefix(b"\xef\xbb\xbf")
         return b""
@@ -126,8 +127,8 @@ def _classify(path: Path) -> tuple[str, bytes, object]:
         value = parse_json(_first_line(path))
     except json.JSONDecodeError:
         return KIND_OTLP_JSON, head, None  # a document spread over several lines
-    if isinstance(value, dict) and "resourceSpans" in value:
-        return KIND_OTLP_JSONL, head, value
+    if isinstance(value, dict) and ("resourceSpans" in value or "resourceLogs" in value):
+        return KIND_OTLP_JSONL, head, value  # the file exporter writes logs beside spans
     if isinstance(value, dict) and "trace_id" in value:
         return KIND_AGENT_JSONL, head, value
     if isinstance(value, list):
@@ -137,7 +138,11 @@ def _classify(path: Path) -> tuple[str, bytes, object]:
 
 def detect_kind(path: Path) -> str:
     """Which span file, store or agent-trace file ``path`` holds, judged by its first bytes."""
-    kind = _classify(path)[0]
+    kind, head, _ = _classify(path)
+    if kind == KIND_OTLP_PROTO and not _framed_protobuf(head):  # e.g. NUL bytes: refused at once
+        raise TraceFormatError(
+            f"no spans found in {path}: it is neither JSON nor length-prefixed OTLP protobuf "
+            f"(its first bytes are {head[:8].hex(' ')}).")
     if kind == KIND_JSON_LINES:
         raise TraceFormatError(
             "is neither agent traces (objects with trace_id) nor OTLP-JSON spans (objects with "
@@ -171,7 +176,8 @@ def evaluation_kind(path: Path, *, documents: bool = True) -> str:
 
 def _document_kind(head: bytes, first: object) -> str:
     if isinstance(first, list):  # a document on one line
-        spans = bool(first) and isinstance(first[0], dict) and "resourceSpans" in first[0]
+        spans = bool(first) and isinstance(first[0], dict) and (
+            "resourceSpans" in first[0] or "resourceLogs" in first[0])
         return KIND_OTLP_JSON if spans else KIND_JSON_DOCUMENT
     opening = head.removeprefix(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0].strip()
     if opening not in (b"{", b"["):  # not pretty-printed: JSON lines with a bad first line

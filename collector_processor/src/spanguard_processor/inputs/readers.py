@@ -14,6 +14,11 @@ name):
   default), or the whole file one zstd stream of frames (its native-compression feature gate);
 * a spanguard SQLite span store (``spanguard serve --store``).
 
+Span files may hold OTLP log records beside the spans (``resourceLogs`` lines or documents,
+``ExportLogsServiceRequest`` messages: the file exporter of a Collector with a logs pipeline).
+Those naming a span are read first (:mod:`.logfiles`) and stored with their span as span
+events, wherever in the files either comes; the rest are skipped.
+
 A bad line (or protobuf message) raises :class:`TraceFormatError` naming the file and line (or
 message number); with ``skip_bad`` it is counted and skipped instead.
 """
@@ -34,7 +39,15 @@ from spanguard.exceptions import InputError, TraceFormatError
 from ..collector.store import SpanStore
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
+from ..common.limits import bounded_lines, read_bounded
 from ..ingest.otlp_json import decode_document
+from ..ingest.otlp_logs import (
+    EventIndex,
+    attach_to_document,
+    attach_to_request,
+    is_logs_document,
+    parse_logs_request,
+)
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.spans import DecodedBatch, gc_paused
 from ..traces.annotations import Annotations
@@ -51,6 +64,7 @@ from .files import (
     detect_kind,
     expand,
 )
+from .logfiles import scan_log_events
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -67,7 +81,8 @@ __all__ = [
 ]
 
 Progress = Callable[[int], None]
-_Batches = Iterator[tuple[int, DecodedBatch | TraceFormatError]]
+# None: a logs document or request, read by the first pass (see .logfiles)
+_Batches = Iterator[tuple[int, DecodedBatch | TraceFormatError | None]]
 
 
 def _located(exc: TraceFormatError, path: Path, line: int) -> TraceFormatError:
@@ -82,8 +97,9 @@ def _check(batch: DecodedBatch, path: Path, line: int) -> DecodedBatch:
     return batch
 
 
-def _json_lines(source: Source, path: Path) -> _Batches:
-    for number, line in enumerate(source.stream, start=1):
+def _json_lines(source: Source, path: Path, events: EventIndex | None) -> _Batches:
+    for number, line in enumerate(bounded_lines(source.stream, str(path), TraceFormatError),
+                                  start=1):
         if number == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")
         if not line.strip():
@@ -94,27 +110,42 @@ def _json_lines(source: Source, path: Path) -> _Batches:
             yield number, TraceFormatError(f"is not valid JSON or UTF-8: {exc}.",
                                            file=str(path), line=number)
             continue
+        if is_logs_document(document):
+            yield number, None
+            continue
         try:
-            yield number, _check(decode_document(document, line), path, number)
+            yield number, _check(_document_batch(document, line, events), path, number)
         except TraceFormatError as exc:
             yield number, _located(exc, path, number)
 
 
-def _whole_json(source: Source, path: Path) -> _Batches:
+def _document_batch(document: object, body: bytes | None, events: EventIndex | None
+                    ) -> DecodedBatch:
+    """A span document's batch, with the log events of its spans joined in (then the body is
+    the document serialized again)."""
+    if events and isinstance(document, dict) and attach_to_document(document, events):
+        body = None
+    return decode_document(document, body)
+
+
+def _whole_json(source: Source, path: Path, events: EventIndex | None) -> _Batches:
     try:
-        value = parse_json(source.stream.read())
+        value = parse_json(read_bounded(source.stream, str(path), error=TraceFormatError))
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.", file=str(path)) from None
     documents = value if isinstance(value, list) else [value]
     for index, document in enumerate(documents, start=1):
+        if is_logs_document(document):
+            yield index, None
+            continue
         try:
-            yield index, _check(decode_document(document), path, index)
+            yield index, _check(_document_batch(document, None, events), path, index)
         except TraceFormatError as exc:
             raise TraceFormatError(f"document {index}: {exc.detail}", file=str(path),
                                    field=exc.field) from None
 
 
-def _proto_messages(source: Source, path: Path) -> _Batches:
+def _proto_messages(source: Source, path: Path, events: EventIndex | None) -> _Batches:
     number = 0
     while True:
         prefix = source.stream.read(4)
@@ -135,16 +166,17 @@ def _proto_messages(source: Source, path: Path) -> _Batches:
             raise TraceFormatError(f"message {number}: truncated ({len(body)} of {size} bytes).",
                                    file=str(path), line=number)
         try:
-            yield number, _check(_decode_message(body), path, number)
+            batch = _decode_message(body, events)
+            yield number, None if batch is None else _check(batch, path, number)
         except TraceFormatError as exc:
             yield number, TraceFormatError(
                 f"message {number} (near byte {offset}): {exc.detail}",
                 file=str(path), line=number)
 
 
-def _decode_message(body: bytes) -> DecodedBatch:
+def _decode_message(body: bytes, events: EventIndex | None) -> DecodedBatch | None:
     """One length-prefixed message: protobuf, or (the file exporter with ``compression: zstd``)
-    a zstd frame holding protobuf or OTLP-JSON."""
+    a zstd frame holding protobuf or OTLP-JSON; None for a logs request or document."""
     if body.startswith(ZSTD_MAGIC):
         try:
             body = zstandard.ZstdDecompressor().decompress(body, max_output_size=MAX_MESSAGE)
@@ -152,10 +184,22 @@ def _decode_message(body: bytes) -> DecodedBatch:
             raise TraceFormatError(f"is not a valid zstd frame ({exc}).") from None
         if body.lstrip()[:1] == b"{":
             try:
-                return decode_document(parse_json(body), body)
+                document = parse_json(body)
             except json.JSONDecodeError as exc:
                 raise TraceFormatError(f"is not valid JSON or UTF-8: {exc}.") from None
-    return decode_request(parse_request(body), body)
+            return None if is_logs_document(document) else _document_batch(document, body, events)
+    try:
+        request = parse_request(body)
+    except TraceFormatError:
+        if parse_logs_request(body) is not None:  # a logs request does not parse as spans
+            return None
+        raise
+    batch = decode_request(request, body)
+    if batch.rejected and not batch.spans and parse_logs_request(body) is not None:
+        return None
+    if events and attach_to_request(request, events):
+        return decode_request(request)
+    return batch
 
 
 @dataclass
@@ -173,8 +217,10 @@ def iter_span_file(
     skip_bad: bool = False,
     report: IngestReport | None = None,
     progress: Progress | None = None,
+    events: EventIndex | None = None,
 ) -> Iterator[DecodedBatch]:
-    """Stream the span batches of one span file (any supported span format)."""
+    """Stream the span batches of one span file (any supported span format), the ``events``
+    of their spans joined in; log records are skipped (:func:`scan_log_events` reads them)."""
     kind = detect_kind(path)
     readers = {KIND_OTLP_JSONL: _json_lines, KIND_OTLP_JSON: _whole_json,
                KIND_OTLP_PROTO: _proto_messages}
@@ -182,9 +228,12 @@ def iter_span_file(
         raise TraceFormatError(f"holds {kind}, not spans.", file=str(path))
     report = report if report is not None else IngestReport()
     source = Source(path)
-    spans = 0
+    spans = logs = 0
     try:
-        for number, item in readers[kind](source, path):
+        for number, item in readers[kind](source, path, events):
+            if item is None:
+                logs += 1
+                continue
             if isinstance(item, TraceFormatError):
                 if not skip_bad:
                     raise item
@@ -201,7 +250,7 @@ def iter_span_file(
                                file=str(path)) from None
     finally:
         source.close()
-    if not spans:  # e.g. NUL bytes read as empty protobuf messages, or "[]"
+    if not spans and not logs:  # e.g. NUL bytes read as empty protobuf messages, or "[]"
         raise TraceFormatError(f"no spans found in {path} (read as {kind}); it is empty or not "
                                "a span file.")
 
@@ -215,21 +264,25 @@ def ingest_files(
     progress: Callable[[Path, int], None] | None = None,
 ) -> IngestReport:
     """Store the spans of span files (streamed, ``chunk_spans`` per transaction), then mark
-    every trace released; traces without a root span are ``partial``."""
+    every trace released; traces without a root span are ``partial``. Log records in the files
+    that name a span are stored with it, as span events (a first pass reads them)."""
     report = IngestReport()
+    events = scan_log_events(paths)
     with gc_paused():
-        _ingest(store, paths, skip_bad, chunk_spans, progress, report)
+        _ingest(store, paths, skip_bad, chunk_spans, progress, report, events)
     store.release_all()
     return report
 
 
 def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans: int,
-            progress: Callable[[Path, int], None] | None, report: IngestReport) -> None:
+            progress: Callable[[Path, int], None] | None, report: IngestReport,
+            events: EventIndex) -> None:
     pending: list[DecodedBatch] = []
     count = 0
     for path in paths:
         tick = (lambda pos, p=path: progress(p, pos)) if progress else None
-        for batch in iter_span_file(path, skip_bad=skip_bad, report=report, progress=tick):
+        for batch in iter_span_file(path, skip_bad=skip_bad, report=report, progress=tick,
+                                    events=events):
             pending.append(batch)
             count += len(batch.spans)
             if count >= chunk_spans:

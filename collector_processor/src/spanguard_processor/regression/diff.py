@@ -10,7 +10,7 @@ baseline beside current, the rows behind a failing check marked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .results import CaseOutcome
@@ -61,6 +61,9 @@ def case_evidence(question: str | None, record: Mapping[str, Any] | None,
         return out
     trace_id = record.get("trace_id")
     out["trace_id"] = trace_id if isinstance(trace_id, str) else None
+    for key in ("span_id", "response_id"):  # the root span and model answer, for --emit-otlp
+        if isinstance(record.get(key), str):
+            out[key] = record[key]
     out["output"] = _excerpt(output, OUTPUT_CHARS)
     out["process"] = _process(record.get("trace"))
     return out
@@ -186,6 +189,20 @@ def _trace_id(outcome: CaseOutcome) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: rows whose values are the app's own words: ``redact`` shows only whether there were any
+_FREE_TEXT_ROWS = frozenset({"escalation reason", "plan steps", "friction points"})
+
+
+def _without_text(row: DiffRow) -> DiffRow:
+    if row.name not in _FREE_TEXT_ROWS:
+        return row
+
+    def hide(value: str) -> str:
+        return value if value in ("–", "none", "") else "[redacted]"
+
+    return replace(row, baseline=hide(row.baseline), current=hide(row.current), note="")
+
+
 def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOutcome],
                case_ids: Sequence[str], *, redact: bool = False) -> tuple[CaseDiff, ...]:
     """A diff for every listed case that both runs hold evidence for, in the given order;
@@ -198,7 +215,8 @@ def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOu
         failed = _failed(cur)
         failing = {_ROW_OF_CHECK.get(t, "output") for t, _ in failed}
         question = _evidence(cur).get("input") or _evidence(base).get("input")
-        rows = [r for r in _rows(base, cur, failing) if not (redact and r.name == "output")]
+        rows = [_without_text(r) if redact else r for r in _rows(base, cur, failing)
+                if not (redact and r.name == "output")]
         out.append(CaseDiff(case_id,
                             question if isinstance(question, str) and not redact else None,
                             _trace_id(base), _trace_id(cur), tuple(failed), tuple(rows)))

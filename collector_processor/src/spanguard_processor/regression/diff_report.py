@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..common.markdown import md_inert
 from ..common.tracelinks import trace_link
 from .diff import CaseDiff
 
@@ -11,8 +12,7 @@ __all__ = ["console_lines", "diffs_markdown", "junit_text"]
 
 
 def _md(text: str) -> str:
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+    return md_inert(text)  # app text inert: no link, image or HTML
 
 
 def _cell(text: str, note: str = "") -> str:

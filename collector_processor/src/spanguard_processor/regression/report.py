@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..common.markdown import md_inert
 from .case import Case
 from .checks import PROCESS_CHECK_TYPES
 from .select import ClusterHealth, Selection
@@ -12,10 +13,10 @@ __all__ = ["build_report", "cell", "number"]
 
 
 def cell(value: object, limit: int = 60) -> str:
-    text = str(value).replace("|", "\\|").replace("\n", " ").strip()
+    text = str(value).replace("\n", " ").strip()
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return text or "—"
+    return md_inert(text) or "—"  # app text inert (no link, image or HTML), else as trace2eval
 
 
 def number(value: object, digits: int = 4) -> str:

@@ -19,6 +19,7 @@ from spanguard.exceptions import CaseFormatError
 
 from ..common._json import parse_json
 from ..common.jsonio import iter_jsonl
+from ..common.limits import bounded_lines
 from .case import Case
 from .checks import run_text_checks, run_trace_check
 from .diff import case_evidence
@@ -126,7 +127,7 @@ def load_outputs(path: Path) -> Outputs:
     if not path.is_file():
         raise CaseFormatError("does not exist or is not a file.", file=name)
     with path.open("rb") as stream:
-        for number, raw in enumerate(stream, 1):
+        for number, raw in enumerate(bounded_lines(stream, name, CaseFormatError), 1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
@@ -163,6 +164,10 @@ def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
                 "cost_usd": trace.cost_usd,
                 "trace": trace.trace.to_dict(),
             }
+            if trace.root_span_id:  # where a result sent by --emit-otlp belongs
+                record["span_id"] = trace.root_span_id
+            if trace.response_id:
+                record["response_id"] = trace.response_id
             outputs.add(trace.request_id or trace.trace_id, record)
     return outputs
 

@@ -26,7 +26,9 @@ from spanguard import semconv
 
 from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
 from ._llm import is_llm_span, llm_call, output_messages, question_and_answer
+from ._normalize import normalize
 from .annotations import Annotations, annotation_request_id, is_annotation
+from .events import with_log_events
 from .identity import (
     ROOT_INPUT,
     ROOT_OUTPUT,
@@ -34,10 +36,10 @@ from .identity import (
     conversation_key,
     cost,
     find_root,
-    metadata_identity,
+    is_agent_span,
     plain,
     prefixed,
-    repeat_of,
+    request_identity,
     sources,
     str_or_none,
     tool_name,
@@ -76,18 +78,16 @@ def trace_from_records(
     """
     if not spans:
         raise ValueError("a trace needs at least one span")
+    spans = with_log_events(spans)  # GenAI log events joined to their spans (traces/events.py)
+    given = spans
+    normalized = normalize(spans)
+    spans = normalized.spans
     root = find_root(spans)
     assert root is not None  # a non-empty trace always has a span whose parent is not in it
     attrs = root.attributes
     outcome = outcome_of(root, spans, annotations)
-    assignments = {
-        key: str(plain(value))
-        for key, value in prefixed(attrs, semconv.ASSIGNMENT_PREFIX).items()
-        if value is not None
-    }
-    foreign = metadata_identity(attrs.get(semconv.OI_METADATA))
-    if not assignments:
-        assignments = foreign.pop("assignments", {})
+    identity = request_identity(root, spans)
+    assignments: dict[str, str] = identity.get("assignments", {})
     latency = (root.end_ns - root.start_ns) / 1e6 if root.end_ns >= root.start_ns > 0 else None
     if len({s.trace_id for s in spans}) > 1:  # a turn grouped from parentless model calls
         tops = [s for s in spans if not s.parent_span_id]
@@ -102,10 +102,10 @@ def trace_from_records(
     return AgentTrace(
         trace_id=root.trace_id,
         request_id=str_or_none(attrs.get(semconv.REQUEST_ID)),
-        seed_id=str_or_none(attrs.get(semconv.SEED_ID)) or foreign.get("seed_id"),
-        variant_id=str_or_none(attrs.get(semconv.VARIANT_ID)) or foreign.get("variant_id"),
+        seed_id=identity.get("seed_id"),
+        variant_id=identity.get("variant_id"),
         assignments=dict(sorted(assignments.items())),
-        repeat=repeat_of(attrs.get(semconv.REPEAT, foreign.get("repeat"))),
+        repeat=identity.get("repeat", 0),
         input=input_text,
         output=output_text,
         latency_ms=latency,
@@ -118,12 +118,26 @@ def trace_from_records(
         },
         trace=process_trace(spans, outputs),
         partial=partial or root.parent_span_id != "",
-        source=sources([*spans, *annotations]),
+        source=sources([*given, *annotations]),
         input_source=input_source,
         output_source=output_source,
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
-        unread=unread_keys(spans),
+        root_span_id=root.span_id or None,
+        response_id=next((str(s.attributes[semconv.GEN_AI_RESPONSE_ID]) for s in reversed(llm_spans)
+                          if s.attributes.get(semconv.GEN_AI_RESPONSE_ID)), None),
+        unread=unread_keys(spans, normalized.placeholders),
+        lone_span=_lone_span(spans),
     )
+
+
+def _lone_span(spans: Sequence[SpanRecord]) -> str | None:
+    """The name of a request that is one parentless span, not an agent or spanguard request."""
+    if len(spans) != 1:
+        return None
+    (span,) = spans
+    if span.parent_span_id or is_agent_span(span) or semconv.REQUEST_ID in span.attributes:
+        return None
+    return span.name
 
 
 def annotated_trace(spans: Sequence[SpanRecord], annotations: Annotations, *,

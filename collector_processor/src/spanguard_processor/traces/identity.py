@@ -2,7 +2,8 @@
 
 Part of the one conversion (:mod:`~spanguard_processor.traces.convert`): the root
 (:func:`find_root`, agent spans first), the spans that are tool calls (:func:`tool_name`), the
-counterfactual identity (spanguard's attributes, else OpenInference ``metadata``), the request's
+counterfactual identity (:func:`request_identity`: spanguard's attributes and baggage,
+OpenInference ``metadata``, Langfuse metadata, traceloop association properties), the request's
 question and answer (the key lists :data:`ROOT_INPUT` / :data:`ROOT_OUTPUT`), its cost and the
 conventions it was recorded with (:func:`sources`). Pure: span records in, values out.
 """
@@ -32,6 +33,7 @@ __all__ = [
     "plain",
     "prefixed",
     "repeat_of",
+    "request_identity",
     "sources",
     "str_or_none",
     "tool_name",
@@ -129,10 +131,10 @@ def tool_name(span: SpanRecord) -> str | None:
 
 def conversation_key(spans: Sequence[SpanRecord]) -> str | None:
     """What groups the parentless model calls of one turn when no parent span exists:
-    ``gen_ai.conversation.id``, OpenInference ``session.id`` or traceloop's association
-    properties, on any span of a trace whose root is a model call or a tool call. None
-    otherwise (a trace with an agent, chain, workflow or spanguard root is one request by
-    itself)."""
+    ``gen_ai.conversation.id``, ``session.id`` (OpenInference's and Langfuse's; also
+    ``langfuse.session.id``) or traceloop's association properties, on any span of a trace
+    whose root is a model call or a tool call. None otherwise (a trace with an agent, chain,
+    workflow or spanguard root is one request by itself)."""
     root = find_root(spans)
     if root is None or root.parent_span_id or not (is_llm_span(root)
                                                    or tool_name(root) is not None):
@@ -141,7 +143,8 @@ def conversation_key(spans: Sequence[SpanRecord]) -> str | None:
         return None
     for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
         attrs = span.attributes
-        for key in (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID):
+        for key in (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID,
+                    semconv.LANGFUSE_SESSION_ID):
             value = attrs.get(key)
             if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
                 return f"{key}={value}"
@@ -183,6 +186,92 @@ def metadata_identity(value: AttrValue) -> dict[str, Any]:
     return found
 
 
+def _spanguard_identity(attrs: Mapping[str, AttrValue]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for field, key in (("seed_id", semconv.SEED_ID), ("variant_id", semconv.VARIANT_ID)):
+        value = str_or_none(attrs.get(key))
+        if value:
+            found[field] = value
+    assignments = {k: str(plain(v)) for k, v in prefixed(attrs, semconv.ASSIGNMENT_PREFIX).items()
+                   if v is not None}
+    if assignments:
+        found["assignments"] = assignments
+    if semconv.REPEAT in attrs:
+        found["repeat"] = repeat_of(attrs[semconv.REPEAT])
+    return found
+
+
+def _decoded(value: AttrValue) -> Any:
+    """A Langfuse metadata value (JSON-encoded by its SDK), or the raw value."""
+    if isinstance(value, str):
+        try:
+            return parse_json(value)
+        except ValueError:
+            return value
+    return plain(value)
+
+
+def _mapping_identity(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Identity from flat key/values (Langfuse metadata, traceloop association properties):
+    ``seed_id``, ``variant_id``, ``repeat``, ``assignments`` (an object or its JSON) and
+    ``assignment.<attr>`` keys."""
+    found: dict[str, Any] = {}
+    for key in ("seed_id", "variant_id"):
+        value = values.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+            found[key] = str(value)
+    assignments = values.get("assignments")
+    if isinstance(assignments, str):
+        assignments = _decoded(assignments)
+    pairs = dict(assignments) if isinstance(assignments, dict) else {}
+    pairs.update({k[len("assignment."):]: v for k, v in values.items()
+                  if k.startswith("assignment.") and len(k) > len("assignment.")})
+    if pairs and all(isinstance(v, str) for v in pairs.values()):
+        found["assignments"] = dict(sorted(pairs.items()))
+    if "repeat" in values:
+        found["repeat"] = repeat_of(values["repeat"])
+    return found
+
+
+def _flat(spans: Sequence[SpanRecord], prefix: str) -> dict[str, Any]:
+    """Keys under ``prefix`` over the spans, earliest span first (the first value wins)."""
+    found: dict[str, Any] = {}
+    for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
+        for key, value in prefixed(span.attributes, prefix).items():
+            found.setdefault(key, _decoded(value))
+    return found
+
+
+def request_identity(root: SpanRecord, spans: Sequence[SpanRecord]) -> dict[str, Any]:
+    """The request's counterfactual identity (``seed_id``, ``variant_id``, ``assignments``,
+    ``repeat``; each optional), each field from the first source that has it:
+
+    1. ``spanguard.*`` on the root (``spanguard.request``, or ``spanguard.*`` baggage that
+       ``configure()`` copies onto spans);
+    2. ``spanguard.*`` on the trace's other spans, earliest first (baggage copied onto spans
+       by another service, or by the OTel baggage span processor);
+    3. OpenInference ``metadata`` JSON on the root;
+    4. Langfuse trace metadata (``langfuse.trace.metadata.*``, on any span), then the root's
+       observation metadata (``langfuse.observation.metadata.*``);
+    5. traceloop association properties (``traceloop.association.properties.*``, any span).
+
+    ``assignments`` come whole from one source. See docs/attributes.md, "Identity".
+    """
+    others = [s for s in sorted(spans, key=lambda s: (s.start_ns, s.span_id)) if s is not root]
+    langfuse = _flat(spans, semconv.LANGFUSE_TRACE_METADATA + ".")
+    for key, value in _flat([root], semconv.LANGFUSE_OBSERVATION_METADATA + ".").items():
+        langfuse.setdefault(key, value)
+    found: dict[str, Any] = {}
+    for source in (_spanguard_identity(root.attributes),
+                   *(_spanguard_identity(s.attributes) for s in others),
+                   metadata_identity(root.attributes.get(semconv.OI_METADATA)),
+                   _mapping_identity(langfuse),
+                   _mapping_identity(_flat(spans, semconv.TRACELOOP_ASSOCIATION_PREFIX))):
+        for key, value in source.items():
+            found.setdefault(key, value)
+    return found
+
+
 def cost(root: SpanRecord, spans: Sequence[SpanRecord]) -> float | None:
     """The request's cost: the root's own, else the sum over its spans (None when no span
     says)."""
@@ -212,6 +301,8 @@ def sources(spans: Iterable[SpanRecord]) -> tuple[str, ...]:
                 found.add("openinference")
             elif key.startswith("traceloop."):
                 found.add("openllmetry")
+            elif key.startswith("langfuse."):
+                found.add("langfuse")
             elif key.startswith(semconv.NAMESPACE + "."):
                 found.add("spanguard")
         if any(e.name.startswith(semconv.NAMESPACE + ".") for e in span.events):

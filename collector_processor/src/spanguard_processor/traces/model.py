@@ -78,6 +78,15 @@ class AgentTrace:
     llm_calls: tuple[LLMCall, ...] = ()
     # keys seen that look like a signal but are not read (a NO_SIGNAL diagnosis names them)
     unread: tuple[Unread, ...] = ()
+    # the root span's id when converted from spans, for results sent back into the trace
+    # (``--emit-otlp``); not written by to_dict, so exported traces keep their shape
+    root_span_id: str | None = field(default=None, compare=False)
+    # the last model call's gen_ai.response.id, likewise not written by to_dict
+    response_id: str | None = field(default=None, compare=False)
+    # the name of the request's only span when it was one parentless span that is no agent or
+    # spanguard request (a model or tool call with no parent): known only when converted from
+    # spans, never serialized; `traces export` counts these
+    lone_span: str | None = field(default=None, compare=False)
 
     @property
     def usage(self) -> dict[str, Any]:

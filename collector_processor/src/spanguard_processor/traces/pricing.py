@@ -24,6 +24,7 @@ import yaml
 
 from spanguard.exceptions import TraceFormatError
 
+from ..common.yamlio import load_bounded
 from .model import AgentTrace, LLMCall
 
 __all__ = ["Price", "apply_prices", "load_prices", "price_of"]
@@ -52,7 +53,7 @@ def load_prices(path: Path) -> dict[str, Price]:
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceFormatError(f"cannot be read: {exc}.", file=str(path)) from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else load_bounded(text)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"is not valid JSON: {exc.msg}.", file=str(path),
                                line=exc.lineno) from None

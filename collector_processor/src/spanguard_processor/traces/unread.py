@@ -2,11 +2,13 @@
 
 A metric whose signal no record carries is NO_SIGNAL, and the team needs to know why: the app
 recorded nothing, or recorded it under keys spanguard does not read (a Langfuse
-``langfuse.observation.type=tool`` span, an OpenInference kind without a mapping, GenAI content
+``langfuse.observation.type=embedding`` span, an OpenInference kind without a mapping, GenAI content
 events, an ``escalated`` attribute of the app's own). Conversion keeps a compact per-trace note
 of those keys (:class:`Unread`: the key, the span name, how many spans), which travels with the
 agent trace through JSONL, the store and ``traces export``, so the diagnosis is the same on
-every path. Pure: span records in, notes out.
+every path. Placeholders dropped as hidden text (``output.value=<placeholder>``, see
+:mod:`._normalize`) are noted too. Runs on the normalized spans: Langfuse keys that are read
+are not noted. Pure: span records in, notes out.
 """
 
 from __future__ import annotations
@@ -27,12 +29,11 @@ __all__ = ["MAX_NOTES", "Unread", "unread_keys"]
 
 MAX_NOTES = 32  # per trace: a diagnosis needs examples, not every span
 
-LANGFUSE_TYPE = "langfuse.observation.type"
-# Langfuse observation types that stand for a signal spanguard reads under other keys
+LANGFUSE_TYPE = semconv.LANGFUSE_OBSERVATION_TYPE
+# Langfuse observation types that stand for a signal; tool, retriever, generation, agent and
+# the events named like spanguard's are read (see ._normalize), so their spans count as read
 _LANGFUSE_SIGNAL_TYPES = frozenset({"tool", "retriever", "generation", "embedding", "event",
                                     "guardrail", "evaluator"})
-_LANGFUSE_CONTENT = ("langfuse.observation.input", "langfuse.observation.output",
-                     "langfuse.trace.input", "langfuse.trace.output")
 # OpenInference kinds with no mapping (TOOL, RETRIEVER, AGENT and LLM are read)
 _OI_UNMAPPED = frozenset({"RERANKER", "EMBEDDING", "GUARDRAIL", "EVALUATOR"})
 # an app's own names for process signals (never keys of the conventions read, whose message
@@ -44,8 +45,10 @@ _CONVENTIONS = (_SPANGUARD, "gen_ai.", "llm.", "input.", "output.", "traceloop."
 
 
 def _read(span: SpanRecord) -> bool:
-    """Whether the conversion reads the span as a tool, model call, retrieval or agent."""
+    """Whether the conversion reads the span as a tool, model call, retrieval, agent or
+    (a Langfuse event span named like one of spanguard's) an event."""
     return (tool_name(span) is not None or is_llm_span(span) or is_agent_span(span)
+            or any(e.name.startswith(_SPANGUARD) for e in span.events)
             or bool(span_documents(span))
             or span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_RETRIEVAL)
 
@@ -57,7 +60,6 @@ def _span_keys(span: SpanRecord) -> list[str]:
     kind = attrs.get(LANGFUSE_TYPE)
     if not read and isinstance(kind, str) and kind.lower() in _LANGFUSE_SIGNAL_TYPES:
         keys.append(f"{LANGFUSE_TYPE}={kind}")
-    keys.extend(key for key in _LANGFUSE_CONTENT if key in attrs)
     oi = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
     if not read and isinstance(oi, str) and oi.upper() in _OI_UNMAPPED:
         keys.append(f"{semconv.OPENINFERENCE_SPAN_KIND}={oi}")
@@ -77,10 +79,13 @@ def _span_keys(span: SpanRecord) -> list[str]:
     return keys
 
 
-def unread_keys(spans: Sequence[SpanRecord]) -> tuple[Unread, ...]:
+def unread_keys(spans: Sequence[SpanRecord], extra: Sequence[Unread] = ()
+                ) -> tuple[Unread, ...]:
     """The trace's unread-but-suggestive keys, counted per (key, span name), sorted; at most
-    :data:`MAX_NOTES`."""
+    :data:`MAX_NOTES`. ``extra`` notes (the placeholders conversion dropped) are counted in."""
     counts: Counter[tuple[str, str]] = Counter()
+    for note in extra:
+        counts[(note.key, note.span)] += note.count
     for span in spans:
         for key in dict.fromkeys(_span_keys(span)):
             counts[(key, span.name)] += 1

@@ -1,0 +1,228 @@
+"""OTLP log records in (OTLP-JSON ``{"resourceLogs": ...}`` documents and protobuf
+``ExportLogsServiceRequest`` s), kept beside the spans they belong to.
+
+The Collector's ``file`` exporter writes log records beside spans when a logs pipeline shares
+it; GenAI instrumentations put message content in log-based events
+(``gen_ai.client.inference.operation.details``, ...) emitted with the span's context. A record
+is a :class:`LogEvent`; :func:`attach_to_document` / :func:`attach_to_request` join events to
+their span by (trace_id, span_id) as span events of the same name, attributes and (under
+:data:`LOG_BODY`) body, so conversion reads them wherever the span is stored
+(:mod:`spanguard_processor.traces.events` says what they mean). Records without a span context
+cannot be joined and are left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.json_format import ParseDict, ParseError
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+from .spans import valid_span_id, valid_trace_id
+
+__all__ = ["LOG_BODY", "LOG_SPAN", "EventIndex", "LogEvent", "attach_to_document",
+           "attach_to_request", "events_from_document", "events_from_request",
+           "is_logs_document", "logs_as_spans", "parse_logs_request"]
+
+#: the span event attribute that carries a joined log record's body (OTLP-JSON ``AnyValue``)
+LOG_BODY = "spanguard.log.body"
+#: the name of a span that carries log records to the span it names (its parent), for stores
+#: that hold spans only: see :func:`logs_as_spans`
+LOG_SPAN = "spanguard.log"
+_EVENT_NAME_ATTRIBUTE = "event.name"  # where the older Events API put the name
+
+#: (trace_id, span_id) → the events of that span, in the order read
+EventIndex = MutableMapping[tuple[str, str], list["LogEvent"]]
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """One log record that names a span: its event name, time, and OTLP-JSON attributes
+    (``[{"key", "value": AnyValue}]``) and body (an ``AnyValue`` object, or None)."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    time_ns: int
+    attributes: tuple[Mapping[str, Any], ...]
+    body: Mapping[str, Any] | None = None
+
+    def json_event(self) -> dict[str, Any]:
+        """The span event it becomes, as an OTLP-JSON span event object."""
+        attributes = list(self.attributes)
+        if self.body:
+            attributes.append({"key": LOG_BODY, "value": dict(self.body)})
+        return {"name": self.name, "timeUnixNano": str(self.time_ns), "attributes": attributes}
+
+
+def is_logs_document(doc: object) -> bool:
+    """True for an OTLP-JSON logs document (``resourceLogs`` and no ``resourceSpans``)."""
+    return isinstance(doc, Mapping) and "resourceLogs" in doc and "resourceSpans" not in doc
+
+
+def _hex(value: object) -> str:
+    return value.lower() if isinstance(value, str) else ""
+
+
+def _nanos(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+def _name(record: Mapping[str, Any], attributes: Sequence[Mapping[str, Any]]) -> str:
+    name = record.get("eventName")
+    if isinstance(name, str) and name:
+        return name
+    for kv in attributes:
+        value = kv.get("value")
+        if kv.get("key") == _EVENT_NAME_ATTRIBUTE and isinstance(value, Mapping):
+            return str(value.get("stringValue", ""))
+    return ""
+
+
+def _event(record: object) -> LogEvent | None:
+    if not isinstance(record, Mapping):
+        return None
+    trace_id, span_id = _hex(record.get("traceId")), _hex(record.get("spanId"))
+    if not (valid_trace_id(trace_id) and valid_span_id(span_id)):
+        return None
+    raw = record.get("attributes")
+    attributes = tuple(kv for kv in raw if isinstance(kv, Mapping)) if isinstance(raw, list) else ()
+    name = _name(record, attributes)
+    if not name:
+        return None
+    body = record.get("body")
+    time_ns = _nanos(record.get("timeUnixNano")) or _nanos(record.get("observedTimeUnixNano"))
+    return LogEvent(trace_id, span_id, name, time_ns, attributes,
+                    body if isinstance(body, Mapping) and body else None)
+
+
+def _items(parent: object, key: str) -> list[Any]:
+    """``parent[key]`` when ``parent`` is an object and that is a list, else ``[]``."""
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def events_from_document(doc: Mapping[str, Any]) -> list[LogEvent]:
+    """The span-bound events of one OTLP-JSON logs document (malformed parts are skipped)."""
+    found = []
+    for resource in _items(doc, "resourceLogs"):
+        for scope in _items(resource, "scopeLogs"):
+            for record in _items(scope, "logRecords"):
+                event = _event(record)
+                if event is not None:
+                    found.append(event)
+    return found
+
+
+def parse_logs_request(body: bytes) -> ExportLogsServiceRequest | None:
+    """``body`` as an ``ExportLogsServiceRequest`` when it is one whose records name spans.
+
+    Both requests put their resources in field 1, so a trace request parses as a logs request
+    too; its spans then have no 8-byte ``span_id`` (a span's field 10 is a count), which is how
+    the two are told apart: a request none of whose records names a span is not taken.
+    """
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except DecodeError:
+        return None
+    for resource in request.resource_logs:
+        for scope in resource.scope_logs:
+            for record in scope.log_records:
+                if len(record.span_id) == 8 and len(record.trace_id) == 16:
+                    return request
+    return None
+
+
+def events_from_request(request: ExportLogsServiceRequest) -> list[LogEvent]:
+    """The span-bound events of a protobuf logs request."""
+    from google.protobuf.json_format import MessageToDict
+
+    found = []
+    for resource in request.resource_logs:
+        for scope in resource.scope_logs:
+            for record in scope.log_records:
+                as_json = MessageToDict(record)
+                as_json["traceId"] = record.trace_id.hex()
+                as_json["spanId"] = record.span_id.hex()
+                event = _event(as_json)
+                if event is not None:
+                    found.append(event)
+    return found
+
+
+def attach_to_document(doc: MutableMapping[str, Any], index: EventIndex) -> bool:
+    """Add the indexed events of each span of an OTLP-JSON trace document to its ``events``;
+    True when any was added (each event is attached once: it leaves the index)."""
+    added = False
+    for resource in _items(doc, "resourceSpans"):
+        scope_key = ("scopeSpans" if not isinstance(resource, Mapping) or "scopeSpans" in resource
+                     else "instrumentationLibrarySpans")
+        for scope in _items(resource, scope_key):
+            for span in _items(scope, "spans"):
+                if not isinstance(span, MutableMapping):
+                    continue
+                events = index.pop((_hex(span.get("traceId")), _hex(span.get("spanId"))), None)
+                if events:
+                    existing = span.get("events")
+                    span["events"] = [*(existing if isinstance(existing, list) else []),
+                                      *(event.json_event() for event in events)]
+                    added = True
+    return added
+
+
+def attach_to_request(request: ExportTraceServiceRequest, index: EventIndex) -> bool:
+    """The same for a protobuf trace request (modified in place)."""
+    added = False
+    for resource in request.resource_spans:
+        for scope in resource.scope_spans:
+            for span in scope.spans:
+                events = index.pop((span.trace_id.hex(), span.span_id.hex()), None)
+                for event in events or []:
+                    added = True
+                    item = span.events.add(name=event.name, time_unix_nano=event.time_ns)
+                    for kv in event.json_event()["attributes"]:
+                        try:
+                            item.attributes.append(ParseDict(kv, KeyValue()))
+                        except ParseError:
+                            continue  # an attribute protobuf cannot hold is left out
+    return added
+
+
+def _log_span_id(event: LogEvent, index: int) -> bytes:
+    digest = hashlib.sha256(f"{event.trace_id}{event.span_id}{event.time_ns}{event.name}"
+                            f"{index}".encode()).digest()
+    return digest[:8] if any(digest[:8]) else b"\x00" * 7 + b"\x01"
+
+
+def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
+    """Log records as a trace request a span store holds without a schema change: one span
+    named :data:`LOG_SPAN` per record, a child of the span the record names, carrying the record
+    as its one event (ids derived from the record, so a re-delivered record is stored once).
+    Conversion folds the event into the parent span
+    (:func:`spanguard_processor.traces.events.with_log_events`), whichever arrived first: the
+    one assembly of traces, late spans included, joins them. This is what an OTLP logs receiver
+    puts through the trace receive pipeline."""
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    scope.scope.name = "spanguard.logs"
+    for index, event in enumerate(events):
+        span = scope.spans.add(
+            trace_id=bytes.fromhex(event.trace_id), span_id=_log_span_id(event, index),
+            parent_span_id=bytes.fromhex(event.span_id), name=LOG_SPAN,
+            start_time_unix_nano=event.time_ns, end_time_unix_nano=event.time_ns)
+        item = span.events.add(name=event.name, time_unix_nano=event.time_ns)
+        for kv in event.json_event()["attributes"]:
+            try:
+                item.attributes.append(ParseDict(kv, KeyValue()))
+            except ParseError:
+                continue
+    return request

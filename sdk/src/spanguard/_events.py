@@ -1,0 +1,106 @@
+"""Content as GenAI log-based events instead of (or as well as) span attributes.
+
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` decides, as it does for the GenAI
+instrumentations: ``SPAN_ONLY`` (and ``true``/``1``/...) puts content on spans; ``EVENT_ONLY``
+puts it in log records only; ``SPAN_AND_EVENT`` in both. In an event mode, the content a span
+would carry is held until the span ends and then emitted as one log record with the span's
+context: ``gen_ai.client.inference.operation.details`` for a model call (with its
+``gen_ai.input.messages`` / ``gen_ai.output.messages`` and the call's operation, provider and
+model), ``spanguard.content`` for any other span (the request's ``input.value`` /
+``output.value``, a tool's arguments and result, document text). Redaction and size bounds
+apply before anything is held. :func:`spanguard.configure` installs :class:`ContentEvents` and a
+logger provider exporting by OTLP beside the spans (docs/sdk.md).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import NonRecordingSpan, Span
+
+from . import semconv
+from ._runtime import CAPTURE_ENV
+
+__all__ = ["MODE_BOTH", "MODE_EVENT", "MODE_SPAN", "ContentEvents", "capture_mode",
+           "content_on_span", "hold_content", "set_mode"]
+
+MODE_SPAN, MODE_EVENT, MODE_BOTH = "span", "event", "both"
+_MODES = {"event_only": MODE_EVENT, "span_and_event": MODE_BOTH}
+_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+_CALL_KEYS = (semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_PROVIDER_NAME,
+              semconv.GEN_AI_REQUEST_MODEL, semconv.GEN_AI_RESPONSE_MODEL)
+
+_lock = threading.Lock()
+_mode = MODE_SPAN
+_pending: dict[int, dict[str, str]] = {}  # span id → content held until the span ends
+#: spans with content held at once; beyond it the oldest is dropped (its span went to a provider
+#: without :class:`ContentEvents`, so it would never be emitted)
+_MAX_PENDING = 10_000
+
+
+def capture_mode() -> str:
+    """Where the environment variable puts content: ``span``, ``event`` or ``both``."""
+    return _MODES.get(os.environ.get(CAPTURE_ENV, "").strip().lower(), MODE_SPAN)
+
+
+def set_mode(mode: str) -> None:
+    global _mode
+    with _lock:
+        _mode = mode
+        if mode == MODE_SPAN:
+            _pending.clear()
+
+
+def content_on_span() -> bool:
+    return _mode != MODE_EVENT
+
+
+def hold_content(span: Span, key: str, text: str) -> None:
+    """Keep ``text`` for the span's content event (in an event mode; else nothing)."""
+    if _mode == MODE_SPAN or not span.is_recording():
+        return
+    context = span.get_span_context()
+    with _lock:
+        if context.span_id not in _pending and len(_pending) >= _MAX_PENDING:
+            del _pending[next(iter(_pending))]  # a span that never reached the processor
+        _pending.setdefault(context.span_id, {})[key] = text
+
+
+class ContentEvents(SpanProcessor):
+    """Emits the content held for a span as one log record when the span ends."""
+
+    def __init__(self, logger_provider: Any) -> None:
+        self._provider = logger_provider
+        self._logger = logger_provider.get_logger("spanguard")
+        self.active = True
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.get_span_context()
+        if context is None:
+            return
+        with _lock:
+            content = _pending.pop(context.span_id, None)
+        if not content or not self.active:
+            return
+        attributes: dict[str, Any] = dict(sorted(content.items()))
+        span_attributes = span.attributes or {}
+        operation = span_attributes.get(semconv.GEN_AI_OPERATION_NAME)
+        name = (semconv.EVENT_INFERENCE_DETAILS if operation in _LLM_OPERATIONS
+                else semconv.EVENT_CONTENT)
+        for key in _CALL_KEYS:
+            if key in span_attributes:
+                attributes.setdefault(key, span_attributes[key])
+        self._logger.emit(timestamp=span.end_time, event_name=name, attributes=attributes,
+                          context=trace.set_span_in_context(NonRecordingSpan(context)))
+
+    def shutdown(self) -> None:
+        if self.active:
+            self.active = False
+            self._provider.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self._provider.force_flush(timeout_millis))

@@ -1,0 +1,98 @@
+"""``cases run --emit-otlp`` and ``check --emit-otlp``: one gen_ai.evaluation.result per case,
+in the evaluated trace's root span (a real OTLP/HTTP receiver)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from spanguard_processor.cli import cli
+from spanguard_processor.common.jsonio import write_jsonl
+from tests.regression.test_process_and_gate import ANSWER, QUESTION, _production, _trace
+
+from .logs_sinks import HttpLogsSink
+
+_TRACE = "0123456789abcdef0123456789abcdef"
+_ROOT = "00000000000000a1"
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args))
+
+
+def _span(span_id: str, parent: str, name: str, attrs: dict[str, str],
+          start: int) -> dict[str, Any]:
+    return {"traceId": _TRACE, "spanId": span_id, "parentSpanId": parent, "name": name,
+            "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1000),
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+
+def _span_file(tmp_path: Path, tools: tuple[str, ...]) -> Path:
+    """One request as OTLP-JSON spans: the agent's root span, its tool calls and retrieval."""
+    spans = [_span(_ROOT, "", "invoke_agent support", {
+        "gen_ai.operation.name": "invoke_agent", "input.value": QUESTION,
+        "output.value": ANSWER}, 1_000_000)]
+    for i, tool in enumerate(tools, start=1):
+        spans.append(_span(f"00000000000000b{i}", _ROOT, f"execute_tool {tool}", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool},
+            1_000_000 + 10_000 * i))
+    spans.append(_span("00000000000000d1", _ROOT, "chat gpt-4o", {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+        "gen_ai.response.id": "chatcmpl-42"}, 1_000_900))
+    documents = [{"id": "kb-refunds", "group": "policy", "rank": 1, "score": 0.9}]
+    spans.append(_span("00000000000000c1", _ROOT, "retrieval kb", {
+        "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": json.dumps(documents)},
+        1_000_500))
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    return path
+
+
+def _cases(tmp_path: Path) -> str:
+    result = _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev"))
+    assert result.exit_code == 0, result.output
+    return str(tmp_path / "ev" / "cases.jsonl")
+
+
+def test_cases_run_sends_each_case_into_the_root_span_of_its_trace(tmp_path: Path) -> None:
+    cases = _cases(tmp_path)
+    spans = _span_file(tmp_path, ("lookup_order", "refund_policy"))
+    with HttpLogsSink() as sink:
+        result = _invoke("cases", "run", "--cases", cases, "--traces", str(spans),
+                         "--emit-otlp", sink.url)
+        records = sink.wait_for(1, timeout=5)
+    assert result.exit_code == 0, result.output
+    [record] = records
+    assert (record.trace_id, record.span_id) == (_TRACE, _ROOT)
+    assert record.event_name == "gen_ai.evaluation.result"
+    assert record.attributes["gen_ai.evaluation.name"] == "spanguard.case"
+    assert record.attributes["gen_ai.evaluation.score.label"] == "pass"
+    assert record.attributes["gen_ai.evaluation.score.value"] == 1.0
+    case_id = json.loads(Path(cases).read_text().splitlines()[0])["id"]
+    assert record.attributes["spanguard.case.id"] == case_id
+    assert record.attributes["gen_ai.response.id"] == "chatcmpl-42"
+
+
+def test_check_sends_the_regressed_case_with_why_in_the_current_trace(tmp_path: Path) -> None:
+    cases = _cases(tmp_path)
+    good = tmp_path / "good.jsonl"
+    write_jsonl(good, [_trace(100).to_dict()])
+    spans = _span_file(tmp_path, ("refund_policy",))  # lookup_order dropped
+    for name, traces in (("base", good), ("now", spans)):
+        result = _invoke("cases", "run", "--cases", cases, "--traces", str(traces), "-o",
+                         str(tmp_path / f"{name}.json"))
+        assert result.exit_code == 0, result.output
+    with HttpLogsSink() as sink:
+        gate = _invoke("check", "--baseline", str(tmp_path / "base.json"), "--current",
+                       str(tmp_path / "now.json"), "--emit-otlp", sink.url)
+        records = sink.wait_for(1, timeout=5)
+    assert gate.exit_code == 1, gate.output  # the regression, exactly as without --emit-otlp
+    [record] = records
+    assert (record.trace_id, record.span_id) == (_TRACE, _ROOT)
+    assert record.attributes["gen_ai.evaluation.score.label"] == "fail"
+    assert record.attributes["gen_ai.evaluation.score.value"] == 0.0
+    assert record.attributes["gen_ai.evaluation.explanation"].startswith(
+        "passed in the baseline, fails now: tools_include")
