@@ -87,7 +87,8 @@ def test_fairness_on_golden_records_writes_every_report(
     gated = ["tool_use_parity", "escalation_parity", "helpfulness_gap", "refusal_gap"]
     assert result.output.endswith(
         "fairness gate FAILED: " + ", ".join(f"{m} (INCONCLUSIVE)" for m in gated) + "\n")
-    helpful = next(line for line in result.output.splitlines() if "helpfulness_gap " in line)
+    helpful = next(line for line in result.output.splitlines()
+                   if line.split()[1:2] == ["helpfulness_gap"])  # its verdict line
     assert helpful.startswith("INCONCLUSIVE") and "[0.0000, " in helpful, helpful
     report = json.loads((out / "report.json").read_text(),
                         parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
