@@ -53,8 +53,10 @@ def test_run_with_openai_adapter_and_options(tmp_path: Path,
             "run", str(suite), "--adapter", "openai-chat", "--app",
             "tests.adapters.apps:stub_client", "--adapter-option", "model=gpt-4o-mini", *_FAST])
     assert silent.exit_code == 2, silent.output
-    assert silent.output == (
-        "Error: the openai-chat adapter: the chat completion has no text (got NoneType); "
+    # stderr: the design's power table (printed before the first app call), then the error
+    assert silent.stderr.startswith("design: 3 seeds × 2 groups × 1 repeat, 6 app calls\n")
+    assert silent.stderr.endswith(
+        "\nError: the openai-chat adapter: the chat completion has no text (got NoneType); "
         "expected a response whose output holds a text message. (5 more call(s) failed the "
         "same way.)\n")
     with openai_stub(lambda path, body: chat_completion("Refunds take 5 days.")) as stub:

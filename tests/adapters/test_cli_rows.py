@@ -111,7 +111,7 @@ def test_langgraph_custom_state_with_only_a_trace_mapper_is_judged(tmp_path: Pat
             "output_key=answer", "--adapter-option", "trace_mapper=tests.adapters.apps:desk_mapper"]
     fair = _run(suite, "--app", "tests.adapters.apps:fair_desk", *args)
     assert fair.exit_code == 0, fair.output
-    assert fair.output.startswith("PASS")
+    assert fair.stdout.startswith("PASS")  # stdout: the verdicts (the design table: stderr)
     biased = _run(suite, "--app", "tests.adapters.apps:biased_desk", *args)
     assert biased.exit_code == 1, biased.output
     assert biased.output.endswith("fairness gate FAILED: escalation_parity\n")
@@ -122,8 +122,9 @@ def test_a_run_in_which_every_call_fails_is_bad_input_with_the_errors_and_a_hint
     suite = _suite(tmp_path, ["tool_use_parity"], seeds=2)
     wrong = _run(suite, "--adapter", "langchain", "--app", "tests.adapters.apps:fair_graph")
     assert wrong.exit_code == 2, wrong.output
-    assert wrong.output == (
-        "Error: the langchain adapter: none of the 4 call(s) succeeded, so there is nothing to "
+    assert wrong.stderr.startswith("design: 2 seeds × 2 groups × 1 repeat, 4 app calls\n")
+    assert wrong.stderr.endswith(
+        "\nError: the langchain adapter: none of the 4 call(s) succeeded, so there is nothing to "
         "judge. Hint: --app names a compiled LangGraph graph; use --adapter langgraph, which "
         "sends {'messages': [('user', prompt)]}.\nFirst error(s):\n"
         "  seed0::1: InvalidUpdateError: Expected dict, got Case 0: where is my refund?\n"
