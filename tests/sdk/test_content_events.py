@@ -74,6 +74,8 @@ def test_span_and_event_records_both_and_span_only_no_events(
         _export(monkeypatch, "SPAN_AND_EVENT", both)
         assert len(both.wait_for(2, timeout=10)) == 2
     assert ANSWER.encode() in b"".join(both.trace_bodies)
+    # the OpenInference flat keys (issue 40) stay on the span beside the event
+    assert b"llm.output_messages.0.message.content" in b"".join(both.trace_bodies)
     with HttpLogsSink() as spans_only:
         _export(monkeypatch, "SPAN_ONLY", spans_only)
     assert spans_only.records == [] and spans_only.log_bodies == []

@@ -16,6 +16,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from ._content import prepare_content
+from ._events import content_on_span, hold_content
 from ._instrument import end_with_error
 from ._messages import genai_messages, openinference_flat
 from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
@@ -193,13 +194,18 @@ class LLMCall(_SpanScope):
 
     def _set_messages(self, key: str, flat_prefix: str, messages: list[dict[str, Any]]
                       ) -> None:
-        """The messages, redacted and bounded once, under both conventions."""
+        """The messages, redacted and bounded once, under both conventions on the span, and
+        held for the call's content event in an event mode (the event carries the GenAI key
+        only; with ``EVENT_ONLY`` neither convention's keys land on the span)."""
         prepared = prepare_content(key, messages)
         if prepared is None:
             return
         text, truncated = prepared
         if truncated:
             self._span.set_attribute(semconv.CONTENT_TRUNCATED, True)
+        hold_content(self._span, key, text)  # for gen_ai.client.inference.operation.details
+        if not content_on_span():
+            return
         self._span.set_attribute(key, text)
         try:
             redacted = json.loads(text)
