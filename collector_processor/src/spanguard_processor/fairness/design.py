@@ -26,6 +26,7 @@ temperature 0) add nothing, so pass ``repeats=1`` for them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -149,19 +150,8 @@ def seeds_needed(groups: int, repeats: int, scale: str, threshold: float,
 
     if ok(2):
         return 2
-    hi = 4
-    while not ok(hi):
-        if hi >= _MAX_SEEDS:
-            return _MAX_SEEDS
-        hi *= 2
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    found = _least_passing(ok, 4)
+    return _MAX_SEEDS if found is None else found
 
 
 def repeats_needed(seeds: int, groups: int, threshold: float, observed: float,
@@ -191,7 +181,12 @@ def discordant_seeds_needed(share: float, threshold: float, alpha: float = 0.05,
     def ok(n: int) -> bool:
         return clopper_pearson_upper(math.floor(share * n), n, alpha) * spread < threshold
 
-    hi = 2
+    return _least_passing(ok, 2)
+
+
+def _least_passing(ok: Callable[[int], bool], hi: int) -> int | None:
+    """The least seed count above ``hi // 2`` that the monotone ``ok`` passes: double ``hi``
+    until it passes, then bisect; None when it still fails at _MAX_SEEDS."""
     while not ok(hi):
         if hi >= _MAX_SEEDS:
             return None
