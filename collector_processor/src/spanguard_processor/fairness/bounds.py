@@ -63,16 +63,24 @@ class DiscordanceBound:
         return self.seeds > 0 and self.discordant == 0
 
 
-def seed_ranges(values: FloatArray, seed: IntArray, group: IntArray,
-                n_seeds: int, n_groups: int) -> tuple[FloatArray, FloatArray]:
-    """Per contrast seed (holding ≥ 2 groups): the range over its groups' means, the largest
-    over columns; and the spread of all values (per column max − min, the largest)."""
+def _cell_sums(values: FloatArray, seed: IntArray, group: IntArray, n_seeds: int,
+               n_groups: int) -> tuple[IntArray, FloatArray]:
+    """Per (seed, group) cell: how many variants, (S, G), and their values' sums, (S, G, C)."""
     cols = values.shape[1]
     cell = seed * n_groups + group
     size = n_seeds * n_groups
     counts = np.bincount(cell, minlength=size).reshape(n_seeds, n_groups)
     sums = np.stack([np.bincount(cell, weights=values[:, c], minlength=size)
                      for c in range(cols)], axis=-1).reshape(n_seeds, n_groups, cols)
+    return np.asarray(counts, dtype=np.int64), np.asarray(sums, dtype=np.float64)
+
+
+def seed_ranges(values: FloatArray, seed: IntArray, group: IntArray,
+                n_seeds: int, n_groups: int) -> tuple[FloatArray, FloatArray]:
+    """Per contrast seed (holding ≥ 2 groups): the range over its groups' means, the largest
+    over columns; and the spread of all values (per column max − min, the largest)."""
+    cols = values.shape[1]
+    counts, sums = _cell_sums(values, seed, group, n_seeds, n_groups)
     has = counts > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / np.maximum(counts, 1)[:, :, None]
@@ -127,11 +135,7 @@ def agreement_test(values: FloatArray, seed: IntArray, group: IntArray, n_seeds:
     """The exact test of Δ ≤ threshold when every contrast seed holds the same groups and shows
     the same within-seed differences (to rounding); None otherwise."""
     cols = values.shape[1]
-    cell = seed * n_groups + group
-    size = n_seeds * n_groups
-    counts = np.bincount(cell, minlength=size).reshape(n_seeds, n_groups)
-    sums = np.stack([np.bincount(cell, weights=values[:, c], minlength=size)
-                     for c in range(cols)], axis=-1).reshape(n_seeds, n_groups, cols)
+    counts, sums = _cell_sums(values, seed, group, n_seeds, n_groups)
     has = counts > 0
     keep = has.sum(axis=1) >= 2
     if not keep.any() or cols == 0:
