@@ -11,6 +11,8 @@ reports as "is not valid YAML: …" naming the file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import yaml
@@ -72,16 +74,22 @@ def _loader(text: str, loader: type[yaml.SafeLoader]) -> Any:
     return loader(text)
 
 
+@contextmanager
+def _depth_bounded() -> Iterator[None]:
+    """Turns the parser's RecursionError on a too deeply nested document into the bound's error."""
+    try:
+        yield
+    except RecursionError:
+        raise BoundedYAMLError(f"it is nested more than {MAX_DEPTH} levels deep") from None
+
+
 def compose_bounded(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader
                     ) -> yaml.Node | None:
     """The node graph of one YAML document, within the bounds."""
     instance = _loader(text, loader)
     try:
-        try:
+        with _depth_bounded():
             root = instance.get_single_node()
-        except RecursionError:
-            raise BoundedYAMLError(
-                f"it is nested more than {MAX_DEPTH} levels deep") from None
         if root is not None:
             _check(root)
         return root
@@ -93,18 +101,12 @@ def load_bounded(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> 
     """``yaml.load(text, Loader=loader)`` for a safe loader, within the bounds."""
     instance = _loader(text, loader)
     try:
-        try:
+        with _depth_bounded():
             root = instance.get_single_node()
-        except RecursionError:
-            raise BoundedYAMLError(
-                f"it is nested more than {MAX_DEPTH} levels deep") from None
         if root is None:
             return None
         _check(root)
-        try:
+        with _depth_bounded():
             return instance.construct_document(root)
-        except RecursionError:
-            raise BoundedYAMLError(
-                f"it is nested more than {MAX_DEPTH} levels deep") from None
     finally:
         instance.dispose()
