@@ -160,29 +160,34 @@ def _attributes(redactor: Redactor, holder: Message, attributes: Any, prefix: st
     return changed
 
 
+def _redacted(redactor: Redactor, key: str, text: str) -> tuple[bool | None, str]:
+    """One text value's outcome and its text to store: True (kept unchanged), None (kept,
+    changed: store the new text) or False (drop it)."""
+    keep, new = redactor.text(key, text)
+    if not keep or new is None:
+        return False, text
+    if new == text:
+        return True, text
+    return None, new
+
+
 def _any_value(redactor: Redactor, value: AnyValue, key: str) -> bool | None:
     """Redact one attribute value in place: True (kept unchanged), None (kept, changed) or
     False (drop it)."""
     kind = value.WhichOneof("value")
     if kind == "string_value":
-        keep, new = redactor.text(key, value.string_value)
-        if not keep or new is None:
-            return False
-        if new == value.string_value:
-            return True
-        value.string_value = new
-        return None
+        outcome, new = _redacted(redactor, key, value.string_value)
+        if outcome is None:
+            value.string_value = new
+        return outcome
     if kind == "bytes_value":
         text = _text_of(value.bytes_value)
         if text is None:
             return False
-        keep, new = redactor.text(key, text)
-        if not keep or new is None:
-            return False
-        if new == text:
-            return True
-        value.bytes_value = new.encode("utf-8")
-        return None
+        outcome, new = _redacted(redactor, key, text)
+        if outcome is None:
+            value.bytes_value = new.encode("utf-8")
+        return outcome
     if kind == "array_value":
         return _array(redactor, value.array_value.values, key)
     if kind == "kvlist_value":
@@ -305,13 +310,10 @@ def _json_any(redactor: Redactor, value: MutableMapping[str, Any], key: str) -> 
             text = base64.b64decode(value["bytesValue"], validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
             return False
-        keep, new = redactor.text(key, text)
-        if not keep or new is None:
-            return False
-        if new == text:
-            return True
-        value["bytesValue"] = base64.b64encode(new.encode("utf-8")).decode("ascii")
-        return None
+        outcome, new = _redacted(redactor, key, text)
+        if outcome is None:
+            value["bytesValue"] = base64.b64encode(new.encode("utf-8")).decode("ascii")
+        return outcome
     array = value.get("arrayValue")
     if isinstance(array, dict) and isinstance(array.get("values"), list):
         return _json_array(redactor, array, key)
@@ -325,13 +327,10 @@ def _json_any(redactor: Redactor, value: MutableMapping[str, Any], key: str) -> 
 
 def _json_text(redactor: Redactor, value: MutableMapping[str, Any], name: str, key: str,
                text: str) -> bool | None:
-    keep, new = redactor.text(key, text)
-    if not keep or new is None:
-        return False
-    if new == text:
-        return True
-    value[name] = new
-    return None
+    outcome, new = _redacted(redactor, key, text)
+    if outcome is None:
+        value[name] = new
+    return outcome
 
 
 def _json_array(redactor: Redactor, array: MutableMapping[str, Any], key: str) -> bool | None:
