@@ -29,7 +29,7 @@ from spanguard import semconv
 
 from ..ingest.spans import AttrValue, SpanRecord
 
-__all__ = ["Message", "input_messages", "json_value", "nonblank", "output_messages",
+__all__ = ["Message", "input_messages", "json_value", "nonblank", "output_messages", "plain",
            "question_and_answer", "requested_tools", "text_of"]
 
 _USER_ROLES = frozenset({"user", "human"})
@@ -64,14 +64,15 @@ def json_value(value: AttrValue) -> Any:
             return json.loads(value)
         except ValueError:
             return None
-    return _plain(value)
+    return plain(value)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """Tuples and lists as lists, mappings as dicts with string keys, all the way down."""
     if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     return value
 
 
@@ -354,7 +355,7 @@ def text_of(value: AttrValue, mime: AttrValue, key: str, *, input_side: bool
     elif value is None or isinstance(value, bytes | bool | int | float):
         return None
     else:
-        data = _plain(value)
+        data = plain(value)
         value = json.dumps(data, ensure_ascii=False, sort_keys=True)
     if isinstance(data, str):
         return data, f"{key}:json", False

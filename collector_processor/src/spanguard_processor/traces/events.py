@@ -30,6 +30,7 @@ from spanguard import semconv
 
 from ..ingest.otlp_logs import LOG_BODY, LOG_SPAN
 from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
+from ._messages import plain
 
 __all__ = ["READ_EVENTS", "with_log_events"]
 
@@ -125,9 +126,9 @@ def _message(event: SpanEvent, role: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": str(body.get("role") or role)}
     content = body.get("content", event.attributes.get("content"))
     if content is not None:
-        message["content"] = content if isinstance(content, str) else _plain(content)
+        message["content"] = content if isinstance(content, str) else plain(content)
     if body.get("tool_calls"):
-        message["tool_calls"] = _plain(body["tool_calls"])
+        message["tool_calls"] = plain(body["tool_calls"])
     if body.get("id") and role == "tool":
         message["tool_call_id"] = body["id"]
     return message
@@ -141,11 +142,3 @@ def _choice(event: SpanEvent) -> dict[str, Any]:
     if body.get("finish_reason"):
         message["finish_reason"] = body["finish_reason"]
     return message
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
