@@ -20,9 +20,10 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from spanguard.exceptions import InputError
@@ -44,6 +45,15 @@ def _reason(exc: OSError) -> str:
     if exc.errno is not None and exc.errno in errno.errorcode:
         return os.strerror(exc.errno).lower()
     return str(exc.strerror or exc).lower()
+
+
+def _put_back(path: Path, undo: Callable[[], object] | None) -> None:
+    """Runs ``undo``, or with none removes ``path``; an OSError is passed over (best effort)."""
+    with contextlib.suppress(OSError):
+        if undo is None:
+            path.unlink(missing_ok=True)
+        else:
+            undo()
 
 
 @dataclass
@@ -79,17 +89,9 @@ class Transaction:
     def rollback(self) -> None:
         """Every output back as it was before the command (best effort, never raises)."""
         for path, length in self.lengths.items():
-            with contextlib.suppress(OSError):
-                if length is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    os.truncate(path, length)
+            _put_back(path, None if length is None else partial(os.truncate, path, length))
         for path, backup in self.backups.items():
-            with contextlib.suppress(OSError):
-                if backup is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    os.replace(backup, path)
+            _put_back(path, None if backup is None else partial(os.replace, backup, path))
 
     def commit(self) -> None:
         for backup in self.backups.values():
