@@ -19,7 +19,7 @@ from typing import IO
 from spanguard.exceptions import InputError
 
 __all__ = ["DOCUMENT_LIMIT_ENV", "LINE_LIMIT_ENV", "bounded_lines", "document_limit",
-           "line_limit", "read_bounded", "size_text"]
+           "line_limit", "numbered_reads", "read_bounded", "size_text"]
 
 DOCUMENT_LIMIT_ENV = "SPANGUARD_MAX_DOCUMENT_BYTES"
 LINE_LIMIT_ENV = "SPANGUARD_MAX_LINE_BYTES"
@@ -76,13 +76,22 @@ def bounded_lines(stream: IO[bytes], name: str,
     """The lines of ``stream``; a line longer than :func:`line_limit` raises ``error`` naming
     the file and line, having held at most the limit in memory."""
     limit = line_limit()
-    number = 0
-    while True:
-        line = stream.readline(limit + 1)
-        if not line:
-            return
-        number += 1
-        if len(line) > limit and not line.endswith(b"\n"):
+    for number, line, whole in numbered_reads(stream, limit):
+        if not whole:
             raise error(f"is longer than {size_text(limit)}, the limit for one line (set "
                         f"{LINE_LIMIT_ENV} to raise it).", file=name, line=number)
         yield line
+
+
+def numbered_reads(stream: IO[bytes], cap: int) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, its first ``cap`` + 1 bytes at most, whether that is the whole line).
+
+    A caller that goes on past a line that is not whole reads its rest from ``stream`` itself
+    (or not: the next read then starts inside it)."""
+    number = 0
+    while True:
+        line = stream.readline(cap + 1)
+        if not line:
+            return
+        number += 1
+        yield number, line, len(line) <= cap or line.endswith(b"\n")

@@ -37,7 +37,7 @@ from spanguard.exceptions import InputError, TraceFormatError
 
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
-from ..common.limits import read_bounded
+from ..common.limits import numbered_reads, read_bounded
 from ..traces.model import AGENT_TRACE_KEYS, AgentTrace
 from .files import (
     KIND_JSON_DOCUMENT,
@@ -195,13 +195,8 @@ def _is_trace2eval_trace(data: dict[str, Any]) -> bool:
 
 def _capped_lines(stream: IO[bytes], cap: int) -> Iterator[tuple[int, bytes | None, int]]:
     """(line number, bytes or None when over the cap, length); memory stays bounded."""
-    number = 0
-    while True:
-        chunk = stream.readline(cap + 1)
-        if not chunk:
-            return
-        number += 1
-        if len(chunk) <= cap or chunk.endswith(b"\n"):
+    for number, chunk, whole in numbered_reads(stream, cap):
+        if whole:
             yield number, chunk, len(chunk)
             continue
         size = len(chunk)
