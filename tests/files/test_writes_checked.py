@@ -28,12 +28,12 @@ def _dev_full() -> Path:
     return FULL
 
 
-@pytest.fixture()
-def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 128 KiB tmpfs (root only: skipped, saying why, where mounting is not permitted)."""
-    mount = tmp_path / "tiny"
+def _tmpfs(tmp_path: Path, name: str, options: str) -> Iterator[Path]:
+    """A tmpfs mounted with ``options`` (root only: skipped, saying why, where mounting is not
+    permitted), unmounted afterwards."""
+    mount = tmp_path / name
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
@@ -41,21 +41,18 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+@pytest.fixture()
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 128 KiB tmpfs."""
+    yield from _tmpfs(tmp_path, "tiny", "size=128k")
 
 
 @pytest.fixture()
 def read_only_disk(tmp_path: Path) -> Iterator[Path]:
-    """A read-only tmpfs (root only; skipped, saying why, elsewhere)."""
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k,ro", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
+    """A read-only tmpfs."""
+    yield from _tmpfs(tmp_path, "ro", "size=128k,ro")
 
 
 def _fill(disk: Path, leave: int) -> None:
