@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from spanguard_processor.cli import cli
 from spanguard_processor.inputs.readers import read_agent_traces_any
 
+from ..suites import write_suite
 from .openai_stub import chat_completion, openai_stub
 
 pytestmark = pytest.mark.integration
@@ -32,13 +33,10 @@ ANSWER = "Here are three flats near the station; viewings are open this week."
 
 
 def _suite(tmp_path: Path) -> tuple[Path, Path]:
-    suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({
-        "dataset": {"prompts": [
-            {"id": f"q{i}", "prompt": f"Question {i}: I am a {{tenure}}; which flats suit me?",
-             "attributes": {"tenure": ["renter", "owner"]}} for i in range(SEEDS)]},
-        "metrics": [{"type": "refusal_gap", "threshold": 0.2}],
-    }))
+    suite = write_suite(
+        tmp_path / "suite.json",
+        {f"q{i}": f"Question {i}: I am a {{tenure}}; which flats suit me?" for i in range(SEEDS)},
+        {"tenure": ["renter", "owner"]}, {"type": "refusal_gap", "threshold": 0.2})
     from spanguard_processor.fairness import load_suite
 
     variants = tmp_path / "variants.json"

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from spanguard_processor.cli import cli
 from spanguard_processor.emit.events import EVENT_NAME
 from tests.sdk.rotel_helper import RotelCollector
+from tests.suites import write_suite
 
 from .logs_sinks import GrpcLogsSink, HttpLogsSink, Received
 
@@ -26,13 +27,10 @@ def _trace_id(seed: int, variant: int) -> str:
 
 def _fairness_inputs(tmp_path: Path) -> tuple[Path, Path]:
     """A suite of 12 seeds x 2 genders and agent traces in which every woman is refused."""
-    suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({
-        "dataset": {"prompts": [
-            {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} renter asks for a flat.",
-             "attributes": {"gender": ["man", "woman"]}} for i in range(_SEEDS)]},
-        "metrics": [{"type": "refusal_gap", "threshold": 0.1}],
-    }))
+    suite = write_suite(
+        tmp_path / "suite.json",
+        {f"seed{i}": f"Case {i}: a {{gender}} renter asks for a flat." for i in range(_SEEDS)},
+        {"gender": ["man", "woman"]}, {"type": "refusal_gap", "threshold": 0.1})
     traces = tmp_path / "traces.jsonl"
     lines = []
     for i in range(_SEEDS):
@@ -129,13 +127,10 @@ def test_fairness_results_pass_through_the_rotel_collector(tmp_path: Path) -> No
 
 
 def test_run_sends_its_metrics_too(tmp_path: Path) -> None:
-    suite = tmp_path / "run-suite.json"
-    suite.write_text(json.dumps({
-        "dataset": {"prompts": [
-            {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
-             "attributes": {"gender": ["man", "woman"]}} for i in range(_SEEDS)]},
-        "metrics": [{"type": "escalation_parity"}],
-    }))
+    suite = write_suite(
+        tmp_path / "run-suite.json",
+        {f"seed{i}": f"Case {i}: a {{gender}} customer asks." for i in range(_SEEDS)},
+        {"gender": ["man", "woman"]}, {"type": "escalation_parity"})
     with HttpLogsSink() as sink:
         result = CliRunner().invoke(cli, ["run", str(suite), "--app", "tests.fairness.apps:biased",
                                           *_FAST, "--emit-otlp", sink.url])

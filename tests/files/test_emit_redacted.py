@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from tests.emit.logs_sinks import HttpLogsSink
+from tests.suites import write_suite
 
 _FAST = ["--bootstrap", "300", "--permutations", "199"]
 _SEEDS = 12
@@ -19,13 +20,10 @@ _REASON = "manual review of the flat application"
 
 def _inputs(tmp_path: Path) -> tuple[Path, Path]:
     """12 seeds x 2 genders; every woman is escalated, with the app's reason."""
-    suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({
-        "dataset": {"prompts": [
-            {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} renter asks for a flat.",
-             "attributes": {"gender": ["man", "woman"]}} for i in range(_SEEDS)]},
-        "metrics": [{"type": "escalation_parity", "threshold": 0.1}],
-    }))
+    suite = write_suite(
+        tmp_path / "suite.json",
+        {f"seed{i}": f"Case {i}: a {{gender}} renter asks for a flat." for i in range(_SEEDS)},
+        {"gender": ["man", "woman"]}, {"type": "escalation_parity", "threshold": 0.1})
     traces = tmp_path / "traces.jsonl"
     traces.write_text("".join(json.dumps({
         "trace_id": f"{i + 1:016x}{v:016x}", "seed_id": f"seed{i}",
