@@ -10,18 +10,14 @@ issue 40, 0 of 12 such requests had their ``tool`` span read as a tool call.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from spanguard_processor.inputs.readers import read_agent_traces_any
 
-from ..processor.serve_process import ServeProcess
-from .openai_stub import openai_stub
-from .test_instrumentors import ANSWER, TURN, check_golden, check_turn, responder
+from .test_instrumentors import check_golden, check_turn
+from .turns import serve_turns
 
 pytestmark = pytest.mark.integration
 
@@ -31,20 +27,8 @@ SPANS_PER_TURN = 4  # the agent turn, two generations, the tool
 
 def test_langfuse_tool_generation_and_agent_spans_are_read_in_every_request(
         tmp_path: Path) -> None:
-    serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
-    try:
-        with openai_stub(responder) as stub:
-            run = subprocess.run(
-                [sys.executable, str(TURN), "langfuse", serve.url + "/v1/traces",
-                 stub.base_url, str(TURNS)],
-                env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True,
-                timeout=120)
-            assert run.returncode == 0, run.stderr
-            assert run.stdout.strip() == ANSWER
-            assert len(stub.requests) == 2 * TURNS
-        serve.wait_idle(SPANS_PER_TURN * TURNS)
-    finally:
-        serve.terminate()
+    requests = serve_turns(tmp_path / "spans.db", "langfuse", SPANS_PER_TURN * TURNS, TURNS)
+    assert len(requests) == 2 * TURNS
     traces = list(read_agent_traces_any([tmp_path / "spans.db"]))
     assert len(traces) == TURNS
     for trace in traces:

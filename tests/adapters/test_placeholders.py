@@ -11,9 +11,6 @@ output-text signal is carried by no record (NO_SIGNAL) with a diagnosis naming t
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,9 +19,7 @@ from spanguard_processor.fairness.diagnosis import SignalCounts
 from spanguard_processor.fairness.records import observation_from_trace
 from spanguard_processor.inputs.readers import read_agent_traces_any
 
-from ..processor.serve_process import ServeProcess
-from .openai_stub import openai_stub
-from .test_instrumentors import ANSWER, TURN, responder
+from .turns import serve_turns
 
 pytestmark = pytest.mark.integration
 
@@ -32,20 +27,8 @@ TURNS = 10
 
 
 def test_openinference_redacted_text_is_absent_and_counted(tmp_path: Path) -> None:
-    serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
-    try:
-        with openai_stub(responder) as stub:
-            env = {**os.environ, "PYTHONUNBUFFERED": "1", "OPENINFERENCE_HIDE_INPUTS": "true",
-                   "OPENINFERENCE_HIDE_OUTPUTS": "true"}
-            run = subprocess.run(
-                [sys.executable, str(TURN), "openinference-agent", serve.url + "/v1/traces",
-                 stub.base_url, str(TURNS)], env=env, capture_output=True, text=True,
-                timeout=120)
-            assert run.returncode == 0, run.stderr
-            assert run.stdout.strip() == ANSWER
-        serve.wait_idle(4 * TURNS)
-    finally:
-        serve.terminate()
+    serve_turns(tmp_path / "spans.db", "openinference-agent", 4 * TURNS, TURNS,
+                {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"})
     traces = list(read_agent_traces_any([tmp_path / "spans.db"]))
     assert len(traces) == TURNS
     for trace in traces:
