@@ -7,6 +7,7 @@ suite itself where traces belong: "is not valid JSON"."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -105,9 +106,22 @@ def test_a_yaml_suite_in_the_traces_slot_is_named(workspace: Workspace) -> None:
 
 
 def test_the_right_kinds_still_pass(workspace: Workspace) -> None:
-    for path in (workspace.records, workspace.traces, workspace.report):
+    # fairtrace's report.json (no `spanguard` block): its scenario_results are records
+    fairtrace_report = workspace.root / "fairtrace-report.json"
+    report = json.loads(workspace.report.read_text())
+    report.pop("spanguard")
+    fairtrace_report.write_text(json.dumps(report))
+    for path in (workspace.records, workspace.traces, fairtrace_report):
         result = invoke("fairness", workspace.suite, path, *FAST)
         assert result.exit_code in (0, 1), path
-    # a report's scenario_results are records (docs/fairness.md): read, and said so
-    assert (f"note: {workspace.report} is a fairness report; its scenario_results are read as "
+    assert (f"note: {fairtrace_report} is a fairness report; its scenario_results are read as "
             "the records.") in result.output
+
+
+def test_spanguards_own_report_in_the_traces_slot_is_refused(workspace: Workspace) -> None:
+    before = workspace.report.read_bytes()
+    result = invoke("fairness", workspace.suite, workspace.report, *FAST)
+    assert result.exit_code == 2, result.output
+    assert f"{workspace.report}: is a fairness report written by spanguard" in result.output
+    assert "Traceback" not in result.output
+    assert workspace.report.read_bytes() == before

@@ -205,9 +205,9 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              emit_otlp: str | None) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
-    TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or a
-    report.json), span files or the processor's SQLite store. Records match the suite's
-    variants by variant id.
+    TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or
+    fairtrace's report.json), span files or the processor's SQLite store. Records match the
+    suite's variants by variant id.
 
     \b
     Example:

@@ -169,6 +169,13 @@ def _document(path: Path) -> Iterator[Entry]:
         raise TraceFormatError(f"is not valid JSON: {exc}.", file=name) from None
     finally:
         source.close()
+    if isinstance(data, dict) and "spanguard" in data and "metric_results" in data:
+        # spanguard's own report holds verdicts, not the traces they came from (fairtrace's
+        # report.json, without that block, stays an input: its scenario_results are records)
+        raise TraceFormatError(
+            "is a fairness report written by spanguard (`fairness -o`, `run -o`); `fairness` "
+            "wants agent traces, fairtrace records or a span file here: pass the traces it was "
+            "evaluated from (`run --traces-out`, `traces export`).", file=name)
     items = data.get("scenario_results") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise TraceFormatError(
