@@ -117,7 +117,7 @@ def test_the_process_exits_non_zero_when_a_receiver_dies_after_start(tmp_path: P
 
 def _stop_grpc(server: ProcessorServer) -> None:  # the gRPC server stops on its own
     assert server._grpc is not None
-    server._grpc.stop(0).wait()
+    server._grpc.stop(0)
 
 
 def _break_writer(server: ProcessorServer) -> None:  # the writer thread meets a bug and ends

@@ -16,6 +16,7 @@ from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
+from ._content import redact_text
 from ._runtime import active_tracer, internal_error, warn_dropped_field
 
 __all__ = ["expect", "expectation_attributes", "feedback", "feedback_attributes",
@@ -28,7 +29,10 @@ _LIST_CHECKS = ("contains", "not_contains")
 
 def feedback_attributes(value: Any, where: str) -> dict[str, AttributeValue]:
     """``{spanguard.feedback: value}``, or nothing (with a warning) for a wrong-typed value."""
-    if isinstance(value, str | int | float | bool):
+    if isinstance(value, str):
+        redacted = redact_text(semconv.FEEDBACK, value)
+        return {} if redacted is None else {semconv.FEEDBACK: redacted}
+    if isinstance(value, int | float | bool):
         return {semconv.FEEDBACK: value}
     warn_dropped_field(where, semconv.FEEDBACK, "feedback must be a string, number or bool, "
                        f"not {type(value).__name__}")

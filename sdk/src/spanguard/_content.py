@@ -25,7 +25,8 @@ from . import semconv
 from ._events import content_on_span, hold_content
 from ._runtime import ContentSettings, content_settings, internal_error, warn_dropped_field
 
-__all__ = ["bounded_json", "bounded_text", "jsonable", "prepare_content", "set_content"]
+__all__ = ["bounded_json", "bounded_text", "jsonable", "prepare_content", "redact_text",
+           "set_content"]
 
 _ELLIPSIS = "…"
 
@@ -167,6 +168,22 @@ def _redact(value: Any, key: str, settings: ContentSettings) -> Any:
     if isinstance(value, list):
         return [_redact(v, key, settings) for v in value]
     return value
+
+
+def redact_text(key: str, text: str) -> str | None:
+    """Free text the SDK records whether or not content capture is on (plan steps, escalation
+    reasons, friction points, feedback, metadata, exception details) through the configured
+    redactor; ``None`` when it drops the text, returns a non-string or fails (a failing
+    redactor must never leak the unredacted text)."""
+    redact = content_settings().redact
+    if redact is None:
+        return text
+    try:
+        redacted = redact(key, text)
+    except Exception as exc:
+        internal_error("the redaction hook", exc)
+        return None
+    return redacted if isinstance(redacted, str) else None
 
 
 def prepare_content(key: str, value: Any) -> tuple[str, bool] | None:

@@ -28,15 +28,15 @@ from typing import Any, TypeVar, cast
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
+from ._errors import record_error
 from ._runtime import active_tracer, internal_error
 
 __all__ = ["SpanSpec", "check_callable", "decorator", "end_with_error", "instrument", "start_span"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-ERROR_TYPE = "error.type"
 
 StartHook = Callable[[Span, tuple[Any, ...], dict[str, Any]], None]
 ResultHook = Callable[[Span, Any], None]
@@ -99,10 +99,7 @@ def _fail(span: Span, owned: bool, exc: BaseException) -> None:
 def end_with_error(span: Span, exc: BaseException) -> None:
     """Record the app's exception on ``span`` and end it (never raises an internal error)."""
     try:
-        if isinstance(exc, Exception):
-            span.record_exception(exc)
-        span.set_attribute(ERROR_TYPE, type(exc).__qualname__)
-        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        record_error(span, exc)  # the message only with content capture on, redacted
         span.end()
     except Exception as internal:
         internal_error("recording an exception", internal)

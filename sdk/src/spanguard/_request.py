@@ -25,7 +25,7 @@ from ._annotate import expect as _expect
 from ._annotate import expectation_attributes, feedback_attributes
 from ._annotate import feedback as _feedback
 from ._annotate import mark_retried as _mark_retried
-from ._content import set_content
+from ._content import redact_text, set_content
 from ._instrument import SpanSpec, check_callable, end_with_error, instrument
 from ._runtime import active_tracer, internal_error, warn_dropped_field
 
@@ -65,7 +65,11 @@ class Request:
         if not isinstance(name, str) or not name:
             warn_dropped_field("Request.set_metadata()", "name", "it must be a non-empty string")
             return
-        if isinstance(value, str | bool | int | float):
+        if isinstance(value, str):
+            redacted = redact_text(semconv.metadata_key(name), value)
+            if redacted is not None:
+                self.span.set_attribute(semconv.metadata_key(name), redacted)
+        elif isinstance(value, bool | int | float):
             self.span.set_attribute(semconv.metadata_key(name), value)
         else:
             warn_dropped_field("Request.set_metadata()", semconv.metadata_key(name),

@@ -14,7 +14,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from ._content import set_content
+from ._content import redact_text, set_content
 from ._documents import normalize_documents, set_documents
 from ._instrument import SpanSpec, decorator
 from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
@@ -203,7 +203,9 @@ def escalate(reason: str | None = None) -> None:
     """Record that the agent handed the user over to a human (reason optional)."""
     attributes: dict[str, AttributeValue] = {}
     if isinstance(reason, str):
-        attributes[semconv.ESCALATION_REASON] = reason
+        redacted = redact_text(semconv.ESCALATION_REASON, reason)
+        if redacted is not None:  # the redactor may drop the reason, never the escalation
+            attributes[semconv.ESCALATION_REASON] = redacted
     elif reason is not None:
         warn_dropped_field("escalate()", semconv.ESCALATION_REASON,
                            f"a reason must be a string, not {type(reason).__name__}")
@@ -216,7 +218,8 @@ def friction(point: str) -> None:
         warn_dropped_field("friction()", semconv.FRICTION_POINT,
                            "a friction point must be a non-empty string; no event recorded")
         return
-    event(semconv.EVENT_FRICTION, {semconv.FRICTION_POINT: point})
+    redacted = redact_text(semconv.FRICTION_POINT, point)
+    event(semconv.EVENT_FRICTION, {} if redacted is None else {semconv.FRICTION_POINT: redacted})
 
 
 def step_attributes(step: Any) -> dict[str, AttributeValue] | None:
@@ -224,7 +227,8 @@ def step_attributes(step: Any) -> dict[str, AttributeValue] | None:
         warn_dropped_field("plan_step()", semconv.PLAN_STEP,
                            "a plan step must be a non-empty string; no event recorded")
         return None
-    return {semconv.PLAN_STEP: step}
+    redacted = redact_text(semconv.PLAN_STEP, step)
+    return {} if redacted is None else {semconv.PLAN_STEP: redacted}
 
 
 def plan_step(step: str) -> None:

@@ -8,6 +8,7 @@ import click
 
 from spanguard.exceptions import ConfigError, InputError
 
+from ..collector.grpc_server import CALLS_PER_CONNECTION, READ_TIMEOUT
 from ..collector.limits import Limits
 from ..collector.redaction import Redactor, load_hook
 from ..collector.security import TOKEN_ENV, Security, read_token
@@ -61,16 +62,25 @@ def _port(value: int, name: str) -> int | None:
               show_default=True,
               help="Spans that may wait for the store; beyond it requests get 429 / "
                    "RESOURCE_EXHAUSTED (retryable).")
+@click.option("--grpc-read-timeout", type=float, default=READ_TIMEOUT, show_default=True,
+              help="Seconds a gRPC call's request message may take to arrive; a slower call "
+                   "ends DEADLINE_EXCEEDED.")
+@click.option("--grpc-calls-per-connection", type=int, default=CALLS_PER_CONNECTION,
+              show_default=True,
+              help="gRPC calls one connection may have in flight; more end "
+                   "RESOURCE_EXHAUSTED.")
 @click.option("--redact-content", is_flag=True,
               help="Drop prompt, response and document text before anything is stored.")
 @click.option("--redact-hook", metavar="MODULE:FUNCTION",
-              help="Call FUNCTION(key, text) -> text | None on every string attribute before "
-                   "it is stored (None drops it).")
+              help="Call FUNCTION(key, text) -> text | None on every string of every span "
+                   "(attribute values and keys at any depth, names, status messages, "
+                   "trace_state) before it is stored (None drops it).")
 def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration: float,
           num_traces: int, orphan_timeout: float, max_body_mib: float, token_file: Path | None,
           tls_cert: Path | None, tls_key: Path | None, max_attributes: int,
-          max_spans_per_trace: int, max_pending_spans: int, redact_content: bool,
-          redact_hook: str | None) -> None:
+          max_spans_per_trace: int, max_pending_spans: int, grpc_read_timeout: float,
+          grpc_calls_per_connection: int, redact_content: bool, redact_hook: str | None
+          ) -> None:
     """Receive OTLP spans, assemble whole agent traces and store them durably.
 
     A request is acknowledged only after its spans are committed to the store. SIGTERM or
@@ -90,7 +100,10 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
     grpc, http = _port(grpc_port, "--grpc-port"), _port(http_port, "--http-port")
     if grpc is None and http is None:
         raise ConfigError("--grpc-port", "both receivers are disabled; enable at least one.")
+    if grpc_read_timeout <= 0:
+        raise ConfigError("--grpc-read-timeout", "must be positive.")
     for name, value in (("--max-attributes", max_attributes),
+                        ("--grpc-calls-per-connection", grpc_calls_per_connection),
                         ("--max-spans-per-trace", max_spans_per_trace),
                         ("--max-pending-spans", max_pending_spans)):
         if value < 1:
@@ -103,6 +116,8 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
                       max_spans_per_trace=max_spans_per_trace,
                       max_pending_spans=max_pending_spans),
         security=Security(read_token(token_file), tls_cert, tls_key),
+        grpc_read_timeout=grpc_read_timeout,
+        grpc_calls_per_connection=grpc_calls_per_connection,
         redactor=Redactor(redact_content, load_hook(redact_hook) if redact_hook else None),
     )
     try:

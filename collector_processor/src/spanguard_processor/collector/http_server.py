@@ -45,6 +45,7 @@ from google.rpc.status_pb2 import Status
 from ..ingest.otlp_proto import MIN_SPAN_BYTES
 from ..ingest.spans import DecodedBatch
 from .admission import Reservation
+from .health import Health
 from .limits import DEFAULT_MAX_BODY
 from .os_threads import name_os_thread
 from .receive import JSON, PROTOBUF, Received, Receiver, Refusal, Refused, export_response
@@ -287,7 +288,9 @@ class HttpApp:
     each layer of one costs CPU on every request)."""
 
     def __init__(self, receiver: Receiver, max_body_bytes: int, token: bytes | None,
-                 decoders: int, body_timeout: float) -> None:
+                 decoders: int, body_timeout: float,
+                 health: Callable[[], Health] | None = None) -> None:
+        self._health_of = health
         self._export = _Export(receiver, max_body_bytes, body_timeout, decoders)
         self.decoder = self._export.decoder  # shut it down after the server stopped
         self._ingestor = receiver.ingestor
@@ -314,22 +317,30 @@ class HttpApp:
     async def _health(self, send: Send) -> None:
         ingestor = self._ingestor
         stats = ingestor.stats()
-        healthy = ingestor.healthy
-        await _answer(send, 200 if healthy else 503, orjson.dumps({
+        health = self._health_of() if self._health_of is not None else None
+        healthy = ingestor.healthy and (health is None or health.ok)
+        document: dict[str, Any] = {
             "status": "ok" if healthy else "unavailable",
             "spans_received": stats.spans_received,
             "spans_duplicated": stats.spans_duplicated,
             "traces_in_flight": stats.traces_in_flight,
             "traces_released": stats.traces_released,
-        }), b"application/json")
+        }
+        if health is not None:
+            document["parts"] = dict(health.parts)
+            document["down"] = list(health.down)
+        await _answer(send, 200 if healthy else 503, orjson.dumps(document),
+                      b"application/json")
 
 
 def create_app(receiver: Receiver, *, max_body_bytes: int = DEFAULT_MAX_BODY,
                token: bytes | None = None, decoders: int = 2,
-               body_timeout: float = BODY_TIMEOUT) -> HttpApp:
+               body_timeout: float = BODY_TIMEOUT,
+               health: Callable[[], Health] | None = None) -> HttpApp:
     """The OTLP/HTTP application, writing through ``receiver``; ``token`` requires bearer auth.
 
     ``decoders`` worker threads decode request bodies (``app.decoder``; shut it down after the
-    server stopped).
+    server stopped); ``health`` reports the state of each part of the processor for
+    ``/health`` (collector/health.py).
     """
-    return HttpApp(receiver, max_body_bytes, token, decoders, body_timeout)
+    return HttpApp(receiver, max_body_bytes, token, decoders, body_timeout, health)

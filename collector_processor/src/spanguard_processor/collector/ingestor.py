@@ -67,8 +67,12 @@ class IngestStats:
 class Ingestor:
     """Store-then-assemble pipeline on a single writer thread."""
 
-    def __init__(self, store: SpanStore, assembler: TraceAssembler) -> None:
+    def __init__(self, store: SpanStore, assembler: TraceAssembler, *,
+                 background_start: bool = False) -> None:
         self.store = store
+        self._background_start = background_start
+        #: what the writer does before taking requests (None once it takes them)
+        self.starting: str | None = None
         self.assembler = assembler
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()  # C: no Condition per call
         self._thread = threading.Thread(target=self._run, name="spanguard-writer", daemon=True)
@@ -84,22 +88,48 @@ class Ingestor:
         self._retry_at = 0.0  # after a refused index commit: not before this
         self._index_refused = False
         self._failure: BaseException | None = None
+        self.beat = time.monotonic()  # when the writer last came round its loop
+        self.refused: tuple[float, str] | None = None  # the last write the store refused
 
     def start(self) -> Ingestor:
-        """Refill the assembler with traces left pending by a previous run, then start."""
+        """Refill the assembler with the traces a previous run left pending, then start the
+        writer thread.
+
+        With ``background_start`` both are the writer's first work, after checking every
+        stored batch against its checksum, and before any request is stored (requests wait in
+        the queue, so nothing is acknowledged into a damaged store): on a large store that
+        takes seconds, while the receivers already answer ``/health`` (:attr:`starting` says
+        what the writer is doing meanwhile)."""
+        if self._background_start:
+            self.starting = "checking the store's batches against their checksums"
+        else:
+            self._resume()
+        self._thread.start()
+        return self
+
+    def _start_up(self) -> None:
+        if self._background_start:
+            self.store.verify_batches(index=False)  # the index rows were checked at open
+            self.starting = "resuming the traces left in flight by the last run"
+            self._resume()
+
+    def _resume(self) -> None:
         pending = list(self.store.pending_groups())
         self.store.forget_view()  # the writer reads no more
         if pending:
             _log.info("resuming %d pending spans from %s",
                       sum(group.span_count for group in pending), self.store.path)
             self._mark(self.assembler.add_groups(pending))
-        self._thread.start()
-        return self
 
     @property
     def healthy(self) -> bool:
         """False once closing, or after the store failed (requests then get 503/UNAVAILABLE)."""
         return not self._closed and self._failure is None and self._thread.is_alive()
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The store error the writer could not carry on from (None while it works)."""
+        return self._failure
 
     @property
     def writer_alive(self) -> bool:
@@ -168,10 +198,12 @@ class Ingestor:
                              "trace(s) released (%s); retrying", len(self._unindexed),
                              len(self._unmarked), exc)
             self._index_refused = True
+            self.refused = (time.monotonic(), str(exc))
             self._retry_at = time.monotonic() + _MAX_TICK
             self._unmarked = list(dict.fromkeys(self._unmarked))
             return
         self._index_refused = False
+        self.refused = None
         self._unmarked = []
         self._unindexed = []
         self._unindexed_spans = 0
@@ -190,8 +222,15 @@ class Ingestor:
 
     def _run(self) -> None:
         name_os_thread()
+        try:
+            self._start_up()
+        except Exception as exc:  # e.g. a damaged store: refuse every request, say why
+            _log.exception("the span store cannot be used; refusing spans")
+            self._failure = exc
+        self.starting = None
         stop = False
         while not stop:
+            self.beat = time.monotonic()
             due = self.assembler.next_due()
             timeout = _MAX_TICK if due is None else min(max(due, 0.001), _MAX_TICK)
             index_due = self._index_due(time.monotonic())
@@ -218,6 +257,7 @@ class Ingestor:
                 self._write(batches)
             except Exception as exc:
                 if _transient(exc):  # this group commit was rolled back and refused (retryable)
+                    self.refused = (time.monotonic(), str(exc))
                     _log.warning("the span store refused a write (%s); the senders will retry",
                                  exc)
                     continue
@@ -235,6 +275,7 @@ class Ingestor:
                 for future in futures:
                     future.set_exception(exc)
                 raise
+            self.refused = None  # the store takes writes again
             for future in futures:
                 future.set_result(None)
             now = time.monotonic()

@@ -10,8 +10,9 @@ largest request body or message either receiver accepts. The back-pressure ones
 * attributes beyond ``max_attributes_per_span`` are dropped (and counted in
   ``dropped_attributes_count``, as the OTel SDK does);
 * spans beyond ``max_spans_per_trace`` are rejected and reported through OTLP partial success;
-* the :class:`~spanguard_processor.collector.redaction.Redactor` runs here, so redacted text is
-  never stored.
+* the :class:`~spanguard_processor.collector.redaction.Redactor` runs here, over every string
+  of the request (:mod:`~spanguard_processor.collector.redact_otlp`), so redacted text is never
+  stored.
 
 The per-trace span count is kept for the ``trace_memory`` most recently seen traces and counts
 every span received, so a re-sent span counts again: the limit errs on the strict side.
@@ -34,6 +35,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from ..ingest.otlp_proto import decode_request, group_request
 from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch, TraceGroup
+from .redact_otlp import redact_document, redact_request
 from .redaction import Redactor
 
 __all__ = ["DEFAULT_MAX_BODY", "Limits", "Shaper"]
@@ -149,17 +151,18 @@ class Shaper:
         shape = _Shape()
         scopes = [ss for rs in request.resource_spans for ss in rs.scope_spans]
         limit = self.limits.max_attributes_per_span
-        redact = self.redactor.active
+        if self.redactor.active:  # every string of the request, at any depth
+            shape.changed |= redact_request(self.redactor, request)
         raw: Counter[bytes] = Counter()
         for scope_spans in scopes:  # one pass: every span wrapper is made once
             for span in scope_spans.spans:
                 raw[span.trace_id] += 1
-                if redact or len(span.attributes) > limit:
+                if len(span.attributes) > limit:
                     self._proto_attributes(span, shape)
                 events = span.events
                 if events:
                     for event in events:
-                        if redact or len(event.attributes) > limit:
+                        if len(event.attributes) > limit:
                             self._proto_attributes(event, shape)
         allowed = self._admit(((t.hex(), n) for t, n in raw.items()), shape)
         if shape.rejected:
@@ -193,23 +196,12 @@ class Shaper:
             holder.dropped_attributes_count += len(attributes) - limit
             del attributes[limit:]
             shape.changed = True
-        if not self.redactor.active:
-            return
-        for index in range(len(attributes) - 1, -1, -1):
-            kv = attributes[index]
-            text = kv.value.string_value if kv.value.HasField("string_value") else None
-            keep, new = self.redactor.text(kv.key, text)
-            if not keep:
-                del attributes[index]
-                holder.dropped_attributes_count += 1
-                shape.changed = True
-            elif new is not None and new != text:
-                kv.value.string_value = new
-                shape.changed = True
 
     def shape_json(self, document: Any) -> tuple[int, str | None, bool]:
         """The same for a parsed OTLP-JSON document; malformed parts are left to the decoder."""
         shape = _Shape()
+        if self.redactor.active:  # every string of the document, at any depth
+            shape.changed |= redact_document(self.redactor, document)
         for span in _json_spans(document, shape, self):
             self._json_attributes(span, shape)
             events = span.get("events")
@@ -225,22 +217,6 @@ class Shaper:
         limit = self.limits.max_attributes_per_span
         dropped = max(0, len(attributes) - limit)
         kept = attributes[:limit]
-        if self.redactor.active:
-            redacted = []
-            for kv in kept:
-                if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-                    redacted.append(kv)
-                    continue
-                value = kv.get("value")
-                text = value.get("stringValue") if isinstance(value, dict) else None
-                keep, new = self.redactor.text(kv["key"], text if isinstance(text, str) else None)
-                if not keep:
-                    dropped += 1
-                    continue
-                if new is not None and new != text:
-                    kv = {**kv, "value": {"stringValue": new}}
-                redacted.append(kv)
-            kept = redacted
         if dropped or kept != attributes:
             holder["attributes"] = kept
             previous = holder.get("droppedAttributesCount")

@@ -60,6 +60,10 @@ class Redactor:
     def active(self) -> bool:
         return self.drop_content or self.hook is not None
 
+    def keeps(self, key: str) -> bool:
+        """False for an attribute the content rule drops whatever its value."""
+        return not (self.drop_content and is_content_key(key))
+
     def text(self, key: str, value: str | None) -> tuple[bool, str | None]:
         """``(keep, new_value)`` for one attribute; ``value`` is None for non-string values."""
         if self.drop_content and is_content_key(key):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 import os
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,24 +95,28 @@ class Security:
             [(self.tls_key.read_bytes(), self.tls_cert.read_bytes())])
 
 
-class TokenInterceptor(grpc.ServerInterceptor):
-    """gRPC: calls without ``authorization: Bearer <token>`` end with UNAUTHENTICATED."""
+class TokenInterceptor(grpc.aio.ServerInterceptor):
+    """gRPC: calls without ``authorization: Bearer <token>`` end with UNAUTHENTICATED, decided
+    from the call's headers before its message is read (the refusal is a streaming handler
+    that never reads) or any other work is done."""
 
     def __init__(self, token: bytes) -> None:
         self._token = token
 
-        def deny(request: bytes, context: grpc.ServicerContext) -> bytes:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required.")
+        async def deny(requests: object, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                                "a valid bearer token is required.")
+            raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
-        self._deny: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(deny)
+        self._deny: grpc.RpcMethodHandler[Any, Any] = grpc.stream_unary_rpc_method_handler(deny)
 
-    def intercept_service(
+    async def intercept_service(
             self,
             continuation: Callable[[grpc.HandlerCallDetails],
-                                   grpc.RpcMethodHandler[Any, Any] | None],
+                                   Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
             handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization" and token_matches(self._token, value):
-                return continuation(handler_call_details)
+                return await continuation(handler_call_details)
         return self._deny

@@ -23,13 +23,15 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import grpc
 import uvicorn
+
+from spanguard.exceptions import InputError
 
 from .admission import Admission
 from .assembler import TraceAssembler
@@ -40,7 +42,8 @@ from .connections import (
     guarded_http,
     loop_exception_handler,
 )
-from .grpc_server import start_grpc_server
+from .grpc_server import CALLS_PER_CONNECTION, READ_TIMEOUT, GrpcReceiver
+from .health import DISABLED, OK, WEDGED_AFTER, Health, Watchdog
 from .http_server import BODY_TIMEOUT, create_app
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Limits, Shaper
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["CannotListen", "ProcessorServer", "ReceiverFailed", "ServerConfig", "serve_forever"]
 
 _log = logging.getLogger(__name__)
+_REFUSED_RECENTLY = 5.0  # seconds a refused write keeps the store "refusing writes"
 
 
 def _run_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -99,6 +103,8 @@ class ServerConfig:
     redactor: Redactor = field(default_factory=Redactor)
     header_timeout: float = HEADER_TIMEOUT  # seconds for an HTTP request's headers to arrive
     body_timeout: float = BODY_TIMEOUT  # seconds for its body
+    grpc_read_timeout: float = READ_TIMEOUT  # seconds for a gRPC call's request message
+    grpc_calls_per_connection: int = CALLS_PER_CONNECTION  # gRPC calls in flight per connection
 
 
 class ProcessorServer:
@@ -106,18 +112,21 @@ class ProcessorServer:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.store = SpanStore(config.store)
+        # the batches' checksums are checked by the writer before it stores anything, while
+        # the receivers already answer /health (a large store takes seconds)
+        self.store = SpanStore(config.store, verify_batches=False, check_index=True)
         assembler = TraceAssembler(config.wait_duration, config.num_traces,
                                    orphan_timeout=config.orphan_timeout)
-        self.ingestor = Ingestor(self.store, assembler)
+        self.ingestor = Ingestor(self.store, assembler, background_start=True)
         self.receiver = Receiver(self.ingestor, Admission(config.limits),
                                  Shaper(config.limits, config.redactor))
         self.grpc_port: int | None = None
         self.http_port: int | None = None
-        self._grpc: grpc.Server | None = None
+        self._grpc: GrpcReceiver | None = None
         self._http: uvicorn.Server | None = None
         self._http_app: HttpApp | None = None
         self._http_thread: threading.Thread | None = None
+        self._watchdog: Watchdog | None = None
 
     def start(self) -> ProcessorServer:
         """Start both receivers; on failure (a port in use) everything started is stopped."""
@@ -127,7 +136,23 @@ class ProcessorServer:
         except BaseException:
             self.stop(grace=1.0)
             raise
+        self._describe_writer()
+        if self._grpc is not None:
+            self._watchdog = Watchdog(self._grpc.ping).start()
         return self
+
+    def _describe_writer(self) -> None:
+        """Say in the store's writer lock who writes it and where, so a refused writer can
+        name this server (and ``ingest --via`` can send to it)."""
+        cfg = self.config
+        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        facts: dict[str, str] = {}
+        if self.http_port is not None:
+            scheme = "https" if cfg.security.tls else "http"
+            facts["http"] = f"{scheme}://{host}:{self.http_port}"
+        if self.grpc_port is not None:
+            facts["grpc"] = f"{host}:{self.grpc_port}"
+        self.store.lock.describe("spanguard serve", **facts)
 
     def _start_receivers(self) -> None:
         cfg = self.config
@@ -136,10 +161,12 @@ class ProcessorServer:
         log = RateLimitedLog()
         if cfg.grpc_port is not None:
             try:
-                self._grpc, self.grpc_port = start_grpc_server(
+                self._grpc = GrpcReceiver(
                     self.receiver, cfg.host, cfg.grpc_port,
                     max_message_bytes=cfg.max_body_bytes, security=cfg.security,
-                    max_connections=budget)
+                    max_connections=budget, read_timeout=cfg.grpc_read_timeout,
+                    calls_per_connection=cfg.grpc_calls_per_connection)
+                self.grpc_port = self._grpc.start()
             except (OSError, RuntimeError) as exc:  # grpcio raises RuntimeError on a busy port
                 raise CannotListen("grpc", cfg.host, cfg.grpc_port, str(exc)) from None
         if cfg.http_port is not None:
@@ -157,7 +184,7 @@ class ProcessorServer:
             self.http_port = sock.getsockname()[1]
             app = self._http_app = create_app(
                 self.receiver, max_body_bytes=cfg.max_body_bytes, token=cfg.security.token,
-                body_timeout=cfg.body_timeout)
+                body_timeout=cfg.body_timeout, health=self.health)
             self._http = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                proxy_headers=False,  # clients are not looked up: no rewrite
@@ -184,26 +211,73 @@ class ProcessorServer:
             if not server.started:
                 raise ReceiverFailed("the OTLP/HTTP receiver failed to start (see the log).")
 
+    def wait_started(self) -> None:
+        """Wait until the writer takes requests (the store checked, pending traces resumed);
+        a store found damaged meanwhile is raised as the ``InputError`` it is."""
+        while self.ingestor.starting is not None and self.ingestor.writer_alive:
+            time.sleep(0.01)
+        failure = self.ingestor.failure
+        if isinstance(failure, InputError):
+            raise failure
+
+    def health(self) -> Health:
+        """The state of each part (collector/health.py), as ``/health`` reports it."""
+        now = time.monotonic()
+        return Health((("http", self._http_state()), ("grpc", self._grpc_state(now)),
+                       ("writer", self._writer_state(now)), ("store", self._store_state(now))))
+
+    def _http_state(self) -> str:
+        if self._http_thread is None:
+            return DISABLED
+        return OK if self._http_thread.is_alive() else "down: the OTLP/HTTP receiver stopped"
+
+    def _grpc_state(self, now: float) -> str:
+        if self._grpc is None:
+            return DISABLED
+        if not self._grpc.alive():
+            return "down: the OTLP/gRPC receiver stopped"
+        silent = now - self._grpc.last_seen
+        if silent > WEDGED_AFTER:
+            return f"wedged: its event loop has not run for {silent:.0f} s"
+        return OK
+
+    def _writer_state(self, now: float) -> str:
+        if not self.ingestor.writer_alive:
+            return "down: the span writer stopped"
+        starting = self.ingestor.starting
+        if starting is not None:
+            return f"starting: {starting}"
+        silent = now - self.ingestor.beat
+        if silent > WEDGED_AFTER:
+            return f"wedged: the span writer has been stuck for {silent:.0f} s"
+        return OK
+
+    def _store_state(self, now: float) -> str:
+        failure = self.ingestor.failure
+        if failure is not None:
+            return f"failed: {type(failure).__name__}: {failure}"
+        refused = self.ingestor.refused
+        if refused is not None and now - refused[0] < _REFUSED_RECENTLY:
+            return f"refusing writes ({refused[1]}); retrying"
+        return OK
+
     def failure(self) -> str | None:
         """Which part has stopped on its own, if one has (None while all run): a receiver
-        (its thread ended, or its server terminated) or the span writer thread."""
-        if self._http_thread is not None and not self._http_thread.is_alive():
-            return "the OTLP/HTTP receiver stopped"
-        if self._grpc is not None and not self._grpc.wait_for_termination(timeout=0):
-            return "the OTLP/gRPC receiver stopped"  # (wait_for_termination: True = timed out)
-        if not self.ingestor.writer_alive:
-            return "the span writer stopped"
-        return None
+        (its thread ended, or its server terminated), the span writer thread, or the store
+        (an error the writer cannot carry on from)."""
+        return self.health().failed()
 
     def stop(self, grace: float = 10.0) -> None:
         """Finish in-flight requests, flush in-flight traces to the store, close it."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._http is not None and self._http_thread is not None:
             self._http.should_exit = True
             self._http_thread.join(grace)
         if self._http_app is not None:
             self._http_app.decoder.shutdown(wait=False)
         if self._grpc is not None:
-            self._grpc.stop(grace).wait()
+            self._grpc.stop(grace)
             self._grpc = None
         self.ingestor.close(flush=True)
         self.store.close()
@@ -224,6 +298,11 @@ def serve_forever(
     receiver or the span writer stops on its own.
     """
     server = ProcessorServer(config).start()
+    try:
+        server.wait_started()
+    except BaseException:
+        server.stop()
+        raise
     # what starting made (modules, protobuf descriptors, the app) lives as long as the process:
     # keep it out of every later collection, which then only walks what requests allocate
     gc.collect()
@@ -251,8 +330,9 @@ def serve_forever(
         while not stop.wait(0.5):
             failure = server.failure()
             if failure:
-                raise ReceiverFailed(f"{failure} unexpectedly; the processor stopped too "
-                                     "(restart it; nothing acknowledged is lost).")
+                _log.error("%s; stopping the processor", failure)
+                raise ReceiverFailed(f"{failure}; the processor stopped too (restart it; "
+                                     "nothing acknowledged is lost).")
     finally:
         server.stop()
         for sig, handler in previous.items():

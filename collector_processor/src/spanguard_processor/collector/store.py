@@ -53,6 +53,7 @@ from .store_index import (
     stored_span_ids,
     unindexed,
 )
+from .store_lock import WriterLock
 from .store_open import open_database, verify_rows
 from .store_read import StoredBatches, agent_traces
 from .store_schema import (
@@ -87,11 +88,11 @@ class SpanStore:
 
     ``durable=False`` skips fsync; only for scratch stores that a crash may lose. The store is
     checked on open (see the module docstring); ``verify_batches`` (the default for a writable
-    store) also checks every stored batch against its checksum.
+    store) also checks every batch against its checksum, ``check_index`` only the index rows.
     """
 
     def __init__(self, path: Path | str, *, readonly: bool = False, durable: bool = True,
-                 verify_batches: bool | None = None) -> None:
+                 verify_batches: bool | None = None, check_index: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
         self._has_crc = True
@@ -99,18 +100,21 @@ class SpanStore:
         self._db: sqlite3.Connection | None = None
         #: the span ids this writer stored most recently, by trace (for deduplication)
         self._recent = RecentSpans()
+        self.lock = WriterLock(self.path, take=not readonly)  # one writer per store
         try:
             self._db, self._has_crc, self._version = open_database(self.path, readonly, durable)
             self._batches = StoredBatches(self._has_crc, self._damaged)
             # a version-3 store is read by trace through a view; older ones (read-only)
             # through their own per-trace tables
             self._view = TraceView() if self._version >= 3 else None
-            if verify_batches if verify_batches is not None else not readonly:
-                self.verify_batches()
+            verify = bool(verify_batches if verify_batches is not None else not readonly)
+            if verify or check_index:
+                self.verify_batches(bodies=verify)
             self._index_unindexed()
         except BaseException:
             if self._db is not None:
                 self._db.close()
+            self.lock.release()
             raise
 
     @property
@@ -121,11 +125,12 @@ class SpanStore:
     def _damaged(self, problem: str) -> DamagedStore:
         return DamagedStore(problem, file=str(self.path))
 
-    def verify_batches(self) -> int:
-        """Check every stored batch against its checksum, and that every index row is
-        well-formed and names a stored batch; returns how many batches were checked."""
+    def verify_batches(self, *, bodies: bool = True, index: bool = True) -> int:
+        """Check every batch against its checksum (``bodies``) and that every index row is
+        well-formed and names a stored batch (``index``); returns how many batches it read."""
         with self._reading():
-            return verify_rows(self.db, self.path, self._has_crc, self._version)
+            return verify_rows(self.db, self.path, self._has_crc, self._version,
+                               bodies=bodies, index=index)
 
     def check_index(self) -> int:
         """``PRAGMA integrity_check``, then every index row against the spans its batch holds;
@@ -183,6 +188,7 @@ class SpanStore:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.close()
         self._db = None
+        self.lock.release()
 
     def __enter__(self) -> SpanStore:
         return self

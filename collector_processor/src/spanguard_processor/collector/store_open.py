@@ -123,17 +123,16 @@ def open_database(path: Path, readonly: bool, durable: bool) -> OpenStore:
         raise
 
 
-def verify_rows(db: sqlite3.Connection, path: Path, has_crc: bool, version: int) -> int:
-    """Check every stored batch against its checksum, and that every index row is well-formed
-    (and, in a version-3 store, matches its checksum and unpacks) and names a stored batch;
-    returns how many batches were checked."""
+def verify_rows(db: sqlite3.Connection, path: Path, has_crc: bool, version: int, *,
+                bodies: bool = True, index: bool = True) -> int:
+    """Check every stored batch against its checksum (``bodies``), and that every index row is
+    well-formed (and, in a version-3 store, matches its checksum and unpacks) and names a
+    stored batch (``index``); returns how many batches were checked."""
     checked = 0
-    if has_crc:
-        for batch_id, body, check in db.execute("SELECT id, body, crc FROM batches"):
-            if check is not None and (not isinstance(body, bytes) or crc(body) != check):
-                raise DamagedStore(f"batch {batch_id} does not match its checksum",
-                                   file=str(path))
-            checked += 1
+    if not index:
+        return _verify_bodies(db, path) if has_crc else 0
+    if has_crc and bodies:
+        checked = _verify_bodies(db, path)
     for table, query in (MALFORMED_ROWS if version >= 3 else MALFORMED_VIEW_ROWS).items():
         row = db.execute(query).fetchone()
         if row is not None:
@@ -144,4 +143,13 @@ def verify_rows(db: sqlite3.Connection, path: Path, has_crc: bool, version: int)
             checked_blob("batch_traces", row_id, blob, check, unpack_groups, path)
         for row_id, blob, check in db.execute("SELECT id, trace_ids, crc FROM releases"):
             checked_blob("releases", row_id, blob, check, unpack_trace_ids, path)
+    return checked
+
+
+def _verify_bodies(db: sqlite3.Connection, path: Path) -> int:
+    checked = 0
+    for batch_id, body, check in db.execute("SELECT id, body, crc FROM batches"):
+        if check is not None and (not isinstance(body, bytes) or crc(body) != check):
+            raise DamagedStore(f"batch {batch_id} does not match its checksum", file=str(path))
+        checked += 1
     return checked

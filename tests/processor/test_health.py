@@ -1,0 +1,168 @@
+"""Never half alive, and a ``/health`` that tells the truth (issue 37, finding 2 and 5): a
+writer that fails stops the process (non-zero) instead of refusing every request for ever, and
+``/health`` names each part — HTTP, gRPC, writer, store — answering 503 for one down or wedged."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from spanguard_processor.collector import server as server_module
+from spanguard_processor.collector.health import PARTS
+from spanguard_processor.collector.server import (
+    ProcessorServer,
+    ReceiverFailed,
+    ServerConfig,
+    serve_forever,
+)
+from spanguard_processor.collector.store import SpanStore
+
+from ..reliability.hostile import tiny_spans_request
+from ..reliability.servers import PROTO, running
+
+pytestmark = pytest.mark.integration
+
+
+def _health(server: ProcessorServer) -> httpx.Response:
+    return httpx.get(f"http://127.0.0.1:{server.http_port}/health", timeout=5)
+
+
+def _post(server: ProcessorServer, seed: int) -> int:
+    try:
+        return httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
+                          content=tiny_spans_request(3, seed), headers=PROTO,
+                          timeout=10).status_code
+    except httpx.HTTPError:
+        return 0
+
+
+def _poll(server: ProcessorServer, until: Any, timeout: float = 5) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = _health(server)
+        document: dict[str, Any] = reply.json()
+        document["code"] = reply.status_code
+        if until(document) or time.monotonic() > deadline:
+            return document
+        time.sleep(0.05)
+
+
+def test_health_reports_each_part(tmp_path: Path) -> None:
+    with running(tmp_path / "s.db") as server:
+        reply = _health(server)
+    assert reply.status_code == 200
+    document = reply.json()
+    assert document["status"] == "ok"
+    assert document["parts"] == dict.fromkeys(PARTS, "ok")
+    assert document["down"] == []
+    assert document["spans_received"] == 0  # the counters stay where they were
+
+
+def test_a_disabled_receiver_is_reported_as_such(tmp_path: Path) -> None:
+    with running(tmp_path / "s.db", grpc_port=None) as server:
+        document = _health(server).json()
+    assert document["parts"]["grpc"] == "disabled"
+    assert document["status"] == "ok"
+
+
+def test_health_names_a_wedged_writer_and_recovers(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server_module, "WEDGED_AFTER", 0.5)
+    with running(tmp_path / "s.db") as server:
+        append = server.store.append_batches
+
+        def stuck(*args: Any, **kwargs: Any) -> Any:  # a commit that hangs for 3 s
+            time.sleep(3)
+            return append(*args, **kwargs)
+
+        server.store.append_batches = stuck  # type: ignore[method-assign]
+        sender = threading.Thread(target=_post, args=(server, 1))
+        sender.start()
+        wedged = _poll(server, lambda d: d["code"] == 503)
+        sender.join()
+        recovered = _poll(server, lambda d: d["code"] == 200)
+    assert wedged["code"] == 503, wedged
+    assert wedged["down"] == ["writer"]
+    assert wedged["parts"]["writer"].startswith("wedged: the span writer has been stuck")
+    assert recovered["code"] == 200, recovered
+
+
+def test_health_names_a_wedged_grpc_receiver(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server_module, "WEDGED_AFTER", 0.5)
+    with running(tmp_path / "s.db") as server:
+        assert server._grpc is not None
+        server._grpc._loop.call_soon_threadsafe(time.sleep, 3)  # a handler holding the loop
+        wedged = _poll(server, lambda d: d["code"] == 503)
+        recovered = _poll(server, lambda d: d["code"] == 200)
+    assert wedged["code"] == 503, wedged
+    assert wedged["down"] == ["grpc"]
+    assert wedged["parts"]["grpc"].startswith("wedged: its event loop has not run")
+    assert recovered["code"] == 200
+
+
+def test_a_writer_fault_stops_the_process_instead_of_leaving_it_half_alive(
+        tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    config = ServerConfig(store=store, grpc_port=0, http_port=0, wait_duration=0.05)
+    codes: list[int] = []
+
+    def inject(server: ProcessorServer) -> None:
+        codes.append(_post(server, 1))  # stored before the fault
+        append = server.store.append_batches
+
+        def fault(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("an injected fault in the writer's work")
+
+        server.store.append_batches = fault  # type: ignore[method-assign]
+        threading.Thread(target=lambda: codes.append(_post(server, 2))).start()
+        del append
+
+    # a server that stays up half-alive is stopped after 10 s (and the test fails)
+    deadline = threading.Timer(10, lambda: __import__("signal").raise_signal(15))
+    deadline.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ReceiverFailed, match="store failed: RuntimeError: an injected fault"):
+            serve_forever(config, announce=lambda line: None, started=inject)
+    finally:
+        deadline.cancel()
+    assert time.monotonic() - started < 10
+    assert codes[0] == 200
+    with SpanStore(store, readonly=True) as reader:  # what was acknowledged is there
+        assert reader.trace_counts()[0] + reader.trace_counts()[1] >= 1
+
+
+def test_health_answers_while_the_writer_still_checks_a_large_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking a large store's batches (seconds for a gigabyte) is the writer's first work:
+    /health answers at once and says so; a request sent meanwhile is acknowledged after it."""
+    checked = threading.Event()
+    verify = SpanStore.verify_batches
+
+    def slow_check(store: SpanStore, *, bodies: bool = True, index: bool = True) -> int:
+        if not index:  # the writer's check of the bodies: a large store's 2 s
+            time.sleep(2)
+            checked.set()
+        return verify(store, bodies=bodies, index=index)
+
+    monkeypatch.setattr(SpanStore, "verify_batches", slow_check)
+    started = time.monotonic()
+    with running(tmp_path / "s.db") as server:
+        reply = _health(server)
+        answered = time.monotonic() - started
+        still_checking = not checked.is_set()
+        code = _post(server, 1)  # waits for the check, then is stored
+        after = _health(server).json()
+    assert answered < 1.5 and still_checking
+    assert reply.status_code == 200
+    assert reply.json()["parts"]["writer"] == (
+        "starting: checking the store's batches against their checksums")
+    assert reply.json()["down"] == []
+    assert code == 200 and checked.is_set()
+    assert after["parts"]["writer"] == "ok" and after["spans_received"] == 3
