@@ -213,3 +213,44 @@ def test_redact_content_drops_the_records_content_and_body(tmp_path: Path) -> No
     assert "answer 0" not in text and "question 0" not in text and "bob@" not in text
     [trace] = read_agent_traces_any([store])
     assert trace.output is None
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_evaluation_results_sent_back_are_on_their_trace_in_traces_export(
+        tmp_path: Path, protocol: str) -> None:
+    from click.testing import CliRunner
+
+    from spanguard_processor.cli import cli
+    from spanguard_processor.emit.events import EvaluationEvent
+    from spanguard_processor.emit.otlp import emit_events, parse_endpoint
+
+    spans, _ = _app(2)
+    roots = {s.context.trace_id: s for s in spans if s.parent is None}
+    (first, root), (second, root2) = sorted(roots.items())
+    store = tmp_path / "spans.db"
+    with running(store) as server:
+        httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
+                   content=encode_spans(spans).SerializeToString(), headers=PROTO)
+        url = (f"http://127.0.0.1:{server.http_port}" if protocol == "http"
+               else f"grpc://127.0.0.1:{server.grpc_port}")
+        events = [
+            EvaluationEvent("spanguard.case", 0.0, "fail", "the answer changed",
+                            trace_id=f"{first:032x}", span_id=f"{root.context.span_id:016x}",
+                            extra={"spanguard.case.id": "case-1"}),
+            EvaluationEvent("refusal_gap", 1.0, "fail", trace_id=f"{second:032x}"),  # trace only
+            EvaluationEvent("refusal_gap", 0.5, "fail"),  # no trace: not kept
+        ]
+        result = emit_events(events, parse_endpoint(url))
+        assert result.error is None, result.error
+    out = tmp_path / "traces.jsonl"
+    export = CliRunner().invoke(cli, ["traces", "export", "--store", str(store), "-o", str(out)])
+    assert export.exit_code == 0, export.output
+    exported = {t["trace_id"]: t for t in map(json.loads, out.read_text().splitlines())}
+    assert exported[f"{first:032x}"]["evaluations"] == [{
+        "name": "spanguard.case", "score": 0.0, "label": "fail",
+        "explanation": "the answer changed", "response_id": None,
+        "span_id": f"{root.context.span_id:016x}",
+        "attributes": {"spanguard.case.id": "case-1"}}]
+    [pair] = exported[f"{second:032x}"]["evaluations"]
+    assert (pair["name"], pair["score"], pair["label"]) == ("refusal_gap", 1.0, "fail")
+    assert pair["span_id"] == f"{root2.context.span_id:016x}"  # on the trace's root

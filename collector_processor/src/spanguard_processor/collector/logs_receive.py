@@ -11,10 +11,11 @@ once (its span id is derived from the record), and conversion folds the event in
 names whichever arrived first. Redaction therefore reaches the records' attributes and body as
 it reaches any span event's.
 
-Log records that name no span (no valid ``trace_id`` and ``span_id``) cannot be joined to a
-trace; they are reported through OTLP partial success (``rejected_log_records``, with a
-message) and the rest are stored. A request of such records only is answered 200 / OK with
-that partial success: nothing of it is kept.
+A ``gen_ai.evaluation.result`` that names its trace but no span (a verdict about a whole
+request) is kept with the trace's root. Other log records that name no span (no valid
+``trace_id`` and ``span_id``) cannot be joined to a trace; they are reported through OTLP
+partial success (``rejected_log_records``, with a message) and the rest are stored. A request
+of such records only is answered 200 / OK with that partial success: nothing of it is kept.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _from_json(body: bytes, what: str) -> tuple[list[LogEvent], int]:
     if not isinstance(doc, dict) or not isinstance(doc.get("resourceLogs", []), list):
         raise Refused(Refusal.MALFORMED, f"the {what} is not an OTLP-JSON logs request: it "
                                          "must be an object whose 'resourceLogs' is a list.")
-    return events_from_document(doc), _count_records(doc)
+    return events_from_document(doc, trace_level=True), _count_records(doc)
 
 
 def _from_protobuf(body: bytes, what: str) -> tuple[list[LogEvent], int]:
@@ -82,7 +83,7 @@ def _from_protobuf(body: bytes, what: str) -> tuple[list[LogEvent], int]:
                       f"the {what} is not an ExportLogsServiceRequest ({exc}).") from None
     total = sum(len(scope.log_records) for resource in request.resource_logs
                 for scope in resource.scope_logs)
-    return events_from_request(request), total
+    return events_from_request(request, trace_level=True), total
 
 
 def logs_request_as_spans(body: bytes, media: str, what: str = "body") -> LogsSpans:

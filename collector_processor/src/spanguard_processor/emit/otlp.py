@@ -128,7 +128,6 @@ def _emit(events: Sequence[EvaluationEvent], endpoint: Endpoint,
           service_name: str) -> EmitResult:
     from opentelemetry._logs import SeverityNumber
     from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import LogExportResult
     from opentelemetry.sdk.resources import Resource
 
     collected: list[Any] = []
@@ -145,7 +144,8 @@ def _emit(events: Sequence[EvaluationEvent], endpoint: Endpoint,
     finally:
         exporter.shutdown()
         provider.shutdown()
-    if result != LogExportResult.SUCCESS:
+    # by name: SDK 1.45's exporters answer LogRecordExportResult, older ones LogExportResult
+    if getattr(result, "name", None) != "SUCCESS":
         return EmitResult(0, f"the OTLP log exporter could not deliver to {endpoint} "
                              "(see the exporter's log line above)")
     return EmitResult(len(collected))
