@@ -254,3 +254,35 @@ def test_evaluation_results_sent_back_are_on_their_trace_in_traces_export(
     [pair] = exported[f"{second:032x}"]["evaluations"]
     assert (pair["name"], pair["score"], pair["label"]) == ("refusal_gap", 1.0, "fail")
     assert pair["span_id"] == f"{root2.context.span_id:016x}"  # on the trace's root
+
+
+def test_the_protobuf_path_makes_the_same_log_spans_as_the_json_path() -> None:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    from spanguard_processor.ingest.otlp_logs import events_from_request, logs_as_spans
+    from spanguard_processor.ingest.otlp_logs_proto import request_as_spans
+
+    _, logs = _app(3)
+    request = encode_logs(logs)
+    records = request.resource_logs[0].scope_logs[0].log_records
+    trace_id = records[0].trace_id
+    records.add(time_unix_nano=5, trace_id=trace_id, span_id=records[0].span_id,  # old API
+                body=AnyValue(string_value="hello"), attributes=[
+                    KeyValue(key="event.name", value=AnyValue(string_value="gen_ai.choice")),
+                    KeyValue(key="n", value=AnyValue(int_value=3))])
+    records.add(time_unix_nano=6, trace_id=trace_id, event_name="gen_ai.evaluation.result")
+    records.add(time_unix_nano=7, trace_id=trace_id, event_name="app.note")  # no span: left out
+    records.add(time_unix_nano=8, event_name="gen_ai.evaluation.result")  # no trace: left out
+    fast, kept = request_as_spans(request, trace_level=True)
+    slow = logs_as_spans(events_from_request(request, trace_level=True))
+    assert kept == len(logs) + 2
+    fast_spans = fast.resource_spans[0].scope_spans[0].spans
+    slow_spans = slow.resource_spans[0].scope_spans[0].spans
+    assert len(fast_spans) == len(slow_spans) == kept
+    for a, b in zip(fast_spans, slow_spans, strict=True):
+        assert len(a.span_id) == 8 and any(a.span_id)
+        a.span_id = b.span_id = b""
+        assert a == b
+    ids = [[s.span_id for s in request_as_spans(r, trace_level=True)[0].resource_spans[0]
+            .scope_spans[0].spans] for r in (request, encode_logs(logs[1:]))]
+    assert ids[1] == ids[0][1:len(logs)]  # a record re-sent in another batch: the same span

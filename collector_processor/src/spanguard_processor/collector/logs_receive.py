@@ -30,12 +30,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceResponse,
 )
 
-from ..ingest.otlp_logs import (
-    LogEvent,
-    events_from_document,
-    events_from_request,
-    logs_as_spans,
-)
+from ..ingest.otlp_logs import LogEvent, events_from_document, logs_as_spans
+from ..ingest.otlp_logs_proto import request_as_spans
 from ..ingest.spans import DecodedBatch, gc_paused
 from .admission import Reservation
 from .receive import JSON, PROTOBUF, Received, Receiver, Refusal, Refused
@@ -74,7 +70,7 @@ def _from_json(body: bytes, what: str) -> tuple[list[LogEvent], int]:
     return events_from_document(doc, trace_level=True), _count_records(doc)
 
 
-def _from_protobuf(body: bytes, what: str) -> tuple[list[LogEvent], int]:
+def _from_protobuf(body: bytes, what: str) -> LogsSpans:
     request = ExportLogsServiceRequest()
     try:
         request.ParseFromString(body)
@@ -83,15 +79,17 @@ def _from_protobuf(body: bytes, what: str) -> tuple[list[LogEvent], int]:
                       f"the {what} is not an ExportLogsServiceRequest ({exc}).") from None
     total = sum(len(scope.log_records) for resource in request.resource_logs
                 for scope in resource.scope_logs)
-    return events_from_request(request, trace_level=True), total
+    spans, kept = request_as_spans(request, trace_level=True)
+    return LogsSpans(spans.SerializeToString() if kept else b"", total - kept)
 
 
 def logs_request_as_spans(body: bytes, media: str, what: str = "body") -> LogsSpans:
     """A logs request (``media``: protobuf or JSON, already decompressed) as the trace request
     the receive pipeline takes; :class:`Refused` (MALFORMED) when it is not a logs request."""
     with gc_paused():
-        events, total = (_from_protobuf(body, what) if media == PROTOBUF
-                         else _from_json(body, what))
+        if media == PROTOBUF:
+            return _from_protobuf(body, what)
+        events, total = _from_json(body, what)
         return LogsSpans(logs_as_spans(events).SerializeToString() if events else b"",
                          total - len(events))
 

@@ -27,21 +27,24 @@ from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from .spans import valid_span_id, valid_trace_id
 
-__all__ = ["LOG_BODY", "LOG_SPAN", "TRACE_LEVEL", "EventIndex", "LogEvent", "attach_to_document",
-           "attach_to_request", "events_from_document", "events_from_request",
-           "is_logs_document", "logs_as_spans", "parse_logs_request"]
+__all__ = ["EVENT_NAME_ATTRIBUTE", "LOG_BODY", "LOG_SPAN", "LOG_SPANS_SCOPE", "TRACE_LEVEL",
+           "TRACE_LEVEL_EVENTS", "EventIndex", "LogEvent", "attach_to_document",
+           "attach_to_request", "events_from_document", "events_from_request", "is_logs_document",
+           "logs_as_spans", "parse_logs_request"]
 
 #: the span event attribute that carries a joined log record's body (OTLP-JSON ``AnyValue``)
 LOG_BODY = "spanguard.log.body"
 #: the name of a span that carries log records to the span it names (its parent), for stores
 #: that hold spans only: see :func:`logs_as_spans`
 LOG_SPAN = "spanguard.log"
-_EVENT_NAME_ATTRIBUTE = "event.name"  # where the older Events API put the name
+EVENT_NAME_ATTRIBUTE = "event.name"  # where the older Events API put the name
+#: the instrumentation scope of the spans :func:`logs_as_spans` makes
+LOG_SPANS_SCOPE = "spanguard.logs"
 #: the parent span id of a :data:`LOG_SPAN` carrying a record that names its trace but no span
 #: (a ``gen_ai.evaluation.result`` about a whole trace): conversion moves it to the trace's root
 TRACE_LEVEL = "ffffffffffffffff"
 #: the records kept with their trace when they name no span
-_TRACE_LEVEL_EVENTS = frozenset({"gen_ai.evaluation.result"})
+TRACE_LEVEL_EVENTS = frozenset({"gen_ai.evaluation.result"})
 
 #: (trace_id, span_id) → the events of that span, in the order read
 EventIndex = MutableMapping[tuple[str, str], list["LogEvent"]]
@@ -88,7 +91,7 @@ def _name(record: Mapping[str, Any], attributes: Sequence[Mapping[str, Any]]) ->
         return name
     for kv in attributes:
         value = kv.get("value")
-        if kv.get("key") == _EVENT_NAME_ATTRIBUTE and isinstance(value, Mapping):
+        if kv.get("key") == EVENT_NAME_ATTRIBUTE and isinstance(value, Mapping):
             return str(value.get("stringValue", ""))
     return ""
 
@@ -105,7 +108,7 @@ def _event(record: object, trace_level: bool = False) -> LogEvent | None:
     if not name:
         return None
     if not valid_span_id(span_id):
-        if not (trace_level and name in _TRACE_LEVEL_EVENTS):
+        if not (trace_level and name in TRACE_LEVEL_EVENTS):
             return None
         span_id = ""
     body = record.get("body")
@@ -232,7 +235,7 @@ def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
     root. This is what an OTLP logs receiver puts through the trace receive pipeline."""
     request = ExportTraceServiceRequest()
     scope = request.resource_spans.add().scope_spans.add()
-    scope.scope.name = "spanguard.logs"
+    scope.scope.name = LOG_SPANS_SCOPE
     for event in events:
         span = scope.spans.add(
             trace_id=bytes.fromhex(event.trace_id), span_id=_log_span_id(event),
