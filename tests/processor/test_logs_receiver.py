@@ -254,6 +254,8 @@ def test_evaluation_results_sent_back_are_on_their_trace_in_traces_export(
     [pair] = exported[f"{second:032x}"]["evaluations"]
     assert (pair["name"], pair["score"], pair["label"]) == ("refusal_gap", 1.0, "fail")
     assert pair["span_id"] == f"{root2.context.span_id:016x}"  # on the trace's root
+    reread = {t.trace_id: t for t in read_agent_traces_any([out])}  # the JSONL reads back
+    assert [e.to_dict() for e in reread[f"{second:032x}"].evaluations] == [pair]
 
 
 def test_the_protobuf_path_makes_the_same_log_spans_as_the_json_path() -> None:
