@@ -288,3 +288,28 @@ def test_the_protobuf_path_makes_the_same_log_spans_as_the_json_path() -> None:
     ids = [[s.span_id for s in request_as_spans(r, trace_level=True)[0].resource_spans[0]
             .scope_spans[0].spans] for r in (request, encode_logs(logs[1:]))]
     assert ids[1] == ids[0][1:len(logs)]  # a record re-sent in another batch: the same span
+
+
+_T, _S = "0" * 31 + "1", "0" * 15 + "1"
+HOSTILE_LOGS: list[Any] = [
+    {"resourceLogs": [{"scopeLogs": 5}]},
+    {"resourceLogs": [{"scopeLogs": [{"logRecords": 7}]}, 5, "x", None]},
+    {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": _T, "spanId": _S, "eventName": "e", "timeUnixNano": "9" * 30}]}]}]},
+    {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": _T, "spanId": _S, "eventName": "e", "timeUnixNano": -5,
+         "attributes": [{"key": "a", "value": {"intValue": [1]}}, {"key": 5}, 3]}]}]}]},
+    {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": _T, "spanId": _S, "eventName": 5, "body": {"kvlistValue": 3}}]}]}]},
+    [], "x", {"resourceLogs": None},
+]
+
+
+def test_hostile_json_logs_are_answered_200_or_400_never_a_crash(tmp_path: Path) -> None:
+    with running(tmp_path / "spans.db") as server:
+        for doc in HOSTILE_LOGS:
+            reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/logs",
+                               content=json.dumps(doc), headers={
+                                   "content-type": "application/json"})
+            assert reply.status_code in (200, 400), (doc, reply.status_code, reply.text)
+            assert reply.headers["content-type"] == "application/json"

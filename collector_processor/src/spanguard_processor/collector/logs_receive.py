@@ -20,6 +20,7 @@ of such records only is answered 200 / OK with that partial success: nothing of 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,13 +50,14 @@ class LogsSpans:
     unjoined: int
 
 
-def _count_records(doc: Any) -> int:
-    total = 0
-    for resource in doc.get("resourceLogs") or ():
-        for scope in (resource.get("scopeLogs") if isinstance(resource, dict) else None) or ():
-            records = scope.get("logRecords") if isinstance(scope, dict) else None
-            total += len(records) if isinstance(records, list) else 0
-    return total
+def _count_records(doc: Mapping[str, Any]) -> int:
+    return sum(len(_items(scope, "logRecords")) for resource in _items(doc, "resourceLogs")
+               for scope in _items(resource, "scopeLogs"))
+
+
+def _items(parent: object, key: str) -> list[Any]:
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return value if isinstance(value, list) else []
 
 
 def _from_json(body: bytes, what: str) -> tuple[list[LogEvent], int]:

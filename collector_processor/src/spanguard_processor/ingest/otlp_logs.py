@@ -79,10 +79,16 @@ def _hex(value: object) -> str:
     return value.lower() if isinstance(value, str) else ""
 
 
+_MAX_NANOS = 2**64 - 1  # a fixed64 field
+
+
 def _nanos(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    """A timestamp (a number or a decimal string) within OTLP's 64 bits, else 0 (unknown)."""
+    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_NANOS:
         return value
-    return int(value) if isinstance(value, str) and value.isdigit() else 0
+    return 0
 
 
 def _name(record: Mapping[str, Any], attributes: Sequence[Mapping[str, Any]]) -> str:
