@@ -7,6 +7,8 @@ import base64
 import gzip
 import json
 import re
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -313,3 +315,39 @@ def test_hostile_json_logs_are_answered_200_or_400_never_a_crash(tmp_path: Path)
                                    "content-type": "application/json"})
             assert reply.status_code in (200, 400), (doc, reply.status_code, reply.text)
             assert reply.headers["content-type"] == "application/json"
+
+
+def test_logs_calls_count_against_the_traces_per_connection_cap(tmp_path: Path) -> None:
+    _, logs = _app(1)
+    body = encode_logs(logs).SerializeToString()
+    trace_export = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+    with running(tmp_path / "spans.db", grpc_calls_per_connection=2) as server, \
+            grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        release = threading.Event()
+
+        def never() -> Iterator[bytes]:
+            release.wait(30)
+            return
+            yield b""
+
+        hanging = [channel.stream_unary(path).future(never(), timeout=30)
+                   for path in (trace_export, LOGS_EXPORT)]
+        try:
+            time.sleep(0.3)
+            with pytest.raises(grpc.RpcError) as refused:
+                channel.unary_unary(LOGS_EXPORT)(body, timeout=5)
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        finally:
+            release.set()
+            for call in hanging:
+                call.cancel()
+        deadline = time.monotonic() + 10  # the cap frees as the server sees the calls end
+        while True:
+            try:
+                answer = channel.unary_unary(LOGS_EXPORT)(body, timeout=5)
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert ExportLogsServiceResponse.FromString(answer) == ExportLogsServiceResponse()
