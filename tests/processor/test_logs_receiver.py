@@ -351,3 +351,13 @@ def test_logs_calls_count_against_the_traces_per_connection_cap(tmp_path: Path) 
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
         assert ExportLogsServiceResponse.FromString(answer) == ExportLogsServiceResponse()
+
+
+def test_a_logs_call_without_a_message_is_invalid_argument_naming_the_logs_request(
+        tmp_path: Path) -> None:
+    with running(tmp_path / "spans.db") as server, \
+            grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel, \
+            pytest.raises(grpc.RpcError) as refused:
+        channel.stream_unary(LOGS_EXPORT)(iter(()), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details() == "the call carried no ExportLogsServiceRequest."

@@ -82,6 +82,7 @@ class TraceService:
         self.read_timeout = read_timeout
         self.calls_per_connection = calls_per_connection
         self._respond = respond
+        self.request_name = "ExportTraceServiceRequest"  # for messages
         self._in_flight: Counter[str] = Counter()  # per connection (peer address and port)
 
     def for_logs(self) -> TraceService:
@@ -92,6 +93,7 @@ class TraceService:
                             calls_per_connection=self.calls_per_connection,
                             respond=logs_export_response)
         logs._in_flight = self._in_flight
+        logs.request_name = "ExportLogsServiceRequest"
         return logs
 
     async def Export(self, requests: AsyncIterator[bytes],
@@ -123,7 +125,7 @@ class TraceService:
                          f"the request message did not arrive within {self.read_timeout:g} s.")
         if not isinstance(body, bytes):  # grpc.aio.EOF: the client sent no message
             await _abort(context, grpc.StatusCode.INVALID_ARGUMENT,
-                         "the call carried no ExportTraceServiceRequest.")
+                         f"the call carried no {self.request_name}.")
         return body
 
     async def _export(self, body: bytes, context: grpc.aio.ServicerContext[bytes, Any]
