@@ -10,7 +10,9 @@ counterfactual identity (no content) and the instrumented chat call. Run it with
 exist only in ``gen_ai.client.inference.operation.details`` log records.
 
 FORMAT is ``json`` (OTLP-JSON lines, ``{"resourceSpans": ...}`` and ``{"resourceLogs": ...}``
-interleaved, ids in hex) or ``proto`` (length-prefixed ``Export*ServiceRequest`` messages).
+interleaved, ids in hex) or ``proto`` (length-prefixed ``Export*ServiceRequest`` messages); or
+``otlp-http`` / ``otlp-grpc``: OUT_FILE is then an OTLP endpoint (``http://host:port``) the
+app exports its spans and log records to with the SDK's OTLP exporters (batch processors).
 """
 
 from __future__ import annotations
@@ -86,16 +88,43 @@ class Logs(LogExporter):
         return True
 
 
+def _otlp(endpoint: str, grpc: bool, tracing: TracerProvider, logging: LoggerProvider) -> None:
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    if grpc:
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        spans: Any = OTLPSpanExporter(endpoint=endpoint, insecure=True)
+        logs: Any = OTLPLogExporter(endpoint=endpoint, insecure=True)
+    else:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import (
+            OTLPLogExporter as HttpLogs,
+        )
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpSpans,
+        )
+
+        spans, logs = HttpSpans(endpoint=endpoint + "/v1/traces"), \
+            HttpLogs(endpoint=endpoint + "/v1/logs")
+    tracing.add_span_processor(BatchSpanProcessor(spans))
+    logging.add_log_record_processor(BatchLogRecordProcessor(logs))
+
+
 def main(out_file: str, fmt: str, base_url: str, variants_json: str) -> None:
     import openai
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
-    out = FileOut(Path(out_file), fmt)
     resource = Resource.create({"service.name": "renter-support"})
     tracing = TracerProvider(resource=resource)
-    tracing.add_span_processor(SimpleSpanProcessor(Spans(out)))
     logging = LoggerProvider(resource=resource)
-    logging.add_log_record_processor(SimpleLogRecordProcessor(Logs(out)))
+    if fmt.startswith("otlp-"):
+        _otlp(out_file, fmt == "otlp-grpc", tracing, logging)
+    else:
+        out = FileOut(Path(out_file), fmt)
+        tracing.add_span_processor(SimpleSpanProcessor(Spans(out)))
+        logging.add_log_record_processor(SimpleLogRecordProcessor(Logs(out)))
     OpenAIInstrumentor().instrument(tracer_provider=tracing, logger_provider=logging)
     tracer = tracing.get_tracer("renter-support")
     client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)

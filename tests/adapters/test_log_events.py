@@ -118,7 +118,8 @@ def test_ingest_stores_the_events_content_with_its_span(tmp_path: Path) -> None:
     assert {t.output for t in traces} == {REFUSAL, ANSWER}
 
 
-def test_the_collector_config_writes_log_records_beside_the_spans() -> None:
+def test_the_collector_config_writes_log_records_beside_the_spans_and_forwards_them(
+        ) -> None:
     import yaml
 
     from ..processor.test_otel_config import CONFIG, check_config
@@ -126,7 +127,7 @@ def test_the_collector_config_writes_log_records_beside_the_spans() -> None:
     assert check_config(CONFIG) == []
     pipelines = yaml.safe_load(CONFIG.read_text())["service"]["pipelines"]
     assert pipelines["logs"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"],
-                                 "exporters": ["file"]}
+                                 "exporters": ["file", "otlp_http/spanguard"]}  # and to serve
     assert pipelines["traces/raw"]["exporters"] == ["file"]  # one file: what the readers read
 
 

@@ -100,8 +100,13 @@ def test_pipelines_write_raw_files_and_forward_grouped_batched_traces() -> None:
 
 def test_scaleout_routes_whole_traces_to_reachable_replicas_with_a_token() -> None:
     config = yaml.safe_load(SCALEOUT.read_text())
-    (pipeline,) = config["service"]["pipelines"].values()
+    pipelines = config["service"]["pipelines"]
+    assert set(pipelines) == {"traces/assembled", "logs"}
+    pipeline = pipelines["traces/assembled"]
     assert pipeline["exporters"] == ["load_balancing"]
+    # log records (GenAI content, evaluation results) go where their trace's spans go
+    assert pipelines["logs"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"],
+                                 "exporters": ["load_balancing"]}
     assert pipeline["processors"] == ["memory_limiter", "groupbytrace", "batch"]
     balancer = config["exporters"]["load_balancing"]
     assert balancer["routing_key"] == "traceID"

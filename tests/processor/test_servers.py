@@ -320,7 +320,7 @@ def test_the_server_threads_carry_their_names_at_the_os_level(
 def test_other_paths_and_methods_get_404_and_405_and_head_probes_health(
         server: ProcessorServer) -> None:
     base = url(server)
-    assert httpx.get(base + "/v1/logs").status_code == 404
+    assert httpx.get(base + "/v1/metrics").status_code == 404
     wrong = httpx.get(base + "/v1/traces")
     assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST")
     assert httpx.post(base + "/health").status_code == 405

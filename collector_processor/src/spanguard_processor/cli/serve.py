@@ -37,7 +37,8 @@ def _port(value: int, name: str) -> int | None:
 @click.option("--grpc-port", type=int, default=4317, show_default=True,
               help="OTLP/gRPC port; 0 picks a free port, -1 disables gRPC.")
 @click.option("--http-port", type=int, default=4318, show_default=True,
-              help="OTLP/HTTP port (/v1/traces, /health); 0 picks a free port, -1 disables.")
+              help="OTLP/HTTP port (/v1/traces, /v1/logs, /health); 0 picks a free port, "
+                   "-1 disables.")
 @click.option("--wait-duration", type=float, default=2.0, show_default=True,
               help="Seconds of silence after the root span before a trace is released.")
 @click.option("--num-traces", type=int, default=10_000, show_default=True,
@@ -81,10 +82,11 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
           max_spans_per_trace: int, max_pending_spans: int, grpc_read_timeout: float,
           grpc_calls_per_connection: int, redact_content: bool, redact_hook: str | None
           ) -> None:
-    """Receive OTLP spans, assemble whole agent traces and store them durably.
+    """Receive OTLP spans and log records, assemble whole agent traces and store them durably.
 
     A request is acknowledged only after its spans are committed to the store. SIGTERM or
     Ctrl-C stops gracefully: requests in progress finish and traces in flight are flushed.
+    Log records (GenAI events, gen_ai.evaluation.result) are stored with the span they name.
 
     \b
     Example:

@@ -1,5 +1,8 @@
 """OTLP/gRPC receiver: a ``grpc.aio`` server answering ``TraceService/Export``.
 
+``LogsService/Export`` is the same service for log records (put in the span form first,
+``collector/logs_receive.py``), sharing its per-connection cap.
+
 Admission comes before any work, so no client can hold what another one needs:
 
 * the server is asynchronous (its own event loop, on its own thread): a call waiting for its
@@ -34,7 +37,7 @@ import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
@@ -45,6 +48,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from .connections import grpc_options
 from .limits import DEFAULT_MAX_BODY
+from .logs_receive import LogsReceiver, logs_export_response
 from .os_threads import name_os_thread
 from .receive import PROTOBUF, Received, Receiver, Refusal, Refused, export_response
 from .security import Security, TokenInterceptor
@@ -52,6 +56,7 @@ from .security import Security, TokenInterceptor
 __all__ = ["CALLS_PER_CONNECTION", "READ_TIMEOUT", "GrpcReceiver", "TraceService"]
 
 _SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+_LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 READ_TIMEOUT = 5.0  # seconds for a call's request message to arrive
 CALLS_PER_CONNECTION = 32  # calls of one connection in flight at once
 _INLINE_DECODE_MAX = 256 * 1024  # larger bodies decode on a worker thread
@@ -70,12 +75,26 @@ class TraceService:
 
     def __init__(self, receiver: Receiver, decoder: ThreadPoolExecutor, *,
                  read_timeout: float = READ_TIMEOUT,
-                 calls_per_connection: int = CALLS_PER_CONNECTION) -> None:
+                 calls_per_connection: int = CALLS_PER_CONNECTION,
+                 respond: Callable[[Any], Any] = export_response) -> None:
         self._receiver = receiver
         self._decoder = decoder
         self.read_timeout = read_timeout
         self.calls_per_connection = calls_per_connection
+        self._respond = respond
+        self.request_name = "ExportTraceServiceRequest"  # for messages
         self._in_flight: Counter[str] = Counter()  # per connection (peer address and port)
+
+    def for_logs(self) -> TraceService:
+        """``LogsService/Export``: the same service over a :class:`LogsReceiver`, sharing this
+        one's calls in flight per connection (the cap counts both)."""
+        logs = TraceService(LogsReceiver.beside(self._receiver), self._decoder,
+                            read_timeout=self.read_timeout,
+                            calls_per_connection=self.calls_per_connection,
+                            respond=logs_export_response)
+        logs._in_flight = self._in_flight
+        logs.request_name = "ExportLogsServiceRequest"
+        return logs
 
     async def Export(self, requests: AsyncIterator[bytes],
                      context: grpc.aio.ServicerContext[bytes, ExportTraceServiceResponse]
@@ -106,7 +125,7 @@ class TraceService:
                          f"the request message did not arrive within {self.read_timeout:g} s.")
         if not isinstance(body, bytes):  # grpc.aio.EOF: the client sent no message
             await _abort(context, grpc.StatusCode.INVALID_ARGUMENT,
-                         "the call carried no ExportTraceServiceRequest.")
+                         f"the call carried no {self.request_name}.")
         return body
 
     async def _export(self, body: bytes, context: grpc.aio.ServicerContext[bytes, Any]
@@ -127,7 +146,13 @@ class TraceService:
             await receiver.wait_async(received)
         except Refused as refused:
             await _abort(context, _CODES[refused.kind], refused.message)
-        return export_response(received.batch)
+        response: ExportTraceServiceResponse = self._respond(received.batch)
+        return response
+
+
+def _serialize(response: Any) -> bytes:
+    serialized: bytes = response.SerializeToString()
+    return serialized
 
 
 async def _abort(context: grpc.aio.ServicerContext[bytes, Any], code: grpc.StatusCode,
@@ -154,6 +179,7 @@ class GrpcReceiver:
                                            initializer=name_os_thread)
         self.service = TraceService(receiver, self._decoder, read_timeout=read_timeout,
                                     calls_per_connection=calls_per_connection)
+        self.logs_service = self.service.for_logs()
         self._loop = asyncio.new_event_loop()
         self._server: grpc.aio.Server | None = None
         self._thread: threading.Thread | None = None
@@ -171,7 +197,11 @@ class GrpcReceiver:
             "Export": grpc.stream_unary_rpc_method_handler(
                 self.service.Export, request_deserializer=None,
                 response_serializer=ExportTraceServiceResponse.SerializeToString)})
-        server.add_generic_rpc_handlers((handler,))
+        logs = grpc.method_handlers_generic_handler(_LOGS_SERVICE, {
+            "Export": grpc.stream_unary_rpc_method_handler(
+                self.logs_service.Export, request_deserializer=None,
+                response_serializer=_serialize)})
+        server.add_generic_rpc_handlers((handler, logs))
         address = f"{self.host}:{self.port}"
         bound = (server.add_secure_port(address, self._security.grpc_credentials())
                  if self._security.tls else server.add_insecure_port(address))

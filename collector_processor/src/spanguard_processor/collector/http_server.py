@@ -1,5 +1,8 @@
 """OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, optionally gzip) and ``GET /health``.
 
+``POST /v1/logs`` is the same route for log records, with the same checks and statuses: the
+request is put in the span form first (``collector/logs_receive.py``).
+
 A plain ASGI application served by uvicorn (no web framework: two routes need none, and a
 framework's layers cost CPU on every request — bench/bench_ingest.py). Every failure is
 answered with the right status and a message, and never stores anything half-way:
@@ -47,6 +50,7 @@ from ..ingest.spans import DecodedBatch
 from .admission import Reservation
 from .health import Health
 from .limits import DEFAULT_MAX_BODY
+from .logs_receive import LogsReceiver, logs_http_response
 from .os_threads import name_os_thread
 from .receive import JSON, PROTOBUF, Received, Receiver, Refusal, Refused, export_response
 from .security import OPEN_PATHS, token_matches
@@ -212,13 +216,15 @@ class _Export:
     """``POST /v1/traces``: HTTP's checks, then the shared :class:`Receiver`."""
 
     def __init__(self, receiver: Receiver, max_body_bytes: int, body_timeout: float,
-                 decoders: int) -> None:
+                 decoders: int, *, decoder: ThreadPoolExecutor | None = None,
+                 respond: Callable[[str, DecodedBatch], bytes] = _response) -> None:
         self.receiver = receiver
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
-        self.decoder = ThreadPoolExecutor(max_workers=decoders,
-                                          thread_name_prefix="spanguard-decode",
-                                          initializer=name_os_thread)
+        self.respond = respond
+        self.decoder = decoder if decoder is not None else ThreadPoolExecutor(
+            max_workers=decoders, thread_name_prefix="spanguard-decode",
+            initializer=name_os_thread)
 
     async def export(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -233,7 +239,7 @@ class _Export:
             return await self._error(send, _STATUS[refused.kind], refused.message, media)
         except _Disconnected:
             return None
-        await _answer(send, 200, _response(media, batch), _MEDIA[media])
+        await _answer(send, 200, self.respond(media, batch), _MEDIA[media])
 
     async def _error(self, send: Send, status: int, message: str, media: str) -> None:
         await _error(send, status, message, media, self.receiver.limits.retry_after)
@@ -293,6 +299,8 @@ class HttpApp:
         self._health_of = health
         self._export = _Export(receiver, max_body_bytes, body_timeout, decoders)
         self.decoder = self._export.decoder  # shut it down after the server stopped
+        self._logs = _Export(LogsReceiver.beside(receiver), max_body_bytes, body_timeout,
+                             decoders, decoder=self.decoder, respond=logs_http_response)
         self._ingestor = receiver.ingestor
         self._handle = BearerAuth(self._route, token) if token else self._route
 
@@ -302,9 +310,10 @@ class HttpApp:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
-        if path == "/v1/traces":
+        if path in ("/v1/traces", "/v1/logs"):
             if method == "POST":
-                return await self._export.export(scope, receive, send)
+                export = self._export if path == "/v1/traces" else self._logs
+                return await export.export(scope, receive, send)
             return await _answer(send, 405, b"Method Not Allowed", _TEXT,
                                  ((b"allow", b"POST"),))
         if path == "/health":

@@ -19,14 +19,17 @@ from spanguard import semconv
 from spanguard.exceptions import ConfigError
 
 from ..common.references import resolve
+from ..ingest.otlp_logs import LOG_BODY
 
 __all__ = ["CONTENT_KEYS", "RedactionFailed", "Redactor", "is_content_key", "load_hook"]
 
 RedactHook = Callable[[str, str], "str | None"]
 
 CONTENT_KEYS = frozenset({
-    semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_OUTPUT_MESSAGES, semconv.INPUT_VALUE,
-    semconv.OUTPUT_VALUE, semconv.TRACELOOP_ENTITY_INPUT, semconv.TRACELOOP_ENTITY_OUTPUT,
+    semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_OUTPUT_MESSAGES,
+    semconv.GEN_AI_SYSTEM_INSTRUCTIONS, semconv.INPUT_VALUE, semconv.OUTPUT_VALUE,
+    semconv.TRACELOOP_ENTITY_INPUT, semconv.TRACELOOP_ENTITY_OUTPUT,
+    LOG_BODY,  # a log record's body (the older GenAI events put the message there)
 })
 _DOCUMENT_CONTENT = re.compile(
     rf"^{re.escape(semconv.RETRIEVAL_DOCUMENTS_PREFIX)}\.\d+\.document\."

@@ -18,6 +18,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -26,16 +27,24 @@ from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from .spans import valid_span_id, valid_trace_id
 
-__all__ = ["LOG_BODY", "LOG_SPAN", "EventIndex", "LogEvent", "attach_to_document",
-           "attach_to_request", "events_from_document", "events_from_request",
-           "is_logs_document", "logs_as_spans", "parse_logs_request"]
+__all__ = ["EVENT_NAME_ATTRIBUTE", "LOG_BODY", "LOG_SPAN", "LOG_SPANS_SCOPE", "TRACE_LEVEL",
+           "TRACE_LEVEL_EVENTS", "EventIndex", "LogEvent", "attach_to_document",
+           "attach_to_request", "events_from_document", "events_from_request", "is_logs_document",
+           "logs_as_spans", "parse_logs_request"]
 
 #: the span event attribute that carries a joined log record's body (OTLP-JSON ``AnyValue``)
 LOG_BODY = "spanguard.log.body"
 #: the name of a span that carries log records to the span it names (its parent), for stores
 #: that hold spans only: see :func:`logs_as_spans`
 LOG_SPAN = "spanguard.log"
-_EVENT_NAME_ATTRIBUTE = "event.name"  # where the older Events API put the name
+EVENT_NAME_ATTRIBUTE = "event.name"  # where the older Events API put the name
+#: the instrumentation scope of the spans :func:`logs_as_spans` makes
+LOG_SPANS_SCOPE = "spanguard.logs"
+#: the parent span id of a :data:`LOG_SPAN` carrying a record that names its trace but no span
+#: (a ``gen_ai.evaluation.result`` about a whole trace): conversion moves it to the trace's root
+TRACE_LEVEL = "ffffffffffffffff"
+#: the records kept with their trace when they name no span
+TRACE_LEVEL_EVENTS = frozenset({"gen_ai.evaluation.result"})
 
 #: (trace_id, span_id) → the events of that span, in the order read
 EventIndex = MutableMapping[tuple[str, str], list["LogEvent"]]
@@ -70,10 +79,16 @@ def _hex(value: object) -> str:
     return value.lower() if isinstance(value, str) else ""
 
 
+_MAX_NANOS = 2**64 - 1  # a fixed64 field
+
+
 def _nanos(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    """A timestamp (a number or a decimal string) within OTLP's 64 bits, else 0 (unknown)."""
+    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_NANOS:
         return value
-    return int(value) if isinstance(value, str) and value.isdigit() else 0
+    return 0
 
 
 def _name(record: Mapping[str, Any], attributes: Sequence[Mapping[str, Any]]) -> str:
@@ -82,22 +97,26 @@ def _name(record: Mapping[str, Any], attributes: Sequence[Mapping[str, Any]]) ->
         return name
     for kv in attributes:
         value = kv.get("value")
-        if kv.get("key") == _EVENT_NAME_ATTRIBUTE and isinstance(value, Mapping):
+        if kv.get("key") == EVENT_NAME_ATTRIBUTE and isinstance(value, Mapping):
             return str(value.get("stringValue", ""))
     return ""
 
 
-def _event(record: object) -> LogEvent | None:
+def _event(record: object, trace_level: bool = False) -> LogEvent | None:
     if not isinstance(record, Mapping):
         return None
     trace_id, span_id = _hex(record.get("traceId")), _hex(record.get("spanId"))
-    if not (valid_trace_id(trace_id) and valid_span_id(span_id)):
+    if not valid_trace_id(trace_id):
         return None
     raw = record.get("attributes")
     attributes = tuple(kv for kv in raw if isinstance(kv, Mapping)) if isinstance(raw, list) else ()
     name = _name(record, attributes)
     if not name:
         return None
+    if not valid_span_id(span_id):
+        if not (trace_level and name in TRACE_LEVEL_EVENTS):
+            return None
+        span_id = ""
     body = record.get("body")
     time_ns = _nanos(record.get("timeUnixNano")) or _nanos(record.get("observedTimeUnixNano"))
     return LogEvent(trace_id, span_id, name, time_ns, attributes,
@@ -110,13 +129,16 @@ def _items(parent: object, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def events_from_document(doc: Mapping[str, Any]) -> list[LogEvent]:
-    """The span-bound events of one OTLP-JSON logs document (malformed parts are skipped)."""
+def events_from_document(doc: Mapping[str, Any], *, trace_level: bool = False
+                         ) -> list[LogEvent]:
+    """The span-bound events of one OTLP-JSON logs document (malformed parts are skipped);
+    with ``trace_level``, also the evaluation results that name their trace but no span
+    (``span_id`` "": :func:`logs_as_spans` puts them under :data:`TRACE_LEVEL`)."""
     found = []
     for resource in _items(doc, "resourceLogs"):
         for scope in _items(resource, "scopeLogs"):
             for record in _items(scope, "logRecords"):
-                event = _event(record)
+                event = _event(record, trace_level)
                 if event is not None:
                     found.append(event)
     return found
@@ -142,8 +164,9 @@ def parse_logs_request(body: bytes) -> ExportLogsServiceRequest | None:
     return None
 
 
-def events_from_request(request: ExportLogsServiceRequest) -> list[LogEvent]:
-    """The span-bound events of a protobuf logs request."""
+def events_from_request(request: ExportLogsServiceRequest, *, trace_level: bool = False
+                        ) -> list[LogEvent]:
+    """The span-bound events of a protobuf logs request (``trace_level``: as above)."""
     from google.protobuf.json_format import MessageToDict
 
     found = []
@@ -153,7 +176,7 @@ def events_from_request(request: ExportLogsServiceRequest) -> list[LogEvent]:
                 as_json = MessageToDict(record)
                 as_json["traceId"] = record.trace_id.hex()
                 as_json["spanId"] = record.span_id.hex()
-                event = _event(as_json)
+                event = _event(as_json, trace_level)
                 if event is not None:
                     found.append(event)
     return found
@@ -197,9 +220,13 @@ def attach_to_request(request: ExportTraceServiceRequest, index: EventIndex) -> 
     return added
 
 
-def _log_span_id(event: LogEvent, index: int) -> bytes:
+def _log_span_id(event: LogEvent) -> bytes:
+    """From the record alone (not its place in a request), so a record re-sent in another
+    batch is the same span."""
+    content = orjson.dumps([event.attributes, event.body], option=orjson.OPT_SORT_KEYS,
+                           default=str)
     digest = hashlib.sha256(f"{event.trace_id}{event.span_id}{event.time_ns}{event.name}"
-                            f"{index}".encode()).digest()
+                            .encode() + content).digest()
     return digest[:8] if any(digest[:8]) else b"\x00" * 7 + b"\x01"
 
 
@@ -209,15 +236,16 @@ def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
     as its one event (ids derived from the record, so a re-delivered record is stored once).
     Conversion folds the event into the parent span
     (:func:`spanguard_processor.traces.events.with_log_events`), whichever arrived first: the
-    one assembly of traces, late spans included, joins them. This is what an OTLP logs receiver
-    puts through the trace receive pipeline."""
+    one assembly of traces, late spans included, joins them. A record naming its trace only
+    (``span_id`` "") gets the parent :data:`TRACE_LEVEL`, which conversion reads as the trace's
+    root. This is what an OTLP logs receiver puts through the trace receive pipeline."""
     request = ExportTraceServiceRequest()
     scope = request.resource_spans.add().scope_spans.add()
-    scope.scope.name = "spanguard.logs"
-    for index, event in enumerate(events):
+    scope.scope.name = LOG_SPANS_SCOPE
+    for event in events:
         span = scope.spans.add(
-            trace_id=bytes.fromhex(event.trace_id), span_id=_log_span_id(event, index),
-            parent_span_id=bytes.fromhex(event.span_id), name=LOG_SPAN,
+            trace_id=bytes.fromhex(event.trace_id), span_id=_log_span_id(event),
+            parent_span_id=bytes.fromhex(event.span_id or TRACE_LEVEL), name=LOG_SPAN,
             start_time_unix_nano=event.time_ns, end_time_unix_nano=event.time_ns)
         item = span.events.add(name=event.name, time_unix_nano=event.time_ns)
         for kv in event.json_event()["attributes"]:

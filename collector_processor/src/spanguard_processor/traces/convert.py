@@ -28,6 +28,7 @@ from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
 from ._llm import is_llm_span, llm_call, output_messages, question_and_answer
 from ._normalize import normalize
 from .annotations import Annotations, annotation_request_id, is_annotation
+from .evaluations import evaluations_of
 from .events import with_log_events
 from .identity import (
     ROOT_INPUT,
@@ -122,6 +123,7 @@ def trace_from_records(
         input_source=input_source,
         output_source=output_source,
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
+        evaluations=evaluations_of(spans),
         root_span_id=root.span_id or None,
         response_id=next((str(s.attributes[semconv.GEN_AI_RESPONSE_ID]) for s in reversed(llm_spans)
                           if s.attributes.get(semconv.GEN_AI_RESPONSE_ID)), None),

@@ -28,9 +28,10 @@ from typing import Any
 
 from spanguard import semconv
 
-from ..ingest.otlp_logs import LOG_BODY, LOG_SPAN
+from ..ingest.otlp_logs import LOG_BODY, LOG_SPAN, TRACE_LEVEL
 from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
 from ._messages import plain
+from .identity import find_root
 
 __all__ = ["READ_EVENTS", "with_log_events"]
 
@@ -47,7 +48,8 @@ def with_log_events(spans: Sequence[SpanRecord]) -> Sequence[SpanRecord]:
     """``spans`` with the GenAI events on them folded in (the same list when there are none).
 
     Log records stored as :data:`LOG_SPAN` spans (a logs receiver's way into a span store)
-    first move to the span they name, their parent; one whose parent is not in the trace stays.
+    first move to the span they name, their parent (those naming the trace only, under
+    :data:`TRACE_LEVEL`, to the trace's root); one whose parent is not in the trace stays.
     """
     spans = _lift_log_spans(spans)
     if not any(_readable(event) for span in spans for event in span.events):
@@ -59,11 +61,14 @@ def _lift_log_spans(spans: Sequence[SpanRecord]) -> Sequence[SpanRecord]:
     if not any(span.name == LOG_SPAN for span in spans):
         return spans
     ids = {span.span_id for span in spans if span.name != LOG_SPAN}
+    found = find_root([span for span in spans if span.name != LOG_SPAN])
+    root = found.span_id if found is not None else ""
     moved: dict[str, list[SpanEvent]] = {}
     kept = []
     for span in spans:
-        if span.name == LOG_SPAN and span.parent_span_id in ids:
-            moved.setdefault(span.parent_span_id, []).extend(span.events)
+        parent = root if span.parent_span_id == TRACE_LEVEL else span.parent_span_id
+        if span.name == LOG_SPAN and parent in ids:
+            moved.setdefault(parent, []).extend(span.events)
         else:
             kept.append(span)
     return [replace(span, events=(*span.events, *moved[span.span_id]))

@@ -30,6 +30,7 @@ from ._validate import (
     str_tuple,
     string,
 )
+from .evaluations import EvaluationResult
 from .parts import LLMCall, ProcessTrace, RetrievedDocument, ToolCall, Unread, usage_totals
 
 __all__ = [
@@ -48,6 +49,7 @@ _TRACE_KEYS = (
     "trace_id", "request_id", "seed_id", "variant_id", "assignments", "repeat", "input",
     "output", "latency_ms", "cost_usd", "feedback", "retried", "expect", "metadata", "trace",
     "partial", "source", "input_source", "output_source", "llm_calls", "usage", "unread",
+    "evaluations",
 )
 AGENT_TRACE_KEYS = frozenset(_TRACE_KEYS)  # every key an agent-trace JSON object may have
 
@@ -78,6 +80,8 @@ class AgentTrace:
     llm_calls: tuple[LLMCall, ...] = ()
     # keys seen that look like a signal but are not read (a NO_SIGNAL diagnosis names them)
     unread: tuple[Unread, ...] = ()
+    # verdicts sent back into the trace (gen_ai.evaluation.result events), in time order
+    evaluations: tuple[EvaluationResult, ...] = ()
     # the root span's id when converted from spans, for results sent back into the trace
     # (``--emit-otlp``); not written by to_dict, so exported traces keep their shape
     root_span_id: str | None = field(default=None, compare=False)
@@ -129,6 +133,8 @@ class AgentTrace:
             out["usage"] = self.usage
         if self.unread:
             out["unread"] = [note.to_dict() for note in self.unread]
+        if self.evaluations:
+            out["evaluations"] = [result.to_dict() for result in self.evaluations]
         return out
 
     @classmethod
@@ -177,5 +183,9 @@ class AgentTrace:
             unread=tuple(
                 Unread.from_dict(item, f"unread[{i}]")
                 for i, item in enumerate(list_of(obj.get("unread", []), "unread"))
+            ),
+            evaluations=tuple(
+                EvaluationResult.from_dict(item, f"evaluations[{i}]")
+                for i, item in enumerate(list_of(obj.get("evaluations", []), "evaluations"))
             ),
         )  # "usage" is derived from llm_calls: accepted, recomputed

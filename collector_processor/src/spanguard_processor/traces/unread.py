@@ -72,8 +72,8 @@ def _span_keys(span: SpanRecord) -> list[str]:
     keys.extend(key for key in attrs
                 if not key.startswith(_CONVENTIONS) and _SUGGESTIVE.search(key))
     for event in span.events:
-        if event.name.startswith(_SPANGUARD):
-            continue
+        if event.name.startswith(_SPANGUARD) or event.name == semconv.EVENT_EVALUATION_RESULT:
+            continue  # the evaluation results are read (traces/evaluations.py)
         if event.name.startswith("gen_ai.") or _SUGGESTIVE.search(event.name):
             keys.append(f"event {event.name}")
     return keys
