@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.inputs.readers import read_agent_traces_any
-from tests.emit.test_emit_cases import _ROOT, _TRACE, _cases, _span_file
+from tests.emit.test_emit_cases import _ROOT, _TRACE, QUESTION, _cases, _span_file
 from tests.processor.serve_process import ServeProcess
 from tests.sdk.rotel_helper import RotelCollector
 
@@ -80,7 +80,8 @@ def test_the_event_only_app_into_serve_every_request_carries_its_answer_and_the_
         sent = CliRunner().invoke(cli, ["fairness", str(suite), str(store), *_FAST,
                                         "--emit-otlp", server.url if transport == "http"
                                         else f"grpc://127.0.0.1:{server.grpc_port}"])
-        assert sent.exit_code == 1 and "warning" not in sent.stderr, sent.stderr
+        assert sent.exit_code == 1 and "not sent" not in sent.stderr, sent.stderr
+        assert "gen_ai.evaluation.result record(s)" in sent.stderr, sent.stderr
         _wait_for_spans(server, 2 * SEEDS * 3)
     finally:
         server.terminate()
@@ -115,7 +116,7 @@ def test_the_fair_app_into_serve_passes_on_answers_read(tmp_path: Path) -> None:
 @pytest.mark.parametrize("route", ["direct", "rotel"])
 def test_cases_run_verdicts_sent_to_serve_ride_on_the_judged_trace(tmp_path: Path,
                                                                     route: str) -> None:
-    cases = _cases(tmp_path)
+    cases, built = _cases(tmp_path)
     spans = _span_file(tmp_path, ("lookup_order", "refund_policy"))
     server, store = _serve(tmp_path, "cases")
     try:
@@ -137,12 +138,16 @@ def test_cases_run_verdicts_sent_to_serve_ride_on_the_judged_trace(tmp_path: Pat
         _wait_for_spans(server, before)
     finally:
         server.terminate()
-    [result] = _exported(store, tmp_path)[_TRACE]["evaluations"]
-    assert (result["name"], result["label"], result["score"]) == ("spanguard.case", "pass", 1.0)
-    assert result["span_id"] == _ROOT
-    assert result["response_id"] == "chatcmpl-42"
-    case_id = json.loads(Path(cases).read_text().splitlines()[0])["id"]
-    assert result["attributes"]["spanguard.case.id"] == case_id
+    # one verdict per case the trace answers (its question has a case per process path), each
+    # on the judged trace's root span; the case for the path it took passes
+    evaluations = _exported(store, tmp_path)[_TRACE]["evaluations"]
+    asked = sorted(c["id"] for c in built if c["input"] == QUESTION)
+    assert sorted(e["attributes"]["spanguard.case.id"] for e in evaluations) == asked
+    for result in evaluations:
+        assert result["name"] == "spanguard.case"
+        assert result["span_id"] == _ROOT
+        assert result["response_id"] == "chatcmpl-42"
+    assert any((e["label"], e["score"]) == ("pass", 1.0) for e in evaluations)
 
 
 def test_fairness_verdicts_through_rotel_into_serve(tmp_path: Path) -> None:

@@ -87,7 +87,9 @@ def test_health_names_a_wedged_writer_and_recovers(tmp_path: Path,
         sender.join()
         recovered = _poll(server, lambda d: d["code"] == 200)
     assert wedged["code"] == 503, wedged
-    assert wedged["down"] == ["writer"]
+    # the writer is named; on a loaded machine the 0.5 s watchdog may also catch the gRPC loop
+    # late (seen with the demo running beside the suite), which is not what this test is about
+    assert "writer" in wedged["down"], wedged
     assert wedged["parts"]["writer"].startswith("wedged: the span writer has been stuck")
     assert recovered["code"] == 200, recovered
 

@@ -173,9 +173,9 @@ def _document(path: Path) -> Iterator[Entry]:
         # spanguard's own report holds verdicts, not the traces they came from (fairtrace's
         # report.json, without that block, stays an input: its scenario_results are records)
         raise TraceFormatError(
-            "is a fairness report written by spanguard (`fairness -o`, `run -o`); `fairness` "
-            "wants agent traces, fairtrace records or a span file here: pass the traces it was "
-            "evaluated from (`run --traces-out`, `traces export`).", file=name)
+            "is a fairness report written by spanguard: it holds verdicts, not the traces they "
+            "came from; pass those traces (agent traces, fairtrace records or a span file) "
+            "instead.", file=name)
     items = data.get("scenario_results") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise TraceFormatError(
