@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .config import GATE_MODES, GateConfig
 from .results import MetricResult, Verdict
@@ -56,10 +57,16 @@ class _Decision:
     text: str
 
 
+def _upper_info(r: MetricResult) -> dict[str, Any]:
+    """What bounded the metric's upper end (``details["upper_bound"]``), or ``{}``."""
+    info = r.details.get("upper_bound") if isinstance(r.details, dict) else None
+    return info if isinstance(info, dict) else {}
+
+
 def _bound_note(r: MetricResult) -> str:
     """What bounded the upper end: the exact discordance bound or the studentized one."""
-    info = r.details.get("upper_bound") if isinstance(r.details, dict) else None
-    if not isinstance(info, dict) or r.confidence_interval is None:
+    info = _upper_info(r)
+    if not info or r.confidence_interval is None:
         return ""
     if info.get("method") == "discordance":
         scale = ("" if info.get("range", 1.0) == 1.0
@@ -73,11 +80,11 @@ def _need(r: MetricResult) -> str:
     if r.seeds_needed is None:
         return ""
     text = f"; about {r.seeds_needed} seeds (now {r.seeds}) would let a fair app pass"
-    info = r.details.get("upper_bound") if isinstance(r.details, dict) else None
-    exact = info.get("deterministic_seeds") if isinstance(info, dict) else None
+    info = _upper_info(r)
+    exact = info.get("deterministic_seeds")
     if exact:
         text += f" ({exact} if its variants of a template agree)"
-    repeats = info.get("repeats_needed") if isinstance(info, dict) else None
+    repeats = info.get("repeats_needed")
     if repeats:
         text += (f", or {repeats} independent repeats per variant if the app's answers vary "
                  "from call to call")
@@ -168,9 +175,7 @@ def _warnings(r: MetricResult, d: _Decision, cfg: GateConfig) -> list[str]:
         need = f" (about {r.seeds_needed} seeds)" if r.seeds_needed else ""
         out.append(f"underpowered: this suite tells apart from zero {size}, over twice "
                    f"the threshold {r.threshold:g}; add seeds{need}.")
-    info = r.details.get("upper_bound") if isinstance(r.details, dict) else None
-    if r.worst_case_variance and not (isinstance(info, dict)
-                                      and info.get("method") == "discordance"):
+    if r.worst_case_variance and _upper_info(r).get("method") != "discordance":
         out.append("some contrast showed no variation between seeds: the studentized bound "
                    "assumes the worst-case variance for the metric's scale.")
     return out
