@@ -22,7 +22,6 @@ from .registry import get_metric
 from .results import Evaluation, MetricResult, Verdict
 
 __all__ = [
-    "LABELS",
     "MEANINGS",
     "REPORT_ONLY",
     "bound_note",
@@ -40,10 +39,6 @@ __all__ = [
 ]
 
 REPORT_ONLY = Verdict.REPORT_ONLY  # shown, never gating (the gate's verdict for stability)
-LABELS: dict[str, str] = {
-    Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.INCONCLUSIVE: "INCONCLUSIVE",
-    Verdict.NO_SIGNAL: "NO_SIGNAL", Verdict.PENDING: "PENDING", REPORT_ONLY: "REPORT_ONLY",
-}
 MEANINGS: dict[str, str] = {
     Verdict.PASS: "the data show the gap within the threshold",
     Verdict.FAIL: "the data show the gap beyond the threshold",
@@ -55,9 +50,9 @@ _ORDER = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE, Verdict.NO_SIGNAL)
 
 
 def label(verdict: str) -> str:
-    """``"no_signal"`` → ``"NO_SIGNAL"`` (an older report's verdict, e.g.
-    ``insufficient_data``, is spelled in capitals too)."""
-    return LABELS.get(verdict, str(verdict).upper())
+    """``"no_signal"`` → ``"NO_SIGNAL"``: any verdict in capitals, an older report's too
+    (``insufficient_data``)."""
+    return str(verdict).upper()
 
 
 def number(value: float | None, digits: int = 4) -> str:
