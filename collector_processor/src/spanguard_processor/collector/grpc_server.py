@@ -163,7 +163,7 @@ async def _abort(context: grpc.aio.ServicerContext[bytes, Any], code: grpc.Statu
 
 class GrpcReceiver:
     """The gRPC server on its own thread and event loop: :meth:`start`, :meth:`alive`,
-    :meth:`responsive`, :meth:`stop`."""
+    :meth:`ping`, :meth:`stop`."""
 
     def __init__(self, receiver: Receiver, host: str = "127.0.0.1", port: int = 4317, *,
                  max_message_bytes: int = DEFAULT_MAX_BODY, workers: int = 2,
@@ -268,18 +268,6 @@ class GrpcReceiver:
 
     def _seen(self) -> None:
         self.last_seen = time.monotonic()
-
-    def responsive(self, timeout: float) -> bool:
-        """Whether the server's event loop runs a callback within ``timeout`` seconds (a loop
-        held by a stuck handler would not)."""
-        if not self.alive():
-            return False
-        done = threading.Event()
-        try:
-            self._loop.call_soon_threadsafe(done.set)
-        except RuntimeError:  # the loop is closed
-            return False
-        return done.wait(timeout)
 
     def stop(self, grace: float | None = None) -> None:
         """Stop accepting calls, let those in progress finish for ``grace`` seconds, and end

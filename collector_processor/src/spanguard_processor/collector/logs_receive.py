@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceResponse,
 )
 
-from ..ingest.otlp_logs import LogEvent, events_from_document, logs_as_spans
+from ..ingest.otlp_logs import LogEvent, _items, events_from_document, logs_as_spans
 from ..ingest.otlp_logs_proto import request_as_spans
 from ..ingest.spans import DecodedBatch, gc_paused
 from .admission import Reservation
@@ -53,11 +53,6 @@ class LogsSpans:
 def _count_records(doc: Mapping[str, Any]) -> int:
     return sum(len(_items(scope, "logRecords")) for resource in _items(doc, "resourceLogs")
                for scope in _items(resource, "scopeLogs"))
-
-
-def _items(parent: object, key: str) -> list[Any]:
-    value = parent.get(key) if isinstance(parent, Mapping) else None
-    return value if isinstance(value, list) else []
 
 
 def _from_json(body: bytes, what: str) -> tuple[list[LogEvent], int]:

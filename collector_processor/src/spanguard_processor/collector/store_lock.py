@@ -26,7 +26,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-__all__ = ["StoreLocked", "WriterLock", "holder_of", "lock_path"]
+__all__ = ["StoreLocked", "WriterLock", "lock_path"]
 
 
 class StoreLocked(InputError):
@@ -109,19 +109,3 @@ class WriterLock:
             os.close(self._fd)  # closing the only descriptor drops the flock
             self._fd = None
 
-
-def holder_of(store: Path) -> dict[str, Any] | None:
-    """Who holds ``store``'s writer lock (as it described itself), or None if no live process
-    holds it."""
-    path = lock_path(store)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return _read(path)
-    finally:
-        os.close(fd)
-    return None

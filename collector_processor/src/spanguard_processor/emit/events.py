@@ -15,11 +15,13 @@ parented to the evaluated trace's root span where spanguard knows it:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from spanguard import semconv
+
+from ..ingest.spans import valid_span_id, valid_trace_id
 
 if TYPE_CHECKING:
     from ..fairness.results import Evaluation
@@ -81,13 +83,12 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and value == value and abs(value) != float("inf") else None
 
 
-def _hex(value: object, digits: int) -> str | None:
-    if not isinstance(value, str) or len(value) != digits:
+def _hex(value: object, valid: Callable[[str], bool]) -> str | None:
+    """``value`` in lowercase when it is a valid id (``valid``: a trace or span id), else None."""
+    if not isinstance(value, str):
         return None
-    try:
-        return value.lower() if int(value, 16) else None
-    except ValueError:
-        return None
+    value = value.lower()
+    return value if valid(value) else None
 
 
 def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
@@ -100,7 +101,7 @@ def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
     for result in evaluation.results:
         for pair in result.evidence:
             for side, variant in (("high", pair.high), ("low", pair.low)):
-                trace_id = _hex(variant.trace_id, 32)
+                trace_id = _hex(variant.trace_id, valid_trace_id)
                 if trace_id is None:
                     continue
                 events.append(EvaluationEvent(
@@ -128,8 +129,8 @@ def case_events(outcomes: Iterable[CaseOutcome],
             why = why or "no record matched the case"
         events.append(EvaluationEvent(
             name=CASE_EVALUATION, score=_SCORES.get(outcome.outcome), label=outcome.outcome,
-            explanation=why or None, trace_id=_hex(evidence.get("trace_id"), 32),
-            span_id=_hex(evidence.get("span_id"), 16),
+            explanation=why or None, trace_id=_hex(evidence.get("trace_id"), valid_trace_id),
+            span_id=_hex(evidence.get("span_id"), valid_span_id),
             response_id=evidence.get("response_id") if isinstance(
                 evidence.get("response_id"), str) else None,
             extra={CASE_ID: outcome.case_id}))

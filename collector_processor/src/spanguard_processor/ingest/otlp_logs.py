@@ -24,6 +24,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from .spans import valid_span_id, valid_trace_id
 
@@ -211,13 +212,18 @@ def attach_to_request(request: ExportTraceServiceRequest, index: EventIndex) -> 
                 events = index.pop((span.trace_id.hex(), span.span_id.hex()), None)
                 for event in events or []:
                     added = True
-                    item = span.events.add(name=event.name, time_unix_nano=event.time_ns)
-                    for kv in event.json_event()["attributes"]:
-                        try:
-                            item.attributes.append(ParseDict(kv, KeyValue()))
-                        except ParseError:
-                            continue  # an attribute protobuf cannot hold is left out
+                    _add_event(span, event)
     return added
+
+
+def _add_event(span: Span, event: LogEvent) -> None:
+    """Append ``event`` to the protobuf ``span`` as a span event."""
+    item = span.events.add(name=event.name, time_unix_nano=event.time_ns)
+    for kv in event.json_event()["attributes"]:
+        try:
+            item.attributes.append(ParseDict(kv, KeyValue()))
+        except ParseError:
+            continue  # an attribute protobuf cannot hold is left out
 
 
 def _log_span_id(event: LogEvent) -> bytes:
@@ -247,10 +253,5 @@ def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
             trace_id=bytes.fromhex(event.trace_id), span_id=_log_span_id(event),
             parent_span_id=bytes.fromhex(event.span_id or TRACE_LEVEL), name=LOG_SPAN,
             start_time_unix_nano=event.time_ns, end_time_unix_nano=event.time_ns)
-        item = span.events.add(name=event.name, time_unix_nano=event.time_ns)
-        for kv in event.json_event()["attributes"]:
-            try:
-                item.attributes.append(ParseDict(kv, KeyValue()))
-            except ParseError:
-                continue
+        _add_event(span, event)
     return request
