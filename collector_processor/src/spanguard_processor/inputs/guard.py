@@ -70,9 +70,6 @@ class FileKind(StrEnum):
     UNKNOWN = "unrecognised"
 
 
-_DOCUMENTS = frozenset({FileKind.SUITE, FileKind.RUN_RESULT, FileKind.FAIRNESS_REPORT})
-
-
 @dataclass(frozen=True)
 class Slot:
     """An input of a command: what it reads (``wants``, for messages), which kinds it takes,
