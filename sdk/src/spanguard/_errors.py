@@ -17,14 +17,11 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from ._content import redact_text
 from ._runtime import content_settings
+from .semconv import ERROR_TYPE, EXCEPTION_MESSAGE, EXCEPTION_STACKTRACE, EXCEPTION_TYPE
 
 __all__ = ["ERROR_TYPE", "EXCEPTION_MESSAGE", "EXCEPTION_STACKTRACE", "EXCEPTION_TYPE",
            "record_error"]
 
-ERROR_TYPE = "error.type"
-EXCEPTION_TYPE = "exception.type"
-EXCEPTION_MESSAGE = "exception.message"
-EXCEPTION_STACKTRACE = "exception.stacktrace"
 _EXCEPTION_EVENT = "exception"
 
 

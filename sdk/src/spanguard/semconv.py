@@ -46,6 +46,9 @@ GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"  # olde
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"  # content (parts shape)
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 ERROR_TYPE: Final = "error.type"
+EXCEPTION_TYPE: Final = "exception.type"  # on the ``exception`` span event
+EXCEPTION_MESSAGE: Final = "exception.message"  # content
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"  # code locations only, capture off
 
 # GenAI log-based events (log records carrying the span's context; docs/opentelemetry.md)
 EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"

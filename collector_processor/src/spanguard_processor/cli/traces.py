@@ -11,7 +11,7 @@ import click
 from ..common.jsonio import write_jsonl
 from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
-from ._common import check_files
+from ._common import BadInput, check_files
 
 __all__ = ["traces"]
 
@@ -32,8 +32,6 @@ _EMPTY_HELP = ("Write an empty file when the input holds no traces (by default t
 
 def _refuse_empty(rows: list[object], sources: Sequence[Path], allow_empty: bool) -> None:
     if not rows and not allow_empty:
-        from ._common import BadInput
-
         names = ", ".join(str(path) for path in sources)
         raise BadInput(f"no records in {names}: it holds no agent traces. Pass --allow-empty "
                        "to write an empty file anyway.")

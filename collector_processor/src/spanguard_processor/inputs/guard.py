@@ -70,9 +70,6 @@ class FileKind(StrEnum):
     UNKNOWN = "unrecognised"
 
 
-_DOCUMENTS = frozenset({FileKind.SUITE, FileKind.RUN_RESULT, FileKind.FAIRNESS_REPORT})
-
-
 @dataclass(frozen=True)
 class Slot:
     """An input of a command: what it reads (``wants``, for messages), which kinds it takes,
@@ -133,13 +130,12 @@ def _head(path: Path) -> bytes:
 def sniff(path: Path, size: int | None = None) -> FileKind:
     """What ``path`` (a regular file) holds, judged by its first KiB and first record."""
     with path.open("rb") as raw:
-        magic = raw.read(len(SQLITE_MAGIC))
+        head = raw.read(_HEAD)
+    magic = head[:len(SQLITE_MAGIC)]
     if magic.startswith(SQLITE_MAGIC):
         return FileKind.STORE
-    head = _head(path) if magic[:2] == _GZIP_MAGIC or magic[:4] == ZSTD_MAGIC else None
-    if head is None:
-        with path.open("rb") as raw:
-            head = raw.read(_HEAD)
+    if magic[:2] == _GZIP_MAGIC or magic[:4] == ZSTD_MAGIC:
+        head = _head(path)  # decompressed
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if not text:
         return FileKind.EMPTY if size is not None and size <= _HEAD else FileKind.UNKNOWN

@@ -105,7 +105,7 @@ def _fold(span: SpanRecord) -> SpanRecord:
         elif event.name == semconv.EVENT_OPERATION_EXCEPTION:
             status = _STATUS_ERROR
             error = event.attributes.get(semconv.ERROR_TYPE) or event.attributes.get(
-                "exception.type") or "exception"
+                semconv.EXCEPTION_TYPE) or "exception"
             attrs.setdefault(semconv.ERROR_TYPE, error)
         elif event.name == semconv.EVENT_CHOICE:
             outputs.append(_choice(event))
