@@ -331,8 +331,6 @@ _STABILITY = replace(PASSING, metric="counterfactual_stability", direction="high
                      reason_text="report-only: no noise model for stability")
 
 
-@pytest.mark.skipif(not hasattr(Verdict, "REPORT_ONLY"),
-                    reason="the gate's report-only verdict is not in this tree")
 def test_a_report_only_metric_is_shown_and_never_gates() -> None:
     result = _console(evaluation(PASSING, _STABILITY))
     assert result.exit_code == 0, result.output

@@ -21,7 +21,6 @@ from .report_html import render_html
 from .results import Evaluation, MetricResult, RecordMap, Verdict
 from .verdict_text import (
     MEANINGS,
-    REPORT_ONLY,
     gate_summary,
     interval_text,
     label,
@@ -207,7 +206,8 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
         )
     if ev.results:
         lines += ["", f"_{legend(ev.results)}._"]
-    undecided = [r for r in ev.results if r.verdict not in (Verdict.PASS, REPORT_ONLY) and (
+    settled = (Verdict.PASS, Verdict.REPORT_ONLY)
+    undecided = [r for r in ev.results if r.verdict not in settled and (
         r.verdict != Verdict.FAIL or metric_notes(r))]
     if undecided:
         lines += ["", "## Why not PASS", ""]
@@ -261,7 +261,7 @@ def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
                 *shown_warnings(r)]
         body = [line for line in body if line]
         if r.metric in skipped_names:
-            why = ("report-only: never gating" if r.verdict == REPORT_ONLY
+            why = ("report-only: never gating" if r.verdict == Verdict.REPORT_ONLY
                    else "an optional metric: reported, not gated" if not r.gating
                    else "allowed by `allow_inconclusive`")
             skip = ET.SubElement(case, "skipped", message=f"{label(r.verdict)}: {why}")

@@ -23,7 +23,6 @@ from .results import Evaluation, MetricResult, Verdict
 
 __all__ = [
     "MEANINGS",
-    "REPORT_ONLY",
     "bound_note",
     "gate_summary",
     "interval_text",
@@ -38,13 +37,12 @@ __all__ = [
     "verdict_counts",
 ]
 
-REPORT_ONLY = Verdict.REPORT_ONLY  # shown, never gating (the gate's verdict for stability)
 MEANINGS: dict[str, str] = {
     Verdict.PASS: "the data show the gap within the threshold",
     Verdict.FAIL: "the data show the gap beyond the threshold",
     Verdict.INCONCLUSIVE: "the data show neither: the interval straddles the threshold",
     Verdict.NO_SIGNAL: "no record carries what the metric reads",
-    REPORT_ONLY: "reported, never gating",
+    Verdict.REPORT_ONLY: "reported, never gating",
 }
 _ORDER = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE, Verdict.NO_SIGNAL)
 
@@ -115,7 +113,7 @@ def reason(r: MetricResult) -> str:
 def shown_warnings(r: MetricResult) -> tuple[str, ...]:
     """The warnings worth showing beside the verdict: "underpowered" is dropped where the
     suite was large enough to decide (a FAIL) or where there was nothing to measure."""
-    if r.verdict in (Verdict.FAIL, Verdict.NO_SIGNAL, REPORT_ONLY):
+    if r.verdict in (Verdict.FAIL, Verdict.NO_SIGNAL, Verdict.REPORT_ONLY):
         return tuple(w for w in r.warnings if not w.startswith("underpowered"))
     return r.warnings
 
@@ -166,7 +164,7 @@ def verdict_counts(results: Sequence[MetricResult]) -> dict[str, int]:
 def legend(results: Sequence[MetricResult]) -> str:
     """What each outcome present means, in order: ``PASS: the data show …; FAIL: …``."""
     present = {str(r.verdict) for r in results}
-    return "; ".join(f"{label(v)}: {MEANINGS[v]}" for v in (*_ORDER, REPORT_ONLY)
+    return "; ".join(f"{label(v)}: {MEANINGS[v]}" for v in (*_ORDER, Verdict.REPORT_ONLY)
                      if v in present)
 
 
