@@ -8,6 +8,7 @@ from the next call on. When no SDK provider exists anywhere, :func:`active_trace
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -22,6 +23,8 @@ __all__ = [
     "active_tracer",
     "content_settings",
     "env_capture",
+    "installed_version",
+    "instrumentation_version",
     "internal_error",
     "pop_override",
     "push_override",
@@ -34,7 +37,30 @@ __all__ = [
 logger = logging.getLogger("spanguard")
 
 INSTRUMENTATION_NAME = "spanguard"
-INSTRUMENTATION_VERSION = "0.1.0"
+#: the scope version of spanguard's spans when no distribution metadata is found (the source
+#: tree put on ``sys.path`` by hand, not installed)
+UNKNOWN_VERSION = "0+unknown"
+
+
+def installed_version(distribution: str = INSTRUMENTATION_NAME) -> str:
+    """The version of the installed ``distribution`` (from its metadata), else
+    :data:`UNKNOWN_VERSION`."""
+    # imported here: importlib.metadata would add ~12 ms to `import spanguard`
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return UNKNOWN_VERSION
+
+
+@functools.cache
+def instrumentation_version() -> str:
+    """The version spanguard's spans carry in their instrumentation scope (read once, when
+    the first tracer is made, so that an unconfigured ``import spanguard`` stays light)."""
+    return installed_version()
+
+
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 DEFAULT_MAX_CONTENT_CHARS = 4096
 
@@ -95,7 +121,7 @@ def active_tracer() -> Tracer | None:
     cached_provider, cached_tracer = _cached
     if provider is cached_provider:
         return cached_tracer
-    tracer = provider.get_tracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION)
+    tracer = provider.get_tracer(INSTRUMENTATION_NAME, instrumentation_version())
     _cached = (provider, tracer)
     return tracer
 
