@@ -25,15 +25,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from . import semconv
-from ._runtime import (
-    DEFAULT_MAX_CONTENT_CHARS,
-    ContentSettings,
-    Redactor,
-    content_settings,
-    pop_override,
-    push_override,
-    set_content_settings,
-)
+from ._runtime import content_settings, pop_override, push_override, set_content_settings
+from ._state import DEFAULT_MAX_CONTENT_CHARS, ContentSettings, Redactor
 from ._threads import acquire_thread_propagation, release_thread_propagation
 
 __all__ = ["DeterministicIdGenerator", "SpanCapture", "TickClock", "capture_spans",
