@@ -25,6 +25,7 @@ __all__ = [
     "installed_version",
     "instrumentation_version",
     "internal_error",
+    "now_ns",
     "pop_override",
     "push_override",
     "reset_warnings",
@@ -103,6 +104,12 @@ def active_tracer() -> Tracer | None:
     tracer = provider.get_tracer(INSTRUMENTATION_NAME, instrumentation_version())
     STATE.cached_tracer = (provider, tracer)
     return tracer
+
+
+def now_ns() -> int:
+    """The time for a span's start or end or an event: spanguard's clock, which
+    :func:`spanguard.testing.use_clock` replaces (the one place the SDK reads time from)."""
+    return STATE.clock()
 
 
 def push_override(provider: TracerProvider) -> None:

@@ -4,7 +4,7 @@ Everything spanguard keeps between calls lives here: what :func:`spanguard.confi
 (a frozen :class:`Configuration`, replaced whole by ``configure()`` and ``shutdown()``, the only
 writers) and the runtime state the other modules share — which provider the decorators send
 spans to, the content settings, the warnings already logged, the ``ThreadPoolExecutor.submit``
-patch, content held for log events and the SIGTERM handler.
+patch, content held for log events, the SIGTERM handler and the clock spanguard reads time from.
 
 Every change happens under ``STATE.lock`` (re-entrant, so ``configure()`` can call the helpers
 that take it too). The hot path reads single fields without it: each is replaced whole by the
@@ -15,6 +15,7 @@ exported, so an app thread that logs a warning never waits on an exporter.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,12 +29,14 @@ from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
 from ._export import CountingBatchProcessor
 
-__all__ = ["DEFAULT_MAX_CONTENT_CHARS", "STATE", "Configuration",
+__all__ = ["DEFAULT_MAX_CONTENT_CHARS", "STATE", "Clock", "Configuration",
            "ContentSettings", "Redactor", "SdkState"]
 
 DEFAULT_MAX_CONTENT_CHARS = 4096
 
 Redactor = Callable[[str, str], "str | None"]
+#: nanoseconds since the epoch, like :func:`time.time_ns`
+Clock = Callable[[], int]
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ class SdkState:
     thread_users: int = 0
     replaced_submit: Callable[..., Any] | None = None  # the submit spanguard's wrapper calls
     propagating: bool = False  # whether the wrapper attaches the submitter's context
+
+    # what spanguard's spans, events and annotations are stamped with (tests replace it)
+    clock: Clock = time.time_ns
 
     def reset_warnings(self) -> None:
         """Forget which warnings and internal errors were logged (each logs once again)."""
