@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanguard
 from spanguard import ConfigError, semconv
@@ -105,14 +106,42 @@ def test_span_capture_puts_the_original_submit_back() -> None:
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
 
 
+def test_configure_leaves_the_thread_pool_alone_unless_asked(configured: None) -> None:
+    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False)
+    assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
+
+
 def test_configure_patches_only_when_asked_and_shutdown_restores(configured: None) -> None:
     spanguard.configure(exporter="memory", private=True, propagate_to_threads=False,
                         flush_on_sigterm=False)
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
-    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False)
+    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
+                        propagate_to_threads=True)
     assert ThreadPoolExecutor.__dict__["submit"] is not ORIGINAL_SUBMIT
     spanguard.shutdown()
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
+
+
+@pytest.mark.parametrize(("asked", "parented"), [({}, False),
+                                                 ({"propagate_to_threads": True}, True)])
+def test_pool_tasks_keep_their_request_only_when_propagation_is_asked_for(
+        configured: None, asked: dict[str, bool], parented: bool) -> None:
+    exporter = spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
+                                   **asked).exporter
+    assert isinstance(exporter, InMemorySpanExporter)
+
+    @spanguard.tool
+    def work() -> int:
+        return 1
+
+    with ThreadPoolExecutor(1) as pool, spanguard.request("agent"):
+        assert pool.submit(work).result() == 1
+    spanguard.force_flush()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    tool, root = spans["execute_tool work"], spans["invoke_agent agent"]
+    assert root.context is not None and tool.context is not None
+    assert (tool.parent is not None and tool.parent.span_id == root.context.span_id) is parented
+    assert (tool.context.trace_id == root.context.trace_id) is parented
 
 
 APP_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("app_var", default="unset")

@@ -163,7 +163,7 @@ def configure(
     max_queue_size: int | None = None,
     max_export_batch_size: int | None = None,
     schedule_delay_millis: int | None = None,
-    propagate_to_threads: bool = True,
+    propagate_to_threads: bool = False,
     flush_on_sigterm: bool = True,
 ) -> Configuration:
     """Set up export of spanguard's spans; see docs/sdk.md for every parameter.
