@@ -188,22 +188,10 @@ def configure(
             if previous is not None:
                 _detach(previous)
             provider, owns = _provider(service_name, sampler, private)
-            processor = None
-            if span_exporter is not None and not owns and not isinstance(kind, SpanExporter):
-                span_exporter = _unless_exported(provider, span_exporter)
-            if span_exporter is not None:
-                processor = CountingBatchProcessor(
-                    span_exporter, max_queue_size=max_queue_size,
-                    max_export_batch_size=max_export_batch_size,
-                    schedule_delay_millis=schedule_delay_millis)
-                provider.add_span_processor(processor)
-            if provider not in STATE.with_baggage:  # once per provider, however often configured
-                STATE.with_baggage.add(provider)
-                provider.add_span_processor(BaggageIdentity())
-            configuration = Configuration(provider, processor, span_exporter, owns, private)
+            configuration = _attach(provider, owns, private, kind, span_exporter,
+                                    (max_queue_size, max_export_batch_size,
+                                     schedule_delay_millis))
             STATE.configuration = configuration
-            if private:
-                push_override(provider)
             _register_atexit(flush_on_sigterm)
             _propagate_to_threads(propagate_to_threads)
     finally:
@@ -212,6 +200,28 @@ def configure(
     set_content_settings(_content(capture_content, redact, max_content_chars))
     install_content_events(provider, kind, endpoint)  # content as log events (EVENT_ONLY ...)
     return configuration
+
+
+def _attach(provider: TracerProvider, owns: bool, private: bool, kind: str | SpanExporter,
+            span_exporter: SpanExporter | None, batch: tuple[int, int, int]) -> Configuration:
+    """Under the lock: spanguard's processors on ``provider`` (the batch processor unless
+    the app's pipeline already exports there, the baggage copier once per provider)."""
+    processor = None
+    if span_exporter is not None and not owns and not isinstance(kind, SpanExporter):
+        span_exporter = _unless_exported(provider, span_exporter)
+    if span_exporter is not None:
+        max_queue_size, max_export_batch_size, schedule_delay_millis = batch
+        processor = CountingBatchProcessor(
+            span_exporter, max_queue_size=max_queue_size,
+            max_export_batch_size=max_export_batch_size,
+            schedule_delay_millis=schedule_delay_millis)
+        provider.add_span_processor(processor)
+    if provider not in STATE.with_baggage:  # once per provider, however often configured
+        STATE.with_baggage.add(provider)
+        provider.add_span_processor(BaggageIdentity())
+    if private:
+        push_override(provider)
+    return Configuration(provider, processor, span_exporter, owns, private)
 
 
 def _destination(exporter: object) -> tuple[str, str] | None:
