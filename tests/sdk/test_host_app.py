@@ -14,10 +14,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanguard
@@ -94,6 +98,45 @@ def test_a_bad_batch_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "lots")
     with pytest.raises(ConfigError, match=r"^OTEL_BSP_MAX_QUEUE_SIZE: "):
         spanguard.configure(exporter="memory", private=True)
+
+
+class _HeldExporter(SpanExporter):
+    """Exports only once released: a collector that hangs."""
+
+    def __init__(self) -> None:
+        self.exporting = threading.Event()
+        self.release = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.exporting.set()
+        self.release.wait(10)
+        return SpanExportResult.SUCCESS
+
+
+def test_a_hanging_export_on_reconfigure_holds_up_no_app_thread(configured: None) -> None:
+    held = _HeldExporter()
+    spanguard.configure(exporter=held, private=True, flush_on_sigterm=False)
+
+    @spanguard.tool
+    def step() -> int:
+        return 1
+
+    step()  # queued in the first pipeline, flushed when it is replaced
+    replace = threading.Thread(target=spanguard.configure, kwargs={
+        "exporter": "memory", "private": True, "flush_on_sigterm": False})
+    replace.start()
+    try:
+        assert held.exporting.wait(10)
+        started = time.monotonic()
+        spanguard.escalate(reason=5)  # a wrong-typed field: the warn-once bookkeeping
+        with SpanCapture() as capture:  # a private provider pushed, the thread pool patched
+            step()
+        waited = time.monotonic() - started
+    finally:
+        held.release.set()
+        replace.join(10)
+    assert waited < 1.0
+    assert len(capture.spans()) == 1
 
 
 # --- thread pools -----------------------------------------------------------------------------
