@@ -147,19 +147,12 @@ class SimClock:
 def serve(apps: list[Application], jitter_seed: int, change: str | None = None,
           expect: bool = True) -> list[dict[str, Any]]:
     """Serve ``apps`` in-process; the assembled agent traces as JSON-ready dicts."""
-    import opentelemetry.sdk.trace as sdk_trace
-
-    from spanguard.testing import SpanCapture
+    from spanguard.testing import SpanCapture, use_clock
     from spanguard_processor.traces.convert import traces_from_readable_spans
 
     clock = SimClock()
     agent = LoanAgent(clock.sleep, jitter_seed, change, expect)
-    saved = sdk_trace.time_ns
-    sdk_trace.time_ns = clock  # type: ignore[assignment]
-    try:
-        with SpanCapture(capture_content=True) as capture:
-            for app in apps:
-                agent.answer(app)
-    finally:
-        sdk_trace.time_ns = saved  # type: ignore[assignment]
+    with use_clock(clock), SpanCapture(capture_content=True) as capture:
+        for app in apps:
+            agent.answer(app)
     return [t.to_dict() for t in traces_from_readable_spans(capture.readable_spans())]

@@ -14,10 +14,15 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanguard
 from spanguard import ConfigError, semconv
@@ -95,6 +100,45 @@ def test_a_bad_batch_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
         spanguard.configure(exporter="memory", private=True)
 
 
+class _HeldExporter(SpanExporter):
+    """Exports only once released: a collector that hangs."""
+
+    def __init__(self) -> None:
+        self.exporting = threading.Event()
+        self.release = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.exporting.set()
+        self.release.wait(10)
+        return SpanExportResult.SUCCESS
+
+
+def test_a_hanging_export_on_reconfigure_holds_up_no_app_thread(configured: None) -> None:
+    held = _HeldExporter()
+    spanguard.configure(exporter=held, private=True, flush_on_sigterm=False)
+
+    @spanguard.tool
+    def step() -> int:
+        return 1
+
+    step()  # queued in the first pipeline, flushed when it is replaced
+    replace = threading.Thread(target=spanguard.configure, kwargs={
+        "exporter": "memory", "private": True, "flush_on_sigterm": False})
+    replace.start()
+    try:
+        assert held.exporting.wait(10)
+        started = time.monotonic()
+        spanguard.escalate(reason=5)  # a wrong-typed field: the warn-once bookkeeping
+        with SpanCapture() as capture:  # a private provider pushed, the thread pool patched
+            step()
+        waited = time.monotonic() - started
+    finally:
+        held.release.set()
+        replace.join(10)
+    assert waited < 1.0
+    assert len(capture.spans()) == 1
+
+
 # --- thread pools -----------------------------------------------------------------------------
 def test_span_capture_puts_the_original_submit_back() -> None:
     with SpanCapture():
@@ -105,14 +149,42 @@ def test_span_capture_puts_the_original_submit_back() -> None:
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
 
 
+def test_configure_leaves_the_thread_pool_alone_unless_asked(configured: None) -> None:
+    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False)
+    assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
+
+
 def test_configure_patches_only_when_asked_and_shutdown_restores(configured: None) -> None:
     spanguard.configure(exporter="memory", private=True, propagate_to_threads=False,
                         flush_on_sigterm=False)
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
-    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False)
+    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
+                        propagate_to_threads=True)
     assert ThreadPoolExecutor.__dict__["submit"] is not ORIGINAL_SUBMIT
     spanguard.shutdown()
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
+
+
+@pytest.mark.parametrize(("asked", "parented"), [({}, False),
+                                                 ({"propagate_to_threads": True}, True)])
+def test_pool_tasks_keep_their_request_only_when_propagation_is_asked_for(
+        configured: None, asked: dict[str, bool], parented: bool) -> None:
+    exporter = spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
+                                   **asked).exporter
+    assert isinstance(exporter, InMemorySpanExporter)
+
+    @spanguard.tool
+    def work() -> int:
+        return 1
+
+    with ThreadPoolExecutor(1) as pool, spanguard.request("agent"):
+        assert pool.submit(work).result() == 1
+    spanguard.force_flush()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    tool, root = spans["execute_tool work"], spans["invoke_agent agent"]
+    assert root.context is not None and tool.context is not None
+    assert (tool.parent is not None and tool.parent.span_id == root.context.span_id) is parented
+    assert (tool.context.trace_id == root.context.trace_id) is parented
 
 
 APP_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("app_var", default="unset")

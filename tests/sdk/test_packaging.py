@@ -11,11 +11,16 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import venv
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+import spanguard
+from spanguard._runtime import UNKNOWN_VERSION, installed_version, instrumentation_version
+from spanguard.testing import SpanCapture
 from spanguard_processor._entry import INSTALL_HINT, OPTIONAL, REQUIRED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +66,48 @@ def test_the_dependency_check_imports_none_of_the_dependencies() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+# --- the instrumentation scope's version -----------------------------------------------------
+def test_spans_carry_the_installed_distributions_version(capture: SpanCapture) -> None:
+    @spanguard.tool
+    def step() -> int:
+        return 1
+
+    step()
+    (span,) = capture.readable_spans()
+    assert span.instrumentation_scope is not None
+    assert span.instrumentation_scope.name == "spanguard"
+    assert span.instrumentation_scope.version == metadata.version("spanguard")
+    assert instrumentation_version() == metadata.version("spanguard")
+
+
+def test_the_version_is_read_from_the_metadata_found_first(tmp_path: Path) -> None:
+    # a distribution "spanguard 9.8.7" ahead of the installed one on the path: its version wins
+    info = tmp_path / "spanguard-9.8.7.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: spanguard\nVersion: 9.8.7\n",
+                                   encoding="utf-8")
+    code = textwrap.dedent("""
+        import spanguard
+        from spanguard.testing import capture_spans
+        @spanguard.tool
+        def step():
+            return 1
+        with capture_spans() as capture:
+            step()
+        print(capture.readable_spans()[0].instrumentation_scope.version)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "9.8.7"
+
+
+def test_without_installed_metadata_the_version_says_unknown() -> None:
+    assert installed_version("spanguard-never-installed") == UNKNOWN_VERSION == "0+unknown"
 
 
 def _clean_env() -> dict[str, str]:

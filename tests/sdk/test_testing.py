@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
+from collections.abc import Iterator
 
+import opentelemetry.sdk.trace as sdk_trace
 import pytest
 
 import spanguard
 from spanguard import semconv
-from spanguard.testing import SpanCapture, capture_spans, span_to_dict
+from spanguard.testing import SpanCapture, capture_spans, span_to_dict, use_clock
 
 
 @spanguard.tool
@@ -53,6 +56,28 @@ def test_deterministic_ids_and_clock_repeat_exactly() -> None:
     assert tool["span_id"] == "0" * 15 + "2"
     assert root["start_time_unix_nano"] < tool["start_time_unix_nano"]
     assert tool["end_time_unix_nano"] < root["end_time_unix_nano"]
+
+
+def test_spans_events_and_annotations_read_time_from_spanguards_clock() -> None:
+    readings: Iterator[int] = iter(range(1_000, 2_000, 10))
+    with capture_spans() as capture, use_clock(lambda: next(readings)):
+        with spanguard.request("agent", request_id="r1"):
+            step(1)
+            spanguard.friction("check")
+        spanguard.feedback("r1", 1)
+    root, tool, note = capture.spans()
+    assert (root["start_time_unix_nano"], tool["start_time_unix_nano"],
+            tool["end_time_unix_nano"], root["events"][0]["time_unix_nano"],
+            root["end_time_unix_nano"], note["start_time_unix_nano"],
+            note["end_time_unix_nano"]) == (1_000, 1_010, 1_020, 1_030, 1_040, 1_050, 1_060)
+    with capture_spans() as after:
+        step(2)
+    assert after.spans()[0]["start_time_unix_nano"] > 1_700_000_000 * 10**9  # the real clock
+
+
+def test_deterministic_capture_leaves_opentelemetrys_clock_alone() -> None:
+    with capture_spans(deterministic=True):
+        assert sdk_trace.time_ns is time.time_ns
 
 
 def test_capture_stops_and_later_spans_go_nowhere() -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from . import semconv
 from ._annotate import expect, feedback, mark_retried
-from ._configure import Configuration, configure, export_stats, force_flush, shutdown
+from ._configure import configure, export_stats, force_flush, shutdown
 from ._documents import Document
 from ._export import ExportStats
 from ._request import Request, RequestScope, current_request, request
 from ._scopes import LLMCall, PlanScope, llm_call, plan
 from ._signals import escalate, friction, plan_step, record_documents, retrieval, tool
+from ._state import Configuration
 from .exceptions import ConfigError, SpanguardError
 
 __all__ = [

@@ -17,7 +17,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from ._content import redact_text
-from ._runtime import active_tracer, internal_error, warn_dropped_field
+from ._runtime import active_tracer, internal_error, now_ns, warn_dropped_field
 
 __all__ = ["expect", "expectation_attributes", "feedback", "feedback_attributes",
            "mark_retried"]
@@ -100,8 +100,9 @@ def _annotate(request_id: Any, attributes: dict[str, AttributeValue], where: str
     try:
         # an empty Context: the annotation is the root of a trace of its own
         span = tracer.start_span(semconv.SPAN_ANNOTATION, context=Context(),
-                                 attributes={semconv.REQUEST_ID: request_id, **attributes})
-        span.end()
+                                 attributes={semconv.REQUEST_ID: request_id, **attributes},
+                                 start_time=now_ns())
+        span.end(now_ns())
     except Exception as exc:
         internal_error(where, exc)
 

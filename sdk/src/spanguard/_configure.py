@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import threading
-import weakref
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
@@ -29,19 +26,12 @@ from ._baggage import BaggageIdentity
 from ._exit import install_sigterm_flush, uninstall_sigterm_flush
 from ._export import CountingBatchProcessor, ExportStats, OtlpJsonFileExporter
 from ._log_export import flush_content_events, install_content_events, retire_content_events
-from ._runtime import (
-    ContentSettings,
-    Redactor,
-    env_capture,
-    logger,
-    pop_override,
-    push_override,
-    set_content_settings,
-)
+from ._runtime import env_capture, logger, pop_override, push_override, set_content_settings
+from ._state import STATE, Configuration, ContentSettings, Redactor
 from ._threads import acquire_thread_propagation, release_thread_propagation
 from .exceptions import ConfigError
 
-__all__ = ["Configuration", "configure", "export_stats", "force_flush", "shutdown"]
+__all__ = ["configure", "export_stats", "force_flush", "shutdown"]
 
 # A burst of 30,000 spans produced as fast as one process can must not overflow the queue
 # while the exporter (≈11-12k spans/s) drains it; see docs/benchmarks-sdk.md. The standard
@@ -57,31 +47,6 @@ _BSP_ENV = {
 EXPORTERS = ("otlp", "otlp-grpc", "otlp-http", "otlp-json-file", "console", "memory", "none")
 _ENV_EXPORTER = "OTEL_TRACES_EXPORTER"
 _ENV_PROTOCOLS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-
-
-@dataclass(frozen=True)
-class Configuration:
-    """What :func:`configure` built."""
-
-    provider: TracerProvider
-    processor: CountingBatchProcessor | None  # None with exporter "none"
-    exporter: SpanExporter | None
-    owns_provider: bool  # False when spans go to the app's own provider
-    private: bool
-
-
-_lock = threading.Lock()
-_said_shared = False  # whether configure() said it rides on the app's pipeline
-# providers that copy spanguard.* baggage onto spans
-_with_baggage: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
-_current: Configuration | None = None
-_atexit_registered = False
-_owned: TracerProvider | None = None  # the global provider spanguard created, if any
-_threads_acquired = False  # whether the current configuration propagates into thread pools
-
-
-def _owned_global() -> TracerProvider | None:
-    return _owned
 
 
 def _protocol() -> str:
@@ -198,7 +163,7 @@ def configure(
     max_queue_size: int | None = None,
     max_export_batch_size: int | None = None,
     schedule_delay_millis: int | None = None,
-    propagate_to_threads: bool = True,
+    propagate_to_threads: bool = False,
     flush_on_sigterm: bool = True,
 ) -> Configuration:
     """Set up export of spanguard's spans; see docs/sdk.md for every parameter.
@@ -206,7 +171,6 @@ def configure(
     Raises :class:`~spanguard.ConfigError` naming the parameter (or environment variable)
     that is wrong. Calling it again replaces spanguard's previous processor (flushed first).
     """
-    global _current
     _validate(service_name, capture_content, redact, sampler, endpoint, file_path)
     _check_int("max_content_chars", max_content_chars, 16)
     max_queue_size = _batch_setting("max_queue_size", max_queue_size)
@@ -217,31 +181,47 @@ def configure(
                           f"max_queue_size ({max_queue_size}).")
     kind = _exporter_kind(exporter)
     span_exporter = _make_exporter(kind, endpoint, file_path)
-    with _lock:
-        previous, _current = _current, None
-        if previous is not None:
+    previous: Configuration | None = None
+    try:
+        with STATE.lock:
+            previous, STATE.configuration = STATE.configuration, None
+            if previous is not None:
+                _detach(previous)
+            provider, owns = _provider(service_name, sampler, private)
+            configuration = _attach(provider, owns, private, kind, span_exporter,
+                                    (max_queue_size, max_export_batch_size,
+                                     schedule_delay_millis))
+            STATE.configuration = configuration
+            _register_atexit(flush_on_sigterm)
+            _propagate_to_threads(propagate_to_threads)
+    finally:
+        if previous is not None:  # exported outside the lock: no app thread waits on it
             _retire(previous)
-        provider, owns = _provider(service_name, sampler, private)
-        processor = None
-        if span_exporter is not None and not owns and not isinstance(kind, SpanExporter):
-            span_exporter = _unless_exported(provider, span_exporter)
-        if span_exporter is not None:
-            processor = CountingBatchProcessor(
-                span_exporter, max_queue_size=max_queue_size,
-                max_export_batch_size=max_export_batch_size,
-                schedule_delay_millis=schedule_delay_millis)
-            provider.add_span_processor(processor)
-        if provider not in _with_baggage:  # once per provider, however often configured
-            _with_baggage.add(provider)
-            provider.add_span_processor(BaggageIdentity())
-        _current = Configuration(provider, processor, span_exporter, owns, private)
-        if private:
-            push_override(provider)
-        _register_atexit(flush_on_sigterm)
-        _propagate_to_threads(propagate_to_threads)
     set_content_settings(_content(capture_content, redact, max_content_chars))
     install_content_events(provider, kind, endpoint)  # content as log events (EVENT_ONLY ...)
-    return _current
+    return configuration
+
+
+def _attach(provider: TracerProvider, owns: bool, private: bool, kind: str | SpanExporter,
+            span_exporter: SpanExporter | None, batch: tuple[int, int, int]) -> Configuration:
+    """Under the lock: spanguard's processors on ``provider`` (the batch processor unless
+    the app's pipeline already exports there, the baggage copier once per provider)."""
+    processor = None
+    if span_exporter is not None and not owns and not isinstance(kind, SpanExporter):
+        span_exporter = _unless_exported(provider, span_exporter)
+    if span_exporter is not None:
+        max_queue_size, max_export_batch_size, schedule_delay_millis = batch
+        processor = CountingBatchProcessor(
+            span_exporter, max_queue_size=max_queue_size,
+            max_export_batch_size=max_export_batch_size,
+            schedule_delay_millis=schedule_delay_millis)
+        provider.add_span_processor(processor)
+    if provider not in STATE.with_baggage:  # once per provider, however often configured
+        STATE.with_baggage.add(provider)
+        provider.add_span_processor(BaggageIdentity())
+    if private:
+        push_override(provider)
+    return Configuration(provider, processor, span_exporter, owns, private)
 
 
 def _destination(exporter: object) -> tuple[str, str] | None:
@@ -268,14 +248,13 @@ def _exporters(provider: TracerProvider) -> list[object]:
 
 def _unless_exported(provider: TracerProvider, exporter: SpanExporter) -> SpanExporter | None:
     """``exporter``, or None when the app's provider already exports to its destination."""
-    global _said_shared
     destination = _destination(exporter)
     if destination is None or all(_destination(e) != destination
                                   for e in _exporters(provider)):
         return exporter
     exporter.shutdown()
-    if not _said_shared:
-        _said_shared = True
+    if not STATE.said_shared:
+        STATE.said_shared = True
         logger.info("spanguard: the app's tracer provider already exports to %s; spanguard's "
                     "spans go through that pipeline (no second exporter: each span would be "
                     "sent twice).", destination[1])
@@ -283,12 +262,11 @@ def _unless_exported(provider: TracerProvider, exporter: SpanExporter) -> SpanEx
 
 
 def _propagate_to_threads(wanted: bool) -> None:
-    global _threads_acquired
-    if wanted and not _threads_acquired:
+    if wanted and not STATE.holds_threads:
         acquire_thread_propagation()
-    elif not wanted and _threads_acquired:
+    elif not wanted and STATE.holds_threads:
         release_thread_propagation()
-    _threads_acquired = wanted
+    STATE.holds_threads = wanted
 
 
 def _content(capture_content: bool | None, redact: Redactor | None,
@@ -306,33 +284,39 @@ def _provider(service_name: str | None, sampler: Sampler | None, private: bool
             ignored = [name for name, value in (("sampler", sampler),
                                                 ("service_name", service_name))
                        if value is not None]
-            if ignored and existing is not _owned_global():
+            if ignored and existing is not STATE.owned_provider:
                 logger.warning("spanguard: the app's tracer provider keeps its own %s; "
                                "configure() applies them only to a provider it creates.",
                                " and ".join(ignored))
-            return existing, existing is _owned_global()
+            return existing, existing is STATE.owned_provider
     provider = TracerProvider(resource=resource, sampler=sampler)
     if not private:
         trace.set_tracer_provider(provider)
-        global _owned
-        _owned = provider
+        STATE.owned_provider = provider
     return provider, True
 
 
+def _detach(configuration: Configuration) -> None:
+    """Under the lock: the pipeline takes no more spans (its queue is exported by _retire)."""
+    if configuration.processor is not None:
+        configuration.processor.close()
+    if configuration.private:
+        pop_override(configuration.provider)
+
+
 def _retire(configuration: Configuration) -> None:
+    """After :func:`_detach`, outside the lock: export what is queued and stop."""
     if configuration.processor is not None:
         configuration.processor.force_flush()
         configuration.processor.shutdown()
     if configuration.private:
-        pop_override(configuration.provider)
         configuration.provider.shutdown()
 
 
 def _register_atexit(flush_on_sigterm: bool) -> None:
-    global _atexit_registered
-    if not _atexit_registered:
+    if not STATE.atexit_registered:
         atexit.register(shutdown)
-        _atexit_registered = True
+        STATE.atexit_registered = True
     if flush_on_sigterm:
         install_sigterm_flush(force_flush)  # atexit does not run on SIGTERM
     else:
@@ -342,7 +326,7 @@ def _register_atexit(flush_on_sigterm: bool) -> None:
 def force_flush(timeout_millis: int = 30_000) -> bool:
     """Export every span that has ended so far; ``True`` when all made it in time (through
     the app's pipeline when spanguard rides on it)."""
-    configuration = _current
+    configuration = STATE.configuration
     events = flush_content_events(timeout_millis)  # content as log records, if any
     if configuration is None:
         return events
@@ -355,7 +339,7 @@ def force_flush(timeout_millis: int = 30_000) -> bool:
 
 def export_stats(flush: bool = True) -> ExportStats:
     """Counts of ended, exported, failed and dropped spans (flushing first by default)."""
-    configuration = _current
+    configuration = STATE.configuration
     if configuration is None or configuration.processor is None:
         return ExportStats(0, 0, 0, 0)
     if flush:
@@ -365,10 +349,10 @@ def export_stats(flush: bool = True) -> ExportStats:
 
 def shutdown() -> None:
     """Flush and stop spanguard's export pipeline (also runs at interpreter exit)."""
-    global _current
-    with _lock:
-        configuration, _current = _current, None
+    with STATE.lock:
+        configuration, STATE.configuration = STATE.configuration, None
         if configuration is not None:
+            _detach(configuration)
             _propagate_to_threads(False)
             uninstall_sigterm_flush()
     if configuration is None:

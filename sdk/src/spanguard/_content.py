@@ -23,7 +23,8 @@ from opentelemetry.trace import Span
 
 from . import semconv
 from ._events import content_on_span, hold_content
-from ._runtime import ContentSettings, content_settings, internal_error, warn_dropped_field
+from ._runtime import content_settings, internal_error, warn_dropped_field
+from ._state import ContentSettings
 
 __all__ = ["bounded_json", "bounded_text", "jsonable", "prepare_content", "redact_text",
            "set_content"]

@@ -16,7 +16,7 @@ import traceback
 from opentelemetry.trace import Span, Status, StatusCode
 
 from ._content import redact_text
-from ._runtime import content_settings
+from ._runtime import content_settings, now_ns
 from .semconv import ERROR_TYPE, EXCEPTION_MESSAGE, EXCEPTION_STACKTRACE, EXCEPTION_TYPE
 
 __all__ = ["ERROR_TYPE", "EXCEPTION_MESSAGE", "EXCEPTION_STACKTRACE", "EXCEPTION_TYPE",
@@ -56,6 +56,6 @@ def record_error(span: Span, exc: BaseException) -> None:
     if stack is not None:
         attributes[EXCEPTION_STACKTRACE] = stack
     if isinstance(exc, Exception):
-        span.add_event(_EXCEPTION_EVENT, attributes)
+        span.add_event(_EXCEPTION_EVENT, attributes, now_ns())
     span.set_attribute(ERROR_TYPE, name)
     span.set_status(Status(StatusCode.ERROR, f"{name}: {message}" if message else name))

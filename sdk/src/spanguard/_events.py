@@ -15,7 +15,6 @@ logger provider exporting by OTLP beside the spans (docs/sdk.md).
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 from opentelemetry import trace
@@ -24,19 +23,17 @@ from opentelemetry.trace import NonRecordingSpan, Span
 
 from . import semconv
 from ._runtime import CAPTURE_ENV
+from ._state import STATE
 
 __all__ = ["MODE_BOTH", "MODE_EVENT", "MODE_SPAN", "ContentEvents", "capture_mode",
            "content_on_span", "hold_content", "set_mode"]
 
-MODE_SPAN, MODE_EVENT, MODE_BOTH = "span", "event", "both"
+MODE_SPAN, MODE_EVENT, MODE_BOTH = "span", "event", "both"  # _state.SdkState.event_mode
 _MODES = {"event_only": MODE_EVENT, "span_and_event": MODE_BOTH}
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _CALL_KEYS = (semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_PROVIDER_NAME,
               semconv.GEN_AI_REQUEST_MODEL, semconv.GEN_AI_RESPONSE_MODEL)
 
-_lock = threading.Lock()
-_mode = MODE_SPAN
-_pending: dict[int, dict[str, str]] = {}  # span id → content held until the span ends
 #: spans with content held at once; beyond it the oldest is dropped (its span went to a provider
 #: without :class:`ContentEvents`, so it would never be emitted)
 _MAX_PENDING = 10_000
@@ -48,26 +45,26 @@ def capture_mode() -> str:
 
 
 def set_mode(mode: str) -> None:
-    global _mode
-    with _lock:
-        _mode = mode
+    with STATE.lock:
+        STATE.event_mode = mode
         if mode == MODE_SPAN:
-            _pending.clear()
+            STATE.pending.clear()
 
 
 def content_on_span() -> bool:
-    return _mode != MODE_EVENT
+    return STATE.event_mode != MODE_EVENT
 
 
 def hold_content(span: Span, key: str, text: str) -> None:
     """Keep ``text`` for the span's content event (in an event mode; else nothing)."""
-    if _mode == MODE_SPAN or not span.is_recording():
+    if STATE.event_mode == MODE_SPAN or not span.is_recording():
         return
     context = span.get_span_context()
-    with _lock:
-        if context.span_id not in _pending and len(_pending) >= _MAX_PENDING:
-            del _pending[next(iter(_pending))]  # a span that never reached the processor
-        _pending.setdefault(context.span_id, {})[key] = text
+    with STATE.lock:
+        pending = STATE.pending
+        if context.span_id not in pending and len(pending) >= _MAX_PENDING:
+            del pending[next(iter(pending))]  # a span that never reached the processor
+        pending.setdefault(context.span_id, {})[key] = text
 
 
 class ContentEvents(SpanProcessor):
@@ -82,8 +79,8 @@ class ContentEvents(SpanProcessor):
         context = span.get_span_context()
         if context is None:
             return
-        with _lock:
-            content = _pending.pop(context.span_id, None)
+        with STATE.lock:
+            content = STATE.pending.pop(context.span_id, None)
         if not content or not self.active:
             return
         attributes: dict[str, Any] = dict(sorted(content.items()))

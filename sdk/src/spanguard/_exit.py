@@ -18,11 +18,11 @@ from collections.abc import Callable
 from types import FrameType
 
 from ._runtime import logger
+from ._state import STATE
 
 __all__ = ["SIGTERM_FLUSH_MILLIS", "install_sigterm_flush", "uninstall_sigterm_flush"]
 
 SIGTERM_FLUSH_MILLIS = 5_000
-_installed: Callable[[int, FrameType | None], None] | None = None
 
 
 def _flush_quietly(flush: Callable[[int], bool]) -> None:
@@ -35,8 +35,7 @@ def _flush_quietly(flush: Callable[[int], bool]) -> None:
 
 def install_sigterm_flush(flush: Callable[[int], bool]) -> bool:
     """Install the flushing SIGTERM handler once; True when it is (now or already) in place."""
-    global _installed
-    if _installed is not None:
+    if STATE.sigterm_handler is not None:
         return True
     if threading.current_thread() is not threading.main_thread():
         return False
@@ -57,14 +56,13 @@ def install_sigterm_flush(flush: Callable[[int], bool]) -> bool:
         signal.signal(signal.SIGTERM, on_sigterm)
     except (ValueError, OSError):  # no signals here (e.g. some embedded interpreters)
         return False
-    _installed = on_sigterm
+    STATE.sigterm_handler = on_sigterm
     return True
 
 
 def uninstall_sigterm_flush() -> None:
     """Put SIGTERM's default action back if spanguard's handler is still the one in place."""
-    global _installed
-    handler, _installed = _installed, None
+    handler, STATE.sigterm_handler = STATE.sigterm_handler, None
     if handler is None or threading.current_thread() is not threading.main_thread():
         return
     try:

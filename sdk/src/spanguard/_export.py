@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -20,9 +21,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from ._runtime import logger
-
 __all__ = ["CountingBatchProcessor", "ExportStats", "OtlpJsonFileExporter", "otlp_json_line"]
+
+logger = logging.getLogger("spanguard")
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ class CountingBatchProcessor(SpanProcessor):
             schedule_delay_millis=schedule_delay_millis)
         self._lock = threading.Lock()
         self._ended = 0
-        self._closed = False
+        self._closed = False  # takes no more spans
+        self._shut = False
 
     @property
     def exporter(self) -> SpanExporter:
@@ -105,9 +107,15 @@ class CountingBatchProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self._batch.force_flush(timeout_millis)
 
+    def close(self) -> None:
+        """Take no more spans; those queued are still exported by :meth:`force_flush` and
+        :meth:`shutdown`."""
+        self._closed = True
+
     def shutdown(self) -> None:
-        if not self._closed:
-            self._closed = True
+        self._closed = True
+        if not self._shut:
+            self._shut = True
             self._batch.shutdown()
 
 

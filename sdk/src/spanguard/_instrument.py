@@ -32,7 +32,7 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from ._errors import record_error
-from ._runtime import active_tracer, internal_error
+from ._runtime import active_tracer, internal_error, now_ns
 
 __all__ = ["SpanSpec", "check_callable", "decorator", "end_with_error", "instrument", "start_span"]
 
@@ -74,7 +74,7 @@ def start_span(tracer: Tracer | None, spec: SpanSpec, parent: Context | None,
     span: Span = INVALID_SPAN
     if tracer is not None:
         span = tracer.start_span(spec.name, context=parent, kind=spec.kind,
-                                 attributes=spec.attributes)
+                                 attributes=spec.attributes, start_time=now_ns())
     _run_start_hook(spec, span, args, kwargs)
     ctx = trace.set_span_in_context(span, parent)
     if spec.on_context is not None:
@@ -100,7 +100,7 @@ def end_with_error(span: Span, exc: BaseException) -> None:
     """Record the app's exception on ``span`` and end it (never raises an internal error)."""
     try:
         record_error(span, exc)  # the message only with content capture on, redacted
-        span.end()
+        span.end(now_ns())
     except Exception as internal:
         internal_error("recording an exception", internal)
 
@@ -114,7 +114,7 @@ def _end_ok(span: Span, spec: SpanSpec, result: Any, owned: bool = True) -> None
     if not owned:
         return
     try:
-        span.end()
+        span.end(now_ns())
     except Exception as internal:
         internal_error("ending a span", internal)
 

@@ -18,11 +18,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 from ._events import MODE_SPAN, ContentEvents, capture_mode, set_mode
+from ._state import STATE
 
 __all__ = ["flush_content_events", "install_content_events", "retire_content_events"]
 
 logger = logging.getLogger("spanguard")
-_current: ContentEvents | None = None
 _PROTOCOL_ENV = ("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 
 
@@ -73,14 +73,14 @@ def _provider(kind: Any, endpoint: str | None, resource: Resource) -> Any:
 
 def flush_content_events(timeout_millis: int = 30_000) -> bool:
     """Export the content events emitted so far; ``True`` when they made it in time."""
-    current = _current
+    current = STATE.content_events
     return True if current is None else current.force_flush(timeout_millis)
 
 
 def retire_content_events() -> None:
     """Flush and stop the content events (``spanguard.shutdown()``); content goes back on spans."""
-    global _current
-    current, _current = _current, None
+    with STATE.lock:
+        current, STATE.content_events = STATE.content_events, None
     if current is not None:
         current.shutdown()
     set_mode(MODE_SPAN)
@@ -88,7 +88,6 @@ def retire_content_events() -> None:
 
 def install_content_events(provider: TracerProvider, kind: Any, endpoint: str | None) -> None:
     """Follow the content-capture variable: in an event mode, emit content as log records."""
-    global _current
     retire_content_events()
     mode = capture_mode()
     if mode != MODE_SPAN:
@@ -98,6 +97,7 @@ def install_content_events(provider: TracerProvider, kind: Any, endpoint: str | 
                            "the app's own logger provider; content stays on the spans.")
             mode = MODE_SPAN
         else:
-            _current = ContentEvents(logger_provider)
-            provider.add_span_processor(_current)
+            events = ContentEvents(logger_provider)
+            provider.add_span_processor(events)
+            STATE.content_events = events
     set_mode(mode)

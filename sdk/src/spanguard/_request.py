@@ -27,7 +27,7 @@ from ._annotate import feedback as _feedback
 from ._annotate import mark_retried as _mark_retried
 from ._content import redact_text, set_content
 from ._instrument import SpanSpec, check_callable, end_with_error, instrument
-from ._runtime import active_tracer, internal_error, warn_dropped_field
+from ._runtime import active_tracer, internal_error, now_ns, warn_dropped_field
 
 __all__ = ["Request", "RequestScope", "current_request", "request"]
 
@@ -210,7 +210,8 @@ class RequestScope:
             try:
                 span = tracer.start_span(
                     semconv.span_name(semconv.OP_INVOKE_AGENT, self._name), kind=self._kind,
-                    attributes={**self._root_attributes(), semconv.REQUEST_ID: request_id})
+                    attributes={**self._root_attributes(), semconv.REQUEST_ID: request_id},
+                    start_time=now_ns())
             except Exception as exc:
                 internal_error("spanguard.request()", exc)
                 span = INVALID_SPAN
@@ -240,7 +241,7 @@ class RequestScope:
         if exc is not None:
             end_with_error(handle.span, exc)
         else:
-            handle.span.end()
+            handle.span.end(now_ns())
 
     def _spec(self) -> SpanSpec:
         """The decorator's span: a new root, or the current request joined."""

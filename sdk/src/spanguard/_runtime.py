@@ -1,4 +1,5 @@
-"""Process-wide state: which tracer the decorators use, content settings, internal-error policy.
+"""Reading the process-wide state: which tracer the decorators use, content settings, the
+internal-error policy (the state itself is :data:`._state.STATE`).
 
 The decorators resolve their tracer at call time, cheaply, so that a provider set after
 decoration (by the app, by :func:`spanguard.configure` or by :mod:`spanguard.testing`) is used
@@ -8,21 +9,23 @@ from the next call on. When no SDK provider exists anywhere, :func:`active_trace
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from opentelemetry import trace
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Tracer, TracerProvider
 
+from ._state import STATE, ContentSettings
+
 __all__ = [
-    "ContentSettings",
     "active_tracer",
     "content_settings",
     "env_capture",
+    "installed_version",
+    "instrumentation_version",
     "internal_error",
+    "now_ns",
     "pop_override",
     "push_override",
     "reset_warnings",
@@ -34,21 +37,31 @@ __all__ = [
 logger = logging.getLogger("spanguard")
 
 INSTRUMENTATION_NAME = "spanguard"
-INSTRUMENTATION_VERSION = "0.1.0"
+#: the scope version of spanguard's spans when no distribution metadata is found (the source
+#: tree put on ``sys.path`` by hand, not installed)
+UNKNOWN_VERSION = "0+unknown"
+
+
+def installed_version(distribution: str = INSTRUMENTATION_NAME) -> str:
+    """The version of the installed ``distribution`` (from its metadata), else
+    :data:`UNKNOWN_VERSION`."""
+    # imported here: importlib.metadata would add ~12 ms to `import spanguard`
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return UNKNOWN_VERSION
+
+
+@functools.cache
+def instrumentation_version() -> str:
+    """The version spanguard's spans carry in their instrumentation scope (read once, when
+    the first tracer is made, so that an unconfigured ``import spanguard`` stays light)."""
+    return installed_version()
+
+
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-DEFAULT_MAX_CONTENT_CHARS = 4096
-
-Redactor = Callable[[str, str], "str | None"]
-
-
-@dataclass(frozen=True)
-class ContentSettings:
-    """What happens to prompt/response text before it is put on a span."""
-
-    capture: bool = False
-    redact: Redactor | None = None
-    max_chars: int = DEFAULT_MAX_CONTENT_CHARS
-
 
 # The GenAI instrumentations' values (opentelemetry-util-genai) mean "on" when content lands
 # anywhere; spanguard puts content on spans only, so one setting serves both.
@@ -64,12 +77,6 @@ def env_capture() -> bool:
 
 
 _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
-_lock = threading.Lock()
-_overrides: list[TracerProvider] = []  # innermost last; guarded by _lock
-_override: TracerProvider | None = None  # == _overrides[-1], read without the lock
-_cached: tuple[TracerProvider | None, Tracer | None] = (None, None)
-_content: ContentSettings | None = None  # None: not read yet
-_reported: set[str] = set()
 
 
 # OTEL_PYTHON_TRACER_PROVIDER names a provider that OpenTelemetry loads lazily; only then must
@@ -80,8 +87,7 @@ _HAS_GLOBAL_SLOT = hasattr(trace, "_TRACER_PROVIDER")
 
 def active_tracer() -> Tracer | None:
     """The tracer spanguard spans go to now, or ``None`` when no SDK provider is set."""
-    global _cached
-    provider = _override
+    provider = STATE.override
     if provider is None:
         # reading the API's global slot directly keeps an unconfigured call well under 2 µs
         if _HAS_GLOBAL_SLOT and not _LAZY_PROVIDER:
@@ -92,47 +98,50 @@ def active_tracer() -> Tracer | None:
             provider = trace.get_tracer_provider()
         if isinstance(provider, _NO_SDK):
             return None
-    cached_provider, cached_tracer = _cached
+    cached_provider, cached_tracer = STATE.cached_tracer
     if provider is cached_provider:
         return cached_tracer
-    tracer = provider.get_tracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION)
-    _cached = (provider, tracer)
+    tracer = provider.get_tracer(INSTRUMENTATION_NAME, instrumentation_version())
+    STATE.cached_tracer = (provider, tracer)
     return tracer
+
+
+def now_ns() -> int:
+    """The time for a span's start or end or an event: spanguard's clock, which
+    :func:`spanguard.testing.use_clock` replaces (the one place the SDK reads time from)."""
+    return STATE.clock()
 
 
 def push_override(provider: TracerProvider) -> None:
     """Send spanguard's spans to ``provider`` (a private one) until :func:`pop_override`."""
-    global _override
-    with _lock:
-        _overrides.append(provider)
-        _override = provider
+    with STATE.lock:
+        STATE.overrides.append(provider)
+        STATE.override = provider
 
 
 def pop_override(provider: TracerProvider) -> None:
     """Stop sending spans to ``provider``; the previous override (if any) applies again."""
-    global _override
-    with _lock:
-        if provider in _overrides:
+    with STATE.lock:
+        overrides = STATE.overrides
+        if provider in overrides:
             # remove the last occurrence, so nested pushes of one provider unwind in order
-            index = len(_overrides) - 1 - _overrides[::-1].index(provider)
-            del _overrides[index]
-        _override = _overrides[-1] if _overrides else None
+            index = len(overrides) - 1 - overrides[::-1].index(provider)
+            del overrides[index]
+        STATE.override = overrides[-1] if overrides else None
 
 
 def content_settings() -> ContentSettings:
     """The content settings in force: configure()'s, else the environment variable's
     (read once; :func:`set_content_settings` with ``None`` reads it again)."""
-    global _content
-    settings = _content
+    settings = STATE.content
     if settings is None:
-        settings = _content = ContentSettings(capture=env_capture())
+        settings = STATE.content = ContentSettings(capture=env_capture())
     return settings
 
 
 def set_content_settings(settings: ContentSettings | None) -> None:
     """Install content settings (``None``: read the environment variable again)."""
-    global _content
-    _content = settings
+    STATE.content = settings
 
 
 STRICT_ENV = "SPANGUARD_STRICT"
@@ -153,14 +162,11 @@ def internal_error(where: str, exc: BaseException) -> None:
     """
     if strict():
         raise exc
-    with _lock:
-        first = where not in _reported
-        _reported.add(where)
+    with STATE.lock:
+        first = where not in STATE.reported
+        STATE.reported.add(where)
     if first:
         logger.error("spanguard internal error in %s (telemetry skipped)", where, exc_info=exc)
-
-
-_warned: set[tuple[str, str]] = set()  # guarded by _lock
 
 
 def warn_dropped_field(where: str, field: str, why: str, *, item: str | None = None) -> None:
@@ -168,10 +174,11 @@ def warn_dropped_field(where: str, field: str, why: str, *, item: str | None = N
     first time only for each place and field (``item``, e.g. "document 3", is told in the
     message but is not part of what counts as the same place)."""
     key = (where, field)
-    with _lock:
-        if key in _warned or len(_warned) >= MAX_REMEMBERED_WARNINGS:
+    with STATE.lock:
+        warned = STATE.warned
+        if key in warned or len(warned) >= MAX_REMEMBERED_WARNINGS:
             return
-        _warned.add(key)
+        warned.add(key)
     place = f"{where}: {item}" if item else where
     logger.warning("spanguard: %s: dropped field '%s' because %s (further cases of this "
                    "field here are not logged).", place, field, why)
@@ -179,6 +186,4 @@ def warn_dropped_field(where: str, field: str, why: str, *, item: str | None = N
 
 def reset_warnings() -> None:
     """Forget which warnings and internal errors were logged (each logs once again)."""
-    with _lock:
-        _warned.clear()
-        _reported.clear()
+    STATE.reset_warnings()

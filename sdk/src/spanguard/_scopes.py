@@ -19,7 +19,13 @@ from ._content import prepare_content
 from ._events import content_on_span, hold_content
 from ._instrument import end_with_error
 from ._messages import genai_messages, openinference_flat
-from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
+from ._runtime import (
+    active_tracer,
+    content_settings,
+    internal_error,
+    now_ns,
+    warn_dropped_field,
+)
 from ._signals import step_attributes
 
 __all__ = ["LLMCall", "PlanScope", "llm_call", "plan"]
@@ -57,7 +63,8 @@ class _SpanScope:
         if tracer is None:
             return
         try:
-            span = tracer.start_span(self._name, kind=self._kind, attributes=self._attributes)
+            span = tracer.start_span(self._name, kind=self._kind, attributes=self._attributes,
+                                     start_time=now_ns())
             outer = otel_context.get_value(_SCOPE_SPANS)
             spans = (*(outer if isinstance(outer, tuple) else ()), (self, span))
             ctx = otel_context.set_value(_SCOPE_SPANS, spans, trace.set_span_in_context(span))
@@ -83,7 +90,7 @@ class _SpanScope:
         if exc is not None:
             end_with_error(span, exc)
         else:
-            span.end()
+            span.end(now_ns())
         if self._last is span:
             self._last = INVALID_SPAN
 
@@ -109,7 +116,7 @@ class PlanScope(_SpanScope):
         """Record one step of this plan (on the plan span, wherever it is called from)."""
         attributes = step_attributes(step)
         if attributes is not None and self._span.is_recording():
-            self._span.add_event(semconv.EVENT_PLAN_STEP, attributes)
+            self._span.add_event(semconv.EVENT_PLAN_STEP, attributes, now_ns())
 
 
 def plan(steps: list[str] | None = None) -> PlanScope:

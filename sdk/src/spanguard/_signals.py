@@ -17,7 +17,13 @@ from . import semconv
 from ._content import redact_text, set_content
 from ._documents import normalize_documents, set_documents
 from ._instrument import SpanSpec, decorator
-from ._runtime import active_tracer, content_settings, internal_error, warn_dropped_field
+from ._runtime import (
+    active_tracer,
+    content_settings,
+    internal_error,
+    now_ns,
+    warn_dropped_field,
+)
 
 __all__ = ["escalate", "event", "friction", "plan_step", "record_documents", "retrieval",
            "step_attributes", "tool"]
@@ -182,9 +188,9 @@ def record_documents(documents: Any, *, name: str | None = None, source: str | N
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_RETRIEVAL,
             semconv.GEN_AI_DATA_SOURCE_ID: name,
             semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
-        })
+        }, start_time=now_ns())
         set_documents(span, normalize_documents(documents, where))
-        span.end()
+        span.end(now_ns())
     except Exception as exc:
         internal_error(where, exc)
 
@@ -194,7 +200,7 @@ def event(name: str, attributes: dict[str, AttributeValue]) -> None:
     span = trace.get_current_span()
     if span.is_recording():
         try:
-            span.add_event(name, attributes)
+            span.add_event(name, attributes, now_ns())
         except Exception as exc:
             internal_error(name, exc)
 

@@ -13,19 +13,15 @@ when the last one releases, the original ``submit`` is put back.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from opentelemetry import context as otel_context
 
-__all__ = ["acquire_thread_propagation", "propagating", "release_thread_propagation"]
+from ._state import STATE
 
-_lock = threading.Lock()
-_users = 0  # guarded by _lock
-_replaced: Callable[..., Any] | None = None  # the submit that spanguard's wrapper calls
-_active = False  # whether the wrapper attaches the submitter's context
+__all__ = ["acquire_thread_propagation", "propagating", "release_thread_propagation"]
 
 
 def _in_context(ctx: otel_context.Context, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -41,9 +37,9 @@ def _in_context(ctx: otel_context.Context, fn: Callable[..., Any]) -> Callable[.
 
 def _submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
             **kwargs: Any) -> Future[Any]:
-    if _active:
+    if STATE.propagating:
         fn = _in_context(otel_context.get_current(), fn)
-    replaced = _replaced
+    replaced = STATE.replaced_submit
     assert replaced is not None
     return replaced(self, fn, *args, **kwargs)
 
@@ -55,35 +51,34 @@ def _instrumented_elsewhere(submit: Any) -> bool:
 
 def acquire_thread_propagation() -> None:
     """One more user wants context in thread pools; patches ``submit`` for the first one."""
-    global _users, _replaced, _active
-    with _lock:
-        _users += 1
-        if _replaced is not None:  # ours is in place (maybe under another wrapper)
-            _active = True
+    with STATE.lock:
+        STATE.thread_users += 1
+        if STATE.replaced_submit is not None:  # ours is in place (maybe under another wrapper)
+            STATE.propagating = True
             return
         current = ThreadPoolExecutor.__dict__["submit"]
         if not _instrumented_elsewhere(current):
-            _replaced = current
-            _active = True
+            STATE.replaced_submit = current
+            STATE.propagating = True
             ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign,assignment]
 
 
 def release_thread_propagation() -> None:
     """One user is done; the last one puts the original ``submit`` back."""
-    global _users, _replaced, _active
-    with _lock:
-        if _users == 0:
+    with STATE.lock:
+        if STATE.thread_users == 0:
             return
-        _users -= 1
-        if _users:
+        STATE.thread_users -= 1
+        if STATE.thread_users:
             return
-        _active = False
-        if _replaced is not None and ThreadPoolExecutor.__dict__["submit"] is _submit:
-            ThreadPoolExecutor.submit = _replaced  # type: ignore[method-assign]
-            _replaced = None
+        STATE.propagating = False
+        replaced = STATE.replaced_submit
+        if replaced is not None and ThreadPoolExecutor.__dict__["submit"] is _submit:
+            ThreadPoolExecutor.submit = replaced  # type: ignore[method-assign]
+            STATE.replaced_submit = None
         # else another wrapper sits on top of ours: ours stays, passing tasks through as-is
 
 
 def propagating() -> bool:
     """Whether spanguard currently carries context into ``ThreadPoolExecutor`` tasks."""
-    return _active
+    return STATE.propagating

@@ -6,8 +6,9 @@ process-wide and thread-safe: requests may run concurrently in threads or tasks,
 request's spans share one trace id (see :meth:`SpanCapture.traces`).
 
 ``span_to_dict`` turns a span into plain JSON-ready data. ``DeterministicIdGenerator`` and
-``TickClock`` make ids and timestamps repeatable. The pytest fixture ``spanguard_spans`` (from
-the ``pytest11`` entry point) yields a started :class:`SpanCapture`.
+``TickClock`` make ids and timestamps repeatable; :func:`use_clock` gives spanguard any clock (a
+simulated one). The pytest fixture ``spanguard_spans`` (from the ``pytest11`` entry point)
+yields a started :class:`SpanCapture`.
 """
 
 from __future__ import annotations
@@ -18,26 +19,18 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-import opentelemetry.sdk.trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from . import semconv
-from ._runtime import (
-    DEFAULT_MAX_CONTENT_CHARS,
-    ContentSettings,
-    Redactor,
-    content_settings,
-    pop_override,
-    push_override,
-    set_content_settings,
-)
+from ._runtime import content_settings, pop_override, push_override, set_content_settings
+from ._state import DEFAULT_MAX_CONTENT_CHARS, STATE, Clock, ContentSettings, Redactor
 from ._threads import acquire_thread_propagation, release_thread_propagation
 
 __all__ = ["DeterministicIdGenerator", "SpanCapture", "TickClock", "capture_spans",
-           "span_to_dict"]
+           "span_to_dict", "use_clock"]
 
 
 class DeterministicIdGenerator(IdGenerator):
@@ -74,6 +67,24 @@ class TickClock:
             return self._now
 
 
+def _swap_clock(clock: Clock) -> Clock:
+    with STATE.lock:
+        previous, STATE.clock = STATE.clock, clock
+    return previous
+
+
+@contextmanager
+def use_clock(clock: Clock) -> Iterator[Clock]:
+    """Stamp spanguard's spans, events and annotations with ``clock()`` (nanoseconds since the
+    epoch) inside the block; process-wide, so for tests only. Spans that other
+    instrumentations make keep OpenTelemetry's own clock."""
+    previous = _swap_clock(clock)
+    try:
+        yield clock
+    finally:
+        _swap_clock(previous)
+
+
 def _value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
@@ -100,16 +111,13 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-_clock_lock = threading.Lock()
-
-
 class SpanCapture:
     """Collects spanguard's spans in memory between :meth:`start` and :meth:`stop`.
 
     ``capture_content`` (``None``: keep the current setting), ``redact`` and
     ``max_content_chars`` apply while capturing and are restored afterwards.
     ``deterministic=True`` uses :class:`DeterministicIdGenerator` and a :class:`TickClock`
-    (the clock is process-wide while capturing, so use it in tests only).
+    (spanguard's clock is process-wide while capturing, so use it in tests only).
     """
 
     def __init__(self, *, capture_content: bool | None = None, redact: Redactor | None = None,
@@ -123,7 +131,7 @@ class SpanCapture:
         self._content = (capture_content, redact, max_content_chars)
         self._deterministic = deterministic
         self._saved_content: ContentSettings | None = None
-        self._saved_clock: Any = None
+        self._saved_clock: Clock | None = None
         self._started = False
 
     def start(self) -> SpanCapture:
@@ -137,9 +145,7 @@ class SpanCapture:
                 capture=self._saved_content.capture if capture is None else capture,
                 redact=redact, max_chars=max_chars))
         if self._deterministic:
-            with _clock_lock:
-                self._saved_clock = sdk_trace.time_ns
-                sdk_trace.time_ns = TickClock()
+            self._saved_clock = _swap_clock(TickClock())
         acquire_thread_propagation()
         push_override(self.provider)
         self._started = True
@@ -152,8 +158,7 @@ class SpanCapture:
         pop_override(self.provider)
         release_thread_propagation()
         if self._saved_clock is not None:
-            with _clock_lock:
-                sdk_trace.time_ns = self._saved_clock
+            _swap_clock(self._saved_clock)
             self._saved_clock = None
         set_content_settings(self._saved_content)
         self._started = False
