@@ -27,6 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import beta
 
+from .vocabulary import Scale
+
 __all__ = ["AgreementTest", "DiscordanceBound", "agreement_test", "clopper_pearson_upper",
            "discordance_bound", "seed_ranges"]
 
@@ -104,7 +106,7 @@ def discordance_bound(values: FloatArray, seed: IntArray, group: IntArray, n_see
     size = max(1.0, float(np.abs(values).max(initial=0.0)))
     k = int(np.count_nonzero(ranges > _TOLERANCE * size))
     share = clopper_pearson_upper(k, n, alpha)
-    m = 1.0 if scale == "rate" else max(1.0, float(spread.max(initial=0.0)))
+    m = 1.0 if scale == Scale.RATE else max(1.0, float(spread.max(initial=0.0)))
     return DiscordanceBound(seeds=n, discordant=k, share_bound=share, spread=m,
                             bound=share * m, mean_range=float(ranges.mean()))
 
@@ -152,7 +154,7 @@ def agreement_test(values: FloatArray, seed: IntArray, group: IntArray, n_seeds:
     n = int(means.shape[0])
     d = float((pattern[0].max(axis=0) - pattern[0].min(axis=0)).max())
     spread = (values.max(axis=0) - values.min(axis=0)) if values.shape[0] else np.zeros(1)
-    m = 1.0 if scale == "rate" else max(1.0, float(spread.max(initial=0.0)))
+    m = 1.0 if scale == Scale.RATE else max(1.0, float(spread.max(initial=0.0)))
     p = 1.0 if d <= threshold or n < 2 else float(((threshold + m) / (d + m)) ** (n - 1))
     share = clopper_pearson_upper(0, n - 1, alpha)
     lower = max(0.0, d - share * (m + d))

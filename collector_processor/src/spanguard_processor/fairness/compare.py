@@ -22,6 +22,7 @@ from spanguard.exceptions import InputError
 
 from ..common._json import parse_json
 from .verdict_text import label, number
+from .vocabulary import Direction
 
 __all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown",
            "signed", "verdicts_text"]
@@ -119,15 +120,16 @@ def _verdict_change(before: str, after: str) -> str:
 
 def _row(name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float,
          z: float) -> dict[str, Any]:
-    direction = cand.get("direction", base.get("direction", "lower"))
+    direction = cand.get("direction", base.get("direction", Direction.LOWER))
     threshold = float(cand.get("threshold", base.get("threshold", 0.0)))
     before, after = _verdict(base), _verdict(cand)
     # a score without signal is no measurement: shown as none, it can neither worsen nor improve
     b = None if before == "no_signal" else _score(base)
     c = None if after == "no_signal" else _score(cand)
     delta = None if b is None or c is None else c - b
-    worsening = 0.0 if delta is None else max(0.0, delta if direction == "lower" else -delta)
-    past = c is not None and (c > threshold if direction == "lower" else c < threshold)
+    lower = direction == Direction.LOWER
+    worsening = 0.0 if delta is None else max(0.0, delta if lower else -delta)
+    past = c is not None and (c > threshold if lower else c < threshold)
     margin = max(tolerance, z * math.hypot(_se(base), _se(cand)))
     flipped = _verdict_change(before, after)
     regressed = (worsening > margin and past) or bool(flipped)

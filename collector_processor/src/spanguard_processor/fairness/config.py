@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from enum import StrEnum
 
 from spanguard.exceptions import ConfigError
 
 __all__ = ["GATE_MODES", "GateConfig", "GateMode"]
 
-GateMode = Literal["default", "point", "upper-bound"]
-GATE_MODES: tuple[GateMode, ...] = ("default", "point", "upper-bound")
+
+
+class GateMode(StrEnum):
+    """How the gate decides (:mod:`.gate`): DEFAULT, the four outcomes; UPPER_BOUND, the
+    same with INCONCLUSIVE counted as FAIL; POINT, fairtrace's point estimate."""
+
+    DEFAULT = "default"
+    POINT = "point"
+    UPPER_BOUND = "upper-bound"
+
+
+#: The modes' values, in the order the CLI lists them.
+GATE_MODES: tuple[str, ...] = tuple(mode.value for mode in GateMode)
 
 
 @dataclass(frozen=True)
 class GateConfig:
     """Statistics and gate settings; every default is documented in docs/fairness.md."""
 
-    mode: GateMode = "default"
+    mode: GateMode = GateMode.DEFAULT
     alpha: float = 0.05
     level: float = 0.95
     bootstrap_samples: int = 2000
@@ -36,6 +47,7 @@ class GateConfig:
         if self.mode not in GATE_MODES:
             raise ConfigError("gate", f"must be one of {', '.join(GATE_MODES)}, "
                                       f"got {self.mode!r}.")
+        object.__setattr__(self, "mode", GateMode(self.mode))  # a plain string from the CLI
         if not 0.0 < self.alpha < 1.0:
             raise ConfigError("alpha", f"must be between 0 and 1, got {self.alpha}.")
         if not 0.0 < self.level < 1.0:

@@ -31,6 +31,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .vocabulary import Scale
+
 __all__ = [
     "COUNT_VARIANCE",
     "RATE_VARIANCE",
@@ -57,7 +59,7 @@ _NORMAL_DF = 500  # from this many degrees of freedom on, the t is taken as norm
 
 def _unit_variance(scale: str, repeats: int, variance: float | None) -> float:
     if variance is None:
-        variance = RATE_VARIANCE if scale == "rate" else COUNT_VARIANCE
+        variance = RATE_VARIANCE if scale == Scale.RATE else COUNT_VARIANCE
     return float(variance) / max(int(repeats), 1)
 
 
@@ -109,7 +111,7 @@ def deterministic_seeds(threshold: float, alpha: float = 0.05, spread: float = 1
 
 
 def _spread(scale: str, spread: float | None) -> float:
-    if scale == "rate":
+    if scale == Scale.RATE:
         return 1.0
     return max(1.0, spread or 0.0)
 
@@ -124,7 +126,7 @@ def design_mde(seeds: int, groups: int, repeats: int, scale: str, threshold: flo
     the call reads like the gate's; compare the MDE with it (PASS needs MDE ≤ τ)."""
     del threshold  # the MDE does not depend on τ; the signature is shared with seeds_needed
     mde = resolution(seeds, groups, _unit_variance(scale, repeats, variance), alpha, power)
-    if mde is None or (scale == "rate" and mde >= 1.0):
+    if mde is None or (scale == Scale.RATE and mde >= 1.0):
         return None
     return mde
 

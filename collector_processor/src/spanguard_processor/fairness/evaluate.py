@@ -33,6 +33,7 @@ from .results import Evaluation, MetricResult
 from .signals import ObservationList
 from .stability import stability_arrays
 from .suite import MetricConfig
+from .vocabulary import Kind
 
 __all__ = ["evaluate"]
 
@@ -153,7 +154,7 @@ def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Obser
              seed_labels: list[str]) -> _Prepared:
     p = _Prepared(mc, definition)
     n_seeds = len(seed_labels)
-    if definition.kind == "stability":
+    if definition.kind == Kind.STABILITY:
         if len(obs) <= EXACT_LIMIT:  # fairtrace's exact per-seed means, pair by pair
             seeds, scenarios = stability_similarities(obs)
             p.seed_sims = np.fromiter(seeds.values(), dtype=np.float64, count=len(seeds))
@@ -164,7 +165,7 @@ def _prepare(mc: MetricConfig, definition: MetricDefinition, obs: Sequence[Obser
         p.score = float(p.seed_sims.min()) if len(seeds) else 1.0
         p.details = {"seed_similarities": seeds, "scenario_similarities": scenarios}
         return p
-    if definition.kind == "legacy_exposure":
+    if definition.kind == Kind.LEGACY_EXPOSURE:
         p.score, details, empty = legacy_exposure(obs)
         p.details = {**details, **counters(definition, obs, group_labels, group_idx, empty)}
         return p
@@ -259,12 +260,12 @@ def _result(p: _Prepared, obs: Sequence[Observation], labels: list[str],
     threshold = p.config.threshold
     base: dict[str, Any] = {"metric": d.name, "threshold": threshold, "direction": d.direction,
             "category": d.category, "records": len(obs), "optional": p.config.optional}
-    if d.kind == "legacy_exposure":
+    if d.kind == Kind.LEGACY_EXPOSURE:
         return MetricResult(score=p.score, confidence_interval=None, p_value=None,
                             details=p.details, groups_with_data=2, seeds=0,
                             p_method="none (legacy formula)", **base)
     draws = np.concatenate(p.draws) if p.draws else np.zeros(0)
-    if d.kind == "stability":
+    if d.kind == Kind.STABILITY:
         assert p.seed_sims is not None
         interval = (stats.bias_corrected_interval(draws, p.score, cfg.level)
                     if draws.size and p.seed_sims.size >= 2 else None)

@@ -30,9 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .config import GATE_MODES, GateConfig
+from .config import GATE_MODES, GateConfig, GateMode
 from .results import MetricResult, Verdict
 from .stats import benjamini_hochberg, holm
+from .vocabulary import Direction
 
 __all__ = ["GATE_MODES", "GateConfig", "apply_gate"]
 
@@ -41,7 +42,7 @@ _ORDER = {Verdict.FAIL: 0, Verdict.NO_SIGNAL: 1, Verdict.INCONCLUSIVE: 2, Verdic
 
 
 def _point(r: MetricResult) -> bool:
-    if r.direction == "higher":
+    if r.direction == Direction.HIGHER:
         return r.score >= r.threshold
     return r.score <= r.threshold
 
@@ -92,7 +93,7 @@ def _need(r: MetricResult) -> str:
 
 
 def _coverage(r: MetricResult, cfg: GateConfig, alpha_missing: bool) -> _Decision | None:
-    if cfg.allow_partial or cfg.mode == "point" or not r.coverage:
+    if cfg.allow_partial or cfg.mode == GateMode.POINT or not r.coverage:
         return None
     group, low = min(r.coverage.items(), key=lambda kv: (kv[1], kv[0]))
     if low < cfg.min_coverage:
@@ -107,7 +108,7 @@ def _coverage(r: MetricResult, cfg: GateConfig, alpha_missing: bool) -> _Decisio
 
 def _no_signal(r: MetricResult) -> _Decision | None:
     if r.signal_records == 0 or (r.groups_with_data < 2 and r.units == 0
-                                 and r.signal_records is None and r.direction == "lower"):
+                                 and r.signal_records is None and r.direction == Direction.LOWER):
         what = r.signal or "what this metric reads"
         text = f"no signal: no record carries {what}"
         if r.diagnosis:
@@ -121,12 +122,12 @@ def _decide(r: MetricResult, cfg: GateConfig) -> _Decision:
         return _Decision(Verdict.INCONCLUSIVE, "insufficient_data",
                          "inconclusive: fewer than two groups hold data for this metric"
                          + _need(r))
-    if cfg.mode == "point":
+    if cfg.mode == GateMode.POINT:
         ok = _point(r)
         return _Decision(Verdict.PASS if ok else Verdict.FAIL, "point",
                          ("within" if ok else "beyond")
                          + f" threshold (point estimate {r.score:.4g} vs {r.threshold:g})")
-    if r.direction == "higher":  # counterfactual_stability
+    if r.direction == Direction.HIGHER:  # counterfactual_stability
         return _Decision(Verdict.REPORT_ONLY, "report_only",
                          "report-only: no noise model for stability (`mode=point` applies "
                          "the threshold)")
@@ -167,7 +168,7 @@ def _gate_p(r: MetricResult) -> float | None:
 def _warnings(r: MetricResult, d: _Decision, cfg: GateConfig) -> list[str]:
     out: list[str] = []
     if d.verdict in (Verdict.FAIL, Verdict.NO_SIGNAL, Verdict.REPORT_ONLY) \
-            or cfg.mode == "point" or r.direction != "lower":
+            or cfg.mode == GateMode.POINT or r.direction != Direction.LOWER:
         return out
     if r.mde is not None and r.mde > 2 * r.threshold:
         size = (f"only gaps of {r.mde:.3g} or more" if math.isfinite(r.mde)
@@ -183,7 +184,7 @@ def _warnings(r: MetricResult, d: _Decision, cfg: GateConfig) -> list[str]:
 
 def _final(r: MetricResult, d: _Decision, cfg: GateConfig) -> MetricResult:
     verdict = d.verdict
-    if cfg.mode == "upper-bound" and verdict == Verdict.INCONCLUSIVE:
+    if cfg.mode == GateMode.UPPER_BOUND and verdict == Verdict.INCONCLUSIVE:
         verdict = Verdict.FAIL
         d = replace(d, reason="not_shown_within_threshold",
                     text="not shown within threshold (upper-bound mode: inconclusive fails): "
@@ -196,7 +197,7 @@ def _final(r: MetricResult, d: _Decision, cfg: GateConfig) -> MetricResult:
 
 def apply_gate(results: Sequence[MetricResult], cfg: GateConfig) -> list[MetricResult]:
     """Adjust p-values across metrics, decide every verdict, and sort failures first."""
-    gate_p = [_gate_p(r) if r.direction == "lower" else None for r in results]
+    gate_p = [_gate_p(r) if r.direction == Direction.LOWER else None for r in results]
     missing = next((r.p_missing for r in results if r.p_missing is not None), None)
     family = gate_p + ([missing] if missing is not None else [])
     adjusted_holm = holm(family)

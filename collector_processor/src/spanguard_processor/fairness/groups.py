@@ -21,6 +21,7 @@ from scipy.special import stdtrit
 from . import permutation, stats
 from .inference import Units, scale_of
 from .results import GroupStat
+from .vocabulary import Scale
 
 __all__ = ["group_stats", "missingness_p"]
 
@@ -38,8 +39,8 @@ def group_stats(units: Units, labels: Sequence[str], records: NDArray[np.int64],
     cnt = np.bincount(cells, minlength=size).reshape(units.n_seeds, n_groups).astype(float)
     n_g = cnt.sum(axis=0)
     kind = scale_of(units.values, scale)
-    unit_bounded = kind == "rate"
-    non_negative = kind in ("rate", "count")
+    unit_bounded = kind == Scale.RATE
+    non_negative = kind in (Scale.RATE, Scale.COUNT)
     out = []
     for grp, label in enumerate(labels):
         if n_g[grp] <= 0:

@@ -26,6 +26,7 @@ from ..common.jsonio import write_text_atomic
 from ..common.writes import append_text
 from .results import Evaluation, Verdict
 from .verdict_text import label
+from .vocabulary import Direction
 
 __all__ = ["HISTORY_FILE", "default_label", "find_histories", "history_entry",
            "history_summary", "is_history_reference", "load_history", "record_run",
@@ -155,7 +156,7 @@ def trend_rows(previous: Sequence[dict[str, Any]], ev: Evaluation) -> list[dict[
         elif delta is None or delta == 0:
             change = "new" if last is None else "unchanged"
         else:
-            worse = delta > 0 if r.direction == "lower" else delta < 0
+            worse = delta > 0 if r.direction == Direction.LOWER else delta < 0
             change = "worse" if worse else "better"
         rows.append({"metric": r.metric, "previous_scores": scores,
                      "previous_verdicts": verdicts, "score": score, "verdict": r.verdict,

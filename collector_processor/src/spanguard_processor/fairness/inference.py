@@ -52,6 +52,7 @@ from .nulls import (
     test_tail,
 )
 from .stats import Design, seed_aggregates
+from .vocabulary import Scale
 
 __all__ = [
     "GapInference",
@@ -113,14 +114,14 @@ def scale_of(values: FloatArray, declared: str | None = None) -> str:
     if declared is not None:
         return declared
     if values.size == 0 or (values.min() >= 0.0 and values.max() <= 1.0):
-        return "rate"
-    return "count" if values.min() >= 0.0 else "real"
+        return Scale.RATE
+    return Scale.COUNT if values.min() >= 0.0 else Scale.REAL
 
 
 def worst_case_variance(values: FloatArray, scale: str = "rate") -> float:
     """The variance assumed when the data show none: 1/4 (a rate at 0.5) for rates; otherwise
     the larger of the values' mean (a Poisson variance) and variance, at least 1."""
-    if scale == "rate":
+    if scale == Scale.RATE:
         return 0.25
     mean = float(np.abs(values).mean())
     return max(mean, float(values.var()), 1.0)
@@ -304,7 +305,7 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
         # every seed shows the same pattern: the exact test of :mod:`.bounds` replaces the
         # worst-case one (it needs no variance), and its lower end is the one shown
         p, lower = agreed.p_value, agreed.lower
-    if scale_of(units.values, scale) == "rate":
+    if scale_of(units.values, scale) == Scale.RATE:
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
     lower = min(lower, upper)  # rounding (a contrast of 1 + 2e-16) must not invert the interval
     return GapInference(
@@ -322,7 +323,7 @@ def upper_at(inf: GapInference, alpha: float) -> float:
     share = alpha / len(inf.null_maxes)
     ks = [quantile(m, 1.0 - share) for m in inf.null_maxes]
     upper = _interval(inf.contrast, inf.se, ks, int(inf.means.shape[0]))[1]
-    return min(upper, 1.0) if inf.scale == "rate" else upper
+    return min(upper, 1.0) if inf.scale == Scale.RATE else upper
 
 
 def test_critical(inf: GapInference, alpha: float) -> FloatArray:

@@ -18,6 +18,7 @@ from .design import COUNT_VARIANCE, RATE_VARIANCE, design_mde, deterministic_see
 from .metrics import get_metric
 from .records import group_label
 from .suite import Suite
+from .vocabulary import Direction, Kind, Scale
 
 __all__ = ["MetricPlan", "SuitePlan", "plan_lines", "plan_suite"]
 
@@ -89,8 +90,8 @@ def plan_suite(suite: Suite, repeats: int = 1, alpha: float = 0.05,
     for m in suite.metrics:
         definition = get_metric(m.type)
         assert definition is not None  # the suite was validated
-        scale = definition.scale or "real"
-        if definition.kind != "gap" or definition.direction != "lower":
+        scale = definition.scale or Scale.REAL
+        if definition.kind != Kind.GAP or definition.direction != Direction.LOWER:
             plans.append(MetricPlan(m.type, m.threshold, scale, m.optional, None,
                                     note="not a gap between groups: no design MDE"))
             continue
@@ -104,7 +105,7 @@ def plan_suite(suite: Suite, repeats: int = 1, alpha: float = 0.05,
                 deterministic_seeds=deterministic_seeds(m.threshold, alpha),
                 note=_TOO_FEW))
             continue
-        worst = (RATE_VARIANCE if scale == "rate" else COUNT_VARIANCE) / per_group
+        worst = (RATE_VARIANCE if scale == Scale.RATE else COUNT_VARIANCE) / per_group
         mde = design_mde(seeds, groups, repeats, scale, m.threshold, alpha, power,
                          variance=worst)
         needed = seeds_needed(groups, repeats, scale, m.threshold, alpha, power,

@@ -17,6 +17,7 @@ from . import design
 from .bounds import DiscordanceBound, discordance_bound
 from .design import STUDENTIZED_SHARE
 from .inference import GapInference, Units, upper_at
+from .vocabulary import Scale
 
 __all__ = ["Precision", "precision", "unmeasured"]
 
@@ -78,7 +79,7 @@ def precision(units: Units, inf: GapInference, scale: str, threshold: float, alp
         exact = design.deterministic_seeds(threshold, alpha, disc.spread if disc else 1.0)
         if exact < needed:  # what a deterministic fair app would need
             info["deterministic_seeds"] = exact
-    if scale == "rate" and mde >= 1.0:
+    if scale == Scale.RATE and mde >= 1.0:
         mde = math.inf
     return Precision((min(lower, upper), upper), mde, needed, info)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,13 +19,16 @@ from numpy.typing import NDArray
 from spanguard.exceptions import SuiteError
 
 from .records import Observation
+from .vocabulary import Category, Direction, Kind, Scale
 
 __all__ = [
+    "Category",
     "Compute",
     "Direction",
     "Kind",
     "MetricDefinition",
     "MetricValues",
+    "Scale",
     "get_metric",
     "metric_names",
     "number",
@@ -33,12 +36,6 @@ __all__ = [
     "register_record_metric",
     "unregister_metric",
 ]
-
-
-Kind = Literal["gap", "stability", "legacy_exposure"]
-
-
-Direction = Literal["lower", "higher"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,7 @@ class MetricValues:
 Compute = Callable[[Sequence[Observation], Mapping[str, Any]], MetricValues]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricDefinition:
     """A registered metric. ``compute`` maps observations and the suite entry's options to values.
 
@@ -72,12 +69,12 @@ class MetricDefinition:
     threshold: float
     direction: Direction
     compute: Compute
-    category: str = "Other"
-    kind: Kind = "gap"
+    category: str = Category.OTHER
+    kind: Kind = Kind.GAP
     detail_key: str = "rates"
     missing_key: str | None = None
     options: frozenset[str] = field(default_factory=frozenset)
-    scale: Literal["rate", "count", "real"] | None = None
+    scale: Scale | None = None
     signal: str = ""
 
 
@@ -96,7 +93,7 @@ def register_metric(definition: MetricDefinition) -> MetricDefinition:
 
 def register_record_metric(
     name: str, scorer: Callable[[dict[str, Any]], object], *, threshold: float,
-    direction: Direction = "lower", category: str = "Other",
+    direction: Direction = Direction.LOWER, category: str = Category.OTHER,
 ) -> MetricDefinition:
     """Register a custom gap metric from a per-record scorer.
 
@@ -115,7 +112,9 @@ def register_record_metric(
             values[i, 0] = number(raw, f"the {name} scorer", o.id)
         return MetricValues(values, valid, score_source="evaluator")
 
-    return register_metric(MetricDefinition(name, threshold, direction, compute, category))
+    return register_metric(MetricDefinition(name=name, threshold=threshold,
+                                            direction=direction, compute=compute,
+                                            category=category))
 
 
 def unregister_metric(name: str) -> None:

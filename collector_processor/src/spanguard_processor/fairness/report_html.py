@@ -20,6 +20,7 @@ from .verdict_text import (
     shown_warnings,
     verdict_counts,
 )
+from .vocabulary import Direction
 
 __all__ = ["render_html"]
 
@@ -93,7 +94,7 @@ def _chart(r: MetricResult) -> str:
     # an unbounded end runs to the plot's edge (the tables say why it is unbounded)
     ci = (ci[0] if math.isfinite(ci[0]) else lo, ci[1] if math.isfinite(ci[1]) else hi)
     colour = _COLOURS.get(r.verdict, "#9a6700")
-    what = "gap (max − min)" if r.direction == "lower" else "score"
+    what = "gap (max − min)" if r.direction == Direction.LOWER else "score"
     labels = [f"{g.label} (n={g.records})" for g in r.groups]
     left = max(_LEFT, round(16 + _CHAR * max((len(t) for t in labels), default=0)))
     width = left + _PLOT + _RIGHT

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .vocabulary import Direction
+
 if TYPE_CHECKING:
     from .config import GateConfig
     from .evidence import CounterfactualPair
@@ -97,7 +99,7 @@ class MetricResult:
     metric: str
     score: float
     threshold: float
-    direction: str
+    direction: Direction
     category: str
     records: int
     confidence_interval: tuple[float, float] | None
@@ -109,7 +111,7 @@ class MetricResult:
     mde: float | None = None
     groups: tuple[GroupStat, ...] = ()
     passed: bool = False
-    verdict: str = "pending"
+    verdict: Verdict = Verdict.PENDING
     p_holm: float | None = None
     p_bh: float | None = None
     warnings: tuple[str, ...] = ()
@@ -139,7 +141,7 @@ class MetricResult:
     @property
     def severity(self) -> float:
         """How far the score is past the threshold (0 when on the right side)."""
-        if self.direction == "higher":
+        if self.direction == Direction.HIGHER:
             return max(0.0, self.threshold - self.score)
         return max(0.0, self.score - self.threshold)
 

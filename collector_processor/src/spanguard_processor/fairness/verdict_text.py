@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from .registry import get_metric
 from .results import Evaluation, MetricResult, Verdict
+from .vocabulary import Scale
 
 __all__ = [
     "MEANINGS",
@@ -69,7 +70,7 @@ def _upper(r: MetricResult, high: float) -> tuple[float | None, str]:
     """The upper bound to print and, when the interval's own bound is infinite, why."""
     if math.isfinite(high):
         return high, ""
-    if _scale(r) == "rate":
+    if _scale(r) == Scale.RATE:
         return 1.0, "the upper bound 1 is the rate scale's maximum: the data bound it no lower"
     return None, (f"no finite upper bound: the gap has no maximum on its scale and "
                   f"{r.seeds} seed(s) do not bound it")
