@@ -10,14 +10,14 @@ of adjusted means equals the gap of pooled group means that fairtrace reports.
 * p-values: within-seed permutation of group labels for the max-minus-min statistic, in
   :mod:`.permutation` (exact enumeration, Monte Carlo, or the normal approximation).
 * Multiplicity: Holm (for the gate) and Benjamini–Hochberg (for reports).
-* Power: the minimum detectable effect at 80% power from the permutation covariance.
+* Power is elsewhere: the design's MDE in :mod:`.design` (``design_mde``), the measured one
+  in :mod:`.precision`.
 
 See docs/fairness.md for the formulas and the reasons behind them.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -38,7 +38,6 @@ __all__ = [
     "gap_of",
     "gaps_from_sums",
     "holm",
-    "min_detectable_effect",
     "seed_aggregates",
 ]
 
@@ -192,31 +191,6 @@ def bias_corrected_interval(
     lo = float(np.quantile(values, lo_q))
     hi = float(np.quantile(values, hi_q))
     return (min(lo, estimate), max(hi, estimate))
-
-
-def min_detectable_effect(
-    cov: FloatArray, n_g: FloatArray, cols: int, alpha: float, power: float = 0.8
-) -> float | None:
-    """Smallest gap a two-sided test of the worst group pair detects with ``power``.
-
-    Conservative for max-minus-min: alpha is split (Bonferroni) over every pair and column.
-    None when fewer than two groups have data.
-    """
-    present = np.flatnonzero(n_g > 0)
-    if present.shape[0] < 2:
-        return None
-    var = cov.reshape(n_g.shape[0], cols, n_g.shape[0], cols)
-    worst = 0.0
-    pairs = 0
-    for i, gi in enumerate(present):
-        for gj in present[i + 1:]:
-            for c in range(cols):
-                v = var[gi, c, gi, c] + var[gj, c, gj, c] - 2.0 * var[gi, c, gj, c]
-                worst = max(worst, float(v))
-                pairs += 1
-    z_a = _NORMAL.inv_cdf(1.0 - alpha / (2.0 * pairs))
-    z_b = _NORMAL.inv_cdf(power)
-    return (z_a + z_b) * math.sqrt(max(worst, 0.0))
 
 
 # --- multiplicity -------------------------------------------------------------------------
