@@ -45,9 +45,9 @@ from scipy.stats import beta
 
 from spanguard_processor.fairness import design as design_power
 from spanguard_processor.fairness import inference, precision
-from spanguard_processor.fairness.evaluate import _any_difference
 from spanguard_processor.fairness.gate import GateConfig
 from spanguard_processor.fairness.groups import missingness_p
+from spanguard_processor.fairness.kinds.gap import any_difference
 
 ALPHA = 0.05
 CFG = GateConfig(bootstrap_samples=2000, permutation_samples=999)
@@ -182,7 +182,7 @@ def gate_once(design: Design, rng: np.random.Generator, seed: int) -> Outcome:
         return Outcome("inconclusive", True, False)
     failed = False
     if inf.p_threshold < ALPHA:  # the permutation test only matters when this rejects
-        p_perm, _ = _any_difference(units, GateConfig(seed=seed))
+        p_perm, _ = any_difference(units, GateConfig(seed=seed))
         failed = max(inf.p_threshold, p_perm) < ALPHA
     shown = precision.precision(units, inf, scale, tau, ALPHA, 0.8)
     upper = shown.interval[1]

@@ -38,9 +38,9 @@ def group_stats(units: Units, labels: Sequence[str], records: NDArray[np.int64],
     tot = np.bincount(cells, weights=x, minlength=size).reshape(units.n_seeds, n_groups)
     cnt = np.bincount(cells, minlength=size).reshape(units.n_seeds, n_groups).astype(float)
     n_g = cnt.sum(axis=0)
-    kind = scale_of(units.values, scale)
-    unit_bounded = kind == Scale.RATE
-    non_negative = kind in (Scale.RATE, Scale.COUNT)
+    shown = scale_of(units.values, scale)
+    unit_bounded = shown == Scale.RATE
+    non_negative = shown in (Scale.RATE, Scale.COUNT)
     out = []
     for grp, label in enumerate(labels):
         if n_g[grp] <= 0:
