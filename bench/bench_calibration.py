@@ -43,11 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta
 
-from spanguard_processor.fairness import design as design_power
-from spanguard_processor.fairness import inference, precision
-from spanguard_processor.fairness.gate import GateConfig
-from spanguard_processor.fairness.groups import missingness_p
+from spanguard_processor.fairness.design import power as design_power
+from spanguard_processor.fairness.gate.config import GateConfig
 from spanguard_processor.fairness.kinds.gap import any_difference
+from spanguard_processor.fairness.stats import inference, precision
+from spanguard_processor.fairness.stats.groups import missingness_p
 
 ALPHA = 0.05
 CFG = GateConfig(bootstrap_samples=2000, permutation_samples=999)
@@ -342,7 +342,8 @@ def normal_approximation(n: int) -> None:
     """Null rejection rate at alpha 0.05 of the "any difference" p-value: Monte Carlo
     permutation vs its normal approximation, on small and large suites of a rare binary
     outcome (rate 0.1), where the approximation is worst."""
-    from spanguard_processor.fairness import permutation, stats
+    from spanguard_processor.fairness.stats import permutation
+    from spanguard_processor.fairness.stats import seeds as stats
 
     print("## The normal approximation of the permutation test (rate 0.1, null, alpha 0.05)")
     print("| seeds × groups | permutation rejects [95% CI] | normal approximation rejects |")

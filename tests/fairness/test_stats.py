@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spanguard_processor.fairness import permutation, stats
+from spanguard_processor.fairness.stats import permutation
+from spanguard_processor.fairness.stats import seeds as stats
 
 
 def test_holm_matches_hand_computation_and_keeps_none() -> None:

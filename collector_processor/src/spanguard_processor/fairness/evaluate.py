@@ -1,7 +1,7 @@
 """Evaluate a suite's metrics over observations: estimates, intervals, p-values, verdicts.
 
 One pass computes every metric's per-record values (hooks run once per record). A variant's
-repeats are averaged into one unit before any statistic (:mod:`.inference`): intervals, the
+repeats are averaged into one unit before any statistic (:mod:`.stats.inference`): intervals, the
 threshold test and the MDE come from the seeds' within-seed contrasts of variant means, and the
 "any difference" p-value from permuting variants (with their repeats) within seeds.
 """
@@ -14,15 +14,16 @@ from datetime import UTC, datetime
 
 from spanguard.exceptions import InputError
 
-from .diagnosis import SignalCounts, with_signal
-from .evidence import PAIRS
-from .gate import GateConfig, apply_gate
+from .design.suite import MetricConfig
+from .gate.config import GateConfig
+from .gate.decide import apply_gate
+from .gate.results import Evaluation
 from .kinds import Design, Prepared, strategy
 from .metrics import get_metric
+from .metrics.diagnosis import SignalCounts, with_signal
+from .metrics.signals import ObservationList
 from .records import Observation
-from .results import Evaluation
-from .signals import ObservationList
-from .suite import MetricConfig
+from .report.evidence import PAIRS
 from .vocabulary import Kind
 
 __all__ = ["evaluate"]

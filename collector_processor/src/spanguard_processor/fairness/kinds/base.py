@@ -15,14 +15,14 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import inference
-from ..config import GateConfig
-from ..coverage import ExpectedVariants
+from ..design.coverage import ExpectedVariants
+from ..design.suite import MetricConfig
+from ..gate.config import GateConfig
+from ..gate.results import MetricResult
 from ..metrics import MetricDefinition, MetricValues
+from ..metrics.signals import ObservationList
 from ..records import Observation
-from ..results import MetricResult
-from ..signals import ObservationList
-from ..suite import MetricConfig
+from ..stats import inference
 
 __all__ = ["Design", "KindStrategy", "Prepared", "index_labels"]
 

@@ -1,7 +1,7 @@
 """The gap kind (every built-in metric but two): a gap of group means over the metric's value
 matrix, with the seeds' within-seed contrasts behind its interval, threshold test and MDE
-(:mod:`..inference`, :mod:`..precision`) and a within-seed permutation p-value of "any
-difference" (:mod:`..permutation`)."""
+(:mod:`..stats.inference`, :mod:`..stats.precision`) and a within-seed permutation p-value of "any
+difference" (:mod:`..stats.permutation`)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import inference, permutation, precision, stats
-from ..config import GateConfig
-from ..details import balanced, metric_details, pooled_means, spread
-from ..evidence import find_pairs
-from ..groups import group_stats
+from ..design.suite import MetricConfig
+from ..gate.config import GateConfig
+from ..gate.results import MetricResult
 from ..metrics import MetricDefinition, MetricValues
 from ..records import Observation
-from ..results import MetricResult
-from ..suite import MetricConfig
+from ..report.details import balanced, metric_details, pooled_means, spread
+from ..report.evidence import find_pairs
+from ..stats import inference, permutation, precision, seeds
+from ..stats.groups import group_stats
 from .base import Design, KindStrategy, Prepared, index_labels
 
 __all__ = ["ESTIMAND", "NORMAL_MIN_SEEDS", "GapPrepared", "GapStrategy", "any_difference"]
@@ -36,7 +36,7 @@ class GapPrepared(Prepared):
     """A gap metric's per-record values and its seed-adjusted point estimate."""
 
     values: MetricValues
-    estimate: stats.GapEstimate
+    estimate: seeds.GapEstimate
     covered: NDArray[np.bool_]
 
     def widest_column(self) -> int:
@@ -54,10 +54,10 @@ class GapStrategy(KindStrategy[GapPrepared]):
         obs = design.observations
         values = definition.compute(obs, config.options)
         keep = values.valid
-        cells = stats.build_design(design.seed[keep], design.group[keep], design.n_seeds,
+        cells = seeds.build_design(design.seed[keep], design.group[keep], design.n_seeds,
                                    design.n_groups)
         x = values.values[keep]
-        estimate = stats.gap_estimate(*stats.seed_aggregates(cells, x))
+        estimate = seeds.gap_estimate(*seeds.seed_aggregates(cells, x))
         pooled = pooled_means(x, cells, design.group_labels)
         is_balanced = balanced(cells)
         if is_balanced:
@@ -114,7 +114,8 @@ class GapStrategy(KindStrategy[GapPrepared]):
 
     def evidence(self, result: MetricResult, prepared: GapPrepared, design: Design,
                  pairs: int) -> MetricResult:
-        """The counterfactual pairs behind the gap (:mod:`..evidence`; cheap: top-k seeds)."""
+        """The counterfactual pairs behind the gap (:mod:`..report.evidence`; cheap: the top
+        k seeds)."""
         found = find_pairs(result.metric, prepared.values, design.observations, design.seed,
                            design.group, design.seed_labels, design.group_labels, pairs)
         return replace(result, evidence=found)
@@ -132,17 +133,17 @@ def _attribute_gaps(obs: Sequence[Observation], keep: NDArray[np.bool_],
     out = {}
     for name in names:
         labels, idx = index_labels([obs[i].assignments.get(name, "") for i in rows])
-        cells = stats.build_design(seed_idx, idx, n_seeds, len(labels))
-        out[name] = stats.gap_estimate(*stats.seed_aggregates(cells, x)).gap
+        cells = seeds.build_design(seed_idx, idx, n_seeds, len(labels))
+        out[name] = seeds.gap_estimate(*seeds.seed_aggregates(cells, x)).gap
     return out
 
 
 def any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str]:
     """Within-seed permutation p-value of "group labels do not matter", variants (with their
     repeats) as the units; exact enumeration when the labellings are few."""
-    cells = stats.build_design(units.seed, units.group, units.n_seeds, units.n_groups)
+    cells = seeds.build_design(units.seed, units.group, units.n_seeds, units.n_groups)
     x = units.values
-    est = stats.gap_estimate(*stats.seed_aggregates(cells, x))
+    est = seeds.gap_estimate(*seeds.seed_aggregates(cells, x))
     # enumeration needs few labellings, hence few seeds: skip its pass over big suites
     exact = (permutation.exact_permutation_p(cells, x, est.gap)
              if est.contrast_seeds <= 64 else None)

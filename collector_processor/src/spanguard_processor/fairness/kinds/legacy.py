@@ -1,14 +1,14 @@
 """The legacy exposure kind (``retrieval_exposure_gap_legacy``): fairtrace 0.1.0's formula,
-kept for parity (:func:`..compat.legacy_exposure`); no interval, no p-value, no evidence."""
+kept for parity (:func:`..metrics.compat.legacy_exposure`); no interval, no p-value, no evidence."""
 
 from __future__ import annotations
 
-from ..compat import legacy_exposure
-from ..config import GateConfig
-from ..details import counters
+from ..design.suite import MetricConfig
+from ..gate.config import GateConfig
+from ..gate.results import MetricResult
 from ..metrics import MetricDefinition
-from ..results import MetricResult
-from ..suite import MetricConfig
+from ..metrics.compat import legacy_exposure
+from ..report.details import counters
 from .base import Design, KindStrategy, Prepared
 
 __all__ = ["LegacyExposureStrategy"]

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import stats
-from ..compat import EXACT_LIMIT, stability_similarities
-from ..config import GateConfig
-from ..evidence import stability_pairs
+from ..design.suite import MetricConfig
+from ..gate.config import GateConfig
+from ..gate.results import MetricResult
 from ..metrics import MetricDefinition
-from ..results import MetricResult
-from ..stability import stability_arrays
-from ..suite import MetricConfig
+from ..metrics.compat import EXACT_LIMIT, stability_similarities
+from ..report.evidence import stability_pairs
+from ..stats.seeds import bias_corrected_interval, bootstrap_seed_counts
+from ..stats.stability import stability_arrays
 from .base import Design, KindStrategy, Prepared
 
 __all__ = ["StabilityPrepared", "StabilityStrategy"]
@@ -57,7 +57,7 @@ class StabilityStrategy(KindStrategy[StabilityPrepared]):
             return list(prepared)
         orders = [np.argsort(p.seed_sims, kind="stable") for p in prepared]
         draws: list[list[NDArray[np.float64]]] = [[] for _ in prepared]
-        for weights in stats.bootstrap_seed_counts(design.n_seeds, cfg.bootstrap_samples,
+        for weights in bootstrap_seed_counts(design.n_seeds, cfg.bootstrap_samples,
                                                    cfg.seed):
             for p, order, out in zip(prepared, orders, draws, strict=True):
                 drawn = (weights > 0)[:, order]
@@ -68,7 +68,7 @@ class StabilityStrategy(KindStrategy[StabilityPrepared]):
     def result(self, prepared: StabilityPrepared, design: Design, cfg: GateConfig,
                p_missing: float | None) -> MetricResult:
         p = prepared
-        interval = (stats.bias_corrected_interval(p.draws, p.score, cfg.level)
+        interval = (bias_corrected_interval(p.draws, p.score, cfg.level)
                     if p.draws.size and p.seed_sims.size >= 2 else None)
         return MetricResult(score=p.score, confidence_interval=interval, p_value=None,
                             details=p.details, groups_with_data=2,
