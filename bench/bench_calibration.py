@@ -43,11 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta
 
-from spanguard_processor.fairness import design as design_power
-from spanguard_processor.fairness import inference, precision
-from spanguard_processor.fairness.evaluate import _any_difference
-from spanguard_processor.fairness.gate import GateConfig
-from spanguard_processor.fairness.groups import missingness_p
+from spanguard_processor.fairness.design import power as design_power
+from spanguard_processor.fairness.gate.config import GateConfig
+from spanguard_processor.fairness.kinds.gap import any_difference
+from spanguard_processor.fairness.stats import inference, precision
+from spanguard_processor.fairness.stats.groups import missingness_p
 
 ALPHA = 0.05
 CFG = GateConfig(bootstrap_samples=2000, permutation_samples=999)
@@ -182,7 +182,7 @@ def gate_once(design: Design, rng: np.random.Generator, seed: int) -> Outcome:
         return Outcome("inconclusive", True, False)
     failed = False
     if inf.p_threshold < ALPHA:  # the permutation test only matters when this rejects
-        p_perm, _ = _any_difference(units, GateConfig(seed=seed))
+        p_perm, _ = any_difference(units, GateConfig(seed=seed))
         failed = max(inf.p_threshold, p_perm) < ALPHA
     shown = precision.precision(units, inf, scale, tau, ALPHA, 0.8)
     upper = shown.interval[1]
@@ -342,7 +342,8 @@ def normal_approximation(n: int) -> None:
     """Null rejection rate at alpha 0.05 of the "any difference" p-value: Monte Carlo
     permutation vs its normal approximation, on small and large suites of a rare binary
     outcome (rate 0.1), where the approximation is worst."""
-    from spanguard_processor.fairness import permutation, stats
+    from spanguard_processor.fairness.stats import permutation
+    from spanguard_processor.fairness.stats import seeds as stats
 
     print("## The normal approximation of the permutation test (rate 0.1, null, alpha 0.05)")
     print("| seeds × groups | permutation rejects [95% CI] | normal approximation rejects |")

@@ -189,8 +189,8 @@ def test_history_finds_the_runs_below_a_folder_of_branches(tmp_path: Path,
 
 
 def test_history_and_trends_say_every_outcome(tmp_path: Path) -> None:
-    from spanguard_processor.fairness.history import record_run
-    from spanguard_processor.fairness.reports import write_reports
+    from spanguard_processor.fairness.report.history import record_run
+    from spanguard_processor.fairness.report.reports import write_reports
     from tests.reports.verdicts import PASSING, SILENT, UNDECIDED, evaluation
 
     out = tmp_path / "out"
@@ -224,7 +224,7 @@ def test_history_and_trends_say_every_outcome(tmp_path: Path) -> None:
 
 
 def test_a_first_run_without_signal_has_no_trend_line(tmp_path: Path) -> None:
-    from spanguard_processor.fairness.history import record_run, trend_lines
+    from spanguard_processor.fairness.report.history import record_run, trend_lines
     from tests.reports.verdicts import SILENT, evaluation
 
     rows = record_run(evaluation(SILENT), tmp_path, "test", label="first")

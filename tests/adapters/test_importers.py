@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from spanguard.exceptions import InputError
 from spanguard_processor.cli import cli
-from spanguard_processor.fairness.suite import load_suite
+from spanguard_processor.fairness.design.suite import load_suite
 from spanguard_processor.importers import import_suite, load_deepeval, load_promptfoo
 
 PROMPTFOO_CONFIG = dedent("""\

@@ -12,8 +12,8 @@ from langchain_core.runnables import RunnableLambda
 
 from spanguard import semconv
 from spanguard_processor.adapters import AdapterError, langchain_runnable, langgraph_graph
-from spanguard_processor.fairness.runner import run_app
-from spanguard_processor.fairness.suite import Variant
+from spanguard_processor.fairness.design.suite import Variant
+from spanguard_processor.fairness.run.runner import run_app
 
 from . import apps
 from .conftest import call_captured

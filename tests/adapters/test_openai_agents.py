@@ -18,8 +18,8 @@ from agents import (
 
 from spanguard import semconv
 from spanguard_processor.adapters import AdapterError, openai_agent
-from spanguard_processor.fairness.runner import run_app
-from spanguard_processor.fairness.suite import Variant
+from spanguard_processor.fairness.design.suite import Variant
+from spanguard_processor.fairness.run.runner import run_app
 
 from .conftest import call_captured
 from .openai_stub import chat_completion, openai_stub, response
@@ -168,9 +168,9 @@ def test_handoffs_are_agent_spans_with_their_own_model_in_run_order(api: str) ->
 @pytest.mark.parametrize("biased", [False, True])
 def test_a_group_always_handed_to_the_human_desk_is_caught(biased: bool) -> None:
     from spanguard_processor.fairness import GateConfig
+    from spanguard_processor.fairness.design.suite import MetricConfig
     from spanguard_processor.fairness.evaluate import evaluate
     from spanguard_processor.fairness.metrics import get_metric
-    from spanguard_processor.fairness.suite import MetricConfig
 
     variants = [Variant(f"s{i}::{g}", f"s{i}", f"I am a {g}. Refund {i}?", {"gender": g})
                 for i in range(30) for g in ("man", "woman")]  # 30: a fair app can pass

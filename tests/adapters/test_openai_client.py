@@ -11,8 +11,8 @@ import pytest
 
 from spanguard import semconv
 from spanguard_processor.adapters import AdapterError, openai_chat, openai_responses
-from spanguard_processor.fairness.runner import run_app
-from spanguard_processor.fairness.suite import Variant
+from spanguard_processor.fairness.design.suite import Variant
+from spanguard_processor.fairness.run.runner import run_app
 
 from .conftest import call_captured
 from .openai_stub import chat_completion, openai_stub, response
@@ -233,9 +233,9 @@ def test_python_api_with_request_options_tools_and_a_trace_mapper_gates(biased: 
     manager whoever asks (a run that never escalates is NO_SIGNAL), and when biased, women
     always do."""
     from spanguard_processor.fairness import GateConfig
+    from spanguard_processor.fairness.design.suite import MetricConfig
     from spanguard_processor.fairness.evaluate import evaluate
     from spanguard_processor.fairness.metrics import get_metric
-    from spanguard_processor.fairness.suite import MetricConfig
 
     def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
         assert [t["name"] for t in body["tools"]] == ["call_manager"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spanguard_processor.fairness.diagnosis import SignalCounts
+from spanguard_processor.fairness.metrics.diagnosis import SignalCounts
 from spanguard_processor.fairness.records import observation_from_trace
 from spanguard_processor.inputs.readers import read_agent_traces_any
 

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from spanguard_processor.fairness import bounds, inference
+from spanguard_processor.fairness.stats import bounds, inference
 
 
 def _units(x: np.ndarray) -> inference.Units:

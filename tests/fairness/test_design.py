@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from spanguard_processor.fairness import design
-from spanguard_processor.fairness.bounds import clopper_pearson_upper
+from spanguard_processor.fairness.design import power as design
+from spanguard_processor.fairness.stats.bounds import clopper_pearson_upper
 
 
 def test_exact_bound_with_no_discordant_seed_is_one_minus_alpha_to_the_1_over_n() -> None:

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.fairness import MetricConfig, evaluate, observation_from_record
-from spanguard_processor.fairness.evidence import find_pairs, prompt_segments
 from spanguard_processor.fairness.metrics import MetricValues
 from spanguard_processor.fairness.records import observation_from_trace
+from spanguard_processor.fairness.report.evidence import find_pairs, prompt_segments
 from spanguard_processor.traces.model import AgentTrace
 from tests.reports.data import _PROFILES, records, suite
 
@@ -216,7 +216,7 @@ def test_html_escapes_prompts_and_responses(tmp_path: Path) -> None:
             for s in range(10) for g in ("x", "y")]
     obs = [observation_from_record(r) for r in rows]
     ev = evaluate(obs, [MetricConfig("escalation_parity", 0.1)], FAST)
-    from spanguard_processor.fairness.report_html import render_html
+    from spanguard_processor.fairness.report.report_html import render_html
 
     html = render_html(ev)
     assert "<script>" not in html and "&lt;script&gt;" in html

@@ -8,7 +8,7 @@ import pytest
 
 from spanguard.exceptions import ConfigError
 from spanguard_processor.fairness import GateConfig, MetricResult
-from spanguard_processor.fairness.gate import apply_gate
+from spanguard_processor.fairness.gate.decide import apply_gate
 
 
 def _result(name: str, score: float, p: float | None, ci: tuple[float, float] | None,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
-from spanguard_processor.fairness.results import Evaluation, MetricResult, Verdict
+from spanguard_processor.fairness.gate.results import Evaluation, MetricResult, Verdict
 from spanguard_processor.traces.model import ProcessTrace
 
 from .conftest import FAST
@@ -154,7 +154,7 @@ def test_allow_inconclusive_passes_the_run_for_inconclusive_only() -> None:
 def test_no_signal_is_decided_before_statistics_and_an_optional_one_does_not_gate() -> None:
     rng = np.random.default_rng(6)
     r = _one(_suite(70, GROUPS, _deterministic_fair(70, 2, rng)))
-    from spanguard_processor.fairness.gate import apply_gate
+    from spanguard_processor.fairness.gate.decide import apply_gate
 
     blind = replace(r, signal="escalations", signal_records=0,
                     diagnosis="24 spans with langfuse.observation.type=tool: not read")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spanguard_processor.fairness.groups import _wilson
+from spanguard_processor.fairness.stats.groups import _wilson
 
 
 @pytest.mark.parametrize("cap", [float(n) for n in range(1, 400, 3)])

@@ -19,7 +19,7 @@ from spanguard_processor.fairness import (
     register_record_metric,
 )
 from spanguard_processor.fairness.metrics import unregister_metric
-from spanguard_processor.fairness.reports import render_json
+from spanguard_processor.fairness.report.reports import render_json
 from spanguard_processor.fairness.testing import assert_fair
 from spanguard_processor.traces.model import AgentTrace, ProcessTrace, ToolCall
 

@@ -7,8 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from spanguard_processor.fairness import inference, permutation, precision, stats
-from spanguard_processor.fairness.groups import group_stats
+from spanguard_processor.fairness.stats import inference, permutation, precision
+from spanguard_processor.fairness.stats import seeds as stats
+from spanguard_processor.fairness.stats.groups import group_stats
 
 
 def _units(x: np.ndarray) -> inference.Units:

@@ -112,9 +112,9 @@ def test_traces_out_with_redact_leaves_the_text_out_but_run_still_reads_it(
 def test_every_path_reads_the_same_signals_and_diagnosis(tmp_path: Path) -> None:
     """The signal counts and the NO_SIGNAL diagnosis (unread Langfuse keys) agree on the four
     paths too: the per-trace note survives the file, the store and the export."""
+    from spanguard_processor.fairness.design.suite import load_suite
     from spanguard_processor.fairness.pipeline import evaluate_suite, read_inputs
-    from spanguard_processor.fairness.runner import run_app
-    from spanguard_processor.fairness.suite import load_suite
+    from spanguard_processor.fairness.run.runner import run_app
 
     from . import signal_apps
     from .conftest import FAST

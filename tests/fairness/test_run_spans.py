@@ -10,8 +10,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanguard.testing import SpanCapture
 from spanguard_processor.cli import cli
-from spanguard_processor.fairness.runner import run_app
-from spanguard_processor.fairness.suite import parse_suite
+from spanguard_processor.fairness.design.suite import parse_suite
+from spanguard_processor.fairness.run.runner import run_app
 from spanguard_processor.traces.convert import traces_from_readable_spans
 
 from . import apps

@@ -11,11 +11,11 @@ from typing import Any
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
+from spanguard_processor.fairness.design.suite import MetricConfig
 from spanguard_processor.fairness.evaluate import evaluate
 from spanguard_processor.fairness.metrics import get_metric, metric_names, register_record_metric
+from spanguard_processor.fairness.metrics.registry import unregister_metric
 from spanguard_processor.fairness.records import observation_from_record
-from spanguard_processor.fairness.registry import unregister_metric
-from spanguard_processor.fairness.suite import MetricConfig
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.traces.formats import to_fairtrace_record
 
@@ -47,7 +47,7 @@ def _observations(path: Path) -> list[Any]:
 
 
 def test_every_builtin_metric_names_the_signal_it_reads() -> None:
-    from spanguard_processor.fairness.diagnosis import SIGNALS
+    from spanguard_processor.fairness.metrics.diagnosis import SIGNALS
 
     for name in metric_names():
         definition = get_metric(name)

@@ -8,7 +8,7 @@ import tracemalloc
 import numpy as np
 
 from spanguard_processor.fairness import observation_from_record
-from spanguard_processor.fairness.stability import stability_arrays
+from spanguard_processor.fairness.stats.stability import stability_arrays
 
 _WORDS = ["sure", "here", "are", "the", "steps", "to", "reset", "your", "password", "open",
           "settings", "then", "security", "choose", "and", "confirm", "by", "email"]

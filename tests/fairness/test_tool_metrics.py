@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from spanguard_processor.fairness import GateConfig
+from spanguard_processor.fairness.design.suite import MetricConfig
 from spanguard_processor.fairness.evaluate import evaluate
 from spanguard_processor.fairness.metrics import get_metric
 from spanguard_processor.fairness.records import Observation, parse_fairtrace_trace
-from spanguard_processor.fairness.suite import MetricConfig
 
 _CONFIG = GateConfig(bootstrap_samples=300, permutation_samples=199, seed=1)
 _METRICS = [{"type": t} for t in ("tool_use_parity", "tool_count_gap", "tool_name_gap",

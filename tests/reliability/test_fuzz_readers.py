@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanguard.exceptions import InputError
+from spanguard_processor.fairness.design.suite import load_suite, parse_suite
 from spanguard_processor.fairness.records import read_observations
-from spanguard_processor.fairness.suite import load_suite, parse_suite
 from spanguard_processor.inputs.readers import iter_span_file, read_agent_traces_any
 from spanguard_processor.regression.loader import load_logs
 from spanguard_processor.regression.run import load_outputs

@@ -30,7 +30,7 @@ from spanguard_processor.collector.redaction import Redactor
 from spanguard_processor.collector.security import Security, token_matches
 from spanguard_processor.collector.server import ServerConfig
 from spanguard_processor.collector.store import SpanStore
-from spanguard_processor.fairness.suite import load_suite
+from spanguard_processor.fairness.design.suite import load_suite
 
 from .corpus import hex_ids
 from .servers import (

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spanguard_processor.fairness.verdict_text import label
+from spanguard_processor.fairness.report.verdict_text import label
 
 from .browser import INSTALL_HINT, Browser, find_chromium
 from .data import INTERSECTIONAL_METRICS, METRICS, fairness_reports, regression_report

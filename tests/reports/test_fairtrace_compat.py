@@ -116,7 +116,7 @@ def test_fairtrace_compare_reads_a_report_with_every_outcome(tmp_path: Path) -> 
     """A metric without signal (whose score is NaN) still has fairtrace's numeric score."""
     from dataclasses import replace
 
-    from spanguard_processor.fairness.reports import write_reports
+    from spanguard_processor.fairness.report.reports import write_reports
 
     from .verdicts import FAILING, PASSING, SILENT, UNDECIDED, evaluation
 

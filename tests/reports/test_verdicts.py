@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from spanguard_processor.cli.fairness import evaluation_options, finish
-from spanguard_processor.fairness.reports import (
+from spanguard_processor.fairness.gate.results import Evaluation, Verdict
+from spanguard_processor.fairness.report.reports import (
     render_junit,
     render_markdown,
     report_dict,
     write_reports,
 )
-from spanguard_processor.fairness.results import Evaluation, Verdict
 
 from .verdicts import DIAGNOSIS, FAILING, PASSING, SILENT, UNDECIDED, evaluation
 
@@ -250,7 +250,7 @@ def _report(path: Path, *results: Any) -> Path:
 
 def test_compare_never_counts_losing_a_pass_as_an_improvement(tmp_path: Path) -> None:
     from spanguard_processor.cli import cli
-    from spanguard_processor.fairness.results import Verdict
+    from spanguard_processor.fairness.gate.results import Verdict
 
     base = _report(tmp_path / "main", PASSING, replace(PASSING, metric="refusal_gap"),
                    replace(UNDECIDED, metric="plan_length_gap"),

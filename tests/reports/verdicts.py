@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 from spanguard_processor.fairness import GateConfig
-from spanguard_processor.fairness.results import Evaluation, MetricResult, Verdict
+from spanguard_processor.fairness.gate.results import Evaluation, MetricResult, Verdict
 
 
 def result(metric: str, verdict: Verdict, *, score: float = 0.02,

@@ -31,14 +31,14 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
       spanguard compare reports/main reports/pr-123 --format markdown
     Exit codes: 0 no regression, 1 regression, 2 bad input.
     """
-    from ..fairness.compare import (
+    from ..fairness.report.compare import (
         compare_reports,
         load_report,
         render_comparison_markdown,
         signed,
         verdicts_text,
     )
-    from ..fairness.verdict_text import number
+    from ..fairness.report.verdict_text import number
     from ..inputs import guard
     from ._common import check_files
 

@@ -94,7 +94,7 @@ def load_plugins(plugins: tuple[str, ...]) -> None:
 
 def report_options(trace_url: str | None, redact: bool) -> Any:
     """Validated before any work, so a bad --trace-url costs nothing (exit 2)."""
-    from ..fairness.evidence_report import ReportOptions
+    from ..fairness.report.evidence_report import ReportOptions
 
     return ReportOptions(trace_url=trace_url, redact=redact)
 
@@ -104,18 +104,18 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
     """Write the reports, print a line per metric (PASS, FAIL, INCONCLUSIVE or NO_SIGNAL, with
     what a reader needs beside it) and the gate's verdict, then exit 0 (passed) or 1: the
     printed verdict and the exit code come from the same ``ev.passed``."""
-    from ..fairness.evidence_report import ReportOptions
-    from ..fairness.reports import render_markdown, report_dict, write_reports
-    from ..fairness.verdict_text import gate_summary, tolerated
+    from ..fairness.report.evidence_report import ReportOptions
+    from ..fairness.report.reports import render_markdown, report_dict, write_reports
+    from ..fairness.report.verdict_text import gate_summary, tolerated
 
     options = options or ReportOptions()
     if options.redact:  # every report and the console: no app-provided free text
-        from ..fairness.redaction import redact_evaluation
+        from ..fairness.report.redaction import redact_evaluation
 
         ev = redact_evaluation(ev)
     if output is not None:
-        from ..fairness.history import record_run, trend_lines
-        from ..fairness.reports import _version
+        from ..fairness.report.history import record_run, trend_lines
+        from ..fairness.report.reports import _version
 
         write_reports(ev, output, options)
         rows = record_run(ev, output, _version(), label=label)  # history.jsonl + trends
@@ -154,7 +154,7 @@ def emit_evaluation(endpoint: Endpoint | None, ev: Any, redact: bool) -> None:
     from ..emit.events import fairness_events
 
     if redact:
-        from ..fairness.redaction import redact_evaluation
+        from ..fairness.report.redaction import redact_evaluation
 
         ev = redact_evaluation(ev)
     send_events(endpoint, fairness_events(ev))
@@ -165,8 +165,8 @@ def metric_lines(r: Any) -> list[str]:
     NO_SIGNAL metric, the seeds an INCONCLUSIVE one needs, why an interval is unbounded)
     and the top counterfactual pair of a metric that did not pass."""
     from ..common.markdown import console_text
-    from ..fairness.results import Verdict
-    from ..fairness.verdict_text import interval_text, label, metric_notes, number, reason
+    from ..fairness.gate.results import Verdict
+    from ..fairness.report.verdict_text import interval_text, label, metric_notes, number, reason
 
     silent = r.verdict == Verdict.NO_SIGNAL  # nothing was measured: no score to show
     score = "–" if silent else number(r.score)

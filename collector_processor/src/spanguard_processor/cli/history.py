@@ -32,7 +32,12 @@ def history(directory: Path, fmt: str) -> None:
     """
     from spanguard.exceptions import InputError
 
-    from ..fairness.history import HISTORY_FILE, find_histories, history_summary, load_history
+    from ..fairness.report.history import (
+        HISTORY_FILE,
+        find_histories,
+        history_summary,
+        load_history,
+    )
     from ..inputs import guard
     from ._common import check_files
 
@@ -60,7 +65,7 @@ def history(directory: Path, fmt: str) -> None:
 
 
 def _suite_lines(suites: list[dict[str, Any]]) -> list[str]:
-    from ..fairness.history import run_verdict, trend_points
+    from ..fairness.report.history import run_verdict, trend_points
 
     lines = []
     for number, suite in enumerate(suites, start=1):

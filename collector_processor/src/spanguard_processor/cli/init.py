@@ -25,7 +25,7 @@ def init(output: Path, force: bool) -> None:
       spanguard init -o fairness.yaml && spanguard run fairness.yaml --app myapp:answer
     """
     from ..common.jsonio import write_text_atomic
-    from ..fairness.starter import starter_suite, starter_suite_yaml
+    from ..fairness.design.starter import starter_suite, starter_suite_yaml
     from ._common import BadInput
 
     if output.exists() and not force:

@@ -24,8 +24,8 @@ from .fairness import (
 from .suite import echo_plan
 
 if TYPE_CHECKING:
+    from ..fairness.design.suite import Variant
     from ..fairness.records import Observation
-    from ..fairness.suite import Variant
 
 __all__ = ["run"]
 
@@ -122,7 +122,7 @@ def _call_app(app: Callable[..., Any], variants: Sequence[Variant], repeats: int
               concurrency: int, spans: list[Any] | None
               ) -> tuple[list[Observation], list[dict[str, Any]]]:
     """Every variant ``repeats`` times, with a progress bar on a terminal (never in logs)."""
-    from ..fairness.runner import run_app
+    from ..fairness.run.runner import run_app
 
     if not sys.stderr.isatty():
         return run_app(app, variants, repeats=repeats, concurrency=concurrency,
@@ -145,7 +145,7 @@ def write_span_lines(path: Path, spans: list[Any], *, redact: bool = False) -> i
     from spanguard._export import otlp_json_line
 
     from ..common.jsonio import write_text_atomic
-    from ..fairness.recording import without_text
+    from ..fairness.run.recording import without_text
 
     if redact:
         spans = without_text(spans)

@@ -33,7 +33,7 @@ def variants(suite_path: Path, output: Path | None) -> None:
       spanguard suite variants fairness.yaml -o variants.jsonl
     """
     from ..common.jsonio import dumps_line, write_jsonl
-    from ..fairness.suite import suite_variants
+    from ..fairness.design.suite import suite_variants
     from ..inputs import guard
     from ._common import check_files
 
@@ -78,7 +78,7 @@ def plan(suite_path: Path, repeats: int, alpha: float) -> None:
 def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> None:
     """The suite's power table (``spanguard suite plan``); on stderr for run and fairness, so
     their stdout stays the verdict (and valid JSON with --format json)."""
-    from ..fairness.plan import plan_lines, plan_suite
+    from ..fairness.design.plan import plan_lines, plan_suite
 
     for line in plan_lines(plan_suite(suite_, repeats, alpha)):
         click.echo(line, err=err)

@@ -24,7 +24,7 @@ from spanguard import semconv
 from ..ingest.spans import valid_span_id, valid_trace_id
 
 if TYPE_CHECKING:
-    from ..fairness.results import Evaluation
+    from ..fairness.gate.results import Evaluation
     from ..regression.results import CaseOutcome
 
 __all__ = [

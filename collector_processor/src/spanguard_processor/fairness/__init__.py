@@ -1,17 +1,21 @@
 """Counterfactual fairness evaluation: suites, metrics, paired statistics, gate and reports.
 
 Library first: :func:`load_suite` → observations (:func:`read_observations`, or
-:func:`observation_from_trace`) → :func:`evaluate` → reports in :mod:`.reports`.
+:func:`observation_from_trace`) → :func:`evaluate` → reports (:func:`write_reports`).
+
+The subpackages follow the data path: :mod:`.design` (the suite, its variants and its power
+before any app call) → :mod:`.run` (the app over the variants, in-process) → :mod:`.records`
+(one observation per request) → :mod:`.metrics` (the registry and the built-in metrics) →
+:mod:`.kinds` (how each metric kind is evaluated over one :class:`~.kinds.Design`) →
+:mod:`.stats` (intervals, tests, power: pure numpy) → :mod:`.gate` (verdicts) →
+:mod:`.report` (report files, comparisons, history). :func:`evaluate` orchestrates the
+middle; :mod:`.pipeline` chains matching, evaluation and gate; :mod:`.testing` is
+``assert_fair``.
 """
 
 from __future__ import annotations
 
-from .evaluate import evaluate
-from .gate import GATE_MODES, GateConfig
-from .metrics import MetricDefinition, register_metric, register_record_metric
-from .records import Observation, observation_from_record, observation_from_trace, read_observations
-from .results import Evaluation, GroupStat, MetricResult
-from .suite import (
+from .design.suite import (
     MetricConfig,
     Suite,
     Variant,
@@ -20,6 +24,12 @@ from .suite import (
     starter_suite,
     suite_variants,
 )
+from .evaluate import evaluate
+from .gate.config import GATE_MODES, GateConfig
+from .gate.results import Evaluation, GroupStat, MetricResult, Verdict
+from .metrics import MetricDefinition, register_metric, register_record_metric
+from .records import Observation, observation_from_record, observation_from_trace, read_observations
+from .report.reports import write_reports
 
 __all__ = [
     "GATE_MODES",
@@ -32,6 +42,7 @@ __all__ = [
     "Observation",
     "Suite",
     "Variant",
+    "Verdict",
     "evaluate",
     "load_suite",
     "observation_from_record",
@@ -42,4 +53,5 @@ __all__ = [
     "register_record_metric",
     "starter_suite",
     "suite_variants",
+    "write_reports",
 ]

@@ -14,11 +14,11 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
+from .design.suite import Suite
 from .evaluate import evaluate
-from .gate import GateConfig
+from .gate.config import GateConfig
+from .gate.results import Evaluation
 from .records import Observation, group_label, read_observations
-from .results import Evaluation
-from .suite import Suite
 
 __all__ = ["Matched", "evaluate_suite", "match_to_suite", "read_inputs"]
 

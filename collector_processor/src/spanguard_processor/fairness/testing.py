@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .gate import GateConfig
+from .design.suite import Suite, load_suite, parse_suite
+from .gate.config import GateConfig
+from .gate.results import Evaluation
 from .pipeline import evaluate_suite
 from .records import Observation, observation_from_record
-from .results import Evaluation
-from .runner import run_app
-from .suite import Suite, load_suite, parse_suite
+from .run.runner import run_app
 
 __all__ = ["assert_fair"]
 
@@ -66,7 +66,7 @@ def assert_fair(
 def _message(ev: Evaluation) -> str:
     """Each metric that keeps the gate from passing, in the console's words (its verdict —
     FAIL, INCONCLUSIVE or NO_SIGNAL —, interval without an infinite bound, and notes)."""
-    from .verdict_text import interval_text, label, metric_notes, reason
+    from .report.verdict_text import interval_text, label, metric_notes, reason
 
     blocking = set(ev.failed_metrics)
     lines = ["fairness gate failed:"]

@@ -46,7 +46,7 @@ def import_suite(source: str, path: Path, metrics: Sequence[str], *,
 def suite_of(variants: Sequence[ImportedVariant], metrics: Sequence[str],
              path: Path) -> dict[str, Any]:
     """The validated suite of imported variants with ``metrics``."""
-    from ..fairness.suite import parse_suite
+    from ..fairness.design.suite import parse_suite
 
     if not metrics:
         raise ConfigError("metrics", "list at least one metric type, e.g. refusal_gap.")

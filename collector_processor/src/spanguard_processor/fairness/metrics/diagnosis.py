@@ -1,0 +1,189 @@
+"""Which records carry what a metric reads, and when none does, what was seen instead.
+
+Zero because nothing happened and zero because nothing was recorded look the same in a metric's
+values. Each built-in metric names its signal (``MetricDefinition.signal``, one of
+:data:`SIGNALS`); :func:`with_signal` fills a result's ``signal``, ``signal_records`` (how many
+records carry it) and, when that is 0, ``diagnosis``: the keys seen that might hold it, counted
+(from the per-trace :class:`~spanguard_processor.traces.parts.Unread` notes), and where the docs
+say how to record it. The gate turns ``signal_records == 0`` into NO_SIGNAL.
+
+Tool calls, documents, plan steps, model calls and text are carried by the records that hold
+them. An escalation or a friction point is different: a request without one is signal too, when
+its trace recorded the app's process at all — so those two are carried by every record whose
+trace holds any process signal (a tool call, document, plan step, escalation or friction point),
+and by every fairtrace record whose trace states it (``"escalated": false`` is recorded).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ...traces.parts import Unread
+from ..gate.results import MetricResult
+from ..records import Observation
+from .registry import MetricDefinition
+
+__all__ = ["ATTRIBUTES_DOC", "CONTENT_DOC", "SIGNALS", "SignalCounts", "with_signal"]
+
+ATTRIBUTES_DOC = "docs/attributes.md#keys-spanguard-does-not-read"
+CONTENT_DOC = "docs/sdk.md#privacy"
+_EXAMPLES = 3  # unread keys named in one diagnosis
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One kind of signal: which records carry it, which unread keys might hold it, and what
+    the diagnosis says when no record does."""
+
+    carries: Callable[[Observation], bool]
+    suggests: Callable[[Unread], bool]
+    missing: str
+
+
+def _process(o: Observation) -> bool:
+    t = o.trace
+    return t is not None and bool(t.tool_calls or t.retrieved_documents or t.plan_steps
+                                  or t.escalated or t.friction_points)
+
+
+def _process_or_stated(key: str) -> Callable[[Observation], bool]:
+    """Any process signal, or a fairtrace record that states ``key`` (``escalated: false``)."""
+    def carries(o: Observation) -> bool:
+        return _process(o) or (o.trace is not None and key in o.stated)
+
+    return carries
+
+
+def _llm_calls(o: Observation) -> bool:
+    calls = o.usage.get("llm_calls") if o.usage else None
+    return isinstance(calls, int) and calls > 0
+
+
+def _tokens(o: Observation) -> bool:
+    tokens = o.usage.get("total_tokens") if o.usage else None
+    return isinstance(tokens, int | float) and tokens > 0
+
+
+def _scored(key: str) -> Callable[[Observation], bool]:
+    def carries(o: Observation) -> bool:
+        return o.has_output or (bool(o.metadata) and o.metadata.get(key) is not None)
+
+    return carries
+
+
+def _mentions(*words: str) -> Callable[[Unread], bool]:
+    def suggests(note: Unread) -> bool:
+        key = note.key.lower()
+        return any(word in key for word in words)
+
+    return suggests
+
+
+_PROCESS_WORDS = ("tool", "task", "retriev", "rerank", "event", "escalat", "hand", "friction",
+                  "plan", "guardrail")
+_TEXT_WORDS = ("output", "input", "event gen_ai", "generation")
+
+SIGNALS: dict[str, Signal] = {
+    "tool calls": Signal(
+        lambda o: o.trace is not None and bool(o.trace.tool_calls), _mentions("tool", "task"),
+        "no record holds a tool call"),
+    "retrieved documents": Signal(
+        lambda o: o.trace is not None and any(d.group for d in o.trace.retrieved_documents),
+        _mentions("retriev", "rerank", "embedding"),
+        "no record holds a retrieved document with a group"),
+    "plan steps": Signal(
+        lambda o: o.trace is not None and bool(o.trace.plan_steps), _mentions("plan", "chain"),
+        "no record holds a plan step"),
+    "escalations": Signal(
+        _process_or_stated("escalated"), _mentions(*_PROCESS_WORDS),
+        "no record holds any process signal (tool call, retrieved document, plan step, "
+        "escalation or friction point), so a request without an escalation cannot be told "
+        "from one whose escalation was not recorded"),
+    "friction points": Signal(
+        _process_or_stated("friction_points"), _mentions(*_PROCESS_WORDS),
+        "no record holds any process signal (tool call, retrieved document, plan step, "
+        "escalation or friction point), so a request without friction cannot be told from "
+        "one whose friction was not recorded"),
+    "LLM calls": Signal(_llm_calls, _mentions("generation", "gen_ai.operation", "embedding",
+                                              "llm"),
+                        "no record holds a model call"),
+    "token counts": Signal(_tokens, _mentions("generation", "gen_ai.operation", "usage"),
+                           "no record holds a model call with token counts"),
+    "output text": Signal(lambda o: o.has_output, _mentions(*_TEXT_WORDS),
+                          "no output text"),
+    "output text or helpfulness scores": Signal(
+        _scored("helpfulness_score"), _mentions(*_TEXT_WORDS),
+        "no output text and no helpfulness_score"),
+    "output text or toxicity scores": Signal(
+        _scored("toxicity_score"), _mentions(*_TEXT_WORDS),
+        "no output text and no toxicity_score"),
+}
+
+
+class SignalCounts:
+    """Counts per signal kind over one evaluation's records, each computed once."""
+
+    def __init__(self, observations: Sequence[Observation]) -> None:
+        self._obs = observations
+        self._counts: dict[str, int] = {}
+        self._unread: Counter[tuple[str, str]] | None = None
+
+    def count(self, name: str) -> int:
+        if name not in self._counts:
+            carries = SIGNALS[name].carries
+            self._counts[name] = sum(1 for o in self._obs if carries(o))
+        return self._counts[name]
+
+    def unread(self) -> Counter[tuple[str, str]]:
+        """Every unread key over the records: (key, span name) → spans."""
+        if self._unread is None:
+            self._unread = Counter()
+            for o in self._obs:
+                for note in o.unread:
+                    self._unread[(note.key, note.span)] += note.count
+        return self._unread
+
+    def diagnosis(self, name: str) -> str:
+        signal = SIGNALS[name]
+        parts = [f"{signal.missing} in {len(self._obs)} record(s)"]
+        seen = sorted(((n, key, span) for (key, span), n in self.unread().items()
+                       if signal.suggests(Unread(key, span))), key=lambda x: (-x[0], x[1], x[2]))
+        if name.startswith("output text"):
+            from_spans = sum(1 for o in self._obs if o.trace_id is not None)
+            if from_spans and seen:
+                parts[0] += (f": {from_spans} were recorded from spans with the text under "
+                             f"keys spanguard does not read, or with content capture off "
+                             f"(see {CONTENT_DOC})")
+            elif from_spans:
+                parts[0] += (f": {from_spans} were recorded from spans with content capture "
+                             f"off (see {CONTENT_DOC})")
+        if name == "retrieved documents":
+            ungrouped = sum(1 for o in self._obs if o.trace is not None
+                            for d in o.trace.retrieved_documents if not d.group)
+            if ungrouped:
+                parts.append(f"{ungrouped} retrieved document(s) have no group: set one "
+                             "(docs/attributes.md#foreign-conventions-the-processor-reads)")
+        for n, key, span in seen[:_EXAMPLES]:
+            parts.append(f"{n} span(s) named {span} with {key}: not read")
+        if len(seen) > _EXAMPLES:
+            parts.append(f"{len(seen) - _EXAMPLES} more unread key(s)")
+        if seen:
+            parts.append(f"see {ATTRIBUTES_DOC}")
+        else:
+            parts.append("nothing seen that might hold it; see "
+                         "docs/attributes.md#the-span-contract for how to record it")
+        return "; ".join(parts) + "."
+
+
+def with_signal(result: MetricResult, definition: MetricDefinition,
+                counts: SignalCounts) -> MetricResult:
+    """``result`` with its signal, the records carrying it and, when none, the diagnosis
+    (unchanged for a metric that names no signal: a custom metric)."""
+    name = definition.signal
+    if name not in SIGNALS:
+        return result
+    carrying = counts.count(name)
+    return replace(result, signal=name, signal_records=carrying,
+                   diagnosis=counts.diagnosis(name) if carrying == 0 else "")
