@@ -23,6 +23,7 @@ from .casebuild import build_cases
 from .loader import DEFAULT_MAX_LINE_BYTES, Problem, load_logs
 from .report import build_report
 from .select import SELECT_MODES, ClusterHealth, cluster_log, select
+from .vocabulary import SelectMode
 
 __all__ = ["BuildOptions", "BuildResult", "NoUsableRows", "build_evalset", "load_matcher"]
 
@@ -39,7 +40,7 @@ class BuildOptions:
     timing_checks: bool = True
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     #: ``coverage``: a case for every question and path; ``signals``: trace2eval's selection.
-    select: str = "coverage"
+    select: str = SelectMode.COVERAGE
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the field (``max_cases``, ``dedup_threshold`` …)."""
@@ -90,7 +91,7 @@ class BuildResult:
     template_path: Path | None  # written when no expectations file exists and cases need one
     distinct_questions: int  # clusters, after any split by process (report.md's figure)
     questions_without_signals: int
-    select: str = "coverage"
+    select: str = SelectMode.COVERAGE
     covered_rows: int = 0  # requests in a cluster that became a case
 
     @property

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .signals import Signal
+from .vocabulary import FailureKind, SelfCheckVerdict
 
 __all__ = [
     "FAILURE_NOT_REPRODUCED",
@@ -27,10 +28,9 @@ __all__ = [
 #: One check object, e.g. ``{"type": "min_chars", "value": 12}`` (``regression/checks.py``).
 Check = dict[str, Any]
 
-#: Self-check verdicts besides "ok": a failure seed whose checks pass on its own failing
-#: output, and a trusted reference that fails its own checks.
-FAILURE_NOT_REPRODUCED = "failure_not_reproduced"
-REFERENCE_FAILS_OWN_CHECKS = "reference_fails_own_checks"
+#: Self-check verdicts besides "ok" (kept as names: ``casebuild`` and callers use them).
+FAILURE_NOT_REPRODUCED = SelfCheckVerdict.FAILURE_NOT_REPRODUCED
+REFERENCE_FAILS_OWN_CHECKS = SelfCheckVerdict.REFERENCE_FAILS_OWN_CHECKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class SelfCheck:
 
     passed: bool = True
     failed_checks: tuple[str, ...] = ()
-    verdict: str = "ok"
+    verdict: str = SelfCheckVerdict.OK
 
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "failed_checks": list(self.failed_checks),
@@ -53,7 +53,7 @@ class SelfCheck:
         return cls(
             bool(data.get("passed", True)),
             tuple(str(c) for c in failed) if isinstance(failed, list) else (),
-            str(data.get("verdict", "ok")),
+            str(data.get("verdict", SelfCheckVerdict.OK)),
         )
 
 
@@ -96,7 +96,7 @@ class Case:
     reference_output: str = ""
     reference_is_trusted: bool = True
     shape_source: str = ""
-    failure_kind: str = "none"
+    failure_kind: str = FailureKind.NONE
     annotation: CaseAnnotation = CaseAnnotation()
     source_trace_id: str | None = None
     score: float = 0
@@ -161,7 +161,7 @@ class Case:
             reference_output=str(data.get("reference_output") or ""),
             reference_is_trusted=bool(data.get("reference_is_trusted", True)),
             shape_source=str(data.get("shape_source") or ""),
-            failure_kind=str(data.get("failure_kind") or "none"),
+            failure_kind=str(data.get("failure_kind") or FailureKind.NONE),
             annotation=CaseAnnotation.from_dict(data.get("annotation")),
             source_trace_id=str(source) if source is not None else None,
             score=score if isinstance(score, int | float) and not isinstance(score, bool) else 0,

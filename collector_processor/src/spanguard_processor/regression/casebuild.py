@@ -30,6 +30,7 @@ from .process_expect import learn_process_checks
 from .select import Cluster, Selection
 from .signals import QUALITY_SIGNALS, short_boundary
 from .textnorm import fold
+from .vocabulary import FailureKind, SelfCheckVerdict, SignalName
 
 __all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"]
 
@@ -37,15 +38,16 @@ __all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"
 MAX_LISTED_DUPLICATES = 1000
 _SHAPE = frozenset(
     {
-        "empty_output",
-        "fallback_phrase",
-        "expected_shape_violated",
-        "output_much_shorter",
-        "output_much_longer",
+        SignalName.EMPTY_OUTPUT,
+        SignalName.FALLBACK_PHRASE,
+        SignalName.EXPECTED_SHAPE_VIOLATED,
+        SignalName.OUTPUT_MUCH_SHORTER,
+        SignalName.OUTPUT_MUCH_LONGER,
     }
 )
-_BEHAVIOUR = frozenset({"negative_feedback", "user_retried", "slow_response", "expensive_call"})
-_SEEDS = QUALITY_SIGNALS | {"output_much_longer"}
+_BEHAVIOUR = frozenset({SignalName.NEGATIVE_FEEDBACK, SignalName.USER_RETRIED,
+                        SignalName.SLOW_RESPONSE, SignalName.EXPENSIVE_CALL})
+_SEEDS = QUALITY_SIGNALS | {SignalName.OUTPUT_MUCH_LONGER}
 _LONG_RATIO = 3.0
 _TIMING_SIGNALS = (("slow_response", "max_latency_ms"), ("expensive_call", "max_cost_usd"))
 
@@ -65,11 +67,13 @@ class BuiltCase:
     annotation: Annotation | None
 
 
-def _failure_kind(names: set[str]) -> str:
+def _failure_kind(names: set[str]) -> FailureKind:
     shape, behaviour = names & _SHAPE, names & _BEHAVIOUR
     if shape and behaviour:
-        return "shape_and_behaviour"
-    return "shape" if shape else "behaviour" if behaviour else "none"
+        return FailureKind.SHAPE_AND_BEHAVIOUR
+    if shape:
+        return FailureKind.SHAPE
+    return FailureKind.BEHAVIOUR if behaviour else FailureKind.NONE
 
 
 def _agreed_json_keys(outputs: list[str]) -> list[str]:
@@ -213,7 +217,7 @@ class _Builder:
         pool = [members[0]] + [m for m in sel.family(cluster) if m != members[0]] if is_seed \
             else members
         floor = None
-        if is_seed and "output_much_shorter" in names:
+        if is_seed and SignalName.OUTPUT_MUCH_SHORTER in names:
             floor = short_boundary(sel.context.median_chars)
         notes: list[str] = []
         if rep.expect:
@@ -228,7 +232,7 @@ class _Builder:
                 references = [rep.output]
             checks = _infer(is_seed, references, notes, floor)
             shape_source = _source(sum(1 for o in references if o.strip()), floor)
-            if "output_much_longer" in names and sel.context.median_chars > 0:
+            if SignalName.OUTPUT_MUCH_LONGER in names and sel.context.median_chars > 0:
                 bound = math.floor(sel.context.median_chars * _LONG_RATIO)
                 checks.append({"type": "max_chars", "value": bound})
                 notes.append(
@@ -306,9 +310,9 @@ class _Builder:
             record = {"trace": rep.process, "latency_ms": rep.latency_ms, "cost_usd": rep.cost_usd}
             failed = [c["type"] for c in trace_checks if run_trace_check(c, record).passed is False]
         if is_seed:
-            verdict = "ok" if failed else FAILURE_NOT_REPRODUCED
+            verdict = SelfCheckVerdict.OK if failed else FAILURE_NOT_REPRODUCED
         else:
-            verdict = REFERENCE_FAILS_OWN_CHECKS if failed else "ok"
+            verdict = REFERENCE_FAILS_OWN_CHECKS if failed else SelfCheckVerdict.OK
         return SelfCheck(not failed, tuple(failed), verdict)
 
 

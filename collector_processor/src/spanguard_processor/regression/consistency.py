@@ -20,6 +20,7 @@ from typing import Any
 
 from .checks import run_text_check, run_trace_check
 from .signals import percentile
+from .vocabulary import AdjustAction
 
 __all__ = [
     "MIN_TIMING_RUNS",
@@ -49,7 +50,7 @@ def timing_limit(
     if len(values) < MIN_TIMING_RUNS:
         return None, {
             "type": kind,
-            "action": "omitted",
+            "action": AdjustAction.OMITTED,
             "reason": f"only {len(values)} clean run(s) of this question recorded "
             f"{_TIMING_FIELD[kind]}; a limit needs at least {MIN_TIMING_RUNS} to know its spread",
         }
@@ -82,11 +83,11 @@ def _consistent(
         shortest = min(len(str(r.get("output") or "").strip()) for r in records)
         if kind == "min_chars" and shortest >= 1:
             kept.append({**check, "value": shortest})
-            adjusted.append({"type": kind, "action": "loosened", "from": check.get("value"),
-                             "to": shortest, "reason": f"{why}; lowered to the shortest clean "
-                             "answer"})
+            adjusted.append({"type": kind, "action": AdjustAction.LOOSENED,
+                             "from": check.get("value"), "to": shortest,
+                             "reason": f"{why}; lowered to the shortest clean answer"})
         else:
-            adjusted.append({"type": kind, "action": "omitted", "reason": why})
+            adjusted.append({"type": kind, "action": AdjustAction.OMITTED, "reason": why})
     return kept, adjusted
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .results import CaseOutcome
+from .vocabulary import FailureReason, Outcome
 
 __all__ = ["CaseDiff", "DiffRow", "case_diffs", "case_evidence"]
 
@@ -175,8 +176,8 @@ def _rows(base: CaseOutcome, cur: CaseOutcome, failing: set[str]) -> list[DiffRo
 
 def _failed(outcome: CaseOutcome) -> list[tuple[str, str]]:
     """(check type, why) for each failed check; ``details`` holds "type: why" lines."""
-    if outcome.outcome == "missing":
-        return [("missing_output", "no output matched the case")]
+    if outcome.outcome == Outcome.MISSING:
+        return [(FailureReason.MISSING_OUTPUT, "no output matched the case")]
     why: dict[str, str] = {}
     for line in outcome.details:
         kind, _, reason = line.partition(": ")

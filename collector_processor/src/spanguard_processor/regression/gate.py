@@ -36,6 +36,7 @@ from spanguard.exceptions import ConfigError, InputError
 from .checks import PROCESS_CHECK_TYPES
 from .noise import ALPHA, bootstrap_increase_bound, mcnemar_worse_p
 from .runfile import RunFile
+from .vocabulary import FailureReason, Outcome
 
 __all__ = [
     "DEFAULT_MIN_LATENCY_CHANGE_MS",
@@ -176,7 +177,7 @@ def _outcomes(run: RunFile, shared: list[str] | None) -> dict[str, list[str] | N
     if run.case_results is not None:
         ids = shared if shared is not None else list(run.case_results)
         return {
-            c: (None if run.case_results.get(c) == "pass" else run.failed_checks.get(c, []))
+            c: (None if run.case_results.get(c) == Outcome.PASS else run.failed_checks.get(c, []))
             for c in ids
         }
     return None
@@ -343,8 +344,8 @@ def compare(
 def _without_output(run: RunFile) -> list[str]:
     """Cases without a record: from the outcomes, or a trace2eval file's failures list."""
     if run.case_results is not None:
-        return [c for c, o in run.case_results.items() if o == "missing"]
-    return [f.case_id for f in run.metrics.failures if f.reason == "missing_output"]
+        return [c for c, o in run.case_results.items() if o == Outcome.MISSING]
+    return [f.case_id for f in run.metrics.failures if f.reason == FailureReason.MISSING_OUTPUT]
 
 
 def _lost_records(

@@ -8,6 +8,7 @@ from ..common.markdown import md_inert
 from .case import Case
 from .checks import PROCESS_CHECK_TYPES
 from .select import ClusterHealth, Selection
+from .vocabulary import FailureKind
 
 __all__ = ["build_report", "cell", "number"]
 
@@ -132,7 +133,7 @@ def _human_eye(cases: Sequence[Case]) -> list[str]:
         )
     for case in needing:
         names = ", ".join(s.name for s in case.signals)
-        if case.failure_kind == "behaviour":
+        if case.failure_kind == FailureKind.BEHAVIOUR:
             lines.append(
                 f"- {case.id} — the failure here was behavioural (`{names}`): the call "
                 f"itself produced a perfectly acceptable answer, and what went wrong "

@@ -27,6 +27,7 @@ from .loader import OUTPUT_ALIASES
 from .results import CaseOutcome, Failure, Metrics
 from .signals import percentile
 from .textnorm import fold
+from .vocabulary import FailureReason, MatchKind, Outcome
 
 __all__ = [
     "MATCH_KINDS",
@@ -77,7 +78,7 @@ def load_cases(path: Path) -> list[Case]:
 
 
 #: How a case found its record, in the order tried.
-MATCH_KINDS = ("case_id", "source_trace_id", "question")
+MATCH_KINDS = tuple(MatchKind)
 
 
 @dataclass
@@ -106,17 +107,17 @@ class Outputs:
         was mined from (a record keyed by it, or carrying it as ``source_trace_id``), then by
         the folded question."""
         if case.id in self.by_id:
-            return self.by_id[case.id], "case_id"
+            return self.by_id[case.id], MatchKind.CASE_ID
         source = case.source_trace_id
         if source:
             record = self.by_id.get(source) or self.by_source.get(source)
             if record is not None:
-                return record, "source_trace_id"
+                return record, MatchKind.SOURCE_TRACE_ID
         text = case.input
         if text is not None and text.strip():
             record = self.by_input.get(fold(text))
             if record is not None:
-                return record, "question"
+                return record, MatchKind.QUESTION
         return None, None
 
 
@@ -197,7 +198,7 @@ class RunResult:
 
     @property
     def matching(self) -> dict[str, int]:
-        counts = {kind: 0 for kind in MATCH_KINDS}
+        counts: dict[str, int] = {kind: 0 for kind in MATCH_KINDS}
         for o in self.outcomes:
             if o.matched_by is not None:
                 counts[o.matched_by] += 1
@@ -232,7 +233,7 @@ def score_case(
 ) -> CaseOutcome:
     """Run one case's text and trace checks against its record (None: the output is missing)."""
     if record is None:
-        return CaseOutcome(case.id, "missing", evidence=case_evidence(case.input, None, ""))
+        return CaseOutcome(case.id, Outcome.MISSING, evidence=case_evidence(case.input, None, ""))
     failed: list[str] = []
     details: list[str] = []
     unverified: list[str] = []
@@ -246,7 +247,7 @@ def score_case(
             details.append(f"{result.type}: {result.detail}" if result.detail else result.type)
     return CaseOutcome(
         case.id,
-        "fail" if failed else "pass",
+        Outcome.FAIL if failed else Outcome.PASS,
         matched_by,
         tuple(failed),
         tuple(details),
@@ -273,7 +274,7 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
         if record is None:
             failed += 1
             missing += 1
-            failures.append(Failure(outcome.case_id, "missing_output"))
+            failures.append(Failure(outcome.case_id, FailureReason.MISSING_OUTPUT))
             continue
         bad = list(outcome.failed_checks)
         if case.trace_checks:
@@ -288,7 +289,7 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
         chars.append(len(_text(record).strip()))
         if bad:
             failed += 1
-            failures.append(Failure(outcome.case_id, "check_failed", tuple(bad)))
+            failures.append(Failure(outcome.case_id, FailureReason.CHECK_FAILED, tuple(bad)))
         else:
             passed += 1
         fallback += bool(bad) and "not_fallback" in bad

@@ -27,6 +27,7 @@ from .loader import Row
 from .signals import LogContext, Signal, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
 from .textnorm import fold, shingles, slot_values
+from .vocabulary import SelectMode
 
 __all__ = [
     "SELECT_MODES",
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 #: ``coverage``: a case for every question cluster and path; ``signals``: trace2eval's choice.
-SELECT_MODES = ("coverage", "signals")
+SELECT_MODES = tuple(m.value for m in SelectMode)
 
 
 @dataclass
@@ -246,7 +247,7 @@ def _split_by_process(selection: Selection) -> None:
 
 
 def select(
-    selection: Selection, max_cases: int, min_score: float, mode: str = "coverage"
+    selection: Selection, max_cases: int, min_score: float, mode: str = SelectMode.COVERAGE
 ) -> Selection:
     """Choose the clusters that become cases, in creation order, at most ``max_cases``.
 
@@ -261,11 +262,11 @@ def select(
         value = selection.scores[cluster.representative]
         if value <= 0:
             selection.no_signal += 1
-        elif value < min_score and mode == "signals":
+        elif value < min_score and mode == SelectMode.SIGNALS:
             selection.below_min_score += 1
         elif value >= min_score:
             signalled.append(position)
-    if mode == "signals":
+    if mode == SelectMode.SIGNALS:
         wanted = signalled
     else:
         taken = set(signalled)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .checks import looks_like_json
 from .loader import Row
+from .vocabulary import FeedbackLabel, SignalName
 
 __all__ = [
     "MIN_COSTLY_EXCESS_USD",
@@ -24,27 +25,27 @@ __all__ = [
     "short_boundary",
 ]
 
-WEIGHTS: dict[str, float] = {
-    "negative_feedback": 3.0,
-    "user_retried": 2.5,
-    "empty_output": 3.0,
-    "expected_shape_violated": 3.0,
-    "fallback_phrase": 2.0,
-    "explicit_expectation": 2.0,
-    "output_much_shorter": 1.5,
-    "output_much_longer": 1.0,
-    "slow_response": 1.0,
-    "expensive_call": 1.0,
+WEIGHTS: dict[SignalName, float] = {
+    SignalName.NEGATIVE_FEEDBACK: 3.0,
+    SignalName.USER_RETRIED: 2.5,
+    SignalName.EMPTY_OUTPUT: 3.0,
+    SignalName.EXPECTED_SHAPE_VIOLATED: 3.0,
+    SignalName.FALLBACK_PHRASE: 2.0,
+    SignalName.EXPLICIT_EXPECTATION: 2.0,
+    SignalName.OUTPUT_MUCH_SHORTER: 1.5,
+    SignalName.OUTPUT_MUCH_LONGER: 1.0,
+    SignalName.SLOW_RESPONSE: 1.0,
+    SignalName.EXPENSIVE_CALL: 1.0,
 }
 #: Signals that mean "something already went wrong on this row" (a failure seed).
 QUALITY_SIGNALS = frozenset(
     {
-        "negative_feedback",
-        "user_retried",
-        "empty_output",
-        "fallback_phrase",
-        "expected_shape_violated",
-        "output_much_shorter",
+        SignalName.NEGATIVE_FEEDBACK,
+        SignalName.USER_RETRIED,
+        SignalName.EMPTY_OUTPUT,
+        SignalName.FALLBACK_PHRASE,
+        SignalName.EXPECTED_SHAPE_VIOLATED,
+        SignalName.OUTPUT_MUCH_SHORTER,
     }
 )
 _SHORT_RATIO = 0.5
@@ -112,36 +113,36 @@ def short_boundary(median: float) -> int | None:
 def compute_signals(row: Row, context: LogContext) -> list[Signal]:
     signals: list[Signal] = []
 
-    def add(name: str, detail: str) -> None:
+    def add(name: SignalName, detail: str) -> None:
         signals.append(Signal(name, WEIGHTS[name], detail))
 
-    if row.feedback == "negative":
-        add("negative_feedback", "user gave negative feedback")
+    if row.feedback == FeedbackLabel.NEGATIVE:
+        add(SignalName.NEGATIVE_FEEDBACK, "user gave negative feedback")
     if row.retried:
-        add("user_retried", "the same request was retried")
+        add(SignalName.USER_RETRIED, "the same request was retried")
     chars = row.chars
     median = context.median_chars
     if chars == 0:
-        add("empty_output", "model returned an empty response")
+        add(SignalName.EMPTY_OUTPUT, "model returned an empty response")
     else:
         if row.fallback:
-            add("fallback_phrase", f"output contains {row.fallback!r}")
+            add(SignalName.FALLBACK_PHRASE, f"output contains {row.fallback!r}")
         if median > 0 and chars < median * _SHORT_RATIO and chars < _MIN_PLAUSIBLE * 2:
-            add("output_much_shorter", f"{chars} chars vs log median {median:.0f}")
+            add(SignalName.OUTPUT_MUCH_SHORTER, f"{chars} chars vs log median {median:.0f}")
         elif median > 0 and chars > median * _LONG_RATIO:
-            add("output_much_longer", f"{chars} chars vs log median {median:.0f}")
+            add(SignalName.OUTPUT_MUCH_LONGER, f"{chars} chars vs log median {median:.0f}")
     if row.expect:
-        add("explicit_expectation", "trace already carried an expectation block")
+        add(SignalName.EXPLICIT_EXPECTATION, "trace already carried an expectation block")
         if row.expect.get("json") and not looks_like_json(row.output):
-            add("expected_shape_violated", "expected JSON output, got something else")
+            add(SignalName.EXPECTED_SHAPE_VIOLATED, "expected JSON output, got something else")
     p95 = context.p95_latency_ms
     if p95 is not None and row.latency_ms is not None \
             and row.latency_ms - p95 >= MIN_SLOW_EXCESS_MS:
-        add("slow_response", f"{row.latency_ms:.0f}ms above p95 {p95:.0f}ms")
+        add(SignalName.SLOW_RESPONSE, f"{row.latency_ms:.0f}ms above p95 {p95:.0f}ms")
     p95c = context.p95_cost_usd
     if p95c is not None and row.cost_usd is not None \
             and row.cost_usd - p95c >= MIN_COSTLY_EXCESS_USD:
-        add("expensive_call", f"${row.cost_usd:.6f} above p95 ${p95c:.6f}")
+        add(SignalName.EXPENSIVE_CALL, f"${row.cost_usd:.6f} above p95 ${p95c:.6f}")
     return signals
 
 
