@@ -29,11 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from spanguard_processor.regression.build import BuildOptions, build_evalset  # noqa: E402
 from spanguard_processor.regression.gate import compare  # noqa: E402
-from spanguard_processor.regression.run import (  # noqa: E402
-    load_cases,
-    outputs_from_traces,
-    run_cases,
-)
+from spanguard_processor.regression.outputs import outputs_from_traces  # noqa: E402
+from spanguard_processor.regression.run import load_cases, run_cases  # noqa: E402
 from spanguard_processor.regression.runfile import load_run  # noqa: E402
 from tests.regression.loan_agent import Application, applications, serve  # noqa: E402
 

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from spanguard_processor.regression.case import Case
+from spanguard_processor.regression.outputs import load_outputs
 from spanguard_processor.regression.results import CaseOutcome, Metrics
-from spanguard_processor.regression.run import load_cases, load_outputs, run_cases
+from spanguard_processor.regression.run import load_cases, run_cases
 from spanguard_processor.regression.runfile import load_run
 
 

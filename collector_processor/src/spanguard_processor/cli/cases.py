@@ -13,16 +13,10 @@ from ..inputs import guard
 from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
 from ..regression.case import Case
 from ..regression.loader import Problem
+from ..regression.outputs import Outputs, load_outputs, outputs_from_traces
 from ..regression.render import render_matching, render_metrics, run_junit
 from ..regression.results import Failure
-from ..regression.run import (
-    Outputs,
-    RunResult,
-    load_cases,
-    load_outputs,
-    outputs_from_traces,
-    run_cases,
-)
+from ..regression.run import RunResult, load_cases, run_cases
 from ..regression.select import SELECT_MODES, ClusterHealth
 from . import EXIT_FAILED
 from ._common import BadInput, check_files

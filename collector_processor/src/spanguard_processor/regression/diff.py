@@ -13,62 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .checks import check_type
 from .results import CaseOutcome
 from .vocabulary import FailureReason, Outcome
 
-__all__ = ["CaseDiff", "DiffRow", "case_diffs", "case_evidence"]
-
-OUTPUT_CHARS = 600
-INPUT_CHARS = 200
-
-# which row explains a failing check
-_ROW_OF_CHECK = {
-    "tools_include": "tool calls", "tool_sequence": "tool calls", "escalated": "escalated",
-    "max_plan_steps": "plan steps", "max_friction_points": "friction points",
-    "doc_in_top_k": "retrieved documents", "max_latency_ms": "latency (ms)",
-    "max_cost_usd": "cost (USD)",
-}
-
-
-def _excerpt(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _process(raw: object) -> dict[str, Any] | None:
-    if not isinstance(raw, Mapping):
-        return None
-    docs = raw.get("retrieved_documents") or []
-    return {
-        "tool_calls": [str(t.get("name")) for t in raw.get("tool_calls") or []
-                       if isinstance(t, Mapping)],
-        "escalated": bool(raw.get("escalated", False)),
-        "escalation_reason": raw.get("escalation_reason"),
-        "plan_steps": [str(s) for s in raw.get("plan_steps") or []],
-        "friction_points": [str(s) for s in raw.get("friction_points") or []],
-        "retrieved_documents": [
-            {"id": d.get("id"), "group": d.get("group"), "rank": d.get("rank")}
-            for d in docs if isinstance(d, Mapping)
-        ],
-    }
-
-
-def case_evidence(question: str | None, record: Mapping[str, Any] | None,
-                  output: str) -> dict[str, Any]:
-    """What one case's record showed, kept under ``case_details.<id>.evidence``."""
-    out: dict[str, Any] = {
-        "input": _excerpt(question, INPUT_CHARS) if question is not None else None,
-    }
-    if record is None:
-        return out
-    trace_id = record.get("trace_id")
-    out["trace_id"] = trace_id if isinstance(trace_id, str) else None
-    for key in ("span_id", "response_id"):  # the root span and model answer, for --emit-otlp
-        if isinstance(record.get(key), str):
-            out[key] = record[key]
-    out["output"] = _excerpt(output, OUTPUT_CHARS)
-    out["process"] = _process(record.get("trace"))
-    return out
-
+__all__ = ["CaseDiff", "DiffRow", "case_diffs"]
 
 # --- the diff ---------------------------------------------------------------------------------
 
@@ -214,7 +163,7 @@ def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOu
         if base is None or cur is None or base.evidence is None or cur.evidence is None:
             continue
         failed = _failed(cur)
-        failing = {_ROW_OF_CHECK.get(t, "output") for t, _ in failed}
+        failing = {ct.label if (ct := check_type(t)) else "output" for t, _ in failed}
         question = _evidence(cur).get("input") or _evidence(base).get("input")
         rows = [_without_text(r) if redact else r for r in _rows(base, cur, failing)
                 if not (redact and r.name == "output")]

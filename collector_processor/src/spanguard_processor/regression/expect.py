@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+
+from .case import Check
 
 __all__ = ["ANNOTATABLE_KEYS", "checks_from_expect", "validate_expect"]
 
@@ -39,7 +41,7 @@ def _whole(value: object) -> bool:
     return False
 
 
-def validate_expect(expect: dict[str, Any]) -> tuple[str, str] | None:
+def validate_expect(expect: Mapping[str, object]) -> tuple[str, str] | None:
     """(key, message) for the first value trace2eval would crash on, or None when usable."""
     for key, value in expect.items():
         if value is False or value is None:
@@ -55,22 +57,23 @@ def validate_expect(expect: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def checks_from_expect(expect: dict[str, Any]) -> list[dict[str, Any]]:
-    """Translate an ``expect`` block into check specs (trace2eval's order and shapes)."""
-    checks: list[dict[str, Any]] = []
+def checks_from_expect(expect: Mapping[str, object]) -> list[Check]:
+    """Translate an ``expect`` block into checks (trace2eval's order and shapes)."""
+    checks: list[Check] = []
     for key, value in expect.items():
         if key in {"json", "required"} or value is False or value is None:
             continue
         if key == "not_fallback":
-            checks.append({"type": "not_fallback"})
+            checks.append(Check.of(key))
         elif key in {"min_chars", "max_chars", "regex"}:
-            checks.append({"type": key, "value": value})
+            checks.append(Check.of(key, value=value))
         elif key in {"contains", "not_contains"}:
-            checks.append({"type": key, "value": value if isinstance(value, list) else [value]})
+            checks.append(Check.of(key, value=value if isinstance(value, list) else [value]))
     if expect.get("json"):
-        check: dict[str, Any] = {"type": "json"}
         required = expect.get("required")
         if required:
-            check["required"] = required if isinstance(required, list) else [required]
-        checks.append(check)
+            checks.append(Check.of("json", required=required if isinstance(required, list)
+                                   else [required]))
+        else:
+            checks.append(Check.of("json"))
     return checks

@@ -189,7 +189,7 @@ def _top_case(top: Case) -> list[str]:
 def _process(cases: Sequence[Case]) -> list[str]:
     rows = []
     for case in cases:
-        kinds = [c["type"] for c in case.trace_checks if c["type"] in PROCESS_CHECK_TYPES]
+        kinds = [c.type for c in case.trace_checks if c.type in PROCESS_CHECK_TYPES]
         if kinds:
             rows.append(
                 f"| {cell(case.id, 18)} | {cell(', '.join(kinds), 80)} | "

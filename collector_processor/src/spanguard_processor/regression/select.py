@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..traces.model import ProcessTrace
+from .case import Signal
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .signals import LogContext, Signal, build_context, compute_signals, score
+from .signals import LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
 from .textnorm import fold, shingles, slot_values
 from .vocabulary import SelectMode
@@ -202,17 +203,17 @@ def cluster_log(
 ProcessSignature = tuple[tuple[str, ...], bool, int, int]
 
 
-def process_signature(process: dict[str, Any] | None) -> ProcessSignature | None:
+def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
     """What makes two traces of one question different behaviour: the set of tools called,
     escalation, the number of friction points and of plan steps."""
     if process is None:
         return None
-    tools = tuple(sorted({str(call.get("name")) for call in process.get("tool_calls", [])}))
+    tools = tuple(sorted({call.name for call in process.tool_calls}))
     return (
         tools,
-        bool(process.get("escalated", False)),
-        len(process.get("friction_points", [])),
-        len(process.get("plan_steps", [])),
+        process.escalated,
+        len(process.friction_points),
+        len(process.plan_steps),
     )
 
 

@@ -7,8 +7,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .checks import looks_like_json
+from .case import Signal
+from .checks import percentile
 from .loader import Row
+from .text_checks import looks_like_json
 from .vocabulary import FeedbackLabel, SignalName
 
 __all__ = [
@@ -20,7 +22,6 @@ __all__ = [
     "Signal",
     "build_context",
     "compute_signals",
-    "percentile",
     "score",
     "short_boundary",
 ]
@@ -60,36 +61,12 @@ MIN_COSTLY_EXCESS_USD = 0.000001
 
 
 @dataclass(frozen=True, slots=True)
-class Signal:
-    name: str
-    weight: float
-    detail: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "weight": self.weight, "detail": self.detail}
-
-
-@dataclass(frozen=True, slots=True)
 class LogContext:
     """Log-wide baselines; ``median_chars`` keeps :func:`statistics.median`'s int/float type."""
 
     p95_latency_ms: float | None
     p95_cost_usd: float | None
     median_chars: float
-
-
-def percentile(values: Sequence[float], fraction: float) -> float | None:
-    """Linear interpolation at ``fraction·(n−1)`` over the sorted values."""
-    clean = sorted(values)
-    if not clean:
-        return None
-    if len(clean) == 1:
-        return clean[0]
-    position = fraction * (len(clean) - 1)
-    lower = int(position)
-    upper = min(lower + 1, len(clean) - 1)
-    weight = position - lower
-    return clean[lower] * (1 - weight) + clean[upper] * weight
 
 
 def build_context(rows: Sequence[Row]) -> LogContext:
