@@ -11,7 +11,6 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from spanguard.exceptions import ConfigError, InputError
 
@@ -119,7 +118,7 @@ class BuildResult:
     def failing_references(self) -> int:
         return sum(1 for c in self.cases if c.reference_fails)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The build as JSON: trace2eval 0.5.1's ``SelectionResult.stats()`` keys first, in its
         order and with its values (``total_traces`` … ``cases_needing_annotation``), then
         what spanguard adds (inputs, problems, warnings, clustering, the files written)."""

@@ -28,7 +28,7 @@ class Failure:
     reason: str
     failed_checks: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"case_id": self.case_id, "reason": self.reason,
                 "failed_checks": list(self.failed_checks)}
 
@@ -73,8 +73,8 @@ class Metrics:
         value = getattr(self, name, None) if name in _FIGURES else None
         return value if isinstance(value, int | float) else None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         for name in _FIGURES:
             value = getattr(self, name)
             if value is not None or name not in _OPTIONAL:
@@ -108,8 +108,8 @@ class CaseOutcome:
     unverified: tuple[str, ...] = ()  # trace checks whose evidence the record lacks
     evidence: dict[str, Any] | None = None  # what the record did, for check's case diffs
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "outcome": self.outcome,
             "matched_by": self.matched_by,
             "failed_checks": list(self.failed_checks),

@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
@@ -91,7 +90,7 @@ class RunResult:
         counts["unmatched"] = sum(1 for o in self.outcomes if o.matched_by is None)
         return counts
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "version": METRICS_VERSION,
             "producer": PRODUCER,
@@ -101,7 +100,7 @@ class RunResult:
             "case_details": {o.case_id: o.to_dict() for o in self.outcomes},
         }
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, object]:
         return self.to_dict()
 
     def to_json(self) -> str:
