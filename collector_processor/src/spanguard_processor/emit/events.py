@@ -25,7 +25,7 @@ from ..ingest.spans import valid_span_id, valid_trace_id
 
 if TYPE_CHECKING:
     from ..fairness.results import Evaluation
-    from ..regression.results import CaseOutcome
+    from ..regression.run.results import CaseOutcome
 
 __all__ = [
     "CASE_EVALUATION",

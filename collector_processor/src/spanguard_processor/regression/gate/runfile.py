@@ -17,10 +17,10 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
-from ..common._json import parse_json
-from .results import CaseOutcome, Metrics
-from .run import PRODUCER
-from .vocabulary import Outcome, Producer
+from ...common._json import parse_json
+from ..run.results import CaseOutcome, Metrics
+from ..run.run import PRODUCER
+from ..vocabulary import Outcome, Producer
 
 __all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 
 from spanguard.exceptions import ConfigError, InputError
 
+from ..vocabulary import FailureReason, Outcome
 from .noise import ALPHA, bootstrap_increase_bound, mcnemar_worse_p
 from .rules import RULES, TIMING_CHECKS, Rule
 from .runfile import RunFile
-from .vocabulary import FailureReason, Outcome
 
 __all__ = [
     "DEFAULT_MIN_LATENCY_CHANGE_MS",

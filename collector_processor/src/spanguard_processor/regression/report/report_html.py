@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from ..common.charts import round_ticks
-from ..common.tracelinks import trace_link
-from .diff import CaseDiff
-from .gate import Comparison
-from .results import Metrics
-from .rules import RULES
+from ...common.charts import round_ticks
+from ...common.tracelinks import trace_link
+from ..gate.diff import CaseDiff
+from ..gate.gate import Comparison
+from ..gate.rules import RULES
+from ..run.results import Metrics
 
 __all__ = ["CheckReport", "render_check_html"]
 

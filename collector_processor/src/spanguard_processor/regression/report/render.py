@@ -5,12 +5,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 
-from .diff import CaseDiff
+from ..gate.diff import CaseDiff
+from ..gate.gate import Comparison, Violation
+from ..mine.report import cell, number
+from ..run.results import Metrics
+from ..vocabulary import Outcome
 from .diff_report import console_lines, junit_text
-from .gate import Comparison, Violation
-from .report import cell, number
-from .results import Metrics
-from .vocabulary import Outcome
 
 __all__ = [
     "check_junit",

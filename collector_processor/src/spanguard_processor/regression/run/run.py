@@ -16,12 +16,12 @@ from pathlib import Path
 
 from spanguard.exceptions import CaseFormatError
 
-from ..common.jsonio import iter_jsonl
-from .case import Case
-from .checks import CheckKind, percentile, run_text_checks, run_trace_check
+from ...common.jsonio import iter_jsonl
+from ..case import Case
+from ..checks import CheckKind, percentile, run_text_checks, run_trace_check
+from ..vocabulary import FailureReason, Outcome
 from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
 from .results import CaseOutcome, Failure, Metrics
-from .vocabulary import FailureReason, Outcome
 
 __all__ = [
     "METRICS_VERSION",

@@ -19,13 +19,13 @@ from pathlib import Path
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ..inputs.evaluation import SPANS, TRACE2EVAL, Entry, read_evaluation_inputs
-from ..traces.formats import to_trace2eval_row
-from ..traces.model import ProcessTrace
-from .case import Evidence
+from ...inputs.evaluation import SPANS, TRACE2EVAL, Entry, read_evaluation_inputs
+from ...traces.formats import to_trace2eval_row
+from ...traces.model import ProcessTrace
+from ..case import Evidence
+from ..textnorm import detect_fallback
 from .expect import validate_expect
 from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
-from .textnorm import detect_fallback
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "ID_ALIASES", "INPUT_ALIASES", "OUTPUT_ALIASES",
            "LoadResult", "Problem", "Row", "load_logs"]

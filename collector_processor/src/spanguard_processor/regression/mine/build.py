@@ -14,15 +14,15 @@ from pathlib import Path
 
 from spanguard.exceptions import ConfigError, InputError
 
-from ..common.jsonio import write_text_atomic
-from ..common.references import resolve
+from ...common.jsonio import write_text_atomic
+from ...common.references import resolve
+from ..case import Case
+from ..vocabulary import SelectMode
 from .annotations import load_annotations, render_template
-from .case import Case
 from .casebuild import build_cases
 from .loader import DEFAULT_MAX_LINE_BYTES, Problem, load_logs
 from .report import build_report
 from .select import SELECT_MODES, ClusterHealth, cluster_log, select
-from .vocabulary import SelectMode
 
 __all__ = ["BuildOptions", "BuildResult", "NoUsableRows", "build_evalset", "load_matcher"]
 

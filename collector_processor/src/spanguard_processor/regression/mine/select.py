@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..traces.model import ProcessTrace
-from .case import Signal
+from ...traces.model import ProcessTrace
+from ..case import Signal
+from ..textnorm import fold, shingles, slot_values
+from ..vocabulary import SelectMode
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
 from .signals import LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
-from .textnorm import fold, shingles, slot_values
-from .vocabulary import SelectMode
 
 __all__ = [
     "SELECT_MODES",

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .vocabulary import FeedbackLabel
+from ..vocabulary import FeedbackLabel
 
 __all__ = ["NumericFeedback", "Scale", "infer_scale", "label_feedback", "read_on_scale"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..common.markdown import md_inert
-from .case import Case
-from .checks import PROCESS_CHECK_TYPES
+from ...common.markdown import md_inert
+from ..case import Case
+from ..checks import PROCESS_CHECK_TYPES
+from ..vocabulary import FailureKind
 from .select import ClusterHealth, Selection
-from .vocabulary import FailureKind
 
 __all__ = ["build_report", "cell", "number"]
 

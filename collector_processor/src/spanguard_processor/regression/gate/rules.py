@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .checks import CheckFamily, CheckKind, check_types
+from ..checks import CheckFamily, CheckKind, check_types
 
 __all__ = ["RULES", "TIMING_CHECKS", "Better", "Rule"]
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from spanguard.exceptions import InputError
 
-from ..common._json import parse_json
-from .case import Case, Check
-from .checks import CheckKind
+from ...common._json import parse_json
+from ..case import Case, Check
+from ..checks import CheckKind
+from ..textnorm import fold
 from .expect import ANNOTATABLE_KEYS, checks_from_expect, validate_expect
-from .textnorm import fold
 
 __all__ = ["Annotation", "AnnotationSet", "load_annotations", "merge_checks", "render_template"]
 

@@ -13,9 +13,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ..common._json import parse_json
-from .annotations import Annotation, AnnotationSet, merge_checks
-from .case import (
+from ...common._json import parse_json
+from ..case import (
     FAILURE_NOT_REPRODUCED,
     REFERENCE_FAILS_OWN_CHECKS,
     Adjustment,
@@ -25,7 +24,7 @@ from .case import (
     Evidence,
     SelfCheck,
 )
-from .checks import (
+from ..checks import (
     CheckFamily,
     CheckKind,
     check_types,
@@ -34,12 +33,13 @@ from .checks import (
     run_trace_check,
     timing_limit,
 )
+from ..textnorm import fold
+from ..vocabulary import FailureKind, SelfCheckVerdict, SignalName
+from .annotations import Annotation, AnnotationSet, merge_checks
 from .consistency import make_consistent
 from .expect import checks_from_expect
 from .select import Cluster, Selection
 from .signals import QUALITY_SIGNALS, short_boundary
-from .textnorm import fold
-from .vocabulary import FailureKind, SelfCheckVerdict, SignalName
 
 __all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"]
 

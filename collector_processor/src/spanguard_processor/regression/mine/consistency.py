@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .case import Adjustment, Check, Evidence
-from .checks import (
+from ..case import Adjustment, Check, Evidence
+from ..checks import (
     MIN_TIMING_RUNS,
     TIMING_MARGIN,
     TIMING_QUANTILE,
@@ -24,8 +24,8 @@ from .checks import (
     run_text_check,
     run_trace_check,
 )
-from .checks import timing_limit as learn_timing_limit
-from .vocabulary import AdjustAction
+from ..checks import timing_limit as learn_timing_limit
+from ..vocabulary import AdjustAction
 
 __all__ = [
     "MIN_TIMING_RUNS",

@@ -7,11 +7,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .case import Signal
-from .checks import percentile
+from ..case import Signal
+from ..checks import percentile
+from ..text_checks import looks_like_json
+from ..vocabulary import FeedbackLabel, SignalName
 from .loader import Row
-from .text_checks import looks_like_json
-from .vocabulary import FeedbackLabel, SignalName
 
 __all__ = [
     "MIN_COSTLY_EXCESS_USD",

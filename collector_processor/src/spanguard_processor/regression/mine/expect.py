@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from .case import Check
+from ..case import Check
 
 __all__ = ["ANNOTATABLE_KEYS", "checks_from_expect", "validate_expect"]
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from spanguard.exceptions import CaseFormatError
 
-from ..common._json import parse_json
-from ..common.limits import bounded_lines
-from ..traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
-from .case import Case, Evidence
-from .loader import OUTPUT_ALIASES
-from .textnorm import fold
-from .vocabulary import MatchKind
+from ...common._json import parse_json
+from ...common.limits import bounded_lines
+from ...traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
+from ..case import Case, Evidence
+from ..mine.loader import OUTPUT_ALIASES
+from ..textnorm import fold
+from ..vocabulary import MatchKind
 
 __all__ = [
     "INPUT_CHARS",
@@ -181,7 +181,7 @@ def load_outputs(path: Path) -> Outputs:
 
 def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
     """Agent traces as outputs records: matched to cases by id, then by question."""
-    from ..inputs.readers import read_agent_traces_any
+    from ...inputs.readers import read_agent_traces_any
 
     outputs = Outputs()
     for path in paths:

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .checks import check_type
-from .results import CaseOutcome
-from .vocabulary import FailureReason, Outcome
+from ..checks import check_type
+from ..run.results import CaseOutcome
+from ..vocabulary import FailureReason, Outcome
 
 __all__ = ["CaseDiff", "DiffRow", "case_diffs"]
 
