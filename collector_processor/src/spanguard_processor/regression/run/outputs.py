@@ -10,7 +10,7 @@ identifies the run; an agent trace becomes one through :meth:`OutputRecord.from_
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from spanguard.exceptions import CaseFormatError
@@ -22,6 +22,7 @@ from ..case import Case, Evidence
 from ..mine.loader import OUTPUT_ALIASES
 from ..textnorm import fold
 from ..vocabulary import MatchKind
+from .results import CaseEvidence
 
 __all__ = [
     "INPUT_CHARS",
@@ -199,37 +200,27 @@ def _excerpt(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _process_evidence(process: ProcessTrace | None) -> dict[str, object] | None:
+def _shown(process: ProcessTrace | None) -> ProcessTrace | None:
+    """The process as evidence keeps it: tool names, documents without scores."""
     if process is None:
         return None
-    return {
-        "tool_calls": [t.name for t in process.tool_calls],
-        "escalated": process.escalated,
-        "escalation_reason": process.escalation_reason,
-        "plan_steps": list(process.plan_steps),
-        "friction_points": list(process.friction_points),
-        "retrieved_documents": [{"id": d.id, "group": d.group, "rank": d.rank}
-                                for d in process.retrieved_documents],
-    }
+    return replace(
+        process,
+        tool_calls=tuple(ToolCall(t.name) for t in process.tool_calls),
+        retrieved_documents=tuple(RetrievedDocument(d.id, d.group, d.rank)
+                                  for d in process.retrieved_documents),
+    )
 
 
-def case_evidence(question: str | None, record: OutputRecord | None) -> dict[str, object]:
-    """What one case's record showed, kept under ``case_details.<id>.evidence``: what a
-    reviewer needs to see a change (the question, the trace id, an output excerpt and the
-    process trace)."""
-    out: dict[str, object] = {
-        "input": _excerpt(question, INPUT_CHARS) if question is not None else None,
-    }
+def case_evidence(question: str | None, record: OutputRecord | None) -> CaseEvidence:
+    """What one case's record showed: what a reviewer needs to see a change (the question,
+    the trace id, an output excerpt and the process trace)."""
+    text = _excerpt(question, INPUT_CHARS) if question is not None else None
     if record is None:
-        return out
-    out["trace_id"] = record.trace_id
-    if record.span_id is not None:  # the root span and model answer, for --emit-otlp
-        out["span_id"] = record.span_id
-    if record.response_id is not None:
-        out["response_id"] = record.response_id
-    out["output"] = _excerpt(record.evidence.output, OUTPUT_CHARS)
-    out["process"] = _process_evidence(record.evidence.process)
-    return out
+        return CaseEvidence(text)
+    return CaseEvidence(text, True, record.trace_id, record.span_id, record.response_id,
+                        _excerpt(record.evidence.output, OUTPUT_CHARS),
+                        _shown(record.evidence.process))
 
 
 def _text(record: Mapping[str, object]) -> str:
