@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..case import Signal
-from ..checks import percentile
+from ..checks import CheckKind, percentile
 from ..text_checks import looks_like_json
 from ..vocabulary import FeedbackLabel, SignalName
 from .loader import Row
@@ -110,7 +110,7 @@ def compute_signals(row: Row, context: LogContext) -> list[Signal]:
             add(SignalName.OUTPUT_MUCH_LONGER, f"{chars} chars vs log median {median:.0f}")
     if row.expect:
         add(SignalName.EXPLICIT_EXPECTATION, "trace already carried an expectation block")
-        if row.expect.get("json") and not looks_like_json(row.output):
+        if row.expect.get(CheckKind.JSON) and not looks_like_json(row.output):
             add(SignalName.EXPECTED_SHAPE_VIOLATED, "expected JSON output, got something else")
     p95 = context.p95_latency_ms
     if p95 is not None and row.latency_ms is not None \

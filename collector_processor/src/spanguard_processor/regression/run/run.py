@@ -178,10 +178,10 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
             failures.append(Failure(outcome.case_id, FailureReason.CHECK_FAILED, tuple(bad)))
         else:
             passed += 1
-        fallback += bool(bad) and "not_fallback" in bad
+        fallback += bool(bad) and CheckKind.NOT_FALLBACK in bad
         if any(c.get("type") == CheckKind.JSON for c in case.checks):
             json_cases += 1
-            json_passed += "json" not in bad
+            json_passed += CheckKind.JSON not in bad
     denominator = total or 1
     metrics = Metrics(
         total=total,
