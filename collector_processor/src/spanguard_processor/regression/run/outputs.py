@@ -58,16 +58,16 @@ class OutputRecord:
         cost, and optionally the agent's process under ``trace``), read leniently: a field of
         the wrong type reads as absent."""
         source = data.get("source_trace_id")
-        text = data.get("input")
         evidence = Evidence(_text(data), _loose_process(data.get("trace")),
                             _figure(data.get("latency_ms")), _figure(data.get("cost_usd")))
         return cls(
             evidence,
-            text if isinstance(text, str) else None,
-            str(source) if isinstance(source, str | int) and not isinstance(source, bool)
-            else None,
-            *(v if isinstance(v := data.get(k), str) else None
-              for k in ("trace_id", "span_id", "response_id")),
+            input=_str(data.get("input")),
+            source_trace_id=str(source)
+            if isinstance(source, str | int) and not isinstance(source, bool) else None,
+            trace_id=_str(data.get("trace_id")),
+            span_id=_str(data.get("span_id")),
+            response_id=_str(data.get("response_id")),
         )
 
     @classmethod
