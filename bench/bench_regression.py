@@ -200,7 +200,7 @@ def make_log(path: Path, rows: int, seed: int = 7, questions: int | None = None)
 def _child(tool: str, log: str, out: str) -> None:
     start = time.perf_counter()
     if tool == "ours":
-        from spanguard_processor.regression.build import BuildOptions, build_evalset
+        from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
 
         build_evalset([Path(log)], BuildOptions(out=Path(out)))
     else:
@@ -228,7 +228,7 @@ def _measure(tool: str, log: Path, out: Path, timeout: float) -> dict[str, float
 
 
 def _exactness(log: Path, sample: int) -> tuple[int, int, bool]:
-    from spanguard_processor.regression.dedup import brute_force_pairs, similar_pairs
+    from spanguard_processor.regression.mine.dedup import brute_force_pairs, similar_pairs
     from spanguard_processor.regression.textnorm import fold, shingles
 
     keys: dict[str, None] = {}

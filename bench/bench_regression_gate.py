@@ -27,14 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spanguard_processor.regression.build import BuildOptions, build_evalset  # noqa: E402
-from spanguard_processor.regression.gate import compare  # noqa: E402
-from spanguard_processor.regression.run import (  # noqa: E402
-    load_cases,
-    outputs_from_traces,
-    run_cases,
-)
-from spanguard_processor.regression.runfile import load_run  # noqa: E402
+from spanguard_processor.regression.gate.gate import compare  # noqa: E402
+from spanguard_processor.regression.gate.runfile import load_run  # noqa: E402
+from spanguard_processor.regression.mine.build import BuildOptions, build_evalset  # noqa: E402
+from spanguard_processor.regression.run.outputs import outputs_from_traces  # noqa: E402
+from spanguard_processor.regression.run.run import load_cases, run_cases  # noqa: E402
 from tests.regression.loan_agent import Application, applications, serve  # noqa: E402
 
 CONDITIONS = (None, "drop_offer_tool", "escalate_self_employed", "slower")

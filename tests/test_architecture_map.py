@@ -68,9 +68,9 @@ def _defines(path: Path, symbol: str) -> bool:
         elif isinstance(node, ast.Assign):
             if any(isinstance(t, ast.Name) and t.id == symbol for t in node.targets):
                 return True
-        elif isinstance(node, ast.AnnAssign):
-            if isinstance(node.target, ast.Name) and node.target.id == symbol:
-                return True
+        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+              and node.target.id == symbol):
+            return True
     return False
 
 

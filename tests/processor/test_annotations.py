@@ -104,7 +104,7 @@ def test_an_annotation_delivered_twice_counts_once() -> None:
 def test_the_evaluators_merge_annotations_across_store_partitions(tmp_path: Path) -> None:
     """``cases build a.db b.db`` reads each store on its own, but an annotation written to
     another replica's store than its request still reaches the request's row."""
-    from spanguard_processor.regression.loader import load_logs
+    from spanguard_processor.regression.mine.loader import load_logs
 
     requests, annotations, ids = _workload()
     one_store = _store(tmp_path / "one.db", requests, annotations)

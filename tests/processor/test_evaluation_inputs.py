@@ -36,7 +36,7 @@ from spanguard_processor.inputs.files import (
     KIND_STORE,
     evaluation_kind,
 )
-from spanguard_processor.regression.loader import load_logs
+from spanguard_processor.regression.mine.loader import load_logs
 from spanguard_processor.traces.convert import traces_from_readable_spans
 from spanguard_processor.traces.formats import to_fairtrace_record, to_trace2eval_row
 

@@ -297,7 +297,7 @@ def test_llm_call_and_token_gaps_across_groups() -> None:
 
 def test_an_agent_trace_with_model_calls_is_still_read_as_an_agent_trace_by_cases(
         tmp_path: Path) -> None:
-    from spanguard_processor.regression.loader import load_logs
+    from spanguard_processor.regression.mine.loader import load_logs
 
     root = span("00", end=50, attrs={sc.REQUEST_ID: "req-7", sc.INPUT_VALUE: "Weather?",
                                      sc.OUTPUT_VALUE: "Sunny."})

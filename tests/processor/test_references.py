@@ -136,7 +136,7 @@ def test_no_library_module_edits_sys_path() -> None:
 
 
 def test_a_similarity_matcher_may_be_dotted_as_trace2eval_accepts() -> None:
-    from spanguard_processor.regression.build import load_matcher
+    from spanguard_processor.regression.mine.build import load_matcher
 
     for spec in ("operator.eq", "operator:eq"):
         matcher = load_matcher(spec)

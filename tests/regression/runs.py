@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from spanguard_processor.regression.case import Case
-from spanguard_processor.regression.run import Outputs, RunResult, run_cases
+from spanguard_processor.regression.run.outputs import Outputs
+from spanguard_processor.regression.run.run import RunResult, run_cases
 
 #: A case fails exactly the check types listed for it; None means its output is missing.
 Spec = Mapping[str, tuple[str, ...] | None]

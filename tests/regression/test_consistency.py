@@ -79,7 +79,7 @@ def test_a_latency_limit_comes_from_the_question_s_own_clean_runs(tmp_path: Path
 
 
 def test_timing_limits_tolerate_the_question_s_spread(tmp_path: Path) -> None:
-    from spanguard_processor.regression.consistency import timing_limit
+    from spanguard_processor.regression.mine.consistency import timing_limit
 
     records = [{"latency_ms": 100.0 + i} for i in range(20)]
     check, why = timing_limit("max_latency_ms", records)

@@ -6,14 +6,14 @@ import random
 
 import pytest
 
-from spanguard_processor.regression.dedup import (
+from spanguard_processor.regression.mine.dedup import (
     brute_force_pairs,
     leader_clusters,
     similar,
     similar_pairs,
     strip_shared_context,
 )
-from spanguard_processor.regression.sparse_dedup import leader_clusters_sparse
+from spanguard_processor.regression.mine.sparse_dedup import leader_clusters_sparse
 from spanguard_processor.regression.textnorm import fold, shingles
 
 

@@ -285,7 +285,7 @@ def test_the_build_result_as_json_leads_with_trace2evals_stats(workdir: Path) ->
     from trace2eval.schema import load_traces
     from trace2eval.select import select_cases
 
-    from spanguard_processor.regression.build import BuildOptions, build_evalset
+    from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
 
     expectations = workdir / "evalset" / "expectations.jsonl"
     theirs = select_cases(load_traces(str(workdir / LOG)).traces,

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 from spanguard_processor.regression.case import Case
-from spanguard_processor.regression.results import CaseOutcome, Metrics
-from spanguard_processor.regression.run import load_cases, load_outputs, run_cases
-from spanguard_processor.regression.runfile import load_run
+from spanguard_processor.regression.gate.runfile import load_run
+from spanguard_processor.regression.run.outputs import load_outputs
+from spanguard_processor.regression.run.results import CaseOutcome, Metrics
+from spanguard_processor.regression.run.run import load_cases, run_cases
 
 
 def test_cases_round_trip_to_trace2eval_bytes(t2e_fixtures: Path) -> None:

@@ -21,8 +21,8 @@ from spanguard.exceptions import InputError
 from spanguard_processor.fairness.design.suite import load_suite, parse_suite
 from spanguard_processor.fairness.records import read_observations
 from spanguard_processor.inputs.readers import iter_span_file, read_agent_traces_any
-from spanguard_processor.regression.loader import load_logs
-from spanguard_processor.regression.run import load_outputs
+from spanguard_processor.regression.mine.loader import load_logs
+from spanguard_processor.regression.run.outputs import load_outputs
 
 from .corpus import OUTPUT_ROW, SUITE, TRIED, agent_trace_line, otlp_json_documents, otlp_requests
 from .strategies import json_values, mutated_bytes, mutated_json

@@ -15,7 +15,7 @@ from ._common import BadInput
 if TYPE_CHECKING:
     from ..emit.events import EvaluationEvent
     from ..emit.otlp import Endpoint
-    from ..regression.results import CaseOutcome
+    from ..regression.run.results import CaseOutcome
 
 __all__ = ["FROM_ENV", "emit_option", "resolve_endpoint", "send_case_events", "send_events"]
 

@@ -10,20 +10,14 @@ import click
 
 from ..common.jsonio import write_text_atomic
 from ..inputs import guard
-from ..regression.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
 from ..regression.case import Case
-from ..regression.loader import Problem
-from ..regression.render import render_matching, render_metrics, run_junit
-from ..regression.results import Failure
-from ..regression.run import (
-    Outputs,
-    RunResult,
-    load_cases,
-    load_outputs,
-    outputs_from_traces,
-    run_cases,
-)
-from ..regression.select import SELECT_MODES, ClusterHealth
+from ..regression.mine.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
+from ..regression.mine.loader import Problem
+from ..regression.mine.select import SELECT_MODES, ClusterHealth
+from ..regression.report.render import render_matching, render_metrics, run_junit
+from ..regression.run.outputs import Outputs, load_outputs, outputs_from_traces
+from ..regression.run.results import Failure
+from ..regression.run.run import RunResult, load_cases, run_cases
 from . import EXIT_FAILED
 from ._common import BadInput, check_files
 from ._emit import emit_option, resolve_endpoint, send_case_events

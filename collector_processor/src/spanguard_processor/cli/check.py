@@ -12,18 +12,13 @@ from ..common.jsonio import write_text_atomic
 from ..common.markdown import console_text
 from ..common.tracelinks import validate_template
 from ..inputs import guard
-from ..regression.diff import case_diffs
-from ..regression.diff_report import diffs_markdown
-from ..regression.gate import (
-    DEFAULT_MIN_LATENCY_CHANGE_MS,
-    RULES,
-    Comparison,
-    GateOptions,
-    compare,
-)
-from ..regression.render import check_junit, render_check, verdict_line
-from ..regression.report_html import CheckReport, render_check_html
-from ..regression.runfile import RunFile, load_run
+from ..regression.gate.diff import case_diffs
+from ..regression.gate.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, Comparison, GateOptions, compare
+from ..regression.gate.rules import RULES
+from ..regression.gate.runfile import RunFile, load_run
+from ..regression.report.diff_report import diffs_markdown
+from ..regression.report.render import check_junit, render_check, verdict_line
+from ..regression.report.report_html import CheckReport, render_check_html
 from . import EXIT_FAILED
 from ._common import check_files, in_command_terms
 from ._emit import emit_option, resolve_endpoint, send_case_events
@@ -124,7 +119,7 @@ def check(
         write_text_atomic(markdown, text + "\n\n" + f"**{verdict_line(comparison)}**\n"
                           + ("\n" + extra if extra else ""))
     if junit is not None:
-        write_text_atomic(junit, check_junit(comparison, [rule[0] for rule in RULES], diffs,
+        write_text_atomic(junit, check_junit(comparison, [rule.metric for rule in RULES], diffs,
                                                trace_url))
     if html is not None:
         report = CheckReport(baseline.as_posix(), current.as_posix(), base.metrics, cur.metrics,

@@ -25,7 +25,7 @@ from ..ingest.spans import valid_span_id, valid_trace_id
 
 if TYPE_CHECKING:
     from ..fairness.gate.results import Evaluation
-    from ..regression.results import CaseOutcome
+    from ..regression.run.results import CaseOutcome
 
 __all__ = [
     "CASE_EVALUATION",
@@ -121,7 +121,7 @@ def case_events(outcomes: Iterable[CaseOutcome],
     ``regressed`` names the cases ``check`` found passing in the baseline and failing now."""
     events = []
     for outcome in outcomes:
-        evidence = outcome.evidence or {}
+        evidence = outcome.evidence
         why = "; ".join(outcome.details) or ", ".join(outcome.failed_checks)
         if outcome.case_id in regressed:
             why = "passed in the baseline, fails now" + (f": {why}" if why else "")
@@ -129,9 +129,9 @@ def case_events(outcomes: Iterable[CaseOutcome],
             why = why or "no record matched the case"
         events.append(EvaluationEvent(
             name=CASE_EVALUATION, score=_SCORES.get(outcome.outcome), label=outcome.outcome,
-            explanation=why or None, trace_id=_hex(evidence.get("trace_id"), valid_trace_id),
-            span_id=_hex(evidence.get("span_id"), valid_span_id),
-            response_id=evidence.get("response_id") if isinstance(
-                evidence.get("response_id"), str) else None,
+            explanation=why or None,
+            trace_id=_hex(evidence.trace_id if evidence else None, valid_trace_id),
+            span_id=_hex(evidence.span_id if evidence else None, valid_span_id),
+            response_id=evidence.response_id if evidence else None,
             extra={CASE_ID: outcome.case_id}))
     return events

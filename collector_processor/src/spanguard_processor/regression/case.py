@@ -13,24 +13,122 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .signals import Signal
+from ..traces.model import ProcessTrace
+from .vocabulary import AdjustAction, FailureKind, SelfCheckVerdict
 
 __all__ = [
     "FAILURE_NOT_REPRODUCED",
     "REFERENCE_FAILS_OWN_CHECKS",
+    "Adjustment",
     "Case",
     "CaseAnnotation",
     "Check",
+    "CheckResult",
+    "Evidence",
     "SelfCheck",
+    "Signal",
 ]
 
-#: One check object, e.g. ``{"type": "min_chars", "value": 12}`` (``regression/checks.py``).
-Check = dict[str, Any]
 
-#: Self-check verdicts besides "ok": a failure seed whose checks pass on its own failing
-#: output, and a trusted reference that fails its own checks.
-FAILURE_NOT_REPRODUCED = "failure_not_reproduced"
-REFERENCE_FAILS_OWN_CHECKS = "reference_fails_own_checks"
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """Why a log row is worth a case (:mod:`.signals`), with its weight in the score."""
+
+    name: str
+    weight: float
+    detail: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "weight": self.weight, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One check object of a case, e.g. ``{"type": "min_chars", "value": 12}``; its kind is
+    :func:`~.checks.check_type` of :attr:`type`. ``items`` keeps every key in the order it was
+    written, so a case file reads and writes back byte-identically."""
+
+    items: tuple[tuple[str, object], ...]
+
+    @classmethod
+    def of(cls, kind: str, **params: object) -> Check:
+        return cls((("type", kind), *params.items()))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Check:
+        return cls(tuple(data.items()))
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.items)
+
+    def get(self, key: str, default: object = None) -> object:
+        for name, value in self.items:
+            if name == key:
+                return value
+        return default
+
+    @property
+    def type(self) -> str:
+        return str(self.get("type", "")).strip()
+
+    @property
+    def value(self) -> object:
+        return self.get("value")
+
+    def with_value(self, value: object) -> Check:
+        """The same check with ``value`` replaced (or added last)."""
+        if all(name != "value" for name, _ in self.items):
+            return Check((*self.items, ("value", value)))
+        return Check(tuple((n, value if n == "value" else v) for n, v in self.items))
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """``passed`` is None when the evidence the check needs is missing (unverified)."""
+
+    type: str
+    passed: bool | None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one run of the agent shows a check: its output text, its process trace (None when
+    the run recorded none), and its latency and cost (None when unrecorded)."""
+
+    output: str = ""
+    process: ProcessTrace | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Adjustment:
+    """A mined check that self-consistency loosened or left out, and why
+    (``adjusted_checks``); ``loosened`` is (from, to) for a loosened check."""
+
+    type: str
+    action: str  # an AdjustAction
+    reason: str
+    loosened: tuple[object, object] | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"type": self.type, "action": self.action}
+        if self.loosened is not None:
+            out["from"], out["to"] = self.loosened
+        out["reason"] = self.reason
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Adjustment:
+        loosened = (data.get("from"), data.get("to")) \
+            if data.get("action") == AdjustAction.LOOSENED else None
+        return cls(str(data.get("type", "")), str(data.get("action", "")),
+                   str(data.get("reason", "")), loosened)
+
+#: Self-check verdicts besides "ok" (kept as names: ``casebuild`` and callers use them).
+FAILURE_NOT_REPRODUCED = SelfCheckVerdict.FAILURE_NOT_REPRODUCED
+REFERENCE_FAILS_OWN_CHECKS = SelfCheckVerdict.REFERENCE_FAILS_OWN_CHECKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +137,9 @@ class SelfCheck:
 
     passed: bool = True
     failed_checks: tuple[str, ...] = ()
-    verdict: str = "ok"
+    verdict: str = SelfCheckVerdict.OK
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"passed": self.passed, "failed_checks": list(self.failed_checks),
                 "verdict": self.verdict}
 
@@ -53,7 +151,7 @@ class SelfCheck:
         return cls(
             bool(data.get("passed", True)),
             tuple(str(c) for c in failed) if isinstance(failed, list) else (),
-            str(data.get("verdict", "ok")),
+            str(data.get("verdict", SelfCheckVerdict.OK)),
         )
 
 
@@ -64,7 +162,7 @@ class CaseAnnotation:
     applied: bool = False
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"applied": self.applied, "note": self.note}
 
     @classmethod
@@ -96,7 +194,7 @@ class Case:
     reference_output: str = ""
     reference_is_trusted: bool = True
     shape_source: str = ""
-    failure_kind: str = "none"
+    failure_kind: str = FailureKind.NONE
     annotation: CaseAnnotation = CaseAnnotation()
     source_trace_id: str | None = None
     score: float = 0
@@ -107,7 +205,7 @@ class Case:
     self_check: SelfCheck = SelfCheck()
     notes: tuple[str, ...] = ()
     trace_checks: tuple[Check, ...] = ()  # process, latency and cost (spanguard only)
-    adjusted_checks: tuple[dict[str, Any], ...] = ()  # checks loosened or left out, and why
+    adjusted_checks: tuple[Adjustment, ...] = ()  # checks loosened or left out, and why
 
     @property
     def weak(self) -> bool:
@@ -119,11 +217,11 @@ class Case:
         """A trusted reference that does not satisfy its own checks."""
         return self.self_check.verdict == REFERENCE_FAILS_OWN_CHECKS
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "id": self.id,
             "input": self.input,
-            "checks": list(self.checks),
+            "checks": [c.to_dict() for c in self.checks],
             "reference_output": self.reference_output,
             "reference_is_trusted": self.reference_is_trusted,
             "shape_source": self.shape_source,
@@ -139,9 +237,9 @@ class Case:
             "notes": list(self.notes),
         }
         if self.trace_checks:
-            out["trace_checks"] = list(self.trace_checks)
+            out["trace_checks"] = [c.to_dict() for c in self.trace_checks]
         if self.adjusted_checks:
-            out["adjusted_checks"] = list(self.adjusted_checks)
+            out["adjusted_checks"] = [a.to_dict() for a in self.adjusted_checks]
         return out
 
     @classmethod
@@ -157,11 +255,11 @@ class Case:
         return cls(
             id=str(data["id"]),
             input=text if isinstance(text, str) else None,
-            checks=tuple(data.get("checks", [])),
+            checks=tuple(Check.from_dict(c) for c in data.get("checks", [])),
             reference_output=str(data.get("reference_output") or ""),
             reference_is_trusted=bool(data.get("reference_is_trusted", True)),
             shape_source=str(data.get("shape_source") or ""),
-            failure_kind=str(data.get("failure_kind") or "none"),
+            failure_kind=str(data.get("failure_kind") or FailureKind.NONE),
             annotation=CaseAnnotation.from_dict(data.get("annotation")),
             source_trace_id=str(source) if source is not None else None,
             score=score if isinstance(score, int | float) and not isinstance(score, bool) else 0,
@@ -171,8 +269,8 @@ class Case:
             duplicate_trace_ids=_strings(data.get("duplicate_trace_ids")),
             self_check=SelfCheck.from_dict(data.get("self_check")),
             notes=_strings(data.get("notes")),
-            trace_checks=tuple(data.get("trace_checks", [])),
-            adjusted_checks=tuple(a for a in adjusted if isinstance(a, dict))
+            trace_checks=tuple(Check.from_dict(c) for c in data.get("trace_checks", [])),
+            adjusted_checks=tuple(Adjustment.from_dict(a) for a in adjusted if isinstance(a, dict))
             if isinstance(adjusted, list) else (),
         )
 

@@ -1,135 +1,122 @@
-"""Deterministic checks: on the output text (trace2eval's vocabulary) and on the trace.
+"""Deterministic checks: what a check kind is, and every built-in kind, each spelled once here.
 
-Text checks are pure functions of the output string with trace2eval 0.5.1's semantics and
-failure details, except one rule: ``json`` passes only for a JSON object or array, the same
-test the ``expected_shape_violated`` signal uses (trace2eval's check accepts ``"42"``).
+A :class:`CheckType` holds everything the project knows about one kind (``min_chars``,
+``tools_include``, ``max_latency_ms`` …): its family, the field of a run it reads, the case-diff
+row it explains, how it runs on one run's :class:`Evidence` and, for process and timing kinds,
+how it is learned from the clean runs of a question. :func:`check_type` finds one by name;
+:func:`check_types` lists a family in the order cases write them.
+
+Text checks are pure functions of the output string (:mod:`.text_checks`).
 
 Trace checks (``trace_checks`` in a case) look at what happened around the output: the
 process trace (tools, escalation, plan, friction, retrieved documents) and latency and cost.
 A trace check whose evidence is absent from a record is *unverified*, never passed or failed.
+Timing limits carry the tolerance of their question's own distribution —
+:data:`TIMING_MARGIN` × the :data:`TIMING_QUANTILE` quantile of its clean runs, never below the
+slowest of them — and are left out when fewer than :data:`MIN_TIMING_RUNS` clean runs recorded
+the figure.
 """
 
 from __future__ import annotations
 
-import re
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import TypeAlias
 
-from ..common._json import parse_json
-from .textnorm import detect_fallback
+from ..traces.model import ProcessTrace
+from .case import Adjustment, Check, CheckResult, Evidence
+from .text_checks import (
+    as_list,
+    contains_check,
+    json_check,
+    max_chars_check,
+    min_chars_check,
+    not_contains_check,
+    not_fallback_check,
+    regex_check,
+    whole,
+)
+from .vocabulary import AdjustAction, SignalName
 
 __all__ = [
+    "MIN_TIMING_RUNS",
     "PROCESS_CHECK_TYPES",
     "TEXT_CHECK_TYPES",
-    "CheckResult",
-    "looks_like_json",
+    "TIMING_MARGIN",
+    "TIMING_QUANTILE",
+    "TOP_K",
+    "CheckFamily",
+    "CheckKind",
+    "CheckType",
+    "check_type",
+    "check_types",
+    "learn_process_checks",
+    "percentile",
     "run_text_check",
     "run_text_checks",
     "run_trace_check",
+    "timing_limit",
 ]
 
-TEXT_CHECK_TYPES = (
-    "not_fallback",
-    "min_chars",
-    "max_chars",
-    "contains",
-    "not_contains",
-    "regex",
-    "json",
-)
-PROCESS_CHECK_TYPES = (
-    "tools_include",
-    "tool_sequence",
-    "escalated",
-    "max_plan_steps",
-    "max_friction_points",
-    "doc_in_top_k",
-)
+
+class CheckFamily(StrEnum):
+    """What a check looks at: the output text, the process trace, or latency and cost."""
+
+    TEXT = "text"
+    PROCESS = "process"
+    TIMING = "timing"
 
 
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """``passed`` is None when the evidence the check needs is missing (unverified)."""
+class CheckKind(StrEnum):
+    """Every built-in check kind (the ``type`` of a check object)."""
 
-    type: str
-    passed: bool | None
-    detail: str = ""
-
-
-def looks_like_json(text: str) -> bool:
-    """A JSON object or array (after stripping whitespace)."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{":
-        return False
-    try:
-        parse_json(stripped)
-    except ValueError:
-        return False
-    return True
-
-
-def _as_list(value: object) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [str(item) for item in value]
-    return [str(value)]
+    NOT_FALLBACK = "not_fallback"
+    MIN_CHARS = "min_chars"
+    MAX_CHARS = "max_chars"
+    CONTAINS = "contains"
+    NOT_CONTAINS = "not_contains"
+    REGEX = "regex"
+    JSON = "json"
+    TOOLS_INCLUDE = "tools_include"
+    TOOL_SEQUENCE = "tool_sequence"
+    ESCALATED = "escalated"
+    MAX_PLAN_STEPS = "max_plan_steps"
+    MAX_FRICTION_POINTS = "max_friction_points"
+    DOC_IN_TOP_K = "doc_in_top_k"
+    MAX_LATENCY_MS = "max_latency_ms"
+    MAX_COST_USD = "max_cost_usd"
 
 
-def _json_check(check: dict[str, Any], output: str) -> CheckResult:
-    required = _as_list(check.get("required"))
-    try:
-        payload = parse_json(output)
-    except ValueError as exc:
-        return CheckResult("json", False, f"invalid JSON: {exc}")
-    if not isinstance(payload, dict | list):
-        return CheckResult("json", False, "expected a JSON object or array")
-    if required:
-        if not isinstance(payload, dict):
-            return CheckResult("json", False, "expected a JSON object")
-        missing = [key for key in required if key not in payload]
-        if missing:
-            return CheckResult("json", False, f"missing keys {missing}")
-    return CheckResult("json", True)
+#: What a learner returns: the check, an adjustment saying why there is none, or nothing.
+Learned: TypeAlias = Check | Adjustment | None
 
 
-def run_text_check(check: dict[str, Any], output: str) -> CheckResult:
-    kind = str(check.get("type", "")).strip()
-    if kind == "not_fallback":
-        hit = detect_fallback(output)
-        return CheckResult(kind, hit is None, f"matched fallback phrase {hit!r}" if hit else "")
-    if kind in {"min_chars", "max_chars"}:
-        limit = int(check.get("value", 0))
-        actual = len(output.strip())
-        if kind == "min_chars" and actual < limit:
-            return CheckResult(kind, False, f"{actual} chars < {limit}")
-        if kind == "max_chars" and actual > limit:
-            return CheckResult(kind, False, f"{actual} chars > {limit}")
-        return CheckResult(kind, True, f"{actual} chars")
-    if kind == "contains":
-        missing = [n for n in _as_list(check.get("value")) if n not in output]
-        return CheckResult(kind, not missing, f"missing {missing}" if missing else "")
-    if kind == "not_contains":
-        present = [n for n in _as_list(check.get("value")) if n in output]
-        return CheckResult(kind, not present, f"found forbidden {present}" if present else "")
-    if kind == "regex":
-        pattern = str(check.get("value", ""))
-        try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
-            return CheckResult(kind, False, f"invalid pattern: {exc}")
-        if not compiled.search(output):
-            return CheckResult(kind, False, f"no match for {pattern!r}")
-        return CheckResult(kind, True)
-    if kind == "json":
-        return _json_check(check, output)
-    return CheckResult(kind, False, f"unsupported check type {kind!r}")
+@dataclass(frozen=True)
+class CheckType:
+    """One check kind. ``field`` is what it reads from a run (``output``, ``tool_calls``,
+    ``latency_ms`` …); ``label`` the case-diff row a failure of it points at; ``rounding`` the
+    decimals of a learned limit; ``signal`` the log signal that asks for a learned limit."""
+
+    name: CheckKind
+    family: CheckFamily
+    field: str
+    label: str
+    run: Callable[[CheckType, Check, Evidence], CheckResult]
+    learn: Callable[[CheckType, Sequence[Evidence]], Learned] | None = None
+    rounding: int | None = None
+    signal: SignalName | None = None
 
 
-def run_text_checks(checks: list[dict[str, Any]], output: str) -> list[CheckResult]:
-    return [run_text_check(check, output) for check in checks]
+# --- process checks ---------------------------------------------------------------------------
+
+#: A document counts as "retrieved near the top" at this rank or better.
+TOP_K = 5
+
+
+def _tools(process: ProcessTrace) -> list[str]:
+    return [call.name for call in process.tool_calls]
 
 
 def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
@@ -137,51 +124,238 @@ def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     return all(any(item == step for step in it) for item in needle)
 
 
-def _process_check(kind: str, check: dict[str, Any], process: dict[str, Any]) -> CheckResult:
-    tools = [str(t.get("name")) for t in process.get("tool_calls", [])]
-    value = check.get("value")
-    if kind == "tools_include":
-        missing = [name for name in _as_list(value) if name not in tools]
-        return CheckResult(kind, not missing, f"tools not called {missing}" if missing else "")
-    if kind == "tool_sequence":
-        expected = _as_list(value)
-        ok = _is_subsequence(expected, tools)
-        return CheckResult(
-            kind, ok, "" if ok else f"tool calls {tools} lack the sequence {expected}"
-        )
-    if kind == "escalated":
-        actual = bool(process.get("escalated", False))
-        ok = actual == bool(value)
-        return CheckResult(kind, ok, "" if ok else f"escalated is {str(actual).lower()}")
-    if kind in {"max_plan_steps", "max_friction_points"}:
-        field = "plan_steps" if kind == "max_plan_steps" else "friction_points"
-        count = len(process.get(field, []))
-        ok = count <= int(value or 0)
-        return CheckResult(kind, ok, "" if ok else f"{count} {field.replace('_', ' ')} > {value}")
-    if kind == "doc_in_top_k":
-        k = int(check.get("k", 5))
-        ranks = [
-            d.get("rank") for d in process.get("retrieved_documents", []) if d.get("id") == value
-        ]
-        ok = any(isinstance(r, int) and r <= k for r in ranks)
-        return CheckResult(kind, ok, "" if ok else f"document {value!r} not in the top {k}")
-    return CheckResult(kind, False, f"unsupported check type {kind!r}")
+def _tools_include(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
+    tools = _tools(p)
+    missing = [name for name in as_list(check.value) if name not in tools]
+    return CheckResult(check.type, not missing, f"tools not called {missing}" if missing else "")
 
 
-def run_trace_check(check: dict[str, Any], record: dict[str, Any]) -> CheckResult:
-    """One trace check against an outputs record (``trace``, ``latency_ms``, ``cost_usd``)."""
-    kind = str(check.get("type", "")).strip()
-    if kind in {"max_latency_ms", "max_cost_usd"}:
-        actual = record.get(kind[4:])
-        if isinstance(actual, bool) or not isinstance(actual, int | float):
-            return CheckResult(kind, None, "no figure recorded")
-        limit = float(check.get("value", 0))
-        ok = actual <= limit
-        return CheckResult(kind, ok, "" if ok else f"{actual:g} > {limit:g}")
-    process = record.get("trace")
-    if kind in PROCESS_CHECK_TYPES and not isinstance(process, dict):
-        return CheckResult(kind, None, "no process trace recorded")
-    if kind not in PROCESS_CHECK_TYPES:
-        return CheckResult(kind, False, f"unsupported check type {kind!r}")
-    assert isinstance(process, dict)
-    return _process_check(kind, check, process)
+def _tool_sequence(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
+    tools, expected = _tools(p), as_list(check.value)
+    ok = _is_subsequence(expected, tools)
+    return CheckResult(check.type, ok, "" if ok else f"tool calls {tools} lack the sequence "
+                       f"{expected}")
+
+
+def _escalated(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
+    ok = p.escalated == bool(check.value)
+    return CheckResult(check.type, ok, "" if ok else f"escalated is {str(p.escalated).lower()}")
+
+
+def _at_most(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
+    count = len(getattr(p, ct.field))
+    ok = count <= whole(check.value or 0)
+    return CheckResult(check.type, ok,
+                       "" if ok else f"{count} {ct.field.replace('_', ' ')} > {check.value}")
+
+
+def _doc_in_top_k(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
+    k, value = whole(check.get("k", TOP_K)), check.value
+    ranks = [d.rank for d in p.retrieved_documents if d.id == value]
+    ok = any(isinstance(r, int) and r <= k for r in ranks)
+    return CheckResult(check.type, ok, "" if ok else f"document {value!r} not in the top {k}")
+
+
+def _on_output(run: Callable[[Check, str], CheckResult]
+               ) -> Callable[[CheckType, Check, Evidence], CheckResult]:
+    def on_evidence(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
+        return run(check, e.output)
+
+    return on_evidence
+
+
+def _on_process(run: Callable[[CheckType, Check, ProcessTrace], CheckResult]
+                ) -> Callable[[CheckType, Check, Evidence], CheckResult]:
+    def on_evidence(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
+        if e.process is None:
+            return CheckResult(check.type, None, "no process trace recorded")
+        return run(ct, check, e.process)
+
+    return on_evidence
+
+
+def _processes(evidence: Sequence[Evidence]) -> list[ProcessTrace]:
+    return [e.process for e in evidence if e.process is not None]
+
+
+def _learn_tools_include(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
+    sequences = [_tools(p) for p in _processes(evidence)]
+    common = set(sequences[0]).intersection(*map(set, sequences[1:])) if sequences else set()
+    return Check.of(ct.name, value=sorted(common)) if common else None
+
+
+def _learn_tool_sequence(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
+    sequences = [_tools(p) for p in _processes(evidence)]
+    if sequences and len(sequences[0]) > 1 and all(s == sequences[0] for s in sequences):
+        return Check.of(ct.name, value=list(sequences[0]))
+    return None
+
+
+def _learn_escalated(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
+    escalations = {p.escalated for p in _processes(evidence)}
+    return Check.of(ct.name, value=escalations.pop()) if len(escalations) == 1 else None
+
+
+def _learn_at_most(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
+    processes = _processes(evidence)
+    if not processes:
+        return None
+    most = max(len(getattr(p, ct.field)) for p in processes)
+    # a plan is asserted only when the clean runs had one; friction always (0 is a limit)
+    return Check.of(ct.name, value=most) if most or ct.field == "friction_points" else None
+
+
+def _top_documents(process: ProcessTrace) -> dict[str, int]:
+    best: dict[str, int] = {}
+    for doc in process.retrieved_documents:
+        if isinstance(doc.id, str) and isinstance(doc.rank, int) and doc.rank <= TOP_K:
+            best[doc.id] = min(doc.rank, best.get(doc.id, doc.rank))
+    return best
+
+
+def _learn_doc_in_top_k(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
+    tops = [_top_documents(p) for p in _processes(evidence)]
+    shared = set(tops[0]).intersection(*map(set, tops[1:])) if tops else set()
+    if not shared:
+        return None
+    doc = min(shared, key=lambda d: (max(t[d] for t in tops), d))
+    return Check.of(ct.name, value=doc, k=TOP_K)
+
+
+# --- timing checks ----------------------------------------------------------------------------
+
+TIMING_QUANTILE = 0.95
+TIMING_MARGIN = 1.5
+MIN_TIMING_RUNS = 8
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """Linear interpolation at ``fraction·(n−1)`` over the sorted values."""
+    clean = sorted(values)
+    if not clean:
+        return None
+    if len(clean) == 1:
+        return clean[0]
+    position = fraction * (len(clean) - 1)
+    lower = int(position)
+    upper = min(lower + 1, len(clean) - 1)
+    weight = position - lower
+    return clean[lower] * (1 - weight) + clean[upper] * weight
+
+
+def _figure(ct: CheckType, e: Evidence) -> float | None:
+    value = getattr(e, ct.field)
+    return value if isinstance(value, float) else None
+
+
+def _at_most_figure(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
+    actual = _figure(ct, e)
+    if actual is None:
+        return CheckResult(check.type, None, "no figure recorded")
+    limit = float(check.get("value", 0))  # type: ignore[arg-type]  # as written in the case
+    ok = actual <= limit
+    return CheckResult(check.type, ok, "" if ok else f"{actual:g} > {limit:g}")
+
+
+def _learn_limit(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
+    values = [v for e in evidence if (v := _figure(ct, e)) is not None]
+    if len(values) < MIN_TIMING_RUNS:
+        return Adjustment(ct.name, AdjustAction.OMITTED,
+                          f"only {len(values)} clean run(s) of this question recorded "
+                          f"{ct.field}; a limit needs at least {MIN_TIMING_RUNS} to know its "
+                          "spread")
+    quantile = percentile(values, TIMING_QUANTILE)
+    assert quantile is not None and ct.rounding is not None
+    # Never below the slowest clean run: the limit must pass on the traffic it came from.
+    scale = 10**ct.rounding
+    value = math.ceil(max(quantile * TIMING_MARGIN, max(values)) * scale) / scale
+    return Check.of(ct.name, value=value)
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+_TEXT, _PROCESS, _TIMING = CheckFamily.TEXT, CheckFamily.PROCESS, CheckFamily.TIMING
+_BUILT_IN = (
+    CheckType(CheckKind.NOT_FALLBACK, _TEXT, "output", "output", _on_output(not_fallback_check)),
+    CheckType(CheckKind.MIN_CHARS, _TEXT, "output", "output", _on_output(min_chars_check)),
+    CheckType(CheckKind.MAX_CHARS, _TEXT, "output", "output", _on_output(max_chars_check)),
+    CheckType(CheckKind.CONTAINS, _TEXT, "output", "output", _on_output(contains_check)),
+    CheckType(CheckKind.NOT_CONTAINS, _TEXT, "output", "output", _on_output(not_contains_check)),
+    CheckType(CheckKind.REGEX, _TEXT, "output", "output", _on_output(regex_check)),
+    CheckType(CheckKind.JSON, _TEXT, "output", "output", _on_output(json_check)),
+    CheckType(CheckKind.TOOLS_INCLUDE, _PROCESS, "tool_calls", "tool calls",
+              _on_process(_tools_include), _learn_tools_include),
+    CheckType(CheckKind.TOOL_SEQUENCE, _PROCESS, "tool_calls", "tool calls",
+              _on_process(_tool_sequence), _learn_tool_sequence),
+    CheckType(CheckKind.ESCALATED, _PROCESS, "escalated", "escalated",
+              _on_process(_escalated), _learn_escalated),
+    CheckType(CheckKind.MAX_PLAN_STEPS, _PROCESS, "plan_steps", "plan steps",
+              _on_process(_at_most), _learn_at_most),
+    CheckType(CheckKind.MAX_FRICTION_POINTS, _PROCESS, "friction_points", "friction points",
+              _on_process(_at_most), _learn_at_most),
+    CheckType(CheckKind.DOC_IN_TOP_K, _PROCESS, "retrieved_documents", "retrieved documents",
+              _on_process(_doc_in_top_k), _learn_doc_in_top_k),
+    CheckType(CheckKind.MAX_LATENCY_MS, _TIMING, "latency_ms", "latency (ms)",
+              _at_most_figure, _learn_limit, rounding=2, signal=SignalName.SLOW_RESPONSE),
+    CheckType(CheckKind.MAX_COST_USD, _TIMING, "cost_usd", "cost (USD)",
+              _at_most_figure, _learn_limit, rounding=8, signal=SignalName.EXPENSIVE_CALL),
+)
+_REGISTRY: Mapping[str, CheckType] = {ct.name: ct for ct in _BUILT_IN}
+
+TEXT_CHECK_TYPES = tuple(ct.name for ct in _BUILT_IN if ct.family is _TEXT)
+PROCESS_CHECK_TYPES = tuple(ct.name for ct in _BUILT_IN if ct.family is _PROCESS)
+
+
+def check_type(name: str) -> CheckType | None:
+    """The kind called ``name`` (as written in a case), or None for an unknown kind."""
+    return _REGISTRY.get(name.strip())
+
+
+def check_types(*families: CheckFamily) -> tuple[CheckType, ...]:
+    """The kinds of ``families`` (all when none is given), in the order cases write them."""
+    return tuple(ct for ct in _BUILT_IN if not families or ct.family in families)
+
+
+def _unsupported(check: Check) -> CheckResult:
+    return CheckResult(check.type, False, f"unsupported check type {check.type!r}")
+
+
+def run_text_check(check: Check, output: str) -> CheckResult:
+    """One check of a case's ``checks`` against an output text."""
+    ct = check_type(check.type)
+    if ct is None or ct.family is not _TEXT:
+        return _unsupported(check)
+    return ct.run(ct, check, Evidence(output))
+
+
+def run_text_checks(checks: Sequence[Check], output: str) -> list[CheckResult]:
+    return [run_text_check(check, output) for check in checks]
+
+
+def run_trace_check(check: Check, evidence: Evidence) -> CheckResult:
+    """One check of a case's ``trace_checks`` against a run's process, latency and cost."""
+    ct = check_type(check.type)
+    if ct is None or ct.family is _TEXT:
+        return _unsupported(check)
+    return ct.run(ct, check, evidence)
+
+
+def learn_process_checks(evidence: Sequence[Evidence]) -> list[Check]:
+    """Process checks every one of ``evidence`` (clean runs of one question) satisfies.
+
+    trace2eval learns the *text* shape of a good answer from the clean answers to the same
+    question; the same idea applied to what the agent *did* gives checks no text-only tool can
+    make: which tools a good answer always used and in what order, whether it escalated, how
+    long its plan was, how much friction it caused and which document it always retrieved near
+    the top.
+    """
+    learned = [ct.learn(ct, evidence) for ct in check_types(_PROCESS) if ct.learn is not None]
+    return [check for check in learned if isinstance(check, Check)]
+
+
+def timing_limit(ct: CheckType, evidence: Sequence[Evidence]) -> Check | Adjustment:
+    """A timing kind's limit learned from clean runs, or why it was left out."""
+    assert ct.learn is not None
+    learned = ct.learn(ct, evidence)
+    assert learned is not None
+    return learned

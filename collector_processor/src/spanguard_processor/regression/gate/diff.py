@@ -11,63 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from .results import CaseOutcome
+from ...traces.model import ProcessTrace, RetrievedDocument
+from ..checks import check_type
+from ..run.results import CaseEvidence, CaseOutcome
+from ..vocabulary import FailureReason, Outcome
 
-__all__ = ["CaseDiff", "DiffRow", "case_diffs", "case_evidence"]
-
-OUTPUT_CHARS = 600
-INPUT_CHARS = 200
-
-# which row explains a failing check
-_ROW_OF_CHECK = {
-    "tools_include": "tool calls", "tool_sequence": "tool calls", "escalated": "escalated",
-    "max_plan_steps": "plan steps", "max_friction_points": "friction points",
-    "doc_in_top_k": "retrieved documents", "max_latency_ms": "latency (ms)",
-    "max_cost_usd": "cost (USD)",
-}
-
-
-def _excerpt(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _process(raw: object) -> dict[str, Any] | None:
-    if not isinstance(raw, Mapping):
-        return None
-    docs = raw.get("retrieved_documents") or []
-    return {
-        "tool_calls": [str(t.get("name")) for t in raw.get("tool_calls") or []
-                       if isinstance(t, Mapping)],
-        "escalated": bool(raw.get("escalated", False)),
-        "escalation_reason": raw.get("escalation_reason"),
-        "plan_steps": [str(s) for s in raw.get("plan_steps") or []],
-        "friction_points": [str(s) for s in raw.get("friction_points") or []],
-        "retrieved_documents": [
-            {"id": d.get("id"), "group": d.get("group"), "rank": d.get("rank")}
-            for d in docs if isinstance(d, Mapping)
-        ],
-    }
-
-
-def case_evidence(question: str | None, record: Mapping[str, Any] | None,
-                  output: str) -> dict[str, Any]:
-    """What one case's record showed, kept under ``case_details.<id>.evidence``."""
-    out: dict[str, Any] = {
-        "input": _excerpt(question, INPUT_CHARS) if question is not None else None,
-    }
-    if record is None:
-        return out
-    trace_id = record.get("trace_id")
-    out["trace_id"] = trace_id if isinstance(trace_id, str) else None
-    for key in ("span_id", "response_id"):  # the root span and model answer, for --emit-otlp
-        if isinstance(record.get(key), str):
-            out[key] = record[key]
-    out["output"] = _excerpt(output, OUTPUT_CHARS)
-    out["process"] = _process(record.get("trace"))
-    return out
-
+__all__ = ["CaseDiff", "DiffRow", "case_diffs"]
 
 # --- the diff ---------------------------------------------------------------------------------
 
@@ -107,8 +57,8 @@ def _join(items: Sequence[str], arrow: bool = False) -> str:
     return (" → " if arrow else "; ").join(items) if items else "none"
 
 
-def _docs(docs: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(f"{d.get('id') or '?'} #{d.get('rank') if d.get('rank') is not None else '?'}"
+def _docs(docs: Sequence[RetrievedDocument]) -> str:
+    return ", ".join(f"{d.id or '?'} #{d.rank if d.rank is not None else '?'}"
                      for d in docs) or "none"
 
 
@@ -126,9 +76,9 @@ def _list_note(before: Sequence[str], after: Sequence[str]) -> str:
     return "; ".join(notes)
 
 
-def _doc_note(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> str:
-    ranks_b = {str(d.get("id")): d.get("rank") for d in before}
-    ranks_a = {str(d.get("id")): d.get("rank") for d in after}
+def _doc_note(before: Sequence[RetrievedDocument], after: Sequence[RetrievedDocument]) -> str:
+    ranks_b = {str(d.id): d.rank for d in before}
+    ranks_a = {str(d.id): d.rank for d in after}
     note = _list_note(list(ranks_b), list(ranks_a))
     moved = [f"{i} #{ranks_b[i]} → #{ranks_a[i]}" for i in ranks_b
              if i in ranks_a and ranks_b[i] != ranks_a[i]]
@@ -139,27 +89,24 @@ def _number(value: float | None, digits: int) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _evidence(outcome: CaseOutcome) -> Mapping[str, Any]:
-    return outcome.evidence or {}
+def _evidence(outcome: CaseOutcome) -> CaseEvidence:
+    return outcome.evidence or CaseEvidence()
 
 
 def _rows(base: CaseOutcome, cur: CaseOutcome, failing: set[str]) -> list[DiffRow]:
     be, ce = _evidence(base), _evidence(cur)
-    bp, cp = be.get("process"), ce.get("process")
     rows: list[tuple[str, str, str, str]] = []
-    if isinstance(bp, Mapping) or isinstance(cp, Mapping):
-        b: Mapping[str, Any] = bp if isinstance(bp, Mapping) else {}
-        c: Mapping[str, Any] = cp if isinstance(cp, Mapping) else {}
-        bt, ct = b.get("tool_calls", []), c.get("tool_calls", [])
-        bs, cs = b.get("plan_steps", []), c.get("plan_steps", [])
-        bf, cf = b.get("friction_points", []), c.get("friction_points", [])
-        bd, cd = b.get("retrieved_documents", []), c.get("retrieved_documents", [])
-        be_, ce_ = ("yes" if b.get("escalated") else "no"), ("yes" if c.get("escalated") else "no")
+    if be.process is not None or ce.process is not None:
+        b, c = be.process or ProcessTrace(), ce.process or ProcessTrace()
+        bt, ct = [t.name for t in b.tool_calls], [t.name for t in c.tool_calls]
+        bs, cs = b.plan_steps, c.plan_steps
+        bf, cf = b.friction_points, c.friction_points
+        bd, cd = b.retrieved_documents, c.retrieved_documents
+        be_, ce_ = ("yes" if b.escalated else "no"), ("yes" if c.escalated else "no")
         rows += [
             ("tool calls", _join(bt, True), _join(ct, True), _list_note(bt, ct)),
             ("escalated", be_, ce_, ""),
-            ("escalation reason", str(b.get("escalation_reason") or "–"),
-             str(c.get("escalation_reason") or "–"), ""),
+            ("escalation reason", b.escalation_reason or "–", c.escalation_reason or "–", ""),
             ("plan steps", _join(bs), _join(cs), _list_note(bs, cs)),
             ("friction points", _join(bf), _join(cf), _list_note(bf, cf)),
             ("retrieved documents", _docs(bd), _docs(cd), _doc_note(bd, cd)),
@@ -167,7 +114,7 @@ def _rows(base: CaseOutcome, cur: CaseOutcome, failing: set[str]) -> list[DiffRo
     rows += [
         ("latency (ms)", _number(base.latency_ms, 1), _number(cur.latency_ms, 1), ""),
         ("cost (USD)", _number(base.cost_usd, 6), _number(cur.cost_usd, 6), ""),
-        ("output", str(be.get("output") or "–"), str(ce.get("output") or "–"), ""),
+        ("output", be.output or "–", ce.output or "–", ""),
     ]
     return [DiffRow(name, b_, c_, b_ != c_, name in failing, note)
             for name, b_, c_, note in rows]
@@ -175,8 +122,8 @@ def _rows(base: CaseOutcome, cur: CaseOutcome, failing: set[str]) -> list[DiffRo
 
 def _failed(outcome: CaseOutcome) -> list[tuple[str, str]]:
     """(check type, why) for each failed check; ``details`` holds "type: why" lines."""
-    if outcome.outcome == "missing":
-        return [("missing_output", "no output matched the case")]
+    if outcome.outcome == Outcome.MISSING:
+        return [(FailureReason.MISSING_OUTPUT, "no output matched the case")]
     why: dict[str, str] = {}
     for line in outcome.details:
         kind, _, reason = line.partition(": ")
@@ -185,8 +132,7 @@ def _failed(outcome: CaseOutcome) -> list[tuple[str, str]]:
 
 
 def _trace_id(outcome: CaseOutcome) -> str | None:
-    value = _evidence(outcome).get("trace_id")
-    return value if isinstance(value, str) else None
+    return _evidence(outcome).trace_id
 
 
 #: rows whose values are the app's own words: ``redact`` shows only whether there were any
@@ -213,11 +159,11 @@ def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOu
         if base is None or cur is None or base.evidence is None or cur.evidence is None:
             continue
         failed = _failed(cur)
-        failing = {_ROW_OF_CHECK.get(t, "output") for t, _ in failed}
-        question = _evidence(cur).get("input") or _evidence(base).get("input")
+        failing = {ct.label if (ct := check_type(t)) else "output" for t, _ in failed}
+        question = _evidence(cur).input or _evidence(base).input
         rows = [_without_text(r) if redact else r for r in _rows(base, cur, failing)
                 if not (redact and r.name == "output")]
         out.append(CaseDiff(case_id,
-                            question if isinstance(question, str) and not redact else None,
+                            question if not redact else None,
                             _trace_id(base), _trace_id(cur), tuple(failed), tuple(rows)))
     return tuple(out)

@@ -17,13 +17,14 @@ from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
-from ..common._json import parse_json
-from .results import CaseOutcome, Metrics
-from .run import PRODUCER
+from ...common._json import parse_json
+from ..run.results import CaseOutcome, Metrics
+from ..run.run import PRODUCER
+from ..vocabulary import Outcome, Producer
 
 __all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]
 
-OUTCOMES = frozenset({"pass", "fail", "missing"})
+OUTCOMES = frozenset(Outcome)
 #: Every key trace2eval 0.5.1's ``run`` writes under ``metrics`` (spanguard writes them too).
 REQUIRED_METRICS = (
     "total",
@@ -75,7 +76,7 @@ class RunFile:
 
     @property
     def producer(self) -> str:
-        return "spanguard" if self.case_results is not None else "trace2eval"
+        return Producer.SPANGUARD if self.case_results is not None else Producer.TRACE2EVAL
 
     def per_case(self, key: str) -> dict[str, float]:
         """A per-case figure (``latency_ms``, ``cost_usd``) for the cases that recorded one."""
@@ -237,7 +238,7 @@ def _case_results(
             file=name,
             field="case_results",
         )
-    bad = sorted(c for c, o in results.items() if (o != "pass") != (c in failed))
+    bad = sorted(c for c, o in results.items() if (o != Outcome.PASS) != (c in failed))
     if bad:
         raise CaseFormatError(
             f"disagrees with metrics.failures about case {bad[0]!r}.",

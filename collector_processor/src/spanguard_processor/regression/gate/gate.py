@@ -1,6 +1,6 @@
 """``check``: is the current run a regression against the baseline run?
 
-The rules, in the order they are listed by ``check``:
+The rules (:data:`RULES`, one :class:`Rule` each), in the order they are listed by ``check``:
 
 * **Aggregate rates** (trace2eval 0.5.1's tolerances, each × ``--tolerance-scale``):
   ``pass_rate``, ``format_compliance_rate`` and ``trace_compliance_rate`` may drop by 0.02,
@@ -18,7 +18,7 @@ The rules, in the order they are listed by ``check``:
 * **A case that passed on the baseline and now fails a content or process check** fails the
   gate (``case_outcomes``): checks are deterministic functions of the output and the process,
   so such a flip is a change in behaviour. A flip explained by timing or cost limits alone
-  (``max_latency_ms``, ``max_cost_usd``) is listed but left to the aggregate timing rules.
+  (the timing checks) is listed but left to the aggregate timing rules.
 
 Inputs that cannot be compared are bad input (:class:`~spanguard.exceptions.InputError`, exit
 2): a baseline without a single matched output ("nothing to compare"), and runs over different
@@ -28,53 +28,29 @@ case sets unless ``allow_different_cases``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from spanguard.exceptions import ConfigError, InputError
 
-from .checks import PROCESS_CHECK_TYPES
+from ..vocabulary import FailureReason, Outcome
 from .noise import ALPHA, bootstrap_increase_bound, mcnemar_worse_p
+from .rules import RULES, TIMING_CHECKS, Rule
 from .runfile import RunFile
 
 __all__ = [
     "DEFAULT_MIN_LATENCY_CHANGE_MS",
-    "RULES",
-    "TIMING_CHECKS",
     "Comparison",
     "GateOptions",
     "Violation",
     "compare",
 ]
 
-TIMING_CHECKS = frozenset({"max_latency_ms", "max_cost_usd"})
 #: A p95 latency rise smaller than this is never a regression: below it, the scheduling noise
 #: of the machine running the agent dominates (the demo's requests take about a millisecond).
 DEFAULT_MIN_LATENCY_CHANGE_MS = 10.0
 
-RULES: tuple[tuple[str, bool, float, bool], ...] = (
-    # metric, higher is better, allowance, allowance relative to the baseline
-    ("pass_rate", True, 0.02, False),
-    ("format_compliance_rate", True, 0.02, False),
-    ("fallback_rate", False, 0.02, False),
-    ("p95_latency_ms", False, 0.20, True),
-    ("avg_cost_usd", False, 0.20, True),
-    ("trace_compliance_rate", True, 0.02, False),
-)
 
-_TRACE_CHECKS = frozenset(PROCESS_CHECK_TYPES) | TIMING_CHECKS
-#: Per case, "is this case bad on this metric?" from its failed check types (None: missing).
-_BAD: dict[str, Callable[[list[str] | None], bool]] = {
-    "pass_rate": lambda checks: True,
-    "fallback_rate": lambda checks: checks is not None and "not_fallback" in checks,
-    "format_compliance_rate": lambda checks: checks is not None and "json" in checks,
-    "trace_compliance_rate": lambda checks: checks is not None
-    and any(c in _TRACE_CHECKS for c in checks),
-}
-_BOOTSTRAP: dict[str, tuple[str, str]] = {
-    "p95_latency_ms": ("latency_ms", "p95"),
-    "avg_cost_usd": ("cost_usd", "mean"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,18 +152,17 @@ def _outcomes(run: RunFile, shared: list[str] | None) -> dict[str, list[str] | N
     if run.case_results is not None:
         ids = shared if shared is not None else list(run.case_results)
         return {
-            c: (None if run.case_results.get(c) == "pass" else run.failed_checks.get(c, []))
+            c: (None if run.case_results.get(c) == Outcome.PASS else run.failed_checks.get(c, []))
             for c in ids
         }
     return None
 
 
 def _discordant(
-    metric: str,
+    bad: Callable[[Sequence[str]], bool],
     base: dict[str, list[str] | None],
     cur: dict[str, list[str] | None],
 ) -> tuple[int, int]:
-    bad = _BAD[metric]
     worse = better = 0
     for case_id in base.keys() | cur.keys():
         b, c = base.get(case_id), cur.get(case_id)
@@ -196,10 +171,6 @@ def _discordant(
         worse += now and not was
         better += was and not now
     return worse, better
-
-
-def _change(higher: bool, b: float, c: float) -> float:
-    return b - c if higher else c - b
 
 
 class _Gate:
@@ -223,10 +194,12 @@ class _Gate:
         self.violations: list[Violation] = []
         self.within_noise: list[str] = []
 
-    def rate_rule(self, metric: str, higher: bool, b: float, c: float, allowed: float) -> None:
-        verb = "dropped" if higher else "rose"
-        text = f"{verb} by {_change(higher, b, c):.4f} (allowed {allowed:.4f})"
-        worse, better = _discordant(metric, self.base_outcomes, self.cur_outcomes)
+    def rate_rule(self, rule: Rule, b: float, c: float, allowed: float) -> None:
+        assert rule.bad is not None
+        metric = rule.metric
+        verb = "dropped" if rule.higher_is_better else "rose"
+        text = f"{verb} by {rule.change(b, c):.4f} (allowed {allowed:.4f})"
+        worse, better = _discordant(rule.bad, self.base_outcomes, self.cur_outcomes)
         p = mcnemar_worse_p(worse, better)
         noise = f"{worse} case(s) worse, {better} better, McNemar p={p:.3g}"
         if p < ALPHA:
@@ -236,18 +209,20 @@ class _Gate:
                 f"{metric} {text}, but within run-to-run noise ({noise} ≥ {ALPHA:g})"
             )
 
-    def timing_rule(self, metric: str, b: float, c: float, allowed: float) -> None:
+    def timing_rule(self, rule: Rule, b: float, c: float, allowed: float) -> None:
+        assert rule.per_case is not None and rule.statistic is not None
+        metric = rule.metric
         rise = c - b
         text = f"rose by {rise:.4f} (allowed {allowed:.4f})"
-        if metric == "p95_latency_ms" and rise < self.options.min_latency_change_ms:
+        if rule.latency_floor and rise < self.options.min_latency_change_ms:
             self.within_noise.append(
                 f"{metric} {text}, but by less than {self.options.min_latency_change_ms:g} ms "
                 "(`min_latency_change_ms`)"
             )
             return
-        key, statistic = _BOOTSTRAP[metric]
-        base_values = self.baseline.per_case(key)
-        cur_values = self.current.per_case(key)
+        statistic = rule.statistic
+        base_values = self.baseline.per_case(rule.per_case)
+        cur_values = self.current.per_case(rule.per_case)
         if self.shared is not None:
             base_values = {k: v for k, v in base_values.items() if k in self.shared}
             cur_values = {k: v for k, v in cur_values.items() if k in self.shared}
@@ -270,17 +245,17 @@ class _Gate:
     def aggregate_rules(self) -> None:
         base, cur = self.baseline.metrics, self.current.metrics
         scale = self.options.tolerance_scale
-        for metric, higher, allowance, relative in RULES:
-            b, c = base.get(metric), cur.get(metric)
+        for rule in RULES:
+            b, c = base.get(rule.metric), cur.get(rule.metric)
             if b is None or c is None:
                 continue
-            allowed = allowance * scale * (b if relative else 1)
-            if _change(higher, b, c) <= allowed:
+            allowed = rule.allowance * scale * (b if rule.relative else 1)
+            if rule.change(b, c) <= allowed:
                 continue
-            if metric in _BOOTSTRAP:
-                self.timing_rule(metric, b, c, allowed)
+            if rule.per_case is not None:
+                self.timing_rule(rule, b, c, allowed)
             else:
-                self.rate_rule(metric, higher, b, c, allowed)
+                self.rate_rule(rule, b, c, allowed)
 
     def flips(self) -> tuple[list[str], list[str]]:
         base, cur = self.base_outcomes, self.cur_outcomes
@@ -343,8 +318,8 @@ def compare(
 def _without_output(run: RunFile) -> list[str]:
     """Cases without a record: from the outcomes, or a trace2eval file's failures list."""
     if run.case_results is not None:
-        return [c for c, o in run.case_results.items() if o == "missing"]
-    return [f.case_id for f in run.metrics.failures if f.reason == "missing_output"]
+        return [c for c, o in run.case_results.items() if o == Outcome.MISSING]
+    return [f.case_id for f in run.metrics.failures if f.reason == FailureReason.MISSING_OUTPUT]
 
 
 def _lost_records(

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from ..common.charts import round_ticks
-from ..common.tracelinks import trace_link
-from .diff import CaseDiff
-from .gate import RULES, Comparison
-from .results import Metrics
+from ...common.charts import round_ticks
+from ...common.tracelinks import trace_link
+from ..gate.diff import CaseDiff
+from ..gate.gate import Comparison
+from ..gate.rules import RULES
+from ..run.results import Metrics
 
 __all__ = ["CheckReport", "render_check_html"]
 
@@ -63,9 +64,10 @@ def _fmt(value: float | None) -> str:
 
 
 def _limit(metric: str, base: float, scale: float) -> tuple[float, bool] | None:
-    for name, higher, allowance, relative in RULES:
-        if name == metric:
-            allowed = allowance * scale * (base if relative else 1)
+    for rule in RULES:
+        if rule.metric == metric:
+            allowed = rule.allowance * scale * (base if rule.relative else 1)
+            higher = rule.higher_is_better
             return (base - allowed if higher else base + allowed), higher
     return None
 
@@ -130,7 +132,7 @@ def _charts(report: CheckReport, failed: set[str]) -> str:
 def _summary(report: CheckReport) -> str:
     rows = []
     by_metric = {v.metric: v for v in report.comparison.violations}
-    names = [name for name, *_ in RULES
+    names = [name for name in (rule.metric for rule in RULES)
              if report.baseline.get(name) is not None or report.current.get(name) is not None]
     names += [m for m in by_metric if m not in names]
     for name in names:

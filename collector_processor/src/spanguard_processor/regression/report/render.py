@@ -5,11 +5,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 
-from .diff import CaseDiff
+from ..gate.diff import CaseDiff
+from ..gate.gate import Comparison, Violation
+from ..mine.report import cell, number
+from ..run.results import Metrics
+from ..vocabulary import Outcome
 from .diff_report import console_lines, junit_text
-from .gate import Comparison, Violation
-from .report import cell, number
-from .results import Metrics
 
 __all__ = [
     "check_junit",
@@ -161,7 +162,7 @@ def run_junit(metrics: Metrics, case_results: dict[str, str]) -> str:
     )
     for case_id, outcome in case_results.items():
         case = ET.SubElement(suite, "testcase", classname="spanguard.cases", name=case_id)
-        if outcome != "pass":
+        if outcome != Outcome.PASS:
             info = failures.get(case_id)
             detail = (", ".join(info.failed_checks) or info.reason) if info else outcome
             ET.SubElement(case, "failure", message=f"{case_id}: {detail}", type=outcome)

@@ -7,7 +7,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .checks import looks_like_json
+from ..case import Signal
+from ..checks import CheckKind, percentile
+from ..text_checks import looks_like_json
+from ..vocabulary import FeedbackLabel, SignalName
 from .loader import Row
 
 __all__ = [
@@ -19,32 +22,31 @@ __all__ = [
     "Signal",
     "build_context",
     "compute_signals",
-    "percentile",
     "score",
     "short_boundary",
 ]
 
-WEIGHTS: dict[str, float] = {
-    "negative_feedback": 3.0,
-    "user_retried": 2.5,
-    "empty_output": 3.0,
-    "expected_shape_violated": 3.0,
-    "fallback_phrase": 2.0,
-    "explicit_expectation": 2.0,
-    "output_much_shorter": 1.5,
-    "output_much_longer": 1.0,
-    "slow_response": 1.0,
-    "expensive_call": 1.0,
+WEIGHTS: dict[SignalName, float] = {
+    SignalName.NEGATIVE_FEEDBACK: 3.0,
+    SignalName.USER_RETRIED: 2.5,
+    SignalName.EMPTY_OUTPUT: 3.0,
+    SignalName.EXPECTED_SHAPE_VIOLATED: 3.0,
+    SignalName.FALLBACK_PHRASE: 2.0,
+    SignalName.EXPLICIT_EXPECTATION: 2.0,
+    SignalName.OUTPUT_MUCH_SHORTER: 1.5,
+    SignalName.OUTPUT_MUCH_LONGER: 1.0,
+    SignalName.SLOW_RESPONSE: 1.0,
+    SignalName.EXPENSIVE_CALL: 1.0,
 }
 #: Signals that mean "something already went wrong on this row" (a failure seed).
 QUALITY_SIGNALS = frozenset(
     {
-        "negative_feedback",
-        "user_retried",
-        "empty_output",
-        "fallback_phrase",
-        "expected_shape_violated",
-        "output_much_shorter",
+        SignalName.NEGATIVE_FEEDBACK,
+        SignalName.USER_RETRIED,
+        SignalName.EMPTY_OUTPUT,
+        SignalName.FALLBACK_PHRASE,
+        SignalName.EXPECTED_SHAPE_VIOLATED,
+        SignalName.OUTPUT_MUCH_SHORTER,
     }
 )
 _SHORT_RATIO = 0.5
@@ -59,36 +61,12 @@ MIN_COSTLY_EXCESS_USD = 0.000001
 
 
 @dataclass(frozen=True, slots=True)
-class Signal:
-    name: str
-    weight: float
-    detail: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "weight": self.weight, "detail": self.detail}
-
-
-@dataclass(frozen=True, slots=True)
 class LogContext:
     """Log-wide baselines; ``median_chars`` keeps :func:`statistics.median`'s int/float type."""
 
     p95_latency_ms: float | None
     p95_cost_usd: float | None
     median_chars: float
-
-
-def percentile(values: Sequence[float], fraction: float) -> float | None:
-    """Linear interpolation at ``fraction·(n−1)`` over the sorted values."""
-    clean = sorted(values)
-    if not clean:
-        return None
-    if len(clean) == 1:
-        return clean[0]
-    position = fraction * (len(clean) - 1)
-    lower = int(position)
-    upper = min(lower + 1, len(clean) - 1)
-    weight = position - lower
-    return clean[lower] * (1 - weight) + clean[upper] * weight
 
 
 def build_context(rows: Sequence[Row]) -> LogContext:
@@ -112,36 +90,36 @@ def short_boundary(median: float) -> int | None:
 def compute_signals(row: Row, context: LogContext) -> list[Signal]:
     signals: list[Signal] = []
 
-    def add(name: str, detail: str) -> None:
+    def add(name: SignalName, detail: str) -> None:
         signals.append(Signal(name, WEIGHTS[name], detail))
 
-    if row.feedback == "negative":
-        add("negative_feedback", "user gave negative feedback")
+    if row.feedback == FeedbackLabel.NEGATIVE:
+        add(SignalName.NEGATIVE_FEEDBACK, "user gave negative feedback")
     if row.retried:
-        add("user_retried", "the same request was retried")
+        add(SignalName.USER_RETRIED, "the same request was retried")
     chars = row.chars
     median = context.median_chars
     if chars == 0:
-        add("empty_output", "model returned an empty response")
+        add(SignalName.EMPTY_OUTPUT, "model returned an empty response")
     else:
         if row.fallback:
-            add("fallback_phrase", f"output contains {row.fallback!r}")
+            add(SignalName.FALLBACK_PHRASE, f"output contains {row.fallback!r}")
         if median > 0 and chars < median * _SHORT_RATIO and chars < _MIN_PLAUSIBLE * 2:
-            add("output_much_shorter", f"{chars} chars vs log median {median:.0f}")
+            add(SignalName.OUTPUT_MUCH_SHORTER, f"{chars} chars vs log median {median:.0f}")
         elif median > 0 and chars > median * _LONG_RATIO:
-            add("output_much_longer", f"{chars} chars vs log median {median:.0f}")
+            add(SignalName.OUTPUT_MUCH_LONGER, f"{chars} chars vs log median {median:.0f}")
     if row.expect:
-        add("explicit_expectation", "trace already carried an expectation block")
-        if row.expect.get("json") and not looks_like_json(row.output):
-            add("expected_shape_violated", "expected JSON output, got something else")
+        add(SignalName.EXPLICIT_EXPECTATION, "trace already carried an expectation block")
+        if row.expect.get(CheckKind.JSON) and not looks_like_json(row.output):
+            add(SignalName.EXPECTED_SHAPE_VIOLATED, "expected JSON output, got something else")
     p95 = context.p95_latency_ms
     if p95 is not None and row.latency_ms is not None \
             and row.latency_ms - p95 >= MIN_SLOW_EXCESS_MS:
-        add("slow_response", f"{row.latency_ms:.0f}ms above p95 {p95:.0f}ms")
+        add(SignalName.SLOW_RESPONSE, f"{row.latency_ms:.0f}ms above p95 {p95:.0f}ms")
     p95c = context.p95_cost_usd
     if p95c is not None and row.cost_usd is not None \
             and row.cost_usd - p95c >= MIN_COSTLY_EXCESS_USD:
-        add("expensive_call", f"${row.cost_usd:.6f} above p95 ${p95c:.6f}")
+        add(SignalName.EXPENSIVE_CALL, f"${row.cost_usd:.6f} above p95 ${p95c:.6f}")
     return signals
 
 

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ..inputs.evaluation import SPANS, TRACE2EVAL, Entry, read_evaluation_inputs
-from ..traces.formats import to_trace2eval_row
-from ..traces.model import ProcessTrace
+from ...inputs.evaluation import SPANS, TRACE2EVAL, Entry, read_evaluation_inputs
+from ...traces.formats import to_trace2eval_row
+from ...traces.model import ProcessTrace
+from ..case import Evidence
+from ..textnorm import detect_fallback
 from .expect import validate_expect
 from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
-from .textnorm import detect_fallback
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "ID_ALIASES", "INPUT_ALIASES", "OUTPUT_ALIASES",
            "LoadResult", "Problem", "Row", "load_logs"]
@@ -56,10 +57,15 @@ class Row:
     cost_usd: float | None
     feedback: str | None
     retried: bool
-    expect: dict[str, Any] | None
-    process: dict[str, Any] | None
+    expect: Mapping[str, object] | None
+    process: ProcessTrace | None
     file: str
     line: int
+
+    @property
+    def evidence(self) -> Evidence:
+        """What this request shows a check."""
+        return Evidence(self.output, self.process, self.latency_ms, self.cost_usd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +93,7 @@ def _where(file: str, line: int, message: str, field: str | None = None) -> str:
     return str(InputError(message, file=file, line=line, field=field))
 
 
-def _pick(data: dict[str, Any], keys: tuple[str, ...], allow_empty: bool = False) -> Any:
+def _pick(data: Mapping[str, object], keys: tuple[str, ...], allow_empty: bool = False) -> object:
     for key in keys:
         if key in data:
             value = data[key]
@@ -99,7 +105,7 @@ def _pick(data: dict[str, Any], keys: tuple[str, ...], allow_empty: bool = False
     return None
 
 
-def _pick_key(data: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
+def _pick_key(data: Mapping[str, object], keys: tuple[str, ...]) -> tuple[str, object]:
     for key in keys:
         value = data.get(key)
         if value is None or (isinstance(value, str) and not value.strip()):
@@ -109,13 +115,13 @@ def _pick_key(data: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
 
 
 def _number(
-    data: dict[str, Any], keys: tuple[str, ...], warn: list[tuple[str, str]]
+    data: Mapping[str, object], keys: tuple[str, ...], warn: list[tuple[str, str]]
 ) -> float | None:
     key, value = _pick_key(data, keys)
     if not key or isinstance(value, bool):
         return None
     try:
-        number = float(value)
+        number = float(value)  # type: ignore[arg-type]  # any JSON value; a bad one is a warning
     except (TypeError, ValueError):
         warn.append((key, f"expected a number, got {value!r}; treated as missing."))
         return None
@@ -142,12 +148,12 @@ class _LineError(Exception):
         self.field = field
 
 
-def _process(data: dict[str, Any], warn: list[tuple[str, str]]) -> dict[str, Any] | None:
+def _process(data: Mapping[str, object], warn: list[tuple[str, str]]) -> ProcessTrace | None:
     raw = data.get("trace")
     if not isinstance(raw, dict):
         return None
     try:
-        return ProcessTrace.from_dict(raw).to_dict()
+        return ProcessTrace.from_dict(raw)
     except TraceFormatError as exc:
         warn.append((exc.field or "trace", exc.detail + " The process trace is ignored."))
         return None
@@ -199,7 +205,7 @@ class _Reader:
             self.result.agent_traces += 1
         return self.build_row(data, entry.file, entry.line)
 
-    def build_row(self, data: dict[str, Any], name: str, number: int) -> Row:
+    def build_row(self, data: Mapping[str, object], name: str, number: int) -> Row:
         raw_input = _pick(data, INPUT_ALIASES)
         if raw_input is None:
             raise _LineError(

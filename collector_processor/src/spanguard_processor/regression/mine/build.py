@@ -11,14 +11,14 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from spanguard.exceptions import ConfigError, InputError
 
-from ..common.jsonio import write_text_atomic
-from ..common.references import resolve
+from ...common.jsonio import write_text_atomic
+from ...common.references import resolve
+from ..case import Case
+from ..vocabulary import SelectMode
 from .annotations import load_annotations, render_template
-from .case import Case
 from .casebuild import build_cases
 from .loader import DEFAULT_MAX_LINE_BYTES, Problem, load_logs
 from .report import build_report
@@ -39,7 +39,7 @@ class BuildOptions:
     timing_checks: bool = True
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     #: ``coverage``: a case for every question and path; ``signals``: trace2eval's selection.
-    select: str = "coverage"
+    select: str = SelectMode.COVERAGE
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the field (``max_cases``, ``dedup_threshold`` …)."""
@@ -90,7 +90,7 @@ class BuildResult:
     template_path: Path | None  # written when no expectations file exists and cases need one
     distinct_questions: int  # clusters, after any split by process (report.md's figure)
     questions_without_signals: int
-    select: str = "coverage"
+    select: str = SelectMode.COVERAGE
     covered_rows: int = 0  # requests in a cluster that became a case
 
     @property
@@ -118,7 +118,7 @@ class BuildResult:
     def failing_references(self) -> int:
         return sum(1 for c in self.cases if c.reference_fails)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The build as JSON: trace2eval 0.5.1's ``SelectionResult.stats()`` keys first, in its
         order and with its values (``total_traces`` … ``cases_needing_annotation``), then
         what spanguard adds (inputs, problems, warnings, clustering, the files written)."""

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from ...traces.model import ProcessTrace
+from ..case import Signal
+from ..textnorm import fold, shingles, slot_values
+from ..vocabulary import SelectMode
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .signals import LogContext, Signal, build_context, compute_signals, score
+from .signals import LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
-from .textnorm import fold, shingles, slot_values
 
 __all__ = [
     "SELECT_MODES",
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 #: ``coverage``: a case for every question cluster and path; ``signals``: trace2eval's choice.
-SELECT_MODES = ("coverage", "signals")
+SELECT_MODES = tuple(m.value for m in SelectMode)
 
 
 @dataclass
@@ -201,17 +203,17 @@ def cluster_log(
 ProcessSignature = tuple[tuple[str, ...], bool, int, int]
 
 
-def process_signature(process: dict[str, Any] | None) -> ProcessSignature | None:
+def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
     """What makes two traces of one question different behaviour: the set of tools called,
     escalation, the number of friction points and of plan steps."""
     if process is None:
         return None
-    tools = tuple(sorted({str(call.get("name")) for call in process.get("tool_calls", [])}))
+    tools = tuple(sorted({call.name for call in process.tool_calls}))
     return (
         tools,
-        bool(process.get("escalated", False)),
-        len(process.get("friction_points", [])),
-        len(process.get("plan_steps", [])),
+        process.escalated,
+        len(process.friction_points),
+        len(process.plan_steps),
     )
 
 
@@ -246,7 +248,7 @@ def _split_by_process(selection: Selection) -> None:
 
 
 def select(
-    selection: Selection, max_cases: int, min_score: float, mode: str = "coverage"
+    selection: Selection, max_cases: int, min_score: float, mode: str = SelectMode.COVERAGE
 ) -> Selection:
     """Choose the clusters that become cases, in creation order, at most ``max_cases``.
 
@@ -261,11 +263,11 @@ def select(
         value = selection.scores[cluster.representative]
         if value <= 0:
             selection.no_signal += 1
-        elif value < min_score and mode == "signals":
+        elif value < min_score and mode == SelectMode.SIGNALS:
             selection.below_min_score += 1
         elif value >= min_score:
             signalled.append(position)
-    if mode == "signals":
+    if mode == SelectMode.SIGNALS:
         wanted = signalled
     else:
         taken = set(signalled)

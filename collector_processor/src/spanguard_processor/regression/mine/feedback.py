@@ -14,6 +14,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..vocabulary import FeedbackLabel
+
 __all__ = ["NumericFeedback", "Scale", "infer_scale", "label_feedback", "read_on_scale"]
 
 _NEGATIVE = {
@@ -39,19 +41,19 @@ class NumericFeedback:
     value: float
 
 
-def label_feedback(value: object, key: str) -> str | NumericFeedback | None:
+def label_feedback(value: object, key: str) -> FeedbackLabel | NumericFeedback | None:
     """``"negative"``/``"positive"``/None for labels; numbers are returned for later scaling."""
     if value is None:
         return None
     if isinstance(value, bool):
-        return "positive" if value else "negative"
+        return FeedbackLabel.POSITIVE if value else FeedbackLabel.NEGATIVE
     text = str(value).strip().lower()
     if text in _NONE:
         return None
     if text in _NEGATIVE:
-        return "negative"
+        return FeedbackLabel.NEGATIVE
     if text in _POSITIVE:
-        return "positive"
+        return FeedbackLabel.POSITIVE
     try:
         number = float(text)
     except ValueError:
@@ -104,11 +106,11 @@ def infer_scale(key: str, values: Iterable[float]) -> Scale | None:
     return None
 
 
-def read_on_scale(value: float, scale: Scale | None) -> str | None:
+def read_on_scale(value: float, scale: Scale | None) -> FeedbackLabel | None:
     if scale is None:
         return None
     if value <= scale.negative_at:
-        return "negative"
+        return FeedbackLabel.NEGATIVE
     if value >= scale.positive_at:
-        return "positive"
+        return FeedbackLabel.POSITIVE
     return None

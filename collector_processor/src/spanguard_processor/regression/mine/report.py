@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..common.markdown import md_inert
-from .case import Case
-from .checks import PROCESS_CHECK_TYPES
+from ...common.markdown import md_inert
+from ..case import Case
+from ..checks import PROCESS_CHECK_TYPES
+from ..vocabulary import FailureKind
 from .select import ClusterHealth, Selection
 
 __all__ = ["build_report", "cell", "number"]
@@ -132,7 +133,7 @@ def _human_eye(cases: Sequence[Case]) -> list[str]:
         )
     for case in needing:
         names = ", ".join(s.name for s in case.signals)
-        if case.failure_kind == "behaviour":
+        if case.failure_kind == FailureKind.BEHAVIOUR:
             lines.append(
                 f"- {case.id} — the failure here was behavioural (`{names}`): the call "
                 f"itself produced a perfectly acceptable answer, and what went wrong "
@@ -188,7 +189,7 @@ def _top_case(top: Case) -> list[str]:
 def _process(cases: Sequence[Case]) -> list[str]:
     rows = []
     for case in cases:
-        kinds = [c["type"] for c in case.trace_checks if c["type"] in PROCESS_CHECK_TYPES]
+        kinds = [c.type for c in case.trace_checks if c.type in PROCESS_CHECK_TYPES]
         if kinds:
             rows.append(
                 f"| {cell(case.id, 18)} | {cell(', '.join(kinds), 80)} | "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..common.markdown import md_inert
-from ..common.tracelinks import trace_link
-from .diff import CaseDiff
+from ...common.markdown import md_inert
+from ...common.tracelinks import trace_link
+from ..gate.diff import CaseDiff
 
 __all__ = ["console_lines", "diffs_markdown", "junit_text"]
 

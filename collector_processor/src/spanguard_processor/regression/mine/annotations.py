@@ -10,17 +10,17 @@ annotations that match no case are reported as orphans.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ..common._json import parse_json
-from .case import Case
+from ...common._json import parse_json
+from ..case import Case, Check
+from ..checks import CheckKind
+from ..textnorm import fold
 from .expect import ANNOTATABLE_KEYS, checks_from_expect, validate_expect
-from .textnorm import fold
 
 __all__ = ["Annotation", "AnnotationSet", "load_annotations", "merge_checks", "render_template"]
 
@@ -28,7 +28,7 @@ __all__ = ["Annotation", "AnnotationSet", "load_annotations", "merge_checks", "r
 @dataclass(frozen=True, slots=True)
 class Annotation:
     input: str
-    expect: dict[str, Any]
+    expect: Mapping[str, object]
     note: str
     line: int
 
@@ -37,7 +37,7 @@ class Annotation:
         return fold(self.input)
 
     @property
-    def checks(self) -> list[dict[str, Any]]:
+    def checks(self) -> list[Check]:
         return checks_from_expect(self.expect)
 
 
@@ -63,7 +63,7 @@ def _problem(name: str, line: int, message: str, field: str | None = None) -> st
     )
 
 
-def _parse(payload: dict[str, Any], name: str, number: int) -> Annotation | str:
+def _parse(payload: Mapping[str, object], name: str, number: int) -> Annotation | str:
     raw = payload.get("expect")
     expect = raw if isinstance(raw, dict) else {}
     unknown = sorted(set(expect) - ANNOTATABLE_KEYS)
@@ -119,17 +119,16 @@ def load_annotations(path: Path) -> AnnotationSet:
     return result
 
 
-def merge_checks(
-    inferred: list[dict[str, Any]], human: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def merge_checks(inferred: list[Check], human: list[Check]) -> list[Check]:
     """Overlay human checks type by type; ``not_fallback`` first, nothing removed."""
-    by_type: dict[str, dict[str, Any]] = {check["type"]: check for check in inferred}
+    first = CheckKind.NOT_FALLBACK  # trace2eval's order: the fallback check leads
+    by_type: dict[str, Check] = {check.type: check for check in inferred}
     for check in human:
-        by_type[check["type"]] = check
-    ordered = [by_type.pop("not_fallback")] if "not_fallback" in by_type else []
+        by_type[check.type] = check
+    ordered = [by_type.pop(first)] if first in by_type else []
     ordered.extend(by_type.values())
-    if not ordered or ordered[0]["type"] != "not_fallback":
-        ordered.insert(0, {"type": "not_fallback"})
+    if not ordered or ordered[0].type != first:
+        ordered.insert(0, Check.of(first))
     return ordered
 
 

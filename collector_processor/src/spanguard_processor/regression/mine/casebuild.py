@@ -12,24 +12,34 @@ import hashlib
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
-from ..common._json import parse_json
-from .annotations import Annotation, AnnotationSet, merge_checks
-from .case import (
+from ...common._json import parse_json
+from ..case import (
     FAILURE_NOT_REPRODUCED,
     REFERENCE_FAILS_OWN_CHECKS,
+    Adjustment,
     Case,
     CaseAnnotation,
+    Check,
+    Evidence,
     SelfCheck,
 )
-from .checks import run_text_checks, run_trace_check
-from .consistency import make_consistent, timing_limit
+from ..checks import (
+    CheckFamily,
+    CheckKind,
+    check_types,
+    learn_process_checks,
+    run_text_checks,
+    run_trace_check,
+    timing_limit,
+)
+from ..textnorm import fold
+from ..vocabulary import FailureKind, SelfCheckVerdict, SignalName
+from .annotations import Annotation, AnnotationSet, merge_checks
+from .consistency import make_consistent
 from .expect import checks_from_expect
-from .process_expect import learn_process_checks
 from .select import Cluster, Selection
 from .signals import QUALITY_SIGNALS, short_boundary
-from .textnorm import fold
 
 __all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"]
 
@@ -37,17 +47,17 @@ __all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"
 MAX_LISTED_DUPLICATES = 1000
 _SHAPE = frozenset(
     {
-        "empty_output",
-        "fallback_phrase",
-        "expected_shape_violated",
-        "output_much_shorter",
-        "output_much_longer",
+        SignalName.EMPTY_OUTPUT,
+        SignalName.FALLBACK_PHRASE,
+        SignalName.EXPECTED_SHAPE_VIOLATED,
+        SignalName.OUTPUT_MUCH_SHORTER,
+        SignalName.OUTPUT_MUCH_LONGER,
     }
 )
-_BEHAVIOUR = frozenset({"negative_feedback", "user_retried", "slow_response", "expensive_call"})
-_SEEDS = QUALITY_SIGNALS | {"output_much_longer"}
+_BEHAVIOUR = frozenset({SignalName.NEGATIVE_FEEDBACK, SignalName.USER_RETRIED,
+                        SignalName.SLOW_RESPONSE, SignalName.EXPENSIVE_CALL})
+_SEEDS = QUALITY_SIGNALS | {SignalName.OUTPUT_MUCH_LONGER}
 _LONG_RATIO = 3.0
-_TIMING_SIGNALS = (("slow_response", "max_latency_ms"), ("expensive_call", "max_cost_usd"))
 
 
 def stable_case_id(text: str, taken: set[str]) -> str:
@@ -65,11 +75,13 @@ class BuiltCase:
     annotation: Annotation | None
 
 
-def _failure_kind(names: set[str]) -> str:
+def _failure_kind(names: set[str]) -> FailureKind:
     shape, behaviour = names & _SHAPE, names & _BEHAVIOUR
     if shape and behaviour:
-        return "shape_and_behaviour"
-    return "shape" if shape else "behaviour" if behaviour else "none"
+        return FailureKind.SHAPE_AND_BEHAVIOUR
+    if shape:
+        return FailureKind.SHAPE
+    return FailureKind.BEHAVIOUR if behaviour else FailureKind.NONE
 
 
 def _agreed_json_keys(outputs: list[str]) -> list[str]:
@@ -93,12 +105,12 @@ def _infer(
     references: list[str],
     notes: list[str],
     floor: int | None,
-) -> list[dict[str, Any]]:
-    checks: list[dict[str, Any]] = [{"type": "not_fallback"}]
+) -> list[Check]:
+    checks = [Check.of(CheckKind.NOT_FALLBACK)]
     usable = [o for o in references if o.strip()]
     if not usable:
         if is_seed and floor is not None:
-            checks.append({"type": "min_chars", "value": floor})
+            checks.append(Check.of(CheckKind.MIN_CHARS, value=floor))
             notes.append(
                 "failure seed with no clean sibling, but the failure itself was a length failure: "
                 "the response fell below the log's short-answer line, so this case asserts "
@@ -106,7 +118,7 @@ def _infer(
                 "rather than from this question's own answers, so check it first when tuning"
             )
         elif is_seed:
-            checks.append({"type": "min_chars", "value": 1})
+            checks.append(Check.of(CheckKind.MIN_CHARS, value=1))
             notes.append(
                 "failure seed with no clean sibling: no answer to this question in the log was "
                 "usable as a shape reference, so all this case asserts is that the answer is not "
@@ -117,7 +129,7 @@ def _infer(
         return checks
     median = int(statistics.median([len(o.strip()) for o in usable]))
     minimum = max(8, int(median * 0.4))
-    checks.append({"type": "min_chars", "value": minimum})
+    checks.append(Check.of(CheckKind.MIN_CHARS, value=minimum))
     source = "clean answer" if len(usable) == 1 else f"{len(usable)} clean answers"
     if is_seed:
         notes.append(
@@ -132,7 +144,7 @@ def _infer(
         )
     keys = _agreed_json_keys(usable)
     if keys:
-        checks.append({"type": "json", "required": keys})
+        checks.append(Check.of(CheckKind.JSON, required=keys))
         notes.append(f"clean answers agree on a JSON shape with keys {keys}")
     elif len(usable) > 1 and all(o.strip().startswith("{") for o in usable):
         notes.append("clean answers are all JSON but disagree on keys, so no JSON check was added")
@@ -161,43 +173,28 @@ class _Builder:
         names = {s.name for s in self.sel.signals[row]}
         return self.sel.rows[row].chars > 0 and not (names & _SEEDS)
 
-    def clean_records(self, members: list[int], is_seed: bool) -> list[dict[str, Any]]:
-        """The clean traces of a cluster as outputs records (a clean representative alone when
-        no member is clean), the traffic its checks must pass on."""
-        rows = self.sel.rows
+    def clean_runs(self, members: list[int], is_seed: bool) -> list[Evidence]:
+        """The clean runs of a cluster (a clean representative alone when no member is clean),
+        the traffic its checks must pass on."""
         chosen = [m for m in members if self.clean(m)]
         if not chosen and not is_seed:
             chosen = [members[0]]
-        return [
-            {
-                "output": rows[m].output,
-                "trace": rows[m].process,
-                "latency_ms": rows[m].latency_ms,
-                "cost_usd": rows[m].cost_usd,
-            }
-            for m in chosen
-        ]
+        return [self.sel.rows[m].evidence for m in chosen]
 
     def trace_checks(
-        self,
-        members: list[int],
-        names: set[str],
-        is_seed: bool,
-        adjusted: list[dict[str, Any]],
-    ) -> list[dict[str, Any]]:
-        rows = self.sel.rows
-        processes = [rows[m].process for m in members if self.clean(m) and rows[m].process]
-        if not processes and not is_seed and rows[members[0]].process:
-            processes = [rows[members[0]].process]
-        checks = learn_process_checks([p for p in processes if p is not None])
+        self, members: list[int], names: set[str], is_seed: bool, adjusted: list[Adjustment]
+    ) -> list[Check]:
+        runs = self.clean_runs(members, is_seed)
+        checks = learn_process_checks(runs)
         if not self.timing:
             return checks
-        records = self.clean_records(members, is_seed)
-        for signal, kind in _TIMING_SIGNALS:
-            if signal in names:
-                check, why = timing_limit(kind, records)
-                checks += [check] if check is not None else []
-                adjusted += [why] if why is not None else []
+        for ct in check_types(CheckFamily.TIMING):
+            if ct.signal in names:
+                learned = timing_limit(ct, runs)
+                if isinstance(learned, Check):
+                    checks.append(learned)
+                else:
+                    adjusted.append(learned)
         return checks
 
     def build(self, cluster: Cluster, case_id: str) -> BuiltCase:
@@ -213,14 +210,14 @@ class _Builder:
         pool = [members[0]] + [m for m in sel.family(cluster) if m != members[0]] if is_seed \
             else members
         floor = None
-        if is_seed and "output_much_shorter" in names:
+        if is_seed and SignalName.OUTPUT_MUCH_SHORTER in names:
             floor = short_boundary(sel.context.median_chars)
         notes: list[str] = []
         if rep.expect:
             checks = checks_from_expect(rep.expect)
             notes.append("checks inherited from the trace's own expect block")
-            if not any(c["type"] == "not_fallback" for c in checks):
-                checks.insert(0, {"type": "not_fallback"})
+            if not any(c.type == CheckKind.NOT_FALLBACK for c in checks):
+                checks.insert(0, Check.of(CheckKind.NOT_FALLBACK))
             shape_source = "the trace's own expect block"
         else:
             references = [rows[m].output for m in pool if self.clean(m)]
@@ -228,17 +225,17 @@ class _Builder:
                 references = [rep.output]
             checks = _infer(is_seed, references, notes, floor)
             shape_source = _source(sum(1 for o in references if o.strip()), floor)
-            if "output_much_longer" in names and sel.context.median_chars > 0:
+            if SignalName.OUTPUT_MUCH_LONGER in names and sel.context.median_chars > 0:
                 bound = math.floor(sel.context.median_chars * _LONG_RATIO)
-                checks.append({"type": "max_chars", "value": bound})
+                checks.append(Check.of(CheckKind.MAX_CHARS, value=bound))
                 notes.append(
                     f"the answer rambled past the log's long-answer line, so this case "
                     f"asserts max_chars={bound} (3x the log median)"
                 )
-        adjusted: list[dict[str, Any]] = []
+        adjusted: list[Adjustment] = []
         trace_checks = self.trace_checks(pool, names, is_seed, adjusted)
         checks, trace_checks, changes = make_consistent(
-            checks, trace_checks, self.clean_records(pool, is_seed)
+            checks, trace_checks, self.clean_runs(pool, is_seed)
         )
         adjusted += changes
         annotation = self.lookup(rep.input, members)
@@ -295,20 +292,20 @@ class _Builder:
 
     def self_check(
         self,
-        checks: list[dict[str, Any]],
-        trace_checks: list[dict[str, Any]],
+        checks: list[Check],
+        trace_checks: list[Check],
         row: int,
         is_seed: bool,
     ) -> SelfCheck:
         rep = self.sel.rows[row]
         failed = [r.type for r in run_text_checks(checks, rep.output) if not r.passed]
         if is_seed and not failed and rep.process is not None:
-            record = {"trace": rep.process, "latency_ms": rep.latency_ms, "cost_usd": rep.cost_usd}
-            failed = [c["type"] for c in trace_checks if run_trace_check(c, record).passed is False]
+            run = rep.evidence
+            failed = [c.type for c in trace_checks if run_trace_check(c, run).passed is False]
         if is_seed:
-            verdict = "ok" if failed else FAILURE_NOT_REPRODUCED
+            verdict = SelfCheckVerdict.OK if failed else FAILURE_NOT_REPRODUCED
         else:
-            verdict = REFERENCE_FAILS_OWN_CHECKS if failed else "ok"
+            verdict = REFERENCE_FAILS_OWN_CHECKS if failed else SelfCheckVerdict.OK
         return SelfCheck(not failed, tuple(failed), verdict)
 
 

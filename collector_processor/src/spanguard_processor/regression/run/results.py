@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["CaseOutcome", "Failure", "Metrics"]
+from ...traces.model import ProcessTrace, RetrievedDocument, ToolCall
+
+__all__ = ["CaseEvidence", "CaseOutcome", "Failure", "Metrics"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +30,7 @@ class Failure:
     reason: str
     failed_checks: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"case_id": self.case_id, "reason": self.reason,
                 "failed_checks": list(self.failed_checks)}
 
@@ -73,8 +75,8 @@ class Metrics:
         value = getattr(self, name, None) if name in _FIGURES else None
         return value if isinstance(value, int | float) else None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         for name in _FIGURES:
             value = getattr(self, name)
             if value is not None or name not in _OPTIONAL:
@@ -94,6 +96,74 @@ _FIGURES = tuple(f.name for f in fields(Metrics) if f.name != "failures")
 _OPTIONAL = frozenset(f.name for f in fields(Metrics) if f.default is None)
 
 
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _items(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+@dataclass(frozen=True, slots=True)
+class CaseEvidence:
+    """What a case's record showed, for ``check``'s case diffs (``case_details.<id>.evidence``):
+    the question, and when a record was found (``recorded``) its trace, root span and model
+    answer ids, an output excerpt and its process — tool names, documents without scores."""
+
+    input: str | None = None
+    recorded: bool = False
+    trace_id: str | None = None
+    span_id: str | None = None
+    response_id: str | None = None
+    output: str = ""
+    process: ProcessTrace | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"input": self.input}
+        if not self.recorded:
+            return out
+        out["trace_id"] = self.trace_id
+        if self.span_id is not None:  # the root span and model answer, for --emit-otlp
+            out["span_id"] = self.span_id
+        if self.response_id is not None:
+            out["response_id"] = self.response_id
+        out["output"] = self.output
+        p = self.process
+        out["process"] = None if p is None else {
+            "tool_calls": [t.name for t in p.tool_calls],
+            "escalated": p.escalated,
+            "escalation_reason": p.escalation_reason,
+            "plan_steps": list(p.plan_steps),
+            "friction_points": list(p.friction_points),
+            "retrieved_documents": [{"id": d.id, "group": d.group, "rank": d.rank}
+                                    for d in p.retrieved_documents],
+        }
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> CaseEvidence:
+        """Evidence from a run file; a part of the wrong type reads as absent."""
+        raw = data.get("process")
+        process = None
+        if isinstance(raw, Mapping):
+            process = ProcessTrace(
+                tool_calls=tuple(ToolCall(str(t)) for t in _items(raw.get("tool_calls"))),
+                retrieved_documents=tuple(
+                    RetrievedDocument(_str(d.get("id")), _str(d.get("group")),
+                                      r if isinstance(r := d.get("rank"), int) else None)
+                    for d in _items(raw.get("retrieved_documents")) if isinstance(d, Mapping)),
+                plan_steps=tuple(str(s) for s in _items(raw.get("plan_steps"))),
+                escalated=bool(raw.get("escalated", False)),
+                escalation_reason=_str(raw.get("escalation_reason")),
+                friction_points=tuple(str(s) for s in _items(raw.get("friction_points"))),
+            )
+        output = data.get("output")
+        return cls(_str(data.get("input")), "output" in data or "trace_id" in data,
+                   _str(data.get("trace_id")), _str(data.get("span_id")),
+                   _str(data.get("response_id")), output if isinstance(output, str) else "",
+                   process)
+
+
 @dataclass(frozen=True, slots=True)
 class CaseOutcome:
     """One case of a run: its outcome, how its record was found, and what the record showed."""
@@ -106,10 +176,10 @@ class CaseOutcome:
     latency_ms: float | None = None
     cost_usd: float | None = None
     unverified: tuple[str, ...] = ()  # trace checks whose evidence the record lacks
-    evidence: dict[str, Any] | None = None  # what the record did, for check's case diffs
+    evidence: CaseEvidence | None = None  # what the record did, for check's case diffs
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "outcome": self.outcome,
             "matched_by": self.matched_by,
             "failed_checks": list(self.failed_checks),
@@ -119,7 +189,7 @@ class CaseOutcome:
             "cost_usd": self.cost_usd,
         }
         if self.evidence is not None:
-            out["evidence"] = self.evidence
+            out["evidence"] = self.evidence.to_dict()
         return out
 
     @classmethod
@@ -137,7 +207,7 @@ class CaseOutcome:
             _finite(data.get("latency_ms")),
             _finite(data.get("cost_usd")),
             _texts(data.get("unverified_checks")),
-            dict(evidence) if isinstance(evidence, Mapping) else None,
+            CaseEvidence.from_dict(evidence) if isinstance(evidence, Mapping) else None,
         )
 
 

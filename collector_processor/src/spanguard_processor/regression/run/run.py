@@ -10,34 +10,24 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
-from ..common._json import parse_json
-from ..common.jsonio import iter_jsonl
-from ..common.limits import bounded_lines
-from .case import Case
-from .checks import run_text_checks, run_trace_check
-from .diff import case_evidence
-from .loader import OUTPUT_ALIASES
+from ...common.jsonio import iter_jsonl
+from ..case import Case
+from ..checks import CheckKind, percentile, run_text_checks, run_trace_check
+from ..vocabulary import FailureReason, Outcome
+from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
 from .results import CaseOutcome, Failure, Metrics
-from .signals import percentile
-from .textnorm import fold
 
 __all__ = [
-    "MATCH_KINDS",
     "METRICS_VERSION",
     "PRODUCER",
-    "CaseOutcome",
-    "Outputs",
     "RunResult",
     "load_cases",
-    "load_outputs",
-    "outputs_from_traces",
     "run_cases",
     "score_case",
 ]
@@ -76,110 +66,6 @@ def load_cases(path: Path) -> list[Case]:
     return cases
 
 
-#: How a case found its record, in the order tried.
-MATCH_KINDS = ("case_id", "source_trace_id", "question")
-
-
-@dataclass
-class Outputs:
-    """Candidate records, indexed every way a case can find its own."""
-
-    by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
-    by_source: dict[str, dict[str, Any]] = field(default_factory=dict)
-    by_input: dict[str, dict[str, Any]] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
-
-    def add(self, key: str, record: dict[str, Any]) -> None:
-        self.by_id[key] = record
-        source = record.get("source_trace_id")
-        if isinstance(source, str | int) and not isinstance(source, bool) and str(source):
-            self.by_source[str(source)] = record
-        text = record.get("input")
-        if isinstance(text, str) and text.strip():
-            self.by_input[fold(text)] = record
-
-    def __len__(self) -> int:
-        return len(self.by_id)
-
-    def find(self, case: Case) -> tuple[dict[str, Any] | None, str | None]:
-        """The record for ``case`` and how it was found: by case id, then by the trace the case
-        was mined from (a record keyed by it, or carrying it as ``source_trace_id``), then by
-        the folded question."""
-        if case.id in self.by_id:
-            return self.by_id[case.id], "case_id"
-        source = case.source_trace_id
-        if source:
-            record = self.by_id.get(source) or self.by_source.get(source)
-            if record is not None:
-                return record, "source_trace_id"
-        text = case.input
-        if text is not None and text.strip():
-            record = self.by_input.get(fold(text))
-            if record is not None:
-                return record, "question"
-        return None, None
-
-
-def load_outputs(path: Path) -> Outputs:
-    """Candidate outputs keyed like trace2eval (``id``, else ``trace_id``, else line)."""
-    outputs = Outputs()
-    name = path.as_posix()
-    if not path.is_file():
-        raise CaseFormatError("does not exist or is not a file.", file=name)
-    with path.open("rb") as stream:
-        for number, raw in enumerate(bounded_lines(stream, name, CaseFormatError), 1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                text = raw.decode("utf-8").strip()
-                if not text:
-                    continue
-                data = parse_json(text)
-            except ValueError as exc:
-                outputs.skipped.append(
-                    f"{name}:{number}: is not valid UTF-8 JSON "
-                    f"({type(exc).__name__}); line skipped."
-                )
-                continue
-            if not isinstance(data, dict):
-                outputs.skipped.append(f"{name}:{number}: is not a JSON object; line skipped.")
-                continue
-            key = data.get("id") or data.get("trace_id")
-            outputs.add(str(key) if key is not None else f"trace-{number:05d}", data)
-    return outputs
-
-
-def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
-    """Agent traces as outputs records: matched to cases by id, then by question."""
-    from ..inputs.readers import read_agent_traces_any
-
-    outputs = Outputs()
-    for path in paths:
-        for trace in read_agent_traces_any([path]):
-            record = {
-                "trace_id": trace.trace_id,
-                "input": trace.input,
-                "output": trace.output or "",
-                "latency_ms": trace.latency_ms,
-                "cost_usd": trace.cost_usd,
-                "trace": trace.trace.to_dict(),
-            }
-            if trace.root_span_id:  # where a result sent by --emit-otlp belongs
-                record["span_id"] = trace.root_span_id
-            if trace.response_id:
-                record["response_id"] = trace.response_id
-            outputs.add(trace.request_id or trace.trace_id, record)
-    return outputs
-
-
-def _text(record: dict[str, Any]) -> str:
-    for alias in OUTPUT_ALIASES:
-        value = record.get(alias)
-        if value:
-            return str(value)
-    return ""
-
-
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -197,14 +83,14 @@ class RunResult:
 
     @property
     def matching(self) -> dict[str, int]:
-        counts = {kind: 0 for kind in MATCH_KINDS}
+        counts: dict[str, int] = {kind: 0 for kind in MATCH_KINDS}
         for o in self.outcomes:
             if o.matched_by is not None:
                 counts[o.matched_by] += 1
         counts["unmatched"] = sum(1 for o in self.outcomes if o.matched_by is None)
         return counts
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "version": METRICS_VERSION,
             "producer": PRODUCER,
@@ -214,7 +100,7 @@ class RunResult:
             "case_details": {o.case_id: o.to_dict() for o in self.outcomes},
         }
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, object]:
         return self.to_dict()
 
     def to_json(self) -> str:
@@ -228,16 +114,17 @@ def _number(value: object) -> float | None:
 
 
 def score_case(
-    case: Case, record: dict[str, Any] | None, matched_by: str | None = None
+    case: Case, record: OutputRecord | None, matched_by: str | None = None
 ) -> CaseOutcome:
     """Run one case's text and trace checks against its record (None: the output is missing)."""
     if record is None:
-        return CaseOutcome(case.id, "missing", evidence=case_evidence(case.input, None, ""))
+        return CaseOutcome(case.id, Outcome.MISSING, evidence=case_evidence(case.input, None))
     failed: list[str] = []
     details: list[str] = []
     unverified: list[str] = []
-    results = run_text_checks(list(case.checks), _text(record))
-    results += [run_trace_check(check, record) for check in case.trace_checks]
+    run = record.evidence
+    results = run_text_checks(case.checks, run.output)
+    results += [run_trace_check(check, run) for check in case.trace_checks]
     for result in results:
         if result.passed is None:
             unverified.append(result.type)
@@ -246,14 +133,14 @@ def score_case(
             details.append(f"{result.type}: {result.detail}" if result.detail else result.type)
     return CaseOutcome(
         case.id,
-        "fail" if failed else "pass",
+        Outcome.FAIL if failed else Outcome.PASS,
         matched_by,
         tuple(failed),
         tuple(details),
-        _number(record.get("latency_ms")),
-        _number(record.get("cost_usd")),
+        _number(run.latency_ms),
+        _number(run.cost_usd),
         tuple(unverified),
-        case_evidence(case.input, record, _text(record)),
+        case_evidence(case.input, record),
     )
 
 
@@ -273,28 +160,28 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
         if record is None:
             failed += 1
             missing += 1
-            failures.append(Failure(outcome.case_id, "missing_output"))
+            failures.append(Failure(outcome.case_id, FailureReason.MISSING_OUTPUT))
             continue
         bad = list(outcome.failed_checks)
         if case.trace_checks:
             trace_cases += 1
             unverified += len(outcome.unverified)
-            trace_types = {str(c.get("type", "")).strip() for c in case.trace_checks}
+            trace_types = {c.type for c in case.trace_checks}
             trace_passed += not any(b in trace_types for b in bad)
-        for key, values in (("latency_ms", latencies), ("cost_usd", costs)):
-            value = record.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                values.append(float(value))
-        chars.append(len(_text(record).strip()))
+        run = record.evidence
+        for value, values in ((run.latency_ms, latencies), (run.cost_usd, costs)):
+            if value is not None:
+                values.append(value)
+        chars.append(len(run.output.strip()))
         if bad:
             failed += 1
-            failures.append(Failure(outcome.case_id, "check_failed", tuple(bad)))
+            failures.append(Failure(outcome.case_id, FailureReason.CHECK_FAILED, tuple(bad)))
         else:
             passed += 1
-        fallback += bool(bad) and "not_fallback" in bad
-        if any(c.get("type") == "json" for c in case.checks):
+        fallback += bool(bad) and CheckKind.NOT_FALLBACK in bad
+        if any(c.get("type") == CheckKind.JSON for c in case.checks):
             json_cases += 1
-            json_passed += "json" not in bad
+            json_passed += CheckKind.JSON not in bad
     denominator = total or 1
     metrics = Metrics(
         total=total,
