@@ -1,5 +1,6 @@
-"""Pieces every command shares: the bad-input exception, the library's errors in the
-command line's terms, and the check that no output overwrites an input."""
+"""Pieces every command shares: the exit codes and the one gate exit, the bad-input exception,
+the library's errors in the command line's terms, and the check that no output overwrites an
+input."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -16,8 +17,14 @@ from spanguard.exceptions import ConfigError, InputError
 if TYPE_CHECKING:
     from ..inputs.guard import FileKind, Slot
 
-__all__ = ["BadInput", "check_files", "in_cli_terms", "in_command_terms", "option_names",
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "BadInput",
+           "check_files", "exit_gate", "in_cli_terms", "in_command_terms", "option_names",
            "refuse_overwrite", "spell_options"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
 
 #: A parameter the library mentions in a sentence: `force`, or with a value, `mode=point`.
 _MENTION = re.compile(r"`([a-z_][a-z0-9_]*)(?:=([^`\s]+))?`")
@@ -26,7 +33,13 @@ _MENTION = re.compile(r"`([a-z_][a-z0-9_]*)(?:=([^`\s]+))?`")
 class BadInput(click.ClickException):
     """A user mistake: printed as ``Error: <message>`` with exit code 2, never a traceback."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
+
+
+def exit_gate(passed: bool, ctx: click.Context | None = None) -> NoReturn:
+    """The one way a gating command ends once its verdict is printed: exit 0 when the gate
+    passed, 1 when it failed (``fairness``, ``run``, ``compare``, ``cases run``, ``check``)."""
+    (ctx or click.get_current_context()).exit(EXIT_OK if passed else EXIT_FAILED)
 
 
 def option_names(command: click.Command, ctx: click.Context) -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,8 +23,7 @@ from ..regression.run import (
     run_cases,
 )
 from ..regression.select import SELECT_MODES, ClusterHealth
-from . import EXIT_FAILED
-from ._common import BadInput, check_files
+from ._common import BadInput, check_files, exit_gate
 from ._emit import emit_option, resolve_endpoint, send_case_events
 
 __all__ = ["cases"]
@@ -303,13 +301,14 @@ def run(
     if show_failures:
         _show_failures(metrics.failures)
     send_case_events(endpoint, result.outcomes)
-    if min_pass_rate is not None and metrics.pass_rate < min_pass_rate:
+    passed = min_pass_rate is None or metrics.pass_rate >= min_pass_rate
+    if not passed:
         click.echo(
             f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required "
             f"{min_pass_rate:.2%}",
             err=True,
         )
-        sys.exit(EXIT_FAILED)
+    exit_gate(passed)
 
 
 def _echo_matching(result: RunResult, total: int, source: Path) -> None:

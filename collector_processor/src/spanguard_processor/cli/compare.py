@@ -40,7 +40,7 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
     )
     from ..fairness.verdict_text import number
     from ..inputs import guard
-    from ._common import check_files
+    from ._common import check_files, exit_gate
 
     # a history.jsonl@N reference names no file as such: its file is checked when read
     check_files([(guard.REPORT, [p for p in (baseline, candidate) if p.exists()])])
@@ -62,4 +62,4 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
     regressed = result.regressed
     click.echo("no fairness regression" if not regressed
                else f"fairness regressed: {', '.join(regressed)}", err=fmt != "text")
-    ctx.exit(1 if regressed else 0)
+    exit_gate(not regressed, ctx)
