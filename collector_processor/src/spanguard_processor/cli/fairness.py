@@ -11,7 +11,7 @@ import click
 
 from spanguard.exceptions import ConfigError
 
-from ._common import check_files, exit_gate, in_command_terms, refuse_overwrite
+from ._common import check_files, exit_gate, in_command_terms, output_option, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint, send_events
 from .suite import echo_plan
 
@@ -28,9 +28,8 @@ REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The statistics and gate options shared by ``fairness`` and ``run``."""
     options = [
-        click.option("-o", "--output", "output", type=click.Path(file_okay=False,
-                     path_type=Path), default=None,
-                     help="Directory for report.json, report.md, junit.xml, report.html."),
+        output_option(directory=True, default=None,
+                      help="Directory for report.json, report.md, junit.xml, report.html."),
         click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
                      default="default", show_default=True,
                      help="default: PASS when the upper bound is under the threshold, "

@@ -11,7 +11,7 @@ import click
 from ..common.jsonio import write_jsonl
 from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
-from ._common import BadInput, F, check_files, renamed
+from ._common import BadInput, F, check_files, output_option, renamed
 
 __all__ = ["traces"]
 
@@ -82,8 +82,7 @@ def traces() -> None:
 @traces.command()
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 @_output_format
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="JSONL file to write (replaced atomically).")
+@output_option(required=True, help="JSONL file to write (replaced atomically).")
 @click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help=_PRICES_HELP)
 @click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
@@ -115,8 +114,7 @@ def convert(source: Path, output_format: str, output: Path, prices: Path | None,
               help="A span store, a span file, a folder of span files or agent-trace JSONL; "
                    "repeat to read several (e.g. one store per processor replica).")
 @_output_format
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="JSONL file to write (replaced atomically).")
+@output_option(required=True, help="JSONL file to write (replaced atomically).")
 @click.option("--include-pending", is_flag=True,
               help="Also export traces still in flight in a store (marked partial).")
 @click.option("--skip-bad", is_flag=True,
