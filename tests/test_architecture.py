@@ -478,6 +478,51 @@ def test_the_string_scan_skips_docstrings_and_other_programs_options() -> None:
         (6, " ms (--min-latency-change-ms)")]
 
 
+def _argv_strings(tree: ast.AST) -> set[int]:
+    """The ids of the strings in the command line handed to another program: the first
+    argument of a ``subprocess`` call (``["git", "rev-parse", "--short=12"]``)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess":
+            found.update(id(part) for arg in node.args[:1] for part in ast.walk(arg)
+                         if isinstance(part, ast.Constant))
+    return found
+
+
+def _strings_naming_flags(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of every string literal (f-string parts too) that holds a ``--flag`` of any
+    spelling, spanguard's or not, current or deprecated: docstrings and the command lines of
+    other programs aside."""
+    skip = _docstrings(tree) | _argv_strings(tree)
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in skip and _OPTION.search(node.value)]
+
+
+def test_library_strings_name_no_flag_at_all() -> None:
+    """No library module raises, returns or prints a ``--flag`` — not even one no command has
+    (yet), an old spelling, or one in a message the library builds for a caller to print: it
+    names the parameter (`tolerance_scale`) and cli/ maps it to the option the user typed."""
+    offenders = [f"{name}:{line} {text!r}" for name, tree in _library_trees()
+                 for line, text in _strings_naming_flags(tree)]
+    assert offenders == []
+
+
+def test_the_flag_scan_skips_docstrings_and_other_programs_command_lines() -> None:
+    tree = ast.parse(
+        '"""Module doc: --gate point."""\n'
+        'import subprocess\n'
+        'def f():\n'
+        '    """Reads --traces."""\n'
+        '    subprocess.run(["git", "rev-parse", "--short=12"], check=False)\n'
+        '    warn("pass --no-such-flag")\n'
+        '    hint = f"or {x} --out DIR"\n'
+        '    return ["--format", "a--b", "x -- y", "`redact`"]\n')
+    assert _strings_naming_flags(tree) == [(6, "pass --no-such-flag"), (7, " --out DIR"),
+                                           (8, "--format")]
+
+
 MAX_MODULE_LINES = 400
 
 

@@ -71,7 +71,8 @@ def test_compare_reads_history_entries(tmp_path: Path) -> None:
     assert same.exit_code == 0 and same.output.endswith("no fairness regression\n")
     better = CliRunner().invoke(cli, ["compare", f"{history}@1", f"{history}@0"])
     assert better.exit_code == 0
-    missing = CliRunner().invoke(cli, ["compare", f"{history}@5", str(out)])
+    missing = CliRunner().invoke(cli, ["compare", "--baseline", f"{history}@5", "--current",
+                                       str(out)])
     assert missing.exit_code == 2
     assert missing.output == f"Error: {history}: has 2 run(s); there is no run @5.\n"
 

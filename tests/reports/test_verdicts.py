@@ -281,7 +281,8 @@ def test_compare_never_counts_losing_a_pass_as_an_improvement(tmp_path: Path) ->
         None, None)  # its 0.0 measured nothing
     assert rows["tool_name_gap"]["regressed"] is False
     assert rows["tool_name_gap"]["reason"] == "verdict went from FAIL to PASS"
-    text = CliRunner().invoke(cli, ["compare", str(base), str(cand)]).output.splitlines()
+    text = CliRunner().invoke(cli, ["compare", "--baseline", str(base), "--current",
+                                    str(cand)]).output.splitlines()
     assert text[0].startswith("REGRESSED  escalation_parity")
     assert text[0].endswith("PASS → INCONCLUSIVE: verdict went from PASS to INCONCLUSIVE")
     assert any(line.startswith("ok ") and line.endswith("FAIL → PASS") for line in text)

@@ -24,7 +24,15 @@ import click
 from spanguard.exceptions import ConfigError, InputError
 
 from ..common.writes import output_transaction
-from ._common import BadInput, in_cli_terms, option_names
+from ._common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    BadInput,
+    in_cli_terms,
+    option_names,
+)
 
 __all__ = [
     "COMMANDS",
@@ -35,11 +43,6 @@ __all__ = [
     "EXIT_OK",
     "main",
 ]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 3
 
 # Every option can also come from the environment: SPANGUARD_<COMMAND>_<OPTION>, e.g.
 # SPANGUARD_DEMO_QUESTIONS=20 or SPANGUARD_FAIRNESS_GATE=point (handy in CI).

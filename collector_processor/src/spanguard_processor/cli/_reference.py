@@ -21,6 +21,35 @@ usage, 3 internal error. Bad input includes an input with no records ("no record
 `traces convert|export --allow-empty` accept one), a file of another kind than the command
 wants, an output that would replace an input, and an output that could not be written
 ("could not write PATH: no space left on device"); see docs/reliability.md.
+
+## One option vocabulary
+
+Every command spells the same thing the same way:
+
+* `-o/--output PATH`: the command's main output; a file (`cases run`, `traces`, `init`,
+  `suite variants`), or a folder where it writes a set of reports (`fairness` and `run`:
+  report.json, report.md, junit.xml, report.html; `cases build`; `demo`).
+* `--markdown/--junit/--html FILE`: one more rendering of the result, each to a file of its
+  own, beside a main output that is one file or none (`cases run`, `check`).
+* `--traces-out FILE`, `--records-out FILE`: a second output, named by what it holds.
+* `--format`: how the result is printed on stdout (text, json, markdown), never a file's
+  format; `-f/--output-format` is the format of the file `-o` writes (`traces`).
+* `--redact`: leave prompts, responses and document text out of all that is written or stored.
+* `--baseline FILE --current FILE`: the two inputs of a comparison (`check`, `compare`).
+* `--tolerance-scale`: a multiplier of trace2eval's tolerances (`check`); `--min-change` and
+  `--min-latency-change-ms`: a smaller change is never a regression.
+* `--skip-bad`: skip bad input lines (counted and reported) instead of stopping at the first;
+  `--strict`, a flag of its own: exit 2 when a command that skips bad lines by default
+  (`cases build`) skipped any.
+
+Inputs and outputs given as arguments stay arguments where a command copies one file into
+another (`import SOURCE SRC OUT`, `store recover DAMAGED NEW`). Older spellings still work
+and print a one-line note on stderr, e.g. `note: --out is deprecated; use --output`:
+`-o/--out` (`cases build`, `cases run`, `demo`) is `-o/--output`; `--format` of `traces
+convert|export` is `-f/--output-format`; `--redact-content` (`ingest`, `serve`) is `--redact`;
+`compare BASELINE CANDIDATE` is `compare --baseline BASELINE --current CANDIDATE`; `compare
+--tolerance` is `--min-change`. An old `SPANGUARD_<COMMAND>_<OPTION>` variable works too,
+with the same note.
 """
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,8 +17,7 @@ from ..regression.report.render import render_matching, render_metrics, run_juni
 from ..regression.run.outputs import Outputs, load_outputs, outputs_from_traces
 from ..regression.run.results import Failure
 from ..regression.run.run import RunResult, load_cases, run_cases
-from . import EXIT_FAILED
-from ._common import BadInput, check_files
+from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
 
 __all__ = ["cases"]
@@ -37,14 +35,10 @@ def cases() -> None:
 
 @cases.command()
 @click.argument("inputs", nargs=-1, required=True, type=_FILE)
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("evalset"),
-    show_default=True,
-    help="Output directory.",
-)
+@output_option(directory=True, default=Path("evalset"), show_default=True,
+               help="Folder for cases.jsonl, report.md and expectations.template.jsonl.")
+@renamed("--out", target="output", renamed_to="--output",
+         type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--max-cases", type=int, default=50, show_default=True, help="Cap on cases.")
 @click.option(
     "--min-score",
@@ -62,7 +56,7 @@ def cases() -> None:
     help="Jaccard similarity at which two questions are the same.",
 )
 @click.option("--similarity", metavar="MODULE:FUNCTION", help="Custom matcher (slow).")
-@click.option("--expectations", type=_FILE, help="Default: OUT/expectations.jsonl.")
+@click.option("--expectations", type=_FILE, help="Default: OUTPUT/expectations.jsonl.")
 @click.option(
     "--ids",
     type=click.Choice(["stable", "sequential"]),
@@ -94,7 +88,7 @@ def cases() -> None:
 @click.option("--strict", is_flag=True, help="Exit 2 if any input line was skipped.")
 def build(
     inputs: tuple[Path, ...],
-    out: Path,
+    output: Path,
     max_cases: int,
     min_score: float,
     dedup_threshold: float,
@@ -127,8 +121,9 @@ def build(
     """
     template = expectations.with_name("expectations.template.jsonl") if expectations else None
     check_files([(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)], [template],
-                directories=[(out, ["cases.jsonl", "report.md", "expectations.template.jsonl"])])
-    options = BuildOptions(out=out, max_cases=max_cases, min_score=min_score,
+                directories=[(output, ["cases.jsonl", "report.md",
+                                       "expectations.template.jsonl"])])
+    options = BuildOptions(out=output, max_cases=max_cases, min_score=min_score,
                            dedup_threshold=dedup_threshold, similarity=similarity,
                            expectations=expectations, sequential_ids=ids == "sequential",
                            timing_checks=not no_timing_checks, max_line_bytes=max_line_bytes,
@@ -242,7 +237,8 @@ def _health_lines(health: ClusterHealth) -> list[str]:
 @click.option("--cases", "cases_path", type=_FILE, required=True, help="cases.jsonl.")
 @click.option("--outputs", type=_FILE, help="JSONL of {id, output, ...} records.")
 @click.option("--traces", type=_FILE, multiple=True, help="Agent-trace JSONL (repeatable).")
-@click.option("-o", "--out", type=_FILE, help="Write metrics JSON here.")
+@output_option(help="Write the run result (metrics JSON) here; `check` reads it.")
+@renamed("--out", target="output", renamed_to="--output", type=_FILE, default=None)
 @click.option("--min-pass-rate", type=float, help="Exit 1 below this pass rate.")
 @click.option("--show-failures", is_flag=True, help="List failing cases and checks.")
 @click.option("--markdown", type=_FILE, help="Also write the metrics table as Markdown.")
@@ -252,7 +248,7 @@ def run(
     cases_path: Path,
     outputs: Path | None,
     traces: tuple[Path, ...],
-    out: Path | None,
+    output: Path | None,
     min_pass_rate: float | None,
     show_failures: bool,
     markdown: Path | None,
@@ -278,13 +274,13 @@ def run(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
         )
     check_files([(guard.CASES, cases_path), (guard.OUTPUTS, outputs), (guard.TRACES, traces)],
-                [out, markdown, junit])
+                [output, markdown, junit])
     endpoint = resolve_endpoint(emit_otlp)
     case_list, records = _load_run_inputs(cases_path, outputs, traces)
     result = run_cases(case_list, records)
     metrics = result.metrics
-    if out is not None:
-        write_text_atomic(out, result.to_json())
+    if output is not None:
+        write_text_atomic(output, result.to_json())
     table = render_metrics(metrics)
     click.echo(table)
     _echo_matching(result, len(case_list), outputs or traces[0])
@@ -292,18 +288,19 @@ def run(
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
         write_text_atomic(junit, run_junit(metrics, result.case_results))
-    if out is not None:
-        click.echo(f"\nwritten -> {out.as_posix()}")
+    if output is not None:
+        click.echo(f"\nwritten -> {output.as_posix()}")
     if show_failures:
         _show_failures(metrics.failures)
     send_case_events(endpoint, result.outcomes)
-    if min_pass_rate is not None and metrics.pass_rate < min_pass_rate:
+    passed = min_pass_rate is None or metrics.pass_rate >= min_pass_rate
+    if not passed:
         click.echo(
             f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required "
             f"{min_pass_rate:.2%}",
             err=True,
         )
-        sys.exit(EXIT_FAILED)
+    exit_gate(passed)
 
 
 def _echo_matching(result: RunResult, total: int, source: Path) -> None:

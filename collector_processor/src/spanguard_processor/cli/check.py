@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,8 +18,7 @@ from ..regression.gate.runfile import RunFile, load_run
 from ..regression.report.diff_report import diffs_markdown
 from ..regression.report.render import check_junit, render_check, verdict_line
 from ..regression.report.report_html import CheckReport, render_check_html
-from . import EXIT_FAILED
-from ._common import check_files, in_command_terms
+from ._common import check_files, exit_gate, in_command_terms
 from ._emit import emit_option, resolve_endpoint, send_case_events
 
 __all__ = ["check"]
@@ -126,10 +124,9 @@ def check(
                              comparison, tolerance_scale, diffs, trace_url)
         write_text_atomic(html, render_check_html(report))
     send_case_events(endpoint, (cur.case_details or {}).values(), comparison.pass_to_fail)
-    if comparison.violations:
-        click.echo(f"\n{verdict_line(comparison)}", err=True)
-        sys.exit(EXIT_FAILED)
-    click.echo(f"\n{verdict_line(comparison)}")
+    passed = not comparison.violations
+    click.echo(f"\n{verdict_line(comparison)}", err=not passed)
+    exit_gate(passed)
 
 
 def _compare_runs(baseline: Path, current: Path, options: GateOptions

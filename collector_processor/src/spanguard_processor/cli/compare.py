@@ -7,20 +7,30 @@ from pathlib import Path
 
 import click
 
+from ._common import exit_gate, renamed, renamed_arguments
+
 __all__ = ["compare"]
 
 
+_REPORT = click.Path(path_type=Path)
+
+
 @click.command()
-@click.argument("baseline", type=click.Path(path_type=Path))
-@click.argument("candidate", type=click.Path(path_type=Path))
+@click.option("--baseline", type=_REPORT, metavar="REPORT",
+              help="The baseline's report (required).")
+@click.option("--current", type=_REPORT, metavar="REPORT",
+              help="The candidate's report, compared against the baseline (required).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", show_default=True, help="What to print on stdout.")
-@click.option("--tolerance", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+@click.option("--min-change", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
               help="Smallest worsening that can count as a regression.")
-@click.pass_context
-def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
-            tolerance: float) -> None:
-    """Compare two fairness reports (report.json files or the directories holding them).
+@renamed("--tolerance", target="min_change", renamed_to="--min-change",
+         type=click.FloatRange(min=0.0), default=None)
+@renamed_arguments("baseline", "current", usage="--baseline BASELINE --current CANDIDATE",
+                   metavars=("BASELINE", "CANDIDATE"))
+def compare(baseline: Path, current: Path, fmt: str, min_change: float) -> None:
+    """Compare two fairness reports: report.json files, the directories holding them, or a
+    run of a history (history.jsonl@N).
 
     A metric regresses when the candidate is worse by more than the noise (the two reports'
     intervals) and past its threshold, or when its verdict gets worse: PASS to INCONCLUSIVE,
@@ -28,7 +38,7 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
 
     \b
     Example:
-      spanguard compare reports/main reports/pr-123 --format markdown
+      spanguard compare --baseline reports/main --current reports/pr-123 --format markdown
     Exit codes: 0 no regression, 1 regression, 2 bad input.
     """
     from ..fairness.report.compare import (
@@ -43,8 +53,8 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
     from ._common import check_files
 
     # a history.jsonl@N reference names no file as such: its file is checked when read
-    check_files([(guard.REPORT, [p for p in (baseline, candidate) if p.exists()])])
-    result = compare_reports(load_report(baseline), load_report(candidate), tolerance=tolerance)
+    check_files([(guard.REPORT, [p for p in (baseline, current) if p.exists()])])
+    result = compare_reports(load_report(baseline), load_report(current), tolerance=min_change)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     elif fmt == "markdown":
@@ -62,4 +72,4 @@ def compare(ctx: click.Context, baseline: Path, candidate: Path, fmt: str,
     regressed = result.regressed
     click.echo("no fairness regression" if not regressed
                else f"fairness regressed: {', '.join(regressed)}", err=fmt != "text")
-    ctx.exit(1 if regressed else 0)
+    exit_gate(not regressed)

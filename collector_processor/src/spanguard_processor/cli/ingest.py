@@ -20,7 +20,7 @@ from ..common.writes import will_create
 from ..inputs import guard
 from ..inputs.file_ingest import ingest_redacted, send_files
 from ..inputs.readers import IngestReport, ingest_files
-from ._common import check_files
+from ._common import check_files, renamed
 
 __all__ = ["ingest"]
 
@@ -42,13 +42,14 @@ Tick = Callable[[Path, int], None]
               help=f"With --via: file holding the serve's bearer token (or set {TOKEN_ENV}).")
 @click.option("--skip-bad", is_flag=True,
               help="Skip malformed lines (counted and reported) instead of stopping at the first.")
-@click.option("--redact-content", is_flag=True,
+@click.option("--redact", is_flag=True,
               help="Drop prompt, response and document text before anything is stored.")
+@renamed("--redact-content", target="redact", renamed_to="--redact", is_flag=True)
 @click.option("--redact-hook", metavar="MODULE:FUNCTION",
               help="Call FUNCTION(key, text) -> text | None on every string of every span "
                    "before it is stored (None drops it), as spanguard serve does.")
 def ingest(files: tuple[Path, ...], store: Path, via: str | None, token_file: Path | None,
-           skip_bad: bool, redact_content: bool, redact_hook: str | None) -> None:
+           skip_bad: bool, redact: bool, redact_hook: str | None) -> None:
     """Read span FILES into a span store and assemble their traces.
 
     FILES may be the Collector file exporter's output (JSON lines or length-prefixed
@@ -59,20 +60,20 @@ def ingest(files: tuple[Path, ...], store: Path, via: str | None, token_file: Pa
     Example:
       spanguard ingest spans.jsonl.gz --store spans.db
       spanguard ingest spans.jsonl.gz --via http://127.0.0.1:4318
-      spanguard traces export --store spans.db --format agent -o traces.jsonl
+      spanguard traces export --store spans.db -f agent -o traces.jsonl
     """
     check_files([(guard.SPANS, files)], [store] if via is None else [])
     if via is not None:
-        if redact_content or redact_hook:
-            raise ConfigError("--via", "the serve receiving the spans redacts them with its "
-                                       "own settings; leave out --redact-content/--redact-hook.")
+        if redact or redact_hook:
+            raise ConfigError("via", "the serve receiving the spans redacts them with its own "
+                                     "settings; leave out `redact`/`redact_hook`.")
         with _progress(files) as tick:
             sent = send_files(via, files, token=read_token(token_file), skip_bad=skip_bad,
                               progress=tick)
         click.echo(f"sent {sent.spans} span(s) in {sent.requests} request(s) to {via}")
         _skipped(list(sent.skipped))
         return
-    redactor = Redactor(redact_content, load_hook(redact_hook) if redact_hook else None)
+    redactor = Redactor(redact, load_hook(redact_hook) if redact_hook else None)
     # a store this run creates is removed if the run fails (with its WAL, shared memory and
     # the writer lock file beside it)
     will_create(store, *(store.with_name(store.name + end) for end in ("-wal", "-shm")),

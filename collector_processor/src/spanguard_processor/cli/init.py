@@ -7,13 +7,14 @@ from pathlib import Path
 
 import click
 
+from ._common import output_option
+
 __all__ = ["init"]
 
 
 @click.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("fairness.yaml"), show_default=True,
-              help="Suite file to create (.yaml/.yml for YAML, anything else JSON).")
+@output_option(default=Path("fairness.yaml"), show_default=True,
+               help="Suite file to create (.yaml/.yml for YAML, anything else JSON).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def init(output: Path, force: bool) -> None:
     """Write a starter fairness suite that a fair app can pass: 16 questions × 6 channels

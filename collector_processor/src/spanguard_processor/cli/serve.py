@@ -13,7 +13,7 @@ from ..collector.limits import Limits
 from ..collector.redaction import Redactor, load_hook
 from ..collector.security import TOKEN_ENV, Security, read_token
 from ..collector.server import CannotListen, ReceiverFailed, ServerConfig, serve_forever
-from ._common import in_command_terms
+from ._common import in_command_terms, renamed
 
 __all__ = ["serve"]
 
@@ -70,8 +70,9 @@ def _port(value: int, name: str) -> int | None:
               show_default=True,
               help="gRPC calls one connection may have in flight; more end "
                    "RESOURCE_EXHAUSTED.")
-@click.option("--redact-content", is_flag=True,
+@click.option("--redact", is_flag=True,
               help="Drop prompt, response and document text before anything is stored.")
+@renamed("--redact-content", target="redact", renamed_to="--redact", is_flag=True)
 @click.option("--redact-hook", metavar="MODULE:FUNCTION",
               help="Call FUNCTION(key, text) -> text | None on every string of every span "
                    "(attribute values and keys at any depth, names, status messages, "
@@ -80,7 +81,7 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
           num_traces: int, orphan_timeout: float, max_body_mib: float, token_file: Path | None,
           tls_cert: Path | None, tls_key: Path | None, max_attributes: int,
           max_spans_per_trace: int, max_pending_spans: int, grpc_read_timeout: float,
-          grpc_calls_per_connection: int, redact_content: bool, redact_hook: str | None
+          grpc_calls_per_connection: int, redact: bool, redact_hook: str | None
           ) -> None:
     """Receive OTLP spans and log records, assemble whole agent traces and store them durably.
 
@@ -91,7 +92,7 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
     \b
     Example:
       spanguard serve --store spans.db
-      spanguard traces export --store spans.db --format fairtrace -o records.jsonl
+      spanguard traces export --store spans.db -f fairtrace -o records.jsonl
     """
     if wait_duration < 0:
         raise ConfigError("--wait-duration", "must not be negative.")
@@ -120,7 +121,7 @@ def serve(store: Path, host: str, grpc_port: int, http_port: int, wait_duration:
         security=Security(read_token(token_file), tls_cert, tls_key),
         grpc_read_timeout=grpc_read_timeout,
         grpc_calls_per_connection=grpc_calls_per_connection,
-        redactor=Redactor(redact_content, load_hook(redact_hook) if redact_hook else None),
+        redactor=Redactor(redact, load_hook(redact_hook) if redact_hook else None),
     )
     try:
         serve_forever(config, announce=lambda line: click.echo(line),

@@ -11,7 +11,7 @@ import click
 from ..common.jsonio import write_jsonl
 from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
-from ._common import BadInput, check_files
+from ._common import BadInput, F, check_files, output_option, renamed
 
 __all__ = ["traces"]
 
@@ -24,6 +24,16 @@ _CONVERTERS = {
 
 _PRICES_HELP = ("JSON or YAML price table {model: {input, output}} in US dollars per million "
                 "tokens: fills in cost_usd from token counts where the spans carry no cost.")
+
+
+def _output_format(command: F) -> F:
+    """``-f/--output-format``: the written file's format (``--format``, its old spelling, is
+    what every other command prints on stdout)."""
+    choice = click.Choice(sorted(_CONVERTERS))
+    command = renamed("--format", target="output_format", renamed_to="--output-format",
+                      type=choice, default=None)(command)
+    return click.option("-f", "--output-format", type=choice, default="agent",
+                        show_default=True, help="Format of the written records.")(command)
 
 
 _EMPTY_HELP = ("Write an empty file when the input holds no traces (by default that is an "
@@ -71,14 +81,12 @@ def traces() -> None:
 
 @traces.command()
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-f", "--format", "fmt", type=click.Choice(sorted(_CONVERTERS)), default="agent",
-              show_default=True, help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="JSONL file to write (replaced atomically).")
+@_output_format
+@output_option(required=True, help="JSONL file to write (replaced atomically).")
 @click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help=_PRICES_HELP)
 @click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
-def convert(source: Path, fmt: str, output: Path, prices: Path | None,
+def convert(source: Path, output_format: str, output: Path, prices: Path | None,
             allow_empty: bool) -> None:
     """Validate the agent traces in SOURCE (JSONL) and write them in another format.
 
@@ -86,18 +94,18 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None,
 
     \b
     Example:
-      spanguard traces convert traces.jsonl --format fairtrace -o records.jsonl
+      spanguard traces convert traces.jsonl --output-format fairtrace -o records.jsonl
     """
     from ..inputs import guard
     from ..inputs.readers import read_agent_traces_any
 
     check_files([(guard.TRACES, source), (guard.DOCUMENT, prices)], [output])
-    converter = _CONVERTERS[fmt]
+    converter = _CONVERTERS[output_format]
     price = _pricer(prices)
     rows = [converter(price(trace)) for trace in read_agent_traces_any([source])]
     _refuse_empty(rows, [source], allow_empty)
     count = write_jsonl(output, rows)
-    click.echo(f"wrote {count} {fmt} record(s) to {output}")
+    click.echo(f"wrote {count} {output_format} record(s) to {output}")
 
 
 @traces.command()
@@ -105,10 +113,8 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None,
               multiple=True, required=True,
               help="A span store, a span file, a folder of span files or agent-trace JSONL; "
                    "repeat to read several (e.g. one store per processor replica).")
-@click.option("-f", "--format", "fmt", type=click.Choice(sorted(_CONVERTERS)), default="agent",
-              show_default=True, help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="JSONL file to write (replaced atomically).")
+@_output_format
+@output_option(required=True, help="JSONL file to write (replaced atomically).")
 @click.option("--include-pending", is_flag=True,
               help="Also export traces still in flight in a store (marked partial).")
 @click.option("--skip-bad", is_flag=True,
@@ -117,17 +123,17 @@ def convert(source: Path, fmt: str, output: Path, prices: Path | None,
 @click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help=_PRICES_HELP)
 @click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
-def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bool,
+def export(stores: tuple[Path, ...], output_format: str, output: Path, include_pending: bool,
            skip_bad: bool, prices: Path | None, allow_empty: bool) -> None:
     """Export the assembled traces of span stores as JSONL.
 
-    With --format trace2eval, traces recorded without input text (content capture off) cannot
+    With -f trace2eval, traces recorded without input text (content capture off) cannot
     become regression cases; they are left out and counted. When many requests are a single
     parentless span (model calls with no parent span), their count by span name is printed.
 
     \b
     Example:
-      spanguard traces export --store spans.db --format trace2eval -o logs.jsonl
+      spanguard traces export --store spans.db -f trace2eval -o logs.jsonl
       spanguard traces export --store a.db --store b.db -f fairtrace -o records.jsonl
       spanguard traces export --store spans.db -f trace2eval --prices prices.yaml -o logs.jsonl
     """
@@ -141,7 +147,7 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
     from ..inputs import guard
 
     check_files([(guard.TRACES, stores), (guard.DOCUMENT, prices)], [output])
-    converter = _CONVERTERS[fmt]
+    converter = _CONVERTERS[output_format]
     price = _pricer(prices)
     rows = []
     without_input = 0
@@ -153,14 +159,14 @@ def export(stores: tuple[Path, ...], fmt: str, output: Path, include_pending: bo
         total += 1
         if trace.lone_span is not None:
             lone[trace.lone_span] += 1
-        if fmt == "trace2eval" and (trace.input is None or not trace.input.strip()):
+        if output_format == "trace2eval" and (trace.input is None or not trace.input.strip()):
             without_input += 1
             continue
         rows.append(converter(price(trace)))
     if not without_input:
         _refuse_empty(rows, stores, allow_empty)
     count = write_jsonl(output, rows)
-    click.echo(f"wrote {count} {fmt} record(s) to {output}")
+    click.echo(f"wrote {count} {output_format} record(s) to {output}")
     if without_input:
         click.echo(f"left out {without_input} trace(s) without input text (record with content "
                    "capture on to mine regression cases from them)", err=True)

@@ -302,8 +302,8 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
                               _gating_verdicts(report / "report.json"), catches))
     for attribute in sorted(biased):
         step(f"4. Did the candidate make fairness worse (by {attribute})?",
-             ["compare", str(out / "fairness" / "baseline" / attribute),
-              str(out / "fairness" / "candidate" / attribute)], 1)
+             ["compare", "--baseline", str(out / "fairness" / "baseline" / attribute),
+              "--current", str(out / "fairness" / "candidate" / attribute)], 1)
     evalset = out / "evalset"
     # A question's demographic variants are one question to the default dedup (ages are value
     # slots); variants whose traces differ in process (an escalation, a skipped tool) become
