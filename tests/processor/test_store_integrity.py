@@ -385,9 +385,14 @@ def test_a_damaged_index_row_is_refused_before_serving(
     with sqlite3.connect(store) as db:
         db.execute(update)
     before = store.read_bytes()
-    with pytest.raises(DamagedStore, match=re.escape(f"{store}: is a damaged span store "
-                                                     f"({problem}")):
-        ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0)).stop()
+    # serve checks the index rows on its writer thread, before it stores anything
+    server = ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0)).start()
+    try:
+        with pytest.raises(DamagedStore, match=re.escape(f"{store}: is a damaged span store "
+                                                         f"({problem}")):
+            server.wait_started()
+    finally:
+        server.stop()
     assert store.read_bytes() == before
 
 

@@ -95,13 +95,14 @@ class Ingestor:
         """Refill the assembler with the traces a previous run left pending, then start the
         writer thread.
 
-        With ``background_start`` both are the writer's first work, after checking every
-        stored batch against its checksum, and before any request is stored (requests wait in
-        the queue, so nothing is acknowledged into a damaged store): on a large store that
-        takes seconds, while the receivers already answer ``/health`` (:attr:`starting` says
-        what the writer is doing meanwhile)."""
+        With ``background_start`` both are the writer's first work, after the checks of a
+        store opened with ``defer_checks`` (``quick_check``, every stored batch and index row
+        against its checksum: :meth:`SpanStore.run_deferred_checks`), and before any request
+        is stored (requests wait in the queue, so nothing is acknowledged into a damaged
+        store): on a large store that takes seconds, while the receivers already answer
+        ``/health`` (:attr:`starting` says what the writer is doing meanwhile)."""
         if self._background_start:
-            self.starting = "checking the store's batches against their checksums"
+            self.starting = "waiting for the store's checks"
         else:
             self._resume()
         self._thread.start()
@@ -109,7 +110,7 @@ class Ingestor:
 
     def _start_up(self) -> None:
         if self._background_start:
-            self.store.verify_batches(index=False)  # the index rows were checked at open
+            self.store.run_deferred_checks()  # a store opened with defer_checks
             self.starting = "resuming the traces left in flight by the last run"
             self._resume()
 

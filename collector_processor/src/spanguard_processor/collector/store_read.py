@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 
+from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import ParsedBatch, parse_batch
@@ -22,9 +23,18 @@ from ..traces.model import AgentTrace
 from .store_index import checked_body, ids_of
 from .store_schema import DamagedStore
 
-__all__ = ["StoredBatches", "agent_traces"]
+__all__ = ["StoredBatches", "agent_traces", "is_annotation", "not_annotation"]
 
 _PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
+
+
+def is_annotation(record: SpanRecord) -> bool:
+    """Whether a span is an annotation span (feedback recorded after its request)."""
+    return record.name == semconv.SPAN_ANNOTATION
+
+
+def not_annotation(record: SpanRecord) -> bool:
+    return record.name != semconv.SPAN_ANNOTATION
 
 
 class StoredBatches:
@@ -58,6 +68,20 @@ class StoredBatches:
         if wanted:
             raise self._damaged(f"batch {batch_id} does not hold span {trace_id}/{min(wanted)}")
         return records
+
+    def check_rows(self, db: sqlite3.Connection) -> int:
+        """``PRAGMA integrity_check``, then every row of the per-trace view against the spans
+        its batch holds; returns how many batches were read."""
+        problems = [row[0] for row in db.execute("PRAGMA integrity_check(5)")]
+        if problems != ["ok"]:
+            raise self._damaged("; ".join(str(p).replace("\n", " ").strip() for p in problems))
+        batches: set[int] = set()
+        rows = db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
+                          " ORDER BY batch_id, trace_id")
+        for trace_id, batch_id, span_ids in rows:
+            self.row_records(db, trace_id, batch_id, span_ids)
+            batches.add(batch_id)
+        return len(batches)
 
     def _parse(self, db: sqlite3.Connection, trace_id: str, batch_id: int) -> ParsedBatch:
         try:
