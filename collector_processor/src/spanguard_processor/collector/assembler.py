@@ -169,6 +169,11 @@ class TraceAssembler:
                 best = due
         return None if best is None else max(0.0, best - self._clock())
 
+    def forget_released(self) -> None:
+        """Forget which traces were released (an idle writer gives the memory back; a later
+        span of one then opens an ordinary group, which the store merges all the same)."""
+        self._recent, self._older = set(), set()
+
     def flush(self) -> list[ReleasedTrace]:
         """Release every trace in flight now (at shutdown); those without a root are partial."""
         return [self._release(trace_id, "flushed") for trace_id in list(self._groups)]

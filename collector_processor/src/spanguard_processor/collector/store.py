@@ -274,6 +274,11 @@ class SpanStore:
                             lambda trace_id: recent(trace_id) or known.get(trace_id))
             return index_unindexed(db, self._has_crc, ids, index)
 
+    def rest(self) -> None:
+        """Give back SQLite's page cache and the span ids remembered (an idle writer)."""
+        self._recent.clear()
+        self.db.execute("PRAGMA shrink_memory")
+
     def mark_released(self, trace_ids: Iterable[str]) -> None:
         """Mark traces released (assembled); late spans of a released trace keep it released."""
         rows = list(trace_ids)

@@ -12,7 +12,9 @@ remembered) is read once.
 :class:`RecentSpans` is the writer's side of deduplication: the span ids of the traces it
 stored most recently (two generations of at most ``capacity / 2`` traces each, ≈ 190
 bytes per trace of five spans), so re-delivered spans of those are not stored again, and a
-batch holding nothing new is not kept. Re-deliveries of older traces are stored, and read once.
+batch holding nothing new is not kept. Re-deliveries of older traces are stored, and read once;
+so are those after an idle writer forgot them all (:meth:`RecentSpans.clear`, to give the
+memory back).
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ class RecentSpans:
                 self._old, self._new = new, {}
                 new = self._new
             new[trace_id] = span_ids
+
+    def clear(self) -> None:
+        """Forget every trace (an idle writer gives the memory back)."""
+        self._new, self._old = {}, {}
 
     def seed(self, groups: Iterable[TraceGroup]) -> None:
         """Remember the span ids of stored trace groups (at start: the pending traces)."""
