@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_ingest import make_spans  # noqa: E402
 from spanguard_processor.collector.limits import Shaper  # noqa: E402
-from spanguard_processor.collector.store import SpanStore  # noqa: E402
 from spanguard_processor.ingest.otlp_proto import parse_request  # noqa: E402
+from spanguard_processor.store.span_store import SpanStore  # noqa: E402
 from tests.sdk.rotel_helper import free_port  # noqa: E402
 
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spanguard-bench"

@@ -143,6 +143,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"common": ("common",)},
     {"ingest": ("ingest",)},
     {"traces": ("traces", "spanguard_processor")},
+    {"store": ("store",)},
     {"collector": ("collector",)},
     {"inputs": ("inputs",)},
     {"fairness": ("fairness",), "regression": ("regression",)},

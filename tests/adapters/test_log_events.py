@@ -145,13 +145,13 @@ def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
         tmp_path: Path, logs_first: bool) -> None:
     """What a logs receiver in serve does: each logs request through the trace pipeline as
     spans.log spans (logs_as_spans), stored before or after the spans they name."""
-    from spanguard_processor.collector.store import SpanStore
     from spanguard_processor.ingest.otlp_logs import (
         events_from_request,
         logs_as_spans,
         parse_logs_request,
     )
     from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
+    from spanguard_processor.store.span_store import SpanStore
 
     _, variants = _suite(tmp_path)
     path = _record(tmp_path, variants, "proto", biased=True)

@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 import spanguard
 from spanguard import semconv
 from spanguard.testing import capture_spans
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
 from spanguard_processor.inputs.readers import read_agent_traces_any
+from spanguard_processor.store.span_store import SpanStore
 from spanguard_processor.traces.annotations import Annotations
 from spanguard_processor.traces.convert import record_from_readable_span, traces_from_readable_spans
 

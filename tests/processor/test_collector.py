@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from trace2eval.schema import load_traces
 
 from spanguard_processor.cli import cli
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, annotate, run_request
 from .serve_process import ServeProcess, free_port

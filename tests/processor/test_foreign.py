@@ -10,8 +10,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
+from spanguard_processor.store.span_store import SpanStore
 from spanguard_processor.traces.convert import traces_from_readable_spans
 from spanguard_processor.traces.model import RetrievedDocument, ToolCall
 

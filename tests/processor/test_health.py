@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from spanguard_processor.collector import server as server_module
-from spanguard_processor.collector import store as store_module
 from spanguard_processor.collector.health import PARTS
 from spanguard_processor.collector.limits import Shaper
 from spanguard_processor.collector.server import (
@@ -22,8 +21,9 @@ from spanguard_processor.collector.server import (
     ServerConfig,
     serve_forever,
 )
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import parse_request
+from spanguard_processor.store import span_store as store_module
+from spanguard_processor.store.span_store import SpanStore
 
 from ..reliability.hostile import tiny_spans_request
 from ..reliability.servers import PROTO, running

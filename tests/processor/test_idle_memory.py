@@ -14,7 +14,7 @@ import pytest
 
 from spanguard_processor.collector import ingestor as ingestor_module
 from spanguard_processor.collector.server import ProcessorServer
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 
 from ..reliability.hostile import tiny_spans_request
 from ..reliability.servers import PROTO, running

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanguard_processor.collector.limits import Limits
 from spanguard_processor.collector.server import ProcessorServer, ServerConfig
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 

@@ -11,9 +11,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from spanguard.exceptions import TraceFormatError
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
 from spanguard_processor.ingest.spans import DecodedBatch, EncodedSpan
+from spanguard_processor.store.span_store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
@@ -205,7 +205,7 @@ def test_an_index_commit_that_fails_finds_the_same_spans_new_when_tried_again(
 def test_spans_stored_again_after_the_writer_forgot_them_are_read_once(tmp_path: Path) -> None:
     """Beyond the writer's memory of recent traces a re-delivered span is stored again;
     reading deduplicates it exactly (span ids, counts, the trace itself)."""
-    from spanguard_processor.collector.store_view import RecentSpans
+    from spanguard_processor.store.view import RecentSpans
 
     first = encoded(1)
     others = [encoded(1) for _ in range(4)]

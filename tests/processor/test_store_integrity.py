@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from spanguard_processor.cli import cli
 from spanguard_processor.collector.server import ProcessorServer, ServerConfig
-from spanguard_processor.collector.store import SCHEMA_VERSION, DamagedStore, SpanStore
-from spanguard_processor.collector.store_schema import PAGE_SIZE
 from spanguard_processor.ingest.otlp_proto import decode_request
+from spanguard_processor.store.schema import PAGE_SIZE
+from spanguard_processor.store.span_store import SCHEMA_VERSION, DamagedStore, SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
@@ -398,7 +398,7 @@ def test_a_damaged_index_row_is_refused_before_serving(
 
 def test_the_store_checksum_is_zlibs_crc32() -> None:
     """Stores written with either implementation read with the other (isal is optional)."""
-    from spanguard_processor.collector.store_schema import crc
+    from spanguard_processor.store.schema import crc
 
     rng = random.Random(3)
     for size in (0, 1, 7, 8, 15, 16, 63, 64, 1000, 65_537, 300_001):

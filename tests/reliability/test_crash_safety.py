@@ -24,7 +24,7 @@ import grpc
 import httpx
 import pytest
 
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 from tests.processor.agent_app import SPANS_PER_REQUEST, EncodedRequest, encoded_requests
 from tests.processor.serve_process import ServeProcess
 from tests.reliability.corpus import FIGURES

@@ -29,8 +29,8 @@ from spanguard_processor.collector.limits import Limits
 from spanguard_processor.collector.redaction import Redactor
 from spanguard_processor.collector.security import Security, token_matches
 from spanguard_processor.collector.server import ServerConfig
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.fairness.suite import load_suite
+from spanguard_processor.store.span_store import SpanStore
 
 from .corpus import hex_ids
 from .servers import (

@@ -17,7 +17,7 @@ A pure class (no I/O, no threads, an injected clock), named after the OpenTeleme
 The assembler holds no span: per trace in flight only its times and whether its root came.
 Spans come a trace at a time (:meth:`TraceAssembler.add_groups`: one step per trace in a
 batch) or one by one (:meth:`TraceAssembler.add`). A span delivered twice is the store's to
-find (:meth:`~spanguard_processor.collector.store.SpanStore.put_batches` stores it once).
+find (:meth:`~spanguard_processor.store.span_store.SpanStore.put_batches` stores it once).
 """
 
 from __future__ import annotations

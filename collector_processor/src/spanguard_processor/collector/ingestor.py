@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..ingest.spans import DecodedBatch
+from ..store.span_store import SpanStore, Unindexed
 from .assembler import ReleasedTrace, TraceAssembler
 from .os_threads import name_os_thread, return_free_memory
-from .store import SpanStore, Unindexed
 
 __all__ = ["IngestStats", "Ingestor"]
 

@@ -9,7 +9,7 @@ Start-up fails cleanly, before anything is announced: a port that cannot be boun
 :class:`CannotListen` naming the receiver and the port; a bad certificate or key raises
 ``ConfigError`` (from :class:`~spanguard_processor.collector.security.Security`); a damaged or
 unwritable store raises an ``InputError``
-(from :class:`~spanguard_processor.collector.store.SpanStore`).
+(from :class:`~spanguard_processor.store.span_store.SpanStore`).
 If a receiver or the span writer thread stops after start, :func:`serve_forever` stops the
 rest and raises :class:`ReceiverFailed` naming it: the process never stays up half-alive.
 """
@@ -33,6 +33,7 @@ import uvicorn
 
 from spanguard.exceptions import InputError
 
+from ..store.span_store import SpanStore
 from .admission import Admission
 from .assembler import TraceAssembler
 from .connections import (
@@ -51,7 +52,6 @@ from .os_threads import name_os_thread
 from .receive import Receiver
 from .redaction import Redactor
 from .security import Security
-from .store import SpanStore
 
 if TYPE_CHECKING:
     from .http_server import HttpApp

@@ -36,7 +36,6 @@ import zstandard
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ..collector.store import SpanStore
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
 from ..common.limits import bounded_lines, read_bounded
@@ -50,6 +49,7 @@ from ..ingest.otlp_logs import (
 )
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.spans import DecodedBatch, gc_paused
+from ..store.span_store import SpanStore
 from ..traces.annotations import Annotations
 from ..traces.model import AgentTrace
 from .files import (
@@ -336,7 +336,7 @@ def read_agent_traces_any(
     the order given, span files last, each in its own stable order.
 
     ``skip_bad`` skips malformed lines of span files. A damaged store raises
-    :class:`~spanguard_processor.collector.store.DamagedStore`; given a ``skipped`` list,
+    :class:`~spanguard_processor.store.span_store.DamagedStore`; given a ``skipped`` list,
     traces (and annotations) with unreadable spans are left out instead, each described there.
     Stored traces merge the annotations of every store in ``paths``, or ``annotations`` when
     given (a reader taking stores one at a time passes :func:`store_annotations` of all).

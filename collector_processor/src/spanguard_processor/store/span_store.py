@@ -7,19 +7,19 @@
   with no new span is not kept (as far as the writer remembers: :class:`RecentSpans`). The
   server splits this in two: :meth:`SpanStore.append_batches` commits the bodies it
   acknowledges, :meth:`SpanStore.index_batches` indexes many of them later
-  (:mod:`~spanguard_processor.collector.store_index`); a store opened with bodies never
+  (:mod:`~spanguard_processor.store.index`); a store opened with bodies never
   indexed indexes them first. :meth:`SpanStore.mark_released` records which traces the
   assembler released (one row per commit).
 * Reading goes through the per-trace tables of a :class:`TraceView`, built from the index rows
   when the store is first read and brought up to date at each later read;
   :meth:`SpanStore.iter_agent_traces` converts traces to agent traces on the fly.
 
-Every open checks the store (:mod:`~spanguard_processor.collector.store_open`; older versions
-are upgraded: :mod:`~spanguard_processor.collector.store_upgrade`); a writable one also checks
+Every open checks the store (:mod:`~spanguard_processor.store.opening`; older versions
+are upgraded: :mod:`~spanguard_processor.store.upgrade`); a writable one also checks
 every batch and index row against its CRC-32, so nothing is acknowledged into a damaged store
 (``serve`` defers what reads the whole file to its writer thread: ``defer_checks``). Reads
 check each batch and that it holds the spans its index rows name
-(:mod:`~spanguard_processor.collector.store_read`). Damage raises :class:`DamagedStore`, never
+(:mod:`~spanguard_processor.store.read`). Damage raises :class:`DamagedStore`, never
 a raw ``sqlite3`` error; ``spanguard store recover`` copies what is readable into a new store.
 """
 
@@ -35,7 +35,7 @@ from typing import TypeVar
 from ..ingest.spans import DecodedBatch, SpanRecord, TraceGroup
 from ..traces.annotations import Annotations
 from ..traces.model import AgentTrace
-from .store_index import (
+from .index import (
     STORE_BATCH,
     IndexItem,
     Unindexed,
@@ -46,10 +46,10 @@ from .store_index import (
     stored_span_ids,
     unindexed,
 )
-from .store_lock import WriterLock
-from .store_open import CHECKS, check_pages, open_database, verify_rows
-from .store_read import StoredBatches, agent_traces, is_annotation, not_annotation
-from .store_schema import (
+from .lock import WriterLock
+from .opening import CHECKS, check_pages, open_database, verify_rows
+from .read import StoredBatches, agent_traces, is_annotation, not_annotation
+from .schema import (
     DAMAGE_CODES,
     SCHEMA_VERSION,
     SQLITE_MAGIC,
@@ -58,8 +58,8 @@ from .store_schema import (
     insert_releases,
     looks_like_store,
 )
-from .store_upgrade import overlay_index
-from .store_view import RecentSpans, TraceView
+from .upgrade import overlay_index
+from .view import RecentSpans, TraceView
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unindexed",
            "looks_like_store"]
@@ -107,7 +107,7 @@ class SpanStore:
             raise
 
     def run_deferred_checks(self) -> None:
-        """Run the :data:`~.store_open.CHECKS` that ``defer_checks`` left out (each reads the
+        """Run the :data:`~.opening.CHECKS` that ``defer_checks`` left out (each reads the
         whole file); nothing is written before they pass. Raises :class:`DamagedStore`."""
         try:
             if self._deferred:

@@ -1,7 +1,7 @@
 """A version-3 store read by trace, and the writer's memory of the span ids it stored.
 
 A version-3 store keeps its index as one row per batch and one per release commit
-(:mod:`~spanguard_processor.collector.store_schema`): the writer adds two rows per commit
+(:mod:`~spanguard_processor.store.schema`): the writer adds two rows per commit
 instead of rows per trace. Reading wants the index by trace, so :class:`TraceView` builds the
 per-trace tables of version 2 (``trace_batches``, ``traces``) as temporary tables of the
 reading connection, from those rows, the first time a store is read, and brings them up to
@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from ..ingest.spans import TraceGroup
-from .store_index import Unindexed, index_groups
-from .store_schema import (
+from .index import Unindexed, index_groups
+from .schema import (
     VIEW_SCHEMA,
     DamagedStore,
     checked_blob,
@@ -105,7 +105,7 @@ class TraceView:
     def sync(self, db: sqlite3.Connection, skipped: list[str] | None = None) -> None:
         """Create the view, or bring it up to date with the index rows added since; in one
         read transaction, so a writer's commit is seen whole. Raises
-        :class:`~spanguard_processor.collector.store_schema.DamagedStore` (without a file)
+        :class:`~spanguard_processor.store.schema.DamagedStore` (without a file)
         for a row that does not match its checksum or unpack; with ``skipped``, leaves such a
         row out and describes it there instead."""
         if db.in_transaction:

@@ -1,7 +1,7 @@
 """Reading spans back out of a span store: an index row's spans from their stored batch, and
 the agent traces they make.
 
-Used by :class:`~spanguard_processor.collector.store.SpanStore`: :class:`StoredBatches` decodes
+Used by :class:`~spanguard_processor.store.span_store.SpanStore`: :class:`StoredBatches` decodes
 stored batches (a few kept parsed, as a trace's rows share them) and checks that a batch holds
 every span its index row names; :func:`agent_traces` turns the traces of a store, in order,
 into agent traces, merging a conversation's parentless model calls.
@@ -20,8 +20,8 @@ from ..ingest.spans import SpanRecord
 from ..traces.annotations import Annotations
 from ..traces.convert import annotated_trace, conversation_key
 from ..traces.model import AgentTrace
-from .store_index import checked_body, ids_of
-from .store_schema import DamagedStore
+from .index import checked_body, ids_of
+from .schema import DamagedStore
 
 __all__ = ["StoredBatches", "agent_traces", "is_annotation", "not_annotation"]
 
@@ -105,7 +105,7 @@ class StoredBatches:
 def agent_traces(traces: Iterable[tuple[str, bool]], spans_of: Callable[[str], list[SpanRecord]],
                  annotations: Annotations, skipped: list[str] | None) -> Iterator[AgentTrace]:
     """The agent traces of ``traces`` ((trace id, released), in order), their spans from
-    ``spans_of``; see :meth:`~spanguard_processor.collector.store.SpanStore.iter_agent_traces`."""
+    ``spans_of``; see :meth:`~spanguard_processor.store.span_store.SpanStore.iter_agent_traces`."""
     conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
     for trace_id, released in traces:
         try:

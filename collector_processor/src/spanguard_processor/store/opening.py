@@ -2,11 +2,11 @@
 
 :func:`open_database` checks the SQLite header, the schema and its version and
 ``PRAGMA quick_check``, and upgrades an older store opened for writing
-(:mod:`~spanguard_processor.collector.store_upgrade`); :func:`verify_rows` checks every batch
+(:mod:`~spanguard_processor.store.upgrade`); :func:`verify_rows` checks every batch
 against its checksum and every index row's form. ``spanguard serve`` opens without the
 ``quick_check`` and runs it (:func:`check_pages`) with :func:`verify_rows` on its writer
 thread, while ``/health`` already answers. Anything wrong raises
-:class:`~spanguard_processor.collector.store_schema.DamagedStore` naming the file, never a raw
+:class:`~spanguard_processor.store.schema.DamagedStore` naming the file, never a raw
 ``sqlite3`` error.
 """
 
@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from spanguard.exceptions import TraceFormatError
 
-from .store_schema import (
+from .schema import (
     DAMAGE_CODES,
     MALFORMED_ROWS,
     MALFORMED_VIEW_ROWS,
@@ -34,7 +34,7 @@ from .store_schema import (
     unpack_groups,
     unpack_trace_ids,
 )
-from .store_upgrade import index_version1, upgrade
+from .upgrade import index_version1, upgrade
 
 __all__ = ["CHECKS", "OpenStore", "check_pages", "open_database", "verify_rows"]
 
