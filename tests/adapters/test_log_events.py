@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.inputs.readers import read_agent_traces_any
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
 
 from ..suites import write_suite
 from .openai_stub import chat_completion, openai_stub
@@ -167,7 +168,7 @@ def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
         for part in ([logs, spans] if logs_first else [spans, logs]):
             store.put_batches(part)
             store.release_all()
-        traces = list(store.iter_agent_traces())
+        traces = list(stored_agent_traces(store))
     assert len(traces) == 2 * SEEDS
     assert sorted({t.output for t in traces}) == sorted({REFUSAL, ANSWER})
     assert all(t.output is not None and not t.partial for t in traces)

@@ -65,6 +65,7 @@ from .files import (
     expand,
 )
 from .logfiles import scan_log_events
+from .stored_traces import stored_agent_traces, stored_annotations
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -316,7 +317,7 @@ def store_annotations(stores: Sequence[Path], skipped: list[str] | None = None) 
     for path in stores:
         with SpanStore(path, readonly=True) as store:
             problems: list[str] | None = None if skipped is None else []
-            merged.update(store.annotations(problems))
+            merged.update(stored_annotations(store, problems))
             if skipped is not None and problems:
                 skipped.extend(f"{path}: {problem}" for problem in problems)
     return merged
@@ -353,8 +354,8 @@ def read_agent_traces_any(
             store = SpanStore(path, readonly=True)
             problems: list[str] | None = None if skipped is None else []
             try:
-                yield from store.iter_agent_traces(include_pending=include_pending,
-                                                   annotations=annotations, skipped=problems)
+                yield from stored_agent_traces(store, include_pending=include_pending,
+                                               annotations=annotations, skipped=problems)
             finally:
                 store.close()
             if skipped is not None and problems:
@@ -370,6 +371,6 @@ def read_agent_traces_any(
             store = SpanStore(Path(tmp) / "spans.db", durable=False)
             try:
                 ingest_files(store, span_files, skip_bad=skip_bad)
-                yield from store.iter_agent_traces()
+                yield from stored_agent_traces(store)
             finally:
                 store.close()

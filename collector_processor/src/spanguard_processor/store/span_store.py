@@ -12,7 +12,8 @@
   assembler released (one row per commit).
 * Reading goes through the per-trace tables of a :class:`TraceView`, built from the index rows
   when the store is first read and brought up to date at each later read;
-  :meth:`SpanStore.iter_agent_traces` converts traces to agent traces on the fly.
+  :meth:`SpanStore.trace_records` returns the span records of each trace (the readers,
+  :mod:`spanguard_processor.inputs.stored_traces`, assemble agent traces from them).
 
 Every open checks the store (:mod:`~spanguard_processor.store.opening`; older versions
 are upgraded: :mod:`~spanguard_processor.store.upgrade`); a writable one also checks
@@ -33,8 +34,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..ingest.spans import DecodedBatch, SpanRecord, TraceGroup
-from ..traces.annotations import Annotations
-from ..traces.model import AgentTrace
 from .index import (
     STORE_BATCH,
     IndexItem,
@@ -48,7 +47,7 @@ from .index import (
 )
 from .lock import WriterLock
 from .opening import CHECKS, check_pages, open_database, verify_rows
-from .read import StoredBatches, agent_traces, is_annotation, not_annotation
+from .read import StoredBatches, is_annotation, not_annotation
 from .schema import (
     DAMAGE_CODES,
     SCHEMA_VERSION,
@@ -356,39 +355,34 @@ class SpanStore:
         records.sort(key=lambda record: (record.start_ns, record.span_id))
         return records
 
-    def trace_spans(self, trace_id: str) -> list[SpanRecord]:
-        """The decoded spans of one trace, annotation spans excluded, in start order."""
-        self.refresh()
-        return self._records("trace_id = ?", (trace_id,), not_annotation)
-
-    def annotations(self, skipped: list[str] | None = None) -> Annotations:
-        """Annotation spans by the request id they annotate; with ``skipped``, unreadable ones
-        are left out and described there instead of raising :class:`DamagedStore`."""
+    def annotation_spans(self, skipped: list[str] | None = None) -> list[SpanRecord]:
+        """The annotation spans (feedback recorded after its request), in start order; with
+        ``skipped``, unreadable ones are left out and described there instead of raising
+        :class:`DamagedStore`."""
         self.refresh(skipped)
-        return Annotations(self._records("annotations > 0", (), is_annotation, skipped))
+        return self._records("annotations > 0", (), is_annotation, skipped)
 
-    def iter_agent_traces(self, *, include_pending: bool = False,
-                          annotations: Annotations | None = None,
-                          skipped: list[str] | None = None) -> Iterator[AgentTrace]:
-        """Every released trace as an agent trace, by start time then trace id.
-
-        With ``include_pending``, traces still in flight come too, marked partial. Traces made
-        only of annotation spans are merged into their request's trace, not returned;
-        ``annotations`` replaces this store's own (to merge those of several partitions).
-        A trace with an unreadable span raises :class:`DamagedStore`; with ``skipped`` it is
-        left out and the problem appended there.
-        Parentless model calls of one conversation (see :func:`conversation_key`) come out as
-        one request, after the other traces, in order of their first call.
-        """
-        if annotations is None:
-            annotations = self.annotations(skipped)
-        else:
-            self.refresh(skipped)
+    def trace_records(self, *, include_pending: bool = False, skipped: list[str] | None = None
+                      ) -> Iterator[tuple[str, bool, list[SpanRecord]]]:
+        """Every released trace (with ``include_pending``, those in flight too) by start time
+        then trace id, as (trace id, released, its spans but annotation spans, in start
+        order); a trace of annotation spans only is left out. A trace with an unreadable
+        span raises :class:`DamagedStore`; with ``skipped`` it is left out and described
+        there. Agent traces are assembled from these by the readers
+        (:mod:`spanguard_processor.inputs.stored_traces`)."""
+        self.refresh(skipped)
         where = "" if include_pending else " WHERE released = 1"
         with self._reading():
             rows = self.db.execute(
                 f"SELECT trace_id, released FROM traces{where} ORDER BY start_ns, trace_id"
             ).fetchall()
-        yield from agent_traces(
-            rows, lambda trace_id: self._records("trace_id = ?", (trace_id,), not_annotation),
-            annotations, skipped)
+        for trace_id, released in rows:
+            try:
+                spans = self._records("trace_id = ?", (trace_id,), not_annotation)
+            except DamagedStore as exc:
+                if skipped is None:
+                    raise
+                skipped.append(f"trace {trace_id}: {exc.problem}")
+                continue
+            if spans:
+                yield trace_id, bool(released), spans
