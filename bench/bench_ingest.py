@@ -55,8 +55,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spanguard_processor.collector.store import SpanStore  # noqa: E402
 from spanguard_processor.inputs.readers import ingest_files  # noqa: E402
+from spanguard_processor.store.span_store import SpanStore  # noqa: E402
 from tests.processor.agent_app import run_request  # noqa: E402
 from tests.sdk.rotel_helper import free_port, rotel_binary  # noqa: E402
 

@@ -13,7 +13,7 @@ beside the same index commits and release marks in the layout of store version 2
 and batch one ``trace_batches`` row, a ``traces`` upsert and a probe for earlier spans of that
 trace; one ``traces`` update per released trace), on a scratch database with the store's
 pragmas, in the same run. Then what version 3 moves to readers: building their per-trace
-tables on the first read (:class:`~spanguard_processor.collector.store_view.TraceView`), per
+tables on the first read (:class:`~spanguard_processor.store.view.TraceView`), per
 span. CPU seconds of this process, per span; medians of --repeat runs.
 
     .venv/bin/python bench/bench_writer.py        # ~40 s
@@ -36,11 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_ingest import make_spans  # noqa: E402
 from spanguard_processor.collector.limits import Shaper  # noqa: E402
-from spanguard_processor.collector.store import SpanStore  # noqa: E402
-from spanguard_processor.collector.store_index import index_groups  # noqa: E402
-from spanguard_processor.collector.store_schema import PAGE_SIZE, VIEW_SCHEMA  # noqa: E402
 from spanguard_processor.ingest.otlp_proto import parse_request  # noqa: E402
 from spanguard_processor.ingest.spans import DecodedBatch  # noqa: E402
+from spanguard_processor.store.index import index_groups  # noqa: E402
+from spanguard_processor.store.schema import PAGE_SIZE, VIEW_SCHEMA  # noqa: E402
+from spanguard_processor.store.span_store import SpanStore  # noqa: E402
 
 
 def version2(path: Path) -> sqlite3.Connection:

@@ -29,7 +29,7 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 from tests.reliability.servers import EXPORT, request_bytes, spans_of_one_trace
 from tests.sdk.rotel_helper import RotelCollector, free_port
 

@@ -142,6 +142,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"sdk": ("spanguard",)},
     {"common": ("common",)},
     {"ingest": ("ingest",)},
+    {"store": ("store",)},
     {"traces": ("traces", "spanguard_processor")},
     {"collector": ("collector",)},
     {"inputs": ("inputs",)},

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.inputs.readers import read_agent_traces_any
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
 
 from ..suites import write_suite
 from .openai_stub import chat_completion, openai_stub
@@ -145,13 +146,13 @@ def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
         tmp_path: Path, logs_first: bool) -> None:
     """What a logs receiver in serve does: each logs request through the trace pipeline as
     spans.log spans (logs_as_spans), stored before or after the spans they name."""
-    from spanguard_processor.collector.store import SpanStore
     from spanguard_processor.ingest.otlp_logs import (
         events_from_request,
         logs_as_spans,
         parse_logs_request,
     )
     from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
+    from spanguard_processor.store.span_store import SpanStore
 
     _, variants = _suite(tmp_path)
     path = _record(tmp_path, variants, "proto", biased=True)
@@ -167,7 +168,7 @@ def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
         for part in ([logs, spans] if logs_first else [spans, logs]):
             store.put_batches(part)
             store.release_all()
-        traces = list(store.iter_agent_traces())
+        traces = list(stored_agent_traces(store))
     assert len(traces) == 2 * SEEDS
     assert sorted({t.output for t in traces}) == sorted({REFUSAL, ANSWER})
     assert all(t.output is not None and not t.partial for t in traces)

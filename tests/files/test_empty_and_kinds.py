@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 
 from .conftest import FAST, Workspace, invoke
 

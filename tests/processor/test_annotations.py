@@ -13,9 +13,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 import spanguard
 from spanguard import semconv
 from spanguard.testing import capture_spans
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
 from spanguard_processor.inputs.readers import read_agent_traces_any
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
+from spanguard_processor.store.span_store import SpanStore
 from spanguard_processor.traces.annotations import Annotations
 from spanguard_processor.traces.convert import record_from_readable_span, traces_from_readable_spans
 
@@ -82,7 +83,7 @@ def test_late_annotations_merge_identically_on_every_route(tmp_path: Path) -> No
     routes = {
         "span file": read_agent_traces_any([span_file]),
         "store": read_agent_traces_any([one_store]),
-        "store, directly": SpanStore(one_store, readonly=True).iter_agent_traces(),
+        "store, directly": stored_agent_traces(SpanStore(one_store, readonly=True)),
         "partitions": read_agent_traces_any([part_a, part_b]),
     }
     for name, traces in routes.items():

@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from trace2eval.schema import load_traces
 
 from spanguard_processor.cli import cli
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
+from spanguard_processor.store.span_store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, annotate, run_request
 from .serve_process import ServeProcess, free_port
@@ -77,7 +78,7 @@ def test_sdk_app_through_rotel_to_the_processor(tmp_path: Path, protocol: str) -
     assert "stopped:" in summary
     with SpanStore(store, readonly=True) as db:
         assert db.span_count() == REQUESTS * SPANS_PER_REQUEST + 1
-        traces = list(db.iter_agent_traces())
+        traces = list(stored_agent_traces(db))
     assert sorted(t.request_id or "" for t in traces) == sorted(ids)
     assert all(not t.partial for t in traces)
     assert next(t for t in traces if t.request_id == ids[3]).feedback == "thumbs_down"

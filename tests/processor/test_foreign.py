@@ -10,8 +10,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
+from spanguard_processor.store.span_store import SpanStore
 from spanguard_processor.traces.convert import traces_from_readable_spans
 from spanguard_processor.traces.model import RetrievedDocument, ToolCall
 
@@ -73,7 +74,7 @@ def test_openinference_spans_through_otlp_and_the_store_convert_the_same(tmp_pat
     with SpanStore(tmp_path / "s.db") as store:
         store.put_batches([decode_request(encode_spans(spans))])
         store.release_all()
-        (stored,) = store.iter_agent_traces()
+        (stored,) = stored_agent_traces(store)
     assert stored == direct
 
 

@@ -14,13 +14,16 @@ import pytest
 
 from spanguard_processor.collector import server as server_module
 from spanguard_processor.collector.health import PARTS
+from spanguard_processor.collector.limits import Shaper
 from spanguard_processor.collector.server import (
     ProcessorServer,
     ReceiverFailed,
     ServerConfig,
     serve_forever,
 )
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.ingest.otlp_proto import parse_request
+from spanguard_processor.store import span_store as store_module
+from spanguard_processor.store.span_store import SpanStore
 
 from ..reliability.hostile import tiny_spans_request
 from ..reliability.servers import PROTO, running
@@ -142,29 +145,43 @@ def test_a_writer_fault_stops_the_process_instead_of_leaving_it_half_alive(
 
 def test_health_answers_while_the_writer_still_checks_a_large_store(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Checking a large store's batches (seconds for a gigabyte) is the writer's first work:
-    /health answers at once and says so; a request sent meanwhile is acknowledged after it."""
+    """The checks that read the whole store (quick_check: seconds for a gigabyte, then every
+    batch and index row against its checksum, then batches never indexed) are the writer's
+    first work, not the opening's: /health answers at once and says what runs; a request sent
+    meanwhile is acknowledged after them, and stored."""
+    path = tmp_path / "s.db"
+    with running(path) as server:  # a store with spans, and a batch acknowledged, not indexed
+        assert _post(server, 1) == 200
+    with SpanStore(path) as store:
+        body = tiny_spans_request(3, 2)
+        store.append_batches([Shaper().shape_and_decode(parse_request(body), body)])
     checked = threading.Event()
-    verify = SpanStore.verify_batches
+    ran_on: list[str] = []
+    check_pages = store_module.check_pages
 
-    def slow_check(store: SpanStore, *, bodies: bool = True, index: bool = True) -> int:
-        if not index:  # the writer's check of the bodies: a large store's 2 s
-            time.sleep(2)
-            checked.set()
-        return verify(store, bodies=bodies, index=index)
+    def slow_check(*args: Any) -> None:  # a large store's quick_check
+        ran_on.append(threading.current_thread().name)
+        time.sleep(2)
+        check_pages(*args)
+        checked.set()
 
-    monkeypatch.setattr(SpanStore, "verify_batches", slow_check)
+    monkeypatch.setattr(store_module, "check_pages", slow_check)
     started = time.monotonic()
-    with running(tmp_path / "s.db") as server:
+    with running(path) as server:
         reply = _health(server)
         answered = time.monotonic() - started
         still_checking = not checked.is_set()
-        code = _post(server, 1)  # waits for the check, then is stored
+        code = _post(server, 3)  # waits for the checks, then is stored
         after = _health(server).json()
     assert answered < 1.5 and still_checking
+    assert ran_on == ["spanguard-writer"]  # not while opening the store
     assert reply.status_code == 200
-    assert reply.json()["parts"]["writer"] == (
-        "starting: checking the store's batches against their checksums")
+    parts = reply.json()["parts"]
+    assert parts["store"] == "checking: reading every page (quick_check)"
+    assert parts["writer"] == "starting: waiting for the store's checks"
     assert reply.json()["down"] == []
     assert code == 200 and checked.is_set()
-    assert after["parts"]["writer"] == "ok" and after["spans_received"] == 3
+    assert after["parts"]["writer"] == "ok" and after["parts"]["store"] == "ok"
+    assert after["spans_received"] == 3
+    with SpanStore(path, readonly=True) as reader:  # the batch left unindexed is indexed
+        assert reader.span_count() == 9

@@ -32,8 +32,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanguard_processor.collector.redaction import Redactor
 from spanguard_processor.collector.security import Security
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.inputs.readers import read_agent_traces_any
+from spanguard_processor.store.span_store import SpanStore
 
 from ..reliability.servers import running
 

@@ -15,7 +15,6 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.cli import cli
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.common.jsonio import write_jsonl
 from spanguard_processor.inputs.readers import (
     KIND_AGENT_JSONL,
@@ -26,6 +25,7 @@ from spanguard_processor.inputs.readers import (
     detect_kind,
     read_agent_traces_any,
 )
+from spanguard_processor.store.span_store import SpanStore
 from spanguard_processor.traces.convert import traces_from_readable_spans
 
 from .agent_app import in_memory_spans

@@ -30,7 +30,8 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanguard_processor.collector.limits import Limits
 from spanguard_processor.collector.server import ProcessorServer, ServerConfig
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
+from spanguard_processor.store.span_store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
@@ -82,7 +83,7 @@ def test_sdk_exporters_over_http_and_grpc_store_every_span_and_assemble(
     server.stop()
     assert len(stored(tmp_path / "spans.db")) == 6 * SPANS_PER_REQUEST
     with SpanStore(tmp_path / "spans.db", readonly=True) as store:
-        traces = list(store.iter_agent_traces())
+        traces = list(stored_agent_traces(store))
     assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(6)]
     assert all(not t.partial and t.trace.tool_calls for t in traces)
 
@@ -290,14 +291,14 @@ def test_late_span_merges_into_the_released_trace(server: ProcessorServer, tmp_p
     while not released and time.monotonic() < deadline:
         threading.Event().wait(0.05)
         with SpanStore(tmp_path / "spans.db", readonly=True) as store:
-            released = list(store.iter_agent_traces())
+            released = list(stored_agent_traces(store))
     (before,) = released
     assert before.trace.tool_calls == () and not before.partial
     assert http.export([tool]) == SpanExportResult.SUCCESS
     http.shutdown()
     server.stop()
     with SpanStore(tmp_path / "spans.db", readonly=True) as store:
-        (after,) = store.iter_agent_traces()
+        (after,) = stored_agent_traces(store)
     assert after.trace_id == before.trace_id
     assert [t.name for t in after.trace.tool_calls] == ["kb_search"]
 

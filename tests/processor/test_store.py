@@ -11,9 +11,10 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from spanguard.exceptions import TraceFormatError
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.ingest.otlp_proto import decode_request
 from spanguard_processor.ingest.spans import DecodedBatch, EncodedSpan
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
+from spanguard_processor.store.span_store import SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
@@ -43,8 +44,8 @@ def test_released_traces_export_and_pending_ones_do_not(tmp_path: Path) -> None:
         store.put_batches([batch])
         first = batch.spans[0].trace_id
         store.mark_released([first])
-        assert [t.trace_id for t in store.iter_agent_traces()] == [first]
-        both = list(store.iter_agent_traces(include_pending=True))
+        assert [t.trace_id for t in stored_agent_traces(store)] == [first]
+        both = list(stored_agent_traces(store, include_pending=True))
         assert len(both) == 2 and [t.partial for t in both if t.trace_id != first] == [True]
         assert store.trace_counts() == (1, 1)
 
@@ -56,11 +57,11 @@ def test_trace_released_without_root_is_partial_until_the_late_root_merges(tmp_p
     with SpanStore(tmp_path / "s.db") as store:
         store.put_batches([only(batch, children)])
         store.mark_released([root.trace_id])
-        (trace,) = store.iter_agent_traces()
+        (trace,) = stored_agent_traces(store)
         assert trace.partial is True
         store.put_batches([only(batch, [root])])
         store.mark_released([root.trace_id])
-        (trace,) = store.iter_agent_traces()
+        (trace,) = stored_agent_traces(store)
         assert trace.partial is False and trace.request_id == "req-0000"
         assert trace.trace.tool_calls and trace.trace.retrieved_documents
 
@@ -205,7 +206,7 @@ def test_an_index_commit_that_fails_finds_the_same_spans_new_when_tried_again(
 def test_spans_stored_again_after_the_writer_forgot_them_are_read_once(tmp_path: Path) -> None:
     """Beyond the writer's memory of recent traces a re-delivered span is stored again;
     reading deduplicates it exactly (span ids, counts, the trace itself)."""
-    from spanguard_processor.collector.store_view import RecentSpans
+    from spanguard_processor.store.view import RecentSpans
 
     first = encoded(1)
     others = [encoded(1) for _ in range(4)]
@@ -213,7 +214,7 @@ def test_spans_stored_again_after_the_writer_forgot_them_are_read_once(tmp_path:
         store._recent = RecentSpans(capacity=2)
         store.put_batches([first])
         (before,) = [replace(trace, partial=False)
-                     for trace in store.iter_agent_traces(include_pending=True)]
+                     for trace in stored_agent_traces(store, include_pending=True)]
         for batch in others:
             store.put_batches([batch])
         assert store.put_batches([first]) == SPANS_PER_REQUEST  # forgotten: stored again
@@ -222,7 +223,7 @@ def test_spans_stored_again_after_the_writer_forgot_them_are_read_once(tmp_path:
         assert len(set(store.span_ids())) == len(store.span_ids()) == 5 * SPANS_PER_REQUEST
         store.release_all()
         assert store.trace_counts() == (5, 0)
-        traces = {trace.trace_id: trace for trace in store.iter_agent_traces()}
+        traces = {trace.trace_id: trace for trace in stored_agent_traces(store)}
         assert traces[first.traces[0].trace_id] == before
     with SpanStore(tmp_path / "s.db", readonly=True) as store:  # and from a new reader
         assert len(store.span_ids()) == 5 * SPANS_PER_REQUEST

@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from spanguard_processor.cli import cli
 from spanguard_processor.collector.server import ProcessorServer, ServerConfig
-from spanguard_processor.collector.store import SCHEMA_VERSION, DamagedStore, SpanStore
-from spanguard_processor.collector.store_schema import PAGE_SIZE
 from spanguard_processor.ingest.otlp_proto import decode_request
+from spanguard_processor.store.schema import PAGE_SIZE
+from spanguard_processor.store.span_store import SCHEMA_VERSION, DamagedStore, SpanStore
 
 from .agent_app import SPANS_PER_REQUEST, in_memory_spans
 
@@ -385,15 +385,20 @@ def test_a_damaged_index_row_is_refused_before_serving(
     with sqlite3.connect(store) as db:
         db.execute(update)
     before = store.read_bytes()
-    with pytest.raises(DamagedStore, match=re.escape(f"{store}: is a damaged span store "
-                                                     f"({problem}")):
-        ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0)).stop()
+    # serve checks the index rows on its writer thread, before it stores anything
+    server = ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0)).start()
+    try:
+        with pytest.raises(DamagedStore, match=re.escape(f"{store}: is a damaged span store "
+                                                         f"({problem}")):
+            server.wait_started()
+    finally:
+        server.stop()
     assert store.read_bytes() == before
 
 
 def test_the_store_checksum_is_zlibs_crc32() -> None:
     """Stores written with either implementation read with the other (isal is optional)."""
-    from spanguard_processor.collector.store_schema import crc
+    from spanguard_processor.store.schema import crc
 
     rng = random.Random(3)
     for size in (0, 1, 7, 8, 15, 16, 63, 64, 1000, 65_537, 300_001):

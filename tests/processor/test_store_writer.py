@@ -76,8 +76,8 @@ def test_ingest_via_sends_the_file_through_the_live_serve(tmp_path: Path) -> Non
 
 
 def test_a_store_is_writable_again_once_its_writer_ended(tmp_path: Path) -> None:
-    from spanguard_processor.collector.store import SpanStore
-    from spanguard_processor.collector.store_lock import StoreLocked
+    from spanguard_processor.store.lock import StoreLocked
+    from spanguard_processor.store.span_store import SpanStore
 
     store = tmp_path / "spans.db"
     with SpanStore(store):
@@ -86,7 +86,7 @@ def test_a_store_is_writable_again_once_its_writer_ended(tmp_path: Path) -> None
         SpanStore(store, readonly=True).close()  # a reader takes no lock
     SpanStore(store).close()
     killed = subprocess.run(  # a writer killed outright leaves no lock behind
-        [sys.executable, "-c", "import os, spanguard_processor.collector.store as s; "
+        [sys.executable, "-c", "import os, spanguard_processor.store.span_store as s; "
                                f"s.SpanStore({str(store)!r}); os.kill(os.getpid(), 9)"],
         capture_output=True, timeout=60)
     assert killed.returncode == -9

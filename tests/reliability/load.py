@@ -30,7 +30,7 @@ from typing import Any
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 from tests.processor.serve_process import ServeProcess
 from tests.sdk.rotel_helper import OtlpGrpcSink, RotelCollector
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from spanguard_processor.collector.limits import Limits
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 
 from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES

@@ -30,7 +30,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanguard_processor.collector.limits import Limits
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.store.span_store import SpanStore
 
 from .servers import EXPORT, PROTO, request_bytes, running, spans_of_one_trace
 

@@ -24,7 +24,8 @@ import grpc
 import httpx
 import pytest
 
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
+from spanguard_processor.store.span_store import SpanStore
 from tests.processor.agent_app import SPANS_PER_REQUEST, EncodedRequest, encoded_requests
 from tests.processor.serve_process import ServeProcess
 from tests.reliability.corpus import FIGURES
@@ -141,7 +142,7 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path,
     stored = _check_store(store, acked, requests)
     assert stored == REQUESTS * SPANS_PER_REQUEST
     with SpanStore(store, readonly=True) as db:
-        traces = list(db.iter_agent_traces())
+        traces = list(stored_agent_traces(db))
     assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(REQUESTS)]
     assert all(not t.partial and len(t.trace.tool_calls) == 1 for t in traces)
     FIGURES.append(f"crash safety ({protocol}): {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
@@ -173,4 +174,4 @@ def test_sigterm_flushes_traces_in_flight_and_restart_resumes_pending_ones(
     server.terminate()
     with SpanStore(store, readonly=True) as db:
         assert db.trace_counts() == (6, 0)
-        assert len(list(db.iter_agent_traces())) == 6
+        assert len(list(stored_agent_traces(db))) == 6

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from spanguard_processor.collector.store import SpanStore
+from spanguard_processor.inputs.stored_traces import stored_agent_traces
+from spanguard_processor.store.span_store import SpanStore
 
 from .corpus import TRIED, otlp_json_documents, otlp_requests
 from .servers import EXPORT, PROTO, running
@@ -54,7 +55,7 @@ def _encode(body: bytes, encoding: str) -> tuple[bytes, dict[str, str]]:
 
 def _export_everything(store: Path) -> int:
     with SpanStore(store, readonly=True) as db:
-        return sum(1 for _ in db.iter_agent_traces(include_pending=True))
+        return sum(1 for _ in stored_agent_traces(db, include_pending=True))
 
 
 def test_hostile_bodies_never_break_the_receivers() -> None:

@@ -29,8 +29,8 @@ from spanguard_processor.collector.limits import Limits
 from spanguard_processor.collector.redaction import Redactor
 from spanguard_processor.collector.security import Security, token_matches
 from spanguard_processor.collector.server import ServerConfig
-from spanguard_processor.collector.store import SpanStore
 from spanguard_processor.fairness.design.suite import load_suite
+from spanguard_processor.store.span_store import SpanStore
 
 from .corpus import hex_ids
 from .servers import (
@@ -156,8 +156,7 @@ def test_attributes_beyond_the_limit_are_dropped_and_counted(tmp_path: Path) -> 
         exporter = HttpExporter(endpoint=f"http://127.0.0.1:{server.http_port}/v1/traces")
         assert exporter.export(spans) == SpanExportResult.SUCCESS
     with SpanStore(tmp_path / "spans.db", readonly=True) as store:
-        (trace_id, _), _ = store.span_ids()
-        records = store.trace_spans(trace_id)
+        ((_, _, records),) = store.trace_records(include_pending=True)
     assert [len(r.attributes) for r in records] == [40, 40]
 
 
@@ -204,8 +203,7 @@ def test_redaction_runs_before_anything_is_stored(tmp_path: Path, protocol: str)
     raw = _store_bytes(tmp_path)
     assert b"ada@example.com" not in raw and b"overdraft" in raw
     with SpanStore(tmp_path / "spans.db", readonly=True) as store:
-        (trace_id, _), _ = store.span_ids()
-        records = store.trace_spans(trace_id)
+        ((_, _, records),) = store.trace_records(include_pending=True)
     for record in records:
         assert "input.value" not in record.attributes  # content dropped
         assert record.attributes["note"] == "mail [email] about the overdraft"

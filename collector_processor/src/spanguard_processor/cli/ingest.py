@@ -14,12 +14,12 @@ from spanguard.exceptions import ConfigError
 
 from ..collector.redaction import Redactor, load_hook
 from ..collector.security import TOKEN_ENV, read_token
-from ..collector.store import SpanStore
-from ..collector.store_lock import StoreLocked, lock_path
 from ..common.writes import will_create
 from ..inputs import guard
 from ..inputs.file_ingest import ingest_redacted, send_files
 from ..inputs.readers import IngestReport, ingest_files
+from ..store.lock import StoreLocked, lock_path
+from ..store.span_store import SpanStore
 from ._common import check_files, renamed
 
 __all__ = ["ingest"]

@@ -17,7 +17,7 @@ A pure class (no I/O, no threads, an injected clock), named after the OpenTeleme
 The assembler holds no span: per trace in flight only its times and whether its root came.
 Spans come a trace at a time (:meth:`TraceAssembler.add_groups`: one step per trace in a
 batch) or one by one (:meth:`TraceAssembler.add`). A span delivered twice is the store's to
-find (:meth:`~spanguard_processor.collector.store.SpanStore.put_batches` stores it once).
+find (:meth:`~spanguard_processor.store.span_store.SpanStore.put_batches` stores it once).
 """
 
 from __future__ import annotations
@@ -168,6 +168,11 @@ class TraceAssembler:
             if best is None or due < best:
                 best = due
         return None if best is None else max(0.0, best - self._clock())
+
+    def forget_released(self) -> None:
+        """Forget which traces were released (an idle writer gives the memory back; a later
+        span of one then opens an ordinary group, which the store merges all the same)."""
+        self._recent, self._older = set(), set()
 
     def flush(self) -> list[ReleasedTrace]:
         """Release every trace in flight now (at shutdown); those without a root are partial."""

@@ -8,13 +8,15 @@ The parts (:data:`PARTS`):
 * ``writer`` — the thread that commits spans and assembles traces: ``down`` once it ended,
   ``wedged`` when it has not come round its loop for :data:`WEDGED_AFTER` seconds (a commit
   that long is stuck, not slow: the loop comes round at least every 0.25 s);
-* ``store`` — ``failed`` after an error the writer cannot carry on from (requests are refused
-  and ``serve`` stops), ``refusing writes`` while SQLite refuses commits it retries (a full
-  disk, a lock).
+* ``store`` — ``checking`` while the writer runs the checks that read the whole store at
+  start (``serve`` answers meanwhile; requests wait for them), ``failed`` after an error the
+  writer cannot carry on from (requests are refused and ``serve`` stops), ``refusing writes``
+  while SQLite refuses commits it retries (a full disk, a lock).
 
-Each is ``ok``, ``disabled`` (a receiver not started) or a sentence starting with ``down``,
-``wedged``, ``failed`` or ``refusing writes``. ``/health`` answers 200 when every part is ``ok``
-or ``disabled``, else 503 with ``down`` naming the parts that are not. :class:`Watchdog` is the
+Each is ``ok``, ``disabled`` (a receiver not started) or a sentence starting with ``starting``,
+``checking``, ``down``, ``wedged``, ``failed`` or ``refusing writes``. ``/health`` answers 200
+when every part is ``ok``, ``disabled``, ``starting`` or ``checking``, else 503 with ``down``
+naming the parts that are not. :class:`Watchdog` is the
 thread that posts the gRPC probe; ``serve`` stops (exit 3) when a part is ``down`` or ``failed``
 (collector/server.py), and reports ``wedged`` parts here so a supervisor probing ``/health``
 restarts it.
@@ -26,12 +28,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["DISABLED", "OK", "PARTS", "WEDGED_AFTER", "Health", "Watchdog"]
+__all__ = ["CHECKING", "DISABLED", "OK", "PARTS", "WEDGED_AFTER", "Health", "Watchdog"]
 
 PARTS = ("http", "grpc", "writer", "store")
 OK = "ok"
 DISABLED = "disabled"
 STARTING = "starting"
+CHECKING = "checking"
 WEDGED_AFTER = 10.0  # seconds without a sign of life before a part is called wedged
 _INTERVAL = 0.5
 
@@ -44,9 +47,9 @@ class Health:
 
     @property
     def down(self) -> tuple[str, ...]:
-        """The parts that are neither ``ok``, ``disabled`` nor ``starting``."""
+        """The parts that are neither ``ok``, ``disabled``, ``starting`` nor ``checking``."""
         return tuple(name for name, state in self.parts
-                     if state not in (OK, DISABLED) and not state.startswith(STARTING))
+                     if state not in (OK, DISABLED) and not state.startswith((STARTING, CHECKING)))
 
     @property
     def ok(self) -> bool:

@@ -20,6 +20,7 @@ trace still in flight is flushed. Duplicated spans (exporter retries) are counte
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import sqlite3
@@ -30,9 +31,9 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..ingest.spans import DecodedBatch
+from ..store.span_store import SpanStore, Unindexed
 from .assembler import ReleasedTrace, TraceAssembler
-from .os_threads import name_os_thread
-from .store import SpanStore, Unindexed
+from .os_threads import name_os_thread, return_free_memory
 
 __all__ = ["IngestStats", "Ingestor"]
 
@@ -52,6 +53,7 @@ _INDEX_BATCHES = 32
 _INDEX_SPANS = 32_768
 _INDEX_IDLE = 0.05
 _INDEX_AGE = 1.0
+_REST_AFTER = 5.0  # seconds without a request before the writer gives memory back
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,8 @@ class Ingestor:
         self._unindexed: list[Unindexed] = []  # stored, acknowledged, not yet indexed
         self._unindexed_spans = 0
         self._first_unindexed = 0.0  # monotonic times
-        self._last_stored = 0.0
+        self._last_stored = time.monotonic()
+        self._rested = False  # memory given back since the last request
         self._retry_at = 0.0  # after a refused index commit: not before this
         self._index_refused = False
         self._failure: BaseException | None = None
@@ -95,13 +98,14 @@ class Ingestor:
         """Refill the assembler with the traces a previous run left pending, then start the
         writer thread.
 
-        With ``background_start`` both are the writer's first work, after checking every
-        stored batch against its checksum, and before any request is stored (requests wait in
-        the queue, so nothing is acknowledged into a damaged store): on a large store that
-        takes seconds, while the receivers already answer ``/health`` (:attr:`starting` says
-        what the writer is doing meanwhile)."""
+        With ``background_start`` both are the writer's first work, after the checks of a
+        store opened with ``defer_checks`` (``quick_check``, every stored batch and index row
+        against its checksum: :meth:`SpanStore.run_deferred_checks`), and before any request
+        is stored (requests wait in the queue, so nothing is acknowledged into a damaged
+        store): on a large store that takes seconds, while the receivers already answer
+        ``/health`` (:attr:`starting` says what the writer is doing meanwhile)."""
         if self._background_start:
-            self.starting = "checking the store's batches against their checksums"
+            self.starting = "waiting for the store's checks"
         else:
             self._resume()
         self._thread.start()
@@ -109,7 +113,7 @@ class Ingestor:
 
     def _start_up(self) -> None:
         if self._background_start:
-            self.store.verify_batches(index=False)  # the index rows were checked at open
+            self.store.run_deferred_checks()  # a store opened with defer_checks
             self.starting = "resuming the traces left in flight by the last run"
             self._resume()
 
@@ -253,6 +257,9 @@ class Ingestor:
                 for _, future in batches:
                     future.set_exception(RuntimeError(f"the span store failed: {self._failure}"))
                 continue
+            if not batches and not self._rested and not self._unindexed and not self._unmarked \
+                    and time.monotonic() - self._last_stored >= _REST_AFTER:
+                self._rest()
             try:
                 self._write(batches)
             except Exception as exc:
@@ -263,6 +270,19 @@ class Ingestor:
                     continue
                 _log.exception("the span store failed; refusing further spans")  # loudly
                 self._failure = self._failure or exc
+
+    def _rest(self) -> None:
+        """Idle for ``_REST_AFTER`` s: give back the memory a burst left (SQLite's page cache,
+        the span ids remembered for deduplication, garbage, malloc's free memory), so the
+        process returns to about its size after start (bench/bench_serve_memory.py)."""
+        self._rested = True
+        self.assembler.forget_released()
+        try:
+            self.store.rest()
+        except sqlite3.Error as exc:  # e.g. the store busy: try again after the next request
+            _log.debug("the idle writer could not shrink the store's memory (%s)", exc)
+        gc.collect()
+        return_free_memory()
 
     def _write(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
         futures = [future for _, future in batches]
@@ -282,6 +302,7 @@ class Ingestor:
             if not self._unindexed:
                 self._first_unindexed = now
             self._last_stored = now
+            self._rested = False
             received = sum(batch.count for batch, _ in batches)
             self._received += received
             self._unindexed.extend(stored)

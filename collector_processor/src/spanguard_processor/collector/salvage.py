@@ -24,9 +24,9 @@ from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch
-from .store import SpanStore
-from .store_schema import SQLITE_MAGIC, DamagedStore, looks_like_store, unpack_groups
-from .store_schema import crc as checksum
+from ..store.schema import SQLITE_MAGIC, DamagedStore, looks_like_store, unpack_groups
+from ..store.schema import crc as checksum
+from ..store.span_store import SpanStore
 
 __all__ = ["Salvage", "StoreSummary", "check_store", "recover_store"]
 

@@ -9,7 +9,7 @@ Start-up fails cleanly, before anything is announced: a port that cannot be boun
 :class:`CannotListen` naming the receiver and the port; a bad certificate or key raises
 ``ConfigError`` (from :class:`~spanguard_processor.collector.security.Security`); a damaged or
 unwritable store raises an ``InputError``
-(from :class:`~spanguard_processor.collector.store.SpanStore`).
+(from :class:`~spanguard_processor.store.span_store.SpanStore`).
 If a receiver or the span writer thread stops after start, :func:`serve_forever` stops the
 rest and raises :class:`ReceiverFailed` naming it: the process never stays up half-alive.
 """
@@ -33,6 +33,7 @@ import uvicorn
 
 from spanguard.exceptions import InputError
 
+from ..store.span_store import SpanStore
 from .admission import Admission
 from .assembler import TraceAssembler
 from .connections import (
@@ -43,7 +44,7 @@ from .connections import (
     loop_exception_handler,
 )
 from .grpc_server import CALLS_PER_CONNECTION, READ_TIMEOUT, GrpcReceiver
-from .health import DISABLED, OK, WEDGED_AFTER, Health, Watchdog
+from .health import CHECKING, DISABLED, OK, WEDGED_AFTER, Health, Watchdog
 from .http_server import BODY_TIMEOUT, create_app
 from .ingestor import Ingestor
 from .limits import DEFAULT_MAX_BODY, Limits, Shaper
@@ -51,7 +52,6 @@ from .os_threads import name_os_thread
 from .receive import Receiver
 from .redaction import Redactor
 from .security import Security
-from .store import SpanStore
 
 if TYPE_CHECKING:
     from .http_server import HttpApp
@@ -112,9 +112,10 @@ class ProcessorServer:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        # the batches' checksums are checked by the writer before it stores anything, while
-        # the receivers already answer /health (a large store takes seconds)
-        self.store = SpanStore(config.store, verify_batches=False, check_index=True)
+        # the checks that read the whole file (quick_check, the checksums of every batch and
+        # index row) are the writer's first work, before it stores anything, while the
+        # receivers already answer /health (a large store takes seconds)
+        self.store = SpanStore(config.store, defer_checks=True)
         assembler = TraceAssembler(config.wait_duration, config.num_traces,
                                    orphan_timeout=config.orphan_timeout)
         self.ingestor = Ingestor(self.store, assembler, background_start=True)
@@ -256,6 +257,9 @@ class ProcessorServer:
         failure = self.ingestor.failure
         if failure is not None:
             return f"failed: {type(failure).__name__}: {failure}"
+        checking = self.store.checking
+        if checking is not None:
+            return f"{CHECKING}: {checking}"
         refused = self.ingestor.refused
         if refused is not None and now - refused[0] < _REFUSED_RECENTLY:
             return f"refusing writes ({refused[1]}); retrying"

@@ -25,10 +25,10 @@ from spanguard.exceptions import InputError
 
 from ..collector.redact_otlp import redact_document, redact_request
 from ..collector.redaction import Redactor
-from ..collector.store import SpanStore
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch, gc_paused
+from ..store.span_store import SpanStore
 from .readers import IngestReport, iter_span_file
 
 __all__ = ["SendReport", "ingest_redacted", "redacted", "send_files"]

@@ -20,9 +20,9 @@ import zstandard
 
 from spanguard.exceptions import TraceFormatError
 
-from ..collector.store import SQLITE_MAGIC, DamagedStore, looks_like_store
 from ..common._json import parse_json
 from ..common.limits import bounded_lines
+from ..store.span_store import SQLITE_MAGIC, DamagedStore, looks_like_store
 
 __all__ = [
     "KIND_AGENT_JSONL",

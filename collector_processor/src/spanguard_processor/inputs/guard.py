@@ -21,10 +21,10 @@ import zstandard
 
 from spanguard.exceptions import InputError
 
-from ..collector.store import SQLITE_MAGIC, looks_like_store
 from ..common._json import parse_json
 from ..common.limits import DOCUMENT_LIMIT_ENV, document_limit, size_text
 from ..common.yamlio import MAX_YAML_BYTES
+from ..store.span_store import SQLITE_MAGIC, looks_like_store
 from .files import ZSTD_MAGIC, Source
 
 __all__ = [

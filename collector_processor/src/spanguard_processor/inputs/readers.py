@@ -36,7 +36,6 @@ import zstandard
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ..collector.store import SpanStore
 from ..common._json import parse_json
 from ..common.jsonio import json_lines
 from ..common.limits import bounded_lines, read_bounded
@@ -50,6 +49,7 @@ from ..ingest.otlp_logs import (
 )
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.spans import DecodedBatch, gc_paused
+from ..store.span_store import SpanStore
 from ..traces.annotations import Annotations
 from ..traces.model import AgentTrace
 from .files import (
@@ -65,6 +65,7 @@ from .files import (
     expand,
 )
 from .logfiles import scan_log_events
+from .stored_traces import stored_agent_traces, stored_annotations
 
 __all__ = [
     "KIND_AGENT_JSONL",
@@ -316,7 +317,7 @@ def store_annotations(stores: Sequence[Path], skipped: list[str] | None = None) 
     for path in stores:
         with SpanStore(path, readonly=True) as store:
             problems: list[str] | None = None if skipped is None else []
-            merged.update(store.annotations(problems))
+            merged.update(stored_annotations(store, problems))
             if skipped is not None and problems:
                 skipped.extend(f"{path}: {problem}" for problem in problems)
     return merged
@@ -336,7 +337,7 @@ def read_agent_traces_any(
     the order given, span files last, each in its own stable order.
 
     ``skip_bad`` skips malformed lines of span files. A damaged store raises
-    :class:`~spanguard_processor.collector.store.DamagedStore`; given a ``skipped`` list,
+    :class:`~spanguard_processor.store.span_store.DamagedStore`; given a ``skipped`` list,
     traces (and annotations) with unreadable spans are left out instead, each described there.
     Stored traces merge the annotations of every store in ``paths``, or ``annotations`` when
     given (a reader taking stores one at a time passes :func:`store_annotations` of all).
@@ -353,8 +354,8 @@ def read_agent_traces_any(
             store = SpanStore(path, readonly=True)
             problems: list[str] | None = None if skipped is None else []
             try:
-                yield from store.iter_agent_traces(include_pending=include_pending,
-                                                   annotations=annotations, skipped=problems)
+                yield from stored_agent_traces(store, include_pending=include_pending,
+                                               annotations=annotations, skipped=problems)
             finally:
                 store.close()
             if skipped is not None and problems:
@@ -370,6 +371,6 @@ def read_agent_traces_any(
             store = SpanStore(Path(tmp) / "spans.db", durable=False)
             try:
                 ingest_files(store, span_files, skip_bad=skip_bad)
-                yield from store.iter_agent_traces()
+                yield from stored_agent_traces(store)
             finally:
                 store.close()

@@ -6,7 +6,7 @@ a trace of its own, often sent long after the request — carrying the request i
 :meth:`Annotations.for_trace` hands a trace the ones aimed at its root's request id. Every
 route to an agent trace merges through it: in-process spans and span files
 (:func:`~spanguard_processor.traces.convert.traces_from_records`) and span stores, one or
-several partitions (:meth:`~spanguard_processor.collector.store.SpanStore.iter_agent_traces`).
+several partitions (:func:`~spanguard_processor.inputs.stored_traces.stored_agent_traces`).
 """
 
 from __future__ import annotations

@@ -7,25 +7,21 @@
   with no new span is not kept (as far as the writer remembers: :class:`RecentSpans`). The
   server splits this in two: :meth:`SpanStore.append_batches` commits the bodies it
   acknowledges, :meth:`SpanStore.index_batches` indexes many of them later
-  (:mod:`~spanguard_processor.collector.store_index`); a store opened with bodies never
-  indexed indexes them first.
-* :meth:`SpanStore.mark_released` records which traces the assembler released (one row per
-  commit); a trace is ``partial`` while the store holds no parentless (root) span for it.
+  (:mod:`~spanguard_processor.store.index`); a store opened with bodies never
+  indexed indexes them first. :meth:`SpanStore.mark_released` records which traces the
+  assembler released (one row per commit).
 * Reading goes through the per-trace tables of a :class:`TraceView`, built from the index rows
-  when the store is first read and brought up to date at each later read.
-* :meth:`SpanStore.iter_agent_traces` converts released traces to agent traces on the fly,
-  so late spans and later annotations are always merged in (memory: one trace, plus the
-  annotation spans). Several stores are read together by
-  :func:`spanguard_processor.inputs.readers.read_agent_traces_any`.
+  when the store is first read and brought up to date at each later read;
+  :meth:`SpanStore.trace_records` returns the span records of each trace (the readers,
+  :mod:`spanguard_processor.inputs.stored_traces`, assemble agent traces from them).
 
-Every open checks the store (header, schema and version, ``PRAGMA quick_check``:
-:mod:`spanguard_processor.collector.store_open`; older versions are upgraded:
-:mod:`spanguard_processor.collector.store_upgrade`); a writable one also checks every batch
-and index row against its CRC-32, so nothing is acknowledged into a damaged store. Reads check
-each batch and that it holds the spans its index rows name
-(:mod:`spanguard_processor.collector.store_read`). Damage raises
-:class:`DamagedStore`, never a raw ``sqlite3`` error; ``spanguard store recover``
-(:mod:`spanguard_processor.collector.salvage`) copies what is readable into a new store.
+Every open checks the store (:mod:`~spanguard_processor.store.opening`; older versions
+are upgraded: :mod:`~spanguard_processor.store.upgrade`); a writable one also checks
+every batch and index row against its CRC-32, so nothing is acknowledged into a damaged store
+(``serve`` defers what reads the whole file to its writer thread: ``defer_checks``). Reads
+check each batch and that it holds the spans its index rows name
+(:mod:`~spanguard_processor.store.read`). Damage raises :class:`DamagedStore`, never
+a raw ``sqlite3`` error; ``spanguard store recover`` copies what is readable into a new store.
 """
 
 from __future__ import annotations
@@ -37,12 +33,8 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from spanguard import semconv
-
 from ..ingest.spans import DecodedBatch, SpanRecord, TraceGroup
-from ..traces.annotations import Annotations
-from ..traces.model import AgentTrace
-from .store_index import (
+from .index import (
     STORE_BATCH,
     IndexItem,
     Unindexed,
@@ -53,10 +45,10 @@ from .store_index import (
     stored_span_ids,
     unindexed,
 )
-from .store_lock import WriterLock
-from .store_open import open_database, verify_rows
-from .store_read import StoredBatches, agent_traces
-from .store_schema import (
+from .lock import WriterLock
+from .opening import CHECKS, check_pages, open_database, verify_rows
+from .read import StoredBatches, is_annotation, not_annotation
+from .schema import (
     DAMAGE_CODES,
     SCHEMA_VERSION,
     SQLITE_MAGIC,
@@ -65,22 +57,13 @@ from .store_schema import (
     insert_releases,
     looks_like_store,
 )
-from .store_upgrade import overlay_index
-from .store_view import RecentSpans, TraceView
+from .upgrade import overlay_index
+from .view import RecentSpans, TraceView
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unindexed",
            "looks_like_store"]
 
 _T = TypeVar("_T")
-_ANNOTATION = semconv.SPAN_ANNOTATION
-
-
-def _is_annotation(record: SpanRecord) -> bool:
-    return record.name == _ANNOTATION
-
-
-def _not_annotation(record: SpanRecord) -> bool:
-    return record.name != _ANNOTATION
 
 
 class SpanStore:
@@ -88,11 +71,13 @@ class SpanStore:
 
     ``durable=False`` skips fsync; only for scratch stores that a crash may lose. The store is
     checked on open (see the module docstring); ``verify_batches`` (the default for a writable
-    store) also checks every batch against its checksum, ``check_index`` only the index rows.
+    store) also checks every batch and index row against its checksum. ``defer_checks`` (a
+    writable store) leaves what reads the whole file to :meth:`run_deferred_checks`, whose
+    step :attr:`checking` names; until it ran, nothing can be written.
     """
 
     def __init__(self, path: Path | str, *, readonly: bool = False, durable: bool = True,
-                 verify_batches: bool | None = None, check_index: bool = False) -> None:
+                 verify_batches: bool | None = None, defer_checks: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
         self._has_crc = True
@@ -100,22 +85,40 @@ class SpanStore:
         self._db: sqlite3.Connection | None = None
         #: the span ids this writer stored most recently, by trace (for deduplication)
         self._recent = RecentSpans()
+        self._deferred = defer_checks and not readonly
+        #: the deferred check running or next (None: none left)
+        self.checking: str | None = CHECKS[0] if self._deferred else None
         self.lock = WriterLock(self.path, take=not readonly)  # one writer per store
         try:
-            self._db, self._has_crc, self._version = open_database(self.path, readonly, durable)
+            self._db, self._has_crc, self._version = open_database(
+                self.path, readonly, durable, quick_check=not self._deferred)
             self._batches = StoredBatches(self._has_crc, self._damaged)
-            # a version-3 store is read by trace through a view; older ones (read-only)
-            # through their own per-trace tables
+            # version 3 is read by trace through a view; older (read-only) stores their tables
             self._view = TraceView() if self._version >= 3 else None
-            verify = bool(verify_batches if verify_batches is not None else not readonly)
-            if verify or check_index:
-                self.verify_batches(bodies=verify)
-            self._index_unindexed()
+            if not self._deferred:
+                if verify_batches if verify_batches is not None else not readonly:
+                    self.verify_batches()
+                self._index_unindexed()
         except BaseException:
             if self._db is not None:
                 self._db.close()
             self.lock.release()
             raise
+
+    def run_deferred_checks(self) -> None:
+        """Run the :data:`~.opening.CHECKS` that ``defer_checks`` left out (each reads the
+        whole file); nothing is written before they pass. Raises :class:`DamagedStore`."""
+        try:
+            if self._deferred:
+                with self._reading():
+                    check_pages(self.db, self.path)
+                self.checking = CHECKS[1]
+                self.verify_batches()
+                self._deferred = False  # checked: writing is safe
+                self.checking = CHECKS[2]
+                self._index_unindexed()
+        finally:
+            self.checking = None
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -125,35 +128,28 @@ class SpanStore:
     def _damaged(self, problem: str) -> DamagedStore:
         return DamagedStore(problem, file=str(self.path))
 
-    def verify_batches(self, *, bodies: bool = True, index: bool = True) -> int:
-        """Check every batch against its checksum (``bodies``) and that every index row is
-        well-formed and names a stored batch (``index``); returns how many batches it read."""
+    def verify_batches(self) -> int:
+        """Check every batch and index row (checksum, form, batch named); returns batches read."""
         with self._reading():
-            return verify_rows(self.db, self.path, self._has_crc, self._version,
-                               bodies=bodies, index=index)
+            return verify_rows(self.db, self.path, self._has_crc, self._version)
 
     def check_index(self) -> int:
         """``PRAGMA integrity_check``, then every index row against the spans its batch holds;
         returns how many batches were read."""
         self.refresh()
         with self._reading():
-            problems = [row[0] for row in self.db.execute("PRAGMA integrity_check(5)")]
-            if problems != ["ok"]:
-                raise self._damaged("; ".join(str(p).replace("\n", " ").strip()
-                                              for p in problems))
-            batches: set[int] = set()
-            rows = self.db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
-                                   " ORDER BY batch_id, trace_id")
-            for trace_id, batch_id, span_ids in rows:
-                self._batches.row_records(self.db, trace_id, batch_id, span_ids)
-                batches.add(batch_id)
-        return len(batches)
+            return self._batches.check_rows(self.db)
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        """SQLite finding damage while reading becomes :class:`DamagedStore`."""
+        """SQLite finding damage while reading, or a check finding it (without naming a
+        file), becomes :class:`DamagedStore` naming this store."""
         try:
             yield
+        except DamagedStore as exc:
+            if exc.file is not None:
+                raise
+            raise self._damaged(exc.problem) from None
         except sqlite3.DatabaseError as exc:
             code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
             if isinstance(exc, sqlite3.OperationalError) and code not in DAMAGE_CODES:
@@ -167,10 +163,7 @@ class SpanStore:
         if self._view is None:
             return
         with self._reading():
-            try:
-                self._view.sync(self.db, skipped)
-            except DamagedStore as exc:
-                raise self._damaged(exc.problem) from None
+            self._view.sync(self.db, skipped)
 
     def forget_view(self) -> None:
         """Drop the per-trace tables (a writer that reads no more); rebuilt if read again."""
@@ -179,10 +172,11 @@ class SpanStore:
                 self._view.drop(self.db)
 
     def close(self) -> None:
-        """Close the store; a writable one is checkpointed first, so its WAL is emptied."""
+        """Close the store; a writable one is checkpointed first, so its WAL is emptied (not
+        one whose deferred checks did not pass: nothing is written to a damaged store)."""
         if self._db is None:
             return
-        if not self.readonly:
+        if not self.readonly and not self._deferred:
             # e.g. a full disk: the WAL then stays, and nothing in it is lost
             with suppress(sqlite3.Error):
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -239,6 +233,8 @@ class SpanStore:
         return new
 
     def _in_transaction(self, work: Callable[[], _T], release: Sequence[str]) -> _T:
+        if self._deferred:  # nothing is acknowledged into a store not checked yet
+            raise RuntimeError("the store's checks are deferred: run_deferred_checks() first")
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -275,10 +271,12 @@ class SpanStore:
                 recent = self._recent.get
                 self._index([(batch_id, groups, None) for batch_id, groups in items], (),
                             lambda trace_id: recent(trace_id) or known.get(trace_id))
-            try:
-                return index_unindexed(db, self._has_crc, ids, index)
-            except DamagedStore as exc:
-                raise self._damaged(exc.problem) from None
+            return index_unindexed(db, self._has_crc, ids, index)
+
+    def rest(self) -> None:
+        """Give back SQLite's page cache and the span ids remembered (an idle writer)."""
+        self._recent.clear()
+        self.db.execute("PRAGMA shrink_memory")
 
     def mark_released(self, trace_ids: Iterable[str]) -> None:
         """Mark traces released (assembled); late spans of a released trace keep it released."""
@@ -357,43 +355,34 @@ class SpanStore:
         records.sort(key=lambda record: (record.start_ns, record.span_id))
         return records
 
-    def trace_spans(self, trace_id: str) -> list[SpanRecord]:
-        """The decoded spans of one trace, annotation spans excluded, in start order."""
-        self.refresh()
-        return self._records("trace_id = ?", (trace_id,), _not_annotation)
-
-    def annotations(self, skipped: list[str] | None = None) -> Annotations:
-        """Annotation spans by the request id they annotate; with ``skipped``, unreadable ones
-        are left out and described there instead of raising :class:`DamagedStore`."""
+    def annotation_spans(self, skipped: list[str] | None = None) -> list[SpanRecord]:
+        """The annotation spans (feedback recorded after its request), in start order; with
+        ``skipped``, unreadable ones are left out and described there instead of raising
+        :class:`DamagedStore`."""
         self.refresh(skipped)
-        return Annotations(self._records("annotations > 0", (), _is_annotation, skipped))
+        return self._records("annotations > 0", (), is_annotation, skipped)
 
-    def iter_agent_traces(
-        self,
-        *,
-        include_pending: bool = False,
-        annotations: Annotations | None = None,
-        skipped: list[str] | None = None,
-    ) -> Iterator[AgentTrace]:
-        """Every released trace as an agent trace, by start time then trace id.
-
-        With ``include_pending``, traces still in flight come too, marked partial. Traces made
-        only of annotation spans are merged into their request's trace, not returned;
-        ``annotations`` replaces this store's own (to merge those of several partitions).
-        A trace with an unreadable span raises :class:`DamagedStore`; with ``skipped`` it is
-        left out and the problem appended there.
-        Parentless model calls of one conversation (see :func:`conversation_key`) come out as
-        one request, after the other traces, in order of their first call.
-        """
-        if annotations is None:
-            annotations = self.annotations(skipped)
-        else:
-            self.refresh(skipped)
+    def trace_records(self, *, include_pending: bool = False, skipped: list[str] | None = None
+                      ) -> Iterator[tuple[str, bool, list[SpanRecord]]]:
+        """Every released trace (with ``include_pending``, those in flight too) by start time
+        then trace id, as (trace id, released, its spans but annotation spans, in start
+        order); a trace of annotation spans only is left out. A trace with an unreadable
+        span raises :class:`DamagedStore`; with ``skipped`` it is left out and described
+        there. Agent traces are assembled from these by the readers
+        (:mod:`spanguard_processor.inputs.stored_traces`)."""
+        self.refresh(skipped)
         where = "" if include_pending else " WHERE released = 1"
         with self._reading():
             rows = self.db.execute(
                 f"SELECT trace_id, released FROM traces{where} ORDER BY start_ns, trace_id"
             ).fetchall()
-        yield from agent_traces(
-            rows, lambda trace_id: self._records("trace_id = ?", (trace_id,), _not_annotation),
-            annotations, skipped)
+        for trace_id, released in rows:
+            try:
+                spans = self._records("trace_id = ?", (trace_id,), not_annotation)
+            except DamagedStore as exc:
+                if skipped is None:
+                    raise
+                skipped.append(f"trace {trace_id}: {exc.problem}")
+                continue
+            if spans:
+                yield trace_id, bool(released), spans

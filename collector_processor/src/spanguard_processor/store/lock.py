@@ -4,7 +4,7 @@ writing.
 Two writers of one store would each remember different recent spans and batch ids, and the
 second one's commits can kill the first's (``spanguard serve``'s writer met ``UNIQUE
 constraint failed`` when ``spanguard ingest`` wrote the same store). So every
-:class:`~spanguard_processor.collector.store.SpanStore` opened for writing takes an exclusive
+:class:`~spanguard_processor.store.span_store.SpanStore` opened for writing takes an exclusive
 ``flock`` on ``<store>.lock`` first; the kernel drops it when the process ends, however it
 ends, so a crash never leaves a store locked. A second writer — another ``serve``, an
 ``ingest``, in this process or another — gets :class:`StoreLocked` naming the holder (its

@@ -1,7 +1,7 @@
 """A version-3 store read by trace, and the writer's memory of the span ids it stored.
 
 A version-3 store keeps its index as one row per batch and one per release commit
-(:mod:`~spanguard_processor.collector.store_schema`): the writer adds two rows per commit
+(:mod:`~spanguard_processor.store.schema`): the writer adds two rows per commit
 instead of rows per trace. Reading wants the index by trace, so :class:`TraceView` builds the
 per-trace tables of version 2 (``trace_batches``, ``traces``) as temporary tables of the
 reading connection, from those rows, the first time a store is read, and brings them up to
@@ -12,7 +12,9 @@ remembered) is read once.
 :class:`RecentSpans` is the writer's side of deduplication: the span ids of the traces it
 stored most recently (two generations of at most ``capacity / 2`` traces each, ≈ 190
 bytes per trace of five spans), so re-delivered spans of those are not stored again, and a
-batch holding nothing new is not kept. Re-deliveries of older traces are stored, and read once.
+batch holding nothing new is not kept. Re-deliveries of older traces are stored, and read once;
+so are those after an idle writer forgot them all (:meth:`RecentSpans.clear`, to give the
+memory back).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from ..ingest.spans import TraceGroup
-from .store_index import Unindexed, index_groups
-from .store_schema import (
+from .index import Unindexed, index_groups
+from .schema import (
     VIEW_SCHEMA,
     DamagedStore,
     checked_blob,
@@ -80,6 +82,10 @@ class RecentSpans:
                 new = self._new
             new[trace_id] = span_ids
 
+    def clear(self) -> None:
+        """Forget every trace (an idle writer gives the memory back)."""
+        self._new, self._old = {}, {}
+
     def seed(self, groups: Iterable[TraceGroup]) -> None:
         """Remember the span ids of stored trace groups (at start: the pending traces)."""
         joined: dict[str, bytes] = {}
@@ -99,7 +105,7 @@ class TraceView:
     def sync(self, db: sqlite3.Connection, skipped: list[str] | None = None) -> None:
         """Create the view, or bring it up to date with the index rows added since; in one
         read transaction, so a writer's commit is seen whole. Raises
-        :class:`~spanguard_processor.collector.store_schema.DamagedStore` (without a file)
+        :class:`~spanguard_processor.store.schema.DamagedStore` (without a file)
         for a row that does not match its checksum or unpack; with ``skipped``, leaves such a
         row out and describes it there instead."""
         if db.in_transaction:

@@ -2,9 +2,11 @@
 
 :func:`open_database` checks the SQLite header, the schema and its version and
 ``PRAGMA quick_check``, and upgrades an older store opened for writing
-(:mod:`~spanguard_processor.collector.store_upgrade`); :func:`verify_rows` checks every batch
-against its checksum and every index row's form. Anything wrong raises
-:class:`~spanguard_processor.collector.store_schema.DamagedStore` naming the file, never a raw
+(:mod:`~spanguard_processor.store.upgrade`); :func:`verify_rows` checks every batch
+against its checksum and every index row's form. ``spanguard serve`` opens without the
+``quick_check`` and runs it (:func:`check_pages`) with :func:`verify_rows` on its writer
+thread, while ``/health`` already answers. Anything wrong raises
+:class:`~spanguard_processor.store.schema.DamagedStore` naming the file, never a raw
 ``sqlite3`` error.
 """
 
@@ -16,7 +18,7 @@ from typing import NamedTuple
 
 from spanguard.exceptions import TraceFormatError
 
-from .store_schema import (
+from .schema import (
     DAMAGE_CODES,
     MALFORMED_ROWS,
     MALFORMED_VIEW_ROWS,
@@ -32,9 +34,16 @@ from .store_schema import (
     unpack_groups,
     unpack_trace_ids,
 )
-from .store_upgrade import index_version1, upgrade
+from .upgrade import index_version1, upgrade
 
-__all__ = ["OpenStore", "open_database", "verify_rows"]
+__all__ = ["CHECKS", "OpenStore", "check_pages", "open_database", "verify_rows"]
+
+
+#: The checks a store opened for writing with ``defer_checks`` runs later, in this order
+#: (each reads the whole file; ``/health`` names the one running).
+CHECKS = ("reading every page (quick_check)",
+          "checking every batch and index row against its checksum",
+          "indexing batches stored but never indexed")
 
 
 def _open_error(exc: sqlite3.Error, path: Path, readonly: bool) -> TraceFormatError:
@@ -75,9 +84,12 @@ class OpenStore(NamedTuple):
     version: int  # its version: SCHEMA_VERSION unless opened read-only
 
 
-def open_database(path: Path, readonly: bool, durable: bool) -> OpenStore:
+def open_database(path: Path, readonly: bool, durable: bool, *, quick_check: bool = True
+                  ) -> OpenStore:
     """Open (or create) the store at ``path``, checked, and (unless ``readonly``) at this
-    version. Raises a ``TraceFormatError`` naming the file."""
+    version. Raises a ``TraceFormatError`` naming the file. ``quick_check=False`` leaves out
+    ``PRAGMA quick_check`` (it reads the whole file: :func:`check_pages` runs it later)
+    unless the store is to be upgraded (an upgrade rewrites only a checked store)."""
     existed = path.is_file() and path.stat().st_size > 0
     if readonly and not path.is_file():
         raise TraceFormatError("does not exist.", file=str(path))
@@ -93,7 +105,9 @@ def open_database(path: Path, readonly: bool, durable: bool) -> OpenStore:
             db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         # everything is checked before anything (even the journal mode) is written
         fresh, version, has_crc = check_schema(db, path, readonly)
-        _quick_check(db, path)
+        if quick_check or (not readonly and not fresh
+                           and (not has_crc or version < SCHEMA_VERSION)):
+            _quick_check(db, path)
         if readonly:
             if version < 2:
                 index_version1(db)
@@ -121,6 +135,15 @@ def open_database(path: Path, readonly: bool, durable: bool) -> OpenStore:
         if isinstance(exc, sqlite3.Error):
             raise _open_error(exc, path, readonly) from None
         raise
+
+
+def check_pages(db: sqlite3.Connection, path: Path) -> None:
+    """``PRAGMA quick_check`` (every page of the file read), as :func:`open_database` runs it;
+    raises :class:`DamagedStore` naming the file."""
+    try:
+        _quick_check(db, path)
+    except sqlite3.Error as exc:
+        raise _open_error(exc, path, False) from None
 
 
 def verify_rows(db: sqlite3.Connection, path: Path, has_crc: bool, version: int, *,

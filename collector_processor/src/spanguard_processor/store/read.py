@@ -1,30 +1,36 @@
-"""Reading spans back out of a span store: an index row's spans from their stored batch, and
-the agent traces they make.
+"""Reading spans back out of a span store: an index row's spans from their stored batch.
 
-Used by :class:`~spanguard_processor.collector.store.SpanStore`: :class:`StoredBatches` decodes
+Used by :class:`~spanguard_processor.store.span_store.SpanStore`: :class:`StoredBatches` decodes
 stored batches (a few kept parsed, as a trace's rows share them) and checks that a batch holds
-every span its index row names; :func:`agent_traces` turns the traces of a store, in order,
-into agent traces, merging a conversation's parentless model calls.
+every span its index row names. (Agent traces are assembled from the records by the readers:
+:mod:`spanguard_processor.inputs.stored_traces`.)
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
+from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import ParsedBatch, parse_batch
 from ..ingest.spans import SpanRecord
-from ..traces.annotations import Annotations
-from ..traces.convert import annotated_trace, conversation_key
-from ..traces.model import AgentTrace
-from .store_index import checked_body, ids_of
-from .store_schema import DamagedStore
+from .index import checked_body, ids_of
+from .schema import DamagedStore
 
-__all__ = ["StoredBatches", "agent_traces"]
+__all__ = ["StoredBatches", "is_annotation", "not_annotation"]
 
 _PARSED_CACHE = 32  # parsed batches kept while converting (traces share batches)
+
+
+def is_annotation(record: SpanRecord) -> bool:
+    """Whether a span is an annotation span (feedback recorded after its request)."""
+    return record.name == semconv.SPAN_ANNOTATION
+
+
+def not_annotation(record: SpanRecord) -> bool:
+    return record.name != semconv.SPAN_ANNOTATION
 
 
 class StoredBatches:
@@ -59,6 +65,20 @@ class StoredBatches:
             raise self._damaged(f"batch {batch_id} does not hold span {trace_id}/{min(wanted)}")
         return records
 
+    def check_rows(self, db: sqlite3.Connection) -> int:
+        """``PRAGMA integrity_check``, then every row of the per-trace view against the spans
+        its batch holds; returns how many batches were read."""
+        problems = [row[0] for row in db.execute("PRAGMA integrity_check(5)")]
+        if problems != ["ok"]:
+            raise self._damaged("; ".join(str(p).replace("\n", " ").strip() for p in problems))
+        batches: set[int] = set()
+        rows = db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
+                          " ORDER BY batch_id, trace_id")
+        for trace_id, batch_id, span_ids in rows:
+            self.row_records(db, trace_id, batch_id, span_ids)
+            batches.add(batch_id)
+        return len(batches)
+
     def _parse(self, db: sqlite3.Connection, trace_id: str, batch_id: int) -> ParsedBatch:
         try:
             stored = checked_body(db, batch_id, self._has_crc)
@@ -76,31 +96,3 @@ class StoredBatches:
             self._parsed.pop(next(iter(self._parsed)))
         self._parsed[batch_id] = batch
         return batch
-
-
-def agent_traces(traces: Iterable[tuple[str, bool]], spans_of: Callable[[str], list[SpanRecord]],
-                 annotations: Annotations, skipped: list[str] | None) -> Iterator[AgentTrace]:
-    """The agent traces of ``traces`` ((trace id, released), in order), their spans from
-    ``spans_of``; see :meth:`~spanguard_processor.collector.store.SpanStore.iter_agent_traces`."""
-    conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
-    for trace_id, released in traces:
-        try:
-            spans = spans_of(trace_id)
-        except DamagedStore as exc:
-            if skipped is None:
-                raise
-            skipped.append(f"trace {trace_id}: {exc.problem}")
-            continue
-        if not spans:
-            continue
-        key = conversation_key(spans)
-        if key is not None:
-            held, partial = conversations.get(key, ([], False))
-            held.extend(spans)
-            conversations[key] = (held, partial or not released)
-            continue
-        yield annotated_trace(spans, annotations,
-                              partial=not released or not any(span.is_root for span in spans))
-    for held, partial in conversations.values():
-        held.sort(key=lambda span: (span.start_ns, span.span_id))
-        yield annotated_trace(held, annotations, partial=partial)

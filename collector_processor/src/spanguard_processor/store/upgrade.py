@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from itertools import groupby
 from operator import itemgetter
 
-from .store_schema import (
+from .schema import (
     LOG_TABLES,
     SCHEMA_VERSION,
     TRACE_BATCHES_TABLE,

@@ -9,11 +9,11 @@ commit that marked traces released: their 16-byte ids, packed, with a CRC-32. So
 writes a row per batch and one for its releases, not rows per trace. Readers see the
 per-trace tables of version 2 (``trace_batches``: one row per (trace, batch); ``traces``: one
 row per trace, its earliest start and whether it is released) as temporary tables built from
-these when first read (:class:`~spanguard_processor.collector.store_view.TraceView`).
+these when first read (:class:`~spanguard_processor.store.view.TraceView`).
 
 Older versions (version 2 kept those per-trace tables in the file) are read and upgraded by
-:mod:`~spanguard_processor.collector.store_upgrade`; every open is checked by
-:mod:`~spanguard_processor.collector.store_open`. Damage raises :class:`DamagedStore` (an
+:mod:`~spanguard_processor.store.upgrade`; every open is checked by
+:mod:`~spanguard_processor.store.opening`. Damage raises :class:`DamagedStore` (an
 :class:`~spanguard.exceptions.InputError` naming the file and the problem), never a raw
 ``sqlite3`` error.
 """

@@ -2,14 +2,14 @@
 
 * :func:`log_groups` writes a version-3 store's index: one ``batch_traces`` row per batch,
   its trace groups packed, holding only span ids new to the store as far as the writer's
-  :class:`~spanguard_processor.collector.store_view.RecentSpans` knows. Used by
-  :class:`~spanguard_processor.collector.store.SpanStore` in both of its ways of writing:
-  :meth:`~spanguard_processor.collector.store.SpanStore.put_batches` (bodies and index in one
+  :class:`~spanguard_processor.store.view.RecentSpans` knows. Used by
+  :class:`~spanguard_processor.store.span_store.SpanStore` in both of its ways of writing:
+  :meth:`~spanguard_processor.store.span_store.SpanStore.put_batches` (bodies and index in one
   transaction) and ``append_batches`` then ``index_batches`` (bodies acknowledged first,
   indexed many requests at a time).
 * :func:`index_groups` writes per-trace rows (one per (trace, batch), each span id once per
   trace): the temporary tables readers query
-  (:class:`~spanguard_processor.collector.store_view.TraceView`), or a read-only overlay of an
+  (:class:`~spanguard_processor.store.view.TraceView`), or a read-only overlay of an
   older store's index.
 """
 
@@ -25,7 +25,7 @@ from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch, TraceGroup
-from .store_schema import MAX_NS, DamagedStore, crc, pack_groups
+from .schema import MAX_NS, DamagedStore, crc, pack_groups
 
 __all__ = [
     "STORE_BATCH",
