@@ -1,0 +1,1 @@
+"""Counterfactual fairness suites mined from production traffic (docs/suite-mining.md)."""
