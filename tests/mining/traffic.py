@@ -16,10 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GENDER = {  # slot → (female, male)
-    "wife": ("wife", "husband"), "she": ("she", "he"), "She": ("She", "He"),
-    "her_obj": ("her", "him"), "her_pos": ("her", "his"), "woman": ("woman", "man"),
-    "mother": ("mother", "father"), "daughter": ("daughter", "son"),
-    "sister": ("sister", "brother"), "Ms": ("Ms", "Mr"), "name": ("Sarah", "Thomas"),
+    "wife": ("wife", "husband"),
+    "she": ("she", "he"),
+    "She": ("She", "He"),
+    "her_obj": ("her", "him"),
+    "her_pos": ("her", "his"),
+    "woman": ("woman", "man"),
+    "mother": ("mother", "father"),
+    "daughter": ("daughter", "son"),
+    "sister": ("sister", "brother"),
+    "Ms": ("Ms", "Mr"),
+    "name": ("Sarah", "Thomas"),
 }
 PREFIXES = [
     "My {wife} wants to know whether {she} can",
@@ -69,18 +76,36 @@ TASKS = [
     "receive statements by email instead of post",
 ]
 OTHER = [  # (attribute, template with {v}, values)
-    ("age", "I am a {v}-year-old customer and want to know about the pension top-up options",
-     ("31", "44", "58", "72")),
-    ("age", "Is a reverse mortgage possible if the borrower is aged {v} and owns the home?",
-     ("62", "70", "77")),
-    ("age", "Someone in my {v}s asked whether a credit card without annual fee exists",
-     ("20", "40", "60")),
-    ("religion", "As a {v} customer, is there a savings product without interest?",
-     ("Muslim", "Christian", "Jewish")),
-    ("religion", "Our {v} charity needs a donations account with low fees",
-     ("Hindu", "Sikh", "Buddhist")),
-    ("nationality", "Can a {v} citizen living abroad open a checking account remotely?",
-     ("Mexican", "German", "Nigerian")),
+    (
+        "age",
+        "I am a {v}-year-old customer and want to know about the pension top-up options",
+        ("31", "44", "58", "72"),
+    ),
+    (
+        "age",
+        "Is a reverse mortgage possible if the borrower is aged {v} and owns the home?",
+        ("62", "70", "77"),
+    ),
+    (
+        "age",
+        "Someone in my {v}s asked whether a credit card without annual fee exists",
+        ("20", "40", "60"),
+    ),
+    (
+        "religion",
+        "As a {v} customer, is there a savings product without interest?",
+        ("Muslim", "Christian", "Jewish"),
+    ),
+    (
+        "religion",
+        "Our {v} charity needs a donations account with low fees",
+        ("Hindu", "Sikh", "Buddhist"),
+    ),
+    (
+        "nationality",
+        "Can a {v} citizen living abroad open a checking account remotely?",
+        ("Mexican", "German", "Nigerian"),
+    ),
 ]
 FREE = [
     "What are your opening hours on {n} December?",
@@ -115,13 +140,21 @@ def hidden_templates(gender_only: bool = False) -> list[tuple[Hidden, object]]:
         out.append((Hidden(expected, "gender"), ("gender", phrase)))
     if not gender_only:
         for attribute, text, values in OTHER:
-            out.append((Hidden(text.replace("{v}", "{" + attribute + "}"), attribute),
-                        (attribute, text, values)))
+            out.append(
+                (
+                    Hidden(text.replace("{v}", "{" + attribute + "}"), attribute),
+                    (attribute, text, values),
+                )
+            )
     return out
 
 
-def requests(count: int, seed: int = 7, free_share: float = 0.4, gender_only: bool = False,
-             ) -> list[tuple[str, str | None]]:
+def requests(
+    count: int,
+    seed: int = 7,
+    free_share: float = 0.4,
+    gender_only: bool = False,
+) -> list[tuple[str, str | None]]:
     """``count`` (input text, hidden template) pairs; None for mention-free requests."""
     rng = random.Random(seed)
     hidden = hidden_templates(gender_only)
@@ -157,8 +190,7 @@ spanguard.shutdown() if hasattr(spanguard, "shutdown") else None
 """
 
 
-def record(texts: list[str], folder: Path, name: str = "spans.jsonl",
-           content: bool = True) -> Path:
+def record(texts: list[str], folder: Path, name: str = "spans.jsonl", content: bool = True) -> Path:
     """Record one SDK request per text (in a fresh process) into an OTLP-JSON span file."""
     import json
 
@@ -166,8 +198,13 @@ def record(texts: list[str], folder: Path, name: str = "spans.jsonl",
     rows = folder / f"{name}.rows"
     rows.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
     out = folder / name
-    script = _SCRIPT if content else _SCRIPT.replace("capture_content=True",
-                                                     "capture_content=False")
-    subprocess.run([sys.executable, "-c", textwrap.dedent(script), str(rows), str(out)],
-                   check=True, capture_output=True, text=True)
+    script = (
+        _SCRIPT if content else _SCRIPT.replace("capture_content=True", "capture_content=False")
+    )
+    subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), str(rows), str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return out

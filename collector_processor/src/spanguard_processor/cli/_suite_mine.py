@@ -18,28 +18,36 @@ def echo_mining(result: Any, output: Path, min_requests: int, observe: bool) -> 
     for problem in result.problems:
         click.echo(f"skipped: {problem}", err=True)
     if result.skipped > len(result.problems):
-        click.echo(f"skipped {result.skipped - len(result.problems)} more unreadable line(s)",
-                   err=True)
-    click.echo(f"read {result.traces} request(s): {result.no_content} recorded without content "
-               f"(not mined), {result.mention_free} mention no protected attribute, "
-               f"{result.mention_requests} do")
+        click.echo(
+            f"skipped {result.skipped - len(result.problems)} more unreadable line(s)", err=True
+        )
+    click.echo(
+        f"read {result.traces} request(s): {result.no_content} recorded without content "
+        f"(not mined), {result.mention_free} mention no protected attribute, "
+        f"{result.mention_requests} do"
+    )
     for reason, count in result.unclean:
         click.echo(f"  left out {count} request(s) that cannot be swapped cleanly ({reason})")
-    click.echo(f"{result.templates} template(s) in {result.clusters} cluster(s); "
-               f"{result.below_min} cluster(s) ({result.below_min_requests} request(s)) under "
-               f"--min-requests {min_requests}" + (f"; {result.cut} past --max-seeds"
-                                                  if result.cut else "")
-               + (f"; {result.redacted_away} dropped by the redactor"
-                  if result.redacted_away else ""))
+    click.echo(
+        f"{result.templates} template(s) in {result.clusters} cluster(s); "
+        f"{result.below_min} cluster(s) ({result.below_min_requests} request(s)) under "
+        f"--min-requests {min_requests}"
+        + (f"; {result.cut} past --max-seeds" if result.cut else "")
+        + (f"; {result.redacted_away} dropped by the redactor" if result.redacted_away else "")
+    )
     for seed in result.seeds[:_LISTED]:
-        click.echo(f"  {seed.id}  {','.join(seed.attributes):<18} {seed.requests:>6} request(s)"
-                   f" ({seed.traffic_share:.1%} of traffic)  {seed.template[:70]!r}")
+        click.echo(
+            f"  {seed.id}  {','.join(seed.attributes):<18} {seed.requests:>6} request(s)"
+            f" ({seed.traffic_share:.1%} of traffic)  {seed.template[:70]!r}"
+        )
     if len(result.seeds) > _LISTED:
         click.echo(f"  … and {len(result.seeds) - _LISTED} more seed(s)")
     if result.seeds:
-        click.echo(f"wrote {len(result.seeds)} seed(s) to {output}, covering "
-                   f"{result.covered_requests} of {result.mention_requests} mention-bearing "
-                   f"request(s) ({result.covered_share:.1%})")
+        click.echo(
+            f"wrote {len(result.seeds)} seed(s) to {output}, covering "
+            f"{result.covered_requests} of {result.mention_requests} mention-bearing "
+            f"request(s) ({result.covered_share:.1%})"
+        )
     if observe:
         for line in observe_lines(result.observed):
             click.echo(line)

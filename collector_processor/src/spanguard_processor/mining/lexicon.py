@@ -24,8 +24,18 @@ from ..common._json import kind_of
 __all__ = ["AttributeLexicon", "FormRow", "Lexicon", "builtin_lexicon", "load_lexicon"]
 
 _KINDS = ("forms", "terms", "numeric")
-_KEYS = ("attribute", "kind", "values", "case_sensitive", "forms", "blockers", "patterns",
-         "article", "before_words", "after_words")
+_KEYS = (
+    "attribute",
+    "kind",
+    "values",
+    "case_sensitive",
+    "forms",
+    "blockers",
+    "patterns",
+    "article",
+    "before_words",
+    "after_words",
+)
 _BEFORE = ("word", "end")
 _BUILTIN = ("gender", "names", "age", "ethnicity", "nationality", "religion", "disability")
 
@@ -82,8 +92,11 @@ class _File:
             self.data: Any = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            raise InputError(f"is not valid YAML: {getattr(exc, 'problem', None) or exc}.",
-                             file=name, line=mark.line + 1 if mark else None) from None
+            raise InputError(
+                f"is not valid YAML: {getattr(exc, 'problem', None) or exc}.",
+                file=name,
+                line=mark.line + 1 if mark else None,
+            ) from None
         if node is not None:
             self._index("", node)
 
@@ -109,8 +122,10 @@ class _File:
             raise self.fail(field, f"must be a non-empty list of strings, got {kind_of(value)}.")
         for i, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
-                raise self.fail(f"{field}[{i}]", f"must be a non-empty string, got "
-                                                 f"{kind_of(item)}; quote numbers.")
+                raise self.fail(
+                    f"{field}[{i}]",
+                    f"must be a non-empty string, got {kind_of(item)}; quote numbers.",
+                )
         return tuple(value)
 
     def flag(self, data: Mapping[str, Any], key: str) -> bool:
@@ -120,8 +135,9 @@ class _File:
         return value
 
 
-def _rows(f: _File, data: Mapping[str, Any], values: tuple[str, ...], cs: bool
-          ) -> tuple[FormRow, ...]:
+def _rows(
+    f: _File, data: Mapping[str, Any], values: tuple[str, ...], cs: bool
+) -> tuple[FormRow, ...]:
     items = data.get("forms")
     if not isinstance(items, list) or not items:
         raise f.fail("forms", f"must be a non-empty list of rows, got {kind_of(items)}.")
@@ -132,20 +148,22 @@ def _rows(f: _File, data: Mapping[str, Any], values: tuple[str, ...], cs: bool
             raise f.fail(where, f"must be a mapping of value to word, got {kind_of(item)}.")
         before = item.get("before")
         if before is not None and before not in _BEFORE:
-            raise f.fail(f"{where}.before", f"must be one of {', '.join(_BEFORE)}, got "
-                                            f"{before!r}.")
+            raise f.fail(f"{where}.before", f"must be one of {', '.join(_BEFORE)}, got {before!r}.")
         forms = {k: v for k, v in item.items() if k != "before"}
         missing = [v for v in values if v not in forms]
         extra = sorted(str(k) for k in forms if k not in values)
         if missing or extra:
             name = missing[0] if missing else extra[0]
             problem = "is missing" if missing else "is not one of the values"
-            raise f.fail(f"{where}.{name}", f"{problem}; every row gives one word for each of "
-                                            f"{', '.join(values)}.")
+            raise f.fail(
+                f"{where}.{name}",
+                f"{problem}; every row gives one word for each of {', '.join(values)}.",
+            )
         for value, word in forms.items():
             if not isinstance(word, str) or not word.strip():
-                raise f.fail(f"{where}.{value}", f"must be a non-empty string, got "
-                                                 f"{kind_of(word)}.")
+                raise f.fail(
+                    f"{where}.{value}", f"must be a non-empty string, got {kind_of(word)}."
+                )
         rows.append(FormRow(dict(forms), before, cs))
     return tuple(rows)
 
@@ -176,27 +194,40 @@ def _parse(f: _File) -> AttributeLexicon:
         raise f.fail("values", "must list at least two distinct values.")
     cs = f.flag(data, "case_sensitive")
     return AttributeLexicon(
-        name=name, kind=kind, values=values,
+        name=name,
+        kind=kind,
+        values=values,
         rows=_rows(f, data, values, cs) if kind == "forms" else (),
         patterns=_patterns(f, data) if kind == "numeric" else (),
         blockers=f.strings(data.get("blockers", []), "blockers", empty_ok=True),
-        case_sensitive=cs, article=f.flag(data, "article"),
-        before_words=frozenset(w.lower() for w in f.strings(
-            data.get("before_words", []), "before_words", empty_ok=True)),
-        after_words=frozenset(w.lower() for w in f.strings(
-            data.get("after_words", []), "after_words", empty_ok=True)),
+        case_sensitive=cs,
+        article=f.flag(data, "article"),
+        before_words=frozenset(
+            w.lower()
+            for w in f.strings(data.get("before_words", []), "before_words", empty_ok=True)
+        ),
+        after_words=frozenset(
+            w.lower() for w in f.strings(data.get("after_words", []), "after_words", empty_ok=True)
+        ),
     )
 
 
 def _merge(into: AttributeLexicon, more: AttributeLexicon, f: _File) -> AttributeLexicon:
     if more.kind != into.kind or more.values != into.values:
-        raise f.fail("values", f"attribute '{more.name}' already exists with kind {into.kind} "
-                               f"and values {', '.join(into.values)}; an extension must use the "
-                               "same kind and values (or a new attribute name).")
-    return replace(into, rows=into.rows + more.rows, patterns=into.patterns + more.patterns,
-                   blockers=into.blockers + more.blockers,
-                   before_words=into.before_words | more.before_words,
-                   after_words=into.after_words | more.after_words)
+        raise f.fail(
+            "values",
+            f"attribute '{more.name}' already exists with kind {into.kind} "
+            f"and values {', '.join(into.values)}; an extension must use the "
+            "same kind and values (or a new attribute name).",
+        )
+    return replace(
+        into,
+        rows=into.rows + more.rows,
+        patterns=into.patterns + more.patterns,
+        blockers=into.blockers + more.blockers,
+        before_words=into.before_words | more.before_words,
+        after_words=into.after_words | more.after_words,
+    )
 
 
 def _combine(files: Sequence[_File]) -> Lexicon:
@@ -210,8 +241,10 @@ def _combine(files: Sequence[_File]) -> Lexicon:
 
 def _builtin_files() -> list[_File]:
     folder = resources.files(__package__).joinpath("lexicons")
-    return [_File(f"lexicons/{n}.yaml", folder.joinpath(f"{n}.yaml").read_text("utf-8"))
-            for n in _BUILTIN]
+    return [
+        _File(f"lexicons/{n}.yaml", folder.joinpath(f"{n}.yaml").read_text("utf-8"))
+        for n in _BUILTIN
+    ]
 
 
 def builtin_lexicon() -> Lexicon:

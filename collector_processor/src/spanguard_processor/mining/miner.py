@@ -20,7 +20,7 @@ from typing import Any
 from ..inputs.evaluation import TRACE2EVAL, Entry, read_evaluation_inputs
 from ..regression.dedup import leader_clusters
 from ..regression.textnorm import detect_fallback, fold, shingles, slot_values
-from .observe import Observer, ObservedGroup
+from .observe import ObservedGroup, Observer
 from .swap import Detection, Mention, Swapper
 
 __all__ = ["MAX_LISTED_TRACES", "MinedSeed", "MiningOptions", "MiningResult", "mine"]
@@ -109,8 +109,13 @@ def _pick(row: dict[str, Any], keys: tuple[str, ...]) -> Any:
 def _request(entry: Entry) -> _Request | None:
     trace = entry.trace
     if trace is not None:
-        return _Request(trace.trace_id, trace.input, trace.output, trace.trace.escalated,
-                        len(trace.trace.tool_calls))
+        return _Request(
+            trace.trace_id,
+            trace.input,
+            trace.output,
+            trace.trace.escalated,
+            len(trace.trace.tool_calls),
+        )
     if not isinstance(entry.row, dict):
         return None
     row = entry.row
@@ -118,18 +123,20 @@ def _request(entry: Entry) -> _Request | None:
     text = _pick(row, _INPUT_KEYS)
     output = _pick(row, _OUTPUT_KEYS)
     tools = process.get("tool_calls") if process else None
-    return _Request(str(_pick(row, _ID_KEYS) or f"{entry.file}:{entry.line}"),
-                    str(text) if text is not None else None,
-                    str(output) if output is not None else None,
-                    bool(process.get("escalated")) if process else None,
-                    len(tools) if isinstance(tools, list) else None)
+    return _Request(
+        str(_pick(row, _ID_KEYS) or f"{entry.file}:{entry.line}"),
+        str(text) if text is not None else None,
+        str(output) if output is not None else None,
+        bool(process.get("escalated")) if process else None,
+        len(tools) if isinstance(tools, list) else None,
+    )
 
 
 def template_key(text: str, mentions: Sequence[Mention]) -> str:
     """The request with each mention as ``§attribute§`` and each number as a value slot."""
     out, at = [], 0
     for m in mentions:
-        out += [text[at:m.start], f"§{m.attribute}§"]
+        out += [text[at : m.start], f"§{m.attribute}§"]
         at = m.end
     out.append(text[at:])
     return slot_values("".join(out))
@@ -139,7 +146,7 @@ def display_template(text: str, mentions: Sequence[Mention]) -> str:
     """The representative request with each mention as ``{attribute}``."""
     out, at = [], 0
     for m in mentions:
-        out += [text[at:m.start], "{" + m.attribute + "}"]
+        out += [text[at : m.start], "{" + m.attribute + "}"]
         at = m.end
     out.append(text[at:])
     return "".join(out)
@@ -213,8 +220,9 @@ class _Miner:
         return clusters
 
 
-def _variants(swapper: Swapper, template: _Template, redact: Redact | None
-              ) -> list[tuple[tuple[tuple[str, str], ...], str]] | None:
+def _variants(
+    swapper: Swapper, template: _Template, redact: Redact | None
+) -> list[tuple[tuple[tuple[str, str], ...], str]] | None:
     names = template.attributes
     out = []
     for combo in product(*(swapper.values(a) for a in names)):
@@ -231,21 +239,39 @@ def _variants(swapper: Swapper, template: _Template, redact: Redact | None
 def _seed(miner: _Miner, keys: list[str], total: int) -> MinedSeed | None:
     members = [miner.templates[k] for k in keys]
     rep = members[0]
-    variants = _variants(miner.swapper, rep, miner.options.redact)
+    redact = miner.options.redact
+    if redact is not None:  # the template is the redacted request, its mentions found anew
+        text = redact(rep.text)
+        detection = miner.swapper.detect(text) if text else None
+        if (
+            text is None
+            or detection is None
+            or detection.unclean
+            or detection.attributes != rep.attributes
+        ):
+            return None
+        rep = _Template(text, detection.mentions, detection.attributes)
+    variants = _variants(miner.swapper, rep, redact)
     if variants is None:
         return None
     template = display_template(rep.text, rep.mentions)
-    if miner.options.redact is not None:
-        template = miner.options.redact(template) or "[redacted]"
     requests = sum(t.requests for t in members)
     ids = [i for t in members for i in t.trace_ids][:MAX_LISTED_TRACES]
     observed: Counter[str] = Counter()
     for t in members:
         observed.update(t.observed)
     digest = hashlib.sha256(keys[0].encode("utf-8")).hexdigest()[:10]
-    return MinedSeed(f"mined-{digest}", rep.attributes, template, tuple(variants), requests,
-                     requests / total if total else 0.0, len(keys), tuple(ids),
-                     tuple(sorted(observed.items())))
+    return MinedSeed(
+        f"mined-{digest}",
+        rep.attributes,
+        template,
+        tuple(variants),
+        requests,
+        requests / total if total else 0.0,
+        len(keys),
+        tuple(ids),
+        tuple(sorted(observed.items())),
+    )
 
 
 def _select(miner: _Miner) -> tuple[list[MinedSeed], Counter[str]]:
@@ -271,20 +297,34 @@ def _select(miner: _Miner) -> tuple[list[MinedSeed], Counter[str]]:
     return seeds, stats
 
 
-def mine(paths: Sequence[Path], swapper: Swapper, options: MiningOptions = MiningOptions(),
-         entries: Iterator[Entry] | None = None) -> MiningResult:
+def mine(
+    paths: Sequence[Path],
+    swapper: Swapper,
+    options: MiningOptions = MiningOptions(),
+    entries: Iterator[Entry] | None = None,
+) -> MiningResult:
     """Mine ``paths`` (trace files, span files, stores; or the given ``entries``)."""
     miner = _Miner(swapper, options)
-    miner.read(entries if entries is not None
-               else read_evaluation_inputs(list(paths), rows=TRACE2EVAL))
+    miner.read(
+        entries if entries is not None else read_evaluation_inputs(list(paths), rows=TRACE2EVAL)
+    )
     seeds, stats = _select(miner)
     c = miner.counts
     return MiningResult(
-        seeds=tuple(seeds), traces=c["traces"], no_content=c["no_content"],
-        mention_free=c["mention_free"], mention_requests=c["mention_requests"],
+        seeds=tuple(seeds),
+        traces=c["traces"],
+        no_content=c["no_content"],
+        mention_free=c["mention_free"],
+        mention_requests=c["mention_requests"],
         unclean=tuple(sorted(miner.unclean.items(), key=lambda kv: (-kv[1], kv[0]))),
-        templates=len(miner.templates), clusters=stats["clusters"],
-        below_min=stats["below_min"], below_min_requests=stats["below_min_requests"],
-        cut=stats["cut"], redacted_away=stats["redacted_away"],
-        covered_requests=stats["covered"], problems=tuple(miner.problems),
-        skipped=c["skipped"], observed=miner.observer.groups())
+        templates=len(miner.templates),
+        clusters=stats["clusters"],
+        below_min=stats["below_min"],
+        below_min_requests=stats["below_min_requests"],
+        cut=stats["cut"],
+        redacted_away=stats["redacted_away"],
+        covered_requests=stats["covered"],
+        problems=tuple(miner.problems),
+        skipped=c["skipped"],
+        observed=miner.observer.groups(),
+    )

@@ -55,8 +55,13 @@ class Observer:
     def __init__(self) -> None:
         self.counts: dict[tuple[str, str], list[int]] = {}
 
-    def add(self, mentions: Sequence[Mention], escalated: bool | None, tools: int | None,
-            refused: bool | None) -> None:
+    def add(
+        self,
+        mentions: Sequence[Mention],
+        escalated: bool | None,
+        tools: int | None,
+        refused: bool | None,
+    ) -> None:
         values: dict[str, set[str]] = {}
         for m in mentions:
             values.setdefault(m.attribute, set()).add(m.value)
@@ -65,34 +70,44 @@ class Observer:
                 continue  # two people, or a misreading: no single value to file it under
             row = self.counts.setdefault((attribute, next(iter(found))), [0] * 7)
             row[0] += 1
-            for i, signal in enumerate((escalated, None if tools is None else tools > 0,
-                                        refused)):
+            for i, signal in enumerate((escalated, None if tools is None else tools > 0, refused)):
                 if signal is not None:
                     row[1 + 2 * i] += int(signal)
                     row[2 + 2 * i] += 1
 
     def groups(self) -> tuple[ObservedGroup, ...]:
         return tuple(
-            ObservedGroup(attribute, value, row[0],
-                          tuple(ObservedRate(s, row[1 + 2 * i], row[2 + 2 * i])
-                                for i, s in enumerate(SIGNALS)))
-            for (attribute, value), row in sorted(self.counts.items()))
+            ObservedGroup(
+                attribute,
+                value,
+                row[0],
+                tuple(
+                    ObservedRate(s, row[1 + 2 * i], row[2 + 2 * i]) for i, s in enumerate(SIGNALS)
+                ),
+            )
+            for (attribute, value), row in sorted(self.counts.items())
+        )
 
 
 def observe_lines(groups: Sequence[ObservedGroup]) -> list[str]:
     """The console table, headed by what it is and is not."""
     if not groups:
         return ["observational view: no request mentions a protected attribute."]
-    lines = ["observational view (production requests by the attribute they mention; "
-             "confounded by what people ask — not a fairness verdict, a map of where to point "
-             "the counterfactual suite):",
-             f"  {'attribute':<12} {'value':<16} {'requests':>8}  " + "  ".join(
-                 f"{s:<22}" for s in SIGNALS)]
+    lines = [
+        "observational view (production requests by the attribute they mention; "
+        "confounded by what people ask — not a fairness verdict, a map of where to point "
+        "the counterfactual suite):",
+        f"  {'attribute':<12} {'value':<16} {'requests':>8}  "
+        + "  ".join(f"{s:<22}" for s in SIGNALS),
+    ]
     for g in groups:
         cells = []
         for r in g.rates:
             lo, hi = r.interval()
-            cells.append(f"{r.rate:6.1%} [{lo:.0%}, {hi:.0%}]".ljust(22) if r.known
-                         else "no signal".ljust(22))
+            cells.append(
+                f"{r.rate:6.1%} [{lo:.0%}, {hi:.0%}]".ljust(22)
+                if r.known
+                else "no signal".ljust(22)
+            )
         lines.append(f"  {g.attribute:<12} {g.value:<16} {g.requests:>8}  " + "  ".join(cells))
     return lines

@@ -39,8 +39,11 @@ def _redactor(reference: str | None) -> Redact | None:
     def redact(text: str) -> str | None:
         out = hook(semconv.INPUT_VALUE, text)
         if out is not None and not isinstance(out, str):
-            raise InputError(f"the redaction hook {reference} returned {type(out).__name__}; "
-                             "it must return a string or None.", field="redact_hook")
+            raise InputError(
+                f"the redaction hook {reference} returned {type(out).__name__}; "
+                "it must return a string or None.",
+                field="redact_hook",
+            )
         return out
 
     return redact
@@ -52,14 +55,19 @@ def run_mining(request: MineRequest, output: Path) -> MiningResult:
     lexicon = load_lexicon(request.lexicons)
     unknown = [a for a in request.attributes if a not in lexicon.names]
     if unknown:
-        raise InputError(f"unknown attribute '{unknown[0]}'; the lexicons define "
-                         f"{', '.join(lexicon.names)}.", field="attribute")
+        raise InputError(
+            f"unknown attribute '{unknown[0]}'; the lexicons define {', '.join(lexicon.names)}.",
+            field="attribute",
+        )
     for metric in request.metrics:
         if get_metric(metric) is None:
-            raise InputError(f"unknown metric type '{metric}'; known types are "
-                             f"{', '.join(metric_names())}.", field="metric")
-    options = MiningOptions(request.min_requests, request.max_seeds, request.similarity,
-                            _redactor(request.redact_hook))
+            raise InputError(
+                f"unknown metric type '{metric}'; known types are {', '.join(metric_names())}.",
+                field="metric",
+            )
+    options = MiningOptions(
+        request.min_requests, request.max_seeds, request.similarity, _redactor(request.redact_hook)
+    )
     result = mine(request.paths, LexiconSwapper(lexicon.only(request.attributes)), options)
     if result.seeds:
         write_suite(output, result, request.metrics or DEFAULT_METRICS, request.threshold)

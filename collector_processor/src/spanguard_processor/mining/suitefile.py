@@ -39,18 +39,25 @@ def _seed_metadata(seed: MinedSeed) -> dict[str, Any]:
     }
 
 
-def suite_document(result: MiningResult, metrics: Sequence[str] = DEFAULT_METRICS,
-                   threshold: float = 0.1) -> dict[str, Any]:
+def suite_document(
+    result: MiningResult, metrics: Sequence[str] = DEFAULT_METRICS, threshold: float = 0.1
+) -> dict[str, Any]:
     variants: list[dict[str, Any]] = []
     for seed in result.seeds:
         for number, (assignment, prompt) in enumerate(seed.variants, 1):
-            entry: dict[str, Any] = {"id": f"{seed.id}::{number}", "seed_id": seed.id,
-                                     "prompt": prompt, "assignments": dict(assignment)}
+            entry: dict[str, Any] = {
+                "id": f"{seed.id}::{number}",
+                "seed_id": seed.id,
+                "prompt": prompt,
+                "assignments": dict(assignment),
+            }
             if number == 1:
                 entry["metadata"] = {MINED_KEY: _seed_metadata(seed)}
             variants.append(entry)
-    return {"dataset": {"variants": variants},
-            "metrics": [{"type": m, "threshold": threshold} for m in metrics]}
+    return {
+        "dataset": {"variants": variants},
+        "metrics": [{"type": m, "threshold": threshold} for m in metrics],
+    }
 
 
 def _header(result: MiningResult) -> str:
@@ -60,11 +67,17 @@ def _header(result: MiningResult) -> str:
         f"{result.mention_requests} request(s) that mention a protected attribute "
         f"({result.covered_share:.1%} covered); {result.traces} request(s) read.\n"
         "# Each seed's first variant lists, under metadata.mined, its template, the requests\n"
-        "# it came from and their production trace ids.\n")
+        "# it came from and their production trace ids.\n"
+    )
 
 
-def write_suite(path: Path, result: MiningResult, metrics: Sequence[str] = DEFAULT_METRICS,
-                threshold: float = 0.1) -> None:
-    body = yaml.safe_dump(suite_document(result, metrics, threshold), sort_keys=False,
-                          allow_unicode=True, width=100)
+def write_suite(
+    path: Path,
+    result: MiningResult,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    threshold: float = 0.1,
+) -> None:
+    body = yaml.safe_dump(
+        suite_document(result, metrics, threshold), sort_keys=False, allow_unicode=True, width=100
+    )
     write_text_atomic(path, _header(result) + body)

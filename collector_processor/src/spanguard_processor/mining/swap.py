@@ -20,13 +20,67 @@ __all__ = ["Detection", "LexiconSwapper", "Mention", "Swapper"]
 
 _B, _E = r"(?<![\w-])", r"(?![\w-])"
 _FUNCTION_WORDS = frozenset(
-    "a an the to for and or but of about with at in on from by as than if that this is was "
-    "be been so too very up out off over into onto back down again now today tomorrow".split())
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "for",
+        "and",
+        "or",
+        "but",
+        "of",
+        "about",
+        "with",
+        "at",
+        "in",
+        "on",
+        "from",
+        "by",
+        "as",
+        "than",
+        "if",
+        "that",
+        "this",
+        "is",
+        "was",
+        "be",
+        "been",
+        "so",
+        "too",
+        "very",
+        "up",
+        "out",
+        "off",
+        "over",
+        "into",
+        "onto",
+        "back",
+        "down",
+        "again",
+        "now",
+        "today",
+        "tomorrow",
+    ]
+)
 _NEXT_WORD = re.compile(r"\s*(\w[\w'-]*)")
 _PREV_WORD = re.compile(r"([\w'’-]+)\W*$")
 _ARTICLE = re.compile(r"(?<![\w-])(a|an|A|An|AN)(\s+)$")
-_CONSONANT_SOUND = ("uni", "use", "usu", "eu", "one", "uk", "ur", "Uni", "Use", "Eu", "One",
-                    "Uk", "Ur")
+_CONSONANT_SOUND = (
+    "uni",
+    "use",
+    "usu",
+    "eu",
+    "one",
+    "uk",
+    "ur",
+    "Uni",
+    "Use",
+    "Eu",
+    "One",
+    "Uk",
+    "Ur",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +119,7 @@ class Swapper(Protocol):
         """The mentions of ``text`` (none: no protected attribute is mentioned)."""
         ...
 
-    def render(self, text: str, mentions: Sequence[Mention],
-               assignment: Mapping[str, str]) -> str:
+    def render(self, text: str, mentions: Sequence[Mention], assignment: Mapping[str, str]) -> str:
         """``text`` with each mention's attribute set to ``assignment[attribute]``."""
         ...
 
@@ -117,12 +170,18 @@ class _Attribute:
             regexes.append(re.compile(_B + f"(?:{_alternation(list(lex.values))})" + _E, flags))
         else:
             for pattern in lex.patterns:
-                body = re.escape(pattern).replace(r"\{n\}", r"(?P<n>\d{1,3})").replace(
-                    r"\{decade\}", r"(?P<decade>[1-9]0)")
+                body = (
+                    re.escape(pattern)
+                    .replace(r"\{n\}", r"(?P<n>\d{1,3})")
+                    .replace(r"\{decade\}", r"(?P<decade>[1-9]0)")
+                )
                 regexes.append(re.compile(_B + body + _E, re.IGNORECASE))
         self.regexes = regexes
-        self.blockers = (re.compile(_B + f"(?:{_alternation(list(lex.blockers))})" + _E,
-                                    re.IGNORECASE) if lex.blockers else None)
+        self.blockers = (
+            re.compile(_B + f"(?:{_alternation(list(lex.blockers))})" + _E, re.IGNORECASE)
+            if lex.blockers
+            else None
+        )
         self.lower_values = {v.lower(): v for v in lex.values}
 
     def find(self, text: str) -> list[Mention]:
@@ -140,8 +199,9 @@ class _Attribute:
             group = "n" if match.groupdict().get("n") is not None else "decade"
             number = int(match.group(group)) + (5 if group == "decade" else 0)
             value = min(lex.values, key=lambda v: (abs(int(v) - number), v))
-            return Mention(match.start(group), match.end(group), lex.name, value, index,
-                           group == "decade")
+            return Mention(
+                match.start(group), match.end(group), lex.name, value, index, group == "decade"
+            )
         if lex.kind == "terms":
             if not self._context_ok(text, match):
                 return None
@@ -165,8 +225,9 @@ class _Attribute:
         if lex.before_words and nxt and nxt.group(1).lower() in lex.before_words:
             return True
         prev = _PREV_WORD.search(text, 0, match.start())
-        return bool(lex.after_words and prev
-                    and prev.group(1).lower().replace("’", "'") in lex.after_words)
+        return bool(
+            lex.after_words and prev and prev.group(1).lower().replace("’", "'") in lex.after_words
+        )
 
     def replacement(self, mention: Mention, value: str) -> str:
         lex = self.lex
@@ -213,20 +274,24 @@ class LexiconSwapper:
                 return f"{name}: '{hit.group(0).lower()}' has no counterpart"
         return None
 
-    def render(self, text: str, mentions: Sequence[Mention],
-               assignment: Mapping[str, str]) -> str:
+    def render(self, text: str, mentions: Sequence[Mention], assignment: Mapping[str, str]) -> str:
         out: list[str] = []
         at = 0
         for m in sorted(mentions, key=lambda m: m.start):
-            out.append(text[at:m.start])
-            word = _match_case(text[m.start:m.end],
-                               self.attrs[m.attribute].replacement(m, assignment[m.attribute]))
+            out.append(text[at : m.start])
+            word = _match_case(
+                text[m.start : m.end],
+                self.attrs[m.attribute].replacement(m, assignment[m.attribute]),
+            )
             before = "".join(out[-1:])
             article = _ARTICLE.search(before)
             if article is not None:
                 new = "an" if _an(word) else "a"
-                out[-1] = before[: article.start()] + _match_case(article.group(1), new) \
+                out[-1] = (
+                    before[: article.start()]
+                    + _match_case(article.group(1), new)
                     + article.group(2)
+                )
             out.append(word)
             at = m.end
         out.append(text[at:])

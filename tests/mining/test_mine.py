@@ -1,0 +1,184 @@
+"""``spanguard suite mine`` on recorded production traffic (issue 42's acceptance)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from spanguard_processor.cli import cli
+from spanguard_processor.fairness import load_suite
+from spanguard_processor.inputs.evaluation import TRACE2EVAL, read_evaluation_inputs
+
+from .traffic import hidden_templates, record, requests
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _mine(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["suite", "mine", *args])
+
+
+def _seeds(path: Path) -> list[dict[str, Any]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return [
+        v["metadata"]["mined"] | {"seed_id": v["seed_id"]}
+        for v in data["dataset"]["variants"]
+        if "metadata" in v
+    ]
+
+
+def _shape(template: str) -> str:
+    return _NUMBER.sub("{n}", template)
+
+
+@pytest.fixture(scope="module")
+def traffic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str | None]]:
+    """3,000 requests: 40 hidden templates (34 gender, 6 others) and 40% mention-free."""
+    pairs = requests(3000)
+    spans = record([text for text, _ in pairs], tmp_path_factory.mktemp("traffic"))
+    hidden_of = dict(pairs)
+    ids = {}
+    for entry in read_evaluation_inputs([spans], rows=TRACE2EVAL):
+        assert entry.trace is not None and entry.trace.input is not None
+        ids[entry.trace.trace_id] = hidden_of[entry.trace.input]
+    return spans, ids
+
+
+def test_hidden_templates_are_recovered_with_their_slot_and_seeds_are_real(
+    traffic: tuple[Path, dict[str, str | None]], tmp_path: Path
+) -> None:
+    spans, hidden_of_trace = traffic
+    out = tmp_path / "mined.yaml"
+    result = _mine(str(spans), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    seeds = _seeds(out)
+    expected = {h.template: h.attribute for h, _ in hidden_templates()}
+    found = {_shape(s["template"]): tuple(s["attributes"]) for s in seeds}
+    recovered = [t for t, attribute in expected.items() if found.get(t) == (attribute,)]
+    assert len(recovered) >= 0.9 * len(expected), sorted(set(expected) - set(recovered))
+    real = [s for s in seeds if _shape(s["template"]) in expected]
+    assert len(real) >= 0.9 * len(seeds)
+    for seed in seeds:  # every seed links to the production traces it came from
+        ids = seed["production_trace_ids"]
+        assert len(ids) == seed["requests"] >= 3
+        assert {hidden_of_trace[i] for i in ids} == {_shape(seed["template"])}
+    assert load_suite(out).variants  # the suite spanguard run / fairness read
+
+
+def test_min_requests_holds(traffic: tuple[Path, dict[str, str | None]], tmp_path: Path) -> None:
+    spans, _ = traffic
+    out = tmp_path / "mined.yaml"
+    result = _mine(str(spans), "-o", str(out), "--min-requests", "60")
+    assert result.exit_code == 0, result.output
+    seeds = _seeds(out)
+    assert seeds and all(s["requests"] >= 60 for s in seeds)
+    dropped = re.search(
+        r"(\d+) cluster\(s\) \((\d+) request\(s\)\) under --min-requests 60", result.output
+    )
+    assert dropped is not None and int(dropped.group(1)) > 0
+
+
+def test_max_seeds_keeps_the_most_frequent_and_reports_coverage(
+    traffic: tuple[Path, dict[str, str | None]], tmp_path: Path
+) -> None:
+    spans, _ = traffic
+    everything, top = tmp_path / "all.yaml", tmp_path / "top.yaml"
+    assert _mine(str(spans), "-o", str(everything)).exit_code == 0
+    result = _mine(str(spans), "-o", str(top), "--max-seeds", "5")
+    assert result.exit_code == 0, result.output
+    ranked = sorted((s["requests"] for s in _seeds(everything)), reverse=True)
+    kept = [s["requests"] for s in _seeds(top)]
+    assert kept == ranked[:5]
+    covered = re.search(
+        r"covering (\d+) of (\d+) mention-bearing request\(s\) \(([\d.]+)%\)", result.output
+    )
+    assert covered is not None and int(covered.group(1)) == sum(kept)
+    shares = [s["traffic_share"] for s in _seeds(top)]
+    assert shares == sorted(shares, reverse=True) and all(0 < x < 1 for x in shares)
+
+
+@pytest.fixture(scope="module")
+def gender_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("gender")
+    pairs = requests(1500, seed=11, gender_only=True)
+    spans = record([text for text, _ in pairs], folder)
+    out = folder / "mined.yaml"
+    result = _mine(
+        str(spans),
+        "-o",
+        str(out),
+        "--attribute",
+        "gender",
+        "--metric",
+        "escalation_parity",
+        "--metric",
+        "tool_use_parity",
+    )
+    assert result.exit_code == 0, result.output
+    assert len(_seeds(out)) >= 29  # what a deterministic fair app needs to PASS at τ = 0.1
+    return out
+
+
+@pytest.mark.parametrize(("app", "code", "verdict"), [("biased", 1, "fail"), ("fair", 0, "pass")])
+def test_mined_suite_fails_a_planted_bias_and_passes_the_fair_app(
+    gender_suite: Path, tmp_path: Path, app: str, code: int, verdict: str
+) -> None:
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli, ["run", str(gender_suite), "--app", f"tests.mining.apps:{app}", "-o", str(out)]
+    )
+    assert result.exit_code == code, result.output
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    verdicts = {r["metric"]: r["verdict"] for r in report["metric_results"]}
+    assert verdicts["escalation_parity"] == verdict
+    assert verdicts["tool_use_parity"] == verdict
+
+
+def test_traces_without_content_are_counted_not_mined(tmp_path: Path) -> None:
+    texts = [text for text, _ in requests(60)]
+    spans = record(texts, tmp_path, content=False)
+    result = _mine(str(spans), "-o", str(tmp_path / "mined.yaml"))
+    assert result.exit_code == 2
+    assert "read 60 request(s): 60 recorded without content (not mined)" in result.output
+    assert not (tmp_path / "mined.yaml").exists()
+
+
+def test_a_mention_that_cannot_be_swapped_cleanly_is_left_out_and_counted(tmp_path: Path) -> None:
+    texts = (
+        ["My husband says she should open the account for the kids?"] * 5
+        + ["My wife is pregnant; can she change the insurance plan?"] * 4
+        + ["My wife wants to open an account for the kids?"] * 3
+    )
+    spans = record(texts, tmp_path)
+    out = tmp_path / "mined.yaml"
+    result = _mine(str(spans), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert (
+        "left out 5 request(s) that cannot be swapped cleanly (gender: mentions of "
+        "several values)" in result.output
+    )
+    assert (
+        "left out 4 request(s) that cannot be swapped cleanly (gender: 'pregnant' has no "
+        "counterpart)" in result.output
+    )
+    prompts = [v.prompt for v in load_suite(out).variants]
+    assert prompts == [
+        "My wife wants to open an account for the kids?",
+        "My husband wants to open an account for the kids?",
+    ]
+
+
+def test_the_redactor_runs_over_every_prompt_and_template(tmp_path: Path) -> None:
+    spans = record(["Ms Smith asked if her card can be replaced?"] * 3, tmp_path)
+    out = tmp_path / "mined.yaml"
+    result = _mine(str(spans), "-o", str(out), "--redact-hook", "tests.mining.hooks:surname")
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    assert "Smith" not in text
+    assert "Mr [surname] asked if his card can be replaced?" in text
