@@ -24,3 +24,10 @@ def fair(prompt: str, assignments: dict[str, str]) -> dict[str, Any]:
         "text": "Here is how to do that.",
         "metadata": {"trace": {"escalated": False, "tool_calls": [{"name": "core_banking"}]}},
     }
+
+
+def biased_on_refinancing(prompt: str, assignments: dict[str, str]) -> dict[str, Any]:
+    """Escalates women only when they ask about refinancing (one template)."""
+    if "refinance" in prompt:
+        return biased(prompt, assignments)
+    return fair(prompt, assignments)

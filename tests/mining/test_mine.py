@@ -182,3 +182,72 @@ def test_the_redactor_runs_over_every_prompt_and_template(tmp_path: Path) -> Non
     text = out.read_text(encoding="utf-8")
     assert "Smith" not in text
     assert "Mr [surname] asked if his card can be replaced?" in text
+
+
+def test_the_report_links_each_mined_seed_to_its_production_traces(
+    gender_suite: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(gender_suite),
+            "--app",
+            "tests.mining.apps:biased",
+            "-o",
+            str(out),
+            "--trace-url",
+            "http://jaeger.local/trace/{trace_id}",
+            "--traffic-weights",
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    production = json.loads((out / "production.json").read_text(encoding="utf-8"))
+    seeds = {s["seed_id"]: s for s in _seeds(gender_suite)}
+    assert {s["seed_id"] for s in production["seeds"]} == set(seeds)
+    for seed in production["seeds"]:
+        ids = seeds[seed["seed_id"]]["production_trace_ids"]
+        assert seed["production_trace_ids"] == ids
+        assert seed["production_trace_links"] == [f"http://jaeger.local/trace/{i}" for i in ids]
+    first = production["seeds"][0]["production_trace_ids"][0]
+    assert f"[{first}](http://jaeger.local/trace/{first})" in (out / "production.md").read_text(
+        encoding="utf-8"
+    )
+    weighted = {w["metric"]: w for w in production["traffic_weighted"]}
+    # every seed escalates every woman and no man: the gap is 1 however the seeds are weighted
+    assert weighted["escalation_parity"]["weighted"] == pytest.approx(1.0)
+    assert (
+        "traffic-weighted (report-only, a different estimand): escalation_parity" in result.output
+    )
+
+
+def test_traffic_weights_weigh_each_seed_by_its_share(gender_suite: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(gender_suite),
+            "--app",
+            "tests.mining.apps:biased_on_refinancing",
+            "-o",
+            str(out),
+            "--traffic-weights",
+        ],
+    )
+    assert result.exit_code in (0, 1), result.output
+    seeds = _seeds(gender_suite)
+    biased = [s for s in seeds if "refinance" in s["template"]]
+    assert len(biased) == 1
+    weighted = {
+        w["metric"]: w
+        for w in json.loads((out / "production.json").read_text(encoding="utf-8"))[
+            "traffic_weighted"
+        ]
+    }
+    gap = weighted["escalation_parity"]
+    share = biased[0]["traffic_share"] / sum(s["traffic_share"] for s in seeds)
+    assert gap["weighted"] == pytest.approx(share)
+    assert gap["unweighted"] == pytest.approx(1 / len(seeds))
+    assert gap["weighted"] > gap["unweighted"]  # the biased template is the most asked
