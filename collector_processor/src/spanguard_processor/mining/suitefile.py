@@ -77,7 +77,12 @@ def write_suite(
     metrics: Sequence[str] = DEFAULT_METRICS,
     threshold: float = 0.1,
 ) -> None:
-    body = yaml.safe_dump(
-        suite_document(result, metrics, threshold), sort_keys=False, allow_unicode=True, width=100
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when built with it
+    body = yaml.dump(
+        suite_document(result, metrics, threshold),
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
     )
     write_text_atomic(path, _header(result) + body)

@@ -63,6 +63,8 @@ _FUNCTION_WORDS = frozenset(
         "tomorrow",
     ]
 )
+_TOKEN = re.compile(r"[\w-]+")  # a maximal run, as the boundaries _B and _E delimit words
+_DIGIT = re.compile(r"\d")
 _NEXT_WORD = re.compile(r"\s*(\w[\w'-]*)")
 _PREV_WORD = re.compile(r"([\w'’-]+)\W*$")
 _ARTICLE = re.compile(r"(?<![\w-])(a|an|A|An|AN)(\s+)$")
@@ -146,36 +148,35 @@ def _an(word: str) -> bool:
 
 
 class _Attribute:
-    """The compiled matchers of one attribute."""
+    """The matchers of one attribute: single words by dictionary look-up over the request's
+    tokens (one pass for every attribute), numbers and multi-word terms by regex."""
 
     def __init__(self, lex: AttributeLexicon) -> None:
         self.lex = lex
-        self.words: dict[str, list[tuple[int, str, str | None]]] = {}
+        # word → (row, value, before); exact keys for case-sensitive rows, else lowercased
+        self.exact: dict[str, list[tuple[int, str, str | None]]] = {}
+        self.folded: dict[str, list[tuple[int, str, str | None]]] = {}
         regexes: list[re.Pattern[str]] = []
         if lex.kind == "forms":
-            for sensitive in (False, True):
-                words = []
-                for i, row in enumerate(lex.rows):
-                    if row.case_sensitive != sensitive:
-                        continue
-                    for value, word in row.forms.items():
-                        key = word if sensitive else word.lower()
-                        self.words.setdefault(key, []).append((i, value, row.before))
-                        words.append(word)
-                if words:
-                    flags = 0 if sensitive else re.IGNORECASE
-                    regexes.append(re.compile(_B + f"(?:{_alternation(words)})" + _E, flags))
+            for i, row in enumerate(lex.rows):
+                for value, word in row.forms.items():
+                    self._word(word, (i, value, row.before), row.case_sensitive)
         elif lex.kind == "terms":
-            flags = 0 if lex.case_sensitive else re.IGNORECASE
-            regexes.append(re.compile(_B + f"(?:{_alternation(list(lex.values))})" + _E, flags))
-        else:
-            for pattern in lex.patterns:
-                body = (
-                    re.escape(pattern)
-                    .replace(r"\{n\}", r"(?P<n>\d{1,3})")
-                    .replace(r"\{decade\}", r"(?P<decade>[1-9]0)")
-                )
-                regexes.append(re.compile(_B + body + _E, re.IGNORECASE))
+            single = [v for v in lex.values if _TOKEN.fullmatch(v)]
+            for value in single:
+                self._word(value, (-1, value, None), lex.case_sensitive)
+            several = [v for v in lex.values if v not in single]
+            if several:
+                flags = 0 if lex.case_sensitive else re.IGNORECASE
+                regexes.append(re.compile(_B + f"(?:{_alternation(several)})" + _E, flags))
+        else:  # one scan for every pattern: each alternative holds one named group
+            bodies = [
+                re.escape(pattern)
+                .replace(r"\{n\}", rf"(?P<n{i}>\d{{1,3}})")
+                .replace(r"\{decade\}", rf"(?P<d{i}>[1-9]0)")
+                for i, pattern in enumerate(lex.patterns)
+            ]
+            regexes.append(re.compile(_B + f"(?:{'|'.join(bodies)})" + _E, re.IGNORECASE))
         self.regexes = regexes
         self.blockers = (
             re.compile(_B + f"(?:{_alternation(list(lex.blockers))})" + _E, re.IGNORECASE)
@@ -184,38 +185,55 @@ class _Attribute:
         )
         self.lower_values = {v.lower(): v for v in lex.values}
 
+    def _word(self, word: str, option: tuple[int, str, str | None], sensitive: bool) -> None:
+        if sensitive:
+            self.exact.setdefault(word, []).append(option)
+        else:
+            self.folded.setdefault(word.lower(), []).append(option)
+
+    def options(self, word: str, lower: str) -> list[tuple[int, str, str | None]] | None:
+        return self.exact.get(word) or self.folded.get(lower)
+
     def find(self, text: str) -> list[Mention]:
+        """The mentions the regexes find (numbers, multi-word terms)."""
+        if not self.regexes or (self.lex.kind == "numeric" and _DIGIT.search(text) is None):
+            return []
         found: list[Mention] = []
-        for index, regex in enumerate(self.regexes):
+        for regex in self.regexes:
             for match in regex.finditer(text):
-                mention = self._mention(text, match, index)
+                mention = self._mention(text, match)
                 if mention is not None:
                     found.append(mention)
         return found
 
-    def _mention(self, text: str, match: re.Match[str], index: int) -> Mention | None:
-        lex = self.lex
-        if lex.kind == "numeric":
-            group = "n" if match.groupdict().get("n") is not None else "decade"
-            number = int(match.group(group)) + (5 if group == "decade" else 0)
-            value = min(lex.values, key=lambda v: (abs(int(v) - number), v))
-            return Mention(
-                match.start(group), match.end(group), lex.name, value, index, group == "decade"
-            )
-        if lex.kind == "terms":
-            if not self._context_ok(text, match):
+    def word_mention(
+        self, text: str, token: re.Match[str], options: list[tuple[int, str, str | None]]
+    ) -> Mention | None:
+        """The mention a token is, if its context allows (terms) or picks its row (forms)."""
+        if self.lex.kind == "terms":
+            if not self._context_ok(text, token):
                 return None
-            value = self.lower_values[match.group(0).lower()]
-            return Mention(match.start(), match.end(), lex.name, value)
-        word = match.group(0)
-        options = self.words.get(word) or self.words.get(word.lower()) or []
-        if not options:
-            return None
-        nxt = _NEXT_WORD.match(text, match.end())
+            return Mention(token.start(), token.end(), self.lex.name, options[0][1])
+        nxt = _NEXT_WORD.match(text, token.end())
         context = "word" if nxt and nxt.group(1).lower() not in _FUNCTION_WORDS else "end"
         fitting = [o for o in options if o[2] in (None, context)] or options
         row, value, _ = fitting[0]
-        return Mention(match.start(), match.end(), lex.name, value, row)
+        return Mention(token.start(), token.end(), self.lex.name, value, row)
+
+    def _mention(self, text: str, match: re.Match[str]) -> Mention | None:
+        lex = self.lex
+        if lex.kind == "numeric":
+            group = match.lastgroup or "n0"  # n<i> or d<i>: pattern i, a number or a decade
+            decade = group.startswith("d")
+            number = int(match.group(group)) + (5 if decade else 0)
+            value = min(lex.values, key=lambda v: (abs(int(v) - number), v))
+            return Mention(
+                match.start(group), match.end(group), lex.name, value, int(group[1:]), decade
+            )
+        if not self._context_ok(text, match):
+            return None
+        value = self.lower_values[match.group(0).lower()]
+        return Mention(match.start(), match.end(), lex.name, value)
 
     def _context_ok(self, text: str, match: re.Match[str]) -> bool:
         lex = self.lex
@@ -244,6 +262,14 @@ class LexiconSwapper:
     def __init__(self, lexicon: Lexicon) -> None:
         self.lexicon = lexicon
         self.attrs = {a.name: _Attribute(a) for a in lexicon.attributes}
+        # every attribute's words in one table each: one look-up per token of a request
+        self.exact: dict[str, list[_Attribute]] = {}
+        self.folded: dict[str, list[_Attribute]] = {}
+        for attr in self.attrs.values():
+            for word in attr.exact:
+                self.exact.setdefault(word, []).append(attr)
+            for word in attr.folded:
+                self.folded.setdefault(word, []).append(attr)
 
     def values(self, attribute: str) -> tuple[str, ...]:
         return self.attrs[attribute].lex.values
@@ -252,6 +278,15 @@ class LexiconSwapper:
         found: list[Mention] = []
         for attr in self.attrs.values():
             found.extend(attr.find(text))
+        exact, folded = self.exact, self.folded
+        for token in _TOKEN.finditer(text):
+            word = token.group(0)
+            hits = exact.get(word) or folded.get(word.lower())
+            for attr in hits or ():
+                options = attr.options(word, word.lower())
+                mention = attr.word_mention(text, token, options) if options else None
+                if mention is not None:
+                    found.append(mention)
         if not found:
             return Detection()
         found.sort(key=lambda m: (m.start, -m.end, m.attribute))
