@@ -13,7 +13,8 @@ __all__ = ["echo_plan", "suite"]
 
 @click.group()
 def suite() -> None:
-    """Expand fairness suites for your own harness, and plan their power."""
+    """Expand fairness suites for your own harness, plan their power, and mine them from
+    production traffic."""
 
 
 @suite.command()
