@@ -190,13 +190,24 @@ spanguard.shutdown() if hasattr(spanguard, "shutdown") else None
 """
 
 
-def record(texts: list[str], folder: Path, name: str = "spans.jsonl", content: bool = True) -> Path:
+def record(
+    texts: list[str],
+    folder: Path,
+    name: str = "spans.jsonl",
+    content: bool = True,
+    escalate: frozenset[int] = frozenset(),
+) -> Path:
     """Record one SDK request per text (in a fresh process) into an OTLP-JSON span file."""
     import json
 
     folder.mkdir(parents=True, exist_ok=True)
     rows = folder / f"{name}.rows"
-    rows.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    rows.write_text(
+        "".join(
+            json.dumps({"text": t, "escalate": i in escalate}) + "\n" for i, t in enumerate(texts)
+        ),
+        encoding="utf-8",
+    )
     out = folder / name
     script = (
         _SCRIPT if content else _SCRIPT.replace("capture_content=True", "capture_content=False")
