@@ -61,3 +61,9 @@ def test_two_values_of_one_attribute_cannot_be_swapped_cleanly() -> None:
         SWAPPER.detect("My husband said she would call.").unclean
         == "gender: mentions of several values"
     )
+
+
+def test_a_gendered_word_without_counterpart_blocks_the_swap() -> None:
+    assert SWAPPER.detect("A non-binary writer says she needs a loan.").unclean == (
+        "gender: 'non-binary' has no counterpart"
+    )

@@ -3,10 +3,12 @@
 ``spanguard run`` / ``spanguard fairness`` on a suite written by ``suite mine`` add
 ``production.md`` and ``production.json`` to the report folder: per seed, the requests it was
 mined from and their trace ids (links with a trace-URL template). With traffic weights asked
-for, each gating metric also gets a *traffic-weighted* mean within-seed gap beside the same
-figure unweighted. It is report-only and a different estimand: the gap an average production
-request would meet (seeds weighted by how often their template is asked), not the suite's
-per-template average the gate tests; it never changes a verdict.
+for, each metric also gets a *traffic-weighted* gap beside the same figure unweighted: the
+largest difference between two groups of the within-seed differences averaged over the seeds
+(the gate's seed-adjusted gap), each seed weighted by its traffic share. It is report-only
+and a different estimand: the gap an average production request would meet (seeds weighted
+by how often their template is asked), not the suite's per-template average the gate tests;
+it never changes a verdict.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
 ]
 
 _LINKS = 5
+_SHOWN = 120  # characters of a template in production.md (production.json holds it whole)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,28 +78,40 @@ def mined_provenance(path: Path) -> tuple[MinedProvenance, ...]:
     return tuple(out)
 
 
-def _seed_gaps(
+def _seed_means(
     values: np.ndarray, valid: np.ndarray, seeds: Sequence[str], groups: Sequence[str]
-) -> dict[str, float]:
-    """Per seed: the largest difference between two groups' means (any column)."""
+) -> dict[str, dict[str, np.ndarray]]:
+    """Per seed, per group: the mean of the metric's columns over its valid records."""
     cells: dict[tuple[str, str], list[np.ndarray]] = {}
     for row, ok in enumerate(valid):
         if ok:
             cells.setdefault((seeds[row], groups[row]), []).append(values[row])
-    means: dict[str, list[np.ndarray]] = {}
-    for (seed, _), rows in cells.items():
-        means.setdefault(seed, []).append(np.mean(np.array(rows), axis=0))
-    return {
-        seed: float(np.max(np.max(m, axis=0) - np.min(m, axis=0)))
-        for seed, m in ((s, np.array(v)) for s, v in means.items())
-        if len(m) > 1
-    }
+    means: dict[str, dict[str, np.ndarray]] = {}
+    for (seed, group), rows in sorted(cells.items()):
+        means.setdefault(seed, {})[group] = np.mean(np.array(rows), axis=0)
+    return means
+
+
+def _gap(means: dict[str, dict[str, np.ndarray]], weight: Mapping[str, float]) -> float:
+    """The largest seed-adjusted difference between two groups: for each pair, the weighted
+    mean over the seeds holding both of their within-seed difference (any column)."""
+    labels = sorted({g for groups in means.values() for g in groups})
+    best = 0.0
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            pairs = [(weight[s], m[a] - m[b]) for s, m in means.items() if a in m and b in m]
+            total = sum(w for w, _ in pairs)
+            if total > 0:
+                diff = sum(w * d for w, d in pairs) / total
+                best = max(best, float(np.max(np.abs(diff))))
+    return best
 
 
 def traffic_weighted(
     evaluation: Any, suite: Any, provenance: Sequence[MinedProvenance]
 ) -> tuple[WeightedGap, ...]:
-    """Each gating metric's mean within-seed gap, unweighted and weighted by traffic share."""
+    """Each metric's seed-adjusted group gap, with every seed counted once and with seeds
+    weighted by their traffic share."""
     weight = {p.seed_id: p.traffic_share for p in provenance}
     observations = evaluation.observations
     seeds = [o.seed_id for o in observations]
@@ -107,19 +122,15 @@ def traffic_weighted(
         if definition is None:
             continue
         computed = definition.compute(observations, config.options)
-        gaps = _seed_gaps(computed.values, computed.valid, seeds, groups)
-        held = [s for s in gaps if weight.get(s, 0.0) > 0]
-        if not held:
+        means = {
+            s: m
+            for s, m in _seed_means(computed.values, computed.valid, seeds, groups).items()
+            if weight.get(s, 0.0) > 0 and len(m) > 1
+        }
+        if not means:
             continue
-        total = sum(weight[s] for s in held)
-        out.append(
-            WeightedGap(
-                config.type,
-                float(np.mean([gaps[s] for s in held])),
-                sum(gaps[s] * weight[s] for s in held) / total,
-                len(held),
-            )
-        )
+        unweighted = _gap(means, dict.fromkeys(means, 1.0))
+        out.append(WeightedGap(config.type, unweighted, _gap(means, weight), len(means)))
     return tuple(out)
 
 
@@ -140,9 +151,10 @@ def production_markdown(
         lines += [
             "## Traffic-weighted gaps (report-only; a different estimand)",
             "",
-            "The mean within-seed gap with each seed weighted by its share of production "
-            "traffic: the gap an average production request would meet. The gate tests "
-            "the unweighted suite; this never changes a verdict.",
+            "The largest seed-adjusted gap between two groups, each seed counted once and "
+            "each seed weighted by its share of production traffic (the gap an average "
+            "production request would meet). The gate tests the suite with every seed "
+            "counted once; this never changes a verdict.",
             "",
             "| metric | unweighted | traffic-weighted | seeds |",
             "|---|---|---|---|",
@@ -162,7 +174,8 @@ def production_markdown(
             shown.append(f"[{trace_id}]({url})" if url else f"`{trace_id}`")
         more = len(p.trace_ids) - _LINKS
         traces = ", ".join(shown) + (f" (+{more} more in production.json)" if more > 0 else "")
-        template = "[redacted]" if redact else p.template.replace("|", "\\|")
+        text = p.template if len(p.template) <= _SHOWN else p.template[: _SHOWN - 1] + "…"
+        template = "[redacted]" if redact else " ".join(text.split()).replace("|", "\\|")
         lines.append(
             f"| {p.seed_id} | {p.requests} | {p.traffic_share:.2%} | {template} | {traces} |"
         )
