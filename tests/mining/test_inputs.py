@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
@@ -55,3 +56,24 @@ def test_observe_reports_production_rates_by_value_labelled_observational(
     }
     assert "80.0% [49%, 94%]" in lines["female"]
     assert "0.0% [0%, 28%]" in lines["male"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--attribute", "colour"], "Error: --attribute: unknown attribute 'colour'; the lexicons"),
+        (["--metric", "bogus"], "Error: --metric: unknown metric type 'bogus'; known types"),
+        (["--redact-hook", "nomod:fn"], "Error: --redact-hook: the redaction hook 'nomod:fn'"),
+    ],
+)
+def test_bad_options_exit_2_naming_the_option(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"id": "r", "input": _TEXTS[0], "output": "ok"}) + "\n")
+    result = CliRunner().invoke(
+        cli, ["suite", "mine", str(log), "-o", str(tmp_path / "m.yaml"), *args]
+    )
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "m.yaml").exists()

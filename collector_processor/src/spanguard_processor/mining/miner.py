@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -301,13 +301,10 @@ def mine(
     paths: Sequence[Path],
     swapper: Swapper,
     options: MiningOptions = MiningOptions(),
-    entries: Iterator[Entry] | None = None,
 ) -> MiningResult:
-    """Mine ``paths`` (trace files, span files, stores; or the given ``entries``)."""
+    """Mine ``paths`` (agent traces, trace2eval logs, span files, stores) in one pass."""
     miner = _Miner(swapper, options)
-    miner.read(
-        entries if entries is not None else read_evaluation_inputs(list(paths), rows=TRACE2EVAL)
-    )
+    miner.read(read_evaluation_inputs(list(paths), rows=TRACE2EVAL))
     seeds, stats = _select(miner)
     c = miner.counts
     return MiningResult(

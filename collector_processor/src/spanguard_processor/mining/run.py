@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spanguard import semconv
-from spanguard.exceptions import InputError
+from spanguard.exceptions import ConfigError, InputError
 
 from ..collector.redaction import load_hook
 from ..fairness.metrics import get_metric, metric_names
@@ -50,20 +50,21 @@ def _redactor(reference: str | None) -> Redact | None:
 
 
 def run_mining(request: MineRequest, output: Path) -> MiningResult:
-    """Mine ``request.paths`` and write the suite to ``output``; raises :class:`InputError`
-    (nothing written) for a bad lexicon, attribute or metric, or when no seed remains."""
+    """Mine ``request.paths`` and write the suite to ``output`` (not when no seed remains);
+    raises :class:`InputError` for a bad lexicon or input and :class:`ConfigError` for an
+    unknown attribute or metric, before anything is read or written."""
     lexicon = load_lexicon(request.lexicons)
     unknown = [a for a in request.attributes if a not in lexicon.names]
     if unknown:
-        raise InputError(
+        raise ConfigError(
+            "attribute",
             f"unknown attribute '{unknown[0]}'; the lexicons define {', '.join(lexicon.names)}.",
-            field="attribute",
         )
     for metric in request.metrics:
         if get_metric(metric) is None:
-            raise InputError(
+            raise ConfigError(
+                "metric",
                 f"unknown metric type '{metric}'; known types are {', '.join(metric_names())}.",
-                field="metric",
             )
     options = MiningOptions(
         request.min_requests, request.max_seeds, request.similarity, _redactor(request.redact_hook)
