@@ -251,3 +251,20 @@ def test_traffic_weights_weigh_each_seed_by_its_share(gender_suite: Path, tmp_pa
     assert gap["weighted"] == pytest.approx(share)
     assert gap["unweighted"] == pytest.approx(1 / len(seeds))
     assert gap["weighted"] > gap["unweighted"]  # the biased template is the most asked
+
+
+def test_numbers_seen_in_fewer_than_k_requests_are_flagged(tmp_path: Path) -> None:
+    texts = [f"Can she move {n} dollars to savings?" for n in (120, 450, 990)]
+    texts += ["Can he close the account opened in 2019?"] * 3
+    spans = record(texts, tmp_path)
+    out = tmp_path / "mined.yaml"
+    result = _mine(str(spans), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    by_template = {s["template"]: s["values_requests"] for s in _seeds(out)}
+    assert by_template == {
+        "Can {gender} move 120 dollars to savings?": 1,
+        "Can {gender} close the account opened in 2019?": 3,
+    }
+    assert "note: 1 seed(s) hold numbers (amounts, ids, dates) seen in fewer than 3" in (
+        result.output
+    )

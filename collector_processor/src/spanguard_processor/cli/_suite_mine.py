@@ -48,20 +48,32 @@ def echo_mining(result: Any, output: Path, min_requests: int, observe: bool) -> 
             f"{result.covered_requests} of {result.mention_requests} mention-bearing "
             f"request(s) ({result.covered_share:.1%})"
         )
+    personal = sum(1 for s in result.seeds if s.values_requests < min_requests)
+    if personal:
+        click.echo(
+            f"note: {personal} seed(s) hold numbers (amounts, ids, dates) seen in fewer "
+            f"than {min_requests} requests — one user's values; mask them with "
+            "--redact-hook if they may identify someone (metadata.mined.values_requests)",
+            err=True,
+        )
     if observe:
         for line in observe_lines(result.observed):
             click.echo(line)
 
 
 traffic_weights_option = click.option(
-    "--traffic-weights", "traffic_weights", is_flag=True,
+    "--traffic-weights",
+    "traffic_weights",
+    is_flag=True,
     help="For a suite from `suite mine`: also report each metric's gap with seeds weighted "
-         "by their production traffic share (report-only, a different estimand; "
-         "production.md).")
+    "by their production traffic share (report-only, a different estimand; "
+    "production.md).",
+)
 
 
-def replay_mined(suite_path: Path, suite: Any, ev: Any, output: Path | None, options: Any,
-                 traffic_weights: bool) -> None:
+def replay_mined(
+    suite_path: Path, suite: Any, ev: Any, output: Path | None, options: Any, traffic_weights: bool
+) -> None:
     """For a mined suite: link its seeds to their production traces (production.md/json in
     the report folder) and, when asked, print the traffic-weighted gaps (never a verdict)."""
     from ..mining.replay import mined_provenance, traffic_weighted, write_production
@@ -69,15 +81,23 @@ def replay_mined(suite_path: Path, suite: Any, ev: Any, output: Path | None, opt
     provenance = mined_provenance(suite_path)
     if not provenance:
         if traffic_weights:
-            click.echo("note: --traffic-weights applies to suites written by `suite mine`; "
-                       f"{suite_path} has no mined seeds.", err=True)
+            click.echo(
+                "note: --traffic-weights applies to suites written by `suite mine`; "
+                f"{suite_path} has no mined seeds.",
+                err=True,
+            )
         return
     weighted = traffic_weighted(ev, suite, provenance) if traffic_weights else ()
     for w in weighted:
-        click.echo(f"traffic-weighted (report-only, a different estimand): {w.metric} "
-                   f"{w.weighted:.4f} (unweighted {w.unweighted:.4f}, {w.seeds} seeds)",
-                   err=True)
+        click.echo(
+            f"traffic-weighted (report-only, a different estimand): {w.metric} "
+            f"{w.weighted:.4f} (unweighted {w.unweighted:.4f}, {w.seeds} seeds)",
+            err=True,
+        )
     if output is not None:
         write_production(output, provenance, options.link, weighted, options.redact)
-        click.echo(f"mined suite: {len(provenance)} seed(s) linked to their production traces "
-                   f"in {output / 'production.md'}", err=True)
+        click.echo(
+            f"mined suite: {len(provenance)} seed(s) linked to their production traces "
+            f"in {output / 'production.md'}",
+            err=True,
+        )

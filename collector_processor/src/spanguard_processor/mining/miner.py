@@ -10,6 +10,7 @@ phrasing linked to its cluster's founder), so near-identical phrasings become on
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ _INPUT_KEYS = ("input", "prompt", "question", "query", "user_message")
 _OUTPUT_KEYS = ("output", "response", "completion", "answer", "assistant_message")
 _ID_KEYS = ("trace_id", "id", "traceId", "request_id", "requestId")
 _MAX_PROBLEMS = 20
+_DIGIT = re.compile(r"\d")
 
 Redact = Callable[[str], "str | None"]
 
@@ -56,6 +58,9 @@ class MinedSeed:
     phrasings: int
     trace_ids: tuple[str, ...]
     observed: tuple[tuple[str, int], ...]  # detected value ("gender=female") → requests
+    # requests holding the seed text's numbers (all of them when the text holds none): under
+    # --min-requests, the numbers are one user's values
+    values_requests: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,8 @@ class _Template:
     requests: int = 0
     trace_ids: list[str] = field(default_factory=list)
     observed: Counter[str] = field(default_factory=Counter)
+    first: str = ""  # the first request, mentions masked, numbers kept
+    same_values: int = 0  # requests whose numbers are the first request's
 
 
 @dataclass
@@ -132,14 +139,19 @@ def _request(entry: Entry) -> _Request | None:
     )
 
 
-def template_key(text: str, mentions: Sequence[Mention]) -> str:
-    """The request with each mention as ``§attribute§`` and each number as a value slot."""
+def masked(text: str, mentions: Sequence[Mention]) -> str:
+    """The request with each mention as ``§attribute§`` (numbers kept)."""
     out, at = [], 0
     for m in mentions:
         out += [text[at : m.start], f"§{m.attribute}§"]
         at = m.end
     out.append(text[at:])
-    return slot_values("".join(out))
+    return "".join(out)
+
+
+def template_key(text: str, mentions: Sequence[Mention]) -> str:
+    """The request with each mention as ``§attribute§`` and each number as a value slot."""
+    return slot_values(masked(text, mentions))
 
 
 def display_template(text: str, mentions: Sequence[Mention]) -> str:
@@ -190,12 +202,14 @@ class _Miner:
         if detection.unclean is not None:
             self.unclean[detection.unclean] += 1
             return
-        key = template_key(request.text, detection.mentions)
+        text = masked(request.text, detection.mentions)
+        key = slot_values(text)
         template = self.templates.get(key)
         if template is None:
-            template = _Template(request.text, detection.mentions, detection.attributes)
+            template = _Template(request.text, detection.mentions, detection.attributes, first=text)
             self.templates[key] = template
         template.requests += 1
+        template.same_values += text == template.first
         if len(template.trace_ids) < MAX_LISTED_TRACES:
             template.trace_ids.append(request.id)
         for m in {(m.attribute, m.value) for m in detection.mentions}:
@@ -271,6 +285,7 @@ def _seed(miner: _Miner, keys: list[str], total: int) -> MinedSeed | None:
         len(keys),
         tuple(ids),
         tuple(sorted(observed.items())),
+        members[0].same_values if _DIGIT.search(members[0].first) else requests,
     )
 
 

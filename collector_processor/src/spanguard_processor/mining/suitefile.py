@@ -34,6 +34,7 @@ def _seed_metadata(seed: MinedSeed) -> dict[str, Any]:
         "requests": seed.requests,
         "traffic_share": round(seed.traffic_share, 6),
         "phrasings": seed.phrasings,
+        "values_requests": seed.values_requests,
         "observed_values": dict(seed.observed),
         "production_trace_ids": list(seed.trace_ids),
     }
