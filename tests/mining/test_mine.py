@@ -268,3 +268,25 @@ def test_numbers_seen_in_fewer_than_k_requests_are_flagged(tmp_path: Path) -> No
     assert "note: 1 seed(s) hold numbers (amounts, ids, dates) seen in fewer than 3" in (
         result.output
     )
+
+
+def test_fairness_on_recorded_replay_links_the_seeds_too(
+    gender_suite: Path, tmp_path: Path
+) -> None:
+    spans = tmp_path / "replay.jsonl"
+    first = CliRunner().invoke(
+        cli,
+        ["run", str(gender_suite), "--app", "tests.mining.apps:fair", "--traces-out", str(spans)],
+    )
+    assert first.exit_code == 0, first.output
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli, ["fairness", str(gender_suite), str(spans), "-o", str(out), "--traffic-weights"]
+    )
+    assert result.exit_code == 0, result.output
+    production = json.loads((out / "production.json").read_text(encoding="utf-8"))
+    assert len(production["seeds"]) == len(_seeds(gender_suite))
+    assert {w["metric"]: w["weighted"] for w in production["traffic_weighted"]} == {
+        "escalation_parity": 0.0,
+        "tool_use_parity": 0.0,
+    }
