@@ -140,18 +140,14 @@ def _request(entry: Entry) -> _Request | None:
 
 
 def masked(text: str, mentions: Sequence[Mention]) -> str:
-    """The request with each mention as ``§attribute§`` (numbers kept)."""
+    """The request with each mention as ``§attribute§`` (numbers kept); with each number as a
+    value slot too (``slot_values``), it is the template's key."""
     out, at = [], 0
     for m in mentions:
         out += [text[at : m.start], f"§{m.attribute}§"]
         at = m.end
     out.append(text[at:])
     return "".join(out)
-
-
-def template_key(text: str, mentions: Sequence[Mention]) -> str:
-    """The request with each mention as ``§attribute§`` and each number as a value slot."""
-    return slot_values(masked(text, mentions))
 
 
 def display_template(text: str, mentions: Sequence[Mention]) -> str:
