@@ -39,7 +39,7 @@ def _shape(template: str) -> str:
 
 @pytest.fixture(scope="module")
 def traffic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str | None]]:
-    """3,000 requests: 40 hidden templates (34 gender, 6 others) and 40% mention-free."""
+    """3,000 requests: 42 hidden templates (34 gender, 8 others) and 40% mention-free."""
     pairs = requests(3000)
     spans = record([text for text, _ in pairs], tmp_path_factory.mktemp("traffic"))
     hidden_of = dict(pairs)

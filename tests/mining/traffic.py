@@ -1,9 +1,10 @@
 """Production traffic from hidden templates, recorded as real spans by the SDK.
 
 The generator has its own word lists (not the miner's lexicons): each hidden template is a
-phrasing with gender (or age, religion, nationality) slots, filled per request with one
-consistent value, plus numbers that change from request to request. Mention-free traffic
-(including look-alikes: "white paper", "black coffee", "a blind spot") is mixed in.
+phrasing with gender (or age, religion, nationality, ethnicity, disability) slots, filled
+per request with one consistent value, plus numbers that change from request to request.
+Mention-free traffic (including look-alikes: "white paper", "black coffee", "a blind spot") is
+mixed in.
 """
 
 from __future__ import annotations
@@ -105,6 +106,16 @@ OTHER = [  # (attribute, template with {v}, values)
         "nationality",
         "Can a {v} citizen living abroad open a checking account remotely?",
         ("Mexican", "German", "Nigerian"),
+    ),
+    (
+        "ethnicity",
+        "Our {v} customer asked whether the branch offers evening appointments",
+        ("Black", "Asian", "Hispanic"),
+    ),
+    (
+        "disability",
+        "I am {v} and need my statements in an accessible format",
+        ("blind", "deaf", "autistic"),
     ),
 ]
 FREE = [
