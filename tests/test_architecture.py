@@ -147,7 +147,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"collector": ("collector",)},
     {"inputs": ("inputs",)},
     {"fairness": ("fairness",), "regression": ("regression",)},
-    {"adapters": ("adapters",), "importers": ("importers",), "emit": ("emit",)},
+    {"adapters": ("adapters",), "importers": ("importers",), "emit": ("emit",),
+     "mining": ("mining",)},
     {"commands": ("cli", "demo", "_entry", "__main__")},
 )
 

@@ -13,6 +13,7 @@ from spanguard.exceptions import ConfigError
 
 from ._common import check_files, exit_gate, in_command_terms, output_option, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint, send_events
+from ._suite_mine import replay_mined, traffic_weights_option
 from .suite import echo_plan
 
 if TYPE_CHECKING:
@@ -194,6 +195,7 @@ def _repeats(suite: Any, observations: Any) -> int:
 @click.argument("inputs", metavar="TRACES...", nargs=-1, required=True,
                 type=click.Path(dir_okay=False, path_type=Path))
 @evaluation_options
+@traffic_weights_option
 @emit_option
 @click.pass_context
 def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
@@ -201,7 +203,7 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
              random_seed: int, min_coverage: float, allow_partial: bool,
              allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
              trace_url: str | None, redact: bool, label: str | None,
-             emit_otlp: str | None) -> None:
+             emit_otlp: str | None, traffic_weights: bool = False) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or
@@ -240,4 +242,5 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
         click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
                    "record.", err=True)
     emit_evaluation(endpoint, ev, redact)
+    replay_mined(suite_path, suite, ev, output, options, traffic_weights)
     finish(ctx, ev, output, fmt, options, label=label)

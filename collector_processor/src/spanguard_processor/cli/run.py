@@ -12,6 +12,7 @@ import click
 
 from ._common import check_files, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint
+from ._suite_mine import replay_mined, traffic_weights_option
 from .fairness import (
     REPORT_FILES,
     emit_evaluation,
@@ -50,6 +51,7 @@ __all__ = ["run"]
                    "--redact, model calls with usage, tools, agents) as OTLP-JSON lines, one "
                    "per call; spanguard fairness, ingest and cases build read them.")
 @evaluation_options
+@traffic_weights_option
 @emit_option
 @click.pass_context
 def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
@@ -58,7 +60,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         permutations: int, random_seed: int, min_coverage: float, allow_partial: bool,
         allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
         trace_url: str | None, redact: bool, label: str | None,
-        emit_otlp: str | None) -> None:
+        emit_otlp: str | None, traffic_weights: bool = False) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
     The suite is validated completely before the first app call. The spans the app emits
@@ -106,6 +108,7 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
                    err=True)
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
     emit_evaluation(endpoint, ev, redact)
+    replay_mined(suite_path, suite, ev, output, options, traffic_weights)
     finish(ctx, ev, output, fmt, options, label=label)
 
 

@@ -13,7 +13,8 @@ __all__ = ["echo_plan", "suite"]
 
 @click.group()
 def suite() -> None:
-    """Expand fairness suites for your own harness, and plan their power."""
+    """Expand fairness suites for your own harness, plan their power, and mine them from
+    production traffic."""
 
 
 @suite.command()
@@ -82,3 +83,72 @@ def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> N
 
     for line in plan_lines(plan_suite(suite_, repeats, alpha)):
         click.echo(line, err=err)
+
+
+@suite.command()
+@click.argument("traces", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--store", "stores", multiple=True, type=click.Path(path_type=Path),
+              metavar="STORE", help="A span store (SQLite) to mine as well (repeatable).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The suite YAML file to write (replaced atomically).")
+@click.option("--lexicon", "lexicons", multiple=True,
+              type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="A YAML lexicon extending the shipped ones (repeatable; format in "
+                   "docs/suite-mining.md).")
+@click.option("--attribute", "attributes", multiple=True, metavar="NAME",
+              help="Mine only this attribute (repeatable): gender, age, ethnicity, "
+                   "nationality, religion, disability, or one a --lexicon adds.")
+@click.option("--min-requests", type=click.IntRange(min=2), default=3, show_default=True,
+              help="Keep only templates seen in at least this many requests.")
+@click.option("--max-seeds", type=click.IntRange(min=1), default=None,
+              help="Keep the most frequent templates only (default: all).")
+@click.option("--similarity", type=click.FloatRange(0, 1, min_open=True), default=0.8,
+              show_default=True, help="Jaccard threshold merging near-identical templates.")
+@click.option("--metric", "metrics", multiple=True, metavar="TYPE",
+              help="A metric of the suite (repeatable; default: escalation_parity, "
+                   "tool_use_parity, refusal_gap).")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.1,
+              show_default=True, help="The metrics' threshold.")
+@click.option("--redact-hook", metavar="MODULE:FUNCTION", default=None,
+              help="The redactor run over every template and prompt written: f(key, text) -> "
+                   "text, or None to drop the seed (the processor's hook).")
+@click.option("--observe", is_flag=True,
+              help="Also print the production requests' own escalation, tool-use and refusal "
+                   "rates by detected attribute value (observational, confounded).")
+def mine(traces: tuple[Path, ...], stores: tuple[Path, ...], output: Path,
+         lexicons: tuple[Path, ...], attributes: tuple[str, ...], min_requests: int,
+         max_seeds: int | None, similarity: float, metrics: tuple[str, ...], threshold: float,
+         redact_hook: str | None, observe: bool) -> None:
+    """Mine a counterfactual fairness suite from production TRACES: the requests that mention
+    a protected attribute become templates with a slot where the mention was, near-identical
+    templates one seed, written as a fairtrace-compatible suite whose seeds link to their
+    production trace ids.
+
+    Only traces recorded with content can be mined (the rest are counted). A mention that
+    cannot be swapped cleanly is left out and counted. See docs/suite-mining.md.
+
+    \b
+    Example:
+      spanguard suite mine traces.jsonl --store spans.db -o mined.yaml --max-seeds 50
+      spanguard run mined.yaml --app myapp:answer -o out
+    Exit codes: 0 a suite was written, 2 bad input or no seed to write.
+    """
+    from ..inputs import guard
+    from ..mining.run import MineRequest, run_mining
+    from ._common import check_files
+    from ._suite_mine import echo_mining
+
+    if not traces and not stores:
+        raise click.UsageError("give trace files or --store.")
+    check_files([(guard.TRACE_LOG, list(traces) + list(stores))], [output])
+    request = MineRequest(paths=tuple(traces) + tuple(stores), lexicons=lexicons,
+                          attributes=attributes, min_requests=min_requests,
+                          max_seeds=max_seeds, similarity=similarity,
+                          metrics=metrics, threshold=threshold, redact_hook=redact_hook)
+    result = run_mining(request, output)
+    echo_mining(result, output, min_requests, observe)
+    if not result.seeds:
+        from ._common import BadInput
+
+        raise BadInput(f"no template was seen in {min_requests} or more requests with a "
+                       f"clean mention; {output} was not written.")

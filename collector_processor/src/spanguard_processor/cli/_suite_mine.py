@@ -1,0 +1,103 @@
+"""The console summary of ``spanguard suite mine``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["echo_mining"]
+
+_LISTED = 10
+
+
+def echo_mining(result: Any, output: Path, min_requests: int, observe: bool) -> None:
+    from ..mining.observe import observe_lines
+
+    for problem in result.problems:
+        click.echo(f"skipped: {problem}", err=True)
+    if result.skipped > len(result.problems):
+        click.echo(
+            f"skipped {result.skipped - len(result.problems)} more unreadable line(s)", err=True
+        )
+    click.echo(
+        f"read {result.traces} request(s): {result.no_content} recorded without content "
+        f"(not mined), {result.mention_free} mention no protected attribute, "
+        f"{result.mention_requests} do"
+    )
+    for reason, count in result.unclean:
+        click.echo(f"  left out {count} request(s) that cannot be swapped cleanly ({reason})")
+    click.echo(
+        f"{result.templates} template(s) in {result.clusters} cluster(s); "
+        f"{result.below_min} cluster(s) ({result.below_min_requests} request(s)) under "
+        f"--min-requests {min_requests}"
+        + (f"; {result.cut} past --max-seeds" if result.cut else "")
+        + (f"; {result.redacted_away} dropped by the redactor" if result.redacted_away else "")
+    )
+    for seed in result.seeds[:_LISTED]:
+        click.echo(
+            f"  {seed.id}  {','.join(seed.attributes):<18} {seed.requests:>6} request(s)"
+            f" ({seed.traffic_share:.1%} of traffic)  {seed.template[:70]!r}"
+        )
+    if len(result.seeds) > _LISTED:
+        click.echo(f"  … and {len(result.seeds) - _LISTED} more seed(s)")
+    if result.seeds:
+        click.echo(
+            f"wrote {len(result.seeds)} seed(s) to {output}, covering "
+            f"{result.covered_requests} of {result.mention_requests} mention-bearing "
+            f"request(s) ({result.covered_share:.1%})"
+        )
+    personal = sum(1 for s in result.seeds if s.values_requests < min_requests)
+    if personal:
+        click.echo(
+            f"note: {personal} seed(s) hold numbers (amounts, ids, dates) seen in fewer "
+            f"than {min_requests} requests — one user's values; mask them with "
+            "--redact-hook if they may identify someone (metadata.mined.values_requests)",
+            err=True,
+        )
+    if observe:
+        for line in observe_lines(result.observed):
+            click.echo(line)
+
+
+traffic_weights_option = click.option(
+    "--traffic-weights",
+    "traffic_weights",
+    is_flag=True,
+    help="For a suite from `suite mine`: also report each metric's gap with seeds weighted "
+    "by their production traffic share (report-only, a different estimand; "
+    "production.md).",
+)
+
+
+def replay_mined(
+    suite_path: Path, suite: Any, ev: Any, output: Path | None, options: Any, traffic_weights: bool
+) -> None:
+    """For a mined suite: link its seeds to their production traces (production.md/json in
+    the report folder) and, when asked, print the traffic-weighted gaps (never a verdict)."""
+    from ..mining.replay import mined_provenance, traffic_weighted, write_production
+
+    provenance = mined_provenance(suite_path)
+    if not provenance:
+        if traffic_weights:
+            click.echo(
+                "note: --traffic-weights applies to suites written by `suite mine`; "
+                f"{suite_path} has no mined seeds.",
+                err=True,
+            )
+        return
+    weighted = traffic_weighted(ev, suite, provenance) if traffic_weights else ()
+    for w in weighted:
+        click.echo(
+            f"traffic-weighted (report-only, a different estimand): {w.metric} "
+            f"{w.weighted:.4f} (unweighted {w.unweighted:.4f}, {w.seeds} seeds)",
+            err=True,
+        )
+    if output is not None:
+        write_production(output, provenance, options.link, weighted, options.redact)
+        click.echo(
+            f"mined suite: {len(provenance)} seed(s) linked to their production traces "
+            f"in {output / 'production.md'}",
+            err=True,
+        )
