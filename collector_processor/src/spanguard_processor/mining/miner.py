@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs.evaluation import TRACE2EVAL, Entry, read_evaluation_inputs
-from ..regression.dedup import leader_clusters
+from ..regression.mine.dedup import leader_clusters
 from ..regression.textnorm import detect_fallback, fold, shingles, slot_values
 from .observe import ObservedGroup, Observer
 from .swap import Detection, Mention, Swapper
