@@ -290,3 +290,18 @@ def test_fairness_on_recorded_replay_links_the_seeds_too(
         "escalation_parity": 0.0,
         "tool_use_parity": 0.0,
     }
+
+
+def test_the_mined_suite_is_one_the_real_fairtrace_accepts(gender_suite: Path) -> None:
+    """fairtrace 0.1.0 validates the mined file and builds the same variants we run."""
+    from fairtrace.config import build_metrics, load_suite_definition
+    from fairtrace.dataset import DatasetBuilder
+
+    definition = load_suite_definition(gender_suite)
+    build_metrics(definition["metrics"])
+    theirs = DatasetBuilder.from_variants(definition["dataset"]["variants"]).build()
+    ours = load_suite(gender_suite).variants
+    assert len(ours) >= 58
+    assert [(v.id, v.seed_id, v.prompt, dict(v.assignments)) for v in ours] == [
+        (v.id, v.seed_id, v.prompt, v.assignments) for v in theirs
+    ]
