@@ -95,8 +95,9 @@ def _python_files() -> list[Path]:
 
 
 def _defining_modules(kind: str, name: str, under: str = "") -> set[Path]:
-    """Modules whose top level defines ``name`` (kind "def") or that register the string ``name``
-    as a keyword argument ``name=`` or the first argument of a call (kind "registers")."""
+    """Modules whose top level defines ``name`` (kind "def"), that register the string ``name``
+    as a keyword argument ``name=`` or the first argument of a call (kind "registers"), or that
+    spell the string ``name`` at all (kind "literal")."""
     found = set()
     for path in _python_files():
         rel = path.relative_to(PROCESSOR if path.is_relative_to(PROCESSOR) else SDK).as_posix()
@@ -107,6 +108,8 @@ def _defining_modules(kind: str, name: str, under: str = "") -> set[Path]:
                 found.add(path)
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if kind == "literal" and isinstance(node, ast.Constant) and node.value == name:
+                found.add(path)
             if not isinstance(node, ast.Call):
                 continue
             values = [kw.value for kw in node.keywords if kw.arg == "name"] + node.args[:1]
@@ -119,8 +122,8 @@ def _defining_modules(kind: str, name: str, under: str = "") -> set[Path]:
 #: module that defines the behaviour, kind, name, folder it lives under).
 LOOKUPS = [
     ("escalation_parity", "registers", "escalation_parity", "fairness/"),
-    ("late spans merged", "def", "merge_late", ""),
-    ("a case's latency limit", "registers", "max_latency_ms", "regression/"),
+    ("a late span", "def", "TraceView", "store/"),
+    ("a case's latency limit", "literal", "max_latency_ms", ""),
     ("the HTML fairness report", "def", "render_html", "fairness/"),
     ("identity read from attributes", "def", "request_identity", "traces/"),
 ]
