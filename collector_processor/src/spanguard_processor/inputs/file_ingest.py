@@ -3,7 +3,7 @@ live ``serve``'s receiver.
 
 * :func:`redacted` — one decoded batch with the
   :class:`~spanguard_processor.collector.redaction.Redactor` applied to every string
-  (:mod:`~spanguard_processor.collector.redact_otlp`), decoded again from the redacted
+  (:mod:`~spanguard_processor.ingest.redact_otlp`), decoded again from the redacted
   message, so the file's original text is never stored;
 * :func:`ingest_redacted` — ``ingest_files`` with that applied to each batch;
 * :func:`send_files` — each batch POSTed to a running ``spanguard serve``'s OTLP/HTTP
@@ -23,11 +23,11 @@ import orjson
 
 from spanguard.exceptions import InputError
 
-from ..collector.redact_otlp import redact_document, redact_request
 from ..collector.redaction import Redactor
 from ..collector.store import SpanStore
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
+from ..ingest.redact_otlp import redact_document, redact_request
 from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch, gc_paused
 from .readers import IngestReport, iter_span_file
 
