@@ -42,11 +42,13 @@ def _run_stage(stage: str, repeat: int, bodies_file: str) -> None:
     """In the measured process: run ``stage`` over the pickled bodies ``repeat`` times."""
     from spanguard_processor.collector.limits import Shaper
     from spanguard_processor.ingest import otlp_proto
-    from spanguard_processor.ingest.otlp_proto import count_spans, parse_request
+    from spanguard_processor.ingest.otlp_proto import parse_request
 
     try:  # older code shapes in Shaper.shape_and_decode, without a codec
         from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC as codec
+        from spanguard_processor.ingest.otlp_columns import count_spans
     except ImportError:
+        from spanguard_processor.ingest.otlp_proto import count_spans  # type: ignore[no-redef]
         codec = None
     bodies = pickle.loads(Path(bodies_file).read_bytes())
     shaper: Any = Shaper()

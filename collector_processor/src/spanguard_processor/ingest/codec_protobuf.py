@@ -1,6 +1,6 @@
 """The protobuf codec (``application/x-protobuf``, and every OTLP/gRPC message).
 
-Counting frames the spans of a body up to 1 MiB once (:func:`~.otlp_proto.framed_count`), and
+Counting frames the spans of a body up to 1 MiB once (:func:`~.otlp_columns.framed_count`), and
 decoding reuses those frames. When no redactor is active, limits and decoding go in one pass
 (:func:`~.otlp_proto.group_request`): spans stay bytes, grouped by trace, and the body received
 is what is stored. Otherwise — or when a span or event has more attributes than the limit —
@@ -29,8 +29,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 from spanguard.exceptions import TraceFormatError
 
 from .codec import Codec, Counted, LogsSpans, Media
+from .otlp_columns import framed_count
 from .otlp_logs_proto import request_as_spans
-from .otlp_proto import decode_request, framed_count, group_request, parse_request
+from .otlp_proto import decode_request, group_request, parse_request
 from .redact_otlp import redact_request
 from .shaping import Shape, Shaping
 from .spans import FORMAT_PROTOBUF, DecodedBatch, TraceGroup
@@ -64,21 +65,19 @@ class ProtobufCodec(Codec):
 
     def decode(self, body: bytes, counted: Counted | None, shaping: Shaping) -> DecodedBatch:
         request = parse_request(body)
-        frames = counted.frames if counted is not None else None
-        if not shaping.redactor.active:
+        shape: Shape | None = None
+        if not shaping.redactor.active:  # limits and grouping in one pass (the common case)
             groups, rejected, error, bad, over = group_request(
-                request, shaping.attribute_limit, body, frames)
+                request, shaping.attribute_limit, body,
+                counted.frames if counted is not None else None)
             if not over:
                 shape = Shape()
                 allowed = shaping.budget.admit(_with_bad(groups, bad), shape)
                 if not shape.rejected:
                     return DecodedBatch((), rejected, error, FORMAT_PROTOBUF, body, groups)
-                scopes = [ss for rs in request.resource_spans for ss in rs.scope_spans]
-                _drop_over_limit(scopes, allowed, shape)
-                batch = decode_request(request)
-                return DecodedBatch(batch.spans, batch.rejected + shape.rejected,
-                                    batch.error or shape.error, FORMAT_PROTOBUF, batch.body)
-        shape = self.shape(request, shaping)
+                _drop_over_limit(_scopes(request), allowed, shape)  # changes the request
+        if shape is None:  # redaction, or an attribute over the limit: edit the request
+            shape = self.shape(request, shaping)
         batch = decode_request(request, None if shape.changed else body)
         if not shape.rejected:
             return batch
@@ -89,7 +88,7 @@ class ProtobufCodec(Codec):
     def shape(request: ExportTraceServiceRequest, shaping: Shaping) -> Shape:
         """Apply the limits and redaction to a parsed request in place."""
         shape = Shape()
-        scopes = [ss for rs in request.resource_spans for ss in rs.scope_spans]
+        scopes = _scopes(request)
         limit = shaping.attribute_limit
         if shaping.redactor.active:  # every string of the request, at any depth
             shape.changed |= redact_request(shaping.redactor, request)
@@ -128,6 +127,10 @@ class ProtobufCodec(Codec):
 
     def error_reply(self, status: int, rpc_code: int, message: str) -> bytes:
         return Status(code=rpc_code, message=message).SerializeToString()
+
+
+def _scopes(request: ExportTraceServiceRequest) -> list[ScopeSpans]:
+    return [ss for rs in request.resource_spans for ss in rs.scope_spans]
 
 
 def _drop_over_limit(scopes: list[ScopeSpans], allowed: dict[str, int], shape: Shape) -> None:
