@@ -22,6 +22,7 @@ find (:meth:`~spanguard_processor.collector.store.SpanStore.put_batches` stores 
 
 from __future__ import annotations
 
+import enum
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ..ingest.spans import TraceGroup
 
-__all__ = ["ReleasedTrace", "SpanKey", "TraceAssembler"]
+__all__ = ["ReleaseReason", "ReleasedTrace", "SpanKey", "TraceAssembler"]
 
 
 class SpanKey(Protocol):
@@ -46,6 +47,15 @@ class SpanKey(Protocol):
     def is_root(self) -> bool: ...
 
 
+class ReleaseReason(enum.StrEnum):
+    """Why the assembler let a trace go."""
+
+    COMPLETE = "complete"  # its root came, then ``wait_duration`` of silence
+    EVICTED = "evicted"  # more than ``num_traces`` in flight: the least recently active
+    ORPHANED = "orphaned"  # no root after ``orphan_timeout`` of silence
+    FLUSHED = "flushed"  # everything in flight, at shutdown
+
+
 class ReleasedTrace(NamedTuple):  # one per trace: a tuple is the cheapest record to make
     """A trace the assembler let go: how many spans it received, why, and whether it is whole."""
 
@@ -53,7 +63,7 @@ class ReleasedTrace(NamedTuple):  # one per trace: a tuple is the cheapest recor
     spans: int
     partial: bool
     late: bool
-    reason: str  # "complete" | "evicted" | "orphaned" | "flushed"
+    reason: ReleaseReason
 
 
 #: What the assembler holds per trace in flight, in a list (made and updated several times
@@ -125,7 +135,8 @@ class TraceAssembler:
             group = get(trace_id)
             if group is None:
                 if len(held) >= num_traces:  # the least recently active goes
-                    evicted.append(self._let_go(*held.popitem(last=False), "evicted"))
+                    evicted.append(self._let_go(*held.popitem(last=False),
+                                               ReleaseReason.EVICTED))
                 late = trace_id in self._recent or trace_id in self._older
                 held[trace_id] = [now, late or root, late, count]
                 continue
@@ -150,8 +161,8 @@ class TraceAssembler:
                 due.append(trace_id)
             elif idle >= self.orphan_timeout:
                 orphaned.append(trace_id)
-        return [self._release(t, "complete") for t in due] + [
-            self._release(t, "orphaned") for t in orphaned
+        return [self._release(t, ReleaseReason.COMPLETE) for t in due] + [
+            self._release(t, ReleaseReason.ORPHANED) for t in orphaned
         ]
 
     def next_due(self) -> float | None:
@@ -171,12 +182,13 @@ class TraceAssembler:
 
     def flush(self) -> list[ReleasedTrace]:
         """Release every trace in flight now (at shutdown); those without a root are partial."""
-        return [self._release(trace_id, "flushed") for trace_id in list(self._groups)]
+        return [self._release(trace_id, ReleaseReason.FLUSHED) for trace_id in list(self._groups)]
 
-    def _release(self, trace_id: str, reason: str) -> ReleasedTrace:
+    def _release(self, trace_id: str, reason: ReleaseReason) -> ReleasedTrace:
         return self._let_go(trace_id, self._groups.pop(trace_id), reason)
 
-    def _let_go(self, trace_id: str, group: list[Any], reason: str) -> ReleasedTrace:
+    def _let_go(self, trace_id: str, group: list[Any], reason: ReleaseReason
+                ) -> ReleasedTrace:
         """The record of a trace taken out of flight, remembered as released (a later span
         of it opens a late group)."""
         _, root, late, spans = group

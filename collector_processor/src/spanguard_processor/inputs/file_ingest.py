@@ -25,6 +25,7 @@ from spanguard.exceptions import InputError
 
 from ..collector.redaction import Redactor
 from ..collector.store import SpanStore
+from ..ingest.codec import Media
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
 from ..ingest.redact_otlp import redact_document, redact_request
@@ -90,7 +91,7 @@ def send_files(url: str, paths: Sequence[Path], *, token: bytes | None = None,
     endpoint = url.rstrip("/") + "/v1/traces"
     requests = 0
     for batch in _batches(paths, skip_bad, report, progress):
-        media = "application/x-protobuf" if batch.fmt == FORMAT_PROTOBUF else "application/json"
+        media = Media.PROTOBUF if batch.fmt == FORMAT_PROTOBUF else Media.JSON
         _post(endpoint, batch.body, media, token)
         requests += 1
     return SendReport(report.spans, requests, tuple(report.skipped))
