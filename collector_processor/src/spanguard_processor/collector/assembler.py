@@ -11,8 +11,9 @@ A pure class (no I/O, no threads, an injected clock), named after the OpenTeleme
   :meth:`TraceAssembler.flush`; either way it is marked ``partial``;
 * a span of a trace released earlier (remembered for at least the last ``remember_released``
   traces released, at most twice as many) opens a
-  *late* group that is released like any other, with ``late=True``: the store merges it into the
-  trace already stored.
+  *late* group that is released like any other, as if its root had come (so not ``partial``,
+  and due ``wait_duration`` after its last span): the store merges it into the trace already
+  stored.
 
 The assembler holds no span: per trace in flight only its times and whether its root came.
 Spans come a trace at a time (:meth:`TraceAssembler.add_groups`: one step per trace in a
@@ -62,14 +63,13 @@ class ReleasedTrace(NamedTuple):  # one per trace: a tuple is the cheapest recor
     trace_id: str
     spans: int
     partial: bool
-    late: bool
     reason: ReleaseReason
 
 
 #: What the assembler holds per trace in flight, in a list (made and updated several times
 #: faster than an object, once per trace in every batch): when its last span arrived, whether
-#: its root came, whether it is a late group of a trace released before, how many spans it has.
-_LAST, _ROOT, _LATE, _SPANS = range(4)
+#: its root came (or it is a late group of a trace released before), how many spans it has.
+_LAST, _ROOT, _SPANS = range(3)
 _RELEASED = partial(tuple.__new__, ReleasedTrace)
 
 
@@ -138,7 +138,7 @@ class TraceAssembler:
                     evicted.append(self._let_go(*held.popitem(last=False),
                                                ReleaseReason.EVICTED))
                 late = trace_id in self._recent or trace_id in self._older
-                held[trace_id] = [now, late or root, late, count]
+                held[trace_id] = [now, late or root, count]
                 continue
             move_to_end(trace_id)
             group[_LAST] = now  # keeps _groups ordered by last activity
@@ -191,9 +191,9 @@ class TraceAssembler:
                 ) -> ReleasedTrace:
         """The record of a trace taken out of flight, remembered as released (a later span
         of it opens a late group)."""
-        _, root, late, spans = group
+        _, root, spans = group
         recent = self._recent
         recent.add(trace_id)
         if len(recent) >= self._remember:
             self._older, self._recent = recent, set()
-        return _RELEASED((trace_id, spans, not root, late, reason))
+        return _RELEASED((trace_id, spans, not root, reason))
