@@ -21,6 +21,7 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from opentelemetry.sdk.trace import TracerProvider
 
 from spanguard_processor.collector.logs_receive import logs_request_as_spans
+from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC
 from spanguard_processor.ingest.otlp_logs import events_from_request, logs_as_spans
 
 
@@ -51,7 +52,7 @@ def _best_us(fn: object, records: int) -> float:
 
 def main(records: int = 2000) -> None:
     body = _request(records)
-    protobuf = _best_us(lambda: logs_request_as_spans(body, "application/x-protobuf"), records)
+    protobuf = _best_us(lambda: logs_request_as_spans(body, PROTOBUF_CODEC), records)
 
     def through_json() -> None:
         from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_ingest import make_spans  # noqa: E402
 from spanguard_processor.collector.limits import Shaper  # noqa: E402
-from spanguard_processor.ingest.otlp_proto import parse_request  # noqa: E402
+from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC  # noqa: E402
 from spanguard_processor.ingest.spans import DecodedBatch  # noqa: E402
 from spanguard_processor.store.index import index_groups  # noqa: E402
 from spanguard_processor.store.schema import PAGE_SIZE, VIEW_SCHEMA  # noqa: E402
@@ -114,7 +114,7 @@ def main() -> None:
     bodies = [encode_spans(spans[at:at + args.batch]).SerializeToString()
               for at in range(0, len(spans), args.batch)]
     shaper = Shaper()
-    batches = [shaper.shape_and_decode(parse_request(body), body) for body in bodies]
+    batches = [PROTOBUF_CODEC.decode(body, None, shaper.shaping) for body in bodies]
     groups = sum(len(batch.traces) for batch in batches)
     runs = [one_run(batches, args.index_every) for _ in range(args.repeat)]
     figure = {part: statistics.median(run[part] for run in runs) * 1e6 for part in runs[0]}

@@ -1,7 +1,7 @@
 """Cost of the receive-path limits (limits.py) per span, beside the parse it follows.
 
 Floor: ``parse_request`` + ``decode_request`` of a 40-request OTLP protobuf body (the receive
-path without limits). Ours: the same plus ``Shaper.shape_protobuf`` (attribute limit, per-trace
+path without limits). Ours: the same plus ``ProtobufCodec.shape`` (attribute limit, per-trace
 span count; redaction off, as by default). Alternating rounds, best of 7, µs per span.
 
     .venv/bin/python bench/load_limits.py
@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from spanguard_processor.collector.limits import Shaper
+from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC
 from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
 from tests.reliability.corpus import otlp_requests
 
@@ -38,7 +39,7 @@ def main() -> None:
 
     def ours() -> None:
         parsed = parse_request(body)
-        shaper.shape_protobuf(parsed)
+        PROTOBUF_CODEC.shape(parsed, shaper.shaping)
         decode_request(parsed)
 
     best: dict[str, float] = {}

@@ -10,7 +10,7 @@ not at all; the difference, per span, is the stage's cost without the interprete
 * ``count`` — the exact span count from the wire format (``count_spans``);
 * ``receive`` — what ``Receiver.receive`` does to a body but admission and the hand-over to
   the writer: the span count (framing the spans, where the code has ``span_frames``), the
-  parse, then limits and grouping by trace (``Shaper.shape_and_decode``), i.e. everything
+  parse, then limits and grouping by trace (``Codec.count`` and ``Codec.decode``), i.e. everything
   the HTTP thread does to a request body but HTTP itself.
 
 With ``--source SRC`` (another checkout's ``collector_processor/src``) the same is counted
@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("parse", "count", "receive")
@@ -41,10 +42,16 @@ def _run_stage(stage: str, repeat: int, bodies_file: str) -> None:
     """In the measured process: run ``stage`` over the pickled bodies ``repeat`` times."""
     from spanguard_processor.collector.limits import Shaper
     from spanguard_processor.ingest import otlp_proto
-    from spanguard_processor.ingest.otlp_proto import count_spans, parse_request
+    from spanguard_processor.ingest.otlp_proto import parse_request
 
+    try:  # older code shapes in Shaper.shape_and_decode, without a codec
+        from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC as codec
+        from spanguard_processor.ingest.otlp_columns import count_spans
+    except ImportError:
+        from spanguard_processor.ingest.otlp_proto import count_spans  # type: ignore[no-redef]
+        codec = None
     bodies = pickle.loads(Path(bodies_file).read_bytes())
-    shaper = Shaper()
+    shaper: Any = Shaper()
     frame = getattr(otlp_proto, "span_frames", None)  # older code counts without framing
     for _ in range(repeat):
         for body in bodies:
@@ -52,6 +59,8 @@ def _run_stage(stage: str, repeat: int, bodies_file: str) -> None:
                 parse_request(body)
             elif stage == "count":
                 count_spans(body, 50_000)
+            elif codec is not None:
+                codec.decode(body, codec.count(body, 50_000), shaper.shaping)
             elif frame is not None:
                 frames = frame(body)
                 shaper.shape_and_decode(parse_request(body), body, frames)

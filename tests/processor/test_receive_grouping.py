@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanguard import semconv
 from spanguard_processor.collector.limits import Limits, Shaper
+from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC
 from spanguard_processor.ingest.otlp_proto import group_request, parse_request
 
 from .agent_app import in_memory_spans
@@ -62,7 +63,7 @@ def test_an_event_over_the_limit_is_cut_and_a_long_one_within_it_is_stored_as_re
         ) -> None:
     shaper = Shaper(Limits(max_attributes_per_span=LIMIT))
     over = encode_spans(CASES["an event over the limit"]).SerializeToString()
-    batch = shaper.shape_and_decode(parse_request(over), over)
+    batch = PROTOBUF_CODEC.decode(over, None, shaper.shaping)
     assert batch.body != over
     stored = ExportTraceServiceRequest.FromString(batch.body)
     (event,) = [event for rs in stored.resource_spans for ss in rs.scope_spans
@@ -70,7 +71,7 @@ def test_an_event_over_the_limit_is_cut_and_a_long_one_within_it_is_stored_as_re
     assert (len(event.attributes), event.dropped_attributes_count) == (LIMIT, 10)
     long = encode_spans(CASES["a long event with few attributes (a stack trace)"]
                         ).SerializeToString()
-    assert shaper.shape_and_decode(parse_request(long), long).body is long
+    assert PROTOBUF_CODEC.decode(long, None, shaper.shaping).body is long
 
 
 def test_annotation_spans_are_counted() -> None:

@@ -24,8 +24,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from spanguard_processor.cli import cli
-from spanguard_processor.collector.redact_otlp import ID_FIELDS, redact_request
 from spanguard_processor.collector.redaction import Redactor
+from spanguard_processor.ingest.redact_otlp import ID_FIELDS, redact_request
 
 from ..reliability.servers import EXPORT, running
 

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.ingest.batches import decode_batch
+from spanguard_processor.ingest.otlp_columns import count_spans
 from spanguard_processor.ingest.otlp_json import decode_document
-from spanguard_processor.ingest.otlp_proto import count_spans, decode_request, parse_request
+from spanguard_processor.ingest.otlp_proto import decode_request, parse_request
 from spanguard_processor.ingest.spans import DecodedBatch
 from spanguard_processor.traces.convert import trace_from_records
 

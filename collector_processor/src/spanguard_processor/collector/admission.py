@@ -3,7 +3,7 @@
 At most ``max_pending_spans`` spans may be decoding or waiting for the store. A request
 reserves its spans *before* it is decoded (:meth:`Admission.admit`) — first an estimate from
 its size, then (:meth:`Admission.resize`) the exact count read from the wire format
-(:func:`~spanguard_processor.ingest.otlp_proto.count_spans`), then what decoding kept. What
+(:func:`~spanguard_processor.ingest.otlp_columns.count_spans`), then what decoding kept. What
 does not fit is refused at once with :class:`Overloaded` — HTTP 429 with ``Retry-After``, gRPC
 ``RESOURCE_EXHAUSTED`` — instead of being decoded or queued without bound; a request carrying
 more spans than ``max_pending_spans`` could never fit and is refused with :class:`TooLarge`

@@ -11,8 +11,9 @@ A pure class (no I/O, no threads, an injected clock), named after the OpenTeleme
   :meth:`TraceAssembler.flush`; either way it is marked ``partial``;
 * a span of a trace released earlier (remembered for at least the last ``remember_released``
   traces released, at most twice as many) opens a
-  *late* group that is released like any other, with ``late=True``: the store merges it into the
-  trace already stored.
+  *late* group that is released like any other, as if its root had come (so not ``partial``,
+  and due ``wait_duration`` after its last span): the store merges it into the trace already
+  stored.
 
 The assembler holds no span: per trace in flight only its times and whether its root came.
 Spans come a trace at a time (:meth:`TraceAssembler.add_groups`: one step per trace in a
@@ -22,6 +23,7 @@ find (:meth:`~spanguard_processor.store.span_store.SpanStore.put_batches` stores
 
 from __future__ import annotations
 
+import enum
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -30,7 +32,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ..ingest.spans import TraceGroup
 
-__all__ = ["ReleasedTrace", "SpanKey", "TraceAssembler"]
+__all__ = ["ReleaseReason", "ReleasedTrace", "SpanKey", "TraceAssembler"]
 
 
 class SpanKey(Protocol):
@@ -46,20 +48,28 @@ class SpanKey(Protocol):
     def is_root(self) -> bool: ...
 
 
+class ReleaseReason(enum.StrEnum):
+    """Why the assembler let a trace go."""
+
+    COMPLETE = "complete"  # its root came, then ``wait_duration`` of silence
+    EVICTED = "evicted"  # more than ``num_traces`` in flight: the least recently active
+    ORPHANED = "orphaned"  # no root after ``orphan_timeout`` of silence
+    FLUSHED = "flushed"  # everything in flight, at shutdown
+
+
 class ReleasedTrace(NamedTuple):  # one per trace: a tuple is the cheapest record to make
     """A trace the assembler let go: how many spans it received, why, and whether it is whole."""
 
     trace_id: str
     spans: int
     partial: bool
-    late: bool
-    reason: str  # "complete" | "evicted" | "orphaned" | "flushed"
+    reason: ReleaseReason
 
 
 #: What the assembler holds per trace in flight, in a list (made and updated several times
 #: faster than an object, once per trace in every batch): when its last span arrived, whether
-#: its root came, whether it is a late group of a trace released before, how many spans it has.
-_LAST, _ROOT, _LATE, _SPANS = range(4)
+#: its root came (or it is a late group of a trace released before), how many spans it has.
+_LAST, _ROOT, _SPANS = range(3)
 _RELEASED = partial(tuple.__new__, ReleasedTrace)
 
 
@@ -125,9 +135,10 @@ class TraceAssembler:
             group = get(trace_id)
             if group is None:
                 if len(held) >= num_traces:  # the least recently active goes
-                    evicted.append(self._let_go(*held.popitem(last=False), "evicted"))
+                    evicted.append(self._let_go(*held.popitem(last=False),
+                                               ReleaseReason.EVICTED))
                 late = trace_id in self._recent or trace_id in self._older
-                held[trace_id] = [now, late or root, late, count]
+                held[trace_id] = [now, late or root, count]
                 continue
             move_to_end(trace_id)
             group[_LAST] = now  # keeps _groups ordered by last activity
@@ -150,8 +161,8 @@ class TraceAssembler:
                 due.append(trace_id)
             elif idle >= self.orphan_timeout:
                 orphaned.append(trace_id)
-        return [self._release(t, "complete") for t in due] + [
-            self._release(t, "orphaned") for t in orphaned
+        return [self._release(t, ReleaseReason.COMPLETE) for t in due] + [
+            self._release(t, ReleaseReason.ORPHANED) for t in orphaned
         ]
 
     def next_due(self) -> float | None:
@@ -176,17 +187,18 @@ class TraceAssembler:
 
     def flush(self) -> list[ReleasedTrace]:
         """Release every trace in flight now (at shutdown); those without a root are partial."""
-        return [self._release(trace_id, "flushed") for trace_id in list(self._groups)]
+        return [self._release(trace_id, ReleaseReason.FLUSHED) for trace_id in list(self._groups)]
 
-    def _release(self, trace_id: str, reason: str) -> ReleasedTrace:
+    def _release(self, trace_id: str, reason: ReleaseReason) -> ReleasedTrace:
         return self._let_go(trace_id, self._groups.pop(trace_id), reason)
 
-    def _let_go(self, trace_id: str, group: list[Any], reason: str) -> ReleasedTrace:
+    def _let_go(self, trace_id: str, group: list[Any], reason: ReleaseReason
+                ) -> ReleasedTrace:
         """The record of a trace taken out of flight, remembered as released (a later span
         of it opens a late group)."""
-        _, root, late, spans = group
+        _, root, spans = group
         recent = self._recent
         recent.add(trace_id)
         if len(recent) >= self._remember:
             self._older, self._recent = recent, set()
-        return _RELEASED((trace_id, spans, not root, late, reason))
+        return _RELEASED((trace_id, spans, not root, reason))

@@ -46,11 +46,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from ..ingest.codec_protobuf import PROTOBUF_CODEC, export_response, logs_export_response
 from .connections import grpc_options
 from .limits import DEFAULT_MAX_BODY
-from .logs_receive import LogsReceiver, logs_export_response
+from .logs_receive import LogsReceiver
 from .os_threads import name_os_thread
-from .receive import PROTOBUF, Received, Receiver, Refusal, Refused, export_response
+from .receive import Received, Receiver, Refusal, Refused
 from .security import Security, TokenInterceptor
 
 __all__ = ["CALLS_PER_CONNECTION", "READ_TIMEOUT", "GrpcReceiver", "TraceService"]
@@ -137,10 +138,10 @@ class TraceService:
                 received: Received
                 if len(body) > _INLINE_DECODE_MAX:
                     received = await asyncio.get_running_loop().run_in_executor(
-                        self._decoder, lambda: receiver.receive(body, PROTOBUF, reservation,
-                                                                what="request"))
+                        self._decoder, lambda: receiver.receive(
+                            body, PROTOBUF_CODEC, reservation, what="request"))
                 else:  # a millisecond or two: cheaper than a hop to a thread and back
-                    received = receiver.receive(body, PROTOBUF, reservation, what="request")
+                    received = receiver.receive(body, PROTOBUF_CODEC, reservation, what="request")
             finally:
                 receiver.release_unless_stored(reservation)
             await receiver.wait_async(received)

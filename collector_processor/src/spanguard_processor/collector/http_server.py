@@ -43,16 +43,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
-from google.rpc.status_pb2 import Status
 
+from ..ingest.codec import Codec, Media
+from ..ingest.codec_json import JSON_CODEC
 from ..ingest.otlp_proto import MIN_SPAN_BYTES
 from ..ingest.spans import DecodedBatch
 from .admission import Reservation
 from .health import Health
 from .limits import DEFAULT_MAX_BODY
-from .logs_receive import LogsReceiver, logs_http_response
+from .logs_receive import LogsReceiver
 from .os_threads import name_os_thread
-from .receive import JSON, PROTOBUF, Received, Receiver, Refusal, Refused, export_response
+from .receive import CODECS, Received, Receiver, Refusal, Refused
 from .security import OPEN_PATHS, token_matches
 
 __all__ = ["HttpApp", "create_app"]
@@ -68,7 +69,6 @@ INLINE_DECODE_MAX = 256 * 1024  # larger bodies (and every gzip body) decode on 
 
 _STATUS = {Refusal.MALFORMED: 400, Refusal.TOO_LARGE: 413, Refusal.OVERLOADED: 429,
            Refusal.REDACTION_FAILED: 500, Refusal.UNAVAILABLE: 503}
-_MEDIA = {PROTOBUF: PROTOBUF.encode(), JSON: JSON.encode()}
 _TEXT = b"text/plain; charset=utf-8"
 
 
@@ -162,13 +162,14 @@ def _size_hint(body: bytes, gzipped: bool, limit: int) -> int:
     return max(len(body), min(int.from_bytes(body[-4:], "little"), limit))
 
 
-def _media(scope: Scope) -> str:
-    """The request's content type; 415 for one that is not OTLP."""
+def _codec(scope: Scope) -> Codec:
+    """The codec of the request's content type; 415 for one that is not OTLP."""
     media = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
-    if media not in (PROTOBUF, JSON):
+    codec = CODECS.get(media)
+    if codec is None:
         raise _Reject(415, f"content type {media or '(none)'!r} is not supported; "
-                           f"send {PROTOBUF} or {JSON}.")
-    return media
+                           f"send {Media.PROTOBUF} or {Media.JSON}.")
+    return codec
 
 
 def _gzipped(scope: Scope) -> bool:
@@ -187,29 +188,25 @@ async def _answer(send: Send, status: int, body: bytes, media: bytes,
     await send({"type": "http.response.body", "body": body})
 
 
-def _response(media: str, batch: DecodedBatch) -> bytes:
-    if media == PROTOBUF:
-        return export_response(batch).SerializeToString()
-    body: dict[str, Any] = {}
-    if batch.rejected:
-        body["partialSuccess"] = {
-            "rejectedSpans": str(batch.rejected), "errorMessage": batch.error or ""}
-    return orjson.dumps(body)
+def _traces_reply(codec: Codec, batch: DecodedBatch) -> bytes:
+    return codec.traces_reply(batch)
+
+
+def _logs_reply(codec: Codec, batch: DecodedBatch) -> bytes:
+    return codec.logs_reply(batch)
 
 
 _RPC_CODES = {400: 3, 408: 4, 413: 8, 429: 8}  # INVALID_ARGUMENT, DEADLINE_EXCEEDED,
 #                                             RESOURCE_EXHAUSTED; else UNAVAILABLE
 
 
-async def _error(send: Send, status: int, message: str, media: str, retry_after: int) -> None:
+async def _error(send: Send, status: int, message: str, codec: Codec, retry_after: int
+                 ) -> None:
     # OTLP/HTTP answers errors with a google.rpc.Status; its message is what exporters log.
     # 429 and 503 are the statuses OTLP exporters retry; Retry-After says when.
     headers = ((b"retry-after", str(retry_after).encode()),) if status in (429, 503) else ()
-    if media == PROTOBUF:
-        body = Status(code=_RPC_CODES.get(status, 14), message=message).SerializeToString()
-    else:
-        body = orjson.dumps({"code": status, "message": message})
-    await _answer(send, status, body, _MEDIA[media], headers)
+    body = codec.error_reply(status, _RPC_CODES.get(status, 14), message)
+    await _answer(send, status, body, codec.content_type, headers)
 
 
 class _Export:
@@ -217,7 +214,7 @@ class _Export:
 
     def __init__(self, receiver: Receiver, max_body_bytes: int, body_timeout: float,
                  decoders: int, *, decoder: ThreadPoolExecutor | None = None,
-                 respond: Callable[[str, DecodedBatch], bytes] = _response) -> None:
+                 respond: Callable[[Codec, DecodedBatch], bytes] = _traces_reply) -> None:
         self.receiver = receiver
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
@@ -228,23 +225,23 @@ class _Export:
 
     async def export(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            media = _media(scope)
+            codec = _codec(scope)
         except _Reject as reject:  # answered in JSON
-            return await self._error(send, reject.status, reject.message, JSON)
+            return await self._error(send, reject.status, reject.message, JSON_CODEC)
         try:
-            batch = await self._export(scope, receive, media)
+            batch = await self._export(scope, receive, codec)
         except _Reject as reject:
-            return await self._error(send, reject.status, reject.message, media)
+            return await self._error(send, reject.status, reject.message, codec)
         except Refused as refused:
-            return await self._error(send, _STATUS[refused.kind], refused.message, media)
+            return await self._error(send, _STATUS[refused.kind], refused.message, codec)
         except _Disconnected:
             return None
-        await _answer(send, 200, self.respond(media, batch), _MEDIA[media])
+        await _answer(send, 200, self.respond(codec, batch), codec.content_type)
 
-    async def _error(self, send: Send, status: int, message: str, media: str) -> None:
-        await _error(send, status, message, media, self.receiver.limits.retry_after)
+    async def _error(self, send: Send, status: int, message: str, codec: Codec) -> None:
+        await _error(send, status, message, codec, self.receiver.limits.retry_after)
 
-    async def _export(self, scope: Scope, receive: Receive, media: str) -> DecodedBatch:
+    async def _export(self, scope: Scope, receive: Receive, codec: Codec) -> DecodedBatch:
         receiver, limit = self.receiver, self.max_body_bytes
         gzipped = _gzipped(scope)
         declared = _header(scope, b"content-length")
@@ -256,19 +253,19 @@ class _Export:
         try:
             if gzipped or len(body) > INLINE_DECODE_MAX:
                 received = await asyncio.get_running_loop().run_in_executor(
-                    self.decoder, self._receive, body, media, gzipped, reservation)
+                    self.decoder, self._receive, body, codec, gzipped, reservation)
             else:  # a millisecond or two: cheaper than a hop to a worker thread and back
-                received = self._receive(body, media, gzipped, reservation)
+                received = self._receive(body, codec, gzipped, reservation)
         finally:  # e.g. the client hung up while its body was decoded
             receiver.release_unless_stored(reservation)
         await receiver.wait_async(received)
         return received.batch
 
-    def _receive(self, body: bytes, media: str, gzipped: bool, reservation: Reservation
+    def _receive(self, body: bytes, codec: Codec, gzipped: bool, reservation: Reservation
                  ) -> Received:
         if gzipped:
             body = _gunzip(body, self.max_body_bytes)
-        return self.receiver.receive(body, media, reservation)
+        return self.receiver.receive(body, codec, reservation)
 
 
 class BearerAuth:
@@ -300,7 +297,7 @@ class HttpApp:
         self._export = _Export(receiver, max_body_bytes, body_timeout, decoders)
         self.decoder = self._export.decoder  # shut it down after the server stopped
         self._logs = _Export(LogsReceiver.beside(receiver), max_body_bytes, body_timeout,
-                             decoders, decoder=self.decoder, respond=logs_http_response)
+                             decoders, decoder=self.decoder, respond=_logs_reply)
         self._ingestor = receiver.ingestor
         self._handle = BearerAuth(self._route, token) if token else self._route
 

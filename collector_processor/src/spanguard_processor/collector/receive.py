@@ -5,15 +5,18 @@ A request goes through :class:`Receiver` in this order:
 1. :meth:`Receiver.admit` — before the body is decoded: refused while shutting down or after
    the store failed, and admitted on an estimate of its spans from its size
    (:class:`~spanguard_processor.collector.admission.Admission`);
-2. :meth:`Receiver.receive` — on any thread: the exact span count read off the wire format
-   replaces the estimate (what cannot fit is refused before decoding), then parse, shape
-   (limits and redaction, :class:`~spanguard_processor.collector.limits.Shaper`) and decode;
-   only the spans kept stay reserved; a request whose every span was rejected is refused; the
-   batch is queued for the writer (:meth:`~spanguard_processor.collector.ingestor.Ingestor.submit`);
+2. :meth:`Receiver.receive` — on any thread, with the
+   :class:`~spanguard_processor.ingest.codec.Codec` of the request's media type (picked once
+   from its content type, :data:`CODECS`): the exact span count read off the wire format
+   replaces the estimate (what cannot fit is refused before decoding), then the codec parses,
+   shapes (limits and redaction as data, :class:`~spanguard_processor.collector.limits.Shaper`)
+   and decodes; only the spans kept stay reserved; a request whose every span was rejected is
+   refused; the batch is queued for the writer
+   (:meth:`~spanguard_processor.collector.ingestor.Ingestor.submit`);
 3. :meth:`Receiver.wait` (blocking) or :meth:`Receiver.wait_async` (in an event loop) — until
    the spans are durable;
-4. :func:`export_response` — the OTLP answer, with partial success when some spans were
-   rejected.
+4. the codec's answer (``Codec.traces_reply``; gRPC: ``ingest.codec_protobuf.export_response``),
+   with partial success when some spans were rejected.
 
 Every refusal is a :class:`Refused` of one :class:`Refusal` kind, which each receiver maps to
 its own status: HTTP 400/413/429/500/503 (``Retry-After`` on 429 and 503), gRPC
@@ -24,30 +27,25 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
-
-import orjson
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceResponse,
-)
+from dataclasses import dataclass
 
 from spanguard.exceptions import TraceFormatError
 
-from ..ingest.otlp_json import decode_document, estimate_spans
-from ..ingest.otlp_proto import MIN_SPAN_BYTES, framed_count, parse_request
+from ..ingest.codec import Codec, Media
+from ..ingest.codec_json import JSON_CODEC
+from ..ingest.codec_protobuf import PROTOBUF_CODEC
+from ..ingest.otlp_proto import MIN_SPAN_BYTES
 from ..ingest.spans import DecodedBatch, gc_paused
 from .admission import Admission, Overloaded, Reservation, TooLarge
 from .ingestor import Ingestor
 from .limits import Limits, Shaper
 from .redaction import RedactionFailed
 
-__all__ = ["JSON", "PROTOBUF", "Received", "Receiver", "Refusal", "Refused",
-           "export_response"]
+__all__ = ["CODECS", "Received", "Receiver", "Refusal", "Refused"]
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
+#: The codec of each OTLP media type; a receiver picks one per request, from its content type.
+CODECS: dict[str, Codec] = {Media.PROTOBUF: PROTOBUF_CODEC, Media.JSON: JSON_CODEC}
 
 
 class Refusal(enum.Enum):
@@ -109,21 +107,18 @@ class Receiver:
         if not reservation.owned:
             self.admission.release(reservation)
 
-    def receive(self, body: bytes, media: str, reservation: Reservation, *,
+    def receive(self, body: bytes, codec: Codec, reservation: Reservation, *,
                 what: str = "body") -> Received:
-        """Count, parse, shape and decode ``body`` (``media`` is :data:`PROTOBUF` or
-        :data:`JSON`), then queue its spans for the writer. On a refusal the reservation is
-        given back; once queued, the store future holds it. ``what`` names the body in
-        messages ("body", "request")."""
+        """Count, parse, shape and decode ``body`` with ``codec`` (the request's media type),
+        then queue its spans for the writer. On a refusal the reservation is given back; once
+        queued, the store future holds it. ``what`` names the body in messages ("body",
+        "request")."""
         admission = self.admission
-        frames = None
         try:
-            if media == PROTOBUF:  # framed once (if small enough): counted, then grouped
-                count, frames = framed_count(body, self.limits.max_pending_spans)
-                admission.resize(reservation, count)
-            else:
-                admission.resize(reservation, estimate_spans(body))
-            batch = self._decode(body, media, frames)
+            counted = codec.count(body, self.limits.max_pending_spans)
+            admission.resize(reservation, counted.spans)  # what cannot fit is not decoded
+            with gc_paused():
+                batch = codec.decode(body, counted, self.shaper.shaping)
             admission.resize(reservation, batch.count)  # only the valid spans are kept
             if batch.rejected and not batch.count:
                 raise Refused(Refusal.MALFORMED, f"every span was rejected: {batch.error}")
@@ -141,23 +136,6 @@ class Receiver:
                           ) from None
         finally:
             self.release_unless_stored(reservation)
-
-    def _decode(self, body: bytes, media: str, frames: Sequence[bytes] | None
-                ) -> DecodedBatch:
-        shaper = self.shaper
-        with gc_paused():
-            if media == PROTOBUF:
-                return shaper.shape_and_decode(parse_request(body), body, frames)
-            try:
-                document = orjson.loads(body)
-            except orjson.JSONDecodeError as exc:
-                raise Refused(Refusal.MALFORMED,
-                              f"the body is not valid JSON (or not UTF-8): {exc}.") from None
-            rejected, error, changed = shaper.shape_json(document)
-            batch = decode_document(document, None if changed else body)
-        if not rejected:
-            return batch
-        return replace(batch, rejected=batch.rejected + rejected, error=batch.error or error)
 
     def wait(self, received: Received) -> None:
         """Block until the spans are durable; a store failure or timeout is UNAVAILABLE."""
@@ -202,12 +180,3 @@ def _not_stored(exc: BaseException) -> Refused:
     if isinstance(exc, TimeoutError):
         return Refused(Refusal.UNAVAILABLE, "the store is slow; retry later.")
     return Refused(Refusal.UNAVAILABLE, f"the spans could not be stored ({exc}); retry later.")
-
-
-def export_response(batch: DecodedBatch) -> ExportTraceServiceResponse:
-    """The OTLP answer: partial success counts the rejected spans, with the first reason."""
-    reply = ExportTraceServiceResponse()
-    if batch.rejected:
-        reply.partial_success.rejected_spans = batch.rejected
-        reply.partial_success.error_message = batch.error or ""
-    return reply

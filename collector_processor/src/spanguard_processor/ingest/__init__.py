@@ -2,4 +2,6 @@
 
 ``spans`` holds the span record types; ``batches.decode_batch`` is the entry point (one encoded
 payload → a lazily decoded batch), with the format decoders in ``otlp_proto`` and ``otlp_json``.
-This stage imports only ``common``."""
+On the receive path, ``codec.Codec`` is the entry point: one per OTLP media type
+(``codec_protobuf``, ``codec_json``), counting, shaping with the limits given as data
+(``shaping``, ``redact_otlp``) and decoding a request. This stage imports only ``common``."""

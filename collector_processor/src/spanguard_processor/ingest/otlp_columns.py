@@ -39,14 +39,15 @@ from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
 from .spans import TraceGroup
 
-__all__ = ["ANNOTATION_BYTES", "COLUMNS_MIN_SPANS", "MALFORMED", "group_frames", "merged_span",
-           "span_frames"]
+__all__ = ["ANNOTATION_BYTES", "COLUMNS_MIN_SPANS", "MALFORMED", "count_spans", "framed_count",
+           "group_frames", "merged_span", "read_columns", "span_frames"]
 
 MALFORMED = "is not a valid OTLP protobuf trace request (malformed wire format)."
 
@@ -258,3 +259,123 @@ def _groups(high: Any, low: Any, span_id: Any, start: Any, parented: Any
         [hexes[at:at + 32] for at in range(0, 32 * count, 32)],
         [ids[a:b] for a, b in zip(begin, stop, strict=True)],
         starts, roots, [0] * count, strict=True)))
+
+
+def _events_over(spans: Any, attribute_limit: int) -> bool:
+    """From a request's merged span (the request already parsed whole, so well-formed):
+    whether any event has more than ``attribute_limit`` attributes, read at C speed."""
+    events = spans.events
+    # every attribute takes at least 2 bytes (tag and length): only events at least this
+    # long can be over the limit, and only those are parsed
+    longest = 2 * (attribute_limit + 1)
+    return bool(events) and max(map(len, events)) >= longest and any(
+        len(Span.Event.FromString(event).attributes) > attribute_limit
+        for event in events if len(event) >= longest)
+
+
+def read_columns(body: bytes, frames: Sequence[bytes] | None, attribute_limit: int
+                 ) -> tuple[Any, bool, tuple[TraceGroup, ...] | None]:
+    """What the bytes of a parsed request tell at C speed: its merged span (None when the
+    merged parse fails: read span by span), whether an event is over ``attribute_limit``, and
+    its spans grouped by trace when the request has at least :data:`COLUMNS_MIN_SPANS` spans
+    laid out as exporters write them (:func:`group_frames`; ``frames``: its spans' bytes, if
+    already framed), else None."""
+    merged = merged_span(body)
+    if merged is None:
+        return None, False, None
+    over = _events_over(merged, attribute_limit)
+    grouped = None
+    if len(merged.span_ids) >= COLUMNS_MIN_SPANS:
+        grouped = group_frames(span_frames(body) if frames is None else frames, merged,
+                               attribute_limit)
+    return merged, over, grouped
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise TraceFormatError(MALFORMED)
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect: bool = True
+                 ) -> tuple[list[tuple[int, int]], int]:
+    """Offsets (when ``collect``) of the length-delimited fields ``number`` in ``buf[pos:end]``
+    (other fields are skipped by wire type), and how many there were; stops after ``stop``."""
+    found: list[tuple[int, int]] = []
+    count = 0
+    while pos < end:
+        tag = buf[pos]
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _varint(buf, pos)
+        wire = tag & 7
+        if wire == 2:
+            size = buf[pos] if pos < end else 0x80
+            if size < 0x80:
+                pos += 1
+            elif pos + 1 < end and buf[pos + 1] < 0x80:  # most spans: 128 B to 16 KiB
+                size = (size & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                size, pos = _varint(buf, pos)
+            if tag >> 3 == number:
+                count += 1
+                if count > stop:
+                    return found, count
+                if collect:
+                    found.append((pos, pos + size))
+            pos += size
+        elif wire == 0:
+            _, pos = _varint(buf, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:  # groups (3, 4) are not used by OTLP; 6 and 7 do not exist
+            raise TraceFormatError(MALFORMED)
+    if pos != end:
+        raise TraceFormatError(MALFORMED)
+    return found, count
+
+
+#: Bodies up to this size are counted from their frames (:func:`span_frames`); larger ones by
+#: the wire scan, which stops early.
+_FRAMED_MAX = 1 << 20
+
+
+def count_spans(body: bytes, stop: int) -> int:
+    """The spans of a serialized ``ExportTraceServiceRequest``, counted from the wire format
+    (no span is built), so a request can be admitted or refused before it is decoded; see
+    :func:`framed_count`."""
+    return framed_count(body, stop)[0]
+
+
+def framed_count(body: bytes, stop: int) -> tuple[int, Sequence[bytes] | None]:
+    """:func:`count_spans`, with the spans' bytes when counting framed them (for
+    :func:`group_request`, which then need not frame them again).
+
+    Bodies up to 1 MiB are framed by :func:`span_frames`; larger ones are scanned in
+    Python and counting stops once it passes ``stop``: a request of millions of empty spans
+    costs no more than ``stop`` steps. Raises :class:`TraceFormatError` on malformed framing.
+    """
+    if len(body) <= _FRAMED_MAX:
+        frames = span_frames(body)
+        return len(frames), frames
+    total = 0
+    resources, _ = _submessages(body, 0, len(body), 1, len(body))
+    for start, end in resources:
+        scopes, _ = _submessages(body, start, end, 2, len(body))
+        for scope_start, scope_end in scopes:
+            _, spans = _submessages(body, scope_start, scope_end, 2, stop - total, False)
+            total += spans
+            if total > stop:
+                return total, None
+    return total, None

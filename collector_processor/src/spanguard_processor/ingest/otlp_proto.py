@@ -9,7 +9,6 @@ only when a trace is converted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -21,14 +20,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from spanguard import semconv
 from spanguard.exceptions import TraceFormatError
 
-from .otlp_columns import (
-    ANNOTATION_BYTES,
-    COLUMNS_MIN_SPANS,
-    MALFORMED,
-    group_frames,
-    merged_span,
-    span_frames,
-)
+from .otlp_columns import ANNOTATION_BYTES, read_columns
 from .spans import (
     FORMAT_PROTOBUF,
     AttrValue,
@@ -44,13 +36,10 @@ __all__ = [
     "any_value",
     "batch_records",
     "batch_spans",
-    "count_spans",
     "decode_request",
-    "framed_count",
     "group_request",
     "parse_request",
     "record_from_span",
-    "span_frames",
 ]
 
 
@@ -68,96 +57,6 @@ def parse_request(body: bytes) -> ExportTraceServiceRequest:
 #: size-based estimate of a request's spans before anything is read. Exact counts follow.
 MIN_SPAN_BYTES = 64
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise TraceFormatError(MALFORMED)
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
-def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect: bool = True
-                 ) -> tuple[list[tuple[int, int]], int]:
-    """Offsets (when ``collect``) of the length-delimited fields ``number`` in ``buf[pos:end]``
-    (other fields are skipped by wire type), and how many there were; stops after ``stop``."""
-    found: list[tuple[int, int]] = []
-    count = 0
-    while pos < end:
-        tag = buf[pos]
-        if tag < 0x80:
-            pos += 1
-        else:
-            tag, pos = _varint(buf, pos)
-        wire = tag & 7
-        if wire == 2:
-            size = buf[pos] if pos < end else 0x80
-            if size < 0x80:
-                pos += 1
-            elif pos + 1 < end and buf[pos + 1] < 0x80:  # most spans: 128 B to 16 KiB
-                size = (size & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                size, pos = _varint(buf, pos)
-            if tag >> 3 == number:
-                count += 1
-                if count > stop:
-                    return found, count
-                if collect:
-                    found.append((pos, pos + size))
-            pos += size
-        elif wire == 0:
-            _, pos = _varint(buf, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:  # groups (3, 4) are not used by OTLP; 6 and 7 do not exist
-            raise TraceFormatError(MALFORMED)
-    if pos != end:
-        raise TraceFormatError(MALFORMED)
-    return found, count
-
-
-#: Bodies up to this size are counted from their frames (:func:`span_frames`); larger ones by
-#: the wire scan, which stops early.
-_FRAMED_MAX = 1 << 20
-
-
-def count_spans(body: bytes, stop: int) -> int:
-    """The spans of a serialized ``ExportTraceServiceRequest``, counted from the wire format
-    (no span is built), so a request can be admitted or refused before it is decoded; see
-    :func:`framed_count`."""
-    return framed_count(body, stop)[0]
-
-
-def framed_count(body: bytes, stop: int) -> tuple[int, Sequence[bytes] | None]:
-    """:func:`count_spans`, with the spans' bytes when counting framed them (for
-    :func:`group_request`, which then need not frame them again).
-
-    Bodies up to 1 MiB are framed by :func:`span_frames`; larger ones are scanned in
-    Python and counting stops once it passes ``stop``: a request of millions of empty spans
-    costs no more than ``stop`` steps. Raises :class:`TraceFormatError` on malformed framing.
-    """
-    if len(body) <= _FRAMED_MAX:
-        frames = span_frames(body)
-        return len(frames), frames
-    total = 0
-    resources, _ = _submessages(body, 0, len(body), 1, len(body))
-    for start, end in resources:
-        scopes, _ = _submessages(body, start, end, 2, len(body))
-        for scope_start, scope_end in scopes:
-            _, spans = _submessages(body, scope_start, scope_end, 2, stop - total, False)
-            total += spans
-            if total > stop:
-                return total, None
-    return total, None
-
-
 _ANNOTATION = semconv.SPAN_ANNOTATION
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
@@ -166,18 +65,6 @@ _ZERO_SPAN = bytes(8)
 def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
     return [span for resource_spans in request.resource_spans
             for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
-
-
-def _events_over(spans: Any, attribute_limit: int) -> bool:
-    """From a request's merged span (the request already parsed whole, so well-formed):
-    whether any event has more than ``attribute_limit`` attributes, read at C speed."""
-    events = spans.events
-    # every attribute takes at least 2 bytes (tag and length): only events at least this
-    # long can be over the limit, and only those are parsed
-    longest = 2 * (attribute_limit + 1)
-    return bool(events) and max(map(len, events)) >= longest and any(
-        len(Span.Event.FromString(event).attributes) > attribute_limit
-        for event in events if len(event) >= longest)
 
 
 def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
@@ -190,7 +77,7 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
     attributes (then the limits must edit the request).
 
     With ``body`` (the request's bytes), events are checked for the whole request at once
-    (:func:`_events_over`), and a request of at least
+    (:func:`~spanguard_processor.ingest.otlp_columns.read_columns`), and a request of at least
     :data:`~spanguard_processor.ingest.otlp_columns.COLUMNS_MIN_SPANS` spans laid out as
     exporters write them is grouped from its bytes
     (:func:`~spanguard_processor.ingest.otlp_columns.group_frames`; ``frames``, its spans'
@@ -198,15 +85,13 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
     attribute count are read (and the name, if an annotation span may be among them): the
     result is the same."""
     over, names, merged = False, True, None
-    if body is not None and (merged := merged_span(body)) is not None:
-        over = _events_over(merged, attribute_limit)
-        if len(merged.span_ids) >= COLUMNS_MIN_SPANS:
-            grouped = group_frames(span_frames(body) if frames is None else frames, merged,
-                                   attribute_limit)
-            if grouped is not None:
-                return grouped, 0, None, {}, over
-        # names are read span by span only if an annotation span may be among them
-        names = ANNOTATION_BYTES in body and ANNOTATION_BYTES in merged.names
+    if body is not None:
+        merged, over, grouped = read_columns(body, frames, attribute_limit)
+        if grouped is not None:
+            return grouped, 0, None, {}, over
+        if merged is not None:
+            # names are read span by span only if an annotation span may be among them
+            names = ANNOTATION_BYTES in body and ANNOTATION_BYTES in merged.names
     events_read = merged is None
     found: dict[bytes, int] = {}  # trace id -> its index in the lists below
     get = found.get

@@ -25,6 +25,7 @@ The two formats keep their peers' reading rules:
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +57,32 @@ __all__ = [
     "SPANS",
     "TRACE2EVAL",
     "Entry",
+    "Origin",
+    "RowFormat",
     "read_evaluation_inputs",
 ]
 
-FAIRTRACE = "fairtrace"
-TRACE2EVAL = "trace2eval"
-# where an entry was read: a JSON line, an item of a JSON document, a trace assembled from spans
-LINE, DOCUMENT, SPANS = "line", "document", "spans"
+
+
+class RowFormat(enum.StrEnum):
+    """Which rows an evaluation input is read as, and how strictly (see the module)."""
+
+    FAIRTRACE = "fairtrace"
+    TRACE2EVAL = "trace2eval"
+
+
+class Origin(enum.StrEnum):
+    """Where an entry was read: a JSON line, an item of a JSON document, a trace assembled
+    from spans."""
+
+    LINE = "line"
+    DOCUMENT = "document"
+    SPANS = "spans"
+
+
+# the members under the names the evaluators import
+FAIRTRACE, TRACE2EVAL = RowFormat.FAIRTRACE, RowFormat.TRACE2EVAL
+LINE, DOCUMENT, SPANS = Origin.LINE, Origin.DOCUMENT, Origin.SPANS
 _STREAM_ERRORS = (OSError, EOFError, zstandard.ZstdError)
 
 
@@ -77,7 +97,7 @@ class Entry:
 
     file: str
     line: int
-    origin: str = LINE
+    origin: Origin = Origin.LINE
     trace: AgentTrace | None = None
     row: Any = None
     problem: str | None = None
@@ -101,7 +121,8 @@ def read_evaluation_inputs(
     ``FAIRTRACE`` or ``TRACE2EVAL`` (see the module); ``max_line_bytes`` caps a
     ``TRACE2EVAL`` line (a longer one is a problem, read past without holding it)."""
     if rows not in (FAIRTRACE, TRACE2EVAL):
-        raise ValueError(f"rows must be {FAIRTRACE!r} or {TRACE2EVAL!r}, not {rows!r}")
+        raise ValueError(f"rows must be {FAIRTRACE.value!r} or {TRACE2EVAL.value!r}, "
+                         f"not {rows!r}")
     strict = rows == FAIRTRACE
     kinds = [(path, evaluation_kind(path, documents=strict)) for path in expand(paths)]
     stores = [path for path, kind in kinds if kind == KIND_STORE]

@@ -3,7 +3,7 @@ live ``serve``'s receiver.
 
 * :func:`redacted` — one decoded batch with the
   :class:`~spanguard_processor.collector.redaction.Redactor` applied to every string
-  (:mod:`~spanguard_processor.collector.redact_otlp`), decoded again from the redacted
+  (:mod:`~spanguard_processor.ingest.redact_otlp`), decoded again from the redacted
   message, so the file's original text is never stored;
 * :func:`ingest_redacted` — ``ingest_files`` with that applied to each batch;
 * :func:`send_files` — each batch POSTed to a running ``spanguard serve``'s OTLP/HTTP
@@ -23,10 +23,11 @@ import orjson
 
 from spanguard.exceptions import InputError
 
-from ..collector.redact_otlp import redact_document, redact_request
 from ..collector.redaction import Redactor
+from ..ingest.codec import Media
 from ..ingest.otlp_json import decode_document
 from ..ingest.otlp_proto import decode_request, parse_request
+from ..ingest.redact_otlp import redact_document, redact_request
 from ..ingest.spans import FORMAT_PROTOBUF, DecodedBatch, gc_paused
 from ..store.span_store import SpanStore
 from .readers import IngestReport, iter_span_file
@@ -90,7 +91,7 @@ def send_files(url: str, paths: Sequence[Path], *, token: bytes | None = None,
     endpoint = url.rstrip("/") + "/v1/traces"
     requests = 0
     for batch in _batches(paths, skip_bad, report, progress):
-        media = "application/x-protobuf" if batch.fmt == FORMAT_PROTOBUF else "application/json"
+        media = Media.PROTOBUF if batch.fmt == FORMAT_PROTOBUF else Media.JSON
         _post(endpoint, batch.body, media, token)
         requests += 1
     return SendReport(report.spans, requests, tuple(report.skipped))

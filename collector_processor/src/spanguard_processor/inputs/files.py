@@ -8,6 +8,7 @@ recognised by its magic bytes and undone while streaming (:class:`Source`).
 
 from __future__ import annotations
 
+import enum
 import gzip
 import io
 import json
@@ -34,21 +35,37 @@ __all__ = [
     "KIND_STORE",
     "SPAN_KINDS",
     "ZSTD_MAGIC",
+    "InputKind",
     "Source",
     "detect_kind",
     "evaluation_kind",
     "expand",
 ]
 
-KIND_STORE = "store"
-KIND_AGENT_JSONL = "agent-jsonl"
-KIND_OTLP_JSONL = "otlp-jsonl"
-KIND_OTLP_JSON = "otlp-json"
-KIND_OTLP_PROTO = "otlp-proto"
-# evaluation inputs only: JSON lines that are not spans (agent traces, fairtrace records,
-# trace2eval rows, told apart line by line), and one JSON document of records
-KIND_JSON_LINES = "json-lines"
-KIND_JSON_DOCUMENT = "json-document"
+
+
+class InputKind(enum.StrEnum):
+    """What an input file holds, as :func:`detect_kind` and :func:`evaluation_kind` tell it."""
+
+    STORE = "store"
+    AGENT_JSONL = "agent-jsonl"
+    OTLP_JSONL = "otlp-jsonl"
+    OTLP_JSON = "otlp-json"
+    OTLP_PROTO = "otlp-proto"
+    # evaluation inputs only: JSON lines that are not spans (agent traces, fairtrace records,
+    # trace2eval rows, told apart line by line), and one JSON document of records
+    JSON_LINES = "json-lines"
+    JSON_DOCUMENT = "json-document"
+
+
+# the members under the names the readers and their tests import
+KIND_STORE = InputKind.STORE
+KIND_AGENT_JSONL = InputKind.AGENT_JSONL
+KIND_OTLP_JSONL = InputKind.OTLP_JSONL
+KIND_OTLP_JSON = InputKind.OTLP_JSON
+KIND_OTLP_PROTO = InputKind.OTLP_PROTO
+KIND_JSON_LINES = InputKind.JSON_LINES
+KIND_JSON_DOCUMENT = InputKind.JSON_DOCUMENT
 SPAN_KINDS = frozenset({KIND_STORE, KIND_OTLP_JSONL, KIND_OTLP_JSON, KIND_OTLP_PROTO})
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -110,7 +127,7 @@ def _first_line(path: Path) -> bytes:
         source.close()
 
 
-def _classify(path: Path) -> tuple[str, bytes, object]:
+def _classify(path: Path) -> tuple[InputKind, bytes, object]:
     """The kind, the first bytes and the parsed first line (``None`` when it is not JSON);
     :data:`KIND_JSON_LINES` for JSON objects of no span or agent-trace shape."""
     head = _head(path)
@@ -136,7 +153,7 @@ def _classify(path: Path) -> tuple[str, bytes, object]:
     return KIND_JSON_LINES, head, value
 
 
-def detect_kind(path: Path) -> str:
+def detect_kind(path: Path) -> InputKind:
     """Which span file, store or agent-trace file ``path`` holds, judged by its first bytes."""
     kind, head, _ = _classify(path)
     if kind == KIND_OTLP_PROTO and not _framed_protobuf(head):  # e.g. NUL bytes: refused at once
@@ -150,7 +167,7 @@ def detect_kind(path: Path) -> str:
     return kind
 
 
-def evaluation_kind(path: Path, *, documents: bool = True) -> str:
+def evaluation_kind(path: Path, *, documents: bool = True) -> InputKind:
     """How an evaluator reads ``path``: one of :data:`SPAN_KINDS` (assembled into agent
     traces), :data:`KIND_JSON_LINES` (agent traces, fairtrace records or trace2eval rows, told
     apart line by line) or :data:`KIND_JSON_DOCUMENT` (one JSON list of records, or a report's
@@ -174,7 +191,7 @@ def evaluation_kind(path: Path, *, documents: bool = True) -> str:
     return kind
 
 
-def _document_kind(head: bytes, first: object) -> str:
+def _document_kind(head: bytes, first: object) -> InputKind:
     if isinstance(first, list):  # a document on one line
         spans = bool(first) and isinstance(first[0], dict) and (
             "resourceSpans" in first[0] or "resourceLogs" in first[0])

@@ -4,7 +4,7 @@
 parsed OTLP-JSON document) walk the whole message, not a list of known fields: every string
 field of every message is redacted, so a field added to OTLP later is redacted too (a test
 builds its list of string fields from the protobuf descriptors). What the
-:class:`~spanguard_processor.collector.redaction.Redactor` is asked, as ``(key, text)``:
+:class:`TextRedactor` (``collector/redaction.Redactor``) is asked, as ``(key, text)``:
 
 * an attribute's value — on a resource, scope, span, event or link — under the attribute's
   key: a string; every string element of an array (each under the attribute's key); every
@@ -29,15 +29,24 @@ import base64
 import binascii
 import re
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from .redaction import Redactor
+__all__ = ["ATTRIBUTE_KEY", "ID_FIELDS", "TextRedactor", "redact_document", "redact_request"]
 
-__all__ = ["ATTRIBUTE_KEY", "ID_FIELDS", "redact_document", "redact_request"]
+
+class TextRedactor(Protocol):
+    """What the walks ask of a redactor (``collector/redaction.Redactor`` is the one)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def keeps(self, key: str) -> bool: ...
+
+    def text(self, key: str, value: str | None) -> tuple[bool, str | None]: ...
 
 ATTRIBUTE_KEY = "otlp.attribute_key"
 ID_FIELDS = frozenset({"trace_id", "span_id", "parent_span_id"})
@@ -76,13 +85,13 @@ def _text_of(data: bytes) -> str | None:
 
 # --- protobuf --------------------------------------------------------------------------------
 
-def redact_request(redactor: Redactor, message: Message) -> bool:
+def redact_request(redactor: TextRedactor, message: Message) -> bool:
     """Redact every string of a parsed protobuf ``message`` (e.g. an
     ``ExportTraceServiceRequest``) in place; True when anything changed."""
     return _message(redactor, message)
 
 
-def _message(redactor: Redactor, message: Message) -> bool:
+def _message(redactor: TextRedactor, message: Message) -> bool:
     changed = False
     holder = _holder(message.DESCRIPTOR)
     for field, value in message.ListFields():
@@ -101,7 +110,7 @@ def _message(redactor: Redactor, message: Message) -> bool:
     return changed
 
 
-def _strings(redactor: Redactor, message: Message, field: FieldDescriptor, value: Any,
+def _strings(redactor: TextRedactor, message: Message, field: FieldDescriptor, value: Any,
              key: str) -> bool:
     if not field.is_repeated:
         _keep, new = redactor.text(key, value)
@@ -121,7 +130,7 @@ def _strings(redactor: Redactor, message: Message, field: FieldDescriptor, value
     return changed
 
 
-def _other_bytes(redactor: Redactor, message: Message, field: FieldDescriptor, value: Any,
+def _other_bytes(redactor: TextRedactor, message: Message, field: FieldDescriptor, value: Any,
                  holder: str) -> bool:
     """A bytes field other than an id (none in OTLP traces today): as text, or cleared."""
     items = list(value) if field.is_repeated else [value]
@@ -141,7 +150,7 @@ def _other_bytes(redactor: Redactor, message: Message, field: FieldDescriptor, v
     return True
 
 
-def _attributes(redactor: Redactor, holder: Message, attributes: Any, prefix: str) -> bool:
+def _attributes(redactor: TextRedactor, holder: Message, attributes: Any, prefix: str) -> bool:
     """Redact a repeated ``KeyValue`` field; attributes dropped are counted on ``holder``."""
     changed = False
     for index in range(len(attributes) - 1, -1, -1):
@@ -160,7 +169,7 @@ def _attributes(redactor: Redactor, holder: Message, attributes: Any, prefix: st
     return changed
 
 
-def _redacted(redactor: Redactor, key: str, text: str) -> tuple[bool | None, str]:
+def _redacted(redactor: TextRedactor, key: str, text: str) -> tuple[bool | None, str]:
     """One text value's outcome and its text to store: True (kept unchanged), None (kept,
     changed: store the new text) or False (drop it)."""
     keep, new = redactor.text(key, text)
@@ -171,7 +180,7 @@ def _redacted(redactor: Redactor, key: str, text: str) -> tuple[bool | None, str
     return None, new
 
 
-def _any_value(redactor: Redactor, value: AnyValue, key: str) -> bool | None:
+def _any_value(redactor: TextRedactor, value: AnyValue, key: str) -> bool | None:
     """Redact one attribute value in place: True (kept unchanged), None (kept, changed) or
     False (drop it)."""
     kind = value.WhichOneof("value")
@@ -196,7 +205,7 @@ def _any_value(redactor: Redactor, value: AnyValue, key: str) -> bool | None:
     return True
 
 
-def _array(redactor: Redactor, values: Any, key: str) -> bool | None:
+def _array(redactor: TextRedactor, values: Any, key: str) -> bool | None:
     changed = False
     for index in range(len(values) - 1, -1, -1):
         outcome = _any_value(redactor, values[index], key)
@@ -210,13 +219,13 @@ def _array(redactor: Redactor, values: Any, key: str) -> bool | None:
 
 # --- OTLP-JSON -------------------------------------------------------------------------------
 
-def redact_document(redactor: Redactor, document: Any) -> bool:
+def redact_document(redactor: TextRedactor, document: Any) -> bool:
     """Redact every string of a parsed OTLP-JSON document in place; True when anything
     changed. Parts that are not OTLP-shaped are left to the decoder to refuse."""
     return _json_value(redactor, document, "document")
 
 
-def _json_value(redactor: Redactor, value: Any, holder: str) -> bool:
+def _json_value(redactor: TextRedactor, value: Any, holder: str) -> bool:
     if isinstance(value, list):
         changed = False
         for item in value:
@@ -242,7 +251,7 @@ def _json_value(redactor: Redactor, value: Any, holder: str) -> bool:
     return changed
 
 
-def _json_strings_list(redactor: Redactor, parent: MutableMapping[str, Any], name: str,
+def _json_strings_list(redactor: TextRedactor, parent: MutableMapping[str, Any], name: str,
                        item: Any, holder: str) -> bool:
     """A nested message (or list of them), or a list of strings (e.g. an entity's keys)."""
     inner = _JSON_HOLDERS.get(name) or _CAMEL.sub("_", name).lower()
@@ -260,8 +269,8 @@ def _json_strings_list(redactor: Redactor, parent: MutableMapping[str, Any], nam
     return _json_value(redactor, item, inner)
 
 
-def _json_attributes(redactor: Redactor, holder: MutableMapping[str, Any], attributes: list[Any],
-                     prefix: str) -> bool:
+def _json_attributes(redactor: TextRedactor, holder: MutableMapping[str, Any],
+                     attributes: list[Any], prefix: str) -> bool:
     kept: list[Any] = []
     changed = False
     for kv in attributes:
@@ -287,7 +296,7 @@ def _json_attributes(redactor: Redactor, holder: MutableMapping[str, Any], attri
     return changed
 
 
-def _renamed(redactor: Redactor, kv: Any, outcome: bool | None) -> bool | None:
+def _renamed(redactor: TextRedactor, kv: Any, outcome: bool | None) -> bool | None:
     """Redact an attribute's key (a protobuf ``KeyValue`` or a JSON object): False drops it."""
     old = kv["key"] if isinstance(kv, dict) else kv.key
     keep, new = redactor.text(ATTRIBUTE_KEY, old)
@@ -302,7 +311,7 @@ def _renamed(redactor: Redactor, kv: Any, outcome: bool | None) -> bool | None:
     return None
 
 
-def _json_any(redactor: Redactor, value: MutableMapping[str, Any], key: str) -> bool | None:
+def _json_any(redactor: TextRedactor, value: MutableMapping[str, Any], key: str) -> bool | None:
     if isinstance(value.get("stringValue"), str):
         return _json_text(redactor, value, "stringValue", key, value["stringValue"])
     if isinstance(value.get("bytesValue"), str):
@@ -325,7 +334,7 @@ def _json_any(redactor: Redactor, value: MutableMapping[str, Any], key: str) -> 
     return True
 
 
-def _json_text(redactor: Redactor, value: MutableMapping[str, Any], name: str, key: str,
+def _json_text(redactor: TextRedactor, value: MutableMapping[str, Any], name: str, key: str,
                text: str) -> bool | None:
     outcome, new = _redacted(redactor, key, text)
     if outcome is None:
@@ -333,7 +342,7 @@ def _json_text(redactor: Redactor, value: MutableMapping[str, Any], name: str, k
     return outcome
 
 
-def _json_array(redactor: Redactor, array: MutableMapping[str, Any], key: str) -> bool | None:
+def _json_array(redactor: TextRedactor, array: MutableMapping[str, Any], key: str) -> bool | None:
     kept, changed = [], False
     for item in array["values"]:
         outcome = _json_any(redactor, item, key) if isinstance(item, dict) else True
