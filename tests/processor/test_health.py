@@ -21,7 +21,7 @@ from spanguard_processor.collector.server import (
     ServerConfig,
     serve_forever,
 )
-from spanguard_processor.ingest.otlp_proto import parse_request
+from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC
 from spanguard_processor.store import span_store as store_module
 from spanguard_processor.store.span_store import SpanStore
 
@@ -154,7 +154,7 @@ def test_health_answers_while_the_writer_still_checks_a_large_store(
         assert _post(server, 1) == 200
     with SpanStore(path) as store:
         body = tiny_spans_request(3, 2)
-        store.append_batches([Shaper().shape_and_decode(parse_request(body), body)])
+        store.append_batches([PROTOBUF_CODEC.decode(body, None, Shaper().shaping)])
     checked = threading.Event()
     ran_on: list[str] = []
     check_pages = store_module.check_pages

@@ -88,6 +88,7 @@ class Ingestor:
         self._first_unindexed = 0.0  # monotonic times
         self._last_stored = time.monotonic()
         self._rested = False  # memory given back since the last request
+        self.rests = 0  # times the idle writer gave memory back (tests wait on it)
         self._retry_at = 0.0  # after a refused index commit: not before this
         self._index_refused = False
         self._failure: BaseException | None = None
@@ -283,6 +284,7 @@ class Ingestor:
             _log.debug("the idle writer could not shrink the store's memory (%s)", exc)
         gc.collect()
         return_free_memory()
+        self.rests += 1
 
     def _write(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
         futures = [future for _, future in batches]
