@@ -26,50 +26,53 @@ __all__ = ["REPORT_FILES", "emit_evaluation", "evaluation_options", "fairness", 
 REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history.jsonl")
 
 
+#: The statistics and gate options shared by ``fairness`` and ``run``, first to last.
+_EVALUATION_OPTIONS = (
+    output_option(directory=True, default=None,
+                  help="Directory for report.json, report.md, junit.xml, report.html."),
+    click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
+                 default="default", show_default=True,
+                 help="default: PASS when the upper bound is under the threshold, "
+                      "FAIL when the data show gap > threshold (one-sided, Holm), else "
+                      "INCONCLUSIVE; point: fairtrace's gap > threshold; upper-bound: "
+                      "as default, but INCONCLUSIVE fails."),
+    click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                 default=0.05, show_default=True,
+                 help="Family-wise error rate for the gate."),
+    click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=2000,
+                 show_default=True, help="Seed-cluster bootstrap resamples."),
+    click.option("--permutations", type=click.IntRange(min=0), default=999,
+                 show_default=True, help="Within-seed permutations for p-values."),
+    click.option("--seed", "random_seed", type=int, default=0, show_default=True,
+                 help="Random seed for resampling (results are deterministic)."),
+    click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.95,
+                 show_default=True,
+                 help="Fail a metric when a group has a smaller share of its variants "
+                      "recorded (or when missingness depends on the group)."),
+    click.option("--allow-partial", is_flag=True,
+                 help="Accept partial data: no coverage or missingness failures."),
+    click.option("--allow-inconclusive", is_flag=True,
+                 help="Exit 0 when a metric is INCONCLUSIVE (neither shown within nor "
+                      "beyond its threshold), with a warning line for each."),
+    click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+                 default="text", show_default=True, help="What to print on stdout."),
+    click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+                 help="Import MODULE first (it may register custom metrics)."),
+    click.option("--trace-url", "trace_url", metavar="TEMPLATE", default=None,
+                 help="Link each evidence trace id in the reports to a trace viewer, e.g. "
+                      "http://localhost:16686/trace/{trace_id} (Jaeger)."),
+    click.option("--redact", is_flag=True, default=False,
+                 help="Leave prompts and responses out of the reports (signals and ids "
+                      "stay)."),
+    click.option("--label", "label", default=None, metavar="TEXT",
+                 help="Label of this run in the output folder's history.jsonl (default: "
+                      "the git commit, when run inside a git work tree)."),
+)
+
+
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The statistics and gate options shared by ``fairness`` and ``run``."""
-    options = [
-        output_option(directory=True, default=None,
-                      help="Directory for report.json, report.md, junit.xml, report.html."),
-        click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
-                     default="default", show_default=True,
-                     help="default: PASS when the upper bound is under the threshold, "
-                          "FAIL when the data show gap > threshold (one-sided, Holm), else "
-                          "INCONCLUSIVE; point: fairtrace's gap > threshold; upper-bound: "
-                          "as default, but INCONCLUSIVE fails."),
-        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-                     default=0.05, show_default=True,
-                     help="Family-wise error rate for the gate."),
-        click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=2000,
-                     show_default=True, help="Seed-cluster bootstrap resamples."),
-        click.option("--permutations", type=click.IntRange(min=0), default=999,
-                     show_default=True, help="Within-seed permutations for p-values."),
-        click.option("--seed", "random_seed", type=int, default=0, show_default=True,
-                     help="Random seed for resampling (results are deterministic)."),
-        click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.95,
-                     show_default=True,
-                     help="Fail a metric when a group has a smaller share of its variants "
-                          "recorded (or when missingness depends on the group)."),
-        click.option("--allow-partial", is_flag=True,
-                     help="Accept partial data: no coverage or missingness failures."),
-        click.option("--allow-inconclusive", is_flag=True,
-                     help="Exit 0 when a metric is INCONCLUSIVE (neither shown within nor "
-                          "beyond its threshold), with a warning line for each."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-                     default="text", show_default=True, help="What to print on stdout."),
-        click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
-                     help="Import MODULE first (it may register custom metrics)."),
-        click.option("--trace-url", "trace_url", metavar="TEMPLATE", default=None,
-                     help="Link each evidence trace id in the reports to a trace viewer, e.g. "
-                          "http://localhost:16686/trace/{trace_id} (Jaeger)."),
-        click.option("--redact", is_flag=True, default=False,
-                     help="Leave prompts and responses out of the reports (signals and ids "
-                          "stay)."),
-        click.option("--label", "label", default=None, metavar="TEXT",
-                     help="Label of this run in the output folder's history.jsonl (default: "
-                          "the git commit, when run inside a git work tree)."),
-    ]
-    for option in reversed(options):
+    for option in reversed(_EVALUATION_OPTIONS):
         command = option(command)
     return command
 
