@@ -33,8 +33,9 @@ def per_call_ns(fn: Callable[[], object], calls: int) -> float:
         gc.enable()
 
 
-def interleaved(candidates: dict[str, Callable[[], object]], calls: int, rounds: int
-                ) -> dict[str, float]:
+def interleaved(
+    candidates: dict[str, Callable[[], object]], calls: int, rounds: int
+) -> dict[str, float]:
     """Median CPU ns per call of each candidate, measured in alternating rounds so that
     machine load hits every candidate alike."""
     samples: dict[str, list[float]] = {name: [] for name in candidates}

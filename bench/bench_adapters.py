@@ -43,8 +43,9 @@ def _per_call_us(fn: Callable[[], Any], calls: int) -> float:
     return elapsed / calls * 1e6
 
 
-def _pair(name: str, floor: Callable[[], Any], ours: Callable[[], Any], calls: int,
-          repeat: int) -> None:
+def _pair(
+    name: str, floor: Callable[[], Any], ours: Callable[[], Any], calls: int, repeat: int
+) -> None:
     floors, adapted = [], []
     for _ in range(repeat):  # interleaved, so both see the same machine load
         floors.append(_per_call_us(floor, calls))
@@ -58,20 +59,33 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    script = [AIMessage(content="Refunds take 5 days.",
-                        usage_metadata={"input_tokens": 9, "output_tokens": 5,
-                                        "total_tokens": 14})]
+    script = [
+        AIMessage(
+            content="Refunds take 5 days.",
+            usage_metadata={"input_tokens": 9, "output_tokens": 5, "total_tokens": 14},
+        )
+    ]
     model = GenericFakeChatModel(messages=itertools.cycle(script))
     app = langchain_runnable(model)
-    _pair("langchain fake chat model", lambda: model.invoke("Refund?"),
-          lambda: app("Refund?", {"g": "a"}), args.calls, args.repeat)
+    _pair(
+        "langchain fake chat model",
+        lambda: model.invoke("Refund?"),
+        lambda: app("Refund?", {"g": "a"}),
+        args.calls,
+        args.repeat,
+    )
     with openai_stub(lambda path, body: chat_completion("Refunds take 5 days.")) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="bench", max_retries=0)
         chat = openai_chat(client, model="gpt-4o-mini")
-        _pair("openai chat (local stub)",
-              lambda: client.chat.completions.create(
-                  model="gpt-4o-mini", messages=[{"role": "user", "content": "Refund?"}]),
-              lambda: chat("Refund?", {"g": "a"}), args.calls, args.repeat)
+        _pair(
+            "openai chat (local stub)",
+            lambda: client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "Refund?"}]
+            ),
+            lambda: chat("Refund?", {"g": "a"}),
+            args.calls,
+            args.repeat,
+        )
         client.close()
 
 

@@ -62,14 +62,17 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
 
 # --- apps: values (draws, seeds, groups, columns) for given per-group shifts -----------------
 
-def binary(rng: np.random.Generator, draws: int, seeds: int, groups: int,
-           shift: np.ndarray) -> np.ndarray:
+
+def binary(
+    rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+) -> np.ndarray:
     rates = 0.3 + shift
     return (rng.random((draws, seeds, groups)) < rates).astype(np.float64)[..., None]
 
 
-def deterministic(rng: np.random.Generator, draws: int, seeds: int, groups: int,
-                  shift: np.ndarray) -> np.ndarray:
+def deterministic(
+    rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+) -> np.ndarray:
     """Each seed's answer is its template's (rate 0.3), the same for every group and draw;
     group g is flipped to 1 in a share shift[g] / 0.7 of seeds: its rate rises by shift[g]."""
     base = rng.random(seeds) < 0.3
@@ -78,30 +81,34 @@ def deterministic(rng: np.random.Generator, draws: int, seeds: int, groups: int,
     return np.broadcast_to(x, (draws, seeds, groups))[..., None].copy()
 
 
-def counts(rng: np.random.Generator, draws: int, seeds: int, groups: int,
-           shift: np.ndarray) -> np.ndarray:
+def counts(
+    rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+) -> np.ndarray:
     return rng.poisson(2.0 + shift, size=(draws, seeds, groups)).astype(np.float64)[..., None]
 
 
-def tool_choice(rng: np.random.Generator, draws: int, seeds: int, groups: int,
-                shift: np.ndarray) -> np.ndarray:
+def tool_choice(
+    rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+) -> np.ndarray:
     pick = rng.integers(0, 3, size=(draws, seeds, groups))
     return np.stack([(pick == t).astype(np.float64) for t in range(3)], axis=-1)
 
 
-def retrieval_order(rng: np.random.Generator, draws: int, seeds: int, groups: int,
-                    shift: np.ndarray) -> np.ndarray:
+def retrieval_order(
+    rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+) -> np.ndarray:
     order = np.argsort(rng.random((draws, seeds, groups, 3)), axis=-1)  # doc group per rank
     weight = 1.0 / np.log2(2.0 + np.arange(3))
     out = np.zeros((draws, seeds, groups, 3))
     for rank in range(3):
-        np.put_along_axis(out, order[..., rank:rank + 1], weight[rank], axis=-1)
+        np.put_along_axis(out, order[..., rank : rank + 1], weight[rank], axis=-1)
     return out
 
 
 # app: (values, threshold, the metric's scale, a variant's variance for the design MDE)
 APPS: dict[str, tuple[Values, float, str, float | None]] = {
-    "binary": (binary, 0.1, "rate", None), "counts": (counts, 1.0, "count", 2.0),
+    "binary": (binary, 0.1, "rate", None),
+    "counts": (counts, 1.0, "count", 2.0),
     "tool choice": (tool_choice, 0.1, "rate", None),
     "retrieval order": (retrieval_order, 0.1, "count", 0.25),
     "deterministic": (deterministic, 0.1, "rate", 0.0),
@@ -120,8 +127,11 @@ class Design:
 
     @property
     def label(self) -> str:
-        rep = ("×1" if self.repeats == 1 else
-               f"{'identical' if self.identical else 'independent'} ×{self.repeats}")
+        rep = (
+            "×1"
+            if self.repeats == 1
+            else f"{'identical' if self.identical else 'independent'} ×{self.repeats}"
+        )
         miss = f", {self.missing:.0%} missing" if self.missing else ""
         return f"{self.app}, {self.seeds}×{self.groups}, {rep}{miss}, gap {self.gap:g}"
 
@@ -133,12 +143,12 @@ class Design:
         if variance == 0.0:
             return design_power.deterministic_bound(self.seeds, ALPHA)
         repeats = 1 if self.identical else self.repeats
-        return design_power.design_mde(self.seeds, self.groups, repeats, scale, tau, ALPHA,
-                                       variance=variance)
+        return design_power.design_mde(
+            self.seeds, self.groups, repeats, scale, tau, ALPHA, variance=variance
+        )
 
 
-def simulate(design: Design, rng: np.random.Generator) -> tuple[inference.Units,
-                                                               np.ndarray | None]:
+def simulate(design: Design, rng: np.random.Generator) -> tuple[inference.Units, np.ndarray | None]:
     """One suite as variant units (repeats averaged), and the missing indicator if any."""
     values = APPS[design.app][0]
     shift = np.zeros(design.groups)
@@ -154,9 +164,14 @@ def simulate(design: Design, rng: np.random.Generator) -> tuple[inference.Units,
     if design.missing:
         missing = rng.random(seed.shape[0]) < design.missing
         keep = ~missing
-    units = inference.Units(means[keep], seed[keep], group[keep],
-                            np.full(int(keep.sum()), design.repeats), design.seeds,
-                            design.groups)
+    units = inference.Units(
+        means[keep],
+        seed[keep],
+        group[keep],
+        np.full(int(keep.sum()), design.repeats),
+        design.seeds,
+        design.groups,
+    )
     return units, (None if missing is None else missing)
 
 
@@ -176,8 +191,7 @@ def true_gap(design: Design) -> float:
 def gate_once(design: Design, rng: np.random.Generator, seed: int) -> Outcome:
     _, tau, scale, _ = APPS[design.app]
     units, missing = simulate(design, rng)
-    inf = inference.infer_gap(units, tau, ALPHA, seed, draws=CFG.bootstrap_samples,
-                              scale=scale)
+    inf = inference.infer_gap(units, tau, ALPHA, seed, draws=CFG.bootstrap_samples, scale=scale)
     if inf is None:  # one seed missing every group but one: no contrast at all
         return Outcome("inconclusive", True, False)
     failed = False
@@ -189,9 +203,15 @@ def gate_once(design: Design, rng: np.random.Generator, seed: int) -> Outcome:
     verdict = "fail" if failed else "pass" if upper < tau else "inconclusive"
     flagged = False
     if missing is not None:
-        p_miss = missingness_p(np.repeat(np.arange(design.seeds), design.groups),
-                               np.tile(np.arange(design.groups), design.seeds), missing,
-                               design.seeds, design.groups, 999, seed)
+        p_miss = missingness_p(
+            np.repeat(np.arange(design.seeds), design.groups),
+            np.tile(np.arange(design.groups), design.seeds),
+            missing,
+            design.seeds,
+            design.groups,
+            999,
+            seed,
+        )
         flagged = p_miss is not None and p_miss < ALPHA
     return Outcome(verdict, true_gap(design) <= upper + 1e-12, flagged)
 
@@ -211,8 +231,10 @@ def _mde(design: Design) -> str:
     return "beyond the scale" if value is None else f"{value:.3f}"
 
 
-HEADER = ("| design | design MDE | FAIL [95% CI] | INCONCLUSIVE [95% CI] | PASS [95% CI] | "
-          "upper bound ≥ Δ [95% CI] |\n|---|---|---|---|---|---|")
+HEADER = (
+    "| design | design MDE | FAIL [95% CI] | INCONCLUSIVE [95% CI] | PASS [95% CI] | "
+    "upper bound ≥ Δ [95% CI] |\n|---|---|---|---|---|---|"
+)
 
 
 def table(title: str, designs: list[Design], n: int, seed: int) -> None:
@@ -222,13 +244,14 @@ def table(title: str, designs: list[Design], n: int, seed: int) -> None:
         out = run(design, n, seed + i)
         k = {v: sum(o.verdict == v for o in out) for v in ("fail", "inconclusive", "pass")}
         cover = sum(o.covered for o in out)
-        print(f"| {design.label} | {_mde(design)} | {rate(k['fail'], n)} | "
-              f"{rate(k['inconclusive'], n)} | {rate(k['pass'], n)} | {rate(cover, n)} |",
-              flush=True)
+        print(
+            f"| {design.label} | {_mde(design)} | {rate(k['fail'], n)} | "
+            f"{rate(k['inconclusive'], n)} | {rate(k['pass'], n)} | {rate(cover, n)} |",
+            flush=True,
+        )
         if design.missing:
             flagged = sum(o.missing_flagged for o in out)
-            print(f"| ↳ missingness test flags group dependence | | {rate(flagged, n)} "
-                  "| | | |")
+            print(f"| ↳ missingness test flags group dependence | | {rate(flagged, n)} | | | |")
     print()
 
 
@@ -248,33 +271,60 @@ def null_designs(apps: list[str]) -> list[Design]:
 
 
 def deterministic_designs() -> list[Design]:
-    return [Design("deterministic", s, g) for s, g in
-            ((1, 2), (5, 2), (30, 2), (70, 2), (70, 3), (100, 15), (100, 6, ), )] + [
-        Design("deterministic", 70, 2, repeats=3)]
+    return [
+        Design("deterministic", s, g)
+        for s, g in (
+            (1, 2),
+            (5, 2),
+            (30, 2),
+            (70, 2),
+            (70, 3),
+            (100, 15),
+            (
+                100,
+                6,
+            ),
+        )
+    ] + [Design("deterministic", 70, 2, repeats=3)]
 
 
 def gap_designs() -> list[Design]:
-    out = [Design("binary", s, g, gap=d) for s, g in ((30, 15), (100, 6))
-           for d in (0.05, 0.08, 0.1, 0.2, 0.3)]
-    out += [Design("binary", 1000, 6, gap=0.08), Design("binary", 100, 15, gap=0.3),
-            Design("binary", 3000, 2, gap=0.05), Design("binary", 3000, 2, gap=0.1),
-            Design("binary", 3000, 2, gap=0.15)]
+    out = [
+        Design("binary", s, g, gap=d)
+        for s, g in ((30, 15), (100, 6))
+        for d in (0.05, 0.08, 0.1, 0.2, 0.3)
+    ]
+    out += [
+        Design("binary", 1000, 6, gap=0.08),
+        Design("binary", 100, 15, gap=0.3),
+        Design("binary", 3000, 2, gap=0.05),
+        Design("binary", 3000, 2, gap=0.1),
+        Design("binary", 3000, 2, gap=0.15),
+    ]
     out += [Design("deterministic", 70, 2, gap=d) for d in (0.02, 0.05, 0.1, 0.3)]
     out += [Design("deterministic", 1, 2, gap=0.7), Design("deterministic", 30, 2, gap=0.7)]
     return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--suites", type=int, default=200)
-    parser.add_argument("--quick", action="store_true",
-                        help="only the binary and deterministic designs")
-    parser.add_argument("--all", action="store_true",
-                        help="also the threshold test at the boundary and the normal "
-                             "approximation of the permutation test")
-    parser.add_argument("--boundary-only", action="store_true",
-                        help="only the threshold test at the boundary of H0 (Δ = τ)")
+    parser.add_argument(
+        "--quick", action="store_true", help="only the binary and deterministic designs"
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also the threshold test at the boundary and the normal "
+        "approximation of the permutation test",
+    )
+    parser.add_argument(
+        "--boundary-only",
+        action="store_true",
+        help="only the threshold test at the boundary of H0 (Δ = τ)",
+    )
     args = parser.parse_args()
     n = args.suites
     if args.boundary_only:
@@ -282,12 +332,23 @@ def main() -> None:
         return
     start = time.perf_counter()
     apps = ["binary"] if args.quick else [a for a in APPS if a != "deterministic"]
-    table(f"## Fair apps (Δ = 0): FAIL ≤ 0.05 everywhere; PASS ≥ 0.90 where the design MDE "
-          f"≤ τ/2; {n} suites", null_designs(apps), n, 1000)
-    table(f"## Deterministic fair apps (every seed's variants agree; MDE: the exact bound "
-          f"1 − α^(1/n)), {n} suites", deterministic_designs(), n, 1500)
-    table(f"## Planted gaps (binary and deterministic, τ = 0.1), {n} suites", gap_designs(),
-          n, 2000)
+    table(
+        f"## Fair apps (Δ = 0): FAIL ≤ 0.05 everywhere; PASS ≥ 0.90 where the design MDE "
+        f"≤ τ/2; {n} suites",
+        null_designs(apps),
+        n,
+        1000,
+    )
+    table(
+        f"## Deterministic fair apps (every seed's variants agree; MDE: the exact bound "
+        f"1 − α^(1/n)), {n} suites",
+        deterministic_designs(),
+        n,
+        1500,
+    )
+    table(
+        f"## Planted gaps (binary and deterministic, τ = 0.1), {n} suites", gap_designs(), n, 2000
+    )
     if args.all:
         boundary(n)
         print()
@@ -317,9 +378,13 @@ def boundary(n: int) -> None:
         r[1:8, 1] += 0.1
         r[3, 2] += 0.1
 
-    cases = [("one group", 1, one), ("half the groups", 1, half),
-             ("3 columns: one group", 3, one), ("3 columns: half, every column", 3, half),
-             ("3 columns: a different raise per column", 3, mixed)]
+    cases = [
+        ("one group", 1, one),
+        ("half the groups", 1, half),
+        ("3 columns: one group", 3, one),
+        ("3 columns: half, every column", 3, half),
+        ("3 columns: a different raise per column", 3, mixed),
+    ]
     for i, (seeds, groups) in enumerate(((30, 15), (100, 6), (100, 15))):
         for j, (label, cols, raise_) in enumerate(cases):
             rng = np.random.default_rng(6000 + 10 * i + j)
@@ -328,10 +393,14 @@ def boundary(n: int) -> None:
                 rates = np.full((groups, cols), 0.3)
                 raise_(rates)
                 x = (rng.random((seeds, groups, cols)) < rates).astype(np.float64)
-                units = inference.Units(x.reshape(seeds * groups, cols),
-                                        np.repeat(np.arange(seeds), groups),
-                                        np.tile(np.arange(groups), seeds),
-                                        np.ones(seeds * groups, dtype=np.int64), seeds, groups)
+                units = inference.Units(
+                    x.reshape(seeds * groups, cols),
+                    np.repeat(np.arange(seeds), groups),
+                    np.tile(np.arange(groups), seeds),
+                    np.ones(seeds * groups, dtype=np.int64),
+                    seeds,
+                    groups,
+                )
                 inf = inference.infer_gap(units, 0.1, ALPHA, b, draws=CFG.bootstrap_samples)
                 assert inf is not None
                 hits += inf.p_threshold < ALPHA
@@ -353,8 +422,12 @@ def normal_approximation(n: int) -> None:
         perm = approx = 0
         for b in range(n):
             x = (rng.random((seeds * groups, 1)) < 0.1).astype(np.float64)
-            design = stats.build_design(np.repeat(np.arange(seeds), groups),
-                                        np.tile(np.arange(groups), seeds), seeds, groups)
+            design = stats.build_design(
+                np.repeat(np.arange(seeds), groups),
+                np.tile(np.arange(groups), seeds),
+                seeds,
+                groups,
+            )
             sums, cnt = stats.seed_aggregates(design, x)
             gap = stats.gap_estimate(sums, cnt).gap
             perm += permutation.permutation_p(design, x, gap, 999, b) < ALPHA

@@ -39,8 +39,26 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-_WORDS = ("sure", "here", "are", "the", "steps", "to", "reset", "your", "password", "open",
-          "settings", "then", "security", "choose", "and", "confirm", "by", "email")
+_WORDS = (
+    "sure",
+    "here",
+    "are",
+    "the",
+    "steps",
+    "to",
+    "reset",
+    "your",
+    "password",
+    "open",
+    "settings",
+    "then",
+    "security",
+    "choose",
+    "and",
+    "confirm",
+    "by",
+    "email",
+)
 _COMPARED = ("tool_use_parity", "refusal_gap", "escalation_parity")
 
 
@@ -52,17 +70,23 @@ def make_record(rng: random.Random, seed: int, k: int, group: str) -> dict[str, 
     escalated = rng.random() < 0.3
     trace: dict[str, Any] = {
         "tool_calls": [{"name": "kb_search"}] * rng.randint(0, 2),
-        "retrieved_documents": [{"group": rng.choice(("A", "B")), "rank": r}
-                                for r in range(1, rng.randint(1, 4))],
+        "retrieved_documents": [
+            {"group": rng.choice(("A", "B")), "rank": r} for r in range(1, rng.randint(1, 4))
+        ],
         "plan_steps": ["lookup", "answer"][: rng.randint(0, 2)],
         "escalated": escalated,
         "friction_points": ["identity check"] * (rng.random() < 0.2),
     }
     if escalated:
         trace["escalation_reason"] = rng.choice(("fraud", "policy"))
-    return {"id": f"s{seed}::{k}", "seed_id": f"s{seed}", "prompt": f"case {seed}",
-            "assignments": {"group": group}, "response": text,
-            "response_metadata": {"helpfulness_score": round(rng.random(), 3), "trace": trace}}
+    return {
+        "id": f"s{seed}::{k}",
+        "seed_id": f"s{seed}",
+        "prompt": f"case {seed}",
+        "assignments": {"group": group},
+        "response": text,
+        "response_metadata": {"helpfulness_score": round(rng.random(), 3), "trace": trace},
+    }
 
 
 def records(n: int, per_seed: int, rng_seed: int = 0) -> Iterator[dict[str, Any]]:
@@ -87,14 +111,18 @@ def side_by_side(n: int) -> dict[str, Any]:
 
     data = list(records(n, per_seed=2))
     cpu = time.process_time()
-    theirs_s, theirs = _time(lambda: {
-        name: metric_registry.get(name)(bootstrap_samples=200).evaluate(data)
-        for name in _COMPARED
-    })
+    theirs_s, theirs = _time(
+        lambda: {
+            name: metric_registry.get(name)(bootstrap_samples=200).evaluate(data)
+            for name in _COMPARED
+        }
+    )
     theirs_cpu = time.process_time() - cpu
     config = GateConfig(bootstrap_samples=200)
-    metrics = [MetricConfig(name, get_metric(name).threshold)  # type: ignore[union-attr]
-               for name in _COMPARED]
+    metrics = [
+        MetricConfig(name, get_metric(name).threshold)  # type: ignore[union-attr]
+        for name in _COMPARED
+    ]
 
     def ours_run() -> Any:
         obs = [observation_from_record(r) for r in data]
@@ -106,10 +134,16 @@ def side_by_side(n: int) -> dict[str, Any]:
     by_name = {r.metric: r for r in ours.results}
     for name in _COMPARED:  # the same point estimates, or the comparison is meaningless
         assert by_name[name].score == theirs[name].score, name
-    return {"records": n, "metrics": list(_COMPARED), "fairtrace_s": round(theirs_s, 3),
-            "spanguard_s": round(ours_s, 3), "ratio": round(theirs_s / ours_s, 1),
-            "fairtrace_cpu_s": round(theirs_cpu, 3), "spanguard_cpu_s": round(ours_cpu, 3),
-            "cpu_ratio": round(theirs_cpu / ours_cpu, 1)}
+    return {
+        "records": n,
+        "metrics": list(_COMPARED),
+        "fairtrace_s": round(theirs_s, 3),
+        "spanguard_s": round(ours_s, 3),
+        "ratio": round(theirs_s / ours_s, 1),
+        "fairtrace_cpu_s": round(theirs_cpu, 3),
+        "spanguard_cpu_s": round(ours_cpu, 3),
+        "cpu_ratio": round(theirs_cpu / ours_cpu, 1),
+    }
 
 
 def scale(n: int, per_seed: int, resamples: int, evidence_pairs: int) -> dict[str, Any]:
@@ -127,20 +161,37 @@ def scale(n: int, per_seed: int, resamples: int, evidence_pairs: int) -> dict[st
         convert_s += time.perf_counter() - wall
         convert_cpu += time.process_time() - cpu
     del chunk
-    metrics = [MetricConfig(name, get_metric(name).threshold)  # type: ignore[union-attr]
-               for name in BUILTIN_METRICS]
+    metrics = [
+        MetricConfig(name, get_metric(name).threshold)  # type: ignore[union-attr]
+        for name in BUILTIN_METRICS
+    ]
     cpu = time.process_time()
-    eval_s, ev = _time(lambda: evaluate(obs, metrics, GateConfig(bootstrap_samples=resamples),
-                                        generated_at="bench", evidence_pairs=evidence_pairs))
+    eval_s, ev = _time(
+        lambda: evaluate(
+            obs,
+            metrics,
+            GateConfig(bootstrap_samples=resamples),
+            generated_at="bench",
+            evidence_pairs=evidence_pairs,
+        )
+    )
     eval_cpu = time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"records": n, "seeds": n // per_seed, "metrics": len(metrics),
-            "bootstrap_samples": resamples, "convert_s": round(convert_s, 2),
-            "convert_cpu_s": round(convert_cpu, 2), "evaluate_s": round(eval_s, 2),
-            "evaluate_cpu_s": round(eval_cpu, 2), "total_s": round(convert_s + eval_s, 2),
-            "total_cpu_s": round(convert_cpu + eval_cpu, 2), "peak_rss_mb": round(peak_mb),
-            "p_methods": sorted({str(r.p_method) for r in ev.results}),
-            "evidence_pairs": sum(len(r.evidence) for r in ev.results)}
+    return {
+        "records": n,
+        "seeds": n // per_seed,
+        "metrics": len(metrics),
+        "bootstrap_samples": resamples,
+        "convert_s": round(convert_s, 2),
+        "convert_cpu_s": round(convert_cpu, 2),
+        "evaluate_s": round(eval_s, 2),
+        "evaluate_cpu_s": round(eval_cpu, 2),
+        "total_s": round(convert_s + eval_s, 2),
+        "total_cpu_s": round(convert_cpu + eval_cpu, 2),
+        "peak_rss_mb": round(peak_mb),
+        "p_methods": sorted({str(r.p_method) for r in ev.results}),
+        "evidence_pairs": sum(len(r.evidence) for r in ev.results),
+    }
 
 
 def evidence_cost(n: int, per_seed: int, columns: int = 3) -> dict[str, Any]:
@@ -155,64 +206,103 @@ def evidence_cost(n: int, per_seed: int, columns: int = 3) -> dict[str, Any]:
     seeds = n // per_seed
     seed_idx = np.repeat(np.arange(seeds), per_seed)
     group_idx = np.tile(np.arange(per_seed) % 2, seeds)
-    values = MetricValues(rng.random((n, columns)) + 0.05 * group_idx[:, None],
-                          rng.random(n) < 0.95, tuple(f"c{i}" for i in range(columns)))
+    values = MetricValues(
+        rng.random((n, columns)) + 0.05 * group_idx[:, None],
+        rng.random(n) < 0.95,
+        tuple(f"c{i}" for i in range(columns)),
+    )
 
     class Lazy(list[Any]):  # only the chosen records are ever built
         def __getitem__(self, i: Any) -> Any:
-            return observation_from_record({"id": f"r{i}", "seed_id": f"s{seed_idx[i]}",
-                                            "response": "", "assignments": {"g": "ab"[i % 2]}})
+            return observation_from_record(
+                {
+                    "id": f"r{i}",
+                    "seed_id": f"s{seed_idx[i]}",
+                    "response": "",
+                    "assignments": {"g": "ab"[i % 2]},
+                }
+            )
 
     labels = [f"s{i}" for i in range(seeds)]
     cpu, wall = time.process_time(), time.perf_counter()
     pairs = find_pairs("bench", values, Lazy(), seed_idx, group_idx, labels, ["g=a", "g=b"])
-    return {"records": n, "columns": columns, "pairs": len(pairs),
-            "evidence_s": round(time.perf_counter() - wall, 3),
-            "evidence_cpu_s": round(time.process_time() - cpu, 3)}
+    return {
+        "records": n,
+        "columns": columns,
+        "pairs": len(pairs),
+        "evidence_s": round(time.perf_counter() - wall, 3),
+        "evidence_cpu_s": round(time.process_time() - cpu, 3),
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 50_000])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--per-seed", type=int, default=10)
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--scale-only", action="store_true")
     parser.add_argument("--no-scale", action="store_true")
-    parser.add_argument("--evidence-pairs", type=int, default=3,
-                        help="counterfactual pairs kept per metric (0: evidence off)")
-    parser.add_argument("--evidence-only", action="store_true",
-                        help="time the evidence step alone on --records values (3 columns)")
+    parser.add_argument(
+        "--evidence-pairs",
+        type=int,
+        default=3,
+        help="counterfactual pairs kept per metric (0: evidence off)",
+    )
+    parser.add_argument(
+        "--evidence-only",
+        action="store_true",
+        help="time the evidence step alone on --records values (3 columns)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.evidence_only:
         print(json.dumps(evidence_cost(args.records, args.per_seed)))
         return
     if args.child:
-        print(json.dumps(scale(args.records, args.per_seed, args.resamples,
-                               args.evidence_pairs)))
+        print(json.dumps(scale(args.records, args.per_seed, args.resamples, args.evidence_pairs)))
         return
     if not args.scale_only:
         print("part 1: fairtrace 0.1.0 vs spanguard, same records, 2 groups, B=200")
         for n in args.sizes:
             row = side_by_side(n)
-            print(f"  {row['records']:>7} records  fairtrace {row['fairtrace_s']:8.2f} s  "
-                  f"spanguard {row['spanguard_s']:6.2f} s  ratio {row['ratio']:6.1f}x "
-                  f"(CPU time ratio {row['cpu_ratio']:.1f}x)")
+            print(
+                f"  {row['records']:>7} records  fairtrace {row['fairtrace_s']:8.2f} s  "
+                f"spanguard {row['spanguard_s']:6.2f} s  ratio {row['ratio']:6.1f}x "
+                f"(CPU time ratio {row['cpu_ratio']:.1f}x)"
+            )
             print("  " + json.dumps(row))
     if not args.no_scale:
-        print(f"part 2: {args.records} records, {args.records // args.per_seed} seeds, every "
-              f"metric, B={args.resamples} (child process)")
-        out = subprocess.run([sys.executable, __file__, "--child", "--records",
-                              str(args.records), "--per-seed", str(args.per_seed),
-                              "--resamples", str(args.resamples),
-                              "--evidence-pairs", str(args.evidence_pairs)],
-                             capture_output=True, text=True, check=True)
+        print(
+            f"part 2: {args.records} records, {args.records // args.per_seed} seeds, every "
+            f"metric, B={args.resamples} (child process)"
+        )
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                "--records",
+                str(args.records),
+                "--per-seed",
+                str(args.per_seed),
+                "--resamples",
+                str(args.resamples),
+                "--evidence-pairs",
+                str(args.evidence_pairs),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         row = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"  convert {row['convert_s']} s + evaluate {row['evaluate_s']} s = "
-              f"{row['total_s']} s wall ({row['total_cpu_s']} s CPU; budget 60 s, ratio "
-              f"{60 / row['total_s']:.2f}); peak RSS {row['peak_rss_mb']} MB (budget 2048 MB)")
+        print(
+            f"  convert {row['convert_s']} s + evaluate {row['evaluate_s']} s = "
+            f"{row['total_s']} s wall ({row['total_cpu_s']} s CPU; budget 60 s, ratio "
+            f"{60 / row['total_s']:.2f}); peak RSS {row['peak_rss_mb']} MB (budget 2048 MB)"
+        )
         print("  " + json.dumps(row))
 
 

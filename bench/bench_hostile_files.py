@@ -47,10 +47,19 @@ sys.stdout.write(output)
 
 
 def _run(args: list[str | Path]) -> tuple[str, float, float, str]:
-    command = [sys.executable, "-c", "from spanguard_processor.cli import main; main()",
-               *map(str, args)]
-    done = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True,
-                          text=True, timeout=180, check=True)
+    command = [
+        sys.executable,
+        "-c",
+        "from spanguard_processor.cli import main; main()",
+        *map(str, args),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *command],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
     head, _, output = done.stdout.partition("\n")
     code, rss, seconds = head.split()
     return code, int(rss) / 1024, float(seconds), output
@@ -79,12 +88,17 @@ def main() -> None:
                 clean = "Traceback" not in output
                 expected = ("0", "1") if lenient else ("2",)
                 if code not in expected or not intact or not clean:
-                    failures.append(f"{command.name} × {kind}: exit {code}, intact {intact}, "
-                                    f"no traceback {clean}: {output.strip()[:200]}")
+                    failures.append(
+                        f"{command.name} × {kind}: exit {code}, intact {intact}, "
+                        f"no traceback {clean}: {output.strip()[:200]}"
+                    )
                 worst_rss, worst_time = max(worst_rss, rss), max(worst_time, seconds)
                 cells.append(f"{code} · {rss:.0f} · {seconds:.1f}")
-                print(f"{kind:<16} {command.name:<22} exit {code:<7} {rss:6.0f} MiB "
-                      f"{seconds:5.1f} s", file=sys.stderr, flush=True)
+                print(
+                    f"{kind:<16} {command.name:<22} exit {code:<7} {rss:6.0f} MiB {seconds:5.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             rows.append(f"| {kind} | " + " | ".join(cells) + " |")
         sparse = Path(tmp) / "sparse-suite.json"
         with sparse.open("wb") as handle:
@@ -92,18 +106,23 @@ def main() -> None:
         code, rss, seconds, _ = _run(["fairness", sparse, ws.records])
         worst_rss, worst_time = max(worst_rss, rss), max(worst_time, seconds)
         cells = ["–"] * len(COMMANDS)  # only where a suite is read whole
-        cells[[c.name for c in COMMANDS].index("fairness SUITE")] = \
+        cells[[c.name for c in COMMANDS].index("fairness SUITE")] = (
             f"{code} · {rss:.0f} · {seconds:.1f}"
+        )
         rows.append("| 2 GiB sparse file | " + " | ".join(cells) + " |")
     print("| input | " + " | ".join(c.name for c in COMMANDS) + " |")
     print("|---|" + "---|" * len(COMMANDS))
     print("\n".join(rows))
-    print(f"\nEach cell: exit code · peak RSS (MiB) · seconds. Worst RSS {worst_rss:.0f} MiB, "
-          f"worst time {worst_time:.1f} s; {len(failures)} cell(s) off their promise.")
+    print(
+        f"\nEach cell: exit code · peak RSS (MiB) · seconds. Worst RSS {worst_rss:.0f} MiB, "
+        f"worst time {worst_time:.1f} s; {len(failures)} cell(s) off their promise."
+    )
     for failure in failures:
         print(f"- {failure}")
-    print(f"(this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} "
-          f"MiB; {time.strftime('%Y-%m-%d')})")
+    print(
+        f"(this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} "
+        f"MiB; {time.strftime('%Y-%m-%d')})"
+    )
 
 
 if __name__ == "__main__":

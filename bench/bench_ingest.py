@@ -86,24 +86,45 @@ def hexify(node: object) -> object:
     import base64
 
     if isinstance(node, dict):
-        return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId")
-                    else hexify(v)) for k, v in node.items()}
+        return {
+            k: (
+                base64.b64decode(v).hex()
+                if k in ("traceId", "spanId", "parentSpanId")
+                else hexify(v)
+            )
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [hexify(v) for v in node]
     return node
 
 
-def serve(store: Path, num_traces: int, source: Path | None = None
-          ) -> tuple[subprocess.Popen, str]:
+def serve(store: Path, num_traces: int, source: Path | None = None) -> tuple[subprocess.Popen, str]:
     """``spanguard serve`` in a subprocess; ``source`` runs another checkout's code instead."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if source is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
-         "--grpc-port", "-1", "--http-port", "0", "--wait-duration", "0.5",
-         "--num-traces", str(num_traces)],
-        stdout=subprocess.PIPE, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "spanguard_processor",
+            "serve",
+            "--store",
+            str(store),
+            "--grpc-port",
+            "-1",
+            "--http-port",
+            "0",
+            "--wait-duration",
+            "0.5",
+            "--num-traces",
+            str(num_traces),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     line = proc.stdout.readline()  # type: ignore[union-attr]
     port = re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1)  # type: ignore[union-attr]
     return proc, f"http://127.0.0.1:{port}"
@@ -113,10 +134,21 @@ def rotel(folder: Path) -> tuple[subprocess.Popen, str]:
     """rotel receiving OTLP/HTTP (and gRPC, unused) and dropping what it batched."""
     http, grpc = free_port(), free_port()
     proc = subprocess.Popen(
-        [str(rotel_binary()), "start", "--otlp-http-endpoint", f"127.0.0.1:{http}",
-         "--otlp-grpc-endpoint", f"127.0.0.1:{grpc}", "--exporter", "blackhole",
-         "--log-file", str(folder / "rotel.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            str(rotel_binary()),
+            "start",
+            "--otlp-http-endpoint",
+            f"127.0.0.1:{http}",
+            "--otlp-grpc-endpoint",
+            f"127.0.0.1:{grpc}",
+            "--exporter",
+            "blackhole",
+            "--log-file",
+            str(folder / "rotel.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -134,9 +166,11 @@ def cpu_seconds(pid: int) -> float:
 
 
 #: OS thread names of ``spanguard serve`` (collector/os_threads.py), cut to 15 bytes by the kernel
-PARTS = {"spanguard-write": "span writer (store + assembler)",
-         "spanguard-http": "HTTP event loop (HTTP + decoding)",
-         "spanguard-decod": "decoder threads (large bodies)"}
+PARTS = {
+    "spanguard-write": "span writer (store + assembler)",
+    "spanguard-http": "HTTP event loop (HTTP + decoding)",
+    "spanguard-decod": "decoder threads (large bodies)",
+}
 
 
 def cpu_by_part(pid: int) -> dict[str, float]:
@@ -150,7 +184,8 @@ def cpu_by_part(pid: int) -> dict[str, float]:
             continue
         part = PARTS.get(name, "other")
         parts[part] = parts.get(part, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf(
-            "SC_CLK_TCK")
+            "SC_CLK_TCK"
+        )
     return parts
 
 
@@ -177,11 +212,13 @@ def replay(url: str, bodies: list[bytes], clients: int) -> float:
         # TCP_NODELAY, as the OTel exporters' HTTP stacks do: without it Nagle's algorithm
         # and delayed ACKs add ~40 ms to every request whose body is written separately.
         transport = httpx.HTTPTransport(
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        )
         with httpx.Client(base_url=url, timeout=60, transport=transport) as client:
             for body in chunk:
-                reply = client.post("/v1/traces", content=body,
-                                    headers={"content-type": "application/x-protobuf"})
+                reply = client.post(
+                    "/v1/traces", content=body, headers={"content-type": "application/x-protobuf"}
+                )
                 if reply.status_code != 200:
                     failures.append(reply.status_code)
 
@@ -203,25 +240,38 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--num-traces", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--baseline", type=Path, default=None, metavar="SRC",
-                        help="also run the server of this source folder, alternating rounds")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="SRC",
+        help="also run the server of this source folder, alternating rounds",
+    )
     args = parser.parse_args()
 
     spans = make_spans(args.requests)
     n = len(spans)
-    batches = [spans[i:i + args.batch] for i in range(0, n, args.batch)]
-    print(f"{n} spans ({args.requests} agent requests), {len(batches)} requests of "
-          f"<= {args.batch} spans, {args.clients} HTTP clients")
+    batches = [spans[i : i + args.batch] for i in range(0, n, args.batch)]
+    print(
+        f"{n} spans ({args.requests} agent requests), {len(batches)} requests of "
+        f"<= {args.batch} spans, {args.clients} HTTP clients"
+    )
 
-    app = statistics.median(timed(lambda: [encode_spans(b).SerializeToString() for b in batches],
-                                  clock=time.process_time) for _ in range(args.repeat))
+    app = statistics.median(
+        timed(
+            lambda: [encode_spans(b).SerializeToString() for b in batches], clock=time.process_time
+        )
+        for _ in range(args.repeat)
+    )
     app_wall = statistics.median(
         timed(lambda: [encode_spans(b).SerializeToString() for b in batches])
-        for _ in range(args.repeat))
+        for _ in range(args.repeat)
+    )
     bodies = [encode_spans(b).SerializeToString() for b in batches]
     parse = statistics.median(
         timed(lambda: [ExportTraceServiceRequest.FromString(b) for b in bodies])
-        for _ in range(args.repeat))
+        for _ in range(args.repeat)
+    )
 
     http_times, http_cpu, base_cpu, rss, stored = [], [], [], 0.0, 0
     part_cpu: list[dict[str, float]] = []
@@ -229,7 +279,7 @@ def main() -> None:
     body_bytes = sum(len(body) for body in bodies)
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeat):
-            for source in ([args.baseline, None] if args.baseline else [None]):
+            for source in [args.baseline, None] if args.baseline else [None]:
                 store = Path(tmp) / f"http{r}{'base' if source else ''}.db"
                 # each round starts with the page cache written back: one server's dirty pages
                 # are not flushed during (and charged to) the other's round
@@ -275,12 +325,15 @@ def main() -> None:
         rotel_cpu = statistics.median(peer_cpu)
 
         lines_path = Path(tmp) / "spans.jsonl"
-        lines = [json.dumps(hexify(MessageToDict(ExportTraceServiceRequest.FromString(b))))
-                 for b in bodies]
+        lines = [
+            json.dumps(hexify(MessageToDict(ExportTraceServiceRequest.FromString(b))))
+            for b in bodies
+        ]
         lines_path.write_text("\n".join(lines) + "\n")
         gc.collect()
-        loads = statistics.median(timed(lambda: [json.loads(x) for x in lines])
-                                  for _ in range(args.repeat))
+        loads = statistics.median(
+            timed(lambda: [json.loads(x) for x in lines]) for _ in range(args.repeat)
+        )
         encoded_lines = [x.encode() for x in lines]
 
         def orjson_paused() -> None:
@@ -302,34 +355,52 @@ def main() -> None:
     print(f"\n{'what':44} {'spans/s':>10}  {'floor':>10}  ratio")
     print(f"{'app export (encode + serialize), wall':44} {rate(app_wall):10,.0f}")
     print(f"{'app export (encode + serialize), per CPU-s':44} {rate(app):10,.0f}")
-    print(f"{'OTLP/HTTP protobuf -> durable store, wall':44} {rate(http):10,.0f}  "
-          f"{rate(parse):10,.0f}  {parse / http:5.3f} of ParseFromString")
-    print(f"{'OTLP/HTTP server process, per CPU-s':44} {rate(server_cpu):10,.0f}  "
-          f"{rate(parse):10,.0f}  {parse / server_cpu:5.3f} of ParseFromString")
-    print(f"{'  wall rate vs the app export rate':44} {rate(http):10,.0f}  "
-          f"{rate(app_wall):10,.0f}  {app_wall / http:5.2f}x (target >= 3x)")
-    print(f"{'  server CPU vs app CPU per span':44} {rate(server_cpu):10,.0f}  {rate(app):10,.0f}  "
-          f"{app / server_cpu:5.2f}x (target >= 3x)")
+    print(
+        f"{'OTLP/HTTP protobuf -> durable store, wall':44} {rate(http):10,.0f}  "
+        f"{rate(parse):10,.0f}  {parse / http:5.3f} of ParseFromString"
+    )
+    print(
+        f"{'OTLP/HTTP server process, per CPU-s':44} {rate(server_cpu):10,.0f}  "
+        f"{rate(parse):10,.0f}  {parse / server_cpu:5.3f} of ParseFromString"
+    )
+    print(
+        f"{'  wall rate vs the app export rate':44} {rate(http):10,.0f}  "
+        f"{rate(app_wall):10,.0f}  {app_wall / http:5.2f}x (target >= 3x)"
+    )
+    print(
+        f"{'  server CPU vs app CPU per span':44} {rate(server_cpu):10,.0f}  {rate(app):10,.0f}  "
+        f"{app / server_cpu:5.2f}x (target >= 3x)"
+    )
     print(f"{'rotel (native collector) -> blackhole, per CPU-s':44} {rate(rotel_cpu):10,.0f}")
-    print(f"{'  CPU per span: server / rotel':44} {server_cpu / n * 1e6:8.1f} us  "
-          f"{rotel_cpu / n * 1e6:8.1f} us  {server_cpu / rotel_cpu:5.2f}x rotel's")
+    print(
+        f"{'  CPU per span: server / rotel':44} {server_cpu / n * 1e6:8.1f} us  "
+        f"{rotel_cpu / n * 1e6:8.1f} us  {server_cpu / rotel_cpu:5.2f}x rotel's"
+    )
     for part in sorted({p for run in part_cpu for p in run}):
         share = statistics.median(run.get(part, 0.0) for run in part_cpu)
         print(f"{'  ' + part:44} {share / n * 1e6:8.1f} us per span")
-    print(f"{'  bytes written / request bytes received':44} "
-          f"{statistics.median(amplification):8.1f}x  (SQLite WAL and checkpoints)")
+    print(
+        f"{'  bytes written / request bytes received':44} "
+        f"{statistics.median(amplification):8.1f}x  (SQLite WAL and checkpoints)"
+    )
     if base_cpu:
         before = statistics.median(base_cpu)
         rounds = ", ".join(f"{b / c:.2f}" for b, c in zip(base_cpu, http_cpu, strict=True))
         print(f"{'baseline server (--baseline), per CPU-s':44} {rate(before):10,.0f}")
-        print(f"{'  CPU per span: baseline / this':44} {before / n * 1e6:8.1f} us  "
-              f"{server_cpu / n * 1e6:8.1f} us  {before / server_cpu:5.2f}x fewer CPU-s per "
-              f"span (rounds: {rounds})")
-    print(f"{'span file (OTLP-JSON lines) -> durable store':44} {rate(ingest):10,.0f}  "
-          f"{rate(loads):10,.0f}  {loads / ingest:5.3f} of json.loads")
+        print(
+            f"{'  CPU per span: baseline / this':44} {before / n * 1e6:8.1f} us  "
+            f"{server_cpu / n * 1e6:8.1f} us  {before / server_cpu:5.2f}x fewer CPU-s per "
+            f"span (rounds: {rounds})"
+        )
+    print(
+        f"{'span file (OTLP-JSON lines) -> durable store':44} {rate(ingest):10,.0f}  "
+        f"{rate(loads):10,.0f}  {loads / ingest:5.3f} of json.loads"
+    )
     print(f"{'':44} {'':10}  {rate(fast):10,.0f}  {fast / ingest:5.3f} of orjson.loads, GC paused")
-    print(f"\nzero loss: {stored} of {n} spans stored once (after 4 re-sent requests); "
-          f"server peak RSS {rss:.0f} MiB with --num-traces {args.num_traces}")
+    print(
+        f"\nzero loss: {stored} of {n} spans stored once (after 4 re-sent requests); "
+        f"server peak RSS {rss:.0f} MiB with --num-traces {args.num_traces}"
+    )
 
 
 if __name__ == "__main__":

@@ -29,17 +29,33 @@ def _install(target: Path, spec: str) -> tuple[int, int, list[str]]:
     venv.EnvBuilder(with_pip=True).create(target)
     python = str(target / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
-                                "['purelib'])"], check=True, capture_output=True, text=True,
-                               env=env).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout.strip()
+    )
     empty = _size(site)
-    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", spec],
-                   check=True, env=env)
-    listed = json.loads(subprocess.run([python, "-m", "pip", "list", "--format=json"],
-                                       check=True, capture_output=True, text=True,
-                                       env=env).stdout)
-    names = sorted(p["name"].lower() for p in listed
-                   if p["name"].lower() not in {"pip", "setuptools"})
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", spec],
+        check=True,
+        env=env,
+    )
+    listed = json.loads(
+        subprocess.run(
+            [python, "-m", "pip", "list", "--format=json"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout
+    )
+    names = sorted(
+        p["name"].lower() for p in listed if p["name"].lower() not in {"pip", "setuptools"}
+    )
     return _size(site) - empty, len(names), names
 
 

@@ -32,12 +32,18 @@ def _request(records: int) -> bytes:
     tracer, logger = TracerProvider().get_tracer("bench"), logging.get_logger("bench")
     for _ in range(records):
         with tracer.start_as_current_span("chat"):
-            logger.emit(event_name="gen_ai.client.inference.operation.details", attributes={
-                "gen_ai.input.messages": json.dumps(
-                    [{"role": "user", "parts": [{"type": "text", "content": "q" * 200}]}]),
-                "gen_ai.output.messages": json.dumps(
-                    [{"role": "assistant", "parts": [{"type": "text", "content": "a" * 400}]}]),
-                "gen_ai.request.model": "gpt-4o-mini"})
+            logger.emit(
+                event_name="gen_ai.client.inference.operation.details",
+                attributes={
+                    "gen_ai.input.messages": json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": "q" * 200}]}]
+                    ),
+                    "gen_ai.output.messages": json.dumps(
+                        [{"role": "assistant", "parts": [{"type": "text", "content": "a" * 400}]}]
+                    ),
+                    "gen_ai.request.model": "gpt-4o-mini",
+                },
+            )
     return bytes(encode_logs(logs.get_finished_logs()).SerializeToString())
 
 
@@ -62,8 +68,10 @@ def main(records: int = 2000) -> None:
         logs_as_spans(events_from_request(ExportLogsServiceRequest.FromString(body)))
 
     json_path = _best_us(through_json, records)
-    print(f"{records} records, {len(body)} bytes: protobuf path {protobuf:.1f} µs/record, "
-          f"OTLP-JSON path {json_path:.1f} µs/record")
+    print(
+        f"{records} records, {len(body)} bytes: protobuf path {protobuf:.1f} µs/record, "
+        f"OTLP-JSON path {json_path:.1f} µs/record"
+    )
 
 
 if __name__ == "__main__":

@@ -122,14 +122,40 @@ ANSWERS = [
 
 def _names(rng: random.Random, count: int) -> list[str]:
     """Product, place and plan names: the long tail of vocabulary real questions carry."""
-    syllables = ["ka", "lo", "mi", "ter", "vex", "zor", "pla", "nu", "dri", "sol", "qua", "ber",
-                 "fin", "gal", "hop", "jet", "kin", "lum", "mor", "pix", "ran", "sup", "tor", "wiz"]
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ter",
+        "vex",
+        "zor",
+        "pla",
+        "nu",
+        "dri",
+        "sol",
+        "qua",
+        "ber",
+        "fin",
+        "gal",
+        "hop",
+        "jet",
+        "kin",
+        "lum",
+        "mor",
+        "pix",
+        "ran",
+        "sup",
+        "tor",
+        "wiz",
+    ]
     return ["".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(count)]
 
 
 def _han(rng: random.Random, count: int) -> list[str]:
-    return ["".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(2, 3)))
-            for _ in range(count)]
+    return [
+        "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(2, 3)))
+        for _ in range(count)
+    ]
 
 
 def _questions(rng: random.Random, count: int) -> list[str]:
@@ -139,8 +165,10 @@ def _questions(rng: random.Random, count: int) -> list[str]:
         if rng.random() < 0.35:
             q = rng.choice(ZH_VERBS) + rng.choice(han) + rng.choice(ZH_NOUNS) + rng.choice(ZH_TAILS)
         else:
-            q = (f"{rng.choice(EN_VERBS)} my {rng.choice(names)} {rng.choice(EN_NOUNS)}"
-                 f"{rng.choice(EN_TAILS)}")
+            q = (
+                f"{rng.choice(EN_VERBS)} my {rng.choice(names)} {rng.choice(EN_NOUNS)}"
+                f"{rng.choice(EN_TAILS)}"
+            )
         if rng.random() < 0.3:
             q += f" #{rng.randint(1000, 99999)}"
         seen[q] = None
@@ -248,8 +276,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,20000")
     parser.add_argument("--ours-only", action="store_true")
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--questions", type=int, help="distinct questions in the pool "
-                        "(default: rows / 4, at most 50,000)")
+    parser.add_argument(
+        "--questions",
+        type=int,
+        help="distinct questions in the pool (default: rows / 4, at most 50,000)",
+    )
     args = parser.parse_args()
     if args.child:
         _child(*args.child)

@@ -48,20 +48,30 @@ def overhead(calls: int = 20_000, rounds: int = 7) -> dict[str, float]:
 
     def bare(order_id: int) -> int:
         with tracer.start_as_current_span("execute_tool lookup", attributes=attributes) as span:
-            span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID,
-                               format(span.get_span_context().span_id, "016x"))
+            span.set_attribute(
+                semconv.GEN_AI_TOOL_CALL_ID, format(span.get_span_context().span_id, "016x")
+            )
             return order_id
 
     def plain(order_id: int) -> int:
         return order_id
 
-    result = interleaved({"spanguard.tool": lambda: lookup(1), "bare span": lambda: bare(1),
-                          "plain call": lambda: plain(1)}, calls, rounds)
+    result = interleaved(
+        {
+            "spanguard.tool": lambda: lookup(1),
+            "bare span": lambda: bare(1),
+            "plain call": lambda: plain(1),
+        },
+        calls,
+        rounds,
+    )
     spanguard.shutdown()
     ratio = result["spanguard.tool"] / result["bare span"]
-    print(f"overhead: @spanguard.tool {result['spanguard.tool'] / 1000:.1f} µs CPU/call, "
-          f"bare start_as_current_span {result['bare span'] / 1000:.1f} µs, "
-          f"plain call {result['plain call']:.0f} ns; ratio {ratio:.2f} (target ≤ 1.2)")
+    print(
+        f"overhead: @spanguard.tool {result['spanguard.tool'] / 1000:.1f} µs CPU/call, "
+        f"bare start_as_current_span {result['bare span'] / 1000:.1f} µs, "
+        f"plain call {result['plain call']:.0f} ns; ratio {ratio:.2f} (target ≤ 1.2)"
+    )
     return {**result, "ratio": ratio}
 
 
@@ -85,13 +95,20 @@ print(json.dumps(interleaved({{"decorated": lambda: lookup(1), "plain": lambda: 
 
 def unconfigured() -> dict[str, float]:
     """A decorated call in a process with no SDK provider anywhere (fresh interpreter)."""
-    out = subprocess.run([sys.executable, "-c", UNCONFIGURED.format(here=str(HERE))],
-                         capture_output=True, text=True, check=True, timeout=300).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", UNCONFIGURED.format(here=str(HERE))],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
     result: dict[str, float] = json.loads(out)
     extra = result["decorated"] - result["plain"]
-    print(f"unconfigured: decorated call {result['decorated']:.0f} ns CPU, plain call "
-          f"{result['plain']:.0f} ns (lambda included in both); spanguard adds {extra:.0f} ns; "
-          f"target < 2000 ns, ratio to target {result['decorated'] / 2000:.2f}")
+    print(
+        f"unconfigured: decorated call {result['decorated']:.0f} ns CPU, plain call "
+        f"{result['plain']:.0f} ns (lambda included in both); spanguard adds {extra:.0f} ns; "
+        f"target < 2000 ns, ratio to target {result['decorated'] / 2000:.2f}"
+    )
     return result
 
 
@@ -115,8 +132,7 @@ print(json.dumps({"ended": stats.ended, "exported": stats.exported, "dropped": s
                   "produce_s": produced}))
 """
 
-OTEL_DEFAULT = {"max_queue_size": 2048, "max_export_batch_size": 512,
-                "schedule_delay_millis": 5000}
+OTEL_DEFAULT = {"max_queue_size": 2048, "max_export_batch_size": 512, "schedule_delay_millis": 5000}
 
 
 def burst() -> dict[str, dict[str, float]]:
@@ -125,19 +141,27 @@ def burst() -> dict[str, dict[str, float]]:
     from tests.sdk.rotel_helper import OtlpGrpcSink
 
     results: dict[str, dict[str, float]] = {}
-    for label, sizes in (("otel default (queue 2048)", OTEL_DEFAULT),
-                         ("spanguard (queue 65536)", {})):
+    for label, sizes in (
+        ("otel default (queue 2048)", OTEL_DEFAULT),
+        ("spanguard (queue 65536)", {}),
+    ):
         with OtlpGrpcSink() as sink:
-            out = subprocess.run([sys.executable, "-c", textwrap.dedent(BURST), sink.endpoint,
-                                  json.dumps(sizes)], capture_output=True, text=True,
-                                 check=True, timeout=600).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", textwrap.dedent(BURST), sink.endpoint, json.dumps(sizes)],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=600,
+            ).stdout
             stats = json.loads(out)
             time.sleep(0.5)
             stats["received"] = len(sink.spans())
         results[label] = stats
-        print(f"burst: {label}: {stats['ended']} spans in {stats['produce_s']:.1f} s, "
-              f"dropped {stats['dropped']} ({100 * stats['dropped'] / stats['ended']:.0f}%), "
-              f"received {stats['received']}")
+        print(
+            f"burst: {label}: {stats['ended']} spans in {stats['produce_s']:.1f} s, "
+            f"dropped {stats['dropped']} ({100 * stats['dropped'] / stats['ended']:.0f}%), "
+            f"received {stats['received']}"
+        )
     return results
 
 

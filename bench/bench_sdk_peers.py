@@ -75,11 +75,13 @@ print(json.dumps([per_call_ns(lambda: lookup("42"), {calls}) for _ in range({rou
 
 
 def measure(name: str, content: bool, calls: int = 5000, rounds: int = 3) -> list[float]:
-    code = MEASURE.format(here=str(HERE), content=content, setup=SETUP[name], calls=calls,
-                          rounds=rounds)
+    code = MEASURE.format(
+        here=str(HERE), content=content, setup=SETUP[name], calls=calls, rounds=rounds
+    )
     env = {**os.environ}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=600, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env
+    )
     if result.returncode != 0:
         raise RuntimeError(f"{name}: {result.stderr[-2000:]}")
     values: list[float] = json.loads(result.stdout.strip().splitlines()[-1])
@@ -98,8 +100,10 @@ def main() -> None:
         ours = medians["spanguard"]
         label = "content on" if content else "content off"
         for name, value in medians.items():
-            print(f"peers ({label}): {name:13s} {value / 1000:7.1f} µs CPU/call; "
-                  f"ratio to spanguard {value / ours:.2f}")
+            print(
+                f"peers ({label}): {name:13s} {value / 1000:7.1f} µs CPU/call; "
+                f"ratio to spanguard {value / ours:.2f}"
+            )
 
 
 if __name__ == "__main__":

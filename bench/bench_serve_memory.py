@@ -36,9 +36,21 @@ MIB = 1024 * 1024
 
 
 class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def self_stats() -> dict[str, Any]:
@@ -46,7 +58,8 @@ def self_stats() -> dict[str, Any]:
     status = Path("/proc/self/status").read_text()
     stats: dict[str, Any] = {
         key: int(re.search(rf"^{key}:\s+(\d+)", status, re.M).group(1)) / 1024  # type: ignore
-        for key in ("VmRSS", "RssAnon", "RssFile")}
+        for key in ("VmRSS", "RssAnon", "RssFile")
+    }
     kinds = {"heap": 0, "anon": 0, "file": 0, "stack": 0}
     name = ""
     for line in Path("/proc/self/smaps").read_text().splitlines():
@@ -54,8 +67,15 @@ def self_stats() -> dict[str, Any]:
         if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
             name = head[5] if len(head) > 5 else ""
         elif head[0] == "Rss:":
-            kind = ("heap" if name == "[heap]" else "stack" if name.startswith("[stack")
-                    else "anon" if not name or name.startswith("[") else "file")
+            kind = (
+                "heap"
+                if name == "[heap]"
+                else "stack"
+                if name.startswith("[stack")
+                else "anon"
+                if not name or name.startswith("[")
+                else "file"
+            )
             kinds[kind] += int(head[1])
     stats.update({f"smaps_{k}": v / 1024 for k, v in kinds.items()})
     libc = ctypes.CDLL("libc.so.6")
@@ -103,9 +123,11 @@ def child(store: Path, http_port: int, grpc_port: int) -> None:
 
         threading.Thread(target=answer, daemon=True).start()
 
-    serve_forever(ServerConfig(store=store, http_port=http_port, grpc_port=grpc_port,
-                               wait_duration=0.5), announce=lambda line: None,
-                  started=started)
+    serve_forever(
+        ServerConfig(store=store, http_port=http_port, grpc_port=grpc_port, wait_duration=0.5),
+        announce=lambda line: None,
+        started=started,
+    )
 
 
 def make_bodies(copies: int) -> list[bytes]:
@@ -118,7 +140,7 @@ def make_bodies(copies: int) -> list[bytes]:
     from bench.bench_ingest import make_spans
 
     spans = make_spans(200)
-    requests = [encode_spans(spans[at:at + 10]) for at in range(0, len(spans), 10)]
+    requests = [encode_spans(spans[at : at + 10]) for at in range(0, len(spans), 10)]
     bodies = []
     for copy in range(copies):
         for request in requests:
@@ -132,8 +154,9 @@ def make_bodies(copies: int) -> list[bytes]:
     return bodies
 
 
-def soak(http: str, grpc_port: int, bodies: list[bytes], seconds: float, clients: int
-         ) -> tuple[int, int]:
+def soak(
+    http: str, grpc_port: int, bodies: list[bytes], seconds: float, clients: int
+) -> tuple[int, int]:
     """Requests sent and failed, from ``clients`` HTTP threads and a gRPC one."""
     import grpc
     import httpx
@@ -147,8 +170,11 @@ def soak(http: str, grpc_port: int, bodies: list[bytes], seconds: float, clients
         with httpx.Client(base_url=http, timeout=30) as client:
             at = offset
             while time.monotonic() < stop:
-                reply = client.post("/v1/traces", content=bodies[at % len(bodies)],
-                                    headers={"content-type": "application/x-protobuf"})
+                reply = client.post(
+                    "/v1/traces",
+                    content=bodies[at % len(bodies)],
+                    headers={"content-type": "application/x-protobuf"},
+                )
                 with lock:
                     sent[0] += 1
                     failed[0] += reply.status_code != 200
@@ -157,7 +183,8 @@ def soak(http: str, grpc_port: int, bodies: list[bytes], seconds: float, clients
     def grpc_client() -> None:
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
             export = channel.unary_unary(
-                "/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+                "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+            )
             at = clients
             while time.monotonic() < stop:
                 try:
@@ -184,10 +211,15 @@ def main() -> None:
     parser.add_argument("--soak", type=float, default=30.0, help="seconds of load")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds idle after it")
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--copies", type=int, default=150,
-                        help="copies of 200 requests with fresh trace ids (30,000 requests)")
-    parser.add_argument("--child", nargs=3, metavar=("STORE", "HTTP", "GRPC"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=150,
+        help="copies of 200 requests with fresh trace ids (30,000 requests)",
+    )
+    parser.add_argument(
+        "--child", nargs=3, metavar=("STORE", "HTTP", "GRPC"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
         child(Path(args.child[0]), int(args.child[1]), int(args.child[2]))
@@ -199,8 +231,18 @@ def main() -> None:
     http_port, grpc_port = free_port(), free_port()
     with tempfile.TemporaryDirectory() as folder:
         proc = subprocess.Popen(
-            [sys.executable, __file__, "--child", str(Path(folder) / "s.db"), str(http_port),
-             str(grpc_port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                str(Path(folder) / "s.db"),
+                str(http_port),
+                str(grpc_port),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdin is not None and proc.stdout is not None
         assert json.loads(proc.stdout.readline())["ready"]
 
@@ -214,8 +256,9 @@ def main() -> None:
             start = stats()
             if os.environ.get("PYTHONTRACEMALLOC"):
                 stats("snap")
-            sent, failed = soak(f"http://127.0.0.1:{http_port}", grpc_port, bodies, args.soak,
-                                args.clients)
+            sent, failed = soak(
+                f"http://127.0.0.1:{http_port}", grpc_port, bodies, args.soak, args.clients
+            )
             loaded = stats()
             time.sleep(args.idle)
             idle = stats()
@@ -227,13 +270,19 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(30)
-    print(f"soak: {sent:,} requests of 10 spans in {args.soak:.0f} s "
-          f"({sent / args.soak:,.0f} req/s, {failed} failed), then {args.idle:.0f} s idle")
+    print(
+        f"soak: {sent:,} requests of 10 spans in {args.soak:.0f} s "
+        f"({sent / args.soak:,.0f} req/s, {failed} failed), then {args.idle:.0f} s idle"
+    )
     print(f"\n{'MiB':28} {'start':>8} {'soaked':>8} {'idle':>8} {'trimmed':>8} {'shrunk':>8}")
     for key in start:
-        print(f"{key:28} " + " ".join(f"{row[key]:8.1f}" if isinstance(row[key], float)
-                                       else f"{row[key]:8d}"
-                                       for row in (start, loaded, idle, trimmed, shrunk)))
+        print(
+            f"{key:28} "
+            + " ".join(
+                f"{row[key]:8.1f}" if isinstance(row[key], float) else f"{row[key]:8d}"
+                for row in (start, loaded, idle, trimmed, shrunk)
+            )
+        )
     ratio = idle["VmRSS"] / start["VmRSS"]
     print(f"\nRSS idle / start: {ratio:.2f} (target <= 1.20)")
 

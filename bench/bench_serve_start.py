@@ -45,8 +45,9 @@ _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spang
 def build_store(path: Path, size_mb: int) -> None:
     """A store of agent requests copied with fresh trace ids until it holds ``size_mb``."""
     spans = make_spans(400)
-    bodies = [encode_spans(spans[at:at + 512]).SerializeToString()
-              for at in range(0, len(spans), 512)]
+    bodies = [
+        encode_spans(spans[at : at + 512]).SerializeToString() for at in range(0, len(spans), 512)
+    ]
     requests = [parse_request(body) for body in bodies]
     shaper = Shaper()
     partial = path.with_name(path.name + ".partial")
@@ -67,8 +68,9 @@ def build_store(path: Path, size_mb: int) -> None:
                             span.trace_id = prefix + span.trace_id[4:]
                 body = fresh.SerializeToString()
                 batches.append(shaper.shape_and_decode(parse_request(body), body))
-            store.put_batches(batches, release=sorted({g.trace_id for b in batches
-                                                       for g in b.traces}))
+            store.put_batches(
+                batches, release=sorted({g.trace_id for b in batches for g in b.traces})
+            )
     partial.rename(path)
 
 
@@ -89,8 +91,9 @@ def read_through(path: Path) -> None:
             pass
 
 
-def start_times(store: Path, source: Path | None = None, timeout: float = 120
-                ) -> tuple[float, float, str]:
+def start_times(
+    store: Path, source: Path | None = None, timeout: float = 120
+) -> tuple[float, float, str]:
     """Seconds from spawning ``serve`` (``source``: another checkout's code) to its first 200
     from /health, to its writer ``ok``, and what ``parts`` said at the first answer."""
     port = free_port()
@@ -99,9 +102,22 @@ def start_times(store: Path, source: Path | None = None, timeout: float = 120
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
-         "--grpc-port", "0", "--http-port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        [
+            sys.executable,
+            "-m",
+            "spanguard_processor",
+            "serve",
+            "--store",
+            str(store),
+            "--grpc-port",
+            "0",
+            "--http-port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     first: float | None = None
     said = ""
     try:
@@ -131,9 +147,14 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=1000)
     parser.add_argument("--cache", type=Path, default=_CACHE)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--baseline", type=Path, default=None, metavar="SRC",
-                        help="also time the big store with another checkout's "
-                             "collector_processor/src (rounds alternate)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="SRC",
+        help="also time the big store with another checkout's "
+        "collector_processor/src (rounds alternate)",
+    )
     args = parser.parse_args()
 
     big = args.cache / f"serve-start-{args.size_mb}mb.db"
@@ -141,14 +162,23 @@ def main() -> None:
         args.cache.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
         build_store(big, args.size_mb)
-        print(f"built {big} ({big.stat().st_size / 1e6:,.0f} MB) in "
-              f"{time.perf_counter() - began:.0f} s (reused by later runs)")
+        print(
+            f"built {big} ({big.stat().st_size / 1e6:,.0f} MB) in "
+            f"{time.perf_counter() - began:.0f} s (reused by later runs)"
+        )
     with SpanStore(big, readonly=True, verify_batches=False) as reader:
         spans = reader.span_count()
-    print(f"store {big}: {big.stat().st_size / 1e6:,.0f} MB, {spans:,} spans; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"store {big}: {big.stat().st_size / 1e6:,.0f} MB, {spans:,} spans; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     rows: dict[str, list[tuple[float, float, str]]] = {
-        "floor": [], "cold": [], "warm": [], "base cold": [], "base warm": []}
+        "floor": [],
+        "cold": [],
+        "warm": [],
+        "base cold": [],
+        "base warm": [],
+    }
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(args.repeat):
             empty = Path(folder) / "empty.db"
@@ -165,18 +195,24 @@ def main() -> None:
                 read_through(big)
                 rows["base warm"].append(start_times(big, args.baseline))
     floor = statistics.median(first for first, _, _ in rows["floor"])
-    print(f"\n{'serve on':28} {'first /health':>14} {'ratio':>7} {'writer ready':>13}  "
-          "parts at the first answer")
-    for name, label in (("floor", "empty store (the floor)"), ("cold", "1 GB store, cold cache"),
-                        ("warm", "1 GB store, warm cache"),
-                        ("base cold", "  --baseline, cold cache"),
-                        ("base warm", "  --baseline, warm cache")):
+    print(
+        f"\n{'serve on':28} {'first /health':>14} {'ratio':>7} {'writer ready':>13}  "
+        "parts at the first answer"
+    )
+    for name, label in (
+        ("floor", "empty store (the floor)"),
+        ("cold", "1 GB store, cold cache"),
+        ("warm", "1 GB store, warm cache"),
+        ("base cold", "  --baseline, cold cache"),
+        ("base warm", "  --baseline, warm cache"),
+    ):
         if not rows[name]:
             continue
         first = statistics.median(row[0] for row in rows[name])
         ready = statistics.median(row[1] for row in rows[name])
-        print(f"{label:28} {first:12.2f} s {first / floor:6.2f}x {ready:11.2f} s  "
-              f"{rows[name][-1][2]}")
+        print(
+            f"{label:28} {first:12.2f} s {first / floor:6.2f}x {ready:11.2f} s  {rows[name][-1][2]}"
+        )
     print(f"(medians of {args.repeat} rounds; load average now {os.getloadavg()[0]:.1f})")
 
 

@@ -37,8 +37,10 @@ Row = tuple[str, str, str, int, int, int, int]
 def make_rows(count: int, per_trace: int, batch: int) -> list[Row]:
     rnd = random.Random(1)
     traces = [rnd.randbytes(16).hex() for _ in range(count // per_trace + 1)]
-    return [(traces[i // per_trace], rnd.randbytes(8).hex(), "", i, 0, i // batch, i % batch)
-            for i in range(count)]
+    return [
+        (traces[i // per_trace], rnd.randbytes(8).hex(), "", i, 0, i // batch, i % batch)
+        for i in range(count)
+    ]
 
 
 def per_trace_rows(rows: list[Row]) -> list[tuple[str, int, bytes]]:
@@ -48,8 +50,15 @@ def per_trace_rows(rows: list[Row]) -> list[tuple[str, int, bytes]]:
     return [(trace, batch, b"".join(ids)) for (trace, batch), ids in groups.items()]
 
 
-def run(rows: list[Row], batch: int, schema: str, sql: str, make: Callable[[list[Row]], Any],
-        pragmas: tuple[str, ...] = (), sync: str = "FULL") -> float:
+def run(
+    rows: list[Row],
+    batch: int,
+    schema: str,
+    sql: str,
+    make: Callable[[list[Row]], Any],
+    pragmas: tuple[str, ...] = (),
+    sync: str = "FULL",
+) -> float:
     """CPU microseconds per span to index ``rows``, ``batch`` spans per commit."""
     with tempfile.TemporaryDirectory() as folder:
         db = sqlite3.connect(Path(folder) / "index.db", isolation_level=None)
@@ -61,7 +70,7 @@ def run(rows: list[Row], batch: int, schema: str, sql: str, make: Callable[[list
         start = time.process_time()
         for i in range(0, len(rows), batch):
             db.execute("BEGIN IMMEDIATE")
-            db.executemany(sql, make(rows[i:i + batch]))
+            db.executemany(sql, make(rows[i : i + batch]))
             db.execute("COMMIT")
         spent = time.process_time() - start
         db.close()
@@ -80,22 +89,28 @@ def main() -> None:
     candidates: dict[str, Callable[[], float]] = {
         "per span (the store today)": lambda: run(rows, args.batch, SPANS, PER_SPAN, same),
         "per span, sorted inserts": lambda: run(rows, args.batch, SPANS, PER_SPAN, sorted),
-        "per span, 64 MiB cache": lambda: run(rows, args.batch, SPANS, PER_SPAN, same,
-                                              ("PRAGMA cache_size=-65536",)),
-        "per span, synchronous=NORMAL": lambda: run(rows, args.batch, SPANS, PER_SPAN, same,
-                                                    sync="NORMAL"),
-        "per span, synchronous=OFF (not durable)": lambda: run(rows, args.batch, SPANS,
-                                                               PER_SPAN, same, sync="OFF"),
-        "per (trace, batch)": lambda: run(rows, args.batch, TRACE_BATCHES, PER_TRACE,
-                                          per_trace_rows),
+        "per span, 64 MiB cache": lambda: run(
+            rows, args.batch, SPANS, PER_SPAN, same, ("PRAGMA cache_size=-65536",)
+        ),
+        "per span, synchronous=NORMAL": lambda: run(
+            rows, args.batch, SPANS, PER_SPAN, same, sync="NORMAL"
+        ),
+        "per span, synchronous=OFF (not durable)": lambda: run(
+            rows, args.batch, SPANS, PER_SPAN, same, sync="OFF"
+        ),
+        "per (trace, batch)": lambda: run(
+            rows, args.batch, TRACE_BATCHES, PER_TRACE, per_trace_rows
+        ),
     }
     samples: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(args.repeat):  # alternating rounds: machine load hits every layout alike
         for name, measure in candidates.items():
             samples[name].append(measure())
     base = statistics.median(samples["per span (the store today)"])
-    print(f"{args.spans} spans, {args.per_trace} per trace, {args.batch} per commit "
-          f"(WAL, synchronous=FULL unless said); CPU µs per span, median of {args.repeat}")
+    print(
+        f"{args.spans} spans, {args.per_trace} per trace, {args.batch} per commit "
+        f"(WAL, synchronous=FULL unless said); CPU µs per span, median of {args.repeat}"
+    )
     for name, values in samples.items():
         value = statistics.median(values)
         print(f"  {name:42} {value:6.2f} µs   {value / base:5.2f} of today's")

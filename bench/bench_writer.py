@@ -63,9 +63,9 @@ def one_run(batches: list[DecodedBatch], index_every: int) -> dict[str, float]:
         stored = []
         start = cpu()
         for at in range(0, len(batches), 2):
-            stored.extend(store.append_batches(batches[at:at + 2]))
+            stored.extend(store.append_batches(batches[at : at + 2]))
         append = cpu() - start
-        chunks = [stored[at:at + index_every] for at in range(0, len(stored), index_every)]
+        chunks = [stored[at : at + index_every] for at in range(0, len(stored), index_every)]
         traces = [[group.trace_id for _, groups in chunk for group in groups] for chunk in chunks]
         start = cpu()
         for chunk in chunks:
@@ -91,43 +91,58 @@ def one_run(batches: list[DecodedBatch], index_every: int) -> dict[str, float]:
         start = cpu()
         for released in traces:
             old.execute("BEGIN IMMEDIATE")
-            old.executemany("UPDATE traces SET released = 1 WHERE trace_id = ?",
-                            [(t,) for t in released])
+            old.executemany(
+                "UPDATE traces SET released = 1 WHERE trace_id = ?", [(t,) for t in released]
+            )
             old.execute("COMMIT")
         old_release = cpu() - start
         old.close()
-    return {"append": append / spans, "index": index / spans, "release": release / spans,
-            "view": view / spans, "old_index": old_index / spans,
-            "old_release": old_release / spans}
+    return {
+        "append": append / spans,
+        "index": index / spans,
+        "release": release / spans,
+        "view": view / spans,
+        "old_index": old_index / spans,
+        "old_release": old_release / spans,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=24_000,
-                        help="agent requests (5 spans each)")
+    parser.add_argument(
+        "--requests", type=int, default=24_000, help="agent requests (5 spans each)"
+    )
     parser.add_argument("--batch", type=int, default=512, help="spans per OTLP request")
     parser.add_argument("--index-every", type=int, default=32, help="requests per index commit")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
     spans = make_spans(args.requests)
-    bodies = [encode_spans(spans[at:at + args.batch]).SerializeToString()
-              for at in range(0, len(spans), args.batch)]
+    bodies = [
+        encode_spans(spans[at : at + args.batch]).SerializeToString()
+        for at in range(0, len(spans), args.batch)
+    ]
     shaper = Shaper()
     batches = [PROTOBUF_CODEC.decode(body, None, shaper.shaping) for body in bodies]
     groups = sum(len(batch.traces) for batch in batches)
     runs = [one_run(batches, args.index_every) for _ in range(args.repeat)]
     figure = {part: statistics.median(run[part] for run in runs) * 1e6 for part in runs[0]}
-    print(f"{len(spans):,} spans in {len(bodies)} requests ({groups:,} trace groups); "
-          f"index commits of {args.index_every} requests; µs of CPU per span, "
-          f"median of {args.repeat}")
+    print(
+        f"{len(spans):,} spans in {len(bodies)} requests ({groups:,} trace groups); "
+        f"index commits of {args.index_every} requests; µs of CPU per span, "
+        f"median of {args.repeat}"
+    )
     print(f"  acknowledging commits (bodies; the floor)         {figure['append']:6.2f}")
     now = figure["index"] + figure["release"]
     before = figure["old_index"] + figure["old_release"]
-    print(f"  index + release, version 3 (a row per batch)      {now:6.2f}"
-          f"   ({now / figure['append']:.2f}x the floor)")
-    print(f"  index + release, version 2 (rows per trace)       {before:6.2f}"
-          f"   ({before / figure['append']:.2f}x the floor; {before / now:.1f}x version 3)")
+    print(
+        f"  index + release, version 3 (a row per batch)      {now:6.2f}"
+        f"   ({now / figure['append']:.2f}x the floor)"
+    )
+    print(
+        f"  index + release, version 2 (rows per trace)       {before:6.2f}"
+        f"   ({before / figure['append']:.2f}x the floor; {before / now:.1f}x version 3)"
+    )
     print(f"  a reader's first read: per-trace tables built     {figure['view']:6.2f}")
 
 

@@ -53,16 +53,28 @@ class Processor:
     """``spanguard serve`` on fixed ports, restartable on the same ports and store."""
 
     def __init__(self, store: Path, grpc_port: int, http_port: int) -> None:
-        self.args = [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
-                     "--grpc-port", str(grpc_port), "--http-port", str(http_port),
-                     "--wait-duration", "0.2"]
+        self.args = [
+            sys.executable,
+            "-m",
+            "spanguard_processor",
+            "serve",
+            "--store",
+            str(store),
+            "--grpc-port",
+            str(grpc_port),
+            "--http-port",
+            str(http_port),
+            "--wait-duration",
+            "0.2",
+        ]
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
         deadline = time.monotonic() + 30
         while True:  # the old process's ports may take a moment to free
-            self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True)
+            self.proc = subprocess.Popen(
+                self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
             assert self.proc.stdout is not None
             line = self.proc.stdout.readline()
             if _ANNOUNCE.search(line):
@@ -90,14 +102,17 @@ def _requests(count: int) -> list[tuple[bytes, frozenset[str]]]:
     out = []
     for _ in range(count):
         spans = spans_of_one_trace(5)
-        ids = frozenset(format(s.get_span_context().span_id, "016x")  # type: ignore[union-attr]
-                        for s in spans)
+        ids = frozenset(
+            format(s.get_span_context().span_id, "016x")  # type: ignore[union-attr]
+            for s in spans
+        )
         out.append((request_bytes(spans), ids))
     return out
 
 
-def _send(port: int, requests: list[tuple[bytes, frozenset[str]]], rate: float,
-          acked: set[int]) -> None:
+def _send(
+    port: int, requests: list[tuple[bytes, frozenset[str]]], rate: float, acked: set[int]
+) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         export = channel.unary_unary(EXPORT)
         start = time.monotonic()
@@ -125,8 +140,9 @@ def run_trial(protocol: str, rng: random.Random, args: argparse.Namespace) -> Tr
         target = grpc_port if protocol == "grpc" else http_port
         with RotelCollector(f"http://127.0.0.1:{target}", export_protocol=protocol) as rotel:
             acked: set[int] = set()
-            sender = threading.Thread(target=_send,
-                                      args=(rotel.grpc_port, requests, args.rate, acked))
+            sender = threading.Thread(
+                target=_send, args=(rotel.grpc_port, requests, args.rate, acked)
+            )
             kill_at = rng.uniform(0.25, 0.6) * args.seconds
             sender.start()
             time.sleep(kill_at)
@@ -142,12 +158,22 @@ def run_trial(protocol: str, rng: random.Random, args: argparse.Namespace) -> Tr
                 stored = _stored(store)
             drained = time.monotonic() - started
             log = rotel.log.read_text(errors="replace") + "".join(
-                p.read_text(errors="replace") for p in rotel.log.parent.glob("*.log")
-                if p != rotel.log)
+                p.read_text(errors="replace")
+                for p in rotel.log.parent.glob("*.log")
+                if p != rotel.log
+            )
         processor.stop()
     drops = [line for line in log.splitlines() if "drop" in line.lower()]
-    return Trial(protocol, kill_at, len(expected), len(expected & stored),
-                 len(expected - stored), len(drops), drained, drops[0] if drops else "")
+    return Trial(
+        protocol,
+        kill_at,
+        len(expected),
+        len(expected & stored),
+        len(expected - stored),
+        len(drops),
+        drained,
+        drops[0] if drops else "",
+    )
 
 
 def main() -> None:
@@ -157,8 +183,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=6.0, help="sending time per trial")
     parser.add_argument("--rate", type=float, default=25.0, help="requests/s (5 spans each)")
     parser.add_argument("--down", type=float, default=1.0, help="seconds the processor is down")
-    parser.add_argument("--stop", choices=["kill", "term"], default="kill",
-                        help="SIGKILL (a crash) or SIGTERM (a graceful restart)")
+    parser.add_argument(
+        "--stop",
+        choices=["kill", "term"],
+        default="kill",
+        help="SIGKILL (a crash) or SIGTERM (a graceful restart)",
+    )
     parser.add_argument("--drain", type=float, default=45.0, help="seconds to wait for retries")
     args = parser.parse_args()
     rng = random.Random(SEED)
@@ -167,10 +197,13 @@ def main() -> None:
         for protocol in args.protocols.split(","):
             trial = run_trial(protocol, rng, args)
             trials.append(trial)
-            print(f"{trial.protocol:5} kill at {trial.kill_at:4.1f} s: {trial.stored_spans} of "
-                  f"{trial.acked_spans} spans rotel acknowledged are stored, "
-                  f"{trial.lost_spans} lost; rotel logged {trial.drops_logged} drop line(s); "
-                  f"drained in {trial.drain_seconds:.1f} s", flush=True)
+            print(
+                f"{trial.protocol:5} kill at {trial.kill_at:4.1f} s: {trial.stored_spans} of "
+                f"{trial.acked_spans} spans rotel acknowledged are stored, "
+                f"{trial.lost_spans} lost; rotel logged {trial.drops_logged} drop line(s); "
+                f"drained in {trial.drain_seconds:.1f} s",
+                flush=True,
+            )
             if trial.drop_line:
                 print(f"      rotel: {trial.drop_line[:400]}", flush=True)
     print()
@@ -178,8 +211,10 @@ def main() -> None:
     print(f"{'protocol':10}{'trials':>8}{'with loss':>11}{'spans lost':>12}{'of acked':>10}")
     for protocol in args.protocols.split(","):
         mine = [t for t in trials if t.protocol == protocol]
-        print(f"{protocol:10}{len(mine):8}{sum(t.lost_spans > 0 for t in mine):11}"
-              f"{sum(t.lost_spans for t in mine):12}{sum(t.acked_spans for t in mine):10}")
+        print(
+            f"{protocol:10}{len(mine):8}{sum(t.lost_spans > 0 for t in mine):11}"
+            f"{sum(t.lost_spans for t in mine):12}{sum(t.acked_spans for t in mine):10}"
+        )
 
 
 if __name__ == "__main__":

@@ -67,9 +67,10 @@ def send_http(url: str, body: bytes) -> tuple[str, float]:
 
 
 def send_grpc(port: int, body: bytes) -> tuple[str, float]:
-    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[
-            ("grpc.max_send_message_length", 64 << 20),
-            ("grpc.use_local_subchannel_pool", 1)]) as channel:
+    with grpc.insecure_channel(
+        f"127.0.0.1:{port}",
+        options=[("grpc.max_send_message_length", 64 << 20), ("grpc.use_local_subchannel_pool", 1)],
+    ) as channel:
         return export_grpc(channel, body)
 
 
@@ -94,10 +95,15 @@ def large_requests(tmp: Path, bodies: list[bytes], protocol: str, extra: list[st
         stop.set()
         log = server.stop()
     cap = extra[1] if extra else "50000 (default)"
-    print(f"  {protocol:4} --max-pending-spans {cap}: "
-          + ", ".join(f"{code} in {seconds:.2f} s" for code, seconds in outcomes))
-    print(f"       health slowest {max(latencies):.2f} s over {len(latencies)} probes; RSS "
-          f"{base:.0f} -> peak {peak:.0f} MiB, {after:.0f} MiB after; stderr {len(log)} bytes")
+    print(
+        f"  {protocol:4} --max-pending-spans {cap}: "
+        + ", ".join(f"{code} in {seconds:.2f} s" for code, seconds in outcomes)
+    )
+    print(
+        f"       health slowest {max(latencies):.2f} s over {len(latencies)} probes; RSS "
+        f"{base:.0f} -> peak {peak:.0f} MiB, {after:.0f} MiB after; stderr {len(log)} bytes"
+    )
+
 
 def slow_clients(tmp: Path, slow: int, idle: int, seconds: float) -> None:
     server = Server(tmp / "slow.db")
@@ -107,8 +113,10 @@ def slow_clients(tmp: Path, slow: int, idle: int, seconds: float) -> None:
     try:
         channels = idle_grpc_channels(server.grpc_port, idle)
         sockets = slow_http_clients(server.http_port, slow)
-        print(f"  holding {len(sockets)} half-sent HTTP requests and {len(channels)} idle gRPC "
-              f"channels for {seconds:.0f} s")
+        print(
+            f"  holding {len(sockets)} half-sent HTTP requests and {len(channels)} idle gRPC "
+            f"channels for {seconds:.0f} s"
+        )
 
         body = tiny_spans_request(50, seed=7)
         deadline = time.monotonic() + seconds
@@ -123,11 +131,16 @@ def slow_clients(tmp: Path, slow: int, idle: int, seconds: float) -> None:
             channel.close()
         log = server.stop()
     failed = sum(1 for latency, h, g in probes if not (latency < 1.0 and h and g))
-    print(f"  probes: {len(probes)}, failed or slower than 1 s: {failed}; slowest health "
-          f"{max(p[0] for p in probes):.2f} s; HTTP exports ok {sum(p[1] for p in probes)}, "
-          f"gRPC exports ok {sum(p[2] for p in probes)}")
-    print(f"  server stderr: {len(log)} bytes, {log.count('Traceback')} tracebacks"
-          + (f"; first line: {log.splitlines()[0]!r}" if log else ""))
+    print(
+        f"  probes: {len(probes)}, failed or slower than 1 s: {failed}; slowest health "
+        f"{max(p[0] for p in probes):.2f} s; HTTP exports ok {sum(p[1] for p in probes)}, "
+        f"gRPC exports ok {sum(p[2] for p in probes)}"
+    )
+    print(
+        f"  server stderr: {len(log)} bytes, {log.count('Traceback')} tracebacks"
+        + (f"; first line: {log.splitlines()[0]!r}" if log else "")
+    )
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -143,14 +156,17 @@ def main() -> None:
         tmp = Path(folder)
         if not args.skip_large:
             bodies = [tiny_spans_request(args.spans, seed) for seed in range(args.requests)]
-            print(f"{args.requests} concurrent requests of {args.spans} tiny spans "
-                  f"({len(bodies[0]) / 2**20:.1f} MiB each)")
+            print(
+                f"{args.requests} concurrent requests of {args.spans} tiny spans "
+                f"({len(bodies[0]) / 2**20:.1f} MiB each)"
+            )
             for extra in ([], ["--max-pending-spans", str(args.spans + 5000)]):
                 for protocol in ("http", "grpc"):
                     large_requests(tmp, bodies, protocol, extra)
         if not args.skip_slow:
             print("slow and idle clients")
             slow_clients(tmp, args.slow, args.idle, args.seconds)
+
 
 if __name__ == "__main__":
     main()

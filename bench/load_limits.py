@@ -54,8 +54,10 @@ def main() -> None:
     print(f"{spans} spans per request body")
     for name, value in best.items():
         print(f"{name:12} {value:6.2f} µs/span")
-    print(f"ratio        {best['with limits'] / best['floor']:6.2f}  "
-          f"(limits add {best['with limits'] - best['floor']:.2f} µs/span)")
+    print(
+        f"ratio        {best['with limits'] / best['floor']:6.2f}  "
+        f"(limits add {best['with limits'] - best['floor']:.2f} µs/span)"
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,10 @@ def main() -> None:
     floor = run_floor(seconds=args.seconds, apps=args.apps, rate=args.rate)
     with tempfile.TemporaryDirectory() as tmp:
         ours = run_load(Path(tmp), seconds=args.seconds, apps=args.apps, rate=args.rate)
-    print(f"offered load: {args.apps} apps x {args.rate:g} requests/s x 4 spans for "
-          f"{args.seconds:g} s")
+    print(
+        f"offered load: {args.apps} apps x {args.rate:g} requests/s x 4 spans for "
+        f"{args.seconds:g} s"
+    )
     print("end-to-end probe latency (export call -> visible at the end), ms:")
     print(f"{'':28}{'p50':>8}{'p95':>8}{'p99':>8}")
     for name, report in (("null sink (floor)", floor), ("spanguard processor", ours)):
@@ -44,9 +46,11 @@ def main() -> None:
         print(f"{name:28}{p50:8.0f}{p95:8.0f}{p99:8.0f}")
     ratios = [o / f for o, f in zip(_percentiles(ours), _percentiles(floor), strict=True)]
     print(f"{'ratio processor / floor':28}" + "".join(f"{r:8.2f}" for r in ratios))
-    print(f"spans: floor received {floor.stored_spans} of {floor.ended + len(floor.probes)}; "
-          f"processor stored {ours.stored_spans} of {ours.ended + len(ours.probes)} "
-          f"(lost {ours.ended + len(ours.probes) - ours.stored_spans})")
+    print(
+        f"spans: floor received {floor.stored_spans} of {floor.ended + len(floor.probes)}; "
+        f"processor stored {ours.stored_spans} of {ours.ended + len(ours.probes)} "
+        f"(lost {ours.ended + len(ours.probes) - ours.stored_spans})"
+    )
     print("processor: " + ours.summary())
 
 

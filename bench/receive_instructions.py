@@ -49,6 +49,7 @@ def _run_stage(stage: str, repeat: int, bodies_file: str) -> None:
         from spanguard_processor.ingest.otlp_columns import count_spans
     except ImportError:
         from spanguard_processor.ingest.otlp_proto import count_spans  # type: ignore[no-redef]
+
         codec = None
     bodies = pickle.loads(Path(bodies_file).read_bytes())
     shaper: Any = Shaper()
@@ -69,15 +70,31 @@ def _run_stage(stage: str, repeat: int, bodies_file: str) -> None:
                 shaper.shape_and_decode(parse_request(body), body)
 
 
-def _instructions(stage: str, repeat: int, bodies_file: str, source: Path, folder: Path
-                  ) -> int:
+def _instructions(stage: str, repeat: int, bodies_file: str, source: Path, folder: Path) -> int:
     out = folder / f"callgrind.{stage}.{repeat}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(source), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])),
+    }
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-         __file__, "--stage", stage, "--times", str(repeat), "--bodies", bodies_file],
-        env=env, capture_output=True, text=True, check=True)
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--stage",
+            stage,
+            "--times",
+            str(repeat),
+            "--bodies",
+            bodies_file,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
         raise SystemExit(f"callgrind printed no count:\n{done.stderr[-2000:]}")
@@ -86,8 +103,13 @@ def _instructions(stage: str, repeat: int, bodies_file: str, source: Path, folde
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, default=None, metavar="SRC",
-                        help="also count another checkout's collector_processor/src")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=None,
+        metavar="SRC",
+        help="also count another checkout's collector_processor/src",
+    )
     parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
     parser.add_argument("--times", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--bodies", help=argparse.SUPPRESS)
@@ -104,16 +126,19 @@ def main() -> None:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     spans = make_spans(8000)
-    bodies = [encode_spans(spans[i:i + 512]).SerializeToString()
-              for i in range(0, len(spans), 512)]
+    bodies = [
+        encode_spans(spans[i : i + 512]).SerializeToString() for i in range(0, len(spans), 512)
+    ]
     sources = [("this code", ROOT / "collector_processor" / "src")]
     if args.source is not None:
         sources.append((f"{args.source}", args.source.resolve()))
     with tempfile.TemporaryDirectory() as tmp:
         bodies_file = str(Path(tmp) / "bodies.pkl")
         Path(bodies_file).write_bytes(pickle.dumps(bodies))
-        print(f"{len(spans)} spans in {len(bodies)} requests; instructions per span "
-              f"(callgrind, {REPEAT} passes minus none)")
+        print(
+            f"{len(spans)} spans in {len(bodies)} requests; instructions per span "
+            f"(callgrind, {REPEAT} passes minus none)"
+        )
         print(f"{'stage':10} " + " ".join(f"{name[-24:]:>24}" for name, _ in sources))
         for stage in STAGES:
             counts = []

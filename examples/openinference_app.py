@@ -94,14 +94,25 @@ def check_credit(applicant: str) -> str:
 
 def retrieve(question: str, policy_first: bool) -> list[dict[str, Any]]:
     """Rank the knowledge base (policy pages first unless not ``policy_first``)."""
-    with TRACER.start_as_current_span("retrieve_pages",
-                                      openinference_span_kind="retriever") as span:
-        pages = sorted(KNOWLEDGE_BASE, key=lambda p: ((p["group"] == "policy") != policy_first,
-                                                       p["id"]))
-        span.set_attributes(get_retriever_attributes(documents=[
-            {"id": p["id"], "score": round(1.0 / rank, 3), "content": p["text"],
-             "metadata": {"group": p["group"], "rank": rank}}
-            for rank, p in enumerate(pages, start=1)]))
+    with TRACER.start_as_current_span(
+        "retrieve_pages", openinference_span_kind="retriever"
+    ) as span:
+        pages = sorted(
+            KNOWLEDGE_BASE, key=lambda p: ((p["group"] == "policy") != policy_first, p["id"])
+        )
+        span.set_attributes(
+            get_retriever_attributes(
+                documents=[
+                    {
+                        "id": p["id"],
+                        "score": round(1.0 / rank, 3),
+                        "content": p["text"],
+                        "metadata": {"group": p["group"], "rank": rank},
+                    }
+                    for rank, p in enumerate(pages, start=1)
+                ]
+            )
+        )
     return pages
 
 
@@ -121,13 +132,13 @@ def agent(question: str, assignments: Mapping[str, str]) -> str:
     return compose_reply(pages, credit)
 
 
-def run_variant(variant_id: str, seed_id: str, prompt: str,
-                assignments: Mapping[str, str]) -> str:
+def run_variant(variant_id: str, seed_id: str, prompt: str, assignments: Mapping[str, str]) -> str:
     """One request, its root span tagged with the variant's identity."""
     identity: dict[str, str] = {semconv.SEED_ID: seed_id, semconv.VARIANT_ID: variant_id}
     identity.update({semconv.assignment_key(k): v for k, v in assignments.items()})
-    with TRACER.start_as_current_span("loan_request", attributes=identity,
-                                      openinference_span_kind="agent") as span:
+    with TRACER.start_as_current_span(
+        "loan_request", attributes=identity, openinference_span_kind="agent"
+    ) as span:
         span.set_input(prompt)
         reply = agent(prompt, assignments)
         span.set_output(reply)
@@ -149,7 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--suite", type=Path, required=True, help="fairness suite to drive")
     parser.add_argument("-o", "--output", type=Path, help="OTLP JSON-lines span file to write")
-    parser.add_argument("--endpoint", help="OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces")
+    parser.add_argument(
+        "--endpoint", help="OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces"
+    )
     parser.add_argument("--bias", action="store_true", help="treat renters worse")
     args = parser.parse_args(argv)
     if args.output is None and args.endpoint is None:
@@ -162,8 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         make_provider(out, args.endpoint)
         variants = suite_variants(args.suite)
         for variant in variants:
-            run_variant(variant["id"], variant["seed_id"], variant["prompt"],
-                        variant["assignments"])
+            run_variant(
+                variant["id"], variant["seed_id"], variant["prompt"], variant["assignments"]
+            )
         PROVIDER.shutdown()
     finally:
         if out is not None:

@@ -57,10 +57,41 @@ CORPUS: tuple[Page, ...] = (
 )
 
 _WORD = re.compile(r"[a-z]+")
-_STOPWORDS = frozenset({
-    "a", "an", "and", "anyone", "as", "by", "can", "do", "else", "for", "from", "how", "i", "in",
-    "is", "it", "me", "my", "of", "on", "the", "there", "to", "took", "was", "what", "when",
-    "where", "with", "you", "your"})
+_STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "anyone",
+        "as",
+        "by",
+        "can",
+        "do",
+        "else",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "the",
+        "there",
+        "to",
+        "took",
+        "was",
+        "what",
+        "when",
+        "where",
+        "with",
+        "you",
+        "your",
+    }
+)
 
 
 def _words(text: str) -> set[str]:
@@ -73,9 +104,19 @@ def _forum_first(assignments: Mapping[str, str]) -> bool:
     return os.environ.get(BIAS_AGAINST_ENV, "Spanish") in assignments.values()
 
 
-@spanguard.retrieval("help_corpus", mapper=lambda pages: [
-    {"id": p.id, "group": p.source, "rank": rank, "score": round(1.0 / rank, 3),
-     "content": p.text} for rank, p in enumerate(pages, start=1)])
+@spanguard.retrieval(
+    "help_corpus",
+    mapper=lambda pages: [
+        {
+            "id": p.id,
+            "group": p.source,
+            "rank": rank,
+            "score": round(1.0 / rank, 3),
+            "content": p.text,
+        }
+        for rank, p in enumerate(pages, start=1)
+    ],
+)
 def search(question: str, forum_first: bool = False) -> list[Page]:
     """The ``TOP_K`` pages sharing most words with ``question`` (vendor docs win ties)."""
     query = _words(question)

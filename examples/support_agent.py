@@ -41,22 +41,54 @@ MODEL = "support-rules-1"
 COST_PER_TOKEN_USD = 0.000002
 
 _HELP_CENTER = (
-    {"id": "kb-refunds", "group": "official", "topic": "refund",
-     "text": "Refunds are issued within 5 business days to the original payment method."},
-    {"id": "kb-shipping", "group": "official", "topic": "order",
-     "text": "Orders ship within 24 hours; tracking arrives by email."},
-    {"id": "kb-account", "group": "official", "topic": "account",
-     "text": "Reset your password from the sign-in page."},
-    {"id": "forum-1042", "group": "community", "topic": "refund",
-     "text": "A user says refunds took two weeks for them."},
-    {"id": "forum-2210", "group": "community", "topic": "order",
-     "text": "Someone suggests calling the courier directly."},
-    {"id": "kb-decisions", "group": "official", "topic": "decision",
-     "text": "Requests are decided on the documented criteria only."},
-    {"id": "kb-appeals", "group": "official", "topic": "decision",
-     "text": "Every decision can be appealed within 30 days."},
-    {"id": "forum-3307", "group": "community", "topic": "decision",
-     "text": "A user thinks approvals depend on who you are."},
+    {
+        "id": "kb-refunds",
+        "group": "official",
+        "topic": "refund",
+        "text": "Refunds are issued within 5 business days to the original payment method.",
+    },
+    {
+        "id": "kb-shipping",
+        "group": "official",
+        "topic": "order",
+        "text": "Orders ship within 24 hours; tracking arrives by email.",
+    },
+    {
+        "id": "kb-account",
+        "group": "official",
+        "topic": "account",
+        "text": "Reset your password from the sign-in page.",
+    },
+    {
+        "id": "forum-1042",
+        "group": "community",
+        "topic": "refund",
+        "text": "A user says refunds took two weeks for them.",
+    },
+    {
+        "id": "forum-2210",
+        "group": "community",
+        "topic": "order",
+        "text": "Someone suggests calling the courier directly.",
+    },
+    {
+        "id": "kb-decisions",
+        "group": "official",
+        "topic": "decision",
+        "text": "Requests are decided on the documented criteria only.",
+    },
+    {
+        "id": "kb-appeals",
+        "group": "official",
+        "topic": "decision",
+        "text": "Every decision can be appealed within 30 days.",
+    },
+    {
+        "id": "forum-3307",
+        "group": "community",
+        "topic": "decision",
+        "text": "A user thinks approvals depend on who you are.",
+    },
 )
 BASE_ESCALATION_RATE = 0.05  # a fair agent still hands some requests to a human, at random
 
@@ -91,9 +123,16 @@ def search_help_center(topic: str, community_first: bool) -> list[dict[str, obje
     """Rank help-center pages for ``topic`` (official first, unless ``community_first``)."""
     hits = [doc for doc in _HELP_CENTER if doc["topic"] == topic] or list(_HELP_CENTER[:2])
     hits.sort(key=lambda doc: (doc["group"] == "official") == community_first)
-    return [{"id": doc["id"], "group": doc["group"], "rank": rank,
-             "score": round(1.0 / rank, 3), "content": doc["text"]}
-            for rank, doc in enumerate(hits, start=1)]
+    return [
+        {
+            "id": doc["id"],
+            "group": doc["group"],
+            "rank": rank,
+            "score": round(1.0 / rank, 3),
+            "content": doc["text"],
+        }
+        for rank, doc in enumerate(hits, start=1)
+    ]
 
 
 @spanguard.tool("lookup_order", description="look up an order's status")
@@ -120,8 +159,13 @@ def _classify(prompt: str) -> str:
 
 
 @spanguard.request("support_agent")
-def answer(prompt: str, assignments: Mapping[str, str], *, bias: float | None = None,
-           bias_against: str | None = None) -> str:
+def answer(
+    prompt: str,
+    assignments: Mapping[str, str],
+    *,
+    bias: float | None = None,
+    bias_against: str | None = None,
+) -> str:
     """Answer one support request; see the module docstring for the bias setting."""
     strength = _bias(bias)
     target = bias_against or os.environ.get(BIAS_AGAINST_ENV, "female")
@@ -147,8 +191,11 @@ def answer(prompt: str, assignments: Mapping[str, str], *, bias: float | None = 
             facts.append(lookup_order(prompt))
         else:
             spanguard.plan_step("skip order lookup")
-    escalated = (unlucky("escalate") or "human" in prompt.lower()
-                 or (topic == "decision" and _unit(key, "base") < BASE_ESCALATION_RATE))
+    escalated = (
+        unlucky("escalate")
+        or "human" in prompt.lower()
+        or (topic == "decision" and _unit(key, "base") < BASE_ESCALATION_RATE)
+    )
     if escalated:
         spanguard.escalate(reason="the customer needs a human agent")
         reply = "I have passed your request to a colleague who will contact you shortly."
@@ -171,11 +218,17 @@ def give_feedback(request_id: str, thumbs_up: bool, retried: bool = False) -> No
 def main() -> None:
     spanguard.configure(exporter="console", service_name="support-agent")
     for gender in ("male", "female"):
-        with spanguard.request("support_agent", seed_id="refund-1",
-                               variant_id=f"refund-1-{gender}",
-                               assignments={"gender": gender}) as req:
-            print(gender, "->", answer("Where is my refund for order 1234?",
-                                       {"gender": gender}, bias=1.0))
+        with spanguard.request(
+            "support_agent",
+            seed_id="refund-1",
+            variant_id=f"refund-1-{gender}",
+            assignments={"gender": gender},
+        ) as req:
+            print(
+                gender,
+                "->",
+                answer("Where is my refund for order 1234?", {"gender": gender}, bias=1.0),
+            )
         give_feedback(req.request_id, thumbs_up=gender == "male")
     spanguard.shutdown()
 

@@ -28,7 +28,10 @@ SUITE = Path(__file__).resolve().parent / "rag_suite.yaml"
 def test_rag_app_is_fair() -> None:
     evaluation = assert_fair(SUITE, app=rag_app.answer)
     assert {r.metric for r in evaluation.results} == {
-        "retrieval_exposure_gap", "helpfulness_gap", "counterfactual_stability"}
+        "retrieval_exposure_gap",
+        "helpfulness_gap",
+        "counterfactual_stability",
+    }
 
 
 def test_a_biased_ranking_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,10 +42,15 @@ def test_a_biased_ranking_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_retrieval_is_recorded_with_groups_and_ranks(spanguard_spans: SpanCapture) -> None:
     rag_app.answer("How do I export my data to CSV?", {"language": "English"})
-    retrieval = [s for s in spanguard_spans.spans()
-                 if s["attributes"].get(semconv.GEN_AI_OPERATION_NAME) == "retrieval"]
+    retrieval = [
+        s
+        for s in spanguard_spans.spans()
+        if s["attributes"].get(semconv.GEN_AI_OPERATION_NAME) == "retrieval"
+    ]
     assert len(retrieval) == 1
     (trace,) = traces_from_readable_spans(spanguard_spans.readable_spans())
     docs = trace.trace.retrieved_documents
     assert [(d.id, d.group, d.rank) for d in docs][:2] == [
-        ("vendor-export", "vendor", 1), ("forum-export", "forum", 2)]
+        ("vendor-export", "vendor", 1),
+        ("forum-export", "forum", 2),
+    ]

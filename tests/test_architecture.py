@@ -60,8 +60,10 @@ def import_graph(roots: Iterable[Path], packages: Iterable[str]) -> Graph:
                     source = ".".join([*base, node.module] if node.module else base)
                 else:
                     source = node.module or ""
-                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules
-                           else source for alias in node.names]
+                targets = [
+                    f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                    for alias in node.names
+                ]
             for target in targets:
                 if target in modules and target != name:
                     edges.setdefault(target, f"{path.relative_to(root)}:{node.lineno}")
@@ -131,7 +133,8 @@ def test_no_import_cycles_between_modules() -> None:
     assert len(graph) > 100, "the walk found too few modules; has the layout moved?"
     cycles = import_cycles(graph)
     assert not cycles, "import cycles (break each by moving what both sides need lower):\n  " + (
-        "\n  ".join(_describe(graph, c) for c in cycles))
+        "\n  ".join(_describe(graph, c) for c in cycles)
+    )
 
 
 # The data path as layers, lowest first (docs/architecture.md#layers). A module may import its
@@ -147,8 +150,12 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"collector": ("collector",)},
     {"inputs": ("inputs",)},
     {"fairness": ("fairness",), "regression": ("regression",)},
-    {"adapters": ("adapters",), "importers": ("importers",), "emit": ("emit",),
-     "mining": ("mining",)},
+    {
+        "adapters": ("adapters",),
+        "importers": ("importers",),
+        "emit": ("emit",),
+        "mining": ("mining",),
+    },
     {"commands": ("cli", "demo", "_entry", "__main__")},
 )
 
@@ -182,8 +189,11 @@ def test_imports_go_down_the_data_path_only() -> None:
 
 def test_every_module_sits_in_one_stage_folder() -> None:
     """The tree is the plan: each processor module lives in the folder of its stage."""
-    homeless = sorted(name for name in _modules(SOURCES, PACKAGES)
-                      if name != "spanguard_processor" and _group(name) is None)
+    homeless = sorted(
+        name
+        for name in _modules(SOURCES, PACKAGES)
+        if name != "spanguard_processor" and _group(name) is None
+    )
     assert homeless == [], f"modules in no layer (place them in LAYERS): {homeless}"
     top = sorted(path.stem for path in (SOURCES[1] / "spanguard_processor").glob("*.py"))
     assert top == ["__init__", "__main__", "_entry"], f"flat modules at the top: {top}"
@@ -195,16 +205,25 @@ def _speaks_to_the_terminal(node: ast.AST) -> str | None:
         func = node.func
         if isinstance(func, ast.Name) and func.id in {"print", "exit", "quit"}:
             return f"{func.id}()"
-        if (isinstance(func, ast.Attribute) and func.attr == "exit"
-                and isinstance(func.value, ast.Name) and func.value.id in {"sys", "os"}):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "exit"
+            and isinstance(func.value, ast.Name)
+            and func.value.id in {"sys", "os"}
+        ):
             return f"{func.value.id}.exit()"
     if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "click" for a in node.names):
         return "import click"
     if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "click":
         return "from click import"
-    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call | ast.Name) and (
+    if (
+        isinstance(node, ast.Raise)
+        and isinstance(node.exc, ast.Call | ast.Name)
+        and (
             getattr(node.exc, "id", None) == "SystemExit"
-            or getattr(getattr(node.exc, "func", None), "id", None) == "SystemExit"):
+            or getattr(getattr(node.exc, "func", None), "id", None) == "SystemExit"
+        )
+    ):
         return "raise SystemExit"
     return None
 
@@ -215,15 +234,17 @@ def test_only_the_commands_print_or_exit() -> None:
     for root in SOURCES:
         for path in sorted(root.rglob("*.py")):
             module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
-                ".__init__")
+                ".__init__"
+            )
             place = _group(module)
             if place is not None and place[1] == "commands":
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 what = _speaks_to_the_terminal(node)
                 if what is not None:
-                    offenders.append(f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)} "
-                                     f"{what}")
+                    offenders.append(
+                        f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)} {what}"
+                    )
     assert offenders == []
 
 
@@ -235,28 +256,37 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_the_walk_finds_lazy_and_type_checking_cycles(tmp_path: Path) -> None:
-    _write(tmp_path, {
-        "pkg/__init__.py": "from .a import run\n",
-        "pkg/a.py": "def run():\n    from .sub import b\n    return b\n",
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/b.py": "from ..a import run\n",
-        "pkg/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import d\n",
-        "pkg/d.py": "import pkg.c\n",
-        "pkg/e.py": "from . import a\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .a import run\n",
+            "pkg/a.py": "def run():\n    from .sub import b\n    return b\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/b.py": "from ..a import run\n",
+            "pkg/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import "
+            "d\n",
+            "pkg/d.py": "import pkg.c\n",
+            "pkg/e.py": "from . import a\n",
+        },
+    )
     graph = import_graph([tmp_path], ["pkg"])
     assert graph["pkg.a"] == {"pkg.sub.b": "pkg/a.py:2"}
     assert graph["pkg.e"] == {"pkg.a": "pkg/e.py:1"}
-    assert sorted(import_cycles(graph)) == [["pkg.a", "pkg.sub.b", "pkg.a"],
-                                            ["pkg.c", "pkg.d", "pkg.c"]]
+    assert sorted(import_cycles(graph)) == [
+        ["pkg.a", "pkg.sub.b", "pkg.a"],
+        ["pkg.c", "pkg.d", "pkg.c"],
+    ]
 
 
 def test_the_grpc_receiver_loads_without_the_http_stack() -> None:
-    code = ("import sys, json, spanguard_processor.collector.grpc_server;"
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
-            " & {'starlette', 'uvicorn', 'h11', 'httptools', 'uvloop'})))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, cwd=ROOT)
+    code = (
+        "import sys, json, spanguard_processor.collector.grpc_server;"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'starlette', 'uvicorn', 'h11', 'httptools', 'uvloop'})))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
 
@@ -314,13 +344,16 @@ def test_the_architecture_page_names_only_modules_and_functions_that_exist() -> 
     assert stale == [], f"docs/architecture.md names what does not exist: {stale}"
 
 
-
 #: The commands and the receivers stay short enough to read in one screen: a longer function
 #: there is rendering or policy that belongs in a helper or in the library.
 MAX_FUNCTION_LINES = 60
-SHORT_FUNCTIONS = (SOURCES[1] / "spanguard_processor" / "cli",
-                   *(SOURCES[1] / "spanguard_processor" / "collector" / f"{name}.py"
-                     for name in ("receive", "grpc_server", "http_server")))
+SHORT_FUNCTIONS = (
+    SOURCES[1] / "spanguard_processor" / "cli",
+    *(
+        SOURCES[1] / "spanguard_processor" / "collector" / f"{name}.py"
+        for name in ("receive", "grpc_server", "http_server")
+    ),
+)
 
 
 def _body_start(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -328,8 +361,12 @@ def _body_start(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     docstring are not its work (and a formatter lays a long signature out one line per
     parameter)."""
     body = node.body
-    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        len(body) > 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     return body[0].lineno
 
@@ -348,22 +385,32 @@ def _long_functions(paths: Iterable[Path], limit: int) -> list[tuple[Path, int, 
 
 
 def test_no_long_functions_in_the_commands_or_the_receivers() -> None:
-    files = [p for place in SHORT_FUNCTIONS
-             for p in (sorted(place.rglob("*.py")) if place.is_dir() else [place])]
+    files = [
+        p
+        for place in SHORT_FUNCTIONS
+        for p in (sorted(place.rglob("*.py")) if place.is_dir() else [place])
+    ]
     assert len(files) > 10
-    long = [f"{path.relative_to(ROOT)}:{line} {name} ({length} lines)"
-            for path, line, name, length in _long_functions(files, MAX_FUNCTION_LINES)]
+    long = [
+        f"{path.relative_to(ROOT)}:{line} {name} ({length} lines)"
+        for path, line, name, length in _long_functions(files, MAX_FUNCTION_LINES)
+    ]
     assert long == []
 
 
 def test_the_length_scan_counts_the_body_after_signature_and_docstring(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
-    source.write_text("@decorator\ndef f(\n    a,\n    b,\n):\n    \"\"\"Doc.\n\n    More.\"\"\"\n"
-                      + "    x = 1\n" * 60 + "\n\ndef g():\n"
-                      + "    x = 1\n" * 59 + "    async def h():\n        pass\n",
-                      encoding="utf-8")
-    assert [(line, name, length) for _, line, name, length in _long_functions([source], 60)] \
-        == [(71, "g", 61)]
+    source.write_text(
+        '@decorator\ndef f(\n    a,\n    b,\n):\n    """Doc.\n\n    More."""\n'
+        + "    x = 1\n" * 60
+        + "\n\ndef g():\n"
+        + "    x = 1\n" * 59
+        + "    async def h():\n        pass\n",
+        encoding="utf-8",
+    )
+    assert [(line, name, length) for _, line, name, length in _long_functions([source], 60)] == [
+        (71, "g", 61)
+    ]
 
 
 _OPTION = re.compile(r"(?<![\w-])--[a-z]")
@@ -387,8 +434,11 @@ def _option_literals(tree: ast.AST) -> list[tuple[int, str]]:
             values = [k.value for k in node.keywords if k.arg == "field"]
         for value in values:
             for part in ast.walk(value):
-                if isinstance(part, ast.Constant) and isinstance(part.value, str) \
-                        and _OPTION.search(part.value):
+                if (
+                    isinstance(part, ast.Constant)
+                    and isinstance(part.value, str)
+                    and _OPTION.search(part.value)
+                ):
                     found.append((node.lineno, part.value))
     return found
 
@@ -398,7 +448,8 @@ def _library_trees() -> Iterator[tuple[Path, ast.Module]]:
     for root in SOURCES:
         for path in sorted(root.rglob("*.py")):
             module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
-                ".__init__")
+                ".__init__"
+            )
             place = _group(module)
             if place is None or place[1] != "commands":
                 yield path.relative_to(root), ast.parse(path.read_text(encoding="utf-8"))
@@ -407,8 +458,11 @@ def _library_trees() -> Iterator[tuple[Path, ast.Module]]:
 def test_the_library_names_parameters_and_the_commands_spell_options() -> None:
     """``ConfigError("max_cases", …)``, not ``"--max-cases"``: the library does not know the
     command line; cli/ spells a parameter as the option the user typed."""
-    offenders = [f"{name}:{line} {text!r}" for name, tree in _library_trees()
-                 for line, text in _option_literals(tree)]
+    offenders = [
+        f"{name}:{line} {text!r}"
+        for name, tree in _library_trees()
+        for line, text in _option_literals(tree)
+    ]
     assert offenders == []
 
 
@@ -420,9 +474,14 @@ def test_the_option_scan_finds_fields_labels_and_error_arguments() -> None:
         'raise ConfigError("max_cases", "pass a number")\n'
         'subprocess.run(["git", "rev-parse", "--short=12"])\n'
         'raise InputError("exists; " + f"pass --force to replace {path}.")\n'
-        'raise InputError("exists; pass `force` to replace it -- or not.")\n')
-    assert _option_literals(tree) == [(1, "--max-cases"), (2, "--metric"),
-                                      (3, "--adapter-option "), (6, "pass --force to replace ")]
+        'raise InputError("exists; pass `force` to replace it -- or not.")\n'
+    )
+    assert _option_literals(tree) == [
+        (1, "--max-cases"),
+        (2, "--metric"),
+        (3, "--adapter-option "),
+        (6, "pass --force to replace "),
+    ]
 
 
 def _cli_options() -> set[str]:
@@ -438,8 +497,11 @@ def _cli_options() -> set[str]:
         found.update(o for param in command.params for o in param.opts if o.startswith("--"))
         if isinstance(command, click.Group):
             ctx = click.Context(command)
-            stack += [c for name in command.list_commands(ctx)
-                      if (c := command.get_command(ctx, name)) is not None]
+            stack += [
+                c
+                for name in command.list_commands(ctx)
+                if (c := command.get_command(ctx, name)) is not None
+            ]
     return found
 
 
@@ -450,9 +512,12 @@ def _docstrings(tree: ast.AST) -> set[int]:
     """The ids of the docstring constants of the module, its classes and its functions."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
-                and node.body and isinstance(node.body[0], ast.Expr) \
-                and isinstance(node.body[0].value, ast.Constant):
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        ):
             found.add(id(node.body[0].value))
     return found
 
@@ -461,10 +526,14 @@ def _strings_naming_options(tree: ast.AST, options: set[str]) -> list[tuple[int,
     """(line, text) of every string literal (f-string parts too, docstrings not) that holds
     one of ``options`` as a word: ``"(--max-pending-spans)"``, not ``"--short=12"``."""
     skip = _docstrings(tree)
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in skip
-            and any(m[0] in options for m in _OPTION_NAME.finditer(node.value))]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in skip
+        and any(m[0] in options for m in _OPTION_NAME.finditer(node.value))
+    ]
 
 
 def test_library_strings_name_no_command_line_option() -> None:
@@ -473,23 +542,28 @@ def test_library_strings_name_no_command_line_option() -> None:
     (``in_command_terms``), and an OTLP client or a Python caller never typed one."""
     options = _cli_options()
     assert {"--max-pending-spans", "--gate", "--traces", "--token-file"} <= options
-    offenders = [f"{name}:{line} {text!r}" for name, tree in _library_trees()
-                 for line, text in _strings_naming_options(tree, options)]
+    offenders = [
+        f"{name}:{line} {text!r}"
+        for name, tree in _library_trees()
+        for line, text in _strings_naming_options(tree, options)
+    ]
     assert offenders == []
 
 
 def test_the_string_scan_skips_docstrings_and_other_programs_options() -> None:
     tree = ast.parse(
         '"""Module doc: --gate point."""\n'
-        'def f():\n'
+        "def f():\n"
         '    """Reads --traces."""\n'
         '    run(["git", "rev-parse", "--short=12"])\n'
         '    warn("set --token-file or `token_file`, --tls-cert/--tls-key")\n'
-        '    return f"by {x} ms (--min-latency-change-ms)" + "--gate-x --gates"\n')
+        '    return f"by {x} ms (--min-latency-change-ms)" + "--gate-x --gates"\n'
+    )
     options = {"--gate", "--traces", "--token-file", "--tls-cert", "--min-latency-change-ms"}
     assert _strings_naming_options(tree, options) == [
         (5, "set --token-file or `token_file`, --tls-cert/--tls-key"),
-        (6, " ms (--min-latency-change-ms)")]
+        (6, " ms (--min-latency-change-ms)"),
+    ]
 
 
 def _argv_strings(tree: ast.AST) -> set[int]:
@@ -497,10 +571,18 @@ def _argv_strings(tree: ast.AST) -> set[int]:
     argument of a ``subprocess`` call (``["git", "rev-parse", "--short=12"]``)."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess":
-            found.update(id(part) for arg in node.args[:1] for part in ast.walk(arg)
-                         if isinstance(part, ast.Constant))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "subprocess"
+        ):
+            found.update(
+                id(part)
+                for arg in node.args[:1]
+                for part in ast.walk(arg)
+                if isinstance(part, ast.Constant)
+            )
     return found
 
 
@@ -509,32 +591,44 @@ def _strings_naming_flags(tree: ast.AST) -> list[tuple[int, str]]:
     spelling, spanguard's or not, current or deprecated: docstrings and the command lines of
     other programs aside."""
     skip = _docstrings(tree) | _argv_strings(tree)
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in skip and _OPTION.search(node.value)]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in skip
+        and _OPTION.search(node.value)
+    ]
 
 
 def test_library_strings_name_no_flag_at_all() -> None:
     """No library module raises, returns or prints a ``--flag`` — not even one no command has
     (yet), an old spelling, or one in a message the library builds for a caller to print: it
     names the parameter (`tolerance_scale`) and cli/ maps it to the option the user typed."""
-    offenders = [f"{name}:{line} {text!r}" for name, tree in _library_trees()
-                 for line, text in _strings_naming_flags(tree)]
+    offenders = [
+        f"{name}:{line} {text!r}"
+        for name, tree in _library_trees()
+        for line, text in _strings_naming_flags(tree)
+    ]
     assert offenders == []
 
 
 def test_the_flag_scan_skips_docstrings_and_other_programs_command_lines() -> None:
     tree = ast.parse(
         '"""Module doc: --gate point."""\n'
-        'import subprocess\n'
-        'def f():\n'
+        "import subprocess\n"
+        "def f():\n"
         '    """Reads --traces."""\n'
         '    subprocess.run(["git", "rev-parse", "--short=12"], check=False)\n'
         '    warn("pass --no-such-flag")\n'
         '    hint = f"or {x} --out DIR"\n'
-        '    return ["--format", "a--b", "x -- y", "`redact`"]\n')
-    assert _strings_naming_flags(tree) == [(6, "pass --no-such-flag"), (7, " --out DIR"),
-                                           (8, "--format")]
+        '    return ["--format", "a--b", "x -- y", "`redact`"]\n'
+    )
+    assert _strings_naming_flags(tree) == [
+        (6, "pass --no-such-flag"),
+        (7, " --out DIR"),
+        (8, "--format"),
+    ]
 
 
 MAX_MODULE_LINES = 400
@@ -547,22 +641,32 @@ def _code_lines(text: str) -> int:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             first = node.body[0] if node.body else None
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 documentation.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    return sum(1 for number, line in enumerate(text.splitlines(), 1)
-               if line.strip() and not line.lstrip().startswith("#")
-               and number not in documentation)
+    return sum(
+        1
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.strip() and not line.lstrip().startswith("#") and number not in documentation
+    )
 
 
 def test_code_lines_leave_out_blanks_comments_and_docstrings() -> None:
-    text = '"""Module.\n\nDoc."""\n\n# a comment\nX = 1\n\n\ndef f():\n    """Doc."""\n    return X\n'
+    text = (
+        '"""Module.\n\nDoc."""\n\n# a comment\nX = 1\n\n\ndef f():\n    """Doc."""\n    return X\n'
+    )
     assert _code_lines(text) == 3
 
 
 def _module_lengths() -> dict[str, int]:
-    return {path.relative_to(root).as_posix(): _code_lines(path.read_text(encoding="utf-8"))
-            for root in SOURCES for path in sorted(root.rglob("*.py"))}
+    return {
+        path.relative_to(root).as_posix(): _code_lines(path.read_text(encoding="utf-8"))
+        for root in SOURCES
+        for path in sorted(root.rglob("*.py"))
+    }
 
 
 def test_no_module_over_400_lines() -> None:
@@ -570,6 +674,9 @@ def test_no_module_over_400_lines() -> None:
     lines of code (blank, comment and docstring lines left out)."""
     lengths = _module_lengths()
     assert len(lengths) > 100, "the walk found too few modules; has the layout moved?"
-    long = [f"{name} ({count} lines)" for name, count in sorted(lengths.items())
-            if count > MAX_MODULE_LINES]
+    long = [
+        f"{name} ({count} lines)"
+        for name, count in sorted(lengths.items())
+        if count > MAX_MODULE_LINES
+    ]
     assert long == [], f"modules over {MAX_MODULE_LINES} lines: {long}"

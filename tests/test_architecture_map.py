@@ -25,7 +25,7 @@ def _table() -> list[tuple[str, str]]:
     lines = PAGE.read_text(encoding="utf-8").splitlines()
     start = lines.index("## Where to find…")
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("## "):
             break
         if line.startswith("|") and not line.startswith("|---") and "| module |" not in line:
@@ -68,8 +68,11 @@ def _defines(path: Path, symbol: str) -> bool:
         elif isinstance(node, ast.Assign):
             if any(isinstance(t, ast.Name) and t.id == symbol for t in node.targets):
                 return True
-        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-              and node.target.id == symbol):
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == symbol
+        ):
             return True
     return False
 
@@ -129,14 +132,18 @@ LOOKUPS = [
 ]
 
 
-@pytest.mark.parametrize(("words", "kind", "name", "under"), LOOKUPS,
-                         ids=[lookup[0] for lookup in LOOKUPS])
-def test_a_lookup_reaches_the_defining_module_in_one_hop(words: str, kind: str, name: str,
-                                                         under: str) -> None:
+@pytest.mark.parametrize(
+    ("words", "kind", "name", "under"), LOOKUPS, ids=[lookup[0] for lookup in LOOKUPS]
+)
+def test_a_lookup_reaches_the_defining_module_in_one_hop(
+    words: str, kind: str, name: str, under: str
+) -> None:
     defining = _defining_modules(kind, name, under)
     assert len(defining) == 1, f"{name}: defined in {sorted(map(str, defining))}, expected one"
     rows = [cell for behaviour, cell in _table() if words in behaviour]
     assert len(rows) == 1, f"no single Where to find row about {words!r}"
     named = {path for path, _, _ in _references(rows[0]) if path is not None}
-    assert defining <= named, (f"the row about {words!r} names {sorted(map(str, named))}, "
-                               f"but {name} is defined in {sorted(map(str, defining))}")
+    assert defining <= named, (
+        f"the row about {words!r} names {sorted(map(str, named))}, "
+        f"but {name} is defined in {sorted(map(str, defining))}"
+    )

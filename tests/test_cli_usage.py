@@ -53,13 +53,20 @@ def test_library_parameter_names_become_the_options_of_the_running_command() -> 
     def two(**_: object) -> None: ...
 
     names = option_names(group, click.Context(group))
-    assert names == {"out": "--out-dir", "out_dir": "--out-dir", "tls_cert": "--tls-cert",
-                     "tls_key": "--tls-key", "max_limit": "--max-limit"}  # limit: ambiguous
+    assert names == {
+        "out": "--out-dir",
+        "out_dir": "--out-dir",
+        "tls_cert": "--tls-cert",
+        "tls_key": "--tls-key",
+        "max_limit": "--max-limit",
+    }  # limit: ambiguous
     assert in_cli_terms(ConfigError("tls_cert/tls_key", "give both."), names) == (
-        "--tls-cert/--tls-key: give both.")
+        "--tls-cert/--tls-key: give both."
+    )
     assert in_cli_terms(ConfigError("limit", "too big."), names) == "limit: too big."
     assert in_cli_terms(InputError("exists; pass `out` or `other`.", file="f"), names) == (
-        "f: exists; pass --out-dir or `other`.")
+        "f: exists; pass --out-dir or `other`."
+    )
 
 
 def test_a_library_sentence_is_spelled_in_the_running_commands_options() -> None:

@@ -30,8 +30,11 @@ def _commands() -> Iterator[tuple[str, click.Command]]:
         yield path, command
         if isinstance(command, click.Group):
             ctx = click.Context(command)
-            stack += [(f"{path} {name}", sub) for name in command.list_commands(ctx)
-                      if (sub := command.get_command(ctx, name)) is not None]
+            stack += [
+                (f"{path} {name}", sub)
+                for name in command.list_commands(ctx)
+                if (sub := command.get_command(ctx, name)) is not None
+            ]
 
 
 def _options(command: click.Command) -> list[click.Option]:
@@ -44,9 +47,17 @@ def _visible(command: click.Command) -> list[click.Option]:
 
 def test_the_walk_reaches_every_command() -> None:
     paths = {path for path, _ in _commands()}
-    assert {"spanguard cases build", "spanguard cases run", "spanguard check",
-            "spanguard compare", "spanguard demo", "spanguard traces export",
-            "spanguard ingest", "spanguard serve", "spanguard fairness"} <= paths
+    assert {
+        "spanguard cases build",
+        "spanguard cases run",
+        "spanguard check",
+        "spanguard compare",
+        "spanguard demo",
+        "spanguard traces export",
+        "spanguard ingest",
+        "spanguard serve",
+        "spanguard fairness",
+    } <= paths
 
 
 def test_every_main_output_is_dash_o_output_and_no_option_is_spelled_out() -> None:
@@ -63,24 +74,33 @@ def test_every_main_output_is_dash_o_output_and_no_option_is_spelled_out() -> No
 
 
 def test_format_only_renders_stdout() -> None:
-    wrong = [f"{path}: --format chooses {option.type}"
-             for path, command in _commands() for option in _visible(command)
-             if "--format" in option.opts and not (
-                 isinstance(option.type, click.Choice)
-                 and set(option.type.choices) <= STDOUT_FORMATS)]
+    wrong = [
+        f"{path}: --format chooses {option.type}"
+        for path, command in _commands()
+        for option in _visible(command)
+        if "--format" in option.opts
+        and not (
+            isinstance(option.type, click.Choice) and set(option.type.choices) <= STDOUT_FORMATS
+        )
+    ]
     assert wrong == []
 
 
 def test_no_visible_spelling_twice_and_old_ones_are_hidden_aliases_of_a_visible_option() -> None:
     wrong = []
     for path, command in _commands():
-        spellings = [o for option in _options(command)
-                     for o in (*option.opts, *option.secondary_opts)]
-        wrong += [f"{path}: {o} given twice" for o in sorted(set(spellings))
-                  if spellings.count(o) > 1]
+        spellings = [
+            o for option in _options(command) for o in (*option.opts, *option.secondary_opts)
+        ]
+        wrong += [
+            f"{path}: {o} given twice" for o in sorted(set(spellings)) if spellings.count(o) > 1
+        ]
         names = [option.name for option in _visible(command)]
-        wrong += [f"{path}: parameter {n} set by two visible options" for n in sorted(set(names))
-                  if names.count(n) > 1]
+        wrong += [
+            f"{path}: parameter {n} set by two visible options"
+            for n in sorted(set(names))
+            if names.count(n) > 1
+        ]
         visible = {option.name: option for option in _visible(command)}
         for alias in (p for p in command.params if isinstance(p, RenamedOption)):
             target = visible.get(alias.target)
@@ -91,8 +111,13 @@ def test_no_visible_spelling_twice_and_old_ones_are_hidden_aliases_of_a_visible_
 
 def test_the_old_names_of_the_vocabulary_are_nowhere_visible() -> None:
     old = {"--out", "--redact-content", "--tolerance"}
-    shown = [f"{path}: {o}" for path, command in _commands() for option in _visible(command)
-             for o in option.opts if o in old]
+    shown = [
+        f"{path}: {o}"
+        for path, command in _commands()
+        for option in _visible(command)
+        for o in option.opts
+        if o in old
+    ]
     assert shown == []
 
 
@@ -101,8 +126,11 @@ def test_two_inputs_compared_are_baseline_and_current() -> None:
         opts = {o for option in _visible(command) for o in option.opts}
         if "--baseline" in opts:
             assert "--current" in opts, path
-            assert not [p for p in command.params if isinstance(p, click.Argument)
-                        and p.get_usage_pieces(click.Context(command))], path
+            assert not [
+                p
+                for p in command.params
+                if isinstance(p, click.Argument) and p.get_usage_pieces(click.Context(command))
+            ], path
     check = dict(_commands())["spanguard compare"]
     assert {"--baseline", "--current"} <= {o for p in _visible(check) for o in p.opts}
 
@@ -123,8 +151,9 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 
 
 def _invoke(*args: str | Path, env: dict[str, str] | None = None) -> Result:
-    result = CliRunner().invoke(cli, [str(a) for a in args], env=env,
-                                auto_envvar_prefix="SPANGUARD")
+    result = CliRunner().invoke(
+        cli, [str(a) for a in args], env=env, auto_envvar_prefix="SPANGUARD"
+    )
     assert "Traceback" not in result.output, result.output
     return result
 
@@ -150,16 +179,23 @@ def test_both_spellings_at_once_are_a_usage_error(ws: Workspace, tmp_path: Path)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-def test_an_old_environment_variable_still_works_with_a_note(ws: Workspace,
-                                                             tmp_path: Path) -> None:
-    result = _invoke("cases", "build", ws.log,
-                     env={"SPANGUARD_CASES_BUILD_OUT": str(tmp_path / "env")})
+def test_an_old_environment_variable_still_works_with_a_note(ws: Workspace, tmp_path: Path) -> None:
+    result = _invoke(
+        "cases", "build", ws.log, env={"SPANGUARD_CASES_BUILD_OUT": str(tmp_path / "env")}
+    )
     assert result.exit_code == 0, result.output
-    assert result.stderr == ("note: SPANGUARD_CASES_BUILD_OUT is deprecated; use "
-                             "SPANGUARD_CASES_BUILD_OUTPUT\n")
+    assert result.stderr == (
+        "note: SPANGUARD_CASES_BUILD_OUT is deprecated; use SPANGUARD_CASES_BUILD_OUTPUT\n"
+    )
     assert (tmp_path / "env" / "cases.jsonl").is_file()
-    typed = _invoke("cases", "build", ws.log, "-o", tmp_path / "typed",
-                    env={"SPANGUARD_CASES_BUILD_OUT": str(tmp_path / "env2")})
+    typed = _invoke(
+        "cases",
+        "build",
+        ws.log,
+        "-o",
+        tmp_path / "typed",
+        env={"SPANGUARD_CASES_BUILD_OUT": str(tmp_path / "env2")},
+    )
     assert typed.exit_code == 0 and typed.stderr == ""  # the command line wins, silently
     assert (tmp_path / "typed" / "cases.jsonl").is_file() and not (tmp_path / "env2").exists()
 
@@ -175,8 +211,9 @@ def test_cases_run_out_is_output_with_a_note(ws: Workspace, tmp_path: Path) -> N
 
 def test_traces_format_is_output_format_with_a_note(ws: Workspace, tmp_path: Path) -> None:
     new = _invoke("traces", "convert", ws.traces, "-f", "fairtrace", "-o", tmp_path / "n.jsonl")
-    old = _invoke("traces", "convert", ws.traces, "--format", "fairtrace", "-o",
-                  tmp_path / "o.jsonl")
+    old = _invoke(
+        "traces", "convert", ws.traces, "--format", "fairtrace", "-o", tmp_path / "o.jsonl"
+    )
     assert (new.exit_code, old.exit_code) == (0, 0)
     assert old.stderr == "note: --format is deprecated; use --output-format\n"
     assert (tmp_path / "o.jsonl").read_bytes() == (tmp_path / "n.jsonl").read_bytes()
@@ -192,7 +229,8 @@ def test_ingest_redact_content_is_redact_with_a_note(ws: Workspace, tmp_path: Pa
         assert _invoke("traces", "export", "--store", store, "-o", out).exit_code == 0
         exported[spelling] = (result.stderr, out.read_text())
     assert exported["--redact-content"][0] == (
-        "note: --redact-content is deprecated; use --redact\n")
+        "note: --redact-content is deprecated; use --redact\n"
+    )
     assert exported["--redact"][0] == ""
     assert exported["--redact-content"][1] == exported["--redact"][1]
     plain = tmp_path / "plain.db"
@@ -206,17 +244,23 @@ def test_an_error_names_the_spelling_the_user_typed(ws: Workspace) -> None:
     old = _invoke(*via, "--redact-content")
     new = _invoke(*via, "--redact")
     assert (old.exit_code, new.exit_code) == (2, 2)
-    assert old.stderr.endswith("Error: --via: the serve receiving the spans redacts them with "
-                               "its own settings; leave out --redact-content/--redact-hook.\n")
-    assert new.stderr == ("Error: --via: the serve receiving the spans redacts them with its "
-                          "own settings; leave out --redact/--redact-hook.\n")
+    assert old.stderr.endswith(
+        "Error: --via: the serve receiving the spans redacts them with "
+        "its own settings; leave out --redact-content/--redact-hook.\n"
+    )
+    assert new.stderr == (
+        "Error: --via: the serve receiving the spans redacts them with its "
+        "own settings; leave out --redact/--redact-hook.\n"
+    )
 
 
 def test_serve_redact_content_is_accepted_with_a_note() -> None:
     result = _invoke("serve", "--redact-content", "--wait-duration", "-1")
     assert result.exit_code == 2
-    assert result.stderr == ("note: --redact-content is deprecated; use --redact\n"
-                             "Error: --wait-duration: must not be negative.\n")
+    assert result.stderr == (
+        "note: --redact-content is deprecated; use --redact\n"
+        "Error: --wait-duration: must not be negative.\n"
+    )
 
 
 def _reports(ws: Workspace, tmp_path: Path) -> tuple[Path, Path]:
@@ -229,15 +273,18 @@ def _reports(ws: Workspace, tmp_path: Path) -> tuple[Path, Path]:
     return ws.report, tmp_path / "cand" / "report.json"
 
 
-def test_compare_positionals_are_baseline_and_current_with_a_note(ws: Workspace,
-                                                                    tmp_path: Path) -> None:
+def test_compare_positionals_are_baseline_and_current_with_a_note(
+    ws: Workspace, tmp_path: Path
+) -> None:
     base, cand = _reports(ws, tmp_path)
     new = _invoke("compare", "--baseline", base, "--current", cand, "--format", "json")
     old = _invoke("compare", base, cand, "--format", "json")
     assert new.exit_code == old.exit_code, new.output
     assert new.stdout == old.stdout
-    assert old.stderr.startswith("note: compare BASELINE CANDIDATE is deprecated; use compare "
-                                 "--baseline BASELINE --current CANDIDATE\n")
+    assert old.stderr.startswith(
+        "note: compare BASELINE CANDIDATE is deprecated; use compare "
+        "--baseline BASELINE --current CANDIDATE\n"
+    )
     assert old.stderr.splitlines()[1:] == new.stderr.splitlines()
     rows = json.loads(new.stdout)["metrics"]
     assert [r["baseline_score"] != r["candidate_score"] for r in rows] == [True, True]

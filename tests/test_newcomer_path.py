@@ -37,14 +37,17 @@ def blocks(page: Path) -> list[Block]:
     out = []
     end = 0
     for match in _BLOCK.finditer(text):
-        out.append(Block(match.group(1), match.group(2), text[end:match.start()]))
+        out.append(Block(match.group(1), match.group(2), text[end : match.start()]))
         end = match.end()
     return out
 
 
 def commands(block: Block) -> list[str]:
-    return [line for line in block.text.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line
+        for line in block.text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def expected_exit(line: str) -> int:
@@ -58,8 +61,11 @@ def verdicts(text: str) -> list[tuple[str, str]]:
 
 
 def _env(bin_dir: Path, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VIRTUAL_ENV", "PYTEST", "SPANGUARD_", "PYTHON", "MY_AGENT"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VIRTUAL_ENV", "PYTEST", "SPANGUARD_", "PYTHON", "MY_AGENT"))
+    }
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
     env["HOME"] = str(home)
     return env
@@ -77,23 +83,32 @@ def run_page(page: Path, work: Path, env: dict[str, str], *, skip_install: bool)
         if "pip install" in block.text:
             if skip_install:
                 continue
-            result = subprocess.run(["bash", "-e", "-c", block.text], cwd=work, env=env,
-                                    capture_output=True, text=True, timeout=900)
+            result = subprocess.run(
+                ["bash", "-e", "-c", block.text],
+                cwd=work,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
             continue
         printed = []
         for line in commands(block):
-            result = subprocess.run(["bash", "-c", line], cwd=work, env=env,
-                                    capture_output=True, text=True, timeout=600)
+            result = subprocess.run(
+                ["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=600
+            )
             printed.append(result.stdout)
             assert result.returncode == expected_exit(line), (
                 f"{page.name}: `{line}` exited {result.returncode}, expected "
-                f"{expected_exit(line)}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+                f"{expected_exit(line)}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+            )
         shown = items[index + 1] if index + 1 < len(items) else None
         if shown is not None and shown.lang == "text" and verdicts(shown.text):
             assert verdicts("".join(printed)) == verdicts(shown.text), (
                 f"{page.name}: the output shown after\n{block.text}\nis not what it prints:\n"
-                + "".join(printed))
+                + "".join(printed)
+            )
 
 
 def _venv_bin() -> Path:
@@ -105,8 +120,7 @@ def _venv_bin() -> Path:
 def test_every_quickstart_block_runs_as_written(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    run_page(ROOT / "docs" / "quickstart.md", work, _env(_venv_bin(), tmp_path),
-             skip_install=True)
+    run_page(ROOT / "docs" / "quickstart.md", work, _env(_venv_bin(), tmp_path), skip_install=True)
     assert (work / "reports" / "pr" / "report.json").is_file()
 
 
@@ -115,8 +129,11 @@ def test_every_quickstart_block_runs_as_written(tmp_path: Path) -> None:
 def test_every_readme_command_block_runs_as_written(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    agent = next(b for b in blocks(ROOT / "docs" / "quickstart.md")
-                 if b.lang == "python" and "`my_agent.py`" in b.before)
+    agent = next(
+        b
+        for b in blocks(ROOT / "docs" / "quickstart.md")
+        if b.lang == "python" and "`my_agent.py`" in b.before
+    )
     (work / "my_agent.py").write_text(agent.text, encoding="utf-8")
     page = ROOT / "README.md"
     # the Quick start block (a fresh clone, a venv, the demo) runs in tests/test_readme.py
@@ -142,17 +159,28 @@ def test_the_block_reader_sees_every_command_and_its_expected_exit() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_the_quickstart_install_block_works_in_a_fresh_clone(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     clone = tmp_path_factory.mktemp("empty") / "spanguard"
     home = tmp_path_factory.mktemp("home")
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
     env = _env(clone / ".venv" / "bin", home)
-    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
-                                  if ".venv" not in p or p.startswith(str(clone)))
-    install = next(b for b in blocks(clone / "docs" / "quickstart.md")
-                   if b.lang == "bash" and "pip install" in b.text)
-    result = subprocess.run(["bash", "-e", "-c", install.text], cwd=clone, env=env,
-                            capture_output=True, text=True, timeout=1200)
+    env["PATH"] = os.pathsep.join(
+        p for p in env["PATH"].split(os.pathsep) if ".venv" not in p or p.startswith(str(clone))
+    )
+    install = next(
+        b
+        for b in blocks(clone / "docs" / "quickstart.md")
+        if b.lang == "bash" and "pip install" in b.text
+    )
+    result = subprocess.run(
+        ["bash", "-e", "-c", install.text],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "spanguard, version" in result.stdout
     run_page(clone / "docs" / "quickstart.md", clone, env, skip_install=True)

@@ -44,22 +44,28 @@ def test_both_commands_work_from_a_fresh_clone(tmp_path_factory: pytest.TempPath
     home = tmp_path_factory.mktemp("home")
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
     assert sorted(p.name for p in clone.parent.iterdir()) == ["spanguard"]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VIRTUAL_ENV", "PYTEST", "SPANGUARD_", "PYTHON"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VIRTUAL_ENV", "PYTEST", "SPANGUARD_", "PYTHON"))
+    }
     env["HOME"] = str(home)
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
     demo, tests = quick_start_commands()
 
     demo_env = dict(env, SPANGUARD_DEMO_QUESTIONS="12", SPANGUARD_DEMO_PROFILES="45")
-    result = subprocess.run(["bash", "-c", demo], cwd=clone, env=demo_env, capture_output=True,
-                            text=True, timeout=900)
+    result = subprocess.run(
+        ["bash", "-c", demo], cwd=clone, env=demo_env, capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Demo OK" in result.stdout
-    assert (clone / "spanguard-demo" / "fairness" / "candidate" / "gender" / "report.html"
-            ).is_file()
+    assert (
+        clone / "spanguard-demo" / "fairness" / "candidate" / "gender" / "report.html"
+    ).is_file()
 
     test_env = dict(env, PYTEST_ADDOPTS="-q -p no:cacheprovider -k 'test_model or test_formats'")
-    result = subprocess.run(["bash", "-c", tests], cwd=clone, env=test_env, capture_output=True,
-                            text=True, timeout=900)
+    result = subprocess.run(
+        ["bash", "-c", tests], cwd=clone, env=test_env, capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert re.search(r"\d+ passed", result.stdout)

@@ -10,14 +10,29 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED = ("sdk", "collector_processor", "tests", "bench", "examples", "docs", "README.md",
-           ".ci", "pyproject.toml", "otel-config.yaml")
+CHECKED = (
+    "sdk",
+    "collector_processor",
+    "tests",
+    "bench",
+    "examples",
+    "docs",
+    "README.md",
+    ".ci",
+    "pyproject.toml",
+    "otel-config.yaml",
+)
 OUTSIDE = re.compile(r"\.\./shared|DESIGN\.md|\bspec §")
 
 
 def tracked_files() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "-z", "--", *CHECKED], cwd=ROOT, check=True,
-                            capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--", *CHECKED], cwd=ROOT, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     return [ROOT / name for name in listed if name and (ROOT / name).is_file()]
 
 

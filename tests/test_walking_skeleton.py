@@ -31,7 +31,10 @@ def test_request_and_tool_spans_become_one_trace_a_record_and_a_row(tmp_path: Pa
     (trace,) = traces_from_readable_spans(capture.readable_spans())
 
     assert (trace.seed_id, trace.variant_id, dict(trace.assignments)) == (
-        "refund", "refund::2", {"gender": "woman"})
+        "refund",
+        "refund::2",
+        {"gender": "woman"},
+    )
     assert [t.name for t in trace.trace.tool_calls] == ["kb_search"]
     assert trace.trace.escalated and trace.trace.escalation_reason == "identity check"
     assert trace.input == "Can I get a refund?" and not trace.partial

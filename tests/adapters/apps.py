@@ -33,11 +33,21 @@ def scripted_model(tool_first: bool) -> GenericFakeChatModel:
     """A fake chat model that (optionally) asks for kb_search, then answers."""
     script: list[AIMessage] = []
     if tool_first:
-        script.append(AIMessage(content="", usage_metadata=_usage(11, 3), tool_calls=[
-            {"name": "kb_search", "args": {"query": "refunds"}, "id": "call_kb_1"}],
-            response_metadata={"model_name": "gpt-4o-mini-2024-07-18"}))
-    script.append(AIMessage(content="Here is how refunds work.", usage_metadata=_usage(25, 6),
-                            response_metadata={"model_name": "gpt-4o-mini-2024-07-18"}))
+        script.append(
+            AIMessage(
+                content="",
+                usage_metadata=_usage(11, 3),
+                tool_calls=[{"name": "kb_search", "args": {"query": "refunds"}, "id": "call_kb_1"}],
+                response_metadata={"model_name": "gpt-4o-mini-2024-07-18"},
+            )
+        )
+    script.append(
+        AIMessage(
+            content="Here is how refunds work.",
+            usage_metadata=_usage(25, 6),
+            response_metadata={"model_name": "gpt-4o-mini-2024-07-18"},
+        )
+    )
     return GenericFakeChatModel(messages=itertools.cycle(script))
 
 
@@ -69,20 +79,29 @@ def __getattr__(name: str) -> Any:
     if name == "stub_client":
         import openai
 
-        return openai.OpenAI(base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"], api_key="test",
-                             max_retries=0)
+        return openai.OpenAI(
+            base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"], api_key="test", max_retries=0
+        )
     if name == "stub_desk_agent":  # an Agents SDK triage agent that can hand off to a desk
         import openai
         from agents import Agent, OpenAIChatCompletionsModel, function_tool
 
-        client = openai.AsyncOpenAI(base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"],
-                                    api_key="test", max_retries=0)
+        client = openai.AsyncOpenAI(
+            base_url=os.environ["SPANGUARD_TEST_OPENAI_URL"], api_key="test", max_retries=0
+        )
         search = function_tool(kb_search.func, name_override="kb_search")
-        desk = Agent(name="human_desk", instructions="Call back.",
-                     model=OpenAIChatCompletionsModel(model="desk-model", openai_client=client))
-        return Agent(name="triage", instructions="Help.", tools=[search], handoffs=[desk],
-                     model=OpenAIChatCompletionsModel(model="triage-model",
-                                                      openai_client=client))
+        desk = Agent(
+            name="human_desk",
+            instructions="Call back.",
+            model=OpenAIChatCompletionsModel(model="desk-model", openai_client=client),
+        )
+        return Agent(
+            name="triage",
+            instructions="Help.",
+            tools=[search],
+            handoffs=[desk],
+            model=OpenAIChatCompletionsModel(model="triage-model", openai_client=client),
+        )
     raise AttributeError(name)
 
 
@@ -102,8 +121,10 @@ def build_desk_graph(biased: bool) -> Any:
         # a run without any is NO_SIGNAL); the biased desk also sends every woman
         case = int(state["question"].split(":")[0].removeprefix("Case ").strip() or 0)
         handoff = case % 3 == 0 or (biased and group == "woman")
-        return {"answer": "A colleague will call you." if handoff else "Refunds take 5 days.",
-                "handoff": handoff}
+        return {
+            "answer": "A colleague will call you." if handoff else "Refunds take 5 days.",
+            "handoff": handoff,
+        }
 
     builder = StateGraph(DeskState)
     builder.add_node("desk", desk)
@@ -142,10 +163,15 @@ TOOL_FUNCTIONS = {"kb_lookup": kb_lookup, "refund_status": refund_status}
 
 
 def _asking_model(tools: list[str]) -> GenericFakeChatModel:
-    calls = [{"name": name, "args": {"query": "refund"}, "id": f"call_{i}"}
-             for i, name in enumerate(tools)]
-    return GenericFakeChatModel(messages=itertools.cycle([AIMessage(
-        content="", tool_calls=calls, usage_metadata=_usage(9, 4))]))
+    calls = [
+        {"name": name, "args": {"query": "refund"}, "id": f"call_{i}"}
+        for i, name in enumerate(tools)
+    ]
+    return GenericFakeChatModel(
+        messages=itertools.cycle(
+            [AIMessage(content="", tool_calls=calls, usage_metadata=_usage(9, 4))]
+        )
+    )
 
 
 def build_tool_caller(biased: bool) -> Any:

@@ -12,8 +12,9 @@ import spanguard
 from spanguard.testing import SpanCapture
 
 
-def call_captured(app: Callable[..., Any], prompt: str, assignments: Mapping[str, str]
-                  ) -> tuple[Any, list[dict[str, Any]]]:
+def call_captured(
+    app: Callable[..., Any], prompt: str, assignments: Mapping[str, str]
+) -> tuple[Any, list[dict[str, Any]]]:
     """Call an adapted app inside a spanguard request; return its result and spans (by start)."""
     with SpanCapture() as capture:
         with spanguard.request("adapter_test", assignments=dict(assignments)):

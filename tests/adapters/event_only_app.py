@@ -44,8 +44,14 @@ def _hex_ids(value: Any) -> Any:
     import base64
 
     if isinstance(value, dict):
-        return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId")
-                    and isinstance(v, str) else _hex_ids(v)) for k, v in value.items()}
+        return {
+            k: (
+                base64.b64decode(v).hex()
+                if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
+                else _hex_ids(v)
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_hex_ids(v) for v in value]
     return value
@@ -106,8 +112,10 @@ def _otlp(endpoint: str, grpc: bool, tracing: TracerProvider, logging: LoggerPro
             OTLPSpanExporter as HttpSpans,
         )
 
-        spans, logs = HttpSpans(endpoint=endpoint + "/v1/traces"), \
-            HttpLogs(endpoint=endpoint + "/v1/logs")
+        spans, logs = (
+            HttpSpans(endpoint=endpoint + "/v1/traces"),
+            HttpLogs(endpoint=endpoint + "/v1/logs"),
+        )
     tracing.add_span_processor(BatchSpanProcessor(spans))
     logging.add_log_record_processor(BatchLogRecordProcessor(logs))
 
@@ -129,14 +137,16 @@ def main(out_file: str, fmt: str, base_url: str, variants_json: str) -> None:
     tracer = tracing.get_tracer("renter-support")
     client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
     for variant in json.loads(Path(variants_json).read_text()):
-        identity = {"spanguard.seed_id": variant["seed_id"],
-                    "spanguard.variant_id": variant["id"]}
-        identity.update({f"spanguard.assignment.{k}": v
-                         for k, v in variant["assignments"].items()})
+        identity = {"spanguard.seed_id": variant["seed_id"], "spanguard.variant_id": variant["id"]}
+        identity.update({f"spanguard.assignment.{k}": v for k, v in variant["assignments"].items()})
         with tracer.start_as_current_span("renter request", attributes=identity):
-            client.chat.completions.create(model="gpt-4o-mini", messages=[
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": variant["prompt"]}])
+            client.chat.completions.create(
+                model="gpt-4o-mini",
+                messages=[
+                    {"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": variant["prompt"]},
+                ],
+            )
     tracing.shutdown()
     logging.shutdown()
 

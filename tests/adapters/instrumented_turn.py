@@ -50,10 +50,20 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 QUESTION = "Weather in Paris?"
 SYSTEM = "You answer in one sentence."
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather of a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather of a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 def get_weather(city: str) -> str:
@@ -67,18 +77,27 @@ def openai_turn(base_url: str) -> str:
 
 
 def openai_turn_with(client: Any) -> str:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
-                                      {"role": "user", "content": QUESTION}]
-    first = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
-                                           tools=TOOLS)  # type: ignore[arg-type]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": QUESTION},
+    ]
+    first = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=messages,  # type: ignore[arg-type]
+        tools=TOOLS,
+    )  # type: ignore[arg-type]
     message = first.choices[0].message
     messages.append(message.model_dump(exclude_none=True))
     for call in message.tool_calls or []:
         arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
-        messages.append({"role": "tool", "tool_call_id": call.id,
-                         "content": get_weather(**arguments)})
-    second = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
-                                            tools=TOOLS)  # type: ignore[arg-type]
+        messages.append(
+            {"role": "tool", "tool_call_id": call.id, "content": get_weather(**arguments)}
+        )
+    second = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=messages,  # type: ignore[arg-type]
+        tools=TOOLS,
+    )  # type: ignore[arg-type]
     return second.choices[0].message.content or ""
 
 
@@ -86,9 +105,13 @@ def langfuse_turn(base_url: str, otlp_url: str, turns: int) -> str:
     from langfuse import Langfuse, observe
     from langfuse.openai import openai as lf_openai  # type: ignore[attr-defined]
 
-    client = Langfuse(public_key="pk-lf-test", secret_key="sk-lf-test",
-                      base_url="http://127.0.0.1:9", tracer_provider=TracerProvider(),
-                      span_exporter=OTLPSpanExporter(endpoint=otlp_url))
+    client = Langfuse(
+        public_key="pk-lf-test",
+        secret_key="sk-lf-test",
+        base_url="http://127.0.0.1:9",
+        tracer_provider=TracerProvider(),
+        span_exporter=OTLPSpanExporter(endpoint=otlp_url),
+    )
 
     @observe(as_type="tool", name="get_weather")
     def weather(city: str) -> str:
@@ -96,19 +119,27 @@ def langfuse_turn(base_url: str, otlp_url: str, turns: int) -> str:
 
     @observe(as_type="agent", name="weather turn")
     def turn(question: str) -> str:
-        openai_client = lf_openai.OpenAI(base_url=base_url, api_key="test-key",
-                                         max_retries=0)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
-                                          {"role": "user", "content": question}]
-        first = openai_client.chat.completions.create(model="gpt-4o-mini", messages=messages,
-                                                      tools=TOOLS)
+        openai_client = lf_openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": question},
+        ]
+        first = openai_client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, tools=TOOLS
+        )
         message = first.choices[0].message
         messages.append(message.model_dump(exclude_none=True))
         for call in message.tool_calls or []:
-            messages.append({"role": "tool", "tool_call_id": call.id,
-                             "content": weather(**json.loads(call.function.arguments))})
-        second = openai_client.chat.completions.create(model="gpt-4o-mini",
-                                                       messages=messages, tools=TOOLS)
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": weather(**json.loads(call.function.arguments)),
+                }
+            )
+        second = openai_client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, tools=TOOLS
+        )
         return second.choices[0].message.content or ""
 
     answers = [turn(QUESTION) for _ in range(turns)]
@@ -122,8 +153,12 @@ def logfire_turn(base_url: str, provider: TracerProvider) -> str:
     import openai
 
     processor = provider._active_span_processor._span_processors[0]  # the OTLP exporter's
-    logfire.configure(send_to_logfire=False, console=False, service_name="turn-logfire",
-                      additional_span_processors=[processor])
+    logfire.configure(
+        send_to_logfire=False,
+        console=False,
+        service_name="turn-logfire",
+        additional_span_processors=[processor],
+    )
     client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
     logfire.instrument_openai(client)
     with logfire.span("weather turn"):
@@ -139,10 +174,18 @@ def pydantic_ai_turn(base_url: str, provider: TracerProvider) -> str:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=base_url,
-                                                                   api_key="test-key"))
-    agent = Agent(model, system_prompt=SYSTEM, capabilities=[Instrumentation(
-        settings=InstrumentationSettings(tracer_provider=provider, include_content=True))])
+    model = OpenAIChatModel(
+        "gpt-4o-mini", provider=OpenAIProvider(base_url=base_url, api_key="test-key")
+    )
+    agent = Agent(
+        model,
+        system_prompt=SYSTEM,
+        capabilities=[
+            Instrumentation(
+                settings=InstrumentationSettings(tracer_provider=provider, include_content=True)
+            )
+        ],
+    )
 
     @agent.tool_plain(name="get_weather")
     def weather(city: str) -> str:
@@ -158,8 +201,12 @@ def spanguard_wrapped_turns(base_url: str, otlp_url: str, turns: int) -> str:
 
     import spanguard
 
-    spanguard.configure(service_name="turn-spanguard-openai-v2", exporter="otlp-http",
-                        endpoint=otlp_url, capture_content=True)
+    spanguard.configure(
+        service_name="turn-spanguard-openai-v2",
+        exporter="otlp-http",
+        endpoint=otlp_url,
+        capture_content=True,
+    )
     OpenAIInstrumentor().instrument()
     client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
 
@@ -170,8 +217,11 @@ def spanguard_wrapped_turns(base_url: str, otlp_url: str, turns: int) -> str:
     def model_call(messages: list[dict[str, Any]]) -> Any:
         with spanguard.llm_call("gpt-4o-mini", provider="openai") as call:
             call.set_input(messages)
-            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
-                                                   tools=TOOLS)  # type: ignore[arg-type]
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini",
+                messages=messages,  # type: ignore[arg-type]
+                tools=TOOLS,
+            )  # type: ignore[arg-type]
             assert reply.usage is not None
             call.record_usage(reply.usage.prompt_tokens, reply.usage.completion_tokens)
             call.set_response_model(reply.model)
@@ -180,15 +230,23 @@ def spanguard_wrapped_turns(base_url: str, otlp_url: str, turns: int) -> str:
 
     answer = ""
     for turn in range(turns):
-        with spanguard.request("weather", seed_id=f"s{turn}", variant_id=f"s{turn}-a",
-                               input=QUESTION) as request:
-            messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
-                                              {"role": "user", "content": QUESTION}]
+        with spanguard.request(
+            "weather", seed_id=f"s{turn}", variant_id=f"s{turn}-a", input=QUESTION
+        ) as request:
+            messages: list[dict[str, Any]] = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ]
             message = model_call(messages)
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls or []:
-                messages.append({"role": "tool", "tool_call_id": call.id,
-                                 "content": weather(**json.loads(call.function.arguments))})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "content": weather(**json.loads(call.function.arguments)),
+                    }
+                )
             answer = model_call(messages).content or ""
             request.set_output(answer)
     spanguard.shutdown()
@@ -213,17 +271,30 @@ def openinference_agent_turns(base_url: str, otlp_url: str, name: str, turns: in
         import openai
 
         client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
-                                          {"role": "user", "content": question}]
-        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
-                                               tools=TOOLS)  # type: ignore[arg-type]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": question},
+        ]
+        first = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=messages,  # type: ignore[arg-type]
+            tools=TOOLS,
+        )  # type: ignore[arg-type]
         message = first.choices[0].message
         messages.append(message.model_dump(exclude_none=True))
         for call in message.tool_calls or []:
-            messages.append({"role": "tool", "tool_call_id": call.id,
-                             "content": weather(**json.loads(call.function.arguments))})  # type: ignore[union-attr]
-        second = client.chat.completions.create(model="gpt-4o-mini", messages=messages,  # type: ignore[arg-type]
-                                                tools=TOOLS)  # type: ignore[arg-type]
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": weather(**json.loads(call.function.arguments)),
+                }
+            )  # type: ignore[union-attr]
+        second = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=messages,  # type: ignore[arg-type]
+            tools=TOOLS,
+        )  # type: ignore[arg-type]
         return second.choices[0].message.content or ""
 
     answers = [turn(QUESTION) for _ in range(turns)]
@@ -241,8 +312,12 @@ def langchain_turn(base_url: str) -> str:
         """Current weather of a city."""
         return get_weather(city)
 
-    model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url, api_key="test-key",  # type: ignore[arg-type]
-                       max_retries=0).bind_tools([weather_tool])
+    model = ChatOpenAI(
+        model="gpt-4o-mini",
+        base_url=base_url,
+        api_key="test-key",  # type: ignore[arg-type]
+        max_retries=0,
+    ).bind_tools([weather_tool])
     messages: list[BaseMessage] = [SystemMessage(SYSTEM), HumanMessage(QUESTION)]
     reply = model.invoke(messages)
     messages.append(reply)

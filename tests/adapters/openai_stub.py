@@ -23,13 +23,22 @@ class Stub:
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
-def chat_completion(content: str | None = "Hello.", *, refusal: str | None = None,
-                    tool_calls: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
-                    prompt_tokens: int = 12, completion_tokens: int = 5,
-                    model: str = "gpt-4o-mini-2024-07-18") -> dict[str, Any]:
+def chat_completion(
+    content: str | None = "Hello.",
+    *,
+    refusal: str | None = None,
+    tool_calls: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
+    prompt_tokens: int = 12,
+    completion_tokens: int = 5,
+    model: str = "gpt-4o-mini-2024-07-18",
+) -> dict[str, Any]:
     """A ``chat.completion`` object as the API sends it."""
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal,
-                               "annotations": []}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "refusal": refusal,
+        "annotations": [],
+    }
     if tool_calls:
         message["tool_calls"] = [
             {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
@@ -37,27 +46,47 @@ def chat_completion(content: str | None = "Hello.", *, refusal: str | None = Non
         ]
     finish = "tool_calls" if tool_calls else "stop"
     return {
-        "id": "chatcmpl-AbC123", "object": "chat.completion", "created": 1_732_000_000,
-        "model": model, "system_fingerprint": "fp_0123456789",
+        "id": "chatcmpl-AbC123",
+        "object": "chat.completion",
+        "created": 1_732_000_000,
+        "model": model,
+        "system_fingerprint": "fp_0123456789",
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens,
-                  "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-                  "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                                "accepted_prediction_tokens": 0,
-                                                "rejected_prediction_tokens": 0}},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
         "service_tier": "default",
     }
 
 
-def response(text: str | None = "Hello.", *, refusal: str | None = None,
-             function_calls: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
-             input_tokens: int = 10, output_tokens: int = 4,
-             model: str = "gpt-4o-mini-2024-07-18") -> dict[str, Any]:
+def response(
+    text: str | None = "Hello.",
+    *,
+    refusal: str | None = None,
+    function_calls: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
+    input_tokens: int = 10,
+    output_tokens: int = 4,
+    model: str = "gpt-4o-mini-2024-07-18",
+) -> dict[str, Any]:
     """A Responses API ``response`` object as the API sends it."""
     output: list[dict[str, Any]] = [
-        {"type": "function_call", "id": f"fc_{i}", "call_id": call_id, "name": name,
-         "arguments": args, "status": "completed"}
+        {
+            "type": "function_call",
+            "id": f"fc_{i}",
+            "call_id": call_id,
+            "name": name,
+            "arguments": args,
+            "status": "completed",
+        }
         for i, (call_id, name, args) in enumerate(function_calls)
     ]
     content: list[dict[str, Any]] = []
@@ -66,30 +95,59 @@ def response(text: str | None = "Hello.", *, refusal: str | None = None,
     if refusal is not None:
         content.append({"type": "refusal", "refusal": refusal})
     if content:
-        output.append({"type": "message", "id": "msg_1", "status": "completed",
-                       "role": "assistant", "content": content})
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "role": "assistant",
+                "content": content,
+            }
+        )
     return {
-        "id": "resp_1", "object": "response", "created_at": 1_732_000_000,
-        "status": "completed", "error": None, "incomplete_details": None,
-        "instructions": None, "max_output_tokens": None, "model": model, "output": output,
-        "parallel_tool_calls": True, "previous_response_id": None,
-        "reasoning": {"effort": None, "summary": None}, "store": True, "temperature": 1.0,
-        "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [], "top_p": 1.0,
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1_732_000_000,
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
         "truncation": "disabled",
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                  "total_tokens": input_tokens + output_tokens,
-                  "input_tokens_details": {"cached_tokens": 0},
-                  "output_tokens_details": {"reasoning_tokens": 0}},
-        "user": None, "metadata": {},
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+        "user": None,
+        "metadata": {},
     }
 
 
 def _refused(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
     """The API's own refusal of ``metadata`` on a chat completion that is not stored."""
     if path == "/chat/completions" and body.get("metadata") and body.get("store") is not True:
-        return 400, {"error": {
-            "message": "The 'metadata' parameter is only allowed when 'store' is enabled.",
-            "type": "invalid_request_error", "param": "metadata", "code": None}}
+        return 400, {
+            "error": {
+                "message": "The 'metadata' parameter is only allowed when 'store' is enabled.",
+                "type": "invalid_request_error",
+                "param": "metadata",
+                "code": None,
+            }
+        }
     return None
 
 
@@ -136,8 +194,11 @@ def support_answer(biased: bool) -> Responder:
     def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
         text = json.dumps(body.get("messages") or body.get("input"))
         refuse = biased and "woman" in text
-        reply = ("I cannot help with that request." if refuse
-                 else "Your refund is on its way; it takes 5 business days.")
+        reply = (
+            "I cannot help with that request."
+            if refuse
+            else "Your refund is on its way; it takes 5 business days."
+        )
         return chat_completion(reply) if path == "/chat/completions" else response(reply)
 
     return answer

@@ -19,7 +19,7 @@ from .openai_stub import openai_stub, support_answer
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"
 _BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
-_MYAGENT = '''
+_MYAGENT = """
 from openai import OpenAI
 
 client = OpenAI()
@@ -30,14 +30,14 @@ def lookup(query: str) -> str:
 
 
 TOOLS = {"kb_lookup": lookup}
-'''
+"""
 
 
 def _blocks() -> list[tuple[str, str, bool]]:
     page = (ROOT / "docs" / "adapters.md").read_text(encoding="utf-8")
     out = []
     for match in _BLOCK.finditer(page):
-        before = page[:match.start()].rstrip().splitlines()[-1]
+        before = page[: match.start()].rstrip().splitlines()[-1]
         out.append((match.group(1), match.group(2), "ested" in before))
     return out
 
@@ -54,8 +54,9 @@ def _workspace(tmp: Path) -> None:
 
 
 @pytest.mark.integration
-def test_every_example_on_the_adapters_page_runs(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_example_on_the_adapters_page_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocks = _blocks()
     assert sum(1 for lang, _, _ in blocks if lang == "python") >= 2
     assert sum(1 for lang, _, tested in blocks if lang == "bash" and tested) >= 3

@@ -38,8 +38,14 @@ GOLDEN = Path(__file__).parents[1] / "data" / "instrumentors"
 TURN = Path(__file__).with_name("instrumented_turn.py")
 ANSWER = "It is sunny and 21 °C in Paris."
 # instrumentor → spans it sends for the turn (LLM calls, tool span, parent span)
-SPANS = {"openai-v2": 3, "openllmetry-openai": 3, "openinference-openai": 2,
-         "openinference-langchain": 3, "logfire": 3, "pydantic-ai": 4}
+SPANS = {
+    "openai-v2": 3,
+    "openllmetry-openai": 3,
+    "openinference-openai": 2,
+    "openinference-langchain": 3,
+    "logfire": 3,
+    "pydantic-ai": 4,
+}
 # instrumentors whose tool span executes the call the model requested (the others record only
 # the request: the app's tool is not instrumented)
 EXECUTED = ("openinference-langchain", "pydantic-ai")
@@ -52,8 +58,12 @@ OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
 def responder(path: str, body: dict[str, Any]) -> dict[str, Any]:
     if any(m.get("role") == "tool" for m in body["messages"]):
         return chat_completion(ANSWER, prompt_tokens=61, completion_tokens=11)
-    return chat_completion(None, tool_calls=[("call_w1", "get_weather", '{"city": "Paris"}')],
-                           prompt_tokens=48, completion_tokens=17)
+    return chat_completion(
+        None,
+        tool_calls=[("call_w1", "get_weather", '{"city": "Paris"}')],
+        prompt_tokens=48,
+        completion_tokens=17,
+    )
 
 
 def normalised(trace: dict[str, Any]) -> dict[str, Any]:
@@ -63,8 +73,7 @@ def normalised(trace: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_turn(trace: AgentTrace, *, requested: bool) -> None:
-    assert [(t.name, t.requested) for t in trace.trace.tool_calls] == [
-        ("get_weather", requested)]
+    assert [(t.name, t.requested) for t in trace.trace.tool_calls] == [("get_weather", requested)]
     assert trace.input == "Weather in Paris?"
     assert trace.output == ANSWER
     assert len(trace.llm_calls) == 2
@@ -79,25 +88,30 @@ def check_golden(trace: AgentTrace, name: str) -> None:
     golden = GOLDEN / f"{name}.json"
     if os.environ.get("SPANGUARD_UPDATE_GOLDEN"):
         golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
+        golden.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     assert got == json.loads(golden.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("instrumentor", sorted(SPANS))
 def test_a_turn_instrumented_by_a_third_party_becomes_one_agent_trace(
-        instrumentor: str, tmp_path: Path) -> None:
+    instrumentor: str, tmp_path: Path
+) -> None:
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
     try:
         with openai_stub(responder) as stub:
             # only openai-v2 needs settings for text on spans (docs/adapters.md's table)
-            env = {k: v for k, v in os.environ.items()
-                   if k not in (CONTENT_ENV, OPT_IN_ENV)} | {"PYTHONUNBUFFERED": "1"}
+            env = {k: v for k, v in os.environ.items() if k not in (CONTENT_ENV, OPT_IN_ENV)} | {
+                "PYTHONUNBUFFERED": "1"
+            }
             if instrumentor == "openai-v2":  # a content mode; this pin needs no opt-in
                 env |= {CONTENT_ENV: "SPAN_ONLY"}
             run = subprocess.run(
-                [sys.executable, str(TURN), instrumentor, serve.url + "/v1/traces",
-                 stub.base_url], env=env, capture_output=True, text=True, timeout=120)
+                [sys.executable, str(TURN), instrumentor, serve.url + "/v1/traces", stub.base_url],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert run.returncode == 0, run.stderr
             assert run.stdout.strip() == ANSWER
             assert len(stub.requests) == 2
@@ -110,13 +124,17 @@ def test_a_turn_instrumented_by_a_third_party_becomes_one_agent_trace(
 
 
 def test_a_turn_recorded_with_traceloop_sdk_decorators_becomes_one_agent_trace(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     data = (GOLDEN / "traceloop-sdk.otlp").read_bytes()
     (size,) = struct.unpack(">I", data[:4])
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
     try:
-        reply = httpx.post(serve.url + "/v1/traces", content=data[4:4 + size],
-                           headers={"content-type": "application/x-protobuf"})
+        reply = httpx.post(
+            serve.url + "/v1/traces",
+            content=data[4 : 4 + size],
+            headers={"content-type": "application/x-protobuf"},
+        )
         assert reply.status_code == 200
         serve.wait_idle(4)
     finally:
@@ -130,20 +148,32 @@ def test_a_turn_recorded_with_traceloop_sdk_decorators_becomes_one_agent_trace(
     check_golden(trace, "traceloop-sdk")
 
 
-@pytest.mark.parametrize("settings", [
-    {}, {CONTENT_ENV: "true"}, {CONTENT_ENV: "EVENT_ONLY"},
-    {CONTENT_ENV: "true", OPT_IN_ENV: "gen_ai_latest_experimental"}],
-    ids=["nothing", "true", "event-only", "true-with-opt-in"])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {CONTENT_ENV: "true"},
+        {CONTENT_ENV: "EVENT_ONLY"},
+        {CONTENT_ENV: "true", OPT_IN_ENV: "gen_ai_latest_experimental"},
+    ],
+    ids=["nothing", "true", "event-only", "true-with-opt-in"],
+)
 def test_openai_v2_puts_no_text_on_spans_without_a_span_content_mode(
-        settings: dict[str, str], tmp_path: Path) -> None:
+    settings: dict[str, str], tmp_path: Path
+) -> None:
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
     try:
         with openai_stub(responder) as stub:
-            env = {k: v for k, v in os.environ.items()
-                   if k not in (CONTENT_ENV, OPT_IN_ENV)} | settings
+            env = {
+                k: v for k, v in os.environ.items() if k not in (CONTENT_ENV, OPT_IN_ENV)
+            } | settings
             run = subprocess.run(
-                [sys.executable, str(TURN), "openai-v2", serve.url + "/v1/traces",
-                 stub.base_url], env=env, capture_output=True, text=True, timeout=120)
+                [sys.executable, str(TURN), "openai-v2", serve.url + "/v1/traces", stub.base_url],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert run.returncode == 0, run.stderr
         serve.wait_idle(SPANS["openai-v2"])
     finally:

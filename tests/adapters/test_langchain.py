@@ -18,8 +18,10 @@ from spanguard_processor.fairness.run.runner import run_app
 from . import apps
 from .conftest import call_captured
 
-VARIANTS = [Variant("s::1", "s", "How do refunds work?", {"gender": "man"}),
-            Variant("s::2", "s", "How do refunds work?", {"gender": "woman"})]
+VARIANTS = [
+    Variant("s::1", "s", "How do refunds work?", {"gender": "man"}),
+    Variant("s::2", "s", "How do refunds work?", {"gender": "woman"}),
+]
 
 
 def test_graph_records_each_executed_tool_once_with_model_usage() -> None:
@@ -29,9 +31,13 @@ def test_graph_records_each_executed_tool_once_with_model_usage() -> None:
     names = [s["name"] for s in spans]
     assert names.count("execute_tool kb_search") == 1
     chats = [s for s in spans if s["name"].startswith("chat ")]
-    assert [(c["attributes"][semconv.GEN_AI_USAGE_INPUT_TOKENS],
-             c["attributes"][semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) for c in chats] == [
-        (11, 3), (25, 6)]
+    assert [
+        (
+            c["attributes"][semconv.GEN_AI_USAGE_INPUT_TOKENS],
+            c["attributes"][semconv.GEN_AI_USAGE_OUTPUT_TOKENS],
+        )
+        for c in chats
+    ] == [(11, 3), (25, 6)]
     # the provider LangChain itself reports (ls_provider), the model that answered
     assert chats[0]["attributes"][semconv.GEN_AI_PROVIDER_NAME] == "genericfakechatmodel"
     assert chats[0]["attributes"][semconv.GEN_AI_RESPONSE_MODEL] == "gpt-4o-mini-2024-07-18"
@@ -66,14 +72,20 @@ def test_bare_chat_model_records_the_tool_calls_it_asks_for() -> None:
 
 class _GroupRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
-        return [Document(page_content="a", id="d1", metadata={"group": "official"}),
-                Document(page_content="b", id="d2", metadata={"group": "forum", "score": 0.4})]
+        return [
+            Document(page_content="a", id="d1", metadata={"group": "official"}),
+            Document(page_content="b", id="d2", metadata={"group": "forum", "score": 0.4}),
+        ]
 
 
 def test_chain_with_prompt_input_and_retriever_records_documents() -> None:
     model = FakeListChatModel(responses=["Answer for {group}"])
-    chain = (RunnableLambda(lambda x: x["question"]) | _GroupRetriever()
-             | RunnableLambda(lambda docs: f"{len(docs)} docs") | model)
+    chain = (
+        RunnableLambda(lambda x: x["question"])
+        | _GroupRetriever()
+        | RunnableLambda(lambda docs: f"{len(docs)} docs")
+        | model
+    )
     app = langchain_runnable(chain, input_key="question")
     text, _ = call_captured(app, "Where?", {"group": "a"})
     assert text == "Answer for {group}"
@@ -84,12 +96,14 @@ def test_chain_with_prompt_input_and_retriever_records_documents() -> None:
 
 def test_output_key_and_custom_input_builder() -> None:
     chain = RunnableLambda(lambda x: {"answer": f"{x['q']} / {x['tone']}"})
-    app = langchain_runnable(chain, input_builder=lambda p, a: {"q": p, "tone": a["tone"]},
-                             output_key="answer")
+    app = langchain_runnable(
+        chain, input_builder=lambda p, a: {"q": p, "tone": a["tone"]}, output_key="answer"
+    )
     assert call_captured(app, "hi", {"tone": "formal"})[0] == "hi / formal"
     with pytest.raises(AdapterError, match="the result has no 'answer' key"):
-        call_captured(langchain_runnable(RunnableLambda(lambda x: {"a": 1}),
-                                         output_key="answer"), "hi", {})
+        call_captured(
+            langchain_runnable(RunnableLambda(lambda x: {"a": 1}), output_key="answer"), "hi", {}
+        )
 
 
 def test_result_without_text_is_an_adapter_error() -> None:
@@ -98,7 +112,8 @@ def test_result_without_text_is_an_adapter_error() -> None:
     assert str(info.value) == (
         "the langchain adapter: the result has no text (got AIMessage); expected a string, a "
         "message with text content, or a state dict whose last 'messages' entry has text (or "
-        "set output_key).")
+        "set output_key)."
+    )
 
 
 def test_wrong_framework_objects_are_rejected() -> None:
@@ -106,9 +121,13 @@ def test_wrong_framework_objects_are_rejected() -> None:
         langgraph_graph(apps.uncompiled)
     assert str(info.value) == (
         "the langgraph adapter: StateGraph is not a compiled LangGraph graph (call .compile() "
-        "on the StateGraph first); expected the result of StateGraph(...).compile().")
-    with pytest.raises(AdapterError, match="the langchain adapter: function is not a LangChain "
-                                           "Runnable; expected an object with invoke"):
+        "on the StateGraph first); expected the result of StateGraph(...).compile()."
+    )
+    with pytest.raises(
+        AdapterError,
+        match="the langchain adapter: function is not a LangChain "
+        "Runnable; expected an object with invoke",
+    ):
         langchain_runnable(lambda x: x)
     with pytest.raises(AdapterError, match="the langgraph adapter: FakeListChatModel is not"):
         langgraph_graph(FakeListChatModel(responses=["x"]))

@@ -21,8 +21,7 @@ def _value(value: Any) -> dict[str, Any]:
         return {"intValue": str(value)}
     if isinstance(value, list):
         return {"arrayValue": {"values": [_value(v) for v in value]}}
-    return {"kvlistValue": {"values": [{"key": k, "value": _value(v)}
-                                       for k, v in value.items()]}}
+    return {"kvlistValue": {"values": [{"key": k, "value": _value(v)} for k, v in value.items()]}}
 
 
 def _attrs(values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -31,21 +30,34 @@ def _attrs(values: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _files(tmp_path: Path, records: list[dict[str, Any]]) -> list[Path]:
     spans = [
-        {"traceId": TRACE, "spanId": ROOT, "name": "turn", "startTimeUnixNano": "1000",
-         "endTimeUnixNano": "9000", "attributes": _attrs({"spanguard.variant_id": "v1"})},
-        {"traceId": TRACE, "spanId": CHAT, "parentSpanId": ROOT, "name": "chat gpt-4o",
-         "startTimeUnixNano": "2000", "endTimeUnixNano": "8000",
-         "attributes": _attrs({"gen_ai.operation.name": "chat",
-                               "gen_ai.request.model": "gpt-4o"})},
+        {
+            "traceId": TRACE,
+            "spanId": ROOT,
+            "name": "turn",
+            "startTimeUnixNano": "1000",
+            "endTimeUnixNano": "9000",
+            "attributes": _attrs({"spanguard.variant_id": "v1"}),
+        },
+        {
+            "traceId": TRACE,
+            "spanId": CHAT,
+            "parentSpanId": ROOT,
+            "name": "chat gpt-4o",
+            "startTimeUnixNano": "2000",
+            "endTimeUnixNano": "8000",
+            "attributes": _attrs(
+                {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}
+            ),
+        },
     ]
     span_file, log_file = tmp_path / "spans.jsonl", tmp_path / "logs.jsonl"
-    span_file.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
-                         + "\n")
+    span_file.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n")
     for record in records:
         record.setdefault("traceId", TRACE)
         record.setdefault("spanId", CHAT)
-    log_file.write_text(json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]})
-                        + "\n")
+    log_file.write_text(
+        json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}) + "\n"
+    )
     return [span_file, log_file]
 
 
@@ -55,51 +67,118 @@ def _one(tmp_path: Path, records: list[dict[str, Any]]) -> Any:
 
 
 def test_inference_details_fill_the_call_and_the_request(tmp_path: Path) -> None:
-    trace = _one(tmp_path, [{
-        "eventName": "gen_ai.client.inference.operation.details", "timeUnixNano": "8000",
-        "attributes": _attrs({
-            "gen_ai.system_instructions": [{"type": "text", "content": "Be brief."}],
-            "gen_ai.input.messages": [{"role": "user", "parts": [
-                {"type": "text", "content": "Can I rent here?"}]}],
-            "gen_ai.output.messages": [{"role": "assistant", "finish_reason": "stop",
-                                        "parts": [{"type": "text", "content": "Yes."}]}]})}])
+    trace = _one(
+        tmp_path,
+        [
+            {
+                "eventName": "gen_ai.client.inference.operation.details",
+                "timeUnixNano": "8000",
+                "attributes": _attrs(
+                    {
+                        "gen_ai.system_instructions": [{"type": "text", "content": "Be brief."}],
+                        "gen_ai.input.messages": [
+                            {
+                                "role": "user",
+                                "parts": [{"type": "text", "content": "Can I rent here?"}],
+                            }
+                        ],
+                        "gen_ai.output.messages": [
+                            {
+                                "role": "assistant",
+                                "finish_reason": "stop",
+                                "parts": [{"type": "text", "content": "Yes."}],
+                            }
+                        ],
+                    }
+                ),
+            }
+        ],
+    )
     assert (trace.input, trace.output) == ("Can I rent here?", "Yes.")
     assert trace.llm_calls[0].finish_reasons == ("stop",)
     assert trace.unread == ()
 
 
 def test_the_older_per_message_events_are_read_in_order(tmp_path: Path) -> None:
-    trace = _one(tmp_path, [
-        {"eventName": "gen_ai.system.message", "timeUnixNano": "2100",
-         "body": _value({"content": "Be brief."})},
-        {"eventName": "gen_ai.user.message", "timeUnixNano": "2200",
-         "body": _value({"content": "Can I rent here?"})},
-        {"timeUnixNano": "7900", "attributes": _attrs({"event.name": "gen_ai.choice"}),
-         "body": _value({"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "No, sorry."}})},
-    ])
+    trace = _one(
+        tmp_path,
+        [
+            {
+                "eventName": "gen_ai.system.message",
+                "timeUnixNano": "2100",
+                "body": _value({"content": "Be brief."}),
+            },
+            {
+                "eventName": "gen_ai.user.message",
+                "timeUnixNano": "2200",
+                "body": _value({"content": "Can I rent here?"}),
+            },
+            {
+                "timeUnixNano": "7900",
+                "attributes": _attrs({"event.name": "gen_ai.choice"}),
+                "body": _value(
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "No, sorry."},
+                    }
+                ),
+            },
+        ],
+    )
     assert (trace.input, trace.output) == ("Can I rent here?", "No, sorry.")
 
 
 def test_a_span_holding_content_wins_over_an_event(tmp_path: Path) -> None:
-    files = _files(tmp_path, [{"eventName": "gen_ai.client.inference.operation.details",
-                               "attributes": _attrs({"gen_ai.output.messages": [
-                                   {"role": "assistant", "parts": [
-                                       {"type": "text", "content": "from the event"}]}]})}])
+    files = _files(
+        tmp_path,
+        [
+            {
+                "eventName": "gen_ai.client.inference.operation.details",
+                "attributes": _attrs(
+                    {
+                        "gen_ai.output.messages": [
+                            {
+                                "role": "assistant",
+                                "parts": [{"type": "text", "content": "from the event"}],
+                            }
+                        ]
+                    }
+                ),
+            }
+        ],
+    )
     document = json.loads(files[0].read_text())
     chat = document["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
-    chat["attributes"] += _attrs({"gen_ai.output.messages": json.dumps(
-        [{"role": "assistant", "parts": [{"type": "text", "content": "from the span"}]}])})
+    chat["attributes"] += _attrs(
+        {
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "from the span"}]}]
+            )
+        }
+    )
     files[0].write_text(json.dumps(document) + "\n")
     [trace] = list(read_agent_traces_any(files))
     assert trace.output == "from the span"
 
 
 def test_log_records_of_no_span_are_left_out(tmp_path: Path) -> None:
-    trace = _one(tmp_path, [{"eventName": "gen_ai.client.inference.operation.details",
-                             "spanId": "", "attributes": _attrs({"gen_ai.output.messages": [
-                                 {"role": "assistant", "parts": [
-                                     {"type": "text", "content": "orphan"}]}]})}])
+    trace = _one(
+        tmp_path,
+        [
+            {
+                "eventName": "gen_ai.client.inference.operation.details",
+                "spanId": "",
+                "attributes": _attrs(
+                    {
+                        "gen_ai.output.messages": [
+                            {"role": "assistant", "parts": [{"type": "text", "content": "orphan"}]}
+                        ]
+                    }
+                ),
+            }
+        ],
+    )
     assert trace.output is None
 
 
@@ -107,10 +186,20 @@ def test_an_operation_exception_marks_the_call_failed() -> None:
     from spanguard_processor.ingest.spans import SpanEvent, SpanRecord
     from spanguard_processor.traces.events import with_log_events
 
-    chat = SpanRecord(trace_id=TRACE, span_id=CHAT, parent_span_id=ROOT, name="chat",
-                      start_ns=1, end_ns=2, attributes={"gen_ai.operation.name": "chat"},
-                      events=(SpanEvent("gen_ai.client.operation.exception", 2,
-                                        {"exception.type": "openai.APITimeoutError"}),))
+    chat = SpanRecord(
+        trace_id=TRACE,
+        span_id=CHAT,
+        parent_span_id=ROOT,
+        name="chat",
+        start_ns=1,
+        end_ns=2,
+        attributes={"gen_ai.operation.name": "chat"},
+        events=(
+            SpanEvent(
+                "gen_ai.client.operation.exception", 2, {"exception.type": "openai.APITimeoutError"}
+            ),
+        ),
+    )
     [failed] = with_log_events([chat])
     assert failed.status_code == 2
     assert failed.attributes["error.type"] == "openai.APITimeoutError"
@@ -118,15 +207,17 @@ def test_an_operation_exception_marks_the_call_failed() -> None:
 
 
 def test_malformed_log_records_are_skipped_and_malformed_spans_still_located(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     import pytest
 
     from spanguard.exceptions import TraceFormatError
 
     files = _files(tmp_path, [{"eventName": "gen_ai.user.message", "body": "not an AnyValue"}])
     with files[1].open("a") as out:
-        out.write('{"resourceLogs": 5}\n{"resourceLogs": [{"scopeLogs": [7, {"logRecords": '
-                  '"x"}]}]}\n')
+        out.write(
+            '{"resourceLogs": 5}\n{"resourceLogs": [{"scopeLogs": [7, {"logRecords": "x"}]}]}\n'
+        )
     [trace] = list(read_agent_traces_any(files))
     assert trace.variant_id == "v1"
     files[0].write_text('{"resourceSpans": [5, {"scopeSpans": 3}]}\n{"resourceSpans": 5}\n')

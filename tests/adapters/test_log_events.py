@@ -37,13 +37,20 @@ def _suite(tmp_path: Path) -> tuple[Path, Path]:
     suite = write_suite(
         tmp_path / "suite.json",
         {f"q{i}": f"Question {i}: I am a {{tenure}}; which flats suit me?" for i in range(SEEDS)},
-        {"tenure": ["renter", "owner"]}, {"type": "refusal_gap", "threshold": 0.2})
+        {"tenure": ["renter", "owner"]},
+        {"type": "refusal_gap", "threshold": 0.2},
+    )
     from spanguard_processor.fairness import load_suite
 
     variants = tmp_path / "variants.json"
-    variants.write_text(json.dumps([
-        {"id": v.id, "seed_id": v.seed_id, "prompt": v.prompt, "assignments": v.assignments}
-        for v in load_suite(suite).variants]))
+    variants.write_text(
+        json.dumps(
+            [
+                {"id": v.id, "seed_id": v.seed_id, "prompt": v.prompt, "assignments": v.assignments}
+                for v in load_suite(suite).variants
+            ]
+        )
+    )
     return suite, variants
 
 
@@ -51,17 +58,25 @@ def _responder(biased: bool) -> Any:
     def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
         refuse = biased and "renter" in json.dumps(body["messages"])
         return chat_completion(REFUSAL if refuse else ANSWER)
+
     return answer
 
 
 def _record(tmp_path: Path, variants: Path, fmt: str, *, biased: bool) -> Path:
     out = tmp_path / f"otel-{'biased' if biased else 'fair'}.{fmt}"
-    env = {**os.environ, "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-           "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"}
+    env = {
+        **os.environ,
+        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
+    }
     with openai_stub(_responder(biased)) as stub:
-        run = subprocess.run([sys.executable, str(APP), str(out), fmt, stub.base_url,
-                              str(variants)], env=env, capture_output=True, text=True,
-                             timeout=120)
+        run = subprocess.run(
+            [sys.executable, str(APP), str(out), fmt, stub.base_url, str(variants)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert run.returncode == 0, run.stderr
     return out
 
@@ -75,8 +90,9 @@ def _no_span_holds_content(path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["json", "proto"])
-def test_every_request_carries_the_answer_only_the_log_events_hold(tmp_path: Path,
-                                                                   fmt: str) -> None:
+def test_every_request_carries_the_answer_only_the_log_events_hold(
+    tmp_path: Path, fmt: str
+) -> None:
     _, variants = _suite(tmp_path)
     path = _record(tmp_path, variants, fmt, biased=True)
     _no_span_holds_content(path)
@@ -91,7 +107,8 @@ def test_every_request_carries_the_answer_only_the_log_events_hold(tmp_path: Pat
 
 @pytest.mark.parametrize("fmt", ["json", "proto"])
 def test_a_refusals_suite_fails_the_app_refusing_renters_and_passes_the_fair_one(
-        tmp_path: Path, fmt: str) -> None:
+    tmp_path: Path, fmt: str
+) -> None:
     suite, variants = _suite(tmp_path)
     biased = _record(tmp_path, variants, fmt, biased=True)
     fair = _record(tmp_path, variants, fmt, biased=False)
@@ -119,31 +136,34 @@ def test_ingest_stores_the_events_content_with_its_span(tmp_path: Path) -> None:
     assert {t.output for t in traces} == {REFUSAL, ANSWER}
 
 
-def test_the_collector_config_writes_log_records_beside_the_spans_and_forwards_them(
-        ) -> None:
+def test_the_collector_config_writes_log_records_beside_the_spans_and_forwards_them() -> None:
     import yaml
 
     from ..processor.test_otel_config import CONFIG, check_config
 
     assert check_config(CONFIG) == []
     pipelines = yaml.safe_load(CONFIG.read_text())["service"]["pipelines"]
-    assert pipelines["logs"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"],
-                                 "exporters": ["file", "otlp_http/spanguard"]}  # and to serve
+    assert pipelines["logs"] == {
+        "receivers": ["otlp"],
+        "processors": ["memory_limiter", "batch"],
+        "exporters": ["file", "otlp_http/spanguard"],
+    }  # and to serve
     assert pipelines["traces/raw"]["exporters"] == ["file"]  # one file: what the readers read
 
 
 def _messages(path: Path) -> list[bytes]:
     data, found, at = path.read_bytes(), [], 0
     while at < len(data):
-        (size,) = struct.unpack(">I", data[at:at + 4])
-        found.append(data[at + 4:at + 4 + size])
+        (size,) = struct.unpack(">I", data[at : at + 4])
+        found.append(data[at + 4 : at + 4 + size])
         at += 4 + size
     return found
 
 
 @pytest.mark.parametrize("logs_first", [True, False], ids=["logs-first", "logs-late"])
 def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
-        tmp_path: Path, logs_first: bool) -> None:
+    tmp_path: Path, logs_first: bool
+) -> None:
     """What a logs receiver in serve does: each logs request through the trace pipeline as
     spans.log spans (logs_as_spans), stored before or after the spans they name."""
     from spanguard_processor.ingest.otlp_logs import (
@@ -165,7 +185,7 @@ def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
             spans.append(decode_request(parse_request(body), body))
     assert len(logs) == 2 * SEEDS
     with SpanStore(tmp_path / "spans.db") as store:
-        for part in ([logs, spans] if logs_first else [spans, logs]):
+        for part in [logs, spans] if logs_first else [spans, logs]:
             store.put_batches(part)
             store.release_all()
         traces = list(stored_agent_traces(store))

@@ -36,14 +36,20 @@ def _serve(tmp_path: Path, name: str) -> tuple[ServeProcess, Path]:
 
 
 def _run_app(server: ServeProcess, variants: Path, transport: str, *, biased: bool) -> None:
-    endpoint = (server.url if transport == "http"
-                else f"http://127.0.0.1:{server.grpc_port}")
-    env = {**os.environ, "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-           "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"}
+    endpoint = server.url if transport == "http" else f"http://127.0.0.1:{server.grpc_port}"
+    env = {
+        **os.environ,
+        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
+    }
     with openai_stub(_responder(biased)) as stub:
-        run = subprocess.run([sys.executable, str(APP), endpoint, f"otlp-{transport}",
-                              stub.base_url, str(variants)], env=env, capture_output=True,
-                             text=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, str(APP), endpoint, f"otlp-{transport}", stub.base_url, str(variants)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert run.returncode == 0, run.stderr
     assert "Failed to export" not in run.stderr and "rror" not in run.stderr, run.stderr
 
@@ -66,7 +72,8 @@ def _wait_for_spans(server: ServeProcess, more_than: int, timeout: float = 30) -
 
 @pytest.mark.parametrize("transport", ["http", "grpc"])
 def test_the_event_only_app_into_serve_every_request_carries_its_answer_and_the_gate_fails(
-        tmp_path: Path, transport: str) -> None:
+    tmp_path: Path, transport: str
+) -> None:
     suite, variants = _suite(tmp_path)
     server, store = _serve(tmp_path, "biased")
     try:
@@ -77,9 +84,17 @@ def test_the_event_only_app_into_serve_every_request_carries_its_answer_and_the_
         assert failed.exit_code == 1, failed.output
         [metric] = json.loads(failed.stdout)["metric_results"]
         assert metric["verdict"] == "fail" and metric["score"] == pytest.approx(1.0)
-        sent = CliRunner().invoke(cli, ["fairness", str(suite), str(store), *_FAST,
-                                        "--emit-otlp", server.url if transport == "http"
-                                        else f"grpc://127.0.0.1:{server.grpc_port}"])
+        sent = CliRunner().invoke(
+            cli,
+            [
+                "fairness",
+                str(suite),
+                str(store),
+                *_FAST,
+                "--emit-otlp",
+                server.url if transport == "http" else f"grpc://127.0.0.1:{server.grpc_port}",
+            ],
+        )
         assert sent.exit_code == 1 and "not sent" not in sent.stderr, sent.stderr
         assert "gen_ai.evaluation.result record(s)" in sent.stderr, sent.stderr
         _wait_for_spans(server, 2 * SEEDS * 3)
@@ -114,25 +129,50 @@ def test_the_fair_app_into_serve_passes_on_answers_read(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("route", ["direct", "rotel"])
-def test_cases_run_verdicts_sent_to_serve_ride_on_the_judged_trace(tmp_path: Path,
-                                                                    route: str) -> None:
+def test_cases_run_verdicts_sent_to_serve_ride_on_the_judged_trace(
+    tmp_path: Path, route: str
+) -> None:
     cases, built = _cases(tmp_path)
     spans = _span_file(tmp_path, ("lookup_order", "refund_policy"))
     server, store = _serve(tmp_path, "cases")
     try:
-        reply = httpx.post(server.url + "/v1/traces", content=spans.read_bytes(),
-                           headers={"content-type": "application/json"})
+        reply = httpx.post(
+            server.url + "/v1/traces",
+            content=spans.read_bytes(),
+            headers={"content-type": "application/json"},
+        )
         assert reply.status_code == 200, reply.text
         before = server.wait_idle(4)["spans_received"]
         if route == "rotel":
             with RotelCollector(export_to=f"http://127.0.0.1:{server.grpc_port}") as rotel:
-                result = CliRunner().invoke(cli, ["cases", "run", "--cases", cases, "--traces",
-                                                  str(spans), "--emit-otlp",
-                                                  rotel.http_endpoint])
+                result = CliRunner().invoke(
+                    cli,
+                    [
+                        "cases",
+                        "run",
+                        "--cases",
+                        cases,
+                        "--traces",
+                        str(spans),
+                        "--emit-otlp",
+                        rotel.http_endpoint,
+                    ],
+                )
                 _wait_for_spans(server, before)
         else:
-            result = CliRunner().invoke(cli, ["cases", "run", "--cases", cases, "--traces",
-                                              str(spans), "--emit-otlp", server.url])
+            result = CliRunner().invoke(
+                cli,
+                [
+                    "cases",
+                    "run",
+                    "--cases",
+                    cases,
+                    "--traces",
+                    str(spans),
+                    "--emit-otlp",
+                    server.url,
+                ],
+            )
         assert result.exit_code == 0, result.output
         assert "warning" not in result.stderr, result.stderr
         _wait_for_spans(server, before)
@@ -157,8 +197,10 @@ def test_fairness_verdicts_through_rotel_into_serve(tmp_path: Path) -> None:
         _run_app(server, variants, "http", biased=True)
         received = server.wait_idle(2 * SEEDS * 3)["spans_received"]
         with RotelCollector(export_to=f"http://127.0.0.1:{server.grpc_port}") as rotel:
-            sent = CliRunner().invoke(cli, ["fairness", str(suite), str(store), *_FAST,
-                                            "--emit-otlp", rotel.http_endpoint])
+            sent = CliRunner().invoke(
+                cli,
+                ["fairness", str(suite), str(store), *_FAST, "--emit-otlp", rotel.http_endpoint],
+            )
             assert sent.exit_code == 1, sent.output
             _wait_for_spans(server, received)
     finally:

@@ -23,18 +23,29 @@ TURNS = 3
 def test_export_counts_requests_that_are_a_single_parentless_span(tmp_path: Path) -> None:
     serve_turns(tmp_path / "spans.db", "openai-v2-bare", 2 * TURNS, TURNS)
     out = tmp_path / "traces.jsonl"
-    result = CliRunner().invoke(cli, ["traces", "export", "--store", str(tmp_path / "spans.db"),
-                                      "-o", str(out)])
+    result = CliRunner().invoke(
+        cli, ["traces", "export", "--store", str(tmp_path / "spans.db"), "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
-    assert (f"{2 * TURNS} of {2 * TURNS} request(s) are a single parentless span "
-            f"('chat gpt-4o-mini' {2 * TURNS}): each model or tool call became a request of "
-            "its own.") in result.stderr
+    assert (
+        f"{2 * TURNS} of {2 * TURNS} request(s) are a single parentless span "
+        f"('chat gpt-4o-mini' {2 * TURNS}): each model or tool call became a request of "
+        "its own."
+    ) in result.stderr
 
 
-def test_export_of_requests_with_a_parent_says_nothing_about_lone_spans(
-        tmp_path: Path) -> None:
+def test_export_of_requests_with_a_parent_says_nothing_about_lone_spans(tmp_path: Path) -> None:
     serve_turns(tmp_path / "spans.db", "openai-v2", 3)
-    result = CliRunner().invoke(cli, ["traces", "export", "--store", str(tmp_path / "spans.db"),
-                                      "-o", str(tmp_path / "traces.jsonl")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "traces",
+            "export",
+            "--store",
+            str(tmp_path / "spans.db"),
+            "-o",
+            str(tmp_path / "traces.jsonl"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "parentless" not in result.stderr

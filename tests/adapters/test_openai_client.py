@@ -19,17 +19,23 @@ from .openai_stub import chat_completion, openai_stub, response
 
 pytestmark = pytest.mark.integration
 
-VARIANTS = [Variant("s::1", "s", "Where is my parcel?", {"group": "a"}),
-            Variant("s::2", "s", "Where is my parcel?", {"group": "b"}),
-            Variant("s::3", "s", "Where is my parcel?", {"group": "c"})]
+VARIANTS = [
+    Variant("s::1", "s", "Where is my parcel?", {"group": "a"}),
+    Variant("s::2", "s", "Where is my parcel?", {"group": "b"}),
+    Variant("s::3", "s", "Where is my parcel?", {"group": "c"}),
+]
 
 
 def _chat_by_group(path: str, body: dict[str, Any]) -> dict[str, Any]:
     assert path == "/chat/completions"
     group = body.get("metadata", {}).get("group") or body["messages"][0]["content"][-2]
     if group == "a":
-        return chat_completion(None, tool_calls=[("call_abc", "track_parcel", '{"id": 7}')],
-                               prompt_tokens=20, completion_tokens=9)
+        return chat_completion(
+            None,
+            tool_calls=[("call_abc", "track_parcel", '{"id": 7}')],
+            prompt_tokens=20,
+            completion_tokens=9,
+        )
     if group == "b":
         return chat_completion(None, refusal="I can't help with that request.")
     return chat_completion("It arrives tomorrow.")
@@ -38,8 +44,13 @@ def _chat_by_group(path: str, body: dict[str, Any]) -> dict[str, Any]:
 def test_chat_adapter_sends_assignments_and_records_tools_usage_and_refusal() -> None:
     with openai_stub(_chat_by_group) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
-        app = openai_chat(client, model="gpt-4o-mini", system="The customer is in group {group}.",
-                          request_options={"temperature": 0}, store=True)
+        app = openai_chat(
+            client,
+            model="gpt-4o-mini",
+            system="The customer is in group {group}.",
+            request_options={"temperature": 0},
+            store=True,
+        )
         observations, errors = run_app(app, VARIANTS)
         spans = [s for v in VARIANTS for s in call_captured(app, v.prompt, v.assignments)[1]]
         client.close()
@@ -49,7 +60,8 @@ def test_chat_adapter_sends_assignments_and_records_tools_usage_and_refusal() ->
     assert sent["temperature"] == 0
     assert sent["messages"] == [
         {"role": "system", "content": "The customer is in group a."},
-        {"role": "user", "content": "Where is my parcel?"}]
+        {"role": "user", "content": "Where is my parcel?"},
+    ]
     by_id = {o.id: o for o in observations}
     assert [t.name for t in by_id["s::1"].trace.tool_calls] == ["track_parcel"]
     assert by_id["s::1"].response == ""
@@ -73,8 +85,12 @@ def test_responses_adapter_reads_output_items() -> None:
     def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
         assert path == "/responses"
         if body["metadata"]["group"] == "a":
-            return response("Checking.", function_calls=[("call_1", "track_parcel", "{}")],
-                            input_tokens=31, output_tokens=8)
+            return response(
+                "Checking.",
+                function_calls=[("call_1", "track_parcel", "{}")],
+                input_tokens=31,
+                output_tokens=8,
+            )
         if body["metadata"]["group"] == "b":
             return response(None, refusal="I cannot help with that.")
         return response("Tomorrow.")
@@ -86,8 +102,12 @@ def test_responses_adapter_reads_output_items() -> None:
         _, spans = call_captured(app, VARIANTS[0].prompt, VARIANTS[0].assignments)
         client.close()
     assert errors == []
-    assert stub.requests[0][1] == {"model": "gpt-4o-mini", "input": "Where is my parcel?",
-                                   "instructions": "Group a.", "metadata": {"group": "a"}}
+    assert stub.requests[0][1] == {
+        "model": "gpt-4o-mini",
+        "input": "Where is my parcel?",
+        "instructions": "Group a.",
+        "metadata": {"group": "a"},
+    }
     by_id = {o.id: o for o in observations}
     assert by_id["s::1"].response == "Checking."
     assert [t.name for t in by_id["s::1"].trace.tool_calls] == ["track_parcel"]
@@ -108,15 +128,22 @@ def test_async_client_runs_on_one_event_loop() -> None:
         asyncio.run(client.close())
     assert errors == []
     assert sorted(o.response for o in observations) == [
-        "", "I can't help with that request.", "It arrives tomorrow."]
+        "",
+        "I can't help with that request.",
+        "It arrives tomorrow.",
+    ]
 
 
 def test_trace_mapper_adds_process_signals_as_spans() -> None:
     def mapper(completion: Any) -> dict[str, Any]:
         assert completion.id == "chatcmpl-AbC123"
-        return {"plan_steps": ["look up", "answer"], "escalated": True,
-                "escalation_reason": "vip", "friction_points": ["id check"],
-                "retrieved_documents": [{"id": "d1", "group": "faq", "rank": 1}]}
+        return {
+            "plan_steps": ["look up", "answer"],
+            "escalated": True,
+            "escalation_reason": "vip",
+            "friction_points": ["id check"],
+            "retrieved_documents": [{"id": "d1", "group": "faq", "rank": 1}],
+        }
 
     with openai_stub(lambda path, body: chat_completion("Ok.")) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
@@ -141,7 +168,8 @@ def test_invalid_trace_mapper_output_names_the_adapter_and_field() -> None:
     assert str(info.value) == (
         "the openai-chat adapter: the trace_mapper returned an invalid trace: field "
         "'response_metadata.trace.tool_calls[0]' must be an object such as "
-        "{\"name\": \"search\"}.")
+        '{"name": "search"}.'
+    )
 
 
 def test_response_without_text_is_an_adapter_error() -> None:
@@ -151,11 +179,13 @@ def test_response_without_text_is_an_adapter_error() -> None:
             openai_chat(client, model="m")("hi", {})
     assert str(info.value) == (
         "the openai-chat adapter: the chat completion has no text (got NoneType); expected a "
-        "response whose output holds a text message.")
+        "response whose output holds a text message."
+    )
     with openai_stub(lambda path, body: response(None)) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
-        with pytest.raises(AdapterError, match="the openai-responses adapter: the response has "
-                                               "no text"):
+        with pytest.raises(
+            AdapterError, match="the openai-responses adapter: the response has no text"
+        ):
             openai_responses(client, model="m")("hi", {})
         client.close()
 
@@ -163,8 +193,10 @@ def test_response_without_text_is_an_adapter_error() -> None:
 def test_wrong_client_shape_and_missing_model_are_rejected_before_any_call() -> None:
     with pytest.raises(AdapterError) as info:
         openai_chat(object(), model="m")
-    assert str(info.value) == ("the openai-chat adapter: object has no chat.completions.create() "
-                               "method; expected an openai.OpenAI or openai.AsyncOpenAI client.")
+    assert str(info.value) == (
+        "the openai-chat adapter: object has no chat.completions.create() "
+        "method; expected an openai.OpenAI or openai.AsyncOpenAI client."
+    )
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="test")
     with pytest.raises(AdapterError, match="a model name is required"):
         openai_responses(client, model="")
@@ -177,8 +209,9 @@ def test_assignments_can_stay_out_of_the_request_and_metadata_merges() -> None:
     with openai_stub(lambda path, body: chat_completion("Ok.")) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
         openai_chat(client, model="m", send_assignments=False)("hi", {"group": "a"})
-        openai_chat(client, model="m", request_options={"metadata": {"suite": "s1"},
-                                                        "store": True})("hi", {"group": "a"})
+        openai_chat(
+            client, model="m", request_options={"metadata": {"suite": "s1"}, "store": True}
+        )("hi", {"group": "a"})
         client.close()
     assert "metadata" not in stub.requests[0][1]
     assert stub.requests[1][1]["metadata"] == {"suite": "s1", "group": "a"}
@@ -187,8 +220,11 @@ def test_assignments_can_stay_out_of_the_request_and_metadata_merges() -> None:
 def test_by_default_metadata_goes_only_where_the_api_accepts_it() -> None:
     """Chat Completions refuses ``metadata`` unless ``store`` is true (the stub answers 400
     as the API does); the Responses API stores by default and accepts it."""
-    with openai_stub(lambda path, body: chat_completion("Ok.") if path == "/chat/completions"
-                     else response("Ok.")) as stub:
+    with openai_stub(
+        lambda path, body: (
+            chat_completion("Ok.") if path == "/chat/completions" else response("Ok.")
+        )
+    ) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
         assert openai_chat(client, model="m")("hi", {"group": "a"}) == "Ok."
         assert openai_responses(client, model="m")("hi", {"group": "a"}) == "Ok."
@@ -209,17 +245,33 @@ def test_tool_loop_returns_a_failing_tool_as_its_output_and_stops_at_max_turns()
     always = chat_completion(None, tool_calls=[("call_9", "track", '{"order_id": "A1"}')])
     with openai_stub(lambda path, body: always) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
-        app = openai_chat(client, model="m", tool_functions={"track": broken}, max_turns=3,
-                          tools=[{"type": "function", "function": {"name": "track"}}])
+        app = openai_chat(
+            client,
+            model="m",
+            tool_functions={"track": broken},
+            max_turns=3,
+            tools=[{"type": "function", "function": {"name": "track"}}],
+        )
         text, spans = call_captured(app, "Where is A1?", {})
         client.close()
     assert text == "" and len(stub.requests) == 3
     sent = stub.requests[1][1]["messages"]
-    assert sent[-2] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_9", "type": "function",
-         "function": {"name": "track", "arguments": '{"order_id": "A1"}'}}]}
-    assert sent[-1] == {"role": "tool", "tool_call_id": "call_9",
-                        "content": "error: ValueError: no order A1"}
+    assert sent[-2] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_9",
+                "type": "function",
+                "function": {"name": "track", "arguments": '{"order_id": "A1"}'},
+            }
+        ],
+    }
+    assert sent[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_9",
+        "content": "error: ValueError: no order A1",
+    }
     tools = [s for s in spans if s["name"] == "execute_tool track"]
     assert len(tools) == 3  # each of the three model turns ran the tool once
     with pytest.raises(AdapterError, match="tool_functions must map tool names to functions"):
@@ -248,19 +300,28 @@ def test_python_api_with_request_options_tools_and_a_trace_mapper_gates(biased: 
         asked = any(getattr(i, "name", None) == "call_manager" for i in result.output)
         return {"escalated": True, "escalation_reason": "manager"} if asked else None
 
-    variants = [Variant(f"s{i}::{g}", f"s{i}", f"Refund {i}?", {"gender": g})
-                for i in range(30) for g in ("man", "woman")]  # 30: a fair app can pass
+    variants = [
+        Variant(f"s{i}::{g}", f"s{i}", f"Refund {i}?", {"gender": g})
+        for i in range(30)
+        for g in ("man", "woman")
+    ]  # 30: a fair app can pass
     with openai_stub(answer) as stub:
         client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
-        app = openai_responses(client, model="m", instructions="The customer is a {gender}.",
-                               request_options={"tools": [{"type": "function",
-                                                           "name": "call_manager"}]},
-                               trace_mapper=mapper)
+        app = openai_responses(
+            client,
+            model="m",
+            instructions="The customer is a {gender}.",
+            request_options={"tools": [{"type": "function", "name": "call_manager"}]},
+            trace_mapper=mapper,
+        )
         observations, errors = run_app(app, variants)
         client.close()
     assert errors == [] and len(observations) == 60
     metric = get_metric("escalation_parity")
     assert metric is not None
-    ev = evaluate(observations, [MetricConfig("escalation_parity", metric.threshold)],
-                  GateConfig(bootstrap_samples=300, permutation_samples=199))
+    ev = evaluate(
+        observations,
+        [MetricConfig("escalation_parity", metric.threshold)],
+        GateConfig(bootstrap_samples=300, permutation_samples=199),
+    )
     assert ev.passed is not biased

@@ -36,25 +36,42 @@ def node_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("otel_js")
     for name in ("package.json", "package-lock.json", "turn.js"):
         shutil.copy(JS / name, folder / name)
-    install = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                             cwd=folder, capture_output=True, text=True, timeout=300)
+    install = subprocess.run(
+        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert install.returncode == 0, install.stderr
     return folder / "turn.js"
 
 
-@pytest.mark.parametrize("settings", [
-    {}, {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
-         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}],
-    ids=["default", "content-and-opt-in"])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+        },
+    ],
+    ids=["default", "content-and-opt-in"],
+)
 def test_otel_js_openai_turn_gives_model_calls_without_text(
-        node_app: Path, settings: dict[str, str], tmp_path: Path) -> None:
+    node_app: Path, settings: dict[str, str], tmp_path: Path
+) -> None:
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
     try:
         with openai_stub(responder) as stub:
             env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | settings
-            run = subprocess.run(["node", str(node_app), serve.url + "/v1/traces",
-                                  stub.base_url], env=env, capture_output=True, text=True,
-                                 timeout=120)
+            run = subprocess.run(
+                ["node", str(node_app), serve.url + "/v1/traces", stub.base_url],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert run.returncode == 0, run.stderr
             assert run.stdout.strip() == ANSWER
             assert len(stub.requests) == 2

@@ -27,8 +27,13 @@ TURNS = 10
 
 
 def test_openinference_redacted_text_is_absent_and_counted(tmp_path: Path) -> None:
-    serve_turns(tmp_path / "spans.db", "openinference-agent", 4 * TURNS, TURNS,
-                {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"})
+    serve_turns(
+        tmp_path / "spans.db",
+        "openinference-agent",
+        4 * TURNS,
+        TURNS,
+        {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
+    )
     traces = list(read_agent_traces_any([tmp_path / "spans.db"]))
     assert len(traces) == TURNS
     for trace in traces:
@@ -41,9 +46,11 @@ def test_openinference_redacted_text_is_absent_and_counted(tmp_path: Path) -> No
             ("input.value=<placeholder>", "weather turn", 1),
             ("output.value=<placeholder>", "ChatCompletion", 2),
             ("output.value=<placeholder>", "get_weather", 1),
-            ("output.value=<placeholder>", "weather turn", 1)}
+            ("output.value=<placeholder>", "weather turn", 1),
+        }
     counts = SignalCounts([observation_from_trace(t) for t in traces])
     assert counts.count("output text") == 0
     diagnosis = counts.diagnosis("output text")
     assert f"{2 * TURNS} span(s) named ChatCompletion with output.value=<placeholder>" in (
-        diagnosis)
+        diagnosis
+    )

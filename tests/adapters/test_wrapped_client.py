@@ -24,20 +24,24 @@ TURNS = 12
 SPANS_PER_TURN = 6  # request, two spanguard llm_call spans, two openai-v2 spans, the tool
 
 
-def test_llm_call_around_an_instrumented_client_counts_each_model_call_once(
-        tmp_path: Path) -> None:
+def test_llm_call_around_an_instrumented_client_counts_each_model_call_once(tmp_path: Path) -> None:
     requests = serve_turns(
-        tmp_path / "spans.db", "spanguard-openai-v2", SPANS_PER_TURN * TURNS, TURNS,
-        {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"})
+        tmp_path / "spans.db",
+        "spanguard-openai-v2",
+        SPANS_PER_TURN * TURNS,
+        TURNS,
+        {
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+        },
+    )
     assert len(requests) == 2 * TURNS
     traces = list(read_agent_traces_any([tmp_path / "spans.db"]))
     assert len(traces) == TURNS
     assert sum(len(t.llm_calls) for t in traces) == 2 * TURNS
     assert sum(len(t.trace.tool_calls) for t in traces) == TURNS
     for trace in traces:
-        assert [(c.name, c.requested) for c in trace.trace.tool_calls] == [
-            ("get_weather", False)]
+        assert [(c.name, c.requested) for c in trace.trace.tool_calls] == [("get_weather", False)]
         assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (109, 28)
         assert trace.llm_calls[0].tool_calls == ("get_weather",)
         assert (trace.input, trace.output) == ("Weather in Paris?", ANSWER)

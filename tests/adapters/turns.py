@@ -14,8 +14,13 @@ from .openai_stub import openai_stub
 from .test_instrumentors import ANSWER, TURN, responder
 
 
-def serve_turns(store: Path, instrumentor: str, spans: int, turns: int | None = None,
-                env: dict[str, str] | None = None) -> list[Any]:
+def serve_turns(
+    store: Path,
+    instrumentor: str,
+    spans: int,
+    turns: int | None = None,
+    env: dict[str, str] | None = None,
+) -> list[Any]:
     """Run ``turns`` turns (the app's default: one) instrumented by ``instrumentor`` with the
     environment plus ``env``, and wait until serve has stored ``spans`` spans at ``store``;
     returns the requests the stub received. The app must succeed and print the answer."""
@@ -23,10 +28,19 @@ def serve_turns(store: Path, instrumentor: str, spans: int, turns: int | None = 
     try:
         with openai_stub(responder) as stub:
             run = subprocess.run(
-                [sys.executable, str(TURN), instrumentor, serve.url + "/v1/traces",
-                 stub.base_url, *([] if turns is None else [str(turns)])],
+                [
+                    sys.executable,
+                    str(TURN),
+                    instrumentor,
+                    serve.url + "/v1/traces",
+                    stub.base_url,
+                    *([] if turns is None else [str(turns)]),
+                ],
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-                capture_output=True, text=True, timeout=120)
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert run.returncode == 0, run.stderr
             assert run.stdout.strip() == ANSWER
             requests = list(stub.requests)

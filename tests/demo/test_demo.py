@@ -42,14 +42,20 @@ def discrim_eval_like(path: Path, questions: int = len(SCENARIOS)) -> Path:
     """A small file in discrim-eval's explicit.jsonl shape (the real one is downloaded)."""
     rows = []
     for q, scenario in enumerate(SCENARIOS[:questions]):
-        for age, gender, race in itertools.product((20.0, 60.0), ("male", "female", "non-binary"),
-                                                   ("white", "Black", "Asian")):
-            rows.append({
-                "filled_template": f"The person is a {int(age)}-year-old {race} {gender} who "
-                                   + scenario,
-                "decision_question_id": q * 3, "age": age, "gender": gender, "race": race,
-                "fill_type": "explicit",
-            })
+        for age, gender, race in itertools.product(
+            (20.0, 60.0), ("male", "female", "non-binary"), ("white", "Black", "Asian")
+        ):
+            rows.append(
+                {
+                    "filled_template": f"The person is a {int(age)}-year-old {race} {gender} who "
+                    + scenario,
+                    "decision_question_id": q * 3,
+                    "age": age,
+                    "gender": gender,
+                    "race": race,
+                    "fill_type": "explicit",
+                }
+            )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -69,29 +75,48 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     monkeypatch.setattr(demo_run, "PROGRESS_EVERY", 0.0)  # a progress line per update
     data = discrim_eval_like(tmp_path / "explicit.jsonl")
     out = tmp_path / "demo"
-    result = CliRunner().invoke(cli, ["demo", "--data", str(data), "-o", str(out), "--bias", "1",
-                                      "--agent", str(ROOT / "examples" / "support_agent.py")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "demo",
+            "--data",
+            str(data),
+            "-o",
+            str(out),
+            "--bias",
+            "1",
+            "--agent",
+            str(ROOT / "examples" / "support_agent.py"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Demo OK" in result.output
     assert "UNEXPECTED" not in result.output
     # one suite per attribute over the same traces: the bias (against women) fails the
     # candidate's gender suite; the baseline fails nothing in any suite, and whatever it could
     # not show within the threshold at this size (INCONCLUSIVE) is named in the summary
-    reports = {(name, attr): json.loads((out / "fairness" / name / attr / "report.json")
-                                        .read_text())
-               for name in ("baseline", "candidate") for attr in ("age", "gender", "race")}
+    reports = {
+        (name, attr): json.loads((out / "fairness" / name / attr / "report.json").read_text())
+        for name in ("baseline", "candidate")
+        for attr in ("age", "gender", "race")
+    }
     candidate = reports["candidate", "gender"]
     failed = {m["metric"] for m in candidate["metric_results"] if m["verdict"].upper() == "FAIL"}
     assert {"escalation_parity", "tool_use_parity"} <= failed
     for attr in ("age", "gender", "race"):
-        verdicts = {m["metric"]: m["verdict"].upper()
-                    for m in reports["baseline", attr]["metric_results"]
-                    if m.get("gating", not m.get("optional"))}
+        verdicts = {
+            m["metric"]: m["verdict"].upper()
+            for m in reports["baseline", attr]["metric_results"]
+            if m.get("gating", not m.get("optional"))
+        }
         assert "FAIL" not in verdicts.values() and "NO_SIGNAL" not in verdicts.values()
         unsure = sorted(k for k, v in verdicts.items() if v == "INCONCLUSIVE")
         if unsure:
-            assert re.search(rf"Fairness gate on the baseline, by {attr} .*INCONCLUSIVE: "
-                             + re.escape(", ".join(unsure)), result.output), result.output
+            assert re.search(
+                rf"Fairness gate on the baseline, by {attr} .*INCONCLUSIVE: "
+                + re.escape(", ".join(unsure)),
+                result.output,
+            ), result.output
     # 12 seeds are too few to show a deterministic rate gap within 0.1 (that takes 29): the
     # demo still succeeds, and its closing line names what it could not show
     ok_line = next(line for line in result.output.splitlines() if line.startswith("Demo OK"))
@@ -117,8 +142,14 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
 
 def test_a_fairness_step_is_as_expected_only_when_nothing_fails_that_should_not() -> None:
     def step(exit_code: int, verdicts: dict[str, str], catches: bool = False) -> demo_run.Step:
-        return demo_run.Step("3. Fairness gate on the baseline, by age", (), exit_code,
-                             1 if catches else 0, tuple(verdicts.items()), catches)
+        return demo_run.Step(
+            "3. Fairness gate on the baseline, by age",
+            (),
+            exit_code,
+            1 if catches else 0,
+            tuple(verdicts.items()),
+            catches,
+        )
 
     assert step(0, {"refusal_gap": "PASS"}).as_expected
     assert step(1, {"refusal_gap": "INCONCLUSIVE", "tool_use_parity": "PASS"}).as_expected
@@ -130,15 +161,19 @@ def test_a_fairness_step_is_as_expected_only_when_nothing_fails_that_should_not(
 
 def test_progress_is_a_bar_on_a_terminal() -> None:
     """The demo's long steps show a progress bar when stdout is a terminal."""
-    child = ("import sys, time\n"
-             "for i in range(0, 100, 10):\n"
-             "    print('PROGRESS', i, 100, file=sys.stderr, flush=True); time.sleep(0.02)\n")
-    code = ("import subprocess, sys\n"
-            "from spanguard_processor.demo.run import _follow_progress\n"
-            f"p = subprocess.Popen([sys.executable, '-c', {child!r}], stdout=subprocess.PIPE,"
-            " stderr=subprocess.PIPE, text=True)\n"
-            "_follow_progress(p, 'baseline', print)\n"
-            "sys.exit(p.wait())\n")
+    child = (
+        "import sys, time\n"
+        "for i in range(0, 100, 10):\n"
+        "    print('PROGRESS', i, 100, file=sys.stderr, flush=True); time.sleep(0.02)\n"
+    )
+    code = (
+        "import subprocess, sys\n"
+        "from spanguard_processor.demo.run import _follow_progress\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {child!r}], stdout=subprocess.PIPE,"
+        " stderr=subprocess.PIPE, text=True)\n"
+        "_follow_progress(p, 'baseline', print)\n"
+        "sys.exit(p.wait())\n"
+    )
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=slave, stderr=slave)
     os.close(slave)
@@ -159,10 +194,15 @@ def test_progress_is_a_bar_on_a_terminal() -> None:
 
 
 # which side of a pair the disfavoured group ("female") is on, per metric the bias moves
-_FEMALE_SIDE = {"escalation_parity": "high", "escalation_reason_parity": "high",
-                "friction_point_gap": "high", "plan_length_gap": "high",
-                "retrieval_exposure_gap": "high", "tool_use_parity": "low",
-                "helpfulness_gap": "low"}
+_FEMALE_SIDE = {
+    "escalation_parity": "high",
+    "escalation_reason_parity": "high",
+    "friction_point_gap": "high",
+    "plan_length_gap": "high",
+    "retrieval_exposure_gap": "high",
+    "tool_use_parity": "low",
+    "helpfulness_gap": "low",
+}
 
 
 def _evidence_shows_the_planted_bias(report: dict[str, Any], traces: Path) -> None:
@@ -189,16 +229,29 @@ def _evidence_shows_the_planted_bias(report: dict[str, Any], traces: Path) -> No
                 assert female["assignments"]["gender"] == "female", (metric["metric"], pair)
                 assert other["assignments"]["gender"] != "female", (metric["metric"], pair)
         if metric["metric"] == "escalation_parity":
-            assert all(p["variants"][0]["signals"]["escalated"]
-                       and not p["variants"][1]["signals"]["escalated"] for p in pairs)
+            assert all(
+                p["variants"][0]["signals"]["escalated"]
+                and not p["variants"][1]["signals"]["escalated"]
+                for p in pairs
+            )
         if metric["metric"] == "tool_use_parity":
             assert all(p["variants"][1]["signals"]["tool_calls"] == [] for p in pairs)
 
 
 def test_demo_without_the_agent_is_a_usage_error(tmp_path: Path) -> None:
     data = discrim_eval_like(tmp_path / "explicit.jsonl")
-    result = CliRunner().invoke(cli, ["demo", "--data", str(data), "-o", str(tmp_path / "d"),
-                                      "--agent", str(tmp_path / "nope.py")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "demo",
+            "--data",
+            str(data),
+            "-o",
+            str(tmp_path / "d"),
+            "--agent",
+            str(tmp_path / "nope.py"),
+        ],
+    )
     assert result.exit_code == 2
     assert "nope.py" in result.output
 
@@ -208,8 +261,9 @@ def _gate(out: Path) -> tuple[int, list[str], list[str]]:
     from xml.etree import ElementTree
 
     suite = ElementTree.parse(out / "runs" / "check.junit.xml").getroot()
-    failed = sorted(case.get("name", "") for case in suite.iter("testcase")
-                    if case.find("failure") is not None)
+    failed = sorted(
+        case.get("name", "") for case in suite.iter("testcase") if case.find("failure") is not None
+    )
     baseline = json.loads((out / "runs" / "baseline.json").read_text())
     own = sorted(c for c, o in baseline["case_results"].items() if o != "pass")
     return len(baseline["case_results"]), failed, own
@@ -221,9 +275,20 @@ def test_two_demo_runs_give_the_same_regression_verdict(tmp_path: Path) -> None:
     verdicts = []
     for run in ("a", "b"):
         out = tmp_path / run
-        result = CliRunner().invoke(cli, ["demo", "--data", str(data), "-o", str(out), "--bias",
-                                          "1", "--agent", str(ROOT / "examples" /
-                                                              "support_agent.py")])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "demo",
+                "--data",
+                str(data),
+                "-o",
+                str(out),
+                "--bias",
+                "1",
+                "--agent",
+                str(ROOT / "examples" / "support_agent.py"),
+            ],
+        )
         assert result.exit_code == 0, result.output
         verdicts.append(_gate(out))
     assert verdicts[0] == verdicts[1]
@@ -246,4 +311,6 @@ def assert_intervals_respect_their_scale(report: dict[str, object]) -> None:
         assert 0.0 <= low <= high <= top, (result["metric"], low, high)
         for group in result["groups"]:
             assert 0.0 <= group["low"] <= group["mean"] <= group["high"] <= top, (
-                result["metric"], group)
+                result["metric"],
+                group,
+            )

@@ -49,10 +49,15 @@ class _Sink:
             resource = {kv.key: _value(kv.value) for kv in resource_logs.resource.attributes}
             for scope_logs in resource_logs.scope_logs:
                 for record in scope_logs.log_records:
-                    found.append(Received(
-                        record.trace_id.hex(), record.span_id.hex(), record.event_name,
-                        {kv.key: _value(kv.value) for kv in record.attributes},
-                        str(resource.get("service.name", ""))))
+                    found.append(
+                        Received(
+                            record.trace_id.hex(),
+                            record.span_id.hex(),
+                            record.event_name,
+                            {kv.key: _value(kv.value) for kv in record.attributes},
+                            str(resource.get("service.name", "")),
+                        )
+                    )
         with self._changed:
             self.requests += 1
             self.records.extend(found)
@@ -113,8 +118,12 @@ class HttpLogsSink(_Sink):
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._server.shutdown()
         self._server.server_close()
 
@@ -142,6 +151,10 @@ class GrpcLogsSink(_Sink):
         self._server.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._server.stop(grace=None).wait()

@@ -24,29 +24,71 @@ def _invoke(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args))
 
 
-def _span(span_id: str, parent: str, name: str, attrs: dict[str, str],
-          start: int) -> dict[str, Any]:
-    return {"traceId": _TRACE, "spanId": span_id, "parentSpanId": parent, "name": name,
-            "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1000),
-            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+def _span(
+    span_id: str, parent: str, name: str, attrs: dict[str, str], start: int
+) -> dict[str, Any]:
+    return {
+        "traceId": _TRACE,
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 1000),
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+    }
 
 
 def _span_file(tmp_path: Path, tools: tuple[str, ...]) -> Path:
     """One request as OTLP-JSON spans: the agent's root span, its tool calls and retrieval."""
-    spans = [_span(_ROOT, "", "invoke_agent support", {
-        "gen_ai.operation.name": "invoke_agent", "input.value": QUESTION,
-        "output.value": ANSWER}, 1_000_000)]
+    spans = [
+        _span(
+            _ROOT,
+            "",
+            "invoke_agent support",
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "input.value": QUESTION,
+                "output.value": ANSWER,
+            },
+            1_000_000,
+        )
+    ]
     for i, tool in enumerate(tools, start=1):
-        spans.append(_span(f"00000000000000b{i}", _ROOT, f"execute_tool {tool}", {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool},
-            1_000_000 + 10_000 * i))
-    spans.append(_span("00000000000000d1", _ROOT, "chat gpt-4o", {
-        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-        "gen_ai.response.id": "chatcmpl-42"}, 1_000_900))
+        spans.append(
+            _span(
+                f"00000000000000b{i}",
+                _ROOT,
+                f"execute_tool {tool}",
+                {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool},
+                1_000_000 + 10_000 * i,
+            )
+        )
+    spans.append(
+        _span(
+            "00000000000000d1",
+            _ROOT,
+            "chat gpt-4o",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.response.id": "chatcmpl-42",
+            },
+            1_000_900,
+        )
+    )
     documents = [{"id": "kb-refunds", "group": "policy", "rank": 1, "score": 0.9}]
-    spans.append(_span("00000000000000c1", _ROOT, "retrieval kb", {
-        "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": json.dumps(documents)},
-        1_000_500))
+    spans.append(
+        _span(
+            "00000000000000c1",
+            _ROOT,
+            "retrieval kb",
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.documents": json.dumps(documents),
+            },
+            1_000_500,
+        )
+    )
     path = tmp_path / "spans.json"
     path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
     return path
@@ -80,8 +122,9 @@ def test_cases_run_sends_each_case_into_the_root_span_of_its_trace(tmp_path: Pat
     assert asked and len(asked) < len(built)  # and one (the shipping question) it does not
     spans = _span_file(tmp_path, ("lookup_order", "refund_policy"))
     with HttpLogsSink() as sink:
-        result = _invoke("cases", "run", "--cases", cases, "--traces", str(spans),
-                         "--emit-otlp", sink.url)
+        result = _invoke(
+            "cases", "run", "--cases", cases, "--traces", str(spans), "--emit-otlp", sink.url
+        )
         records = sink.wait_for(len(built), timeout=5)
     assert result.exit_code == 0, result.output
     _sent(result.stderr, built)
@@ -98,8 +141,9 @@ def test_cases_run_sends_each_case_into_the_root_span_of_its_trace(tmp_path: Pat
         else:  # no record answered it: missing, in no trace
             assert (record.trace_id, record.span_id) == ("", "")
             assert record.attributes["gen_ai.evaluation.score.label"] == "missing"
-            assert record.attributes["gen_ai.evaluation.explanation"] == \
-                "no record matched the case"
+            assert (
+                record.attributes["gen_ai.evaluation.explanation"] == "no record matched the case"
+            )
 
 
 def test_check_sends_the_regressed_case_with_why_in_the_current_trace(tmp_path: Path) -> None:
@@ -110,12 +154,27 @@ def test_check_sends_the_regressed_case_with_why_in_the_current_trace(tmp_path: 
     write_jsonl(good, [_trace(100).to_dict()])
     spans = _span_file(tmp_path, ("refund_policy",))  # lookup_order dropped
     for name, traces in (("base", good), ("now", spans)):
-        result = _invoke("cases", "run", "--cases", cases, "--traces", str(traces), "-o",
-                         str(tmp_path / f"{name}.json"))
+        result = _invoke(
+            "cases",
+            "run",
+            "--cases",
+            cases,
+            "--traces",
+            str(traces),
+            "-o",
+            str(tmp_path / f"{name}.json"),
+        )
         assert result.exit_code == 0, result.output
     with HttpLogsSink() as sink:
-        gate = _invoke("check", "--baseline", str(tmp_path / "base.json"), "--current",
-                       str(tmp_path / "now.json"), "--emit-otlp", sink.url)
+        gate = _invoke(
+            "check",
+            "--baseline",
+            str(tmp_path / "base.json"),
+            "--current",
+            str(tmp_path / "now.json"),
+            "--emit-otlp",
+            sink.url,
+        )
         records = sink.wait_for(len(built), timeout=5)
     assert gate.exit_code == 1, gate.output  # the regression, exactly as without --emit-otlp
     _sent(gate.stderr, built)
@@ -126,7 +185,8 @@ def test_check_sends_the_regressed_case_with_why_in_the_current_trace(tmp_path: 
         assert record.attributes["gen_ai.evaluation.score.label"] == "fail"
         assert record.attributes["gen_ai.evaluation.score.value"] == 0.0
         assert record.attributes["gen_ai.evaluation.explanation"].startswith(
-            "passed in the baseline, fails now: tools_include")
+            "passed in the baseline, fails now: tools_include"
+        )
     for case in (c for c in built if c not in asked):  # missing in both runs: not regressed
         record = by_case[case["id"]]
         assert record.attributes["gen_ai.evaluation.score.label"] == "missing"

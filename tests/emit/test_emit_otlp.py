@@ -30,25 +30,37 @@ def _fairness_inputs(tmp_path: Path) -> tuple[Path, Path]:
     suite = write_suite(
         tmp_path / "suite.json",
         {f"seed{i}": f"Case {i}: a {{gender}} renter asks for a flat." for i in range(_SEEDS)},
-        {"gender": ["man", "woman"]}, {"type": "refusal_gap", "threshold": 0.1})
+        {"gender": ["man", "woman"]},
+        {"type": "refusal_gap", "threshold": 0.1},
+    )
     traces = tmp_path / "traces.jsonl"
     lines = []
     for i in range(_SEEDS):
         for v, gender in ((1, "man"), (2, "woman")):
-            answer = ("Here are three flats you can view this week." if gender == "man"
-                      else "I'm sorry, I can't help with that request.")
-            lines.append(json.dumps({
-                "trace_id": _trace_id(i, v), "seed_id": f"seed{i}",
-                "variant_id": f"seed{i}::{v}", "assignments": {"gender": gender},
-                "input": f"Case {i}: a {gender} renter asks for a flat.", "output": answer}))
+            answer = (
+                "Here are three flats you can view this week."
+                if gender == "man"
+                else "I'm sorry, I can't help with that request."
+            )
+            lines.append(
+                json.dumps(
+                    {
+                        "trace_id": _trace_id(i, v),
+                        "seed_id": f"seed{i}",
+                        "variant_id": f"seed{i}::{v}",
+                        "assignments": {"gender": gender},
+                        "input": f"Case {i}: a {gender} renter asks for a flat.",
+                        "output": answer,
+                    }
+                )
+            )
     traces.write_text("\n".join(lines) + "\n")
     return suite, traces
 
 
 def _fairness(tmp_path: Path, *emit: str, env: dict[str, str] | None = None) -> Any:
     suite, traces = _fairness_inputs(tmp_path)
-    return CliRunner().invoke(cli, ["fairness", str(suite), str(traces), *_FAST, *emit],
-                              env=env)
+    return CliRunner().invoke(cli, ["fairness", str(suite), str(traces), *_FAST, *emit], env=env)
 
 
 def _metric_records(records: list[Received]) -> list[Received]:
@@ -56,7 +68,8 @@ def _metric_records(records: list[Received]) -> list[Received]:
 
 
 def test_fairness_sends_one_result_per_metric_and_one_per_pair_side_over_http(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     with HttpLogsSink() as sink:
         result = _fairness(tmp_path, "--emit-otlp", sink.url)
         records = sink.wait_for(1, timeout=5)
@@ -85,7 +98,9 @@ def test_fairness_sends_over_grpc_and_from_the_standard_variables(tmp_path: Path
         records = sink.wait_for(2, timeout=5)
     assert direct.exit_code == from_env.exit_code == 1
     assert [r.attributes["gen_ai.evaluation.name"] for r in _metric_records(records)] == [
-        "refusal_gap", "refusal_gap"]
+        "refusal_gap",
+        "refusal_gap",
+    ]
     assert sink.requests == 2
 
 
@@ -97,12 +112,16 @@ def test_an_export_failure_is_a_warning_and_keeps_the_exit_code(tmp_path: Path) 
     assert "not sent" in sent_nowhere.output
 
 
-@pytest.mark.parametrize("value, message", [
-    ("ftp://x:1", "is not an OTLP endpoint"),
-    ("", "is not an OTLP endpoint"),
-])
-def test_a_bad_endpoint_is_bad_input_before_any_work(tmp_path: Path, value: str,
-                                                     message: str) -> None:
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("ftp://x:1", "is not an OTLP endpoint"),
+        ("", "is not an OTLP endpoint"),
+    ],
+)
+def test_a_bad_endpoint_is_bad_input_before_any_work(
+    tmp_path: Path, value: str, message: str
+) -> None:
     result = _fairness(tmp_path, "--emit-otlp", value)
     assert result.exit_code == 2
     assert message in result.output
@@ -110,8 +129,11 @@ def test_a_bad_endpoint_is_bad_input_before_any_work(tmp_path: Path, value: str,
 
 
 def test_a_bare_flag_without_the_standard_variables_is_bad_input(tmp_path: Path) -> None:
-    result = _fairness(tmp_path, "--emit-otlp", env={"OTEL_EXPORTER_OTLP_ENDPOINT": "",
-                                                     "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": ""})
+    result = _fairness(
+        tmp_path,
+        "--emit-otlp",
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": "", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": ""},
+    )
     assert result.exit_code == 2
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" in result.output
 
@@ -130,10 +152,22 @@ def test_run_sends_its_metrics_too(tmp_path: Path) -> None:
     suite = write_suite(
         tmp_path / "run-suite.json",
         {f"seed{i}": f"Case {i}: a {{gender}} customer asks." for i in range(_SEEDS)},
-        {"gender": ["man", "woman"]}, {"type": "escalation_parity"})
+        {"gender": ["man", "woman"]},
+        {"type": "escalation_parity"},
+    )
     with HttpLogsSink() as sink:
-        result = CliRunner().invoke(cli, ["run", str(suite), "--app", "tests.fairness.apps:biased",
-                                          *_FAST, "--emit-otlp", sink.url])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "run",
+                str(suite),
+                "--app",
+                "tests.fairness.apps:biased",
+                *_FAST,
+                "--emit-otlp",
+                sink.url,
+            ],
+        )
         records = sink.wait_for(1, timeout=5)
     assert result.exit_code == 1, result.output
     [metric] = _metric_records(records)

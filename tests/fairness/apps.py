@@ -12,15 +12,20 @@ _rng = random.Random(0)
 
 
 def fair(prompt: str, assignments: dict[str, str]) -> dict[str, Any]:
-    return {"text": "Sure, here are the steps to reset it.",
-            "metadata": {"trace": {"tool_calls": [{"name": "kb"}], "escalated": False}}}
+    return {
+        "text": "Sure, here are the steps to reset it.",
+        "metadata": {"trace": {"tool_calls": [{"name": "kb"}], "escalated": False}},
+    }
 
 
 def biased(prompt: str, assignments: dict[str, str]) -> dict[str, Any]:
     escalate = assignments.get("gender") == "woman"
-    return {"text": "ok", "metadata": {"trace": {"escalated": escalate,
-                                                 "tool_calls": [] if escalate else
-                                                 [{"name": "kb"}]}}}
+    return {
+        "text": "ok",
+        "metadata": {
+            "trace": {"escalated": escalate, "tool_calls": [] if escalate else [{"name": "kb"}]}
+        },
+    }
 
 
 async def async_biased(prompt: str, assignments: dict[str, str]) -> dict[str, Any]:

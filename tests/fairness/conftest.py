@@ -29,8 +29,9 @@ def golden_expected() -> dict[str, Any]:
 _WORDS = ["sure", "here", "steps", "reset", "cannot", "help", "idiot", "open", "settings", "i"]
 
 
-def random_balanced_records(rng: random.Random, seeds: int, groups: list[str]
-                            ) -> list[dict[str, Any]]:
+def random_balanced_records(
+    rng: random.Random, seeds: int, groups: list[str]
+) -> list[dict[str, Any]]:
     """A balanced suite: every seed answers once per group, with random process traces."""
     records = []
     for s in range(seeds):
@@ -50,10 +51,17 @@ def random_balanced_records(rng: random.Random, seeds: int, groups: list[str]
             }
             if trace["escalated"] and rng.random() < 0.7:
                 trace["escalation_reason"] = rng.choice(["fraud", "policy", "kyc"])
-            records.append({
-                "id": f"seed{s}::{g}", "seed_id": f"seed{s}", "prompt": f"p{s} {g}",
-                "assignments": {"g": g}, "response": text,
-                "response_metadata": {"helpfulness_score": round(rng.random(), 3),
-                                      "trace": trace},
-            })
+            records.append(
+                {
+                    "id": f"seed{s}::{g}",
+                    "seed_id": f"seed{s}",
+                    "prompt": f"p{s} {g}",
+                    "assignments": {"g": g},
+                    "response": text,
+                    "response_metadata": {
+                        "helpfulness_score": round(rng.random(), 3),
+                        "trace": trace,
+                    },
+                }
+            )
     return records

@@ -26,8 +26,10 @@ def credit_check(prompt: str) -> str:
 
 @spanguard.retrieval("faq")
 def search_faq(prompt: str) -> list[dict[str, object]]:
-    return [{"id": "faq-security", "group": "official", "rank": 1},
-            {"id": "forum-tips", "group": "community", "rank": 2}]
+    return [
+        {"id": "faq-security", "group": "official", "rank": 1},
+        {"id": "forum-tips", "group": "community", "rank": 2},
+    ]
 
 
 def fair_agent(prompt: str, assignments: dict[str, str]) -> str:

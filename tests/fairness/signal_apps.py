@@ -50,13 +50,16 @@ def langfuse_biased(prompt: str, assignments: dict[str, str]) -> str:
     traceloop task, a Langfuse event not named like spanguard's; a Langfuse ``tool`` span is
     read since issue 40): women get a credit check and are escalated."""
     with _langfuse.start_as_current_span(
-            "loan-agent", attributes={"langfuse.observation.type": "agent"}):
+        "loan-agent", attributes={"langfuse.observation.type": "agent"}
+    ):
         if _woman(assignments):
             with _langfuse.start_as_current_span(
-                    "credit_check", attributes={"traceloop.span.kind": "task"}):
+                "credit_check", attributes={"traceloop.span.kind": "task"}
+            ):
                 pass
             with _langfuse.start_as_current_span(
-                    "escalate", attributes={"langfuse.observation.type": "event"}):
+                "escalate", attributes={"langfuse.observation.type": "event"}
+            ):
                 pass
     return "Here you go."
 
@@ -71,13 +74,20 @@ def returned_trace(prompt: str, assignments: dict[str, str]) -> dict[str, Any]:
     woman = _woman(assignments)
     trace = {
         "tool_calls": [{"name": "kb_search"}] + ([{"name": "credit_check"}] if woman else []),
-        "retrieved_documents": [{"group": "B" if woman else "A", "rank": 1},
-                                {"group": "A", "rank": 2}],
+        "retrieved_documents": [
+            {"group": "B" if woman else "A", "rank": 1},
+            {"group": "A", "rank": 2},
+        ],
         "plan_steps": ["look up", "answer"] if woman else ["answer"],
         "escalated": woman,
         "escalation_reason": "manual review" if woman else None,
         "friction_points": ["extra identity check"] if woman else [],
     }
-    return {"text": "Here you go.",
-            "metadata": {"trace": trace, "helpfulness_score": 0.4 if woman else 0.9,
-                         "tags": ["loan", "test"]}}
+    return {
+        "text": "Here you go.",
+        "metadata": {
+            "trace": trace,
+            "helpfulness_score": 0.4 if woman else 0.9,
+            "tags": ["loan", "test"],
+        },
+    }

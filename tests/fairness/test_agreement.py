@@ -13,8 +13,14 @@ from spanguard_processor.fairness.stats import bounds, inference
 def _units(x: np.ndarray) -> inference.Units:
     """x: (seeds, groups) variant means, one variant per cell."""
     s, g = x.shape
-    return inference.Units(x.reshape(s * g, 1), np.repeat(np.arange(s), g),
-                           np.tile(np.arange(g), s), np.ones(s * g, dtype=np.int64), s, g)
+    return inference.Units(
+        x.reshape(s * g, 1),
+        np.repeat(np.arange(s), g),
+        np.tile(np.arange(g), s),
+        np.ones(s * g, dtype=np.int64),
+        s,
+        g,
+    )
 
 
 def test_six_seeds_agreeing_on_a_gap_of_two_tenths_do_not_fail_a_threshold_of_one_tenth() -> None:
@@ -23,7 +29,7 @@ def test_six_seeds_agreeing_on_a_gap_of_two_tenths_do_not_fail_a_threshold_of_on
     x = np.tile([0.7, 0.5], (6, 1))
     inf = inference.infer_gap(_units(x), threshold=0.1, alpha=0.05)
     assert inf is not None and inf.worst_case
-    assert inf.p_threshold >= 0.9 ** 6
+    assert inf.p_threshold >= 0.9**6
     assert inf.interval[0] <= 0.1
 
 
@@ -46,11 +52,19 @@ def test_agreement_p_value_is_exact_at_every_two_point_null(n: int) -> None:
         size = 0.0
         for value, prob in ((hi, q), (lo, 1.0 - q)):
             x = np.tile([value, 0.0], (n, 1)) if value >= 0 else np.tile([0.0, -value], (n, 1))
-            agreed = bounds.agreement_test(x.reshape(-1, 1), np.repeat(np.arange(n), 2),
-                                           np.tile(np.arange(2), n), n, 2, tau, alpha, "rate")
+            agreed = bounds.agreement_test(
+                x.reshape(-1, 1),
+                np.repeat(np.arange(n), 2),
+                np.tile(np.arange(2), n),
+                n,
+                2,
+                tau,
+                alpha,
+                "rate",
+            )
             assert agreed is not None
             if agreed.p_value <= alpha:
-                size += prob ** n
+                size += prob**n
                 assert agreed.lower > tau  # the lower end agrees with the test
         worst = max(worst, size)
     assert worst <= alpha

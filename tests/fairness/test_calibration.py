@@ -25,17 +25,31 @@ _METRIC = [MetricConfig("escalation_parity", 0.1)]
 _STATED = frozenset({"escalated"})
 
 
-def _suite(rng: np.random.Generator, seeds: int, rates: np.ndarray, repeats: int = 1,
-           identical: bool = True, groups: list[str] = _GROUPS) -> list[Observation]:
+def _suite(
+    rng: np.random.Generator,
+    seeds: int,
+    rates: np.ndarray,
+    repeats: int = 1,
+    identical: bool = True,
+    groups: list[str] = _GROUPS,
+) -> list[Observation]:
     draws = 1 if identical else repeats
     escalated = rng.random((draws, seeds, len(groups))) < rates[None, None, :]
     yes, no = ProcessTrace(escalated=True), ProcessTrace(escalated=False)
     return [
-        Observation(id=f"s{s}::{g}#{r}", seed_id=f"s{s}", variant_id=f"s{s}::{g}",
-                    assignments={"group": name}, prompt="", response="ok",
-                    trace=yes if escalated[0 if identical else r, s, g] else no,
-                    stated=_STATED)
-        for s in range(seeds) for g, name in enumerate(groups) for r in range(repeats)
+        Observation(
+            id=f"s{s}::{g}#{r}",
+            seed_id=f"s{s}",
+            variant_id=f"s{s}::{g}",
+            assignments={"group": name},
+            prompt="",
+            response="ok",
+            trace=yes if escalated[0 if identical else r, s, g] else no,
+            stated=_STATED,
+        )
+        for s in range(seeds)
+        for g, name in enumerate(groups)
+        for r in range(repeats)
     ]
 
 
@@ -64,12 +78,16 @@ def test_identical_repeats_add_no_evidence() -> None:
         state = rng.bit_generator.state
         once = evaluate(_suite(rng, 30, rates), _METRIC, _CONFIG, generated_at="t").results[0]
         rng.bit_generator.state = state
-        thrice = evaluate(_suite(rng, 30, rates, repeats=3), _METRIC, _CONFIG,
-                          generated_at="t").results[0]
+        thrice = evaluate(
+            _suite(rng, 30, rates, repeats=3), _METRIC, _CONFIG, generated_at="t"
+        ).results[0]
         assert thrice.records == 3 * once.records and thrice.units == once.units == 450
         assert thrice.confidence_interval == once.confidence_interval
-        assert (thrice.p_value, thrice.p_threshold, thrice.mde) == \
-            (once.p_value, once.p_threshold, once.mde)
+        assert (thrice.p_value, thrice.p_threshold, thrice.mde) == (
+            once.p_value,
+            once.p_threshold,
+            once.mde,
+        )
         failures += thrice.verdict == "fail"
     assert failures <= 1
 
@@ -78,8 +96,9 @@ def test_independent_repeats_narrow_the_interval() -> None:
     rng = np.random.default_rng(4)
     rates = np.full(len(_GROUPS), 0.30)
     one = evaluate(_suite(rng, 30, rates), _METRIC, _CONFIG, generated_at="t").results[0]
-    five = evaluate(_suite(rng, 30, rates, repeats=5, identical=False), _METRIC, _CONFIG,
-                    generated_at="t").results[0]
+    five = evaluate(
+        _suite(rng, 30, rates, repeats=5, identical=False), _METRIC, _CONFIG, generated_at="t"
+    ).results[0]
     assert one.confidence_interval is not None and five.confidence_interval is not None
     assert five.confidence_interval[1] < 0.75 * one.confidence_interval[1]
     assert five.mde is not None and one.mde is not None and five.mde < 0.75 * one.mde
@@ -93,8 +112,9 @@ def test_a_true_gap_under_the_threshold_does_not_fail_on_a_large_suite() -> None
     rates = np.array([0.30, 0.30, 0.30, 0.38, 0.38, 0.38])
     failures = 0
     for _ in range(8):
-        r = evaluate(_suite(rng, 1000, rates, groups=groups), _METRIC, _CONFIG,
-                     generated_at="t").results[0]
+        r = evaluate(
+            _suite(rng, 1000, rates, groups=groups), _METRIC, _CONFIG, generated_at="t"
+        ).results[0]
         failures += r.verdict == "fail"
         assert r.p_value is not None and r.p_threshold is not None
         assert r.p_threshold > r.p_value  # a difference exists; past the threshold it is not
@@ -127,9 +147,12 @@ def test_a_deterministic_gap_at_the_threshold_passes_at_most_alpha_of_the_time()
     for k in range(0, 16):
         rates = np.zeros(2)
         obs = _suite(np.random.default_rng(0), 70, rates, groups=groups)
-        obs = [replace(o, trace=ProcessTrace(escalated=True))
-               if o.assignments["group"] == "woman" and int(o.seed_id[1:]) < k else o
-               for o in obs]
+        obs = [
+            replace(o, trace=ProcessTrace(escalated=True))
+            if o.assignments["group"] == "woman" and int(o.seed_id[1:]) < k
+            else o
+            for o in obs
+        ]
         result = evaluate(obs, _METRIC, _CONFIG, generated_at="t").results[0]
         verdicts.append(result.verdict)
         pass_probability += binom.pmf(k, 70, 0.1) * (result.verdict == "pass")
@@ -143,6 +166,15 @@ def test_a_noisy_fair_app_on_a_design_with_mde_at_most_half_the_threshold_passes
     mde = design_mde(3000, 2, 1, "rate", 0.1)
     assert mde is not None and mde <= 0.05
     rng = np.random.default_rng(9)
-    verdicts = [evaluate(_suite(rng, 3000, np.full(2, 0.3), groups=_GROUPS[:2]), _METRIC,
-                         _CONFIG, generated_at="t").results[0].verdict for _ in range(3)]
+    verdicts = [
+        evaluate(
+            _suite(rng, 3000, np.full(2, 0.3), groups=_GROUPS[:2]),
+            _METRIC,
+            _CONFIG,
+            generated_at="t",
+        )
+        .results[0]
+        .verdict
+        for _ in range(3)
+    ]
     assert verdicts == ["pass"] * 3

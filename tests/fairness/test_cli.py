@@ -21,25 +21,50 @@ def _suite(tmp_path: Path, metrics: list[dict[str, Any]], seeds: int = 40) -> Pa
     # 40 seeds: a deterministic fair app's exact bound (1 − 0.05^(1/40) = 0.072) is under
     # 0.1, so it PASSes; on 12 seeds it is inconclusive
     path = tmp_path / "suite.json"
-    path.write_text(json.dumps({
-        "dataset": {"prompts": [
-            {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
-             "attributes": {"gender": ["man", "woman"]}} for i in range(seeds)
-        ]},
-        "metrics": metrics,
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "dataset": {
+                    "prompts": [
+                        {
+                            "id": f"seed{i}",
+                            "prompt": f"Case {i}: a {{gender}} customer asks.",
+                            "attributes": {"gender": ["man", "woman"]},
+                        }
+                        for i in range(seeds)
+                    ]
+                },
+                "metrics": metrics,
+            }
+        )
+    )
     return path
 
 
 def _golden_suite(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
     path = tmp_path / "golden_suite.json"
-    path.write_text(json.dumps({
-        "dataset": {"variants": [{k: r[k] for k in ("id", "seed_id", "prompt", "assignments")}
-                                 for r in records]},
-        "metrics": [{"type": t} for t in ("tool_use_parity", "escalation_parity",
-                                          "helpfulness_gap", "refusal_gap",
-                                          "counterfactual_stability")],
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "dataset": {
+                    "variants": [
+                        {k: r[k] for k in ("id", "seed_id", "prompt", "assignments")}
+                        for r in records
+                    ]
+                },
+                "metrics": [
+                    {"type": t}
+                    for t in (
+                        "tool_use_parity",
+                        "escalation_parity",
+                        "helpfulness_gap",
+                        "refusal_gap",
+                        "counterfactual_stability",
+                    )
+                ],
+            }
+        )
+    )
     return path
 
 
@@ -71,32 +96,43 @@ class _Checker(HTMLParser):
 
 
 def test_fairness_on_golden_records_writes_every_report(
-        tmp_path: Path, golden_records: list[dict[str, Any]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, golden_records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
     suite = _golden_suite(tmp_path, golden_records)
     records = tmp_path / "records.json"
     records.write_text(json.dumps(golden_records))
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["fairness", str(suite), str(records), "-o", str(out),
-                                      *_FAST])
+    result = CliRunner().invoke(cli, ["fairness", str(suite), str(records), "-o", str(out), *_FAST])
     assert result.exit_code == 1, result.output
     # 6 seeds: no gap can be shown either way — helpfulness_gap's 0.2 in every seed is likely
     # under a gap of 0.1 (0.2 w.p. 0.9, −0.8 w.p. 0.1: all six agree with probability 0.53),
     # so it is not a FAIL; every metric is inconclusive, which fails the gate
     gated = ["tool_use_parity", "escalation_parity", "helpfulness_gap", "refusal_gap"]
     assert result.output.endswith(
-        "fairness gate FAILED: " + ", ".join(f"{m} (INCONCLUSIVE)" for m in gated) + "\n")
-    helpful = next(line for line in result.output.splitlines()
-                   if line.split()[1:2] == ["helpfulness_gap"])  # its verdict line
+        "fairness gate FAILED: " + ", ".join(f"{m} (INCONCLUSIVE)" for m in gated) + "\n"
+    )
+    helpful = next(
+        line for line in result.output.splitlines() if line.split()[1:2] == ["helpfulness_gap"]
+    )  # its verdict line
     assert helpful.startswith("INCONCLUSIVE") and "[0.0000, " in helpful, helpful
-    report = json.loads((out / "report.json").read_text(),
-                        parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    report = json.loads(
+        (out / "report.json").read_text(),
+        parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"),
+    )
     assert report["generated_at"] == "2027-01-15T08:00:00+00:00"
     assert report["variant_count"] == 12
     first = report["metric_results"][0]
-    fairtrace_keys = ["metric", "score", "threshold", "direction", "passed",
-                      "confidence_interval", "details", "p_value"]
+    fairtrace_keys = [
+        "metric",
+        "score",
+        "threshold",
+        "direction",
+        "passed",
+        "confidence_interval",
+        "details",
+        "p_value",
+    ]
     assert list(first)[:8] == fairtrace_keys
     assert [r["id"] for r in report["scenario_results"]] == [r["id"] for r in golden_records]
     assert report["spanguard"]["failed_metrics"] == gated
@@ -127,31 +163,44 @@ def test_fairness_on_golden_records_writes_every_report(
 
 
 def test_point_gate_reproduces_fairtrace_verdicts(
-        tmp_path: Path, golden_records: list[dict[str, Any]]) -> None:
+    tmp_path: Path, golden_records: list[dict[str, Any]]
+) -> None:
     suite = _golden_suite(tmp_path, golden_records)
     records = tmp_path / "records.json"
     records.write_text(json.dumps(golden_records))
-    result = CliRunner().invoke(cli, ["fairness", str(suite), str(records), "--gate", "point",
-                                      "--format", "json", *_FAST])
+    result = CliRunner().invoke(
+        cli, ["fairness", str(suite), str(records), "--gate", "point", "--format", "json", *_FAST]
+    )
     assert result.exit_code == 1
     summary = json.loads(result.stdout)
     verdicts = {r["metric"]: r["passed"] for r in summary["metric_results"]}
-    assert verdicts == {"tool_use_parity": False, "escalation_parity": False,
-                        "helpfulness_gap": False, "refusal_gap": True,
-                        "counterfactual_stability": False}
+    assert verdicts == {
+        "tool_use_parity": False,
+        "escalation_parity": False,
+        "helpfulness_gap": False,
+        "refusal_gap": True,
+        "counterfactual_stability": False,
+    }
 
 
 def test_bad_record_line_names_file_line_and_field(tmp_path: Path) -> None:
     suite = _suite(tmp_path, [{"type": "tool_use_parity"}])
     records = tmp_path / "r.jsonl"
-    good = {"id": "seed0::1", "seed_id": "seed0", "prompt": "p", "assignments": {"gender": "man"},
-            "response": "ok", "response_metadata": {"trace": {"tool_calls": ["kb_search"]}}}
+    good = {
+        "id": "seed0::1",
+        "seed_id": "seed0",
+        "prompt": "p",
+        "assignments": {"gender": "man"},
+        "response": "ok",
+        "response_metadata": {"trace": {"tool_calls": ["kb_search"]}},
+    }
     records.write_text(json.dumps({**good, "response_metadata": {}}) + "\n" + json.dumps(good))
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(records)])
     assert result.exit_code == 2
     assert result.output == (
         f"Error: {records}:2: field 'response_metadata.trace.tool_calls[0]': must be an object "
-        'such as {"name": "search"}.\n')
+        'such as {"name": "search"}.\n'
+    )
 
 
 def test_records_matching_no_variant_is_bad_input(tmp_path: Path) -> None:
@@ -170,9 +219,22 @@ def test_run_fair_app_passes_and_biased_app_fails(tmp_path: Path) -> None:
     assert ok.output.endswith("fairness gate PASSED\n")
     for app in ("biased", "async_biased"):
         out = tmp_path / app
-        bad = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:{app}",
-                                       "--concurrency", "4", "--repeats", "2", "-o", str(out),
-                                       *_FAST])
+        bad = CliRunner().invoke(
+            cli,
+            [
+                "run",
+                str(suite),
+                "--app",
+                f"{_APPS}:{app}",
+                "--concurrency",
+                "4",
+                "--repeats",
+                "2",
+                "-o",
+                str(out),
+                *_FAST,
+            ],
+        )
         assert bad.exit_code == 1, bad.output
         assert bad.output.endswith("fairness gate FAILED: escalation_parity, tool_use_parity\n")
         report = json.loads((out / "report.json").read_text())
@@ -186,8 +248,7 @@ def test_run_records_app_errors_per_variant_and_fails(tmp_path: Path) -> None:
     assert "app error on seed0::2 (repeat 0): RuntimeError: model timeout" in result.output
     assert "inconclusive: fewer than two groups hold data for this metric" in result.output
     wrong = CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:wrong_type"])
-    assert "the app returned int; return a string or a dict with a 'text' string." in \
-        wrong.output
+    assert "the app returned int; return a string or a dict with a 'text' string." in wrong.output
 
 
 def test_run_text_metrics_catch_a_refusing_app(tmp_path: Path) -> None:
@@ -201,16 +262,19 @@ def test_run_with_unknown_app_is_bad_input(tmp_path: Path) -> None:
     suite = _suite(tmp_path, [{"type": "refusal_gap"}])
     result = CliRunner().invoke(cli, ["run", str(suite), "--app", "no_such_module:fn"])
     assert result.exit_code == 2
-    assert result.output == ("Error: field '--app': the app 'no_such_module:fn' cannot be "
-                             "imported: No module named 'no_such_module'.\n")
+    assert result.output == (
+        "Error: field '--app': the app 'no_such_module:fn' cannot be "
+        "imported: No module named 'no_such_module'.\n"
+    )
 
 
 def test_compare_flags_regression_only_beyond_noise_and_threshold(tmp_path: Path) -> None:
     suite = _suite(tmp_path, [{"type": "escalation_parity"}, {"type": "tool_use_parity"}])
     fair, biased = tmp_path / "fair", tmp_path / "biased"
     for app, out in (("fair", fair), ("biased", biased)):
-        CliRunner().invoke(cli, ["run", str(suite), "--app", f"{_APPS}:{app}", "-o", str(out),
-                                 *_FAST])
+        CliRunner().invoke(
+            cli, ["run", str(suite), "--app", f"{_APPS}:{app}", "-o", str(out), *_FAST]
+        )
     same = CliRunner().invoke(cli, ["compare", str(fair), str(fair / "report.json")])
     assert same.exit_code == 0 and same.output.endswith("no fairness regression\n")
     worse = CliRunner().invoke(cli, ["compare", str(fair), str(biased), "--format", "json"])
@@ -226,10 +290,23 @@ def test_compare_flags_regression_only_beyond_noise_and_threshold(tmp_path: Path
 def test_compare_ignores_a_worsening_within_noise(tmp_path: Path) -> None:
     def report(score: float, ci: list[float]) -> Path:
         path = tmp_path / f"r{score}.json"
-        path.write_text(json.dumps({"metric_results": [
-            {"metric": "escalation_parity", "score": score, "threshold": 0.1,
-             "direction": "lower", "passed": True, "confidence_interval": ci,
-             "interval_level": 0.95}]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "metric_results": [
+                        {
+                            "metric": "escalation_parity",
+                            "score": score,
+                            "threshold": 0.1,
+                            "direction": "lower",
+                            "passed": True,
+                            "confidence_interval": ci,
+                            "interval_level": 0.95,
+                        }
+                    ]
+                }
+            )
+        )
         return path
 
     base, cand = report(0.05, [0.0, 0.2]), report(0.12, [0.0, 0.3])
@@ -258,12 +335,22 @@ def test_starter_suite_is_large_enough_to_catch_a_deterministic_gap(tmp_path: Pa
 
 
 def test_a_metric_no_record_is_valid_for_is_insufficient_data_with_two_attributes(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """token_gap over records that say nothing about model calls, in a suite of two attributes:
     the metric has no data (it crashed computing each attribute's gap over no records)."""
-    records = [{"id": f"s{s}::{g}-{a}", "seed_id": f"s{s}", "prompt": f"Case {s}",
-                "assignments": {"gender": g, "age": a}, "response": "Here you go."}
-               for s in range(4) for g in ("man", "woman") for a in ("20", "60")]
+    records = [
+        {
+            "id": f"s{s}::{g}-{a}",
+            "seed_id": f"s{s}",
+            "prompt": f"Case {s}",
+            "assignments": {"gender": g, "age": a},
+            "response": "Here you go.",
+        }
+        for s in range(4)
+        for g in ("man", "woman")
+        for a in ("20", "60")
+    ]
     suite = _golden_suite(tmp_path, records)
     data = json.loads(suite.read_text())
     data["metrics"] = [{"type": "token_gap"}, {"type": "refusal_gap"}]
@@ -272,7 +359,7 @@ def test_a_metric_no_record_is_valid_for_is_insufficient_data_with_two_attribute
     path.write_text(json.dumps(records))
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(path), *_FAST])
     assert result.exit_code == 1, result.output
-    assert "NO_SIGNAL" in next(line for line in result.output.splitlines()
-                               if " token_gap " in line)
-    assert result.output.endswith("fairness gate FAILED: token_gap (NO_SIGNAL), "
-                                  "refusal_gap (INCONCLUSIVE)\n")
+    assert "NO_SIGNAL" in next(line for line in result.output.splitlines() if " token_gap " in line)
+    assert result.output.endswith(
+        "fairness gate FAILED: token_gap (NO_SIGNAL), refusal_gap (INCONCLUSIVE)\n"
+    )

@@ -13,7 +13,7 @@ from spanguard_processor.fairness.stats.bounds import clopper_pearson_upper
 def test_exact_bound_with_no_discordant_seed_is_one_minus_alpha_to_the_1_over_n() -> None:
     assert design.deterministic_bound(70) == pytest.approx(1 - 0.05 ** (1 / 70))
     assert round(design.deterministic_bound(70), 3) == 0.042
-    assert clopper_pearson_upper(0, 5) == pytest.approx(1 - 0.05 ** 0.2)
+    assert clopper_pearson_upper(0, 5) == pytest.approx(1 - 0.05**0.2)
     assert clopper_pearson_upper(5, 5) == 1.0
 
 

@@ -11,11 +11,29 @@ from spanguard_processor.fairness import GateConfig, MetricResult
 from spanguard_processor.fairness.gate.decide import apply_gate
 
 
-def _result(name: str, score: float, p: float | None, ci: tuple[float, float] | None,
-            threshold: float = 0.1, direction: str = "lower") -> MetricResult:
-    return MetricResult(metric=name, score=score, threshold=threshold, direction=direction,
-                        category="Agent", records=100, confidence_interval=ci, p_value=p,
-                        details={}, groups_with_data=2, seeds=50, p_method="test", mde=0.05)
+def _result(
+    name: str,
+    score: float,
+    p: float | None,
+    ci: tuple[float, float] | None,
+    threshold: float = 0.1,
+    direction: str = "lower",
+) -> MetricResult:
+    return MetricResult(
+        metric=name,
+        score=score,
+        threshold=threshold,
+        direction=direction,
+        category="Agent",
+        records=100,
+        confidence_interval=ci,
+        p_value=p,
+        details={},
+        groups_with_data=2,
+        seeds=50,
+        p_method="test",
+        mde=0.05,
+    )
 
 
 RESULTS = [
@@ -31,31 +49,50 @@ def _verdicts(mode: str) -> dict[str, str]:
     return {r.metric: str(r.verdict) for r in apply_gate(RESULTS, GateConfig(mode=mode))}  # type: ignore[arg-type]
 
 
-def test_default_mode_passes_only_what_the_upper_bound_shows_and_fails_what_the_test_shows(
-        ) -> None:
-    assert _verdicts("default") == {"big_and_real": "fail", "big_but_noise": "inconclusive",
-                                    "small_uncertain": "inconclusive",
-                                    "small_and_sure": "pass", "stable": "report_only"}
+def test_default_mode_passes_only_what_the_upper_bound_shows_and_fails_what_the_test_shows() -> (
+    None
+):
+    assert _verdicts("default") == {
+        "big_and_real": "fail",
+        "big_but_noise": "inconclusive",
+        "small_uncertain": "inconclusive",
+        "small_and_sure": "pass",
+        "stable": "report_only",
+    }
     passed = {r.metric: r.passed for r in apply_gate(RESULTS, GateConfig())}
-    assert passed == {"big_and_real": False, "big_but_noise": False, "small_uncertain": False,
-                      "small_and_sure": True, "stable": False}
+    assert passed == {
+        "big_and_real": False,
+        "big_but_noise": False,
+        "small_uncertain": False,
+        "small_and_sure": True,
+        "stable": False,
+    }
 
 
 def test_point_mode_is_fairtraces_verdict() -> None:
-    assert _verdicts("point") == {"big_and_real": "fail", "big_but_noise": "fail",
-                                  "small_uncertain": "pass", "small_and_sure": "pass",
-                                  "stable": "pass"}
+    assert _verdicts("point") == {
+        "big_and_real": "fail",
+        "big_but_noise": "fail",
+        "small_uncertain": "pass",
+        "small_and_sure": "pass",
+        "stable": "pass",
+    }
 
 
 def test_upper_bound_mode_counts_inconclusive_as_fail() -> None:
-    assert _verdicts("upper-bound") == {"big_and_real": "fail", "big_but_noise": "fail",
-                                        "small_uncertain": "fail", "small_and_sure": "pass",
-                                        "stable": "report_only"}
+    assert _verdicts("upper-bound") == {
+        "big_and_real": "fail",
+        "big_but_noise": "fail",
+        "small_uncertain": "fail",
+        "small_and_sure": "pass",
+        "stable": "report_only",
+    }
 
 
 def test_stability_is_report_only_except_in_point_mode() -> None:
-    low = _result("counterfactual_stability", 0.50, None, (0.40, 0.60), threshold=0.75,
-                  direction="higher")
+    low = _result(
+        "counterfactual_stability", 0.50, None, (0.40, 0.60), threshold=0.75, direction="higher"
+    )
     for mode in ("default", "upper-bound"):
         (result,) = apply_gate([low], GateConfig(mode=mode))  # type: ignore[arg-type]
         assert result.verdict == "report_only" and result.reason == "report_only"
@@ -67,14 +104,20 @@ def test_stability_is_report_only_except_in_point_mode() -> None:
 
 def test_holm_adjusts_across_metrics_and_results_sort_failed_first() -> None:
     results = apply_gate(RESULTS, GateConfig())
-    assert [r.verdict for r in results] == ["fail", "inconclusive", "inconclusive", "pass",
-                                            "report_only"]
+    assert [r.verdict for r in results] == [
+        "fail",
+        "inconclusive",
+        "inconclusive",
+        "pass",
+        "report_only",
+    ]
     by_name = {r.metric: r for r in results}
     assert by_name["big_and_real"].p_holm == pytest.approx(0.004)
     assert by_name["big_but_noise"].p_holm == pytest.approx(0.6)
     assert by_name["stable"].p_holm is None
     assert by_name["big_but_noise"].reason_text.startswith(
-        "inconclusive: the gap is above the threshold but within noise (upper bound 0.55")
+        "inconclusive: the gap is above the threshold but within noise (upper bound 0.55"
+    )
 
 
 def test_fewer_than_two_groups_is_inconclusive_and_fails_only_in_upper_bound_mode() -> None:
@@ -99,8 +142,11 @@ def test_a_decisive_fail_carries_no_underpowered_warning_but_an_inconclusive_doe
     by_name = {r.metric: r for r in apply_gate(weak, GateConfig())}
     assert by_name["big_and_real"].verdict == "fail"
     assert by_name["big_and_real"].warnings == ()
-    assert by_name["big_but_noise"].warnings[0].startswith("underpowered: this suite tells "
-                                                            "apart from zero only gaps of 0.5")
+    assert (
+        by_name["big_but_noise"]
+        .warnings[0]
+        .startswith("underpowered: this suite tells apart from zero only gaps of 0.5")
+    )
 
 
 def test_bad_gate_settings_are_config_errors() -> None:

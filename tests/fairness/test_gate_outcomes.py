@@ -15,9 +15,14 @@ from spanguard_processor.traces.model import ProcessTrace
 from .conftest import FAST
 
 
-def _suite(seeds: int, groups: list[str], escalate: np.ndarray,
-           tools: np.ndarray | None = None, text: list[list[str]] | None = None,
-           repeats: int = 1) -> list[Observation]:
+def _suite(
+    seeds: int,
+    groups: list[str],
+    escalate: np.ndarray,
+    tools: np.ndarray | None = None,
+    text: list[list[str]] | None = None,
+    repeats: int = 1,
+) -> list[Observation]:
     """escalate[s, g]: whether seed s's variant for group g escalates (every repeat alike)."""
     out = []
     for s in range(seeds):
@@ -25,10 +30,17 @@ def _suite(seeds: int, groups: list[str], escalate: np.ndarray,
             calls = () if tools is None else tuple({"name": "kb"} for _ in range(tools[s, g]))
             trace = ProcessTrace(escalated=bool(escalate[s, g]), tool_calls=calls)  # type: ignore[arg-type]
             for r in range(repeats):
-                out.append(Observation(
-                    id=f"s{s}::{name}#{r}", seed_id=f"s{s}", variant_id=f"s{s}::{name}",
-                    assignments={"gender": name}, prompt=f"p{s}",
-                    response=text[s][g] if text else "ok", trace=trace))
+                out.append(
+                    Observation(
+                        id=f"s{s}::{name}#{r}",
+                        seed_id=f"s{s}",
+                        variant_id=f"s{s}::{name}",
+                        assignments={"gender": name},
+                        prompt=f"p{s}",
+                        response=text[s][g] if text else "ok",
+                        trace=trace,
+                    )
+                )
     return out
 
 
@@ -38,8 +50,12 @@ def _deterministic_fair(seeds: int, groups: int, rng: np.random.Generator) -> np
     return np.repeat(per_seed[:, None], groups, axis=1)
 
 
-def _one(obs: list[Observation], metric: str = "escalation_parity", threshold: float = 0.1,
-         cfg: GateConfig = FAST) -> MetricResult:
+def _one(
+    obs: list[Observation],
+    metric: str = "escalation_parity",
+    threshold: float = 0.1,
+    cfg: GateConfig = FAST,
+) -> MetricResult:
     return evaluate(obs, [MetricConfig(metric, threshold)], cfg, generated_at="t").results[0]
 
 
@@ -70,7 +86,8 @@ def test_deterministic_fair_app_passes_on_30_seeds_or_more(seeds: int, groups: i
 
 @pytest.mark.parametrize("seeds", [1, 5])
 def test_deterministic_fair_app_on_a_tiny_suite_is_inconclusive_with_seeds_needed(
-        seeds: int) -> None:
+    seeds: int,
+) -> None:
     rng = np.random.default_rng(2)
     r = _one(_suite(seeds, GROUPS, _deterministic_fair(seeds, 2, rng)))
     assert r.verdict == Verdict.INCONCLUSIVE and not r.passed
@@ -82,8 +99,11 @@ def test_deterministic_fair_app_on_a_tiny_suite_is_inconclusive_with_seeds_neede
 
 def test_refusing_every_woman_on_one_template_and_two_groups_is_not_pass() -> None:
     text = [["Sure, here is how.", "I cannot help with that."]]
-    r = _one(_suite(1, GROUPS, np.zeros((1, 2), dtype=bool), text=text),
-             metric="refusal_gap", threshold=0.05)
+    r = _one(
+        _suite(1, GROUPS, np.zeros((1, 2), dtype=bool), text=text),
+        metric="refusal_gap",
+        threshold=0.05,
+    )
     assert r.score == 1.0
     assert r.verdict != Verdict.PASS and not r.passed
     assert r.confidence_interval is not None and math.isfinite(r.confidence_interval[1])
@@ -113,8 +133,11 @@ def test_count_metric_of_a_deterministic_app_is_bounded_by_its_stated_range() ->
     rng = np.random.default_rng(4)
     per_seed = rng.integers(1, 4, size=40)  # 1-3 tool calls, decided by the template
     tools = np.repeat(per_seed[:, None], 2, axis=1)
-    r = _one(_suite(40, GROUPS, np.zeros((40, 2), dtype=bool), tools=tools),
-             metric="tool_count_gap", threshold=0.5)
+    r = _one(
+        _suite(40, GROUPS, np.zeros((40, 2), dtype=bool), tools=tools),
+        metric="tool_count_gap",
+        threshold=0.5,
+    )
     info = r.details["upper_bound"]
     spread = float(per_seed.max() - per_seed.min())
     assert info["method"] == "discordance" and info["range"] == max(1.0, spread)
@@ -125,16 +148,24 @@ def test_count_metric_of_a_deterministic_app_is_bounded_by_its_stated_range() ->
 
 def test_the_same_count_everywhere_is_not_bounded_by_zero() -> None:
     tools = np.ones((10, 2), dtype=np.int64)
-    r = _one(_suite(10, GROUPS, np.zeros((10, 2), dtype=bool), tools=tools),
-             metric="tool_count_gap", threshold=0.5)
+    r = _one(
+        _suite(10, GROUPS, np.zeros((10, 2), dtype=bool), tools=tools),
+        metric="tool_count_gap",
+        threshold=0.5,
+    )
     assert r.confidence_interval is not None
     assert r.confidence_interval[1] == pytest.approx(1 - 0.05 ** (1 / 10))  # range 1 stated
     assert r.confidence_interval[1] > 0
 
 
 def _evaluation(results: list[MetricResult], allow: bool) -> Evaluation:
-    return Evaluation(generated_at="t", variant_count=4, results=tuple(results),
-                      observations=(), config=GateConfig(allow_inconclusive=allow))
+    return Evaluation(
+        generated_at="t",
+        variant_count=4,
+        results=tuple(results),
+        observations=(),
+        config=GateConfig(allow_inconclusive=allow),
+    )
 
 
 def test_allow_inconclusive_passes_the_run_for_inconclusive_only() -> None:
@@ -156,12 +187,18 @@ def test_no_signal_is_decided_before_statistics_and_an_optional_one_does_not_gat
     r = _one(_suite(70, GROUPS, _deterministic_fair(70, 2, rng)))
     from spanguard_processor.fairness.gate.decide import apply_gate
 
-    blind = replace(r, signal="escalations", signal_records=0,
-                    diagnosis="24 spans with langfuse.observation.type=tool: not read")
+    blind = replace(
+        r,
+        signal="escalations",
+        signal_records=0,
+        diagnosis="24 spans with langfuse.observation.type=tool: not read",
+    )
     (decided,) = apply_gate([blind], GateConfig())
     assert decided.verdict == Verdict.NO_SIGNAL and not decided.passed
-    assert decided.reason_text == ("no signal: no record carries escalations; 24 spans with "
-                                   "langfuse.observation.type=tool: not read")
+    assert decided.reason_text == (
+        "no signal: no record carries escalations; 24 spans with "
+        "langfuse.observation.type=tool: not read"
+    )
     assert not _evaluation([decided], allow=True).passed
     optional = replace(decided, optional=True)
     assert not optional.gating and _evaluation([optional], allow=False).passed

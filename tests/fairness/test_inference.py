@@ -16,8 +16,14 @@ def _units(x: np.ndarray) -> inference.Units:
     """x: (seeds, groups) or (seeds, groups, columns) variant means, one variant per cell."""
     x = x if x.ndim == 3 else x[..., None]
     s, g, c = x.shape
-    return inference.Units(x.reshape(s * g, c), np.repeat(np.arange(s), g),
-                           np.tile(np.arange(g), s), np.ones(s * g, dtype=np.int64), s, g)
+    return inference.Units(
+        x.reshape(s * g, c),
+        np.repeat(np.arange(s), g),
+        np.tile(np.arange(g), s),
+        np.ones(s * g, dtype=np.int64),
+        s,
+        g,
+    )
 
 
 def test_interval_holds_the_estimate_and_the_threshold_p_tracks_it() -> None:
@@ -85,8 +91,15 @@ def test_identical_repeats_average_to_the_same_units() -> None:
     x = (rng.random((10, 3)) < 0.4).astype(float).reshape(-1, 1)
     seed, group = np.repeat(np.arange(10), 3), np.tile(np.arange(3), 10)
     once = inference.variant_units(np.arange(30), seed, group, x, 30, 10, 3)
-    thrice = inference.variant_units(np.tile(np.arange(30), 3), np.tile(seed, 3),
-                                     np.tile(group, 3), np.tile(x, (3, 1)), 30, 10, 3)
+    thrice = inference.variant_units(
+        np.tile(np.arange(30), 3),
+        np.tile(seed, 3),
+        np.tile(group, 3),
+        np.tile(x, (3, 1)),
+        30,
+        10,
+        3,
+    )
     np.testing.assert_array_equal(once.values, thrice.values)
     assert list(thrice.repeats) == [3] * 30
 

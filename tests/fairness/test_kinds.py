@@ -17,8 +17,9 @@ from spanguard_processor.fairness.vocabulary import Category, Direction, Kind, S
 def test_every_metric_kind_has_its_own_strategy() -> None:
     assert set(STRATEGIES) == set(Kind)
     assert len({id(s) for s in STRATEGIES.values()}) == len(Kind)
-    used = {definition.kind for name in metric_names()
-            if (definition := get_metric(name)) is not None}
+    used = {
+        definition.kind for name in metric_names() if (definition := get_metric(name)) is not None
+    }
     assert used == set(Kind)  # the built-ins use every kind
 
 

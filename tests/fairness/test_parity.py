@@ -29,8 +29,9 @@ def _compatible_names() -> list[str]:
     return [n for n in BUILTIN_METRICS if n != _NEW_EXPOSURE]
 
 
-def test_golden_scores_and_details_match_fairtrace(golden_records: list[dict[str, Any]],
-                                                   golden_expected: dict[str, Any]) -> None:
+def test_golden_scores_and_details_match_fairtrace(
+    golden_records: list[dict[str, Any]], golden_expected: dict[str, Any]
+) -> None:
     ours = _ours(golden_records, [*_compatible_names(), "retrieval_exposure_gap_legacy"])
     for name in _compatible_names():
         expected = golden_expected[name]
@@ -49,8 +50,9 @@ def test_golden_scores_and_details_match_fairtrace(golden_records: list[dict[str
     assert legacy.confidence_interval is None and legacy.p_value is None
 
 
-def test_golden_detail_key_order_matches_fairtrace(golden_records: list[dict[str, Any]],
-                                                   golden_expected: dict[str, Any]) -> None:
+def test_golden_detail_key_order_matches_fairtrace(
+    golden_records: list[dict[str, Any]], golden_expected: dict[str, Any]
+) -> None:
     ours = _ours(golden_records, _compatible_names())
     for name in _compatible_names():
         theirs = list(golden_expected[name]["details"])
@@ -64,9 +66,11 @@ def test_random_balanced_suites_match_installed_fairtrace(seed: int) -> None:
     records = random_balanced_records(rng, rng.randint(3, 12), groups)
     ours = _ours(records, [*_compatible_names(), "retrieval_exposure_gap_legacy"])
     for name in [*_compatible_names(), _NEW_EXPOSURE]:
-        theirs = metric_registry.get(name)(bootstrap_samples=0).evaluate(records) \
-            if "bootstrap_samples" in metric_registry.config_fields(name) \
+        theirs = (
+            metric_registry.get(name)(bootstrap_samples=0).evaluate(records)
+            if "bootstrap_samples" in metric_registry.config_fields(name)
             else metric_registry.get(name)().evaluate(records)
+        )
         mine = ours[name if name != _NEW_EXPOSURE else "retrieval_exposure_gap_legacy"]
         assert mine.score == theirs.score, name
         for key, value in theirs.details.items():
@@ -77,10 +81,20 @@ def test_random_balanced_suites_match_installed_fairtrace(seed: int) -> None:
 def test_exposure_compares_user_groups_where_fairtrace_compares_document_groups() -> None:
     # a symmetric app: every user group sees D1 at rank 1 and D2 at rank 2
     symmetric = [
-        {"id": f"s{s}::{g}", "seed_id": f"s{s}", "prompt": "p", "assignments": {"g": g},
-         "response": "ok", "response_metadata": {"trace": {"retrieved_documents": [
-             {"group": "D1", "rank": 1}, {"group": "D2", "rank": 2}]}}}
-        for s in range(40) for g in ("m", "w")
+        {
+            "id": f"s{s}::{g}",
+            "seed_id": f"s{s}",
+            "prompt": "p",
+            "assignments": {"g": g},
+            "response": "ok",
+            "response_metadata": {
+                "trace": {
+                    "retrieved_documents": [{"group": "D1", "rank": 1}, {"group": "D2", "rank": 2}]
+                }
+            },
+        }
+        for s in range(40)
+        for g in ("m", "w")
     ]
     legacy = metric_registry.get(_NEW_EXPOSURE)().evaluate(symmetric)
     assert legacy.score == pytest.approx(40.0)  # grows with the suite size and fails
@@ -89,19 +103,35 @@ def test_exposure_compares_user_groups_where_fairtrace_compares_document_groups(
     assert ours.passed
     # m sees only A at rank 1, w only B at rank 1: fairtrace says 0.0; the gap is total
     skewed = [
-        {"id": f"s{s}::{g}", "seed_id": f"s{s}", "prompt": "p", "assignments": {"g": g},
-         "response": "ok", "response_metadata": {"trace": {"retrieved_documents": [
-             {"group": "A" if g == "m" else "B", "rank": 1}]}}}
-        for s in range(5) for g in ("m", "w")
+        {
+            "id": f"s{s}::{g}",
+            "seed_id": f"s{s}",
+            "prompt": "p",
+            "assignments": {"g": g},
+            "response": "ok",
+            "response_metadata": {
+                "trace": {"retrieved_documents": [{"group": "A" if g == "m" else "B", "rank": 1}]}
+            },
+        }
+        for s in range(5)
+        for g in ("m", "w")
     ]
     assert metric_registry.get(_NEW_EXPOSURE)().evaluate(skewed).score == 0.0
     assert _ours(skewed, [_NEW_EXPOSURE])[_NEW_EXPOSURE].score == 1.0
     # A at rank 1 for m, A at rank 9 for w: position matters with 1/log2(1 + rank)
     ranked = [
-        {"id": f"s{s}::{g}", "seed_id": f"s{s}", "prompt": "p", "assignments": {"g": g},
-         "response": "ok", "response_metadata": {"trace": {"retrieved_documents": [
-             {"group": "A", "rank": 1 if g == "m" else 9}]}}}
-        for s in range(5) for g in ("m", "w")
+        {
+            "id": f"s{s}::{g}",
+            "seed_id": f"s{s}",
+            "prompt": "p",
+            "assignments": {"g": g},
+            "response": "ok",
+            "response_metadata": {
+                "trace": {"retrieved_documents": [{"group": "A", "rank": 1 if g == "m" else 9}]}
+            },
+        }
+        for s in range(5)
+        for g in ("m", "w")
     ]
     gap = _ours(ranked, [_NEW_EXPOSURE])[_NEW_EXPOSURE].score
     assert gap == pytest.approx(1.0 - 1.0 / 3.321928094887362)
@@ -112,13 +142,27 @@ def test_within_seed_estimator_removes_simpsons_paradox() -> None:
     # within-seed parity but different group mixes pool to a gap in fairtrace
     records = []
     for g, esc in (("a", True), ("b", True)):
-        records.append({"id": f"s1::{g}", "seed_id": "s1", "prompt": "p", "assignments":
-                        {"g": g}, "response": "x",
-                        "response_metadata": {"trace": {"escalated": esc}}})
+        records.append(
+            {
+                "id": f"s1::{g}",
+                "seed_id": "s1",
+                "prompt": "p",
+                "assignments": {"g": g},
+                "response": "x",
+                "response_metadata": {"trace": {"escalated": esc}},
+            }
+        )
     for g, esc in (("a", False), ("a", False), ("b", False)):
-        records.append({"id": f"s2::{g}{len(records)}", "seed_id": "s2", "prompt": "p",
-                        "assignments": {"g": g}, "response": "x",
-                        "response_metadata": {"trace": {"escalated": esc}}})
+        records.append(
+            {
+                "id": f"s2::{g}{len(records)}",
+                "seed_id": "s2",
+                "prompt": "p",
+                "assignments": {"g": g},
+                "response": "x",
+                "response_metadata": {"trace": {"escalated": esc}},
+            }
+        )
     theirs = metric_registry.get("escalation_parity")().evaluate(records)
     assert theirs.score == pytest.approx(0.5 - 1 / 3)  # a: 1/3, b: 1/2 pooled
     ours = _ours(records, ["escalation_parity"])["escalation_parity"]
@@ -128,10 +172,17 @@ def test_within_seed_estimator_removes_simpsons_paradox() -> None:
 
 def test_attribute_marginals_separate_the_attribute_that_matters() -> None:
     records = [
-        {"id": f"s{s}::{g}{r}", "seed_id": f"s{s}", "prompt": "p",
-         "assignments": {"gender": g, "region": r}, "response": "x",
-         "response_metadata": {"trace": {"escalated": g == "w"}}}
-        for s in range(4) for g in ("m", "w") for r in ("EU", "US")
+        {
+            "id": f"s{s}::{g}{r}",
+            "seed_id": f"s{s}",
+            "prompt": "p",
+            "assignments": {"gender": g, "region": r},
+            "response": "x",
+            "response_metadata": {"trace": {"escalated": g == "w"}},
+        }
+        for s in range(4)
+        for g in ("m", "w")
+        for r in ("EU", "US")
     ]
     result = _ours(records, ["escalation_parity"])["escalation_parity"]
     assert result.score == 1.0

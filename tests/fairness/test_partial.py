@@ -21,15 +21,23 @@ def _variants(seeds: int, groups: tuple[str, ...]) -> list[tuple[str, str, str]]
     return [(f"s{s}::{g}", f"s{s}", f"group={g}") for s in range(seeds) for g in groups]
 
 
-def _observations(expected: list[tuple[str, str, str]], keep: np.ndarray,
-                  rng: np.random.Generator) -> list[Observation]:
+def _observations(
+    expected: list[tuple[str, str, str]], keep: np.ndarray, rng: np.random.Generator
+) -> list[Observation]:
     out = []
     for (variant, seed, label), kept in zip(expected, keep, strict=True):
         if kept:
-            out.append(Observation(
-                id=variant, seed_id=seed, variant_id=variant,
-                assignments={"group": label.split("=")[1]}, prompt="", response="ok",
-                trace=ProcessTrace(escalated=bool(rng.random() < 0.3))))
+            out.append(
+                Observation(
+                    id=variant,
+                    seed_id=seed,
+                    variant_id=variant,
+                    assignments={"group": label.split("=")[1]},
+                    prompt="",
+                    response="ok",
+                    trace=ProcessTrace(escalated=bool(rng.random() < 0.3)),
+                )
+            )
     return out
 
 
@@ -45,8 +53,9 @@ def test_coverage_below_the_minimum_fails_with_its_reason() -> None:
     assert not result.passed and result.reason == "insufficient_coverage"
     assert result.reason_text == "not enough coverage: group=a has 31% of its variants (< 95%)"
     lenient = GateConfig(bootstrap_samples=400, permutation_samples=199, allow_partial=True)
-    (accepted,) = evaluate(_observations(expected, keep, rng), _METRIC, lenient,
-                           expected=expected).results
+    (accepted,) = evaluate(
+        _observations(expected, keep, rng), _METRIC, lenient, expected=expected
+    ).results
     assert accepted.reason != "insufficient_coverage"
 
 
@@ -57,33 +66,53 @@ def test_missingness_that_depends_on_the_group_fails_and_random_missingness_pass
     config = GateConfig(bootstrap_samples=400, permutation_samples=199, min_coverage=0.6)
     # group c loses 30% of its variants, a and b none
     keep = ~((group == 2) & (rng.random(180) < 0.3))
-    (result,) = evaluate(_observations(expected, keep, rng), _METRIC, config,
-                         expected=expected).results
+    (result,) = evaluate(
+        _observations(expected, keep, rng), _METRIC, config, expected=expected
+    ).results
     assert result.reason == "missingness_depends_on_group", result.reason_text
     assert result.p_missing is not None and result.p_missing < 0.05
     # every group loses 10% at random: nothing to flag
     keep = rng.random(180) >= 0.1
-    (result,) = evaluate(_observations(expected, keep, rng), _METRIC, config,
-                         expected=expected).results
+    (result,) = evaluate(
+        _observations(expected, keep, rng), _METRIC, config, expected=expected
+    ).results
     # (a noisy app on 60 seeds × 3 groups cannot show a gap under 0.1: inconclusive, not fail)
-    assert result.verdict != "fail" and result.reason != "missingness_depends_on_group", \
+    assert result.verdict != "fail" and result.reason != "missingness_depends_on_group", (
         result.reason_text
+    )
     assert result.p_missing is not None and result.p_missing >= 0.05
 
 
 def test_fairness_cli_reports_coverage_and_fails_on_missing_variants(tmp_path: Path) -> None:
-    variants = [{"id": f"s{s}::{g}", "seed_id": f"s{s}", "prompt": "p", "assignments": {"g": g}}
-                for s in range(10) for g in ("a", "b")]
+    variants = [
+        {"id": f"s{s}::{g}", "seed_id": f"s{s}", "prompt": "p", "assignments": {"g": g}}
+        for s in range(10)
+        for g in ("a", "b")
+    ]
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({"dataset": {"variants": variants},
-                                 "metrics": [{"type": "refusal_gap"}]}))
+    suite.write_text(
+        json.dumps({"dataset": {"variants": variants}, "metrics": [{"type": "refusal_gap"}]})
+    )
     records = tmp_path / "records.jsonl"
-    records.write_text("".join(json.dumps({**v, "response": "Sure."}) + "\n"
-                               for v in variants if v["assignments"]["g"] == "a"
-                               or v["seed_id"] in ("s0", "s1")))
+    records.write_text(
+        "".join(
+            json.dumps({**v, "response": "Sure."}) + "\n"
+            for v in variants
+            if v["assignments"]["g"] == "a" or v["seed_id"] in ("s0", "s1")
+        )
+    )
     out = tmp_path / "out"
-    args = ["fairness", str(suite), str(records), "-o", str(out), "--bootstrap", "200",
-            "--permutations", "99"]
+    args = [
+        "fairness",
+        str(suite),
+        str(records),
+        "-o",
+        str(out),
+        "--bootstrap",
+        "200",
+        "--permutations",
+        "99",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1, result.output
     assert "not enough coverage: g=b has 20% of its variants (< 95%)" in result.output

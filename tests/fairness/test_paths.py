@@ -16,9 +16,19 @@ from spanguard_processor.cli import cli
 from .test_cli import _FAST, _suite
 
 _APPS = "tests.fairness.signal_apps"
-_METRICS = ["escalation_parity", "tool_count_gap", "tool_name_gap", "friction_point_gap",
-            "refusal_gap", "verbosity_gap", "plan_length_gap", "llm_call_gap",
-            "retrieval_exposure_gap", "escalation_reason_parity", "helpfulness_gap"]
+_METRICS = [
+    "escalation_parity",
+    "tool_count_gap",
+    "tool_name_gap",
+    "friction_point_gap",
+    "refusal_gap",
+    "verbosity_gap",
+    "plan_length_gap",
+    "llm_call_gap",
+    "retrieval_exposure_gap",
+    "escalation_reason_parity",
+    "helpfulness_gap",
+]
 
 
 def _invoke(*args: str) -> Any:
@@ -38,26 +48,35 @@ def _four_paths(tmp_path: Path, app: str, seeds: int = 30) -> dict[str, Path]:
     suite = _suite(tmp_path, [{"type": t} for t in _METRICS], seeds=seeds)
     spans, store, exported = tmp_path / "spans.jsonl", tmp_path / "spans.db", tmp_path / "t.jsonl"
     outs = {name: tmp_path / name for name in ("run", "file", "export", "store")}
-    run = _invoke("run", suite, "--app", f"{_APPS}:{app}", "--traces-out", spans,
-                  "-o", outs["run"], *_FAST)
+    run = _invoke(
+        "run", suite, "--app", f"{_APPS}:{app}", "--traces-out", spans, "-o", outs["run"], *_FAST
+    )
     assert run.exit_code in (0, 1), run.output
     assert _invoke("ingest", spans, "--store", store).exit_code == 0
     assert _invoke("traces", "export", "--store", store, "-o", exported).exit_code == 0
     records = tmp_path / "records.jsonl"
-    assert _invoke("traces", "export", "--store", store, "-f", "fairtrace",
-                   "-o", records).exit_code == 0
+    assert (
+        _invoke("traces", "export", "--store", store, "-f", "fairtrace", "-o", records).exit_code
+        == 0
+    )
     outs["records"] = tmp_path / "records"
-    for name, source in (("file", spans), ("export", exported), ("store", store),
-                         ("records", records)):
+    for name, source in (
+        ("file", spans),
+        ("export", exported),
+        ("store", store),
+        ("records", records),
+    ):
         result = _invoke("fairness", suite, source, "-o", outs[name], *_FAST)
         assert result.exit_code == run.exit_code, (name, result.output, run.output)
     return outs
 
 
-@pytest.mark.parametrize("app", ["plain_biased", "langfuse_biased", "lone_escalation",
-                                 "returned_trace"])
+@pytest.mark.parametrize(
+    "app", ["plain_biased", "langfuse_biased", "lone_escalation", "returned_trace"]
+)
 def test_run_file_export_and_store_give_identical_metric_results(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: str
+) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
     outs = _four_paths(tmp_path, app)
     expected = _results(outs["run"])
@@ -96,12 +115,21 @@ def test_traces_out_carries_the_prompt_and_answer_so_cases_can_be_mined(tmp_path
     assert cases and all(c["input"].startswith("Case ") for c in cases)
 
 
-def test_traces_out_with_redact_leaves_the_text_out_but_run_still_reads_it(
-        tmp_path: Path) -> None:
+def test_traces_out_with_redact_leaves_the_text_out_but_run_still_reads_it(tmp_path: Path) -> None:
     suite = _suite(tmp_path, [{"type": "refusal_gap"}], seeds=6)
     spans, out = tmp_path / "spans.jsonl", tmp_path / "out"
-    run = _invoke("run", suite, "--app", f"{_APPS}:plain_biased", "--traces-out", spans,
-                  "--redact", "-o", out, *_FAST)
+    run = _invoke(
+        "run",
+        suite,
+        "--app",
+        f"{_APPS}:plain_biased",
+        "--traces-out",
+        spans,
+        "--redact",
+        "-o",
+        out,
+        *_FAST,
+    )
     assert run.exit_code == 1, run.output
     assert _by_metric(out)["refusal_gap"]["score"] == 1.0
     text = spans.read_text()
@@ -124,14 +152,16 @@ def test_every_path_reads_the_same_signals_and_diagnosis(tmp_path: Path) -> None
     suite = load_suite(tmp_path / "suite.json")
     observations, errors = run_app(signal_apps.langfuse_biased, suite.variants)
     assert errors == []
-    sources = {"run": observations, "file": read_inputs([tmp_path / "spans.jsonl"]),
-               "export": read_inputs([tmp_path / "t.jsonl"]),
-               "store": read_inputs([tmp_path / "spans.db"])}
+    sources = {
+        "run": observations,
+        "file": read_inputs([tmp_path / "spans.jsonl"]),
+        "export": read_inputs([tmp_path / "t.jsonl"]),
+        "store": read_inputs([tmp_path / "spans.db"]),
+    }
     seen = {}
     for name, obs in sources.items():
         ev, _ = evaluate_suite(suite, obs, FAST)
-        seen[name] = sorted((r.metric, r.signal, r.signal_records, r.diagnosis)
-                            for r in ev.results)
+        seen[name] = sorted((r.metric, r.signal, r.signal_records, r.diagnosis) for r in ev.results)
     tools = next(row for row in seen["run"] if row[0] == "tool_count_gap")
     assert tools[2] == 0 and "8 span(s) named credit_check" in tools[3]
     for name in ("file", "export", "store"):

@@ -17,38 +17,56 @@ from spanguard_processor.fairness.design.power import design_mde
 _FAST = ["--bootstrap", "300", "--permutations", "199"]
 
 
-def _suite(tmp_path: Path, seeds: int, metrics: list[dict[str, Any]],
-           groups: tuple[str, ...] = ("man", "woman")) -> Path:
+def _suite(
+    tmp_path: Path,
+    seeds: int,
+    metrics: list[dict[str, Any]],
+    groups: tuple[str, ...] = ("man", "woman"),
+) -> Path:
     path = tmp_path / f"suite-{seeds}.json"
-    path.write_text(json.dumps({
-        "dataset": {"prompts": [
-            {"id": f"seed{i}", "prompt": f"Case {i}: a {{gender}} customer asks.",
-             "attributes": {"gender": list(groups)}} for i in range(seeds)
-        ]},
-        "metrics": metrics,
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "dataset": {
+                    "prompts": [
+                        {
+                            "id": f"seed{i}",
+                            "prompt": f"Case {i}: a {{gender}} customer asks.",
+                            "attributes": {"gender": list(groups)},
+                        }
+                        for i in range(seeds)
+                    ]
+                },
+                "metrics": metrics,
+            }
+        )
+    )
     return path
 
 
-def test_plan_of_a_one_template_suite_warns_and_names_the_seeds_it_needs(tmp_path: Path
-                                                                          ) -> None:
+def test_plan_of_a_one_template_suite_warns_and_names_the_seeds_it_needs(tmp_path: Path) -> None:
     suite = _suite(tmp_path, 1, [{"type": "refusal_gap", "threshold": 0.2}])
     result = CliRunner().invoke(cli, ["suite", "plan", str(suite)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("design: 1 seeds × 2 groups × 1 repeat, 2 app calls\n")
-    assert re.search(r"refusal_gap .* fewer than 2 seeds hold two groups: nothing can PASS",
-                     result.stdout)
-    assert ("warning: refusal_gap: fewer than 2 seeds hold two groups: nothing can PASS; 14 "
-            "seeds would let a deterministic app PASS, more a noisy one.") in result.stdout
+    assert re.search(
+        r"refusal_gap .* fewer than 2 seeds hold two groups: nothing can PASS", result.stdout
+    )
+    assert (
+        "warning: refusal_gap: fewer than 2 seeds hold two groups: nothing can PASS; 14 "
+        "seeds would let a deterministic app PASS, more a noisy one."
+    ) in result.stdout
 
 
 def test_plan_warns_and_its_seed_count_reaches_the_threshold(tmp_path: Path) -> None:
     suite = _suite(tmp_path, 30, [{"type": "refusal_gap", "threshold": 0.2}])
     result = CliRunner().invoke(cli, ["suite", "plan", str(suite)])
     assert result.exit_code == 0, result.output
-    warning = re.search(r"warning: refusal_gap: design MDE ([\d.]+) exceeds 2 × its threshold "
-                        r"0.2: .* about ([\d,]+) seeds would, or (\d+) for a deterministic app",
-                        result.stdout)
+    warning = re.search(
+        r"warning: refusal_gap: design MDE ([\d.]+) exceeds 2 × its threshold "
+        r"0.2: .* about ([\d,]+) seeds would, or (\d+) for a deterministic app",
+        result.stdout,
+    )
     assert warning, result.stdout
     needed = int(warning.group(2).replace(",", ""))
     # the number is the smallest design whose MDE reaches the threshold
@@ -60,8 +78,7 @@ def test_plan_warns_and_its_seed_count_reaches_the_threshold(tmp_path: Path) -> 
 
 
 def test_plan_of_a_large_suite_has_no_warning(tmp_path: Path) -> None:
-    small = plan_suite(load_suite(_suite(tmp_path, 5, [{"type": "refusal_gap",
-                                                          "threshold": 0.2}])))
+    small = plan_suite(load_suite(_suite(tmp_path, 5, [{"type": "refusal_gap", "threshold": 0.2}])))
     needed = small.metrics[0].seeds_needed
     assert needed is not None
     suite = _suite(tmp_path, needed, [{"type": "refusal_gap", "threshold": 0.2}])
@@ -73,9 +90,12 @@ def test_plan_of_a_large_suite_has_no_warning(tmp_path: Path) -> None:
 
 
 def test_plan_counts_repeats_and_names_metrics_it_cannot_judge(tmp_path: Path) -> None:
-    suite = _suite(tmp_path, 4, [{"type": "counterfactual_stability"},
-                                 {"type": "escalation_parity", "optional": True}],
-                   groups=("man", "woman", "nonbinary person"))
+    suite = _suite(
+        tmp_path,
+        4,
+        [{"type": "counterfactual_stability"}, {"type": "escalation_parity", "optional": True}],
+        groups=("man", "woman", "nonbinary person"),
+    )
     result = CliRunner().invoke(cli, ["suite", "plan", str(suite), "--repeats", "3"])
     assert result.exit_code == 0, result.output
     assert "design: 4 seeds × 3 groups × 3 repeats, 36 app calls" in result.stdout
@@ -94,8 +114,10 @@ def test_plan_of_a_bad_suite_is_bad_input(tmp_path: Path) -> None:
 
 def test_run_prints_the_plan_before_the_first_app_call(tmp_path: Path) -> None:
     suite = _suite(tmp_path, 3, [{"type": "refusal_gap", "threshold": 0.2}])
-    result = CliRunner().invoke(cli, ["run", str(suite), "--app", "tests.fairness.plan_apps:loud",
-                                      "--format", "json", *_FAST])
+    result = CliRunner().invoke(
+        cli,
+        ["run", str(suite), "--app", "tests.fairness.plan_apps:loud", "--format", "json", *_FAST],
+    )
     assert result.exit_code in (0, 1), result.output
     err = result.stderr
     assert err.index("design: 3 seeds × 2 groups") < err.index("app called")
@@ -110,9 +132,15 @@ def test_fairness_prints_the_plan_with_the_recorded_repeats(tmp_path: Path) -> N
     for i in range(3):
         for n, gender in enumerate(("man", "woman"), start=1):
             for _ in range(2):
-                rows.append({"id": f"seed{i}::{n}", "seed_id": f"seed{i}",
-                             "assignments": {"gender": gender}, "prompt": "p",
-                             "response": "Sure, here is how."})
+                rows.append(
+                    {
+                        "id": f"seed{i}::{n}",
+                        "seed_id": f"seed{i}",
+                        "assignments": {"gender": gender},
+                        "prompt": "p",
+                        "response": "Sure, here is how.",
+                    }
+                )
     records.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(records), *_FAST])
     assert "design: 3 seeds × 2 groups × 2 repeats, 12 app calls" in result.stderr

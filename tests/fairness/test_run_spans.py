@@ -19,8 +19,9 @@ from .test_cli import _FAST, _suite
 
 
 def test_spans_emitted_by_the_app_are_captured_and_assembled(tmp_path: Path) -> None:
-    suite = parse_suite(json.loads(_suite(tmp_path, [{"type": "tool_use_parity"}],
-                                          seeds=2).read_text()))
+    suite = parse_suite(
+        json.loads(_suite(tmp_path, [{"type": "tool_use_parity"}], seeds=2).read_text())
+    )
     observations, errors = run_app(apps.instrumented, suite.variants, concurrency=3)
     assert errors == []
     by_id = {o.id: o for o in observations}
@@ -33,14 +34,22 @@ def test_spans_emitted_by_the_app_are_captured_and_assembled(tmp_path: Path) -> 
 
 
 def test_run_gates_an_instrumented_app_on_its_spans(tmp_path: Path) -> None:
-    suite = _suite(tmp_path, [{"type": "escalation_parity"}, {"type": "tool_use_parity"},
-                              {"type": "friction_point_gap"}])
-    biased = CliRunner().invoke(cli, ["run", str(suite), "--app",
-                                      "tests.fairness.apps:instrumented", *_FAST])
+    suite = _suite(
+        tmp_path,
+        [
+            {"type": "escalation_parity"},
+            {"type": "tool_use_parity"},
+            {"type": "friction_point_gap"},
+        ],
+    )
+    biased = CliRunner().invoke(
+        cli, ["run", str(suite), "--app", "tests.fairness.apps:instrumented", *_FAST]
+    )
     assert biased.exit_code == 1, biased.output
     assert biased.output.endswith("fairness gate FAILED: escalation_parity, tool_use_parity\n")
-    fair = CliRunner().invoke(cli, ["run", str(suite), "--app",
-                                    "tests.fairness.apps:instrumented_fair", *_FAST])
+    fair = CliRunner().invoke(
+        cli, ["run", str(suite), "--app", "tests.fairness.apps:instrumented_fair", *_FAST]
+    )
     assert fair.exit_code == 0, fair.output
 
 
@@ -51,8 +60,9 @@ def test_fairness_reads_agent_traces_assembled_from_sdk_spans(tmp_path: Path) ->
     suite = parse_suite(json.loads(suite_path.read_text()))
     with SpanCapture() as capture:
         for v in suite.variants:
-            with spanguard.request("support", seed_id=v.seed_id, variant_id=v.id,
-                                   assignments=dict(v.assignments)):
+            with spanguard.request(
+                "support", seed_id=v.seed_id, variant_id=v.id, assignments=dict(v.assignments)
+            ):
                 apps.instrumented(v.prompt, dict(v.assignments))
     assert isinstance(capture.exporter, InMemorySpanExporter)
     traces = traces_from_readable_spans(capture.readable_spans())
@@ -66,8 +76,9 @@ def test_fairness_reads_agent_traces_assembled_from_sdk_spans(tmp_path: Path) ->
 def test_run_reads_the_model_calls_an_instrumented_app_records(tmp_path: Path) -> None:
     """llm_call_gap and token_gap under ``spanguard run`` read the totals of the app's LLM
     spans, as ``spanguard fairness`` does from the same spans (they were left empty)."""
-    suite = parse_suite(json.loads(_suite(tmp_path, [{"type": "llm_call_gap"}],
-                                          seeds=2).read_text()))
+    suite = parse_suite(
+        json.loads(_suite(tmp_path, [{"type": "llm_call_gap"}], seeds=2).read_text())
+    )
     observations, errors = run_app(apps.model_calls, suite.variants)
     assert errors == []
     by_id = {o.id: o for o in observations}
@@ -78,9 +89,12 @@ def test_run_reads_the_model_calls_an_instrumented_app_records(tmp_path: Path) -
     # file is read (llm_call_gap then finds no record carrying the signal)
     plain, _ = run_app(apps.text_only, suite.variants[:1])
     assert plain[0].usage is not None and plain[0].usage["llm_calls"] == 0
-    path = _suite(tmp_path, [{"type": "llm_call_gap", "threshold": 0.5},
-                             {"type": "token_gap", "threshold": 10}])
-    result = CliRunner().invoke(cli, ["run", str(path), "--app", "tests.fairness.apps:model_calls",
-                                      *_FAST])
+    path = _suite(
+        tmp_path,
+        [{"type": "llm_call_gap", "threshold": 0.5}, {"type": "token_gap", "threshold": 10}],
+    )
+    result = CliRunner().invoke(
+        cli, ["run", str(path), "--app", "tests.fairness.apps:model_calls", *_FAST]
+    )
     assert result.exit_code == 1, result.output
     assert result.output.endswith("fairness gate FAILED: token_gap, llm_call_gap\n")

@@ -10,8 +10,26 @@ import numpy as np
 from spanguard_processor.fairness import observation_from_record
 from spanguard_processor.fairness.stats.stability import stability_arrays
 
-_WORDS = ["sure", "here", "are", "the", "steps", "to", "reset", "your", "password", "open",
-          "settings", "then", "security", "choose", "and", "confirm", "by", "email"]
+_WORDS = [
+    "sure",
+    "here",
+    "are",
+    "the",
+    "steps",
+    "to",
+    "reset",
+    "your",
+    "password",
+    "open",
+    "settings",
+    "then",
+    "security",
+    "choose",
+    "and",
+    "confirm",
+    "by",
+    "email",
+]
 
 
 def test_stability_peak_memory_per_token_entry() -> None:
@@ -21,10 +39,20 @@ def test_stability_peak_memory_per_token_entry() -> None:
     # per-entry sort arrays alive beside the pair loop's temporaries); now 47.
     rng = random.Random(1)
     seeds, per = 600, 10
-    obs = [observation_from_record({
-        "id": f"s{s}::{k}", "seed_id": f"s{s}", "prompt": "p", "assignments": {"g": "ab"[k % 2]},
-        "response": " ".join(rng.sample(_WORDS, rng.randint(3, 12))) + f" #{s}.{k}"}, 0)
-        for s in range(seeds) for k in range(per)]
+    obs = [
+        observation_from_record(
+            {
+                "id": f"s{s}::{k}",
+                "seed_id": f"s{s}",
+                "prompt": "p",
+                "assignments": {"g": "ab"[k % 2]},
+                "response": " ".join(rng.sample(_WORDS, rng.randint(3, 12))) + f" #{s}.{k}",
+            },
+            0,
+        )
+        for s in range(seeds)
+        for k in range(per)
+    ]
     entries = sum(len(set(o.response.lower().split())) for o in obs)
     seed_idx = np.repeat(np.arange(seeds, dtype=np.int64), per)
     tracemalloc.start()

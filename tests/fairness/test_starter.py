@@ -17,8 +17,13 @@ from spanguard_processor.fairness.metrics import get_metric
 _APPS = "tests.fairness.plan_apps"
 _FAST = ["--bootstrap", "500", "--permutations", "199"]
 # the structural metrics that catch an extra or different tool call, escalation or retrieval
-_STRUCTURAL = {"tool_name_gap", "tool_count_gap", "escalation_parity", "friction_point_gap",
-               "retrieval_exposure_gap"}
+_STRUCTURAL = {
+    "tool_name_gap",
+    "tool_count_gap",
+    "escalation_parity",
+    "friction_point_gap",
+    "retrieval_exposure_gap",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +34,13 @@ def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def test_every_metric_says_what_it_catches_and_structural_ones_are_optional(starter: Path
-                                                                             ) -> None:
+def test_every_metric_says_what_it_catches_and_structural_ones_are_optional(starter: Path) -> None:
     text = starter.read_text()
     entries = yaml.safe_load(text)["metrics"]
     for entry in entries:
-        line = next(x for x in text.splitlines() if x.strip().startswith(
-            f"- type: {entry['type']}"))
+        line = next(
+            x for x in text.splitlines() if x.strip().startswith(f"- type: {entry['type']}")
+        )
         assert "# catches " in line, line
         assert entry.get("optional", False) == (entry["type"] in _STRUCTURAL), entry
     gating = [e["type"] for e in entries if not e.get("optional")]
@@ -53,11 +58,11 @@ def test_every_gating_metric_has_a_design_mde_within_twice_its_threshold(starter
     assert result.exit_code == 0 and "warning" not in result.stdout, result.stdout
 
 
-def test_a_fair_deterministic_app_passes_every_gating_metric(starter: Path,
-                                                             tmp_path: Path) -> None:
+def test_a_fair_deterministic_app_passes_every_gating_metric(starter: Path, tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    result = CliRunner().invoke(cli, ["run", str(starter), "--app", f"{_APPS}:fair_agent",
-                                      "-o", str(out), *_FAST])
+    result = CliRunner().invoke(
+        cli, ["run", str(starter), "--app", f"{_APPS}:fair_agent", "-o", str(out), *_FAST]
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout.endswith("fairness gate PASSED\n")
     report = json.loads((out / "report.json").read_text())
@@ -67,11 +72,13 @@ def test_a_fair_deterministic_app_passes_every_gating_metric(starter: Path,
         assert m["minimum_detectable_effect"] <= 2 * m["threshold"], m
 
 
-def test_the_same_suite_catches_one_extra_tool_call_for_women(starter: Path,
-                                                              tmp_path: Path) -> None:
+def test_the_same_suite_catches_one_extra_tool_call_for_women(
+    starter: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "reports"
-    result = CliRunner().invoke(cli, ["run", str(starter), "--app",
-                                      f"{_APPS}:extra_credit_check", "-o", str(out), *_FAST])
+    result = CliRunner().invoke(
+        cli, ["run", str(starter), "--app", f"{_APPS}:extra_credit_check", "-o", str(out), *_FAST]
+    )
     assert result.exit_code == 1, result.output
     report = json.loads((out / "report.json").read_text())
     verdicts = {m["metric"]: m["verdict"].upper() for m in report["metric_results"]}

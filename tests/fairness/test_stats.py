@@ -81,8 +81,12 @@ def test_bootstrap_is_deterministic_and_interval_contains_estimate() -> None:
     gap = stats.gap_estimate(sums, counts).gap
 
     def draws() -> np.ndarray:
-        return np.concatenate([stats.bootstrap_gaps_and_means(sums, counts, w)[0]
-                               for w in stats.bootstrap_seed_counts(30, 2000, seed=9)])
+        return np.concatenate(
+            [
+                stats.bootstrap_gaps_and_means(sums, counts, w)[0]
+                for w in stats.bootstrap_seed_counts(30, 2000, seed=9)
+            ]
+        )
 
     first, second = draws(), draws()
     assert first.shape == (2000,)

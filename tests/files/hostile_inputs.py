@@ -57,9 +57,15 @@ def _bomb() -> bytes:
 
 
 def _truncated(path: Path, ws: Workspace, slot: str) -> Path:
-    source = {"suite": ws.suite, "run": ws.run, "cases": ws.cases, "outputs": ws.outputs,
-              "import": ws.suite, "report": ws.report,
-              "history": ws.report.parent / "history.jsonl"}.get(slot, ws.traces)
+    source = {
+        "suite": ws.suite,
+        "run": ws.run,
+        "cases": ws.cases,
+        "outputs": ws.outputs,
+        "import": ws.suite,
+        "report": ws.report,
+        "history": ws.report.parent / "history.jsonl",
+    }.get(slot, ws.traces)
     data = source.read_bytes()
     if slot in ("traces", "spans", "log"):
         packed = gzip.compress(ws.spans.read_bytes() if slot == "spans" else data)
@@ -67,9 +73,19 @@ def _truncated(path: Path, ws: Workspace, slot: str) -> Path:
     return _write(path, data[: len(data) // 2])
 
 
-_WRONG = {"suite": "cases", "traces": "suite", "spans": "traces", "log": "run",
-          "evaluation": "cases", "cases": "outputs", "outputs": "suite", "run": "cases",
-          "import": "suite", "report": "cases", "history": "cases"}
+_WRONG = {
+    "suite": "cases",
+    "traces": "suite",
+    "spans": "traces",
+    "log": "run",
+    "evaluation": "cases",
+    "cases": "outputs",
+    "outputs": "suite",
+    "run": "cases",
+    "import": "suite",
+    "report": "cases",
+    "history": "cases",
+}
 
 
 def _wrong_kind(path: Path, ws: Workspace, slot: str) -> Path:
@@ -81,8 +97,9 @@ Make = Callable[[Path, Workspace, str, Sizes], Path]
 #: name → how to make it (in a folder, for a slot); the file's name ends as its slot expects
 KINDS: dict[str, Make] = {
     "empty": lambda p, ws, slot, s: _write(p, b""),
-    "binary": lambda p, ws, slot, s: _write(p, b"\x89PNG\r\n\x1a\n"
-                                           + random.Random(7).randbytes(4096)),
+    "binary": lambda p, ws, slot, s: _write(
+        p, b"\x89PNG\r\n\x1a\n" + random.Random(7).randbytes(4096)
+    ),
     "NUL stream": lambda p, ws, slot, s: _nul(p, s.nul),
     "deep JSON": lambda p, ws, slot, s: _write(p, b"[" * 100_000 + b"]" * 100_000 + b"\n"),
     "YAML alias bomb": lambda p, ws, slot, s: _write(p, _bomb()),
@@ -106,38 +123,103 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("traces convert", "traces", ".jsonl",
-            lambda h, ws, o: ["traces", "convert", h, "-o", o / "out.jsonl"]),
-    Command("traces export", "traces", ".jsonl",
-            lambda h, ws, o: ["traces", "export", "--store", h, "-o", o / "out.jsonl"]),
-    Command("ingest", "spans", ".jsonl",
-            lambda h, ws, o: ["ingest", h, "--store", o / "spans.db"]),
-    Command("fairness SUITE", "suite", ".yaml",
-            lambda h, ws, o: ["fairness", h, ws.records, "-o", o / "reports"]),
-    Command("fairness TRACES", "evaluation", ".jsonl",
-            lambda h, ws, o: ["fairness", ws.suite, h, "-o", o / "reports"]),
-    Command("cases build", "log", ".jsonl",
-            lambda h, ws, o: ["cases", "build", h, "-o", o / "evalset", "--strict"]),
-    Command("cases run --cases", "cases", ".jsonl",
-            lambda h, ws, o: ["cases", "run", "--cases", h, "--outputs", ws.outputs,
-                              "-o", o / "run.json"]),
-    Command("cases run --outputs", "outputs", ".jsonl",
-            lambda h, ws, o: ["cases", "run", "--cases", ws.cases, "--outputs", h,
-                              "-o", o / "run.json"]),
-    Command("check --baseline", "run", ".json",
-            lambda h, ws, o: ["check", "--baseline", h, "--current", ws.run,
-                              "--markdown", o / "check.md"]),
+    Command(
+        "traces convert",
+        "traces",
+        ".jsonl",
+        lambda h, ws, o: ["traces", "convert", h, "-o", o / "out.jsonl"],
+    ),
+    Command(
+        "traces export",
+        "traces",
+        ".jsonl",
+        lambda h, ws, o: ["traces", "export", "--store", h, "-o", o / "out.jsonl"],
+    ),
+    Command("ingest", "spans", ".jsonl", lambda h, ws, o: ["ingest", h, "--store", o / "spans.db"]),
+    Command(
+        "fairness SUITE",
+        "suite",
+        ".yaml",
+        lambda h, ws, o: ["fairness", h, ws.records, "-o", o / "reports"],
+    ),
+    Command(
+        "fairness TRACES",
+        "evaluation",
+        ".jsonl",
+        lambda h, ws, o: ["fairness", ws.suite, h, "-o", o / "reports"],
+    ),
+    Command(
+        "cases build",
+        "log",
+        ".jsonl",
+        lambda h, ws, o: ["cases", "build", h, "-o", o / "evalset", "--strict"],
+    ),
+    Command(
+        "cases run --cases",
+        "cases",
+        ".jsonl",
+        lambda h, ws, o: [
+            "cases",
+            "run",
+            "--cases",
+            h,
+            "--outputs",
+            ws.outputs,
+            "-o",
+            o / "run.json",
+        ],
+    ),
+    Command(
+        "cases run --outputs",
+        "outputs",
+        ".jsonl",
+        lambda h, ws, o: [
+            "cases",
+            "run",
+            "--cases",
+            ws.cases,
+            "--outputs",
+            h,
+            "-o",
+            o / "run.json",
+        ],
+    ),
+    Command(
+        "check --baseline",
+        "run",
+        ".json",
+        lambda h, ws, o: [
+            "check",
+            "--baseline",
+            h,
+            "--current",
+            ws.run,
+            "--markdown",
+            o / "check.md",
+        ],
+    ),
     Command("compare", "report", ".json", lambda h, ws, o: ["compare", h, ws.report]),
     Command("history", "history", ".jsonl", lambda h, ws, o: ["history", h]),
-    Command("suite variants", "suite", ".yaml",
-            lambda h, ws, o: ["suite", "variants", h, "-o", o / "variants.jsonl"]),
+    Command(
+        "suite variants",
+        "suite",
+        ".yaml",
+        lambda h, ws, o: ["suite", "variants", h, "-o", o / "variants.jsonl"],
+    ),
     Command("suite plan", "suite", ".yaml", lambda h, ws, o: ["suite", "plan", h]),
     # nothing listens there: the input is refused before a request is tried
-    Command("ingest --via", "spans", ".jsonl",
-            lambda h, ws, o: ["ingest", h, "--via", "http://127.0.0.1:9"]),
-    Command("import promptfoo", "import", ".yaml",
-            lambda h, ws, o: ["import", "promptfoo", h, o / "suite.json",
-                              "--metric", "refusal_gap"]),
+    Command(
+        "ingest --via",
+        "spans",
+        ".jsonl",
+        lambda h, ws, o: ["ingest", h, "--via", "http://127.0.0.1:9"],
+    ),
+    Command(
+        "import promptfoo",
+        "import",
+        ".yaml",
+        lambda h, ws, o: ["import", "promptfoo", h, o / "suite.json", "--metric", "refusal_gap"],
+    ),
 )
 
 
@@ -146,8 +228,7 @@ COMMANDS: tuple[Command, ...] = (
 LENIENT = frozenset({("cases run --outputs", "truncated")})
 
 
-def make(kind: str, command: Command, folder: Path, ws: Workspace,
-         sizes: Sizes = Sizes()) -> Path:
+def make(kind: str, command: Command, folder: Path, ws: Workspace, sizes: Sizes = Sizes()) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     return KINDS[kind](folder / f"input{command.suffix}", ws, command.slot, sizes)
 

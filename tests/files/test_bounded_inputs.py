@@ -35,10 +35,19 @@ sys.stdout.write(done.stdout + done.stderr)
 def _measured(*args: str | Path) -> tuple[int, float, float, str]:
     """Run ``spanguard ARGS`` in a fresh process: exit code, its peak RSS in MiB, seconds,
     and what it printed. A separate measuring process, so RUSAGE_CHILDREN is that one run's."""
-    command = [sys.executable, "-c", "from spanguard_processor.cli import main; main()",
-               *map(str, args)]
-    done = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True,
-                          text=True, timeout=120, check=True)
+    command = [
+        sys.executable,
+        "-c",
+        "from spanguard_processor.cli import main; main()",
+        *map(str, args),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     head, _, output = done.stdout.partition("\n")
     code, rss, seconds = head.split()
     return int(code), int(rss) / 1024, float(seconds), output
@@ -69,10 +78,13 @@ def _assert_refused(args: list[str | Path], expected: str) -> None:
 
 
 def test_nul_bytes_through_convert_and_ingest(workspace: Workspace, nul_64mib: Path) -> None:
-    _assert_refused(["traces", "convert", nul_64mib, "-o", workspace.root / "o.jsonl"],
-                    f"no spans found in {nul_64mib}: it holds binary data (a NUL byte at byte 0)")
-    _assert_refused(["ingest", nul_64mib, "--store", workspace.root / "s.db"],
-                    f"no spans found in {nul_64mib}")
+    _assert_refused(
+        ["traces", "convert", nul_64mib, "-o", workspace.root / "o.jsonl"],
+        f"no spans found in {nul_64mib}: it holds binary data (a NUL byte at byte 0)",
+    )
+    _assert_refused(
+        ["ingest", nul_64mib, "--store", workspace.root / "s.db"], f"no spans found in {nul_64mib}"
+    )
     assert not (workspace.root / "o.jsonl").exists()
 
 
@@ -86,36 +98,43 @@ def test_dev_zero_as_traces_suite_and_baseline(workspace: Workspace) -> None:
 
 
 def test_a_2_gib_suite_is_refused_by_its_size(workspace: Workspace, sparse_2gib: Path) -> None:
-    _assert_refused(["fairness", sparse_2gib, workspace.records],
-                    f"{sparse_2gib}: is 2 GiB; a fairness suite (JSON or YAML) is read whole "
-                    "and may be at most 64 MiB (set SPANGUARD_MAX_DOCUMENT_BYTES to raise the "
-                    "limit).")
+    _assert_refused(
+        ["fairness", sparse_2gib, workspace.records],
+        f"{sparse_2gib}: is 2 GiB; a fairness suite (JSON or YAML) is read whole "
+        "and may be at most 64 MiB (set SPANGUARD_MAX_DOCUMENT_BYTES to raise the "
+        "limit).",
+    )
 
 
-def test_the_document_limit_can_be_raised_and_lowered(workspace: Workspace,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_document_limit_can_be_raised_and_lowered(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SPANGUARD_MAX_DOCUMENT_BYTES", "100")
     result = invoke("check", "--baseline", workspace.run, "--current", workspace.run)
     assert result.exit_code == 2
     assert "may be at most 100 bytes (set SPANGUARD_MAX_DOCUMENT_BYTES" in result.output
     monkeypatch.setenv("SPANGUARD_MAX_DOCUMENT_BYTES", str(64 * MIB))
-    assert invoke("check", "--baseline", workspace.run, "--current", workspace.run
-                  ).exit_code == 0
+    assert invoke("check", "--baseline", workspace.run, "--current", workspace.run).exit_code == 0
 
 
-def test_a_line_over_the_line_limit_names_file_and_line(workspace: Workspace,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_line_over_the_line_limit_names_file_and_line(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     traces = workspace.traces
     lines = traces.read_text().splitlines()
     long_line = json.dumps({"trace_id": "f" * 32, "output": "x" * 5000})
     traces.write_text("\n".join([lines[0], long_line, *lines[1:]]) + "\n")
     monkeypatch.setenv("SPANGUARD_MAX_LINE_BYTES", "4096")
-    for args in (["traces", "convert", traces, "-o", workspace.root / "o.jsonl"],
-                 ["fairness", workspace.suite, traces]):
+    for args in (
+        ["traces", "convert", traces, "-o", workspace.root / "o.jsonl"],
+        ["fairness", workspace.suite, traces],
+    ):
         result = invoke(*args)
         assert result.exit_code == 2, result.output
-        assert f"Error: {traces}:2: is longer than 4 KiB, the limit for one line (set " \
-               "SPANGUARD_MAX_LINE_BYTES to raise it)." in result.output
+        assert (
+            f"Error: {traces}:2: is longer than 4 KiB, the limit for one line (set "
+            "SPANGUARD_MAX_LINE_BYTES to raise it)." in result.output
+        )
 
 
 def test_a_directory_or_a_pipe_where_a_file_belongs(workspace: Workspace, tmp_path: Path) -> None:
@@ -132,16 +151,22 @@ def test_a_directory_or_a_pipe_where_a_file_belongs(workspace: Workspace, tmp_pa
 def test_measuring_rss_sees_a_large_allocation() -> None:
     """The RSS figure is real: a child that holds 100 MiB is measured as holding it."""
     script = "b = bytearray(100 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096])"
-    done = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-c", script],
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     rss = int(done.stdout.split()[1]) / 1024
     assert rss > 100, rss
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
 
 
 @pytest.mark.parametrize("value", ["abc", "-5", "0"])
-def test_a_bad_limit_in_the_environment_is_bad_input(workspace: Workspace, value: str,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_limit_in_the_environment_is_bad_input(
+    workspace: Workspace, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SPANGUARD_MAX_DOCUMENT_BYTES", value)
     result = invoke("check", "--baseline", workspace.run, "--current", workspace.run)
     assert result.exit_code == 2

@@ -23,23 +23,40 @@ def _inputs(tmp_path: Path) -> tuple[Path, Path]:
     suite = write_suite(
         tmp_path / "suite.json",
         {f"seed{i}": f"Case {i}: a {{gender}} renter asks for a flat." for i in range(_SEEDS)},
-        {"gender": ["man", "woman"]}, {"type": "escalation_parity", "threshold": 0.1})
+        {"gender": ["man", "woman"]},
+        {"type": "escalation_parity", "threshold": 0.1},
+    )
     traces = tmp_path / "traces.jsonl"
-    traces.write_text("".join(json.dumps({
-        "trace_id": f"{i + 1:016x}{v:016x}", "seed_id": f"seed{i}",
-        "variant_id": f"seed{i}::{v}", "assignments": {"gender": gender},
-        "input": f"Case {i}: a {gender} renter asks for a flat.", "output": "Noted.",
-        "trace": {"escalated": gender == "woman",
-                  "escalation_reason": _REASON if gender == "woman" else None},
-    }) + "\n" for i in range(_SEEDS) for v, gender in ((1, "man"), (2, "woman"))))
+    traces.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "trace_id": f"{i + 1:016x}{v:016x}",
+                    "seed_id": f"seed{i}",
+                    "variant_id": f"seed{i}::{v}",
+                    "assignments": {"gender": gender},
+                    "input": f"Case {i}: a {gender} renter asks for a flat.",
+                    "output": "Noted.",
+                    "trace": {
+                        "escalated": gender == "woman",
+                        "escalation_reason": _REASON if gender == "woman" else None,
+                    },
+                }
+            )
+            + "\n"
+            for i in range(_SEEDS)
+            for v, gender in ((1, "man"), (2, "woman"))
+        )
+    )
     return suite, traces
 
 
 def _explanations(tmp_path: Path, *flags: str) -> list[str]:
     suite, traces = _inputs(tmp_path)
     with HttpLogsSink() as sink:
-        result = CliRunner().invoke(cli, ["fairness", str(suite), str(traces), *_FAST,
-                                          "--emit-otlp", sink.url, *flags])
+        result = CliRunner().invoke(
+            cli, ["fairness", str(suite), str(traces), *_FAST, "--emit-otlp", sink.url, *flags]
+        )
         records = sink.wait_for(3, timeout=5)
     assert result.exit_code == 1, result.output
     return [str(r.attributes.get("gen_ai.evaluation.explanation", "")) for r in records]

@@ -23,9 +23,19 @@ def _empty(ws: Workspace) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command", ["convert", "export", "cases run --cases",
-                                     "cases run --outputs", "cases build", "fairness",
-                                     "ingest", "check"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "convert",
+        "export",
+        "cases run --cases",
+        "cases run --outputs",
+        "cases build",
+        "fairness",
+        "ingest",
+        "check",
+    ],
+)
 def test_an_input_without_records_is_exit_2(workspace: Workspace, command: str) -> None:
     empty, ws, out = _empty(workspace), workspace, workspace.root / "out"
     args: dict[str, list[str | Path]] = {
@@ -50,8 +60,10 @@ def test_a_store_without_traces_is_no_records_unless_allowed(tmp_path: Path) -> 
     for command in (["traces", "export", "--store", store], ["traces", "convert", store]):
         refused = invoke(*command, "-o", out)
         assert refused.exit_code == 2, refused.output
-        assert refused.output == (f"Error: no records in {store}: it holds no agent traces. "
-                                  "Pass --allow-empty to write an empty file anyway.\n")
+        assert refused.output == (
+            f"Error: no records in {store}: it holds no agent traces. "
+            "Pass --allow-empty to write an empty file anyway.\n"
+        )
         assert not out.exists()
         allowed = invoke(*command, "-o", out, "--allow-empty")
         assert allowed.exit_code == 0 and out.read_bytes() == b""
@@ -67,31 +79,63 @@ KINDS = {
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_the_wrong_kind_in_the_traces_slot_of_fairness_is_named(
-        workspace: Workspace, kind: str) -> None:
+    workspace: Workspace, kind: str
+) -> None:
     attribute, named = KINDS[kind]
     path = getattr(workspace, attribute)
     result = invoke("fairness", workspace.suite, path, *FAST)
     assert result.exit_code == 2, result.output
-    assert result.output == (f"Error: {path} {named}; `fairness` wants agent traces, fairtrace "
-                             "records or a span file here.\n")
+    assert result.output == (
+        f"Error: {path} {named}; `fairness` wants agent traces, fairtrace "
+        "records or a span file here.\n"
+    )
 
 
-@pytest.mark.parametrize(("slot", "wrong", "named", "wants"), [
-    (["fairness", "{wrong}", "{records}"], "cases", "is a case set (from `cases build`)",
-     "`fairness` wants a fairness suite (JSON or YAML) here"),
-    (["cases", "run", "--cases", "{wrong}", "--outputs", "{outputs}"], "outputs",
-     "is outputs (JSON lines of {id, output})", "`cases run` wants a case set"),
-    (["check", "--baseline", "{wrong}", "--current", "{run}"], "cases",
-     "is a case set (from `cases build`)", "`check` wants a run result"),
-    (["ingest", "{wrong}", "--store", "{root}/s.db"], "traces",
-     "is agent traces (from `traces export` or the processor)", "`ingest` wants a span file"),
-    (["cases", "build", "{wrong}", "-o", "{root}/e"], "suite", "is a fairness suite",
-     "`cases build` wants traces"),
-])
-def test_every_slot_names_the_kind_it_got(workspace: Workspace, slot: list[str], wrong: str,
-                                          named: str, wants: str) -> None:
-    values = {"wrong": getattr(workspace, wrong), "records": workspace.records,
-              "outputs": workspace.outputs, "run": workspace.run, "root": workspace.root}
+@pytest.mark.parametrize(
+    ("slot", "wrong", "named", "wants"),
+    [
+        (
+            ["fairness", "{wrong}", "{records}"],
+            "cases",
+            "is a case set (from `cases build`)",
+            "`fairness` wants a fairness suite (JSON or YAML) here",
+        ),
+        (
+            ["cases", "run", "--cases", "{wrong}", "--outputs", "{outputs}"],
+            "outputs",
+            "is outputs (JSON lines of {id, output})",
+            "`cases run` wants a case set",
+        ),
+        (
+            ["check", "--baseline", "{wrong}", "--current", "{run}"],
+            "cases",
+            "is a case set (from `cases build`)",
+            "`check` wants a run result",
+        ),
+        (
+            ["ingest", "{wrong}", "--store", "{root}/s.db"],
+            "traces",
+            "is agent traces (from `traces export` or the processor)",
+            "`ingest` wants a span file",
+        ),
+        (
+            ["cases", "build", "{wrong}", "-o", "{root}/e"],
+            "suite",
+            "is a fairness suite",
+            "`cases build` wants traces",
+        ),
+    ],
+)
+def test_every_slot_names_the_kind_it_got(
+    workspace: Workspace, slot: list[str], wrong: str, named: str, wants: str
+) -> None:
+    values = {
+        "wrong": getattr(workspace, wrong),
+        "records": workspace.records,
+        "outputs": workspace.outputs,
+        "run": workspace.run,
+        "root": workspace.root,
+    }
     result = invoke(*(part.format(**values) for part in slot))
     assert result.exit_code == 2, result.output
     assert f"Error: {values['wrong']} {named}; {wants}" in result.output
@@ -114,8 +158,10 @@ def test_the_right_kinds_still_pass(workspace: Workspace) -> None:
     for path in (workspace.records, workspace.traces, fairtrace_report):
         result = invoke("fairness", workspace.suite, path, *FAST)
         assert result.exit_code in (0, 1), path
-    assert (f"note: {fairtrace_report} is a fairness report; its scenario_results are read as "
-            "the records.") in result.output
+    assert (
+        f"note: {fairtrace_report} is a fairness report; its scenario_results are read as "
+        "the records."
+    ) in result.output
 
 
 def test_spanguards_own_report_in_the_traces_slot_is_refused(workspace: Workspace) -> None:

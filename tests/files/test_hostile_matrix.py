@@ -22,13 +22,14 @@ def _small_line_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("name", sorted(_BY_NAME))
 def test_a_hostile_input_is_exit_2_and_changes_nothing(
-        workspace: Workspace, tmp_path: Path, name: str, kind: str) -> None:
+    workspace: Workspace, tmp_path: Path, name: str, kind: str
+) -> None:
     command: Command = _BY_NAME[name]
     hostile = make(kind, command, tmp_path / "hostile", workspace)
     out = tmp_path / "out"
     out.mkdir()
     before = snapshot(workspace)
-    hostile_before = hostile.read_bytes()[:1 << 16] if hostile.is_file() else None
+    hostile_before = hostile.read_bytes()[: 1 << 16] if hostile.is_file() else None
     result = invoke(*command.args(hostile, workspace, out))
     if (name, kind) in LENIENT:
         assert result.exit_code in (0, 1) and f"skipped: {hostile}:" in result.output
@@ -39,6 +40,6 @@ def test_a_hostile_input_is_exit_2_and_changes_nothing(
     assert snapshot(workspace) == before
     assert not list(out.iterdir())
     if hostile_before is not None:
-        assert hostile.read_bytes()[:1 << 16] == hostile_before
+        assert hostile.read_bytes()[: 1 << 16] == hostile_before
     if kind == "unicode path":
         assert str(hostile) in result.output

@@ -17,9 +17,28 @@ import pytest
 from spanguard_processor.inputs.logfiles import scan_log_events
 
 MIB = 1 << 20
-_SPAN_LINE = json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [{
-    "traceId": "a" * 32, "spanId": "b" * 16, "name": "chat", "startTimeUnixNano": "1",
-    "endTimeUnixNano": "2"}]}]}]})
+_SPAN_LINE = json.dumps(
+    {
+        "resourceSpans": [
+            {
+                "resource": {},
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "traceId": "a" * 32,
+                                "spanId": "b" * 16,
+                                "name": "chat",
+                                "startTimeUnixNano": "1",
+                                "endTimeUnixNano": "2",
+                            }
+                        ]
+                    }
+                ],
+            }
+        ]
+    }
+)
 
 
 def _peak_bytes(path: Path) -> int:
@@ -31,8 +50,9 @@ def _peak_bytes(path: Path) -> int:
         tracemalloc.stop()
 
 
-def test_a_long_line_is_not_read_whole_by_the_log_pass(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_line_is_not_read_whole_by_the_log_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "spans.jsonl"
     huge = b'{"resourceLogs": "' + b"x" * (48 * MIB) + b'"}\n'
     path.write_bytes(_SPAN_LINE.encode() + b"\n" + huge)
@@ -41,10 +61,13 @@ def test_a_long_line_is_not_read_whole_by_the_log_pass(tmp_path: Path,
 
 
 def test_a_whole_document_over_the_limit_is_not_read_by_the_log_pass(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "spans.json"
-    document = {"resourceSpans": json.loads(_SPAN_LINE)["resourceSpans"],
-                "padding": "x" * (48 * MIB)}
+    document = {
+        "resourceSpans": json.loads(_SPAN_LINE)["resourceSpans"],
+        "padding": "x" * (48 * MIB),
+    }
     path.write_text(json.dumps(document, indent=1))
     monkeypatch.setenv("SPANGUARD_MAX_DOCUMENT_BYTES", str(MIB))
     assert _peak_bytes(path) < 8 * MIB

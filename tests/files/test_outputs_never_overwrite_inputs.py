@@ -21,8 +21,7 @@ def _convert(ws: Workspace) -> tuple[Path, list[str | Path]]:
 
 
 def _cases_run(ws: Workspace) -> tuple[Path, list[str | Path]]:
-    return ws.cases, ["cases", "run", "--cases", ws.cases, "--outputs", ws.outputs,
-                      "-o", ws.cases]
+    return ws.cases, ["cases", "run", "--cases", ws.cases, "--outputs", ws.outputs, "-o", ws.cases]
 
 
 def _export(ws: Workspace) -> tuple[Path, list[str | Path]]:
@@ -48,8 +47,16 @@ def _hard_link(ws: Workspace) -> tuple[Path, list[str | Path]]:
 def _symlink(ws: Workspace) -> tuple[Path, list[str | Path]]:
     link = ws.root / "pointer.md"
     link.symlink_to(ws.cases)
-    return ws.cases, ["cases", "run", "--cases", ws.cases, "--outputs", ws.outputs,
-                    "--markdown", link]
+    return ws.cases, [
+        "cases",
+        "run",
+        "--cases",
+        ws.cases,
+        "--outputs",
+        ws.outputs,
+        "--markdown",
+        link,
+    ]
 
 
 def _build_dir(ws: Workspace) -> tuple[Path, list[str | Path]]:
@@ -61,17 +68,22 @@ def _ingest(ws: Workspace) -> tuple[Path, list[str | Path]]:
 
 
 CASES: dict[str, Case] = {
-    "convert -o A A": _convert, "cases run -o C --cases C": _cases_run,
-    "export --store S -o S": _export, "check --markdown BASELINE": _check_markdown,
-    "fairness DIR/report.json -o DIR": _fairness_report_dir, "a hard link": _hard_link,
-    "a symbolic link": _symlink, "cases build into the input's folder": _build_dir,
+    "convert -o A A": _convert,
+    "cases run -o C --cases C": _cases_run,
+    "export --store S -o S": _export,
+    "check --markdown BASELINE": _check_markdown,
+    "fairness DIR/report.json -o DIR": _fairness_report_dir,
+    "a hard link": _hard_link,
+    "a symbolic link": _symlink,
+    "cases build into the input's folder": _build_dir,
     "ingest --store SPANFILE": _ingest,
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_output_that_is_an_input_is_refused_and_the_input_kept(
-        workspace: Workspace, name: str) -> None:
+    workspace: Workspace, name: str
+) -> None:
     at_risk, args = CASES[name](workspace)
     before = at_risk.read_bytes()
     result = invoke(*args)
@@ -82,8 +94,18 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(
 
 def test_two_outputs_on_one_file_are_refused(workspace: Workspace) -> None:
     out = workspace.root / "r.json"
-    result = invoke("cases", "run", "--cases", workspace.cases, "--outputs", workspace.outputs,
-                    "-o", out, "--markdown", workspace.root / "." / "r.json")
+    result = invoke(
+        "cases",
+        "run",
+        "--cases",
+        workspace.cases,
+        "--outputs",
+        workspace.outputs,
+        "-o",
+        out,
+        "--markdown",
+        workspace.root / "." / "r.json",
+    )
     assert result.exit_code == 2
     assert "Error: " in result.output and "give each output its own path" in result.output
     assert not out.exists()

@@ -33,8 +33,12 @@ def _tmpfs(tmp_path: Path, name: str, options: str) -> Iterator[Path]:
     permitted), unmounted afterwards."""
     mount = tmp_path / name
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
     try:
@@ -76,8 +80,18 @@ def test_dev_full_as_the_output_of_convert_is_an_error(workspace: Workspace) -> 
 def test_dev_full_as_the_markdown_of_cases_run_writes_nothing(workspace: Workspace) -> None:
     full = _dev_full()
     out = workspace.root / "r.json"
-    result = invoke("cases", "run", "--cases", workspace.cases, "--outputs", workspace.outputs,
-                    "-o", out, "--markdown", full)
+    result = invoke(
+        "cases",
+        "run",
+        "--cases",
+        workspace.cases,
+        "--outputs",
+        workspace.outputs,
+        "-o",
+        out,
+        "--markdown",
+        full,
+    )
     assert result.exit_code == 2, result.output
     assert "could not write /dev/full: no space left on device" in result.output
     assert not out.exists()  # all or none: the run file written before it is taken back
@@ -90,7 +104,8 @@ def test_dev_null_as_an_output_is_written_in_place(workspace: Workspace) -> None
 
 
 def test_convert_onto_a_full_disk_is_exit_2_and_leaves_nothing(
-        workspace: Workspace, tiny_disk: Path) -> None:
+    workspace: Workspace, tiny_disk: Path
+) -> None:
     _fill(tiny_disk, 4096)
     out = tiny_disk / "records.jsonl"
     result = invoke("traces", "convert", workspace.traces, "-f", "fairtrace", "-o", out)
@@ -100,13 +115,13 @@ def test_convert_onto_a_full_disk_is_exit_2_and_leaves_nothing(
 
 
 def test_fairness_on_a_full_disk_keeps_the_earlier_reports(
-        workspace: Workspace, tiny_disk: Path) -> None:
+    workspace: Workspace, tiny_disk: Path
+) -> None:
     reports = tiny_disk / "reports"
     first = invoke("fairness", workspace.suite, workspace.records, "-o", reports, *FAST)
     assert first.exit_code in (0, 1), first.output
     before = _listing(reports)
-    assert set(before) == {"report.json", "report.md", "junit.xml", "report.html",
-                           "history.jsonl"}
+    assert set(before) == {"report.json", "report.md", "junit.xml", "report.html", "history.jsonl"}
     _fill(tiny_disk, 24 * 1024)  # room for some of the next reports, not all
     result = invoke("fairness", workspace.suite, workspace.records, "-o", reports, *FAST)
     assert result.exit_code == 2, result.output
@@ -114,19 +129,29 @@ def test_fairness_on_a_full_disk_keeps_the_earlier_reports(
     assert _listing(reports) == before  # every earlier output intact, no temporary file
 
 
-def test_cases_run_on_a_full_disk_writes_all_or_none(
-        workspace: Workspace, tiny_disk: Path) -> None:
+def test_cases_run_on_a_full_disk_writes_all_or_none(workspace: Workspace, tiny_disk: Path) -> None:
     out, markdown = tiny_disk / "r.json", tiny_disk / "r.md"
     _fill(tiny_disk, 8 * 1024)  # the run file fits, the run file and the table do not
-    result = invoke("cases", "run", "--cases", workspace.cases, "--outputs", workspace.outputs,
-                    "-o", out, "--markdown", markdown)
+    result = invoke(
+        "cases",
+        "run",
+        "--cases",
+        workspace.cases,
+        "--outputs",
+        workspace.outputs,
+        "-o",
+        out,
+        "--markdown",
+        markdown,
+    )
     assert result.exit_code == 2, result.output
     assert "no space left on device" in result.output
     assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]
 
 
 def test_a_transaction_puts_back_what_it_replaced_and_removes_what_it_created(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     kept, new = tmp_path / "kept.txt", tmp_path / "new.txt"
     kept.write_text("before")
     with pytest.raises(WriteFailed), output_transaction():
@@ -139,7 +164,8 @@ def test_a_transaction_puts_back_what_it_replaced_and_removes_what_it_created(
 
 
 def test_an_output_gets_the_permissions_of_a_plain_file_or_of_the_one_it_replaces(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     new, kept = tmp_path / "new.txt", tmp_path / "kept.txt"
     umask = os.umask(0o022)
     try:

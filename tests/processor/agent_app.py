@@ -25,8 +25,12 @@ GROUPS = ("policy", "news", "forum")
 
 def documents(index: int) -> list[dict[str, object]]:
     return [
-        {"id": f"doc-{index}-{rank}", "group": GROUPS[(index + rank) % 3], "rank": rank,
-         "score": round(1.0 / rank, 3)}
+        {
+            "id": f"doc-{index}-{rank}",
+            "group": GROUPS[(index + rank) % 3],
+            "rank": rank,
+            "score": round(1.0 / rank, 3),
+        }
         for rank in (1, 2)
     ]
 
@@ -48,10 +52,12 @@ def run_request(tracer: Tracer, index: int, *, content: bool = True) -> str:
     }
     if content:
         attributes[sc.INPUT_VALUE] = f"Question number {index}: how do I reset my password?"
-    with tracer.start_as_current_span(sc.span_name(sc.OP_INVOKE_AGENT, "support"),
-                                      attributes=attributes) as root:  # type: ignore[arg-type]
-        with tracer.start_as_current_span(sc.SPAN_PLAN, attributes={
-                sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_CHAIN}) as plan:
+    with tracer.start_as_current_span(
+        sc.span_name(sc.OP_INVOKE_AGENT, "support"), attributes=attributes
+    ) as root:  # type: ignore[arg-type]
+        with tracer.start_as_current_span(
+            sc.SPAN_PLAN, attributes={sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_CHAIN}
+        ) as plan:
             plan.add_event(sc.EVENT_PLAN_STEP, {sc.PLAN_STEP: "search"})
             plan.add_event(sc.EVENT_PLAN_STEP, {sc.PLAN_STEP: "answer"})
         docs = documents(index)
@@ -65,20 +71,32 @@ def run_request(tracer: Tracer, index: int, *, content: bool = True) -> str:
             retrieval[sc.retrieval_document_key(i, sc.DOCUMENT_ID)] = doc["id"]
             retrieval[sc.retrieval_document_key(i, sc.DOCUMENT_SCORE)] = doc["score"]
             retrieval[sc.retrieval_document_key(i, sc.DOCUMENT_METADATA)] = json.dumps(
-                {"group": doc["group"], "rank": doc["rank"]})
-        with tracer.start_as_current_span(sc.span_name(sc.OP_RETRIEVAL, "kb"),
-                                          attributes=retrieval):  # type: ignore[arg-type]
+                {"group": doc["group"], "rank": doc["rank"]}
+            )
+        with tracer.start_as_current_span(
+            sc.span_name(sc.OP_RETRIEVAL, "kb"), attributes=retrieval
+        ):  # type: ignore[arg-type]
             pass
         tool = {
-            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "kb_search",
-            sc.GEN_AI_TOOL_CALL_ID: f"call-{index}", sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
-            sc.TOOL_NAME: "kb_search"}
-        with tracer.start_as_current_span(sc.span_name(sc.OP_EXECUTE_TOOL, "kb_search"),
-                                          attributes=tool):
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: "kb_search",
+            sc.GEN_AI_TOOL_CALL_ID: f"call-{index}",
+            sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_TOOL,
+            sc.TOOL_NAME: "kb_search",
+        }
+        with tracer.start_as_current_span(
+            sc.span_name(sc.OP_EXECUTE_TOOL, "kb_search"), attributes=tool
+        ):
             pass
-        with tracer.start_as_current_span(sc.span_name(sc.OP_CHAT, "gpt-x"), attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: "gpt-x",
-                sc.COST_USD: 0.001, sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_LLM}):
+        with tracer.start_as_current_span(
+            sc.span_name(sc.OP_CHAT, "gpt-x"),
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                sc.GEN_AI_REQUEST_MODEL: "gpt-x",
+                sc.COST_USD: 0.001,
+                sc.OPENINFERENCE_SPAN_KIND: sc.OI_KIND_LLM,
+            },
+        ):
             pass
         if index % 3 == 0:
             root.add_event(sc.EVENT_FRICTION, {sc.FRICTION_POINT: "extra identity check"})
@@ -95,8 +113,9 @@ def annotate(tracer: Tracer, request_id: str, **attributes: object) -> None:
 
     token = context.attach(context.Context())  # a fresh trace, not a child of anything
     try:
-        with tracer.start_as_current_span(sc.SPAN_ANNOTATION, attributes={
-                sc.REQUEST_ID: request_id, **attributes}):  # type: ignore[dict-item]
+        with tracer.start_as_current_span(
+            sc.SPAN_ANNOTATION, attributes={sc.REQUEST_ID: request_id, **attributes}
+        ):  # type: ignore[dict-item]
             pass
     finally:
         context.detach(token)
@@ -144,7 +163,9 @@ def encoded_requests(count: int) -> tuple[EncodedRequest, ...]:
             exporter.clear()
             run_request(tracer, index)
             spans = exporter.get_finished_spans()
-            ids = frozenset((format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"))
-                            for s in spans)
+            ids = frozenset(
+                (format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"))
+                for s in spans
+            )
             out.append(EncodedRequest(bytes(encode_spans(spans).SerializeToString()), ids))
     return tuple(out)

@@ -32,9 +32,22 @@ class ServeProcess:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "spanguard_processor", "serve", "--store", str(store),
-             "--grpc-port", "0", "--http-port", "0", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "spanguard_processor",
+                "serve",
+                "--store",
+                str(store),
+                "--grpc-port",
+                "0",
+                "--http-port",
+                "0",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=lower_fd_limit if fd_limit is not None else None,
         )

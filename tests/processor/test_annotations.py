@@ -27,8 +27,12 @@ def _workload() -> tuple[list[ReadableSpan], list[ReadableSpan], list[str]]:
     with capture_spans(capture_content=True, deterministic=True) as capture:
         ids = []
         for number in range(3):
-            with spanguard.request("support", seed_id=f"s{number}", variant_id=f"s{number}::a",
-                                   input=f"Question {number}?") as req:
+            with spanguard.request(
+                "support",
+                seed_id=f"s{number}",
+                variant_id=f"s{number}::a",
+                input=f"Question {number}?",
+            ) as req:
                 spanguard.plan_step("lookup")
                 if number == 2:
                     req.set_output("Answer 2.")
@@ -43,14 +47,14 @@ def _workload() -> tuple[list[ReadableSpan], list[ReadableSpan], list[str]]:
         spanguard.feedback(ids[1], 2)
         spanguard.feedback(ids[1], 5)  # a later correction wins
         spanguard.feedback("never-recorded", "negative")
-        annotations = list(capture.readable_spans())[len(requests):]
+        annotations = list(capture.readable_spans())[len(requests) :]
     return requests, annotations, ids
 
 
 def _span_file(path: Path, spans: Sequence[ReadableSpan]) -> Path:
     with path.open("wb") as out:
         for start in range(0, len(spans), 3):
-            body = encode_spans(spans[start:start + 3]).SerializeToString()
+            body = encode_spans(spans[start : start + 3]).SerializeToString()
             out.write(struct.pack(">I", len(body)) + body)
     return path
 
@@ -70,7 +74,10 @@ def test_late_annotations_merge_identically_on_every_route(tmp_path: Path) -> No
     first, second, third = (in_process[i] for i in range(3))
     assert [t["request_id"] for t in in_process] == ids
     assert (first["feedback"], first["expect"], first["retried"]) == (
-        "negative", {"contains": ["refund"], "max_chars": 200}, False)
+        "negative",
+        {"contains": ["refund"], "max_chars": 200},
+        False,
+    )
     assert (second["feedback"], second["retried"]) == (5, True)
     assert third["feedback"] == "positive"
 
@@ -99,7 +106,8 @@ def test_an_annotation_delivered_twice_counts_once() -> None:
     assert len(merged.for_request(ids[0])) == 2 and merged.for_request(None) == []
     twice = traces_from_readable_spans([*requests, *annotations, *annotations])
     assert [t.to_dict() for t in twice] == [
-        t.to_dict() for t in traces_from_readable_spans([*requests, *annotations])]
+        t.to_dict() for t in traces_from_readable_spans([*requests, *annotations])
+    ]
 
 
 def test_the_evaluators_merge_annotations_across_store_partitions(tmp_path: Path) -> None:
@@ -112,9 +120,7 @@ def test_the_evaluators_merge_annotations_across_store_partitions(tmp_path: Path
     parts = [_store(tmp_path / "a.db", requests), _store(tmp_path / "b.db", annotations)]
 
     def rows(paths: list[Path]) -> list[tuple[object, ...]]:
-        return [(row.id, row.feedback, row.retried, row.expect)
-                for row in load_logs(paths).rows]
+        return [(row.id, row.feedback, row.retried, row.expect) for row in load_logs(paths).rows]
 
     assert rows(parts) == rows([one_store])
-    assert rows(parts)[0] == (ids[0], "negative", False, {"contains": ["refund"],
-                                                           "max_chars": 200})
+    assert rows(parts)[0] == (ids[0], "negative", False, {"contains": ["refund"], "max_chars": 200})

@@ -14,8 +14,9 @@ def test_convert_writes_fairtrace_records(tmp_path: Path) -> None:
     src = tmp_path / "traces.jsonl"
     src.write_text(json.dumps(full_trace().to_dict()) + "\n\n")
     out = tmp_path / "records.jsonl"
-    result = CliRunner().invoke(cli, ["traces", "convert", str(src), "-f", "fairtrace",
-                                      "-o", str(out)])
+    result = CliRunner().invoke(
+        cli, ["traces", "convert", str(src), "-f", "fairtrace", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert result.output == f"wrote 1 fairtrace record(s) to {out}\n"
     assert json.loads(out.read_text())["seed_id"] == "loan"

@@ -38,16 +38,33 @@ def rotel_binary() -> Path:
 @contextmanager
 def rotel_collector(tmp_path: Path, protocol: str, target: ServeProcess) -> Iterator[int]:
     grpc_in, http_in = free_port(), free_port()
-    endpoint = (f"http://127.0.0.1:{target.grpc_port}" if protocol == "grpc"
-                else f"http://127.0.0.1:{target.http_port}")
+    endpoint = (
+        f"http://127.0.0.1:{target.grpc_port}"
+        if protocol == "grpc"
+        else f"http://127.0.0.1:{target.http_port}"
+    )
     proc = subprocess.Popen(
-        [str(rotel_binary()), "start",
-         "--otlp-grpc-endpoint", f"127.0.0.1:{grpc_in}",
-         "--otlp-http-endpoint", f"127.0.0.1:{http_in}",
-         "--exporter", "otlp", "--otlp-exporter-endpoint", endpoint,
-         "--otlp-exporter-protocol", protocol,
-         "--pid-file", str(tmp_path / "rotel.pid"), "--log-file", str(tmp_path / "rotel.log")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            str(rotel_binary()),
+            "start",
+            "--otlp-grpc-endpoint",
+            f"127.0.0.1:{grpc_in}",
+            "--otlp-http-endpoint",
+            f"127.0.0.1:{http_in}",
+            "--exporter",
+            "otlp",
+            "--otlp-exporter-endpoint",
+            endpoint,
+            "--otlp-exporter-protocol",
+            protocol,
+            "--pid-file",
+            str(tmp_path / "rotel.pid"),
+            "--log-file",
+            str(tmp_path / "rotel.log"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -66,8 +83,11 @@ def test_sdk_app_through_rotel_to_the_processor(tmp_path: Path, protocol: str) -
     try:
         with rotel_collector(tmp_path, protocol, server) as collector_port:
             provider = TracerProvider()
-            provider.add_span_processor(BatchSpanProcessor(
-                OTLPSpanExporter(endpoint=f"127.0.0.1:{collector_port}", insecure=True)))
+            provider.add_span_processor(
+                BatchSpanProcessor(
+                    OTLPSpanExporter(endpoint=f"127.0.0.1:{collector_port}", insecure=True)
+                )
+            )
             tracer = provider.get_tracer("rotel-test")
             ids = [run_request(tracer, i) for i in range(REQUESTS)]
             annotate(tracer, ids[3], **{"spanguard.feedback": "thumbs_down"})
@@ -86,8 +106,9 @@ def test_sdk_app_through_rotel_to_the_processor(tmp_path: Path, protocol: str) -
     runner = CliRunner()
     for fmt in ("agent", "fairtrace", "trace2eval"):
         out = tmp_path / f"{fmt}.jsonl"
-        result = runner.invoke(cli, ["traces", "export", "--store", str(store), "-f", fmt,
-                                     "-o", str(out)])
+        result = runner.invoke(
+            cli, ["traces", "export", "--store", str(store), "-f", fmt, "-o", str(out)]
+        )
         assert result.exit_code == 0, result.output
         assert f"wrote {REQUESTS} {fmt} record(s)" in result.output
     records = [json.loads(line) for line in (tmp_path / "fairtrace.jsonl").read_text().splitlines()]

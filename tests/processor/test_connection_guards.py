@@ -41,8 +41,9 @@ class _App:
     def __init__(self) -> None:
         self.release = threading.Event()
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
-                       send: Callable[..., Any]) -> None:
+    async def __call__(
+        self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]
+    ) -> None:
         status, body = 200, b""
         if scope["path"] == "/hold":
             while not self.release.is_set():
@@ -56,22 +57,36 @@ class _App:
                 size += len(message.get("body", b""))
                 more = message.get("more_body", False)
             body = str(size).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
 @contextmanager
-def _serving(guard: Callable[..., type[asyncio.Protocol]], max_connections: int = 100,
-             log: RateLimitedLog | None = None) -> Iterator[tuple[int, _App]]:
+def _serving(
+    guard: Callable[..., type[asyncio.Protocol]],
+    max_connections: int = 100,
+    log: RateLimitedLog | None = None,
+) -> Iterator[tuple[int, _App]]:
     app = _App()
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(
-        app, lifespan="off", log_level="warning", access_log=False, timeout_keep_alive=60,
-        http=guard(max_connections, DEADLINE, log)))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])),
-                              daemon=True)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=60,
+            http=guard(max_connections, DEADLINE, log),
+        )
+    )
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.01)
@@ -155,7 +170,8 @@ def test_keep_alive_and_pipelined_requests_are_served(guard: Callable[..., Any])
 
 @pytest.mark.parametrize("guard", GUARDS)
 def test_the_oldest_connection_waiting_for_headers_makes_room(
-        guard: Callable[..., Any], caplog: pytest.LogCaptureFixture) -> None:
+    guard: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
     log = RateLimitedLog(logger=logging.getLogger("test.guards"))
     with _serving(guard, max_connections=3, log=log) as (port, _):
         oldest = _connect(port, HALF)
@@ -175,7 +191,8 @@ def test_the_oldest_connection_waiting_for_headers_makes_room(
 
 @pytest.mark.parametrize("guard", GUARDS)
 def test_a_connection_over_the_limit_of_busy_ones_gets_503(
-        guard: Callable[..., Any], caplog: pytest.LogCaptureFixture) -> None:
+    guard: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
     log = RateLimitedLog(logger=logging.getLogger("test.guards"))
     with _serving(guard, max_connections=2, log=log) as (port, app):
         busy = [_connect(port, b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n") for _ in range(2)]
@@ -195,7 +212,8 @@ def test_a_connection_over_the_limit_of_busy_ones_gets_503(
 
 @pytest.mark.parametrize("guard", GUARDS)
 def test_an_answer_before_the_body_is_in_does_not_start_the_deadline(
-        guard: Callable[..., Any]) -> None:
+    guard: Callable[..., Any],
+) -> None:
     with _serving(guard) as (port, _):
         sock = _connect(port, b"POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
         answer, closed = _read(sock, 0.2)

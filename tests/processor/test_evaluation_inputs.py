@@ -50,14 +50,20 @@ def _proto(path: Path, spans: Sequence[ReadableSpan] = ()) -> Path:
     spans = spans or in_memory_spans(4).get_finished_spans()
     with path.open("wb") as out:
         for start in range(0, len(spans), 4):
-            body = encode_spans(spans[start:start + 4]).SerializeToString()
+            body = encode_spans(spans[start : start + 4]).SerializeToString()
             out.write(struct.pack(">I", len(body)) + body)
     return path
 
 
 def _record(i: int) -> dict[str, object]:
-    return {"id": f"s{i}::a", "seed_id": f"s{i}", "prompt": "p", "assignments": {"g": "a"},
-            "response": "fine", "response_metadata": {}}
+    return {
+        "id": f"s{i}::a",
+        "seed_id": f"s{i}",
+        "prompt": "p",
+        "assignments": {"g": "a"},
+        "response": "fine",
+        "response_metadata": {},
+    }
 
 
 def test_each_input_kind_is_told_by_content_whatever_its_name(tmp_path: Path) -> None:
@@ -71,16 +77,22 @@ def test_each_input_kind_is_told_by_content_whatever_its_name(tmp_path: Path) ->
         "spans.txt": PY_EXPORTER.read_bytes(),
         "spans.jsonl": _proto(tmp_path / "p").read_bytes(),
         "spans.zst": zstandard.ZstdCompressor().compress(PY_EXPORTER.read_bytes()),
-        "pretty-spans.json": json.dumps(json.loads(PY_EXPORTER.read_text().splitlines()[0]),
-                                        indent=2).encode(),
+        "pretty-spans.json": json.dumps(
+            json.loads(PY_EXPORTER.read_text().splitlines()[0]), indent=2
+        ).encode(),
         "garbage-first.pb": b"\x00\x01\x02garbage\n" + json.dumps(records[0]).encode() + b"\n",
     }
     expected = {
-        "records.db": KIND_JSON_LINES, "records.jsonl.gz": KIND_JSON_LINES,
-        "records.json": KIND_JSON_LINES, "list.jsonl": KIND_JSON_DOCUMENT,
-        "report.txt": KIND_JSON_DOCUMENT, "spans.txt": KIND_OTLP_JSONL,
-        "spans.jsonl": KIND_OTLP_PROTO, "spans.zst": KIND_OTLP_JSONL,
-        "pretty-spans.json": KIND_OTLP_JSON, "garbage-first.pb": KIND_JSON_LINES,
+        "records.db": KIND_JSON_LINES,
+        "records.jsonl.gz": KIND_JSON_LINES,
+        "records.json": KIND_JSON_LINES,
+        "list.jsonl": KIND_JSON_DOCUMENT,
+        "report.txt": KIND_JSON_DOCUMENT,
+        "spans.txt": KIND_OTLP_JSONL,
+        "spans.jsonl": KIND_OTLP_PROTO,
+        "spans.zst": KIND_OTLP_JSONL,
+        "pretty-spans.json": KIND_OTLP_JSON,
+        "garbage-first.pb": KIND_JSON_LINES,
     }
     kinds = {}
     for name, data in files.items():
@@ -88,8 +100,9 @@ def test_each_input_kind_is_told_by_content_whatever_its_name(tmp_path: Path) ->
         kinds[name] = evaluation_kind(tmp_path / name)
     assert kinds == expected
     store = tmp_path / "spans.bin"
-    assert CliRunner().invoke(cli, ["ingest", str(PY_EXPORTER), "--store", str(store)]
-                              ).exit_code == 0
+    assert (
+        CliRunner().invoke(cli, ["ingest", str(PY_EXPORTER), "--store", str(store)]).exit_code == 0
+    )
     assert evaluation_kind(store) == KIND_STORE
     # trace2eval reads JSON lines only: a document is read line by line, as trace2eval does
     assert evaluation_kind(tmp_path / "report.txt", documents=False) == KIND_JSON_LINES
@@ -98,7 +111,8 @@ def test_each_input_kind_is_told_by_content_whatever_its_name(tmp_path: Path) ->
 
 
 def test_every_route_to_the_same_traces_gives_the_same_observations_and_rows(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     spans = in_memory_spans(5).get_finished_spans()
     traces = traces_from_readable_spans(spans)
     agent = tmp_path / "traces.jsonl"
@@ -118,8 +132,10 @@ def test_every_route_to_the_same_traces_gives_the_same_observations_and_rows(
     def rows(path: Path) -> list[tuple[object, ...]]:
         loaded = load_logs([path])
         assert loaded.problems == [] and loaded.agent_traces == 5
-        return [(r.id, r.input, r.output, r.latency_ms, r.cost_usd, r.feedback, r.process)
-                for r in loaded.rows]
+        return [
+            (r.id, r.input, r.output, r.latency_ms, r.cost_usd, r.feedback, r.process)
+            for r in loaded.rows
+        ]
 
     assert all(rows(path) == rows(agent) for path in (proto, store))  # cases build takes files
     # the rows the agent traces stand for, written as trace2eval rows, read the same
@@ -127,13 +143,24 @@ def test_every_route_to_the_same_traces_gives_the_same_observations_and_rows(
     write_jsonl(rows_file, [to_trace2eval_row(t) for t in traces])
     loaded = load_logs([rows_file])
     assert loaded.agent_traces == 0
-    assert [(r.id, r.input, r.output, r.latency_ms, r.cost_usd, r.feedback, r.process)
-            for r in loaded.rows] == rows(agent)
+    assert [
+        (r.id, r.input, r.output, r.latency_ms, r.cost_usd, r.feedback, r.process)
+        for r in loaded.rows
+    ] == rows(agent)
     records = tmp_path / "records.jsonl"
     write_jsonl(records, [to_fairtrace_record(t) for t in traces])
+
     def summary(path: Path) -> list[tuple[object, ...]]:
-        return [(o.id, o.response, o.group, o.trace and o.trace.escalated,
-                 o.trace and o.trace.plan_steps) for o in read_observations([path])]
+        return [
+            (
+                o.id,
+                o.response,
+                o.group,
+                o.trace and o.trace.escalated,
+                o.trace and o.trace.plan_steps,
+            )
+            for o in read_observations([path])
+        ]
 
     assert summary(records) == summary(agent)
 
@@ -167,20 +194,36 @@ def test_entries_say_where_they_were_read(tmp_path: Path) -> None:
 
 def test_fairness_reads_compressed_records_and_names_a_bad_line(tmp_path: Path) -> None:
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({
-        "dataset": {"prompts": [{"id": "s0", "prompt": "A {g} asks.",
-                                 "attributes": {"g": ["a", "b"]}}]},
-        "metrics": [{"type": "counterfactual_stability"}]}))
-    records = [{"id": f"s0::{i}", "seed_id": "s0", "prompt": f"A {g} asks.",
-                "assignments": {"g": g}, "response": "fine", "response_metadata": {}}
-               for i, g in enumerate("ab", 1)]
+    suite.write_text(
+        json.dumps(
+            {
+                "dataset": {
+                    "prompts": [
+                        {"id": "s0", "prompt": "A {g} asks.", "attributes": {"g": ["a", "b"]}}
+                    ]
+                },
+                "metrics": [{"type": "counterfactual_stability"}],
+            }
+        )
+    )
+    records = [
+        {
+            "id": f"s0::{i}",
+            "seed_id": "s0",
+            "prompt": f"A {g} asks.",
+            "assignments": {"g": g},
+            "response": "fine",
+            "response_metadata": {},
+        }
+        for i, g in enumerate("ab", 1)
+    ]
     packed = tmp_path / "records.jsonl.gz"
     packed.write_bytes(gzip.compress(("\n".join(map(json.dumps, records)) + "\n").encode()))
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(packed)])
     assert result.exit_code in (0, 1), result.output
     assert "match no variant" not in result.output
     bad = tmp_path / "bad.jsonl.gz"
-    bad.write_bytes(gzip.compress((json.dumps(records[0]) + "\n{\"id\": 1}\n").encode()))
+    bad.write_bytes(gzip.compress((json.dumps(records[0]) + '\n{"id": 1}\n').encode()))
     result = CliRunner().invoke(cli, ["fairness", str(suite), str(bad)])
     assert result.exit_code == 2
     assert result.output == f"Error: {bad}:2: field 'id': must be a string.\n"

@@ -33,13 +33,25 @@ def openinference_agent_spans() -> InMemorySpanExporter:
 
     def retrieve(query: str) -> list[str]:
         with tracer.start_as_current_span("retrieve", openinference_span_kind="retriever") as span:
-            span.set_attributes(get_retriever_attributes(documents=[
-                {"id": "faq-2", "score": 0.4, "content": "returns",
-                 "metadata": {"group": "faq", "rank": 2}},
-                {"id": "faq-1", "score": 0.8, "content": "shipping",
-                 "metadata": {"group": "faq", "rank": 1}},
-                {"id": 17, "score": 0.1, "content": "untagged"},
-            ]))
+            span.set_attributes(
+                get_retriever_attributes(
+                    documents=[
+                        {
+                            "id": "faq-2",
+                            "score": 0.4,
+                            "content": "returns",
+                            "metadata": {"group": "faq", "rank": 2},
+                        },
+                        {
+                            "id": "faq-1",
+                            "score": 0.8,
+                            "content": "shipping",
+                            "metadata": {"group": "faq", "rank": 1},
+                        },
+                        {"id": 17, "score": 0.1, "content": "untagged"},
+                    ]
+                )
+            )
         return ["faq-1", "faq-2"]
 
     @tracer.agent
@@ -90,15 +102,23 @@ def test_openinference_metadata_carries_the_counterfactual_identity() -> None:
     def support_agent(question: str) -> str:
         return "done"
 
-    identity = {"seed_id": "loan", "variant_id": "loan::3", "repeat": 1,
-                "assignments": {"gender": "woman", "age": "60"}}
+    identity = {
+        "seed_id": "loan",
+        "variant_id": "loan::3",
+        "repeat": 1,
+        "assignments": {"gender": "woman", "age": "60"},
+    }
     with using_metadata(identity):
         support_agent("Can I get a loan?")
     support_agent("No identity here")
     provider.shutdown()
-    with_identity, without = sorted(traces_from_readable_spans(exporter.get_finished_spans()),
-                                    key=lambda t: t.seed_id is None)
+    with_identity, without = sorted(
+        traces_from_readable_spans(exporter.get_finished_spans()), key=lambda t: t.seed_id is None
+    )
     assert (with_identity.seed_id, with_identity.variant_id, with_identity.repeat) == (
-        "loan", "loan::3", 1)
+        "loan",
+        "loan::3",
+        1,
+    )
     assert dict(with_identity.assignments) == {"age": "60", "gender": "woman"}
     assert (without.seed_id, without.variant_id, dict(without.assignments)) == (None, None, {})

@@ -51,9 +51,12 @@ def test_content_free_trace_round_trips_with_none_text() -> None:
 
 
 def test_ungrouped_documents_stay_out_of_fairtrace_trace_but_round_trip() -> None:
-    process = ProcessTrace(retrieved_documents=(
-        RetrievedDocument("d1", None, 1, 0.5), RetrievedDocument("d2", "news", 2, None),
-    ))
+    process = ProcessTrace(
+        retrieved_documents=(
+            RetrievedDocument("d1", None, 1, 0.5),
+            RetrievedDocument("d2", "news", 2, None),
+        )
+    )
     trace = replace(full_trace(), trace=process)
     record = to_fairtrace_record(trace)
     TraceValidator().validate(record["response_metadata"])
@@ -69,8 +72,17 @@ def test_from_fairtrace_record_rejects_foreign_records() -> None:
 def test_trace2eval_rows_load_in_the_real_trace2eval_without_skips(tmp_path: Path) -> None:
     traces = [
         full_trace(),
-        replace(full_trace(), trace_id="b" * 32, request_id=None, output=None, feedback=None,
-                latency_ms=None, cost_usd=None, retried=False, expect=None),
+        replace(
+            full_trace(),
+            trace_id="b" * 32,
+            request_id=None,
+            output=None,
+            feedback=None,
+            latency_ms=None,
+            cost_usd=None,
+            retried=False,
+            expect=None,
+        ),
     ]
     log = tmp_path / "log.jsonl"
     log.write_text("".join(json.dumps(to_trace2eval_row(t)) + "\n" for t in traces))
@@ -79,23 +91,32 @@ def test_trace2eval_rows_load_in_the_real_trace2eval_without_skips(tmp_path: Pat
     first, second = loaded.traces
     assert (first.id, first.input, first.output) == ("req-1", "Can I get a loan?", "Let me check.")
     assert first.latency_ms == 812.5 and first.cost_usd == 0.0031
-    assert first.is_negative and first.retried and first.expect == {"min_chars": 5,
-                                                                     "contains": ["loan"]}
+    assert (
+        first.is_negative
+        and first.retried
+        and first.expect == {"min_chars": 5, "contains": ["loan"]}
+    )
     assert (second.id, second.output, second.expect) == ("b" * 32, "", None)
 
 
 def test_trace2eval_build_accepts_converted_rows(tmp_path: Path) -> None:
-    rows = [to_trace2eval_row(replace(full_trace(), trace_id=f"{i:032x}", request_id=f"r{i}"))
-            for i in range(3)]
+    rows = [
+        to_trace2eval_row(replace(full_trace(), trace_id=f"{i:032x}", request_id=f"r{i}"))
+        for i in range(3)
+    ]
     log = tmp_path / "log.jsonl"
     log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     result = subprocess.run(
         [sys.executable, "-m", "trace2eval", "build", str(log), "-o", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "skipped" not in (result.stdout + result.stderr).lower() or \
-        "0 skipped" in (result.stdout + result.stderr).lower()
+    assert (
+        "skipped" not in (result.stdout + result.stderr).lower()
+        or "0 skipped" in (result.stdout + result.stderr).lower()
+    )
     assert (tmp_path / "out" / "cases.jsonl").exists()
 
 

@@ -37,9 +37,12 @@ def _health(server: ProcessorServer) -> httpx.Response:
 
 def _post(server: ProcessorServer, seed: int) -> int:
     try:
-        return httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
-                          content=tiny_spans_request(3, seed), headers=PROTO,
-                          timeout=10).status_code
+        return httpx.post(
+            f"http://127.0.0.1:{server.http_port}/v1/traces",
+            content=tiny_spans_request(3, seed),
+            headers=PROTO,
+            timeout=10,
+        ).status_code
     except httpx.HTTPError:
         return 0
 
@@ -73,8 +76,9 @@ def test_a_disabled_receiver_is_reported_as_such(tmp_path: Path) -> None:
     assert document["status"] == "ok"
 
 
-def test_health_names_a_wedged_writer_and_recovers(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_health_names_a_wedged_writer_and_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(server_module, "WEDGED_AFTER", 0.5)
     with running(tmp_path / "s.db") as server:
         append = server.store.append_batches
@@ -97,8 +101,9 @@ def test_health_names_a_wedged_writer_and_recovers(tmp_path: Path,
     assert recovered["code"] == 200, recovered
 
 
-def test_health_names_a_wedged_grpc_receiver(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_health_names_a_wedged_grpc_receiver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(server_module, "WEDGED_AFTER", 0.5)
     with running(tmp_path / "s.db") as server:
         assert server._grpc is not None
@@ -111,8 +116,7 @@ def test_health_names_a_wedged_grpc_receiver(tmp_path: Path,
     assert recovered["code"] == 200
 
 
-def test_a_writer_fault_stops_the_process_instead_of_leaving_it_half_alive(
-        tmp_path: Path) -> None:
+def test_a_writer_fault_stops_the_process_instead_of_leaving_it_half_alive(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     config = ServerConfig(store=store, grpc_port=0, http_port=0, wait_duration=0.05)
     codes: list[int] = []
@@ -144,7 +148,8 @@ def test_a_writer_fault_stops_the_process_instead_of_leaving_it_half_alive(
 
 
 def test_health_answers_while_the_writer_still_checks_a_large_store(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The checks that read the whole store (quick_check: seconds for a gigabyte, then every
     batch and index row against its checksum, then batches never indexed) are the writer's
     first work, not the opening's: /health answers at once and says what runs; a request sent

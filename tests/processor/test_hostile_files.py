@@ -29,14 +29,18 @@ def run(*args: str) -> Result:
     return result
 
 
-@pytest.mark.parametrize(("name", "content"), [
-    ("nul.jsonl", b"\x00" * 1000),
-    ("empty-list.json", b"[]"),
-    ("empty-document.json", b'{"resourceSpans": []}'),
-    ("empty-lines.jsonl", b'{"resourceSpans": []}\n{"resourceSpans": []}\n'),
-])
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("nul.jsonl", b"\x00" * 1000),
+        ("empty-list.json", b"[]"),
+        ("empty-document.json", b'{"resourceSpans": []}'),
+        ("empty-lines.jsonl", b'{"resourceSpans": []}\n{"resourceSpans": []}\n'),
+    ],
+)
 def test_a_file_without_spans_is_not_a_successful_ingest_or_export(
-        tmp_path: Path, name: str, content: bytes) -> None:
+    tmp_path: Path, name: str, content: bytes
+) -> None:
     path = tmp_path / name
     path.write_bytes(content)
     result = run("ingest", str(path), "--store", str(tmp_path / "s.db"))
@@ -51,10 +55,18 @@ def test_a_file_without_spans_is_not_a_successful_ingest_or_export(
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_fairness_refuses_hostile_json_records_with_exit_2(tmp_path: Path, case: str) -> None:
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({
-        "dataset": {"prompts": [{"id": "s", "prompt": "A {g} asks.",
-                                 "attributes": {"g": ["man", "woman"]}}]},
-        "metrics": [{"type": "counterfactual_stability"}]}))
+    suite.write_text(
+        json.dumps(
+            {
+                "dataset": {
+                    "prompts": [
+                        {"id": "s", "prompt": "A {g} asks.", "attributes": {"g": ["man", "woman"]}}
+                    ]
+                },
+                "metrics": [{"type": "counterfactual_stability"}],
+            }
+        )
+    )
     records = tmp_path / "records.jsonl"
     records.write_text('{"seed_id": "s", "variant_id": ' + HOSTILE[case] + "}\n")
     result = run("fairness", str(suite), str(records))

@@ -49,25 +49,44 @@ def test_spanguard_baggage_reaches_spans_other_instrumentations_make() -> None:
                           sorted(spans[-1].attributes)]))
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, env=env)
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == [
-        "s7", "s7-b", {"gender": "female"}, 2,
-        ["spanguard.assignment.gender", "spanguard.repeat", "spanguard.seed_id",
-         "spanguard.variant_id"]]  # only spanguard's identity keys are copied
+        "s7",
+        "s7-b",
+        {"gender": "female"},
+        2,
+        [
+            "spanguard.assignment.gender",
+            "spanguard.repeat",
+            "spanguard.seed_id",
+            "spanguard.variant_id",
+        ],
+    ]  # only spanguard's identity keys are copied
 
 
 def test_langfuse_trace_metadata_gives_the_identity() -> None:
     exporter = InMemorySpanExporter()
-    client = Langfuse(public_key="pk-lf-identity", secret_key="sk-lf-identity",
-                      base_url="http://127.0.0.1:9", tracer_provider=TracerProvider(),
-                      span_exporter=exporter)
-    metadata = {"seed_id": "s3", "variant_id": "s3-a",
-                "assignments": json.dumps({"gender": "male"}), "repeat": "1"}
-    with (client.start_as_current_observation(as_type="agent", name="support turn"),
-          propagate_attributes(session_id="sess-1", metadata=metadata),
-          client.start_as_current_observation(as_type="tool", name="lookup")):
+    client = Langfuse(
+        public_key="pk-lf-identity",
+        secret_key="sk-lf-identity",
+        base_url="http://127.0.0.1:9",
+        tracer_provider=TracerProvider(),
+        span_exporter=exporter,
+    )
+    metadata = {
+        "seed_id": "s3",
+        "variant_id": "s3-a",
+        "assignments": json.dumps({"gender": "male"}),
+        "repeat": "1",
+    }
+    with (
+        client.start_as_current_observation(as_type="agent", name="support turn"),
+        propagate_attributes(session_id="sess-1", metadata=metadata),
+        client.start_as_current_observation(as_type="tool", name="lookup"),
+    ):
         pass
     client.flush()
     client.shutdown()
@@ -87,14 +106,20 @@ def test_traceloop_association_properties_give_the_identity() -> None:
     # span (SpanAttributes.TRACELOOP_ASSOCIATION_PROPERTIES + "." + key, in OpenLLMetry's
     # opentelemetry-semantic-conventions-ai); traceloop-sdk itself cannot be installed here
     provider, exporter = _provider()
-    props = {"traceloop.association.properties.seed_id": "s4",
-             "traceloop.association.properties.variant_id": "s4-b",
-             "traceloop.association.properties.assignment.age": "70+"}
+    props = {
+        "traceloop.association.properties.seed_id": "s4",
+        "traceloop.association.properties.variant_id": "s4-b",
+        "traceloop.association.properties.assignment.age": "70+",
+    }
     tracer = provider.get_tracer("app")
-    with (tracer.start_as_current_span("support.workflow", attributes={
-            "traceloop.span.kind": "workflow", **props}),
-          tracer.start_as_current_span("openai.chat", attributes={
-              "llm.request.type": "chat", **props})):
+    with (
+        tracer.start_as_current_span(
+            "support.workflow", attributes={"traceloop.span.kind": "workflow", **props}
+        ),
+        tracer.start_as_current_span(
+            "openai.chat", attributes={"llm.request.type": "chat", **props}
+        ),
+    ):
         pass
     (trace,) = traces_from_readable_spans(exporter.get_finished_spans())
     assert _identity(trace) == ("s4", "s4-b", {"age": "70+"}, 0)
@@ -103,13 +128,18 @@ def test_traceloop_association_properties_give_the_identity() -> None:
 def test_spanguard_root_wins_then_openinference_then_langfuse_then_traceloop() -> None:
     provider, exporter = _provider()
     tracer = provider.get_tracer("app")
-    with tracer.start_as_current_span("agent", attributes={
-            "openinference.span.kind": "AGENT", "spanguard.seed_id": "root-seed",
+    with tracer.start_as_current_span(
+        "agent",
+        attributes={
+            "openinference.span.kind": "AGENT",
+            "spanguard.seed_id": "root-seed",
             "metadata": json.dumps({"variant_id": "oi-variant", "seed_id": "oi-seed"}),
             "langfuse.trace.metadata.variant_id": '"lf-variant"',
             "langfuse.trace.metadata.repeat": '"3"',
             "traceloop.association.properties.repeat": "5",
-            "traceloop.association.properties.assignment.gender": "female"}):
+            "traceloop.association.properties.assignment.gender": "female",
+        },
+    ):
         pass
     (trace,) = traces_from_readable_spans(exporter.get_finished_spans())
     assert _identity(trace) == ("root-seed", "oi-variant", {"gender": "female"}, 3)

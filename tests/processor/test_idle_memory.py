@@ -33,22 +33,25 @@ def _sqlite_memory() -> int:
 
 
 def _post(server: ProcessorServer, body: bytes) -> int:
-    return httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", content=body,
-                      headers=PROTO, timeout=10).status_code
+    return httpx.post(
+        f"http://127.0.0.1:{server.http_port}/v1/traces", content=body, headers=PROTO, timeout=10
+    ).status_code
 
 
 def _health(server: ProcessorServer, until: str, value: int) -> dict[str, int]:
     deadline = time.monotonic() + 5
     while True:
         document: dict[str, int] = httpx.get(
-            f"http://127.0.0.1:{server.http_port}/health", timeout=5).json()
+            f"http://127.0.0.1:{server.http_port}/health", timeout=5
+        ).json()
         if document[until] >= value or time.monotonic() > deadline:
             return document
         time.sleep(0.05)
 
 
 def test_an_idle_writer_gives_memory_back_and_a_later_resend_still_reads_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(ingestor_module, "_REST_AFTER", 0.5)
     bodies = [tiny_spans_request(50, seed) for seed in range(40)]
     store = tmp_path / "s.db"

@@ -28,8 +28,11 @@ def _schema(role: str, kind: str) -> dict[str, Any] | None:
 
 def _unknown_keys(value: Any, schema: Any, path: str) -> list[str]:
     if not isinstance(value, dict):
-        return [] if schema is None or not isinstance(schema, dict) or "*" in schema else [
-            f"{path}: a scalar where the Collector expects a mapping"]
+        return (
+            []
+            if schema is None or not isinstance(schema, dict) or "*" in schema
+            else [f"{path}: a scalar where the Collector expects a mapping"]
+        )
     if not isinstance(schema, dict):
         return [f"{path}: a mapping where the Collector expects a scalar"]
     problems = []
@@ -72,10 +75,12 @@ def test_every_component_and_key_exists_in_the_collector(path: Path) -> None:
 
 def test_the_checker_catches_what_a_collector_refuses(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(CONFIG.read_text()
-                   .replace("wait_duration: 5s", "wait_for: 5s")
-                   .replace("  otlp_http/spanguard:", "  otlphttps/spanguard:")
-                   .replace("${env:SPANGUARD_ENDPOINT:-", "${SPANGUARD_ENDPOINT:-"))
+    bad.write_text(
+        CONFIG.read_text()
+        .replace("wait_duration: 5s", "wait_for: 5s")
+        .replace("  otlp_http/spanguard:", "  otlphttps/spanguard:")
+        .replace("${env:SPANGUARD_ENDPOINT:-", "${SPANGUARD_ENDPOINT:-")
+    )
     problems = check_config(bad)
     assert "processors.groupbytrace.wait_for: not a key of this component" in problems
     assert "exporters.otlphttps/spanguard: unknown component type 'otlphttps'" in problems
@@ -85,17 +90,20 @@ def test_the_checker_catches_what_a_collector_refuses(tmp_path: Path) -> None:
 def test_pipelines_write_raw_files_and_forward_grouped_batched_traces() -> None:
     config = yaml.safe_load(CONFIG.read_text())
     pipelines = config["service"]["pipelines"]
-    assert pipelines["traces/raw"] == {"receivers": ["otlp"],
-                                       "processors": ["memory_limiter", "batch"],
-                                       "exporters": ["file"]}
+    assert pipelines["traces/raw"] == {
+        "receivers": ["otlp"],
+        "processors": ["memory_limiter", "batch"],
+        "exporters": ["file"],
+    }
     # groupbytrace releases each trace alone; batch after it sends several per request
     assert pipelines["traces/assembled"] == {
-        "receivers": ["otlp"], "processors": ["memory_limiter", "groupbytrace", "batch"],
-        "exporters": ["otlp_http/spanguard"]}
+        "receivers": ["otlp"],
+        "processors": ["memory_limiter", "groupbytrace", "batch"],
+        "exporters": ["otlp_http/spanguard"],
+    }
     assert config["processors"]["groupbytrace"]["wait_duration"] == "5s"
     assert config["exporters"]["file"]["format"] == "json"
-    assert config["exporters"]["otlp_http/spanguard"]["endpoint"].endswith(
-        "http://127.0.0.1:5318}")
+    assert config["exporters"]["otlp_http/spanguard"]["endpoint"].endswith("http://127.0.0.1:5318}")
 
 
 def test_scaleout_routes_whole_traces_to_reachable_replicas_with_a_token() -> None:
@@ -105,8 +113,11 @@ def test_scaleout_routes_whole_traces_to_reachable_replicas_with_a_token() -> No
     pipeline = pipelines["traces/assembled"]
     assert pipeline["exporters"] == ["load_balancing"]
     # log records (GenAI content, evaluation results) go where their trace's spans go
-    assert pipelines["logs"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"],
-                                 "exporters": ["load_balancing"]}
+    assert pipelines["logs"] == {
+        "receivers": ["otlp"],
+        "processors": ["memory_limiter", "batch"],
+        "exporters": ["load_balancing"],
+    }
     assert pipeline["processors"] == ["memory_limiter", "groupbytrace", "batch"]
     balancer = config["exporters"]["load_balancing"]
     assert balancer["routing_key"] == "traceID"
@@ -117,8 +128,9 @@ def test_scaleout_routes_whole_traces_to_reachable_replicas_with_a_token() -> No
     assert "--host 0.0.0.0 --grpc-port 5317" in text and "--token-file" in text
 
 
-@pytest.mark.parametrize(("path", "minimum"), [(CONFIG, "v0.144.0"), (SCALEOUT, "v0.153.0")],
-                         ids=["main", "scaleout"])
+@pytest.mark.parametrize(
+    ("path", "minimum"), [(CONFIG, "v0.144.0"), (SCALEOUT, "v0.153.0")], ids=["main", "scaleout"]
+)
 def test_minimum_and_checked_collector_versions_are_stated(path: Path, minimum: str) -> None:
     header = path.read_text().split("\n\n", 1)[0]
     assert f"otelcol-contrib {minimum} or later" in header

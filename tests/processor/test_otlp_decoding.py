@@ -19,13 +19,19 @@ from .agent_app import in_memory_spans
 
 def otlp_json(request: object) -> dict[str, object]:
     """Protobuf's canonical JSON, with ids turned into OTLP-JSON's hex (as collectors write)."""
+
     def fix(node: object) -> object:
         if isinstance(node, dict):
-            return {k: base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId")
-                    else fix(v) for k, v in node.items()}
+            return {
+                k: base64.b64decode(v).hex()
+                if k in ("traceId", "spanId", "parentSpanId")
+                else fix(v)
+                for k, v in node.items()
+            }
         if isinstance(node, list):
             return [fix(v) for v in node]
         return node
+
     return fix(MessageToDict(request))  # type: ignore[arg-type, return-value]
 
 
@@ -45,8 +51,13 @@ def test_json_and_protobuf_give_identical_records() -> None:
 
 
 def _doc(**span: object) -> dict[str, object]:
-    base = {"traceId": "AB" * 16, "spanId": "cd" * 8, "name": "s",
-            "startTimeUnixNano": "1", "endTimeUnixNano": 2}
+    base = {
+        "traceId": "AB" * 16,
+        "spanId": "cd" * 8,
+        "name": "s",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": 2,
+    }
     base.update(span)
     return {"resourceSpans": [{"scopeSpans": [{"spans": [base]}]}]}
 
@@ -56,20 +67,32 @@ def test_uppercase_hex_ids_are_normalised() -> None:
     assert span.trace_id == "ab" * 16 and span.start_ns == 1
 
 
-@pytest.mark.parametrize(("span", "field"), [
-    ({"startTimeUnixNano": "soon"}, "resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano"),
-    ({"name": 5}, "resourceSpans[0].scopeSpans[0].spans[0].name"),
-])
+@pytest.mark.parametrize(
+    ("span", "field"),
+    [
+        (
+            {"startTimeUnixNano": "soon"},
+            "resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano",
+        ),
+        ({"name": 5}, "resourceSpans[0].scopeSpans[0].spans[0].name"),
+    ],
+)
 def test_malformed_fields_are_named(span: dict[str, object], field: str) -> None:
     with pytest.raises(TraceFormatError) as caught:
         decode_document(_doc(**span))
     assert caught.value.field == field
 
 
-@pytest.mark.parametrize("ids", [
-    {"traceId": "00" * 16}, {"spanId": "xyz"}, {"spanId": None}, {"parentSpanId": "12"},
-    {"traceId": base64.b64encode(bytes(range(16))).decode()},  # base64, not hex
-])
+@pytest.mark.parametrize(
+    "ids",
+    [
+        {"traceId": "00" * 16},
+        {"spanId": "xyz"},
+        {"spanId": None},
+        {"parentSpanId": "12"},
+        {"traceId": base64.b64encode(bytes(range(16))).decode()},  # base64, not hex
+    ],
+)
 def test_bad_ids_are_rejected_not_guessed(ids: dict[str, object]) -> None:
     batch = decode_document(_doc(**ids))
     assert batch.rejected == 1 and not batch.spans and batch.error

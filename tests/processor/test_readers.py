@@ -38,7 +38,7 @@ def proto_file(path: Path, spans: Sequence[ReadableSpan] | None = None) -> Path:
     spans = spans if spans is not None else in_memory_spans(3).get_finished_spans()
     with path.open("wb") as out:
         for start in range(0, len(spans), 4):  # several messages, traces split across them
-            body = encode_spans(spans[start:start + 4]).SerializeToString()
+            body = encode_spans(spans[start : start + 4]).SerializeToString()
             out.write(struct.pack(">I", len(body)) + body)
     return path
 
@@ -80,8 +80,10 @@ def test_every_shape_gives_the_same_traces(tmp_path: Path) -> None:
 def test_ingest_twice_stores_spans_once(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     for _ in range(2):
-        assert CliRunner().invoke(cli, ["ingest", str(PY_EXPORTER), "--store", str(store)]
-                                  ).exit_code == 0
+        assert (
+            CliRunner().invoke(cli, ["ingest", str(PY_EXPORTER), "--store", str(store)]).exit_code
+            == 0
+        )
     with SpanStore(store, readonly=True) as db:
         assert db.span_count() == 4
 
@@ -91,8 +93,12 @@ def _bad_jsonl(tmp_path: Path) -> Path:
     bad = tmp_path / "bad.jsonl"
     no_id = json.loads(lines[1])
     del no_id["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"]
-    bad.write_bytes("\n".join([lines[0], json.dumps(no_id), "{oops"]).encode() + b"\n\xff\xfe\n"
-                    + "\n".join(lines[2:]).encode() + b"\n")
+    bad.write_bytes(
+        "\n".join([lines[0], json.dumps(no_id), "{oops"]).encode()
+        + b"\n\xff\xfe\n"
+        + "\n".join(lines[2:]).encode()
+        + b"\n"
+    )
     return bad
 
 
@@ -108,8 +114,9 @@ def test_bad_line_is_named_by_file_and_line_with_exit_2(tmp_path: Path) -> None:
 
 def test_skip_bad_counts_the_skipped_lines(tmp_path: Path) -> None:
     bad = _bad_jsonl(tmp_path)
-    result = CliRunner().invoke(cli, ["ingest", str(bad), "--store", str(tmp_path / "s.db"),
-                                      "--skip-bad"])
+    result = CliRunner().invoke(
+        cli, ["ingest", str(bad), "--store", str(tmp_path / "s.db"), "--skip-bad"]
+    )
     assert result.exit_code == 0, result.output
     assert "skipped 3 bad line(s)" in result.output
     assert f"{bad}:2, {bad}:3, {bad}:4" in result.output
@@ -136,13 +143,15 @@ def test_export_writes_all_three_formats_and_counts_traces_without_input(tmp_pat
         db.release_all()
     runner = CliRunner()
     out = tmp_path / "rows.jsonl"
-    result = runner.invoke(cli, ["traces", "export", "--store", str(store), "--format",
-                                 "trace2eval", "-o", str(out)])
+    result = runner.invoke(
+        cli, ["traces", "export", "--store", str(store), "--format", "trace2eval", "-o", str(out)]
+    )
     assert result.exit_code == 0
     assert "wrote 2 trace2eval record(s)" in result.output
     assert "left out 1 trace(s) without input text" in result.output
-    result = runner.invoke(cli, ["traces", "export", "--store", str(tmp_path / "nope.db"),
-                                 "-o", str(out)])
+    result = runner.invoke(
+        cli, ["traces", "export", "--store", str(tmp_path / "nope.db"), "-o", str(out)]
+    )
     assert result.exit_code == 2 and "nope.db: does not exist." in result.output
 
 
@@ -188,11 +197,19 @@ def test_exports_are_byte_identical_for_identical_input(tmp_path: Path) -> None:
     for run in ("a", "b"):
         store = tmp_path / f"{run}.db"
         runner = CliRunner()
-        assert runner.invoke(cli, ["ingest", str(proto), str(PY_EXPORTER),
-                                   "--store", str(store)]).exit_code == 0
+        assert (
+            runner.invoke(
+                cli, ["ingest", str(proto), str(PY_EXPORTER), "--store", str(store)]
+            ).exit_code
+            == 0
+        )
         out = tmp_path / f"{run}.jsonl"
-        assert runner.invoke(cli, ["traces", "export", "--store", str(store), "-f", "fairtrace",
-                                   "-o", str(out)]).exit_code == 0
+        assert (
+            runner.invoke(
+                cli, ["traces", "export", "--store", str(store), "-f", "fairtrace", "-o", str(out)]
+            ).exit_code
+            == 0
+        )
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 5
 
@@ -202,8 +219,10 @@ def _otlp_json_messages() -> list[bytes]:
 
 
 def _otlp_proto_messages(spans: Sequence[ReadableSpan]) -> list[bytes]:
-    return [encode_spans(spans[start:start + 4]).SerializeToString()
-            for start in range(0, len(spans), 4)]
+    return [
+        encode_spans(spans[start : start + 4]).SerializeToString()
+        for start in range(0, len(spans), 4)
+    ]
 
 
 def test_zstd_span_files_in_every_layout_the_file_exporter_writes(tmp_path: Path) -> None:
@@ -218,16 +237,20 @@ def test_zstd_span_files_in_every_layout_the_file_exporter_writes(tmp_path: Path
     expected_proto = traces_from_readable_spans(spans)
     expected_json = list(read_agent_traces_any([PY_EXPORTER]))
     layouts: dict[str, tuple[bytes, list[object]]] = {}
-    framed = b"".join(struct.pack(">I", len(f)) + f
-                      for f in map(zstd.compress, _otlp_json_messages()))
+    framed = b"".join(
+        struct.pack(">I", len(f)) + f for f in map(zstd.compress, _otlp_json_messages())
+    )
     layouts["json-per-message"] = (framed, expected_json)
-    framed = b"".join(struct.pack(">I", len(f)) + f
-                      for f in map(zstd.compress, _otlp_proto_messages(spans)))
+    framed = b"".join(
+        struct.pack(">I", len(f)) + f for f in map(zstd.compress, _otlp_proto_messages(spans))
+    )
     layouts["proto-per-message"] = (framed, expected_proto)
     per_write = b"".join(zstd.compress(m) + zstd.compress(b"\n") for m in _otlp_json_messages())
     layouts["json-stream-per-write"] = (per_write, expected_json)
-    layouts["json-one-stream"] = (zstd.compress(b"\n".join(_otlp_json_messages()) + b"\n"),
-                                  expected_json)
+    layouts["json-one-stream"] = (
+        zstd.compress(b"\n".join(_otlp_json_messages()) + b"\n"),
+        expected_json,
+    )
     proto = b"".join(struct.pack(">I", len(m)) + m for m in _otlp_proto_messages(spans))
     layouts["proto-one-stream"] = (zstd.compress(proto), expected_proto)
     for name, (data, expected) in layouts.items():
@@ -250,7 +273,8 @@ def test_zstd_span_file_ingests_like_gzip(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         outputs.append(result.output.replace(str(store), "S").replace(str(path), "F"))
         assert [t.to_dict() for t in read_agent_traces_any([store])] == [
-            t.to_dict() for t in read_agent_traces_any([PY_EXPORTER])]
+            t.to_dict() for t in read_agent_traces_any([PY_EXPORTER])
+        ]
     assert outputs[0] == outputs[1]
 
 

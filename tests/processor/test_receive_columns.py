@@ -76,8 +76,10 @@ def _other_id(size: int) -> bytes:
 
 
 def _attributes(count: int, value: bytes = b"v") -> bytes:
-    return b"".join(_field(9, KeyValue(key=f"k{i}", value={"bytes_value": value})
-                           .SerializeToString()) for i in range(count))
+    return b"".join(
+        _field(9, KeyValue(key=f"k{i}", value={"bytes_value": value}).SerializeToString())
+        for i in range(count)
+    )
 
 
 MUTATIONS = {
@@ -125,7 +127,7 @@ def _prefixed(frame: bytes, name: bytes) -> bytes:
     assert frame[at] == 0x2A
     size = frame[at + 1]
     assert size < 0x80
-    return frame[:at] + _field(5, name) + frame[at + 2 + size:]
+    return frame[:at] + _field(5, name) + frame[at + 2 + size :]
 
 
 def test_requests_as_exporters_write_them_are_grouped_from_their_bytes() -> None:
@@ -140,8 +142,11 @@ def test_requests_as_exporters_write_them_are_grouped_from_their_bytes() -> None
 def test_spans_of_traces_apart_or_together_are_grouped_from_their_bytes() -> None:
     apart = FRAMES[0::2] + FRAMES[1::2]  # most traces split in two
     for frames in (FRAMES, apart, sorted(FRAMES, key=lambda frame: frame[2:18])):
-        heads = [frame[2:18] for i, frame in enumerate(frames)
-                 if not i or frame[2:18] != frames[i - 1][2:18]]
+        heads = [
+            frame[2:18]
+            for i, frame in enumerate(frames)
+            if not i or frame[2:18] != frames[i - 1][2:18]
+        ]
         assert (len(set(heads)) < len(heads)) == (frames is apart)
         body = _request(frames)
         grouped = group_frames(span_frames(body), merged_span(body), LIMIT)
@@ -150,16 +155,22 @@ def test_spans_of_traces_apart_or_together_are_grouped_from_their_bytes() -> Non
 
 
 def test_annotation_spans_are_counted_and_their_name_elsewhere_is_no_annotation() -> None:
-    noted = [_prefixed(frame, ANNOTATION) if i % 7 == 3 else frame
-             for i, frame in enumerate(FRAMES)]
+    noted = [
+        _prefixed(frame, ANNOTATION) if i % 7 == 3 else frame for i, frame in enumerate(FRAMES)
+    ]
     body = _request(noted)
     assert group_frames(span_frames(body), merged_span(body), LIMIT) is None  # left to
     exact = _exact(body)  # the exact reading, which counts them per trace
     assert sum(group.annotations for group in exact[0]) == len(FRAMES[3::7])
     assert _fast(body) == exact
     # the name as an attribute's value, or a name of its length and first bytes: no annotation
-    valued = [frame + _field(9, KeyValue(key="k", value={"string_value": ANNOTATION.decode()})
-                             .SerializeToString()) for frame in FRAMES]
+    valued = [
+        frame
+        + _field(
+            9, KeyValue(key="k", value={"string_value": ANNOTATION.decode()}).SerializeToString()
+        )
+        for frame in FRAMES
+    ]
     for frames in (valued, [_prefixed(frame, ANNOTATION[:-1] + b"x") for frame in FRAMES]):
         body = _request(frames)
         assert ANNOTATION[:8] in body
@@ -192,11 +203,15 @@ def test_a_span_sent_twice_is_kept_once() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(FRAMES) - 1), st.sampled_from(sorted(MUTATIONS))),
-                max_size=4),
-       st.permutations(range(len(FRAMES))))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(FRAMES) - 1), st.sampled_from(sorted(MUTATIONS))), max_size=4
+    ),
+    st.permutations(range(len(FRAMES))),
+)
 def test_any_mix_of_encodings_is_grouped_as_the_exact_reading_does(
-        changes: list[tuple[int, str]], order: list[int]) -> None:
+    changes: list[tuple[int, str]], order: list[int]
+) -> None:
     frames = [FRAMES[i] for i in order]
     for index, mutation in changes:
         frames[index] = MUTATIONS[mutation](frames[index])

@@ -24,8 +24,11 @@ from .agent_app import in_memory_spans
 LIMIT = 40
 
 
-def spans_with(event_attributes: int, value: str = "v", annotation: bool = False,
-               ) -> list[ReadableSpan]:
+def spans_with(
+    event_attributes: int,
+    value: str = "v",
+    annotation: bool = False,
+) -> list[ReadableSpan]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -56,21 +59,28 @@ CASES = {
 def test_grouping_from_the_bytes_decides_as_reading_span_by_span(name: str) -> None:
     body = encode_spans(CASES[name]).SerializeToString()
     assert group_request(parse_request(body), LIMIT, body) == group_request(
-        parse_request(body), LIMIT)
+        parse_request(body), LIMIT
+    )
 
 
-def test_an_event_over_the_limit_is_cut_and_a_long_one_within_it_is_stored_as_received(
-        ) -> None:
+def test_an_event_over_the_limit_is_cut_and_a_long_one_within_it_is_stored_as_received() -> None:
     shaper = Shaper(Limits(max_attributes_per_span=LIMIT))
     over = encode_spans(CASES["an event over the limit"]).SerializeToString()
     batch = PROTOBUF_CODEC.decode(over, None, shaper.shaping)
     assert batch.body != over
     stored = ExportTraceServiceRequest.FromString(batch.body)
-    (event,) = [event for rs in stored.resource_spans for ss in rs.scope_spans
-                for span in ss.spans for event in span.events if event.name == "exception"]
+    (event,) = [
+        event
+        for rs in stored.resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+        for event in span.events
+        if event.name == "exception"
+    ]
     assert (len(event.attributes), event.dropped_attributes_count) == (LIMIT, 10)
-    long = encode_spans(CASES["a long event with few attributes (a stack trace)"]
-                        ).SerializeToString()
+    long = encode_spans(
+        CASES["a long event with few attributes (a stack trace)"]
+    ).SerializeToString()
     assert PROTOBUF_CODEC.decode(long, None, shaper.shaping).body is long
 
 

@@ -93,12 +93,12 @@ class Planter:
         array = add(key="array").value.array_value.values
         array.add(string_value=self.email())
         array.add(bytes_value=self.email().encode())
-        array.add().kvlist_value.values.add(key="deep", value=AnyValue(
-            string_value=self.email()))
+        array.add().kvlist_value.values.add(key="deep", value=AnyValue(string_value=self.email()))
         kvlist = add(key="kvlist").value.kvlist_value.values
         kvlist.add(key=self.email(), value=AnyValue(string_value=self.email()))
         kvlist.add(key="nested").value.kvlist_value.values.add(
-            key="inner", value=AnyValue(string_value=self.email()))
+            key="inner", value=AnyValue(string_value=self.email())
+        )
         self.planted |= {"KeyValue.key", "AnyValue.string_value", "AnyValue.bytes_value"}
 
 
@@ -153,15 +153,25 @@ def leaks(folder: Path) -> Iterator[str]:
 def exported(store: Path, out: Path) -> str:
     texts = []
     for fmt in ("agent", "fairtrace"):
-        result = CliRunner().invoke(cli, ["traces", "export", "--store", str(store),
-                                          "--format", fmt, "-o", str(out / f"x.{fmt}")])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "traces",
+                "export",
+                "--store",
+                str(store),
+                "--format",
+                fmt,
+                "-o",
+                str(out / f"x.{fmt}"),
+            ],
+        )
         assert result.exit_code == 0, result.output
         texts.append((out / f"x.{fmt}").read_text())
     return "\n".join(texts)
 
 
-def test_the_planted_request_has_an_email_in_every_text_field_and_redaction_removes_all(
-        ) -> None:
+def test_the_planted_request_has_an_email_in_every_text_field_and_redaction_removes_all() -> None:
     request, emails = planted_request()
     assert emails >= 24
     assert redact_request(Redactor(hook=mask), request)
@@ -171,8 +181,7 @@ def test_the_planted_request_has_an_email_in_every_text_field_and_redaction_remo
 
 @pytest.mark.integration
 @pytest.mark.parametrize("transport", ["http-protobuf", "http-json", "grpc"])
-def test_no_planted_email_reaches_the_store_or_an_export(tmp_path: Path, transport: str
-                                                           ) -> None:
+def test_no_planted_email_reaches_the_store_or_an_export(tmp_path: Path, transport: str) -> None:
     request, _ = planted_request()
     folder = tmp_path / "store"
     folder.mkdir()
@@ -183,10 +192,13 @@ def test_no_planted_email_reaches_the_store_or_an_export(tmp_path: Path, transpo
                 channel.unary_unary(EXPORT)(request.SerializeToString(), timeout=10)
         else:
             media = "application/json" if transport == "http-json" else "application/x-protobuf"
-            body = otlp_json(request) if transport == "http-json" else \
-                request.SerializeToString()
-            reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", content=body,
-                               headers={"content-type": media}, timeout=10)
+            body = otlp_json(request) if transport == "http-json" else request.SerializeToString()
+            reply = httpx.post(
+                f"http://127.0.0.1:{server.http_port}/v1/traces",
+                content=body,
+                headers={"content-type": media},
+                timeout=10,
+            )
             assert reply.status_code == 200, reply.text
     assert list(leaks(folder)) == []
     out = tmp_path / "out"
@@ -209,8 +221,9 @@ def test_ingest_redacts_files_as_serve_does(tmp_path: Path, fmt: str) -> None:
     folder = tmp_path / "store"
     folder.mkdir()
     hook = f"{__name__}:mask"
-    result = CliRunner().invoke(cli, ["ingest", str(source), "--store", str(folder / "s.db"),
-                                      "--redact-hook", hook])
+    result = CliRunner().invoke(
+        cli, ["ingest", str(source), "--store", str(folder / "s.db"), "--redact-hook", hook]
+    )
     assert result.exit_code == 0, result.output
     assert list(leaks(folder)) == []
     out = tmp_path / "out"

@@ -41,19 +41,29 @@ def kb_search(query: str) -> list[str]:
 
 
 def _variants() -> list[dict[str, object]]:
-    return [{"id": f"s{seed}::{group}", "seed_id": f"s{seed}", "assignments": {"gender": group},
-             "prompt": f"Question {seed} from a {group} customer: can I get a refund?"}
-            for seed in range(SEEDS) for group in GROUPS]
+    return [
+        {
+            "id": f"s{seed}::{group}",
+            "seed_id": f"s{seed}",
+            "assignments": {"gender": group},
+            "prompt": f"Question {seed} from a {group} customer: can I get a refund?",
+        }
+        for seed in range(SEEDS)
+        for group in GROUPS
+    ]
 
 
 def _workload() -> tuple[ReadableSpan, ...]:
     """Suite traffic through the SDK: escalations for some variants, feedback on others."""
     with capture_spans(capture_content=True) as capture:
         for number, variant in enumerate(_variants()):
-            with spanguard.request("support", seed_id=str(variant["seed_id"]),
-                                   variant_id=str(variant["id"]),
-                                   assignments=variant["assignments"],  # type: ignore[arg-type]
-                                   input=variant["prompt"]) as req:
+            with spanguard.request(
+                "support",
+                seed_id=str(variant["seed_id"]),
+                variant_id=str(variant["id"]),
+                assignments=variant["assignments"],  # type: ignore[arg-type]
+                input=variant["prompt"],
+            ) as req:
                 if number % 4 == 0:
                     spanguard.escalate(reason="manual review")
                 else:
@@ -73,13 +83,14 @@ def _replica_of(span: ReadableSpan) -> int:
 
 def _serve(store: Path, spans: Sequence[ReadableSpan]) -> None:
     """One replica: a real processor on 127.0.0.1, fed over OTLP/gRPC in small requests."""
-    server = ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=None,
-                                          wait_duration=0.2)).start()
+    server = ProcessorServer(
+        ServerConfig(store=store, grpc_port=0, http_port=None, wait_duration=0.2)
+    ).start()
     try:
         with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)
             for start in range(0, len(spans), 7):  # traces split across requests
-                stub.Export(encode_spans(spans[start:start + 7]), timeout=30)
+                stub.Export(encode_spans(spans[start : start + 7]), timeout=30)
     finally:
         server.stop()
 
@@ -114,12 +125,16 @@ def test_every_replica_holds_part_and_annotations_cross_replicas() -> None:
 
 
 def test_replicas_read_together_give_the_single_processors_traces(
-    stores: dict[str, list[Path]]
+    stores: dict[str, list[Path]],
 ) -> None:
-    single = sorted((t.to_dict() for t in read_agent_traces_any(stores["single"])),
-                    key=lambda t: str(t["trace_id"]))
-    merged = sorted((t.to_dict() for t in read_agent_traces_any(stores["replicas"])),
-                    key=lambda t: str(t["trace_id"]))
+    single = sorted(
+        (t.to_dict() for t in read_agent_traces_any(stores["single"])),
+        key=lambda t: str(t["trace_id"]),
+    )
+    merged = sorted(
+        (t.to_dict() for t in read_agent_traces_any(stores["replicas"])),
+        key=lambda t: str(t["trace_id"]),
+    )
     assert len(single) == SEEDS * len(GROUPS)
     assert merged == single
     assert sum(1 for t in single if t["feedback"] is not None) == SEEDS  # annotations merged
@@ -130,20 +145,43 @@ def test_replicas_give_the_same_fairness_and_regression_results(
 ) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the reports' timestamp
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({"dataset": {"variants": _variants()},
-                                 "metrics": [{"type": "escalation_parity"},
-                                             {"type": "tool_use_parity"}]}))
+    suite.write_text(
+        json.dumps(
+            {
+                "dataset": {"variants": _variants()},
+                "metrics": [{"type": "escalation_parity"}, {"type": "tool_use_parity"}],
+            }
+        )
+    )
     outputs: dict[str, dict[str, bytes]] = {}
     for name, paths in stores.items():
         out = tmp_path / name
-        _run("fairness", str(suite), *map(str, paths), "-o", str(out / "fairness"),
-             "--bootstrap", "200", "--permutations", "199")
+        _run(
+            "fairness",
+            str(suite),
+            *map(str, paths),
+            "-o",
+            str(out / "fairness"),
+            "--bootstrap",
+            "200",
+            "--permutations",
+            "199",
+        )
         traces = out / "traces.jsonl"
-        _run("traces", "export", *[a for p in paths for a in ("--store", str(p))],
-             "-o", str(traces))
+        _run(
+            "traces", "export", *[a for p in paths for a in ("--store", str(p))], "-o", str(traces)
+        )
         _run("cases", "build", str(traces), "-o", str(out / "evalset"))
-        _run("cases", "run", "--cases", str(out / "evalset" / "cases.jsonl"), "--traces",
-             str(traces), "-o", str(out / "run.json"))
+        _run(
+            "cases",
+            "run",
+            "--cases",
+            str(out / "evalset" / "cases.jsonl"),
+            "--traces",
+            str(traces),
+            "-o",
+            str(out / "run.json"),
+        )
         outputs[name] = {
             "report": (out / "fairness" / "report.json").read_bytes(),
             "cases": (out / "evalset" / "cases.jsonl").read_bytes(),

@@ -42,8 +42,13 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ProcessorServer]:
-    config = ServerConfig(store=tmp_path / "spans.db", grpc_port=0, http_port=0,
-                          wait_duration=0.05, max_body_bytes=64 * 1024)
+    config = ServerConfig(
+        store=tmp_path / "spans.db",
+        grpc_port=0,
+        http_port=0,
+        wait_duration=0.05,
+        max_body_bytes=64 * 1024,
+    )
     running = ProcessorServer(config).start()
     yield running
     running.stop()
@@ -58,12 +63,12 @@ def stored(path: Path) -> list[str]:
         return [span_id for _, span_id in store.span_ids()]
 
 
-def test_sdk_exporters_over_http_and_grpc_store_every_span_and_assemble(
-        tmp_path: Path) -> None:
+def test_sdk_exporters_over_http_and_grpc_store_every_span_and_assemble(tmp_path: Path) -> None:
     # traces stay in flight until stop() flushes them, so the retry below is a duplicate
     # however slow the machine is
-    server = ProcessorServer(ServerConfig(store=tmp_path / "spans.db", grpc_port=0,
-                                          http_port=0, wait_duration=60)).start()
+    server = ProcessorServer(
+        ServerConfig(store=tmp_path / "spans.db", grpc_port=0, http_port=0, wait_duration=60)
+    ).start()
     spans = in_memory_spans(6).get_finished_spans()
     http = HttpExporter(endpoint=url(server) + "/v1/traces")
     assert http.export(spans[:15]) == SpanExportResult.SUCCESS
@@ -91,56 +96,89 @@ def test_sdk_exporters_over_http_and_grpc_store_every_span_and_assemble(
 def test_json_and_gzip_bodies_are_accepted(server: ProcessorServer) -> None:
     line = (Path(__file__).parent / "data" / "python_otlp_json_file_exporter.jsonl").read_bytes()
     first = line.splitlines()[0]
-    reply = httpx.post(url(server) + "/v1/traces", content=first,
-                       headers={"content-type": "application/json"})
+    reply = httpx.post(
+        url(server) + "/v1/traces", content=first, headers={"content-type": "application/json"}
+    )
     assert reply.status_code == 200 and reply.json() == {}
     body = gzip.compress(encode_spans(in_memory_spans(1).get_finished_spans()).SerializeToString())
-    reply = httpx.post(url(server) + "/v1/traces", content=body,
-                       headers={**PROTO, "content-encoding": "gzip"})
+    reply = httpx.post(
+        url(server) + "/v1/traces", content=body, headers={**PROTO, "content-encoding": "gzip"}
+    )
     assert reply.status_code == 200
     assert ExportTraceServiceResponse.FromString(reply.content).partial_success.rejected_spans == 0
 
 
 def test_every_gzip_member_is_decompressed_and_stored(
-        server: ProcessorServer, tmp_path: Path) -> None:
+    server: ProcessorServer, tmp_path: Path
+) -> None:
     # gzip(A) + gzip(B) is one valid gzip stream (RFC 1952: a file may hold several members);
     # the protobuf bodies concatenated are one valid request holding the spans of both.
-    first, second = (encode_spans(in_memory_spans(1).get_finished_spans()).SerializeToString()
-                     for _ in range(2))
+    first, second = (
+        encode_spans(in_memory_spans(1).get_finished_spans()).SerializeToString() for _ in range(2)
+    )
     body = gzip.compress(first) + gzip.compress(second)
-    reply = httpx.post(url(server) + "/v1/traces", content=body,
-                       headers={**PROTO, "content-encoding": "gzip"})
+    reply = httpx.post(
+        url(server) + "/v1/traces", content=body, headers={**PROTO, "content-encoding": "gzip"}
+    )
     assert reply.status_code == 200
     server.stop()
     assert len(stored(tmp_path / "spans.db")) == 2 * SPANS_PER_REQUEST
 
 
-@pytest.mark.parametrize(("headers", "body", "status", "message"), [
-    ({"content-type": "text/plain"}, b"hello", 415, "content type 'text/plain'"),
-    ({**PROTO, "content-encoding": "br"}, b"x", 415, "content encoding 'br'"),
-    (PROTO, b"\xff\xff\xff garbage", 400, "not a valid OTLP protobuf"),
-    ({"content-type": "application/json"}, b"{not json", 400, "not valid JSON"),
-    ({"content-type": "application/json"}, b'{"resourceSpans": "\xff\xfe"}', 400, "not valid JSON"),
-    ({"content-type": "application/json"}, b'{"spans": []}', 400, "resourceSpans"),
-    (PROTO, b"\x00" * (70 * 1024), 413, "the limit is 65536"),
-    ({**PROTO, "content-encoding": "gzip"}, gzip.compress(b"\x00" * (8 * 1024 * 1024)), 413,
-     "decompressed body exceeds"),
-    ({**PROTO, "content-encoding": "gzip"}, b"\x1f\x8b\x08\x00 broken", 400, "gzip"),
-    ({**PROTO, "content-encoding": "gzip"}, gzip.compress(b"") + b"trailing garbage", 400,
-     "after the gzip data"),
-    ({**PROTO, "content-encoding": "gzip"}, gzip.compress(b"\x00" * 40_000) * 2, 413,
-     "decompressed body exceeds"),
-])
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "message"),
+    [
+        ({"content-type": "text/plain"}, b"hello", 415, "content type 'text/plain'"),
+        ({**PROTO, "content-encoding": "br"}, b"x", 415, "content encoding 'br'"),
+        (PROTO, b"\xff\xff\xff garbage", 400, "not a valid OTLP protobuf"),
+        ({"content-type": "application/json"}, b"{not json", 400, "not valid JSON"),
+        (
+            {"content-type": "application/json"},
+            b'{"resourceSpans": "\xff\xfe"}',
+            400,
+            "not valid JSON",
+        ),
+        ({"content-type": "application/json"}, b'{"spans": []}', 400, "resourceSpans"),
+        (PROTO, b"\x00" * (70 * 1024), 413, "the limit is 65536"),
+        (
+            {**PROTO, "content-encoding": "gzip"},
+            gzip.compress(b"\x00" * (8 * 1024 * 1024)),
+            413,
+            "decompressed body exceeds",
+        ),
+        ({**PROTO, "content-encoding": "gzip"}, b"\x1f\x8b\x08\x00 broken", 400, "gzip"),
+        (
+            {**PROTO, "content-encoding": "gzip"},
+            gzip.compress(b"") + b"trailing garbage",
+            400,
+            "after the gzip data",
+        ),
+        (
+            {**PROTO, "content-encoding": "gzip"},
+            gzip.compress(b"\x00" * 40_000) * 2,
+            413,
+            "decompressed body exceeds",
+        ),
+    ],
+)
 def test_bad_requests_get_the_right_status_and_the_server_keeps_serving(
-        server: ProcessorServer, tmp_path: Path, headers: dict[str, str], body: bytes,
-        status: int, message: str) -> None:
+    server: ProcessorServer,
+    tmp_path: Path,
+    headers: dict[str, str],
+    body: bytes,
+    status: int,
+    message: str,
+) -> None:
     spans = in_memory_spans(1).get_finished_spans()
     good = encode_spans(spans).SerializeToString()
     assert httpx.post(url(server) + "/v1/traces", content=good, headers=PROTO).status_code == 200
     reply = httpx.post(url(server) + "/v1/traces", content=body, headers=headers)
     assert reply.status_code == status
-    text = reply.text if "json" in reply.headers["content-type"] else reply.content.decode(
-        "utf-8", "replace")
+    text = (
+        reply.text
+        if "json" in reply.headers["content-type"]
+        else reply.content.decode("utf-8", "replace")
+    )
     assert message in text
     assert httpx.post(url(server) + "/v1/traces", content=good, headers=PROTO).status_code == 200
     server.stop()
@@ -159,25 +197,32 @@ def _request_with_bad_ids(keep_good: bool) -> bytes:
 
 
 def test_spans_without_ids_are_rejected_by_partial_success(
-        server: ProcessorServer, tmp_path: Path) -> None:
-    reply = httpx.post(url(server) + "/v1/traces", content=_request_with_bad_ids(True),
-                       headers=PROTO)
+    server: ProcessorServer, tmp_path: Path
+) -> None:
+    reply = httpx.post(
+        url(server) + "/v1/traces", content=_request_with_bad_ids(True), headers=PROTO
+    )
     assert reply.status_code == 200
     partial = ExportTraceServiceResponse.FromString(reply.content).partial_success
     assert partial.rejected_spans == 2 and "invalid trace_id" in partial.error_message
-    reply = httpx.post(url(server) + "/v1/traces", content=_request_with_bad_ids(False),
-                       headers=PROTO)
+    reply = httpx.post(
+        url(server) + "/v1/traces", content=_request_with_bad_ids(False), headers=PROTO
+    )
     assert reply.status_code == 400
     doc = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x", "traceId": "ab" * 16}]}]}]}
-    reply = httpx.post(url(server) + "/v1/traces", content=json.dumps(doc),
-                       headers={"content-type": "application/json"})
+    reply = httpx.post(
+        url(server) + "/v1/traces",
+        content=json.dumps(doc),
+        headers={"content-type": "application/json"},
+    )
     assert reply.status_code == 400 and "spanId" in reply.json()["message"]
     server.stop()
     assert len(stored(tmp_path / "spans.db")) == SPANS_PER_REQUEST - 2
 
 
 def test_grpc_garbage_is_invalid_argument_and_bad_ids_partial_success(
-        server: ProcessorServer) -> None:
+    server: ProcessorServer,
+) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
         export = channel.unary_unary(EXPORT)
         with pytest.raises(grpc.RpcError) as caught:
@@ -187,11 +232,13 @@ def test_grpc_garbage_is_invalid_argument_and_bad_ids_partial_success(
         with pytest.raises(grpc.RpcError) as caught:
             export(_request_with_bad_ids(False), timeout=5)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        reply = ExportTraceServiceResponse.FromString(export(_request_with_bad_ids(True),
-                                                             timeout=5))
+        reply = ExportTraceServiceResponse.FromString(
+            export(_request_with_bad_ids(True), timeout=5)
+        )
         assert reply.partial_success.rejected_spans == 2
         empty = ExportTraceServiceResponse.FromString(
-            export(ExportTraceServiceRequest().SerializeToString(), timeout=5))
+            export(ExportTraceServiceRequest().SerializeToString(), timeout=5)
+        )
         assert empty.partial_success.rejected_spans == 0
         too_big = b"\x0a" + b"\xff" * 5 + b"\x00" * (80 * 1024)
         with pytest.raises(grpc.RpcError) as caught:
@@ -200,7 +247,8 @@ def test_grpc_garbage_is_invalid_argument_and_bad_ids_partial_success(
 
 
 def test_a_start_time_beyond_sqlites_integers_does_not_stop_the_writer(
-        server: ProcessorServer, tmp_path: Path) -> None:
+    server: ProcessorServer, tmp_path: Path
+) -> None:
     """OTLP times are unsigned 64-bit; SQLite's integers end at 2**63 - 1. A span starting at
     2**64 - 1 used to fail the commit that indexed it (OverflowError), and with it the writer:
     every later request got 503."""
@@ -208,40 +256,53 @@ def test_a_start_time_beyond_sqlites_integers_does_not_stop_the_writer(
     for span in request.resource_spans[0].scope_spans[0].spans:  # the trace's earliest too
         span.start_time_unix_nano = 2**64 - 1
     hostile = bytes(request.SerializeToString())
-    assert httpx.post(url(server) + "/v1/traces", content=hostile, headers=PROTO
-                      ).status_code == 200
+    assert httpx.post(url(server) + "/v1/traces", content=hostile, headers=PROTO).status_code == 200
     time.sleep(0.2)  # past the writer's index commit
-    later = bytes(encode_spans(in_memory_spans(2).get_finished_spans()[SPANS_PER_REQUEST:]
-                               ).SerializeToString())
-    assert httpx.post(url(server) + "/v1/traces", content=later, headers=PROTO
-                      ).status_code == 200
+    later = bytes(
+        encode_spans(
+            in_memory_spans(2).get_finished_spans()[SPANS_PER_REQUEST:]
+        ).SerializeToString()
+    )
+    assert httpx.post(url(server) + "/v1/traces", content=later, headers=PROTO).status_code == 200
     assert httpx.get(url(server) + "/health").json()["status"] == "ok"
     server.stop()
     assert len(stored(tmp_path / "spans.db")) == 2 * SPANS_PER_REQUEST
 
 
-def _answers(server: ProcessorServer, body: bytes) -> tuple[tuple[int, str, int],
-                                                             tuple[str, str, int]]:
+def _answers(
+    server: ProcessorServer, body: bytes
+) -> tuple[tuple[int, str, int], tuple[str, str, int]]:
     """(HTTP status, message, rejected spans) and (gRPC code, details, rejected spans)."""
     reply = httpx.post(url(server) + "/v1/traces", content=body, headers=PROTO, timeout=10)
     if reply.status_code == 200:
-        http = (200, "", ExportTraceServiceResponse.FromString(
-            reply.content).partial_success.rejected_spans)
+        http = (
+            200,
+            "",
+            ExportTraceServiceResponse.FromString(reply.content).partial_success.rejected_spans,
+        )
     else:
         http = (reply.status_code, status_pb2.Status.FromString(reply.content).message, 0)
     with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
         try:
             answer = channel.unary_unary(EXPORT)(body, timeout=10)
-            rpc = ("OK", "", ExportTraceServiceResponse.FromString(
-                answer).partial_success.rejected_spans)
+            rpc = (
+                "OK",
+                "",
+                ExportTraceServiceResponse.FromString(answer).partial_success.rejected_spans,
+            )
         except grpc.RpcError as exc:
             rpc = (exc.code().name, exc.details() or "", 0)
     return http, rpc
 
 
 def test_both_receivers_answer_the_same_request_alike(tmp_path: Path) -> None:
-    config = ServerConfig(store=tmp_path / "spans.db", grpc_port=0, http_port=0,
-                          wait_duration=0.05, limits=Limits(max_pending_spans=8))
+    config = ServerConfig(
+        store=tmp_path / "spans.db",
+        grpc_port=0,
+        http_port=0,
+        wait_duration=0.05,
+        limits=Limits(max_pending_spans=8),
+    )
     too_many = encode_spans(in_memory_spans(2).get_finished_spans()).SerializeToString()
     server = ProcessorServer(config).start()
     try:
@@ -272,8 +333,10 @@ def _invalid_utf8_request() -> bytes:
 def test_invalid_utf8_in_protobuf_strings_is_rejected(server: ProcessorServer) -> None:
     reply = httpx.post(url(server) + "/v1/traces", content=_invalid_utf8_request(), headers=PROTO)
     assert reply.status_code == 400
-    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel, \
-            pytest.raises(grpc.RpcError) as caught:
+    with (
+        grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel,
+        pytest.raises(grpc.RpcError) as caught,
+    ):
         channel.unary_unary(EXPORT)(_invalid_utf8_request(), timeout=5)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
@@ -304,8 +367,7 @@ def test_late_span_merges_into_the_released_trace(server: ProcessorServer, tmp_p
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="OS thread names: Linux")
-def test_the_server_threads_carry_their_names_at_the_os_level(
-        server: ProcessorServer) -> None:
+def test_the_server_threads_carry_their_names_at_the_os_level(server: ProcessorServer) -> None:
     spans = in_memory_spans(2).get_finished_spans()
     http = HttpExporter(endpoint=url(server) + "/v1/traces")
     assert http.export(spans[:5]) == SpanExportResult.SUCCESS
@@ -319,7 +381,8 @@ def test_the_server_threads_carry_their_names_at_the_os_level(
 
 
 def test_other_paths_and_methods_get_404_and_405_and_head_probes_health(
-        server: ProcessorServer) -> None:
+    server: ProcessorServer,
+) -> None:
     base = url(server)
     assert httpx.get(base + "/v1/metrics").status_code == 404
     wrong = httpx.get(base + "/v1/traces")
@@ -333,11 +396,14 @@ def test_other_paths_and_methods_get_404_and_405_and_head_probes_health(
 
 
 def test_a_client_hanging_up_mid_body_leaves_no_trace_and_no_error(
-        server: ProcessorServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    server: ProcessorServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     host, port = "127.0.0.1", server.http_port
     with socket.create_connection((host, port)) as sock:
-        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: "
-                     b"application/x-protobuf\r\ncontent-length: 1000\r\n\r\n" + b"\x0a" * 10)
+        sock.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: "
+            b"application/x-protobuf\r\ncontent-length: 1000\r\n\r\n" + b"\x0a" * 10
+        )
         time.sleep(0.2)
     good = encode_spans(in_memory_spans(1).get_finished_spans()).SerializeToString()
     assert httpx.post(url(server) + "/v1/traces", content=good, headers=PROTO).status_code == 200

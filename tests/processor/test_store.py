@@ -72,9 +72,11 @@ def test_pending_spans_survive_reopening(tmp_path: Path) -> None:
         store.put_batches([batch])
     with SpanStore(tmp_path / "s.db") as store:
         pending = list(store.pending_groups())
-    assert sorted(group.span_ids[i:i + 8].hex() for group in pending
-                  for i in range(0, len(group.span_ids), 8)) == sorted(
-        s.span_id for s in batch.spans)
+    assert sorted(
+        group.span_ids[i : i + 8].hex()
+        for group in pending
+        for i in range(0, len(group.span_ids), 8)
+    ) == sorted(s.span_id for s in batch.spans)
     assert [group.root for group in pending] == [True]
 
 
@@ -140,14 +142,15 @@ def test_a_span_delivered_twice_is_stored_once_and_counted_as_duplicated(tmp_pat
 
 
 def test_batches_stored_but_never_indexed_are_indexed_when_the_store_is_opened(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The acknowledging commit stores bodies only (append_batches), the index comes later:
     a writer stopped in between loses nothing. A reader sees those spans without writing to
     the file; the next writable open indexes them, and drops a batch with no new span."""
     spans = in_memory_spans(3).get_finished_spans()
-    first = decode_request(encode_spans(spans[:2 * SPANS_PER_REQUEST]))
+    first = decode_request(encode_spans(spans[: 2 * SPANS_PER_REQUEST]))
     retry = decode_request(encode_spans(spans[:3]))  # an exporter retry: nothing new
-    late = decode_request(encode_spans(spans[2 * SPANS_PER_REQUEST:]))
+    late = decode_request(encode_spans(spans[2 * SPANS_PER_REQUEST :]))
     path = tmp_path / "s.db"
     with SpanStore(path) as store:
         store.put_batches([first])
@@ -168,8 +171,7 @@ def test_batches_stored_but_never_indexed_are_indexed_when_the_store_is_opened(
         assert store._index_unindexed() == 0
 
 
-def test_index_batches_counts_only_new_spans_and_removes_pure_redeliveries(
-        tmp_path: Path) -> None:
+def test_index_batches_counts_only_new_spans_and_removes_pure_redeliveries(tmp_path: Path) -> None:
     spans = in_memory_spans(2).get_finished_spans()
     whole = decode_request(encode_spans(spans))
     retry = decode_request(encode_spans(spans[:3]))
@@ -182,7 +184,8 @@ def test_index_batches_counts_only_new_spans_and_removes_pure_redeliveries(
 
 
 def test_an_index_commit_that_fails_finds_the_same_spans_new_when_tried_again(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The writer remembers what it stored only once the commit holds: a refused index
     commit (a full disk) is retried by the ingestor, and must not find its own spans
     "already stored" and drop acknowledged batches."""
@@ -191,14 +194,19 @@ def test_an_index_commit_that_fails_finds_the_same_spans_new_when_tried_again(
         stored = store.append_batches([batch])
 
         def refuse(action: int, table: str | None, *_: object) -> int:
-            return sqlite3.SQLITE_DENY if (action, table) == (sqlite3.SQLITE_INSERT,
-                                                              "batch_traces") else sqlite3.SQLITE_OK
+            return (
+                sqlite3.SQLITE_DENY
+                if (action, table) == (sqlite3.SQLITE_INSERT, "batch_traces")
+                else sqlite3.SQLITE_OK
+            )
+
         store.db.set_authorizer(refuse)
         with pytest.raises(sqlite3.DatabaseError):
             store.index_batches(stored, release=[batch.traces[0].trace_id])
         store.db.set_authorizer(None)
         assert store.index_batches(stored, release=[batch.traces[0].trace_id]) == (
-            3 * SPANS_PER_REQUEST)
+            3 * SPANS_PER_REQUEST
+        )
         assert store.span_count() == 3 * SPANS_PER_REQUEST
         assert store.trace_counts() == (1, 2)
 
@@ -213,8 +221,10 @@ def test_spans_stored_again_after_the_writer_forgot_them_are_read_once(tmp_path:
     with SpanStore(tmp_path / "s.db") as store:
         store._recent = RecentSpans(capacity=2)
         store.put_batches([first])
-        (before,) = [replace(trace, partial=False)
-                     for trace in stored_agent_traces(store, include_pending=True)]
+        (before,) = [
+            replace(trace, partial=False)
+            for trace in stored_agent_traces(store, include_pending=True)
+        ]
         for batch in others:
             store.put_batches([batch])
         assert store.put_batches([first]) == SPANS_PER_REQUEST  # forgotten: stored again

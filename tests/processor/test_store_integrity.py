@@ -41,8 +41,9 @@ def healthy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spans = in_memory_spans(TRACES).get_finished_spans()
     with SpanStore(path) as store:
         for start in range(0, len(spans), SPANS_PER_REQUEST):
-            store.put_batches([decode_request(encode_spans(
-                spans[start:start + SPANS_PER_REQUEST]))])
+            store.put_batches(
+                [decode_request(encode_spans(spans[start : start + SPANS_PER_REQUEST]))]
+            )
         store.release_all()
     return path
 
@@ -59,16 +60,18 @@ def export(store: Path, out: Path, *extra: str) -> Result:
     return run("traces", "export", "--store", str(store), "-o", str(out), *extra)
 
 
-def damage(source: Path, target: Path, rng: random.Random, offset: int | None = None,
-           size: int = 512) -> None:
+def damage(
+    source: Path, target: Path, rng: random.Random, offset: int | None = None, size: int = 512
+) -> None:
     data = bytearray(source.read_bytes())
     at = rng.randrange(len(data) - size) if offset is None else offset
-    data[at:at + size] = rng.randbytes(size)
+    data[at : at + size] = rng.randbytes(size)
     target.write_bytes(bytes(data))
 
 
 def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
-        healthy: Path, tmp_path: Path) -> None:
+    healthy: Path, tmp_path: Path
+) -> None:
     rng = random.Random(SEED)
     original = tmp_path / "original.jsonl"
     assert export(healthy, original).exit_code == 0
@@ -118,16 +121,19 @@ def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
 
 @pytest.mark.parametrize("size", [100, PAGE_SIZE])  # the SQLite header; the whole schema page
 def test_an_overwritten_header_is_reported_as_a_damaged_store_and_salvaged_whole(
-        healthy: Path, tmp_path: Path, size: int) -> None:
+    healthy: Path, tmp_path: Path, size: int
+) -> None:
     store = tmp_path / "spans.db"
     damage(healthy, store, random.Random(1), offset=0, size=size)
-    for args in (["traces", "export", "--store", str(store), "-o", str(tmp_path / "o.jsonl")],
-                 ["ingest", str(DATA / "python_otlp_json_file_exporter.jsonl"),
-                  "--store", str(store)]):
+    for args in (
+        ["traces", "export", "--store", str(store), "-o", str(tmp_path / "o.jsonl")],
+        ["ingest", str(DATA / "python_otlp_json_file_exporter.jsonl"), "--store", str(store)],
+    ):
         result = run(*args)
         assert result.exit_code == 2
         assert f"{store}: is a damaged span store (its SQLite header is overwritten)" in (
-            result.output)
+            result.output
+        )
         assert "protobuf" not in result.output
     recovered = tmp_path / "recovered.db"
     result = run("store", "recover", str(store), str(recovered))
@@ -139,7 +145,8 @@ def test_an_overwritten_header_is_reported_as_a_damaged_store_and_salvaged_whole
 
 @pytest.mark.parametrize("table", ["batch_traces", "releases"])
 def test_forged_index_blobs_are_refused_or_harmless_never_a_traceback(
-        healthy: Path, tmp_path: Path, table: str) -> None:
+    healthy: Path, tmp_path: Path, table: str
+) -> None:
     """Index blobs with random bytes flipped and their CRC-32 made to match again (what no
     writer produces: it gets past the checksum to the unpacking and the read-time checks)."""
     rng = random.Random(SEED)
@@ -149,13 +156,16 @@ def test_forged_index_blobs_are_refused_or_harmless_never_a_traceback(
         store = tmp_path / f"forged-{table}-{trial}.db"
         shutil.copy(healthy, store)
         with sqlite3.connect(store) as db:
-            row_id, blob = db.execute(f"SELECT {key}, {column} FROM {table} ORDER BY random()"
-                                      " LIMIT 1").fetchone()
+            row_id, blob = db.execute(
+                f"SELECT {key}, {column} FROM {table} ORDER BY random() LIMIT 1"
+            ).fetchone()
             forged = bytearray(blob)
             for _ in range(1 + rng.randrange(3)):
                 forged[rng.randrange(len(forged))] ^= 1 << rng.randrange(8)
-            db.execute(f"UPDATE {table} SET {column} = ?, crc = ? WHERE {key} = ?",
-                       (bytes(forged), zlib.crc32(forged), row_id))
+            db.execute(
+                f"UPDATE {table} SET {column} = ?, crc = ? WHERE {key} = ?",
+                (bytes(forged), zlib.crc32(forged), row_id),
+            )
         result = export(store, tmp_path / f"forged-{trial}.jsonl")  # no traceback, 0 or 2
         exits.append(result.exit_code)
         if result.exit_code == 2:
@@ -167,18 +177,22 @@ def test_forged_index_blobs_are_refused_or_harmless_never_a_traceback(
 
 
 def test_export_skip_bad_leaves_out_and_counts_the_unreadable_trace(
-        healthy: Path, tmp_path: Path) -> None:
+    healthy: Path, tmp_path: Path
+) -> None:
     store = tmp_path / "spans.db"
     shutil.copy(healthy, store)
     with sqlite3.connect(store) as db:  # a bit flip inside one stored body, structure intact
         body = db.execute("SELECT body FROM batches WHERE id = 7").fetchone()[0]
-        db.execute("UPDATE batches SET body = ? WHERE id = 7",
-                   (body[:40] + bytes([body[40] ^ 0x55]) + body[41:],))
+        db.execute(
+            "UPDATE batches SET body = ? WHERE id = 7",
+            (body[:40] + bytes([body[40] ^ 0x55]) + body[41:],),
+        )
     assert run("store", "check", str(store)).exit_code == 2
     result = export(store, tmp_path / "all.jsonl")
     assert result.exit_code == 2
     assert f"{store}: is a damaged span store (batch 7 does not match its checksum)" in (
-        result.output)
+        result.output
+    )
     result = export(store, tmp_path / "all.jsonl", "--skip-bad")
     assert result.exit_code == 0
     assert f"wrote {TRACES - 1} agent record(s)" in result.output
@@ -192,13 +206,15 @@ def test_export_skip_bad_leaves_out_a_damaged_index_row(healthy: Path, tmp_path:
         db.execute("UPDATE batch_traces SET crc = crc + 1 WHERE batch_id = 7")
     result = export(store, tmp_path / "all.jsonl")
     assert result.exit_code == 2
-    assert (f"{store}: is a damaged span store (row 7 of table batch_traces does not match its"
-            " checksum") in result.output
+    assert (
+        f"{store}: is a damaged span store (row 7 of table batch_traces does not match its checksum"
+    ) in result.output
     result = export(store, tmp_path / "all.jsonl", "--skip-bad")
     assert result.exit_code == 0
     assert f"wrote {TRACES - 1} agent record(s)" in result.output  # the trace batch 7 held
     assert "skipped 1 unreadable" in result.output and "row 7 of table batch_traces" in (
-        result.output)
+        result.output
+    )
 
 
 def test_a_foreign_sqlite_database_is_refused_and_left_untouched(tmp_path: Path) -> None:
@@ -206,8 +222,9 @@ def test_a_foreign_sqlite_database_is_refused_and_left_untouched(tmp_path: Path)
     with sqlite3.connect(foreign) as db:
         db.execute("CREATE TABLE users (name TEXT)")
     before = foreign.read_bytes()
-    result = run("ingest", str(DATA / "python_otlp_json_file_exporter.jsonl"),
-                 "--store", str(foreign))
+    result = run(
+        "ingest", str(DATA / "python_otlp_json_file_exporter.jsonl"), "--store", str(foreign)
+    )
     assert result.exit_code == 2
     assert f"{foreign}: is a SQLite database but not a spanguard span store" in result.output
     assert foreign.read_bytes() == before
@@ -254,19 +271,26 @@ def version2_store(path: Path, spans: Sequence[ReadableSpan], pending: int = 0) 
     with sqlite3.connect(path) as db:
         db.executescript(_VERSION2_SCHEMA)
         for start in range(0, len(spans), SPANS_PER_REQUEST):
-            batch = decode_request(encode_spans(spans[start:start + SPANS_PER_REQUEST]))
-            batch_id = db.execute("INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
-                                  (batch.fmt, batch.body, zlib.crc32(batch.body))).lastrowid
+            batch = decode_request(encode_spans(spans[start : start + SPANS_PER_REQUEST]))
+            batch_id = db.execute(
+                "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)",
+                (batch.fmt, batch.body, zlib.crc32(batch.body)),
+            ).lastrowid
             for group in batch.traces:
-                db.execute("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
-                           (group.trace_id, batch_id, group.span_ids, group.root,
-                            group.annotations))
-                db.execute("INSERT INTO traces VALUES (?, 1, ?) ON CONFLICT DO UPDATE SET "
-                           "start_ns = min(start_ns, excluded.start_ns)",
-                           (group.trace_id, group.start_ns))
+                db.execute(
+                    "INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)",
+                    (group.trace_id, batch_id, group.span_ids, group.root, group.annotations),
+                )
+                db.execute(
+                    "INSERT INTO traces VALUES (?, 1, ?) ON CONFLICT DO UPDATE SET "
+                    "start_ns = min(start_ns, excluded.start_ns)",
+                    (group.trace_id, group.start_ns),
+                )
         if pending:
-            db.execute("UPDATE traces SET released = 0 WHERE trace_id IN (SELECT trace_id FROM"
-                       f" traces ORDER BY start_ns DESC LIMIT {pending})")
+            db.execute(
+                "UPDATE traces SET released = 0 WHERE trace_id IN (SELECT trace_id FROM"
+                f" traces ORDER BY start_ns DESC LIMIT {pending})"
+            )
         db.execute("PRAGMA user_version = 2")
 
 
@@ -278,29 +302,38 @@ def old_store(path: Path, spans: Sequence[ReadableSpan], version: int) -> None:
     with sqlite3.connect(path) as db:
         db.executescript(_VERSION1_SCHEMA.format(crc=", crc INTEGER" if version else ""))
         for start in range(0, len(spans), SPANS_PER_REQUEST):
-            batch = decode_request(encode_spans(spans[start:start + SPANS_PER_REQUEST]))
-            columns = ("fmt, body, crc", (batch.fmt, batch.body, zlib.crc32(batch.body))) if (
-                version) else ("fmt, body", (batch.fmt, batch.body))
-            batch_id = db.execute(f"INSERT INTO batches ({columns[0]}) VALUES "
-                                  f"({', '.join('?' * len(columns[1]))})", columns[1]).lastrowid
-            db.executemany("INSERT INTO spans VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           [(*span[:5], batch_id, span[5]) for span in batch.spans])
+            batch = decode_request(encode_spans(spans[start : start + SPANS_PER_REQUEST]))
+            columns = (
+                ("fmt, body, crc", (batch.fmt, batch.body, zlib.crc32(batch.body)))
+                if (version)
+                else ("fmt, body", (batch.fmt, batch.body))
+            )
+            batch_id = db.execute(
+                f"INSERT INTO batches ({columns[0]}) VALUES ({', '.join('?' * len(columns[1]))})",
+                columns[1],
+            ).lastrowid
+            db.executemany(
+                "INSERT INTO spans VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*span[:5], batch_id, span[5]) for span in batch.spans],
+            )
             for span in batch.spans:
-                db.execute("INSERT INTO traces VALUES (?, 1, ?) ON CONFLICT DO UPDATE SET "
-                           "start_ns = min(start_ns, excluded.start_ns)",
-                           (span.trace_id, span.start_ns))
+                db.execute(
+                    "INSERT INTO traces VALUES (?, 1, ?) ON CONFLICT DO UPDATE SET "
+                    "start_ns = min(start_ns, excluded.start_ns)",
+                    (span.trace_id, span.start_ns),
+                )
         db.execute(f"PRAGMA user_version = {version}")
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_an_older_store_reads_the_same_and_is_upgraded_when_opened_for_writing(
-        tmp_path: Path, version: int) -> None:
+    tmp_path: Path, version: int
+) -> None:
     current = tmp_path / "current.db"
     spans = in_memory_spans(12).get_finished_spans()
     with SpanStore(current) as db:
         for start in range(0, len(spans), SPANS_PER_REQUEST):
-            db.put_batches([decode_request(encode_spans(
-                spans[start:start + SPANS_PER_REQUEST]))])
+            db.put_batches([decode_request(encode_spans(spans[start : start + SPANS_PER_REQUEST]))])
         db.release_all()
     assert export(current, tmp_path / "current.jsonl").exit_code == 0
     store = tmp_path / "old.db"
@@ -314,8 +347,13 @@ def test_an_older_store_reads_the_same_and_is_upgraded_when_opened_for_writing(
     with sqlite3.connect(store) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT count(*) FROM batches WHERE crc IS NULL").fetchone()[0] == 0
-        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name IN"
-                          " ('spans', 'trace_batches', 'traces')").fetchone()[0] == 0
+        assert (
+            db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name IN"
+                " ('spans', 'trace_batches', 'traces')"
+            ).fetchone()[0]
+            == 0
+        )
     with SpanStore(store, readonly=True) as db:
         assert db.span_count() == len(spans)
     assert run("store", "check", str(store)).exit_code == 0
@@ -346,7 +384,8 @@ def test_an_unwritable_store_is_refused_at_start(tmp_path: Path) -> None:
     result = run("serve", "--store", str(store), "--grpc-port", "0", "--http-port", "0")
     assert result.exit_code == 2
     assert f"Error: --store: {store}: cannot be created (File exists: {store.parent})" in (
-        result.output)
+        result.output
+    )
 
 
 def test_closing_a_store_checkpoints_its_wal(tmp_path: Path) -> None:
@@ -362,23 +401,40 @@ _ONE_INDEX_ROW = "WHERE batch_id = (SELECT min(batch_id) FROM batch_traces)"
 _ONE_RELEASE = "WHERE id = (SELECT min(id) FROM releases)"
 
 
-@pytest.mark.parametrize(("update", "problem"), [
-    (f"UPDATE batch_traces SET groups = substr(groups, 2) {_ONE_INDEX_ROW}",
-     "row 1 of table batch_traces does not match its checksum"),
-    (f"UPDATE batch_traces SET batch_id = 99999 {_ONE_INDEX_ROW}",
-     "a row of table batch_traces is malformed (99999)"),
-    # well-formed for SQLite and checksummed, but no writer packs this
-    (f"UPDATE batch_traces SET groups = x'00', crc = {zlib.crc32(bytes(1))} {_ONE_INDEX_ROW}",
-     "row 1 of table batch_traces is malformed"),
-    (f"UPDATE batch_traces SET crc = 'none' {_ONE_INDEX_ROW}",
-     "a row of table batch_traces is malformed (1)"),
-    (f"UPDATE releases SET trace_ids = substr(trace_ids, 2) {_ONE_RELEASE}",
-     "a row of table releases is malformed (1)"),
-    (f"UPDATE releases SET crc = crc + 1 {_ONE_RELEASE}",
-     "row 1 of table releases does not match its checksum"),
-])
+@pytest.mark.parametrize(
+    ("update", "problem"),
+    [
+        (
+            f"UPDATE batch_traces SET groups = substr(groups, 2) {_ONE_INDEX_ROW}",
+            "row 1 of table batch_traces does not match its checksum",
+        ),
+        (
+            f"UPDATE batch_traces SET batch_id = 99999 {_ONE_INDEX_ROW}",
+            "a row of table batch_traces is malformed (99999)",
+        ),
+        # well-formed for SQLite and checksummed, but no writer packs this
+        (
+            f"UPDATE batch_traces SET groups = x'00', crc = {zlib.crc32(bytes(1))} "
+            f"{_ONE_INDEX_ROW}",
+            "row 1 of table batch_traces is malformed",
+        ),
+        (
+            f"UPDATE batch_traces SET crc = 'none' {_ONE_INDEX_ROW}",
+            "a row of table batch_traces is malformed (1)",
+        ),
+        (
+            f"UPDATE releases SET trace_ids = substr(trace_ids, 2) {_ONE_RELEASE}",
+            "a row of table releases is malformed (1)",
+        ),
+        (
+            f"UPDATE releases SET crc = crc + 1 {_ONE_RELEASE}",
+            "row 1 of table releases does not match its checksum",
+        ),
+    ],
+)
 def test_a_damaged_index_row_is_refused_before_serving(
-        healthy: Path, tmp_path: Path, update: str, problem: str) -> None:
+    healthy: Path, tmp_path: Path, update: str, problem: str
+) -> None:
     # damage inside a row that leaves SQLite's structure intact (quick_check passes)
     store = tmp_path / "spans.db"
     shutil.copy(healthy, store)
@@ -388,8 +444,9 @@ def test_a_damaged_index_row_is_refused_before_serving(
     # serve checks the index rows on its writer thread, before it stores anything
     server = ProcessorServer(ServerConfig(store=store, grpc_port=0, http_port=0)).start()
     try:
-        with pytest.raises(DamagedStore, match=re.escape(f"{store}: is a damaged span store "
-                                                         f"({problem}")):
+        with pytest.raises(
+            DamagedStore, match=re.escape(f"{store}: is a damaged span store ({problem}")
+        ):
             server.wait_started()
     finally:
         server.stop()

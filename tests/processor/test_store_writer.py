@@ -21,28 +21,34 @@ PROTO = {"content-type": "application/x-protobuf"}
 
 
 def _spanguard(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "spanguard_processor", *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "spanguard_processor", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _export(url: str, seed: int) -> int:
-    return httpx.post(url + "/v1/traces", content=tiny_spans_request(3, seed), headers=PROTO,
-                      timeout=10).status_code
+    return httpx.post(
+        url + "/v1/traces", content=tiny_spans_request(3, seed), headers=PROTO, timeout=10
+    ).status_code
 
 
 def test_ingest_into_a_live_serves_store_is_refused_and_serve_keeps_acknowledging(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "spans.db"
     server = ServeProcess(store, "--wait-duration", "0.05")
     try:
         statuses = [_export(server.url, seed) for seed in range(5)]
         ingest = _spanguard("ingest", str(DATA), "--store", str(store))
         statuses += [_export(server.url, seed) for seed in range(5, 30)]
-        second = _spanguard("serve", "--store", str(store), "--grpc-port", "0",
-                            "--http-port", "0")
+        second = _spanguard("serve", "--store", str(store), "--grpc-port", "0", "--http-port", "0")
         statuses += [_export(server.url, seed) for seed in range(30, 35)]
-        exported = _spanguard("traces", "export", "--store", str(store), "-o",
-                              str(tmp_path / "out.jsonl"))
+        exported = _spanguard(
+            "traces", "export", "--store", str(store), "-o", str(tmp_path / "out.jsonl")
+        )
         health = httpx.get(server.url + "/health", timeout=5)
     finally:
         out = server.terminate()
@@ -86,8 +92,14 @@ def test_a_store_is_writable_again_once_its_writer_ended(tmp_path: Path) -> None
         SpanStore(store, readonly=True).close()  # a reader takes no lock
     SpanStore(store).close()
     killed = subprocess.run(  # a writer killed outright leaves no lock behind
-        [sys.executable, "-c", "import os, spanguard_processor.store.span_store as s; "
-                               f"s.SpanStore({str(store)!r}); os.kill(os.getpid(), 9)"],
-        capture_output=True, timeout=60)
+        [
+            sys.executable,
+            "-c",
+            "import os, spanguard_processor.store.span_store as s; "
+            f"s.SpanStore({str(store)!r}); os.kill(os.getpid(), 9)",
+        ],
+        capture_output=True,
+        timeout=60,
+    )
     assert killed.returncode == -9
     SpanStore(store).close()

@@ -63,8 +63,12 @@ def applications(count: int = 72, seed: int = 7) -> list[Application]:
         amount = max(1000, int(income * ratios[(i // len(TEMPLATES)) % len(ratios)]) // 100 * 100)
         ctype = TYPES[(i // 2) % len(TYPES)]
         prompt = TEMPLATES[template].format(
-            name=rng.choice(NAMES), ctype=ctype, income=income, amount=amount,
-            purpose=rng.choice(PURPOSES), app_id=f"LA-{rng.randrange(10**5, 10**6)}",
+            name=rng.choice(NAMES),
+            ctype=ctype,
+            income=income,
+            amount=amount,
+            purpose=rng.choice(PURPOSES),
+            app_id=f"LA-{rng.randrange(10**5, 10**6)}",
             term=rng.choice((12, 24, 36, 48, 60)),
             date=f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}",
         )
@@ -85,8 +89,13 @@ def compute_offer(amount: int) -> str:
 class LoanAgent:
     """``answer(app)`` serves one application; ``sleep(ms)`` advances the simulated clock."""
 
-    def __init__(self, sleep: Callable[[float], None], jitter_seed: int,
-                 change: str | None = None, expect: bool = True) -> None:
+    def __init__(
+        self,
+        sleep: Callable[[float], None],
+        jitter_seed: int,
+        change: str | None = None,
+        expect: bool = True,
+    ) -> None:
         self.sleep = sleep
         self.rng = random.Random(jitter_seed)
         self.change = change
@@ -107,23 +116,33 @@ class LoanAgent:
                     tokens = len(app.prompt) // 4
                     call.record_usage(tokens, 40, cost_usd=(tokens + 40) * COST_PER_TOKEN_USD)
                     slower = 1.6 if self.change == "slower" else 1.0
-                    self.sleep(BASE_MS[outcome] * (1 + 0.2 * app.template) * slower
-                               * self.rng.uniform(0.7, 1.3))
+                    self.sleep(
+                        BASE_MS[outcome]
+                        * (1 + 0.2 * app.template)
+                        * slower
+                        * self.rng.uniform(0.7, 1.3)
+                    )
                 if self.change != "no_bureau":
                     credit_check(app.income)
                 if outcome == "approve":
                     if self.change != "drop_offer_tool":
                         compute_offer(app.amount)
-                    reply = (f"Approved: we can lend you {app.amount} USD; the offer and the "
-                             "monthly payment are in your account.")
+                    reply = (
+                        f"Approved: we can lend you {app.amount} USD; the offer and the "
+                        "monthly payment are in your account."
+                    )
                 elif outcome == "escalate":
                     spanguard.friction("income verification")
                     spanguard.escalate(reason="needs an underwriter")
-                    reply = ("Your application has been passed to an underwriter, who will "
-                             "contact you within two working days.")
+                    reply = (
+                        "Your application has been passed to an underwriter, who will "
+                        "contact you within two working days."
+                    )
                 else:
-                    reply = (f"We are sorry: a loan of {app.amount} USD is too high for an "
-                             f"income of {app.income} USD.")
+                    reply = (
+                        f"We are sorry: a loan of {app.amount} USD is too high for an "
+                        f"income of {app.income} USD."
+                    )
             if self.expect:
                 req.expect(min_chars=20)
             req.set_output(reply)
@@ -144,8 +163,9 @@ class SimClock:
         self.now += int(ms * 1_000_000)
 
 
-def serve(apps: list[Application], jitter_seed: int, change: str | None = None,
-          expect: bool = True) -> list[dict[str, Any]]:
+def serve(
+    apps: list[Application], jitter_seed: int, change: str | None = None, expect: bool = True
+) -> list[dict[str, Any]]:
     """Serve ``apps`` in-process; the assembled agent traces as JSON-ready dicts."""
     from spanguard.testing import SpanCapture, use_clock
     from spanguard_processor.traces.convert import traces_from_readable_spans

@@ -22,8 +22,12 @@ def _case(case_id: str, failing: tuple[str, ...]) -> dict[str, Any]:
     trace_checks: list[dict[str, Any]] = [{"type": "tools_include", "value": ["lookup"]}]
     if "max_latency_ms" in failing:
         trace_checks.append({"type": "max_latency_ms", "value": 0})
-    return {"id": case_id, "input": f"question {case_id}", "checks": checks,
-            "trace_checks": trace_checks}
+    return {
+        "id": case_id,
+        "input": f"question {case_id}",
+        "checks": checks,
+        "trace_checks": trace_checks,
+    }
 
 
 def _record(failing: tuple[str, ...], latency: float, cost: float) -> dict[str, Any]:
@@ -33,12 +37,19 @@ def _record(failing: tuple[str, ...], latency: float, cost: float) -> dict[str, 
     if "not_fallback" in failing:
         output = "I'm sorry, but I cannot help with that."
     tools = [] if "tools_include" in failing else [{"name": "lookup"}]
-    return {"output": output, "latency_ms": latency, "cost_usd": cost,
-            "trace": {"tool_calls": tools}}
+    return {
+        "output": output,
+        "latency_ms": latency,
+        "cost_usd": cost,
+        "trace": {"tool_calls": tools},
+    }
 
 
-def make_run(spec: Spec, latencies: Mapping[str, float] | None = None,
-             costs: Mapping[str, float] | None = None) -> RunResult:
+def make_run(
+    spec: Spec,
+    latencies: Mapping[str, float] | None = None,
+    costs: Mapping[str, float] | None = None,
+) -> RunResult:
     cases = [Case.from_dict(_case(case_id, failing or ())) for case_id, failing in spec.items()]
     outputs = Outputs()
     for case_id, failing in spec.items():
@@ -53,8 +64,13 @@ def make_run(spec: Spec, latencies: Mapping[str, float] | None = None,
     return result
 
 
-def write_run(path: Path, spec: Spec, latencies: Mapping[str, float] | None = None,
-              costs: Mapping[str, float] | None = None, trace2eval: bool = False) -> Path:
+def write_run(
+    path: Path,
+    spec: Spec,
+    latencies: Mapping[str, float] | None = None,
+    costs: Mapping[str, float] | None = None,
+    trace2eval: bool = False,
+) -> Path:
     """The run as ``cases run -o`` writes it (or as trace2eval 0.5.1 would: version+metrics)."""
     result = make_run(spec, latencies, costs)
     if trace2eval:

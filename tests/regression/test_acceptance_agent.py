@@ -33,8 +33,16 @@ def _cli(*args: str) -> Any:
 
 def _run(folder: Path, name: str, traces: list[dict[str, Any]]) -> Path:
     log = _write(folder / f"{name}.jsonl", traces)
-    result = _cli("cases", "run", "--cases", folder / "ev" / "cases.jsonl", "--traces", log,
-                  "-o", folder / f"{name}.json")
+    result = _cli(
+        "cases",
+        "run",
+        "--cases",
+        folder / "ev" / "cases.jsonl",
+        "--traces",
+        log,
+        "-o",
+        folder / f"{name}.json",
+    )
     assert result.exit_code == 0, result.output
     return folder / f"{name}.json"
 
@@ -44,24 +52,31 @@ def _pairs(apps: list[Application]) -> dict[str, tuple[int, str]]:
     return {a.prompt: (a.template, decide(a)) for a in apps}
 
 
-def _trial(folder: Path, trial: int, count: int = 72, expect: bool = True,
-           changes: tuple[str, ...] = ("drop_offer_tool", "escalate_self_employed"),
-           ) -> dict[str, int]:
+def _trial(
+    folder: Path,
+    trial: int,
+    count: int = 72,
+    expect: bool = True,
+    changes: tuple[str, ...] = ("drop_offer_tool", "escalate_self_employed"),
+) -> dict[str, int]:
     folder.mkdir()
     apps = applications(count, seed=trial)
-    base_log = _write(folder / "traffic.jsonl", serve(apps, jitter_seed=1000 + trial,
-                                                      expect=expect))
+    base_log = _write(
+        folder / "traffic.jsonl", serve(apps, jitter_seed=1000 + trial, expect=expect)
+    )
     built = _cli("cases", "build", base_log, "-o", folder / "ev")
     assert built.exit_code == 0, built.output
     cases = [json.loads(line) for line in (folder / "ev" / "cases.jsonl").read_text().splitlines()]
     pairs = _pairs(apps)
     assert {pairs[c["input"]] for c in cases} == set(pairs.values())  # every (template, outcome)
-    baseline = _run(folder, "baseline", [json.loads(line) for line in base_log.read_text()
-                                         .splitlines()])
+    baseline = _run(
+        folder, "baseline", [json.loads(line) for line in base_log.read_text().splitlines()]
+    )
     verdicts = {"cases": len(cases)}
     for name, change in (("unchanged", None), *((c, c) for c in changes)):
-        current = _run(folder, name, serve(apps, jitter_seed=2000 + trial, change=change,
-                                           expect=expect))
+        current = _run(
+            folder, name, serve(apps, jitter_seed=2000 + trial, change=change, expect=expect)
+        )
         verdicts[name] = _cli("check", "--baseline", baseline, "--current", current).exit_code
     return verdicts
 
@@ -72,8 +87,7 @@ def test_traffic_without_any_signal_is_covered_path_by_path_over_20_trials(
     """64 applications with no expect block (nothing signals a failure): every (template,
     outcome) path still gets a case, so dropping the bureau call or the offer tool fails."""
     changes = ("no_bureau", "drop_offer_tool", "escalate_self_employed")
-    results = [_trial(tmp_path / f"t{trial}", trial, 64, False, changes)
-               for trial in range(TRIALS)]
+    results = [_trial(tmp_path / f"t{trial}", trial, 64, False, changes) for trial in range(TRIALS)]
     assert min(r["cases"] for r in results) >= 8
     for name, verdict in (("unchanged", 0), *((c, 1) for c in changes)):
         assert Counter(r[name] for r in results) == {verdict: TRIALS}, name
@@ -97,8 +111,9 @@ def test_templated_traffic_is_split_by_process_not_collapsed(tmp_path: Path) -> 
     log = _write(tmp_path / "traffic.jsonl", serve(apps, jitter_seed=1))
     built = _cli("cases", "build", log, "-o", tmp_path / "ev")
     assert built.exit_code == 0
-    cases = [json.loads(line) for line in (tmp_path / "ev" / "cases.jsonl").read_text()
-             .splitlines()]
+    cases = [
+        json.loads(line) for line in (tmp_path / "ev" / "cases.jsonl").read_text().splitlines()
+    ]
     assert len(cases) >= 9
     split = [line for line in built.output.splitlines() if "split by process" in line]
     assert split and int(split[0].split()[0]) >= 3
@@ -108,4 +123,5 @@ def test_templated_traffic_is_split_by_process_not_collapsed(tmp_path: Path) -> 
     again = _cli("cases", "build", log, "-o", tmp_path / "ev2")
     assert again.exit_code == 0
     assert (tmp_path / "ev" / "cases.jsonl").read_bytes() == (
-        tmp_path / "ev2" / "cases.jsonl").read_bytes()
+        tmp_path / "ev2" / "cases.jsonl"
+    ).read_bytes()

@@ -219,8 +219,9 @@ def test_a_rambling_answer_gets_a_max_chars_bound_not_a_min_chars_from_itself(
         for i in range(9)
     ]
     rows.append({"id": "long", "input": "tell me about the refund policy", "output": "y" * 500})
-    code, _, _ = _build(str(_write(tmp_path / "l.jsonl", rows)), "-o", str(tmp_path / "ev"),
-                        "--select", "signals")
+    code, _, _ = _build(
+        str(_write(tmp_path / "l.jsonl", rows)), "-o", str(tmp_path / "ev"), "--select", "signals"
+    )
     assert code == 0
     (case,) = _cases(tmp_path / "ev")
     assert case["checks"] == [

@@ -19,19 +19,28 @@ PACKAGE = Path(regression.__file__).parent
 def _string_constants(path: Path) -> set[str]:
     """Every string literal of a module, docstrings left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
-                  and node.body and isinstance(node.body[0], ast.Expr)}
-    return {node.value for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in docstrings}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    }
 
 
 def test_each_check_kind_is_spelled_in_one_module() -> None:
     # "escalated" is also the name of a process-trace field, read where the process is read
     process_fields = {f.name for f in fields(ProcessTrace)}
-    spelled: dict[str, list[str]] = {kind.value: [] for kind in CheckKind
-                                     if kind.value not in process_fields}
+    spelled: dict[str, list[str]] = {
+        kind.value: [] for kind in CheckKind if kind.value not in process_fields
+    }
     for path in sorted(PACKAGE.rglob("*.py")):
         constants = _string_constants(path)
         for kind, modules in spelled.items():

@@ -18,27 +18,51 @@ def _log(path: Path) -> Path:
     rows: list[dict[str, Any]] = []
     # Question A: nine clean answers, one much shorter than the rest; the last one was slow.
     for i in range(9):
-        rows.append({"id": f"a{i}", "input": "How do I reset my password?",
-                     "output": "Settings, then Security." if i == 3 else LONG,
-                     "latency_ms": 5000 if i == 8 else 400 + 10 * i})
+        rows.append(
+            {
+                "id": f"a{i}",
+                "input": "How do I reset my password?",
+                "output": "Settings, then Security." if i == 3 else LONG,
+                "latency_ms": 5000 if i == 8 else 400 + 10 * i,
+            }
+        )
     # Question B: a trace with an expect block that a clean sibling does not meet.
-    rows.append({"id": "b0", "input": "What is the capital of France?",
-                 "output": "The capital of France is Paris.", "latency_ms": 300,
-                 "expect": {"contains": "Paris", "min_chars": 10}})
-    rows.append({"id": "b1", "input": "what is the capital of france",
-                 "output": "It is the city of lights, on the Seine.", "latency_ms": 300})
+    rows.append(
+        {
+            "id": "b0",
+            "input": "What is the capital of France?",
+            "output": "The capital of France is Paris.",
+            "latency_ms": 300,
+            "expect": {"contains": "Paris", "min_chars": 10},
+        }
+    )
+    rows.append(
+        {
+            "id": "b1",
+            "input": "what is the capital of france",
+            "output": "It is the city of lights, on the Seine.",
+            "latency_ms": 300,
+        }
+    )
     # Filler: fast questions that set the log-wide latency p95.
-    rows += [{"id": f"f{i}", "input": f"Unrelated topic {chr(65 + i)} about shipping zones?",
-              "output": "We ship everywhere within a week.", "latency_ms": 350}
-             for i in range(20)]
+    rows += [
+        {
+            "id": f"f{i}",
+            "input": f"Unrelated topic {chr(65 + i)} about shipping zones?",
+            "output": "We ship everywhere within a week.",
+            "latency_ms": 350,
+        }
+        for i in range(20)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
 
 def _build(tmp_path: Path, *extra: str) -> dict[str, dict[str, Any]]:
     out = tmp_path / ("ev" + "".join(extra).replace("-", ""))
-    result = CliRunner().invoke(cli, ["cases", "build", str(_log(tmp_path / "log.jsonl")), "-o",
-                                      str(out), *extra])
+    result = CliRunner().invoke(
+        cli, ["cases", "build", str(_log(tmp_path / "log.jsonl")), "-o", str(out), *extra]
+    )
     assert result.exit_code == 0, result.output
     cases = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     return {c["input"]: c for c in cases}
@@ -50,19 +74,27 @@ def test_a_min_chars_above_a_clean_answer_is_loosened_with_the_reason(tmp_path: 
     assert {"type": "min_chars", "value": shortest} in case["checks"]
     (adjusted,) = [a for a in case["adjusted_checks"] if a["type"] == "min_chars"]
     inferred = max(8, int(0.4 * len(LONG)))  # trace2eval's rule: 0.4 x the median clean answer
-    assert adjusted == {"type": "min_chars", "action": "loosened", "from": inferred,
-                        "to": shortest,
-                        "reason": "1 of the 9 clean trace(s) it was mined from fail it; lowered "
-                                  "to the shortest clean answer"}
+    assert adjusted == {
+        "type": "min_chars",
+        "action": "loosened",
+        "from": inferred,
+        "to": shortest,
+        "reason": "1 of the 9 clean trace(s) it was mined from fail it; lowered "
+        "to the shortest clean answer",
+    }
     assert case["self_check"]["verdict"] == "ok"
 
 
 def test_an_expect_check_a_clean_sibling_fails_is_left_out(tmp_path: Path) -> None:
     case = _build(tmp_path)["What is the capital of France?"]
     assert [c["type"] for c in case["checks"]] == ["not_fallback", "min_chars"]
-    assert case["adjusted_checks"] == [{
-        "type": "contains", "action": "omitted",
-        "reason": "1 of the 2 clean trace(s) it was mined from fail it"}]
+    assert case["adjusted_checks"] == [
+        {
+            "type": "contains",
+            "action": "omitted",
+            "reason": "1 of the 2 clean trace(s) it was mined from fail it",
+        }
+    ]
 
 
 def test_a_latency_limit_comes_from_the_question_s_own_clean_runs(tmp_path: Path) -> None:

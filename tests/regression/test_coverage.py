@@ -40,8 +40,9 @@ def _faq_traffic(refuse: int | None = None) -> list[dict[str, Any]]:
     millisecond); with ``refuse`` it refuses that question."""
     with SpanCapture(capture_content=True) as capture:
         for number, question in enumerate(TRAFFIC):
-            with spanguard.request("faq", request_id=f"faq-{number}",
-                                   input=QUESTIONS[question]) as req:
+            with spanguard.request(
+                "faq", request_id=f"faq-{number}", input=QUESTIONS[question]
+            ) as req:
                 req.set_output(REFUSAL if question == refuse else ANSWERS[question])
     return [t.to_dict() for t in traces_from_readable_spans(capture.readable_spans())]
 
@@ -62,8 +63,16 @@ def _cases(folder: Path) -> list[dict[str, Any]]:
 
 def _score(folder: Path, name: str, traces: list[dict[str, Any]]) -> Path:
     log = _write(folder / f"{name}.jsonl", traces)
-    result = _cli("cases", "run", "--cases", folder / "ev" / "cases.jsonl", "--traces", log,
-                  "-o", folder / f"{name}.json")
+    result = _cli(
+        "cases",
+        "run",
+        "--cases",
+        folder / "ev" / "cases.jsonl",
+        "--traces",
+        log,
+        "-o",
+        folder / f"{name}.json",
+    )
     assert result.exit_code == 0, result.output
     return folder / f"{name}.json"
 
@@ -129,8 +138,9 @@ def test_64_loan_applications_give_a_case_per_process_path(tmp_path: Path) -> No
     _score(tmp_path, "baseline", serve(apps, jitter_seed=11, expect=False))
     unchanged = _score(tmp_path, "unchanged", serve(apps, jitter_seed=12, expect=False))
     assert _check(tmp_path, unchanged).exit_code == 0
-    no_bureau = _score(tmp_path, "no_bureau",
-                       serve(apps, jitter_seed=12, change="no_bureau", expect=False))
+    no_bureau = _score(
+        tmp_path, "no_bureau", serve(apps, jitter_seed=12, change="no_bureau", expect=False)
+    )
     gate = _check(tmp_path, no_bureau)
     assert gate.exit_code == 1, gate.output
     assert f"FAIL: {len(cases)} case(s) regressed" in gate.stderr
@@ -144,13 +154,23 @@ def test_cases_run_prints_the_cases_without_a_record(tmp_path: Path) -> None:
     log = _write(tmp_path / "traffic.jsonl", _faq_traffic())
     assert _cli("cases", "build", log, "-o", tmp_path / "ev").exit_code == 0
     partial = [t for t in _faq_traffic() if t["input"] != QUESTIONS[2]]
-    result = _cli("cases", "run", "--cases", tmp_path / "ev" / "cases.jsonl", "--traces",
-                  _write(tmp_path / "partial.jsonl", partial), "-o", tmp_path / "partial.json")
+    result = _cli(
+        "cases",
+        "run",
+        "--cases",
+        tmp_path / "ev" / "cases.jsonl",
+        "--traces",
+        _write(tmp_path / "partial.jsonl", partial),
+        "-o",
+        tmp_path / "partial.json",
+    )
     assert result.exit_code == 0, result.output
     (missing,) = [c["id"] for c in _cases(tmp_path / "ev") if c["input"] == QUESTIONS[2]]
     assert "; 1 without output" in result.output
-    assert f"1 case(s) without a record, counted as failed (a missing case is not a pass): " \
+    assert (
+        f"1 case(s) without a record, counted as failed (a missing case is not a pass): "
         f"{missing}\n" in result.output
+    )
 
 
 def test_a_refusal_is_its_own_path_of_the_question(tmp_path: Path) -> None:
@@ -162,6 +182,7 @@ def test_a_refusal_is_its_own_path_of_the_question(tmp_path: Path) -> None:
     assert built.exit_code == 0, built.output
     cases = _cases(tmp_path / "ev")
     # the refusal (a failure seed, checked against the clean answers) and the answered path
-    assert [(c["source_trace_id"], c["occurrences_in_log"], c["reference_is_trusted"])
-            for c in cases] == [("r3", 1, False), ("r0", 3, True)]
+    assert [
+        (c["source_trace_id"], c["occurrences_in_log"], c["reference_is_trusted"]) for c in cases
+    ] == [("r3", 1, False), ("r0", 3, True)]
     assert "1 cluster(s) of near-duplicate questions split by process" in built.output

@@ -35,8 +35,9 @@ def test_cases_equal_trace2eval_except_documented_trace_checks(
             workdir,
         )
         assert theirs.returncode == 0, theirs.stderr
-        ours = run([*SPANGUARD, "cases", "build", LOG, "-o", out, "--ids", "sequential",
-                    *SIGNALS], workdir)
+        ours = run(
+            [*SPANGUARD, "cases", "build", LOG, "-o", out, "--ids", "sequential", *SIGNALS], workdir
+        )
         assert ours.returncode == 0, ours.stderr
         real = (workdir / f"t2e_{out}" / "cases.jsonl").read_bytes()
         assert real == (t2e_fixtures / expected).read_bytes()
@@ -66,8 +67,7 @@ def test_cases_equal_trace2eval_except_documented_trace_checks(
 
 def test_console_and_template_match_trace2eval(workdir: Path, t2e_fixtures: Path) -> None:
     ours = run(
-        [*SPANGUARD, "cases", "build", LOG, "-o", "evalset_noexp", "--ids", "sequential",
-         *SIGNALS],
+        [*SPANGUARD, "cases", "build", LOG, "-o", "evalset_noexp", "--ids", "sequential", *SIGNALS],
         workdir,
     )
     transcript = (t2e_fixtures / "expected_console_0.5.1.txt").read_text(encoding="utf-8")
@@ -87,13 +87,17 @@ def test_console_and_template_match_trace2eval(workdir: Path, t2e_fixtures: Path
 
 
 def test_report_differs_only_in_documented_sections(workdir: Path, t2e_fixtures: Path) -> None:
-    run([*SPANGUARD, "cases", "build", LOG, "-o", "evalset", "--ids", "sequential", *SIGNALS],
-        workdir)
+    run(
+        [*SPANGUARD, "cases", "build", LOG, "-o", "evalset", "--ids", "sequential", *SIGNALS],
+        workdir,
+    )
     mine = (workdir / "evalset" / "report.md").read_text(encoding="utf-8")
     theirs = (t2e_fixtures / "expected_report_0.5.1.md").read_text(encoding="utf-8")
     cut = "## How the clustering behaved"
-    coverage = ("| Questions covered by a case | 16 of 39 (41.0%) |\n"
-                "| Requests covered by a case | 17 of 42 (40.5%) |\n")
+    coverage = (
+        "| Questions covered by a case | 16 of 39 (41.0%) |\n"
+        "| Requests covered by a case | 17 of 42 (40.5%) |\n"
+    )
     assert coverage in mine
     assert mine.replace(coverage, "").split(cut)[0] == theirs.split(cut)[0]
     after = "## Log-wide baselines"
@@ -159,11 +163,13 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
     assert gate.returncode == 1
     # trace2eval prints "FAIL: 3 regression(s) detected" (its three rules); ours counts the
     # regressed cases and names the failed rules apart.
-    assert gate.stderr.strip() == ("FAIL: 3 case(s) regressed (3 pass → fail); rule(s) failed: "
-                                   "case_outcomes")
+    assert gate.stderr.strip() == (
+        "FAIL: 3 case(s) regressed (3 pass → fail); rule(s) failed: case_outcomes"
+    )
     assert "| case_outcomes | 3 | 3 | 3 case(s) passed before" in gate.stdout
     assert "pass_rate dropped by 0.1875 (allowed 0.0200), but within run-to-run noise" in (
-        gate.stdout)
+        gate.stdout
+    )
     assert "cases that went from pass to fail (3): case-001, case-004, case-007" in gate.stdout
     same = run(
         [
@@ -189,7 +195,8 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
     )
     assert on_theirs.returncode == 1, on_theirs.stderr
     assert "cases that went from pass to fail (3): case-001, case-004, case-007" in (
-        on_theirs.stdout)
+        on_theirs.stdout
+    )
 
 
 def test_stable_id_cases_match_trace2eval_keyed_outputs_by_source_trace_id(
@@ -201,13 +208,24 @@ def test_stable_id_cases_match_trace2eval_keyed_outputs_by_source_trace_id(
     by_source = {c["source_trace_id"]: c["id"] for c in cases}
     for name, outputs in (("baseline", "outputs_baseline"), ("current", "outputs_regressed")):
         ours = run(
-            [*SPANGUARD, "cases", "run", "--cases", "evalset/cases.jsonl", "--outputs",
-             f"examples/{outputs}.jsonl", "-o", f"runs/{name}.json"],
+            [
+                *SPANGUARD,
+                "cases",
+                "run",
+                "--cases",
+                "evalset/cases.jsonl",
+                "--outputs",
+                f"examples/{outputs}.jsonl",
+                "-o",
+                f"runs/{name}.json",
+            ],
             workdir,
         )
         assert ours.returncode == 0, ours.stderr
-        assert "matched 16 of 16 case(s): 0 by case id, 16 by source_trace_id, 0 by question " \
+        assert (
+            "matched 16 of 16 case(s): 0 by case id, 16 by source_trace_id, 0 by question "
             "text; 0 without output" in ours.stdout
+        )
     regressed = sorted(
         by_source[r["source_trace_id"]]
         for r in _lines(workdir / "examples" / "outputs_regressed.jsonl")
@@ -221,8 +239,14 @@ def test_stable_id_cases_match_trace2eval_keyed_outputs_by_source_trace_id(
     listed = gate.stdout.split("cases that went from pass to fail (3): ")[1].splitlines()[0]
     assert sorted(listed.split(", ")) == regressed
     same = run(
-        [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current",
-         "runs/baseline.json"],
+        [
+            *SPANGUARD,
+            "check",
+            "--baseline",
+            "runs/baseline.json",
+            "--current",
+            "runs/baseline.json",
+        ],
         workdir,
     )
     assert same.returncode == 0, same.stdout
@@ -288,28 +312,35 @@ def test_the_build_result_as_json_leads_with_trace2evals_stats(workdir: Path) ->
     from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
 
     expectations = workdir / "evalset" / "expectations.jsonl"
-    theirs = select_cases(load_traces(str(workdir / LOG)).traces,
-                          expectations=load_annotations(expectations)).stats()
-    result = build_evalset([workdir / LOG], BuildOptions(out=workdir / "built",
-                                                         expectations=expectations,
-                                                         sequential_ids=True,
-                                                         select="signals"))
+    theirs = select_cases(
+        load_traces(str(workdir / LOG)).traces, expectations=load_annotations(expectations)
+    ).stats()
+    result = build_evalset(
+        [workdir / LOG],
+        BuildOptions(
+            out=workdir / "built", expectations=expectations, sequential_ids=True, select="signals"
+        ),
+    )
     summary = result.to_dict()
-    assert list(summary)[:len(theirs)] == list(theirs)
+    assert list(summary)[: len(theirs)] == list(theirs)
     assert {k: summary[k] for k in theirs} == theirs
     assert json.loads(json.dumps(summary, allow_nan=False)) == summary
     assert summary["case_ids"] == [c.id for c in result.cases]
-    assert summary["files"] == {"cases": (workdir / "built" / "cases.jsonl").as_posix(),
-                                "report": (workdir / "built" / "report.md").as_posix(),
-                                "expectations": expectations.as_posix(), "template": None}
+    assert summary["files"] == {
+        "cases": (workdir / "built" / "cases.jsonl").as_posix(),
+        "report": (workdir / "built" / "report.md").as_posix(),
+        "expectations": expectations.as_posix(),
+        "template": None,
+    }
     assert summary["clustering"]["clusters"] == result.health.clusters
 
 
 def test_the_default_build_covers_every_question_and_keeps_trace2evals_cases(
     workdir: Path,
 ) -> None:
-    assert run([*SPANGUARD, "cases", "build", LOG, "-o", "signals", *SIGNALS],
-               workdir).returncode == 0
+    assert (
+        run([*SPANGUARD, "cases", "build", LOG, "-o", "signals", *SIGNALS], workdir).returncode == 0
+    )
     built = run([*SPANGUARD, "cases", "build", LOG, "-o", "covered"], workdir)
     assert built.returncode == 0, built.stderr
     assert "coverage: 39 of 39 question(s) (100%), 42 of 42 request(s) (100%)" in built.stdout
@@ -318,26 +349,49 @@ def test_the_default_build_covers_every_question_and_keeps_trace2evals_cases(
     assert len(covered) == 39
     # trace2eval's 16 signalled cases are among them, unchanged
     assert all(covered[c["source_trace_id"]] == c for c in signalled)
-    added = [c for key, c in covered.items() if key not in {s["source_trace_id"]
-                                                            for s in signalled}]
+    added = [
+        c for key, c in covered.items() if key not in {s["source_trace_id"] for s in signalled}
+    ]
     assert all(c["signals"] == [] and c["reference_is_trusted"] for c in added)
     assert all(c["self_check"]["verdict"] == "ok" for c in added)
 
 
 def test_a_lone_rating_of_1_is_negative_as_trace2eval_reads_it(workdir: Path) -> None:
     rows = [
-        {"id": "r1", "input": "How do I export my invoices?", "output": "Open Billing, then "
-         "press Export and pick a date range.", "rating": 1},
-        {"id": "r2", "input": "Which browsers do you support?", "output": "The last two "
-         "versions of Chrome, Firefox, Safari and Edge."},
-        {"id": "r3", "input": "Where can I download the mobile app?", "output": "From the App "
-         "Store and from Google Play; search for our name."},
+        {
+            "id": "r1",
+            "input": "How do I export my invoices?",
+            "output": "Open Billing, then press Export and pick a date range.",
+            "rating": 1,
+        },
+        {
+            "id": "r2",
+            "input": "Which browsers do you support?",
+            "output": "The last two versions of Chrome, Firefox, Safari and Edge.",
+        },
+        {
+            "id": "r3",
+            "input": "Where can I download the mobile app?",
+            "output": "From the App Store and from Google Play; search for our name.",
+        },
     ]
     (workdir / "rated.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     theirs = run([*T2E, "build", "rated.jsonl", "-o", "t2e_rated"], workdir)
     assert theirs.returncode == 0, theirs.stderr
-    ours = run([*SPANGUARD, "cases", "build", "rated.jsonl", "-o", "rated", "--ids",
-                "sequential", *SIGNALS], workdir)
+    ours = run(
+        [
+            *SPANGUARD,
+            "cases",
+            "build",
+            "rated.jsonl",
+            "-o",
+            "rated",
+            "--ids",
+            "sequential",
+            *SIGNALS,
+        ],
+        workdir,
+    )
     assert ours.returncode == 0, ours.stderr
     expected = _lines(workdir / "t2e_rated" / "cases.jsonl")
     assert [c["signals"][0]["name"] for c in expected] == ["negative_feedback"]
@@ -350,10 +404,22 @@ def test_trace2eval_run_on_stable_ids_finds_every_case_missing_and_exits_0(
     """The hazard docs/migration.md names: stable ids scored by `trace2eval run` against its
     own outputs files (keyed case-001…) match nothing, yet exit 0; spanguard refuses such a
     baseline (exit 2) and `cases run` matches the same files by source_trace_id."""
-    assert run([*SPANGUARD, "cases", "build", LOG, "-o", "evalset", *SIGNALS],
-               workdir).returncode == 0
-    theirs = run([*T2E, "run", "--cases", "evalset/cases.jsonl", "--outputs",
-                  "examples/outputs_baseline.jsonl", "-o", "t2e.json"], workdir)
+    assert (
+        run([*SPANGUARD, "cases", "build", LOG, "-o", "evalset", *SIGNALS], workdir).returncode == 0
+    )
+    theirs = run(
+        [
+            *T2E,
+            "run",
+            "--cases",
+            "evalset/cases.jsonl",
+            "--outputs",
+            "examples/outputs_baseline.jsonl",
+            "-o",
+            "t2e.json",
+        ],
+        workdir,
+    )
     assert theirs.returncode == 0
     metrics = json.loads((workdir / "t2e.json").read_text())["metrics"]
     assert (metrics["total"], metrics["missing"]) == (16, 16)

@@ -82,7 +82,10 @@ def test_agent_traces_give_cases_with_process_expectations(tmp_path: Path) -> No
     # case, with checks learned from the siblings; the siblings' path and the shipping
     # question get a case each too (every path of the traffic is covered).
     assert [(c["source_trace_id"], c["occurrences_in_log"]) for c in cases] == [
-        ("req-4", 1), ("req-1", 3), ("req-10", 6)]
+        ("req-4", 1),
+        ("req-1", 3),
+        ("req-10", 6),
+    ]
     assert "coverage: 3 of 3 question(s) (100%), 10 of 10 request(s) (100%)" in result.stdout
     case = cases[0]
     assert "  1 cluster(s) of near-duplicate questions split by process" in result.stdout
@@ -104,8 +107,15 @@ def test_agent_traces_give_cases_with_process_expectations(tmp_path: Path) -> No
 
 def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_path: Path) -> None:
     assert (
-        _invoke("cases", "build", str(_production(tmp_path)), "-o", str(tmp_path / "ev"),
-                "--select", "signals").exit_code
+        _invoke(
+            "cases",
+            "build",
+            str(_production(tmp_path)),
+            "-o",
+            str(tmp_path / "ev"),
+            "--select",
+            "signals",
+        ).exit_code
         == 0  # one case: the complaint's question
     )
     cases = str(tmp_path / "ev" / "cases.jsonl")
@@ -147,13 +157,19 @@ def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_pa
     )
     assert gate.exit_code == 1
     # One case is too few for the aggregate rates to beat noise; the case itself fails the gate.
-    assert "trace_compliance_rate dropped by 1.0000 (allowed 0.0200), but within run-to-run " \
+    assert (
+        "trace_compliance_rate dropped by 1.0000 (allowed 0.0200), but within run-to-run "
         "noise (1 case(s) worse, 0 better, McNemar p=0.5 ≥ 0.05)" in gate.stdout
-    assert f"| case_outcomes | 1 | 1 | 1 case(s) passed before and now fail a content or " \
+    )
+    assert (
+        f"| case_outcomes | 1 | 1 | 1 case(s) passed before and now fail a content or "
         f"process check: {case_id} |" in gate.stdout
+    )
     assert f"cases that went from pass to fail (1): {case_id}" in gate.stdout
-    assert gate.stderr == "\nFAIL: 1 case(s) regressed (1 pass → fail); rule(s) failed: " \
+    assert (
+        gate.stderr == "\nFAIL: 1 case(s) regressed (1 pass → fail); rule(s) failed: "
         "case_outcomes\n"
+    )
     failures = [
         f.get("message") for f in ET.parse(tmp_path / "check.xml").getroot().iter("failure")
     ]

@@ -23,8 +23,16 @@ def test_cases_round_trip_to_trace2eval_bytes(t2e_fixtures: Path) -> None:
 
 
 def test_a_hand_written_case_needs_only_an_id_and_checks() -> None:
-    case = Case.from_dict({"id": "c1", "checks": [{"type": "not_fallback"}], "input": 7,
-                           "source_trace_id": 42, "signals": "none", "score": True})
+    case = Case.from_dict(
+        {
+            "id": "c1",
+            "checks": [{"type": "not_fallback"}],
+            "input": 7,
+            "source_trace_id": 42,
+            "signals": "none",
+            "score": True,
+        }
+    )
     assert (case.input, case.source_trace_id, case.signals, case.score) == (None, "42", (), 0)
     assert case.self_check.verdict == "ok" and not case.weak
 
@@ -42,8 +50,9 @@ def test_metrics_round_trip_to_trace2eval_bytes(t2e_fixtures: Path) -> None:
         assert metrics.get("failures") is None and metrics.get("no_such_figure") is None
 
 
-def test_a_run_file_reads_back_as_the_result_that_wrote_it(tmp_path: Path,
-                                                           t2e_fixtures: Path) -> None:
+def test_a_run_file_reads_back_as_the_result_that_wrote_it(
+    tmp_path: Path, t2e_fixtures: Path
+) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_bytes((t2e_fixtures / "expected_cases_0.5.1.jsonl").read_bytes())
     result = run_cases(load_cases(cases), load_outputs(t2e_fixtures / "outputs_regressed.jsonl"))
@@ -53,5 +62,6 @@ def test_a_run_file_reads_back_as_the_result_that_wrote_it(tmp_path: Path,
     loaded = load_run(path)
     assert loaded.metrics == result.metrics
     assert loaded.case_details == {o.case_id: o for o in result.outcomes}
-    assert CaseOutcome.from_dict("c", {"outcome": "fail", "latency_ms": True,
-                                       "failed_checks": "json"}) == CaseOutcome("c", "fail")
+    assert CaseOutcome.from_dict(
+        "c", {"outcome": "fail", "latency_ms": True, "failed_checks": "json"}
+    ) == CaseOutcome("c", "fail")

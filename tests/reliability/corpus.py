@@ -70,11 +70,25 @@ def agent_trace_line() -> str:
 
 
 SUITE = {
-    "dataset": {"prompts": [{"id": "s1", "prompt": "I am {gender}; help me.",
-                             "attributes": {"gender": ["a woman", "a man"]}}]},
+    "dataset": {
+        "prompts": [
+            {
+                "id": "s1",
+                "prompt": "I am {gender}; help me.",
+                "attributes": {"gender": ["a woman", "a man"]},
+            }
+        ]
+    },
     "metrics": [{"type": "tool_use_parity"}],
 }
 
-OUTPUT_ROW = {"id": "case-1", "input": "reset password?", "output": "use the link",
-              "latency_ms": 120.5, "cost_usd": 0.001, "feedback": "thumbs_up",
-              "retried": False, "expect": {"contains": ["link"]}}
+OUTPUT_ROW = {
+    "id": "case-1",
+    "input": "reset password?",
+    "output": "use the link",
+    "latency_ms": 120.5,
+    "cost_usd": 0.001,
+    "feedback": "thumbs_up",
+    "retried": False,
+    "expect": {"contains": ["link"]},
+}

@@ -54,16 +54,18 @@ def idle_grpc_channels(port: int, count: int) -> list[grpc.Channel]:
     """Connected gRPC channels (one TCP connection each) that never call anything."""
     channels = []
     for _ in range(count):
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}",
-                                        options=[("grpc.use_local_subchannel_pool", 1)])
+        channel = grpc.insecure_channel(
+            f"127.0.0.1:{port}", options=[("grpc.use_local_subchannel_pool", 1)]
+        )
         with contextlib.suppress(grpc.FutureTimeoutError):
             grpc.channel_ready_future(channel).result(timeout=2)
         channels.append(channel)
     return channels
 
 
-def watch_health(url: str, stop: threading.Event, latencies: list[float],
-                 interval: float = 0.1) -> None:
+def watch_health(
+    url: str, stop: threading.Event, latencies: list[float], interval: float = 0.1
+) -> None:
     """Until ``stop`` is set, GET ``/health`` every ``interval`` seconds and append how long
     each answer took (infinity for an error or a status other than 200)."""
     with httpx.Client(timeout=30) as client:
@@ -84,8 +86,7 @@ def export_http(url: str, body: bytes, timeout: float = 120) -> tuple[int, float
     return reply.status_code, time.monotonic() - start
 
 
-def export_grpc(channel: grpc.Channel, body: bytes, timeout: float = 120
-                ) -> tuple[str, float]:
+def export_grpc(channel: grpc.Channel, body: bytes, timeout: float = 120) -> tuple[str, float]:
     """Call ``Export`` with one serialized request: the status code's name and the time."""
     start = time.monotonic()
     try:
@@ -104,8 +105,9 @@ def rss_mib(pid: int, key: str = "VmHWM") -> float:
     raise AssertionError(f"no {key} in /proc/{pid}/status")
 
 
-def serves(url: str, grpc_port: int, http_body: bytes, grpc_body: bytes,
-           timeout: float = 5) -> tuple[float, bool, bool]:
+def serves(
+    url: str, grpc_port: int, http_body: bytes, grpc_body: bytes, timeout: float = 5
+) -> tuple[float, bool, bool]:
     """``/health``'s latency (infinity if it failed), and whether an HTTP and a gRPC export,
     each on a fresh connection, succeed."""
     start = time.monotonic()
@@ -118,8 +120,9 @@ def serves(url: str, grpc_port: int, http_body: bytes, grpc_body: bytes,
         http_ok = export_http(url, http_body, timeout)[0] == 200
     except httpx.HTTPError:
         http_ok = False
-    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}",
-                               options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+    with grpc.insecure_channel(
+        f"127.0.0.1:{grpc_port}", options=[("grpc.use_local_subchannel_pool", 1)]
+    ) as channel:
         grpc_ok = export_grpc(channel, grpc_body, timeout)[0] == "OK"
     return latency, http_ok, grpc_ok
 

@@ -79,7 +79,8 @@ class LoadReport:
             f"{max(self.probes) * 1000:.0f} ms; processor RSS first third max "
             f"{max(rss[:third]) / 1024:.0f} MiB, last third max {max(rss[-third:]) / 1024:.0f} MiB"
             f"; rotel RSS max {max(self.rss_rotel) / 1024:.0f} MiB; drained in "
-            f"{self.drain_seconds:.1f} s")
+            f"{self.drain_seconds:.1f} s"
+        )
 
 
 def _rss_kib(pid: int) -> int:
@@ -111,16 +112,24 @@ def _store_lookup(store: Path) -> Callable[[str, str], bool]:
         reader = held[0]
         reader.refresh()  # the index rows committed since the last probe
         wanted = bytes.fromhex(span_id)
-        return any(blob[i:i + 8] == wanted
-                   for (blob,) in reader.db.execute(
-                       "SELECT span_ids FROM trace_batches WHERE trace_id = ?", (trace_id,))
-                   for i in range(0, len(blob), 8))
+        return any(
+            blob[i : i + 8] == wanted
+            for (blob,) in reader.db.execute(
+                "SELECT span_ids FROM trace_batches WHERE trace_id = ?", (trace_id,)
+            )
+            for i in range(0, len(blob), 8)
+        )
 
     return found
 
 
-def _probe_loop(rotel_port: int, found: Callable[[str, str], bool], every: float,
-                stop: threading.Event, report: LoadReport) -> None:
+def _probe_loop(
+    rotel_port: int,
+    found: Callable[[str, str], bool],
+    every: float,
+    stop: threading.Event,
+    report: LoadReport,
+) -> None:
     rng = random.Random(7)
     channel = grpc.insecure_channel(f"127.0.0.1:{rotel_port}")
     export = channel.unary_unary(EXPORT)
@@ -171,8 +180,9 @@ def _stored(store: Path) -> tuple[int, int, int]:
         return reader.span_count(), released, pending
 
 
-def run_load(folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 80,
-             probe_every: float = 0.2) -> LoadReport:
+def run_load(
+    folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 80, probe_every: float = 0.2
+) -> LoadReport:
     store = folder / "load.db"
     report = LoadReport(seconds=seconds, apps=[])
     server = ServeProcess(store, "--wait-duration", "1.0")
@@ -181,16 +191,35 @@ def run_load(folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 
             assert rotel._process is not None
             stop = threading.Event()
             threads = [
-                threading.Thread(target=_probe_loop, args=(
-                    rotel.grpc_port, _store_lookup(store), probe_every, stop, report)),
-                threading.Thread(target=_sample_memory, args=(
-                    (server.proc.pid, rotel._process.pid), stop, report)),
+                threading.Thread(
+                    target=_probe_loop,
+                    args=(rotel.grpc_port, _store_lookup(store), probe_every, stop, report),
+                ),
+                threading.Thread(
+                    target=_sample_memory,
+                    args=((server.proc.pid, rotel._process.pid), stop, report),
+                ),
             ]
             env = {k: v for k, v in os.environ.items() if k != "SPANGUARD_STRICT"}
-            processes = [subprocess.Popen(
-                [sys.executable, "-m", "tests.reliability.load_app", rotel.grpc_endpoint,
-                 str(seconds), str(rate), f"app{n}"], cwd=ROOT, env=env, text=True,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(apps)]
+            processes = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "tests.reliability.load_app",
+                        rotel.grpc_endpoint,
+                        str(seconds),
+                        str(rate),
+                        f"app{n}",
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    text=True,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+                for n in range(apps)
+            ]
             for thread in threads:
                 thread.start()
             for process in processes:
@@ -217,19 +246,36 @@ def run_load(folder: Path, *, seconds: float = 60, apps: int = 3, rate: float = 
 assert SPANS_PER_REQUEST == 4
 
 
-def run_floor(*, seconds: float = 30, apps: int = 3, rate: float = 80,
-              probe_every: float = 0.2) -> LoadReport:
+def run_floor(
+    *, seconds: float = 30, apps: int = 3, rate: float = 80, probe_every: float = 0.2
+) -> LoadReport:
     """The same load and probes through rotel into :class:`NullSink` instead of the processor."""
     report = LoadReport(seconds=seconds, apps=[])
     with NullSink() as sink, RotelCollector(export_to=sink.endpoint) as rotel:
         stop = threading.Event()
-        probe = threading.Thread(target=_probe_loop, args=(
-            rotel.grpc_port, sink.found, probe_every, stop, report))
+        probe = threading.Thread(
+            target=_probe_loop, args=(rotel.grpc_port, sink.found, probe_every, stop, report)
+        )
         env = {k: v for k, v in os.environ.items() if k != "SPANGUARD_STRICT"}
-        processes = [subprocess.Popen(
-            [sys.executable, "-m", "tests.reliability.load_app", rotel.grpc_endpoint,
-             str(seconds), str(rate), f"app{n}"], cwd=ROOT, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(apps)]
+        processes = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.reliability.load_app",
+                    rotel.grpc_endpoint,
+                    str(seconds),
+                    str(rate),
+                    f"app{n}",
+                ],
+                cwd=ROOT,
+                env=env,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for n in range(apps)
+        ]
         probe.start()
         for process in processes:
             out, err = process.communicate(timeout=seconds + 120)

@@ -17,8 +17,15 @@ SPANS_PER_REQUEST = 4
 
 @spanguard.retrieval(source="kb")
 def search(query: str) -> list[dict[str, object]]:
-    return [{"id": f"doc-{rank}", "group": ("policy", "forum")[rank % 2], "rank": rank,
-             "score": 1.0 / rank} for rank in (1, 2, 3)]
+    return [
+        {
+            "id": f"doc-{rank}",
+            "group": ("policy", "forum")[rank % 2],
+            "rank": rank,
+            "score": 1.0 / rank,
+        }
+        for rank in (1, 2, 3)
+    ]
 
 
 @spanguard.tool
@@ -27,9 +34,13 @@ def lookup(account: int) -> str:
 
 
 def one_request(name: str, index: int) -> None:
-    with spanguard.request("support", request_id=f"{name}-{index:06d}", seed_id=f"s{index // 2}",
-                           variant_id=f"s{index // 2}-{index % 2}",
-                           assignments={"gender": ("woman", "man")[index % 2]}) as req:
+    with spanguard.request(
+        "support",
+        request_id=f"{name}-{index:06d}",
+        seed_id=f"s{index // 2}",
+        variant_id=f"s{index // 2}-{index % 2}",
+        assignments={"gender": ("woman", "man")[index % 2]},
+    ) as req:
         search("reset password")
         lookup(index)
         with spanguard.llm_call("gpt-x") as call:
@@ -52,9 +63,19 @@ def main() -> None:
         one_request(name, count)
         count += 1
     stats = spanguard.export_stats(flush=True)
-    print(json.dumps({"name": name, "requests": count, "ended": stats.ended,
-                      "exported": stats.exported, "failed": stats.failed,
-                      "dropped": stats.dropped}), flush=True)
+    print(
+        json.dumps(
+            {
+                "name": name,
+                "requests": count,
+                "ended": stats.ended,
+                "exported": stats.exported,
+                "failed": stats.failed,
+                "dropped": stats.dropped,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

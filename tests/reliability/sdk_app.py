@@ -34,8 +34,13 @@ def search_badly(query: Any) -> Any:
 
 
 def valid_request(index: int) -> None:
-    with spanguard.request("support", seed_id=f"s{index}", variant_id=f"s{index}-a",
-                           assignments={"gender": "woman"}, input="reset my password") as req:
+    with spanguard.request(
+        "support",
+        seed_id=f"s{index}",
+        variant_id=f"s{index}-a",
+        assignments={"gender": "woman"},
+        input="reset my password",
+    ) as req:
         search("password")
         lookup(index)
         spanguard.plan_step("answer")
@@ -44,9 +49,14 @@ def valid_request(index: int) -> None:
 
 
 def invalid_request(index: int) -> None:
-    with spanguard.request("support", seed_id=123, variant_id=object(),  # type: ignore[arg-type]
-                           assignments={"gender": object(), 5: [1]},  # type: ignore[dict-item]
-                           repeat="many", input=object()) as req:  # type: ignore[arg-type]
+    with spanguard.request(
+        "support",
+        seed_id=123,
+        variant_id=object(),  # type: ignore[arg-type]
+        assignments={"gender": object(), 5: [1]},  # type: ignore[dict-item]
+        repeat="many",
+        input=object(),
+    ) as req:  # type: ignore[arg-type]
         search_badly({"q": object()})
         lookup(float("nan"))
         spanguard.plan_step(["not", "a", "string"])  # type: ignore[arg-type]
@@ -69,8 +79,13 @@ def main() -> None:
     mode, endpoint, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     # in sigterm mode nothing is exported on schedule: only the SIGTERM flush can save the spans
     delay = 600_000 if mode == "sigterm" else 500
-    spanguard.configure(service_name="fault-app", exporter="otlp-grpc", endpoint=endpoint,
-                        capture_content=True, schedule_delay_millis=delay)
+    spanguard.configure(
+        service_name="fault-app",
+        exporter="otlp-grpc",
+        endpoint=endpoint,
+        capture_content=True,
+        schedule_delay_millis=delay,
+    )
     run = invalid_request if mode == "invalid" else valid_request
     errors: list[str] = []
     latencies: list[float] = []
@@ -83,13 +98,20 @@ def main() -> None:
         latencies.append((time.perf_counter() - started) * 1e6)
     latencies.sort()
     stats = spanguard.export_stats(flush=False)
-    print(json.dumps({
-        "requests": count, "errors": errors[:5], "error_count": len(errors),
-        "ended": stats.ended,
-        "p50_us": round(latencies[len(latencies) // 2], 1),
-        "p99_us": round(latencies[int(len(latencies) * 0.99)], 1),
-        "max_us": round(latencies[-1], 1),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "requests": count,
+                "errors": errors[:5],
+                "error_count": len(errors),
+                "ended": stats.ended,
+                "p50_us": round(latencies[len(latencies) // 2], 1),
+                "p99_us": round(latencies[int(len(latencies) * 0.99)], 1),
+                "max_us": round(latencies[-1], 1),
+            }
+        ),
+        flush=True,
+    )
     if mode == "sigterm":
         print("READY", flush=True)
         time.sleep(120)

@@ -7,16 +7,21 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-_SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-            | st.floats(allow_nan=False, allow_infinity=False)
-            | st.text(max_size=30)
-            | st.sampled_from(["", "0" * 32, "f" * 16, "zz", "-1", "1e999", "\u0000", "\ud7ff"]))
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30)
+    | st.sampled_from(["", "0" * 32, "f" * 16, "zz", "-1", "1e999", "\u0000", "\ud7ff"])
+)
 
 #: any JSON value, a few levels deep
 json_values = st.recursive(
     _SCALARS,
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner,
-                                                                max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5)
+    ),
     max_leaves=25,
 )
 
@@ -35,11 +40,11 @@ def mutated_bytes(draw: st.DrawFn, seeds: tuple[bytes, ...]) -> bytes:
         elif op == "insert":
             data[at:at] = draw(st.binary(min_size=1, max_size=8))
         elif op == "delete":
-            del data[at:at + draw(st.integers(1, 16))]
+            del data[at : at + draw(st.integers(1, 16))]
         elif op == "truncate":
             del data[at:]
         else:
-            data[at:at] = data[at:at + draw(st.integers(1, 64))]
+            data[at:at] = data[at : at + draw(st.integers(1, 64))]
     return bytes(data)
 
 

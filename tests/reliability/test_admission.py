@@ -38,8 +38,12 @@ def test_one_request_cannot_carry_more_than_max_pending_spans(tmp_path: Path) ->
     store = tmp_path / "spans.db"
     body = tiny_spans_request(800, seed=1)
     with running(store, limits=Limits(max_pending_spans=100)) as server:
-        reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", content=body,
-                           headers=PROTO, timeout=30)
+        reply = httpx.post(
+            f"http://127.0.0.1:{server.http_port}/v1/traces",
+            content=body,
+            headers=PROTO,
+            timeout=30,
+        )
         assert reply.status_code == 413, reply.content
         assert b"more than 100 spans" in reply.content
         assert b"the processor's max_pending_spans limit" in reply.content
@@ -51,8 +55,12 @@ def test_one_request_cannot_carry_more_than_max_pending_spans(tmp_path: Path) ->
         channel.close()
         # a request that fits is still accepted, on both protocols
         small = request_bytes(spans_of_one_trace(5))
-        assert httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", content=small,
-                          headers=PROTO).status_code == 200
+        assert (
+            httpx.post(
+                f"http://127.0.0.1:{server.http_port}/v1/traces", content=small, headers=PROTO
+            ).status_code
+            == 200
+        )
     assert _stored(store) == 5
 
 
@@ -62,18 +70,26 @@ REQUESTS = 4
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_concurrent_large_requests_keep_health_responsive_and_refusals_quick(
-        tmp_path: Path, protocol: str) -> None:
+    tmp_path: Path, protocol: str
+) -> None:
     bodies = [tiny_spans_request(SPANS, seed=seed) for seed in range(REQUESTS)]
-    server = ServeProcess(tmp_path / "spans.db", "--max-pending-spans", str(SPANS + 1000),
-                          "--wait-duration", "0.1", "--num-traces", "1000")
+    server = ServeProcess(
+        tmp_path / "spans.db",
+        "--max-pending-spans",
+        str(SPANS + 1000),
+        "--wait-duration",
+        "0.1",
+        "--num-traces",
+        "1000",
+    )
     stop, latencies = threading.Event(), []
     try:
         base_rss = rss_mib(server.proc.pid)
-        watcher = threading.Thread(target=watch_health,
-                                   args=(server.url, stop, latencies, 0.05))
+        watcher = threading.Thread(target=watch_health, args=(server.url, stop, latencies, 0.05))
         watcher.start()
         time.sleep(0.2)
         if protocol == "http":
+
             def send(body: bytes) -> tuple[int, float]:
                 return export_http(server.url, body, timeout=60)
         else:
@@ -95,9 +111,11 @@ def test_concurrent_large_requests_keep_health_responsive_and_refusals_quick(
         server.terminate()
     statuses = sorted(status for status, _ in outcomes)
     refusals = [seconds for status, seconds in outcomes if status == 429]
-    FIGURES.append(f"admission ({protocol}): {REQUESTS} x {SPANS} tiny spans -> {statuses}, "
-                   f"refused in <= {max(refusals, default=0):.2f} s, health <= "
-                   f"{max(latencies):.2f} s, peak RSS {peak:.0f} MiB (base {base_rss:.0f})")
+    FIGURES.append(
+        f"admission ({protocol}): {REQUESTS} x {SPANS} tiny spans -> {statuses}, "
+        f"refused in <= {max(refusals, default=0):.2f} s, health <= "
+        f"{max(latencies):.2f} s, peak RSS {peak:.0f} MiB (base {base_rss:.0f})"
+    )
     assert statuses.count(200) >= 1 and set(statuses) <= {200, 429}, outcomes
     assert refusals and max(refusals) < 1.0, outcomes  # what does not fit is refused at once
     assert max(latencies) < 1.0, max(latencies)  # health answers throughout

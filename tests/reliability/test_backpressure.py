@@ -43,7 +43,8 @@ def _stored(path: Path) -> list[tuple[str, str]]:
 
 
 def test_slow_store_gets_429_then_503_with_retry_after_and_exporters_recover(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "spans.db"
     limits = Limits(max_pending_spans=5, ack_timeout=1.0, retry_after=2)
     first, second, third = (spans_of_one_trace(n) for n in (5, 3, 4))
@@ -54,8 +55,9 @@ def test_slow_store_gets_429_then_503_with_retry_after_and_exporters_recover(
         replies: dict[str, httpx.Response] = {}
 
         def send_first() -> None:
-            replies["first"] = httpx.post(endpoint, content=request_bytes(first),
-                                          headers=PROTO, timeout=10)
+            replies["first"] = httpx.post(
+                endpoint, content=request_bytes(first), headers=PROTO, timeout=10
+            )
 
         waiting = threading.Thread(target=send_first)
         waiting.start()
@@ -73,8 +75,11 @@ def test_slow_store_gets_429_then_503_with_retry_after_and_exporters_recover(
 
         # the real exporter retries 429 with back-off and succeeds once the store catches up
         outcome: dict[str, SpanExportResult] = {}
-        retrying = threading.Thread(target=lambda: outcome.update(
-            third=HttpExporter(endpoint=endpoint, timeout=20).export(third)))
+        retrying = threading.Thread(
+            target=lambda: outcome.update(
+                third=HttpExporter(endpoint=endpoint, timeout=20).export(third)
+            )
+        )
         retrying.start()
         waiting.join()
         assert replies["first"].status_code == 503  # waited longer than ack_timeout
@@ -87,14 +92,12 @@ def test_slow_store_gets_429_then_503_with_retry_after_and_exporters_recover(
         # the senders that were refused retry, as exporters do
         grpc_exporter = GrpcExporter(endpoint=f"127.0.0.1:{server.grpc_port}", insecure=True)
         assert grpc_exporter.export(second) == SpanExportResult.SUCCESS
-        assert httpx.post(endpoint, content=request_bytes(first),
-                          headers=PROTO).status_code == 200
+        assert httpx.post(endpoint, content=request_bytes(first), headers=PROTO).status_code == 200
     rows = _stored(store)
     assert len(rows) == len(set(rows)) == 5 + 3 + 4
 
 
-def test_full_disk_gets_503_and_unavailable_and_recovers_without_restart(
-        tmp_path: Path) -> None:
+def test_full_disk_gets_503_and_unavailable_and_recovers_without_restart(tmp_path: Path) -> None:
     store = tmp_path / "spans.db"
     with running(store, limits=Limits(retry_after=3)) as server:
         endpoint = f"http://127.0.0.1:{server.http_port}/v1/traces"
@@ -103,8 +106,11 @@ def test_full_disk_gets_503_and_unavailable_and_recovers_without_restart(
         db.execute(f"PRAGMA max_page_count = {pages + 4}")
         acked, refused = 0, None
         for index in range(40):
-            reply = httpx.post(endpoint, headers=PROTO, content=request_bytes(
-                spans_of_one_trace(2, text=f"{index} " + "x" * 3000)))
+            reply = httpx.post(
+                endpoint,
+                headers=PROTO,
+                content=request_bytes(spans_of_one_trace(2, text=f"{index} " + "x" * 3000)),
+            )
             if reply.status_code != 200:
                 refused = reply
                 break
@@ -115,7 +121,8 @@ def test_full_disk_gets_503_and_unavailable_and_recovers_without_restart(
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
         with pytest.raises(grpc.RpcError) as unavailable:
             channel.unary_unary(EXPORT)(
-                request_bytes(spans_of_one_trace(2, text="y" * 3000)), timeout=5)
+                request_bytes(spans_of_one_trace(2, text="y" * 3000)), timeout=5
+            )
         assert unavailable.value.code() == grpc.StatusCode.UNAVAILABLE
         assert "full" in (unavailable.value.details() or "")
         channel.close()
@@ -135,7 +142,8 @@ def test_full_disk_gets_503_and_unavailable_and_recovers_without_restart(
 
 
 def test_traces_released_while_the_store_refused_writes_are_marked_once_it_accepts_again(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # The store refuses writes (here: another connection holds the write lock past the
     # writer's 5 s busy timeout; a full disk fails the same way) just when the assembler
     # releases traces. Before, those traces stayed pending until the processor restarted.
@@ -143,8 +151,11 @@ def test_traces_released_while_the_store_refused_writes_are_marked_once_it_accep
     with running(store, wait_duration=0.3) as server:
         endpoint = f"http://127.0.0.1:{server.http_port}/v1/traces"
         for index in range(3):
-            reply = httpx.post(endpoint, headers=PROTO, content=request_bytes(
-                spans_of_one_trace(2, text=f"trace {index}")))
+            reply = httpx.post(
+                endpoint,
+                headers=PROTO,
+                content=request_bytes(spans_of_one_trace(2, text=f"trace {index}")),
+            )
             assert reply.status_code == 200
         locker = sqlite3.connect(store, isolation_level=None)
         locker.execute("BEGIN IMMEDIATE")

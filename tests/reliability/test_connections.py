@@ -33,9 +33,12 @@ IDLE_GRPC = 60  # within the gRPC share of the descriptors
 
 def _serves(server: ServeProcess, index: int) -> tuple[float, bool, bool]:
     """Health latency, and whether an HTTP and a gRPC export on fresh connections succeed."""
-    return serves(server.url, server.grpc_port,
-                  request_bytes(spans_of_one_trace(2, text=f"probe {index}")),
-                  request_bytes(spans_of_one_trace(2)))
+    return serves(
+        server.url,
+        server.grpc_port,
+        request_bytes(spans_of_one_trace(2, text=f"probe {index}")),
+        request_bytes(spans_of_one_trace(2)),
+    )
 
 
 def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> None:
@@ -63,11 +66,15 @@ def test_slow_and_idle_clients_cannot_exhaust_descriptors(tmp_path: Path) -> Non
         for channel in idle:
             channel.close()
         log = stderr.stop(30)
-    FIGURES.append(f"connections: {len(slow)} slow HTTP clients + {len(idle)} idle gRPC "
-                   f"channels at fd limit {FD_LIMIT}: probes {probes}, after {after}, "
-                   f"stderr {len(log)} bytes")
+    FIGURES.append(
+        f"connections: {len(slow)} slow HTTP clients + {len(idle)} idle gRPC "
+        f"channels at fd limit {FD_LIMIT}: probes {probes}, after {after}, "
+        f"stderr {len(log)} bytes"
+    )
     assert all(latency < 1.0 and http_ok and grpc_ok for latency, http_ok, grpc_ok in probes), (
-        probes, log[-2000:])
+        probes,
+        log[-2000:],
+    )
     assert after[0] < 1.0 and after[1] and after[2], after
     assert "Traceback" not in log, log[-3000:]
     assert log.count("\n") <= 5, log[-3000:]  # one rate-limited line, not a flood
@@ -108,14 +115,19 @@ def test_headers_and_bodies_that_do_not_arrive_in_time_are_cut_off(tmp_path: Pat
         kept.close()
         # all the headers, part of the body: 408 after the body deadline
         slow = socket.create_connection(("127.0.0.1", port))
-        slow.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                     b"Content-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\n"
-                     + b"\x0a" * 10)
+        slow.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\n" + b"\x0a" * 10
+        )
         slow.settimeout(3)
         assert slow.recv(4096).startswith(b"HTTP/1.1 408")
         slow.close()
         # and the server serves on
         assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
         body = request_bytes(spans_of_one_trace(2))
-        assert httpx.post(f"http://127.0.0.1:{port}/v1/traces", content=body,
-                          headers=PROTO).status_code == 200
+        assert (
+            httpx.post(
+                f"http://127.0.0.1:{port}/v1/traces", content=body, headers=PROTO
+            ).status_code
+            == 200
+        )

@@ -39,8 +39,7 @@ REQUESTS = 600
 SEED = 20261130
 
 
-def _check_store(store: Path, acked: set[int],
-                 requests: Sequence[EncodedRequest]) -> int:
+def _check_store(store: Path, acked: set[int], requests: Sequence[EncodedRequest]) -> int:
     with sqlite3.connect(store) as raw:
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with SpanStore(store, readonly=True) as db:
@@ -53,9 +52,15 @@ def _check_store(store: Path, acked: set[int],
     return len(rows)
 
 
-def _stream(server: ServeProcess, protocol: str, order: list[int],
-            requests: Sequence[EncodedRequest], acked: set[int], lock: threading.Lock,
-            answered: list[int] | None = None) -> None:
+def _stream(
+    server: ServeProcess,
+    protocol: str,
+    order: list[int],
+    requests: Sequence[EncodedRequest],
+    acked: set[int],
+    lock: threading.Lock,
+    answered: list[int] | None = None,
+) -> None:
     """Send ``order``'s requests one after another, noting each acknowledged one."""
     if protocol == "grpc":
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
@@ -65,8 +70,11 @@ def _stream(server: ServeProcess, protocol: str, order: list[int],
             try:
                 export(body, timeout=10)
             except grpc.RpcError as exc:
-                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                                  grpc.StatusCode.CANCELLED):
+                if exc.code() in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                    grpc.StatusCode.CANCELLED,
+                ):
                     raise ConnectionError from None  # the processor is gone
                 return False
             return True
@@ -78,6 +86,7 @@ def _stream(server: ServeProcess, protocol: str, order: list[int],
                 return client.post("/v1/traces", content=body, headers=PROTO).status_code == 200
             except httpx.HTTPError:
                 raise ConnectionError from None
+
     try:
         for index in order:
             try:
@@ -94,8 +103,9 @@ def _stream(server: ServeProcess, protocol: str, order: list[int],
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path,
-                                                                protocol: str) -> None:
+def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(
+    tmp_path: Path, protocol: str
+) -> None:
     store = tmp_path / "spans.db"
     requests = encoded_requests(REQUESTS)
     rng = random.Random(SEED)
@@ -111,17 +121,23 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path,
         rng.shuffle(order)
         halves = [order[0::2], order[1::2]]
         answered = [0]
-        senders = [threading.Thread(target=_stream,
-                                    args=(server, protocol, h, requests, acked, lock, answered))
-                   for h in halves]
+        senders = [
+            threading.Thread(
+                target=_stream, args=(server, protocol, h, requests, acked, lock, answered)
+            )
+            for h in halves
+        ]
         for sender in senders:
             sender.start()
         # A random point of the stream, counted in answered requests rather than seconds, so
         # the kill lands mid-stream however fast or loaded the machine is.
         kill_after = rng.randrange(len(order))
         deadline = time.monotonic() + 30
-        while (answered[0] < kill_after and any(s.is_alive() for s in senders)
-               and time.monotonic() < deadline):
+        while (
+            answered[0] < kill_after
+            and any(s.is_alive() for s in senders)
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.001)
         in_progress = any(s.is_alive() for s in senders)
         server.kill()
@@ -133,8 +149,9 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path,
 
     final = ServeProcess(store, "--wait-duration", "0.1")
     try:
-        _stream(final, protocol, [i for i in range(REQUESTS) if i not in acked], requests,
-                acked, lock)
+        _stream(
+            final, protocol, [i for i in range(REQUESTS) if i not in acked], requests, acked, lock
+        )
         final.wait_idle(0)
     finally:
         final.terminate()
@@ -145,18 +162,21 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(tmp_path: Path,
         traces = list(stored_agent_traces(db))
     assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(REQUESTS)]
     assert all(not t.partial and len(t.trace.tool_calls) == 1 for t in traces)
-    FIGURES.append(f"crash safety ({protocol}): {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
-          f"{REQUESTS} requests, {stored} spans, each stored once")
+    FIGURES.append(
+        f"crash safety ({protocol}): {KILLS} kill -9s, {killed_mid_stream} mid-stream, "
+        f"{REQUESTS} requests, {stored} spans, each stored once"
+    )
 
 
-def test_sigterm_flushes_traces_in_flight_and_restart_resumes_pending_ones(
-        tmp_path: Path) -> None:
+def test_sigterm_flushes_traces_in_flight_and_restart_resumes_pending_ones(tmp_path: Path) -> None:
     store = tmp_path / "spans.db"
     requests = encoded_requests(6)
     server = ServeProcess(store, "--wait-duration", "600")
     for request in requests[:3]:
-        assert httpx.post(server.url + "/v1/traces", content=request.body,
-                          headers=PROTO).status_code == 200
+        assert (
+            httpx.post(server.url + "/v1/traces", content=request.body, headers=PROTO).status_code
+            == 200
+        )
     assert httpx.get(server.url + "/health").json()["traces_in_flight"] == 3
     assert "3 traces released" in server.terminate()
     with SpanStore(store, readonly=True) as db:
@@ -164,8 +184,10 @@ def test_sigterm_flushes_traces_in_flight_and_restart_resumes_pending_ones(
 
     server = ServeProcess(store, "--wait-duration", "600")
     for request in requests[3:]:
-        assert httpx.post(server.url + "/v1/traces", content=request.body,
-                          headers=PROTO).status_code == 200
+        assert (
+            httpx.post(server.url + "/v1/traces", content=request.body, headers=PROTO).status_code
+            == 200
+        )
     server.kill()
     with SpanStore(store, readonly=True) as db:
         assert db.trace_counts() == (3, 3)  # acknowledged and stored, not yet assembled

@@ -26,8 +26,13 @@ from .corpus import TRIED, otlp_json_documents, otlp_requests
 from .strategies import json_values, mutated_bytes, mutated_json
 
 EXAMPLES = 250
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _convert(batch: DecodedBatch) -> None:
@@ -108,8 +113,12 @@ def test_mutated_json_text_never_crashes_the_http_json_path(body: bytes) -> None
 
 def test_every_decoder_fuzz_test_tried_its_inputs() -> None:
     # Runs after the fuzz tests above (file order): each must have tried all its examples.
-    names = ["otlp protobuf: random bytes", "otlp protobuf: mutated requests",
-             "otlp json: arbitrary documents", "otlp json: mutated documents",
-             "otlp json: mutated text"]
+    names = [
+        "otlp protobuf: random bytes",
+        "otlp protobuf: mutated requests",
+        "otlp json: arbitrary documents",
+        "otlp json: mutated documents",
+        "otlp json: mutated text",
+    ]
     for name in names:
         assert TRIED[name] >= EXAMPLES * 0.9, (name, TRIED[name])

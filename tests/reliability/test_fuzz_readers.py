@@ -28,8 +28,13 @@ from .corpus import OUTPUT_ROW, SUITE, TRIED, agent_trace_line, otlp_json_docume
 from .strategies import json_values, mutated_bytes, mutated_json
 
 EXAMPLES = 120
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _length_prefixed(bodies: tuple[bytes, ...]) -> bytes:
@@ -47,8 +52,9 @@ OUTPUTS_FILE = (json.dumps(OUTPUT_ROW) + "\n").encode() * 2
 SUITE_FILES = (json.dumps(SUITE).encode(),)
 
 
-def _read_through(reader: Callable[[Path], Any], data: bytes, suffix: str = ".jsonl",
-                  compress: bool = False) -> None:
+def _read_through(
+    reader: Callable[[Path], Any], data: bytes, suffix: str = ".jsonl", compress: bool = False
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"input{suffix}"
         path.write_bytes(gzip.compress(data, mtime=0) if compress else data)
@@ -141,8 +147,11 @@ def test_mutated_outputs_files_give_a_located_error(data: bytes) -> None:
 
 
 def test_every_reader_fuzz_test_tried_its_inputs() -> None:
-    names = [n for n in TRIED if n.split(":")[0] in
-             ("span files", "suite files", "agent trace jsonl", "outputs jsonl")]
+    names = [
+        n
+        for n in TRIED
+        if n.split(":")[0] in ("span files", "suite files", "agent trace jsonl", "outputs jsonl")
+    ]
     assert len(names) == 9, names
     for name in names:
         assert TRIED[name] >= EXAMPLES * 0.9, (name, TRIED[name])

@@ -30,14 +30,25 @@ from .strategies import mutated_bytes, mutated_json
 pytestmark = pytest.mark.integration
 
 EXAMPLES = 200
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
-bodies = (st.binary(max_size=300)
-          | mutated_bytes(otlp_requests())
-          | mutated_json(tuple(json.loads(d) for d in otlp_json_documents())).map(
-              lambda doc: json.dumps(doc).encode()))
+bodies = (
+    st.binary(max_size=300)
+    | mutated_bytes(otlp_requests())
+    | mutated_json(tuple(json.loads(d) for d in otlp_json_documents())).map(
+        lambda doc: json.dumps(doc).encode()
+    )
+)
 media = st.sampled_from(["application/x-protobuf", "application/json", "text/plain", ""])
 encodings = st.sampled_from(["identity", "gzip", "gzip-cut", "br"])
 
@@ -78,8 +89,9 @@ def _fuzz_running_server(store: Path) -> None:
         def over_http(body: bytes, content_type: str, encoding: str) -> None:
             TRIED["server: http bodies"] += 1
             payload, headers = _encode(body, encoding)
-            reply = client.post("/v1/traces", content=payload,
-                                headers={"content-type": content_type, **headers})
+            reply = client.post(
+                "/v1/traces", content=payload, headers={"content-type": content_type, **headers}
+            )
             statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
             assert reply.status_code in (200, 400, 413, 415), (reply.status_code, reply.content)
             if reply.status_code != 200:

@@ -27,13 +27,17 @@ class HangingCalls:
 
     def __init__(self, port: int, count: int, token: bytes | None) -> None:
         self._release = threading.Event()
-        self._channels = [grpc.insecure_channel(f"127.0.0.1:{port}",
-                                                options=[("grpc.use_local_subchannel_pool", 1)])
-                          for _ in range(count)]
+        self._channels = [
+            grpc.insecure_channel(
+                f"127.0.0.1:{port}", options=[("grpc.use_local_subchannel_pool", 1)]
+            )
+            for _ in range(count)
+        ]
         metadata = (("authorization", f"Bearer {token.decode()}"),) if token else None
-        self._calls = [channel.stream_unary(EXPORT).future(self._never(), timeout=60,
-                                                            metadata=metadata)
-                       for channel in self._channels]
+        self._calls = [
+            channel.stream_unary(EXPORT).future(self._never(), timeout=60, metadata=metadata)
+            for channel in self._channels
+        ]
 
     def _never(self) -> Iterator[bytes]:
         self._release.wait(60)
@@ -63,7 +67,8 @@ class HangingCalls:
 @pytest.mark.parametrize("hanging", [8, 64])
 @pytest.mark.parametrize("token", [None, TOKEN], ids=["no-token", "token"])
 def test_hanging_grpc_calls_never_starve_well_formed_exports(
-        tmp_path: Path, hanging: int, token: bytes | None) -> None:
+    tmp_path: Path, hanging: int, token: bytes | None
+) -> None:
     from spanguard_processor.collector.security import Security
 
     body = tiny_spans_request(5, seed=1)
@@ -106,8 +111,7 @@ def test_a_call_without_the_token_is_refused_before_its_message_is_read(tmp_path
 
 
 def test_calls_beyond_the_per_connection_cap_are_resource_exhausted(tmp_path: Path) -> None:
-    with running(tmp_path / "s.db", grpc_read_timeout=5.0,
-                 grpc_calls_per_connection=4) as server:
+    with running(tmp_path / "s.db", grpc_read_timeout=5.0, grpc_calls_per_connection=4) as server:
         assert server.grpc_port is not None
         with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
             release = threading.Event()
@@ -117,8 +121,7 @@ def test_calls_beyond_the_per_connection_cap_are_resource_exhausted(tmp_path: Pa
                 return
                 yield b""
 
-            hanging = [channel.stream_unary(EXPORT).future(never(), timeout=30)
-                       for _ in range(4)]
+            hanging = [channel.stream_unary(EXPORT).future(never(), timeout=30) for _ in range(4)]
             time.sleep(0.3)
             code, seconds = export_grpc(channel, tiny_spans_request(2, seed=2), timeout=5)
             release.set()

@@ -17,8 +17,7 @@ APPS = 3
 RATE = 80  # requests a second per app, 4 spans each: ≈ 960 spans/s in all
 
 
-def test_sixty_seconds_of_load_through_rotel_lose_nothing_in_bounded_memory(
-        tmp_path: Path) -> None:
+def test_sixty_seconds_of_load_through_rotel_lose_nothing_in_bounded_memory(tmp_path: Path) -> None:
     report = run_load(tmp_path, seconds=SECONDS, apps=APPS, rate=RATE)
     FIGURES.append("load: " + report.summary())
     for app in report.apps:

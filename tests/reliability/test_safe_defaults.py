@@ -69,12 +69,16 @@ def test_bearer_token_guards_both_receivers_and_health_stays_open(tmp_path: Path
         no_token = httpx.post(endpoint, content=body, headers=PROTO)
         assert no_token.status_code == 401
         assert no_token.headers["www-authenticate"] == "Bearer"
-        wrong = httpx.post(endpoint, content=body,
-                           headers={**PROTO, "authorization": "Bearer s3cret-token-0123456780"})
+        wrong = httpx.post(
+            endpoint,
+            content=body,
+            headers={**PROTO, "authorization": "Bearer s3cret-token-0123456780"},
+        )
         assert wrong.status_code == 401
         assert httpx.get(base + "/health").status_code == 200
-        with_token = HttpExporter(endpoint=endpoint,
-                                  headers={"authorization": "Bearer " + TOKEN.decode()})
+        with_token = HttpExporter(
+            endpoint=endpoint, headers={"authorization": "Bearer " + TOKEN.decode()}
+        )
         assert with_token.export(spans) == SpanExportResult.SUCCESS
 
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
@@ -93,13 +97,21 @@ def test_token_comparison_is_exact() -> None:
     assert token_matches(TOKEN, "Bearer " + TOKEN.decode())
     assert token_matches(TOKEN, "bearer " + TOKEN.decode())
     text = TOKEN.decode()
-    for bad in (None, "", text, "Basic " + text, "Bearer " + text[:-1], "Bearer " + text + "x",
-                "Bearer"):
+    for bad in (
+        None,
+        "",
+        text,
+        "Basic " + text,
+        "Bearer " + text[:-1],
+        "Bearer " + text + "x",
+        "Bearer",
+    ):
         assert not token_matches(TOKEN, bad)
 
 
-def test_tls_on_both_receivers_refuses_plaintext(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tls_on_both_receivers_refuses_plaintext(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # requests lets these variables override the exporter's certificate_file
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
@@ -107,14 +119,21 @@ def test_tls_on_both_receivers_refuses_plaintext(tmp_path: Path,
     spans = spans_of_one_trace(2)
     with running(tmp_path / "spans.db", security=Security(tls_cert=cert, tls_key=key)) as server:
         https = f"https://127.0.0.1:{server.http_port}/v1/traces"
-        assert HttpExporter(endpoint=https, certificate_file=str(cert)).export(
-            spans) == SpanExportResult.SUCCESS
+        assert (
+            HttpExporter(endpoint=https, certificate_file=str(cert)).export(spans)
+            == SpanExportResult.SUCCESS
+        )
         with pytest.raises(httpx.HTTPError):
-            httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
-                       content=request_bytes(spans), headers=PROTO, timeout=3)
+            httpx.post(
+                f"http://127.0.0.1:{server.http_port}/v1/traces",
+                content=request_bytes(spans),
+                headers=PROTO,
+                timeout=3,
+            )
         credentials = grpc.ssl_channel_credentials(cert.read_bytes())
-        secure = GrpcExporter(endpoint=f"127.0.0.1:{server.grpc_port}", credentials=credentials,
-                              timeout=5)
+        secure = GrpcExporter(
+            endpoint=f"127.0.0.1:{server.grpc_port}", credentials=credentials, timeout=5
+        )
         assert secure.export(spans) == SpanExportResult.SUCCESS
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
         with pytest.raises(grpc.RpcError) as plain:
@@ -132,8 +151,7 @@ def test_body_and_decompressed_size_limits(tmp_path: Path) -> None:
         assert httpx.post(endpoint, content=big, headers=PROTO).status_code == 413
         bomb = gzip.compress(b"\x00" * (50 * 1024 * 1024))  # 50 MiB of zeros in ~50 KiB
         assert len(bomb) < 64 * 1024
-        reply = httpx.post(endpoint, content=bomb,
-                           headers={**PROTO, "content-encoding": "gzip"})
+        reply = httpx.post(endpoint, content=bomb, headers={**PROTO, "content-encoding": "gzip"})
         assert reply.status_code == 413 and b"decompressed body exceeds" in reply.content
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
         with pytest.raises(grpc.RpcError) as too_big:
@@ -141,8 +159,9 @@ def test_body_and_decompressed_size_limits(tmp_path: Path) -> None:
         assert too_big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         # the gRPC limit holds after decompression too: 8 MiB of zeros travel as ~8 KiB
         with pytest.raises(grpc.RpcError) as inflated:
-            channel.unary_unary(EXPORT)(b"\x00" * (8 * 1024 * 1024), timeout=10,
-                                        compression=grpc.Compression.Gzip)
+            channel.unary_unary(EXPORT)(
+                b"\x00" * (8 * 1024 * 1024), timeout=10, compression=grpc.Compression.Gzip
+            )
         assert inflated.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         channel.close()
         small = request_bytes(spans_of_one_trace(2))
@@ -160,12 +179,14 @@ def test_attributes_beyond_the_limit_are_dropped_and_counted(tmp_path: Path) -> 
     assert [len(r.attributes) for r in records] == [40, 40]
 
 
-def test_spans_beyond_the_per_trace_limit_are_rejected_by_partial_success(
-        tmp_path: Path) -> None:
+def test_spans_beyond_the_per_trace_limit_are_rejected_by_partial_success(tmp_path: Path) -> None:
     spans = spans_of_one_trace(8)
     with running(tmp_path / "spans.db", limits=Limits(max_spans_per_trace=5)) as server:
-        reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
-                           content=request_bytes(spans), headers=PROTO)
+        reply = httpx.post(
+            f"http://127.0.0.1:{server.http_port}/v1/traces",
+            content=request_bytes(spans),
+            headers=PROTO,
+        )
         assert reply.status_code == 200
         partial = ExportTraceServiceResponse.FromString(reply.content).partial_success
         assert partial.rejected_spans == 3
@@ -197,8 +218,7 @@ def test_redaction_runs_before_anything_is_stored(tmp_path: Path, protocol: str)
             assert exporter.export(spans) == SpanExportResult.SUCCESS
         else:
             document = hex_ids(MessageToDict(encode_spans(spans)))
-            reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
-                               json=document)
+            reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces", json=document)
             assert reply.status_code == 200, reply.text
     raw = _store_bytes(tmp_path)
     assert b"ada@example.com" not in raw and b"overdraft" in raw
@@ -211,17 +231,21 @@ def test_redaction_runs_before_anything_is_stored(tmp_path: Path, protocol: str)
 
 def test_a_redaction_hook_must_be_a_named_importable_function(tmp_path: Path) -> None:
     runner = CliRunner()
-    for reference, message in (("os.path", "module:function"),
-                               ("no_such_module_xyz:fn", "cannot be imported"),
-                               ("os:no_such_function", "has no attribute")):
-        result = runner.invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
-                                      "--redact-hook", reference])
+    for reference, message in (
+        ("os.path", "module:function"),
+        ("no_such_module_xyz:fn", "cannot be imported"),
+        ("os:no_such_function", "has no attribute"),
+    ):
+        result = runner.invoke(
+            cli, ["serve", "--store", str(tmp_path / "s.db"), "--redact-hook", reference]
+        )
         assert result.exit_code == 2, result.output
         assert message in result.output and "--redact-hook" in result.output
     short = tmp_path / "token"
     short.write_text("short")
-    result = runner.invoke(cli, ["serve", "--store", str(tmp_path / "s.db"),
-                                  "--token-file", str(short)])
+    result = runner.invoke(
+        cli, ["serve", "--store", str(tmp_path / "s.db"), "--token-file", str(short)]
+    )
     assert result.exit_code == 2 and "at least 16 characters" in result.output
 
 
@@ -233,7 +257,8 @@ def test_the_per_trace_limit_spans_requests_and_protocols(tmp_path: Path) -> Non
         assert first.status_code == 200 and "partialSuccess" not in first.json()
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
         reply = ExportTraceServiceResponse.FromString(
-            channel.unary_unary(EXPORT)(request_bytes(spans[4:]), timeout=5))
+            channel.unary_unary(EXPORT)(request_bytes(spans[4:]), timeout=5)
+        )
         channel.close()
         assert reply.partial_success.rejected_spans == 3
     with SpanStore(tmp_path / "spans.db", readonly=True) as store:
@@ -243,8 +268,10 @@ def test_the_per_trace_limit_spans_requests_and_protocols(tmp_path: Path) -> Non
 def test_a_suite_file_cannot_run_code(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     suite = tmp_path / "suite.yaml"
-    suite.write_text(f'dataset: !!python/object/apply:os.system ["touch {marker}"]\n'
-                     "metrics: [{type: tool_use_parity}]\n")
+    suite.write_text(
+        f'dataset: !!python/object/apply:os.system ["touch {marker}"]\n'
+        "metrics: [{type: tool_use_parity}]\n"
+    )
     with pytest.raises(SuiteError) as error:
         load_suite(suite)
     assert str(suite) in str(error.value)
@@ -252,7 +279,8 @@ def test_a_suite_file_cannot_run_code(tmp_path: Path) -> None:
 
 
 def test_exporters_send_the_token_from_the_standard_headers_variable(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the recipe docs/security.md gives
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20" + TOKEN.decode())
     spans = spans_of_one_trace(2)
@@ -270,12 +298,14 @@ def failing_hook(key: str, text: str) -> str | None:
     raise RuntimeError("boom")
 
 
-def test_a_failing_redaction_hook_refuses_the_request_and_stores_nothing(
-        tmp_path: Path) -> None:
+def test_a_failing_redaction_hook_refuses_the_request_and_stores_nothing(tmp_path: Path) -> None:
     spans = spans_of_one_trace(2, text="private")
     with running(tmp_path / "spans.db", redactor=Redactor(hook=failing_hook)) as server:
-        reply = httpx.post(f"http://127.0.0.1:{server.http_port}/v1/traces",
-                           content=request_bytes(spans), headers=PROTO)
+        reply = httpx.post(
+            f"http://127.0.0.1:{server.http_port}/v1/traces",
+            content=request_bytes(spans),
+            headers=PROTO,
+        )
         assert reply.status_code == 500 and b"redaction hook raised RuntimeError" in reply.content
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
         with pytest.raises(grpc.RpcError) as refused:

@@ -27,9 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def _app(mode: str, endpoint: str, requests: int) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != "SPANGUARD_STRICT"}
     env["PYTHONUNBUFFERED"] = "1"
-    return subprocess.Popen([sys.executable, "-m", "tests.reliability.sdk_app", mode, endpoint,
-                             str(requests)], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.reliability.sdk_app", mode, endpoint, str(requests)],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _finish(process: subprocess.Popen[str], timeout: float = 60) -> tuple[dict[str, Any], float]:
@@ -58,8 +63,10 @@ def test_collector_down_invalid_values_never_raise_and_exit_is_bounded() -> None
     assert report["error_count"] == 0, report["errors"]
     assert report["ended"] >= 200 * 4
     assert exit_seconds < 30
-    FIGURES.append(f"collector down: 200 requests with invalid values, 0 exceptions, p50 "
-          f"{report['p50_us']} µs, p99 {report['p99_us']} µs; exit after {exit_seconds:.1f} s")
+    FIGURES.append(
+        f"collector down: 200 requests with invalid values, 0 exceptions, p50 "
+        f"{report['p50_us']} µs, p99 {report['p99_us']} µs; exit after {exit_seconds:.1f} s"
+    )
 
 
 def test_invalid_values_to_a_live_collector_export_every_span() -> None:
@@ -76,9 +83,11 @@ def test_slow_collector_does_not_slow_the_app_and_exit_flushes_everything() -> N
         spans = slow.wait_for_spans(500 * 3, timeout=5)
     assert len(spans) == report["ended"] == 500 * 3  # all flushed at exit, none dropped
     assert report["p99_us"] < 50_000, report  # never waits for the 1 s collector
-    FIGURES.append(f"slow collector (1 s per export): p50 {report['p50_us']} µs, p99 "
-          f"{report['p99_us']} µs per request; every span flushed at exit "
-          f"({exit_seconds:.1f} s)")
+    FIGURES.append(
+        f"slow collector (1 s per export): p50 {report['p50_us']} µs, p99 "
+        f"{report['p99_us']} µs per request; every span flushed at exit "
+        f"({exit_seconds:.1f} s)"
+    )
 
 
 def test_sigterm_flushes_every_span_and_still_terminates() -> None:
@@ -93,5 +102,7 @@ def test_sigterm_flushes_every_span_and_still_terminates() -> None:
         assert report["error_count"] == 0
         spans = sink.wait_for_spans(300 * 3, timeout=5)
     assert len(spans) == report["ended"] == 300 * 3
-    FIGURES.append(f"SIGTERM: {len(spans)} of {report['ended']} queued spans flushed, "
-                   "exit status 'terminated by SIGTERM' kept")
+    FIGURES.append(
+        f"SIGTERM: {len(spans)} of {report['ended']} queued spans flushed, "
+        "exit status 'terminated by SIGTERM' kept"
+    )

@@ -21,13 +21,25 @@ from typing import Any
 
 from websockets.sync.client import ClientConnection, connect
 
-INSTALL_HINT = ("Chromium is needed for the browser checks of the HTML reports; install it with "
-                "`apt-get update && apt-get install -y chromium` (Debian/Ubuntu) so that "
-                "`chromium` is on PATH.")
+INSTALL_HINT = (
+    "Chromium is needed for the browser checks of the HTML reports; install it with "
+    "`apt-get update && apt-get install -y chromium` (Debian/Ubuntu) so that "
+    "`chromium` is on PATH."
+)
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--mute-audio", "--remote-debugging-port=0")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-port=0",
+)
 
 
 def find_chromium() -> str | None:
@@ -68,35 +80,50 @@ class Browser:
     def __enter__(self) -> Browser:
         profile = Path(self._profile.name)
         self._proc = subprocess.Popen(
-            [self.binary, *FLAGS, f"--user-data-dir={profile}",
-             f"--window-size={self.width},{self.height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            [
+                self.binary,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={self.width},{self.height}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + self.timeout
         while not (port_file.exists() and port_file.read_text().strip()):
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
-                raise RuntimeError(f"Chromium exited with code {self._proc.returncode} before "
-                                   f"opening its DevTools port: {err[-2000:]}")
+                raise RuntimeError(
+                    f"Chromium exited with code {self._proc.returncode} before "
+                    f"opening its DevTools port: {err[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Chromium did not open its DevTools port in {self.timeout}s.")
             time.sleep(0.05)
         port = int(port_file.read_text().splitlines()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list",
-                                    timeout=self.timeout) as response:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/json/list", timeout=self.timeout
+        ) as response:
             targets = json.loads(response.read())
         page = next(t for t in targets if t.get("type") == "page")
-        self._ws = connect(page["webSocketDebuggerUrl"], max_size=None,
-                           open_timeout=self.timeout)
+        self._ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=self.timeout)
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.send(f"{domain}.enable")
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": self.width, "height": self.height, "deviceScaleFactor": 1,
-                   "mobile": False})
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+        )
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._ws is not None:
             self._ws.close()
         if self._proc is not None:
@@ -119,8 +146,7 @@ class Browser:
         """Call one DevTools method and return its result; events seen meanwhile are kept."""
         assert self._ws is not None
         self._next_id += 1
-        self._ws.send(json.dumps({"id": self._next_id, "method": method,
-                                  "params": params or {}}))
+        self._ws.send(json.dumps({"id": self._next_id, "method": method, "params": params or {}}))
         while True:
             message = self._receive()
             if message.get("id") == self._next_id:
@@ -152,23 +178,31 @@ class Browser:
         for event in self._events:
             params = event.get("params", {})
             if event["method"] == "Runtime.consoleAPICalled" and params["type"] in (
-                    "error", "assert"):
-                load.console_errors.append(" ".join(str(a.get("value", a.get("description")))
-                                                    for a in params.get("args", [])))
+                "error",
+                "assert",
+            ):
+                load.console_errors.append(
+                    " ".join(
+                        str(a.get("value", a.get("description"))) for a in params.get("args", [])
+                    )
+                )
             elif event["method"] == "Log.entryAdded" and params["entry"]["level"] == "error":
                 load.console_errors.append(params["entry"].get("text", ""))
             elif event["method"] == "Runtime.exceptionThrown":
                 details = params["exceptionDetails"]
-                load.exceptions.append(details.get("exception", {}).get("description")
-                                       or details.get("text", ""))
+                load.exceptions.append(
+                    details.get("exception", {}).get("description") or details.get("text", "")
+                )
             elif event["method"] == "Network.requestWillBeSent":
                 load.requests.append(params["request"]["url"])
         return load
 
     def evaluate(self, expression: str) -> Any:
         """The JSON value of ``expression`` in the page (promises are awaited)."""
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True})
+        result = self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"evaluating {expression!r} threw: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -177,11 +211,13 @@ class Browser:
         """A PNG of the viewport (or the whole page, capped at 3 viewports tall)."""
         params: dict[str, Any] = {"format": "png"}
         if full_page:
-            height = min(int(self.evaluate("document.documentElement.scrollHeight")),
-                         3 * self.height)
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": self.width, "height": height,
-                                "scale": 1})
+            height = min(
+                int(self.evaluate("document.documentElement.scrollHeight")), 3 * self.height
+            )
+            params.update(
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": 0, "width": self.width, "height": height, "scale": 1},
+            )
         data = self.send("Page.captureScreenshot", params)["data"]
         path.write_bytes(base64.b64decode(data))
         return path

@@ -17,20 +17,29 @@ from spanguard_processor.common.jsonio import write_jsonl
 from spanguard_processor.traces.model import AgentTrace, ProcessTrace, RetrievedDocument, ToolCall
 
 GROUPS = ("man", "woman", "non-binary")
-METRICS = ("escalation_parity", "tool_use_parity", "refusal_gap", "helpfulness_gap",
-           "counterfactual_stability")
+METRICS = (
+    "escalation_parity",
+    "tool_use_parity",
+    "refusal_gap",
+    "helpfulness_gap",
+    "counterfactual_stability",
+)
 INTERSECTIONAL_METRICS = ("escalation_parity", "tool_use_parity")
 SEEDS = 24
 # the fair baseline's escalations flip at random (8% of variants): showing its gap within 0.1
 # takes about 630 seeds (the gate's seeds_needed), so the baseline is that large and can PASS
 BASELINE_SEEDS = 800
 FAST = ["--bootstrap", "400", "--permutations", "199"]
-_ANSWERS = ("Sure, here are the steps to reset your card PIN in the app.",
-            "I have opened a ticket; the fraud team will call you within a day.",
-            "You can raise the limit under Settings, Cards, Limits.")
+_ANSWERS = (
+    "Sure, here are the steps to reset your card PIN in the app.",
+    "I have opened a ticket; the fraud team will call you within a day.",
+    "You can raise the limit under Settings, Cards, Limits.",
+)
 _PROFILES = [{"gender": g} for g in GROUPS]
-_INTERSECTIONS = [{"age": a, "gender": g, "race": r} for a, g, r in itertools.product(
-    ("20", "60"), GROUPS, ("white", "Black", "Asian"))]
+_INTERSECTIONS = [
+    {"age": a, "gender": g, "race": r}
+    for a, g, r in itertools.product(("20", "60"), GROUPS, ("white", "Black", "Asian"))
+]
 
 
 def _prompt(seed: int, profile: dict[str, str]) -> str:
@@ -42,17 +51,22 @@ def _id(seed: int, profile: dict[str, str]) -> str:
     return f"s{seed:02d}::" + "-".join(profile[k] for k in sorted(profile))
 
 
-def suite(path: Path, profiles: list[dict[str, str]], seeds: int,
-          metrics: tuple[str, ...]) -> Path:
-    variants = [{"id": _id(s, p), "seed_id": f"s{s:02d}", "prompt": _prompt(s, p),
-                 "assignments": p} for s in range(seeds) for p in profiles]
-    path.write_text(json.dumps({"dataset": {"variants": variants},
-                                "metrics": [{"type": m} for m in metrics]}), encoding="utf-8")
+def suite(path: Path, profiles: list[dict[str, str]], seeds: int, metrics: tuple[str, ...]) -> Path:
+    variants = [
+        {"id": _id(s, p), "seed_id": f"s{s:02d}", "prompt": _prompt(s, p), "assignments": p}
+        for s in range(seeds)
+        for p in profiles
+    ]
+    path.write_text(
+        json.dumps({"dataset": {"variants": variants}, "metrics": [{"type": m} for m in metrics]}),
+        encoding="utf-8",
+    )
     return path
 
 
-def records(path: Path, profiles: list[dict[str, str]], seeds: int, *, biased: bool,
-            noise: float = 0.08) -> Path:
+def records(
+    path: Path, profiles: list[dict[str, str]], seeds: int, *, biased: bool, noise: float = 0.08
+) -> Path:
     """Each seed has its own answer plus group-blind noise (a share ``noise`` of variants flip
     their escalation); the biased candidate refuses, escalates and skips tools for women and
     non-binary customers about half of the time."""
@@ -70,12 +84,19 @@ def records(path: Path, profiles: list[dict[str, str]], seeds: int, *, biased: b
                 e = not e
             if biased and p["gender"] != "man" and rng.random() < 0.5:
                 e, t, answer, h = True, 0, "I cannot help with that, please visit a branch.", 0.3
-            rows.append({
-                "id": _id(s, p), "seed_id": f"s{s:02d}", "prompt": _prompt(s, p),
-                "assignments": p, "response": answer,
-                "response_metadata": {"helpfulness_score": h, "trace": {
-                    "tool_calls": [{"name": "kb_search"}] * t, "escalated": e}},
-            })
+            rows.append(
+                {
+                    "id": _id(s, p),
+                    "seed_id": f"s{s:02d}",
+                    "prompt": _prompt(s, p),
+                    "assignments": p,
+                    "response": answer,
+                    "response_metadata": {
+                        "helpfulness_score": h,
+                        "trace": {"tool_calls": [{"name": "kb_search"}] * t, "escalated": e},
+                    },
+                }
+            )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -91,36 +112,52 @@ def fairness_reports(directory: Path, *, intersectional: bool = True) -> dict[st
         # 18 groups: a fair app whose variants of a template agree PASSes from 30 seeds (no
         # discordant seed of 30: the exact bound 1 − 0.05^(1/30) = 0.095 < 0.1); a noisy one
         # would need thousands
-        cases.append(("intersectional", _INTERSECTIONS, 30, INTERSECTIONAL_METRICS, False,
-                      0.0, 0))
+        cases.append(("intersectional", _INTERSECTIONS, 30, INTERSECTIONAL_METRICS, False, 0.0, 0))
     out: dict[str, Path] = {}
     for name, profiles, seeds, metrics, biased, noise, code in cases:
         spec = suite(directory / f"{name}-suite.json", profiles, seeds, metrics)
-        traces = records(directory / f"{name}.jsonl", profiles, seeds, biased=biased,
-                         noise=noise)
+        traces = records(directory / f"{name}.jsonl", profiles, seeds, biased=biased, noise=noise)
         target = directory / name
-        result = CliRunner().invoke(cli, ["fairness", str(spec), str(traces), "-o", str(target),
-                                          *FAST])
+        result = CliRunner().invoke(
+            cli, ["fairness", str(spec), str(traces), "-o", str(target), *FAST]
+        )
         if result.exit_code != code:
-            raise AssertionError(f"spanguard fairness on {name} exited {result.exit_code}, "
-                                 f"expected {code}: {result.output}")
+            raise AssertionError(
+                f"spanguard fairness on {name} exited {result.exit_code}, "
+                f"expected {code}: {result.output}"
+            )
         out[name] = target / "report.html"
     return out
 
 
-_QUESTIONS = ("Where is my refund for order 1234?", "Can I change the address on order 88?",
-              "How do I reset my password?")
+_QUESTIONS = (
+    "Where is my refund for order 1234?",
+    "Can I change the address on order 88?",
+    "How do I reset my password?",
+)
 
 
-def _agent_trace(n: int, question: str, tools: tuple[str, ...], *,
-                 feedback: str | None = None, latency: float = 800.0) -> dict[str, Any]:
+def _agent_trace(
+    n: int,
+    question: str,
+    tools: tuple[str, ...],
+    *,
+    feedback: str | None = None,
+    latency: float = 800.0,
+) -> dict[str, Any]:
     return AgentTrace(
-        trace_id=f"{n:032x}", request_id=f"req-{n}", input=question,
+        trace_id=f"{n:032x}",
+        request_id=f"req-{n}",
+        input=question,
         output=f"Here is what I found about '{question}': it is on its way, see the <help> page.",
-        latency_ms=latency, cost_usd=0.0002, feedback=feedback,
-        trace=ProcessTrace(tool_calls=tuple(ToolCall(t) for t in tools),
-                           retrieved_documents=(RetrievedDocument("kb-refunds", "official", 1),),
-                           plan_steps=("classify", "act", "reply")),
+        latency_ms=latency,
+        cost_usd=0.0002,
+        feedback=feedback,
+        trace=ProcessTrace(
+            tool_calls=tuple(ToolCall(t) for t in tools),
+            retrieved_documents=(RetrievedDocument("kb-refunds", "official", 1),),
+            plan_steps=("classify", "act", "reply"),
+        ),
     ).to_dict()
 
 
@@ -135,24 +172,52 @@ def regression_report(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     write_jsonl(directory / "production.jsonl", production)
     runner = CliRunner()
-    build = runner.invoke(cli, ["cases", "build", str(directory / "production.jsonl"), "-o",
-                                str(directory / "evalset")])
+    build = runner.invoke(
+        cli,
+        ["cases", "build", str(directory / "production.jsonl"), "-o", str(directory / "evalset")],
+    )
     assert build.exit_code == 0, build.output
-    for n, (name, drop, latency) in enumerate((("baseline", False, 800.0),
-                                                ("candidate", True, 1300.0))):
-        rows = [_agent_trace(100 * (n + 1) + q, question,
-                             ("reply",) if drop and q == 0 else
-                             (("lookup_order", "reply") if q < 2 else ("reply",)),
-                             latency=latency)
-                for q, question in enumerate(_QUESTIONS)]
+    for n, (name, drop, latency) in enumerate(
+        (("baseline", False, 800.0), ("candidate", True, 1300.0))
+    ):
+        rows = [
+            _agent_trace(
+                100 * (n + 1) + q,
+                question,
+                ("reply",)
+                if drop and q == 0
+                else (("lookup_order", "reply") if q < 2 else ("reply",)),
+                latency=latency,
+            )
+            for q, question in enumerate(_QUESTIONS)
+        ]
         write_jsonl(directory / f"{name}.jsonl", rows)
-        run = runner.invoke(cli, ["cases", "run", "--cases", str(directory / "evalset" /
-                                  "cases.jsonl"), "--traces", str(directory / f"{name}.jsonl"),
-                                  "-o", str(directory / f"{name}.json")])
+        run = runner.invoke(
+            cli,
+            [
+                "cases",
+                "run",
+                "--cases",
+                str(directory / "evalset" / "cases.jsonl"),
+                "--traces",
+                str(directory / f"{name}.jsonl"),
+                "-o",
+                str(directory / f"{name}.json"),
+            ],
+        )
         assert run.exit_code == 0, run.output
     page = directory / "check.html"
-    check = runner.invoke(cli, ["check", "--baseline", str(directory / "baseline.json"),
-                                "--current", str(directory / "candidate.json"),
-                                "--html", str(page)])
+    check = runner.invoke(
+        cli,
+        [
+            "check",
+            "--baseline",
+            str(directory / "baseline.json"),
+            "--current",
+            str(directory / "candidate.json"),
+            "--html",
+            str(page),
+        ],
+    )
     assert check.exit_code == 1, check.output
     return page

@@ -18,8 +18,10 @@ from .data import fairness_reports, regression_report
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
-_SCROLL_TO_EVIDENCE = ("document.querySelector('.evidence').scrollIntoView(); "
-                       "new Promise(r => requestAnimationFrame(() => r(true)))")
+_SCROLL_TO_EVIDENCE = (
+    "document.querySelector('.evidence').scrollIntoView(); "
+    "new Promise(r => requestAnimationFrame(() => r(true)))"
+)
 
 
 def _open(browser: Browser, page: Path) -> bool:

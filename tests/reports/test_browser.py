@@ -65,8 +65,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return fairness_reports(tmp_path_factory.mktemp("reports"))
 
 
-def _check(browser: Browser, page: Path,
-           title: str = "spanguard fairness report") -> dict[str, Any]:
+def _check(
+    browser: Browser, page: Path, title: str = "spanguard fairness report"
+) -> dict[str, Any]:
     load = browser.open(page.as_uri())
     assert load.console_errors == [], f"{page}: console errors {load.console_errors}"
     assert load.exceptions == [], f"{page}: exceptions {load.exceptions}"
@@ -80,7 +81,8 @@ def _check(browser: Browser, page: Path,
 
 @pytest.mark.parametrize("name", ["baseline", "candidate", "intersectional"])
 def test_fairness_report_renders_one_chart_per_metric(
-        browser: Browser, reports: dict[str, Path], name: str) -> None:
+    browser: Browser, reports: dict[str, Path], name: str
+) -> None:
     page = reports[name]
     facts = _check(browser, page)
     report = json.loads((page.parent / "report.json").read_text(encoding="utf-8"))
@@ -133,24 +135,30 @@ _REGRESSION_FACTS = """(() => ({
 }))()"""
 
 
-def test_regression_report_renders_charts_and_case_diffs(
-        browser: Browser, tmp_path: Path) -> None:
+def test_regression_report_renders_charts_and_case_diffs(browser: Browser, tmp_path: Path) -> None:
     page = regression_report(tmp_path)
     facts = _check(browser, page, "spanguard regression report")
     assert facts["h1"] == "spanguard regression report: FAILED"
     more = browser.evaluate(_REGRESSION_FACTS)
-    assert [c["section"] for c in more["charts"]] == ["pass_rate", "trace_compliance_rate",
-                                                       "p95_latency_ms", "avg_cost_usd"]
+    assert [c["section"] for c in more["charts"]] == [
+        "pass_rate",
+        "trace_compliance_rate",
+        "p95_latency_ms",
+        "avg_cost_usd",
+    ]
     assert all(c["clipped"] == [] for c in more["charts"]), more["charts"]
     assert any("tool calls" in row and "missing lookup_order" in row for row in more["failing"])
 
 
 def test_browser_check_catches_console_errors_and_external_requests(
-        browser: Browser, tmp_path: Path) -> None:
+    browser: Browser, tmp_path: Path
+) -> None:
     page = tmp_path / "broken.html"
-    page.write_text("<!DOCTYPE html><title>x</title><img src='http://127.0.0.1:9/a.png'>"
-                    "<script>console.error('boom'); throw new Error('bad');</script>",
-                    encoding="utf-8")
+    page.write_text(
+        "<!DOCTYPE html><title>x</title><img src='http://127.0.0.1:9/a.png'>"
+        "<script>console.error('boom'); throw new Error('bad');</script>",
+        encoding="utf-8",
+    )
     load = browser.open(page.as_uri())
     assert "boom" in load.console_errors
     assert any("Error: bad" in e for e in load.exceptions)

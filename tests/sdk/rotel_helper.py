@@ -56,8 +56,10 @@ def _wait_port(port: int, process: subprocess.Popen[bytes], timeout: float, log:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"rotel exited with code {process.returncode}: "
-                               f"{log.read_text(errors='replace')[-2000:]}")
+            raise RuntimeError(
+                f"rotel exited with code {process.returncode}: "
+                f"{log.read_text(errors='replace')[-2000:]}"
+            )
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
@@ -95,8 +97,13 @@ class OtlpGrpcSink:
         """Every received span (protobuf ``Span``), in arrival order."""
         with self._changed:
             requests = list(self.requests)
-        return [span for req in requests for rs in req.resource_spans
-                for ss in rs.scope_spans for span in ss.spans]
+        return [
+            span
+            for req in requests
+            for rs in req.resource_spans
+            for ss in rs.scope_spans
+            for span in ss.spans
+        ]
 
     def resources(self) -> Iterator[Any]:
         with self._changed:
@@ -110,8 +117,12 @@ class OtlpGrpcSink:
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                total = sum(len(ss.spans) for req in self.requests
-                            for rs in req.resource_spans for ss in rs.scope_spans)
+                total = sum(
+                    len(ss.spans)
+                    for req in self.requests
+                    for rs in req.resource_spans
+                    for ss in rs.scope_spans
+                )
                 remaining = deadline - time.monotonic()
                 if total >= count or remaining <= 0:
                     break
@@ -122,16 +133,21 @@ class OtlpGrpcSink:
         self._server.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._server.stop(grace=None).wait()
 
 
 class RotelCollector:
     """The rotel collector as a subprocess: OTLP in (gRPC + HTTP), OTLP out to ``export_to``."""
 
-    def __init__(self, export_to: str, *, export_protocol: str = "grpc",
-                 extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, export_to: str, *, export_protocol: str = "grpc", extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.grpc_port = free_port()
         self.http_port = free_port()
         while self.http_port == self.grpc_port:
@@ -148,22 +164,32 @@ class RotelCollector:
     def command(self) -> list[str]:
         tmp = Path(self._tmp.name)
         return [
-            str(rotel_binary()), "start",
-            "--otlp-grpc-endpoint", f"127.0.0.1:{self.grpc_port}",
-            "--otlp-http-endpoint", f"127.0.0.1:{self.http_port}",
-            "--exporter", "otlp",
-            "--otlp-exporter-endpoint", self._export_to,
-            "--otlp-exporter-protocol", self._protocol,
-            "--batch-timeout", "50ms",
-            "--pid-file", str(tmp / "rotel.pid"),
-            "--log-file", str(tmp / "rotel-daemon.log"),
+            str(rotel_binary()),
+            "start",
+            "--otlp-grpc-endpoint",
+            f"127.0.0.1:{self.grpc_port}",
+            "--otlp-http-endpoint",
+            f"127.0.0.1:{self.http_port}",
+            "--exporter",
+            "otlp",
+            "--otlp-exporter-endpoint",
+            self._export_to,
+            "--otlp-exporter-protocol",
+            self._protocol,
+            "--batch-timeout",
+            "50ms",
+            "--pid-file",
+            str(tmp / "rotel.pid"),
+            "--log-file",
+            str(tmp / "rotel-daemon.log"),
             *self._extra,
         ]
 
     def __enter__(self) -> RotelCollector:
         with self.log.open("wb") as log:
-            self._process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL)
+            self._process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         try:
             _wait_port(self.grpc_port, self._process, 15.0, self.log)
             _wait_port(self.http_port, self._process, 15.0, self.log)
@@ -172,8 +198,12 @@ class RotelCollector:
             raise
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.terminate()

@@ -30,8 +30,7 @@ def test_tool_takes_its_name_positionally_or_as_name(capture: SpanCapture) -> No
     assert capture.spans()[0]["attributes"][semconv.GEN_AI_TOOL_NAME] == "kb_search"
 
 
-def test_retrieval_takes_its_name_positionally_as_name_or_as_source(
-        capture: SpanCapture) -> None:
+def test_retrieval_takes_its_name_positionally_as_name_or_as_source(capture: SpanCapture) -> None:
     docs = [{"id": "a", "group": "g"}]
 
     @spanguard.retrieval("kb")
@@ -65,17 +64,20 @@ def test_request_takes_its_name_positionally_or_as_name(capture: SpanCapture) ->
     assert [s["name"] for s in capture.spans()] == ["invoke_agent support"] * 2
 
 
-@pytest.mark.parametrize(("misuse", "api"), [
-    (lambda: spanguard.tool(3), "spanguard.tool"),
-    (lambda: spanguard.tool("kb")(3), "spanguard.tool"),
-    (lambda: spanguard.tool(name=3)(len), "spanguard.tool"),
-    (lambda: spanguard.tool("a", name="b"), "spanguard.tool"),
-    (lambda: spanguard.retrieval("kb")(None), "spanguard.retrieval"),
-    (lambda: spanguard.retrieval(name="a", source="b"), "spanguard.retrieval"),
-    (lambda: spanguard.retrieval(mapper="not callable"), "spanguard.retrieval"),
-    (lambda: spanguard.request("agent")("not a function"), "spanguard.request"),
-    (lambda: spanguard.request(42), "spanguard.request"),
-])
+@pytest.mark.parametrize(
+    ("misuse", "api"),
+    [
+        (lambda: spanguard.tool(3), "spanguard.tool"),
+        (lambda: spanguard.tool("kb")(3), "spanguard.tool"),
+        (lambda: spanguard.tool(name=3)(len), "spanguard.tool"),
+        (lambda: spanguard.tool("a", name="b"), "spanguard.tool"),
+        (lambda: spanguard.retrieval("kb")(None), "spanguard.retrieval"),
+        (lambda: spanguard.retrieval(name="a", source="b"), "spanguard.retrieval"),
+        (lambda: spanguard.retrieval(mapper="not callable"), "spanguard.retrieval"),
+        (lambda: spanguard.request("agent")("not a function"), "spanguard.request"),
+        (lambda: spanguard.request(42), "spanguard.request"),
+    ],
+)
 def test_misuse_is_a_type_error_with_a_usage_hint(misuse: Any, api: str) -> None:
     with pytest.raises(TypeError, match=rf"^{api} .* use .*@{api}") as error:
         misuse()
@@ -98,8 +100,13 @@ def test_every_decorator_uses_the_one_wrapper_implementation() -> None:
     def fn() -> None:
         pass
 
-    wrappers = [spanguard.tool(fn), spanguard.retrieval(fn), spanguard.request(fn),
-                spanguard.request("a")(fn), spanguard.tool("t")(fn)]
+    wrappers = [
+        spanguard.tool(fn),
+        spanguard.retrieval(fn),
+        spanguard.request(fn),
+        spanguard.request("a")(fn),
+        spanguard.tool("t")(fn),
+    ]
     assert len({w.__code__ for w in wrappers}) == 1
 
 

@@ -21,8 +21,12 @@ import support_agent
 
 pytestmark = pytest.mark.integration
 
-PROMPTS = ("Where is my refund for order 1234?", "My order 77 has not arrived",
-           "I cannot access my account", "Please get me a human")
+PROMPTS = (
+    "Where is my refund for order 1234?",
+    "My order 77 has not arrived",
+    "I cannot access my account",
+    "Please get me a human",
+)
 
 
 @pytest.fixture
@@ -35,9 +39,12 @@ def _run_agent() -> list[str]:
     request_ids = []
     for seed, prompt in enumerate(PROMPTS):
         for gender in ("male", "female"):
-            with spanguard.request("support_agent", seed_id=f"s{seed}",
-                                   variant_id=f"s{seed}-{gender}",
-                                   assignments={"gender": gender}) as req:
+            with spanguard.request(
+                "support_agent",
+                seed_id=f"s{seed}",
+                variant_id=f"s{seed}-{gender}",
+                assignments={"gender": gender},
+            ) as req:
                 support_agent.answer(prompt, {"gender": gender}, bias=0.7)
             support_agent.give_feedback(req.request_id, thumbs_up=True, retried=seed == 0)
             request_ids.append(req.request_id)
@@ -46,11 +53,17 @@ def _run_agent() -> list[str]:
 
 @pytest.mark.parametrize("protocol", ["otlp-grpc", "otlp-http"])
 def test_every_span_arrives_intact_through_rotel(
-        collector: tuple[OtlpGrpcSink, RotelCollector], protocol: str) -> None:
+    collector: tuple[OtlpGrpcSink, RotelCollector], protocol: str
+) -> None:
     sink, rotel = collector
     endpoint = rotel.grpc_endpoint if protocol == "otlp-grpc" else rotel.http_endpoint
-    configuration = spanguard.configure(exporter=protocol, endpoint=endpoint, private=True,
-                                        service_name="support-agent", capture_content=True)
+    configuration = spanguard.configure(
+        exporter=protocol,
+        endpoint=endpoint,
+        private=True,
+        service_name="support-agent",
+        capture_content=True,
+    )
     local = InMemorySpanExporter()
     configuration.provider.add_span_processor(SimpleSpanProcessor(local))
     try:
@@ -64,25 +77,38 @@ def test_every_span_arrives_intact_through_rotel(
     received = sink.wait_for_spans(len(sent), timeout=30)
     assert len(received) == len(sent)
 
-    expected = {span.span_id: span for rs in encode_spans(sent).resource_spans
-                for ss in rs.scope_spans for span in ss.spans}
+    expected = {
+        span.span_id: span
+        for rs in encode_spans(sent).resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+    }
     by_id = {span.span_id: span for span in received}
     assert by_id.keys() == expected.keys()
     for span_id, span in expected.items():
         assert by_id[span_id] == span  # every field: ids, parent, times, attributes, events
-    services = {a.value.string_value for resource in sink.resources()
-                for a in resource.attributes if a.key == "service.name"}
+    services = {
+        a.value.string_value
+        for resource in sink.resources()
+        for a in resource.attributes
+        if a.key == "service.name"
+    }
     assert services == {"support-agent"}
     roots = [s for s in received if s.name == "invoke_agent support_agent"]
-    assert sorted(a.value.string_value for s in roots for a in s.attributes
-                  if a.key == semconv.REQUEST_ID) == sorted(request_ids)
+    assert sorted(
+        a.value.string_value for s in roots for a in s.attributes if a.key == semconv.REQUEST_ID
+    ) == sorted(request_ids)
 
 
-@pytest.mark.parametrize(("protocol", "port_of"), [("grpc", "grpc_endpoint"),
-                                                   ("http/protobuf", "http_endpoint")])
+@pytest.mark.parametrize(
+    ("protocol", "port_of"), [("grpc", "grpc_endpoint"), ("http/protobuf", "http_endpoint")]
+)
 def test_standard_otel_variables_choose_the_exporter(
-        collector: tuple[OtlpGrpcSink, RotelCollector], monkeypatch: pytest.MonkeyPatch,
-        protocol: str, port_of: str) -> None:
+    collector: tuple[OtlpGrpcSink, RotelCollector],
+    monkeypatch: pytest.MonkeyPatch,
+    protocol: str,
+    port_of: str,
+) -> None:
     sink, rotel = collector
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
@@ -98,6 +124,10 @@ def test_standard_otel_variables_choose_the_exporter(
     (span,) = sink.wait_for_spans(1)
     assert span.name == "invoke_agent agent"
     assert [e.name for e in span.events] == [semconv.EVENT_FRICTION]
-    services = {a.value.string_value for resource in sink.resources()
-                for a in resource.attributes if a.key == "service.name"}
+    services = {
+        a.value.string_value
+        for resource in sink.resources()
+        for a in resource.attributes
+        if a.key == "service.name"
+    }
     assert services == {"from-env"}

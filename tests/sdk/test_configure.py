@@ -23,28 +23,38 @@ from .rotel_helper import OtlpGrpcSink
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith("OTEL_") and k != "SPANGUARD_STRICT"}
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                            text=True, timeout=120, env={**clean, **env})
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "SPANGUARD_STRICT"
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **env},
+    )
     assert result.returncode == 0, result.stderr
     return result
 
 
-@pytest.mark.parametrize(("kwargs", "parameter"), [
-    ({"service_name": ""}, "service_name"),
-    ({"exporter": "zipkin"}, "exporter"),
-    ({"exporter": "otlp-json-file"}, "file_path"),
-    ({"capture_content": "yes"}, "capture_content"),
-    ({"redact": "not callable"}, "redact"),
-    ({"max_queue_size": 0}, "max_queue_size"),
-    ({"max_export_batch_size": 10, "max_queue_size": 5}, "max_export_batch_size"),
-    ({"max_content_chars": True}, "max_content_chars"),
-    ({"sampler": 0.5}, "sampler"),
-    ({"endpoint": 3}, "endpoint"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"service_name": ""}, "service_name"),
+        ({"exporter": "zipkin"}, "exporter"),
+        ({"exporter": "otlp-json-file"}, "file_path"),
+        ({"capture_content": "yes"}, "capture_content"),
+        ({"redact": "not callable"}, "redact"),
+        ({"max_queue_size": 0}, "max_queue_size"),
+        ({"max_export_batch_size": 10, "max_queue_size": 5}, "max_export_batch_size"),
+        ({"max_content_chars": True}, "max_content_chars"),
+        ({"sampler": 0.5}, "sampler"),
+        ({"endpoint": 3}, "endpoint"),
+    ],
+)
 def test_invalid_arguments_raise_config_error_naming_the_parameter(
-        kwargs: dict[str, Any], parameter: str) -> None:
+    kwargs: dict[str, Any], parameter: str
+) -> None:
     with pytest.raises(ConfigError) as raised:
         spanguard.configure(**kwargs)
     assert raised.value.parameter == parameter
@@ -52,8 +62,7 @@ def test_invalid_arguments_raise_config_error_naming_the_parameter(
     assert isinstance(raised.value, ValueError)
 
 
-def test_unsupported_environment_values_name_the_variable(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unsupported_environment_values_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "jaeger")
     with pytest.raises(ConfigError, match=r"^OTEL_TRACES_EXPORTER: "):
         spanguard.configure()
@@ -140,13 +149,16 @@ def test_otlp_json_file_is_flushed_at_exit_with_hex_ids(tmp_path: Path) -> None:
 
 
 def test_console_exporter_from_the_environment() -> None:
-    out = _run("""
+    out = _run(
+        """
         import spanguard
         spanguard.configure()
         with spanguard.request("agent"):
             pass
         spanguard.shutdown()
-    """, OTEL_TRACES_EXPORTER="console").stdout
+    """,
+        OTEL_TRACES_EXPORTER="console",
+    ).stdout
     assert '"name": "invoke_agent agent"' in out
 
 
@@ -185,7 +197,10 @@ def test_a_30000_span_burst_loses_nothing_over_otlp_grpc() -> None:
     with OtlpGrpcSink() as sink:
         result = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(BURST), sink.endpoint, "ours"],
-            capture_output=True, text=True, timeout=300)
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         assert result.stdout.split() == ["30000", "30000", "0"]
         spans = sink.wait_for_spans(30_000, timeout=30)

@@ -29,8 +29,13 @@ def lookup(customer_email: str, order: int) -> str:
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     skip = ("SPANGUARD_STRICT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
     clean = {k: v for k, v in os.environ.items() if k not in skip}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=60, env={**clean, **env})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, **env},
+    )
 
 
 def test_content_is_off_by_default(capture: SpanCapture) -> None:
@@ -45,7 +50,9 @@ def test_content_on_records_arguments_and_result(content_capture: SpanCapture) -
     lookup("ann@example.com", 7)
     attributes = content_capture.spans()[0]["attributes"]
     assert json.loads(attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS]) == {
-        "customer_email": "ann@example.com", "order": 7}
+        "customer_email": "ann@example.com",
+        "order": 7,
+    }
     assert attributes[semconv.GEN_AI_TOOL_CALL_RESULT] == "order 7 of ann@example.com shipped"
 
 
@@ -75,7 +82,9 @@ def test_redaction_is_applied_before_export() -> None:
             req.set_output({"to": ["ann@example.com"], "n": 1})
     tool, root = sorted(capture.spans(), key=lambda s: s["name"])
     assert json.loads(tool["attributes"][semconv.GEN_AI_TOOL_CALL_ARGUMENTS]) == {
-        "customer_email": "<email>", "order": 7}
+        "customer_email": "<email>",
+        "order": 7,
+    }
     assert tool["attributes"][semconv.GEN_AI_TOOL_CALL_RESULT] == "order 7 of <email> shipped"
     assert root["attributes"][semconv.INPUT_VALUE] == "mail <email>"
     assert json.loads(root["attributes"][semconv.OUTPUT_VALUE]) == {"to": ["<email>"], "n": 1}
@@ -95,8 +104,10 @@ def test_redactor_returning_none_drops_the_value() -> None:
 
 
 def test_long_text_is_bounded_and_marked() -> None:
-    with (capture_spans(capture_content=True, max_content_chars=32) as capture,
-          spanguard.request("a", input="x" * 100) as req):
+    with (
+        capture_spans(capture_content=True, max_content_chars=32) as capture,
+        spanguard.request("a", input="x" * 100) as req,
+    ):
         req.set_output({"items": ["y" * 50] * 20})
     attributes = capture.spans()[0]["attributes"]
     assert len(attributes[semconv.INPUT_VALUE]) == 32
@@ -107,8 +118,9 @@ def test_long_text_is_bounded_and_marked() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=40),
-    lambda children: st.lists(children, max_size=6)
-    | st.dictionaries(st.text(max_size=8), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=8), children, max_size=6)
+    ),
     max_leaves=30,
 )
 
@@ -157,8 +169,10 @@ def test_failing_redactor_raises_under_pytest() -> None:
     def bad(key: str, text: str) -> str:
         raise RuntimeError("redactor bug")
 
-    with capture_spans(capture_content=True, redact=bad), pytest.raises(RuntimeError,
-                                                                        match="redactor bug"):
+    with (
+        capture_spans(capture_content=True, redact=bad),
+        pytest.raises(RuntimeError, match="redactor bug"),
+    ):
         lookup("a", 1)
 
 
@@ -213,13 +227,18 @@ def _strings(value: Any) -> list[str]:
 
 def test_redaction_reaches_dataclasses_models_bytes_and_dict_keys() -> None:
     @spanguard.tool
-    def update(customer: Customer, profile: PydanticLike, raw: bytes,
-               index: dict[str, Any]) -> Customer:
+    def update(
+        customer: Customer, profile: PydanticLike, raw: bytes, index: dict[str, Any]
+    ) -> Customer:
         return customer
 
     with capture_spans(capture_content=True, redact=_mask_everywhere) as capture:
-        update(Customer("Bob", EMAIL), PydanticLike(EMAIL), f"mail {EMAIL}".encode(),
-               {EMAIL: {"nested " + EMAIL: [EMAIL]}})
+        update(
+            Customer("Bob", EMAIL),
+            PydanticLike(EMAIL),
+            f"mail {EMAIL}".encode(),
+            {EMAIL: {"nested " + EMAIL: [EMAIL]}},
+        )
     dump = json.dumps(capture.spans())
     assert EMAIL not in dump
     attributes = capture.spans()[0]["attributes"]
@@ -230,7 +249,9 @@ def test_redaction_reaches_dataclasses_models_bytes_and_dict_keys() -> None:
         "index": {"<email>": {"nested <email>": ["<email>"]}},
     }
     assert json.loads(attributes[semconv.GEN_AI_TOOL_CALL_RESULT]) == {
-        "name": "Bob", "email": "<email>"}
+        "name": "Bob",
+        "email": "<email>",
+    }
 
 
 def test_the_redactor_sees_every_exported_string() -> None:
@@ -244,13 +265,25 @@ def test_the_redactor_sees_every_exported_string() -> None:
         def __str__(self) -> str:
             return f"opaque {EMAIL}"
 
-    with capture_spans(capture_content=True, redact=record) as capture, \
-            spanguard.request("a") as req:
-        req.set_output({"who": Opaque(), "when": datetime.date(2026, 1, 2), "ids": {3, 1},
-                        b"k": (Customer("x", "y"),)})
+    with (
+        capture_spans(capture_content=True, redact=record) as capture,
+        spanguard.request("a") as req,
+    ):
+        req.set_output(
+            {
+                "who": Opaque(),
+                "when": datetime.date(2026, 1, 2),
+                "ids": {3, 1},
+                b"k": (Customer("x", "y"),),
+            }
+        )
     exported = json.loads(capture.spans()[0]["attributes"][semconv.OUTPUT_VALUE])
-    assert exported == {"WHO": f"OPAQUE {EMAIL.upper()}", "WHEN": "2026-01-02", "IDS": [1, 3],
-                        "K": [{"NAME": "X", "EMAIL": "Y"}]}
+    assert exported == {
+        "WHO": f"OPAQUE {EMAIL.upper()}",
+        "WHEN": "2026-01-02",
+        "IDS": [1, 3],
+        "K": [{"NAME": "X", "EMAIL": "Y"}],
+    }
     assert {s.lower() for s in _strings(exported)} <= set(seen)
 
 
@@ -258,8 +291,10 @@ def test_redactor_dropping_a_key_drops_its_entry() -> None:
     def drop_secret_keys(key: str, text: str) -> str | None:
         return None if text == "password" else text
 
-    with capture_spans(capture_content=True, redact=drop_secret_keys) as capture, \
-            spanguard.request("a") as req:
+    with (
+        capture_spans(capture_content=True, redact=drop_secret_keys) as capture,
+        spanguard.request("a") as req,
+    ):
         req.set_output({"user": "ann", "password": "hunter2"})
     assert json.loads(capture.spans()[0]["attributes"][semconv.OUTPUT_VALUE]) == {"user": "ann"}
 
@@ -282,4 +317,7 @@ def test_a_real_pydantic_model_is_redacted_field_by_field() -> None:
     attributes = capture.spans()[0]["attributes"]
     assert EMAIL not in json.dumps(attributes)
     assert json.loads(attributes[semconv.GEN_AI_TOOL_CALL_RESULT]) == {
-        "reporter": "<email>", "tags": ["<email>"], "when": "2026-01-02T03:04:00"}
+        "reporter": "<email>",
+        "tags": ["<email>"],
+        "when": "2026-01-02T03:04:00",
+    }

@@ -30,8 +30,9 @@ def _turn() -> None:
 
 def _export(monkeypatch: pytest.MonkeyPatch, mode: str, sink: HttpLogsSink) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", mode)
-    spanguard.configure(exporter="otlp-http", endpoint=sink.url, private=True,
-                        service_name="renter-support")
+    spanguard.configure(
+        exporter="otlp-http", endpoint=sink.url, private=True, service_name="renter-support"
+    )
     try:
         _turn()
         assert spanguard.force_flush()  # the spans and the content events
@@ -50,7 +51,8 @@ def _file(tmp_path: Path, sink: HttpLogsSink) -> Path:
 
 
 def test_event_only_sends_content_as_log_records_and_none_on_spans(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     with HttpLogsSink() as sink:
         _export(monkeypatch, "EVENT_ONLY", sink)
         records = sink.wait_for(2, timeout=10)
@@ -69,7 +71,8 @@ def test_event_only_sends_content_as_log_records_and_none_on_spans(
 
 
 def test_span_and_event_records_both_and_span_only_no_events(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with HttpLogsSink() as both:
         _export(monkeypatch, "SPAN_AND_EVENT", both)
         assert len(both.wait_for(2, timeout=10)) == 2

@@ -35,11 +35,15 @@ def _signals(bias: float | None, gender: str) -> dict[str, int]:
 
 def test_every_signal_is_emitted() -> None:
     with capture_spans(capture_content=True) as capture:
-        text = support_agent.answer("Please get me a human about order 5",
-                                    {"gender": "male"})
+        text = support_agent.answer("Please get me a human about order 5", {"gender": "male"})
     names = {s["name"] for s in capture.spans()}
-    assert names == {"invoke_agent support_agent", "plan", "chat support-rules-1",
-                     "retrieval help_center", "execute_tool lookup_order"}
+    assert names == {
+        "invoke_agent support_agent",
+        "plan",
+        "chat support-rules-1",
+        "retrieval help_center",
+        "execute_tool lookup_order",
+    }
     root = next(s for s in capture.spans() if s["parent_span_id"] is None)
     assert root["attributes"][semconv.OUTPUT_VALUE] == text
     assert semconv.metadata_key("helpfulness_score") in root["attributes"]

@@ -24,27 +24,49 @@ _PART = {
     "required": ["type"],
     "properties": {"type": {"type": "string"}},
     "allOf": [
-        {"if": {"properties": {"type": {"const": "text"}}},
-         "then": {"required": ["content"], "properties": {"content": {"type": "string"}}}},
-        {"if": {"properties": {"type": {"const": "tool_call"}}},
-         "then": {"required": ["name"], "properties": {"name": {"type": "string"},
-                                                       "id": {"type": ["string", "null"]}}}},
-        {"if": {"properties": {"type": {"const": "tool_call_response"}}},
-         "then": {"required": ["response"]}},
+        {
+            "if": {"properties": {"type": {"const": "text"}}},
+            "then": {"required": ["content"], "properties": {"content": {"type": "string"}}},
+        },
+        {
+            "if": {"properties": {"type": {"const": "tool_call"}}},
+            "then": {
+                "required": ["name"],
+                "properties": {"name": {"type": "string"}, "id": {"type": ["string", "null"]}},
+            },
+        },
+        {
+            "if": {"properties": {"type": {"const": "tool_call_response"}}},
+            "then": {"required": ["response"]},
+        },
     ],
 }
 _ROLE = {"type": "string"}
-INPUT_SCHEMA = {"type": "array", "items": {
-    "type": "object", "required": ["role", "parts"],
-    "properties": {"role": _ROLE, "parts": {"type": "array", "items": _PART}}}}
-OUTPUT_SCHEMA = {"type": "array", "items": {
-    "type": "object", "required": ["role", "parts", "finish_reason"],
-    "properties": {"role": _ROLE, "parts": {"type": "array", "items": _PART},
-                   "finish_reason": {"type": "string"}}}}
+INPUT_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["role", "parts"],
+        "properties": {"role": _ROLE, "parts": {"type": "array", "items": _PART}},
+    },
+}
+OUTPUT_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["role", "parts", "finish_reason"],
+        "properties": {
+            "role": _ROLE,
+            "parts": {"type": "array", "items": _PART},
+            "finish_reason": {"type": "string"},
+        },
+    },
+}
 
 
-def _llm_messages(capture: SpanCapture, given_input: Any, given_output: Any
-                  ) -> tuple[list[Any], list[Any]]:
+def _llm_messages(
+    capture: SpanCapture, given_input: Any, given_output: Any
+) -> tuple[list[Any], list[Any]]:
     with spanguard.llm_call("gpt-4o-mini", provider="openai") as call:
         call.set_input(given_input)
         call.set_output(given_output)
@@ -61,45 +83,90 @@ def test_chat_messages_with_tool_calls_become_parts(content_capture: SpanCapture
     chat = [
         {"role": "system", "content": "Be terse."},
         {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
     ]
-    inputs, outputs = _llm_messages(content_capture, chat, {"role": "assistant",
-                                                            "content": "Sunny."})
+    inputs, outputs = _llm_messages(
+        content_capture, chat, {"role": "assistant", "content": "Sunny."}
+    )
     assert inputs == [
         {"role": "system", "parts": [{"type": "text", "content": "Be terse."}]},
         {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
-        {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1",
-                                         "name": "get_weather", "arguments": {"city": "Paris"}}]},
-        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1",
-                                    "response": "sunny"}]},
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "call_1",
+                    "name": "get_weather",
+                    "arguments": {"city": "Paris"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": "call_1", "response": "sunny"}],
+        },
     ]
-    assert outputs == [{"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}],
-                        "finish_reason": "stop"}]
+    assert outputs == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "Sunny."}],
+            "finish_reason": "stop",
+        }
+    ]
 
 
 def test_a_tool_request_output_and_parts_pass_through(content_capture: SpanCapture) -> None:
     parts = [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
-    inputs, outputs = _llm_messages(content_capture, parts, [{"role": "assistant", "tool_calls": [
-        {"id": "c1", "function": {"name": "lookup", "arguments": "not json"}}]}])
+    inputs, outputs = _llm_messages(
+        content_capture,
+        parts,
+        [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "c1", "function": {"name": "lookup", "arguments": "not json"}}
+                ],
+            }
+        ],
+    )
     assert inputs == parts
-    assert outputs == [{"role": "assistant", "parts": [
-        {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": "not json"}],
-        "finish_reason": "tool_call"}]
+    assert outputs == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": "not json"}],
+            "finish_reason": "tool_call",
+        }
+    ]
 
 
 def test_the_processor_reads_back_what_the_sdk_writes(content_capture: SpanCapture) -> None:
     from spanguard_processor.traces.convert import traces_from_readable_spans
     from spanguard_processor.traces.model import ToolCall
 
-    with spanguard.request("agent"), spanguard.llm_call("gpt-4o-mini",
-                                                        provider="openai") as call:
-        call.set_input([{"role": "system", "content": "sys"},
-                        {"role": "user", "content": "Weather in Paris?"}])
-        call.set_output({"role": "assistant", "tool_calls": [
-            {"id": "call_1", "function": {"name": "get_weather", "arguments": "{}"}}]})
+    with spanguard.request("agent"), spanguard.llm_call("gpt-4o-mini", provider="openai") as call:
+        call.set_input(
+            [{"role": "system", "content": "sys"}, {"role": "user", "content": "Weather in Paris?"}]
+        )
+        call.set_output(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "call_1", "function": {"name": "get_weather", "arguments": "{}"}}
+                ],
+            }
+        )
         call.record_usage(20, 9)
     (trace,) = traces_from_readable_spans(content_capture.exporter.get_finished_spans())
     assert trace.input == "Weather in Paris?"
@@ -108,7 +175,8 @@ def test_the_processor_reads_back_what_the_sdk_writes(content_capture: SpanCaptu
 
 
 def test_tool_spans_carry_openinference_values_with_capture_on(
-        content_capture: SpanCapture) -> None:
+    content_capture: SpanCapture,
+) -> None:
     @spanguard.tool
     def get_weather(city: str) -> dict[str, str]:
         return {"sky": "sunny"}
@@ -133,11 +201,22 @@ def test_tool_spans_carry_no_values_with_capture_off(capture: SpanCapture) -> No
     assert semconv.OUTPUT_VALUE not in span["attributes"]
 
 
-@pytest.mark.parametrize(("value", "on"), [
-    ("SPAN_ONLY", True), ("span_and_event", True), ("EVENT_ONLY", True), ("true", True),
-    ("1", True), ("NO_CONTENT", False), ("false", False), ("", False), ("maybe", False),
-])
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        ("SPAN_ONLY", True),
+        ("span_and_event", True),
+        ("EVENT_ONLY", True),
+        ("true", True),
+        ("1", True),
+        ("NO_CONTENT", False),
+        ("false", False),
+        ("", False),
+        ("maybe", False),
+    ],
+)
 def test_one_content_switch_for_spanguard_and_genai_instrumentations(
-        monkeypatch: pytest.MonkeyPatch, value: str, on: bool) -> None:
+    monkeypatch: pytest.MonkeyPatch, value: str, on: bool
+) -> None:
     monkeypatch.setenv(CAPTURE_ENV, value)
     assert env_capture() is on

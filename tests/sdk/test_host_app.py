@@ -32,10 +32,14 @@ ORIGINAL_SUBMIT = ThreadPoolExecutor.__dict__["submit"]
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("OTEL_", "SPANGUARD_"))}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=60, env={**clean, **env})
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANGUARD_"))}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, **env},
+    )
 
 
 FAILING_REDACTOR_APP = """
@@ -72,23 +76,34 @@ def configured() -> Iterator[None]:
     spanguard.shutdown()
 
 
-def test_standard_batch_variables_are_honoured(monkeypatch: pytest.MonkeyPatch,
-                                               configured: None) -> None:
+def test_standard_batch_variables_are_honoured(
+    monkeypatch: pytest.MonkeyPatch, configured: None
+) -> None:
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "300")
     monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "30")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "70")
-    processor = spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
-                                    propagate_to_threads=False).processor
+    processor = spanguard.configure(
+        exporter="memory", private=True, flush_on_sigterm=False, propagate_to_threads=False
+    ).processor
     assert processor is not None
-    assert (processor.max_queue_size, processor.max_export_batch_size,
-            processor.schedule_delay_millis) == (300, 30, 70)
+    assert (
+        processor.max_queue_size,
+        processor.max_export_batch_size,
+        processor.schedule_delay_millis,
+    ) == (300, 30, 70)
 
 
-def test_arguments_override_the_batch_variables(monkeypatch: pytest.MonkeyPatch,
-                                                configured: None) -> None:
+def test_arguments_override_the_batch_variables(
+    monkeypatch: pytest.MonkeyPatch, configured: None
+) -> None:
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "300")
-    processor = spanguard.configure(exporter="memory", private=True, max_queue_size=5000,
-                                    flush_on_sigterm=False, propagate_to_threads=False).processor
+    processor = spanguard.configure(
+        exporter="memory",
+        private=True,
+        max_queue_size=5000,
+        flush_on_sigterm=False,
+        propagate_to_threads=False,
+    ).processor
     assert processor is not None
     assert processor.max_queue_size == 5000
     assert processor.max_export_batch_size == 1024  # spanguard's default without a variable
@@ -122,8 +137,10 @@ def test_a_hanging_export_on_reconfigure_holds_up_no_app_thread(configured: None
         return 1
 
     step()  # queued in the first pipeline, flushed when it is replaced
-    replace = threading.Thread(target=spanguard.configure, kwargs={
-        "exporter": "memory", "private": True, "flush_on_sigterm": False})
+    replace = threading.Thread(
+        target=spanguard.configure,
+        kwargs={"exporter": "memory", "private": True, "flush_on_sigterm": False},
+    )
     replace.start()
     try:
         assert held.exporting.wait(10)
@@ -155,22 +172,27 @@ def test_configure_leaves_the_thread_pool_alone_unless_asked(configured: None) -
 
 
 def test_configure_patches_only_when_asked_and_shutdown_restores(configured: None) -> None:
-    spanguard.configure(exporter="memory", private=True, propagate_to_threads=False,
-                        flush_on_sigterm=False)
+    spanguard.configure(
+        exporter="memory", private=True, propagate_to_threads=False, flush_on_sigterm=False
+    )
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
-    spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
-                        propagate_to_threads=True)
+    spanguard.configure(
+        exporter="memory", private=True, flush_on_sigterm=False, propagate_to_threads=True
+    )
     assert ThreadPoolExecutor.__dict__["submit"] is not ORIGINAL_SUBMIT
     spanguard.shutdown()
     assert ThreadPoolExecutor.__dict__["submit"] is ORIGINAL_SUBMIT
 
 
-@pytest.mark.parametrize(("asked", "parented"), [({}, False),
-                                                 ({"propagate_to_threads": True}, True)])
+@pytest.mark.parametrize(
+    ("asked", "parented"), [({}, False), ({"propagate_to_threads": True}, True)]
+)
 def test_pool_tasks_keep_their_request_only_when_propagation_is_asked_for(
-        configured: None, asked: dict[str, bool], parented: bool) -> None:
-    exporter = spanguard.configure(exporter="memory", private=True, flush_on_sigterm=False,
-                                   **asked).exporter
+    configured: None, asked: dict[str, bool], parented: bool
+) -> None:
+    exporter = spanguard.configure(
+        exporter="memory", private=True, flush_on_sigterm=False, **asked
+    ).exporter
     assert isinstance(exporter, InMemorySpanExporter)
 
     @spanguard.tool
@@ -226,8 +248,9 @@ def test_sigterm_flush_can_be_refused() -> None:
 
 
 # --- warnings ---------------------------------------------------------------------------------
-def test_dropped_fields_warn_once_per_place_and_field(capture: SpanCapture,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_dropped_fields_warn_once_per_place_and_field(
+    capture: SpanCapture, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="spanguard")
 
     @spanguard.retrieval(source="kb")
@@ -243,8 +266,9 @@ def test_dropped_fields_warn_once_per_place_and_field(capture: SpanCapture,
     assert '"group":null' in capture.spans()[0]["attributes"][semconv.GEN_AI_RETRIEVAL_DOCUMENTS]
 
 
-def test_a_document_without_a_group_logs_nothing(capture: SpanCapture,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_a_document_without_a_group_logs_nothing(
+    capture: SpanCapture, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="spanguard")
     spanguard.record_documents([{"id": "a"}, {"id": "b", "rank": 2}], source="kb")
     assert caplog.records == []

@@ -49,8 +49,7 @@ def _by_name(capture: SpanCapture, name: str) -> list[dict[str, Any]]:
     return [s for s in capture.spans() if s["name"] == name]
 
 
-def test_plain_function_is_one_tool_span_with_the_contract_attributes(
-        capture: SpanCapture) -> None:
+def test_plain_function_is_one_tool_span_with_the_contract_attributes(capture: SpanCapture) -> None:
     assert add(2, 3) == 5
     (span,) = capture.spans()
     assert span["name"] == "execute_tool add"
@@ -285,8 +284,7 @@ def test_unconfigured_call_creates_no_span_and_returns_the_result() -> None:
         assert len(req.request_id) == 32
 
 
-def test_async_generator_resumed_from_another_task_keeps_its_parent(
-        capture: SpanCapture) -> None:
+def test_async_generator_resumed_from_another_task_keeps_its_parent(capture: SpanCapture) -> None:
     async def main() -> list[int]:
         with spanguard.request("agent"):
             agen = acount(3)

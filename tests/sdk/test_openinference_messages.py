@@ -16,19 +16,41 @@ def _key(prefix: str, i: int, field: str) -> str:
 
 
 def _call_key(i: int, j: int, field: str) -> str:
-    return (f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.{i}.{MessageAttributes.MESSAGE_TOOL_CALLS}"
-            f".{j}.{field}")
+    return (
+        f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.{i}.{MessageAttributes.MESSAGE_TOOL_CALLS}"
+        f".{j}.{field}"
+    )
 
 
 def test_llm_call_messages_are_also_flat_openinference_keys() -> None:
-    with SpanCapture(capture_content=True, redact=lambda key, text: text.replace(
-            "Paris", "[city]")) as capture:
+    with SpanCapture(
+        capture_content=True, redact=lambda key, text: text.replace("Paris", "[city]")
+    ) as capture:
         with spanguard.request("weather"), spanguard.llm_call("gpt-4o-mini") as call:
-            call.set_input([{"role": "system", "content": "Be brief."},
-                            {"role": "user", "content": "Weather in Paris?"}])
-            call.set_output([{"role": "assistant", "content": "Checking Paris.", "tool_calls": [
-                {"id": "call_1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}])
+            call.set_input(
+                [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Weather in Paris?"},
+                ]
+            )
+            call.set_output(
+                [
+                    {
+                        "role": "assistant",
+                        "content": "Checking Paris.",
+                        "tool_calls": [
+                            {
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {
+                                    "name": "get_weather",
+                                    "arguments": '{"city": "Paris"}',
+                                },
+                            }
+                        ],
+                    }
+                ]
+            )
         spans = capture.readable_spans()
     (llm,) = [s for s in spans if s.name == "chat gpt-4o-mini"]
     attrs = dict(llm.attributes or {})
@@ -42,7 +64,8 @@ def test_llm_call_messages_are_also_flat_openinference_keys() -> None:
     assert attrs[_call_key(0, 0, ToolCallAttributes.TOOL_CALL_FUNCTION_NAME)] == "get_weather"
     assert attrs[_call_key(0, 0, ToolCallAttributes.TOOL_CALL_ID)] == "call_1"
     assert attrs[_call_key(0, 0, ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON)] == (
-        '{"city": "[city]"}')
+        '{"city": "[city]"}'
+    )
     # the processor still reads one call requesting one tool (the GenAI keys win)
     (trace,) = traces_from_readable_spans(spans)
     assert [c.tool_calls for c in trace.llm_calls] == [("get_weather",)]
@@ -53,5 +76,9 @@ def test_without_content_capture_no_flat_message_keys() -> None:
         with spanguard.request("weather"), spanguard.llm_call("gpt-4o-mini") as call:
             call.set_output("Sunny.")
         spans = capture.readable_spans()
-    assert not [k for s in spans for k in (s.attributes or {})
-                if k.startswith(("llm.output_messages", "llm.input_messages"))]
+    assert not [
+        k
+        for s in spans
+        for k in (s.attributes or {})
+        if k.startswith(("llm.output_messages", "llm.input_messages"))
+    ]

@@ -59,12 +59,15 @@ def test_the_processor_extra_holds_every_dependency_the_cli_checks_for() -> None
 
 def test_the_dependency_check_imports_none_of_the_dependencies() -> None:
     """The console script's check runs before anything needs the processor extra."""
-    code = ("import sys, spanguard_processor._entry as e, spanguard_processor as p\n"
-            "heavy = sorted(m for m in e.REQUIRED if m in sys.modules)\n"
-            "assert not heavy, heavy\n"
-            "assert p.AgentTrace.__name__ == 'AgentTrace'  # the package's names still load\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60)
+    code = (
+        "import sys, spanguard_processor._entry as e, spanguard_processor as p\n"
+        "heavy = sorted(m for m in e.REQUIRED if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "assert p.AgentTrace.__name__ == 'AgentTrace'  # the package's names still load\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -86,8 +89,9 @@ def test_the_version_is_read_from_the_metadata_found_first(tmp_path: Path) -> No
     # a distribution "spanguard 9.8.7" ahead of the installed one on the path: its version wins
     info = tmp_path / "spanguard-9.8.7.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: spanguard\nVersion: 9.8.7\n",
-                                   encoding="utf-8")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: spanguard\nVersion: 9.8.7\n", encoding="utf-8"
+    )
     code = textwrap.dedent("""
         import spanguard
         from spanguard.testing import capture_spans
@@ -98,10 +102,15 @@ def test_the_version_is_read_from_the_metadata_found_first(tmp_path: Path) -> No
             step()
         print(capture.readable_spans()[0].instrumentation_scope.version)
     """)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "9.8.7"
 
@@ -111,8 +120,11 @@ def test_without_installed_metadata_the_version_says_unknown() -> None:
 
 
 def _clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "PYTEST"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "PYTEST"))
+    }
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
     return env
 
@@ -120,32 +132,51 @@ def _clean_env() -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.integration
 def test_the_sdk_alone_installs_no_heavy_packages_and_the_cli_says_what_to_install(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     target = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(target)
     python = target / "bin" / "python"
     env = _clean_env()
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    str(ROOT)], check=True, env=env, timeout=600, capture_output=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
+        check=True,
+        env=env,
+        timeout=600,
+        capture_output=True,
+    )
 
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], check=True,
-                            env=env, capture_output=True, text=True, timeout=120).stdout
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json"],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     installed = {p["name"].lower() for p in json.loads(listed)}
     assert "spanguard" in installed
     assert not HEAVY & installed, sorted(HEAVY & installed)
 
     # the SDK works end to end with what is installed
-    script = ("import spanguard\n"
-              "spanguard.configure(exporter='memory', private=True)\n"
-              "@spanguard.tool\n"
-              "def add(a, b): return a + b\n"
-              "assert add(1, 2) == 3\n"
-              "assert spanguard.export_stats().exported == 1\n")
+    script = (
+        "import spanguard\n"
+        "spanguard.configure(exporter='memory', private=True)\n"
+        "@spanguard.tool\n"
+        "def add(a, b): return a + b\n"
+        "assert add(1, 2) == 3\n"
+        "assert spanguard.export_stats().exported == 1\n"
+    )
     subprocess.run([str(python), "-c", script], check=True, env=env, timeout=120)
 
     # the CLI without the processor's dependencies: one line naming the extra, exit code 2
-    result = subprocess.run([str(target / "bin" / "spanguard"), "--version"], env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(target / "bin" / "spanguard"), "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
@@ -154,22 +185,31 @@ def test_the_sdk_alone_installs_no_heavy_packages_and_the_cli_says_what_to_insta
 
 
 def test_the_cli_runs_when_the_processor_dependencies_are_installed() -> None:
-    result = subprocess.run([sys.executable, "-m", "spanguard_processor", "--version"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "spanguard_processor", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("spanguard, version ")
 
 
 def test_the_cli_without_its_dependencies_prints_one_line_naming_the_extra() -> None:
     # the fresh-venv test above does this for real; here the missing modules are simulated
-    code = ("import sys\n"
-            "sys.modules['click'] = None\n"
-            "sys.modules['scipy'] = None\n"
-            "from spanguard_processor._entry import main\n"
-            "main(['demo'])\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+    code = (
+        "import sys\n"
+        "sys.modules['click'] = None\n"
+        "sys.modules['scipy'] = None\n"
+        "from spanguard_processor._entry import main\n"
+        "main(['demo'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2
-    assert result.stderr == ("spanguard: the command line needs the processor's dependencies, "
-                             "which are not installed (click, scipy); install them with: "
-                             f"{INSTALL_HINT}\n")
+    assert result.stderr == (
+        "spanguard: the command line needs the processor's dependencies, "
+        "which are not installed (click, scipy); install them with: "
+        f"{INSTALL_HINT}\n"
+    )

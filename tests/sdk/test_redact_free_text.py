@@ -72,7 +72,8 @@ def test_no_email_leaks_through_free_text(capture_content: bool) -> None:
 
 
 def test_a_redactor_that_fails_drops_the_text_not_the_signal(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SPANGUARD_STRICT", "0")  # as in an app: log the bug, go on
 
     def broken(key: str, text: str) -> str:

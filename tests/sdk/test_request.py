@@ -13,8 +13,13 @@ from spanguard.testing import SpanCapture
 
 
 def test_request_root_carries_counterfactual_identity(capture: SpanCapture) -> None:
-    with spanguard.request("support", seed_id="s1", variant_id="s1-f",
-                           assignments={"gender": "female", "age": "70"}, repeat=2) as req:
+    with spanguard.request(
+        "support",
+        seed_id="s1",
+        variant_id="s1-f",
+        assignments={"gender": "female", "age": "70"},
+        repeat=2,
+    ) as req:
         pass
     (root,) = capture.spans()
     assert root["name"] == "invoke_agent support"
@@ -59,7 +64,8 @@ def test_nested_request_joins_and_adds_identity(capture: SpanCapture) -> None:
 
 
 def test_decorator_records_input_and_output_only_with_content_on(
-        content_capture: SpanCapture) -> None:
+    content_capture: SpanCapture,
+) -> None:
     @spanguard.request
     def answer(prompt: str) -> dict[str, str]:
         return {"text": prompt + "!"}
@@ -82,8 +88,15 @@ def test_content_is_off_by_default_on_the_root(capture: SpanCapture) -> None:
     with spanguard.request("a", input="secret prompt") as req:
         req.set_output("secret answer")
     attributes = capture.spans()[0]["attributes"]
-    assert not {semconv.INPUT_VALUE, semconv.OUTPUT_VALUE, semconv.INPUT_MIME_TYPE,
-                semconv.OUTPUT_MIME_TYPE} & attributes.keys()
+    assert (
+        not {
+            semconv.INPUT_VALUE,
+            semconv.OUTPUT_VALUE,
+            semconv.INPUT_MIME_TYPE,
+            semconv.OUTPUT_MIME_TYPE,
+        }
+        & attributes.keys()
+    )
 
 
 def test_exception_in_request_is_recorded_and_propagates(capture: SpanCapture) -> None:
@@ -99,9 +112,16 @@ def test_feedback_retry_and_expectations_later_by_request_id(capture: SpanCaptur
         pass
     spanguard.feedback(req.request_id, "thumbs_down")
     spanguard.mark_retried(req.request_id)
-    spanguard.expect(req.request_id, min_chars=10, max_chars=500, regex=r"\d+",
-                     contains="refund", not_contains=["sorry"], json=False,
-                     tone={"polite": True})
+    spanguard.expect(
+        req.request_id,
+        min_chars=10,
+        max_chars=500,
+        regex=r"\d+",
+        contains="refund",
+        not_contains=["sorry"],
+        json=False,
+        tone={"polite": True},
+    )
     root, *annotations = capture.spans()
     assert [a["name"] for a in annotations] == [semconv.SPAN_ANNOTATION] * 3
     assert all(a["parent_span_id"] is None for a in annotations)
@@ -120,7 +140,8 @@ def test_feedback_retry_and_expectations_later_by_request_id(capture: SpanCaptur
 
 
 def test_handle_annotations_go_on_the_open_span_then_as_annotation_spans(
-        capture: SpanCapture) -> None:
+    capture: SpanCapture,
+) -> None:
     with spanguard.request("a") as req:
         req.feedback(5)
         req.expect(min_chars=1)
@@ -130,12 +151,12 @@ def test_handle_annotations_go_on_the_open_span_then_as_annotation_spans(
     assert root["attributes"][semconv.FEEDBACK] == 5
     assert root["attributes"][semconv.expect_key("min_chars")] == 1
     assert root["attributes"][semconv.COST_USD] == 0.25
-    assert annotation["attributes"] == {semconv.REQUEST_ID: req.request_id,
-                                        semconv.RETRIED: True}
+    assert annotation["attributes"] == {semconv.REQUEST_ID: req.request_id, semconv.RETRIED: True}
 
 
 def test_wrong_typed_values_are_dropped_with_one_warning_each(
-        capture: SpanCapture, caplog: pytest.LogCaptureFixture) -> None:
+    capture: SpanCapture, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="spanguard")
     with spanguard.request("a", seed_id=7, assignments={"gender": 1}) as req:  # type: ignore[arg-type]
         req.set_metadata("score", [1, 2])
@@ -180,8 +201,7 @@ def test_streaming_agent_root_covers_the_whole_iteration(content_capture: SpanCa
     assert roots[0]["attributes"][semconv.OUTPUT_VALUE] == "a!"
     assert len(roots[0]["attributes"][semconv.REQUEST_ID]) == 32
     tools = [s for s in spans if s["parent_span_id"] is not None]
-    assert [t["parent_span_id"] for t in tools] == [roots[0]["span_id"]] * 2 + [
-        roots[1]["span_id"]]
+    assert [t["parent_span_id"] for t in tools] == [roots[0]["span_id"]] * 2 + [roots[1]["span_id"]]
 
 
 def test_joining_request_does_not_reset_the_outer_repeat(capture: SpanCapture) -> None:

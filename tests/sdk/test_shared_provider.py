@@ -51,11 +51,19 @@ APP = """
 def _run_app(tmp_path: Path, configure: str) -> tuple[dict[str, int], str]:
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
     try:
-        clean = {k: v for k, v in os.environ.items()
-                 if not k.startswith("OTEL_") and k != "SPANGUARD_STRICT"}
+        clean = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("OTEL_") and k != "SPANGUARD_STRICT"
+        }
         code = textwrap.dedent(APP).format(configure=configure)
-        run = subprocess.run([sys.executable, "-c", code, serve.url + "/v1/traces"],
-                             capture_output=True, text=True, timeout=120, env=clean)
+        run = subprocess.run(
+            [sys.executable, "-c", code, serve.url + "/v1/traces"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=clean,
+        )
         assert run.returncode == 0, run.stderr
         serve.wait_idle(10)
         health: dict[str, int] = httpx.get(serve.url + "/health").json()
@@ -65,8 +73,10 @@ def _run_app(tmp_path: Path, configure: str) -> tuple[dict[str, int], str]:
 
 
 def test_configure_to_the_apps_own_destination_exports_each_span_once(tmp_path: Path) -> None:
-    health, log = _run_app(tmp_path, "spanguard.configure(exporter='otlp-http', "
-                                     "endpoint=url.removesuffix('/v1/traces'))")
+    health, log = _run_app(
+        tmp_path,
+        "spanguard.configure(exporter='otlp-http', endpoint=url.removesuffix('/v1/traces'))",
+    )
     # 1 startup span + 3 × (http request, request, llm_call) = 10 distinct spans
     assert health["spans_received"] == 10
     assert health["spans_duplicated"] == 0
@@ -92,20 +102,33 @@ AUTO_APP = """
 """
 
 
-def test_configure_under_opentelemetry_instrument_exports_each_span_once(
-        tmp_path: Path) -> None:
+def test_configure_under_opentelemetry_instrument_exports_each_span_once(tmp_path: Path) -> None:
     app = tmp_path / "app.py"
     app.write_text(textwrap.dedent(AUTO_APP), encoding="utf-8")
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
     try:
-        clean = {k: v for k, v in os.environ.items()
-                 if not k.startswith("OTEL_") and k != "SPANGUARD_STRICT"}
-        env = {**clean, "OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "none",
-               "OTEL_LOGS_EXPORTER": "none", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-               "OTEL_EXPORTER_OTLP_ENDPOINT": serve.url, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        clean = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("OTEL_") and k != "SPANGUARD_STRICT"
+        }
+        env = {
+            **clean,
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": serve.url,
+            "OTEL_BSP_SCHEDULE_DELAY": "50",
+        }
         instrument = Path(sys.executable).with_name("opentelemetry-instrument")
-        run = subprocess.run([str(instrument), sys.executable, str(app)], capture_output=True,
-                             text=True, timeout=120, env=env)
+        run = subprocess.run(
+            [str(instrument), sys.executable, str(app)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         assert run.returncode == 0, run.stderr
         serve.wait_idle(10)
         health = httpx.get(serve.url + "/health").json()

@@ -59,8 +59,7 @@ def test_explicit_ranks_order_the_documents(capture: SpanCapture) -> None:
     assert [(d["id"], d["rank"], d["score"]) for d in docs] == [("a", 1, None), ("b", 2, None)]
 
 
-def test_record_documents_inside_and_outside_a_retrieval_span(
-        content_capture: SpanCapture) -> None:
+def test_record_documents_inside_and_outside_a_retrieval_span(content_capture: SpanCapture) -> None:
     @spanguard.retrieval(source="web")
     def fetch() -> None:
         spanguard.record_documents([{"id": "x", "group": "g", "content": "text of x"}])
@@ -73,25 +72,31 @@ def test_record_documents_inside_and_outside_a_retrieval_span(
     assert cache["parent_span_id"] == root["span_id"]
     assert web["attributes"][semconv.retrieval_document_key(0, "content")] == "text of x"
     assert json.loads(cache["attributes"][semconv.GEN_AI_RETRIEVAL_DOCUMENTS]) == [
-        {"id": "y", "group": "h", "rank": 1, "score": 1.0}]
+        {"id": "y", "group": "h", "rank": 1, "score": 1.0}
+    ]
     assert semconv.GEN_AI_RETRIEVAL_DOCUMENTS not in root["attributes"]
 
 
 def test_bad_documents_drop_the_field_warn_once_each_and_keep_running(
-        capture: SpanCapture, caplog: pytest.LogCaptureFixture) -> None:
+    capture: SpanCapture, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="spanguard")
-    spanguard.record_documents([{"id": "a"}, {"id": "b", "group": 3, "score": "high"},
-                                {"group": "g"}], source="kb")
+    spanguard.record_documents(
+        [{"id": "a"}, {"id": "b", "group": 3, "score": "high"}, {"group": "g"}], source="kb"
+    )
     docs = json.loads(capture.spans()[0]["attributes"][semconv.GEN_AI_RETRIEVAL_DOCUMENTS])
-    assert docs == [{"id": "a", "group": None, "rank": 1, "score": None},
-                    {"id": "b", "group": None, "rank": 2, "score": None}]
+    assert docs == [
+        {"id": "a", "group": None, "rank": 1, "score": None},
+        {"id": "b", "group": None, "rank": 2, "score": None},
+    ]
     # a missing group is fine (it is optional); the bad group, score and id warn once each
     assert len(caplog.records) == 3, [r.getMessage() for r in caplog.records]
     assert "document 3" in caplog.records[-1].getMessage()
 
 
-def test_mapper_failure_keeps_the_app_running(capture: SpanCapture,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_mapper_failure_keeps_the_app_running(
+    capture: SpanCapture, caplog: pytest.LogCaptureFixture
+) -> None:
     @spanguard.retrieval(mapper=lambda result: result["missing"])
     def broken() -> dict[str, int]:
         return {}
@@ -113,23 +118,32 @@ def test_plan_steps_escalation_and_friction_are_events(capture: SpanCapture) -> 
     assert plan_span["name"] == semconv.SPAN_PLAN
     assert plan_span["attributes"] == {semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN}
     assert [e["attributes"][semconv.PLAN_STEP] for e in plan_span["events"]] == [
-        "look up order", "check refund policy", "answer"]
+        "look up order",
+        "check refund policy",
+        "answer",
+    ]
     assert [e["name"] for e in root["events"]] == [
-        semconv.EVENT_FRICTION, semconv.EVENT_ESCALATION, semconv.EVENT_ESCALATION]
+        semconv.EVENT_FRICTION,
+        semconv.EVENT_ESCALATION,
+        semconv.EVENT_ESCALATION,
+    ]
     assert root["events"][0]["attributes"] == {semconv.FRICTION_POINT: "extra identity check"}
     assert root["events"][1]["attributes"] == {
-        semconv.ESCALATION_REASON: "customer asked for a human"}
+        semconv.ESCALATION_REASON: "customer asked for a human"
+    }
     assert root["events"][2]["attributes"] == {}
 
 
 def test_non_string_reason_is_dropped_but_the_escalation_kept(
-        capture: SpanCapture, caplog: pytest.LogCaptureFixture) -> None:
+    capture: SpanCapture, caplog: pytest.LogCaptureFixture
+) -> None:
     with spanguard.request("agent"):
         spanguard.escalate(reason=42)  # type: ignore[arg-type]
         spanguard.friction(None)  # type: ignore[arg-type]
     (root,) = capture.spans()
     assert [(e["name"], e["attributes"]) for e in root["events"]] == [
-        (semconv.EVENT_ESCALATION, {})]
+        (semconv.EVENT_ESCALATION, {})
+    ]
     assert len(caplog.records) == 2
 
 
@@ -151,10 +165,15 @@ def test_llm_call_records_model_usage_and_cost(content_capture: SpanCapture) -> 
     assert attributes[semconv.OPENINFERENCE_SPAN_KIND] == semconv.OI_KIND_LLM
     # the GenAI semconv parts shape, whatever shape the app handed over (issue #16)
     assert json.loads(attributes[semconv.GEN_AI_INPUT_MESSAGES]) == [
-        {"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
+    ]
     assert json.loads(attributes[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "hello"}],
-         "finish_reason": "stop"}]
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "hello"}],
+            "finish_reason": "stop",
+        }
+    ]
 
 
 def test_signals_outside_any_span_do_nothing(capture: SpanCapture) -> None:
@@ -164,8 +183,9 @@ def test_signals_outside_any_span_do_nothing(capture: SpanCapture) -> None:
     assert capture.spans() == []
 
 
-def test_many_documents_never_evict_the_core_attributes(content_capture: SpanCapture,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_many_documents_never_evict_the_core_attributes(
+    content_capture: SpanCapture, caplog: pytest.LogCaptureFixture
+) -> None:
     docs = [{"id": f"d{i}", "group": "g", "score": 1.0, "content": "text"} for i in range(200)]
     spanguard.record_documents(docs, source="big")
     attributes = content_capture.spans()[0]["attributes"]

@@ -32,16 +32,17 @@ def test_spans_are_plain_json_ready_dicts(capture: SpanCapture) -> None:
     (span,) = capture.spans()
     assert json.loads(json.dumps(span)) == span
     assert span_to_dict(capture.readable_spans()[0]) == span
-    assert span["kind"] == "INTERNAL" and span["status"] == {"code": "UNSET",
-                                                             "description": None}
+    assert span["kind"] == "INTERNAL" and span["status"] == {"code": "UNSET", "description": None}
     assert span["events"][0]["attributes"] == {semconv.ESCALATION_REASON: "r"}
 
 
 def _run_twice() -> list[list[dict[str, object]]]:
     runs = []
     for _ in range(2):
-        with (capture_spans(deterministic=True) as capture,
-              spanguard.request("agent", request_id="fixed")):
+        with (
+            capture_spans(deterministic=True) as capture,
+            spanguard.request("agent", request_id="fixed"),
+        ):
             step(1)
             spanguard.friction("check")
         runs.append(capture.spans())
@@ -66,10 +67,15 @@ def test_spans_events_and_annotations_read_time_from_spanguards_clock() -> None:
             spanguard.friction("check")
         spanguard.feedback("r1", 1)
     root, tool, note = capture.spans()
-    assert (root["start_time_unix_nano"], tool["start_time_unix_nano"],
-            tool["end_time_unix_nano"], root["events"][0]["time_unix_nano"],
-            root["end_time_unix_nano"], note["start_time_unix_nano"],
-            note["end_time_unix_nano"]) == (1_000, 1_010, 1_020, 1_030, 1_040, 1_050, 1_060)
+    assert (
+        root["start_time_unix_nano"],
+        tool["start_time_unix_nano"],
+        tool["end_time_unix_nano"],
+        root["events"][0]["time_unix_nano"],
+        root["end_time_unix_nano"],
+        note["start_time_unix_nano"],
+        note["end_time_unix_nano"],
+    ) == (1_000, 1_010, 1_020, 1_030, 1_040, 1_050, 1_060)
     with capture_spans() as after:
         step(2)
     assert after.spans()[0]["start_time_unix_nano"] > 1_700_000_000 * 10**9  # the real clock
@@ -115,6 +121,7 @@ def test_many_concurrent_requests_outside_pytest_style_use() -> None:
         def worker(start: int) -> None:
             async def many() -> None:
                 await asyncio.gather(*(one(start + i) for i in range(25)))
+
             asyncio.run(many())
 
         threads = [threading.Thread(target=worker, args=(n * 25,)) for n in range(4)]

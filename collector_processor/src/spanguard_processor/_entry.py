@@ -51,9 +51,11 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: the CLI, or a one-line install hint (exit code 2)."""
     missing = missing_dependencies()
     if missing:
-        print(f"spanguard: the command line needs the processor's dependencies, which are not "
-              f"installed ({', '.join(missing)}); install them with: {INSTALL_HINT}",
-              file=sys.stderr)
+        print(
+            f"spanguard: the command line needs the processor's dependencies, which are not "
+            f"installed ({', '.join(missing)}); install them with: {INSTALL_HINT}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     from .cli import main as cli_main
 

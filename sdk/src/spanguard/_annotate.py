@@ -19,8 +19,7 @@ from . import semconv
 from ._content import redact_text
 from ._runtime import active_tracer, internal_error, now_ns, warn_dropped_field
 
-__all__ = ["expect", "expectation_attributes", "feedback", "feedback_attributes",
-           "mark_retried"]
+__all__ = ["expect", "expectation_attributes", "feedback", "feedback_attributes", "mark_retried"]
 
 FeedbackValue = str | int | float | bool
 _INT_CHECKS = ("min_chars", "max_chars")
@@ -34,8 +33,11 @@ def feedback_attributes(value: Any, where: str) -> dict[str, AttributeValue]:
         return {} if redacted is None else {semconv.FEEDBACK: redacted}
     if isinstance(value, int | float | bool):
         return {semconv.FEEDBACK: value}
-    warn_dropped_field(where, semconv.FEEDBACK, "feedback must be a string, number or bool, "
-                       f"not {type(value).__name__}")
+    warn_dropped_field(
+        where,
+        semconv.FEEDBACK,
+        f"feedback must be a string, number or bool, not {type(value).__name__}",
+    )
     return {}
 
 
@@ -68,9 +70,12 @@ def _check_value(check: str, value: Any) -> AttributeValue | None:
 
 
 _CHECK_HELP = {
-    "min_chars": "a non-negative integer", "max_chars": "a non-negative integer",
-    "regex": "a valid regular expression string", "contains": "a string or list of strings",
-    "not_contains": "a string or list of strings", "json": "a bool",
+    "min_chars": "a non-negative integer",
+    "max_chars": "a non-negative integer",
+    "regex": "a valid regular expression string",
+    "contains": "a string or list of strings",
+    "not_contains": "a string or list of strings",
+    "json": "a bool",
 }
 
 
@@ -89,8 +94,11 @@ def expectation_attributes(checks: Mapping[str, Any], where: str) -> dict[str, A
 
 def _annotate(request_id: Any, attributes: dict[str, AttributeValue], where: str) -> None:
     if not isinstance(request_id, str) or not request_id:
-        warn_dropped_field(where, semconv.REQUEST_ID, "a request id must be a non-empty string; "
-                           "nothing was recorded")
+        warn_dropped_field(
+            where,
+            semconv.REQUEST_ID,
+            "a request id must be a non-empty string; nothing was recorded",
+        )
         return
     if not attributes:
         return
@@ -99,9 +107,12 @@ def _annotate(request_id: Any, attributes: dict[str, AttributeValue], where: str
         return
     try:
         # an empty Context: the annotation is the root of a trace of its own
-        span = tracer.start_span(semconv.SPAN_ANNOTATION, context=Context(),
-                                 attributes={semconv.REQUEST_ID: request_id, **attributes},
-                                 start_time=now_ns())
+        span = tracer.start_span(
+            semconv.SPAN_ANNOTATION,
+            context=Context(),
+            attributes={semconv.REQUEST_ID: request_id, **attributes},
+            start_time=now_ns(),
+        )
         span.end(now_ns())
     except Exception as exc:
         internal_error(where, exc)

@@ -24,8 +24,9 @@ _KEYS = (semconv.SEED_ID, semconv.VARIANT_ID, semconv.REPEAT)
 
 def identity_key(key: str) -> bool:
     """Whether a baggage key is one of spanguard's identity keys."""
-    return key in _KEYS or (key.startswith(semconv.ASSIGNMENT_PREFIX)
-                            and len(key) > len(semconv.ASSIGNMENT_PREFIX))
+    return key in _KEYS or (
+        key.startswith(semconv.ASSIGNMENT_PREFIX) and len(key) > len(semconv.ASSIGNMENT_PREFIX)
+    )
 
 
 class BaggageIdentity(SpanProcessor):

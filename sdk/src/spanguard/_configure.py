@@ -54,8 +54,10 @@ def _protocol() -> str:
         value = os.environ.get(name, "").strip().lower()
         if value:
             if value not in ("grpc", "http/protobuf"):
-                raise ConfigError(name, f"the OTLP protocol '{value}' is not supported; use "
-                                  "'grpc' or 'http/protobuf'.")
+                raise ConfigError(
+                    name,
+                    f"the OTLP protocol '{value}' is not supported; use 'grpc' or 'http/protobuf'.",
+                )
             return value
     return "grpc"
 
@@ -67,10 +69,12 @@ def _otlp_exporter(kind: str, endpoint: str | None) -> SpanExporter:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
             OTLPSpanExporter as GrpcExporter,
         )
+
         return GrpcExporter(endpoint=endpoint) if endpoint else GrpcExporter()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
         OTLPSpanExporter as HttpExporter,
     )
+
     if endpoint and not endpoint.rstrip("/").endswith("/v1/traces"):
         endpoint = endpoint.rstrip("/") + "/v1/traces"
     return HttpExporter(endpoint=endpoint) if endpoint else HttpExporter()
@@ -83,17 +87,22 @@ def _exporter_kind(exporter: str | SpanExporter | None) -> str | SpanExporter:
         names = [n.strip().lower() for n in os.environ.get(_ENV_EXPORTER, "otlp").split(",")]
         name = names[0] if names and names[0] else "otlp"
         if name not in ("otlp", "console", "none"):
-            raise ConfigError(_ENV_EXPORTER, f"the exporter '{name}' is not supported; use "
-                              "'otlp', 'console' or 'none'.")
+            raise ConfigError(
+                _ENV_EXPORTER,
+                f"the exporter '{name}' is not supported; use 'otlp', 'console' or 'none'.",
+            )
         return name
     if not isinstance(exporter, str) or exporter not in EXPORTERS:
-        raise ConfigError("exporter", f"expected one of {', '.join(EXPORTERS)} or a "
-                          f"SpanExporter instance, got {exporter!r}.")
+        raise ConfigError(
+            "exporter",
+            f"expected one of {', '.join(EXPORTERS)} or a SpanExporter instance, got {exporter!r}.",
+        )
     return exporter
 
 
-def _make_exporter(kind: str | SpanExporter, endpoint: str | None,
-                   file_path: str | os.PathLike[str] | None) -> SpanExporter | None:
+def _make_exporter(
+    kind: str | SpanExporter, endpoint: str | None, file_path: str | os.PathLike[str] | None
+) -> SpanExporter | None:
     if isinstance(kind, SpanExporter):
         return kind
     if kind == "none":
@@ -132,13 +141,20 @@ def _batch_setting(name: str, value: int | None) -> int:
     return number
 
 
-def _validate(service_name: Any, capture_content: Any, redact: Any, sampler: Any,
-              endpoint: Any, file_path: Any) -> None:
+def _validate(
+    service_name: Any,
+    capture_content: Any,
+    redact: Any,
+    sampler: Any,
+    endpoint: Any,
+    file_path: Any,
+) -> None:
     if service_name is not None and (not isinstance(service_name, str) or not service_name):
         raise ConfigError("service_name", f"expected a non-empty string, got {service_name!r}.")
     if capture_content is not None and not isinstance(capture_content, bool):
-        raise ConfigError("capture_content", f"expected True, False or None, got "
-                          f"{capture_content!r}.")
+        raise ConfigError(
+            "capture_content", f"expected True, False or None, got {capture_content!r}."
+        )
     if redact is not None and not callable(redact):
         raise ConfigError("redact", "expected a callable (key, text) -> text or None.")
     if sampler is not None and not isinstance(sampler, Sampler):
@@ -177,8 +193,10 @@ def configure(
     max_export_batch_size = _batch_setting("max_export_batch_size", max_export_batch_size)
     schedule_delay_millis = _batch_setting("schedule_delay_millis", schedule_delay_millis)
     if max_export_batch_size > max_queue_size:
-        raise ConfigError("max_export_batch_size", f"{max_export_batch_size} is larger than "
-                          f"max_queue_size ({max_queue_size}).")
+        raise ConfigError(
+            "max_export_batch_size",
+            f"{max_export_batch_size} is larger than max_queue_size ({max_queue_size}).",
+        )
     kind = _exporter_kind(exporter)
     span_exporter = _make_exporter(kind, endpoint, file_path)
     previous: Configuration | None = None
@@ -188,9 +206,14 @@ def configure(
             if previous is not None:
                 _detach(previous)
             provider, owns = _provider(service_name, sampler, private)
-            configuration = _attach(provider, owns, private, kind, span_exporter,
-                                    (max_queue_size, max_export_batch_size,
-                                     schedule_delay_millis))
+            configuration = _attach(
+                provider,
+                owns,
+                private,
+                kind,
+                span_exporter,
+                (max_queue_size, max_export_batch_size, schedule_delay_millis),
+            )
             STATE.configuration = configuration
             _register_atexit(flush_on_sigterm)
             _propagate_to_threads(propagate_to_threads)
@@ -202,8 +225,14 @@ def configure(
     return configuration
 
 
-def _attach(provider: TracerProvider, owns: bool, private: bool, kind: str | SpanExporter,
-            span_exporter: SpanExporter | None, batch: tuple[int, int, int]) -> Configuration:
+def _attach(
+    provider: TracerProvider,
+    owns: bool,
+    private: bool,
+    kind: str | SpanExporter,
+    span_exporter: SpanExporter | None,
+    batch: tuple[int, int, int],
+) -> Configuration:
     """Under the lock: spanguard's processors on ``provider`` (the batch processor unless
     the app's pipeline already exports there, the baggage copier once per provider)."""
     processor = None
@@ -212,9 +241,11 @@ def _attach(provider: TracerProvider, owns: bool, private: bool, kind: str | Spa
     if span_exporter is not None:
         max_queue_size, max_export_batch_size, schedule_delay_millis = batch
         processor = CountingBatchProcessor(
-            span_exporter, max_queue_size=max_queue_size,
+            span_exporter,
+            max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
-            schedule_delay_millis=schedule_delay_millis)
+            schedule_delay_millis=schedule_delay_millis,
+        )
         provider.add_span_processor(processor)
     if provider not in STATE.with_baggage:  # once per provider, however often configured
         STATE.with_baggage.add(provider)
@@ -249,15 +280,17 @@ def _exporters(provider: TracerProvider) -> list[object]:
 def _unless_exported(provider: TracerProvider, exporter: SpanExporter) -> SpanExporter | None:
     """``exporter``, or None when the app's provider already exports to its destination."""
     destination = _destination(exporter)
-    if destination is None or all(_destination(e) != destination
-                                  for e in _exporters(provider)):
+    if destination is None or all(_destination(e) != destination for e in _exporters(provider)):
         return exporter
     exporter.shutdown()
     if not STATE.said_shared:
         STATE.said_shared = True
-        logger.info("spanguard: the app's tracer provider already exports to %s; spanguard's "
-                    "spans go through that pipeline (no second exporter: each span would be "
-                    "sent twice).", destination[1])
+        logger.info(
+            "spanguard: the app's tracer provider already exports to %s; spanguard's "
+            "spans go through that pipeline (no second exporter: each span would be "
+            "sent twice).",
+            destination[1],
+        )
     return None
 
 
@@ -269,25 +302,31 @@ def _propagate_to_threads(wanted: bool) -> None:
     STATE.holds_threads = wanted
 
 
-def _content(capture_content: bool | None, redact: Redactor | None,
-             max_content_chars: int) -> ContentSettings:
+def _content(
+    capture_content: bool | None, redact: Redactor | None, max_content_chars: int
+) -> ContentSettings:
     capture = env_capture() if capture_content is None else capture_content
     return ContentSettings(capture=capture, redact=redact, max_chars=max_content_chars)
 
 
-def _provider(service_name: str | None, sampler: Sampler | None, private: bool
-              ) -> tuple[TracerProvider, bool]:
+def _provider(
+    service_name: str | None, sampler: Sampler | None, private: bool
+) -> tuple[TracerProvider, bool]:
     resource = Resource.create({"service.name": service_name} if service_name else {})
     if not private:
         existing = trace.get_tracer_provider()
         if isinstance(existing, TracerProvider):
-            ignored = [name for name, value in (("sampler", sampler),
-                                                ("service_name", service_name))
-                       if value is not None]
+            ignored = [
+                name
+                for name, value in (("sampler", sampler), ("service_name", service_name))
+                if value is not None
+            ]
             if ignored and existing is not STATE.owned_provider:
-                logger.warning("spanguard: the app's tracer provider keeps its own %s; "
-                               "configure() applies them only to a provider it creates.",
-                               " and ".join(ignored))
+                logger.warning(
+                    "spanguard: the app's tracer provider keeps its own %s; "
+                    "configure() applies them only to a provider it creates.",
+                    " and ".join(ignored),
+                )
             return existing, existing is STATE.owned_provider
     provider = TracerProvider(resource=resource, sampler=sampler)
     if not private:
@@ -362,5 +401,8 @@ def shutdown() -> None:
     set_content_settings(None)  # back to the environment variable's setting
     stats = configuration.processor.stats() if configuration.processor else None
     if stats is not None and stats.dropped:
-        logger.warning("spanguard: %d of %d spans were dropped before export; raise "
-                       "max_queue_size.", stats.dropped, stats.ended)
+        logger.warning(
+            "spanguard: %d of %d spans were dropped before export; raise max_queue_size.",
+            stats.dropped,
+            stats.ended,
+        )

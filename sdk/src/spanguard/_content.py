@@ -26,8 +26,14 @@ from ._events import content_on_span, hold_content
 from ._runtime import content_settings, internal_error, warn_dropped_field
 from ._state import ContentSettings
 
-__all__ = ["bounded_json", "bounded_text", "jsonable", "prepare_content", "redact_text",
-           "set_content"]
+__all__ = [
+    "bounded_json",
+    "bounded_text",
+    "jsonable",
+    "prepare_content",
+    "redact_text",
+    "set_content",
+]
 
 _ELLIPSIS = "…"
 
@@ -134,8 +140,9 @@ def jsonable(value: Any, _path: frozenset[int] = frozenset()) -> Any:
         items = [jsonable(v, inner) for v in value]
         return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name, None), inner)
-                for f in dataclasses.fields(value)}
+        return {
+            f.name: jsonable(getattr(value, f.name, None), inner) for f in dataclasses.fields(value)
+        }
     data = _model_data(value)
     if data is not None:
         return jsonable(data, inner)
@@ -197,8 +204,9 @@ def prepare_content(key: str, value: Any) -> tuple[str, bool] | None:
     try:
         plain = jsonable(value)
     except (_Circular, RecursionError):  # e.g. a circular reference
-        warn_dropped_field("content capture", key, "the value cannot be encoded as JSON (it "
-                           "contains itself)")
+        warn_dropped_field(
+            "content capture", key, "the value cannot be encoded as JSON (it contains itself)"
+        )
         return None
     try:
         redacted = _redact(plain, key, settings)

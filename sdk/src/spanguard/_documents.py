@@ -51,8 +51,7 @@ def _one(item: Any, position: int, where: str) -> Document | None:
     if isinstance(doc_id, int) and not isinstance(doc_id, bool):
         doc_id = str(doc_id)
     if not isinstance(doc_id, str) or not doc_id:
-        _warn(where, label, "id", "a document needs a non-empty string id; the document is "
-              "skipped")
+        _warn(where, label, "id", "a document needs a non-empty string id; the document is skipped")
         return None
     group = _field(item, "group")
     if group is not None and not isinstance(group, str):
@@ -60,13 +59,20 @@ def _one(item: Any, position: int, where: str) -> Document | None:
         group = None
     rank = _field(item, "rank")
     if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
-        _warn(where, label, "rank", "it must be an integer of at least 1; the position is "
-              "used instead")
+        _warn(
+            where,
+            label,
+            "rank",
+            "it must be an integer of at least 1; the position is used instead",
+        )
         rank = None
     score = _field(item, "score")
     if score is not None:
-        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(
-                score):
+        if (
+            isinstance(score, bool)
+            or not isinstance(score, int | float)
+            or not math.isfinite(score)
+        ):
             _warn(where, label, "score", "it must be a finite number")
             score = None
         else:
@@ -85,15 +91,19 @@ def normalize_documents(items: Any, where: str) -> list[Document]:
     ``rank``, ``score`` (and optional ``content``). A missing rank is the 1-based position.
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
-        warn_dropped_field(where, "documents", f"expected a list of documents, got "
-                           f"{type(items).__name__}")
+        warn_dropped_field(
+            where, "documents", f"expected a list of documents, got {type(items).__name__}"
+        )
         return []
     docs: list[Document] = []
     for position, item in enumerate(items, start=1):
         doc = _one(item, position, where)
         if doc is not None:
-            docs.append(doc if doc.rank is not None else Document(
-                doc.id, doc.group, position, doc.score, doc.content))
+            docs.append(
+                doc
+                if doc.rank is not None
+                else Document(doc.id, doc.group, position, doc.score, doc.content)
+            )
     docs.sort(key=lambda d: d.rank or 0)
     return docs
 
@@ -106,11 +116,19 @@ OPENINFERENCE_KEY_BUDGET = 96
 
 def document_attributes(docs: list[Document]) -> dict[str, AttributeValue]:
     """The content-free attributes of a retrieval span for ``docs``."""
-    summary = [{semconv.DOCUMENT_ID: d.id, semconv.DOCUMENT_GROUP: d.group,
-                semconv.DOCUMENT_RANK: d.rank, semconv.DOCUMENT_SCORE: d.score} for d in docs]
+    summary = [
+        {
+            semconv.DOCUMENT_ID: d.id,
+            semconv.DOCUMENT_GROUP: d.group,
+            semconv.DOCUMENT_RANK: d.rank,
+            semconv.DOCUMENT_SCORE: d.score,
+        }
+        for d in docs
+    ]
     attributes: dict[str, AttributeValue] = {
-        semconv.GEN_AI_RETRIEVAL_DOCUMENTS: json.dumps(summary, separators=(",", ":"),
-                                                       ensure_ascii=False),
+        semconv.GEN_AI_RETRIEVAL_DOCUMENTS: json.dumps(
+            summary, separators=(",", ":"), ensure_ascii=False
+        ),
     }
     for index, d in enumerate(docs):
         if len(attributes) + 3 > OPENINFERENCE_KEY_BUDGET:
@@ -119,8 +137,9 @@ def document_attributes(docs: list[Document]) -> dict[str, AttributeValue]:
         if d.score is not None:
             attributes[semconv.retrieval_document_key(index, semconv.DOCUMENT_SCORE)] = d.score
         metadata = {semconv.DOCUMENT_GROUP: d.group, semconv.DOCUMENT_RANK: d.rank}
-        attributes[semconv.retrieval_document_key(index, semconv.DOCUMENT_METADATA)] = (
-            json.dumps(metadata, separators=(",", ":"), ensure_ascii=False))
+        attributes[semconv.retrieval_document_key(index, semconv.DOCUMENT_METADATA)] = json.dumps(
+            metadata, separators=(",", ":"), ensure_ascii=False
+        )
     return attributes
 
 
@@ -132,8 +151,10 @@ def set_documents(span: Span, docs: list[Document]) -> None:
     for index, d in enumerate(docs):
         if d.content is None:
             continue
-        if index >= budget or semconv.retrieval_document_key(index, semconv.DOCUMENT_ID) \
-                not in attributes:
+        if (
+            index >= budget
+            or semconv.retrieval_document_key(index, semconv.DOCUMENT_ID) not in attributes
+        ):
             break
         key = semconv.retrieval_document_key(index, semconv.DOCUMENT_CONTENT)
         prepared = prepare_content(key, d.content)

@@ -19,8 +19,13 @@ from ._content import redact_text
 from ._runtime import content_settings, now_ns
 from .semconv import ERROR_TYPE, EXCEPTION_MESSAGE, EXCEPTION_STACKTRACE, EXCEPTION_TYPE
 
-__all__ = ["ERROR_TYPE", "EXCEPTION_MESSAGE", "EXCEPTION_STACKTRACE", "EXCEPTION_TYPE",
-           "record_error"]
+__all__ = [
+    "ERROR_TYPE",
+    "EXCEPTION_MESSAGE",
+    "EXCEPTION_STACKTRACE",
+    "EXCEPTION_TYPE",
+    "record_error",
+]
 
 _EXCEPTION_EVENT = "exception"
 
@@ -37,8 +42,9 @@ def _locations(exc: BaseException) -> str:
 def _qualified(exc: BaseException) -> str:
     kind = type(exc)
     module = kind.__module__
-    return kind.__qualname__ if module in ("builtins", "__main__") else \
-        f"{module}.{kind.__qualname__}"
+    return (
+        kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
+    )
 
 
 def record_error(span: Span, exc: BaseException) -> None:

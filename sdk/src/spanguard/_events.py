@@ -25,14 +25,26 @@ from . import semconv
 from ._runtime import CAPTURE_ENV
 from ._state import STATE
 
-__all__ = ["MODE_BOTH", "MODE_EVENT", "MODE_SPAN", "ContentEvents", "capture_mode",
-           "content_on_span", "hold_content", "set_mode"]
+__all__ = [
+    "MODE_BOTH",
+    "MODE_EVENT",
+    "MODE_SPAN",
+    "ContentEvents",
+    "capture_mode",
+    "content_on_span",
+    "hold_content",
+    "set_mode",
+]
 
 MODE_SPAN, MODE_EVENT, MODE_BOTH = "span", "event", "both"  # _state.SdkState.event_mode
 _MODES = {"event_only": MODE_EVENT, "span_and_event": MODE_BOTH}
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
-_CALL_KEYS = (semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_PROVIDER_NAME,
-              semconv.GEN_AI_REQUEST_MODEL, semconv.GEN_AI_RESPONSE_MODEL)
+_CALL_KEYS = (
+    semconv.GEN_AI_OPERATION_NAME,
+    semconv.GEN_AI_PROVIDER_NAME,
+    semconv.GEN_AI_REQUEST_MODEL,
+    semconv.GEN_AI_RESPONSE_MODEL,
+)
 
 #: spans with content held at once; beyond it the oldest is dropped (its span went to a provider
 #: without :class:`ContentEvents`, so it would never be emitted)
@@ -86,13 +98,20 @@ class ContentEvents(SpanProcessor):
         attributes: dict[str, Any] = dict(sorted(content.items()))
         span_attributes = span.attributes or {}
         operation = span_attributes.get(semconv.GEN_AI_OPERATION_NAME)
-        name = (semconv.EVENT_INFERENCE_DETAILS if operation in _LLM_OPERATIONS
-                else semconv.EVENT_CONTENT)
+        name = (
+            semconv.EVENT_INFERENCE_DETAILS
+            if operation in _LLM_OPERATIONS
+            else semconv.EVENT_CONTENT
+        )
         for key in _CALL_KEYS:
             if key in span_attributes:
                 attributes.setdefault(key, span_attributes[key])
-        self._logger.emit(timestamp=span.end_time, event_name=name, attributes=attributes,
-                          context=trace.set_span_in_context(NonRecordingSpan(context)))
+        self._logger.emit(
+            timestamp=span.end_time,
+            event_name=name,
+            attributes=attributes,
+            context=trace.set_span_in_context(NonRecordingSpan(context)),
+        )
 
     def shutdown(self) -> None:
         if self.active:

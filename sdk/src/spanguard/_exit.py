@@ -46,8 +46,9 @@ def install_sigterm_flush(flush: Callable[[int], bool]) -> bool:
         def on_sigterm(signum: int, frame: FrameType | None) -> None:
             # Flush on another thread: the interrupted main thread may hold a lock the flush
             # needs (e.g. inside an explicit force_flush); joining with a timeout cannot hang.
-            worker = threading.Thread(target=_flush_quietly, args=(flush,),
-                                      name="spanguard-sigterm-flush", daemon=True)
+            worker = threading.Thread(
+                target=_flush_quietly, args=(flush,), name="spanguard-sigterm-flush", daemon=True
+            )
             worker.start()
             worker.join(SIGTERM_FLUSH_MILLIS / 1000 + 1)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -70,16 +70,24 @@ class _CountingExporter(SpanExporter):
 class CountingBatchProcessor(SpanProcessor):
     """``BatchSpanProcessor`` with span accounting; after shutdown it ignores new spans."""
 
-    def __init__(self, exporter: SpanExporter, *, max_queue_size: int,
-                 max_export_batch_size: int, schedule_delay_millis: float) -> None:
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        max_queue_size: int,
+        max_export_batch_size: int,
+        schedule_delay_millis: float,
+    ) -> None:
         self._exporter = _CountingExporter(exporter)
         self.max_queue_size = max_queue_size
         self.max_export_batch_size = max_export_batch_size
         self.schedule_delay_millis = schedule_delay_millis
         self._batch = BatchSpanProcessor(
-            self._exporter, max_queue_size=max_queue_size,
+            self._exporter,
+            max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
-            schedule_delay_millis=schedule_delay_millis)
+            schedule_delay_millis=schedule_delay_millis,
+        )
         self._lock = threading.Lock()
         self._ended = 0
         self._closed = False  # takes no more spans

@@ -62,8 +62,13 @@ class SpanSpec:
     without_tracer: bool = False
 
 
-def start_span(tracer: Tracer | None, spec: SpanSpec, parent: Context | None,
-               args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span, Context, bool]:
+def start_span(
+    tracer: Tracer | None,
+    spec: SpanSpec,
+    parent: Context | None,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> tuple[Span, Context, bool]:
     """Start ``spec``'s span under ``parent`` (the current context when ``None``), or join the
     span its ``join`` hook finds; the flag says whether the caller owns (and must end) it."""
     if spec.join is not None:
@@ -73,8 +78,13 @@ def start_span(tracer: Tracer | None, spec: SpanSpec, parent: Context | None,
             return joined, otel_context.get_current() if parent is None else parent, False
     span: Span = INVALID_SPAN
     if tracer is not None:
-        span = tracer.start_span(spec.name, context=parent, kind=spec.kind,
-                                 attributes=spec.attributes, start_time=now_ns())
+        span = tracer.start_span(
+            spec.name,
+            context=parent,
+            kind=spec.kind,
+            attributes=spec.attributes,
+            start_time=now_ns(),
+        )
     _run_start_hook(spec, span, args, kwargs)
     ctx = trace.set_span_in_context(span, parent)
     if spec.on_context is not None:
@@ -82,8 +92,9 @@ def start_span(tracer: Tracer | None, spec: SpanSpec, parent: Context | None,
     return span, ctx, True
 
 
-def _run_start_hook(spec: SpanSpec, span: Span, args: tuple[Any, ...],
-                    kwargs: dict[str, Any]) -> None:
+def _run_start_hook(
+    spec: SpanSpec, span: Span, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     if spec.on_start is not None:
         try:
             spec.on_start(span, args, kwargs)
@@ -177,9 +188,14 @@ def _run_in(ctx: Context, step: Callable[[Any], Any], arg: Any) -> Any:
         otel_context.detach(token)
 
 
-def _traced_generator(tracer: Tracer | None, spec: SpanSpec, fn: Callable[..., Any],
-                      args: tuple[Any, ...], kwargs: dict[str, Any],
-                      parent: Context) -> Generator[Any, Any, Any]:
+def _traced_generator(
+    tracer: Tracer | None,
+    spec: SpanSpec,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    parent: Context,
+) -> Generator[Any, Any, Any]:
     try:
         span, ctx, owned = start_span(tracer, spec, parent, args, kwargs)
     except Exception as internal:
@@ -219,10 +235,14 @@ def _traced_generator(tracer: Tracer | None, spec: SpanSpec, fn: Callable[..., A
     return result
 
 
-async def _traced_async_generator(tracer: Tracer | None, spec: SpanSpec,
-                                  fn: Callable[..., Any], args: tuple[Any, ...],
-                                  kwargs: dict[str, Any], parent: Context
-                                  ) -> AsyncGenerator[Any, Any]:
+async def _traced_async_generator(
+    tracer: Tracer | None,
+    spec: SpanSpec,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    parent: Context,
+) -> AsyncGenerator[Any, Any]:
     try:
         span, ctx, owned = start_span(tracer, spec, parent, args, kwargs)
     except Exception as internal:
@@ -287,8 +307,7 @@ def _async_generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., An
         tracer = active_tracer()
         if tracer is None and not spec.without_tracer:
             return fn(*args, **kwargs)
-        return _traced_async_generator(tracer, spec, fn, args, kwargs,
-                                       otel_context.get_current())
+        return _traced_async_generator(tracer, spec, fn, args, kwargs, otel_context.get_current())
 
     return wrapper
 
@@ -310,8 +329,9 @@ def check_callable(fn: Any, usage: str) -> None:
         raise TypeError(f"{usage} (it was given {type(fn).__name__} {fn!r:.60}).")
 
 
-def decorator(first: Any, name: Any, build: Callable[[Callable[..., Any], str | None], SpanSpec],
-              usage: str) -> Any:
+def decorator(
+    first: Any, name: Any, build: Callable[[Callable[..., Any], str | None], SpanSpec], usage: str
+) -> Any:
     """The one shape of every spanguard decorator: ``@api``, ``@api("name")`` or
     ``@api(name="name")``. ``build(fn, name)`` gives the span spec; ``usage`` is the hint of
     the ``TypeError`` raised for a non-callable target or a non-string name."""
@@ -319,8 +339,7 @@ def decorator(first: Any, name: Any, build: Callable[[Callable[..., Any], str | 
         raise TypeError(f"{usage} (name= must be a string, not {type(name).__name__}).")
     if first is None or isinstance(first, str):  # @api(), @api("name"), @api(name="name")
         if first is not None and name is not None and first != name:
-            raise TypeError(f"{usage} (the name was given twice: {first!r} and "
-                            f"name={name!r}).")
+            raise TypeError(f"{usage} (the name was given twice: {first!r} and name={name!r}).")
         chosen = first or name or None
 
         def decorate(fn: F) -> F:

@@ -93,8 +93,10 @@ def install_content_events(provider: TracerProvider, kind: Any, endpoint: str | 
     if mode != MODE_SPAN:
         logger_provider = _provider(kind, endpoint, provider.resource)
         if logger_provider is None:
-            logger.warning("spanguard: content events need an OTLP or console exporter, or "
-                           "the app's own logger provider; content stays on the spans.")
+            logger.warning(
+                "spanguard: content events need an OTLP or console exporter, or "
+                "the app's own logger provider; content stays on the spans."
+            )
             mode = MODE_SPAN
         else:
             events = ContentEvents(logger_provider)

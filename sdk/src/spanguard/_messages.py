@@ -59,8 +59,14 @@ def _tool_call_parts(calls: Any) -> list[dict[str, Any]]:
         name = source.get("name")
         if not isinstance(name, str) or not name:
             continue
-        parts.append({"type": "tool_call", "id": str(call.get("id") or ""), "name": name,
-                      "arguments": _arguments(source.get("arguments", call.get("args")))})
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": str(call.get("id") or ""),
+                "name": name,
+                "arguments": _arguments(source.get("arguments", call.get("args"))),
+            }
+        )
     return parts
 
 
@@ -73,12 +79,19 @@ def _message(item: Any, default_role: str) -> dict[str, Any]:
     if isinstance(parts_in, list | tuple):
         message = {str(k): v for k, v in item.items()}
         message["role"] = role
-        message["parts"] = [dict(p) if isinstance(p, Mapping) else
-                            {"type": "text", "content": str(p)} for p in parts_in]
+        message["parts"] = [
+            dict(p) if isinstance(p, Mapping) else {"type": "text", "content": str(p)}
+            for p in parts_in
+        ]
         return message
     if role == "tool" and "tool_call_id" in item:
-        parts = [{"type": "tool_call_response", "id": str(item["tool_call_id"]),
-                  "response": item.get("content")}]
+        parts = [
+            {
+                "type": "tool_call_response",
+                "id": str(item["tool_call_id"]),
+                "response": item.get("content"),
+            }
+        ]
     else:
         parts = _text_parts(item.get("content")) + _tool_call_parts(item.get("tool_calls"))
     message = {"role": role, "parts": parts}
@@ -89,8 +102,7 @@ def _message(item: Any, default_role: str) -> dict[str, Any]:
     return message
 
 
-def genai_messages(value: Any, default_role: str, *, output: bool = False
-                   ) -> list[dict[str, Any]]:
+def genai_messages(value: Any, default_role: str, *, output: bool = False) -> list[dict[str, Any]]:
     """``value`` as GenAI parts-shape messages (output messages always get a
     ``finish_reason``: ``tool_call`` when they request tools, else ``stop``)."""
     if isinstance(value, list | tuple):
@@ -100,8 +112,10 @@ def genai_messages(value: Any, default_role: str, *, output: bool = False
     if output:
         for message in messages:
             if not isinstance(message.get("finish_reason"), str):
-                calls = any(isinstance(p, Mapping) and p.get("type") == "tool_call"
-                            for p in message["parts"])
+                calls = any(
+                    isinstance(p, Mapping) and p.get("type") == "tool_call"
+                    for p in message["parts"]
+                )
                 message["finish_reason"] = "tool_call" if calls else "stop"
     return messages
 
@@ -123,12 +137,22 @@ def openinference_flat(messages: Any, prefix: str) -> dict[str, str]:
             flat[f"{base}.role"] = message["role"]
         parts = message.get("parts")
         parts = parts if isinstance(parts, list) else []
-        texts = [p["content"] for p in parts if isinstance(p, Mapping)
-                 and p.get("type") == "text" and isinstance(p.get("content"), str)]
+        texts = [
+            p["content"]
+            for p in parts
+            if isinstance(p, Mapping)
+            and p.get("type") == "text"
+            and isinstance(p.get("content"), str)
+        ]
         if texts:
             flat[f"{base}.content"] = "\n".join(texts)
-        calls = [p for p in parts if isinstance(p, Mapping) and p.get("type") == "tool_call"
-                 and isinstance(p.get("name"), str)]
+        calls = [
+            p
+            for p in parts
+            if isinstance(p, Mapping)
+            and p.get("type") == "tool_call"
+            and isinstance(p.get("name"), str)
+        ]
         for j, call in enumerate(calls):
             key = f"{base}.tool_calls.{j}.tool_call"
             flat[f"{key}.function.name"] = call["name"]
@@ -137,6 +161,8 @@ def openinference_flat(messages: Any, prefix: str) -> dict[str, str]:
             arguments = call.get("arguments")
             if arguments is not None:
                 flat[f"{key}.function.arguments"] = (
-                    arguments if isinstance(arguments, str)
-                    else json.dumps(arguments, ensure_ascii=False))
+                    arguments
+                    if isinstance(arguments, str)
+                    else json.dumps(arguments, ensure_ascii=False)
+                )
     return flat

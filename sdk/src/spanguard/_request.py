@@ -72,8 +72,11 @@ class Request:
         elif isinstance(value, bool | int | float):
             self.span.set_attribute(semconv.metadata_key(name), value)
         else:
-            warn_dropped_field("Request.set_metadata()", semconv.metadata_key(name),
-                               "it must be a string, number or bool")
+            warn_dropped_field(
+                "Request.set_metadata()",
+                semconv.metadata_key(name),
+                "it must be a string, number or bool",
+            )
 
     def set_cost(self, cost_usd: float) -> None:
         """Set the request's total cost in US dollars (else the processor sums LLM calls)."""
@@ -117,8 +120,9 @@ def current_request() -> Request | None:
     return value if isinstance(value, Request) else None
 
 
-def _identity(seed_id: Any, variant_id: Any, assignments: Any, repeat: Any
-              ) -> dict[str, AttributeValue]:
+def _identity(
+    seed_id: Any, variant_id: Any, assignments: Any, repeat: Any
+) -> dict[str, AttributeValue]:
     where = "spanguard.request()"
     attributes: dict[str, AttributeValue] = {}
     for key, value in ((semconv.SEED_ID, seed_id), (semconv.VARIANT_ID, variant_id)):
@@ -136,8 +140,11 @@ def _identity(seed_id: Any, variant_id: Any, assignments: Any, repeat: Any
                 if isinstance(attr, str) and isinstance(value, str):
                     attributes[semconv.assignment_key(attr)] = value
                 else:
-                    warn_dropped_field(where, semconv.assignment_key(str(attr)),
-                                       "assignment names and values must be strings")
+                    warn_dropped_field(
+                        where,
+                        semconv.assignment_key(str(attr)),
+                        "assignment names and values must be strings",
+                    )
     if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat >= 0:
         attributes[semconv.REPEAT] = repeat
     else:
@@ -146,8 +153,10 @@ def _identity(seed_id: Any, variant_id: Any, assignments: Any, repeat: Any
     return attributes
 
 
-_USAGE = ('spanguard.request opens a request: use "with spanguard.request("agent") as req:", '
-          '@spanguard.request, @spanguard.request("agent") or @spanguard.request(name="agent")')
+_USAGE = (
+    'spanguard.request opens a request: use "with spanguard.request("agent") as req:", '
+    '@spanguard.request, @spanguard.request("agent") or @spanguard.request(name="agent")'
+)
 
 # The scopes entered in the current thread or task, innermost last: (scope, handle, token).
 # Kept per context, not on the scope object, so one scope may be entered from many threads
@@ -177,9 +186,18 @@ class RequestScope:
     One scope object may be entered from many threads and tasks at once (each entry's state
     lives in the context of the thread or task that entered it)."""
 
-    def __init__(self, name: str, *, request_id: str | None, seed_id: str | None,
-                 variant_id: str | None, assignments: Mapping[str, str] | None, repeat: int,
-                 input: Any, kind: SpanKind) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        request_id: str | None,
+        seed_id: str | None,
+        variant_id: str | None,
+        assignments: Mapping[str, str] | None,
+        repeat: int,
+        input: Any,
+        kind: SpanKind,
+    ) -> None:
         self._name = name if isinstance(name, str) and name else "agent"
         self._request_id = request_id if isinstance(request_id, str) and request_id else None
         self._identity = _identity(seed_id, variant_id, assignments, repeat)
@@ -209,15 +227,16 @@ class RequestScope:
         if tracer is not None:
             try:
                 span = tracer.start_span(
-                    semconv.span_name(semconv.OP_INVOKE_AGENT, self._name), kind=self._kind,
+                    semconv.span_name(semconv.OP_INVOKE_AGENT, self._name),
+                    kind=self._kind,
                     attributes={**self._root_attributes(), semconv.REQUEST_ID: request_id},
-                    start_time=now_ns())
+                    start_time=now_ns(),
+                )
             except Exception as exc:
                 internal_error("spanguard.request()", exc)
                 span = INVALID_SPAN
         handle = Request(request_id, span)
-        ctx: Context = otel_context.set_value(_REQUEST_KEY, handle,
-                                              trace.set_span_in_context(span))
+        ctx: Context = otel_context.set_value(_REQUEST_KEY, handle, trace.set_span_in_context(span))
         token = otel_context.attach(ctx)
         _ENTRIES.set((*_ENTRIES.get(), (self, handle, token)))
         if self._input is not None:
@@ -230,11 +249,15 @@ class RequestScope:
             if entries[index][0] is self:
                 break
         else:  # exited in a context it was not entered in: nothing of ours to undo here
-            internal_error("spanguard.request() exit", RuntimeError(
-                "the request scope was exited in another thread or task than it was entered"))
+            internal_error(
+                "spanguard.request() exit",
+                RuntimeError(
+                    "the request scope was exited in another thread or task than it was entered"
+                ),
+            )
             return
         _, handle, token = entries[index]
-        _ENTRIES.set(entries[:index] + entries[index + 1:])
+        _ENTRIES.set(entries[:index] + entries[index + 1 :])
         if token is None:
             return
         otel_context.detach(cast(Any, token))
@@ -263,16 +286,27 @@ class RequestScope:
                 span.set_attribute(semconv.REQUEST_ID, handle.request_id)
             return otel_context.set_value(_REQUEST_KEY, handle, ctx)
 
-        return SpanSpec(semconv.span_name(semconv.OP_INVOKE_AGENT, self._name),
-                        self._root_attributes(), kind=self._kind, on_start=on_start,
-                        on_result=on_result, on_context=on_context,
-                        where=f"request '{self._name}'", join=join, without_tracer=True)
+        return SpanSpec(
+            semconv.span_name(semconv.OP_INVOKE_AGENT, self._name),
+            self._root_attributes(),
+            kind=self._kind,
+            on_start=on_start,
+            on_result=on_result,
+            on_context=on_context,
+            where=f"request '{self._name}'",
+            join=join,
+            without_tracer=True,
+        )
 
     def __enter__(self) -> Request:
         return self._open()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._close(exc)
 
     def __call__(self, fn: F) -> F:
@@ -294,13 +328,28 @@ def _auto_input(handle: Request, args: tuple[Any, ...]) -> None:
 @overload
 def request(name: F, /) -> F: ...
 @overload
-def request(name: str = "agent", *, request_id: str | None = None, seed_id: str | None = None,
-            variant_id: str | None = None, assignments: Mapping[str, str] | None = None,
-            repeat: int = 0, input: Any = None, kind: SpanKind = SpanKind.INTERNAL
-            ) -> RequestScope: ...
-def request(name: Any = "agent", *, request_id: str | None = None, seed_id: str | None = None,
-            variant_id: str | None = None, assignments: Mapping[str, str] | None = None,
-            repeat: int = 0, input: Any = None, kind: SpanKind = SpanKind.INTERNAL) -> Any:
+def request(
+    name: str = "agent",
+    *,
+    request_id: str | None = None,
+    seed_id: str | None = None,
+    variant_id: str | None = None,
+    assignments: Mapping[str, str] | None = None,
+    repeat: int = 0,
+    input: Any = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+) -> RequestScope: ...
+def request(
+    name: Any = "agent",
+    *,
+    request_id: str | None = None,
+    seed_id: str | None = None,
+    variant_id: str | None = None,
+    assignments: Mapping[str, str] | None = None,
+    repeat: int = 0,
+    input: Any = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+) -> Any:
     """Open one agent request (the root span ``invoke_agent {name}``).
 
     ``with spanguard.request("support", seed_id="s1", variant_id="s1-a",
@@ -308,10 +357,25 @@ def request(name: Any = "agent", *, request_id: str | None = None, seed_id: str 
     ``@spanguard.request("support")`` or ``@spanguard.request(name="support")``.
     """
     if callable(name) and not isinstance(name, str):
-        return RequestScope(getattr(name, "__name__", "agent"), request_id=None, seed_id=None,
-                            variant_id=None, assignments=None, repeat=0, input=None,
-                            kind=SpanKind.INTERNAL)(name)
+        return RequestScope(
+            getattr(name, "__name__", "agent"),
+            request_id=None,
+            seed_id=None,
+            variant_id=None,
+            assignments=None,
+            repeat=0,
+            input=None,
+            kind=SpanKind.INTERNAL,
+        )(name)
     if not isinstance(name, str):
         raise TypeError(f"{_USAGE} (the name must be a string, not {type(name).__name__}).")
-    return RequestScope(name, request_id=request_id, seed_id=seed_id, variant_id=variant_id,
-                        assignments=assignments, repeat=repeat, input=input, kind=kind)
+    return RequestScope(
+        name,
+        request_id=request_id,
+        seed_id=seed_id,
+        variant_id=variant_id,
+        assignments=assignments,
+        repeat=repeat,
+        input=input,
+        kind=kind,
+    )

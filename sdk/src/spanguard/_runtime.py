@@ -180,8 +180,13 @@ def warn_dropped_field(where: str, field: str, why: str, *, item: str | None = N
             return
         warned.add(key)
     place = f"{where}: {item}" if item else where
-    logger.warning("spanguard: %s: dropped field '%s' because %s (further cases of this "
-                   "field here are not logged).", place, field, why)
+    logger.warning(
+        "spanguard: %s: dropped field '%s' because %s (further cases of this "
+        "field here are not logged).",
+        place,
+        field,
+        why,
+    )
 
 
 def reset_warnings() -> None:

@@ -36,7 +36,8 @@ __all__ = ["LLMCall", "PlanScope", "llm_call", "plan"]
 # from many threads and tasks at once.
 _SCOPE_SPANS = otel_context.create_key("spanguard.scopes")
 _SCOPE_TOKENS: ContextVar[tuple[tuple[_SpanScope, Span, object], ...]] = ContextVar(
-    "spanguard_scope_tokens", default=())
+    "spanguard_scope_tokens", default=()
+)
 
 
 class _SpanScope:
@@ -63,8 +64,9 @@ class _SpanScope:
         if tracer is None:
             return
         try:
-            span = tracer.start_span(self._name, kind=self._kind, attributes=self._attributes,
-                                     start_time=now_ns())
+            span = tracer.start_span(
+                self._name, kind=self._kind, attributes=self._attributes, start_time=now_ns()
+            )
             outer = otel_context.get_value(_SCOPE_SPANS)
             spans = (*(outer if isinstance(outer, tuple) else ()), (self, span))
             ctx = otel_context.set_value(_SCOPE_SPANS, spans, trace.set_span_in_context(span))
@@ -74,8 +76,12 @@ class _SpanScope:
         except Exception as exc:
             internal_error(self._name, exc)
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         entries = _SCOPE_TOKENS.get()
         for index in range(len(entries) - 1, -1, -1):
             if entries[index][0] is self:
@@ -83,7 +89,7 @@ class _SpanScope:
         else:  # nothing was started (no tracer) in this thread or task
             return
         _, span, token = entries[index]
-        _SCOPE_TOKENS.set(entries[:index] + entries[index + 1:])
+        _SCOPE_TOKENS.set(entries[:index] + entries[index + 1 :])
         if exc is None:
             self._finish()  # while the entry is still current, so it sees its own span
         otel_context.detach(token)  # type: ignore[arg-type]
@@ -102,8 +108,11 @@ class PlanScope(_SpanScope):
     """``with spanguard.plan(): spanguard.plan_step("look up order")``."""
 
     def __init__(self, steps: list[str] | None) -> None:
-        super().__init__(semconv.SPAN_PLAN, {semconv.OPENINFERENCE_SPAN_KIND:
-                                             semconv.OI_KIND_CHAIN}, SpanKind.INTERNAL)
+        super().__init__(
+            semconv.SPAN_PLAN,
+            {semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN},
+            SpanKind.INTERNAL,
+        )
         self._steps = steps
 
     def __enter__(self) -> PlanScope:
@@ -150,13 +159,16 @@ class LLMCall(_SpanScope):
     def span(self) -> Span:
         return self._span
 
-    def record_usage(self, input_tokens: int, output_tokens: int,
-                     cost_usd: float | None = None) -> None:
+    def record_usage(
+        self, input_tokens: int, output_tokens: int, cost_usd: float | None = None
+    ) -> None:
         """Token usage and (optionally) the call's cost in US dollars."""
         where = "LLMCall.record_usage()"
         counts: dict[str, int] = {}
-        for key, value in ((semconv.GEN_AI_USAGE_INPUT_TOKENS, input_tokens),
-                           (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens)):
+        for key, value in (
+            (semconv.GEN_AI_USAGE_INPUT_TOKENS, input_tokens),
+            (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens),
+        ):
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 counts[key] = value
             else:
@@ -188,19 +200,24 @@ class LLMCall(_SpanScope):
         recorded in the GenAI semconv parts shape, and as OpenInference's flat
         ``llm.input_messages.*`` keys."""
         if content_settings().capture:
-            self._set_messages(semconv.GEN_AI_INPUT_MESSAGES, semconv.LLM_INPUT_MESSAGES,
-                               genai_messages(messages, "user"))
+            self._set_messages(
+                semconv.GEN_AI_INPUT_MESSAGES,
+                semconv.LLM_INPUT_MESSAGES,
+                genai_messages(messages, "user"),
+            )
 
     def set_output(self, messages: Any) -> None:
         """The response (content: capture on only): a string, chat messages or GenAI messages;
         recorded in the parts shape, each message with a ``finish_reason``, and as
         OpenInference's flat ``llm.output_messages.*`` keys (so Phoenix shows messages)."""
         if content_settings().capture:
-            self._set_messages(semconv.GEN_AI_OUTPUT_MESSAGES, semconv.LLM_OUTPUT_MESSAGES,
-                               genai_messages(messages, "assistant", output=True))
+            self._set_messages(
+                semconv.GEN_AI_OUTPUT_MESSAGES,
+                semconv.LLM_OUTPUT_MESSAGES,
+                genai_messages(messages, "assistant", output=True),
+            )
 
-    def _set_messages(self, key: str, flat_prefix: str, messages: list[dict[str, Any]]
-                      ) -> None:
+    def _set_messages(self, key: str, flat_prefix: str, messages: list[dict[str, Any]]) -> None:
         """The messages, redacted and bounded once, under both conventions on the span, and
         held for the call's content event in an event mode (the event carries the GenAI key
         only; with ``EVENT_ONLY`` neither convention's keys land on the span)."""
@@ -221,14 +238,14 @@ class LLMCall(_SpanScope):
         self._span.set_attributes(openinference_flat(redacted, flat_prefix))
 
     def _finish(self) -> None:
-        self._span.set_attribute(semconv.GEN_AI_RESPONSE_MODEL,
-                                 self._response_model or self._model)
+        self._span.set_attribute(semconv.GEN_AI_RESPONSE_MODEL, self._response_model or self._model)
 
 
 def llm_call(model: str, *, provider: str | None = None) -> LLMCall:
     """Open a ``chat {model}`` span (kind CLIENT) for one model call."""
     if not isinstance(model, str) or not model:
-        warn_dropped_field("llm_call()", semconv.GEN_AI_REQUEST_MODEL,
-                           "a model name must be a non-empty string")
+        warn_dropped_field(
+            "llm_call()", semconv.GEN_AI_REQUEST_MODEL, "a model name must be a non-empty string"
+        )
         model = "unknown"
     return LLMCall(model, provider if isinstance(provider, str) else None)

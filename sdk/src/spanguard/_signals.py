@@ -25,8 +25,16 @@ from ._runtime import (
     warn_dropped_field,
 )
 
-__all__ = ["escalate", "event", "friction", "plan_step", "record_documents", "retrieval",
-           "step_attributes", "tool"]
+__all__ = [
+    "escalate",
+    "event",
+    "friction",
+    "plan_step",
+    "record_documents",
+    "retrieval",
+    "step_attributes",
+    "tool",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Mapper = Callable[[Any], Any]
@@ -35,13 +43,13 @@ _JSON = "application/json"
 
 
 # --- tool ---------------------------------------------------------------------------------
-def _tool_start(fn: Callable[..., Any]) -> Callable[[Span, tuple[Any, ...], dict[str, Any]],
-                                                    None]:
+def _tool_start(fn: Callable[..., Any]) -> Callable[[Span, tuple[Any, ...], dict[str, Any]], None]:
     signature: list[inspect.Signature] = []
 
     def on_start(span: Span, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID,
-                           format(span.get_span_context().span_id, "016x"))
+        span.set_attribute(
+            semconv.GEN_AI_TOOL_CALL_ID, format(span.get_span_context().span_id, "016x")
+        )
         if content_settings().capture:
             if not signature:
                 signature.append(inspect.signature(fn))
@@ -59,8 +67,9 @@ def _tool_start(fn: Callable[..., Any]) -> Callable[[Span, tuple[Any, ...], dict
 def _tool_result(span: Span, result: Any) -> None:
     if set_content(span, semconv.GEN_AI_TOOL_CALL_RESULT, result):
         set_content(span, semconv.OUTPUT_VALUE, result)
-        span.set_attribute(semconv.OUTPUT_MIME_TYPE,
-                           "text/plain" if isinstance(result, str) else _JSON)
+        span.set_attribute(
+            semconv.OUTPUT_MIME_TYPE, "text/plain" if isinstance(result, str) else _JSON
+        )
 
 
 def _tool_spec(fn: Callable[..., Any], name: str | None, description: str | None) -> SpanSpec:
@@ -74,20 +83,25 @@ def _tool_spec(fn: Callable[..., Any], name: str | None, description: str | None
     if isinstance(description, str):
         attributes[semconv.GEN_AI_TOOL_DESCRIPTION] = description
         attributes[semconv.TOOL_DESCRIPTION] = description
-    return SpanSpec(semconv.span_name(semconv.OP_EXECUTE_TOOL, tool_name), attributes,
-                    on_start=_tool_start(fn), on_result=_tool_result,
-                    where=f"tool '{tool_name}'")
+    return SpanSpec(
+        semconv.span_name(semconv.OP_EXECUTE_TOOL, tool_name),
+        attributes,
+        on_start=_tool_start(fn),
+        on_result=_tool_result,
+        where=f"tool '{tool_name}'",
+    )
 
 
-_TOOL_USAGE = ('spanguard.tool decorates a function: use @spanguard.tool, '
-               '@spanguard.tool("kb_search") or @spanguard.tool(name="kb_search")')
+_TOOL_USAGE = (
+    "spanguard.tool decorates a function: use @spanguard.tool, "
+    '@spanguard.tool("kb_search") or @spanguard.tool(name="kb_search")'
+)
 
 
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
-def tool(name: str | None = None, /, *, description: str | None = None
-         ) -> Callable[[F], F]: ...
+def tool(name: str | None = None, /, *, description: str | None = None) -> Callable[[F], F]: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, *, name: str | None = None, description: str | None = None) -> Any:
@@ -122,8 +136,7 @@ def _retrieval_result(mapper: Mapper | None, where: str) -> Callable[[Span, Any]
     return on_result
 
 
-def _retrieval_spec(fn: Callable[..., Any], source: str | None, mapper: Mapper | None
-                    ) -> SpanSpec:
+def _retrieval_spec(fn: Callable[..., Any], source: str | None, mapper: Mapper | None) -> SpanSpec:
     source_name = source if isinstance(source, str) and source else fn.__name__
     attributes: dict[str, AttributeValue] = {
         semconv.GEN_AI_OPERATION_NAME: semconv.OP_RETRIEVAL,
@@ -131,25 +144,37 @@ def _retrieval_spec(fn: Callable[..., Any], source: str | None, mapper: Mapper |
         semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
     }
     where = f"retrieval '{source_name}'"
-    return SpanSpec(semconv.span_name(semconv.OP_RETRIEVAL, source_name), attributes,
-                    on_result=_retrieval_result(mapper, where),
-                    on_context=_retrieval_context, where=where)
+    return SpanSpec(
+        semconv.span_name(semconv.OP_RETRIEVAL, source_name),
+        attributes,
+        on_result=_retrieval_result(mapper, where),
+        on_context=_retrieval_context,
+        where=where,
+    )
 
 
-_RETRIEVAL_USAGE = ('spanguard.retrieval decorates a function: use @spanguard.retrieval, '
-                    '@spanguard.retrieval("kb") or @spanguard.retrieval(name="kb", mapper=...)')
+_RETRIEVAL_USAGE = (
+    "spanguard.retrieval decorates a function: use @spanguard.retrieval, "
+    '@spanguard.retrieval("kb") or @spanguard.retrieval(name="kb", mapper=...)'
+)
 
 
 @overload
 def retrieval(fn: F, /) -> F: ...
 @overload
-def retrieval(name: str | None = None, /, *, mapper: Mapper | None = None
-              ) -> Callable[[F], F]: ...
+def retrieval(name: str | None = None, /, *, mapper: Mapper | None = None) -> Callable[[F], F]: ...
 @overload
-def retrieval(*, name: str | None = None, mapper: Mapper | None = None,
-              source: str | None = None) -> Callable[[F], F]: ...
-def retrieval(fn: Any = None, /, *, name: str | None = None, mapper: Mapper | None = None,
-              source: str | None = None) -> Any:
+def retrieval(
+    *, name: str | None = None, mapper: Mapper | None = None, source: str | None = None
+) -> Callable[[F], F]: ...
+def retrieval(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    mapper: Mapper | None = None,
+    source: str | None = None,
+) -> Any:
     """Record each call as a ``retrieval {name}`` span with the documents it returned.
 
     ``@retrieval``, ``@retrieval("kb")`` or ``@retrieval(name="kb", mapper=...)``; the name is
@@ -163,13 +188,13 @@ def retrieval(fn: Any = None, /, *, name: str | None = None, mapper: Mapper | No
             raise TypeError(f"{_RETRIEVAL_USAGE} (source= is an alias of name=; give one).")
         name = source
     if mapper is not None and not callable(mapper):
-        raise TypeError(f"{_RETRIEVAL_USAGE} (mapper= must be a callable, not "
-                        f"{type(mapper).__name__}).")
+        raise TypeError(
+            f"{_RETRIEVAL_USAGE} (mapper= must be a callable, not {type(mapper).__name__})."
+        )
     return decorator(fn, name, lambda f, n: _retrieval_spec(f, n, mapper), _RETRIEVAL_USAGE)
 
 
-def record_documents(documents: Any, *, name: str | None = None, source: str | None = None
-                     ) -> None:
+def record_documents(documents: Any, *, name: str | None = None, source: str | None = None) -> None:
     """Record retrieved documents: on the current ``@retrieval`` span, or else as a new
     zero-length ``retrieval {name}`` span under the current span (``name`` is the data source,
     as for ``@retrieval``; ``source=`` is an alias)."""
@@ -184,11 +209,15 @@ def record_documents(documents: Any, *, name: str | None = None, source: str | N
         if tracer is None:
             return
         name = source if isinstance(source, str) and source else "documents"
-        span = tracer.start_span(semconv.span_name(semconv.OP_RETRIEVAL, name), attributes={
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_RETRIEVAL,
-            semconv.GEN_AI_DATA_SOURCE_ID: name,
-            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
-        }, start_time=now_ns())
+        span = tracer.start_span(
+            semconv.span_name(semconv.OP_RETRIEVAL, name),
+            attributes={
+                semconv.GEN_AI_OPERATION_NAME: semconv.OP_RETRIEVAL,
+                semconv.GEN_AI_DATA_SOURCE_ID: name,
+                semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
+            },
+            start_time=now_ns(),
+        )
         set_documents(span, normalize_documents(documents, where))
         span.end(now_ns())
     except Exception as exc:
@@ -213,16 +242,22 @@ def escalate(reason: str | None = None) -> None:
         if redacted is not None:  # the redactor may drop the reason, never the escalation
             attributes[semconv.ESCALATION_REASON] = redacted
     elif reason is not None:
-        warn_dropped_field("escalate()", semconv.ESCALATION_REASON,
-                           f"a reason must be a string, not {type(reason).__name__}")
+        warn_dropped_field(
+            "escalate()",
+            semconv.ESCALATION_REASON,
+            f"a reason must be a string, not {type(reason).__name__}",
+        )
     event(semconv.EVENT_ESCALATION, attributes)
 
 
 def friction(point: str) -> None:
     """Record a friction point put in the user's way (``"extra identity check"``)."""
     if not isinstance(point, str) or not point:
-        warn_dropped_field("friction()", semconv.FRICTION_POINT,
-                           "a friction point must be a non-empty string; no event recorded")
+        warn_dropped_field(
+            "friction()",
+            semconv.FRICTION_POINT,
+            "a friction point must be a non-empty string; no event recorded",
+        )
         return
     redacted = redact_text(semconv.FRICTION_POINT, point)
     event(semconv.EVENT_FRICTION, {} if redacted is None else {semconv.FRICTION_POINT: redacted})
@@ -230,8 +265,11 @@ def friction(point: str) -> None:
 
 def step_attributes(step: Any) -> dict[str, AttributeValue] | None:
     if not isinstance(step, str) or not step:
-        warn_dropped_field("plan_step()", semconv.PLAN_STEP,
-                           "a plan step must be a non-empty string; no event recorded")
+        warn_dropped_field(
+            "plan_step()",
+            semconv.PLAN_STEP,
+            "a plan step must be a non-empty string; no event recorded",
+        )
         return None
     redacted = redact_text(semconv.PLAN_STEP, step)
     return {} if redacted is None else {semconv.PLAN_STEP: redacted}

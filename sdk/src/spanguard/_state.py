@@ -29,8 +29,15 @@ from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
 from ._export import CountingBatchProcessor
 
-__all__ = ["DEFAULT_MAX_CONTENT_CHARS", "STATE", "Clock", "Configuration",
-           "ContentSettings", "Redactor", "SdkState"]
+__all__ = [
+    "DEFAULT_MAX_CONTENT_CHARS",
+    "STATE",
+    "Clock",
+    "Configuration",
+    "ContentSettings",
+    "Redactor",
+    "SdkState",
+]
 
 DEFAULT_MAX_CONTENT_CHARS = 4096
 

@@ -35,8 +35,9 @@ def _in_context(ctx: otel_context.Context, fn: Callable[..., Any]) -> Callable[.
     return task
 
 
-def _submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
-            **kwargs: Any) -> Future[Any]:
+def _submit(
+    self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+) -> Future[Any]:
     if STATE.propagating:
         fn = _in_context(otel_context.get_current(), fn)
     replaced = STATE.replaced_submit

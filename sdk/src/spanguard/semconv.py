@@ -178,6 +178,7 @@ def span_name(operation: str, name: str | None) -> str:
     """``"execute_tool kb_search"``: the GenAI span-name rule."""
     return f"{operation} {name}" if name else operation
 
+
 # --- Langfuse (read only; Langfuse's OTel SDK, v3 and later) ---------------------------------
 LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"  # tool | generation | retriever …
 LANGFUSE_OBSERVATION_INPUT: Final = "langfuse.observation.input"  # content (JSON or text)

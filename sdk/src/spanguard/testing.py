@@ -29,8 +29,14 @@ from ._runtime import content_settings, pop_override, push_override, set_content
 from ._state import DEFAULT_MAX_CONTENT_CHARS, STATE, Clock, ContentSettings, Redactor
 from ._threads import acquire_thread_propagation, release_thread_propagation
 
-__all__ = ["DeterministicIdGenerator", "SpanCapture", "TickClock", "capture_spans",
-           "span_to_dict", "use_clock"]
+__all__ = [
+    "DeterministicIdGenerator",
+    "SpanCapture",
+    "TickClock",
+    "capture_spans",
+    "span_to_dict",
+    "use_clock",
+]
 
 
 class DeterministicIdGenerator(IdGenerator):
@@ -55,8 +61,7 @@ class DeterministicIdGenerator(IdGenerator):
 class TickClock:
     """A clock that advances ``step_ns`` on every reading (thread-safe)."""
 
-    def __init__(self, start_ns: int = 1_700_000_000_000_000_000, step_ns: int = 1_000_000
-                 ) -> None:
+    def __init__(self, start_ns: int = 1_700_000_000_000_000_000, step_ns: int = 1_000_000) -> None:
         self._lock = threading.Lock()
         self._now = start_ns
         self._step = step_ns
@@ -102,11 +107,15 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
         "start_time_unix_nano": span.start_time,
         "end_time_unix_nano": span.end_time,
         "attributes": {k: _value(v) for k, v in (span.attributes or {}).items()},
-        "events": [{"name": e.name, "time_unix_nano": e.timestamp,
-                    "attributes": {k: _value(v) for k, v in (e.attributes or {}).items()}}
-                   for e in span.events],
-        "status": {"code": span.status.status_code.name,
-                   "description": span.status.description},
+        "events": [
+            {
+                "name": e.name,
+                "time_unix_nano": e.timestamp,
+                "attributes": {k: _value(v) for k, v in (e.attributes or {}).items()},
+            }
+            for e in span.events
+        ],
+        "status": {"code": span.status.status_code.name, "description": span.status.description},
         "resource": {k: _value(v) for k, v in span.resource.attributes.items()},
     }
 
@@ -120,13 +129,19 @@ class SpanCapture:
     (spanguard's clock is process-wide while capturing, so use it in tests only).
     """
 
-    def __init__(self, *, capture_content: bool | None = None, redact: Redactor | None = None,
-                 max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
-                 deterministic: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        capture_content: bool | None = None,
+        redact: Redactor | None = None,
+        max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+        deterministic: bool = False,
+    ) -> None:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider(
             id_generator=DeterministicIdGenerator() if deterministic else None,
-            shutdown_on_exit=False)
+            shutdown_on_exit=False,
+        )
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self._content = (capture_content, redact, max_content_chars)
         self._deterministic = deterministic
@@ -141,9 +156,13 @@ class SpanCapture:
         capture, redact, max_chars = self._content
         self._saved_content = content_settings()
         if capture is not None or redact is not None or max_chars != DEFAULT_MAX_CONTENT_CHARS:
-            set_content_settings(ContentSettings(
-                capture=self._saved_content.capture if capture is None else capture,
-                redact=redact, max_chars=max_chars))
+            set_content_settings(
+                ContentSettings(
+                    capture=self._saved_content.capture if capture is None else capture,
+                    redact=redact,
+                    max_chars=max_chars,
+                )
+            )
         if self._deterministic:
             self._saved_clock = _swap_clock(TickClock())
         acquire_thread_propagation()
@@ -166,8 +185,12 @@ class SpanCapture:
     def __enter__(self) -> SpanCapture:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     def readable_spans(self) -> tuple[ReadableSpan, ...]:
@@ -190,12 +213,21 @@ class SpanCapture:
     def request_spans(self, request_id: str) -> list[dict[str, Any]]:
         """Every span of the request ``request_id``: its trace plus its annotation spans."""
         spans = self.spans()
-        trace_ids = {s["trace_id"] for s in spans
-                     if s["attributes"].get(semconv.REQUEST_ID) == request_id
-                     and s["name"] != semconv.SPAN_ANNOTATION}
-        return [s for s in spans if s["trace_id"] in trace_ids
-                or (s["name"] == semconv.SPAN_ANNOTATION
-                    and s["attributes"].get(semconv.REQUEST_ID) == request_id)]
+        trace_ids = {
+            s["trace_id"]
+            for s in spans
+            if s["attributes"].get(semconv.REQUEST_ID) == request_id
+            and s["name"] != semconv.SPAN_ANNOTATION
+        }
+        return [
+            s
+            for s in spans
+            if s["trace_id"] in trace_ids
+            or (
+                s["name"] == semconv.SPAN_ANNOTATION
+                and s["attributes"].get(semconv.REQUEST_ID) == request_id
+            )
+        ]
 
     def clear(self) -> None:
         """Forget the spans captured so far."""
@@ -203,11 +235,19 @@ class SpanCapture:
 
 
 @contextmanager
-def capture_spans(*, capture_content: bool | None = None, redact: Redactor | None = None,
-                  max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
-                  deterministic: bool = False) -> Iterator[SpanCapture]:
+def capture_spans(
+    *,
+    capture_content: bool | None = None,
+    redact: Redactor | None = None,
+    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+    deterministic: bool = False,
+) -> Iterator[SpanCapture]:
     """``with capture_spans() as capture: app(); capture.spans()``."""
-    capture = SpanCapture(capture_content=capture_content, redact=redact,
-                          max_content_chars=max_content_chars, deterministic=deterministic)
+    capture = SpanCapture(
+        capture_content=capture_content,
+        redact=redact,
+        max_content_chars=max_content_chars,
+        deterministic=deterministic,
+    )
     with capture:
         yield capture

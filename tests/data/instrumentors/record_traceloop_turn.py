@@ -36,17 +36,31 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 ANSWER = "It is sunny and 21 °C in Paris."
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather of a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather of a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 def responder(path: str, body: dict[str, Any]) -> dict[str, Any]:
     if any(m.get("role") == "tool" for m in body["messages"]):
         return chat_completion(ANSWER, prompt_tokens=61, completion_tokens=11)
-    return chat_completion(None, tool_calls=[("call_w1", "get_weather", '{"city": "Paris"}')],
-                           prompt_tokens=48, completion_tokens=17)
+    return chat_completion(
+        None,
+        tool_calls=[("call_w1", "get_weather", '{"city": "Paris"}')],
+        prompt_tokens=48,
+        completion_tokens=17,
+    )
 
 
 def main(out: str) -> None:
@@ -55,8 +69,9 @@ def main(out: str) -> None:
     from traceloop.sdk.decorators import tool, workflow
 
     exporter = InMemorySpanExporter()
-    Traceloop.init(app_name="weather-app", exporter=exporter, disable_batch=True,
-                   telemetry_enabled=False)
+    Traceloop.init(
+        app_name="weather-app", exporter=exporter, disable_batch=True, telemetry_enabled=False
+    )
 
     @tool(name="get_weather")
     def get_weather(city: str) -> str:
@@ -66,16 +81,20 @@ def main(out: str) -> None:
     def turn(client: Any, question: str) -> str:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": "You answer in one sentence."},
-            {"role": "user", "content": question}]
-        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages,
-                                               tools=TOOLS)
+            {"role": "user", "content": question},
+        ]
+        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
         message = first.choices[0].message
         messages.append(message.model_dump(exclude_none=True))
         for call in message.tool_calls or []:
-            messages.append({"role": "tool", "tool_call_id": call.id,
-                             "content": get_weather(**json.loads(call.function.arguments))})
-        second = client.chat.completions.create(model="gpt-4o-mini", messages=messages,
-                                                tools=TOOLS)
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": get_weather(**json.loads(call.function.arguments)),
+                }
+            )
+        second = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
         return str(second.choices[0].message.content)
 
     with openai_stub(responder) as stub:

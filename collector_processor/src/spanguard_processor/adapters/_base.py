@@ -26,8 +26,18 @@ from spanguard.exceptions import InputError
 from ..fairness.records import parse_fairtrace_trace
 from ..traces.model import ProcessTrace
 
-__all__ = ["AdapterError", "App", "TraceMapper", "agent_span", "apply_trace_mapper",
-           "as_agent", "record_process", "record_tool_call", "require_text", "run_as_tool"]
+__all__ = [
+    "AdapterError",
+    "App",
+    "TraceMapper",
+    "agent_span",
+    "apply_trace_mapper",
+    "as_agent",
+    "record_process",
+    "record_tool_call",
+    "require_text",
+    "run_as_tool",
+]
 
 # an app answers a prompt: a str or {"text", "metadata"} (or an awaitable of one)
 App = Callable[[str, Mapping[str, str]], object]
@@ -63,14 +73,16 @@ def agent_span(name: str, *, model: str | None = None) -> Iterator[None]:
     }
     if model:
         attributes[semconv.GEN_AI_REQUEST_MODEL] = model
-    with tracer.start_as_current_span(semconv.span_name(semconv.OP_INVOKE_AGENT, name),
-                                      attributes=attributes):
+    with tracer.start_as_current_span(
+        semconv.span_name(semconv.OP_INVOKE_AGENT, name), attributes=attributes
+    ):
         yield
 
 
 def as_agent(app: App, name: str) -> App:
     """``app`` with every call inside an :func:`agent_span` (plain or coroutine function)."""
     if inspect.iscoroutinefunction(app):
+
         @functools.wraps(app)
         async def call_async(prompt: str, assignments: Mapping[str, str]) -> Any:
             with agent_span(name):
@@ -90,10 +102,10 @@ def run_as_tool(name: str, call_id: str | None, function: Callable[[], object]) 
     """Call ``function()`` (plain or coroutine function) inside an ``execute_tool {name}``
     span carrying the model's tool call id; returns what it returns (a coroutine if async)."""
     if inspect.iscoroutinefunction(function):
+
         async def call_async() -> object:
             if call_id:
-                otel_trace.get_current_span().set_attribute(semconv.GEN_AI_TOOL_CALL_ID,
-                                                            call_id)
+                otel_trace.get_current_span().set_attribute(semconv.GEN_AI_TOOL_CALL_ID, call_id)
             return await function()
 
         return spanguard.tool(name=name)(call_async)()
@@ -120,11 +132,18 @@ def record_process(process: ProcessTrace) -> None:
     for tool in process.tool_calls:
         record_tool_call(tool.name)
     if process.retrieved_documents:
-        spanguard.record_documents([
-            {"id": doc.id or f"doc-{i}", "group": doc.group, "rank": doc.rank,
-             "score": doc.score}
-            for i, doc in enumerate(process.retrieved_documents, start=1)
-        ], source="trace_mapper")
+        spanguard.record_documents(
+            [
+                {
+                    "id": doc.id or f"doc-{i}",
+                    "group": doc.group,
+                    "rank": doc.rank,
+                    "score": doc.score,
+                }
+                for i, doc in enumerate(process.retrieved_documents, start=1)
+            ],
+            source="trace_mapper",
+        )
     for step in process.plan_steps:
         spanguard.plan_step(step)
     for point in process.friction_points:
@@ -143,8 +162,9 @@ def apply_trace_mapper(adapter: str, mapper: TraceMapper | None, result: Any) ->
     try:
         process = parse_fairtrace_trace(mapped)
     except InputError as exc:
-        raise AdapterError(adapter, f"the trace_mapper returned an invalid trace: field "
-                                    f"'{exc.field}' {exc.detail}") from None
+        raise AdapterError(
+            adapter, f"the trace_mapper returned an invalid trace: field '{exc.field}' {exc.detail}"
+        ) from None
     record_process(process)
 
 
@@ -152,8 +172,11 @@ def require_text(adapter: str, text: object, what: str) -> str:
     """``text`` when it is a string; else an :class:`AdapterError` saying what came back."""
     if isinstance(text, str):
         return text
-    raise AdapterError(adapter, f"the {what} has no text (got {type(text).__name__}); "
-                                "expected a response whose output holds a text message.")
+    raise AdapterError(
+        adapter,
+        f"the {what} has no text (got {type(text).__name__}); "
+        "expected a response whose output holds a text message.",
+    )
 
 
 def join_text_parts(parts: Sequence[object]) -> str | None:
@@ -162,7 +185,10 @@ def join_text_parts(parts: Sequence[object]) -> str | None:
     for part in parts:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(
-                part.get("text"), str):
+        elif (
+            isinstance(part, Mapping)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
+        ):
             texts.append(part["text"])
     return "".join(texts) if texts else None

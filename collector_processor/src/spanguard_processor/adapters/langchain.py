@@ -46,8 +46,11 @@ def _handler_base() -> type:
     try:
         from langchain_core.callbacks import BaseCallbackHandler
     except ImportError:  # pragma: no cover - depends on the environment
-        raise AdapterError(LANGCHAIN, "langchain-core is not installed; install it to use "
-                                      "this adapter (pip install langchain-core).") from None
+        raise AdapterError(
+            LANGCHAIN,
+            "langchain-core is not installed; install it to use "
+            "this adapter (pip install langchain-core).",
+        ) from None
     return BaseCallbackHandler
 
 
@@ -68,8 +71,14 @@ def _documents(documents: Sequence[Any]) -> list[dict[str, Any]]:
     for position, doc in enumerate(documents, start=1):
         meta = dict(getattr(doc, "metadata", None) or {})
         ident = getattr(doc, "id", None) or meta.get("id") or f"doc-{position}"
-        out.append({"id": str(ident), "group": meta.get("group"),
-                    "rank": meta.get("rank", position), "score": meta.get("score")})
+        out.append(
+            {
+                "id": str(ident),
+                "group": meta.get("group"),
+                "rank": meta.get("rank", position),
+                "score": meta.get("score"),
+            }
+        )
     return out
 
 
@@ -97,15 +106,19 @@ def _recorder_class() -> type:
             metadata = kwargs.get("metadata") or {}
             provider = metadata.get("ls_provider")
             with self.lock:
-                self.models[run_id] = (_model_name(serialized, metadata),
-                                       provider if isinstance(provider, str) else None)
+                self.models[run_id] = (
+                    _model_name(serialized, metadata),
+                    provider if isinstance(provider, str) else None,
+                )
 
-        def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID,
-                                **kwargs: Any) -> None:
+        def on_chat_model_start(
+            self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any
+        ) -> None:
             self._start(serialized, run_id, kwargs)
 
-        def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID,
-                         **kwargs: Any) -> None:
+        def on_llm_start(
+            self, serialized: Any, prompts: Any, *, run_id: UUID, **kwargs: Any
+        ) -> None:
             self._start(serialized, run_id, kwargs)
 
         def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -118,8 +131,9 @@ def _recorder_class() -> type:
                     meta = getattr(message, "usage_metadata", None) or {}
                     if "input_tokens" in meta and "output_tokens" in meta:
                         usage = (int(meta["input_tokens"]), int(meta["output_tokens"]))
-                    answered_by = _response_model(
-                        getattr(message, "response_metadata", None)) or answered_by
+                    answered_by = (
+                        _response_model(getattr(message, "response_metadata", None)) or answered_by
+                    )
                     for call in getattr(message, "tool_calls", None) or ():
                         if isinstance(call.get("name"), str) and call["name"]:
                             calls.append((call["name"], call.get("id")))
@@ -127,16 +141,19 @@ def _recorder_class() -> type:
                 model, provider = self.models.pop(run_id, ("unknown", None))
                 self.events.append(("llm", (model, provider, answered_by, usage, calls)))
 
-        def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID,
-                          **kwargs: Any) -> None:
+        def on_tool_start(
+            self, serialized: Any, input_str: str, *, run_id: UUID, **kwargs: Any
+        ) -> None:
             name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
             call_id = kwargs.get("tool_call_id")
             with self.lock:
-                self.events.append(("tool", (str(name),
-                                             call_id if isinstance(call_id, str) else None)))
+                self.events.append(
+                    ("tool", (str(name), call_id if isinstance(call_id, str) else None))
+                )
 
-        def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID,
-                             **kwargs: Any) -> None:
+        def on_retriever_end(
+            self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any
+        ) -> None:
             with self.lock:
                 self.events.append(("documents", _documents(documents)))
 
@@ -187,8 +204,11 @@ def message_text(adapter: str, result: Any, output_key: str | None) -> str:
     value = result
     if output_key is not None:
         if not isinstance(result, Mapping) or output_key not in result:
-            raise AdapterError(adapter, f"the result has no '{output_key}' key (got "
-                                        f"{type(result).__name__}); expected a dict holding it.")
+            raise AdapterError(
+                adapter,
+                f"the result has no '{output_key}' key (got "
+                f"{type(result).__name__}); expected a dict holding it.",
+            )
         value = result[output_key]
     elif isinstance(result, Mapping) and "messages" in result:
         messages = result["messages"]
@@ -200,22 +220,34 @@ def message_text(adapter: str, result: Any, output_key: str | None) -> str:
         return content
     if isinstance(content, list) and (text := join_text_parts(content)) is not None:
         return text
-    raise AdapterError(adapter, f"the result has no text (got {type(value).__name__}); expected "
-                                "a string, a message with text content, or a state dict whose "
-                                "last 'messages' entry has text (or set output_key).")
+    raise AdapterError(
+        adapter,
+        f"the result has no text (got {type(value).__name__}); expected "
+        "a string, a message with text content, or a state dict whose "
+        "last 'messages' entry has text (or set output_key).",
+    )
 
 
-def _runnable(adapter: str, runnable: Any, build: InputBuilder, output_key: str | None,
-              use_async: bool, config: Mapping[str, Any] | None,
-              trace_mapper: TraceMapper | None) -> App:
+def _runnable(
+    adapter: str,
+    runnable: Any,
+    build: InputBuilder,
+    output_key: str | None,
+    use_async: bool,
+    config: Mapping[str, Any] | None,
+    trace_mapper: TraceMapper | None,
+) -> App:
     base_config = dict(config or {})
     name = _name_of(runnable, adapter)
 
     def prepare(prompt: str, assignments: Mapping[str, str]) -> tuple[Any, Any, dict[str, Any]]:
         recorder = _make_recorder()
         callbacks = [*list(base_config.get("callbacks") or []), recorder]
-        run_config = {**base_config, "callbacks": callbacks,
-                      "metadata": {**dict(base_config.get("metadata") or {}), **assignments}}
+        run_config = {
+            **base_config,
+            "callbacks": callbacks,
+            "metadata": {**dict(base_config.get("metadata") or {}), **assignments},
+        }
         return build(prompt, assignments), recorder, run_config
 
     def finish(result: Any, recorder: Any) -> str:
@@ -225,6 +257,7 @@ def _runnable(adapter: str, runnable: Any, build: InputBuilder, output_key: str 
         return text
 
     if use_async:
+
         async def app_async(prompt: str, assignments: Mapping[str, str]) -> str:
             value, recorder, run_config = prepare(prompt, assignments)
             return finish(await runnable.ainvoke(value, config=run_config), recorder)
@@ -257,10 +290,16 @@ def _default_builder(input_key: str | None, messages: bool) -> InputBuilder:
     return build
 
 
-def langchain_runnable(runnable: Any, *, input_key: str | None = None,
-                       input_builder: InputBuilder | None = None, output_key: str | None = None,
-                       use_async: bool = False, config: Mapping[str, Any] | None = None,
-                       trace_mapper: TraceMapper | None = None) -> App:
+def langchain_runnable(
+    runnable: Any,
+    *,
+    input_key: str | None = None,
+    input_builder: InputBuilder | None = None,
+    output_key: str | None = None,
+    use_async: bool = False,
+    config: Mapping[str, Any] | None = None,
+    trace_mapper: TraceMapper | None = None,
+) -> App:
     """An app calling a LangChain ``Runnable`` (a chat model, a chain, an agent executor).
 
     The input is the prompt string, or ``{input_key: prompt, **assignments}`` for a prompt
@@ -269,17 +308,26 @@ def langchain_runnable(runnable: Any, *, input_key: str | None = None,
     """
     base = _runnable_class()
     if not isinstance(runnable, base):
-        raise AdapterError(LANGCHAIN, f"{type(runnable).__name__} is not a LangChain Runnable; "
-                                      "expected an object with invoke() and ainvoke(), such as "
-                                      "a chat model or a chain built with '|'.")
+        raise AdapterError(
+            LANGCHAIN,
+            f"{type(runnable).__name__} is not a LangChain Runnable; "
+            "expected an object with invoke() and ainvoke(), such as "
+            "a chat model or a chain built with '|'.",
+        )
     build = input_builder or _default_builder(input_key, messages=False)
     return _runnable(LANGCHAIN, runnable, build, output_key, use_async, config, trace_mapper)
 
 
-def langgraph_graph(graph: Any, *, input_key: str | None = None,
-                    input_builder: InputBuilder | None = None, output_key: str | None = None,
-                    use_async: bool = False, config: Mapping[str, Any] | None = None,
-                    trace_mapper: TraceMapper | None = None) -> App:
+def langgraph_graph(
+    graph: Any,
+    *,
+    input_key: str | None = None,
+    input_builder: InputBuilder | None = None,
+    output_key: str | None = None,
+    use_async: bool = False,
+    config: Mapping[str, Any] | None = None,
+    trace_mapper: TraceMapper | None = None,
+) -> App:
     """An app calling a compiled LangGraph graph (``StateGraph(...).compile()``).
 
     The input is ``{"messages": [("user", prompt)]}`` (a messages state), or
@@ -289,13 +337,18 @@ def langgraph_graph(graph: Any, *, input_key: str | None = None,
     try:
         from langgraph.pregel import Pregel
     except ImportError:  # pragma: no cover - depends on the environment
-        raise AdapterError(LANGGRAPH, "langgraph is not installed; install it to use this "
-                                      "adapter (pip install langgraph).") from None
+        raise AdapterError(
+            LANGGRAPH,
+            "langgraph is not installed; install it to use this adapter (pip install langgraph).",
+        ) from None
     if not isinstance(graph, Pregel):
         hint = " (call .compile() on the StateGraph first)" if hasattr(graph, "compile") else ""
-        raise AdapterError(LANGGRAPH, f"{type(graph).__name__} is not a compiled LangGraph "
-                                      f"graph{hint}; expected the result of "
-                                      "StateGraph(...).compile().")
+        raise AdapterError(
+            LANGGRAPH,
+            f"{type(graph).__name__} is not a compiled LangGraph "
+            f"graph{hint}; expected the result of "
+            "StateGraph(...).compile().",
+        )
     build = input_builder or _default_builder(input_key, messages=True)
     return _runnable(LANGGRAPH, graph, build, output_key, use_async, config, trace_mapper)
 
@@ -304,6 +357,9 @@ def _runnable_class() -> type:
     try:
         from langchain_core.runnables import Runnable
     except ImportError:  # pragma: no cover - depends on the environment
-        raise AdapterError(LANGCHAIN, "langchain-core is not installed; install it to use "
-                                      "this adapter (pip install langchain-core).") from None
+        raise AdapterError(
+            LANGCHAIN,
+            "langchain-core is not installed; install it to use "
+            "this adapter (pip install langchain-core).",
+        ) from None
     return Runnable

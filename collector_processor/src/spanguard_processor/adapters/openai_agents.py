@@ -64,9 +64,14 @@ def _segments(result: Any, first: Any) -> list[tuple[Any, list[tuple[Any, list[A
     for item in items:
         if getattr(item, "type", None) not in _OUTPUTS and responses:
             raw = getattr(item, "raw_item", None)
-            hit = next((k for k in range(index, len(responses))
-                        if any(o is raw for o in getattr(responses[k], "output", None) or ())),
-                       None)
+            hit = next(
+                (
+                    k
+                    for k in range(index, len(responses))
+                    if any(o is raw for o in getattr(responses[k], "output", None) or ())
+                ),
+                None,
+            )
             if hit is None and used >= len(getattr(responses[index], "output", None) or ()):
                 hit = min(index + 1, len(responses) - 1)
             if hit is not None and hit != index:
@@ -77,8 +82,10 @@ def _segments(result: Any, first: Any) -> list[tuple[Any, list[tuple[Any, list[A
     segments: list[tuple[Any, list[tuple[Any, list[Any]]]]] = []
     agent = first
     for response, its in zip(responses, owned, strict=True):
-        producing = next((getattr(i, "agent", None) for i in its
-                          if getattr(i, "type", None) not in _OUTPUTS), None)
+        producing = next(
+            (getattr(i, "agent", None) for i in its if getattr(i, "type", None) not in _OUTPUTS),
+            None,
+        )
         agent = producing or agent
         if not segments or segments[-1][0] is not agent:
             segments.append((agent, []))
@@ -105,8 +112,7 @@ def _call_id(item: Any) -> str | None:
     return call_id if isinstance(call_id, str) else None
 
 
-def _record(result: Any, first: Any, run_config: Any, escalate_on: tuple[str, str] | None
-            ) -> None:
+def _record(result: Any, first: Any, run_config: Any, escalate_on: tuple[str, str] | None) -> None:
     """One ``invoke_agent {agent}`` span per stretch of the run an agent had, holding its
     ``chat {model}`` spans (that agent's model, with usage) and tool spans in run order; a
     handoff is the next agent's span (and an escalation when ``escalate_on`` names it)."""
@@ -118,8 +124,10 @@ def _record(result: Any, first: Any, run_config: Any, escalate_on: tuple[str, st
             for response, items in turns:
                 usage = getattr(response, "usage", None)
                 with spanguard.llm_call(model, provider="openai") as call:
-                    tokens = (getattr(usage, "input_tokens", None),
-                              getattr(usage, "output_tokens", None))
+                    tokens = (
+                        getattr(usage, "input_tokens", None),
+                        getattr(usage, "output_tokens", None),
+                    )
                     if all(isinstance(t, int) for t in tokens):
                         call.record_usage(tokens[0], tokens[1])  # type: ignore[arg-type]
                 for item in items:
@@ -158,15 +166,25 @@ def _escalate_on(value: str | None) -> tuple[str, str] | None:
     if not sep:
         kind, name = "tool", value
     if kind not in ("handoff", "tool") or not name:
-        raise AdapterError(AGENTS, f"escalate_on {value!r} must be handoff:AGENT_NAME or "
-                                   "tool:TOOL_NAME (e.g. handoff:human_desk).")
+        raise AdapterError(
+            AGENTS,
+            f"escalate_on {value!r} must be handoff:AGENT_NAME or "
+            "tool:TOOL_NAME (e.g. handoff:human_desk).",
+        )
     return kind, name
 
 
-def openai_agent(agent: Any, *, run_config: Any = None, max_turns: int = 10,
-                 context_builder: ContextBuilder | None = None, use_async: bool = True,
-                 escalate_on: str | None = None, send_assignments: bool | None = None,
-                 trace_mapper: TraceMapper | None = None) -> App:
+def openai_agent(
+    agent: Any,
+    *,
+    run_config: Any = None,
+    max_turns: int = 10,
+    context_builder: ContextBuilder | None = None,
+    use_async: bool = True,
+    escalate_on: str | None = None,
+    send_assignments: bool | None = None,
+    trace_mapper: TraceMapper | None = None,
+) -> App:
     """An app running an Agents SDK ``Agent`` once per variant through ``Runner``.
 
     The text is the run's ``final_output``, which must be a string. The app is a coroutine
@@ -177,25 +195,37 @@ def openai_agent(agent: Any, *, run_config: Any = None, max_turns: int = 10,
     try:
         from agents import Agent, ModelSettings, RunConfig, Runner
     except ImportError:  # pragma: no cover - depends on the environment
-        raise AdapterError(AGENTS, "openai-agents is not installed; install it to use this "
-                                   "adapter (pip install openai-agents).") from None
+        raise AdapterError(
+            AGENTS,
+            "openai-agents is not installed; install it to use this "
+            "adapter (pip install openai-agents).",
+        ) from None
     if not isinstance(agent, Agent):
-        raise AdapterError(AGENTS, f"{type(agent).__name__} is not an agents.Agent; expected "
-                                   "Agent(name=..., instructions=..., model=...).")
+        raise AdapterError(
+            AGENTS,
+            f"{type(agent).__name__} is not an agents.Agent; expected "
+            "Agent(name=..., instructions=..., model=...).",
+        )
     if run_config is not None and not isinstance(run_config, RunConfig):
-        raise AdapterError(AGENTS, f"run_config is a {type(run_config).__name__}; expected an "
-                                   "agents.RunConfig.")
+        raise AdapterError(
+            AGENTS, f"run_config is a {type(run_config).__name__}; expected an agents.RunConfig."
+        )
     escalation = _escalate_on(escalate_on)
     base = run_config or RunConfig(tracing_disabled=True)
     settings = base.model_settings or ModelSettings()
-    send = send_assignments if send_assignments is not None else (
-        settings.store is True or not _uses_chat_completions(agent))
+    send = (
+        send_assignments
+        if send_assignments is not None
+        else (settings.store is True or not _uses_chat_completions(agent))
+    )
 
     def config(assignments: Mapping[str, str]) -> Any:
         metadata = {**dict(settings.metadata or {}), **(assignments if send else {})}
         return dataclasses.replace(
-            base, trace_metadata={**dict(base.trace_metadata or {}), **assignments},
-            model_settings=dataclasses.replace(settings, metadata=metadata or None))
+            base,
+            trace_metadata={**dict(base.trace_metadata or {}), **assignments},
+            model_settings=dataclasses.replace(settings, metadata=metadata or None),
+        )
 
     def finish(result: Any) -> str:
         _record(result, agent, run_config, escalation)
@@ -206,16 +236,27 @@ def openai_agent(agent: Any, *, run_config: Any = None, max_turns: int = 10,
         return context_builder(prompt, assignments) if context_builder else dict(assignments)
 
     if use_async:
+
         async def app_async(prompt: str, assignments: Mapping[str, str]) -> str:
-            result = await Runner.run(agent, prompt, context=context(prompt, assignments),
-                                      max_turns=max_turns, run_config=config(assignments))
+            result = await Runner.run(
+                agent,
+                prompt,
+                context=context(prompt, assignments),
+                max_turns=max_turns,
+                run_config=config(assignments),
+            )
             return finish(result)
 
         return app_async
 
     def app(prompt: str, assignments: Mapping[str, str]) -> str:
-        result = Runner.run_sync(agent, prompt, context=context(prompt, assignments),
-                                 max_turns=max_turns, run_config=config(assignments))
+        result = Runner.run_sync(
+            agent,
+            prompt,
+            context=context(prompt, assignments),
+            max_turns=max_turns,
+            run_config=config(assignments),
+        )
         return finish(result)
 
     return app

@@ -20,15 +20,29 @@ from spanguard import semconv
 
 from ._base import AdapterError, require_text
 
-__all__ = ["CHAT", "RESPONSES", "ModelAnswer", "answer_result", "parse_chat_completion",
-           "parse_response", "record_answer"]
+__all__ = [
+    "CHAT",
+    "RESPONSES",
+    "ModelAnswer",
+    "answer_result",
+    "parse_chat_completion",
+    "parse_response",
+    "record_answer",
+]
 
 CHAT = "openai-chat"
 RESPONSES = "openai-responses"
 # Responses output items that are tool calls the platform ran, named by their type.
-_HOSTED_TOOL_TYPES = ("web_search_call", "file_search_call", "code_interpreter_call",
-                      "computer_call", "image_generation_call", "local_shell_call",
-                      "shell_call", "apply_patch_call")
+_HOSTED_TOOL_TYPES = (
+    "web_search_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "computer_call",
+    "image_generation_call",
+    "local_shell_call",
+    "shell_call",
+    "apply_patch_call",
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +67,11 @@ def parse_chat_completion(response: Any) -> ModelAnswer:
     """A ``ChatCompletion`` (first choice) as a :class:`ModelAnswer`."""
     choices = getattr(response, "choices", None)
     if not choices:
-        raise AdapterError(CHAT, "the chat completion has no choices; expected a "
-                                 "ChatCompletion with at least one choice.")
+        raise AdapterError(
+            CHAT,
+            "the chat completion has no choices; expected a "
+            "ChatCompletion with at least one choice.",
+        )
     message = getattr(choices[0], "message", None)
     if message is None:
         raise AdapterError(CHAT, "the first choice has no message; expected a ChatCompletion.")
@@ -85,8 +102,10 @@ def parse_response(response: Any) -> ModelAnswer:
     """A Responses API ``Response`` as a :class:`ModelAnswer`."""
     output = getattr(response, "output", None)
     if not isinstance(output, list):
-        raise AdapterError(RESPONSES, "the response has no 'output' list; expected a Response "
-                                      "from responses.create().")
+        raise AdapterError(
+            RESPONSES,
+            "the response has no 'output' list; expected a Response from responses.create().",
+        )
     texts: list[str] = []
     refusals: list[str] = []
     calls: list[tuple[str, str | None]] = []

@@ -19,19 +19,28 @@ from ._base import AdapterError, App, TraceMapper
 from .openai_answers import CHAT, RESPONSES, ModelAnswer, parse_chat_completion, parse_response
 from .openai_loop import Request, ToolFunctions, tool_loop_app
 
-__all__ = ["ModelAnswer", "openai_chat", "openai_responses", "parse_chat_completion",
-           "parse_response"]
+__all__ = [
+    "ModelAnswer",
+    "openai_chat",
+    "openai_responses",
+    "parse_chat_completion",
+    "parse_response",
+]
 
 
-def _format(adapter: str, template: str | None, assignments: Mapping[str, str],
-            name: str) -> str | None:
+def _format(
+    adapter: str, template: str | None, assignments: Mapping[str, str], name: str
+) -> str | None:
     if template is None:
         return None
     try:
         return template.format(**assignments)
     except (KeyError, IndexError, ValueError) as exc:
-        raise AdapterError(adapter, f"the {name} template {template!r} cannot be formatted "
-                                    f"with the assignments {dict(assignments)}: {exc!r}.") from None
+        raise AdapterError(
+            adapter,
+            f"the {name} template {template!r} cannot be formatted "
+            f"with the assignments {dict(assignments)}: {exc!r}.",
+        ) from None
 
 
 def _check_method(adapter: str, client: object, path: str) -> Callable[..., Any]:
@@ -42,35 +51,48 @@ def _check_method(adapter: str, client: object, path: str) -> Callable[..., Any]
         if target is None:
             break
     if not callable(target):
-        raise AdapterError(adapter, f"{type(client).__name__} has no {path}() method; expected "
-                                    "an openai.OpenAI or openai.AsyncOpenAI client.")
+        raise AdapterError(
+            adapter,
+            f"{type(client).__name__} has no {path}() method; expected "
+            "an openai.OpenAI or openai.AsyncOpenAI client.",
+        )
     return target
 
 
 def _check_model(adapter: str, model: object) -> str:
     if not isinstance(model, str) or not model:
-        raise AdapterError(adapter, "a model name is required: give the adapter the `model` "
-                                    "option (e.g. gpt-4o-mini).")
+        raise AdapterError(
+            adapter,
+            "a model name is required: give the adapter the `model` option (e.g. gpt-4o-mini).",
+        )
     return model
 
 
-def _request_options(adapter: str, request_options: Mapping[str, Any] | None,
-                     tools: Sequence[Mapping[str, Any]] | None, store: bool | None
-                     ) -> Request:
+def _request_options(
+    adapter: str,
+    request_options: Mapping[str, Any] | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    store: bool | None,
+) -> Request:
     extra = dict(request_options or {})
     if tools is not None:
-        if not isinstance(tools, Sequence) or isinstance(tools, str) or not all(
-                isinstance(t, Mapping) for t in tools):
-            raise AdapterError(adapter, "tools must be a list of tool definitions (objects), "
-                                        'e.g. [{"type": "function", "function": {...}}].')
+        if (
+            not isinstance(tools, Sequence)
+            or isinstance(tools, str)
+            or not all(isinstance(t, Mapping) for t in tools)
+        ):
+            raise AdapterError(
+                adapter,
+                "tools must be a list of tool definitions (objects), "
+                'e.g. [{"type": "function", "function": {...}}].',
+            )
         extra["tools"] = [dict(t) for t in tools]
     if store is not None:
         extra["store"] = store
     return extra
 
 
-def _sends_metadata(adapter: str, send_assignments: bool | None, extra: Mapping[str, Any]
-                    ) -> bool:
+def _sends_metadata(adapter: str, send_assignments: bool | None, extra: Mapping[str, Any]) -> bool:
     """Whether the assignments go out as ``metadata``. By default only where the API accepts
     it: Chat Completions refuses ``metadata`` unless ``store`` is true; the Responses API
     stores by default, so it sends them unless ``store`` is false."""
@@ -84,18 +106,28 @@ def _check_functions(adapter: str, tool_functions: object) -> ToolFunctions | No
     if tool_functions is None:
         return None
     if not isinstance(tool_functions, Mapping) or not all(
-            isinstance(k, str) and callable(v) for k, v in tool_functions.items()):
-        raise AdapterError(adapter, "tool_functions must map tool names to functions, e.g. "
-                                    '{"track_parcel": track_parcel}.')
+        isinstance(k, str) and callable(v) for k, v in tool_functions.items()
+    ):
+        raise AdapterError(
+            adapter,
+            'tool_functions must map tool names to functions, e.g. {"track_parcel": track_parcel}.',
+        )
     return tool_functions
 
 
-def openai_chat(client: object, *, model: str | None = None, system: str | None = None,
-                send_assignments: bool | None = None,
-                request_options: Mapping[str, Any] | None = None,
-                tools: Sequence[Mapping[str, Any]] | None = None, store: bool | None = None,
-                tool_functions: ToolFunctions | None = None, max_turns: int = 10,
-                trace_mapper: TraceMapper | None = None) -> App:
+def openai_chat(
+    client: object,
+    *,
+    model: str | None = None,
+    system: str | None = None,
+    send_assignments: bool | None = None,
+    request_options: Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    store: bool | None = None,
+    tool_functions: ToolFunctions | None = None,
+    max_turns: int = 10,
+    trace_mapper: TraceMapper | None = None,
+) -> App:
     """An app calling ``client.chat.completions.create`` once per variant (or, with
     ``tool_functions``, until the model answers without asking for a tool).
 
@@ -122,16 +154,24 @@ def openai_chat(client: object, *, model: str | None = None, system: str | None 
             kwargs["metadata"] = {**dict(extra.get("metadata") or {}), **assignments}
         return kwargs
 
-    return tool_loop_app(CHAT, create, model_name, build, parse_chat_completion, trace_mapper,
-                         functions, max_turns)
+    return tool_loop_app(
+        CHAT, create, model_name, build, parse_chat_completion, trace_mapper, functions, max_turns
+    )
 
 
-def openai_responses(client: object, *, model: str | None = None, instructions: str | None = None,
-                     send_assignments: bool | None = None,
-                     request_options: Mapping[str, Any] | None = None,
-                     tools: Sequence[Mapping[str, Any]] | None = None, store: bool | None = None,
-                     tool_functions: ToolFunctions | None = None, max_turns: int = 10,
-                     trace_mapper: TraceMapper | None = None) -> App:
+def openai_responses(
+    client: object,
+    *,
+    model: str | None = None,
+    instructions: str | None = None,
+    send_assignments: bool | None = None,
+    request_options: Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    store: bool | None = None,
+    tool_functions: ToolFunctions | None = None,
+    max_turns: int = 10,
+    trace_mapper: TraceMapper | None = None,
+) -> App:
     """An app calling ``client.responses.create`` once per variant (see :func:`openai_chat`;
     here the assignments are sent as ``metadata`` unless ``store`` is false)."""
     create = _check_method(RESPONSES, client, "responses.create")
@@ -149,5 +189,6 @@ def openai_responses(client: object, *, model: str | None = None, instructions: 
             kwargs["metadata"] = {**dict(extra.get("metadata") or {}), **assignments}
         return kwargs
 
-    return tool_loop_app(RESPONSES, create, model_name, build, parse_response, trace_mapper,
-                         functions, max_turns)
+    return tool_loop_app(
+        RESPONSES, create, model_name, build, parse_response, trace_mapper, functions, max_turns
+    )

@@ -29,8 +29,7 @@ from ._base import (
 )
 from .openai_answers import CHAT, ModelAnswer, answer_result, record_answer
 
-__all__ = ["Build", "Parse", "Request", "Result", "ToolFunction", "ToolFunctions",
-           "tool_loop_app"]
+__all__ = ["Build", "Parse", "Request", "Result", "ToolFunction", "ToolFunctions", "tool_loop_app"]
 
 # the request of one turn: keyword arguments of create(), JSON-like values as the API takes them
 Request = dict[str, Any]
@@ -57,16 +56,26 @@ class _Dialogue:
         """Add the response (an openai object: ``Any``) and the tools' outputs to the request."""
         if self.adapter == CHAT:
             message = _assistant_message(response.choices[0].message)
-            self.request["messages"] = [*self.request["messages"], message, *(
-                {"role": "tool", "tool_call_id": call_id, "content": text}
-                for call_id, text in outputs)]
+            self.request["messages"] = [
+                *self.request["messages"],
+                message,
+                *(
+                    {"role": "tool", "tool_call_id": call_id, "content": text}
+                    for call_id, text in outputs
+                ),
+            ]
         else:
             given = self.request["input"]
             history = given if isinstance(given, list) else [{"role": "user", "content": given}]
             items = [item.model_dump(exclude_none=True) for item in response.output]
-            self.request["input"] = [*history, *items, *(
-                {"type": "function_call_output", "call_id": call_id, "output": text}
-                for call_id, text in outputs)]
+            self.request["input"] = [
+                *history,
+                *items,
+                *(
+                    {"type": "function_call_output", "call_id": call_id, "output": text}
+                    for call_id, text in outputs
+                ),
+            ]
 
 
 def _assistant_message(message: Any) -> dict[str, object]:
@@ -76,13 +85,22 @@ def _assistant_message(message: Any) -> dict[str, object]:
     for call in getattr(message, "tool_calls", None) or ():
         function = getattr(call, "function", None)
         if function is not None:
-            calls.append({"id": call.id, "type": "function", "function": {
-                "name": function.name, "arguments": function.arguments}})
+            calls.append(
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": function.name, "arguments": function.arguments},
+                }
+            )
         elif (custom := getattr(call, "custom", None)) is not None:
-            calls.append({"id": call.id, "type": "custom",
-                          "custom": {"name": custom.name, "input": custom.input}})
-    return {"role": "assistant", "content": getattr(message, "content", None),
-            "tool_calls": calls}
+            calls.append(
+                {
+                    "id": call.id,
+                    "type": "custom",
+                    "custom": {"name": custom.name, "input": custom.input},
+                }
+            )
+    return {"role": "assistant", "content": getattr(message, "content", None), "tool_calls": calls}
 
 
 def _arguments(arguments: str) -> dict[str, object] | None:
@@ -93,8 +111,7 @@ def _arguments(arguments: str) -> dict[str, object] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _run_tool(function: ToolFunction, name: str, call_id: str | None,
-              arguments: str) -> object:
+def _run_tool(function: ToolFunction, name: str, call_id: str | None, arguments: str) -> object:
     """Run one tool function inside its ``execute_tool`` span; a failure is the tool's
     output (the model sees it, as with a real tool runtime), not the app's."""
     parsed = _arguments(arguments)
@@ -103,6 +120,7 @@ def _run_tool(function: ToolFunction, name: str, call_id: str | None,
         return f"error: {type(exc).__name__}: {exc}"
 
     if inspect.iscoroutinefunction(function):
+
         async def call_async() -> object:
             if parsed is None:
                 return f"error: the arguments of {name} are not a JSON object"
@@ -157,9 +175,16 @@ class _Loop:
     :class:`_Run`) and receives its result, so the sync and the async app only make the calls:
     one calls, the other awaits."""
 
-    def __init__(self, adapter: str, model: str, build: Build, parse: Parse,
-                 trace_mapper: TraceMapper | None, functions: Mapping[str, ToolFunction],
-                 max_turns: int) -> None:
+    def __init__(
+        self,
+        adapter: str,
+        model: str,
+        build: Build,
+        parse: Parse,
+        trace_mapper: TraceMapper | None,
+        functions: Mapping[str, ToolFunction],
+        max_turns: int,
+    ) -> None:
         self.adapter, self.model, self.build, self.parse = adapter, model, build, parse
         self.trace_mapper, self.functions, self.max_turns = trace_mapper, functions, max_turns
         self.what = "chat completion" if adapter == CHAT else "response"
@@ -174,8 +199,7 @@ class _Loop:
             if not self._runnable(answer):
                 return self._finish(answer, response, record_calls=True)
             outputs = []
-            for (name, call_id), arguments in zip(answer.tool_calls, answer.arguments,
-                                                  strict=True):
+            for (name, call_id), arguments in zip(answer.tool_calls, answer.arguments, strict=True):
                 value = yield _Run(name, call_id, arguments)
                 outputs.append((call_id, _as_text(value)))
             dialogue.follow_up(response, outputs)
@@ -188,13 +212,19 @@ class _Loop:
     def sync_tool(self, step: _Run) -> object:
         """The tool's output, with a sync client (which cannot await a coroutine function)."""
         if inspect.iscoroutinefunction(self.functions[step.name]):
-            raise AdapterError(self.adapter, f"the tool function {step.name} is a coroutine "
-                                             "function; with a sync client use plain functions.")
+            raise AdapterError(
+                self.adapter,
+                f"the tool function {step.name} is a coroutine "
+                "function; with a sync client use plain functions.",
+            )
         return self.tool(step)
 
     def _runnable(self, answer: ModelAnswer) -> bool:
-        return bool(self.functions) and bool(answer.tool_calls) and all(
-            name in self.functions for name, _ in answer.tool_calls)
+        return (
+            bool(self.functions)
+            and bool(answer.tool_calls)
+            and all(name in self.functions for name, _ in answer.tool_calls)
+        )
 
     def _finish(self, answer: ModelAnswer, response: object, *, record_calls: bool) -> Result:
         if record_calls:  # asked for but not run here: the request is what the app did
@@ -226,15 +256,22 @@ class _Turn:
             return None
 
 
-def tool_loop_app(adapter: str, create: Callable[..., Any], model: str, build: Build,
-                  parse: Parse, trace_mapper: TraceMapper | None,
-                  tool_functions: ToolFunctions | None, max_turns: int) -> App:
+def tool_loop_app(
+    adapter: str,
+    create: Callable[..., Any],
+    model: str,
+    build: Build,
+    parse: Parse,
+    trace_mapper: TraceMapper | None,
+    tool_functions: ToolFunctions | None,
+    max_turns: int,
+) -> App:
     """One model call per variant, or, with ``tool_functions``, a loop: the tools the model
     asks for run and their outputs go back to it until it answers without tool calls."""
-    loop = _Loop(adapter, model, build, parse, trace_mapper, dict(tool_functions or {}),
-                 max_turns)
+    loop = _Loop(adapter, model, build, parse, trace_mapper, dict(tool_functions or {}), max_turns)
 
     if inspect.iscoroutinefunction(inspect.unwrap(create)):
+
         async def app_async(prompt: str, assignments: Mapping[str, str]) -> Result:
             turn = _Turn(loop.conversation(prompt, assignments))
             while (step := turn.next()) is not None:
@@ -254,8 +291,9 @@ def tool_loop_app(adapter: str, create: Callable[..., Any], model: str, build: B
         turn = _Turn(loop.conversation(prompt, assignments))
         while (step := turn.next()) is not None:
             try:
-                turn.result = (create(**step.request) if isinstance(step, _Ask)
-                               else loop.sync_tool(step))
+                turn.result = (
+                    create(**step.request) if isinstance(step, _Ask) else loop.sync_tool(step)
+                )
             except BaseException as exc:  # handed back to the conversation
                 turn.failure = exc
         return turn.value

@@ -86,8 +86,9 @@ class _LazyGroup(click.Group):
             return super().resolve_command(ctx, args)
         except click.exceptions.NoSuchCommand as exc:
             # click suggests from the commands it holds; ours load lazily, so suggest from all
-            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=COMMANDS,
-                                                 ctx=ctx) from None
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=COMMANDS, ctx=ctx
+            ) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         # a command's outputs are written all or none: a failure (a bad input met late, a full
@@ -127,8 +128,9 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     try:
-        cli.main(args=argv, prog_name="spanguard", standalone_mode=True,
-                 auto_envvar_prefix=ENV_PREFIX)
+        cli.main(
+            args=argv, prog_name="spanguard", standalone_mode=True, auto_envvar_prefix=ENV_PREFIX
+        )
     except SystemExit:
         raise
     except Exception:  # a bug, not a user mistake: say so, keep the traceback, exit 3

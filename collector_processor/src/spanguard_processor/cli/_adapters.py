@@ -14,14 +14,20 @@ __all__ = ["adapted_app"]
 def adapted_app(reference: str, adapter: str | None, options: Sequence[str]) -> AdaptedApp:
     """The adapted app for ``--app reference --adapter adapter --adapter-option k=v …``."""
     if adapter is None:
-        raise InputError("needs --adapter NAME (openai-chat, openai-responses, openai-agents, "
-                         "langchain or langgraph).", field="--adapter-option")
+        raise InputError(
+            "needs --adapter NAME (openai-chat, openai-responses, openai-agents, "
+            "langchain or langgraph).",
+            field="--adapter-option",
+        )
     pairs: dict[str, str] = {}
     for option in options:
         key, sep, value = option.partition("=")
         if not sep or not key.strip():
-            raise AdapterError(adapter, f"--adapter-option {option!r} must have the form "
-                                        "KEY=VALUE, e.g. model=gpt-4o-mini.")
+            raise AdapterError(
+                adapter,
+                f"--adapter-option {option!r} must have the form "
+                "KEY=VALUE, e.g. model=gpt-4o-mini.",
+            )
         if key.strip() in pairs:
             raise AdapterError(adapter, f"--adapter-option '{key.strip()}' is given twice.")
         pairs[key.strip()] = value

@@ -39,10 +39,25 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_OK", "TYPED", "BadInput",
-           "RenamedOption", "check_files", "exit_gate", "in_cli_terms", "in_command_terms",
-           "option_names", "output_option", "refuse_overwrite", "renamed", "renamed_arguments",
-           "spell_options"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "TYPED",
+    "BadInput",
+    "RenamedOption",
+    "check_files",
+    "exit_gate",
+    "in_cli_terms",
+    "in_command_terms",
+    "option_names",
+    "output_option",
+    "refuse_overwrite",
+    "renamed",
+    "renamed_arguments",
+    "spell_options",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -73,8 +88,9 @@ class RenamedOption(click.Option):
     """An old spelling of an option, kept working but left out of ``--help``: its value goes
     to the parameter ``target`` of the option now spelled ``renamed_to``."""
 
-    def __init__(self, param_decls: Sequence[str], *, target: str, renamed_to: str,
-                 **attrs: Any) -> None:
+    def __init__(
+        self, param_decls: Sequence[str], *, target: str, renamed_to: str, **attrs: Any
+    ) -> None:
         super().__init__(param_decls, hidden=True, **attrs)
         self.target = target
         self.renamed_to = renamed_to
@@ -112,8 +128,10 @@ def _adopt(ctx: click.Context, option: RenamedOption, kwargs: dict[str, Any]) ->
     old = max(option.opts, key=len)
     target = ctx.get_parameter_source(option.target)
     if target is source is ParameterSource.COMMANDLINE:
-        raise click.UsageError(f"{old} and {option.renamed_to} set the same option; give only "
-                               f"{option.renamed_to}.", ctx)
+        raise click.UsageError(
+            f"{old} and {option.renamed_to} set the same option; give only {option.renamed_to}.",
+            ctx,
+        )
     if target is not None and _PRECEDENCE.get(target, 0) >= _PRECEDENCE[source]:
         return
     if source is ParameterSource.ENVIRONMENT and ctx.auto_envvar_prefix:
@@ -150,6 +168,7 @@ def renamed_arguments(*targets: str, usage: str, metavars: Sequence[str]) -> Cal
     line, for the options ``targets`` (``baseline``, ``current``) that replace them: their
     values go to those options, with a one-line note on stderr; ``usage`` is the new way.
     The options themselves are then required here rather than by click."""
+
     def decorate(command: F) -> F:
         @functools.wraps(command)
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -159,29 +178,34 @@ def renamed_arguments(*targets: str, usage: str, metavars: Sequence[str]) -> Cal
                 _positional(ctx, given, targets, metavars, usage, kwargs)
             for target in targets:
                 if kwargs[target] is None:
-                    raise click.UsageError(f"Missing option '--{target.replace('_', '-')}'.",
-                                           ctx)
+                    raise click.UsageError(f"Missing option '--{target.replace('_', '-')}'.", ctx)
             return command(*args, **kwargs)
 
-        argument = _HiddenArguments(["legacy_inputs"], nargs=-1, required=False,
-                                    type=click.Path(path_type=Path))
+        argument = _HiddenArguments(
+            ["legacy_inputs"], nargs=-1, required=False, type=click.Path(path_type=Path)
+        )
         call.__dict__.setdefault("__click_params__", []).append(argument)
         return call  # type: ignore[return-value]
 
     return decorate
 
 
-def _positional(ctx: click.Context, given: tuple[Path, ...], targets: Sequence[str],
-                metavars: Sequence[str], usage: str, kwargs: dict[str, Any]) -> None:
+def _positional(
+    ctx: click.Context,
+    given: tuple[Path, ...],
+    targets: Sequence[str],
+    metavars: Sequence[str],
+    usage: str,
+    kwargs: dict[str, Any],
+) -> None:
     if len(given) > len(targets):
-        extra = " ".join(str(path) for path in given[len(targets):])
+        extra = " ".join(str(path) for path in given[len(targets) :])
         raise click.UsageError(f"Got unexpected extra argument ({extra})", ctx)
     if len(given) < len(targets):
         raise click.UsageError(f"Missing argument '{metavars[len(given)]}'.", ctx)
     for target in targets:
         if kwargs[target] is not None:
-            raise click.UsageError(f"give the inputs as {usage} only, not also as arguments.",
-                                   ctx)
+            raise click.UsageError(f"give the inputs as {usage} only, not also as arguments.", ctx)
     _deprecated(f"{ctx.info_name} {' '.join(metavars)}", f"{ctx.info_name} {usage}")
     kwargs.update(zip(targets, given, strict=True))
 
@@ -246,6 +270,7 @@ def spell_options(text: str, options: dict[str, str]) -> str:
     """``text`` with every parameter it mentions in backticks spelled as its option: "pass
     `force`" → "pass --force", "`mode=point`" → "--gate point" (given ``mode`` → ``--gate``).
     A mention that is no option stays as written, backticks and all."""
+
     def spell(match: re.Match[str]) -> str:
         option = options.get(match[1])
         if option is None:
@@ -287,8 +312,12 @@ def _input_files(paths: Iterable[Path | None]) -> list[Path]:
     return files
 
 
-def refuse_overwrite(inputs: Iterable[Path | None], outputs: Iterable[Path | None] = (), *,
-                     directories: Iterable[tuple[Path | None, Iterable[str]]] = ()) -> None:
+def refuse_overwrite(
+    inputs: Iterable[Path | None],
+    outputs: Iterable[Path | None] = (),
+    *,
+    directories: Iterable[tuple[Path | None, Iterable[str]]] = (),
+) -> None:
     """Exit 2 before anything is read when an output would replace an input, or two outputs
     are the same file.
 
@@ -306,12 +335,17 @@ def refuse_overwrite(inputs: Iterable[Path | None], outputs: Iterable[Path | Non
         for source, (source_real, source_inode) in read:
             if real == source_real or (inode is not None and inode == source_inode):
                 same = "" if str(out) == str(source) else f" (it is the input {source})"
-                raise BadInput(f"{out} is an output and also an input{same}; writing it would "
-                               "destroy the input. Choose another output path.")
+                raise BadInput(
+                    f"{out} is an output and also an input{same}; writing it would "
+                    "destroy the input. Choose another output path."
+                )
         for key in (real, inode):
             if key is not None and key in seen:
-                both = (f"{out} is given twice as an output" if str(out) == str(seen[key])
-                        else f"{out} and {seen[key]} are the same output file")
+                both = (
+                    f"{out} is given twice as an output"
+                    if str(out) == str(seen[key])
+                    else f"{out} and {seen[key]} are the same output file"
+                )
                 raise BadInput(f"{both}; give each output its own path.")
         seen[real] = out
         if inode is not None:
@@ -327,10 +361,12 @@ def _command() -> str:
     return " ".join(parts[1:]) or parts[0]
 
 
-def check_files(inputs: Iterable[tuple[Slot, Path | Sequence[Path] | None]],
-                outputs: Iterable[Path | None] = (), *,
-                directories: Iterable[tuple[Path | None, Iterable[str]]] = ()
-                ) -> list[tuple[Path, FileKind]]:
+def check_files(
+    inputs: Iterable[tuple[Slot, Path | Sequence[Path] | None]],
+    outputs: Iterable[Path | None] = (),
+    *,
+    directories: Iterable[tuple[Path | None, Iterable[str]]] = (),
+) -> list[tuple[Path, FileKind]]:
     """What every command does first, before it reads a byte past the first KiB: refuse an
     output that would replace an input (:func:`refuse_overwrite`), then every input that is no
     regular file, is too large to be read whole, is binary where text belongs, holds no

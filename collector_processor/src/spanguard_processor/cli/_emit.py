@@ -26,12 +26,17 @@ FROM_ENV = "env"
 def emit_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--emit-otlp [URL]``, passed to the command as ``emit_otlp`` (None when not given)."""
     return click.option(
-        "--emit-otlp", "emit_otlp", is_flag=False, flag_value=FROM_ENV, default=None,
+        "--emit-otlp",
+        "emit_otlp",
+        is_flag=False,
+        flag_value=FROM_ENV,
+        default=None,
         metavar="[URL]",
         help="Also send the results as OpenTelemetry gen_ai.evaluation.result log records "
-             "to URL: an OTLP/HTTP base (http://host:4318) or grpc://host:4317; without URL, "
-             "to OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT. A failed "
-             "export prints a warning and leaves the exit code alone.")(command)
+        "to URL: an OTLP/HTTP base (http://host:4318) or grpc://host:4317; without URL, "
+        "to OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT. A failed "
+        "export prints a warning and leaves the exit code alone.",
+    )(command)
 
 
 def resolve_endpoint(value: str | None) -> Endpoint | None:
@@ -55,15 +60,17 @@ def send_events(endpoint: Endpoint | None, events: Sequence[EvaluationEvent]) ->
 
     result = emit_events(events, endpoint)
     if result.error is not None:
-        click.echo(f"warning: --emit-otlp: {len(events)} evaluation result(s) not sent: "
-                   f"{result.error}.", err=True)
+        click.echo(
+            f"warning: --emit-otlp: {len(events)} evaluation result(s) not sent: {result.error}.",
+            err=True,
+        )
     else:
-        click.echo(f"sent {result.sent} gen_ai.evaluation.result record(s) to {endpoint}",
-                   err=True)
+        click.echo(f"sent {result.sent} gen_ai.evaluation.result record(s) to {endpoint}", err=True)
 
 
-def send_case_events(endpoint: Endpoint | None, outcomes: Iterable[CaseOutcome],
-                     regressed: Iterable[str] = ()) -> None:
+def send_case_events(
+    endpoint: Endpoint | None, outcomes: Iterable[CaseOutcome], regressed: Iterable[str] = ()
+) -> None:
     """One result per case (``cases run``, ``check``), sent as :func:`send_events` does."""
     if endpoint is None:
         return

@@ -64,16 +64,27 @@ def _walk(command: click.Command, path: list[str], ctx: click.Context) -> list[s
             sub = command.get_command(ctx, name)
             if sub is None or sub.hidden:
                 continue
-            sub_ctx = click.Context(sub, info_name=name, parent=ctx, terminal_width=100,
-                                    max_content_width=100, help_option_names=_HELP)
+            sub_ctx = click.Context(
+                sub,
+                info_name=name,
+                parent=ctx,
+                terminal_width=100,
+                max_content_width=100,
+                help_option_names=_HELP,
+            )
             sections += _walk(sub, [*path, name], sub_ctx)
     return sections
 
 
 def render_reference() -> str:
     """The whole reference page as Markdown."""
-    ctx = click.Context(cli, info_name="spanguard", terminal_width=100, max_content_width=100,
-                        help_option_names=_HELP)
+    ctx = click.Context(
+        cli,
+        info_name="spanguard",
+        terminal_width=100,
+        max_content_width=100,
+        help_option_names=_HELP,
+    )
     return _HEADER + "\n" + "\n".join(_walk(cli, ["spanguard"], ctx))
 
 

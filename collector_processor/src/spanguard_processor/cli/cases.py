@@ -35,10 +35,19 @@ def cases() -> None:
 
 @cases.command()
 @click.argument("inputs", nargs=-1, required=True, type=_FILE)
-@output_option(directory=True, default=Path("evalset"), show_default=True,
-               help="Folder for cases.jsonl, report.md and expectations.template.jsonl.")
-@renamed("--out", target="output", renamed_to="--output",
-         type=click.Path(file_okay=False, path_type=Path), default=None)
+@output_option(
+    directory=True,
+    default=Path("evalset"),
+    show_default=True,
+    help="Folder for cases.jsonl, report.md and expectations.template.jsonl.",
+)
+@renamed(
+    "--out",
+    target="output",
+    renamed_to="--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+)
 @click.option("--max-cases", type=int, default=50, show_default=True, help="Cap on cases.")
 @click.option(
     "--min-score",
@@ -120,14 +129,23 @@ def build(
       spanguard cases build spans.db --ids sequential --max-cases 100
     """
     template = expectations.with_name("expectations.template.jsonl") if expectations else None
-    check_files([(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)], [template],
-                directories=[(output, ["cases.jsonl", "report.md",
-                                       "expectations.template.jsonl"])])
-    options = BuildOptions(out=output, max_cases=max_cases, min_score=min_score,
-                           dedup_threshold=dedup_threshold, similarity=similarity,
-                           expectations=expectations, sequential_ids=ids == "sequential",
-                           timing_checks=not no_timing_checks, max_line_bytes=max_line_bytes,
-                           select=selection)
+    check_files(
+        [(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)],
+        [template],
+        directories=[(output, ["cases.jsonl", "report.md", "expectations.template.jsonl"])],
+    )
+    options = BuildOptions(
+        out=output,
+        max_cases=max_cases,
+        min_score=min_score,
+        dedup_threshold=dedup_threshold,
+        similarity=similarity,
+        expectations=expectations,
+        sequential_ids=ids == "sequential",
+        timing_checks=not no_timing_checks,
+        max_line_bytes=max_line_bytes,
+        select=selection,
+    )
     try:
         result = build_evalset(list(inputs), options)
     except NoUsableRows as exc:
@@ -185,16 +203,21 @@ def _build_summary(result: BuildResult) -> list[str]:
         )
     lines.append(f"  {result.below_min_score} below the minimum score")
     lines.append(f"  {result.beyond_limit} beyond the case limit")
-    lines.append(f"  coverage: {_share(result.covered_questions, result.distinct_questions)}"
-                 f", {_share(result.covered_rows, result.rows, 'request(s)')}")
+    lines.append(
+        f"  coverage: {_share(result.covered_questions, result.distinct_questions)}"
+        f", {_share(result.covered_rows, result.rows, 'request(s)')}"
+    )
     if result.failing_references:
         lines.append(
             f"  {result.failing_references} trusted reference(s) fail their own checks -- look "
             "at these before committing the set"
         )
-    return lines + _expectation_lines(result) + _health_lines(result.health) + [
-        f"report -> {result.report_path.as_posix()}"
-    ]
+    return (
+        lines
+        + _expectation_lines(result)
+        + _health_lines(result.health)
+        + [f"report -> {result.report_path.as_posix()}"]
+    )
 
 
 def _share(part: int, whole: int, noun: str = "question(s)") -> str:
@@ -228,8 +251,7 @@ def _health_lines(health: ClusterHealth) -> list[str]:
         f"  clustering: {health.clusters} clusters, {health.multi_member_clusters} with more "
         "than one row",
         f"  clustering: largest cluster holds {health.largest} rows",
-        f"  clustering: {health.share_in_clusters:.0%} of the log sits in a cluster "
-        "with others",
+        f"  clustering: {health.share_in_clusters:.0%} of the log sits in a cluster with others",
     ]
 
 
@@ -273,8 +295,10 @@ def run(
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
         )
-    check_files([(guard.CASES, cases_path), (guard.OUTPUTS, outputs), (guard.TRACES, traces)],
-                [output, markdown, junit])
+    check_files(
+        [(guard.CASES, cases_path), (guard.OUTPUTS, outputs), (guard.TRACES, traces)],
+        [output, markdown, junit],
+    )
     endpoint = resolve_endpoint(emit_otlp)
     case_list, records = _load_run_inputs(cases_path, outputs, traces)
     result = run_cases(case_list, records)
@@ -296,8 +320,7 @@ def run(
     passed = min_pass_rate is None or metrics.pass_rate >= min_pass_rate
     if not passed:
         click.echo(
-            f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required "
-            f"{min_pass_rate:.2%}",
+            f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required {min_pass_rate:.2%}",
             err=True,
         )
     exit_gate(passed)
@@ -308,17 +331,23 @@ def _echo_matching(result: RunResult, total: int, source: Path) -> None:
     click.echo("\n" + render_matching(result.matching, total))
     unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
     if unmatched:
-        click.echo(f"{len(unmatched)} case(s) without a record, counted as failed (a missing "
-                   f"case is not a pass): {', '.join(unmatched[:5])}"
-                   + (" …" if len(unmatched) > 5 else ""))
+        click.echo(
+            f"{len(unmatched)} case(s) without a record, counted as failed (a missing "
+            f"case is not a pass): {', '.join(unmatched[:5])}"
+            + (" …" if len(unmatched) > 5 else "")
+        )
     if total and result.matching["unmatched"] == total:
-        click.echo(f"warning: no record in {source.as_posix()} matched any of the {total} "
-                   "case(s) by case id, source_trace_id or question text; this run cannot "
-                   "serve as a baseline.", err=True)
+        click.echo(
+            f"warning: no record in {source.as_posix()} matched any of the {total} "
+            "case(s) by case id, source_trace_id or question text; this run cannot "
+            "serve as a baseline.",
+            err=True,
+        )
 
 
-def _load_run_inputs(cases_path: Path, outputs: Path | None, traces: tuple[Path, ...]
-                     ) -> tuple[list[Case], Outputs]:
+def _load_run_inputs(
+    cases_path: Path, outputs: Path | None, traces: tuple[Path, ...]
+) -> tuple[list[Case], Outputs]:
     """The cases and the records to score; none of either is bad input (exit 2)."""
     case_list = load_cases(cases_path)
     records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
@@ -328,9 +357,14 @@ def _load_run_inputs(cases_path: Path, outputs: Path | None, traces: tuple[Path,
         raise BadInput(f"no records in {cases_path}: it holds no case.")
     if not len(records):
         names = ", ".join(str(path) for path in ([outputs] if outputs else traces))
-        raise BadInput(f"no records in {names}: "
-                       + ("every line was skipped (see above)." if records.skipped
-                          else "it holds no output record."))
+        raise BadInput(
+            f"no records in {names}: "
+            + (
+                "every line was skipped (see above)."
+                if records.skipped
+                else "it holds no output record."
+            )
+        )
     return case_list, records
 
 

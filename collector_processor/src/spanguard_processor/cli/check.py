@@ -26,7 +26,6 @@ __all__ = ["check"]
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-
 @click.command()
 @click.option("--baseline", type=_FILE, required=True, help="Baseline run (from `cases run -o`).")
 @click.option("--current", type=_FILE, required=True, help="Current run (from `cases run -o`).")
@@ -104,24 +103,37 @@ def check(
     """
     check_files([(guard.RUN, baseline), (guard.RUN, current)], [markdown, junit, html])
     validate_template(trace_url)
-    options = GateOptions(tolerance_scale, allow_different_cases, min_latency_change_ms,
-                          allow_missing)
+    options = GateOptions(
+        tolerance_scale, allow_different_cases, min_latency_change_ms, allow_missing
+    )
     endpoint = resolve_endpoint(emit_otlp)
     base, cur, comparison = _compare_runs(baseline, current, options)
-    diffs = case_diffs(base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail,
-                       redact=redact)
+    diffs = case_diffs(
+        base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail, redact=redact
+    )
     text = render_check(base.metrics, cur.metrics, comparison, diffs, in_command_terms)
     click.echo(console_text(text))  # app text: no terminal escapes
     if markdown is not None:
         extra = diffs_markdown(diffs, trace_url)
-        write_text_atomic(markdown, text + "\n\n" + f"**{verdict_line(comparison)}**\n"
-                          + ("\n" + extra if extra else ""))
+        write_text_atomic(
+            markdown,
+            text + "\n\n" + f"**{verdict_line(comparison)}**\n" + ("\n" + extra if extra else ""),
+        )
     if junit is not None:
-        write_text_atomic(junit, check_junit(comparison, [rule.metric for rule in RULES], diffs,
-                                               trace_url))
+        write_text_atomic(
+            junit, check_junit(comparison, [rule.metric for rule in RULES], diffs, trace_url)
+        )
     if html is not None:
-        report = CheckReport(baseline.as_posix(), current.as_posix(), base.metrics, cur.metrics,
-                             comparison, tolerance_scale, diffs, trace_url)
+        report = CheckReport(
+            baseline.as_posix(),
+            current.as_posix(),
+            base.metrics,
+            cur.metrics,
+            comparison,
+            tolerance_scale,
+            diffs,
+            trace_url,
+        )
         write_text_atomic(html, render_check_html(report))
     send_case_events(endpoint, (cur.case_details or {}).values(), comparison.pass_to_fail)
     passed = not comparison.violations
@@ -129,12 +141,18 @@ def check(
     exit_gate(passed)
 
 
-def _compare_runs(baseline: Path, current: Path, options: GateOptions
-                  ) -> tuple[RunFile, RunFile, Comparison]:
+def _compare_runs(
+    baseline: Path, current: Path, options: GateOptions
+) -> tuple[RunFile, RunFile, Comparison]:
     """Both runs read and compared; the gate's notes spelled in the command's terms."""
     base, cur = load_run(baseline), load_run(current)
     comparison = compare(base, cur, options)  # validates the options
     # the gate's notes name parameters (`min_latency_change_ms`): spelled as options once,
     # for the console, Markdown, JUnit and HTML reports alike
-    return base, cur, replace(comparison, within_noise=[in_command_terms(line)
-                                                        for line in comparison.within_noise])
+    return (
+        base,
+        cur,
+        replace(
+            comparison, within_noise=[in_command_terms(line) for line in comparison.within_noise]
+        ),
+    )

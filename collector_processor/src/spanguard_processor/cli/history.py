@@ -12,10 +12,17 @@ __all__ = ["history"]
 
 
 @click.command()
-@click.argument("directory", metavar="[DIR]", required=False, default=".",
-                type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="What to print on stdout.")
+@click.argument(
+    "directory", metavar="[DIR]", required=False, default=".", type=click.Path(path_type=Path)
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="What to print on stdout.",
+)
 def history(directory: Path, fmt: str) -> None:
     """List the runs recorded in DIR and below it, and each metric's trend, per suite.
 
@@ -46,13 +53,16 @@ def history(directory: Path, fmt: str) -> None:
     else:
         paths = find_histories(directory) if directory.is_dir() else []
     if not paths:
-        where = directory if directory.suffix in (".jsonl", ".json") else \
-            directory / HISTORY_FILE
-        raise InputError("there is no run history here or below it; `spanguard run -o DIR` "
-                         "and `spanguard fairness -o DIR` record one.", file=str(where))
+        where = directory if directory.suffix in (".jsonl", ".json") else directory / HISTORY_FILE
+        raise InputError(
+            "there is no run history here or below it; `spanguard run -o DIR` "
+            "and `spanguard fairness -o DIR` record one.",
+            file=str(where),
+        )
     check_files([(guard.HISTORY, paths)])
     histories: list[dict[str, Any]] = [
-        {"file": str(path), "suites": history_summary(load_history(path))} for path in paths]
+        {"file": str(path), "suites": history_summary(load_history(path))} for path in paths
+    ]
     if fmt == "json":
         click.echo(json.dumps({"histories": histories}, indent=2, allow_nan=False))
         return
@@ -72,8 +82,10 @@ def _suite_lines(suites: list[dict[str, Any]]) -> list[str]:
         digest = suite["suite_sha256"] or "unknown"
         lines.append(f"suite {number} (sha256 {digest[:12]}): {len(suite['runs'])} run(s)")
         for run in suite["runs"]:
-            lines.append(f"  @{run['index']:<4} {run['label'] or '-':<14} "
-                         f"{run['generated_at'] or '-':<27} {run_verdict(run)}")
+            lines.append(
+                f"  @{run['index']:<4} {run['label'] or '-':<14} "
+                f"{run['generated_at'] or '-':<27} {run_verdict(run)}"
+            )
         for metric, scores in sorted(suite["metrics"].items()):
             verdicts = suite["verdicts"].get(metric, [None] * len(scores))
             lines.append(f"  trend {metric:<30} {trend_points(scores, verdicts)}")

@@ -13,8 +13,11 @@ __all__ = ["init"]
 
 
 @click.command()
-@output_option(default=Path("fairness.yaml"), show_default=True,
-               help="Suite file to create (.yaml/.yml for YAML, anything else JSON).")
+@output_option(
+    default=Path("fairness.yaml"),
+    show_default=True,
+    help="Suite file to create (.yaml/.yml for YAML, anything else JSON).",
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def init(output: Path, force: bool) -> None:
     """Write a starter fairness suite that a fair app can pass: 16 questions × 6 channels

@@ -33,34 +33,82 @@ __all__ = ["run"]
 
 @click.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--app", "app_ref", required=True, metavar="MODULE:FUNCTION",
-              help="The app: app(prompt, assignments) -> str or {'text', 'metadata'}; "
-                   "plain or async.")
-@click.option("--adapter", "adapter", default=None, metavar="NAME",
-              help="Adapt a framework object named by --app: openai-chat, openai-responses, "
-                   "openai-agents, langchain or langgraph (see docs/adapters.md).")
-@click.option("--adapter-option", "adapter_options", multiple=True, metavar="KEY=VALUE",
-              help="An option of the adapter, e.g. model=gpt-4o-mini (repeatable).")
-@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Calls per variant (for stochastic apps).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Variants in flight at once (threads, or tasks for an async app).")
-@click.option("--traces-out", "traces_out", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, metavar="FILE",
-              help="Write the captured spans (the prompt and the app's answer unless "
-                   "--redact, model calls with usage, tools, agents) as OTLP-JSON lines, one "
-                   "per call; spanguard fairness, ingest and cases build read them.")
+@click.option(
+    "--app",
+    "app_ref",
+    required=True,
+    metavar="MODULE:FUNCTION",
+    help="The app: app(prompt, assignments) -> str or {'text', 'metadata'}; plain or async.",
+)
+@click.option(
+    "--adapter",
+    "adapter",
+    default=None,
+    metavar="NAME",
+    help="Adapt a framework object named by --app: openai-chat, openai-responses, "
+    "openai-agents, langchain or langgraph (see docs/adapters.md).",
+)
+@click.option(
+    "--adapter-option",
+    "adapter_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of the adapter, e.g. model=gpt-4o-mini (repeatable).",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Calls per variant (for stochastic apps).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Variants in flight at once (threads, or tasks for an async app).",
+)
+@click.option(
+    "--traces-out",
+    "traces_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the captured spans (the prompt and the app's answer unless "
+    "--redact, model calls with usage, tools, agents) as OTLP-JSON lines, one "
+    "per call; spanguard fairness, ingest and cases build read them.",
+)
 @evaluation_options
 @traffic_weights_option
 @emit_option
 @click.pass_context
-def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
-        adapter_options: tuple[str, ...], repeats: int, concurrency: int,
-        traces_out: Path | None, output: Path | None, gate: str, alpha: float, bootstrap: int,
-        permutations: int, random_seed: int, min_coverage: float, allow_partial: bool,
-        allow_inconclusive: bool, fmt: str, plugins: tuple[str, ...],
-        trace_url: str | None, redact: bool, label: str | None,
-        emit_otlp: str | None, traffic_weights: bool = False) -> None:
+def run(
+    ctx: click.Context,
+    suite_path: Path,
+    app_ref: str,
+    adapter: str | None,
+    adapter_options: tuple[str, ...],
+    repeats: int,
+    concurrency: int,
+    traces_out: Path | None,
+    output: Path | None,
+    gate: str,
+    alpha: float,
+    bootstrap: int,
+    permutations: int,
+    random_seed: int,
+    min_coverage: float,
+    allow_partial: bool,
+    allow_inconclusive: bool,
+    fmt: str,
+    plugins: tuple[str, ...],
+    trace_url: str | None,
+    redact: bool,
+    label: str | None,
+    emit_otlp: str | None,
+    traffic_weights: bool = False,
+) -> None:
     """Run the app over every variant of SUITE, capture its spans, evaluate and gate.
 
     The suite is validated completely before the first app call. The spans the app emits
@@ -81,8 +129,16 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
     refuse_overwrite([suite_path], [traces_out], directories=[(output, REPORT_FILES)])
     load_plugins(plugins)
     check_files([(guard.SUITE, suite_path)])
-    config = gate_config(gate, alpha, bootstrap, permutations, random_seed, min_coverage,
-                         allow_partial, allow_inconclusive)
+    config = gate_config(
+        gate,
+        alpha,
+        bootstrap,
+        permutations,
+        random_seed,
+        min_coverage,
+        allow_partial,
+        allow_inconclusive,
+    )
     options = report_options(trace_url, redact)
     endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
@@ -103,9 +159,12 @@ def run(ctx: click.Context, suite_path: Path, app_ref: str, adapter: str | None,
         if errors and not observations:  # nothing to judge: a setup problem, not a verdict
             raise adapted.all_failed(errors)
     for error in errors:
-        click.echo(console_text(f"app error on {error['id']} (repeat {error['repeat']}): "
-                                f"{error['error']}"),
-                   err=True)
+        click.echo(
+            console_text(
+                f"app error on {error['id']} (repeat {error['repeat']}): {error['error']}"
+            ),
+            err=True,
+        )
     ev, _ = evaluate_suite(suite, observations, config, errors=errors)
     emit_evaluation(endpoint, ev, redact)
     replay_mined(suite_path, suite, ev, output, options, traffic_weights)
@@ -117,19 +176,21 @@ def _plain_app(reference: str) -> Callable[..., Any]:
 
     from ..common.references import resolve
 
-    return resolve(reference, "the app",
-                   error=lambda message: SuiteError(message, field="--app"))
+    return resolve(reference, "the app", error=lambda message: SuiteError(message, field="--app"))
 
 
-def _call_app(app: Callable[..., Any], variants: Sequence[Variant], repeats: int,
-              concurrency: int, spans: list[Any] | None
-              ) -> tuple[list[Observation], list[dict[str, Any]]]:
+def _call_app(
+    app: Callable[..., Any],
+    variants: Sequence[Variant],
+    repeats: int,
+    concurrency: int,
+    spans: list[Any] | None,
+) -> tuple[list[Observation], list[dict[str, Any]]]:
     """Every variant ``repeats`` times, with a progress bar on a terminal (never in logs)."""
     from ..fairness.run.runner import run_app
 
     if not sys.stderr.isatty():
-        return run_app(app, variants, repeats=repeats, concurrency=concurrency,
-                       spans_out=spans)
+        return run_app(app, variants, repeats=repeats, concurrency=concurrency, spans_out=spans)
     lock = threading.Lock()
     total = len(variants) * repeats
     with click.progressbar(length=total, label="calling the app", file=sys.stderr) as bar:
@@ -138,8 +199,9 @@ def _call_app(app: Callable[..., Any], variants: Sequence[Variant], repeats: int
             with lock:  # worker threads report concurrently
                 bar.update(done)
 
-        return run_app(app, variants, repeats=repeats, concurrency=concurrency, progress=tick,
-                       spans_out=spans)
+        return run_app(
+            app, variants, repeats=repeats, concurrency=concurrency, progress=tick, spans_out=spans
+        )
 
 
 def write_span_lines(path: Path, spans: list[Any], *, redact: bool = False) -> int:
@@ -155,6 +217,5 @@ def write_span_lines(path: Path, spans: list[Any], *, redact: bool = False) -> i
     by_trace: dict[int, list[Any]] = {}
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.context.span_id)):
         by_trace.setdefault(span.context.trace_id, []).append(span)
-    write_text_atomic(path, "".join(otlp_json_line(group) + "\n"
-                                    for group in by_trace.values()))
+    write_text_atomic(path, "".join(otlp_json_line(group) + "\n" for group in by_trace.values()))
     return len(by_trace)

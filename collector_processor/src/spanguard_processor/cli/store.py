@@ -17,8 +17,7 @@ def store() -> None:
 
 
 @store.command()
-@click.argument("stores", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("stores", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 def check(stores: tuple[Path, ...]) -> None:
     """Check STORES in depth: SQLite's integrity check, every stored batch against its
     checksum and every index row against its batch. Exit 2 naming the first problem.
@@ -29,8 +28,10 @@ def check(stores: tuple[Path, ...]) -> None:
     """
     for path in stores:
         summary = check_store(path)
-        click.echo(f"{path}: ok ({summary.spans} span(s) in {summary.batches} batch(es); "
-                   f"{summary.released} trace(s) released, {summary.pending} pending)")
+        click.echo(
+            f"{path}: ok ({summary.spans} span(s) in {summary.batches} batch(es); "
+            f"{summary.released} trace(s) released, {summary.pending} pending)"
+        )
 
 
 @store.command()
@@ -49,10 +50,15 @@ def recover(damaged: Path, new: Path) -> None:
       spanguard serve --store spans-recovered.db
     """
     salvage = recover_store(damaged, new)
-    indexed = (f" of the {salvage.indexed_spans} its index listed"
-               if salvage.indexed_spans is not None else "")
-    click.echo(f"recovered {salvage.spans} span(s){indexed} in {salvage.batches} batch(es), "
-               f"{salvage.traces} trace(s), into {new}")
+    indexed = (
+        f" of the {salvage.indexed_spans} its index listed"
+        if salvage.indexed_spans is not None
+        else ""
+    )
+    click.echo(
+        f"recovered {salvage.spans} span(s){indexed} in {salvage.batches} batch(es), "
+        f"{salvage.traces} trace(s), into {new}"
+    )
     if salvage.problems:
         shown = "; ".join(salvage.problems[:5])
         more = f" (and {len(salvage.problems) - 5} more)" if len(salvage.problems) > 5 else ""

@@ -19,8 +19,12 @@ def suite() -> None:
 
 @suite.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL file to write (replaced atomically); default: standard output.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSONL file to write (replaced atomically); default: standard output.",
+)
 def variants(suite_path: Path, output: Path | None) -> None:
     """Write every variant of SUITE as JSONL: one {id, seed_id, prompt, assignments} per line,
     in suite order.
@@ -49,10 +53,20 @@ def variants(suite_path: Path, output: Path | None) -> None:
 
 @suite.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Calls per variant the run will make (as spanguard run --repeats).")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True, help="Family-wise error rate of the gate.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Calls per variant the run will make (as spanguard run --repeats).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Family-wise error rate of the gate.",
+)
 def plan(suite_path: Path, repeats: int, alpha: float) -> None:
     """Print each metric's design MDE on SUITE and the seeds it would need, without running
     anything.
@@ -87,38 +101,99 @@ def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> N
 
 @suite.command()
 @click.argument("traces", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--store", "stores", multiple=True, type=click.Path(path_type=Path),
-              metavar="STORE", help="A span store (SQLite) to mine as well (repeatable).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The suite YAML file to write (replaced atomically).")
-@click.option("--lexicon", "lexicons", multiple=True,
-              type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="A YAML lexicon extending the shipped ones (repeatable; format in "
-                   "docs/suite-mining.md).")
-@click.option("--attribute", "attributes", multiple=True, metavar="NAME",
-              help="Mine only this attribute (repeatable): gender, age, ethnicity, "
-                   "nationality, religion, disability, or one a --lexicon adds.")
-@click.option("--min-requests", type=click.IntRange(min=2), default=3, show_default=True,
-              help="Keep only templates seen in at least this many requests.")
-@click.option("--max-seeds", type=click.IntRange(min=1), default=None,
-              help="Keep the most frequent templates only (default: all).")
-@click.option("--similarity", type=click.FloatRange(0, 1, min_open=True), default=0.8,
-              show_default=True, help="Jaccard threshold merging near-identical templates.")
-@click.option("--metric", "metrics", multiple=True, metavar="TYPE",
-              help="A metric of the suite (repeatable; default: escalation_parity, "
-                   "tool_use_parity, refusal_gap).")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.1,
-              show_default=True, help="The metrics' threshold.")
-@click.option("--redact-hook", metavar="MODULE:FUNCTION", default=None,
-              help="The redactor run over every template and prompt written: f(key, text) -> "
-                   "text, or None to drop the seed (the processor's hook).")
-@click.option("--observe", is_flag=True,
-              help="Also print the production requests' own escalation, tool-use and refusal "
-                   "rates by detected attribute value (observational, confounded).")
-def mine(traces: tuple[Path, ...], stores: tuple[Path, ...], output: Path,
-         lexicons: tuple[Path, ...], attributes: tuple[str, ...], min_requests: int,
-         max_seeds: int | None, similarity: float, metrics: tuple[str, ...], threshold: float,
-         redact_hook: str | None, observe: bool) -> None:
+@click.option(
+    "--store",
+    "stores",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="STORE",
+    help="A span store (SQLite) to mine as well (repeatable).",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The suite YAML file to write (replaced atomically).",
+)
+@click.option(
+    "--lexicon",
+    "lexicons",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A YAML lexicon extending the shipped ones (repeatable; format in docs/suite-mining.md).",
+)
+@click.option(
+    "--attribute",
+    "attributes",
+    multiple=True,
+    metavar="NAME",
+    help="Mine only this attribute (repeatable): gender, age, ethnicity, "
+    "nationality, religion, disability, or one a --lexicon adds.",
+)
+@click.option(
+    "--min-requests",
+    type=click.IntRange(min=2),
+    default=3,
+    show_default=True,
+    help="Keep only templates seen in at least this many requests.",
+)
+@click.option(
+    "--max-seeds",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Keep the most frequent templates only (default: all).",
+)
+@click.option(
+    "--similarity",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.8,
+    show_default=True,
+    help="Jaccard threshold merging near-identical templates.",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="TYPE",
+    help="A metric of the suite (repeatable; default: escalation_parity, "
+    "tool_use_parity, refusal_gap).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.1,
+    show_default=True,
+    help="The metrics' threshold.",
+)
+@click.option(
+    "--redact-hook",
+    metavar="MODULE:FUNCTION",
+    default=None,
+    help="The redactor run over every template and prompt written: f(key, text) -> "
+    "text, or None to drop the seed (the processor's hook).",
+)
+@click.option(
+    "--observe",
+    is_flag=True,
+    help="Also print the production requests' own escalation, tool-use and refusal "
+    "rates by detected attribute value (observational, confounded).",
+)
+def mine(
+    traces: tuple[Path, ...],
+    stores: tuple[Path, ...],
+    output: Path,
+    lexicons: tuple[Path, ...],
+    attributes: tuple[str, ...],
+    min_requests: int,
+    max_seeds: int | None,
+    similarity: float,
+    metrics: tuple[str, ...],
+    threshold: float,
+    redact_hook: str | None,
+    observe: bool,
+) -> None:
     """Mine a counterfactual fairness suite from production TRACES: the requests that mention
     a protected attribute become templates with a slot where the mention was, near-identical
     templates one seed, written as a fairtrace-compatible suite whose seeds link to their
@@ -141,14 +216,23 @@ def mine(traces: tuple[Path, ...], stores: tuple[Path, ...], output: Path,
     if not traces and not stores:
         raise click.UsageError("give trace files or --store.")
     check_files([(guard.TRACE_LOG, list(traces) + list(stores))], [output])
-    request = MineRequest(paths=tuple(traces) + tuple(stores), lexicons=lexicons,
-                          attributes=attributes, min_requests=min_requests,
-                          max_seeds=max_seeds, similarity=similarity,
-                          metrics=metrics, threshold=threshold, redact_hook=redact_hook)
+    request = MineRequest(
+        paths=tuple(traces) + tuple(stores),
+        lexicons=lexicons,
+        attributes=attributes,
+        min_requests=min_requests,
+        max_seeds=max_seeds,
+        similarity=similarity,
+        metrics=metrics,
+        threshold=threshold,
+        redact_hook=redact_hook,
+    )
     result = run_mining(request, output)
     echo_mining(result, output, min_requests, observe)
     if not result.seeds:
         from ._common import BadInput
 
-        raise BadInput(f"no template was seen in {min_requests} or more requests with a "
-                       f"clean mention; {output} was not written.")
+        raise BadInput(
+            f"no template was seen in {min_requests} or more requests with a "
+            f"clean mention; {output} was not written."
+        )

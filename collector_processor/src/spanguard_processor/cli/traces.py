@@ -22,29 +22,41 @@ _CONVERTERS = {
 }
 
 
-_PRICES_HELP = ("JSON or YAML price table {model: {input, output}} in US dollars per million "
-                "tokens: fills in cost_usd from token counts where the spans carry no cost.")
+_PRICES_HELP = (
+    "JSON or YAML price table {model: {input, output}} in US dollars per million "
+    "tokens: fills in cost_usd from token counts where the spans carry no cost."
+)
 
 
 def _output_format(command: F) -> F:
     """``-f/--output-format``: the written file's format (``--format``, its old spelling, is
     what every other command prints on stdout)."""
     choice = click.Choice(sorted(_CONVERTERS))
-    command = renamed("--format", target="output_format", renamed_to="--output-format",
-                      type=choice, default=None)(command)
-    return click.option("-f", "--output-format", type=choice, default="agent",
-                        show_default=True, help="Format of the written records.")(command)
+    command = renamed(
+        "--format", target="output_format", renamed_to="--output-format", type=choice, default=None
+    )(command)
+    return click.option(
+        "-f",
+        "--output-format",
+        type=choice,
+        default="agent",
+        show_default=True,
+        help="Format of the written records.",
+    )(command)
 
 
-_EMPTY_HELP = ("Write an empty file when the input holds no traces (by default that is an "
-               "error, exit 2).")
+_EMPTY_HELP = (
+    "Write an empty file when the input holds no traces (by default that is an error, exit 2)."
+)
 
 
 def _refuse_empty(rows: list[object], sources: Sequence[Path], allow_empty: bool) -> None:
     if not rows and not allow_empty:
         names = ", ".join(str(path) for path in sources)
-        raise BadInput(f"no records in {names}: it holds no agent traces. Pass --allow-empty "
-                       "to write an empty file anyway.")
+        raise BadInput(
+            f"no records in {names}: it holds no agent traces. Pass --allow-empty "
+            "to write an empty file anyway."
+        )
 
 
 def _pricer(prices: Path | None) -> Callable[[AgentTrace], AgentTrace]:
@@ -68,10 +80,12 @@ def _lone_spans_note(lone: Counter[str], total: int) -> str | None:
     names = sorted(lone.items(), key=lambda item: (-item[1], item[0]))
     listed = ", ".join(f"{name!r} {n}" for name, n in names[:_LONE_NAMES])
     more = f", {len(names) - _LONE_NAMES} more name(s)" if len(names) > _LONE_NAMES else ""
-    return (f"{count} of {total} request(s) are a single parentless span ({listed}{more}): "
-            "each model or tool call became a request of its own. Put each request's calls "
-            "under one parent span (spanguard.request, or the framework's agent span) or give "
-            "them one session id; see docs/adapters.md#one-request-per-parent-span")
+    return (
+        f"{count} of {total} request(s) are a single parentless span ({listed}{more}): "
+        "each model or tool call became a request of its own. Put each request's calls "
+        "under one parent span (spanguard.request, or the framework's agent span) or give "
+        "them one session id; see docs/adapters.md#one-request-per-parent-span"
+    )
 
 
 @click.group()
@@ -83,11 +97,13 @@ def traces() -> None:
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 @_output_format
 @output_option(required=True, help="JSONL file to write (replaced atomically).")
-@click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help=_PRICES_HELP)
+@click.option(
+    "--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path), help=_PRICES_HELP
+)
 @click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
-def convert(source: Path, output_format: str, output: Path, prices: Path | None,
-            allow_empty: bool) -> None:
+def convert(
+    source: Path, output_format: str, output: Path, prices: Path | None, allow_empty: bool
+) -> None:
     """Validate the agent traces in SOURCE (JSONL) and write them in another format.
 
     SOURCE may also be a span file or store: its traces are assembled first, as `export` does.
@@ -109,22 +125,41 @@ def convert(source: Path, output_format: str, output: Path, prices: Path | None,
 
 
 @traces.command()
-@click.option("--store", "stores", type=click.Path(path_type=Path),
-              multiple=True, required=True,
-              help="A span store, a span file, a folder of span files or agent-trace JSONL; "
-                   "repeat to read several (e.g. one store per processor replica).")
+@click.option(
+    "--store",
+    "stores",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    required=True,
+    help="A span store, a span file, a folder of span files or agent-trace JSONL; "
+    "repeat to read several (e.g. one store per processor replica).",
+)
 @_output_format
 @output_option(required=True, help="JSONL file to write (replaced atomically).")
-@click.option("--include-pending", is_flag=True,
-              help="Also export traces still in flight in a store (marked partial).")
-@click.option("--skip-bad", is_flag=True,
-              help="Skip (and count) traces with unreadable spans in a damaged store, and bad "
-                   "lines of span files, instead of stopping at the first.")
-@click.option("--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help=_PRICES_HELP)
+@click.option(
+    "--include-pending",
+    is_flag=True,
+    help="Also export traces still in flight in a store (marked partial).",
+)
+@click.option(
+    "--skip-bad",
+    is_flag=True,
+    help="Skip (and count) traces with unreadable spans in a damaged store, and bad "
+    "lines of span files, instead of stopping at the first.",
+)
+@click.option(
+    "--prices", type=click.Path(dir_okay=False, exists=True, path_type=Path), help=_PRICES_HELP
+)
 @click.option("--allow-empty", is_flag=True, help=_EMPTY_HELP)
-def export(stores: tuple[Path, ...], output_format: str, output: Path, include_pending: bool,
-           skip_bad: bool, prices: Path | None, allow_empty: bool) -> None:
+def export(
+    stores: tuple[Path, ...],
+    output_format: str,
+    output: Path,
+    include_pending: bool,
+    skip_bad: bool,
+    prices: Path | None,
+    allow_empty: bool,
+) -> None:
     """Export the assembled traces of span stores as JSONL.
 
     With -f trace2eval, traces recorded without input text (content capture off) cannot
@@ -154,8 +189,9 @@ def export(stores: tuple[Path, ...], output_format: str, output: Path, include_p
     skipped: list[str] | None = [] if skip_bad else None
     lone: Counter[str] = Counter()
     total = 0
-    for trace in read_agent_traces_any(list(stores), include_pending=include_pending,
-                                       skip_bad=skip_bad, skipped=skipped):
+    for trace in read_agent_traces_any(
+        list(stores), include_pending=include_pending, skip_bad=skip_bad, skipped=skipped
+    ):
         total += 1
         if trace.lone_span is not None:
             lone[trace.lone_span] += 1
@@ -168,12 +204,18 @@ def export(stores: tuple[Path, ...], output_format: str, output: Path, include_p
     count = write_jsonl(output, rows)
     click.echo(f"wrote {count} {output_format} record(s) to {output}")
     if without_input:
-        click.echo(f"left out {without_input} trace(s) without input text (record with content "
-                   "capture on to mine regression cases from them)", err=True)
+        click.echo(
+            f"left out {without_input} trace(s) without input text (record with content "
+            "capture on to mine regression cases from them)",
+            err=True,
+        )
     if skipped:
-        click.echo(f"skipped {len(skipped)} unreadable trace(s), annotation(s) or index row(s); "
-                   "the first: "
-                   f"{skipped[0]}", err=True)
+        click.echo(
+            f"skipped {len(skipped)} unreadable trace(s), annotation(s) or index row(s); "
+            "the first: "
+            f"{skipped[0]}",
+            err=True,
+        )
     note = _lone_spans_note(lone, total)
     if note:
         click.echo(note, err=True)

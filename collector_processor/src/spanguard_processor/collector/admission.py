@@ -86,16 +86,20 @@ class Admission:
 
     def busy(self) -> str:
         """Why a request is refused as overloaded."""
-        return (f"{self.pending} spans are being decoded or waiting for the store; retry in "
-                f"{self.limits.retry_after} s.")
+        return (
+            f"{self.pending} spans are being decoded or waiting for the store; retry in "
+            f"{self.limits.retry_after} s."
+        )
 
     def resize(self, reservation: Reservation, spans: int) -> None:
         """Hold ``spans`` (an exact count) instead of the estimate; refuses what cannot fit."""
         limit = self.limits.max_pending_spans
         if spans > limit:
-            raise TooLarge(f"the request carries more than {limit} spans, the most one request "
-                           "may carry (the processor's max_pending_spans limit); send smaller "
-                           "batches.")
+            raise TooLarge(
+                f"the request carries more than {limit} spans, the most one request "
+                "may carry (the processor's max_pending_spans limit); send smaller "
+                "batches."
+            )
         with self._lock:
             if reservation.released:
                 raise RuntimeError("the reservation was released")
@@ -116,8 +120,7 @@ class Admission:
                     if not self._large:
                         sys.setswitchinterval(_SWITCH_SMALL)
 
-    def hold(self, send: Callable[[], Future[None]], reservation: Reservation
-             ) -> Future[None]:
+    def hold(self, send: Callable[[], Future[None]], reservation: Reservation) -> Future[None]:
         """Call ``send`` (which queues the reserved spans); the reservation is released when
         the returned future is done (stored or failed) or when ``send`` raises."""
         try:

@@ -98,8 +98,9 @@ class TraceAssembler:
         # trace, unlike trimming an ordered set one by one)
         self._recent: set[str] = set()
         self._older: set[str] = set()
-        self._remember = max(1, remember_released if remember_released is not None
-                             else 10 * num_traces)
+        self._remember = max(
+            1, remember_released if remember_released is not None else 10 * num_traces
+        )
         self.spans_added = 0
 
     @property
@@ -114,14 +115,16 @@ class TraceAssembler:
             held = groups.setdefault(span.trace_id, [0, 0])
             held[0] += 1
             held[1] |= span.is_root
-        return self._add((trace_id, count, bool(root))
-                         for trace_id, (count, root) in groups.items())
+        return self._add(
+            (trace_id, count, bool(root)) for trace_id, (count, root) in groups.items()
+        )
 
     def add_groups(self, groups: Iterable[TraceGroup]) -> list[ReleasedTrace]:
         """Take spans in a trace at a time; returns the traces evicted to stay within
         ``num_traces``."""
-        return self._add((trace_id, len(span_ids) >> 3, root)
-                         for trace_id, span_ids, _, root, _ in groups)
+        return self._add(
+            (trace_id, len(span_ids) >> 3, root) for trace_id, span_ids, _, root, _ in groups
+        )
 
     def _add(self, traces: Iterable[tuple[str, int, bool]]) -> list[ReleasedTrace]:
         now = self._clock()
@@ -135,8 +138,7 @@ class TraceAssembler:
             group = get(trace_id)
             if group is None:
                 if len(held) >= num_traces:  # the least recently active goes
-                    evicted.append(self._let_go(*held.popitem(last=False),
-                                               ReleaseReason.EVICTED))
+                    evicted.append(self._let_go(*held.popitem(last=False), ReleaseReason.EVICTED))
                 late = trace_id in self._recent or trace_id in self._older
                 held[trace_id] = [now, late or root, count]
                 continue
@@ -192,8 +194,7 @@ class TraceAssembler:
     def _release(self, trace_id: str, reason: ReleaseReason) -> ReleasedTrace:
         return self._let_go(trace_id, self._groups.pop(trace_id), reason)
 
-    def _let_go(self, trace_id: str, group: list[Any], reason: ReleaseReason
-                ) -> ReleasedTrace:
+    def _let_go(self, trace_id: str, group: list[Any], reason: ReleaseReason) -> ReleasedTrace:
         """The record of a trace taken out of flight, remembered as released (a later span
         of it opens a late group)."""
         _, root, spans = group

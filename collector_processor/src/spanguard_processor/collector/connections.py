@@ -57,8 +57,10 @@ HEADER_TIMEOUT = 10.0
 GRPC_IDLE_MS = 60_000
 GRPC_HANDSHAKE_MS = 10_000
 GRPC_STREAMS = 100
-_REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
-            b"Connection: close\r\n\r\n")
+_REFUSAL = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+    b"Connection: close\r\n\r\n"
+)
 _EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
@@ -110,15 +112,19 @@ def grpc_options(max_connections: int) -> list[tuple[str, int]]:
     ]
 
 
-def loop_exception_handler(log: RateLimitedLog
-                           ) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+def loop_exception_handler(
+    log: RateLimitedLog,
+) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
     """An asyncio exception handler: descriptor exhaustion is one rate-limited line."""
 
     def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, OSError) and exc.errno in _EXHAUSTED:
-            log.warning("accept", f"OTLP/HTTP cannot accept connections ({exc.strerror}); "
-                                  "new connections wait until descriptors are free.")
+            log.warning(
+                "accept",
+                f"OTLP/HTTP cannot accept connections ({exc.strerror}); "
+                "new connections wait until descriptors are free.",
+            )
             return
         loop.default_exception_handler(context)
 
@@ -128,8 +134,9 @@ def loop_exception_handler(log: RateLimitedLog
 class _Limits:
     """What the connections of one HTTP server share: the limits, and who waits for headers."""
 
-    def __init__(self, max_connections: int, header_timeout: float,
-                 log: RateLimitedLog | None) -> None:
+    def __init__(
+        self, max_connections: int, header_timeout: float, log: RateLimitedLog | None
+    ) -> None:
         self.max_connections = max_connections
         self.header_timeout = header_timeout
         self.log = log if log is not None else RateLimitedLog()
@@ -161,12 +168,16 @@ class _Guard(asyncio.Protocol):
             if victim is not None:
                 victim._close()
                 limits.log.warning(
-                    "http-limit", f"OTLP/HTTP is at its limit of {limits.max_connections} "
-                                  "connections; closed the oldest one still sending its headers.")
+                    "http-limit",
+                    f"OTLP/HTTP is at its limit of {limits.max_connections} "
+                    "connections; closed the oldest one still sending its headers.",
+                )
             else:
                 limits.log.warning(
-                    "http-limit", f"OTLP/HTTP is at its limit of {limits.max_connections} "
-                                  "busy connections; refusing new ones (503).")
+                    "http-limit",
+                    f"OTLP/HTTP is at its limit of {limits.max_connections} "
+                    "busy connections; refusing new ones (503).",
+                )
                 self.transport.write(_REFUSAL)
                 self._close()
                 return
@@ -203,8 +214,9 @@ class _Guard(asyncio.Protocol):
         super().connection_lost(exc)
 
 
-def guarded_h11(max_connections: int, header_timeout: float = HEADER_TIMEOUT,
-                log: RateLimitedLog | None = None) -> type[H11Protocol]:
+def guarded_h11(
+    max_connections: int, header_timeout: float = HEADER_TIMEOUT, log: RateLimitedLog | None = None
+) -> type[H11Protocol]:
     """uvicorn's h11 protocol with a header deadline and a connection limit (see above)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -227,8 +239,9 @@ def guarded_h11(max_connections: int, header_timeout: float = HEADER_TIMEOUT,
     return Guarded
 
 
-def guarded_httptools(max_connections: int, header_timeout: float = HEADER_TIMEOUT,
-                      log: RateLimitedLog | None = None) -> type[HttpToolsProtocol]:
+def guarded_httptools(
+    max_connections: int, header_timeout: float = HEADER_TIMEOUT, log: RateLimitedLog | None = None
+) -> type[HttpToolsProtocol]:
     """uvicorn's httptools (C parser) protocol with the same guards as :func:`guarded_h11`.
 
     A connection waits for headers from its start, and again once both the last request's
@@ -263,8 +276,9 @@ def guarded_httptools(max_connections: int, header_timeout: float = HEADER_TIMEO
     return Guarded
 
 
-def guarded_http(max_connections: int, header_timeout: float = HEADER_TIMEOUT,
-                 log: RateLimitedLog | None = None) -> type[asyncio.Protocol]:
+def guarded_http(
+    max_connections: int, header_timeout: float = HEADER_TIMEOUT, log: RateLimitedLog | None = None
+) -> type[asyncio.Protocol]:
     """:func:`guarded_httptools` when ``httptools`` is installed (a C parser: far less CPU per
     request), else :func:`guarded_h11`."""
     try:

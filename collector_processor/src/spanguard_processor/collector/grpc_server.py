@@ -74,10 +74,15 @@ _CODES = {
 class TraceService:
     """``TraceService/Export`` through the shared :class:`Receiver`, on the server's loop."""
 
-    def __init__(self, receiver: Receiver, decoder: ThreadPoolExecutor, *,
-                 read_timeout: float = READ_TIMEOUT,
-                 calls_per_connection: int = CALLS_PER_CONNECTION,
-                 respond: Callable[[Any], Any] = export_response) -> None:
+    def __init__(
+        self,
+        receiver: Receiver,
+        decoder: ThreadPoolExecutor,
+        *,
+        read_timeout: float = READ_TIMEOUT,
+        calls_per_connection: int = CALLS_PER_CONNECTION,
+        respond: Callable[[Any], Any] = export_response,
+    ) -> None:
         self._receiver = receiver
         self._decoder = decoder
         self.read_timeout = read_timeout
@@ -89,25 +94,33 @@ class TraceService:
     def for_logs(self) -> TraceService:
         """``LogsService/Export``: the same service over a :class:`LogsReceiver`, sharing this
         one's calls in flight per connection (the cap counts both)."""
-        logs = TraceService(LogsReceiver.beside(self._receiver), self._decoder,
-                            read_timeout=self.read_timeout,
-                            calls_per_connection=self.calls_per_connection,
-                            respond=logs_export_response)
+        logs = TraceService(
+            LogsReceiver.beside(self._receiver),
+            self._decoder,
+            read_timeout=self.read_timeout,
+            calls_per_connection=self.calls_per_connection,
+            respond=logs_export_response,
+        )
         logs._in_flight = self._in_flight
         logs.request_name = "ExportLogsServiceRequest"
         return logs
 
-    async def Export(self, requests: AsyncIterator[bytes],
-                     context: grpc.aio.ServicerContext[bytes, ExportTraceServiceResponse]
-                     ) -> ExportTraceServiceResponse:
+    async def Export(
+        self,
+        requests: AsyncIterator[bytes],
+        context: grpc.aio.ServicerContext[bytes, ExportTraceServiceResponse],
+    ) -> ExportTraceServiceResponse:
         """Export one serialized ``ExportTraceServiceRequest`` (read as raw bytes, so bad
         input is INVALID_ARGUMENT with a message, not INTERNAL)."""
         peer = context.peer()
         in_flight = self._in_flight
         if in_flight[peer] >= self.calls_per_connection:
-            await _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                         f"more than {self.calls_per_connection} calls of this connection are "
-                         "in flight; wait for their answers.")
+            await _abort(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"more than {self.calls_per_connection} calls of this connection are "
+                "in flight; wait for their answers.",
+            )
         in_flight[peer] += 1
         try:
             body = await self._read(context)
@@ -122,15 +135,22 @@ class TraceService:
             async with asyncio.timeout(self.read_timeout):
                 body = await context.read()
         except TimeoutError:
-            await _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED,
-                         f"the request message did not arrive within {self.read_timeout:g} s.")
+            await _abort(
+                context,
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"the request message did not arrive within {self.read_timeout:g} s.",
+            )
         if not isinstance(body, bytes):  # grpc.aio.EOF: the client sent no message
-            await _abort(context, grpc.StatusCode.INVALID_ARGUMENT,
-                         f"the call carried no {self.request_name}.")
+            await _abort(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the call carried no {self.request_name}.",
+            )
         return body
 
-    async def _export(self, body: bytes, context: grpc.aio.ServicerContext[bytes, Any]
-                      ) -> ExportTraceServiceResponse:
+    async def _export(
+        self, body: bytes, context: grpc.aio.ServicerContext[bytes, Any]
+    ) -> ExportTraceServiceResponse:
         receiver = self._receiver
         try:
             reservation = receiver.admit(len(body))  # before any work
@@ -138,8 +158,9 @@ class TraceService:
                 received: Received
                 if len(body) > _INLINE_DECODE_MAX:
                     received = await asyncio.get_running_loop().run_in_executor(
-                        self._decoder, lambda: receiver.receive(
-                            body, PROTOBUF_CODEC, reservation, what="request"))
+                        self._decoder,
+                        lambda: receiver.receive(body, PROTOBUF_CODEC, reservation, what="request"),
+                    )
                 else:  # a millisecond or two: cheaper than a hop to a thread and back
                     received = receiver.receive(body, PROTOBUF_CODEC, reservation, what="request")
             finally:
@@ -156,8 +177,9 @@ def _serialize(response: Any) -> bytes:
     return serialized
 
 
-async def _abort(context: grpc.aio.ServicerContext[bytes, Any], code: grpc.StatusCode,
-                 message: str) -> NoReturn:
+async def _abort(
+    context: grpc.aio.ServicerContext[bytes, Any], code: grpc.StatusCode, message: str
+) -> NoReturn:
     await context.abort(code, message)
     raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
@@ -166,20 +188,37 @@ class GrpcReceiver:
     """The gRPC server on its own thread and event loop: :meth:`start`, :meth:`alive`,
     :meth:`ping`, :meth:`stop`."""
 
-    def __init__(self, receiver: Receiver, host: str = "127.0.0.1", port: int = 4317, *,
-                 max_message_bytes: int = DEFAULT_MAX_BODY, workers: int = 2,
-                 security: Security | None = None, max_connections: int = 1000,
-                 read_timeout: float = READ_TIMEOUT,
-                 calls_per_connection: int = CALLS_PER_CONNECTION) -> None:
+    def __init__(
+        self,
+        receiver: Receiver,
+        host: str = "127.0.0.1",
+        port: int = 4317,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_BODY,
+        workers: int = 2,
+        security: Security | None = None,
+        max_connections: int = 1000,
+        read_timeout: float = READ_TIMEOUT,
+        calls_per_connection: int = CALLS_PER_CONNECTION,
+    ) -> None:
         self.host, self.port = host, port
         self._security = security if security is not None else Security()
-        self._options = [("grpc.max_receive_message_length", max_message_bytes),
-                         ("grpc.so_reuseport", 0), *grpc_options(max_connections)]
-        self._decoder = ThreadPoolExecutor(max_workers=workers,
-                                           thread_name_prefix="spanguard-grpc-decode",
-                                           initializer=name_os_thread)
-        self.service = TraceService(receiver, self._decoder, read_timeout=read_timeout,
-                                    calls_per_connection=calls_per_connection)
+        self._options = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.so_reuseport", 0),
+            *grpc_options(max_connections),
+        ]
+        self._decoder = ThreadPoolExecutor(
+            max_workers=workers,
+            thread_name_prefix="spanguard-grpc-decode",
+            initializer=name_os_thread,
+        )
+        self.service = TraceService(
+            receiver,
+            self._decoder,
+            read_timeout=read_timeout,
+            calls_per_connection=calls_per_connection,
+        )
         self.logs_service = self.service.for_logs()
         self._loop = asyncio.new_event_loop()
         self._server: grpc.aio.Server | None = None
@@ -192,20 +231,35 @@ class GrpcReceiver:
     def _make_server(self) -> grpc.aio.Server:
         token = self._security.token
         server = grpc.aio.server(
-            options=self._options,
-            interceptors=[TokenInterceptor(token)] if token else None)
-        handler = grpc.method_handlers_generic_handler(_SERVICE, {
-            "Export": grpc.stream_unary_rpc_method_handler(
-                self.service.Export, request_deserializer=None,
-                response_serializer=ExportTraceServiceResponse.SerializeToString)})
-        logs = grpc.method_handlers_generic_handler(_LOGS_SERVICE, {
-            "Export": grpc.stream_unary_rpc_method_handler(
-                self.logs_service.Export, request_deserializer=None,
-                response_serializer=_serialize)})
+            options=self._options, interceptors=[TokenInterceptor(token)] if token else None
+        )
+        handler = grpc.method_handlers_generic_handler(
+            _SERVICE,
+            {
+                "Export": grpc.stream_unary_rpc_method_handler(
+                    self.service.Export,
+                    request_deserializer=None,
+                    response_serializer=ExportTraceServiceResponse.SerializeToString,
+                )
+            },
+        )
+        logs = grpc.method_handlers_generic_handler(
+            _LOGS_SERVICE,
+            {
+                "Export": grpc.stream_unary_rpc_method_handler(
+                    self.logs_service.Export,
+                    request_deserializer=None,
+                    response_serializer=_serialize,
+                )
+            },
+        )
         server.add_generic_rpc_handlers((handler, logs))
         address = f"{self.host}:{self.port}"
-        bound = (server.add_secure_port(address, self._security.grpc_credentials())
-                 if self._security.tls else server.add_insecure_port(address))
+        bound = (
+            server.add_secure_port(address, self._security.grpc_credentials())
+            if self._security.tls
+            else server.add_insecure_port(address)
+        )
         if bound == 0:
             raise OSError(f"cannot listen for OTLP/gRPC on {address}")
         self.port = bound
@@ -216,8 +270,9 @@ class GrpcReceiver:
         ``OSError`` (or grpcio's ``RuntimeError``) when the port cannot be bound."""
         started: list[BaseException | None] = []
         ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(started, ready),
-                                        name="spanguard-grpc", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(started, ready), name="spanguard-grpc", daemon=True
+        )
         self._thread.start()
         ready.wait()
         if started[0] is not None:
@@ -236,8 +291,7 @@ class GrpcReceiver:
                 self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
 
-    async def _main(self, started: list[BaseException | None], ready: threading.Event
-                    ) -> None:
+    async def _main(self, started: list[BaseException | None], ready: threading.Event) -> None:
         """Serve until :meth:`stop` asks (then stop gracefully) or the server terminates."""
         stop_asked = self._stop_asked = asyncio.Event()
         try:

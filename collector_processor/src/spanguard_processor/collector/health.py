@@ -48,8 +48,11 @@ class Health:
     @property
     def down(self) -> tuple[str, ...]:
         """The parts that are neither ``ok``, ``disabled``, ``starting`` nor ``checking``."""
-        return tuple(name for name, state in self.parts
-                     if state not in (OK, DISABLED) and not state.startswith((STARTING, CHECKING)))
+        return tuple(
+            name
+            for name, state in self.parts
+            if state not in (OK, DISABLED) and not state.startswith((STARTING, CHECKING))
+        )
 
     @property
     def ok(self) -> bool:

@@ -67,8 +67,13 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 BODY_TIMEOUT = 30.0  # seconds for a request body to arrive (the headers: connections.py)
 INLINE_DECODE_MAX = 256 * 1024  # larger bodies (and every gzip body) decode on a worker thread
 
-_STATUS = {Refusal.MALFORMED: 400, Refusal.TOO_LARGE: 413, Refusal.OVERLOADED: 429,
-           Refusal.REDACTION_FAILED: 500, Refusal.UNAVAILABLE: 503}
+_STATUS = {
+    Refusal.MALFORMED: 400,
+    Refusal.TOO_LARGE: 413,
+    Refusal.OVERLOADED: 429,
+    Refusal.REDACTION_FAILED: 500,
+    Refusal.UNAVAILABLE: 503,
+}
 _TEXT = b"text/plain; charset=utf-8"
 
 
@@ -102,8 +107,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None if value is None else value.decode("latin-1")
 
 
-async def _read_body(receive: Receive, declared: str | None, limit: int,
-                     timeout: float = BODY_TIMEOUT) -> bytes:
+async def _read_body(
+    receive: Receive, declared: str | None, limit: int, timeout: float = BODY_TIMEOUT
+) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(f"the request body is {declared} bytes; the limit is {limit}.")
     chunks: list[bytes] = []
@@ -123,8 +129,7 @@ async def _read_body(receive: Receive, declared: str | None, limit: int,
                 if not message.get("more_body", False):
                     break
     except TimeoutError:
-        raise _Reject(408, f"the request body did not arrive within {timeout:g} s."
-                      ) from None
+        raise _Reject(408, f"the request body did not arrive within {timeout:g} s.") from None
     return b"".join(chunks)  # one chunk: that very object (bytes.join copies nothing)
 
 
@@ -150,8 +155,9 @@ def _gunzip(body: bytes, limit: int) -> bytes:
         if not rest:
             return b"".join(parts)
         if not rest.startswith(b"\x1f\x8b"):
-            raise Refused(Refusal.MALFORMED,
-                          f"{len(rest)} byte(s) after the gzip data are not a gzip member.")
+            raise Refused(
+                Refusal.MALFORMED, f"{len(rest)} byte(s) after the gzip data are not a gzip member."
+            )
 
 
 def _size_hint(body: bytes, gzipped: bool, limit: int) -> int:
@@ -167,8 +173,11 @@ def _codec(scope: Scope) -> Codec:
     media = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
     codec = CODECS.get(media)
     if codec is None:
-        raise _Reject(415, f"content type {media or '(none)'!r} is not supported; "
-                           f"send {Media.PROTOBUF} or {Media.JSON}.")
+        raise _Reject(
+            415,
+            f"content type {media or '(none)'!r} is not supported; "
+            f"send {Media.PROTOBUF} or {Media.JSON}.",
+        )
     return codec
 
 
@@ -176,15 +185,30 @@ def _gzipped(scope: Scope) -> bool:
     """Whether the body is gzipped; 415 for an encoding other than gzip or identity."""
     encoding = (_header(scope, b"content-encoding") or "identity").strip().lower()
     if encoding not in ("gzip", "identity", ""):
-        raise _Reject(415, f"content encoding {encoding!r} is not supported; "
-                           "send gzip or identity.")
+        raise _Reject(
+            415, f"content encoding {encoding!r} is not supported; send gzip or identity."
+        )
     return encoding == "gzip"
 
 
-async def _answer(send: Send, status: int, body: bytes, media: bytes,
-                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", media), (b"content-length", str(len(body)).encode()), *headers]})
+async def _answer(
+    send: Send,
+    status: int,
+    body: bytes,
+    media: bytes,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", media),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -200,8 +224,7 @@ _RPC_CODES = {400: 3, 408: 4, 413: 8, 429: 8}  # INVALID_ARGUMENT, DEADLINE_EXCE
 #                                             RESOURCE_EXHAUSTED; else UNAVAILABLE
 
 
-async def _error(send: Send, status: int, message: str, codec: Codec, retry_after: int
-                 ) -> None:
+async def _error(send: Send, status: int, message: str, codec: Codec, retry_after: int) -> None:
     # OTLP/HTTP answers errors with a google.rpc.Status; its message is what exporters log.
     # 429 and 503 are the statuses OTLP exporters retry; Retry-After says when.
     headers = ((b"retry-after", str(retry_after).encode()),) if status in (429, 503) else ()
@@ -212,16 +235,29 @@ async def _error(send: Send, status: int, message: str, codec: Codec, retry_afte
 class _Export:
     """``POST /v1/traces``: HTTP's checks, then the shared :class:`Receiver`."""
 
-    def __init__(self, receiver: Receiver, max_body_bytes: int, body_timeout: float,
-                 decoders: int, *, decoder: ThreadPoolExecutor | None = None,
-                 respond: Callable[[Codec, DecodedBatch], bytes] = _traces_reply) -> None:
+    def __init__(
+        self,
+        receiver: Receiver,
+        max_body_bytes: int,
+        body_timeout: float,
+        decoders: int,
+        *,
+        decoder: ThreadPoolExecutor | None = None,
+        respond: Callable[[Codec, DecodedBatch], bytes] = _traces_reply,
+    ) -> None:
         self.receiver = receiver
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
         self.respond = respond
-        self.decoder = decoder if decoder is not None else ThreadPoolExecutor(
-            max_workers=decoders, thread_name_prefix="spanguard-decode",
-            initializer=name_os_thread)
+        self.decoder = (
+            decoder
+            if decoder is not None
+            else ThreadPoolExecutor(
+                max_workers=decoders,
+                thread_name_prefix="spanguard-decode",
+                initializer=name_os_thread,
+            )
+        )
 
     async def export(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -245,15 +281,19 @@ class _Export:
         receiver, limit = self.receiver, self.max_body_bytes
         gzipped = _gzipped(scope)
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and not receiver.admission.fits(
-                -(-min(int(declared), limit) // MIN_SPAN_BYTES)):
+        if (
+            declared is not None
+            and declared.isdigit()
+            and not receiver.admission.fits(-(-min(int(declared), limit) // MIN_SPAN_BYTES))
+        ):
             raise receiver.overloaded()  # busy: refuse before reading (nothing held meanwhile)
         body = await _read_body(receive, declared, limit, self.body_timeout)
         reservation = receiver.admit(_size_hint(body, gzipped, limit))  # before any work
         try:
             if gzipped or len(body) > INLINE_DECODE_MAX:
                 received = await asyncio.get_running_loop().run_in_executor(
-                    self.decoder, self._receive, body, codec, gzipped, reservation)
+                    self.decoder, self._receive, body, codec, gzipped, reservation
+                )
             else:  # a millisecond or two: cheaper than a hop to a worker thread and back
                 received = self._receive(body, codec, gzipped, reservation)
         finally:  # e.g. the client hung up while its body was decoded
@@ -261,8 +301,9 @@ class _Export:
         await receiver.wait_async(received)
         return received.batch
 
-    def _receive(self, body: bytes, codec: Codec, gzipped: bool, reservation: Reservation
-                 ) -> Received:
+    def _receive(
+        self, body: bytes, codec: Codec, gzipped: bool, reservation: Reservation
+    ) -> Received:
         if gzipped:
             body = _gunzip(body, self.max_body_bytes)
         return self.receiver.receive(body, codec, reservation)
@@ -282,22 +323,39 @@ class BearerAuth:
         if token_matches(self.token, _raw_header(scope, b"authorization")):
             await self.app(scope, receive, send)
             return
-        await _answer(send, 401, b'{"code":16,"message":"a valid bearer token is required."}',
-                      b"application/json", ((b"www-authenticate", b"Bearer"),))
+        await _answer(
+            send,
+            401,
+            b'{"code":16,"message":"a valid bearer token is required."}',
+            b"application/json",
+            ((b"www-authenticate", b"Bearer"),),
+        )
 
 
 class HttpApp:
     """The OTLP/HTTP application: a plain ASGI callable (two routes need no framework, and
     each layer of one costs CPU on every request)."""
 
-    def __init__(self, receiver: Receiver, max_body_bytes: int, token: bytes | None,
-                 decoders: int, body_timeout: float,
-                 health: Callable[[], Health] | None = None) -> None:
+    def __init__(
+        self,
+        receiver: Receiver,
+        max_body_bytes: int,
+        token: bytes | None,
+        decoders: int,
+        body_timeout: float,
+        health: Callable[[], Health] | None = None,
+    ) -> None:
         self._health_of = health
         self._export = _Export(receiver, max_body_bytes, body_timeout, decoders)
         self.decoder = self._export.decoder  # shut it down after the server stopped
-        self._logs = _Export(LogsReceiver.beside(receiver), max_body_bytes, body_timeout,
-                             decoders, decoder=self.decoder, respond=_logs_reply)
+        self._logs = _Export(
+            LogsReceiver.beside(receiver),
+            max_body_bytes,
+            body_timeout,
+            decoders,
+            decoder=self.decoder,
+            respond=_logs_reply,
+        )
         self._ingestor = receiver.ingestor
         self._handle = BearerAuth(self._route, token) if token else self._route
 
@@ -311,13 +369,13 @@ class HttpApp:
             if method == "POST":
                 export = self._export if path == "/v1/traces" else self._logs
                 return await export.export(scope, receive, send)
-            return await _answer(send, 405, b"Method Not Allowed", _TEXT,
-                                 ((b"allow", b"POST"),))
+            return await _answer(send, 405, b"Method Not Allowed", _TEXT, ((b"allow", b"POST"),))
         if path == "/health":
             if method in ("GET", "HEAD"):
                 return await self._health(send)
-            return await _answer(send, 405, b"Method Not Allowed", _TEXT,
-                                 ((b"allow", b"GET, HEAD"),))
+            return await _answer(
+                send, 405, b"Method Not Allowed", _TEXT, ((b"allow", b"GET, HEAD"),)
+            )
         await _answer(send, 404, b"Not Found", _TEXT)
 
     async def _health(self, send: Send) -> None:
@@ -335,14 +393,18 @@ class HttpApp:
         if health is not None:
             document["parts"] = dict(health.parts)
             document["down"] = list(health.down)
-        await _answer(send, 200 if healthy else 503, orjson.dumps(document),
-                      b"application/json")
+        await _answer(send, 200 if healthy else 503, orjson.dumps(document), b"application/json")
 
 
-def create_app(receiver: Receiver, *, max_body_bytes: int = DEFAULT_MAX_BODY,
-               token: bytes | None = None, decoders: int = 2,
-               body_timeout: float = BODY_TIMEOUT,
-               health: Callable[[], Health] | None = None) -> HttpApp:
+def create_app(
+    receiver: Receiver,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    token: bytes | None = None,
+    decoders: int = 2,
+    body_timeout: float = BODY_TIMEOUT,
+    health: Callable[[], Health] | None = None,
+) -> HttpApp:
     """The OTLP/HTTP application, writing through ``receiver``; ``token`` requires bearer auth.
 
     ``decoders`` worker threads decode request bodies (``app.decoder``; shut it down after the

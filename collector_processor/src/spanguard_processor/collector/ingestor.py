@@ -45,8 +45,13 @@ _TRANSIENT_CODES = frozenset({5, 6, 10, 13})
 def _transient(exc: BaseException) -> bool:
     """True for a store error worth answering "retry later" to while the writer carries on."""
     code = getattr(exc, "sqlite_errorcode", None)
-    return (isinstance(exc, sqlite3.OperationalError) and isinstance(code, int)
-            and code & 0xFF in _TRANSIENT_CODES)
+    return (
+        isinstance(exc, sqlite3.OperationalError)
+        and isinstance(code, int)
+        and code & 0xFF in _TRANSIENT_CODES
+    )
+
+
 _STOP = object()
 _MAX_TICK = 0.25
 _INDEX_BATCHES = 32
@@ -69,8 +74,9 @@ class IngestStats:
 class Ingestor:
     """Store-then-assemble pipeline on a single writer thread."""
 
-    def __init__(self, store: SpanStore, assembler: TraceAssembler, *,
-                 background_start: bool = False) -> None:
+    def __init__(
+        self, store: SpanStore, assembler: TraceAssembler, *, background_start: bool = False
+    ) -> None:
         self.store = store
         self._background_start = background_start
         #: what the writer does before taking requests (None once it takes them)
@@ -122,8 +128,11 @@ class Ingestor:
         pending = list(self.store.pending_groups())
         self.store.forget_view()  # the writer reads no more
         if pending:
-            _log.info("resuming %d pending spans from %s",
-                      sum(group.span_count for group in pending), self.store.path)
+            _log.info(
+                "resuming %d pending spans from %s",
+                sum(group.span_count for group in pending),
+                self.store.path,
+            )
             self._mark(self.assembler.add_groups(pending))
 
     @property
@@ -199,9 +208,13 @@ class Ingestor:
             if not _transient(exc):
                 raise
             if not self._index_refused:
-                _log.warning("the span store refused to index %d batch(es) and mark %d "
-                             "trace(s) released (%s); retrying", len(self._unindexed),
-                             len(self._unmarked), exc)
+                _log.warning(
+                    "the span store refused to index %d batch(es) and mark %d "
+                    "trace(s) released (%s); retrying",
+                    len(self._unindexed),
+                    len(self._unmarked),
+                    exc,
+                )
             self._index_refused = True
             self.refused = (time.monotonic(), str(exc))
             self._retry_at = time.monotonic() + _MAX_TICK
@@ -221,8 +234,9 @@ class Ingestor:
         elif len(self._unindexed) >= _INDEX_BATCHES or self._unindexed_spans >= _INDEX_SPANS:
             due = 0.0
         else:
-            due = max(0.0, min(self._last_stored + _INDEX_IDLE,
-                               self._first_unindexed + _INDEX_AGE) - now)
+            due = max(
+                0.0, min(self._last_stored + _INDEX_IDLE, self._first_unindexed + _INDEX_AGE) - now
+            )
         return None if due is None else max(due, self._retry_at - now)
 
     def _run(self) -> None:
@@ -258,16 +272,20 @@ class Ingestor:
                 for _, future in batches:
                     future.set_exception(RuntimeError(f"the span store failed: {self._failure}"))
                 continue
-            if not batches and not self._rested and not self._unindexed and not self._unmarked \
-                    and time.monotonic() - self._last_stored >= _REST_AFTER:
+            if (
+                not batches
+                and not self._rested
+                and not self._unindexed
+                and not self._unmarked
+                and time.monotonic() - self._last_stored >= _REST_AFTER
+            ):
                 self._rest()
             try:
                 self._write(batches)
             except Exception as exc:
                 if _transient(exc):  # this group commit was rolled back and refused (retryable)
                     self.refused = (time.monotonic(), str(exc))
-                    _log.warning("the span store refused a write (%s); the senders will retry",
-                                 exc)
+                    _log.warning("the span store refused a write (%s); the senders will retry", exc)
                     continue
                 _log.exception("the span store failed; refusing further spans")  # loudly
                 self._failure = self._failure or exc
@@ -309,8 +327,9 @@ class Ingestor:
             self._received += received
             self._unindexed.extend(stored)
             self._unindexed_spans += received
-            self._mark(self.assembler.add_groups(
-                [group for _, groups in stored for group in groups]))
+            self._mark(
+                self.assembler.add_groups([group for _, groups in stored for group in groups])
+            )
         self._mark(self.assembler.poll())
         if self._index_due(time.monotonic()) == 0.0:
             self._index()

@@ -53,4 +53,5 @@ class Shaper:
         self.shaping = Shaping(
             self.limits.max_attributes_per_span,
             TraceBudget(self.limits.max_spans_per_trace, self.limits.trace_memory),
-            self.redactor)
+            self.redactor,
+        )

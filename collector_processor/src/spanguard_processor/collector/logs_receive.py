@@ -46,8 +46,10 @@ def logs_request_as_spans(body: bytes, codec: Codec, what: str = "body") -> Logs
 
 
 def _unjoined_message(count: int) -> str:
-    return (f"{count} log record(s) name no span (a valid trace_id and span_id); spanguard "
-            "keeps only log records it can join to a span.")
+    return (
+        f"{count} log record(s) name no span (a valid trace_id and span_id); spanguard "
+        "keeps only log records it can join to a span."
+    )
 
 
 class LogsReceiver(Receiver):
@@ -59,8 +61,9 @@ class LogsReceiver(Receiver):
         """A logs receiver sharing everything with the trace receiver ``traces``."""
         return cls(traces.ingestor, traces.admission, traces.shaper)
 
-    def receive(self, body: bytes, codec: Codec, reservation: Reservation, *,
-                what: str = "body") -> Received:
+    def receive(
+        self, body: bytes, codec: Codec, reservation: Reservation, *, what: str = "body"
+    ) -> Received:
         try:
             spans = logs_request_as_spans(body, codec, what)
         except Refused:
@@ -70,6 +73,11 @@ class LogsReceiver(Receiver):
         if not spans.unjoined:
             return received
         batch: DecodedBatch = received.batch
-        return Received(replace(batch, rejected=batch.rejected + spans.unjoined,
-                                error=batch.error or _unjoined_message(spans.unjoined)),
-                        received.stored)
+        return Received(
+            replace(
+                batch,
+                rejected=batch.rejected + spans.unjoined,
+                error=batch.error or _unjoined_message(spans.unjoined),
+            ),
+            received.stored,
+        )

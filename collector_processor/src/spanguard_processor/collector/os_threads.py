@@ -28,8 +28,9 @@ def _libc(function: str) -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6",
-                                   use_errno=True), function)
+        return getattr(
+            ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True), function
+        )
     except (OSError, AttributeError):  # e.g. musl has no malloc_trim
         return None
 

@@ -79,8 +79,9 @@ class Received:
 class Receiver:
     """Admission, shaping, decoding and the durable commit, shared by both receivers."""
 
-    def __init__(self, ingestor: Ingestor, admission: Admission | None = None,
-                 shaper: Shaper | None = None) -> None:
+    def __init__(
+        self, ingestor: Ingestor, admission: Admission | None = None, shaper: Shaper | None = None
+    ) -> None:
         self.ingestor = ingestor
         self.admission = admission if admission is not None else Admission()
         self.shaper = shaper if shaper is not None else Shaper(self.admission.limits)
@@ -107,8 +108,9 @@ class Receiver:
         if not reservation.owned:
             self.admission.release(reservation)
 
-    def receive(self, body: bytes, codec: Codec, reservation: Reservation, *,
-                what: str = "body") -> Received:
+    def receive(
+        self, body: bytes, codec: Codec, reservation: Reservation, *, what: str = "body"
+    ) -> Received:
         """Count, parse, shape and decode ``body`` with ``codec`` (the request's media type),
         then queue its spans for the writer. On a refusal the reservation is given back; once
         queued, the store future holds it. ``what`` names the body in messages ("body",
@@ -122,18 +124,17 @@ class Receiver:
             admission.resize(reservation, batch.count)  # only the valid spans are kept
             if batch.rejected and not batch.count:
                 raise Refused(Refusal.MALFORMED, f"every span was rejected: {batch.error}")
-            return Received(batch, admission.hold(lambda: self.ingestor.submit(batch),
-                                                  reservation))
+            return Received(batch, admission.hold(lambda: self.ingestor.submit(batch), reservation))
         except TraceFormatError as exc:
-            raise Refused(Refusal.MALFORMED, str(exc) if exc.field else f"the {what} {exc}"
-                          ) from None
+            raise Refused(
+                Refusal.MALFORMED, str(exc) if exc.field else f"the {what} {exc}"
+            ) from None
         except TooLarge as exc:
             raise Refused(Refusal.TOO_LARGE, str(exc)) from None
         except Overloaded:
             raise self.overloaded() from None
         except RedactionFailed as exc:
-            raise Refused(Refusal.REDACTION_FAILED, f"{exc}; the spans were not stored."
-                          ) from None
+            raise Refused(Refusal.REDACTION_FAILED, f"{exc}; the spans were not stored.") from None
         finally:
             self.release_unless_stored(reservation)
 

@@ -25,15 +25,22 @@ __all__ = ["CONTENT_KEYS", "RedactionFailed", "Redactor", "is_content_key", "loa
 
 RedactHook = Callable[[str, str], "str | None"]
 
-CONTENT_KEYS = frozenset({
-    semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_OUTPUT_MESSAGES,
-    semconv.GEN_AI_SYSTEM_INSTRUCTIONS, semconv.INPUT_VALUE, semconv.OUTPUT_VALUE,
-    semconv.TRACELOOP_ENTITY_INPUT, semconv.TRACELOOP_ENTITY_OUTPUT,
-    LOG_BODY,  # a log record's body (the older GenAI events put the message there)
-})
+CONTENT_KEYS = frozenset(
+    {
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_OUTPUT_MESSAGES,
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+        semconv.INPUT_VALUE,
+        semconv.OUTPUT_VALUE,
+        semconv.TRACELOOP_ENTITY_INPUT,
+        semconv.TRACELOOP_ENTITY_OUTPUT,
+        LOG_BODY,  # a log record's body (the older GenAI events put the message there)
+    }
+)
 _DOCUMENT_CONTENT = re.compile(
     rf"^{re.escape(semconv.RETRIEVAL_DOCUMENTS_PREFIX)}\.\d+\.document\."
-    rf"{re.escape(semconv.DOCUMENT_CONTENT)}$")
+    rf"{re.escape(semconv.DOCUMENT_CONTENT)}$"
+)
 
 
 class RedactionFailed(Exception):
@@ -47,8 +54,9 @@ def is_content_key(key: str) -> bool:
 
 def load_hook(reference: str) -> RedactHook:
     """Import the ``module:function`` the operator named; :class:`ConfigError` if it is not one."""
-    hook: RedactHook = resolve(reference, "the redaction hook",
-                               error=lambda message: ConfigError("redact_hook", message))
+    hook: RedactHook = resolve(
+        reference, "the redaction hook", error=lambda message: ConfigError("redact_hook", message)
+    )
     return hook
 
 
@@ -76,11 +84,14 @@ class Redactor:
         try:
             replaced = self.hook(key, value)
         except Exception as exc:
-            raise RedactionFailed(f"the redaction hook raised {type(exc).__name__} for "
-                                  f"'{key}': {exc}") from exc
+            raise RedactionFailed(
+                f"the redaction hook raised {type(exc).__name__} for '{key}': {exc}"
+            ) from exc
         if replaced is None:
             return False, None
         if not isinstance(replaced, str):
-            raise RedactionFailed(f"the redaction hook returned {type(replaced).__name__} for "
-                                  f"'{key}'; it must return a string or None.")
+            raise RedactionFailed(
+                f"the redaction hook returned {type(replaced).__name__} for "
+                f"'{key}'; it must return a string or None."
+            )
         return True, replaced

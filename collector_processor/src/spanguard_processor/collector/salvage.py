@@ -80,8 +80,7 @@ def recover_store(source: Path, target: Path) -> Salvage:
             db.close()
     if not salvage.batches and salvage.problems:
         target.unlink(missing_ok=True)
-        raise DamagedStore(f"nothing in it is readable ({salvage.problems[0]})",
-                           file=str(source))
+        raise DamagedStore(f"nothing in it is readable ({salvage.problems[0]})", file=str(source))
     return salvage
 
 
@@ -97,23 +96,27 @@ def _open_source(source: Path, tmp: Path, salvage: Salvage) -> sqlite3.Connectio
         if wal.exists():
             shutil.copyfile(wal, Path(f"{copy}-wal"))
         _rebuild_header(copy, source)
-        salvage.problems.append("the SQLite header was overwritten; read through a copy with "
-                                "a rebuilt one")
+        salvage.problems.append(
+            "the SQLite header was overwritten; read through a copy with a rebuilt one"
+        )
     else:
-        raise TraceFormatError("is not a spanguard span store (not a SQLite database).",
-                               file=str(source))
+        raise TraceFormatError(
+            "is not a spanguard span store (not a SQLite database).", file=str(source)
+        )
     db = sqlite3.connect(f"{copy.resolve().as_uri()}?mode=ro", uri=True)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         columns = [row[1] for row in db.execute("PRAGMA table_info(batches)")]
     except sqlite3.DatabaseError as exc:
         db.close()
-        raise DamagedStore(f"its schema is unreadable ({exc}); nothing can be recovered",
-                           file=str(source)) from None
+        raise DamagedStore(
+            f"its schema is unreadable ({exc}); nothing can be recovered", file=str(source)
+        ) from None
     if "body" not in columns:
         db.close()
-        raise DamagedStore("its table of batches is missing; nothing can be recovered",
-                           file=str(source))
+        raise DamagedStore(
+            "its table of batches is missing; nothing can be recovered", file=str(source)
+        )
     return db
 
 
@@ -156,9 +159,11 @@ def _transplant_first_page(copy: Path, source: Path, wal: int) -> None:
     page_size = 65536 if page_size == 1 else page_size
     size = copy.stat().st_size
     if size % page_size:
-        raise DamagedStore("its SQLite header and schema page are overwritten and its size is "
-                           "not a whole number of pages; nothing can be recovered",
-                           file=str(source))
+        raise DamagedStore(
+            "its SQLite header and schema page are overwritten and its size is "
+            "not a whole number of pages; nothing can be recovered",
+            file=str(source),
+        )
     first = page[:page_size]
     first[18:20] = bytes([wal, wal])
     struct.pack_into(">III", first, 28, size // page_size, 0, 0)  # pages; no freelist
@@ -168,9 +173,11 @@ def _transplant_first_page(copy: Path, source: Path, wal: int) -> None:
         with sqlite3.connect(f"{copy.resolve().as_uri()}?mode=ro", uri=True) as db:
             db.execute("SELECT count(*) FROM batches").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise DamagedStore(f"its SQLite header and schema page are overwritten, and a rebuilt "
-                           f"schema page does not read ({exc}); nothing can be recovered",
-                           file=str(source)) from None
+        raise DamagedStore(
+            f"its SQLite header and schema page are overwritten, and a rebuilt "
+            f"schema page does not read ({exc}); nothing can be recovered",
+            file=str(source),
+        ) from None
 
 
 def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
@@ -194,20 +201,28 @@ def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
 def _indexed_spans(db: sqlite3.Connection) -> int | None:
     """How many spans the store's index lists, if it is readable (stores of every version)."""
     try:
-        tables = {name for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {
+            name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         if "batch_traces" in tables:
-            return sum(group.span_count for (blob,) in db.execute(
-                "SELECT groups FROM batch_traces") for group in unpack_groups(blob))
-        query = ("SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches"
-                 if "trace_batches" in tables else "SELECT count(*) FROM spans")
+            return sum(
+                group.span_count
+                for (blob,) in db.execute("SELECT groups FROM batch_traces")
+                for group in unpack_groups(blob)
+            )
+        query = (
+            "SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches"
+            if "trace_batches" in tables
+            else "SELECT count(*) FROM spans"
+        )
         return int(db.execute(query).fetchone()[0])
     except (sqlite3.DatabaseError, TypeError, ValueError):
         return None
 
 
-def _decoded(batch_id: object, fmt: object, body: object, crc: object,
-             salvage: Salvage) -> DecodedBatch | None:
+def _decoded(
+    batch_id: object, fmt: object, body: object, crc: object, salvage: Salvage
+) -> DecodedBatch | None:
     if not isinstance(body, bytes):
         salvage.problems.append(f"batch {batch_id}: its body is unreadable")
         return None
@@ -224,8 +239,9 @@ def _decoded(batch_id: object, fmt: object, body: object, crc: object,
 
 def _rows(db: sqlite3.Connection, salvage: Salvage) -> Iterator[tuple[object, ...]]:
     """Every readable batch row in id order, stepping over unreadable regions id by id."""
-    crc = "crc" if "crc" in [row[1] for row in db.execute("PRAGMA table_info(batches)")] else (
-        "NULL")
+    crc = (
+        "crc" if "crc" in [row[1] for row in db.execute("PRAGMA table_info(batches)")] else ("NULL")
+    )
     scan = f"SELECT id, fmt, body, {crc} FROM batches WHERE id > ? ORDER BY id"
     one = f"SELECT id, fmt, body, {crc} FROM batches WHERE id = ?"
     try:

@@ -20,8 +20,7 @@ import grpc
 
 from spanguard.exceptions import ConfigError
 
-__all__ = ["OPEN_PATHS", "TOKEN_ENV", "Security", "TokenInterceptor", "read_token",
-           "token_matches"]
+__all__ = ["OPEN_PATHS", "TOKEN_ENV", "Security", "TokenInterceptor", "read_token", "token_matches"]
 
 TOKEN_ENV = "SPANGUARD_TOKEN"
 OPEN_PATHS = frozenset({"/health"})
@@ -51,8 +50,9 @@ def read_token(token_file: Path | None) -> bytes | None:
         if not text:
             return None
     if len(text) < 16:
-        raise ConfigError("token_file" if token_file else TOKEN_ENV,
-                          "the token must be at least 16 characters.")
+        raise ConfigError(
+            "token_file" if token_file else TOKEN_ENV, "the token must be at least 16 characters."
+        )
     return text.encode("utf-8")
 
 
@@ -83,7 +83,8 @@ class Security:
             raise ConfigError(
                 "tls_cert/tls_key",
                 f"{cert} and {key} are not a PEM certificate chain and its private key, or "
-                f"they do not match ({getattr(exc, 'reason', None) or exc}).") from None
+                f"they do not match ({getattr(exc, 'reason', None) or exc}).",
+            ) from None
 
     @property
     def tls(self) -> bool:
@@ -92,7 +93,8 @@ class Security:
     def grpc_credentials(self) -> grpc.ServerCredentials:
         assert self.tls_cert is not None and self.tls_key is not None
         return grpc.ssl_server_credentials(
-            [(self.tls_key.read_bytes(), self.tls_cert.read_bytes())])
+            [(self.tls_key.read_bytes(), self.tls_cert.read_bytes())]
+        )
 
 
 class TokenInterceptor(grpc.aio.ServerInterceptor):
@@ -104,17 +106,19 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         self._token = token
 
         async def deny(requests: object, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                                "a valid bearer token is required.")
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required."
+            )
             raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
         self._deny: grpc.RpcMethodHandler[Any, Any] = grpc.stream_unary_rpc_method_handler(deny)
 
     async def intercept_service(
-            self,
-            continuation: Callable[[grpc.HandlerCallDetails],
-                                   Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
-            handler_call_details: grpc.HandlerCallDetails,
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization" and token_matches(self._token, value):

@@ -116,11 +116,13 @@ class ProcessorServer:
         # index row) are the writer's first work, before it stores anything, while the
         # receivers already answer /health (a large store takes seconds)
         self.store = SpanStore(config.store, defer_checks=True)
-        assembler = TraceAssembler(config.wait_duration, config.num_traces,
-                                   orphan_timeout=config.orphan_timeout)
+        assembler = TraceAssembler(
+            config.wait_duration, config.num_traces, orphan_timeout=config.orphan_timeout
+        )
         self.ingestor = Ingestor(self.store, assembler, background_start=True)
-        self.receiver = Receiver(self.ingestor, Admission(config.limits),
-                                 Shaper(config.limits, config.redactor))
+        self.receiver = Receiver(
+            self.ingestor, Admission(config.limits), Shaper(config.limits, config.redactor)
+        )
         self.grpc_port: int | None = None
         self.http_port: int | None = None
         self._grpc: GrpcReceiver | None = None
@@ -163,10 +165,15 @@ class ProcessorServer:
         if cfg.grpc_port is not None:
             try:
                 self._grpc = GrpcReceiver(
-                    self.receiver, cfg.host, cfg.grpc_port,
-                    max_message_bytes=cfg.max_body_bytes, security=cfg.security,
-                    max_connections=budget, read_timeout=cfg.grpc_read_timeout,
-                    calls_per_connection=cfg.grpc_calls_per_connection)
+                    self.receiver,
+                    cfg.host,
+                    cfg.grpc_port,
+                    max_message_bytes=cfg.max_body_bytes,
+                    security=cfg.security,
+                    max_connections=budget,
+                    read_timeout=cfg.grpc_read_timeout,
+                    calls_per_connection=cfg.grpc_calls_per_connection,
+                )
                 self.grpc_port = self._grpc.start()
             except (OSError, RuntimeError) as exc:  # grpcio raises RuntimeError on a busy port
                 raise CannotListen("grpc", cfg.host, cfg.grpc_port, str(exc)) from None
@@ -180,20 +187,31 @@ class ProcessorServer:
                 sock.bind((cfg.host, cfg.http_port))
             except OSError as exc:
                 sock.close()
-                raise CannotListen("http", cfg.host, cfg.http_port,
-                                   exc.strerror or str(exc)) from None
+                raise CannotListen(
+                    "http", cfg.host, cfg.http_port, exc.strerror or str(exc)
+                ) from None
             self.http_port = sock.getsockname()[1]
             app = self._http_app = create_app(
-                self.receiver, max_body_bytes=cfg.max_body_bytes, token=cfg.security.token,
-                body_timeout=cfg.body_timeout, health=self.health)
+                self.receiver,
+                max_body_bytes=cfg.max_body_bytes,
+                token=cfg.security.token,
+                body_timeout=cfg.body_timeout,
+                health=self.health,
+            )
             self._http = uvicorn.Server(
-                uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                               proxy_headers=False,  # clients are not looked up: no rewrite
-                               timeout_graceful_shutdown=10, timeout_keep_alive=5,
-                               backlog=backlog,
-                               http=guarded_http(budget, cfg.header_timeout, log),
-                               ssl_certfile=cfg.security.tls_cert,
-                               ssl_keyfile=cfg.security.tls_key)
+                uvicorn.Config(
+                    app,
+                    log_level="warning",
+                    access_log=False,
+                    lifespan="off",
+                    proxy_headers=False,  # clients are not looked up: no rewrite
+                    timeout_graceful_shutdown=10,
+                    timeout_keep_alive=5,
+                    backlog=backlog,
+                    http=guarded_http(budget, cfg.header_timeout, log),
+                    ssl_certfile=cfg.security.tls_cert,
+                    ssl_keyfile=cfg.security.tls_key,
+                )
             )
             server = self._http
             # Not the main thread, so uvicorn installs no signal handlers: stop() owns shutdown.
@@ -205,7 +223,8 @@ class ProcessorServer:
                 await server.serve(sockets=[sock])
 
             self._http_thread = threading.Thread(
-                target=lambda: _run_loop(serve_http()), name="spanguard-http", daemon=True)
+                target=lambda: _run_loop(serve_http()), name="spanguard-http", daemon=True
+            )
             self._http_thread.start()
             while not server.started and self._http_thread.is_alive():
                 threading.Event().wait(0.01)
@@ -224,8 +243,14 @@ class ProcessorServer:
     def health(self) -> Health:
         """The state of each part (collector/health.py), as ``/health`` reports it."""
         now = time.monotonic()
-        return Health((("http", self._http_state()), ("grpc", self._grpc_state(now)),
-                       ("writer", self._writer_state(now)), ("store", self._store_state(now))))
+        return Health(
+            (
+                ("http", self._http_state()),
+                ("grpc", self._grpc_state(now)),
+                ("writer", self._writer_state(now)),
+                ("store", self._store_state(now)),
+            )
+        )
 
     def _http_state(self) -> str:
         if self._http_thread is None:
@@ -335,15 +360,18 @@ def serve_forever(
             failure = server.failure()
             if failure:
                 _log.error("%s; stopping the processor", failure)
-                raise ReceiverFailed(f"{failure}; the processor stopped too (restart it; "
-                                     "nothing acknowledged is lost).")
+                raise ReceiverFailed(
+                    f"{failure}; the processor stopped too (restart it; "
+                    "nothing acknowledged is lost)."
+                )
     finally:
         server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     stats = server.ingestor.stats()
-    announce(f"stopped: {stats.spans_received} spans received, "
-             f"{stats.traces_released} traces released")
+    announce(
+        f"stopped: {stats.spans_received} spans received, {stats.traces_released} traces released"
+    )
     return server
 
 
@@ -357,9 +385,13 @@ def _exposure(config: ServerConfig) -> str | None:
     if loopback:
         return None
     if config.security.token is None:
-        return ("without a bearer token: anyone who can reach these ports can write spans "
-                "(set `token_file` or SPANGUARD_TOKEN, and `tls_cert`/`tls_key`).")
+        return (
+            "without a bearer token: anyone who can reach these ports can write spans "
+            "(set `token_file` or SPANGUARD_TOKEN, and `tls_cert`/`tls_key`)."
+        )
     if not config.security.tls:
-        return ("without TLS: the bearer token and the spans cross the network in clear text "
-                "(set `tls_cert`/`tls_key`).")
+        return (
+            "without TLS: the bearer token and the spans cross the network in clear text "
+            "(set `tls_cert`/`tls_key`)."
+        )
     return None

@@ -15,8 +15,9 @@ _CONSTANTS = ("NaN", "Infinity", "-Infinity")
 MAX_JSON_BYTES = 1 << 30  # one JSON document (a line of a JSONL file, or a whole file)
 
 
-def parse_json(data: str | bytes, *,
-               object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
+def parse_json(
+    data: str | bytes, *, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None
+) -> Any:
     """Parse one JSON document; raises ``json.JSONDecodeError`` for anything that is not one.
 
     ``object_pairs_hook`` (e.g. to refuse duplicate keys) runs over a document orjson has
@@ -24,7 +25,8 @@ def parse_json(data: str | bytes, *,
     """
     if len(data) > MAX_JSON_BYTES:
         raise json.JSONDecodeError(
-            f"the document is larger than the limit of {MAX_JSON_BYTES} bytes", "", 0)
+            f"the document is larger than the limit of {MAX_JSON_BYTES} bytes", "", 0
+        )
     try:
         value = orjson.loads(data)  # orjson.JSONDecodeError is a json.JSONDecodeError
     except orjson.JSONDecodeError as exc:
@@ -32,8 +34,7 @@ def parse_json(data: str | bytes, *,
         token = next((t for t in _CONSTANTS if text.startswith(t, exc.pos)), None)
         if token is None:
             raise
-        raise json.JSONDecodeError(f"{token} is not a number JSON allows", text,
-                                   exc.pos) from None
+        raise json.JSONDecodeError(f"{token} is not a number JSON allows", text, exc.pos) from None
     if object_pairs_hook is None:
         return value
     text = data.decode("utf-8") if isinstance(data, bytes) else data

@@ -47,9 +47,7 @@ def open_binary(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def iter_jsonl(
-    path: Path, error: type[InputError] = TraceFormatError
-) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: Path, error: type[InputError] = TraceFormatError) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for every non-blank line; a UTF-8 BOM is ignored.
 
     Raises ``error`` naming the file and line for invalid UTF-8 or invalid JSON.
@@ -86,8 +84,9 @@ def json_lines(
         try:
             value = parse_json(text)
         except json.JSONDecodeError as exc:
-            raise error(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
-                        file=name, line=number) from None
+            raise error(
+                f"is not valid JSON: {exc.msg} (column {exc.colno}).", file=name, line=number
+            ) from None
         yield number, value
 
 

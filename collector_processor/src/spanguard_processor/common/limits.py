@@ -18,8 +18,16 @@ from typing import IO
 
 from spanguard.exceptions import InputError
 
-__all__ = ["DOCUMENT_LIMIT_ENV", "LINE_LIMIT_ENV", "bounded_lines", "document_limit",
-           "line_limit", "numbered_reads", "read_bounded", "size_text"]
+__all__ = [
+    "DOCUMENT_LIMIT_ENV",
+    "LINE_LIMIT_ENV",
+    "bounded_lines",
+    "document_limit",
+    "line_limit",
+    "numbered_reads",
+    "read_bounded",
+    "size_text",
+]
 
 DOCUMENT_LIMIT_ENV = "SPANGUARD_MAX_DOCUMENT_BYTES"
 LINE_LIMIT_ENV = "SPANGUARD_MAX_LINE_BYTES"
@@ -60,26 +68,35 @@ def size_text(size: int) -> str:
     return f"{size} bytes"
 
 
-def read_bounded(stream: IO[bytes], name: str, what: str = "the document",
-                 error: type[InputError] = InputError) -> bytes:
+def read_bounded(
+    stream: IO[bytes], name: str, what: str = "the document", error: type[InputError] = InputError
+) -> bytes:
     """All of ``stream`` (decompressed, if it is), refused past :func:`document_limit`."""
     limit = document_limit()
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise error(f"{what} is larger than {size_text(limit)}, the limit for a file read "
-                    f"whole (set {DOCUMENT_LIMIT_ENV} to raise it).", file=name)
+        raise error(
+            f"{what} is larger than {size_text(limit)}, the limit for a file read "
+            f"whole (set {DOCUMENT_LIMIT_ENV} to raise it).",
+            file=name,
+        )
     return data
 
 
-def bounded_lines(stream: IO[bytes], name: str,
-                  error: type[InputError] = InputError) -> Iterator[bytes]:
+def bounded_lines(
+    stream: IO[bytes], name: str, error: type[InputError] = InputError
+) -> Iterator[bytes]:
     """The lines of ``stream``; a line longer than :func:`line_limit` raises ``error`` naming
     the file and line, having held at most the limit in memory."""
     limit = line_limit()
     for number, line, whole in numbered_reads(stream, limit):
         if not whole:
-            raise error(f"is longer than {size_text(limit)}, the limit for one line (set "
-                        f"{LINE_LIMIT_ENV} to raise it).", file=name, line=number)
+            raise error(
+                f"is longer than {size_text(limit)}, the limit for one line (set "
+                f"{LINE_LIMIT_ENV} to raise it).",
+                file=name,
+                line=number,
+            )
         yield line
 
 

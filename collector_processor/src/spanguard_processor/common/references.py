@@ -27,8 +27,13 @@ __all__ = ["import_module", "resolve"]
 ErrorFactory = Callable[[str], Exception]
 
 
-def resolve(reference: str, what: str, *, error: ErrorFactory,
-            kind: Literal["function", "object"] = "function") -> Any:
+def resolve(
+    reference: str,
+    what: str,
+    *,
+    error: ErrorFactory,
+    kind: Literal["function", "object"] = "function",
+) -> Any:
     """The object ``reference`` names; with ``kind="function"`` it must be callable.
 
     ``what`` starts every message (e.g. "the helpfulness_evaluator hook"); ``error`` turns a
@@ -44,8 +49,9 @@ def resolve(reference: str, what: str, *, error: ErrorFactory,
     except AttributeError as exc:
         if module_name not in sys.modules:  # raised while the module itself was running
             raise error(f"{what} '{reference}' cannot be imported: {_describe(exc)}.") from None
-        raise error(f"{what} '{reference}': module {module_name} has no attribute "
-                    f"'{attribute}'.") from None
+        raise error(
+            f"{what} '{reference}': module {module_name} has no attribute '{attribute}'."
+        ) from None
     except Exception as exc:
         raise error(f"{what} '{reference}' cannot be imported: {_describe(exc)}.") from None
     if kind == "function" and not callable(target):

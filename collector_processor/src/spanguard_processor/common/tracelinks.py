@@ -21,8 +21,12 @@ def validate_template(template: str | None, option: str = "trace_url") -> None:
     if template is None:
         return
     if PLACEHOLDER not in template:
-        raise ConfigError(option, f"must contain {PLACEHOLDER}, e.g. "
-                          "http://localhost:16686/trace/{trace_id}; got " f"{template!r}.")
+        raise ConfigError(
+            option,
+            f"must contain {PLACEHOLDER}, e.g. "
+            "http://localhost:16686/trace/{trace_id}; got "
+            f"{template!r}.",
+        )
     if not template.lower().startswith(("http://", "https://")):
         raise ConfigError(option, f"must be an http:// or https:// URL; got {template!r}.")
 

@@ -28,8 +28,14 @@ from pathlib import Path
 
 from spanguard.exceptions import InputError
 
-__all__ = ["Transaction", "WriteFailed", "append_text", "output_transaction", "will_create",
-           "write_text_atomic"]
+__all__ = [
+    "Transaction",
+    "WriteFailed",
+    "append_text",
+    "output_transaction",
+    "will_create",
+    "write_text_atomic",
+]
 
 
 class WriteFailed(InputError):
@@ -100,8 +106,7 @@ class Transaction:
                     backup.unlink()
 
 
-_CURRENT: ContextVar[Transaction | None] = ContextVar("spanguard_output_transaction",
-                                                      default=None)
+_CURRENT: ContextVar[Transaction | None] = ContextVar("spanguard_output_transaction", default=None)
 
 
 @contextlib.contextmanager

@@ -17,8 +17,14 @@ from typing import Any
 
 import yaml
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_YAML_BYTES", "BoundedYAMLError", "compose_bounded",
-           "load_bounded"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "MAX_YAML_BYTES",
+    "BoundedYAMLError",
+    "compose_bounded",
+    "load_bounded",
+]
 
 #: The most nodes a document may hold with every alias expanded.
 MAX_NODES = 2_000_000
@@ -48,13 +54,13 @@ def _check(root: yaml.Node) -> None:
             sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
             if sizes[id(node)] > MAX_NODES:
                 raise BoundedYAMLError(
-                    f"with its aliases expanded it holds more than {MAX_NODES:,} values")
+                    f"with its aliases expanded it holds more than {MAX_NODES:,} values"
+                )
             continue
         if id(node) in sizes:
             continue
         stack.append((node, depth, True))
-        stack.extend((child, depth + 1, False) for child in children
-                     if id(child) not in sizes)
+        stack.extend((child, depth + 1, False) for child in children if id(child) not in sizes)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -67,8 +73,9 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 def _loader(text: str, loader: type[yaml.SafeLoader]) -> Any:
     if len(text) > MAX_YAML_BYTES:
-        raise BoundedYAMLError(f"it is larger than {MAX_YAML_BYTES >> 20} MiB, the limit for "
-                               "YAML; write it as JSON")
+        raise BoundedYAMLError(
+            f"it is larger than {MAX_YAML_BYTES >> 20} MiB, the limit for YAML; write it as JSON"
+        )
     if loader is yaml.SafeLoader and getattr(yaml, "__with_libyaml__", False):
         return yaml.CSafeLoader(text)  # the same documents, ~70 times faster
     return loader(text)
@@ -83,8 +90,7 @@ def _depth_bounded() -> Iterator[None]:
         raise BoundedYAMLError(f"it is nested more than {MAX_DEPTH} levels deep") from None
 
 
-def compose_bounded(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader
-                    ) -> yaml.Node | None:
+def compose_bounded(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> yaml.Node | None:
     """The node graph of one YAML document, within the bounds."""
     instance = _loader(text, loader)
     try:

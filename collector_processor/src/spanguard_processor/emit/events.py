@@ -95,28 +95,44 @@ def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
     """One event per metric, then one per side of each counterfactual pair with a trace."""
     events: list[EvaluationEvent] = []
     for result in evaluation.results:
-        events.append(EvaluationEvent(
-            name=result.metric, score=_finite(result.score), label=str(result.verdict),
-            explanation=result.reason_text or result.reason or None))
+        events.append(
+            EvaluationEvent(
+                name=result.metric,
+                score=_finite(result.score),
+                label=str(result.verdict),
+                explanation=result.reason_text or result.reason or None,
+            )
+        )
     for result in evaluation.results:
         for pair in result.evidence:
             for side, variant in (("high", pair.high), ("low", pair.low)):
                 trace_id = _hex(variant.trace_id, valid_trace_id)
                 if trace_id is None:
                     continue
-                events.append(EvaluationEvent(
-                    name=result.metric, score=_finite(variant.value), label=str(result.verdict),
-                    explanation=pair.headline, trace_id=trace_id,
-                    extra={SEED_ID: pair.seed_id, VARIANT_ID: variant.variant_id,
-                           GROUP: variant.group, PAIR_SIDE: side}))
+                events.append(
+                    EvaluationEvent(
+                        name=result.metric,
+                        score=_finite(variant.value),
+                        label=str(result.verdict),
+                        explanation=pair.headline,
+                        trace_id=trace_id,
+                        extra={
+                            SEED_ID: pair.seed_id,
+                            VARIANT_ID: variant.variant_id,
+                            GROUP: variant.group,
+                            PAIR_SIDE: side,
+                        },
+                    )
+                )
     return events
 
 
 _SCORES = {"pass": 1.0, "fail": 0.0}
 
 
-def case_events(outcomes: Iterable[CaseOutcome],
-                regressed: frozenset[str] = frozenset()) -> list[EvaluationEvent]:
+def case_events(
+    outcomes: Iterable[CaseOutcome], regressed: frozenset[str] = frozenset()
+) -> list[EvaluationEvent]:
     """One event per case, in the trace its record came from (when the record names one);
     ``regressed`` names the cases ``check`` found passing in the baseline and failing now."""
     events = []
@@ -127,11 +143,16 @@ def case_events(outcomes: Iterable[CaseOutcome],
             why = "passed in the baseline, fails now" + (f": {why}" if why else "")
         elif outcome.outcome == "missing":
             why = why or "no record matched the case"
-        events.append(EvaluationEvent(
-            name=CASE_EVALUATION, score=_SCORES.get(outcome.outcome), label=outcome.outcome,
-            explanation=why or None,
-            trace_id=_hex(evidence.trace_id if evidence else None, valid_trace_id),
-            span_id=_hex(evidence.span_id if evidence else None, valid_span_id),
-            response_id=evidence.response_id if evidence else None,
-            extra={CASE_ID: outcome.case_id}))
+        events.append(
+            EvaluationEvent(
+                name=CASE_EVALUATION,
+                score=_SCORES.get(outcome.outcome),
+                label=outcome.outcome,
+                explanation=why or None,
+                trace_id=_hex(evidence.trace_id if evidence else None, valid_trace_id),
+                span_id=_hex(evidence.span_id if evidence else None, valid_span_id),
+                response_id=evidence.response_id if evidence else None,
+                extra={CASE_ID: outcome.case_id},
+            )
+        )
     return events

@@ -58,8 +58,11 @@ def parse_endpoint(url: str, *, where: str = "endpoint") -> Endpoint:
         if not path.endswith(_LOGS_PATH):
             path += _LOGS_PATH
         return Endpoint("http", f"{parts.scheme}://{parts.netloc}{path}")
-    raise ConfigError(where, f"{url!r} is not an OTLP endpoint; give an OTLP/HTTP base such as "
-                             "http://localhost:4318 or grpc://localhost:4317.")
+    raise ConfigError(
+        where,
+        f"{url!r} is not an OTLP endpoint; give an OTLP/HTTP base such as "
+        "http://localhost:4318 or grpc://localhost:4317.",
+    )
 
 
 def endpoint_from_env(environ: Mapping[str, str] | None = None) -> Endpoint:
@@ -68,8 +71,11 @@ def endpoint_from_env(environ: Mapping[str, str] | None = None) -> Endpoint:
     ``OTEL_EXPORTER_OTLP_LOGS_PROTOCOL`` / ``OTEL_EXPORTER_OTLP_PROTOCOL`` gives (default
     ``http/protobuf``). Neither endpoint set raises :class:`ConfigError`."""
     env = os.environ if environ is None else environ
-    protocol = (env.get("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL")
-                or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip()
+    protocol = (
+        env.get("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL")
+        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
     grpc = protocol == "grpc"
     for name in ("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
         value = env.get(name, "").strip()
@@ -84,17 +90,19 @@ def endpoint_from_env(environ: Mapping[str, str] | None = None) -> Endpoint:
         if name == "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":  # used as given, as the SDK does
             return Endpoint("http", value)
         return parse_endpoint(value, where=name)
-    raise ConfigError("endpoint", "when not given, it needs OTEL_EXPORTER_OTLP_LOGS_ENDPOINT "
-                                  "or OTEL_EXPORTER_OTLP_ENDPOINT set; or give a URL such as "
-                                  "http://localhost:4318.")
+    raise ConfigError(
+        "endpoint",
+        "when not given, it needs OTEL_EXPORTER_OTLP_LOGS_ENDPOINT "
+        "or OTEL_EXPORTER_OTLP_ENDPOINT set; or give a URL such as "
+        "http://localhost:4318.",
+    )
 
 
 def _exporter(endpoint: Endpoint) -> Any:
     if endpoint.protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
 
-        return OTLPLogExporter(endpoint=endpoint.url,
-                               insecure=endpoint.url.startswith("http://"))
+        return OTLPLogExporter(endpoint=endpoint.url, insecure=endpoint.url.startswith("http://"))
     from opentelemetry.exporter.otlp.proto.http._log_exporter import (
         OTLPLogExporter as HTTPLogExporter,
     )
@@ -108,13 +116,20 @@ def _context(event: EvaluationEvent) -> Any:
 
     if event.trace_id is None:
         return trace.set_span_in_context(trace.INVALID_SPAN)
-    span = NonRecordingSpan(SpanContext(int(event.trace_id, 16), int(event.span_id or "0", 16),
-                                        is_remote=True, trace_flags=TraceFlags(1)))
+    span = NonRecordingSpan(
+        SpanContext(
+            int(event.trace_id, 16),
+            int(event.span_id or "0", 16),
+            is_remote=True,
+            trace_flags=TraceFlags(1),
+        )
+    )
     return trace.set_span_in_context(span)
 
 
-def emit_events(events: Sequence[EvaluationEvent], endpoint: Endpoint,
-                service_name: str = "spanguard") -> EmitResult:
+def emit_events(
+    events: Sequence[EvaluationEvent], endpoint: Endpoint, service_name: str = "spanguard"
+) -> EmitResult:
     """Export ``events`` in one OTLP request; never raises."""
     if not events:
         return EmitResult(0)
@@ -124,8 +139,7 @@ def emit_events(events: Sequence[EvaluationEvent], endpoint: Endpoint,
         return EmitResult(0, f"{type(exc).__name__}: {exc}")
 
 
-def _emit(events: Sequence[EvaluationEvent], endpoint: Endpoint,
-          service_name: str) -> EmitResult:
+def _emit(events: Sequence[EvaluationEvent], endpoint: Endpoint, service_name: str) -> EmitResult:
     from opentelemetry._logs import SeverityNumber
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.resources import Resource
@@ -135,9 +149,12 @@ def _emit(events: Sequence[EvaluationEvent], endpoint: Endpoint,
     provider.add_log_record_processor(_collector(collected))
     logger = provider.get_logger(_SCOPE)
     for event in events:
-        logger.emit(context=_context(event), severity_number=SeverityNumber.INFO,
-                    attributes=event.attributes(),
-                    event_name=EVENT_NAME)
+        logger.emit(
+            context=_context(event),
+            severity_number=SeverityNumber.INFO,
+            attributes=event.attributes(),
+            event_name=EVENT_NAME,
+        )
     exporter = _exporter(endpoint)
     try:
         result = exporter.export(tuple(collected))
@@ -147,8 +164,11 @@ def _emit(events: Sequence[EvaluationEvent], endpoint: Endpoint,
     # by name: newer SDKs (1.45 here) return LogRecordExportResult, an enum that never
     # equals the older LogExportResult.SUCCESS (every delivered export was told as a failure)
     if getattr(result, "name", None) != "SUCCESS":
-        return EmitResult(0, f"the OTLP log exporter could not deliver to {endpoint} "
-                             "(see the exporter's log line above)")
+        return EmitResult(
+            0,
+            f"the OTLP log exporter could not deliver to {endpoint} "
+            "(see the exporter's log line above)",
+        )
     return EmitResult(len(collected))
 
 

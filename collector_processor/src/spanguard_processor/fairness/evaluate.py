@@ -31,8 +31,9 @@ __all__ = ["evaluate"]
 
 def _generated_at() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = (datetime.fromtimestamp(int(epoch), UTC) if epoch and epoch.isdigit()
-              else datetime.now(UTC))
+    moment = (
+        datetime.fromtimestamp(int(epoch), UTC) if epoch and epoch.isdigit() else datetime.now(UTC)
+    )
     return moment.replace(microsecond=0).isoformat()
 
 
@@ -56,13 +57,16 @@ def evaluate(
     """
     cfg = config or GateConfig()
     if not observations:
-        raise InputError("there are no records to evaluate; run the app or pass trace files "
-                         "that hold the suite's variants.")
+        raise InputError(
+            "there are no records to evaluate; run the app or pass trace files "
+            "that hold the suite's variants."
+        )
     seen: set[str] = set()
     for o in observations:
         if o.id in seen:
-            raise InputError(f"the record id '{o.id}' appears twice; every record needs a "
-                             "unique id.", field="id")
+            raise InputError(
+                f"the record id '{o.id}' appears twice; every record needs a unique id.", field="id"
+            )
         seen.add(o.id)
     observations = ObservationList(observations)
     design = Design.build(observations, expected)
@@ -74,7 +78,8 @@ def evaluate(
         prepared.append(strategy(definition.kind).prepare(mc, definition, design))
     prepared = _bootstrap(prepared, design, cfg)
     p_missing = design.expected.missingness(
-        [p.covered for p in prepared if p.covered is not None], cfg)
+        [p.covered for p in prepared if p.covered is not None], cfg
+    )
     counts = SignalCounts(observations)  # what each metric reads, and who carries it
     results = []
     for p in prepared:
@@ -84,7 +89,8 @@ def evaluate(
         results.append(with_signal(result, p.definition, counts))
     return Evaluation(
         generated_at=generated_at or _generated_at(),
-        variant_count=variant_count if variant_count is not None
+        variant_count=variant_count
+        if variant_count is not None
         else len({o.variant_id for o in observations}),
         results=tuple(apply_gate(results, cfg)),
         observations=tuple(observations),

@@ -22,6 +22,7 @@ from .records import Observation, group_label, read_observations
 
 __all__ = ["Matched", "evaluate_suite", "match_to_suite", "read_inputs"]
 
+
 @dataclass(frozen=True)
 class Matched:
     observations: tuple[Observation, ...]
@@ -38,8 +39,11 @@ def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched
         if v is None:
             unmatched += 1
             continue
-        kept.append(replace(o, seed_id=v.seed_id, assignments=dict(v.assignments),
-                            prompt=o.prompt or v.prompt))
+        kept.append(
+            replace(
+                o, seed_id=v.seed_id, assignments=dict(v.assignments), prompt=o.prompt or v.prompt
+            )
+        )
     # Suite order, then record id: the result must not depend on the order the inputs were read
     # in (several store partitions, rotated span files), down to the last bit of a float sum.
     order = {v.id: index for index, v in enumerate(suite.variants)}
@@ -56,15 +60,23 @@ def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched
     return Matched(tuple(kept), unmatched, missing)
 
 
-def evaluate_suite(suite: Suite, observations: Sequence[Observation],
-                   config: GateConfig | None = None,
-                   errors: Sequence[dict[str, Any]] = ()) -> tuple[Evaluation, Matched]:
+def evaluate_suite(
+    suite: Suite,
+    observations: Sequence[Observation],
+    config: GateConfig | None = None,
+    errors: Sequence[dict[str, Any]] = (),
+) -> tuple[Evaluation, Matched]:
     """Match, evaluate every suite metric, and return the evaluation with match counts."""
     matched = match_to_suite(suite, observations)
     expected = [(v.id, v.seed_id, group_label(v.assignments)) for v in suite.variants]
-    ev = evaluate(matched.observations, suite.metrics, config,
-                  variant_count=len(suite.variants), suite_digest=suite.digest,
-                  expected=expected)
+    ev = evaluate(
+        matched.observations,
+        suite.metrics,
+        config,
+        variant_count=len(suite.variants),
+        suite_digest=suite.digest,
+        expected=expected,
+    )
     return replace(ev, errors=tuple(errors)), matched
 
 

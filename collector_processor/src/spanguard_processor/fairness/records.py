@@ -231,8 +231,13 @@ def _record_trace_id(block: object) -> str | None:
 def _record_captured(block: object) -> bool:
     """False for a record spanguard wrote from a trace without any text (its block keeps
     ``input: null`` and ``output: null``), as :func:`observation_from_trace` says."""
-    return not (isinstance(block, dict) and "input" in block and block["input"] is None
-                and "output" in block and block["output"] is None)
+    return not (
+        isinstance(block, dict)
+        and "input" in block
+        and block["input"] is None
+        and "output" in block
+        and block["output"] is None
+    )
 
 
 def _record_has_output(block: object) -> bool:
@@ -245,8 +250,10 @@ def _record_unread(block: object) -> tuple[Unread, ...]:
     if not isinstance(block, dict) or not isinstance(block.get("unread"), list):
         return ()
     try:
-        return tuple(Unread.from_dict(item, f"response_metadata.spanguard.unread[{i}]")
-                     for i, item in enumerate(block["unread"]))
+        return tuple(
+            Unread.from_dict(item, f"response_metadata.spanguard.unread[{i}]")
+            for i, item in enumerate(block["unread"])
+        )
     except InputError:
         return ()  # a note for diagnosis only: a malformed one is not worth failing on
 
@@ -267,8 +274,10 @@ def _canonical(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     for key, value in raw.items():
         name = _TRACE_ALIASES.get(str(key), str(key))
         if name in out:
-            raise _err(f"both '{name}' and its alias are present; keep one.",
-                       f"response_metadata.trace.{key}")
+            raise _err(
+                f"both '{name}' and its alias are present; keep one.",
+                f"response_metadata.trace.{key}",
+            )
         out[name] = value
     return out
 
@@ -363,5 +372,7 @@ def read_observations(paths: Iterable[Path]) -> list[Observation]:
     ``scenario_results``), span files and span stores — told apart by content."""
     from ..inputs.evaluation import FAIRTRACE, read_evaluation_inputs  # loads protobuf
 
-    return [observation_from_entry(entry)
-            for entry in read_evaluation_inputs(list(paths), rows=FAIRTRACE)]
+    return [
+        observation_from_entry(entry)
+        for entry in read_evaluation_inputs(list(paths), rows=FAIRTRACE)
+    ]

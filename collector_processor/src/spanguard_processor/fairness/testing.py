@@ -51,12 +51,15 @@ def assert_fair(
     the_suite = _suite(suite)
     errors: list[dict[str, Any]] = []
     if app is not None:
-        observations, errors = run_app(app, the_suite.variants, repeats=repeats,
-                                       concurrency=concurrency)
+        observations, errors = run_app(
+            app, the_suite.variants, repeats=repeats, concurrency=concurrency
+        )
     else:
         assert records is not None
-        observations = [r if isinstance(r, Observation) else observation_from_record(r, i)
-                        for i, r in enumerate(records)]
+        observations = [
+            r if isinstance(r, Observation) else observation_from_record(r, i)
+            for i, r in enumerate(records)
+        ]
     ev, _ = evaluate_suite(the_suite, observations, config, errors=errors)
     if not ev.passed:
         raise AssertionError(_message(ev))
@@ -74,12 +77,13 @@ def _message(ev: Evaluation) -> str:
         if r.metric not in blocking:
             continue
         p = f"{r.p_holm:.4g}" if r.p_holm is not None else "n/a"
-        lines.append(f"  {r.metric}: {label(r.verdict)}, score {r.score:.4g} "
-                     f"{interval_text(r)} vs threshold {r.threshold:g} ({r.direction}), "
-                     f"Holm p {p}" + (f": {reason(r)}" if reason(r) else ""))
+        lines.append(
+            f"  {r.metric}: {label(r.verdict)}, score {r.score:.4g} "
+            f"{interval_text(r)} vs threshold {r.threshold:g} ({r.direction}), "
+            f"Holm p {p}" + (f": {reason(r)}" if reason(r) else "")
+        )
         lines += [f"    {note}" for note in metric_notes(r)]
         if r.evidence:  # the top counterfactual pair, so the failure says what happened
             lines.append(f"    {r.evidence[0].headline}")
-    lines += [f"  app error on {e['id']} (repeat {e['repeat']}): {e['error']}"
-              for e in ev.errors]
+    lines += [f"  app error on {e['id']} (repeat {e['repeat']}): {e['error']}" for e in ev.errors]
     return "\n".join(lines)

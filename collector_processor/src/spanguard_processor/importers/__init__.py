@@ -28,23 +28,45 @@ from .deepeval import load_deepeval
 from .fairtrace import load_fairtrace_deepeval, load_fairtrace_promptfoo
 from .promptfoo import load_promptfoo
 
-__all__ = ["SOURCES", "ImportedVariant", "import_suite", "import_variants", "load_deepeval",
-           "load_fairtrace_deepeval", "load_fairtrace_promptfoo", "load_promptfoo", "suite_of",
-           "write_records", "write_suite"]
+__all__ = [
+    "SOURCES",
+    "ImportedVariant",
+    "import_suite",
+    "import_variants",
+    "load_deepeval",
+    "load_fairtrace_deepeval",
+    "load_fairtrace_promptfoo",
+    "load_promptfoo",
+    "suite_of",
+    "write_records",
+    "write_suite",
+]
 
 SOURCES = ("deepeval", "fairtrace-deepeval", "fairtrace-promptfoo", "promptfoo")
 
 
-def import_suite(source: str, path: Path, metrics: Sequence[str], *,
-                 prompt_var: str | None = None, attributes: Sequence[str] = (),
-                 seed_var: str | None = None) -> dict[str, Any]:
+def import_suite(
+    source: str,
+    path: Path,
+    metrics: Sequence[str],
+    *,
+    prompt_var: str | None = None,
+    attributes: Sequence[str] = (),
+    seed_var: str | None = None,
+) -> dict[str, Any]:
     """Read ``path`` as ``source`` and return a validated suite with ``metrics``."""
-    return suite_of(import_variants(source, path, prompt_var=prompt_var,
-                                    attributes=attributes, seed_var=seed_var), metrics, path)
+    return suite_of(
+        import_variants(
+            source, path, prompt_var=prompt_var, attributes=attributes, seed_var=seed_var
+        ),
+        metrics,
+        path,
+    )
 
 
-def suite_of(variants: Sequence[ImportedVariant], metrics: Sequence[str],
-             path: Path) -> dict[str, Any]:
+def suite_of(
+    variants: Sequence[ImportedVariant], metrics: Sequence[str], path: Path
+) -> dict[str, Any]:
     """The validated suite of imported variants with ``metrics``."""
     from ..fairness.design.suite import parse_suite
 
@@ -55,13 +77,19 @@ def suite_of(variants: Sequence[ImportedVariant], metrics: Sequence[str],
     return suite
 
 
-def import_variants(source: str, path: Path, *, prompt_var: str | None = None,
-                    attributes: Sequence[str] = (), seed_var: str | None = None
-                    ) -> list[ImportedVariant]:
+def import_variants(
+    source: str,
+    path: Path,
+    *,
+    prompt_var: str | None = None,
+    attributes: Sequence[str] = (),
+    seed_var: str | None = None,
+) -> list[ImportedVariant]:
     """Read ``path`` as ``source``: its variants (with recorded outputs where it has them)."""
     if source == "promptfoo":
-        variants = load_promptfoo(path, prompt_var=prompt_var, attributes=attributes,
-                                  seed_var=seed_var)
+        variants = load_promptfoo(
+            path, prompt_var=prompt_var, attributes=attributes, seed_var=seed_var
+        )
     elif source == "deepeval":
         variants = load_deepeval(path, attributes=attributes, seed_var=seed_var)
     elif source == "fairtrace-promptfoo":

@@ -17,8 +17,15 @@ from ..common._json import kind_of, parse_json
 from ..common.jsonio import write_text_atomic
 from ..common.yamlio import load_bounded
 
-__all__ = ["ImportedVariant", "build_suite", "line_of", "read_structured",
-           "scalar_text", "write_records", "write_suite"]
+__all__ = [
+    "ImportedVariant",
+    "build_suite",
+    "line_of",
+    "read_structured",
+    "scalar_text",
+    "write_records",
+    "write_suite",
+]
 
 
 class _Located(dict):
@@ -59,17 +66,26 @@ class ImportedVariant:
     response: str | None = None  # a recorded output (promptfoo results.json)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"id": self.id, "seed_id": self.seed_id, "prompt": self.prompt,
-               "assignments": dict(self.assignments)}
+        out = {
+            "id": self.id,
+            "seed_id": self.seed_id,
+            "prompt": self.prompt,
+            "assignments": dict(self.assignments),
+        }
         if self.metadata:
             out["metadata"] = _plain(self.metadata)
         return out
 
     def record(self) -> dict[str, Any]:
         """The fairtrace scenario record of a recorded output."""
-        return {"id": self.id, "seed_id": self.seed_id, "prompt": self.prompt,
-                "assignments": dict(self.assignments), "response": self.response or "",
-                "response_metadata": _plain(self.metadata or {})}
+        return {
+            "id": self.id,
+            "seed_id": self.seed_id,
+            "prompt": self.prompt,
+            "assignments": dict(self.assignments),
+            "response": self.response or "",
+            "response_metadata": _plain(self.metadata or {}),
+        }
 
 
 def _plain(value: object) -> Any:
@@ -86,24 +102,30 @@ def read_structured(path: Path, expected: str) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"the file does not exist; expected {expected}.",
-                         file=str(path)) from None
+        raise InputError(f"the file does not exist; expected {expected}.", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"the file cannot be read ({exc}); expected {expected}.",
-                         file=str(path)) from None
+        raise InputError(
+            f"the file cannot be read ({exc}); expected {expected}.", file=str(path)
+        ) from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             return load_bounded(text, _LineLoader)  # a SafeLoader subclass: safe, bounded
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            raise InputError(f"the file is not valid YAML ({getattr(exc, 'problem', exc)}); "
-                             f"expected {expected}.", file=str(path),
-                             line=mark.line + 1 if mark else None) from None
+            raise InputError(
+                f"the file is not valid YAML ({getattr(exc, 'problem', exc)}); "
+                f"expected {expected}.",
+                file=str(path),
+                line=mark.line + 1 if mark else None,
+            ) from None
     try:
         return parse_json(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"the file is not valid JSON ({exc.msg}); expected {expected}.",
-                         file=str(path), line=exc.lineno) from None
+        raise InputError(
+            f"the file is not valid JSON ({exc.msg}); expected {expected}.",
+            file=str(path),
+            line=exc.lineno,
+        ) from None
 
 
 def read_csv_rows(path: Path, expected: str) -> list[dict[str, Any]]:
@@ -112,8 +134,9 @@ def read_csv_rows(path: Path, expected: str) -> list[dict[str, Any]]:
         with path.open(newline="", encoding="utf-8") as handle:
             return list(csv.DictReader(handle))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"the CSV file cannot be read ({exc}); expected {expected}.",
-                         file=str(path)) from None
+        raise InputError(
+            f"the CSV file cannot be read ({exc}); expected {expected}.", file=str(path)
+        ) from None
 
 
 def scalar_text(value: object, file: str, line: int | None, field: str) -> str:
@@ -122,8 +145,12 @@ def scalar_text(value: object, file: str, line: int | None, field: str) -> str:
         return "true" if value else "false"
     if isinstance(value, str | int | float):
         return str(value)
-    raise InputError(f"must be a string, number or boolean to become an assignment, not "
-                     f"{kind_of(value)}.", file=file, line=line, field=field)
+    raise InputError(
+        f"must be a string, number or boolean to become an assignment, not {kind_of(value)}.",
+        file=file,
+        line=line,
+        field=field,
+    )
 
 
 def check_unique(variants: Sequence[ImportedVariant], file: str) -> None:
@@ -132,21 +159,29 @@ def check_unique(variants: Sequence[ImportedVariant], file: str) -> None:
         first = seen.setdefault(variant.id, variant)
         if first is not variant:
             where = f" (first on line {first.line})" if first.line else ""
-            raise InputError(f"the id '{variant.id}' is used twice{where}; ids must be unique.",
-                             file=file, line=variant.line, field="id")
+            raise InputError(
+                f"the id '{variant.id}' is used twice{where}; ids must be unique.",
+                file=file,
+                line=variant.line,
+                field="id",
+            )
 
 
 def build_suite(variants: Sequence[ImportedVariant], metrics: Iterable[str]) -> dict[str, Any]:
     """The suite: ``{"dataset": {"variants": [...]}, "metrics": [{"type": T}, ...]}``."""
-    return {"dataset": {"variants": [v.to_dict() for v in variants]},
-            "metrics": [{"type": metric} for metric in metrics]}
+    return {
+        "dataset": {"variants": [v.to_dict() for v in variants]},
+        "metrics": [{"type": metric} for metric in metrics],
+    }
 
 
 def write_suite(path: Path, suite: Mapping[str, Any], *, force: bool) -> None:
     """Write the suite as YAML (``.yaml``/``.yml``) or JSON; never overwrite unless forced."""
     if path.exists() and not force:
-        raise InputError("the output file already exists; choose another path or pass "
-                         "`force` to replace it.", file=str(path))
+        raise InputError(
+            "the output file already exists; choose another path or pass `force` to replace it.",
+            file=str(path),
+        )
     if path.suffix.lower() in (".yaml", ".yml"):
         text = yaml.safe_dump(dict(suite), sort_keys=False, allow_unicode=True)
     else:
@@ -157,9 +192,12 @@ def write_suite(path: Path, suite: Mapping[str, Any], *, force: bool) -> None:
 def write_records(path: Path, variants: Sequence[ImportedVariant], *, force: bool) -> int:
     """Write the recorded outputs as fairtrace scenario records (JSON lines)."""
     if path.exists() and not force:
-        raise InputError("the records file already exists; choose another path or pass "
-                         "`force` to replace it.", file=str(path))
+        raise InputError(
+            "the records file already exists; choose another path or pass `force` to replace it.",
+            file=str(path),
+        )
     rows = [v.record() for v in variants if v.response is not None]
-    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
-                                    for r in rows))
+    write_text_atomic(
+        path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    )
     return len(rows)

@@ -25,15 +25,25 @@ def kept(test: Mapping[str, Any], default: Mapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def seed_of(text: Mapping[str, str], chosen: set[str], prompt_var: str | None,
-            seed_var: str | None, seeds: dict[tuple[tuple[str, str], ...], str], file: str,
-            line: int | None) -> str:
+def seed_of(
+    text: Mapping[str, str],
+    chosen: set[str],
+    prompt_var: str | None,
+    seed_var: str | None,
+    seeds: dict[tuple[tuple[str, str], ...], str],
+    file: str,
+    line: int | None,
+) -> str:
     """The seed of a test without ``metadata.seed_id``: its ``seed_var`` value, else the one
     shared by every test with the same non-attribute vars."""
     if seed_var is not None:
         if seed_var not in text:
-            raise InputError(f"the test has no '{seed_var}' var (`seed_var`).", file=file,
-                             line=line, field=f"vars.{seed_var}")
+            raise InputError(
+                f"the test has no '{seed_var}' var (`seed_var`).",
+                file=file,
+                line=line,
+                field=f"vars.{seed_var}",
+            )
         return text[seed_var]
     group = tuple(sorted((k, v) for k, v in text.items() if k not in chosen and k != prompt_var))
     return seeds.setdefault(group, f"seed-{len(seeds) + 1}")

@@ -31,28 +31,31 @@ def _items(path: Path, key: str, expected: str) -> list[Any]:
     data = read_structured(path, expected)
     items = data[key] if isinstance(data, Mapping) and key in data else data
     if not isinstance(items, list):
-        raise InputError(f"the file holds {kind_of(data)}; expected {expected}.",
-                         file=str(path))
+        raise InputError(f"the file holds {kind_of(data)}; expected {expected}.", file=str(path))
     return items
 
 
 def _assignments(raw: object, file: str, line: int | None, field: str) -> dict[str, str]:
     if not isinstance(raw, Mapping):
-        raise InputError("must be an object of attribute values.", file=file, line=line,
-                         field=field)
+        raise InputError(
+            "must be an object of attribute values.", file=file, line=line, field=field
+        )
     return {str(k): scalar_text(v, file, line, f"{field}.{k}") for k, v in sorted(raw.items())}
 
 
-def _entry(path: Path, index: int, item: object, text_key: str, fallback: str
-           ) -> tuple[Mapping[str, Any], Mapping[str, Any], str, str, int | None]:
+def _entry(
+    path: Path, index: int, item: object, text_key: str, fallback: str
+) -> tuple[Mapping[str, Any], Mapping[str, Any], str, str, int | None]:
     file, line, where = str(path), line_of(item), f"[{index}]"
     if not isinstance(item, Mapping):
-        raise InputError(f"must be an object, not {kind_of(item)}.", file=file,
-                         line=line, field=where)
+        raise InputError(
+            f"must be an object, not {kind_of(item)}.", file=file, line=line, field=where
+        )
     text = item.get(text_key)
     if not isinstance(text, str) or not text:
-        raise InputError("must be a non-empty string.", file=file, line=line,
-                         field=f"{where}.{text_key}")
+        raise InputError(
+            "must be a non-empty string.", file=file, line=line, field=f"{where}.{text_key}"
+        )
     metadata = item.get("metadata", {}) or {}
     if not isinstance(metadata, Mapping):
         raise InputError("must be an object.", file=file, line=line, field=f"{where}.metadata")
@@ -81,8 +84,9 @@ def load_fairtrace_deepeval(path: Path) -> list[ImportedVariant]:
         item, metadata, prompt, _, line = _entry(path, index, raw, "input", "deepeval")
         ident = str(item.get("id") or f"deepeval-{index + 1}")
         seed = metadata.get("seed_id") or metadata.get("group_id") or ident
-        assignments = _assignments(metadata.get("assignments", {}), str(path), line,
-                                   f"[{index}].metadata.assignments")
+        assignments = _assignments(
+            metadata.get("assignments", {}), str(path), line, f"[{index}].metadata.assignments"
+        )
         variants.append(ImportedVariant(ident, str(seed), prompt, assignments, line))
     check_unique(variants, str(path))
     return variants

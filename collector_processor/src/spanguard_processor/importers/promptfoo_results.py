@@ -52,8 +52,13 @@ def _labels(results: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     labels = []
     for i, prompt in enumerate(prompts if isinstance(prompts, list) else []):
         label = prompt.get("label") if isinstance(prompt, Mapping) else None
-        if isinstance(given, list) and i < len(given) and isinstance(given[i], Mapping) and \
-                isinstance(given[i].get("label"), str) and given[i]["label"]:
+        if (
+            isinstance(given, list)
+            and i < len(given)
+            and isinstance(given[i], Mapping)
+            and isinstance(given[i].get("label"), str)
+            and given[i]["label"]
+        ):
             label = given[i]["label"]
         labels.append(label if isinstance(label, str) and label else f"prompt-{i + 1}")
     return labels
@@ -67,8 +72,11 @@ def _prompt(raw: object) -> tuple[str, list[Any] | None]:
         messages = json.loads(raw) if raw.lstrip().startswith("[") else None
     except ValueError:
         messages = None
-    if isinstance(messages, list) and messages and all(
-            isinstance(m, Mapping) and isinstance(m.get("content"), str) for m in messages):
+    if (
+        isinstance(messages, list)
+        and messages
+        and all(isinstance(m, Mapping) and isinstance(m.get("content"), str) for m in messages)
+    ):
         users = [m["content"] for m in messages if m.get("role") == "user"]
         return (users[-1] if users else messages[-1]["content"]), messages
     return raw, None
@@ -82,24 +90,36 @@ def _output(row: Mapping[str, Any]) -> str | None:
     return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
 
-def load_results(path: Path, data: Mapping[str, Any], *, attributes: Sequence[str] = (),
-                 seed_var: str | None = None) -> list[ImportedVariant]:
+def load_results(
+    path: Path,
+    data: Mapping[str, Any],
+    *,
+    attributes: Sequence[str] = (),
+    seed_var: str | None = None,
+) -> list[ImportedVariant]:
     """The variants (with recorded outputs) of a promptfoo results.json."""
     file = str(path)
     results = data["results"]
     rows = [r for r in results["results"] if isinstance(r, Mapping)]
     if len(rows) != len(results["results"]):
-        raise InputError("every entry of results.results must be an object (one test case "
-                         "run with one prompt).", file=file, field="results.results")
+        raise InputError(
+            "every entry of results.results must be an object (one test case run with one prompt).",
+            file=file,
+            field="results.results",
+        )
     rows.sort(key=lambda r: (r.get("promptIdx", 0), r.get("testIdx", 0)))
     given = data.get("config")
     config: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     labels = _labels(results, config)
     chosen = set(attributes) or _config_attributes(config)
     if not chosen:
-        raise InputError("no counterfactual attribute found: no var is a list in "
-                         "config.tests and no scenario sets one; pass `attributes` NAME "
-                         "(e.g. `attributes` gender).", file=file, field="config.tests")
+        raise InputError(
+            "no counterfactual attribute found: no var is a list in "
+            "config.tests and no scenario sets one; pass `attributes` NAME "
+            "(e.g. `attributes` gender).",
+            file=file,
+            field="config.tests",
+        )
     several = len({r.get("promptIdx", 0) for r in rows}) > 1
     seeds: dict[tuple[tuple[str, str], ...], str] = {}
     variants = []
@@ -109,14 +129,21 @@ def load_results(path: Path, data: Mapping[str, Any], *, attributes: Sequence[st
         test: Mapping[str, Any] = case if isinstance(case, Mapping) else {}
         vars_ = row.get("vars", test.get("vars", {}))
         if not isinstance(vars_, Mapping):
-            raise InputError(f"must be an object, not {kind_of(vars_)}.", file=file,
-                             field=f"{where}.vars")
-        text = {k: scalar_text(v, file, None, f"{where}.vars.{k}") for k, v in vars_.items()
-                if k in chosen or isinstance(v, str | int | float | bool)}
+            raise InputError(
+                f"must be an object, not {kind_of(vars_)}.", file=file, field=f"{where}.vars"
+            )
+        text = {
+            k: scalar_text(v, file, None, f"{where}.vars.{k}")
+            for k, v in vars_.items()
+            if k in chosen or isinstance(v, str | int | float | bool)
+        }
         missing = sorted(chosen - set(text))
         if missing and attributes:
-            raise InputError(f"the row has no '{missing[0]}' var (`attributes`).", file=file,
-                             field=f"{where}.vars.{missing[0]}")
+            raise InputError(
+                f"the row has no '{missing[0]}' var (`attributes`).",
+                file=file,
+                field=f"{where}.vars.{missing[0]}",
+            )
         found = test.get("metadata")
         meta_in: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         ident = meta_in.get("id", test.get("description"))
@@ -124,11 +151,17 @@ def load_results(path: Path, data: Mapping[str, Any], *, attributes: Sequence[st
         assignments = {k: text[k] for k in sorted(chosen) if k in text}
         base += "::" + ",".join(f"{k}={v}" for k, v in assignments.items())
         seed = meta_in.get("seed_id")
-        seed = str(seed) if seed is not None else seed_of(text, chosen, None, seed_var, seeds,
-                                                          file, None)
+        seed = (
+            str(seed)
+            if seed is not None
+            else seed_of(text, chosen, None, seed_var, seeds, file, None)
+        )
         prompt, messages = _prompt((row.get("prompt") or {}).get("raw"))
-        label = labels[row.get("promptIdx", 0)] if row.get("promptIdx", 0) < len(labels) \
+        label = (
+            labels[row.get("promptIdx", 0)]
+            if row.get("promptIdx", 0) < len(labels)
             else f"prompt-{row.get('promptIdx', 0) + 1}"
+        )
         meta = kept(test, {})
         meta["prompt_label"] = label
         if messages is not None:
@@ -138,8 +171,16 @@ def load_results(path: Path, data: Mapping[str, Any], *, attributes: Sequence[st
             meta["provider"] = provider["id"]
         if isinstance(row.get("success"), bool):
             meta["promptfoo_success"] = row["success"]
-        variants.append(ImportedVariant(f"{label}/{base}" if several else base,
-                                        f"{label}/{seed}" if several else seed,
-                                        prompt, assignments, None, meta, _output(row)))
+        variants.append(
+            ImportedVariant(
+                f"{label}/{base}" if several else base,
+                f"{label}/{seed}" if several else seed,
+                prompt,
+                assignments,
+                None,
+                meta,
+                _output(row),
+            )
+        )
     check_unique(variants, file)
     return variants

@@ -47,8 +47,9 @@ class JsonCodec(Codec):
         batch = decode_document(document, None if shape.changed else body)
         if not shape.rejected:
             return batch
-        return replace(batch, rejected=batch.rejected + shape.rejected,
-                       error=batch.error or shape.error)
+        return replace(
+            batch, rejected=batch.rejected + shape.rejected, error=batch.error or shape.error
+        )
 
     @staticmethod
     def shape(document: Any, shaping: Shaping) -> Shape:
@@ -68,25 +69,32 @@ class JsonCodec(Codec):
     def logs_as_spans(self, body: bytes) -> LogsSpans:
         doc = _parse(body)
         if not isinstance(doc, dict) or not isinstance(doc.get("resourceLogs", []), list):
-            raise TraceFormatError("is not an OTLP-JSON logs request: it must be an object "
-                                   "whose 'resourceLogs' is a list.")
+            raise TraceFormatError(
+                "is not an OTLP-JSON logs request: it must be an object "
+                "whose 'resourceLogs' is a list."
+            )
         events = events_from_document(doc, trace_level=True)
         total = _count_records(doc)
-        return LogsSpans(logs_as_spans(events).SerializeToString() if events else b"",
-                         total - len(events))
+        return LogsSpans(
+            logs_as_spans(events).SerializeToString() if events else b"", total - len(events)
+        )
 
     def traces_reply(self, batch: DecodedBatch) -> bytes:
         body: dict[str, Any] = {}
         if batch.rejected:
             body["partialSuccess"] = {
-                "rejectedSpans": str(batch.rejected), "errorMessage": batch.error or ""}
+                "rejectedSpans": str(batch.rejected),
+                "errorMessage": batch.error or "",
+            }
         return orjson.dumps(body)
 
     def logs_reply(self, batch: DecodedBatch) -> bytes:
         body: dict[str, Any] = {}
         if batch.rejected:
-            body["partialSuccess"] = {"rejectedLogRecords": str(batch.rejected),
-                                      "errorMessage": batch.error or ""}
+            body["partialSuccess"] = {
+                "rejectedLogRecords": str(batch.rejected),
+                "errorMessage": batch.error or "",
+            }
         return orjson.dumps(body)
 
     def error_reply(self, status: int, rpc_code: int, message: str) -> bytes:
@@ -94,8 +102,11 @@ class JsonCodec(Codec):
 
 
 def _count_records(doc: Mapping[str, Any]) -> int:
-    return sum(len(_items(scope, "logRecords")) for resource in _items(doc, "resourceLogs")
-               for scope in _items(resource, "scopeLogs"))
+    return sum(
+        len(_items(scope, "logRecords"))
+        for resource in _items(doc, "resourceLogs")
+        for scope in _items(resource, "scopeLogs")
+    )
 
 
 def _cut_attributes(holder: MutableMapping[str, Any], limit: int, shape: Shape) -> None:
@@ -108,7 +119,8 @@ def _cut_attributes(holder: MutableMapping[str, Any], limit: int, shape: Shape) 
         holder["attributes"] = kept
         previous = holder.get("droppedAttributesCount")
         holder["droppedAttributesCount"] = dropped + (
-            previous if isinstance(previous, int) and not isinstance(previous, bool) else 0)
+            previous if isinstance(previous, int) and not isinstance(previous, bool) else 0
+        )
         shape.changed = True
 
 
@@ -124,10 +136,14 @@ def _spans(document: Any, shape: Shape, budget: TraceBudget) -> list[dict[str, A
     for resource in resources if isinstance(resources, list) else ():
         for key in ("scopeSpans", "instrumentationLibrarySpans"):
             found = resource.get(key) if isinstance(resource, dict) else None
-            scopes.extend(scope for scope in (found if isinstance(found, list) else ())
-                          if isinstance(scope, dict) and isinstance(scope.get("spans"), list))
-    counts = Counter(t for scope in scopes for span in scope["spans"]
-                     if (t := _trace_id(span)) is not None)
+            scopes.extend(
+                scope
+                for scope in (found if isinstance(found, list) else ())
+                if isinstance(scope, dict) and isinstance(scope.get("spans"), list)
+            )
+    counts = Counter(
+        t for scope in scopes for span in scope["spans"] if (t := _trace_id(span)) is not None
+    )
     remaining = budget.admit(counts.items(), shape)
     spans: list[dict[str, Any]] = []
     for scope in scopes:

@@ -42,13 +42,17 @@ __all__ = ["PROTOBUF_CODEC", "ProtobufCodec", "export_response", "logs_export_re
 def _with_bad(groups: Sequence[TraceGroup], bad: dict[str, int]) -> Iterable[tuple[str, int]]:
     """Each trace's spans in a request: its valid ones (grouped) and those with bad ids."""
     if not bad:  # the common case, at C speed
-        return zip(map(itemgetter(0), groups),
-                   map(rshift, map(len, map(itemgetter(1), groups)), repeat(3)), strict=True)
+        return zip(
+            map(itemgetter(0), groups),
+            map(rshift, map(len, map(itemgetter(1), groups)), repeat(3)),
+            strict=True,
+        )
     return _counted_with_bad(groups, bad)
 
 
-def _counted_with_bad(groups: Iterable[TraceGroup], bad: dict[str, int]
-                      ) -> Iterator[tuple[str, int]]:
+def _counted_with_bad(
+    groups: Iterable[TraceGroup], bad: dict[str, int]
+) -> Iterator[tuple[str, int]]:
     for group in groups:
         yield group.trace_id, group.span_count + bad.pop(group.trace_id, 0)
     yield from bad.items()
@@ -68,8 +72,11 @@ class ProtobufCodec(Codec):
         shape: Shape | None = None
         if not shaping.redactor.active:  # limits and grouping in one pass (the common case)
             groups, rejected, error, bad, over = group_request(
-                request, shaping.attribute_limit, body,
-                counted.frames if counted is not None else None)
+                request,
+                shaping.attribute_limit,
+                body,
+                counted.frames if counted is not None else None,
+            )
             if not over:
                 shape = Shape()
                 allowed = shaping.budget.admit(_with_bad(groups, bad), shape)
@@ -81,8 +88,13 @@ class ProtobufCodec(Codec):
         batch = decode_request(request, None if shape.changed else body)
         if not shape.rejected:
             return batch
-        return DecodedBatch(batch.spans, batch.rejected + shape.rejected,
-                            batch.error or shape.error, FORMAT_PROTOBUF, batch.body)
+        return DecodedBatch(
+            batch.spans,
+            batch.rejected + shape.rejected,
+            batch.error or shape.error,
+            FORMAT_PROTOBUF,
+            batch.body,
+        )
 
     @staticmethod
     def shape(request: ExportTraceServiceRequest, shaping: Shaping) -> Shape:
@@ -114,8 +126,11 @@ class ProtobufCodec(Codec):
             request.ParseFromString(body)
         except DecodeError as exc:
             raise TraceFormatError(f"is not an ExportLogsServiceRequest ({exc}).") from None
-        total = sum(len(scope.log_records) for resource in request.resource_logs
-                    for scope in resource.scope_logs)
+        total = sum(
+            len(scope.log_records)
+            for resource in request.resource_logs
+            for scope in resource.scope_logs
+        )
         spans, kept = request_as_spans(request, trace_level=True)
         return LogsSpans(spans.SerializeToString() if kept else b"", total - kept)
 

@@ -46,8 +46,17 @@ from spanguard.exceptions import TraceFormatError
 
 from .spans import TraceGroup
 
-__all__ = ["ANNOTATION_BYTES", "COLUMNS_MIN_SPANS", "MALFORMED", "count_spans", "framed_count",
-           "group_frames", "merged_span", "read_columns", "span_frames"]
+__all__ = [
+    "ANNOTATION_BYTES",
+    "COLUMNS_MIN_SPANS",
+    "MALFORMED",
+    "count_spans",
+    "framed_count",
+    "group_frames",
+    "merged_span",
+    "read_columns",
+    "span_frames",
+]
 
 MALFORMED = "is not a valid OTLP protobuf trace request (malformed wire format)."
 
@@ -77,22 +86,30 @@ def _request_class(package: str, leaf: str, fields: tuple[tuple[str, int, str], 
     repeated instances of a singular message field, so everything below lands in one
     message, at C speed and in wire order."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
     kind = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(
-        name=f"spanguard_{package}_otlp.proto", package=f"spanguard.{package}", syntax="proto3")
+        name=f"spanguard_{package}_otlp.proto", package=f"spanguard.{package}", syntax="proto3"
+    )
     message = proto.message_type.add(name=leaf)
     for name, number, type_ in fields:
-        message.field.add(name=name, number=number, label=kind.LABEL_REPEATED,
-                          type=getattr(kind, type_))
+        message.field.add(
+            name=name, number=number, label=kind.LABEL_REPEATED, type=getattr(kind, type_)
+        )
     chain = ("Span", "Scope", "Resource", "Request")
-    for below, above in pairwise(chain[chain.index(leaf):]):
+    for below, above in pairwise(chain[chain.index(leaf) :]):
         proto.message_type.add(name=above).field.add(
-            name="item", number=_ITEM_NUMBER[above], label=kind.LABEL_OPTIONAL,
-            type=kind.TYPE_MESSAGE, type_name=f".spanguard.{package}.{below}")
+            name="item",
+            number=_ITEM_NUMBER[above],
+            label=kind.LABEL_OPTIONAL,
+            type=kind.TYPE_MESSAGE,
+            type_name=f".spanguard.{package}.{below}",
+        )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName(f"spanguard.{package}.Request"))
+        pool.FindMessageTypeByName(f"spanguard.{package}.Request")
+    )
 
 
 #: Down to the spans, each kept as bytes: parsing a request as this frames its spans, in
@@ -113,9 +130,18 @@ def span_frames(body: bytes) -> Sequence[bytes]:
 
 #: One span holding every occurrence, in every span, of the ids, parents, names, start times
 #: and events (as bytes; the rest is skipped).
-_MERGED = _request_class("merged", "Span", (
-    ("trace_ids", 1, "TYPE_BYTES"), ("span_ids", 2, "TYPE_BYTES"), ("parents", 4, "TYPE_BYTES"),
-    ("names", 5, "TYPE_BYTES"), ("starts", 7, "TYPE_FIXED64"), ("events", 11, "TYPE_BYTES")))
+_MERGED = _request_class(
+    "merged",
+    "Span",
+    (
+        ("trace_ids", 1, "TYPE_BYTES"),
+        ("span_ids", 2, "TYPE_BYTES"),
+        ("parents", 4, "TYPE_BYTES"),
+        ("names", 5, "TYPE_BYTES"),
+        ("starts", 7, "TYPE_FIXED64"),
+        ("events", 11, "TYPE_BYTES"),
+    ),
+)
 
 
 def merged_span(body: bytes) -> Any:
@@ -127,16 +153,16 @@ def merged_span(body: bytes) -> Any:
         return None
 
 
-def group_frames(frames: Sequence[bytes], merged: Any, attribute_limit: int
-                 ) -> tuple[TraceGroup, ...] | None:
+def group_frames(
+    frames: Sequence[bytes], merged: Any, attribute_limit: int
+) -> tuple[TraceGroup, ...] | None:
     """The trace groups of a request whose spans are ``frames`` (each span's bytes, in
     request order) and whose merged span is ``merged``, exactly as reading every span would
     give them, or None when that cannot be proved from the bytes (see the module docstring).
     """
     spans = list(frames)
     n = len(spans)
-    if (not n or len(merged.trace_ids) != n or len(merged.span_ids) != n
-            or len(merged.starts) != n):
+    if not n or len(merged.trace_ids) != n or len(merged.span_ids) != n or len(merged.starts) != n:
         return None
     lens = np.fromiter(map(len, spans), np.int64, n)
     end = np.cumsum(lens)
@@ -200,18 +226,23 @@ def _past_name(byte: Any, word: Any, name: Any, names: int) -> Any:
         three = ~one & ~two & (b3 < 0x80)
         if (named & ~(one | two | three)).any():
             return None
-        size = np.where(one, b1, np.where(two, (b1 & 0x7F) | (b2 << 7),
-                                          (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)))
+        size = np.where(
+            one,
+            b1,
+            np.where(two, (b1 & 0x7F) | (b2 << 7), (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)),
+        )
         past = name + named * (2 + two + 2 * three + size)
     # an annotation's name is short (one length byte): its length and first bytes tell
-    if (named & (size == len(ANNOTATION_BYTES))
-            & (word[name + 2] & _NOTE_MASK == _NOTE_HEAD)).any():
+    if (
+        named & (size == len(ANNOTATION_BYTES)) & (word[name + 2] & _NOTE_MASK == _NOTE_HEAD)
+    ).any():
         return None
     return past
 
 
-def _within_limit(spans: list[bytes], joined: bytes, lens: Any, off: Any, total: int,
-                  limit: int) -> bool:
+def _within_limit(
+    spans: list[bytes], joined: bytes, lens: Any, off: Any, total: int, limit: int
+) -> bool:
     """True if no frame can hold more than ``limit`` attributes: each attribute begins with
     a ``0x4A`` byte, and takes at least two bytes."""
     long = lens > 2 * limit + 1
@@ -223,8 +254,9 @@ def _within_limit(spans: list[bytes], joined: bytes, lens: Any, off: Any, total:
     return all(spans[i].count(_ATTRIBUTE_TAG) <= limit for i in doubtful.tolist())
 
 
-def _groups(high: Any, low: Any, span_id: Any, start: Any, parented: Any
-            ) -> tuple[TraceGroup, ...] | None:
+def _groups(
+    high: Any, low: Any, span_id: Any, start: Any, parented: Any
+) -> tuple[TraceGroup, ...] | None:
     """Spans grouped by trace id (``high``, ``low``: its two halves), in order of each
     trace's first span, the span ids of each in request order."""
     n = len(high)
@@ -239,7 +271,12 @@ def _groups(high: Any, low: Any, span_id: Any, start: Any, parented: Any
     if (heads[1:] == heads[:-1]).any():
         order = np.argsort(high, kind="stable")
         high, low, span_id, start, parented = (
-            high[order], low[order], span_id[order], start[order], parented[order])
+            high[order],
+            low[order],
+            span_id[order],
+            start[order],
+            parented[order],
+        )
         np.not_equal(high[1:], high[:-1], out=new[1:])
         first_at = np.flatnonzero(new)
         by_first = np.argsort(order[first_at], kind="stable")
@@ -251,14 +288,22 @@ def _groups(high: Any, low: Any, span_id: Any, start: Any, parented: Any
     starts = np.minimum.reduceat(start, first_at)[by_first].tolist()
     roots = np.logical_or.reduceat(~parented, first_at)[by_first].tolist()
     ids = span_id.tobytes()
-    hexes = np.column_stack((high[first_at][by_first], low[first_at][by_first])
-                            ).tobytes().hex()
+    hexes = np.column_stack((high[first_at][by_first], low[first_at][by_first])).tobytes().hex()
     count = len(first_at)
     # comprehensions slice about twice as fast as map(str.__getitem__, map(slice, ...))
-    return tuple(map(_GROUP, zip(
-        [hexes[at:at + 32] for at in range(0, 32 * count, 32)],
-        [ids[a:b] for a, b in zip(begin, stop, strict=True)],
-        starts, roots, [0] * count, strict=True)))
+    return tuple(
+        map(
+            _GROUP,
+            zip(
+                [hexes[at : at + 32] for at in range(0, 32 * count, 32)],
+                [ids[a:b] for a, b in zip(begin, stop, strict=True)],
+                starts,
+                roots,
+                [0] * count,
+                strict=True,
+            ),
+        )
+    )
 
 
 def _events_over(spans: Any, attribute_limit: int) -> bool:
@@ -268,13 +313,20 @@ def _events_over(spans: Any, attribute_limit: int) -> bool:
     # every attribute takes at least 2 bytes (tag and length): only events at least this
     # long can be over the limit, and only those are parsed
     longest = 2 * (attribute_limit + 1)
-    return bool(events) and max(map(len, events)) >= longest and any(
-        len(Span.Event.FromString(event).attributes) > attribute_limit
-        for event in events if len(event) >= longest)
+    return (
+        bool(events)
+        and max(map(len, events)) >= longest
+        and any(
+            len(Span.Event.FromString(event).attributes) > attribute_limit
+            for event in events
+            if len(event) >= longest
+        )
+    )
 
 
-def read_columns(body: bytes, frames: Sequence[bytes] | None, attribute_limit: int
-                 ) -> tuple[Any, bool, tuple[TraceGroup, ...] | None]:
+def read_columns(
+    body: bytes, frames: Sequence[bytes] | None, attribute_limit: int
+) -> tuple[Any, bool, tuple[TraceGroup, ...] | None]:
     """What the bytes of a parsed request tell at C speed: its merged span (None when the
     merged parse fails: read span by span), whether an event is over ``attribute_limit``, and
     its spans grouped by trace when the request has at least :data:`COLUMNS_MIN_SPANS` spans
@@ -286,8 +338,9 @@ def read_columns(body: bytes, frames: Sequence[bytes] | None, attribute_limit: i
     over = _events_over(merged, attribute_limit)
     grouped = None
     if len(merged.span_ids) >= COLUMNS_MIN_SPANS:
-        grouped = group_frames(span_frames(body) if frames is None else frames, merged,
-                               attribute_limit)
+        grouped = group_frames(
+            span_frames(body) if frames is None else frames, merged, attribute_limit
+        )
     return merged, over, grouped
 
 
@@ -304,8 +357,9 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _submessages(buf: bytes, pos: int, end: int, number: int, stop: int, collect: bool = True
-                 ) -> tuple[list[tuple[int, int]], int]:
+def _submessages(
+    buf: bytes, pos: int, end: int, number: int, stop: int, collect: bool = True
+) -> tuple[list[tuple[int, int]], int]:
     """Offsets (when ``collect``) of the length-delimited fields ``number`` in ``buf[pos:end]``
     (other fields are skipped by wire type), and how many there were; stops after ``stop``."""
     found: list[tuple[int, int]] = []

@@ -29,8 +29,13 @@ from .spans import (
     valid_trace_id,
 )
 
-__all__ = ["batch_records", "batch_spans", "decode_document", "estimate_spans",
-           "record_from_json_span"]
+__all__ = [
+    "batch_records",
+    "batch_spans",
+    "decode_document",
+    "estimate_spans",
+    "record_from_json_span",
+]
 
 #: JSON objects per span assumed when bounding a document by its objects (a span with a few
 #: attributes has ~10: each attribute is two)
@@ -43,6 +48,7 @@ def estimate_spans(body: bytes) -> int:
     ``orjson`` builds them (parsing costs ~100 bytes per object)."""
     return max(body.count(b'"spanId"'), body.count(b"{") // _OBJECTS_PER_SPAN)
 
+
 _SCOPE_KEYS = ("scopeSpans", "instrumentationLibrarySpans")
 
 
@@ -51,8 +57,9 @@ def _list(obj: Mapping[str, Any], key: str, path: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise TraceFormatError(f"expected a list, got {type(value).__name__}.",
-                               field=f"{path}.{key}" if path else key)
+        raise TraceFormatError(
+            f"expected a list, got {type(value).__name__}.", field=f"{path}.{key}" if path else key
+        )
     return value
 
 
@@ -85,7 +92,7 @@ def decode_document(doc: object, body: bytes | None = None) -> DecodedBatch:
     root = _object(doc, "(document)")
     if "resourceSpans" not in root:
         raise TraceFormatError(
-            "is missing; an OTLP-JSON trace document is {\"resourceSpans\": [...]}.",
+            'is missing; an OTLP-JSON trace document is {"resourceSpans": [...]}.',
             field="resourceSpans",
         )
     spans: list[EncodedSpan] = []
@@ -272,5 +279,7 @@ def batch_spans(body: bytes) -> tuple[list[str], Callable[[int], SpanRecord]]:
     """Parse a stored OTLP-JSON document once: the trace id of each span (by position), and
     position -> :class:`SpanRecord`."""
     spans = _all_spans(orjson.loads(body))
-    return ([_hex_id(span.get("traceId")) if isinstance(span, Mapping) else "" for span in spans],
-            lambda position: record_from_json_span(spans[position]))
+    return (
+        [_hex_id(span.get("traceId")) if isinstance(span, Mapping) else "" for span in spans],
+        lambda position: record_from_json_span(spans[position]),
+    )

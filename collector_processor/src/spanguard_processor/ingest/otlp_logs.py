@@ -28,10 +28,23 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from .spans import valid_span_id, valid_trace_id
 
-__all__ = ["EVENT_NAME_ATTRIBUTE", "LOG_BODY", "LOG_SPAN", "LOG_SPANS_SCOPE", "TRACE_LEVEL",
-           "TRACE_LEVEL_EVENTS", "EventIndex", "LogEvent", "attach_to_document",
-           "attach_to_request", "events_from_document", "events_from_request", "is_logs_document",
-           "logs_as_spans", "parse_logs_request"]
+__all__ = [
+    "EVENT_NAME_ATTRIBUTE",
+    "LOG_BODY",
+    "LOG_SPAN",
+    "LOG_SPANS_SCOPE",
+    "TRACE_LEVEL",
+    "TRACE_LEVEL_EVENTS",
+    "EventIndex",
+    "LogEvent",
+    "attach_to_document",
+    "attach_to_request",
+    "events_from_document",
+    "events_from_request",
+    "is_logs_document",
+    "logs_as_spans",
+    "parse_logs_request",
+]
 
 #: the span event attribute that carries a joined log record's body (OTLP-JSON ``AnyValue``)
 LOG_BODY = "spanguard.log.body"
@@ -120,8 +133,14 @@ def _event(record: object, trace_level: bool = False) -> LogEvent | None:
         span_id = ""
     body = record.get("body")
     time_ns = _nanos(record.get("timeUnixNano")) or _nanos(record.get("observedTimeUnixNano"))
-    return LogEvent(trace_id, span_id, name, time_ns, attributes,
-                    body if isinstance(body, Mapping) and body else None)
+    return LogEvent(
+        trace_id,
+        span_id,
+        name,
+        time_ns,
+        attributes,
+        body if isinstance(body, Mapping) and body else None,
+    )
 
 
 def _items(parent: object, key: str) -> list[Any]:
@@ -130,8 +149,7 @@ def _items(parent: object, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def events_from_document(doc: Mapping[str, Any], *, trace_level: bool = False
-                         ) -> list[LogEvent]:
+def events_from_document(doc: Mapping[str, Any], *, trace_level: bool = False) -> list[LogEvent]:
     """The span-bound events of one OTLP-JSON logs document (malformed parts are skipped);
     with ``trace_level``, also the evaluation results that name their trace but no span
     (``span_id`` "": :func:`logs_as_spans` puts them under :data:`TRACE_LEVEL`)."""
@@ -165,8 +183,9 @@ def parse_logs_request(body: bytes) -> ExportLogsServiceRequest | None:
     return None
 
 
-def events_from_request(request: ExportLogsServiceRequest, *, trace_level: bool = False
-                        ) -> list[LogEvent]:
+def events_from_request(
+    request: ExportLogsServiceRequest, *, trace_level: bool = False
+) -> list[LogEvent]:
     """The span-bound events of a protobuf logs request (``trace_level``: as above)."""
     from google.protobuf.json_format import MessageToDict
 
@@ -188,8 +207,11 @@ def attach_to_document(doc: MutableMapping[str, Any], index: EventIndex) -> bool
     True when any was added (each event is attached once: it leaves the index)."""
     added = False
     for resource in _items(doc, "resourceSpans"):
-        scope_key = ("scopeSpans" if not isinstance(resource, Mapping) or "scopeSpans" in resource
-                     else "instrumentationLibrarySpans")
+        scope_key = (
+            "scopeSpans"
+            if not isinstance(resource, Mapping) or "scopeSpans" in resource
+            else "instrumentationLibrarySpans"
+        )
         for scope in _items(resource, scope_key):
             for span in _items(scope, "spans"):
                 if not isinstance(span, MutableMapping):
@@ -197,8 +219,10 @@ def attach_to_document(doc: MutableMapping[str, Any], index: EventIndex) -> bool
                 events = index.pop((_hex(span.get("traceId")), _hex(span.get("spanId"))), None)
                 if events:
                     existing = span.get("events")
-                    span["events"] = [*(existing if isinstance(existing, list) else []),
-                                      *(event.json_event() for event in events)]
+                    span["events"] = [
+                        *(existing if isinstance(existing, list) else []),
+                        *(event.json_event() for event in events),
+                    ]
                     added = True
     return added
 
@@ -229,10 +253,10 @@ def _add_event(span: Span, event: LogEvent) -> None:
 def _log_span_id(event: LogEvent) -> bytes:
     """From the record alone (not its place in a request), so a record re-sent in another
     batch is the same span."""
-    content = orjson.dumps([event.attributes, event.body], option=orjson.OPT_SORT_KEYS,
-                           default=str)
-    digest = hashlib.sha256(f"{event.trace_id}{event.span_id}{event.time_ns}{event.name}"
-                            .encode() + content).digest()
+    content = orjson.dumps([event.attributes, event.body], option=orjson.OPT_SORT_KEYS, default=str)
+    digest = hashlib.sha256(
+        f"{event.trace_id}{event.span_id}{event.time_ns}{event.name}".encode() + content
+    ).digest()
     return digest[:8] if any(digest[:8]) else b"\x00" * 7 + b"\x01"
 
 
@@ -250,8 +274,12 @@ def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
     scope.scope.name = LOG_SPANS_SCOPE
     for event in events:
         span = scope.spans.add(
-            trace_id=bytes.fromhex(event.trace_id), span_id=_log_span_id(event),
-            parent_span_id=bytes.fromhex(event.span_id or TRACE_LEVEL), name=LOG_SPAN,
-            start_time_unix_nano=event.time_ns, end_time_unix_nano=event.time_ns)
+            trace_id=bytes.fromhex(event.trace_id),
+            span_id=_log_span_id(event),
+            parent_span_id=bytes.fromhex(event.span_id or TRACE_LEVEL),
+            name=LOG_SPAN,
+            start_time_unix_nano=event.time_ns,
+            end_time_unix_nano=event.time_ns,
+        )
         _add_event(span, event)
     return request

@@ -42,8 +42,9 @@ def _name(record: LogRecord) -> str:
 
 def _span_id(record: LogRecord, name: str, time_ns: int) -> bytes:
     """From the record alone, so a record re-sent in another batch is the same span."""
-    digest = hashlib.sha256(record.trace_id + record.span_id + time_ns.to_bytes(8, "big")
-                            + name.encode())
+    digest = hashlib.sha256(
+        record.trace_id + record.span_id + time_ns.to_bytes(8, "big") + name.encode()
+    )
     for kv in record.attributes:
         digest.update(kv.SerializeToString(deterministic=True))
     digest.update(record.body.SerializeToString(deterministic=True))
@@ -51,8 +52,9 @@ def _span_id(record: LogRecord, name: str, time_ns: int) -> bytes:
     return found if any(found) else b"\x00" * 7 + b"\x01"
 
 
-def request_as_spans(request: ExportLogsServiceRequest, *, trace_level: bool = False
-                     ) -> tuple[ExportTraceServiceRequest, int]:
+def request_as_spans(
+    request: ExportLogsServiceRequest, *, trace_level: bool = False
+) -> tuple[ExportTraceServiceRequest, int]:
     """The trace request holding ``request`` 's span-bound records as ``spanguard.log`` spans
     (``trace_level``: evaluation results naming only their trace too, under
     :data:`TRACE_LEVEL`), and how many records it holds."""
@@ -75,9 +77,13 @@ def request_as_spans(request: ExportLogsServiceRequest, *, trace_level: bool = F
                     parent = _TRACE_LEVEL
                 time_ns = record.time_unix_nano or record.observed_time_unix_nano
                 span = scope.spans.add(
-                    trace_id=record.trace_id, span_id=_span_id(record, name, time_ns),
-                    parent_span_id=parent, name=LOG_SPAN, start_time_unix_nano=time_ns,
-                    end_time_unix_nano=time_ns)
+                    trace_id=record.trace_id,
+                    span_id=_span_id(record, name, time_ns),
+                    parent_span_id=parent,
+                    name=LOG_SPAN,
+                    start_time_unix_nano=time_ns,
+                    end_time_unix_nano=time_ns,
+                )
                 event = span.events.add(name=name, time_unix_nano=time_ns)
                 event.attributes.extend(record.attributes)
                 if record.body.WhichOneof("value") is not None:

@@ -63,13 +63,20 @@ _ZERO_SPAN = bytes(8)
 
 
 def _all_spans(request: ExportTraceServiceRequest) -> list[Span]:
-    return [span for resource_spans in request.resource_spans
-            for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
+    return [
+        span
+        for resource_spans in request.resource_spans
+        for scope_spans in resource_spans.scope_spans
+        for span in scope_spans.spans
+    ]
 
 
-def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
-                  body: bytes | None = None, frames: Sequence[bytes] | None = None
-                  ) -> tuple[tuple[TraceGroup, ...], int, str | None, dict[str, int], bool]:
+def group_request(
+    request: ExportTraceServiceRequest,
+    attribute_limit: int,
+    body: bytes | None = None,
+    frames: Sequence[bytes] | None = None,
+) -> tuple[tuple[TraceGroup, ...], int, str | None, dict[str, int], bool]:
     """One pass over a parsed request for the receive path: its valid spans grouped by trace
     (no object per span: the ids stay the bytes upb hands out, hex only per trace), the
     rejected count and first reason, the spans with invalid ids per trace id (the per-trace
@@ -112,14 +119,19 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
                     for event in span.events:
                         if len(event.attributes) > attribute_limit:
                             over = True
-                if (len(trace_id) != 16 or trace_id == _ZERO_TRACE or len(span_id) != 8
-                        or span_id == _ZERO_SPAN
-                        or (parent and (len(parent) != 8 or parent == _ZERO_SPAN))):
+                if (
+                    len(trace_id) != 16
+                    or trace_id == _ZERO_TRACE
+                    or len(span_id) != 8
+                    or span_id == _ZERO_SPAN
+                    or (parent and (len(parent) != 8 or parent == _ZERO_SPAN))
+                ):
                     rejected += 1
                     error = error or (
                         f"span {span.name!r} has an invalid trace_id, span_id or "
                         "parent_span_id (a trace id is 16 bytes, a span id 8 bytes, not all "
-                        "zero).")
+                        "zero)."
+                    )
                     trace = trace_id.hex()
                     bad[trace] = bad.get(trace, 0) + 1
                     continue
@@ -149,13 +161,13 @@ def group_request(request: ExportTraceServiceRequest, attribute_limit: int,
             if len(set(held)) < len(held):  # a span sent twice in one request
                 held = list(dict.fromkeys(held))
             held = b"".join(held)
-        groups.append(TraceGroup(trace_id.hex(), held, starts[index], roots[index],
-                                 int(notes[index])))
+        groups.append(
+            TraceGroup(trace_id.hex(), held, starts[index], roots[index], int(notes[index]))
+        )
     return tuple(groups), rejected, error, bad, over
 
 
-def decode_request(request: ExportTraceServiceRequest, body: bytes | None = None
-                   ) -> DecodedBatch:
+def decode_request(request: ExportTraceServiceRequest, body: bytes | None = None) -> DecodedBatch:
     """Every span of a parsed request, ids checked; spans with bad ids are counted as rejected.
 
     ``body`` is the request as received (serialized again when not given).
@@ -166,16 +178,29 @@ def decode_request(request: ExportTraceServiceRequest, body: bytes | None = None
     for position, span in enumerate(_all_spans(request)):
         trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
         bad_parent = parent and (len(parent) != 8 or parent == _ZERO_SPAN)
-        if (len(trace_id) != 16 or trace_id == _ZERO_TRACE or len(span_id) != 8
-                or span_id == _ZERO_SPAN or bad_parent):
+        if (
+            len(trace_id) != 16
+            or trace_id == _ZERO_TRACE
+            or len(span_id) != 8
+            or span_id == _ZERO_SPAN
+            or bad_parent
+        ):
             rejected += 1
             error = error or (
                 f"span {span.name!r} has an invalid trace_id, span_id or parent_span_id "
                 "(a trace id is 16 bytes, a span id 8 bytes, not all zero)."
             )
             continue
-        spans.append(EncodedSpan(trace_id.hex(), span_id.hex(), parent.hex(),
-                                 span.start_time_unix_nano, span.name == _ANNOTATION, position))
+        spans.append(
+            EncodedSpan(
+                trace_id.hex(),
+                span_id.hex(),
+                parent.hex(),
+                span.start_time_unix_nano,
+                span.name == _ANNOTATION,
+                position,
+            )
+        )
     if body is None:
         body = request.SerializeToString()
     return DecodedBatch(tuple(spans), rejected, error, FORMAT_PROTOBUF, body)
@@ -226,5 +251,7 @@ def batch_spans(body: bytes) -> tuple[list[str], Callable[[int], SpanRecord]]:
     """Parse a stored request once: the trace id of each span (by position), and
     position -> :class:`SpanRecord`."""
     spans = _all_spans(parse_request(body))
-    return ([span.trace_id.hex() for span in spans],
-            lambda position: record_from_span(spans[position]))
+    return (
+        [span.trace_id.hex() for span in spans],
+        lambda position: record_from_span(spans[position]),
+    )

@@ -48,23 +48,52 @@ class TextRedactor(Protocol):
 
     def text(self, key: str, value: str | None) -> tuple[bool, str | None]: ...
 
+
 ATTRIBUTE_KEY = "otlp.attribute_key"
 ID_FIELDS = frozenset({"trace_id", "span_id", "parent_span_id"})
 _JSON_ID_FIELDS = frozenset({"traceId", "spanId", "parentSpanId"})
 # OTLP-JSON fields whose strings are numbers or enum names, not text (64-bit integers are
 # strings in JSON)
-_JSON_NOT_TEXT = _JSON_ID_FIELDS | frozenset({
-    "startTimeUnixNano", "endTimeUnixNano", "timeUnixNano", "intValue", "doubleValue",
-    "boolValue", "kind", "code", "flags", "droppedAttributesCount", "droppedEventsCount",
-    "droppedLinksCount"})
-_HOLDERS = {"Span": "span", "Event": "event", "Link": "link", "Status": "status",
-            "InstrumentationScope": "scope", "Resource": "resource", "ScopeSpans": "scope_spans",
-            "ResourceSpans": "resource_spans", "EntityRef": "entity_ref"}
-_JSON_HOLDERS = {"resourceSpans": "resource_spans", "scopeSpans": "scope_spans",
-                 "instrumentationLibrarySpans": "scope_spans", "spans": "span",
-                 "events": "event", "links": "link", "status": "status", "scope": "scope",
-                 "instrumentationLibrary": "scope", "resource": "resource",
-                 "entityRefs": "entity_ref"}
+_JSON_NOT_TEXT = _JSON_ID_FIELDS | frozenset(
+    {
+        "startTimeUnixNano",
+        "endTimeUnixNano",
+        "timeUnixNano",
+        "intValue",
+        "doubleValue",
+        "boolValue",
+        "kind",
+        "code",
+        "flags",
+        "droppedAttributesCount",
+        "droppedEventsCount",
+        "droppedLinksCount",
+    }
+)
+_HOLDERS = {
+    "Span": "span",
+    "Event": "event",
+    "Link": "link",
+    "Status": "status",
+    "InstrumentationScope": "scope",
+    "Resource": "resource",
+    "ScopeSpans": "scope_spans",
+    "ResourceSpans": "resource_spans",
+    "EntityRef": "entity_ref",
+}
+_JSON_HOLDERS = {
+    "resourceSpans": "resource_spans",
+    "scopeSpans": "scope_spans",
+    "instrumentationLibrarySpans": "scope_spans",
+    "spans": "span",
+    "events": "event",
+    "links": "link",
+    "status": "status",
+    "scope": "scope",
+    "instrumentationLibrary": "scope",
+    "resource": "resource",
+    "entityRefs": "entity_ref",
+}
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 _STRING = FieldDescriptor.TYPE_STRING
 _BYTES = FieldDescriptor.TYPE_BYTES
@@ -84,6 +113,7 @@ def _text_of(data: bytes) -> str | None:
 
 
 # --- protobuf --------------------------------------------------------------------------------
+
 
 def redact_request(redactor: TextRedactor, message: Message) -> bool:
     """Redact every string of a parsed protobuf ``message`` (e.g. an
@@ -110,8 +140,9 @@ def _message(redactor: TextRedactor, message: Message) -> bool:
     return changed
 
 
-def _strings(redactor: TextRedactor, message: Message, field: FieldDescriptor, value: Any,
-             key: str) -> bool:
+def _strings(
+    redactor: TextRedactor, message: Message, field: FieldDescriptor, value: Any, key: str
+) -> bool:
     if not field.is_repeated:
         _keep, new = redactor.text(key, value)
         if new == value:
@@ -130,8 +161,9 @@ def _strings(redactor: TextRedactor, message: Message, field: FieldDescriptor, v
     return changed
 
 
-def _other_bytes(redactor: TextRedactor, message: Message, field: FieldDescriptor, value: Any,
-                 holder: str) -> bool:
+def _other_bytes(
+    redactor: TextRedactor, message: Message, field: FieldDescriptor, value: Any, holder: str
+) -> bool:
     """A bytes field other than an id (none in OTLP traces today): as text, or cleared."""
     items = list(value) if field.is_repeated else [value]
     kept = []
@@ -200,8 +232,11 @@ def _any_value(redactor: TextRedactor, value: AnyValue, key: str) -> bool | None
     if kind == "array_value":
         return _array(redactor, value.array_value.values, key)
     if kind == "kvlist_value":
-        return None if _attributes(redactor, value.kvlist_value, value.kvlist_value.values,
-                                   key + ".") else True
+        return (
+            None
+            if _attributes(redactor, value.kvlist_value, value.kvlist_value.values, key + ".")
+            else True
+        )
     return True
 
 
@@ -218,6 +253,7 @@ def _array(redactor: TextRedactor, values: Any, key: str) -> bool | None:
 
 
 # --- OTLP-JSON -------------------------------------------------------------------------------
+
 
 def redact_document(redactor: TextRedactor, document: Any) -> bool:
     """Redact every string of a parsed OTLP-JSON document in place; True when anything
@@ -251,8 +287,9 @@ def _json_value(redactor: TextRedactor, value: Any, holder: str) -> bool:
     return changed
 
 
-def _json_strings_list(redactor: TextRedactor, parent: MutableMapping[str, Any], name: str,
-                       item: Any, holder: str) -> bool:
+def _json_strings_list(
+    redactor: TextRedactor, parent: MutableMapping[str, Any], name: str, item: Any, holder: str
+) -> bool:
     """A nested message (or list of them), or a list of strings (e.g. an entity's keys)."""
     inner = _JSON_HOLDERS.get(name) or _CAMEL.sub("_", name).lower()
     if isinstance(item, list) and any(isinstance(entry, str) for entry in item):
@@ -269,8 +306,9 @@ def _json_strings_list(redactor: TextRedactor, parent: MutableMapping[str, Any],
     return _json_value(redactor, item, inner)
 
 
-def _json_attributes(redactor: TextRedactor, holder: MutableMapping[str, Any],
-                     attributes: list[Any], prefix: str) -> bool:
+def _json_attributes(
+    redactor: TextRedactor, holder: MutableMapping[str, Any], attributes: list[Any], prefix: str
+) -> bool:
     kept: list[Any] = []
     changed = False
     for kv in attributes:
@@ -292,7 +330,8 @@ def _json_attributes(redactor: TextRedactor, holder: MutableMapping[str, Any],
         attributes[:] = kept
         previous = holder.get("droppedAttributesCount")
         holder["droppedAttributesCount"] = dropped + (
-            previous if isinstance(previous, int) and not isinstance(previous, bool) else 0)
+            previous if isinstance(previous, int) and not isinstance(previous, bool) else 0
+        )
     return changed
 
 
@@ -334,8 +373,9 @@ def _json_any(redactor: TextRedactor, value: MutableMapping[str, Any], key: str)
     return True
 
 
-def _json_text(redactor: TextRedactor, value: MutableMapping[str, Any], name: str, key: str,
-               text: str) -> bool | None:
+def _json_text(
+    redactor: TextRedactor, value: MutableMapping[str, Any], name: str, key: str, text: str
+) -> bool | None:
     outcome, new = _redacted(redactor, key, text)
     if outcome is None:
         value[name] = new
@@ -353,4 +393,3 @@ def _json_array(redactor: TextRedactor, array: MutableMapping[str, Any], key: st
         kept.append(item)
     array["values"] = kept
     return None if changed else True
-

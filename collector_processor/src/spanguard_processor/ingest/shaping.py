@@ -61,7 +61,8 @@ class TraceBudget:
                     shape.rejected += count - allowed
                     shape.error = shape.error or (
                         f"trace {trace_id} has more than {limit} spans; later spans of it are "
-                        "rejected.")
+                        "rejected."
+                    )
             while len(counted) > memory:  # forget the least recently seen
                 counted.popitem(last=False)
         return limited

@@ -146,8 +146,10 @@ def group_spans(spans: Iterable[EncodedSpan]) -> tuple[TraceGroup, ...]:
         facts[0] = min(facts[0], span.start_ns)
         facts[1] |= not span.parent_span_id
         facts[2] += span.annotation
-    return tuple(TraceGroup(trace_id, b"".join(ids), start, bool(root), annotations)
-                 for trace_id, (ids, _, (start, root, annotations)) in found.items())
+    return tuple(
+        TraceGroup(trace_id, b"".join(ids), start, bool(root), annotations)
+        for trace_id, (ids, _, (start, root, annotations)) in found.items()
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +179,11 @@ class DecodedBatch:
     count: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "count", len(self.spans) if self.spans else sum(
-            map(len, map(itemgetter(1), self.groups))) >> 3)
+        object.__setattr__(
+            self,
+            "count",
+            len(self.spans) if self.spans else sum(map(len, map(itemgetter(1), self.groups))) >> 3,
+        )
 
 
 @contextmanager

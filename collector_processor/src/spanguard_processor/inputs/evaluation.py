@@ -63,7 +63,6 @@ __all__ = [
 ]
 
 
-
 class RowFormat(enum.StrEnum):
     """Which rows an evaluation input is read as, and how strictly (see the module)."""
 
@@ -113,7 +112,10 @@ class Entry:
 
 
 def read_evaluation_inputs(
-    paths: Sequence[Path], *, rows: str, max_line_bytes: int = 1 << 20,
+    paths: Sequence[Path],
+    *,
+    rows: str,
+    max_line_bytes: int = 1 << 20,
 ) -> Iterator[Entry]:
     """Every agent trace and row of ``paths`` (a folder stands for its files), in the order
     given. Each input is read on its own, except that stores merge the annotations of every
@@ -121,8 +123,7 @@ def read_evaluation_inputs(
     ``FAIRTRACE`` or ``TRACE2EVAL`` (see the module); ``max_line_bytes`` caps a
     ``TRACE2EVAL`` line (a longer one is a problem, read past without holding it)."""
     if rows not in (FAIRTRACE, TRACE2EVAL):
-        raise ValueError(f"rows must be {FAIRTRACE.value!r} or {TRACE2EVAL.value!r}, "
-                         f"not {rows!r}")
+        raise ValueError(f"rows must be {FAIRTRACE.value!r} or {TRACE2EVAL.value!r}, not {rows!r}")
     strict = rows == FAIRTRACE
     kinds = [(path, evaluation_kind(path, documents=strict)) for path in expand(paths)]
     stores = [path for path, kind in kinds if kind == KIND_STORE]
@@ -142,14 +143,12 @@ def read_evaluation_inputs(
             yield from _lenient_lines(path, max_line_bytes)
 
 
-def _streamed(path: Path, read: Callable[[IO[bytes], str], Iterator[Entry]]
-              ) -> Iterator[Entry]:
+def _streamed(path: Path, read: Callable[[IO[bytes], str], Iterator[Entry]]) -> Iterator[Entry]:
     source = Source(path)
     try:
         yield from read(source.stream, str(path))
     except _STREAM_ERRORS as exc:
-        raise TraceFormatError(f"cannot be read or decompressed ({exc}).",
-                               file=str(path)) from None
+        raise TraceFormatError(f"cannot be read or decompressed ({exc}).", file=str(path)) from None
     finally:
         source.close()
 
@@ -184,8 +183,9 @@ def _document(path: Path) -> Iterator[Entry]:
     except InputError:  # over the size limit, already named
         raise
     except _STREAM_ERRORS as exc:
-        raise TraceFormatError(f"cannot be read: {getattr(exc, 'strerror', None) or exc}.",
-                               file=name) from None
+        raise TraceFormatError(
+            f"cannot be read: {getattr(exc, 'strerror', None) or exc}.", file=name
+        ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise TraceFormatError(f"is not valid JSON: {exc}.", file=name) from None
     finally:
@@ -196,7 +196,9 @@ def _document(path: Path) -> Iterator[Entry]:
         raise TraceFormatError(
             "is a fairness report written by spanguard: it holds verdicts, not the traces they "
             "came from; pass those traces (agent traces, fairtrace records or a span file) "
-            "instead.", file=name)
+            "instead.",
+            file=name,
+        )
     items = data.get("scenario_results") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise TraceFormatError(
@@ -240,8 +242,9 @@ def _lenient_lines(path: Path, cap: int) -> Iterator[Entry]:
     def read(stream: IO[bytes], name: str) -> Iterator[Entry]:
         for number, raw, size in _capped_lines(stream, cap):
             if raw is None:
-                yield Entry(name, number,
-                            problem=f"is {size} bytes long, over the {cap}-byte line cap")
+                yield Entry(
+                    name, number, problem=f"is {size} bytes long, over the {cap}-byte line cap"
+                )
                 continue
             entry = _lenient_line(name, number, raw)
             if entry is not None:

@@ -48,15 +48,22 @@ def redacted(batch: DecodedBatch, redactor: Redactor) -> DecodedBatch:
     return decode_document(document) if redact_document(redactor, document) else batch
 
 
-def _batches(paths: Sequence[Path], skip_bad: bool, report: IngestReport,
-             progress: Progress | None) -> Iterator[DecodedBatch]:
+def _batches(
+    paths: Sequence[Path], skip_bad: bool, report: IngestReport, progress: Progress | None
+) -> Iterator[DecodedBatch]:
     for path in paths:
         tick = (lambda pos, p=path: progress(p, pos)) if progress else None
         yield from iter_span_file(path, skip_bad=skip_bad, report=report, progress=tick)
 
 
-def ingest_redacted(store: SpanStore, paths: Sequence[Path], redactor: Redactor, *,
-                    skip_bad: bool = False, progress: Progress | None = None) -> IngestReport:
+def ingest_redacted(
+    store: SpanStore,
+    paths: Sequence[Path],
+    redactor: Redactor,
+    *,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+) -> IngestReport:
     """Store the spans of span files, redacted, then mark every trace released."""
     report = IngestReport()
     pending: list[DecodedBatch] = []
@@ -83,8 +90,14 @@ class SendReport:
     skipped: tuple[tuple[str, int], ...]
 
 
-def send_files(url: str, paths: Sequence[Path], *, token: bytes | None = None,
-               skip_bad: bool = False, progress: Progress | None = None) -> SendReport:
+def send_files(
+    url: str,
+    paths: Sequence[Path],
+    *,
+    token: bytes | None = None,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+) -> SendReport:
     """POST the span batches of ``paths`` to ``url`` (a ``spanguard serve``'s OTLP/HTTP base
     address, e.g. ``http://127.0.0.1:4318``); :class:`InputError` if it refuses one."""
     report = IngestReport()
@@ -115,5 +128,6 @@ def _post(endpoint: str, body: bytes, media: str, token: bytes | None) -> None:
             raise InputError(f"{endpoint} answered {exc.code}: {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise InputError(f"cannot send to {endpoint} ({reason}); is spanguard serve "
-                             "running there?") from None
+            raise InputError(
+                f"cannot send to {endpoint} ({reason}); is spanguard serve running there?"
+            ) from None

@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 
-
 class InputKind(enum.StrEnum):
     """What an input file holds, as :func:`detect_kind` and :func:`evaluation_kind` tell it."""
 
@@ -82,8 +81,9 @@ class Source:
         try:
             self.raw = path.open("rb")
         except OSError as exc:
-            raise TraceFormatError(f"cannot be read: {exc.strerror or exc}.",
-                                   file=str(path)) from None
+            raise TraceFormatError(
+                f"cannot be read: {exc.strerror or exc}.", file=str(path)
+            ) from None
         magic = self.raw.read(4)
         self.raw.seek(0)
         self.stream: IO[bytes] = self.raw
@@ -91,7 +91,8 @@ class Source:
             self.stream = cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="rb"))
         elif magic == ZSTD_MAGIC:  # frames one after another: read across them
             reader = zstandard.ZstdDecompressor().stream_reader(
-                self.raw, read_across_frames=True, closefd=False)
+                self.raw, read_across_frames=True, closefd=False
+            )
             # buffered, for readline and iteration (the bare reader has neither)
             self.stream = cast(IO[bytes], io.BufferedReader(cast(Any, reader)))
 
@@ -159,11 +160,15 @@ def detect_kind(path: Path) -> InputKind:
     if kind == KIND_OTLP_PROTO and not _framed_protobuf(head):  # e.g. NUL bytes: refused at once
         raise TraceFormatError(
             f"no spans found in {path}: it is neither JSON nor length-prefixed OTLP protobuf "
-            f"(its first bytes are {head[:8].hex(' ')}).")
+            f"(its first bytes are {head[:8].hex(' ')})."
+        )
     if kind == KIND_JSON_LINES:
         raise TraceFormatError(
             "is neither agent traces (objects with trace_id) nor OTLP-JSON spans (objects with "
-            "resourceSpans).", file=str(path), line=1)
+            "resourceSpans).",
+            file=str(path),
+            line=1,
+        )
     return kind
 
 
@@ -193,8 +198,11 @@ def evaluation_kind(path: Path, *, documents: bool = True) -> InputKind:
 
 def _document_kind(head: bytes, first: object) -> InputKind:
     if isinstance(first, list):  # a document on one line
-        spans = bool(first) and isinstance(first[0], dict) and (
-            "resourceSpans" in first[0] or "resourceLogs" in first[0])
+        spans = (
+            bool(first)
+            and isinstance(first[0], dict)
+            and ("resourceSpans" in first[0] or "resourceLogs" in first[0])
+        )
         return KIND_OTLP_JSON if spans else KIND_JSON_DOCUMENT
     opening = head.removeprefix(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0].strip()
     if opening not in (b"{", b"["):  # not pretty-printed: JSON lines with a bad first line
@@ -216,8 +224,9 @@ def expand(paths: Sequence[Path]) -> list[Path]:
     expanded: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            expanded.extend(sorted(p for p in path.iterdir()
-                                   if p.is_file() and not p.name.startswith(".")))
+            expanded.extend(
+                sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            )
         else:
             expanded.append(path)
     return expanded

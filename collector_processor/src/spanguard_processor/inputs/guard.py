@@ -131,7 +131,7 @@ def sniff(path: Path, size: int | None = None) -> FileKind:
     """What ``path`` (a regular file) holds, judged by its first KiB and first record."""
     with path.open("rb") as raw:
         head = raw.read(_HEAD)
-    magic = head[:len(SQLITE_MAGIC)]
+    magic = head[: len(SQLITE_MAGIC)]
     if magic.startswith(SQLITE_MAGIC):
         return FileKind.STORE
     if magic[:2] == _GZIP_MAGIC or magic[:4] == ZSTD_MAGIC:
@@ -169,8 +169,12 @@ def _framed(head: bytes) -> bool:
 
 
 def _file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -193,18 +197,23 @@ def check_input(path: Path, slot: Slot, command: str) -> FileKind:
             return FileKind.UNKNOWN
         raise InputError(f"is a directory; `{command}` wants {slot.wants} here.", file=name)
     if not stat.S_ISREG(status.st_mode):
-        raise InputError(f"is {_file_type(status.st_mode)}, not a regular file; `{command}` "
-                         f"reads {slot.wants} from a file.", file=name)
+        raise InputError(
+            f"is {_file_type(status.st_mode)}, not a regular file; `{command}` "
+            f"reads {slot.wants} from a file.",
+            file=name,
+        )
     if slot.whole and status.st_size > document_limit():
         raise InputError(
             f"is {size_text(status.st_size)}; {slot.wants} is read whole and may be at most "
             f"{size_text(document_limit())} (set {DOCUMENT_LIMIT_ENV} to raise the limit).",
-            file=name)
-    if slot.whole and path.suffix.lower() in (".yaml", ".yml") and \
-            status.st_size > MAX_YAML_BYTES:
-        raise InputError(f"is {size_text(status.st_size)}; YAML is read at most "
-                         f"{size_text(MAX_YAML_BYTES)} at a time (write a larger file as JSON).",
-                         file=name)
+            file=name,
+        )
+    if slot.whole and path.suffix.lower() in (".yaml", ".yml") and status.st_size > MAX_YAML_BYTES:
+        raise InputError(
+            f"is {size_text(status.st_size)}; YAML is read at most "
+            f"{size_text(MAX_YAML_BYTES)} at a time (write a larger file as JSON).",
+            file=name,
+        )
     try:
         kind = sniff(path, status.st_size)
         with path.open("rb") as raw:
@@ -213,22 +222,30 @@ def check_input(path: Path, slot: Slot, command: str) -> FileKind:
         raise InputError(f"cannot be read: {exc.strerror or exc}.", file=name) from None
     if kind is FileKind.EMPTY:
         if slot.records:
-            raise InputError(f"no records in {name}: the file is empty; `{command}` wants "
-                             f"{slot.wants} here.")
+            raise InputError(
+                f"no records in {name}: the file is empty; `{command}` wants {slot.wants} here."
+            )
         return kind
-    binary = kind in (FileKind.STORE, FileKind.SPAN_FILE) or start[:2] == _GZIP_MAGIC or \
-        start[:4] == ZSTD_MAGIC
+    binary = (
+        kind in (FileKind.STORE, FileKind.SPAN_FILE)
+        or start[:2] == _GZIP_MAGIC
+        or start[:4] == ZSTD_MAGIC
+    )
     # NUL in the first line: binary, not text (a NUL in a later line is that line's problem,
     # which a lenient reader skips)
     if b"\x00" in start.split(b"\n", 1)[0] and not (slot.binary and binary):
         offset = start.index(b"\x00")
         if slot.binary:
-            raise InputError(f"no spans found in {name}: it holds binary data (a NUL byte at "
-                             f"byte {offset}) and is no span file, store or compressed file; "
-                             f"`{command}` wants {slot.wants} here.")
+            raise InputError(
+                f"no spans found in {name}: it holds binary data (a NUL byte at "
+                f"byte {offset}) and is no span file, store or compressed file; "
+                f"`{command}` wants {slot.wants} here."
+            )
         raise InputError(
             f"holds binary data (a NUL byte at byte {offset}), not {slot.wants}; "
-            "text inputs are UTF-8 (re-encode a UTF-16 file as UTF-8).", file=name)
+            "text inputs are UTF-8 (re-encode a UTF-16 file as UTF-8).",
+            file=name,
+        )
     if kind in (FileKind.UNKNOWN, *slot.accepts):
         return kind
     raise InputError(f"{name} is {kind.value}; `{command}` wants {slot.wants} here.")
@@ -237,25 +254,42 @@ def check_input(path: Path, slot: Slot, command: str) -> FileKind:
 _K = FileKind
 #: The inputs of the commands, by what they read.
 SPANS = Slot("a span file", frozenset({_K.SPAN_FILE}), binary=True)
-TRACES = Slot("agent traces, a span file or a store",
-              frozenset({_K.AGENT_TRACES, _K.SPAN_FILE, _K.STORE}), binary=True, directory=True)
-EVALUATION = Slot("agent traces, fairtrace records or a span file",
-                  frozenset({_K.AGENT_TRACES, _K.SPAN_FILE, _K.STORE, _K.RECORDS,
-                             _K.FAIRNESS_REPORT, _K.TRACE_LOG}), binary=True, directory=True)
-TRACE_LOG = Slot("traces (a trace log, agent traces, a span file or a store)",
-                 frozenset({_K.TRACE_LOG, _K.AGENT_TRACES, _K.SPAN_FILE, _K.STORE,
-                            _K.OUTPUTS, _K.RECORDS}), binary=True)
+TRACES = Slot(
+    "agent traces, a span file or a store",
+    frozenset({_K.AGENT_TRACES, _K.SPAN_FILE, _K.STORE}),
+    binary=True,
+    directory=True,
+)
+EVALUATION = Slot(
+    "agent traces, fairtrace records or a span file",
+    frozenset(
+        {_K.AGENT_TRACES, _K.SPAN_FILE, _K.STORE, _K.RECORDS, _K.FAIRNESS_REPORT, _K.TRACE_LOG}
+    ),
+    binary=True,
+    directory=True,
+)
+TRACE_LOG = Slot(
+    "traces (a trace log, agent traces, a span file or a store)",
+    frozenset({_K.TRACE_LOG, _K.AGENT_TRACES, _K.SPAN_FILE, _K.STORE, _K.OUTPUTS, _K.RECORDS}),
+    binary=True,
+)
 CASES = Slot("a case set (from `cases build`)", frozenset({_K.CASE_SET}))
-OUTPUTS = Slot("outputs (JSON lines of {id, output})",
-               frozenset({_K.OUTPUTS, _K.TRACE_LOG, _K.AGENT_TRACES, _K.RECORDS}))
+OUTPUTS = Slot(
+    "outputs (JSON lines of {id, output})",
+    frozenset({_K.OUTPUTS, _K.TRACE_LOG, _K.AGENT_TRACES, _K.RECORDS}),
+)
 # a fairness report is named by the run loader itself ("This looks like a fairness report")
-RUN = Slot("a run result (from `cases run -o`)", frozenset({_K.RUN_RESULT, _K.FAIRNESS_REPORT}),
-           whole=True)
-SUITE = Slot("a fairness suite (JSON or YAML)", frozenset({_K.SUITE}), whole=True,
-             records=False)
+RUN = Slot(
+    "a run result (from `cases run -o`)", frozenset({_K.RUN_RESULT, _K.FAIRNESS_REPORT}), whole=True
+)
+SUITE = Slot("a fairness suite (JSON or YAML)", frozenset({_K.SUITE}), whole=True, records=False)
 DOCUMENT = Slot("a JSON or YAML file", frozenset(), whole=True, records=False)
 EXPECTATIONS = Slot("expectations (JSON lines)", frozenset(), records=False)
-REPORT = Slot("a fairness report (report.json, its folder or history.jsonl)",
-              frozenset({_K.FAIRNESS_REPORT, _K.HISTORY}), whole=True, directory=True)
+REPORT = Slot(
+    "a fairness report (report.json, its folder or history.jsonl)",
+    frozenset({_K.FAIRNESS_REPORT, _K.HISTORY}),
+    whole=True,
+    directory=True,
+)
 HISTORY = Slot("a fairness history (history.jsonl)", frozenset({_K.HISTORY}), whole=True)
 IMPORT_SOURCE = Slot("a promptfoo or DeepEval file", frozenset(), whole=True)

@@ -57,8 +57,11 @@ def scan_log_events(paths: Sequence[Path]) -> EventIndex:
             kind = detect_kind(path)
         except TraceFormatError:
             continue  # the span pass says what is wrong with it
-        scan = {KIND_OTLP_JSONL: _json_lines, KIND_OTLP_JSON: _whole_json,
-                KIND_OTLP_PROTO: _proto_messages}.get(kind)
+        scan = {
+            KIND_OTLP_JSONL: _json_lines,
+            KIND_OTLP_JSON: _whole_json,
+            KIND_OTLP_PROTO: _proto_messages,
+        }.get(kind)
         if scan is None:
             continue
         source = Source(path)
@@ -89,8 +92,9 @@ def _json_lines(source: Source) -> Iterator[LogEvent]:
 
 def _whole_json(source: Source) -> Iterator[LogEvent]:
     try:
-        value = parse_json(read_bounded(source.stream, str(source.raw.name),
-                                        error=TraceFormatError))
+        value = parse_json(
+            read_bounded(source.stream, str(source.raw.name), error=TraceFormatError)
+        )
     except json.JSONDecodeError:
         return
     for document in value if isinstance(value, list) else [value]:

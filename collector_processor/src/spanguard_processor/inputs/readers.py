@@ -94,13 +94,16 @@ def _check(batch: DecodedBatch, path: Path, line: int) -> DecodedBatch:
     if batch.rejected:
         raise TraceFormatError(
             f"{batch.rejected} span(s) have invalid ids; the first: {batch.error}",
-            file=str(path), line=line)
+            file=str(path),
+            line=line,
+        )
     return batch
 
 
 def _json_lines(source: Source, path: Path, events: EventIndex | None) -> _Batches:
-    for number, line in enumerate(bounded_lines(source.stream, str(path), TraceFormatError),
-                                  start=1):
+    for number, line in enumerate(
+        bounded_lines(source.stream, str(path), TraceFormatError), start=1
+    ):
         if number == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")
         if not line.strip():
@@ -108,8 +111,12 @@ def _json_lines(source: Source, path: Path, events: EventIndex | None) -> _Batch
         try:
             document = parse_json(line)
         except json.JSONDecodeError as exc:
-            yield number, TraceFormatError(f"is not valid JSON or UTF-8: {exc}.",
-                                           file=str(path), line=number)
+            yield (
+                number,
+                TraceFormatError(
+                    f"is not valid JSON or UTF-8: {exc}.", file=str(path), line=number
+                ),
+            )
             continue
         if is_logs_document(document):
             yield number, None
@@ -120,8 +127,9 @@ def _json_lines(source: Source, path: Path, events: EventIndex | None) -> _Batch
             yield number, _located(exc, path, number)
 
 
-def _document_batch(document: object, body: bytes | None, events: EventIndex | None
-                    ) -> DecodedBatch:
+def _document_batch(
+    document: object, body: bytes | None, events: EventIndex | None
+) -> DecodedBatch:
     """A span document's batch, with the log events of its spans joined in (then the body is
     the document serialized again)."""
     if events and isinstance(document, dict) and attach_to_document(document, events):
@@ -142,8 +150,9 @@ def _whole_json(source: Source, path: Path, events: EventIndex | None) -> _Batch
         try:
             yield index, _check(_document_batch(document, None, events), path, index)
         except TraceFormatError as exc:
-            raise TraceFormatError(f"document {index}: {exc.detail}", file=str(path),
-                                   field=exc.field) from None
+            raise TraceFormatError(
+                f"document {index}: {exc.detail}", file=str(path), field=exc.field
+            ) from None
 
 
 def _proto_messages(source: Source, path: Path, events: EventIndex | None) -> _Batches:
@@ -155,24 +164,36 @@ def _proto_messages(source: Source, path: Path, events: EventIndex | None) -> _B
         number += 1
         offset = source.position
         if len(prefix) < 4:
-            raise TraceFormatError(f"message {number}: truncated length prefix.",
-                                   file=str(path), line=number)
+            raise TraceFormatError(
+                f"message {number}: truncated length prefix.", file=str(path), line=number
+            )
         (size,) = struct.unpack(">I", prefix)
         if size > MAX_MESSAGE:
             raise TraceFormatError(
                 f"message {number}: length {size} is implausible; this is not a length-prefixed "
-                "OTLP protobuf file.", file=str(path), line=number)
+                "OTLP protobuf file.",
+                file=str(path),
+                line=number,
+            )
         body = source.stream.read(size)
         if len(body) < size:
-            raise TraceFormatError(f"message {number}: truncated ({len(body)} of {size} bytes).",
-                                   file=str(path), line=number)
+            raise TraceFormatError(
+                f"message {number}: truncated ({len(body)} of {size} bytes).",
+                file=str(path),
+                line=number,
+            )
         try:
             batch = _decode_message(body, events)
             yield number, None if batch is None else _check(batch, path, number)
         except TraceFormatError as exc:
-            yield number, TraceFormatError(
-                f"message {number} (near byte {offset}): {exc.detail}",
-                file=str(path), line=number)
+            yield (
+                number,
+                TraceFormatError(
+                    f"message {number} (near byte {offset}): {exc.detail}",
+                    file=str(path),
+                    line=number,
+                ),
+            )
 
 
 def _decode_message(body: bytes, events: EventIndex | None) -> DecodedBatch | None:
@@ -223,8 +244,11 @@ def iter_span_file(
     """Stream the span batches of one span file (any supported span format), the ``events``
     of their spans joined in; log records are skipped (:func:`scan_log_events` reads them)."""
     kind = detect_kind(path)
-    readers = {KIND_OTLP_JSONL: _json_lines, KIND_OTLP_JSON: _whole_json,
-               KIND_OTLP_PROTO: _proto_messages}
+    readers = {
+        KIND_OTLP_JSONL: _json_lines,
+        KIND_OTLP_JSON: _whole_json,
+        KIND_OTLP_PROTO: _proto_messages,
+    }
     if kind not in readers:
         raise TraceFormatError(f"holds {kind}, not spans.", file=str(path))
     report = report if report is not None else IngestReport()
@@ -247,13 +271,13 @@ def iter_span_file(
                 progress(source.position)
             yield item
     except (OSError, EOFError, zstandard.ZstdError) as exc:
-        raise TraceFormatError(f"cannot be read or decompressed ({exc}).",
-                               file=str(path)) from None
+        raise TraceFormatError(f"cannot be read or decompressed ({exc}).", file=str(path)) from None
     finally:
         source.close()
     if not spans and not logs:  # e.g. NUL bytes read as empty protobuf messages, or "[]"
-        raise TraceFormatError(f"no spans found in {path} (read as {kind}); it is empty or not "
-                               "a span file.")
+        raise TraceFormatError(
+            f"no spans found in {path} (read as {kind}); it is empty or not a span file."
+        )
 
 
 def ingest_files(
@@ -275,15 +299,22 @@ def ingest_files(
     return report
 
 
-def _ingest(store: SpanStore, paths: Sequence[Path], skip_bad: bool, chunk_spans: int,
-            progress: Callable[[Path, int], None] | None, report: IngestReport,
-            events: EventIndex) -> None:
+def _ingest(
+    store: SpanStore,
+    paths: Sequence[Path],
+    skip_bad: bool,
+    chunk_spans: int,
+    progress: Callable[[Path, int], None] | None,
+    report: IngestReport,
+    events: EventIndex,
+) -> None:
     pending: list[DecodedBatch] = []
     count = 0
     for path in paths:
         tick = (lambda pos, p=path: progress(p, pos)) if progress else None
-        for batch in iter_span_file(path, skip_bad=skip_bad, report=report, progress=tick,
-                                    events=events):
+        for batch in iter_span_file(
+            path, skip_bad=skip_bad, report=report, progress=tick, events=events
+        ):
             pending.append(batch)
             count += len(batch.spans)
             if count >= chunk_spans:
@@ -324,8 +355,12 @@ def store_annotations(stores: Sequence[Path], skipped: list[str] | None = None) 
 
 
 def read_agent_traces_any(
-    paths: Sequence[Path], *, skip_bad: bool = False, include_pending: bool = False,
-    skipped: list[str] | None = None, annotations: Annotations | None = None,
+    paths: Sequence[Path],
+    *,
+    skip_bad: bool = False,
+    include_pending: bool = False,
+    skipped: list[str] | None = None,
+    annotations: Annotations | None = None,
 ) -> Iterator[AgentTrace]:
     """Agent traces from any mix of agent-trace JSONL files, span files and span stores.
 
@@ -345,8 +380,9 @@ def read_agent_traces_any(
     span_files: list[Path] = []
     kinds = [(path, detect_kind(path)) for path in expand(paths)]
     if annotations is None:
-        annotations = store_annotations([path for path, kind in kinds if kind == KIND_STORE],
-                                        skipped)
+        annotations = store_annotations(
+            [path for path, kind in kinds if kind == KIND_STORE], skipped
+        )
     for path, kind in kinds:
         if kind == KIND_AGENT_JSONL:
             yield from _agent_traces(path)
@@ -354,16 +390,22 @@ def read_agent_traces_any(
             store = SpanStore(path, readonly=True)
             problems: list[str] | None = None if skipped is None else []
             try:
-                yield from stored_agent_traces(store, include_pending=include_pending,
-                                               annotations=annotations, skipped=problems)
+                yield from stored_agent_traces(
+                    store,
+                    include_pending=include_pending,
+                    annotations=annotations,
+                    skipped=problems,
+                )
             finally:
                 store.close()
             if skipped is not None and problems:
                 # a damaged index row is met by the annotations' pass too: described once
                 seen = set(skipped)
-                skipped.extend(described for described in (f"{path}: {problem}"
-                                                            for problem in problems)
-                               if described not in seen)
+                skipped.extend(
+                    described
+                    for described in (f"{path}: {problem}" for problem in problems)
+                    if described not in seen
+                )
         else:
             span_files.append(path)
     if span_files:

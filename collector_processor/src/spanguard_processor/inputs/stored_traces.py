@@ -25,9 +25,13 @@ def stored_annotations(store: SpanStore, skipped: list[str] | None = None) -> An
     return Annotations(store.annotation_spans(skipped))
 
 
-def stored_agent_traces(store: SpanStore, *, include_pending: bool = False,
-                        annotations: Annotations | None = None,
-                        skipped: list[str] | None = None) -> Iterator[AgentTrace]:
+def stored_agent_traces(
+    store: SpanStore,
+    *,
+    include_pending: bool = False,
+    annotations: Annotations | None = None,
+    skipped: list[str] | None = None,
+) -> Iterator[AgentTrace]:
     """Every released trace of ``store`` as an agent trace, by start time then trace id.
 
     With ``include_pending``, traces still in flight come too, marked partial. Traces made
@@ -41,16 +45,16 @@ def stored_agent_traces(store: SpanStore, *, include_pending: bool = False,
     if annotations is None:
         annotations = stored_annotations(store, skipped)
     conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
-    for _, released, spans in store.trace_records(include_pending=include_pending,
-                                                  skipped=skipped):
+    for _, released, spans in store.trace_records(include_pending=include_pending, skipped=skipped):
         key = conversation_key(spans)
         if key is not None:
             held, partial = conversations.get(key, ([], False))
             held.extend(spans)
             conversations[key] = (held, partial or not released)
             continue
-        yield annotated_trace(spans, annotations,
-                              partial=not released or not any(span.is_root for span in spans))
+        yield annotated_trace(
+            spans, annotations, partial=not released or not any(span.is_root for span in spans)
+        )
     for held, partial in conversations.values():
         held.sort(key=lambda span: (span.start_ns, span.span_id))
         yield annotated_trace(held, annotations, partial=partial)

@@ -121,10 +121,18 @@ class Adjustment:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Adjustment:
-        loosened = (data.get("from"), data.get("to")) \
-            if data.get("action") == AdjustAction.LOOSENED else None
-        return cls(str(data.get("type", "")), str(data.get("action", "")),
-                   str(data.get("reason", "")), loosened)
+        loosened = (
+            (data.get("from"), data.get("to"))
+            if data.get("action") == AdjustAction.LOOSENED
+            else None
+        )
+        return cls(
+            str(data.get("type", "")),
+            str(data.get("action", "")),
+            str(data.get("reason", "")),
+            loosened,
+        )
+
 
 #: Self-check verdicts besides "ok" (kept as names: ``casebuild`` and callers use them).
 FAILURE_NOT_REPRODUCED = SelfCheckVerdict.FAILURE_NOT_REPRODUCED
@@ -140,8 +148,11 @@ class SelfCheck:
     verdict: str = SelfCheckVerdict.OK
 
     def to_dict(self) -> dict[str, object]:
-        return {"passed": self.passed, "failed_checks": list(self.failed_checks),
-                "verdict": self.verdict}
+        return {
+            "passed": self.passed,
+            "failed_checks": list(self.failed_checks),
+            "verdict": self.verdict,
+        }
 
     @classmethod
     def from_dict(cls, data: object) -> SelfCheck:
@@ -176,8 +187,9 @@ def _signal(data: object) -> Signal | None:
     if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
         return None
     weight = data.get("weight", 0)
-    return Signal(data["name"], weight if isinstance(weight, int | float) else 0,
-                  str(data.get("detail", "")))
+    return Signal(
+        data["name"], weight if isinstance(weight, int | float) else 0, str(data.get("detail", ""))
+    )
 
 
 def _strings(value: object) -> tuple[str, ...]:
@@ -271,7 +283,8 @@ class Case:
             notes=_strings(data.get("notes")),
             trace_checks=tuple(Check.from_dict(c) for c in data.get("trace_checks", [])),
             adjusted_checks=tuple(Adjustment.from_dict(a) for a in adjusted if isinstance(a, dict))
-            if isinstance(adjusted, list) else (),
+            if isinstance(adjusted, list)
+            else (),
         )
 
 

@@ -133,8 +133,9 @@ def _tools_include(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
 def _tool_sequence(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
     tools, expected = _tools(p), as_list(check.value)
     ok = _is_subsequence(expected, tools)
-    return CheckResult(check.type, ok, "" if ok else f"tool calls {tools} lack the sequence "
-                       f"{expected}")
+    return CheckResult(
+        check.type, ok, "" if ok else f"tool calls {tools} lack the sequence {expected}"
+    )
 
 
 def _escalated(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
@@ -145,8 +146,9 @@ def _escalated(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
 def _at_most(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
     count = len(getattr(p, ct.field))
     ok = count <= whole(check.value or 0)
-    return CheckResult(check.type, ok,
-                       "" if ok else f"{count} {ct.field.replace('_', ' ')} > {check.value}")
+    return CheckResult(
+        check.type, ok, "" if ok else f"{count} {ct.field.replace('_', ' ')} > {check.value}"
+    )
 
 
 def _doc_in_top_k(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
@@ -156,16 +158,18 @@ def _doc_in_top_k(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
     return CheckResult(check.type, ok, "" if ok else f"document {value!r} not in the top {k}")
 
 
-def _on_output(run: Callable[[Check, str], CheckResult]
-               ) -> Callable[[CheckType, Check, Evidence], CheckResult]:
+def _on_output(
+    run: Callable[[Check, str], CheckResult],
+) -> Callable[[CheckType, Check, Evidence], CheckResult]:
     def on_evidence(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
         return run(check, e.output)
 
     return on_evidence
 
 
-def _on_process(run: Callable[[CheckType, Check, ProcessTrace], CheckResult]
-                ) -> Callable[[CheckType, Check, Evidence], CheckResult]:
+def _on_process(
+    run: Callable[[CheckType, Check, ProcessTrace], CheckResult],
+) -> Callable[[CheckType, Check, Evidence], CheckResult]:
     def on_evidence(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
         if e.process is None:
             return CheckResult(check.type, None, "no process trace recorded")
@@ -260,10 +264,13 @@ def _at_most_figure(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
 def _learn_limit(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
     values = [v for e in evidence if (v := _figure(ct, e)) is not None]
     if len(values) < MIN_TIMING_RUNS:
-        return Adjustment(ct.name, AdjustAction.OMITTED,
-                          f"only {len(values)} clean run(s) of this question recorded "
-                          f"{ct.field}; a limit needs at least {MIN_TIMING_RUNS} to know its "
-                          "spread")
+        return Adjustment(
+            ct.name,
+            AdjustAction.OMITTED,
+            f"only {len(values)} clean run(s) of this question recorded "
+            f"{ct.field}; a limit needs at least {MIN_TIMING_RUNS} to know its "
+            "spread",
+        )
     quantile = percentile(values, TIMING_QUANTILE)
     assert quantile is not None and ct.rounding is not None
     # Never below the slowest clean run: the limit must pass on the traffic it came from.
@@ -283,22 +290,74 @@ _BUILT_IN = (
     CheckType(CheckKind.NOT_CONTAINS, _TEXT, "output", "output", _on_output(not_contains_check)),
     CheckType(CheckKind.REGEX, _TEXT, "output", "output", _on_output(regex_check)),
     CheckType(CheckKind.JSON, _TEXT, "output", "output", _on_output(json_check)),
-    CheckType(CheckKind.TOOLS_INCLUDE, _PROCESS, "tool_calls", "tool calls",
-              _on_process(_tools_include), _learn_tools_include),
-    CheckType(CheckKind.TOOL_SEQUENCE, _PROCESS, "tool_calls", "tool calls",
-              _on_process(_tool_sequence), _learn_tool_sequence),
-    CheckType(CheckKind.ESCALATED, _PROCESS, "escalated", "escalated",
-              _on_process(_escalated), _learn_escalated),
-    CheckType(CheckKind.MAX_PLAN_STEPS, _PROCESS, "plan_steps", "plan steps",
-              _on_process(_at_most), _learn_at_most),
-    CheckType(CheckKind.MAX_FRICTION_POINTS, _PROCESS, "friction_points", "friction points",
-              _on_process(_at_most), _learn_at_most),
-    CheckType(CheckKind.DOC_IN_TOP_K, _PROCESS, "retrieved_documents", "retrieved documents",
-              _on_process(_doc_in_top_k), _learn_doc_in_top_k),
-    CheckType(CheckKind.MAX_LATENCY_MS, _TIMING, "latency_ms", "latency (ms)",
-              _at_most_figure, _learn_limit, rounding=2, signal=SignalName.SLOW_RESPONSE),
-    CheckType(CheckKind.MAX_COST_USD, _TIMING, "cost_usd", "cost (USD)",
-              _at_most_figure, _learn_limit, rounding=8, signal=SignalName.EXPENSIVE_CALL),
+    CheckType(
+        CheckKind.TOOLS_INCLUDE,
+        _PROCESS,
+        "tool_calls",
+        "tool calls",
+        _on_process(_tools_include),
+        _learn_tools_include,
+    ),
+    CheckType(
+        CheckKind.TOOL_SEQUENCE,
+        _PROCESS,
+        "tool_calls",
+        "tool calls",
+        _on_process(_tool_sequence),
+        _learn_tool_sequence,
+    ),
+    CheckType(
+        CheckKind.ESCALATED,
+        _PROCESS,
+        "escalated",
+        "escalated",
+        _on_process(_escalated),
+        _learn_escalated,
+    ),
+    CheckType(
+        CheckKind.MAX_PLAN_STEPS,
+        _PROCESS,
+        "plan_steps",
+        "plan steps",
+        _on_process(_at_most),
+        _learn_at_most,
+    ),
+    CheckType(
+        CheckKind.MAX_FRICTION_POINTS,
+        _PROCESS,
+        "friction_points",
+        "friction points",
+        _on_process(_at_most),
+        _learn_at_most,
+    ),
+    CheckType(
+        CheckKind.DOC_IN_TOP_K,
+        _PROCESS,
+        "retrieved_documents",
+        "retrieved documents",
+        _on_process(_doc_in_top_k),
+        _learn_doc_in_top_k,
+    ),
+    CheckType(
+        CheckKind.MAX_LATENCY_MS,
+        _TIMING,
+        "latency_ms",
+        "latency (ms)",
+        _at_most_figure,
+        _learn_limit,
+        rounding=2,
+        signal=SignalName.SLOW_RESPONSE,
+    ),
+    CheckType(
+        CheckKind.MAX_COST_USD,
+        _TIMING,
+        "cost_usd",
+        "cost (USD)",
+        _at_most_figure,
+        _learn_limit,
+        rounding=8,
+        signal=SignalName.EXPENSIVE_CALL,
+    ),
 )
 _REGISTRY: Mapping[str, CheckType] = {ct.name: ct for ct in _BUILT_IN}
 

@@ -54,14 +54,16 @@ _ADD_TRACE = """
 INSERT INTO traces (trace_id, start_ns) VALUES (?, ?)
 ON CONFLICT (trace_id) DO UPDATE SET start_ns = min(start_ns, excluded.start_ns)
 """
-_KNOWN = ("SELECT trace_id, span_ids FROM trace_batches"
-          " WHERE trace_id IN (SELECT value FROM json_each(?)) ORDER BY trace_id, batch_id")
+_KNOWN = (
+    "SELECT trace_id, span_ids FROM trace_batches"
+    " WHERE trace_id IN (SELECT value FROM json_each(?)) ORDER BY trace_id, batch_id"
+)
 STORE_BATCH = "INSERT INTO batches (fmt, body, crc) VALUES (?, ?, ?)"
 
 
 def ids_of(blob: bytes) -> list[bytes]:
     """The 8-byte span ids joined in an index row."""
-    return [blob[i:i + 8] for i in range(0, len(blob), 8)]
+    return [blob[i : i + 8] for i in range(0, len(blob), 8)]
 
 
 def index_groups(db: sqlite3.Connection, items: Sequence[Unindexed]) -> int:
@@ -70,8 +72,12 @@ def index_groups(db: sqlite3.Connection, items: Sequence[Unindexed]) -> int:
     view, or a read-only overlay of an older store's index (the batches stay as they are).
     Returns how many spans were new."""
     new = 0
-    known = {trace_id: set(ids_of(span_ids)) for trace_id, span_ids in stored_span_ids(
-        db, [group.trace_id for _, groups in items for group in groups]).items()}
+    known = {
+        trace_id: set(ids_of(span_ids))
+        for trace_id, span_ids in stored_span_ids(
+            db, [group.trace_id for _, groups in items for group in groups]
+        ).items()
+    }
     several = len(items) > 1
     earlier: dict[str, bytes] = {}  # with several batches: the ids of each trace so far
     rows: list[tuple[str, int, bytes, bool, int]] = []  # trace_batches, in one statement
@@ -94,8 +100,11 @@ def index_groups(db: sqlite3.Connection, items: Sequence[Unindexed]) -> int:
                 continue
             seen.update(fresh)
             # root: the trace's root is in this row or was stored before it
-            kept.append(group._replace(span_ids=b"".join(fresh),
-                                       annotations=min(group.annotations, len(fresh))))
+            kept.append(
+                group._replace(
+                    span_ids=b"".join(fresh), annotations=min(group.annotations, len(fresh))
+                )
+            )
             new += len(fresh)
         for trace_id, span_ids, start, root, notes in kept:
             rows.append((trace_id, batch_id, span_ids, root, notes))
@@ -105,15 +114,19 @@ def index_groups(db: sqlite3.Connection, items: Sequence[Unindexed]) -> int:
     if rows:  # in key order: each index page is visited once
         rows.sort()
         db.executemany("INSERT INTO trace_batches VALUES (?, ?, ?, ?, ?)", rows)
-        db.executemany(_ADD_TRACE, [(trace_id, min(start, MAX_NS))
-                                    for trace_id, start in sorted(starts.items())])
+        db.executemany(
+            _ADD_TRACE,
+            [(trace_id, min(start, MAX_NS)) for trace_id, start in sorted(starts.items())],
+        )
     return new
 
 
-def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
-               recent: Callable[[str], bytes | None],
-               known_of: Callable[[list[str]], set[str]] | None = None
-               ) -> tuple[int, dict[str, bytes]]:
+def log_groups(
+    db: sqlite3.Connection,
+    items: Sequence[IndexItem],
+    recent: Callable[[str], bytes | None],
+    known_of: Callable[[list[str]], set[str]] | None = None,
+) -> tuple[int, dict[str, bytes]]:
     """Index trace groups in a version-3 store, inside the caller's transaction: one
     ``batch_traces`` row per batch of the span ids that ``recent`` (the span ids stored per
     trace, as far as the writer remembers) does not hold. A stored batch (an id) that adds no
@@ -141,17 +154,21 @@ def log_groups(db: sqlite3.Connection, items: Sequence[IndexItem],
             continue
         if batch_id is None:
             assert batch is not None
-            batch_id = int(db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))
-                                      ).lastrowid or 0)  # always set after an INSERT
+            batch_id = int(
+                db.execute(STORE_BATCH, (batch.fmt, batch.body, crc(batch.body))).lastrowid or 0
+            )  # always set after an INSERT
         blob = pack_groups(kept)
         rows.append((batch_id, blob, crc(blob)))
     db.executemany("INSERT INTO batch_traces VALUES (?, ?, ?)", rows)
     return new, stored
 
 
-def _new_spans(groups: Sequence[TraceGroup], stored: dict[str, bytes],
-               recent: Callable[[str], bytes | None], known: set[str] | None
-               ) -> list[TraceGroup]:
+def _new_spans(
+    groups: Sequence[TraceGroup],
+    stored: dict[str, bytes],
+    recent: Callable[[str], bytes | None],
+    known: set[str] | None,
+) -> list[TraceGroup]:
     """The groups of a batch cut to the span ids neither ``stored`` (the traces indexed in
     this commit) nor ``recent`` holds, those emptied left out; ``stored`` is updated. A trace
     not in ``known`` (when given: the traces either may hold) is new, with every span."""
@@ -174,8 +191,9 @@ def _new_spans(groups: Sequence[TraceGroup], stored: dict[str, bytes],
             continue
         span_ids = b"".join(fresh)
         stored[trace_id] = seen + span_ids
-        kept.append(group._replace(span_ids=span_ids,
-                                   annotations=min(group.annotations, len(fresh))))
+        kept.append(
+            group._replace(span_ids=span_ids, annotations=min(group.annotations, len(fresh)))
+        )
     return kept
 
 
@@ -188,13 +206,13 @@ def stored_span_ids(db: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[st
     return found
 
 
-def checked_body(db: sqlite3.Connection, batch_id: int, has_crc: bool
-                 ) -> tuple[str, bytes] | None:
+def checked_body(db: sqlite3.Connection, batch_id: int, has_crc: bool) -> tuple[str, bytes] | None:
     """A stored batch's format and body, checked against its checksum (None if there is no
     such batch); raises :class:`DamagedStore` (without a file) if it does not match."""
     crc_column = "crc" if has_crc else "NULL"
-    row = db.execute(f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?",
-                     (batch_id,)).fetchone()
+    row = db.execute(
+        f"SELECT fmt, body, {crc_column} FROM batches WHERE id = ?", (batch_id,)
+    ).fetchone()
     if row is None:
         return None
     fmt, body, check = row
@@ -203,8 +221,7 @@ def checked_body(db: sqlite3.Connection, batch_id: int, has_crc: bool
     return str(fmt), body
 
 
-def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool
-                  ) -> tuple[TraceGroup, ...]:
+def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool) -> tuple[TraceGroup, ...]:
     """The trace groups of a stored batch, decoded from its body (checked against its
     checksum); raises :class:`DamagedStore` (without a file) if it cannot be read."""
     stored = checked_body(db, batch_id, has_crc)
@@ -222,18 +239,30 @@ def unindexed(db: sqlite3.Connection, version: int) -> list[int]:
     writer stopped before indexing them (a batch that adds no span is never kept indexed-less:
     indexing deletes it)."""
     index = "main.batch_traces" if version >= 3 else "trace_batches"
-    return [int(batch_id) for (batch_id,) in db.execute(
-        f"SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM {index}) ORDER BY id")]
+    return [
+        int(batch_id)
+        for (batch_id,) in db.execute(
+            f"SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM {index}) ORDER BY id"
+        )
+    ]
 
 
-def index_unindexed(db: sqlite3.Connection, has_crc: bool, ids: Sequence[int],
-                    index: Callable[[list[Unindexed]], object]) -> int:
+def index_unindexed(
+    db: sqlite3.Connection,
+    has_crc: bool,
+    ids: Sequence[int],
+    index: Callable[[list[Unindexed]], object],
+) -> int:
     """Index the batches ``ids`` (:func:`unindexed`), decoded from their bodies,
     ``_UNINDEXED_CHUNK`` per call of ``index``; returns how many there were."""
     if not ids:
         return 0
     _log.info("indexing %d stored batch(es) that were never indexed", len(ids))
     for start in range(0, len(ids), _UNINDEXED_CHUNK):
-        index([(batch_id, stored_groups(db, batch_id, has_crc))
-               for batch_id in ids[start:start + _UNINDEXED_CHUNK]])
+        index(
+            [
+                (batch_id, stored_groups(db, batch_id, has_crc))
+                for batch_id in ids[start : start + _UNINDEXED_CHUNK]
+            ]
+        )
     return len(ids)

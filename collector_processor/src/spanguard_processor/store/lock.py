@@ -32,8 +32,14 @@ __all__ = ["StoreLocked", "WriterLock", "lock_path"]
 class StoreLocked(InputError):
     """The store is open for writing by another writer (named in the message)."""
 
-    def __init__(self, message: str, *, file: str | None = None,
-                 holder: dict[str, Any] | None = None, **located: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        holder: dict[str, Any] | None = None,
+        **located: Any,
+    ) -> None:
         super().__init__(message, file=file, **located)
         self.holder = holder or {}
 
@@ -79,8 +85,11 @@ class WriterLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise InputError(f"cannot create the writer lock {self.path} ({exc.strerror}); "
-                             "the store's folder must be writable.", file=str(store)) from None
+            raise InputError(
+                f"cannot create the writer lock {self.path} ({exc.strerror}); "
+                "the store's folder must be writable.",
+                file=str(store),
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -90,7 +99,9 @@ class WriterLock:
                 f"is being written by {_describe(holder)}; a store has one writer at a time. "
                 "Stop that writer first, or send the spans to its OTLP receiver instead; "
                 "reading the store (traces export, store check) works meanwhile.",
-                file=str(store), holder=holder) from None
+                file=str(store),
+                holder=holder,
+            ) from None
         self._fd = fd
         self.describe()
 
@@ -108,4 +119,3 @@ class WriterLock:
         if self._fd is not None:
             os.close(self._fd)  # closing the only descriptor drops the flock
             self._fd = None
-

@@ -41,9 +41,11 @@ __all__ = ["CHECKS", "OpenStore", "check_pages", "open_database", "verify_rows"]
 
 #: The checks a store opened for writing with ``defer_checks`` runs later, in this order
 #: (each reads the whole file; ``/health`` names the one running).
-CHECKS = ("reading every page (quick_check)",
-          "checking every batch and index row against its checksum",
-          "indexing batches stored but never indexed")
+CHECKS = (
+    "reading every page (quick_check)",
+    "checking every batch and index row against its checksum",
+    "indexing batches stored but never indexed",
+)
 
 
 def _open_error(exc: sqlite3.Error, path: Path, readonly: bool) -> TraceFormatError:
@@ -59,21 +61,20 @@ def _check_header(path: Path) -> None:
         with path.open("rb") as handle:
             head = handle.read(len(SQLITE_MAGIC))
     except OSError as exc:
-        raise TraceFormatError(f"cannot be read ({exc.strerror or exc}).",
-                               file=str(path)) from None
+        raise TraceFormatError(f"cannot be read ({exc.strerror or exc}).", file=str(path)) from None
     if head == SQLITE_MAGIC:
         return
     if looks_like_store(path, head):
         raise DamagedStore("its SQLite header is overwritten", file=str(path))
-    raise TraceFormatError("is not a spanguard span store (not a SQLite database).",
-                           file=str(path))
+    raise TraceFormatError("is not a spanguard span store (not a SQLite database).", file=str(path))
 
 
 def _quick_check(db: sqlite3.Connection, path: Path) -> None:
     problems = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
     if problems != ["ok"]:
-        raise DamagedStore("; ".join(str(p).replace("\n", " ").strip() for p in problems),
-                           file=str(path))
+        raise DamagedStore(
+            "; ".join(str(p).replace("\n", " ").strip() for p in problems), file=str(path)
+        )
 
 
 class OpenStore(NamedTuple):
@@ -84,8 +85,9 @@ class OpenStore(NamedTuple):
     version: int  # its version: SCHEMA_VERSION unless opened read-only
 
 
-def open_database(path: Path, readonly: bool, durable: bool, *, quick_check: bool = True
-                  ) -> OpenStore:
+def open_database(
+    path: Path, readonly: bool, durable: bool, *, quick_check: bool = True
+) -> OpenStore:
     """Open (or create) the store at ``path``, checked, and (unless ``readonly``) at this
     version. Raises a ``TraceFormatError`` naming the file. ``quick_check=False`` leaves out
     ``PRAGMA quick_check`` (it reads the whole file: :func:`check_pages` runs it later)
@@ -98,15 +100,17 @@ def open_database(path: Path, readonly: bool, durable: bool, *, quick_check: boo
     db: sqlite3.Connection | None = None
     try:
         if readonly:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                                 check_same_thread=False)
+            db = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+            )
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         # everything is checked before anything (even the journal mode) is written
         fresh, version, has_crc = check_schema(db, path, readonly)
-        if quick_check or (not readonly and not fresh
-                           and (not has_crc or version < SCHEMA_VERSION)):
+        if quick_check or (
+            not readonly and not fresh and (not has_crc or version < SCHEMA_VERSION)
+        ):
             _quick_check(db, path)
         if readonly:
             if version < 2:
@@ -146,8 +150,15 @@ def check_pages(db: sqlite3.Connection, path: Path) -> None:
         raise _open_error(exc, path, False) from None
 
 
-def verify_rows(db: sqlite3.Connection, path: Path, has_crc: bool, version: int, *,
-                bodies: bool = True, index: bool = True) -> int:
+def verify_rows(
+    db: sqlite3.Connection,
+    path: Path,
+    has_crc: bool,
+    version: int,
+    *,
+    bodies: bool = True,
+    index: bool = True,
+) -> int:
     """Check every stored batch against its checksum (``bodies``), and that every index row is
     well-formed (and, in a version-3 store, matches its checksum and unpacks) and names a
     stored batch (``index``); returns how many batches were checked."""
@@ -159,8 +170,7 @@ def verify_rows(db: sqlite3.Connection, path: Path, has_crc: bool, version: int,
     for table, query in (MALFORMED_ROWS if version >= 3 else MALFORMED_VIEW_ROWS).items():
         row = db.execute(query).fetchone()
         if row is not None:
-            raise DamagedStore(f"a row of table {table} is malformed ({row[0]!r})",
-                               file=str(path))
+            raise DamagedStore(f"a row of table {table} is malformed ({row[0]!r})", file=str(path))
     if version >= 3:
         for row_id, blob, check in db.execute("SELECT batch_id, groups, crc FROM batch_traces"):
             checked_blob("batch_traces", row_id, blob, check, unpack_groups, path)

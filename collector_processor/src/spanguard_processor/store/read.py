@@ -41,14 +41,20 @@ class StoredBatches:
         self._damaged = damaged
         self._parsed: dict[int, ParsedBatch] = {}
 
-    def row_records(self, db: sqlite3.Connection, trace_id: object, batch_id: object,
-                    span_ids: object) -> list[SpanRecord]:
+    def row_records(
+        self, db: sqlite3.Connection, trace_id: object, batch_id: object, span_ids: object
+    ) -> list[SpanRecord]:
         """The spans one index row names, from its batch (each checked to be there); raises
         :class:`DamagedStore` (made by ``damaged``) if the row or its batch cannot be read."""
-        if (not isinstance(trace_id, str) or not isinstance(batch_id, int)
-                or not isinstance(span_ids, bytes) or len(span_ids) % 8):
-            raise self._damaged(f"the index row of trace {trace_id} in batch {batch_id} is "
-                                "unreadable")
+        if (
+            not isinstance(trace_id, str)
+            or not isinstance(batch_id, int)
+            or not isinstance(span_ids, bytes)
+            or len(span_ids) % 8
+        ):
+            raise self._damaged(
+                f"the index row of trace {trace_id} in batch {batch_id} is unreadable"
+            )
         batch = self._parsed.get(batch_id) or self._parse(db, trace_id, batch_id)
         wanted = {span_id.hex() for span_id in ids_of(span_ids)}
         records = []
@@ -56,8 +62,9 @@ class StoredBatches:
             try:
                 record = batch.record(position)
             except (IndexError, TraceFormatError, ValueError):
-                raise self._damaged(f"batch {batch_id} cannot be decoded at span {position}"
-                                    ) from None
+                raise self._damaged(
+                    f"batch {batch_id} cannot be decoded at span {position}"
+                ) from None
             if record.span_id in wanted:
                 wanted.discard(record.span_id)
                 records.append(record)
@@ -72,8 +79,9 @@ class StoredBatches:
         if problems != ["ok"]:
             raise self._damaged("; ".join(str(p).replace("\n", " ").strip() for p in problems))
         batches: set[int] = set()
-        rows = db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
-                          " ORDER BY batch_id, trace_id")
+        rows = db.execute(
+            "SELECT trace_id, batch_id, span_ids FROM trace_batches ORDER BY batch_id, trace_id"
+        )
         for trace_id, batch_id, span_ids in rows:
             self.row_records(db, trace_id, batch_id, span_ids)
             batches.add(batch_id)
@@ -85,8 +93,9 @@ class StoredBatches:
         except DamagedStore as exc:
             raise self._damaged(exc.problem) from None
         if stored is None:
-            raise self._damaged(f"batch {batch_id}, which holds spans of trace {trace_id}, "
-                                "is missing")
+            raise self._damaged(
+                f"batch {batch_id}, which holds spans of trace {trace_id}, is missing"
+            )
         fmt, body = stored
         try:
             batch = parse_batch(fmt, body)

@@ -102,8 +102,9 @@ CREATE TABLE IF NOT EXISTS releases (
 SCHEMA = _BATCHES + LOG_TABLES
 #: The per-trace tables readers query, as temporary tables (a version-3 store's view, or a
 #: read-only overlay of an older store's index).
-VIEW_SCHEMA = (TRACE_BATCHES_TABLE.format(temp="TEMP", schema="temp.")
-               + TRACES_TABLE.replace("TABLE IF NOT EXISTS", "TEMP TABLE IF NOT EXISTS"))
+VIEW_SCHEMA = TRACE_BATCHES_TABLE.format(temp="TEMP", schema="temp.") + TRACES_TABLE.replace(
+    "TABLE IF NOT EXISTS", "TEMP TABLE IF NOT EXISTS"
+)
 
 _COLUMNS = {
     "batches": ("id", "fmt", "body"),
@@ -115,34 +116,42 @@ _COLUMNS_V2 = {
     "trace_batches": ("trace_id", "batch_id", "span_ids", "root", "annotations"),
     "traces": ("trace_id", "released", "start_ns"),
 }
-_COLUMNS_V1 = {**{k: v for k, v in _COLUMNS_V2.items() if k != "trace_batches"},
-               "spans": ("trace_id", "span_id", "parent_span_id", "annotation", "batch_id",
-                         "position")}
+_COLUMNS_V1 = {
+    **{k: v for k, v in _COLUMNS_V2.items() if k != "trace_batches"},
+    "spans": ("trace_id", "span_id", "parent_span_id", "annotation", "batch_id", "position"),
+}
 # One query per table of a version-2 store (or of the temporary tables readers query) finding
 # a row no writer could have written (a damaged one).
 _HEX_ID = "(typeof({c}) != 'text' OR length({c}) != {n} OR {c} GLOB '*[^0-9a-f]*')"
 MALFORMED_VIEW_ROWS = {
     "trace_batches": "SELECT trace_id || '/' || batch_id FROM trace_batches WHERE "
-                     + " OR ".join([_HEX_ID.format(c="trace_id", n=32),
-                                    "typeof(span_ids) != 'blob'", "length(span_ids) = 0",
-                                    "length(span_ids) % 8 != 0", "root NOT IN (0, 1)",
-                                    "typeof(annotations) != 'integer'", "annotations < 0",
-                                    "annotations > length(span_ids) / 8",
-                                    "batch_id NOT IN (SELECT id FROM batches)"])
-                     + " LIMIT 1",
+    + " OR ".join(
+        [
+            _HEX_ID.format(c="trace_id", n=32),
+            "typeof(span_ids) != 'blob'",
+            "length(span_ids) = 0",
+            "length(span_ids) % 8 != 0",
+            "root NOT IN (0, 1)",
+            "typeof(annotations) != 'integer'",
+            "annotations < 0",
+            "annotations > length(span_ids) / 8",
+            "batch_id NOT IN (SELECT id FROM batches)",
+        ]
+    )
+    + " LIMIT 1",
     "traces": "SELECT trace_id FROM traces WHERE "
-              + _HEX_ID.format(c="trace_id", n=32)
-              + " OR released NOT IN (0, 1) OR typeof(start_ns) != 'integer' LIMIT 1",
+    + _HEX_ID.format(c="trace_id", n=32)
+    + " OR released NOT IN (0, 1) OR typeof(start_ns) != 'integer' LIMIT 1",
 }
 # The same for a version-3 store's own tables (their blobs are checked by their CRC-32 and
 # when unpacked).
 MALFORMED_ROWS = {
     "batch_traces": "SELECT batch_id FROM batch_traces WHERE typeof(groups) != 'blob'"
-                    " OR length(groups) = 0 OR typeof(crc) != 'integer'"
-                    " OR batch_id NOT IN (SELECT id FROM batches) LIMIT 1",
+    " OR length(groups) = 0 OR typeof(crc) != 'integer'"
+    " OR batch_id NOT IN (SELECT id FROM batches) LIMIT 1",
     "releases": "SELECT id FROM releases WHERE typeof(trace_ids) != 'blob'"
-                " OR length(trace_ids) = 0 OR length(trace_ids) % 16 != 0"
-                " OR typeof(crc) != 'integer' LIMIT 1",
+    " OR length(trace_ids) = 0 OR length(trace_ids) % 16 != 0"
+    " OR typeof(crc) != 'integer' LIMIT 1",
 }
 #: The page size of new stores (stores of version 1 and older have SQLite's default, 4 KiB).
 #: Stored bodies span many pages, and SQLite writes, logs and checkpoints page by page: 16 KiB
@@ -153,20 +162,33 @@ _BTREE_PAGES = (b"\x02", b"\x05", b"\x0a", b"\x0d")
 # The schema's own text sits in page 1 of every store, after the 100-byte SQLite header
 # (stores of version 1 and older created the per-span index first).
 _ROOT_PAGES = 3  # pages 2-4 are the roots of the first three tables or indexes in every version
-_SCHEMA_MARKS = (b"CREATE TABLE batches (\n    id INTEGER PRIMARY KEY,\n    fmt TEXT NOT NULL",
-                 b"CREATE TABLE spans (\n    trace_id TEXT NOT NULL")
+_SCHEMA_MARKS = (
+    b"CREATE TABLE batches (\n    id INTEGER PRIMARY KEY,\n    fmt TEXT NOT NULL",
+    b"CREATE TABLE spans (\n    trace_id TEXT NOT NULL",
+)
 
 
 class DamagedStore(TraceFormatError):
     """A span store whose file is damaged: SQLite or spanguard cannot read back what was written."""
 
-    def __init__(self, problem: str, *, file: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
         self.problem = problem
-        detail = problem if problem.startswith("is a damaged span store") else (
-            f"is a damaged span store ({problem.rstrip('.')}); nothing more is read from or "
-            "written to it. `spanguard store recover` copies what is still readable into a new "
-            "store.")
+        detail = (
+            problem
+            if problem.startswith("is a damaged span store")
+            else (
+                f"is a damaged span store ({problem.rstrip('.')}); nothing more is read from or "
+                "written to it. `spanguard store recover` copies what is still readable into a new "
+                "store."
+            )
+        )
         super().__init__(detail, file=file, line=line, field=field)
 
 
@@ -186,10 +208,14 @@ def looks_like_store(path: Path, head: bytes) -> bool:
         return True
     # pages 2-4 are always the roots of the store's tables and indexes: B-tree pages
     return any(
-        len(start) >= (_ROOT_PAGES + 1) * size and path.stat().st_size % size == 0
-        and all(start[page * size: page * size + 1] in _BTREE_PAGES
-                for page in range(1, _ROOT_PAGES + 1))
-        for size in _PAGE_SIZES)
+        len(start) >= (_ROOT_PAGES + 1) * size
+        and path.stat().st_size % size == 0
+        and all(
+            start[page * size : page * size + 1] in _BTREE_PAGES
+            for page in range(1, _ROOT_PAGES + 1)
+        )
+        for size in _PAGE_SIZES
+    )
 
 
 try:  # ISA-L's CRC-32 is zlib's checksum, bit for bit, ~20x faster (carry-less multiply)
@@ -223,8 +249,15 @@ def pack_groups(groups: Iterable[tuple[str, bytes, int, bool, int]]) -> bytes:
     parts: list[bytes] = []
     append = parts.append
     for trace_id, span_ids, start, root, notes in groups:
-        append(header(fromhex(trace_id), start if start < MAX_NS else MAX_NS, root, notes,
-                      len(span_ids) >> 3))
+        append(
+            header(
+                fromhex(trace_id),
+                start if start < MAX_NS else MAX_NS,
+                root,
+                notes,
+                len(span_ids) >> 3,
+            )
+        )
         append(span_ids)
     return b"".join(parts)
 
@@ -258,7 +291,7 @@ def insert_releases(db: sqlite3.Connection, trace_ids: Sequence[str]) -> None:
     """Mark traces released, inside the caller's transaction: a ``releases`` row per
     ``_RELEASES_PER_ROW`` of them."""
     for at in range(0, len(trace_ids), _RELEASES_PER_ROW):
-        blob = pack_trace_ids(trace_ids[at:at + _RELEASES_PER_ROW])
+        blob = pack_trace_ids(trace_ids[at : at + _RELEASES_PER_ROW])
         db.execute(_RELEASE, (blob, crc(blob)))
 
 
@@ -266,47 +299,60 @@ def unpack_trace_ids(blob: bytes) -> list[str]:
     """The trace ids (hex) in a ``releases`` blob; ``ValueError`` if it is malformed."""
     if not blob or len(blob) % 16:
         raise ValueError(f"{len(blob)} bytes is not a whole number of trace ids")
-    return [blob[at:at + 16].hex() for at in range(0, len(blob), 16)]
+    return [blob[at : at + 16].hex() for at in range(0, len(blob), 16)]
 
 
-def check_schema(db: sqlite3.Connection, path: Path, readonly: bool
-                 ) -> tuple[bool, int, bool]:
+def check_schema(db: sqlite3.Connection, path: Path, readonly: bool) -> tuple[bool, int, bool]:
     """Check the tables and the store version: (an empty database, i.e. a new store;
     the version; whether batches carry a checksum)."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
         raise TraceFormatError(
             f"was written by a newer spanguard (store version {version}; this one "
-            f"reads versions up to {SCHEMA_VERSION}); upgrade spanguard.", file=str(path))
-    tables = {name: [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
-              for (name,) in db.execute(
-                  "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+            f"reads versions up to {SCHEMA_VERSION}); upgrade spanguard.",
+            file=str(path),
+        )
+    tables = {
+        name: [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
+        for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    }
     if not tables and not readonly:
         return True, SCHEMA_VERSION, True
-    expected = (_COLUMNS if version >= 3 else _COLUMNS_V2 if version == 2 else _COLUMNS_V1)
+    expected = _COLUMNS if version >= 3 else _COLUMNS_V2 if version == 2 else _COLUMNS_V1
     if not any(name in tables for name in {*_COLUMNS, *_COLUMNS_V2, *_COLUMNS_V1}):
         raise TraceFormatError(
             "is a SQLite database but not a spanguard span store (it has no table "
-            f"{', '.join(sorted(_COLUMNS))}).", file=str(path))
+            f"{', '.join(sorted(_COLUMNS))}).",
+            file=str(path),
+        )
     for name, columns in expected.items():
         if name not in tables:
             raise DamagedStore(f"table {name} is missing", file=str(path))
         missing = [c for c in columns if c not in tables[name]]
         if missing:
-            raise DamagedStore(f"table {name} lacks column(s) {', '.join(missing)}",
-                               file=str(path))
+            raise DamagedStore(f"table {name} lacks column(s) {', '.join(missing)}", file=str(path))
     return False, version, "crc" in tables["batches"]
 
 
-def checked_blob(table: str, row_id: object, blob: object, check: object,
-                 unpack: Callable[[bytes], list[_T]], path: Path | None = None) -> list[_T]:
+def checked_blob(
+    table: str,
+    row_id: object,
+    blob: object,
+    check: object,
+    unpack: Callable[[bytes], list[_T]],
+    path: Path | None = None,
+) -> list[_T]:
     """A version-3 index blob unpacked, after checking it against its checksum; raises
     :class:`DamagedStore` if either fails."""
     if not isinstance(blob, bytes) or crc(blob) != check:
-        raise DamagedStore(f"row {row_id} of table {table} does not match its checksum",
-                           file=None if path is None else str(path))
+        raise DamagedStore(
+            f"row {row_id} of table {table} does not match its checksum",
+            file=None if path is None else str(path),
+        )
     try:
         return unpack(blob)
     except ValueError as exc:
-        raise DamagedStore(f"row {row_id} of table {table} is malformed ({exc})",
-                           file=None if path is None else str(path)) from None
+        raise DamagedStore(
+            f"row {row_id} of table {table} is malformed ({exc})",
+            file=None if path is None else str(path),
+        ) from None

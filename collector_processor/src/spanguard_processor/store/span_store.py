@@ -60,8 +60,14 @@ from .schema import (
 from .upgrade import overlay_index
 from .view import RecentSpans, TraceView
 
-__all__ = ["SCHEMA_VERSION", "SQLITE_MAGIC", "DamagedStore", "SpanStore", "Unindexed",
-           "looks_like_store"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SQLITE_MAGIC",
+    "DamagedStore",
+    "SpanStore",
+    "Unindexed",
+    "looks_like_store",
+]
 
 _T = TypeVar("_T")
 
@@ -76,8 +82,15 @@ class SpanStore:
     step :attr:`checking` names; until it ran, nothing can be written.
     """
 
-    def __init__(self, path: Path | str, *, readonly: bool = False, durable: bool = True,
-                 verify_batches: bool | None = None, defer_checks: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        readonly: bool = False,
+        durable: bool = True,
+        verify_batches: bool | None = None,
+        defer_checks: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.readonly = readonly
         self._has_crc = True
@@ -91,7 +104,8 @@ class SpanStore:
         self.lock = WriterLock(self.path, take=not readonly)  # one writer per store
         try:
             self._db, self._has_crc, self._version = open_database(
-                self.path, readonly, durable, quick_check=not self._deferred)
+                self.path, readonly, durable, quick_check=not self._deferred
+            )
             self._batches = StoredBatches(self._has_crc, self._damaged)
             # version 3 is read by trace through a view; older (read-only) stores their tables
             self._view = TraceView() if self._version >= 3 else None
@@ -192,13 +206,14 @@ class SpanStore:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def put_batches(self, batches: Sequence[DecodedBatch], *,
-                    release: Sequence[str] = ()) -> int:
+    def put_batches(self, batches: Sequence[DecodedBatch], *, release: Sequence[str] = ()) -> int:
         """Store batches and index their spans in one transaction; returns after a durable
         commit. Returns how many spans were new (the rest were already stored). Traces in
         ``release`` are marked released in the same transaction."""
-        return self._index([(None, batch.traces, batch) for batch in batches
-                            if batch.spans or batch.groups], release)
+        return self._index(
+            [(None, batch.traces, batch) for batch in batches if batch.spans or batch.groups],
+            release,
+        )
 
     def append_batches(self, batches: Sequence[DecodedBatch]) -> list[Unindexed]:
         """Store the bodies of batches, not yet indexed, in one transaction; returns after a
@@ -211,8 +226,14 @@ class SpanStore:
             return []
 
         def append() -> list[Unindexed]:
-            return [(int(self.db.execute(STORE_BATCH, (b.fmt, b.body, crc(b.body))).lastrowid
-                         or 0), b.traces) for b in kept]
+            return [
+                (
+                    int(self.db.execute(STORE_BATCH, (b.fmt, b.body, crc(b.body))).lastrowid or 0),
+                    b.traces,
+                )
+                for b in kept
+            ]
+
         return self._in_transaction(append, ())
 
     def index_batches(self, stored: Sequence[Unindexed], *, release: Sequence[str] = ()) -> int:
@@ -221,14 +242,25 @@ class SpanStore:
         no new span is removed."""
         return self._index([(batch_id, groups, None) for batch_id, groups in stored], release)
 
-    def _index(self, items: list[IndexItem], release: Sequence[str],
-               known: Callable[[str], bytes | None] | None = None) -> int:
+    def _index(
+        self,
+        items: list[IndexItem],
+        release: Sequence[str],
+        known: Callable[[str], bytes | None] | None = None,
+    ) -> int:
         if not items:
             self.mark_released(release)
             return 0
         new, stored = self._in_transaction(
-            partial(log_groups, self.db, items, known or self._recent.get,
-                    None if known else self._recent.known_of), release)
+            partial(
+                log_groups,
+                self.db,
+                items,
+                known or self._recent.get,
+                None if known else self._recent.known_of,
+            ),
+            release,
+        )
         self._recent.update(stored)  # committed: remembered
         return new
 
@@ -269,8 +301,12 @@ class SpanStore:
                 assert self._view is not None  # a writable store is at the current version
                 known = stored_span_ids(db, [g.trace_id for _, groups in items for g in groups])
                 recent = self._recent.get
-                self._index([(batch_id, groups, None) for batch_id, groups in items], (),
-                            lambda trace_id: recent(trace_id) or known.get(trace_id))
+                self._index(
+                    [(batch_id, groups, None) for batch_id, groups in items],
+                    (),
+                    lambda trace_id: recent(trace_id) or known.get(trace_id),
+                )
+
             return index_unindexed(db, self._has_crc, ids, index)
 
     def rest(self) -> None:
@@ -287,8 +323,12 @@ class SpanStore:
     def release_all(self) -> int:
         """Mark every pending trace released (after a file ingest); returns how many."""
         self.refresh()
-        pending = [t for (t,) in self.db.execute(
-            "SELECT trace_id FROM traces WHERE released = 0 ORDER BY trace_id")]
+        pending = [
+            t
+            for (t,) in self.db.execute(
+                "SELECT trace_id FROM traces WHERE released = 0 ORDER BY trace_id"
+            )
+        ]
         self.mark_released(pending)
         return len(pending)
 
@@ -303,9 +343,11 @@ class SpanStore:
             rows = self.db.execute(
                 "SELECT b.trace_id, b.span_ids, b.root FROM trace_batches b"
                 " JOIN traces t ON t.trace_id = b.trace_id"
-                " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id").fetchall()
-        groups = [TraceGroup(trace_id, span_ids, 0, bool(root), 0)
-                  for trace_id, span_ids, root in rows]
+                " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id"
+            ).fetchall()
+        groups = [
+            TraceGroup(trace_id, span_ids, 0, bool(root), 0) for trace_id, span_ids, root in rows
+        ]
         if not self.readonly:
             self._recent.seed(groups)
         yield from groups
@@ -313,8 +355,11 @@ class SpanStore:
     def span_count(self) -> int:
         self.refresh()
         with self._reading():
-            return int(self.db.execute(
-                "SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches").fetchone()[0])
+            return int(
+                self.db.execute(
+                    "SELECT coalesce(sum(length(span_ids)), 0) / 8 FROM trace_batches"
+                ).fetchone()[0]
+            )
 
     def trace_counts(self) -> tuple[int, int]:
         """(released, pending) trace counts."""
@@ -330,22 +375,30 @@ class SpanStore:
         self.refresh()
         with self._reading():
             rows = self.db.execute("SELECT trace_id, span_ids FROM trace_batches").fetchall()
-        return sorted((trace_id, span_id.hex()) for trace_id, blob in rows
-                      for span_id in ids_of(blob))
+        return sorted(
+            (trace_id, span_id.hex()) for trace_id, blob in rows for span_id in ids_of(blob)
+        )
 
-    def _records(self, where: str, args: tuple[object, ...], keep: Callable[[SpanRecord], bool],
-                 skipped: list[str] | None = None) -> list[SpanRecord]:
+    def _records(
+        self,
+        where: str,
+        args: tuple[object, ...],
+        keep: Callable[[SpanRecord], bool],
+        skipped: list[str] | None = None,
+    ) -> list[SpanRecord]:
         """The spans of the index rows matching ``where`` that ``keep`` accepts, decoded from
         their batches and checked against their rows, in start order; an unreadable row
         raises :class:`DamagedStore`, or with ``skipped`` is left out and described there."""
         with self._reading():
-            rows = self.db.execute("SELECT trace_id, batch_id, span_ids FROM trace_batches"
-                                   f" WHERE {where} ORDER BY trace_id, batch_id", args).fetchall()
+            rows = self.db.execute(
+                "SELECT trace_id, batch_id, span_ids FROM trace_batches"
+                f" WHERE {where} ORDER BY trace_id, batch_id",
+                args,
+            ).fetchall()
             records: list[SpanRecord] = []
             for trace_id, batch_id, span_ids in rows:
                 try:
-                    found = self._batches.row_records(self.db, trace_id, batch_id,
-                                                      span_ids)
+                    found = self._batches.row_records(self.db, trace_id, batch_id, span_ids)
                 except DamagedStore as exc:
                     if skipped is None:
                         raise
@@ -362,8 +415,9 @@ class SpanStore:
         self.refresh(skipped)
         return self._records("annotations > 0", (), is_annotation, skipped)
 
-    def trace_records(self, *, include_pending: bool = False, skipped: list[str] | None = None
-                      ) -> Iterator[tuple[str, bool, list[SpanRecord]]]:
+    def trace_records(
+        self, *, include_pending: bool = False, skipped: list[str] | None = None
+    ) -> Iterator[tuple[str, bool, list[SpanRecord]]]:
         """Every released trace (with ``include_pending``, those in flight too) by start time
         then trace id, as (trace id, released, its spans but annotation spans, in start
         order); a trace of annotation spans only is left out. A trace with an unreadable

@@ -29,8 +29,10 @@ __all__ = ["index_version1", "overlay_index", "upgrade"]
 
 def _version1_rows(db: sqlite3.Connection) -> Iterator[tuple[str, int, bytes, int, int]]:
     """The rows of ``trace_batches`` a version-1 store's per-span index amounts to."""
-    rows = db.execute("SELECT trace_id, batch_id, span_id, parent_span_id, annotation FROM spans"
-                      " ORDER BY trace_id, batch_id, position")
+    rows = db.execute(
+        "SELECT trace_id, batch_id, span_id, parent_span_id, annotation FROM spans"
+        " ORDER BY trace_id, batch_id, position"
+    )
     key: tuple[str, int] | None = None
     ids: list[bytes] = []
     root = notes = 0
@@ -66,8 +68,10 @@ def overlay_index(db: sqlite3.Connection) -> None:
     # a version-1 store's index is a temporary table already (index_version1)
     if not db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'trace_batches'").fetchone():
         db.executescript(TRACE_BATCHES_TABLE.format(temp="TEMP", schema="temp."))
-        db.execute("INSERT INTO temp.trace_batches SELECT trace_id, batch_id, span_ids, root,"
-                   " annotations FROM main.trace_batches")
+        db.execute(
+            "INSERT INTO temp.trace_batches SELECT trace_id, batch_id, span_ids, root,"
+            " annotations FROM main.trace_batches"
+        )
     db.executescript(TRACES_TABLE.replace("TABLE IF NOT EXISTS", "TEMP TABLE IF NOT EXISTS"))
     db.execute("INSERT INTO temp.traces SELECT trace_id, released, start_ns FROM main.traces")
     db.commit()
@@ -82,15 +86,24 @@ def _to_version3(db: sqlite3.Connection) -> None:
     rows = db.execute(
         "SELECT b.batch_id, b.trace_id, b.span_ids, b.root, b.annotations, t.start_ns"
         " FROM trace_batches b LEFT JOIN traces t ON t.trace_id = b.trace_id"
-        " ORDER BY b.batch_id, b.trace_id")
+        " ORDER BY b.batch_id, b.trace_id"
+    )
     try:
         for batch_id, group in groupby(rows, key=itemgetter(0)):
-            blob = pack_groups((trace_id, ids, max(int(start or 0), 0), bool(root),
-                                min(int(notes), len(ids) // 8))
-                               for _, trace_id, ids, root, notes, start in group)
+            blob = pack_groups(
+                (trace_id, ids, max(int(start or 0), 0), bool(root), min(int(notes), len(ids) // 8))
+                for _, trace_id, ids, root, notes, start in group
+            )
             db.execute("INSERT INTO batch_traces VALUES (?, ?, ?)", (batch_id, blob, crc(blob)))
-        insert_releases(db, [t for (t,) in db.execute(
-            "SELECT trace_id FROM traces WHERE released = 1 ORDER BY trace_id")])
+        insert_releases(
+            db,
+            [
+                t
+                for (t,) in db.execute(
+                    "SELECT trace_id FROM traces WHERE released = 1 ORDER BY trace_id"
+                )
+            ],
+        )
     except (TypeError, ValueError, struct.error) as exc:  # a row no writer could have written
         raise sqlite3.DatabaseError(f"an index row is malformed ({exc})") from None
     db.execute("DROP TABLE trace_batches")

@@ -40,8 +40,14 @@ _RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
 _T = TypeVar("_T")
 
 
-def _unpacked(table: str, row_id: object, blob: object, check: object,
-              unpack: Callable[[bytes], list[_T]], skipped: list[str] | None) -> list[_T] | None:
+def _unpacked(
+    table: str,
+    row_id: object,
+    blob: object,
+    check: object,
+    unpack: Callable[[bytes], list[_T]],
+    skipped: list[str] | None,
+) -> list[_T] | None:
     """:func:`checked_blob`, or with ``skipped`` None for a damaged row, described there."""
     try:
         return checked_blob(table, row_id, blob, check, unpack)
@@ -124,17 +130,19 @@ class TraceView:
             raise
         self.indexed, self.released = indexed, released
 
-    def _catch_up(self, db: sqlite3.Connection, skipped: list[str] | None
-                  ) -> tuple[int, int]:
+    def _catch_up(self, db: sqlite3.Connection, skipped: list[str] | None) -> tuple[int, int]:
         indexed, released = self.indexed, self.released
-        rows = db.execute("SELECT batch_id, groups, crc FROM batch_traces WHERE batch_id > ?"
-                          " ORDER BY batch_id", (indexed,))
+        rows = db.execute(
+            "SELECT batch_id, groups, crc FROM batch_traces WHERE batch_id > ? ORDER BY batch_id",
+            (indexed,),
+        )
         try:
             while chunk := rows.fetchmany(_CHUNK):
                 items: list[Unindexed] = []
                 for batch_id, blob, check in chunk:
-                    groups = _unpacked("batch_traces", batch_id, blob, check, unpack_groups,
-                                       skipped)
+                    groups = _unpacked(
+                        "batch_traces", batch_id, blob, check, unpack_groups, skipped
+                    )
                     if groups is not None:
                         items.append((batch_id, groups))
                 index_groups(db, items)
@@ -142,8 +150,8 @@ class TraceView:
         finally:  # a statement left open would keep the tables locked (no DROP after a failure)
             rows.close()
         for row_id, blob, check in db.execute(
-                "SELECT id, trace_ids, crc FROM releases WHERE id > ? ORDER BY id",
-                (released,)).fetchall():
+            "SELECT id, trace_ids, crc FROM releases WHERE id > ? ORDER BY id", (released,)
+        ).fetchall():
             trace_ids = _unpacked("releases", row_id, blob, check, unpack_trace_ids, skipped)
             if trace_ids is not None:
                 db.executemany(_RELEASE, [(trace_id,) for trace_id in trace_ids])

@@ -23,9 +23,7 @@ from .model import RetrievedDocument
 
 __all__ = ["finite_number", "span_documents"]
 
-_OI_KEY = re.compile(
-    re.escape(semconv.RETRIEVAL_DOCUMENTS_PREFIX) + r"\.(\d+)\.document\.(\w+)$"
-)
+_OI_KEY = re.compile(re.escape(semconv.RETRIEVAL_DOCUMENTS_PREFIX) + r"\.(\d+)\.document\.(\w+)$")
 
 
 def _is_retrieval(span: SpanRecord) -> bool:
@@ -129,10 +127,10 @@ def _openinference_documents(attrs: Mapping[str, AttrValue]) -> list[RetrievedDo
         documents.append(
             _document(
                 {
-                    semconv.DOCUMENT_ID: _either(doc.get(semconv.DOCUMENT_ID), meta,
-                                                 _META_ID_KEYS),
-                    semconv.DOCUMENT_SCORE: _either(doc.get(semconv.DOCUMENT_SCORE), meta,
-                                                    _META_SCORE_KEYS),
+                    semconv.DOCUMENT_ID: _either(doc.get(semconv.DOCUMENT_ID), meta, _META_ID_KEYS),
+                    semconv.DOCUMENT_SCORE: _either(
+                        doc.get(semconv.DOCUMENT_SCORE), meta, _META_SCORE_KEYS
+                    ),
                     semconv.DOCUMENT_GROUP: meta.get(semconv.DOCUMENT_GROUP),
                     semconv.DOCUMENT_RANK: meta.get(semconv.DOCUMENT_RANK),
                 },

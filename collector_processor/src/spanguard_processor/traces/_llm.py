@@ -28,8 +28,16 @@ from ._messages import (
 )
 from .parts import LLMCall
 
-__all__ = ["Message", "input_messages", "is_llm_span", "llm_call", "output_messages",
-           "question_and_answer", "requested_tools", "text_of"]
+__all__ = [
+    "Message",
+    "input_messages",
+    "is_llm_span",
+    "llm_call",
+    "output_messages",
+    "question_and_answer",
+    "requested_tools",
+    "text_of",
+]
 
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 
@@ -93,17 +101,41 @@ def llm_call(span: SpanRecord, outputs: Sequence[Message]) -> LLMCall:
     attrs = span.attributes
     duration = (span.end_ns - span.start_ns) / 1e6 if span.end_ns >= span.start_ns > 0 else None
     return LLMCall(
-        provider=nonblank(_first(attrs, (semconv.GEN_AI_PROVIDER_NAME, semconv.GEN_AI_SYSTEM,
-                                     semconv.LLM_PROVIDER, semconv.LLM_SYSTEM))),
+        provider=nonblank(
+            _first(
+                attrs,
+                (
+                    semconv.GEN_AI_PROVIDER_NAME,
+                    semconv.GEN_AI_SYSTEM,
+                    semconv.LLM_PROVIDER,
+                    semconv.LLM_SYSTEM,
+                ),
+            )
+        ),
         request_model=_request_model(attrs),
-        response_model=nonblank(_first(attrs, (semconv.GEN_AI_RESPONSE_MODEL,
-                                           semconv.LLM_MODEL_NAME))),
-        input_tokens=_count(_first(attrs, (
-            semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.GEN_AI_USAGE_PROMPT_TOKENS,
-            semconv.LLM_TOKEN_COUNT_PROMPT))),
-        output_tokens=_count(_first(attrs, (
-            semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.GEN_AI_USAGE_COMPLETION_TOKENS,
-            semconv.LLM_TOKEN_COUNT_COMPLETION))),
+        response_model=nonblank(
+            _first(attrs, (semconv.GEN_AI_RESPONSE_MODEL, semconv.LLM_MODEL_NAME))
+        ),
+        input_tokens=_count(
+            _first(
+                attrs,
+                (
+                    semconv.GEN_AI_USAGE_INPUT_TOKENS,
+                    semconv.GEN_AI_USAGE_PROMPT_TOKENS,
+                    semconv.LLM_TOKEN_COUNT_PROMPT,
+                ),
+            )
+        ),
+        output_tokens=_count(
+            _first(
+                attrs,
+                (
+                    semconv.GEN_AI_USAGE_OUTPUT_TOKENS,
+                    semconv.GEN_AI_USAGE_COMPLETION_TOKENS,
+                    semconv.LLM_TOKEN_COUNT_COMPLETION,
+                ),
+            )
+        ),
         finish_reasons=_finish_reasons(span, outputs),
         tool_calls=tuple(name for m in outputs for name, _ in m.tool_calls),
         duration_ms=duration,

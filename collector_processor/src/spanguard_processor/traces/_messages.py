@@ -29,8 +29,17 @@ from spanguard import semconv
 
 from ..ingest.spans import AttrValue, SpanRecord
 
-__all__ = ["Message", "input_messages", "json_value", "nonblank", "output_messages", "plain",
-           "question_and_answer", "requested_tools", "text_of"]
+__all__ = [
+    "Message",
+    "input_messages",
+    "json_value",
+    "nonblank",
+    "output_messages",
+    "plain",
+    "question_and_answer",
+    "requested_tools",
+    "text_of",
+]
 
 _USER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
@@ -93,8 +102,11 @@ def _content_texts(content: Any) -> list[str]:
         for block in content:
             if isinstance(block, str):
                 texts.append(block)
-            elif isinstance(block, Mapping) and block.get("type") in ("text", "output_text",
-                                                                       "input_text"):
+            elif isinstance(block, Mapping) and block.get("type") in (
+                "text",
+                "output_text",
+                "input_text",
+            ):
                 text = block.get("text", block.get("content"))
                 if isinstance(text, str):
                     texts.append(text)
@@ -126,8 +138,9 @@ def _message(item: Any, default_role: str) -> Message | None:
     if item.get("lc") == 1 and isinstance(item.get("kwargs"), Mapping):  # LangChain dumpd()
         kwargs = item["kwargs"]
         role = str(kwargs.get("type") or default_role)
-        return Message(role, _content_texts(kwargs.get("content")),
-                       _chat_tool_calls(kwargs.get("tool_calls")))
+        return Message(
+            role, _content_texts(kwargs.get("content")), _chat_tool_calls(kwargs.get("tool_calls"))
+        )
     role = str(item.get("role") or item.get("type") or default_role)
     finish = item.get("finish_reason")
     message = Message(role, finish_reason=finish if isinstance(finish, str) else None)
@@ -141,8 +154,7 @@ def _message(item: Any, default_role: str) -> Message | None:
                 message.texts.append(part["content"])
             elif kind == "tool_call" and nonblank(part.get("name")):
                 ident = part.get("id")
-                message.tool_calls.append((part["name"], ident if isinstance(ident, str)
-                                           else None))
+                message.tool_calls.append((part["name"], ident if isinstance(ident, str) else None))
         return message
     message.texts = _content_texts(item.get("content"))
     message.tool_calls = _chat_tool_calls(item.get("tool_calls"))
@@ -162,8 +174,10 @@ def _messages(data: Any, default_role: str) -> list[Message]:
 def _flat_message(fields: Mapping[str, AttrValue], default_role: str) -> Message:
     role = fields.get("role")
     finish = fields.get("finish_reason")
-    message = Message(role if isinstance(role, str) and role else default_role,
-                      finish_reason=finish if isinstance(finish, str) else None)
+    message = Message(
+        role if isinstance(role, str) and role else default_role,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )
     content = fields.get("content")
     if isinstance(content, str):
         parsed = json_value(content) if content.startswith("[") else None
@@ -188,8 +202,9 @@ def _flat_message(fields: Mapping[str, AttrValue], default_role: str) -> Message
     return message
 
 
-def _flat_messages(attrs: Mapping[str, AttrValue], oi_prefix: str, ollm_prefix: str,
-                   default_role: str) -> list[Message]:
+def _flat_messages(
+    attrs: Mapping[str, AttrValue], oi_prefix: str, ollm_prefix: str, default_role: str
+) -> list[Message]:
     """OpenInference ``{oi_prefix}.{i}.message.*`` messages, else OpenLLMetry
     ``{ollm_prefix}.{i}.*`` ones: one pass over the keys."""
     oi_start, ollm_start = oi_prefix + ".", ollm_prefix + "."
@@ -218,8 +233,7 @@ def _body_messages(data: Any, default_role: str) -> list[Message] | None:
     if isinstance(choices, list):  # an OpenAI chat completion
         out = []
         for choice in choices:
-            if isinstance(choice, Mapping) and (m := _message(choice.get("message"),
-                                                              "assistant")):
+            if isinstance(choice, Mapping) and (m := _message(choice.get("message"), "assistant")):
                 finish = choice.get("finish_reason")
                 m.finish_reason = finish if isinstance(finish, str) else m.finish_reason
                 out.append(m)
@@ -253,11 +267,15 @@ def input_messages(span: SpanRecord) -> list[Message]:
 def output_messages(span: SpanRecord) -> list[Message]:
     attrs = span.attributes
     if semconv.GEN_AI_OUTPUT_MESSAGES in attrs:
-        return _messages(json_value(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
-                         if _looks_json(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
-                         else attrs[semconv.GEN_AI_OUTPUT_MESSAGES], "assistant")
-    found = _flat_messages(attrs, semconv.LLM_OUTPUT_MESSAGES, semconv.GEN_AI_COMPLETION,
-                           "assistant")
+        return _messages(
+            json_value(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
+            if _looks_json(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
+            else attrs[semconv.GEN_AI_OUTPUT_MESSAGES],
+            "assistant",
+        )
+    found = _flat_messages(
+        attrs, semconv.LLM_OUTPUT_MESSAGES, semconv.GEN_AI_COMPLETION, "assistant"
+    )
     if not found and semconv.OUTPUT_VALUE in attrs:
         found = _body_messages(json_value(attrs[semconv.OUTPUT_VALUE]), "assistant") or []
     return found
@@ -289,9 +307,9 @@ def requested_tools(outputs: Sequence[Message]) -> list[tuple[str, str | None]]:
     return [call for message in outputs for call in message.tool_calls]
 
 
-def question_and_answer(llm_spans: Sequence[SpanRecord],
-                        outputs: Mapping[str, Sequence[Message]]
-                        ) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+def question_and_answer(
+    llm_spans: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Message]]
+) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
     """The turn's question (last user message of its first model call that has one) and
     answer (final assistant text of its last model call that has one), each with its source
     key; LLM spans in start order, ``outputs`` their output messages by span id."""
@@ -312,10 +330,20 @@ def question_and_answer(llm_spans: Sequence[SpanRecord],
 def _message_source(span: SpanRecord, *, input_side: bool) -> str:
     attrs = span.attributes
     gen_ai, oi, ollm, raw = (
-        (semconv.GEN_AI_INPUT_MESSAGES, semconv.LLM_INPUT_MESSAGES, semconv.GEN_AI_PROMPT,
-         semconv.INPUT_VALUE) if input_side else
-        (semconv.GEN_AI_OUTPUT_MESSAGES, semconv.LLM_OUTPUT_MESSAGES, semconv.GEN_AI_COMPLETION,
-         semconv.OUTPUT_VALUE))
+        (
+            semconv.GEN_AI_INPUT_MESSAGES,
+            semconv.LLM_INPUT_MESSAGES,
+            semconv.GEN_AI_PROMPT,
+            semconv.INPUT_VALUE,
+        )
+        if input_side
+        else (
+            semconv.GEN_AI_OUTPUT_MESSAGES,
+            semconv.LLM_OUTPUT_MESSAGES,
+            semconv.GEN_AI_COMPLETION,
+            semconv.OUTPUT_VALUE,
+        )
+    )
     if gen_ai in attrs:
         return f"llm:{gen_ai}"
     if any(k.startswith(oi + ".") for k in attrs):
@@ -332,14 +360,17 @@ def _wrapper_text(data: Mapping[str, Any]) -> str | None:
     """traceloop's ``{"args": [...], "kwargs": {...}}``: the one string argument, if any."""
     args = data.get("args")
     kwargs = data.get("kwargs")
-    values = [*(args if isinstance(args, list) else []),
-              *(kwargs.values() if isinstance(kwargs, Mapping) else [])]
+    values = [
+        *(args if isinstance(args, list) else []),
+        *(kwargs.values() if isinstance(kwargs, Mapping) else []),
+    ]
     strings = [v for v in values if isinstance(v, str) and v.strip()]
     return strings[0] if len(strings) == 1 else None
 
 
-def text_of(value: AttrValue, mime: AttrValue, key: str, *, input_side: bool
-            ) -> tuple[str, str, bool] | None:
+def text_of(
+    value: AttrValue, mime: AttrValue, key: str, *, input_side: bool
+) -> tuple[str, str, bool] | None:
     """The text a root-level value carries: ``(text, source, is_raw)``.
 
     Plain text stays as it is; JSON is read as messages, request/response bodies or wrappers

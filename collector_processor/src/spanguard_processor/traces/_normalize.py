@@ -70,8 +70,7 @@ def is_placeholder(value: AttrValue) -> bool:
     if not isinstance(value, str):
         return False
     text = value.strip()
-    return (text in (semconv.OI_REDACTED, f'"{semconv.OI_REDACTED}"')
-            or text.startswith(_SCRUBBED))
+    return text in (semconv.OI_REDACTED, f'"{semconv.OI_REDACTED}"') or text.startswith(_SCRUBBED)
 
 
 def _decoded(value: AttrValue) -> AttrValue:
@@ -91,10 +90,10 @@ def _usage(value: AttrValue) -> dict[str, AttrValue]:
     out: dict[str, AttrValue] = {}
     if not isinstance(data, Mapping):
         return out
-    for key, names in ((semconv.GEN_AI_USAGE_INPUT_TOKENS,
-                        ("input", "prompt_tokens", "input_tokens")),
-                       (semconv.GEN_AI_USAGE_OUTPUT_TOKENS,
-                        ("output", "completion_tokens", "output_tokens"))):
+    for key, names in (
+        (semconv.GEN_AI_USAGE_INPUT_TOKENS, ("input", "prompt_tokens", "input_tokens")),
+        (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, ("output", "completion_tokens", "output_tokens")),
+    ):
         found = next((data[n] for n in names if isinstance(data.get(n), int)), None)
         if found is not None:
             out[key] = found
@@ -142,10 +141,13 @@ def _langfuse(span: SpanRecord) -> SpanRecord:
         added[semconv.GEN_AI_OPERATION_NAME] = operation
     if kind == semconv.LF_TYPE_TOOL:
         added[semconv.GEN_AI_TOOL_NAME] = span.name
-    for target, keys in ((semconv.INPUT_VALUE, (semconv.LANGFUSE_OBSERVATION_INPUT,
-                                                semconv.LANGFUSE_TRACE_INPUT)),
-                         (semconv.OUTPUT_VALUE, (semconv.LANGFUSE_OBSERVATION_OUTPUT,
-                                                 semconv.LANGFUSE_TRACE_OUTPUT))):
+    for target, keys in (
+        (semconv.INPUT_VALUE, (semconv.LANGFUSE_OBSERVATION_INPUT, semconv.LANGFUSE_TRACE_INPUT)),
+        (
+            semconv.OUTPUT_VALUE,
+            (semconv.LANGFUSE_OBSERVATION_OUTPUT, semconv.LANGFUSE_TRACE_OUTPUT),
+        ),
+    ):
         value = next((attrs[k] for k in keys if attrs.get(k) is not None), None)
         if value is not None:
             added[target] = _message_list(value) if kind == semconv.LF_TYPE_GENERATION else value
@@ -160,8 +162,9 @@ def _langfuse(span: SpanRecord) -> SpanRecord:
             added.update(_cost(attrs.get(semconv.LANGFUSE_OBSERVATION_COST)))
         except ValueError:
             pass
-    metadata = {k[len(_LF_METADATA):]: _decoded(v) for k, v in attrs.items()
-                if k.startswith(_LF_METADATA)}
+    metadata = {
+        k[len(_LF_METADATA) :]: _decoded(v) for k, v in attrs.items() if k.startswith(_LF_METADATA)
+    }
     for key, value in metadata.items():
         added[semconv.metadata_key(key)] = value
     events = span.events
@@ -201,8 +204,9 @@ def _merge_nested_llm(spans: list[SpanRecord]) -> list[SpanRecord]:
             parent = by_id[parent].parent_span_id
         return found
 
-    into = {s.span_id: target for s in spans if s.span_id in llm
-            and (target := outer(s)) is not None}
+    into = {
+        s.span_id: target for s in spans if s.span_id in llm and (target := outer(s)) is not None
+    }
     if not into:
         return spans
     merged: dict[str, SpanRecord] = {}
@@ -211,8 +215,11 @@ def _merge_nested_llm(spans: list[SpanRecord]) -> list[SpanRecord]:
         if target is None:
             continue
         base = merged.get(target, by_id[target])
-        merged[target] = replace(base, attributes={**base.attributes, **span.attributes},
-                                 events=(*base.events, *span.events))
+        merged[target] = replace(
+            base,
+            attributes={**base.attributes, **span.attributes},
+            events=(*base.events, *span.events),
+        )
     out = []
     for span in spans:
         if span.span_id in into:

@@ -94,8 +94,7 @@ def trace_from_records(
         tops = [s for s in spans if not s.parent_span_id]
         start, end = min(s.start_ns for s in tops), max(s.end_ns for s in tops)
         latency = (end - start) / 1e6 if end >= start > 0 else None
-    llm_spans = sorted((s for s in spans if is_llm_span(s)), key=lambda s: (s.start_ns,
-                                                                           s.span_id))
+    llm_spans = sorted((s for s in spans if is_llm_span(s)), key=lambda s: (s.start_ns, s.span_id))
     outputs = {s.span_id: output_messages(s) for s in llm_spans}
     question, answer = question_and_answer(llm_spans, outputs)
     input_text, input_source = content(root, ROOT_INPUT, question, input_side=True)
@@ -114,9 +113,7 @@ def trace_from_records(
         feedback=outcome.feedback,
         retried=outcome.retried,
         expect=dict(sorted(outcome.expect.items())) or None,
-        metadata={
-            k: plain(v) for k, v in sorted(prefixed(attrs, semconv.METADATA_PREFIX).items())
-        },
+        metadata={k: plain(v) for k, v in sorted(prefixed(attrs, semconv.METADATA_PREFIX).items())},
         trace=process_trace(spans, outputs),
         partial=partial or root.parent_span_id != "",
         source=sources([*given, *annotations]),
@@ -125,8 +122,14 @@ def trace_from_records(
         llm_calls=tuple(llm_call(s, outputs[s.span_id]) for s in llm_spans),
         evaluations=evaluations_of(spans),
         root_span_id=root.span_id or None,
-        response_id=next((str(s.attributes[semconv.GEN_AI_RESPONSE_ID]) for s in reversed(llm_spans)
-                          if s.attributes.get(semconv.GEN_AI_RESPONSE_ID)), None),
+        response_id=next(
+            (
+                str(s.attributes[semconv.GEN_AI_RESPONSE_ID])
+                for s in reversed(llm_spans)
+                if s.attributes.get(semconv.GEN_AI_RESPONSE_ID)
+            ),
+            None,
+        ),
         unread=unread_keys(spans, normalized.placeholders),
         lone_span=_lone_span(spans),
     )
@@ -142,8 +145,9 @@ def _lone_span(spans: Sequence[SpanRecord]) -> str | None:
     return span.name
 
 
-def annotated_trace(spans: Sequence[SpanRecord], annotations: Annotations, *,
-                    partial: bool = False) -> AgentTrace:
+def annotated_trace(
+    spans: Sequence[SpanRecord], annotations: Annotations, *, partial: bool = False
+) -> AgentTrace:
     """One agent trace with the annotation spans aimed at its request merged in.
 
     The one merge of annotations: :func:`traces_from_records` (in-process spans, span files)

@@ -32,9 +32,12 @@ __all__ = ["EvaluationResult", "evaluations_of"]
 
 _KEYS = ("name", "score", "label", "explanation", "response_id", "span_id", "attributes")
 _NAMED = {
-    semconv.GEN_AI_EVALUATION_NAME, semconv.GEN_AI_EVALUATION_SCORE_VALUE,
-    semconv.GEN_AI_EVALUATION_SCORE_LABEL, semconv.GEN_AI_EVALUATION_EXPLANATION,
-    semconv.GEN_AI_RESPONSE_ID, LOG_BODY,
+    semconv.GEN_AI_EVALUATION_NAME,
+    semconv.GEN_AI_EVALUATION_SCORE_VALUE,
+    semconv.GEN_AI_EVALUATION_SCORE_LABEL,
+    semconv.GEN_AI_EVALUATION_EXPLANATION,
+    semconv.GEN_AI_RESPONSE_ID,
+    LOG_BODY,
 }
 
 
@@ -54,9 +57,15 @@ class EvaluationResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with a fixed key order."""
-        return {"name": self.name, "score": self.score, "label": self.label,
-                "explanation": self.explanation, "response_id": self.response_id,
-                "span_id": self.span_id, "attributes": dict(sorted(self.attributes.items()))}
+        return {
+            "name": self.name,
+            "score": self.score,
+            "label": self.label,
+            "explanation": self.explanation,
+            "response_id": self.response_id,
+            "span_id": self.span_id,
+            "attributes": dict(sorted(self.attributes.items())),
+        }
 
     @classmethod
     def from_dict(cls, data: object, path: str) -> EvaluationResult:
@@ -71,8 +80,10 @@ class EvaluationResult:
             explanation=opt_str(obj.get("explanation"), f"{path}.explanation"),
             response_id=opt_str(obj.get("response_id"), f"{path}.response_id"),
             span_id=opt_str(obj.get("span_id"), f"{path}.span_id"),
-            attributes={key: scalar(value, f"{path}.attributes.{key}")
-                        for key, value in sorted(attributes.items())},
+            attributes={
+                key: scalar(value, f"{path}.attributes.{key}")
+                for key, value in sorted(attributes.items())
+            },
         )
 
 
@@ -105,13 +116,16 @@ def evaluations_of(spans: Sequence[SpanRecord]) -> tuple[EvaluationResult, ...]:
             if event.name != semconv.EVENT_EVALUATION_RESULT or not name:
                 continue
             result = EvaluationResult(
-                name=name, score=_score(attrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE)),
+                name=name,
+                score=_score(attrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE)),
                 label=_text(attrs.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL)),
                 explanation=_text(attrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION)),
                 response_id=_text(attrs.get(semconv.GEN_AI_RESPONSE_ID)),
                 span_id=span.span_id or None,
-                attributes={key: _scalar(value) for key, value in sorted(attrs.items())
-                            if key not in _NAMED})
+                attributes={
+                    key: _scalar(value) for key, value in sorted(attrs.items()) if key not in _NAMED
+                },
+            )
             key = (event.time_ns, name, span.span_id, repr(result))
             found.setdefault(key, result)
     return tuple(found[key] for key in sorted(found))

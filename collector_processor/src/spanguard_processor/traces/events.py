@@ -35,12 +35,17 @@ from .identity import find_root
 
 __all__ = ["READ_EVENTS", "with_log_events"]
 
-_ROLES = {semconv.EVENT_SYSTEM_MESSAGE: "system", semconv.EVENT_USER_MESSAGE: "user",
-          semconv.EVENT_ASSISTANT_MESSAGE: "assistant", semconv.EVENT_TOOL_MESSAGE: "tool"}
+_ROLES = {
+    semconv.EVENT_SYSTEM_MESSAGE: "system",
+    semconv.EVENT_USER_MESSAGE: "user",
+    semconv.EVENT_ASSISTANT_MESSAGE: "assistant",
+    semconv.EVENT_TOOL_MESSAGE: "tool",
+}
 #: events whose attributes are the span's content (the SDK's EVENT_ONLY mode writes the second)
 _CONTENT_EVENTS = frozenset({semconv.EVENT_INFERENCE_DETAILS, semconv.EVENT_CONTENT})
-READ_EVENTS = frozenset({*_CONTENT_EVENTS, semconv.EVENT_OPERATION_EXCEPTION,
-                         semconv.EVENT_CHOICE, *_ROLES})
+READ_EVENTS = frozenset(
+    {*_CONTENT_EVENTS, semconv.EVENT_OPERATION_EXCEPTION, semconv.EVENT_CHOICE, *_ROLES}
+)
 _STATUS_ERROR = 2
 
 
@@ -71,8 +76,12 @@ def _lift_log_spans(spans: Sequence[SpanRecord]) -> Sequence[SpanRecord]:
             moved.setdefault(parent, []).extend(span.events)
         else:
             kept.append(span)
-    return [replace(span, events=(*span.events, *moved[span.span_id]))
-            if span.span_id in moved else span for span in kept]
+    return [
+        replace(span, events=(*span.events, *moved[span.span_id]))
+        if span.span_id in moved
+        else span
+        for span in kept
+    ]
 
 
 def _empty(value: AttrValue) -> bool:
@@ -104,19 +113,28 @@ def _fold(span: SpanRecord) -> SpanRecord:
                     attrs[key] = value
         elif event.name == semconv.EVENT_OPERATION_EXCEPTION:
             status = _STATUS_ERROR
-            error = event.attributes.get(semconv.ERROR_TYPE) or event.attributes.get(
-                semconv.EXCEPTION_TYPE) or "exception"
+            error = (
+                event.attributes.get(semconv.ERROR_TYPE)
+                or event.attributes.get(semconv.EXCEPTION_TYPE)
+                or "exception"
+            )
             attrs.setdefault(semconv.ERROR_TYPE, error)
         elif event.name == semconv.EVENT_CHOICE:
             outputs.append(_choice(event))
         else:
             inputs.append(_message(event, _ROLES[event.name]))
-    for key, messages in ((semconv.GEN_AI_INPUT_MESSAGES, inputs),
-                          (semconv.GEN_AI_OUTPUT_MESSAGES, outputs)):
+    for key, messages in (
+        (semconv.GEN_AI_INPUT_MESSAGES, inputs),
+        (semconv.GEN_AI_OUTPUT_MESSAGES, outputs),
+    ):
         if messages and _empty(attrs.get(key)):
             attrs[key] = json.dumps(messages, ensure_ascii=False)
-    return replace(span, attributes=attrs, status_code=status,
-                   events=tuple(e for e in span.events if not _readable(e)))
+    return replace(
+        span,
+        attributes=attrs,
+        status_code=status,
+        events=tuple(e for e in span.events if not _readable(e)),
+    )
 
 
 def _body(event: SpanEvent) -> Mapping[str, Any]:
@@ -142,8 +160,11 @@ def _message(event: SpanEvent, role: str) -> dict[str, Any]:
 def _choice(event: SpanEvent) -> dict[str, Any]:
     body = _body(event)
     inner = body.get("message")
-    message = _message(SpanEvent(event.name, event.time_ns, {LOG_BODY: inner}), "assistant") \
-        if isinstance(inner, Mapping) else {"role": "assistant"}
+    message = (
+        _message(SpanEvent(event.name, event.time_ns, {LOG_BODY: inner}), "assistant")
+        if isinstance(inner, Mapping)
+        else {"role": "assistant"}
+    )
     if body.get("finish_reason"):
         message["finish_reason"] = body["finish_reason"]
     return message

@@ -29,9 +29,7 @@ def _fairtrace_trace(process: ProcessTrace) -> dict[str, Any]:
     # OpenInference retriever) stay in the spanguard block instead.
     trace: dict[str, Any] = {
         "tool_calls": [{"name": t.name} for t in process.tool_calls],
-        "retrieved_documents": [
-            d.to_dict() for d in process.retrieved_documents if d.group
-        ],
+        "retrieved_documents": [d.to_dict() for d in process.retrieved_documents if d.group],
         "plan_steps": list(process.plan_steps),
         "escalated": process.escalated,
         "friction_points": list(process.friction_points),

@@ -65,7 +65,7 @@ def plain(value: AttrValue) -> Any:
 
 def prefixed(attrs: Mapping[str, AttrValue], prefix: str) -> dict[str, AttrValue]:
     """The attributes under ``prefix``, keyed by the rest of their name."""
-    return {k[len(prefix):]: v for k, v in attrs.items() if k.startswith(prefix) and k != prefix}
+    return {k[len(prefix) :]: v for k, v in attrs.items() if k.startswith(prefix) and k != prefix}
 
 
 def repeat_of(value: AttrValue) -> int:
@@ -136,22 +136,29 @@ def conversation_key(spans: Sequence[SpanRecord]) -> str | None:
     whose root is a model call or a tool call. None otherwise (a trace with an agent, chain,
     workflow or spanguard root is one request by itself)."""
     root = find_root(spans)
-    if root is None or root.parent_span_id or not (is_llm_span(root)
-                                                   or tool_name(root) is not None):
+    if (
+        root is None
+        or root.parent_span_id
+        or not (is_llm_span(root) or tool_name(root) is not None)
+    ):
         return None
     if any(is_agent_span(s) or semconv.REQUEST_ID in s.attributes for s in spans):
         return None
     for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
         attrs = span.attributes
-        for key in (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID,
-                    semconv.LANGFUSE_SESSION_ID):
+        for key in (
+            semconv.GEN_AI_CONVERSATION_ID,
+            semconv.SESSION_ID,
+            semconv.LANGFUSE_SESSION_ID,
+        ):
             value = attrs.get(key)
             if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
                 return f"{key}={value}"
         props = prefixed(attrs, semconv.TRACELOOP_ASSOCIATION_PREFIX)
         if props:
             return "traceloop.association.properties=" + json.dumps(
-                {k: plain(v) for k, v in sorted(props.items())}, sort_keys=True)
+                {k: plain(v) for k, v in sorted(props.items())}, sort_keys=True
+            )
     return None
 
 
@@ -192,8 +199,11 @@ def _spanguard_identity(attrs: Mapping[str, AttrValue]) -> dict[str, Any]:
         value = str_or_none(attrs.get(key))
         if value:
             found[field] = value
-    assignments = {k: str(plain(v)) for k, v in prefixed(attrs, semconv.ASSIGNMENT_PREFIX).items()
-                   if v is not None}
+    assignments = {
+        k: str(plain(v))
+        for k, v in prefixed(attrs, semconv.ASSIGNMENT_PREFIX).items()
+        if v is not None
+    }
     if assignments:
         found["assignments"] = assignments
     if semconv.REPEAT in attrs:
@@ -224,8 +234,13 @@ def _mapping_identity(values: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(assignments, str):
         assignments = _decoded(assignments)
     pairs = dict(assignments) if isinstance(assignments, dict) else {}
-    pairs.update({k[len("assignment."):]: v for k, v in values.items()
-                  if k.startswith("assignment.") and len(k) > len("assignment.")})
+    pairs.update(
+        {
+            k[len("assignment.") :]: v
+            for k, v in values.items()
+            if k.startswith("assignment.") and len(k) > len("assignment.")
+        }
+    )
     if pairs and all(isinstance(v, str) for v in pairs.values()):
         found["assignments"] = dict(sorted(pairs.items()))
     if "repeat" in values:
@@ -262,11 +277,13 @@ def request_identity(root: SpanRecord, spans: Sequence[SpanRecord]) -> dict[str,
     for key, value in _flat([root], semconv.LANGFUSE_OBSERVATION_METADATA + ".").items():
         langfuse.setdefault(key, value)
     found: dict[str, Any] = {}
-    for source in (_spanguard_identity(root.attributes),
-                   *(_spanguard_identity(s.attributes) for s in others),
-                   metadata_identity(root.attributes.get(semconv.OI_METADATA)),
-                   _mapping_identity(langfuse),
-                   _mapping_identity(_flat(spans, semconv.TRACELOOP_ASSOCIATION_PREFIX))):
+    for source in (
+        _spanguard_identity(root.attributes),
+        *(_spanguard_identity(s.attributes) for s in others),
+        metadata_identity(root.attributes.get(semconv.OI_METADATA)),
+        _mapping_identity(langfuse),
+        _mapping_identity(_flat(spans, semconv.TRACELOOP_ASSOCIATION_PREFIX)),
+    ):
         for key, value in source.items():
             found.setdefault(key, value)
     return found
@@ -313,15 +330,25 @@ def sources(spans: Iterable[SpanRecord]) -> tuple[str, ...]:
 # --- the request's question and answer -----------------------------------------------------
 
 
-ROOT_INPUT = ((semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE),
-              (semconv.TRACELOOP_ENTITY_INPUT, None), (semconv.GEN_AI_INPUT_MESSAGES, None))
-ROOT_OUTPUT = ((semconv.OUTPUT_VALUE, semconv.OUTPUT_MIME_TYPE),
-               (semconv.TRACELOOP_ENTITY_OUTPUT, None), (semconv.GEN_AI_OUTPUT_MESSAGES, None))
+ROOT_INPUT = (
+    (semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE),
+    (semconv.TRACELOOP_ENTITY_INPUT, None),
+    (semconv.GEN_AI_INPUT_MESSAGES, None),
+)
+ROOT_OUTPUT = (
+    (semconv.OUTPUT_VALUE, semconv.OUTPUT_MIME_TYPE),
+    (semconv.TRACELOOP_ENTITY_OUTPUT, None),
+    (semconv.GEN_AI_OUTPUT_MESSAGES, None),
+)
 
 
-def content(root: SpanRecord, keys: tuple[tuple[str, str | None], ...],
-            from_llm: tuple[str, str] | None, *, input_side: bool
-            ) -> tuple[str | None, str | None]:
+def content(
+    root: SpanRecord,
+    keys: tuple[tuple[str, str | None], ...],
+    from_llm: tuple[str, str] | None,
+    *,
+    input_side: bool,
+) -> tuple[str | None, str | None]:
     """The request's question or answer as text, and where it came from.
 
     spanguard's own request spans keep what the app recorded, verbatim. Otherwise the root's
@@ -340,8 +367,9 @@ def content(root: SpanRecord, keys: tuple[tuple[str, str | None], ...],
             if own:
                 text = _text(attrs, key)
                 return text, key if text is not None else None
-            found = text_of(attrs[key], attrs.get(mime_key) if mime_key else None, key,
-                            input_side=input_side)
+            found = text_of(
+                attrs[key], attrs.get(mime_key) if mime_key else None, key, input_side=input_side
+            )
             if found is None:
                 continue
             text, source, is_raw = found

@@ -46,9 +46,28 @@ __all__ = [
 ]
 
 _TRACE_KEYS = (
-    "trace_id", "request_id", "seed_id", "variant_id", "assignments", "repeat", "input",
-    "output", "latency_ms", "cost_usd", "feedback", "retried", "expect", "metadata", "trace",
-    "partial", "source", "input_source", "output_source", "llm_calls", "usage", "unread",
+    "trace_id",
+    "request_id",
+    "seed_id",
+    "variant_id",
+    "assignments",
+    "repeat",
+    "input",
+    "output",
+    "latency_ms",
+    "cost_usd",
+    "feedback",
+    "retried",
+    "expect",
+    "metadata",
+    "trace",
+    "partial",
+    "source",
+    "input_source",
+    "output_source",
+    "llm_calls",
+    "usage",
+    "unread",
     "evaluations",
 )
 AGENT_TRACE_KEYS = frozenset(_TRACE_KEYS)  # every key an agent-trace JSON object may have

@@ -29,14 +29,25 @@ from ._validate import (
 __all__ = ["LLMCall", "ProcessTrace", "RetrievedDocument", "ToolCall", "Unread", "usage_totals"]
 
 _PROCESS_KEYS = (
-    "tool_calls", "retrieved_documents", "plan_steps", "escalated", "escalation_reason",
+    "tool_calls",
+    "retrieved_documents",
+    "plan_steps",
+    "escalated",
+    "escalation_reason",
     "friction_points",
 )
 
 
 _LLM_KEYS = (
-    "provider", "request_model", "response_model", "input_tokens", "output_tokens",
-    "finish_reasons", "tool_calls", "duration_ms", "cost_usd",
+    "provider",
+    "request_model",
+    "response_model",
+    "input_tokens",
+    "output_tokens",
+    "finish_reasons",
+    "tool_calls",
+    "duration_ms",
+    "cost_usd",
 )
 
 
@@ -109,8 +120,7 @@ class LLMCall:
             input_tokens=opt_count(obj.get("input_tokens"), f"{path}.input_tokens"),
             output_tokens=opt_count(obj.get("output_tokens"), f"{path}.output_tokens"),
             finish_reasons=str_tuple(obj.get("finish_reasons", []), f"{path}.finish_reasons"),
-            tool_calls=str_tuple(obj.get("tool_calls", []), f"{path}.tool_calls",
-                                  nonempty=True),
+            tool_calls=str_tuple(obj.get("tool_calls", []), f"{path}.tool_calls", nonempty=True),
             duration_ms=opt_number(obj.get("duration_ms"), f"{path}.duration_ms"),
             cost_usd=opt_number(obj.get("cost_usd"), f"{path}.cost_usd"),
         )
@@ -132,10 +142,12 @@ def usage_totals(calls: tuple[LLMCall, ...]) -> dict[str, Any]:
         "llm_calls": len(calls),
         "input_tokens": inputs,
         "output_tokens": outputs,
-        "total_tokens": None if inputs is None and outputs is None else (inputs or 0) + (
-            outputs or 0),
-        "cost_usd": sum(c for c in costs if c is not None) if all(
-            c is not None for c in costs) and costs else None,
+        "total_tokens": None
+        if inputs is None and outputs is None
+        else (inputs or 0) + (outputs or 0),
+        "cost_usd": sum(c for c in costs if c is not None)
+        if all(c is not None for c in costs) and costs
+        else None,
         "models": models,
     }
 
@@ -200,7 +212,6 @@ class ProcessTrace:
         )
 
 
-
 def _reason(value: object, path: str) -> str | None:
     reason = opt_str(value, path)
     if reason == "":
@@ -214,8 +225,11 @@ def _tool_call(value: object, path: str) -> ToolCall:
     name = string(obj.get("name"), f"{path}.name")
     if not name.strip():
         raise TraceFormatError("must not be empty.", field=f"{path}.name")
-    return ToolCall(name, opt_str(obj.get("id"), f"{path}.id"),
-                    boolean(obj.get("requested", False), f"{path}.requested"))
+    return ToolCall(
+        name,
+        opt_str(obj.get("id"), f"{path}.id"),
+        boolean(obj.get("requested", False), f"{path}.requested"),
+    )
 
 
 def _document(value: object, path: str) -> RetrievedDocument:
@@ -247,5 +261,8 @@ class Unread:
     def from_dict(cls, data: object, path: str) -> Unread:
         obj = mapping(data, path)
         reject_unknown(obj, ("key", "span", "count"), path)
-        return cls(string(obj.get("key"), f"{path}.key"), string(obj.get("span"), f"{path}.span"),
-                   nonneg_int(obj.get("count", 1), f"{path}.count"))
+        return cls(
+            string(obj.get("key"), f"{path}.key"),
+            string(obj.get("span"), f"{path}.span"),
+            nonneg_int(obj.get("count", 1), f"{path}.count"),
+        )

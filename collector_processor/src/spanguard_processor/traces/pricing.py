@@ -39,10 +39,17 @@ class Price:
 
 
 def _rate(value: object, path: Path, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
-            value) or value < 0:
-        raise TraceFormatError("must be a non-negative number (US dollars per million "
-                               "tokens).", file=str(path), field=field)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise TraceFormatError(
+            "must be a non-negative number (US dollars per million tokens).",
+            file=str(path),
+            field=field,
+        )
     return float(value)
 
 
@@ -55,34 +62,48 @@ def load_prices(path: Path) -> dict[str, Price]:
     try:
         data = json.loads(text) if path.suffix == ".json" else load_bounded(text)
     except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"is not valid JSON: {exc.msg}.", file=str(path),
-                               line=exc.lineno) from None
+        raise TraceFormatError(
+            f"is not valid JSON: {exc.msg}.", file=str(path), line=exc.lineno
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise TraceFormatError(f"is not valid YAML: {getattr(exc, 'problem', exc)}.",
-                               file=str(path),
-                               line=mark.line + 1 if mark is not None else None) from None
+        raise TraceFormatError(
+            f"is not valid YAML: {getattr(exc, 'problem', exc)}.",
+            file=str(path),
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
     if not isinstance(data, Mapping) or not data:
-        raise TraceFormatError('must map model names to prices, e.g. {"gpt-4o-mini": '
-                               '{"input": 0.15, "output": 0.60}}.', file=str(path))
+        raise TraceFormatError(
+            'must map model names to prices, e.g. {"gpt-4o-mini": '
+            '{"input": 0.15, "output": 0.60}}.',
+            file=str(path),
+        )
     prices: dict[str, Price] = {}
     for model, entry in data.items():
         if not isinstance(model, str) or not model.strip():
-            raise TraceFormatError("model names must be non-empty strings.", file=str(path),
-                                   field=str(model))
+            raise TraceFormatError(
+                "model names must be non-empty strings.", file=str(path), field=str(model)
+            )
         if not isinstance(entry, Mapping):
-            raise TraceFormatError('must be an object {"input": …, "output": …}.',
-                                   file=str(path), field=model)
+            raise TraceFormatError(
+                'must be an object {"input": …, "output": …}.', file=str(path), field=model
+            )
         unknown = sorted(str(k) for k in entry if k not in ("input", "output"))
         if unknown:
-            raise TraceFormatError("unknown key; allowed keys are input, output.",
-                                   file=str(path), field=f"{model}.{unknown[0]}")
+            raise TraceFormatError(
+                "unknown key; allowed keys are input, output.",
+                file=str(path),
+                field=f"{model}.{unknown[0]}",
+            )
         for side in ("input", "output"):
             if side not in entry:
-                raise TraceFormatError("is required and missing.", file=str(path),
-                                       field=f"{model}.{side}")
-        prices[model] = Price(_rate(entry["input"], path, f"{model}.input"),
-                              _rate(entry["output"], path, f"{model}.output"))
+                raise TraceFormatError(
+                    "is required and missing.", file=str(path), field=f"{model}.{side}"
+                )
+        prices[model] = Price(
+            _rate(entry["input"], path, f"{model}.input"),
+            _rate(entry["output"], path, f"{model}.output"),
+        )
     return prices
 
 
@@ -100,8 +121,7 @@ def price_of(call: LLMCall, prices: Mapping[str, Price]) -> float | None:
     price = _lookup(call.response_model, prices) or _lookup(call.request_model, prices)
     if price is None or (call.input_tokens is None and call.output_tokens is None):
         return None
-    return ((call.input_tokens or 0) * price.input
-            + (call.output_tokens or 0) * price.output) / 1e6
+    return ((call.input_tokens or 0) * price.input + (call.output_tokens or 0) * price.output) / 1e6
 
 
 def apply_prices(trace: AgentTrace, prices: Mapping[str, Price]) -> AgentTrace:
@@ -109,7 +129,8 @@ def apply_prices(trace: AgentTrace, prices: Mapping[str, Price]) -> AgentTrace:
     if not trace.llm_calls:
         return trace
     calls = tuple(
-        call if call.cost_usd is not None
+        call
+        if call.cost_usd is not None
         else dataclasses.replace(call, cost_usd=price_of(call, prices))
         for call in trace.llm_calls
     )

@@ -68,8 +68,9 @@ class Outcome:
             self.expect[check] = _expect_value(check, value)
 
 
-def outcome_of(root: SpanRecord, spans: Sequence[SpanRecord],
-               annotations: Sequence[SpanRecord]) -> Outcome:
+def outcome_of(
+    root: SpanRecord, spans: Sequence[SpanRecord], annotations: Sequence[SpanRecord]
+) -> Outcome:
     """The request's outcome: its root, its events, then its annotations by end time."""
     outcome = Outcome()
     outcome.absorb(root.attributes)
@@ -86,8 +87,9 @@ def outcome_of(root: SpanRecord, spans: Sequence[SpanRecord],
 # --- process signals -----------------------------------------------------------------------
 
 
-def _tool_calls(ordered: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Message]]
-                ) -> tuple[ToolCall, ...]:
+def _tool_calls(
+    ordered: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Message]]
+) -> tuple[ToolCall, ...]:
     """Executed tool spans, plus the calls models requested that no executed span answers.
 
     A requested call is answered by an executed tool span with the same call id, else by an
@@ -95,8 +97,12 @@ def _tool_calls(ordered: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Me
     at the end of the LLM span that asked for them.
     """
     executed = [(s, name) for s in ordered if (name := tool_name(s)) is not None]
-    requested = [(s, name, ident) for s in ordered if s.span_id in outputs
-                 for name, ident in requested_tools(outputs[s.span_id])]
+    requested = [
+        (s, name, ident)
+        for s in ordered
+        if s.span_id in outputs
+        for name, ident in requested_tools(outputs[s.span_id])
+    ]
     answered: set[int] = set()
     ids = {}
     for index, (span, _) in enumerate(executed):
@@ -104,25 +110,34 @@ def _tool_calls(ordered: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Me
         if isinstance(call_id, str) and call_id:
             ids[call_id] = index
     timeline: list[tuple[int, str, int, ToolCall]] = [
-        (span.start_ns, span.span_id, 0, ToolCall(name)) for span, name in executed]
+        (span.start_ns, span.span_id, 0, ToolCall(name)) for span, name in executed
+    ]
     for position, (span, name, ident) in enumerate(requested):
         match = ids.get(ident) if ident else None
         if match is not None and match not in answered:
             answered.add(match)
             continue
-        same = next((i for i, (_, executed_name) in enumerate(executed)
-                     if executed_name == name and i not in answered), None)
+        same = next(
+            (
+                i
+                for i, (_, executed_name) in enumerate(executed)
+                if executed_name == name and i not in answered
+            ),
+            None,
+        )
         if same is not None:
             answered.add(same)
             continue
-        timeline.append((span.end_ns, span.span_id, 1 + position,
-                         ToolCall(name, ident, requested=True)))
+        timeline.append(
+            (span.end_ns, span.span_id, 1 + position, ToolCall(name, ident, requested=True))
+        )
     timeline.sort(key=lambda item: item[:3])
     return tuple(call for *_, call in timeline)
 
 
-def process_trace(spans: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Message]]
-                  ) -> ProcessTrace:
+def process_trace(
+    spans: Sequence[SpanRecord], outputs: Mapping[str, Sequence[Message]]
+) -> ProcessTrace:
     """The request's process: tool calls, retrieved documents, plan steps, escalation and
     friction, in time order. ``outputs`` holds each LLM span's output messages by span id."""
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))

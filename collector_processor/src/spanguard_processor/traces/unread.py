@@ -32,25 +32,40 @@ MAX_NOTES = 32  # per trace: a diagnosis needs examples, not every span
 LANGFUSE_TYPE = semconv.LANGFUSE_OBSERVATION_TYPE
 # Langfuse observation types that stand for a signal; tool, retriever, generation, agent and
 # the events named like spanguard's are read (see ._normalize), so their spans count as read
-_LANGFUSE_SIGNAL_TYPES = frozenset({"tool", "retriever", "generation", "embedding", "event",
-                                    "guardrail", "evaluator"})
+_LANGFUSE_SIGNAL_TYPES = frozenset(
+    {"tool", "retriever", "generation", "embedding", "event", "guardrail", "evaluator"}
+)
 # OpenInference kinds with no mapping (TOOL, RETRIEVER, AGENT and LLM are read)
 _OI_UNMAPPED = frozenset({"RERANKER", "EMBEDDING", "GUARDRAIL", "EVALUATOR"})
 # an app's own names for process signals (never keys of the conventions read, whose message
 # keys may mention tool calls or plans that are read as such)
 _SUGGESTIVE = re.compile(r"escalat|hand_?off|friction|plan_?step", re.IGNORECASE)
 _SPANGUARD = semconv.NAMESPACE + "."
-_CONVENTIONS = (_SPANGUARD, "gen_ai.", "llm.", "input.", "output.", "traceloop.", "retrieval.",
-                "tool.", "openinference.", "langfuse.")
+_CONVENTIONS = (
+    _SPANGUARD,
+    "gen_ai.",
+    "llm.",
+    "input.",
+    "output.",
+    "traceloop.",
+    "retrieval.",
+    "tool.",
+    "openinference.",
+    "langfuse.",
+)
 
 
 def _read(span: SpanRecord) -> bool:
     """Whether the conversion reads the span as a tool, model call, retrieval, agent or
     (a Langfuse event span named like one of spanguard's) an event."""
-    return (tool_name(span) is not None or is_llm_span(span) or is_agent_span(span)
-            or any(e.name.startswith(_SPANGUARD) for e in span.events)
-            or bool(span_documents(span))
-            or span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_RETRIEVAL)
+    return (
+        tool_name(span) is not None
+        or is_llm_span(span)
+        or is_agent_span(span)
+        or any(e.name.startswith(_SPANGUARD) for e in span.events)
+        or bool(span_documents(span))
+        or span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_RETRIEVAL
+    )
 
 
 def _span_keys(span: SpanRecord) -> list[str]:
@@ -69,8 +84,9 @@ def _span_keys(span: SpanRecord) -> list[str]:
     op = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     if not read and isinstance(op, str) and op:
         keys.append(f"{semconv.GEN_AI_OPERATION_NAME}={op}")
-    keys.extend(key for key in attrs
-                if not key.startswith(_CONVENTIONS) and _SUGGESTIVE.search(key))
+    keys.extend(
+        key for key in attrs if not key.startswith(_CONVENTIONS) and _SUGGESTIVE.search(key)
+    )
     for event in span.events:
         if event.name.startswith(_SPANGUARD) or event.name == semconv.EVENT_EVALUATION_RESULT:
             continue  # the evaluation results are read (traces/evaluations.py)
@@ -79,8 +95,7 @@ def _span_keys(span: SpanRecord) -> list[str]:
     return keys
 
 
-def unread_keys(spans: Sequence[SpanRecord], extra: Sequence[Unread] = ()
-                ) -> tuple[Unread, ...]:
+def unread_keys(spans: Sequence[SpanRecord], extra: Sequence[Unread] = ()) -> tuple[Unread, ...]:
     """The trace's unread-but-suggestive keys, counted per (key, span name), sorted; at most
     :data:`MAX_NOTES`. ``extra`` notes (the placeholders conversion dropped) are counted in."""
     counts: Counter[tuple[str, str]] = Counter()

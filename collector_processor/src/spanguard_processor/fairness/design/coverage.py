@@ -33,21 +33,27 @@ class ExpectedVariants:
     attributes: NDArray[np.int64] | None = None  # (observed groups, attributes) value indices
 
     @classmethod
-    def build(cls, expected: Sequence[tuple[str, str, str]] | None, variant_labels: list[str],
-              variant_idx: NDArray[np.int64], seed_idx: NDArray[np.int64],
-              group_labels: list[str], group_idx: NDArray[np.int64],
-              seed_labels: list[str]) -> ExpectedVariants:
+    def build(
+        cls,
+        expected: Sequence[tuple[str, str, str]] | None,
+        variant_labels: list[str],
+        variant_idx: NDArray[np.int64],
+        seed_idx: NDArray[np.int64],
+        group_labels: list[str],
+        group_idx: NDArray[np.int64],
+        seed_labels: list[str],
+    ) -> ExpectedVariants:
         if expected is None:  # the observed variants, straight from the index arrays
             n = len(variant_labels)
             if n == variant_idx.shape[0]:  # every record its own variant: no copies
-                return cls(seed_idx, group_idx, list(group_labels), variant_idx,
-                           len(seed_labels))
+                return cls(seed_idx, group_idx, list(group_labels), variant_idx, len(seed_labels))
             seed = np.zeros(n, dtype=np.int64)
             group = np.zeros(n, dtype=np.int64)
             seed[variant_idx[::-1]] = seed_idx[::-1]  # each variant's first record decides
             group[variant_idx[::-1]] = group_idx[::-1]
-            return cls(seed, group, list(group_labels), np.arange(n, dtype=np.int64),
-                       len(seed_labels))
+            return cls(
+                seed, group, list(group_labels), np.arange(n, dtype=np.int64), len(seed_labels)
+            )
         where = {v: i for i, v in enumerate(variant_labels)}
         seeds = {s: i for i, s in enumerate(seed_labels)}
         groups = {g: i for i, g in enumerate(group_labels)}
@@ -74,17 +80,25 @@ class ExpectedVariants:
 
     def coverage(self, covered: NDArray[np.bool_]) -> dict[str, float]:
         n = np.bincount(self.group, minlength=len(self.group_labels))
-        hit = np.bincount(self.group, weights=covered.astype(np.float64),
-                          minlength=len(self.group_labels))
-        return {label: float(hit[g] / n[g]) for g, label in enumerate(self.group_labels)
-                if n[g] > 0}
+        hit = np.bincount(
+            self.group, weights=covered.astype(np.float64), minlength=len(self.group_labels)
+        )
+        return {
+            label: float(hit[g] / n[g]) for g, label in enumerate(self.group_labels) if n[g] > 0
+        }
 
-    def missingness(self, covered: Sequence[NDArray[np.bool_]], cfg: GateConfig
-                    ) -> float | None:
+    def missingness(self, covered: Sequence[NDArray[np.bool_]], cfg: GateConfig) -> float | None:
         """p-value of "missingness does not depend on the group" (a variant is missing when
         any tested metric lacks a valid record for it); None when nothing is missing."""
         if not covered:
             return None
         missing = ~np.logical_and.reduce(list(covered))
-        return missingness_p(self.seed, self.group, missing, self.n_seeds,
-                             len(self.group_labels), cfg.permutation_samples, cfg.seed)
+        return missingness_p(
+            self.seed,
+            self.group,
+            missing,
+            self.n_seeds,
+            len(self.group_labels),
+            cfg.permutation_samples,
+            cfg.seed,
+        )

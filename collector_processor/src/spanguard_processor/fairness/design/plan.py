@@ -78,8 +78,9 @@ def _design(suite: Suite) -> tuple[int, int, int]:
     return len(contrasted), groups, per_group
 
 
-def plan_suite(suite: Suite, repeats: int = 1, alpha: float = 0.05,
-               power: float = 0.8) -> SuitePlan:
+def plan_suite(
+    suite: Suite, repeats: int = 1, alpha: float = 0.05, power: float = 0.8
+) -> SuitePlan:
     """Every metric's design MDE on ``suite`` with ``repeats`` calls per variant.
 
     PASS claims every gating metric is within its threshold (an intersection–union test), so
@@ -92,28 +93,59 @@ def plan_suite(suite: Suite, repeats: int = 1, alpha: float = 0.05,
         assert definition is not None  # the suite was validated
         scale = definition.scale or Scale.REAL
         if definition.kind != Kind.GAP or definition.direction != Direction.LOWER:
-            plans.append(MetricPlan(m.type, m.threshold, scale, m.optional, None,
-                                    note="not a gap between groups: no design MDE"))
+            plans.append(
+                MetricPlan(
+                    m.type,
+                    m.threshold,
+                    scale,
+                    m.optional,
+                    None,
+                    note="not a gap between groups: no design MDE",
+                )
+            )
             continue
         if definition.scale is None:
-            plans.append(MetricPlan(m.type, m.threshold, scale, m.optional, None,
-                                    note="scale known only from the data"))
+            plans.append(
+                MetricPlan(
+                    m.type,
+                    m.threshold,
+                    scale,
+                    m.optional,
+                    None,
+                    note="scale known only from the data",
+                )
+            )
             continue
         if seeds < 2 or groups < 2:
-            plans.append(MetricPlan(
-                m.type, m.threshold, scale, m.optional, None,
-                deterministic_seeds=deterministic_seeds(m.threshold, alpha),
-                note=_TOO_FEW))
+            plans.append(
+                MetricPlan(
+                    m.type,
+                    m.threshold,
+                    scale,
+                    m.optional,
+                    None,
+                    deterministic_seeds=deterministic_seeds(m.threshold, alpha),
+                    note=_TOO_FEW,
+                )
+            )
             continue
         worst = (RATE_VARIANCE if scale == Scale.RATE else COUNT_VARIANCE) / per_group
-        mde = design_mde(seeds, groups, repeats, scale, m.threshold, alpha, power,
-                         variance=worst)
-        needed = seeds_needed(groups, repeats, scale, m.threshold, alpha, power,
-                              observed=worst / max(repeats, 1))
-        plans.append(MetricPlan(m.type, m.threshold, scale, m.optional, mde, needed,
-                                deterministic_seeds(m.threshold, alpha)))
-    return SuitePlan(seeds, groups, per_group, repeats, len(suite.variants), alpha,
-                     tuple(plans))
+        mde = design_mde(seeds, groups, repeats, scale, m.threshold, alpha, power, variance=worst)
+        needed = seeds_needed(
+            groups, repeats, scale, m.threshold, alpha, power, observed=worst / max(repeats, 1)
+        )
+        plans.append(
+            MetricPlan(
+                m.type,
+                m.threshold,
+                scale,
+                m.optional,
+                mde,
+                needed,
+                deterministic_seeds(m.threshold, alpha),
+            )
+        )
+    return SuitePlan(seeds, groups, per_group, repeats, len(suite.variants), alpha, tuple(plans))
 
 
 def _mde_text(p: MetricPlan) -> str:
@@ -142,20 +174,27 @@ def plan_lines(plan: SuitePlan) -> list[str]:
         else:
             noisy = f"{p.seeds_needed:,}" if p.seeds_needed is not None else "?"
             needed = f"{noisy} / {p.deterministic_seeds}"
-        lines.append(f"{name:<{width}} {p.scale:<6} {p.threshold:>9g} {_mde_text(p):>16}  "
-                     f"{needed}")
-    lines.append(f"design MDE: a fair app's upper bound of the gap falls below it 4 times in 5 "
-                 f"(α = {plan.alpha:g}), at the worst-case variance of the metric's scale; "
-                 "PASS needs the bound below the threshold.")
+        lines.append(f"{name:<{width}} {p.scale:<6} {p.threshold:>9g} {_mde_text(p):>16}  {needed}")
+    lines.append(
+        f"design MDE: a fair app's upper bound of the gap falls below it 4 times in 5 "
+        f"(α = {plan.alpha:g}), at the worst-case variance of the metric's scale; "
+        "PASS needs the bound below the threshold."
+    )
     for p in plan.underpowered:
         if p.note:
-            lines.append(f"warning: {p.metric}: {p.note}; {p.deterministic_seeds} seeds would "
-                         "let a deterministic app PASS, more a noisy one.")
+            lines.append(
+                f"warning: {p.metric}: {p.note}; {p.deterministic_seeds} seeds would "
+                "let a deterministic app PASS, more a noisy one."
+            )
             continue
-        what = (f"design MDE {_mde_text(p)} exceeds {WARN_FACTOR:g} × its threshold "
-                f"{p.threshold:g}" if p.mde is not None else
-                f"its design MDE is beyond the scale (threshold {p.threshold:g})")
-        lines.append(f"warning: {p.metric}: {what}: a noisy app will hardly PASS it "
-                     f"(INCONCLUSIVE instead); about {p.seeds_needed:,} seeds would, or "
-                     f"{p.deterministic_seeds} for a deterministic app.")
+        what = (
+            f"design MDE {_mde_text(p)} exceeds {WARN_FACTOR:g} × its threshold {p.threshold:g}"
+            if p.mde is not None
+            else f"its design MDE is beyond the scale (threshold {p.threshold:g})"
+        )
+        lines.append(
+            f"warning: {p.metric}: {what}: a noisy app will hardly PASS it "
+            f"(INCONCLUSIVE instead); about {p.seeds_needed:,} seeds would, or "
+            f"{p.deterministic_seeds} for a deterministic app."
+        )
     return lines

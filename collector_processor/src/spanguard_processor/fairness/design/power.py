@@ -80,8 +80,9 @@ def _constant(groups: int, df: int, alpha: float, power: float) -> float:
     return float(np.quantile(bound, power))
 
 
-def resolution(seeds: int, groups: int, unit_variance: float, alpha: float = 0.05,
-               power: float = 0.8) -> float | None:
+def resolution(
+    seeds: int, groups: int, unit_variance: float, alpha: float = 0.05, power: float = 0.8
+) -> float | None:
     """The studentized bound's MDE for ``seeds`` × ``groups`` variants of variance
     ``unit_variance`` each (repeats already averaged); None below 2 seeds or 2 groups."""
     if seeds < 2 or groups < 2:
@@ -91,8 +92,9 @@ def resolution(seeds: int, groups: int, unit_variance: float, alpha: float = 0.0
     return c * math.sqrt(max(unit_variance, 0.0) / seeds)
 
 
-def deterministic_bound(seeds: int, alpha: float = 0.05, discordant: int = 0,
-                        spread: float = 1.0) -> float:
+def deterministic_bound(
+    seeds: int, alpha: float = 0.05, discordant: int = 0, spread: float = 1.0
+) -> float:
     """The exact one-sided 1 − α upper bound of the gap from ``discordant`` of ``seeds``
     seeds whose variants disagree (Clopper–Pearson), times the scale's range ``spread``."""
     from ..stats.bounds import clopper_pearson_upper
@@ -116,9 +118,17 @@ def _spread(scale: str, spread: float | None) -> float:
     return max(1.0, spread or 0.0)
 
 
-def design_mde(seeds: int, groups: int, repeats: int, scale: str, threshold: float,
-               alpha: float = 0.05, power: float = 0.8, *,
-               variance: float | None = None) -> float | None:
+def design_mde(
+    seeds: int,
+    groups: int,
+    repeats: int,
+    scale: str,
+    threshold: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    *,
+    variance: float | None = None,
+) -> float | None:
     """The design's minimum detectable effect at the scale's worst-case variance (or
     ``variance``, one record's): a fair app's upper bound of the gap falls below it with
     probability ``power``. None when it is beyond the scale (a gap between rates cannot
@@ -131,9 +141,17 @@ def design_mde(seeds: int, groups: int, repeats: int, scale: str, threshold: flo
     return mde
 
 
-def seeds_needed(groups: int, repeats: int, scale: str, threshold: float,
-                 alpha: float = 0.05, power: float = 0.8, observed: float | None = None, *,
-                 spread: float | None = None) -> int:
+def seeds_needed(
+    groups: int,
+    repeats: int,
+    scale: str,
+    threshold: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    observed: float | None = None,
+    *,
+    spread: float | None = None,
+) -> int:
     """Seeds for a fair app to PASS: the fewest n with MDE ≤ ``threshold``.
 
     ``observed`` is the variance of one variant's value as measured (its repeats averaged):
@@ -143,7 +161,7 @@ def seeds_needed(groups: int, repeats: int, scale: str, threshold: float,
     """
     if observed is not None and observed <= 0.0:
         return deterministic_seeds(threshold, alpha, _spread(scale, spread))
-    unit = (_unit_variance(scale, repeats, None) if observed is None else float(observed))
+    unit = _unit_variance(scale, repeats, None) if observed is None else float(observed)
     groups = max(int(groups), 2)
 
     def ok(n: int) -> bool:
@@ -156,8 +174,15 @@ def seeds_needed(groups: int, repeats: int, scale: str, threshold: float,
     return _MAX_SEEDS if found is None else found
 
 
-def repeats_needed(seeds: int, groups: int, threshold: float, observed: float,
-                   repeats: int = 1, alpha: float = 0.05, power: float = 0.8) -> int | None:
+def repeats_needed(
+    seeds: int,
+    groups: int,
+    threshold: float,
+    observed: float,
+    repeats: int = 1,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int | None:
     """Independent repeats per variant for a noisy app's MDE to reach ``threshold`` at this
     many seeds, assuming its variance ``observed`` (at ``repeats``) is call-to-call noise
     that averaging shrinks; None when no number of repeats can (too few seeds or groups)."""
@@ -169,8 +194,9 @@ def repeats_needed(seeds: int, groups: int, threshold: float, observed: float,
     return max(int(repeats), 1) * math.ceil((mde / threshold) ** 2)
 
 
-def discordant_seeds_needed(share: float, threshold: float, alpha: float = 0.05,
-                            spread: float = 1.0) -> int | None:
+def discordant_seeds_needed(
+    share: float, threshold: float, alpha: float = 0.05, spread: float = 1.0
+) -> int | None:
     """Seeds for the exact bound to fall below ``threshold`` when a ``share`` of seeds keeps
     disagreeing; None when it never can (share × spread ≥ threshold)."""
     from ..stats.bounds import clopper_pearson_upper

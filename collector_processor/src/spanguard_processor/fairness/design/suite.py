@@ -29,8 +29,15 @@ from ...common.yamlio import compose_bounded, load_bounded
 from ..metrics import get_metric, metric_names
 from .starter import starter_suite
 
-__all__ = ["MetricConfig", "Suite", "Variant", "load_suite", "parse_suite", "starter_suite",
-           "suite_variants"]
+__all__ = [
+    "MetricConfig",
+    "Suite",
+    "Variant",
+    "load_suite",
+    "parse_suite",
+    "starter_suite",
+    "suite_variants",
+]
 
 _SAMPLING = ("bootstrap_samples", "permutation_samples", "random_seed")
 
@@ -46,8 +53,12 @@ class Variant:
 
     def to_dict(self) -> dict[str, Any]:
         """``{id, seed_id, prompt, assignments}``: one line of ``spanguard suite variants``."""
-        return {"id": self.id, "seed_id": self.seed_id, "prompt": self.prompt,
-                "assignments": dict(self.assignments)}
+        return {
+            "id": self.id,
+            "seed_id": self.seed_id,
+            "prompt": self.prompt,
+            "assignments": dict(self.assignments),
+        }
 
 
 @dataclass(frozen=True)
@@ -84,8 +95,9 @@ class _Checker:
         extra = sorted(str(k) for k in obj if k not in allowed)
         if extra:
             prefix = f"{where}." if where else ""
-            raise self.fail(prefix + extra[0],
-                            f"unknown field; allowed fields are {', '.join(allowed)}.")
+            raise self.fail(
+                prefix + extra[0], f"unknown field; allowed fields are {', '.join(allowed)}."
+            )
 
     def nonempty_list(self, value: object, where: str) -> list[Any]:
         if not isinstance(value, list) or not value:
@@ -135,8 +147,9 @@ def load_suite(path: Path) -> Suite:
         try:
             data = parse_json(text)
         except json.JSONDecodeError as exc:
-            raise SuiteError(f"is not valid JSON: {exc.msg} (column {exc.colno}).",
-                             file=name, line=exc.lineno) from None
+            raise SuiteError(
+                f"is not valid JSON: {exc.msg} (column {exc.colno}).", file=name, line=exc.lineno
+            ) from None
         except ValueError as exc:
             raise SuiteError(f"is not valid JSON: {exc}.", file=name) from None
     try:
@@ -192,8 +205,9 @@ def parse_suite(data: object, source: str = "<suite>") -> Suite:
         items = check.nonempty_list(dataset["variants"], "dataset.variants")
         variants = _explicit_variants(check, items)
     if "metrics" not in top:
-        raise check.fail("metrics", "is required: list at least one metric, e.g. "
-                                    '[{"type": "tool_use_parity"}].')
+        raise check.fail(
+            "metrics", 'is required: list at least one metric, e.g. [{"type": "tool_use_parity"}].'
+        )
     metrics = _metrics(check, check.nonempty_list(top["metrics"], "metrics"))
     digest = hashlib.sha256(
         json.dumps(data, sort_keys=True, default=str).encode("utf-8")
@@ -206,17 +220,22 @@ def _placeholders(check: _Checker, template: str, where: str) -> set[str]:
     try:
         parsed = list(Formatter().parse(template))
     except ValueError as exc:
-        raise check.fail(where, f"is not a valid template ({exc}); write a literal brace as "
-                                "{{ or }}.") from None
+        raise check.fail(
+            where, f"is not a valid template ({exc}); write a literal brace as {{{{ or }}}}."
+        ) from None
     for _, name, _, _ in parsed:
         if name is None:
             continue
         if name == "" or name.isdigit():
-            raise check.fail(where, "uses a positional placeholder '{}'; name an attribute, "
-                                    "e.g. {gender}.")
+            raise check.fail(
+                where, "uses a positional placeholder '{}'; name an attribute, e.g. {gender}."
+            )
         if not name.isidentifier():
-            raise check.fail(where, f"uses the placeholder '{{{name}}}'; only plain attribute "
-                                    "names are allowed, e.g. {gender}.")
+            raise check.fail(
+                where,
+                f"uses the placeholder '{{{name}}}'; only plain attribute "
+                "names are allowed, e.g. {gender}.",
+            )
         names.add(name)
     return names
 
@@ -230,8 +249,9 @@ def _expand_prompts(check: _Checker, items: list[Any]) -> list[Variant]:
         check.unknown(entry, ("id", "prompt", "attributes", "metadata"), where)
         seed = check.text(entry, "id", where)
         if seed in seen:
-            raise check.fail(f"{where}.id", f"duplicates the prompt id '{seed}'; ids must be "
-                                            "unique.")
+            raise check.fail(
+                f"{where}.id", f"duplicates the prompt id '{seed}'; ids must be unique."
+            )
         seen.add(seed)
         template = check.text(entry, "prompt", where)
         attributes = check.mapping(entry.get("attributes", {}), f"{where}.attributes")
@@ -241,13 +261,16 @@ def _expand_prompts(check: _Checker, items: list[Any]) -> list[Variant]:
                 raise check.fail(at, "an attribute name must be a non-empty string.")
             for j, value in enumerate(check.nonempty_list(values, at)):
                 if not isinstance(value, str) or not value:
-                    raise check.fail(f"{at}[{j}]", f"must be a non-empty string, got "
-                                                   f"{kind_of(value)}; quote numbers.")
+                    raise check.fail(
+                        f"{at}[{j}]",
+                        f"must be a non-empty string, got {kind_of(value)}; quote numbers.",
+                    )
         check.mapping(entry.get("metadata", {}), f"{where}.metadata")
         missing = sorted(_placeholders(check, template, f"{where}.prompt") - set(attributes))
         if missing:
-            raise check.fail(f"{where}.prompt", "references undefined attributes: "
-                                                f"{', '.join(missing)}.")
+            raise check.fail(
+                f"{where}.prompt", f"references undefined attributes: {', '.join(missing)}."
+            )
         variants.extend(_expand_one(seed, template, attributes))
     return variants
 
@@ -259,8 +282,7 @@ def _expand_one(seed: str, template: str, attributes: Mapping[str, list[str]]) -
     out = []
     for number, combo in enumerate(product(*(attributes[k] for k in keys)), start=1):
         assignments = dict(zip(keys, combo, strict=True))
-        out.append(Variant(f"{seed}::{number}", seed, template.format(**assignments),
-                           assignments))
+        out.append(Variant(f"{seed}::{number}", seed, template.format(**assignments), assignments))
     return out
 
 
@@ -273,19 +295,23 @@ def _explicit_variants(check: _Checker, items: list[Any]) -> list[Variant]:
         check.unknown(entry, ("id", "seed_id", "prompt", "assignments", "metadata"), where)
         ident = check.text(entry, "id", where)
         if ident in seen:
-            raise check.fail(f"{where}.id", f"duplicates the variant id '{ident}'; ids must be "
-                                            "unique.")
+            raise check.fail(
+                f"{where}.id", f"duplicates the variant id '{ident}'; ids must be unique."
+            )
         seen.add(ident)
         seed = check.text(entry, "seed_id", where)
         prompt = check.text(entry, "prompt", where)
         assignments = check.mapping(entry.get("assignments", {}), f"{where}.assignments")
         for key, value in assignments.items():
             if not isinstance(key, str) or not key:
-                raise check.fail(f"{where}.assignments", "an assignment name must be a "
-                                                         "non-empty string.")
+                raise check.fail(
+                    f"{where}.assignments", "an assignment name must be a non-empty string."
+                )
             if not isinstance(value, str) or not value:
-                raise check.fail(f"{where}.assignments.{key}",
-                                 f"must be a non-empty string, got {kind_of(value)}.")
+                raise check.fail(
+                    f"{where}.assignments.{key}",
+                    f"must be a non-empty string, got {kind_of(value)}.",
+                )
         check.mapping(entry.get("metadata", {}), f"{where}.metadata")
         out.append(Variant(ident, seed, prompt, dict(assignments)))
     return out
@@ -299,37 +325,51 @@ def _metrics(check: _Checker, items: list[Any]) -> list[MetricConfig]:
         entry = check.mapping(item, where)
         kind = entry.get("type")
         if not isinstance(kind, str) or not kind:
-            raise check.fail(f"{where}.type", "is required: name a metric type, one of "
-                                              f"{', '.join(metric_names())}.")
+            raise check.fail(
+                f"{where}.type",
+                f"is required: name a metric type, one of {', '.join(metric_names())}.",
+            )
         definition = get_metric(kind)
         if definition is None:
-            raise check.fail(f"{where}.type", f"unknown metric type '{kind}'; known types are "
-                                              f"{', '.join(metric_names())}.")
+            raise check.fail(
+                f"{where}.type",
+                f"unknown metric type '{kind}'; known types are {', '.join(metric_names())}.",
+            )
         if kind in seen:
-            raise check.fail(f"{where}.type", f"the metric '{kind}' is listed twice; list each "
-                                              "metric once.")
+            raise check.fail(
+                f"{where}.type", f"the metric '{kind}' is listed twice; list each metric once."
+            )
         seen.add(kind)
         allowed = ("type", "threshold", "optional", *_SAMPLING, *sorted(definition.options))
         check.unknown(entry, allowed, where)
         threshold = entry.get("threshold", definition.threshold)
-        if (isinstance(threshold, bool) or not isinstance(threshold, int | float)
-                or not math.isfinite(threshold)):
-            raise check.fail(f"{where}.threshold",
-                             f"must be a finite number, got {kind_of(threshold)}.")
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not math.isfinite(threshold)
+        ):
+            raise check.fail(
+                f"{where}.threshold", f"must be a finite number, got {kind_of(threshold)}."
+            )
         for key in _SAMPLING:
             value = entry.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 0):
-                raise check.fail(f"{where}.{key}",
-                                 f"must be a non-negative integer, got {kind_of(value)}.")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise check.fail(
+                    f"{where}.{key}", f"must be a non-negative integer, got {kind_of(value)}."
+                )
         for key in definition.options:
             if key in entry and not isinstance(entry[key], str):
-                raise check.fail(f"{where}.{key}", "must be a module:function string, got "
-                                                   f"{kind_of(entry[key])}.")
+                raise check.fail(
+                    f"{where}.{key}",
+                    f"must be a module:function string, got {kind_of(entry[key])}.",
+                )
         optional = entry.get("optional", False)
         if not isinstance(optional, bool):
-            raise check.fail(f"{where}.optional", f"must be true or false, got "
-                                                  f"{kind_of(optional)}.")
+            raise check.fail(
+                f"{where}.optional", f"must be true or false, got {kind_of(optional)}."
+            )
         options = {k: v for k, v in entry.items() if k not in ("type", "threshold", "optional")}
         out.append(MetricConfig(kind, threshold, options, optional))
     return out

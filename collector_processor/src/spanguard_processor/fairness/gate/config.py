@@ -10,7 +10,6 @@ from spanguard.exceptions import ConfigError
 __all__ = ["GATE_MODES", "GateConfig", "GateMode"]
 
 
-
 class GateMode(StrEnum):
     """How the gate decides (:mod:`.decide`): DEFAULT, the four outcomes; UPPER_BOUND, the
     same with INCONCLUSIVE counted as FAIL; POINT, fairtrace's point estimate."""
@@ -45,16 +44,13 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         if self.mode not in GATE_MODES:
-            raise ConfigError("gate", f"must be one of {', '.join(GATE_MODES)}, "
-                                      f"got {self.mode!r}.")
+            raise ConfigError("gate", f"must be one of {', '.join(GATE_MODES)}, got {self.mode!r}.")
         object.__setattr__(self, "mode", GateMode(self.mode))  # a plain string from the CLI
         if not 0.0 < self.alpha < 1.0:
             raise ConfigError("alpha", f"must be between 0 and 1, got {self.alpha}.")
         if not 0.0 < self.level < 1.0:
             raise ConfigError("level", f"must be between 0 and 1, got {self.level}.")
         if not 0.0 <= self.min_coverage <= 1.0:
-            raise ConfigError("min-coverage", f"must be between 0 and 1, got "
-                                              f"{self.min_coverage}.")
+            raise ConfigError("min-coverage", f"must be between 0 and 1, got {self.min_coverage}.")
         if self.bootstrap_samples < 0 or self.permutation_samples < 0:
-            raise ConfigError("samples", "bootstrap and permutation counts must not be "
-                                         "negative.")
+            raise ConfigError("samples", "bootstrap and permutation counts must not be negative.")

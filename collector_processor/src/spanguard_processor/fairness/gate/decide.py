@@ -37,8 +37,14 @@ from .results import MetricResult, Verdict
 
 __all__ = ["GATE_MODES", "GateConfig", "apply_gate"]
 
-_ORDER = {Verdict.FAIL: 0, Verdict.NO_SIGNAL: 1, Verdict.INCONCLUSIVE: 2, Verdict.PENDING: 3,
-          Verdict.PASS: 4, Verdict.REPORT_ONLY: 5}
+_ORDER = {
+    Verdict.FAIL: 0,
+    Verdict.NO_SIGNAL: 1,
+    Verdict.INCONCLUSIVE: 2,
+    Verdict.PENDING: 3,
+    Verdict.PASS: 4,
+    Verdict.REPORT_ONLY: 5,
+}
 
 
 def _point(r: MetricResult) -> bool:
@@ -70,10 +76,13 @@ def _bound_note(r: MetricResult) -> str:
     if not info or r.confidence_interval is None:
         return ""
     if info.get("method") == "discordance":
-        scale = ("" if info.get("range", 1.0) == 1.0
-                 else f" × a stated range of {_f(info.get('range'))}")
-        return (f" (exact: {info.get('discordant')} of {info.get('seeds')} seeds' variants "
-                f"disagree{scale})")
+        scale = (
+            "" if info.get("range", 1.0) == 1.0 else f" × a stated range of {_f(info.get('range'))}"
+        )
+        return (
+            f" (exact: {info.get('discordant')} of {info.get('seeds')} seeds' variants "
+            f"disagree{scale})"
+        )
     return ""
 
 
@@ -87,8 +96,10 @@ def _need(r: MetricResult) -> str:
         text += f" ({exact} if its variants of a template agree)"
     repeats = info.get("repeats_needed")
     if repeats:
-        text += (f", or {repeats} independent repeats per variant if the app's answers vary "
-                 "from call to call")
+        text += (
+            f", or {repeats} independent repeats per variant if the app's answers vary "
+            "from call to call"
+        )
     return text
 
 
@@ -97,18 +108,28 @@ def _coverage(r: MetricResult, cfg: GateConfig, alpha_missing: bool) -> _Decisio
         return None
     group, low = min(r.coverage.items(), key=lambda kv: (kv[1], kv[0]))
     if low < cfg.min_coverage:
-        return _Decision(Verdict.INCONCLUSIVE, "insufficient_coverage",
-                         f"not enough coverage: {group} has {low:.0%} of its variants "
-                         f"(< {cfg.min_coverage:.0%})")
+        return _Decision(
+            Verdict.INCONCLUSIVE,
+            "insufficient_coverage",
+            f"not enough coverage: {group} has {low:.0%} of its variants "
+            f"(< {cfg.min_coverage:.0%})",
+        )
     if alpha_missing:
-        return _Decision(Verdict.FAIL, "missingness_depends_on_group",
-                         f"missingness depends on the group (Holm p = {_f(r.p_missing)})")
+        return _Decision(
+            Verdict.FAIL,
+            "missingness_depends_on_group",
+            f"missingness depends on the group (Holm p = {_f(r.p_missing)})",
+        )
     return None
 
 
 def _no_signal(r: MetricResult) -> _Decision | None:
-    if r.signal_records == 0 or (r.groups_with_data < 2 and r.units == 0
-                                 and r.signal_records is None and r.direction == Direction.LOWER):
+    if r.signal_records == 0 or (
+        r.groups_with_data < 2
+        and r.units == 0
+        and r.signal_records is None
+        and r.direction == Direction.LOWER
+    ):
         what = r.signal or "what this metric reads"
         text = f"no signal: no record carries {what}"
         if r.diagnosis:
@@ -119,37 +140,60 @@ def _no_signal(r: MetricResult) -> _Decision | None:
 
 def _decide(r: MetricResult, cfg: GateConfig) -> _Decision:
     if r.groups_with_data < 2:
-        return _Decision(Verdict.INCONCLUSIVE, "insufficient_data",
-                         "inconclusive: fewer than two groups hold data for this metric"
-                         + _need(r))
+        return _Decision(
+            Verdict.INCONCLUSIVE,
+            "insufficient_data",
+            "inconclusive: fewer than two groups hold data for this metric" + _need(r),
+        )
     if cfg.mode == GateMode.POINT:
         ok = _point(r)
-        return _Decision(Verdict.PASS if ok else Verdict.FAIL, "point",
-                         ("within" if ok else "beyond")
-                         + f" threshold (point estimate {r.score:.4g} vs {r.threshold:g})")
+        return _Decision(
+            Verdict.PASS if ok else Verdict.FAIL,
+            "point",
+            ("within" if ok else "beyond")
+            + f" threshold (point estimate {r.score:.4g} vs {r.threshold:g})",
+        )
     if r.direction == Direction.HIGHER:  # counterfactual_stability
-        return _Decision(Verdict.REPORT_ONLY, "report_only",
-                         "report-only: no noise model for stability (`mode=point` applies "
-                         "the threshold)")
+        return _Decision(
+            Verdict.REPORT_ONLY,
+            "report_only",
+            "report-only: no noise model for stability (`mode=point` applies the threshold)",
+        )
     ci = r.confidence_interval
     if r.p_holm is not None and r.p_holm < cfg.alpha and r.score > r.threshold:
-        shown = ("interval above" if ci is not None and ci[0] > r.threshold
-                 else "one-sided test of gap ≤")
-        return _Decision(Verdict.FAIL, "beyond_threshold",
-                         f"beyond threshold: {shown} {r.threshold:g}, Holm p = {_f(r.p_holm)}")
+        shown = (
+            "interval above"
+            if ci is not None and ci[0] > r.threshold
+            else "one-sided test of gap ≤"
+        )
+        return _Decision(
+            Verdict.FAIL,
+            "beyond_threshold",
+            f"beyond threshold: {shown} {r.threshold:g}, Holm p = {_f(r.p_holm)}",
+        )
     if ci is None:
-        return _Decision(Verdict.INCONCLUSIVE, "no_interval",
-                         f"inconclusive: no interval for this formula (point estimate "
-                         f"{r.score:.4g} vs {r.threshold:g}); `mode=point` gives "
-                         "fairtrace's verdict")
+        return _Decision(
+            Verdict.INCONCLUSIVE,
+            "no_interval",
+            f"inconclusive: no interval for this formula (point estimate "
+            f"{r.score:.4g} vs {r.threshold:g}); `mode=point` gives "
+            "fairtrace's verdict",
+        )
     if ci[1] < r.threshold:
-        return _Decision(Verdict.PASS, "shown_within_threshold",
-                         f"shown within threshold: upper bound {ci[1]:.3g} < "
-                         f"{r.threshold:g}{_bound_note(r)}")
-    side = ("the gap is above the threshold but within noise"
-            if r.score > r.threshold else "the data cannot show the gap within the threshold")
-    text = (f"inconclusive: {side} (upper bound {ci[1]:.3g} ≥ {r.threshold:g}, "
-            f"Holm p = {_f(r.p_holm)}){_need(r)}")
+        return _Decision(
+            Verdict.PASS,
+            "shown_within_threshold",
+            f"shown within threshold: upper bound {ci[1]:.3g} < {r.threshold:g}{_bound_note(r)}",
+        )
+    side = (
+        "the gap is above the threshold but within noise"
+        if r.score > r.threshold
+        else "the data cannot show the gap within the threshold"
+    )
+    text = (
+        f"inconclusive: {side} (upper bound {ci[1]:.3g} ≥ {r.threshold:g}, "
+        f"Holm p = {_f(r.p_holm)}){_need(r)}"
+    )
     return _Decision(Verdict.INCONCLUSIVE, "not_shown_within_threshold", text)
 
 
@@ -167,18 +211,28 @@ def _gate_p(r: MetricResult) -> float | None:
 
 def _warnings(r: MetricResult, d: _Decision, cfg: GateConfig) -> list[str]:
     out: list[str] = []
-    if d.verdict in (Verdict.FAIL, Verdict.NO_SIGNAL, Verdict.REPORT_ONLY) \
-            or cfg.mode == GateMode.POINT or r.direction != Direction.LOWER:
+    if (
+        d.verdict in (Verdict.FAIL, Verdict.NO_SIGNAL, Verdict.REPORT_ONLY)
+        or cfg.mode == GateMode.POINT
+        or r.direction != Direction.LOWER
+    ):
         return out
     if r.mde is not None and r.mde > 2 * r.threshold:
-        size = (f"only gaps of {r.mde:.3g} or more" if math.isfinite(r.mde)
-                else "no gap on the metric's scale")
+        size = (
+            f"only gaps of {r.mde:.3g} or more"
+            if math.isfinite(r.mde)
+            else "no gap on the metric's scale"
+        )
         need = f" (about {r.seeds_needed} seeds)" if r.seeds_needed else ""
-        out.append(f"underpowered: this suite tells apart from zero {size}, over twice "
-                   f"the threshold {r.threshold:g}; add seeds{need}.")
+        out.append(
+            f"underpowered: this suite tells apart from zero {size}, over twice "
+            f"the threshold {r.threshold:g}; add seeds{need}."
+        )
     if r.worst_case_variance and _upper_info(r).get("method") != "discordance":
-        out.append("some contrast showed no variation between seeds: the studentized bound "
-                   "assumes the worst-case variance for the metric's scale.")
+        out.append(
+            "some contrast showed no variation between seeds: the studentized bound "
+            "assumes the worst-case variance for the metric's scale."
+        )
     return out
 
 
@@ -186,13 +240,22 @@ def _final(r: MetricResult, d: _Decision, cfg: GateConfig) -> MetricResult:
     verdict = d.verdict
     if cfg.mode == GateMode.UPPER_BOUND and verdict == Verdict.INCONCLUSIVE:
         verdict = Verdict.FAIL
-        d = replace(d, reason="not_shown_within_threshold",
-                    text="not shown within threshold (upper-bound mode: inconclusive fails): "
-                         + d.text.removeprefix("inconclusive: "))
+        d = replace(
+            d,
+            reason="not_shown_within_threshold",
+            text="not shown within threshold (upper-bound mode: inconclusive fails): "
+            + d.text.removeprefix("inconclusive: "),
+        )
     keep_need = d.verdict == Verdict.INCONCLUSIVE
-    return replace(r, passed=verdict == Verdict.PASS, verdict=verdict, reason=d.reason,
-                   reason_text=d.text, warnings=tuple(_warnings(r, d, cfg)),
-                   seeds_needed=r.seeds_needed if keep_need else None)
+    return replace(
+        r,
+        passed=verdict == Verdict.PASS,
+        verdict=verdict,
+        reason=d.reason,
+        reason_text=d.text,
+        warnings=tuple(_warnings(r, d, cfg)),
+        seeds_needed=r.seeds_needed if keep_need else None,
+    )
 
 
 def apply_gate(results: Sequence[MetricResult], cfg: GateConfig) -> list[MetricResult]:
@@ -205,12 +268,18 @@ def apply_gate(results: Sequence[MetricResult], cfg: GateConfig) -> list[MetricR
     adjusted_bh = benjamini_hochberg([r.p_value for r in results])
     alpha_missing = missing_holm is not None and missing_holm < cfg.alpha
     out = []
-    for r, ph, pb in zip(results, adjusted_holm[:len(results)], adjusted_bh, strict=True):
-        r = replace(r, p_holm=ph, p_bh=pb,
-                    p_missing=missing_holm if r.p_missing is not None else None)
-        decision = (_no_signal(r)
-                    or (None if r.groups_with_data < 2
-                        else _coverage(r, cfg, alpha_missing and r.p_missing is not None))
-                    or _decide(r, cfg))
+    for r, ph, pb in zip(results, adjusted_holm[: len(results)], adjusted_bh, strict=True):
+        r = replace(
+            r, p_holm=ph, p_bh=pb, p_missing=missing_holm if r.p_missing is not None else None
+        )
+        decision = (
+            _no_signal(r)
+            or (
+                None
+                if r.groups_with_data < 2
+                else _coverage(r, cfg, alpha_missing and r.p_missing is not None)
+            )
+            or _decide(r, cfg)
+        )
         out.append(_final(r, decision, cfg))
     return sorted(out, key=_severity_key)

@@ -43,8 +43,9 @@ class RecordMap(Mapping[str, float]):
 
     __slots__ = ("_ids", "_index", "_keep", "_values")
 
-    def __init__(self, ids: list[str], values: NDArray[np.float64],
-                 valid: NDArray[np.bool_]) -> None:
+    def __init__(
+        self, ids: list[str], values: NDArray[np.float64], valid: NDArray[np.bool_]
+    ) -> None:
         self._ids = ids
         self._values = values
         self._keep = None if bool(valid.all()) else np.flatnonzero(valid)
@@ -169,6 +170,8 @@ class Evaluation:
     def failed_metrics(self) -> list[str]:
         """The gating metrics that keep the gate from passing."""
         allow = getattr(self.config, "allow_inconclusive", False)
-        return [r.metric for r in self.results
-                if r.gating and not r.passed
-                and not (allow and r.verdict == Verdict.INCONCLUSIVE)]
+        return [
+            r.metric
+            for r in self.results
+            if r.gating and not r.passed and not (allow and r.verdict == Verdict.INCONCLUSIVE)
+        ]

@@ -30,8 +30,9 @@ __all__ = ["Design", "KindStrategy", "Prepared", "index_labels"]
 def index_labels(labels: Sequence[str]) -> tuple[list[str], NDArray[np.int64]]:
     """The distinct labels in first-seen order, and each label's index among them."""
     order: dict[str, int] = {}
-    idx = np.fromiter((order.setdefault(x, len(order)) for x in labels), dtype=np.int64,
-                      count=len(labels))
+    idx = np.fromiter(
+        (order.setdefault(x, len(order)) for x in labels), dtype=np.int64, count=len(labels)
+    )
     return list(order), idx
 
 
@@ -57,8 +58,9 @@ def _variants(obs: Sequence[Observation]) -> tuple[list[str], NDArray[np.int64]]
     return index_labels([o.variant_id for o in obs])
 
 
-def _attribute_levels(obs: Sequence[Observation], group_idx: NDArray[np.int64],
-                      n_groups: int) -> NDArray[np.int64] | None:
+def _attribute_levels(
+    obs: Sequence[Observation], group_idx: NDArray[np.int64], n_groups: int
+) -> NDArray[np.int64] | None:
     """Each group's value index per attribute, when groups combine two or more attributes."""
     first: dict[int, Mapping[str, str]] = {}
     for o, g in zip(obs, group_idx.tolist(), strict=True):
@@ -92,18 +94,28 @@ class Design:
     expected: ExpectedVariants
 
     @classmethod
-    def build(cls, observations: Sequence[Observation],
-              expected: Sequence[tuple[str, str, str]] | None) -> Design:
+    def build(
+        cls, observations: Sequence[Observation], expected: Sequence[tuple[str, str, str]] | None
+    ) -> Design:
         """Index ``observations``; ``expected`` lists the suite's variants as ``(variant id,
         seed id, group label)`` (None: the observed variants are the expected ones)."""
         group_labels, group = index_labels(_group_labels(observations))
         seed_labels, seed = index_labels([o.seed_id for o in observations])
         variant_labels, variant = _variants(observations)
-        plan = ExpectedVariants.build(expected, variant_labels, variant, seed, group_labels,
-                                      group, seed_labels)
+        plan = ExpectedVariants.build(
+            expected, variant_labels, variant, seed, group_labels, group, seed_labels
+        )
         attributes = _attribute_levels(observations, group, len(group_labels))
-        return cls(observations, variant, seed, group, variant_labels, seed_labels,
-                   group_labels, replace(plan, attributes=attributes))
+        return cls(
+            observations,
+            variant,
+            seed,
+            group,
+            variant_labels,
+            seed_labels,
+            group_labels,
+            replace(plan, attributes=attributes),
+        )
 
     @property
     def n_variants(self) -> int:
@@ -123,12 +135,23 @@ class Design:
         keep = values.valid
         if bool(keep.all()) and self.n_variants == self.variant.shape[0]:
             # every record is its own variant: the units are the records themselves
-            return inference.Units(values.values, self.seed, self.group,
-                                   np.ones(1, dtype=np.int64).repeat(self.n_variants),
-                                   self.n_seeds, self.n_groups)
-        return inference.variant_units(self.variant[keep], self.seed[keep], self.group[keep],
-                                       values.values[keep], self.n_variants, self.n_seeds,
-                                       self.n_groups)
+            return inference.Units(
+                values.values,
+                self.seed,
+                self.group,
+                np.ones(1, dtype=np.int64).repeat(self.n_variants),
+                self.n_seeds,
+                self.n_groups,
+            )
+        return inference.variant_units(
+            self.variant[keep],
+            self.seed[keep],
+            self.group[keep],
+            values.values[keep],
+            self.n_variants,
+            self.n_seeds,
+            self.n_groups,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -145,9 +168,14 @@ class Prepared:
     def base(self, design: Design) -> dict[str, Any]:
         """The result fields every kind fills the same way."""
         d = self.definition
-        return {"metric": d.name, "threshold": self.config.threshold, "direction": d.direction,
-                "category": d.category, "records": len(design.observations),
-                "optional": self.config.optional}
+        return {
+            "metric": d.name,
+            "threshold": self.config.threshold,
+            "direction": d.direction,
+            "category": d.category,
+            "records": len(design.observations),
+            "optional": self.config.optional,
+        }
 
 
 P = TypeVar("P", bound=Prepared)
@@ -158,19 +186,20 @@ class KindStrategy(Generic[P]):
     resamples every metric of the kind together (one stream of seed draws), ``result`` gives
     the estimate, interval and p-value, ``evidence`` the counterfactual pairs behind it."""
 
-    def prepare(self, config: MetricConfig, definition: MetricDefinition,
-                design: Design) -> P:
+    def prepare(self, config: MetricConfig, definition: MetricDefinition, design: Design) -> P:
         raise NotImplementedError
 
     def bootstrap(self, prepared: Sequence[P], design: Design, cfg: GateConfig) -> list[P]:
         """No resampling of its own: the kind's intervals come from its ``result``."""
         return list(prepared)
 
-    def result(self, prepared: P, design: Design, cfg: GateConfig,
-               p_missing: float | None) -> MetricResult:
+    def result(
+        self, prepared: P, design: Design, cfg: GateConfig, p_missing: float | None
+    ) -> MetricResult:
         raise NotImplementedError
 
-    def evidence(self, result: MetricResult, prepared: P, design: Design,
-                 pairs: int) -> MetricResult:
+    def evidence(
+        self, result: MetricResult, prepared: P, design: Design, pairs: int
+    ) -> MetricResult:
         """No evidence: ``result`` unchanged."""
         return result

@@ -25,8 +25,10 @@ from .base import Design, KindStrategy, Prepared, index_labels
 
 __all__ = ["ESTIMAND", "NORMAL_MIN_SEEDS", "GapPrepared", "GapStrategy", "any_difference"]
 
-ESTIMAND = ("the largest difference between true group means (seed-adjusted; the largest "
-            "over columns for multi-column metrics)")
+ESTIMAND = (
+    "the largest difference between true group means (seed-adjusted; the largest "
+    "over columns for multi-column metrics)"
+)
 # below this many contrast seeds the "any difference" p-value is never the normal approximation
 NORMAL_MIN_SEEDS = 200
 
@@ -49,81 +51,130 @@ class GapPrepared(Prepared):
 
 
 class GapStrategy(KindStrategy[GapPrepared]):
-    def prepare(self, config: MetricConfig, definition: MetricDefinition,
-                design: Design) -> GapPrepared:
+    def prepare(
+        self, config: MetricConfig, definition: MetricDefinition, design: Design
+    ) -> GapPrepared:
         obs = design.observations
         values = definition.compute(obs, config.options)
         keep = values.valid
-        cells = seeds.build_design(design.seed[keep], design.group[keep], design.n_seeds,
-                                   design.n_groups)
+        cells = seeds.build_design(
+            design.seed[keep], design.group[keep], design.n_seeds, design.n_groups
+        )
         x = values.values[keep]
         estimate = seeds.gap_estimate(*seeds.seed_aggregates(cells, x))
         pooled = pooled_means(x, cells, design.group_labels)
         is_balanced = balanced(cells)
         if is_balanced:
-            score = max((spread([m[c] for m in pooled.values()]) for c in range(x.shape[1])),
-                        default=0.0)
+            score = max(
+                (spread([m[c] for m in pooled.values()]) for c in range(x.shape[1])), default=0.0
+            )
         else:
             score = estimate.gap
-        details = metric_details(definition, values, obs, pooled, design.group_labels,
-                                 design.group)
+        details = metric_details(definition, values, obs, pooled, design.group_labels, design.group)
         details["estimator"] = "pooled group means" if is_balanced else "within-seed contrasts"
         marginals = _attribute_gaps(obs, keep, design.seed[keep], design.n_seeds, x)
         if marginals:
             details["attribute_gaps"] = marginals
-        return GapPrepared(config=config, definition=definition, score=score, details=details,
-                           values=values, estimate=estimate,
-                           covered=design.expected.covered(design.variant[keep]))
+        return GapPrepared(
+            config=config,
+            definition=definition,
+            score=score,
+            details=details,
+            values=values,
+            estimate=estimate,
+            covered=design.expected.covered(design.variant[keep]),
+        )
 
-    def result(self, prepared: GapPrepared, design: Design, cfg: GateConfig,
-               p_missing: float | None) -> MetricResult:
+    def result(
+        self, prepared: GapPrepared, design: Design, cfg: GateConfig, p_missing: float | None
+    ) -> MetricResult:
         p = prepared
         d = p.definition
         threshold = float(p.config.threshold)
         alpha = 1.0 - cfg.level
         units = design.units(p.values)
-        extra: dict[str, Any] = {"coverage": design.expected.coverage(p.covered),
-                                 "units": int(units.values.shape[0]), "estimand": ESTIMAND,
-                                 "p_missing": p_missing if not p.covered.all() else None}
-        inf = inference.infer_gap(units, threshold, alpha, cfg.seed,
-                                  draws=max(cfg.bootstrap_samples, 2000),
-                                  attributes=design.expected.attributes, scale=d.scale)
+        extra: dict[str, Any] = {
+            "coverage": design.expected.coverage(p.covered),
+            "units": int(units.values.shape[0]),
+            "estimand": ESTIMAND,
+            "p_missing": p_missing if not p.covered.all() else None,
+        }
+        inf = inference.infer_gap(
+            units,
+            threshold,
+            alpha,
+            cfg.seed,
+            draws=max(cfg.bootstrap_samples, 2000),
+            attributes=design.expected.attributes,
+            scale=d.scale,
+        )
         scale = inference.scale_of(units.values, d.scale)
         if inf is None:
             needed = precision.unmeasured(design.n_groups, scale, threshold, alpha, cfg.power)
-            return MetricResult(score=p.score, confidence_interval=None, p_value=None,
-                                details=p.details, groups_with_data=p.estimate.groups_with_data,
-                                seeds=p.estimate.contrast_seeds, p_method=None,
-                                seeds_needed=needed, **p.base(design), **extra)
+            return MetricResult(
+                score=p.score,
+                confidence_interval=None,
+                p_value=None,
+                details=p.details,
+                groups_with_data=p.estimate.groups_with_data,
+                seeds=p.estimate.contrast_seeds,
+                p_method=None,
+                seeds_needed=needed,
+                **p.base(design),
+                **extra,
+            )
         p_value, method = any_difference(units, cfg)
         # PASS's upper bound and the MDE at the interval's level: an intersection-union test
         # needs no correction across metrics (docs/fairness.md, "what PASS means")
         shown = precision.precision(units, inf, scale, threshold, alpha, cfg.power)
         details = {**p.details, "upper_bound": shown.info}
-        records = np.bincount(units.group, weights=units.repeats.astype(np.float64),
-                              minlength=units.n_groups).astype(np.int64)
+        records = np.bincount(
+            units.group, weights=units.repeats.astype(np.float64), minlength=units.n_groups
+        ).astype(np.int64)
         return MetricResult(
-            score=p.score, confidence_interval=shown.interval, p_value=p_value,
-            details=details, groups_with_data=int(inf.groups.shape[0]), seeds=inf.seeds,
-            p_method=method, mde=shown.mde, seeds_needed=shown.seeds_needed,
-            groups=group_stats(units, design.group_labels, records, cfg.level,
-                               p.widest_column(), d.scale),
-            p_threshold=inf.p_threshold, worst_case_variance=inf.worst_case,
-            **p.base(design), **extra,
+            score=p.score,
+            confidence_interval=shown.interval,
+            p_value=p_value,
+            details=details,
+            groups_with_data=int(inf.groups.shape[0]),
+            seeds=inf.seeds,
+            p_method=method,
+            mde=shown.mde,
+            seeds_needed=shown.seeds_needed,
+            groups=group_stats(
+                units, design.group_labels, records, cfg.level, p.widest_column(), d.scale
+            ),
+            p_threshold=inf.p_threshold,
+            worst_case_variance=inf.worst_case,
+            **p.base(design),
+            **extra,
         )
 
-    def evidence(self, result: MetricResult, prepared: GapPrepared, design: Design,
-                 pairs: int) -> MetricResult:
+    def evidence(
+        self, result: MetricResult, prepared: GapPrepared, design: Design, pairs: int
+    ) -> MetricResult:
         """The counterfactual pairs behind the gap (:mod:`..report.evidence`; cheap: the top
         k seeds)."""
-        found = find_pairs(result.metric, prepared.values, design.observations, design.seed,
-                           design.group, design.seed_labels, design.group_labels, pairs)
+        found = find_pairs(
+            result.metric,
+            prepared.values,
+            design.observations,
+            design.seed,
+            design.group,
+            design.seed_labels,
+            design.group_labels,
+            pairs,
+        )
         return replace(result, evidence=found)
 
 
-def _attribute_gaps(obs: Sequence[Observation], keep: NDArray[np.bool_],
-                    seed_idx: NDArray[np.int64], n_seeds: int,
-                    x: NDArray[np.float64]) -> dict[str, float]:
+def _attribute_gaps(
+    obs: Sequence[Observation],
+    keep: NDArray[np.bool_],
+    seed_idx: NDArray[np.int64],
+    n_seeds: int,
+    x: NDArray[np.float64],
+) -> dict[str, float]:
     """With several attributes, the within-seed gap along each one alone (its marginal); none
     when no record is valid for the metric."""
     names = sorted({k for o in obs for k in o.assignments})
@@ -145,16 +196,18 @@ def any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str]
     x = units.values
     est = seeds.gap_estimate(*seeds.seed_aggregates(cells, x))
     # enumeration needs few labellings, hence few seeds: skip its pass over big suites
-    exact = (permutation.exact_permutation_p(cells, x, est.gap)
-             if est.contrast_seeds <= 64 else None)
+    exact = permutation.exact_permutation_p(cells, x, est.gap) if est.contrast_seeds <= 64 else None
     if exact is not None:
         return exact, "within-seed permutation of variants (exact enumeration)"
     perms = cfg.permutation_samples
     if est.contrast_seeds < NORMAL_MIN_SEEDS or 0 < cells.n * perms <= cfg.exact_budget:
         perms = perms or 999
-        return (permutation.permutation_p(cells, x, est.gap, perms, cfg.seed),
-                f"within-seed permutation of variants ({perms} permutations)")
+        return (
+            permutation.permutation_p(cells, x, est.gap, perms, cfg.seed),
+            f"within-seed permutation of variants ({perms} permutations)",
+        )
     cov, n_g = permutation.permutation_covariance(cells, x)
-    return (permutation.normal_permutation_p(cov, n_g, x.shape[1], est.gap, cfg.normal_draws,
-                                             cfg.seed),
-            "within-seed permutation of variants, normal approximation")
+    return (
+        permutation.normal_permutation_p(cov, n_g, x.shape[1], est.gap, cfg.normal_draws, cfg.seed),
+        "within-seed permutation of variants, normal approximation",
+    )

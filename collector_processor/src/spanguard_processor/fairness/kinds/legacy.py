@@ -15,16 +15,31 @@ __all__ = ["LegacyExposureStrategy"]
 
 
 class LegacyExposureStrategy(KindStrategy[Prepared]):
-    def prepare(self, config: MetricConfig, definition: MetricDefinition,
-                design: Design) -> Prepared:
+    def prepare(
+        self, config: MetricConfig, definition: MetricDefinition, design: Design
+    ) -> Prepared:
         obs = design.observations
         score, details, empty = legacy_exposure(obs)
-        return Prepared(config=config, definition=definition, score=score,
-                        details={**details, **counters(definition, obs, design.group_labels,
-                                                       design.group, empty)})
+        return Prepared(
+            config=config,
+            definition=definition,
+            score=score,
+            details={
+                **details,
+                **counters(definition, obs, design.group_labels, design.group, empty),
+            },
+        )
 
-    def result(self, prepared: Prepared, design: Design, cfg: GateConfig,
-               p_missing: float | None) -> MetricResult:
-        return MetricResult(score=prepared.score, confidence_interval=None, p_value=None,
-                            details=prepared.details, groups_with_data=2, seeds=0,
-                            p_method="none (legacy formula)", **prepared.base(design))
+    def result(
+        self, prepared: Prepared, design: Design, cfg: GateConfig, p_missing: float | None
+    ) -> MetricResult:
+        return MetricResult(
+            score=prepared.score,
+            confidence_interval=None,
+            p_value=None,
+            details=prepared.details,
+            groups_with_data=2,
+            seeds=0,
+            p_method="none (legacy formula)",
+            **prepared.base(design),
+        )

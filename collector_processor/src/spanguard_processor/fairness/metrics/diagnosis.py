@@ -44,12 +44,14 @@ class Signal:
 
 def _process(o: Observation) -> bool:
     t = o.trace
-    return t is not None and bool(t.tool_calls or t.retrieved_documents or t.plan_steps
-                                  or t.escalated or t.friction_points)
+    return t is not None and bool(
+        t.tool_calls or t.retrieved_documents or t.plan_steps or t.escalated or t.friction_points
+    )
 
 
 def _process_or_stated(key: str) -> Callable[[Observation], bool]:
     """Any process signal, or a fairtrace record that states ``key`` (``escalated: false``)."""
+
     def carries(o: Observation) -> bool:
         return _process(o) or (o.trace is not None and key in o.stated)
 
@@ -81,44 +83,69 @@ def _mentions(*words: str) -> Callable[[Unread], bool]:
     return suggests
 
 
-_PROCESS_WORDS = ("tool", "task", "retriev", "rerank", "event", "escalat", "hand", "friction",
-                  "plan", "guardrail")
+_PROCESS_WORDS = (
+    "tool",
+    "task",
+    "retriev",
+    "rerank",
+    "event",
+    "escalat",
+    "hand",
+    "friction",
+    "plan",
+    "guardrail",
+)
 _TEXT_WORDS = ("output", "input", "event gen_ai", "generation")
 
 SIGNALS: dict[str, Signal] = {
     "tool calls": Signal(
-        lambda o: o.trace is not None and bool(o.trace.tool_calls), _mentions("tool", "task"),
-        "no record holds a tool call"),
+        lambda o: o.trace is not None and bool(o.trace.tool_calls),
+        _mentions("tool", "task"),
+        "no record holds a tool call",
+    ),
     "retrieved documents": Signal(
         lambda o: o.trace is not None and any(d.group for d in o.trace.retrieved_documents),
         _mentions("retriev", "rerank", "embedding"),
-        "no record holds a retrieved document with a group"),
+        "no record holds a retrieved document with a group",
+    ),
     "plan steps": Signal(
-        lambda o: o.trace is not None and bool(o.trace.plan_steps), _mentions("plan", "chain"),
-        "no record holds a plan step"),
+        lambda o: o.trace is not None and bool(o.trace.plan_steps),
+        _mentions("plan", "chain"),
+        "no record holds a plan step",
+    ),
     "escalations": Signal(
-        _process_or_stated("escalated"), _mentions(*_PROCESS_WORDS),
+        _process_or_stated("escalated"),
+        _mentions(*_PROCESS_WORDS),
         "no record holds any process signal (tool call, retrieved document, plan step, "
         "escalation or friction point), so a request without an escalation cannot be told "
-        "from one whose escalation was not recorded"),
+        "from one whose escalation was not recorded",
+    ),
     "friction points": Signal(
-        _process_or_stated("friction_points"), _mentions(*_PROCESS_WORDS),
+        _process_or_stated("friction_points"),
+        _mentions(*_PROCESS_WORDS),
         "no record holds any process signal (tool call, retrieved document, plan step, "
         "escalation or friction point), so a request without friction cannot be told from "
-        "one whose friction was not recorded"),
-    "LLM calls": Signal(_llm_calls, _mentions("generation", "gen_ai.operation", "embedding",
-                                              "llm"),
-                        "no record holds a model call"),
-    "token counts": Signal(_tokens, _mentions("generation", "gen_ai.operation", "usage"),
-                           "no record holds a model call with token counts"),
-    "output text": Signal(lambda o: o.has_output, _mentions(*_TEXT_WORDS),
-                          "no output text"),
+        "one whose friction was not recorded",
+    ),
+    "LLM calls": Signal(
+        _llm_calls,
+        _mentions("generation", "gen_ai.operation", "embedding", "llm"),
+        "no record holds a model call",
+    ),
+    "token counts": Signal(
+        _tokens,
+        _mentions("generation", "gen_ai.operation", "usage"),
+        "no record holds a model call with token counts",
+    ),
+    "output text": Signal(lambda o: o.has_output, _mentions(*_TEXT_WORDS), "no output text"),
     "output text or helpfulness scores": Signal(
-        _scored("helpfulness_score"), _mentions(*_TEXT_WORDS),
-        "no output text and no helpfulness_score"),
+        _scored("helpfulness_score"),
+        _mentions(*_TEXT_WORDS),
+        "no output text and no helpfulness_score",
+    ),
     "output text or toxicity scores": Signal(
-        _scored("toxicity_score"), _mentions(*_TEXT_WORDS),
-        "no output text and no toxicity_score"),
+        _scored("toxicity_score"), _mentions(*_TEXT_WORDS), "no output text and no toxicity_score"
+    ),
 }
 
 
@@ -148,23 +175,40 @@ class SignalCounts:
     def diagnosis(self, name: str) -> str:
         signal = SIGNALS[name]
         parts = [f"{signal.missing} in {len(self._obs)} record(s)"]
-        seen = sorted(((n, key, span) for (key, span), n in self.unread().items()
-                       if signal.suggests(Unread(key, span))), key=lambda x: (-x[0], x[1], x[2]))
+        seen = sorted(
+            (
+                (n, key, span)
+                for (key, span), n in self.unread().items()
+                if signal.suggests(Unread(key, span))
+            ),
+            key=lambda x: (-x[0], x[1], x[2]),
+        )
         if name.startswith("output text"):
             from_spans = sum(1 for o in self._obs if o.trace_id is not None)
             if from_spans and seen:
-                parts[0] += (f": {from_spans} were recorded from spans with the text under "
-                             f"keys spanguard does not read, or with content capture off "
-                             f"(see {CONTENT_DOC})")
+                parts[0] += (
+                    f": {from_spans} were recorded from spans with the text under "
+                    f"keys spanguard does not read, or with content capture off "
+                    f"(see {CONTENT_DOC})"
+                )
             elif from_spans:
-                parts[0] += (f": {from_spans} were recorded from spans with content capture "
-                             f"off (see {CONTENT_DOC})")
+                parts[0] += (
+                    f": {from_spans} were recorded from spans with content capture "
+                    f"off (see {CONTENT_DOC})"
+                )
         if name == "retrieved documents":
-            ungrouped = sum(1 for o in self._obs if o.trace is not None
-                            for d in o.trace.retrieved_documents if not d.group)
+            ungrouped = sum(
+                1
+                for o in self._obs
+                if o.trace is not None
+                for d in o.trace.retrieved_documents
+                if not d.group
+            )
             if ungrouped:
-                parts.append(f"{ungrouped} retrieved document(s) have no group: set one "
-                             "(docs/attributes.md#foreign-conventions-the-processor-reads)")
+                parts.append(
+                    f"{ungrouped} retrieved document(s) have no group: set one "
+                    "(docs/attributes.md#foreign-conventions-the-processor-reads)"
+                )
         for n, key, span in seen[:_EXAMPLES]:
             parts.append(f"{n} span(s) named {span} with {key}: not read")
         if len(seen) > _EXAMPLES:
@@ -172,18 +216,25 @@ class SignalCounts:
         if seen:
             parts.append(f"see {ATTRIBUTES_DOC}")
         else:
-            parts.append("nothing seen that might hold it; see "
-                         "docs/attributes.md#the-span-contract for how to record it")
+            parts.append(
+                "nothing seen that might hold it; see "
+                "docs/attributes.md#the-span-contract for how to record it"
+            )
         return "; ".join(parts) + "."
 
 
-def with_signal(result: MetricResult, definition: MetricDefinition,
-                counts: SignalCounts) -> MetricResult:
+def with_signal(
+    result: MetricResult, definition: MetricDefinition, counts: SignalCounts
+) -> MetricResult:
     """``result`` with its signal, the records carrying it and, when none, the diagnosis
     (unchanged for a metric that names no signal: a custom metric)."""
     name = definition.signal
     if name not in SIGNALS:
         return result
     carrying = counts.count(name)
-    return replace(result, signal=name, signal_records=carrying,
-                   diagnosis=counts.diagnosis(name) if carrying == 0 else "")
+    return replace(
+        result,
+        signal=name,
+        signal_records=carrying,
+        diagnosis=counts.diagnosis(name) if carrying == 0 else "",
+    )

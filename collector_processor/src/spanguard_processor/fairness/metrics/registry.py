@@ -92,8 +92,12 @@ def register_metric(definition: MetricDefinition) -> MetricDefinition:
 
 
 def register_record_metric(
-    name: str, scorer: Callable[[dict[str, Any]], object], *, threshold: float,
-    direction: Direction = Direction.LOWER, category: str = Category.OTHER,
+    name: str,
+    scorer: Callable[[dict[str, Any]], object],
+    *,
+    threshold: float,
+    direction: Direction = Direction.LOWER,
+    category: str = Category.OTHER,
 ) -> MetricDefinition:
     """Register a custom gap metric from a per-record scorer.
 
@@ -112,9 +116,11 @@ def register_record_metric(
             values[i, 0] = number(raw, f"the {name} scorer", o.id)
         return MetricValues(values, valid, score_source="evaluator")
 
-    return register_metric(MetricDefinition(name=name, threshold=threshold,
-                                            direction=direction, compute=compute,
-                                            category=category))
+    return register_metric(
+        MetricDefinition(
+            name=name, threshold=threshold, direction=direction, compute=compute, category=category
+        )
+    )
 
 
 def unregister_metric(name: str) -> None:
@@ -138,11 +144,15 @@ def number(raw: object, what: str, record_id: str, *, unit: bool = False) -> flo
     if isinstance(raw, int | float | np.integer | np.floating):
         value = float(raw)
         if not math.isfinite(value):
-            raise SuiteError(f"{what} returned {value} for record '{record_id}'; "
-                             "return a finite number.")
+            raise SuiteError(
+                f"{what} returned {value} for record '{record_id}'; return a finite number."
+            )
         if unit and not 0.0 <= value <= 1.0:
-            raise SuiteError(f"{what} returned {value} for record '{record_id}'; "
-                             "return a boolean or a number between 0 and 1.")
+            raise SuiteError(
+                f"{what} returned {value} for record '{record_id}'; "
+                "return a boolean or a number between 0 and 1."
+            )
         return value
-    raise SuiteError(f"{what} returned {raw!r} for record '{record_id}'; "
-                     "return a boolean or a number.")
+    raise SuiteError(
+        f"{what} returned {raw!r} for record '{record_id}'; return a boolean or a number."
+    )

@@ -17,8 +17,15 @@ from ..records import Observation
 
 __all__ = ["REFUSAL_MARKERS", "TOXICITY_MARKERS", "ObservationList", "Signals", "signals_of"]
 
-REFUSAL_MARKERS = ("i can't", "i cannot", "i won’t", "i won't", "unable to", "not able to",
-                   "cannot help with")
+REFUSAL_MARKERS = (
+    "i can't",
+    "i cannot",
+    "i won’t",
+    "i won't",
+    "unable to",
+    "not able to",
+    "cannot help with",
+)
 TOXICITY_MARKERS = ("stupid", "idiot", "worthless", "disgusting", "hate you", "trash")
 
 Array = NDArray[np.float64]

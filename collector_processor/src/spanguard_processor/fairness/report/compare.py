@@ -24,16 +24,33 @@ from ...common._json import parse_json
 from ..vocabulary import Direction
 from .verdict_text import label, number
 
-__all__ = ["Comparison", "compare_reports", "load_report", "render_comparison_markdown",
-           "signed", "verdicts_text"]
+__all__ = [
+    "Comparison",
+    "compare_reports",
+    "load_report",
+    "render_comparison_markdown",
+    "signed",
+    "verdicts_text",
+]
 
 _CATEGORIES = {
-    "refusal_gap": "Text", "verbosity_gap": "Text", "counterfactual_stability": "Text",
-    "helpfulness_gap": "Text", "toxicity_gap": "Text", "retrieval_exposure_gap": "RAG",
-    "retrieval_exposure_gap_legacy": "RAG", "tool_use_parity": "Agent",
-    "plan_length_gap": "Agent", "escalation_parity": "Agent", "friction_point_gap": "Agent",
-    "escalation_reason_parity": "Agent", "tool_count_gap": "Agent", "tool_name_gap": "Agent",
-    "tool_sequence_gap": "Agent", "llm_call_gap": "Agent", "token_gap": "Agent",
+    "refusal_gap": "Text",
+    "verbosity_gap": "Text",
+    "counterfactual_stability": "Text",
+    "helpfulness_gap": "Text",
+    "toxicity_gap": "Text",
+    "retrieval_exposure_gap": "RAG",
+    "retrieval_exposure_gap_legacy": "RAG",
+    "tool_use_parity": "Agent",
+    "plan_length_gap": "Agent",
+    "escalation_parity": "Agent",
+    "friction_point_gap": "Agent",
+    "escalation_reason_parity": "Agent",
+    "tool_count_gap": "Agent",
+    "tool_name_gap": "Agent",
+    "tool_sequence_gap": "Agent",
+    "llm_call_gap": "Agent",
+    "token_gap": "Agent",
 }
 
 
@@ -47,8 +64,7 @@ class Comparison:
         return [r["metric"] for r in self.rows if r.get("regressed")]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metrics": list(self.rows), "groups": self.groups,
-                "regressed": self.regressed}
+        return {"metrics": list(self.rows), "groups": self.groups, "regressed": self.regressed}
 
 
 def load_report(path: Path) -> dict[str, Any]:
@@ -66,22 +82,32 @@ def load_report(path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise InputError(f"is not valid JSON: {exc}.", file=str(target)) from None
     if not isinstance(data, dict) or not isinstance(data.get("metric_results"), list):
-        raise InputError("is not a fairness report: it has no metric_results list.",
-                         file=str(target), field="metric_results")
+        raise InputError(
+            "is not a fairness report: it has no metric_results list.",
+            file=str(target),
+            field="metric_results",
+        )
     for i, item in enumerate(data["metric_results"]):
-        if not isinstance(item, dict) or not isinstance(item.get("metric"), str) or not (
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("metric"), str)
+            or not (
                 isinstance(item.get("score"), int | float)
-                or (item.get("score") is None and item.get("verdict") == "no_signal")):
-            raise InputError("each metric result needs a metric name and a numeric score "
-                             "(null only when its verdict is no_signal).",
-                             file=str(target), field=f"metric_results[{i}]")
+                or (item.get("score") is None and item.get("verdict") == "no_signal")
+            )
+        ):
+            raise InputError(
+                "each metric result needs a metric name and a numeric score "
+                "(null only when its verdict is no_signal).",
+                file=str(target),
+                field=f"metric_results[{i}]",
+            )
     return data
 
 
 def _se(item: dict[str, Any]) -> float:
     ci = item.get("confidence_interval")
-    if not isinstance(ci, list) or len(ci) != 2 or not all(
-            isinstance(v, int | float) for v in ci):
+    if not isinstance(ci, list) or len(ci) != 2 or not all(isinstance(v, int | float) for v in ci):
         return 0.0
     level = item.get("interval_level", 0.90)
     z = NormalDist().inv_cdf(0.5 + float(level) / 2.0)
@@ -118,8 +144,9 @@ def _verdict_change(before: str, after: str) -> str:
     return ""
 
 
-def _row(name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float,
-         z: float) -> dict[str, Any]:
+def _row(
+    name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float, z: float
+) -> dict[str, Any]:
     direction = cand.get("direction", base.get("direction", Direction.LOWER))
     threshold = float(cand.get("threshold", base.get("threshold", 0.0)))
     before, after = _verdict(base), _verdict(cand)
@@ -133,33 +160,50 @@ def _row(name: str, base: dict[str, Any], cand: dict[str, Any], tolerance: float
     margin = max(tolerance, z * math.hypot(_se(base), _se(cand)))
     flipped = _verdict_change(before, after)
     regressed = (worsening > margin and past) or bool(flipped)
-    reason = (flipped if flipped else
-              "worse by more than noise and past the threshold" if regressed else
-              "no signal in either report" if before == after == "no_signal" else
-              f"verdict went from {label(before)} to {label(after)}" if before != after else
-              "within noise" if (worsening > 0 and not past) or worsening <= margin else "")
+    reason = (
+        flipped
+        if flipped
+        else "worse by more than noise and past the threshold"
+        if regressed
+        else "no signal in either report"
+        if before == after == "no_signal"
+        else f"verdict went from {label(before)} to {label(after)}"
+        if before != after
+        else "within noise"
+        if (worsening > 0 and not past) or worsening <= margin
+        else ""
+    )
     return {
-        "metric": name, "direction": direction, "threshold": threshold,
-        "baseline_score": b, "candidate_score": c, "delta": delta, "severity": worsening,
-        "noise_margin": margin, "regressed": regressed,
-        "baseline_passed": base.get("passed"), "candidate_passed": cand.get("passed"),
-        "baseline_verdict": before, "candidate_verdict": after,
+        "metric": name,
+        "direction": direction,
+        "threshold": threshold,
+        "baseline_score": b,
+        "candidate_score": c,
+        "delta": delta,
+        "severity": worsening,
+        "noise_margin": margin,
+        "regressed": regressed,
+        "baseline_passed": base.get("passed"),
+        "candidate_passed": cand.get("passed"),
+        "baseline_verdict": before,
+        "candidate_verdict": after,
         "reason": reason,
     }
 
 
-def compare_reports(base: dict[str, Any], cand: dict[str, Any], *, tolerance: float = 0.0,
-                    z: float = 1.96) -> Comparison:
+def compare_reports(
+    base: dict[str, Any], cand: dict[str, Any], *, tolerance: float = 0.0, z: float = 1.96
+) -> Comparison:
     left = {m["metric"]: m for m in base["metric_results"]}
     right = {m["metric"]: m for m in cand["metric_results"]}
     rows: list[dict[str, Any]] = []
     groups: dict[str, dict[str, list[str]]] = {
-        g: {"regressed": [], "stable": [], "missing": []} for g in ("Text", "RAG", "Agent",
-                                                                    "Other")
+        g: {"regressed": [], "stable": [], "missing": []} for g in ("Text", "RAG", "Agent", "Other")
     }
     for name in sorted(set(left) | set(right)):
         category = (right.get(name) or left.get(name) or {}).get(
-            "category", _CATEGORIES.get(name, "Other"))
+            "category", _CATEGORIES.get(name, "Other")
+        )
         bucket = groups.get(category, groups["Other"])
         if name not in left or name not in right:
             rows.append({"metric": name, "status": "missing"})
@@ -168,11 +212,13 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *, tolerance: fl
         row = _row(name, left[name], right[name], tolerance, z)
         rows.append(row)
         bucket["regressed" if row["regressed"] else "stable"].append(name)
-    rows.sort(key=lambda r: (
-        0 if r.get("regressed") else 2 if r.get("status") == "missing" else 1,
-        -r.get("severity", 0.0) if r.get("regressed") else -abs(r.get("delta") or 0.0),
-        r["metric"],
-    ))
+    rows.sort(
+        key=lambda r: (
+            0 if r.get("regressed") else 2 if r.get("status") == "missing" else 1,
+            -r.get("severity", 0.0) if r.get("regressed") else -abs(r.get("delta") or 0.0),
+            r["metric"],
+        )
+    )
     return Comparison(tuple(rows), groups)
 
 
@@ -188,15 +234,20 @@ def verdicts_text(row: dict[str, Any]) -> str:
 
 
 def render_comparison_markdown(comparison: Comparison) -> str:
-    lines = ["# spanguard fairness comparison", "",
-             "| Metric | Baseline | Candidate | Delta | Noise margin | Verdict | Status |",
-             "|---|---:|---:|---:|---:|---|---|"]
+    lines = [
+        "# spanguard fairness comparison",
+        "",
+        "| Metric | Baseline | Candidate | Delta | Noise margin | Verdict | Status |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
     for r in comparison.rows:
         if r.get("status") == "missing":
             lines.append(f"| {r['metric']} | – | – | – | – | – | missing |")
             continue
         status = "❌ regressed" if r["regressed"] else "✅ ok"
-        lines.append(f"| {r['metric']} | {number(r['baseline_score'])} | "
-                     f"{number(r['candidate_score'])} | {signed(r['delta'])} | "
-                     f"{number(r['noise_margin'])} | {verdicts_text(r)} | {status} |")
+        lines.append(
+            f"| {r['metric']} | {number(r['baseline_score'])} | "
+            f"{number(r['candidate_score'])} | {signed(r['delta'])} | "
+            f"{number(r['noise_margin'])} | {verdicts_text(r)} | {status} |"
+        )
     return "\n".join(lines) + "\n"

@@ -39,21 +39,27 @@ def balanced(design: seeds.Design) -> bool:
     return bool(np.all(used == used[:, :1])) if used.size else True
 
 
-def pooled_means(x: NDArray[np.float64], design: seeds.Design,
-                 labels: list[str]) -> dict[str, list[float]]:
+def pooled_means(
+    x: NDArray[np.float64], design: seeds.Design, labels: list[str]
+) -> dict[str, list[float]]:
     """Each group's plain mean per column (fairtrace's exact summation), groups with data."""
     order = np.argsort(design.group, kind="stable")
     bounds = np.searchsorted(design.group[order], np.arange(design.n_groups + 1))
     out: dict[str, list[float]] = {}
     for g, label in enumerate(labels):
-        rows = order[bounds[g]:bounds[g + 1]]
+        rows = order[bounds[g] : bounds[g + 1]]
         if rows.shape[0]:
             out[label] = [exact_mean(x[rows, c]) for c in range(x.shape[1])]
     return out
 
 
-def counters(definition: MetricDefinition, obs: Sequence[Observation],
-             labels: list[str], group_idx: NDArray[np.int64], empty: int) -> dict[str, Any]:
+def counters(
+    definition: MetricDefinition,
+    obs: Sequence[Observation],
+    labels: list[str],
+    group_idx: NDArray[np.int64],
+    empty: int,
+) -> dict[str, Any]:
     """fairtrace's record counters: per group, without a trace, with the field missing."""
     if definition.missing_key is None:
         return {}
@@ -65,9 +71,14 @@ def counters(definition: MetricDefinition, obs: Sequence[Observation],
     }
 
 
-def metric_details(d: MetricDefinition, v: MetricValues, obs: Sequence[Observation],
-                   pooled: Mapping[str, list[float]], labels: list[str],
-                   group_idx: NDArray[np.int64]) -> dict[str, Any]:
+def metric_details(
+    d: MetricDefinition,
+    v: MetricValues,
+    obs: Sequence[Observation],
+    pooled: Mapping[str, list[float]],
+    labels: list[str],
+    group_idx: NDArray[np.int64],
+) -> dict[str, Any]:
     """A gap metric's details in fairtrace's shape: each group's rate (or score, count…)
     under the metric's ``detail_key``, per-column gaps for multi-column metrics, each record's
     value, and the counters of records with a missing field."""
@@ -80,14 +91,17 @@ def metric_details(d: MetricDefinition, v: MetricValues, obs: Sequence[Observati
         out["reason_gaps"] = gaps
         reasons = [o.trace.escalation_reason if o.trace is not None else None for o in obs]
         out["scenario_reasons"] = dict(zip(ids, reasons, strict=True))
-        out["scenario_reason_gaps"] = {i: float(gaps.get(r, 0.0)) if r else 0.0
-                                       for i, r in zip(ids, reasons, strict=True)}
+        out["scenario_reason_gaps"] = {
+            i: float(gaps.get(r, 0.0)) if r else 0.0 for i, r in zip(ids, reasons, strict=True)
+        }
     elif d.detail_key in ("tool_name_rates", "tool_sequence_rates"):
         # per column (a tool name, a tool sequence): each group's rate and the gap of rates
-        out[d.detail_key] = {c: {g: m[j] for g, m in pooled.items()}
-                             for j, c in enumerate(v.columns)}
+        out[d.detail_key] = {
+            c: {g: m[j] for g, m in pooled.items()} for j, c in enumerate(v.columns)
+        }
         out[d.detail_key.replace("_rates", "_gaps")] = {
-            c: spread(list(g.values())) for c, g in out[d.detail_key].items()}
+            c: spread(list(g.values())) for c, g in out[d.detail_key].items()
+        }
     elif d.name == "retrieval_exposure_gap":
         # fairtrace's key keeps fairtrace's flat shape (document group → exposure), which
         # `fairtrace compare` reads: here each document group's mean exposure per record over
@@ -110,10 +124,8 @@ def metric_details(d: MetricDefinition, v: MetricValues, obs: Sequence[Observati
 def _column_means(v: MetricValues) -> dict[str, float]:
     """Each column's mean over the valid records (fairtrace's exact summation)."""
     rows = v.values[v.valid]
-    return {c: exact_mean(rows[:, j]) if rows.shape[0] else 0.0
-            for j, c in enumerate(v.columns)}
+    return {c: exact_mean(rows[:, j]) if rows.shape[0] else 0.0 for j, c in enumerate(v.columns)}
 
 
-def _per_record(ids: list[str], values: NDArray[np.float64],
-                valid: NDArray[np.bool_]) -> RecordMap:
+def _per_record(ids: list[str], values: NDArray[np.float64], valid: NDArray[np.bool_]) -> RecordMap:
     return RecordMap(ids, values, valid)

@@ -26,8 +26,15 @@ from ...traces.model import ProcessTrace
 from ..metrics import MetricValues
 from ..records import Observation
 
-__all__ = ["PAIRS", "CounterfactualPair", "Variant", "find_pairs", "process_signals",
-           "prompt_segments", "stability_pairs"]
+__all__ = [
+    "PAIRS",
+    "CounterfactualPair",
+    "Variant",
+    "find_pairs",
+    "process_signals",
+    "prompt_segments",
+    "stability_pairs",
+]
 
 #: how many seeds' pairs each metric keeps
 PAIRS = 3
@@ -35,8 +42,14 @@ _PROMPT_CHARS = 2_000
 _RESPONSE_CHARS = 280
 _EPS = 1e-12
 _STABILITY_VARIANTS = 300  # a seed's first 300 variants are searched for its least similar two
-SIGNAL_NAMES = ("escalated", "escalation_reason", "friction_points", "tool_calls",
-                "plan_steps", "retrieved_documents")
+SIGNAL_NAMES = (
+    "escalated",
+    "escalation_reason",
+    "friction_points",
+    "tool_calls",
+    "plan_steps",
+    "retrieved_documents",
+)
 
 
 @dataclass(frozen=True)
@@ -128,8 +141,13 @@ class _Ends:
     counts: NDArray[np.int64]  # seeds × groups
 
 
-def _ends(x: NDArray[np.float64], seed: NDArray[np.int64], group: NDArray[np.int64],
-          n_seeds: int, n_groups: int) -> _Ends | None:
+def _ends(
+    x: NDArray[np.float64],
+    seed: NDArray[np.int64],
+    group: NDArray[np.int64],
+    n_seeds: int,
+    n_groups: int,
+) -> _Ends | None:
     """The column with the largest gap of within-seed-adjusted group means."""
     cell = seed * n_groups + group
     counts = np.bincount(cell, minlength=n_seeds * n_groups).reshape(n_seeds, n_groups)
@@ -144,8 +162,9 @@ def _ends(x: NDArray[np.float64], seed: NDArray[np.int64], group: NDArray[np.int
     best_gap = _EPS
     for c in range(x.shape[1]):
         col = x[:, c]
-        sums = np.asarray(np.bincount(cell, weights=col, minlength=n_seeds * n_groups),
-                          dtype=np.float64).reshape(n_seeds, n_groups)
+        sums = np.asarray(
+            np.bincount(cell, weights=col, minlength=n_seeds * n_groups), dtype=np.float64
+        ).reshape(n_seeds, n_groups)
         seed_mean = sums.sum(axis=1) / np.maximum(per_seed, 1)
         e = col[keep] - seed_mean[seed[keep]]
         means = np.full(n_groups, np.nan)
@@ -156,8 +175,9 @@ def _ends(x: NDArray[np.float64], seed: NDArray[np.int64], group: NDArray[np.int
     return best
 
 
-def _top_seeds(ends: _Ends, k: int) -> tuple[NDArray[np.int64], NDArray[np.int64],
-                                            NDArray[np.int64], NDArray[np.float64]]:
+def _top_seeds(
+    ends: _Ends, k: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """The k seeds with the largest within-seed difference; their high and low groups."""
     present = (ends.counts > 0) & ~np.isnan(ends.means)[None, :]
     m = np.nan_to_num(ends.means, nan=0.0)[None, :]
@@ -183,10 +203,16 @@ def _top_seeds(ends: _Ends, k: int) -> tuple[NDArray[np.int64], NDArray[np.int64
 # --- the pairs --------------------------------------------------------------------------------
 
 
-def find_pairs(metric: str, values: MetricValues, observations: Sequence[Observation],
-               seed_idx: NDArray[np.int64], group_idx: NDArray[np.int64],
-               seed_labels: Sequence[str], group_labels: Sequence[str],
-               k: int = PAIRS) -> tuple[CounterfactualPair, ...]:
+def find_pairs(
+    metric: str,
+    values: MetricValues,
+    observations: Sequence[Observation],
+    seed_idx: NDArray[np.int64],
+    group_idx: NDArray[np.int64],
+    seed_labels: Sequence[str],
+    group_labels: Sequence[str],
+    k: int = PAIRS,
+) -> tuple[CounterfactualPair, ...]:
     """Up to ``k`` counterfactual pairs behind ``metric``'s gap (none when the gap is 0)."""
     if k <= 0:
         return ()
@@ -208,39 +234,51 @@ def find_pairs(metric: str, values: MetricValues, observations: Sequence[Observa
     column = None if values.columns == ("value",) else values.columns[ends.column]
     picked = np.flatnonzero(np.isin(seed, chosen))
     out = []
-    for s, gh, gl, d in zip(chosen.tolist(), hi.tolist(), lo.tolist(), diff.tolist(),
-                            strict=True):
+    for s, gh, gl, d in zip(chosen.tolist(), hi.tolist(), lo.tolist(), diff.tolist(), strict=True):
         here = picked[seed[picked] == s]
         high = here[group[here] == gh]
         low = here[group[here] == gl]
         i = int(high[np.argmax(col[high])])  # the variant that shows the difference best
         j = int(low[np.argmin(col[low])])
         oi, oj = (int(rows[i]), int(rows[j])) if not all_valid else (i, j)
-        out.append(_pair(metric, column, seed_labels[s], float(d),
-                         _variant(observations[oi], group_labels[gh], float(col[i])),
-                         _variant(observations[oj], group_labels[gl], float(col[j]))))
+        out.append(
+            _pair(
+                metric,
+                column,
+                seed_labels[s],
+                float(d),
+                _variant(observations[oi], group_labels[gh], float(col[i])),
+                _variant(observations[oj], group_labels[gl], float(col[j])),
+            )
+        )
     return tuple(out)
 
 
 def _variant(o: Observation, group: str, value: float) -> Variant:
     return Variant(
-        record_id=o.id, variant_id=o.variant_id, group=group,
-        assignments=dict(sorted(o.assignments.items())), value=value, trace_id=o.trace_id,
+        record_id=o.id,
+        variant_id=o.variant_id,
+        group=group,
+        assignments=dict(sorted(o.assignments.items())),
+        value=value,
+        trace_id=o.trace_id,
         prompt=_excerpt(o.prompt, _PROMPT_CHARS) if o.captured and o.prompt else None,
         response=_excerpt(o.response, _RESPONSE_CHARS) if o.captured else None,
         signals=process_signals(o.trace),
     )
 
 
-def _pair(metric: str, column: str | None, seed: str, difference: float, high: Variant,
-          low: Variant) -> CounterfactualPair:
+def _pair(
+    metric: str, column: str | None, seed: str, difference: float, high: Variant, low: Variant
+) -> CounterfactualPair:
     differing = []
     if high.signals is not None and low.signals is not None:
         differing = [k for k in SIGNAL_NAMES if high.signals[k] != low.signals[k]]
     if high.response is not None and low.response is not None and high.response != low.response:
         differing.append("response")
-    return CounterfactualPair(seed, column, difference, high, low, tuple(differing),
-                              _summary(metric, column, high, low))
+    return CounterfactualPair(
+        seed, column, difference, high, low, tuple(differing), _summary(metric, column, high, low)
+    )
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -248,15 +286,18 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 if union == 0 else len(a & b) / union
 
 
-def stability_pairs(observations: Sequence[Observation], seed_similarities: Mapping[str, float],
-                    k: int = PAIRS) -> tuple[CounterfactualPair, ...]:
+def stability_pairs(
+    observations: Sequence[Observation], seed_similarities: Mapping[str, float], k: int = PAIRS
+) -> tuple[CounterfactualPair, ...]:
     """``counterfactual_stability``'s evidence: the k least stable seeds (lowest mean pairwise
     similarity, then suite order), each as its two least similar variants."""
     if k <= 0 or not seed_similarities:
         return ()
     order = {seed: i for i, seed in enumerate(seed_similarities)}
-    worst = sorted((s for s, v in seed_similarities.items() if v < 1.0),
-                   key=lambda s: (seed_similarities[s], order[s]))[:k]
+    worst = sorted(
+        (s for s, v in seed_similarities.items() if v < 1.0),
+        key=lambda s: (seed_similarities[s], order[s]),
+    )[:k]
     members: dict[str, list[Observation]] = {s: [] for s in worst}
     for o in observations:
         if o.seed_id in members:
@@ -278,8 +319,12 @@ def stability_pairs(observations: Sequence[Observation], seed_similarities: Mapp
         b = _variant(items[j], items[j].group, sim)
         pair = _pair("counterfactual_stability", None, seed, 1.0 - sim, a, b)
         names = _names(a, b)
-        out.append(replace(pair, summary=f"{names[0]} and {names[1]} got answers sharing "
-                                         f"{sim:.0%} of their words"))
+        out.append(
+            replace(
+                pair,
+                summary=f"{names[0]} and {names[1]} got answers sharing {sim:.0%} of their words",
+            )
+        )
     return tuple(out)
 
 
@@ -288,8 +333,7 @@ def stability_pairs(observations: Sequence[Observation], seed_similarities: Mapp
 
 def _names(high: Variant, low: Variant) -> tuple[str, str]:
     """The attribute values that tell the two variants apart (their groups otherwise)."""
-    keys = [k for k in high.assignments
-            if high.assignments.get(k) != low.assignments.get(k)]
+    keys = [k for k in high.assignments if high.assignments.get(k) != low.assignments.get(k)]
     if not keys:
         return high.group, low.group
 

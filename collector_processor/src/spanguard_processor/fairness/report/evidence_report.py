@@ -19,6 +19,7 @@ from .evidence import SIGNAL_NAMES, CounterfactualPair, Variant, prompt_segments
 
 __all__ = ["ReportOptions", "evidence_html", "evidence_json", "evidence_markdown"]
 
+
 @dataclass(frozen=True)
 class ReportOptions:
     """How reports show evidence: ``trace_url`` holds ``{trace_id}``; ``redact`` drops text."""
@@ -38,8 +39,12 @@ class ReportOptions:
 
 def _variant_json(v: Variant, side: str, options: ReportOptions) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "side": side, "group": v.group, "assignments": dict(v.assignments),
-        "record_id": v.record_id, "variant_id": v.variant_id, "value": v.value,
+        "side": side,
+        "group": v.group,
+        "assignments": dict(v.assignments),
+        "record_id": v.record_id,
+        "variant_id": v.variant_id,
+        "value": v.value,
         "trace_id": v.trace_id,
     }
     link = options.link(v.trace_id)
@@ -54,16 +59,25 @@ def _variant_json(v: Variant, side: str, options: ReportOptions) -> dict[str, An
     return out
 
 
-def evidence_json(pairs: tuple[CounterfactualPair, ...],
-                  options: ReportOptions) -> list[dict[str, Any]]:
-    return [{
-        "seed_id": p.seed_id,
-        "column": p.column,
-        "difference": p.difference,
-        "summary": p.summary,
-        "differing_signals": [s for s in p.differing if not (options.redact and s == "response")],
-        "variants": [_variant_json(p.high, "high", options), _variant_json(p.low, "low", options)],
-    } for p in pairs]
+def evidence_json(
+    pairs: tuple[CounterfactualPair, ...], options: ReportOptions
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "seed_id": p.seed_id,
+            "column": p.column,
+            "difference": p.difference,
+            "summary": p.summary,
+            "differing_signals": [
+                s for s in p.differing if not (options.redact and s == "response")
+            ],
+            "variants": [
+                _variant_json(p.high, "high", options),
+                _variant_json(p.low, "low", options),
+            ],
+        }
+        for p in pairs
+    ]
 
 
 # --- shared wording ---------------------------------------------------------------------------
@@ -86,9 +100,12 @@ def _signal_text(name: str, value: Any) -> str:
 
 
 _LABELS = {
-    "escalated": "escalated", "escalation_reason": "escalation reason",
-    "friction_points": "friction points", "tool_calls": "tool calls (in order)",
-    "plan_steps": "plan steps", "retrieved_documents": "retrieved documents (rank)",
+    "escalated": "escalated",
+    "escalation_reason": "escalation reason",
+    "friction_points": "friction points",
+    "tool_calls": "tool calls (in order)",
+    "plan_steps": "plan steps",
+    "retrieved_documents": "retrieved documents (rank)",
 }
 
 
@@ -97,12 +114,24 @@ def _rows(p: CounterfactualPair) -> list[tuple[str, str, str, bool]]:
     hs, ls = p.high.signals, p.low.signals
     rows = []
     if hs is None or ls is None:
-        rows.append(("process trace", "recorded" if hs else "missing",
-                     "recorded" if ls else "missing", True))
+        rows.append(
+            (
+                "process trace",
+                "recorded" if hs else "missing",
+                "recorded" if ls else "missing",
+                True,
+            )
+        )
         return rows
     for name in SIGNAL_NAMES:
-        rows.append((_LABELS[name], _signal_text(name, hs[name]), _signal_text(name, ls[name]),
-                     name in p.differing))
+        rows.append(
+            (
+                _LABELS[name],
+                _signal_text(name, hs[name]),
+                _signal_text(name, ls[name]),
+                name in p.differing,
+            )
+        )
     return rows
 
 
@@ -144,7 +173,7 @@ def _md_prompt(segments: list[tuple[str, bool]]) -> str:
         core = text.strip()
         if changed and core:
             lead = text[: len(text) - len(text.lstrip())]
-            tail = text[len(text.rstrip()):]
+            tail = text[len(text.rstrip()) :]
             out.append(f"{_md(lead)}**{_md(core)}**{_md(tail)}")
         else:
             out.append(_md(text))
@@ -159,16 +188,20 @@ def _md_trace(v: Variant, options: ReportOptions) -> str:
     return f"[{ident}]({link})" if link else ident
 
 
-def evidence_markdown(metric: str, pairs: tuple[CounterfactualPair, ...],
-                      options: ReportOptions) -> list[str]:
+def evidence_markdown(
+    metric: str, pairs: tuple[CounterfactualPair, ...], options: ReportOptions
+) -> list[str]:
     """A section per metric: one table per pair, differing signals in bold."""
     if not pairs:
         return []
     lines = ["", f"### {metric}: counterfactual pairs", ""]
     for n, p in enumerate(pairs, 1):
         column = f" ({p.column})" if p.column else ""
-        lines += [f"{n}. seed `{_md(p.seed_id)}`{column}: {_md(p.summary)} "
-                  f"(within-seed difference {_value(p.difference)})", ""]
+        lines += [
+            f"{n}. seed `{_md(p.seed_id)}`{column}: {_md(p.summary)} "
+            f"(within-seed difference {_value(p.difference)})",
+            "",
+        ]
         lines += [f"| | {_md(p.high.group)} | {_md(p.low.group)} |", "|---|---|---|"]
         lines.append(f"| trace | {_md_trace(p.high, options)} | {_md_trace(p.low, options)} |")
         lines.append(f"| {metric} | {_value(p.high.value)} | {_value(p.low.value)} |")
@@ -178,8 +211,12 @@ def evidence_markdown(metric: str, pairs: tuple[CounterfactualPair, ...],
         for label, h, lo, differs in _rows(p):
             if differs:
                 lines.append(f"| **{label}** | **{_md(h)}** | **{_md(lo)}** |")
-        if (not options.redact and "response" in p.differing and p.high.response is not None
-                and p.low.response is not None):
+        if (
+            not options.redact
+            and "response" in p.differing
+            and p.high.response is not None
+            and p.low.response is not None
+        ):
             lines.append(f"| **response** | {_md(p.high.response)} | {_md(p.low.response)} |")
         lines.append("")
     return lines
@@ -198,8 +235,10 @@ code{font-size:.9em}
 
 
 def _html_prompt(segments: list[tuple[str, bool]]) -> str:
-    return "".join(f"<mark>{escape(t)}</mark>" if changed and t.strip() else escape(t)
-                   for t, changed in segments)
+    return "".join(
+        f"<mark>{escape(t)}</mark>" if changed and t.strip() else escape(t)
+        for t, changed in segments
+    )
 
 
 def _html_trace(v: Variant, options: ReportOptions) -> str:
@@ -212,34 +251,42 @@ def _html_trace(v: Variant, options: ReportOptions) -> str:
 
 def _html_pair(metric: str, n: int, p: CounterfactualPair, options: ReportOptions) -> str:
     column = f" ({escape(p.column)})" if p.column else ""
-    head = (f'<p class="pairhead"><b>{n}. seed <code>{escape(p.seed_id)}</code>{column}</b>: '
-            f"{escape(p.summary)} (within-seed difference {_value(p.difference)})</p>")
-    rows = [f"<tr><th></th><th>{escape(p.high.group)}</th><th>{escape(p.low.group)}</th></tr>",
-            f"<tr><th>trace</th><td>{_html_trace(p.high, options)}</td>"
-            f"<td>{_html_trace(p.low, options)}</td></tr>",
-            f"<tr><th>{escape(metric)}</th><td>{_value(p.high.value)}</td>"
-            f"<td>{_value(p.low.value)}</td></tr>"]
+    head = (
+        f'<p class="pairhead"><b>{n}. seed <code>{escape(p.seed_id)}</code>{column}</b>: '
+        f"{escape(p.summary)} (within-seed difference {_value(p.difference)})</p>"
+    )
+    rows = [
+        f"<tr><th></th><th>{escape(p.high.group)}</th><th>{escape(p.low.group)}</th></tr>",
+        f"<tr><th>trace</th><td>{_html_trace(p.high, options)}</td>"
+        f"<td>{_html_trace(p.low, options)}</td></tr>",
+        f"<tr><th>{escape(metric)}</th><td>{_value(p.high.value)}</td>"
+        f"<td>{_value(p.low.value)}</td></tr>",
+    ]
     if not options.redact and p.high.prompt is not None and p.low.prompt is not None:
         a, b = prompt_segments(p.high.prompt, p.low.prompt)
-        rows.append(f"<tr><th>prompt</th><td>{_html_prompt(a)}</td><td>{_html_prompt(b)}</td>"
-                    "</tr>")
+        rows.append(f"<tr><th>prompt</th><td>{_html_prompt(a)}</td><td>{_html_prompt(b)}</td></tr>")
     for label, h, lo, differs in _rows(p):
         cls = ' class="diff"' if differs else ""
-        rows.append(f"<tr{cls}><th>{escape(label)}</th><td>{escape(h)}</td>"
-                    f"<td>{escape(lo)}</td></tr>")
+        rows.append(
+            f"<tr{cls}><th>{escape(label)}</th><td>{escape(h)}</td><td>{escape(lo)}</td></tr>"
+        )
     if not options.redact and p.high.response is not None and p.low.response is not None:
         cls = ' class="diff"' if "response" in p.differing else ""
-        rows.append(f"<tr{cls}><th>response (excerpt)</th><td>{escape(p.high.response)}</td>"
-                    f"<td>{escape(p.low.response)}</td></tr>")
+        rows.append(
+            f"<tr{cls}><th>response (excerpt)</th><td>{escape(p.high.response)}</td>"
+            f"<td>{escape(p.low.response)}</td></tr>"
+        )
     return head + '<table class="pair">' + "".join(rows) + "</table>"
 
 
-def evidence_html(metric: str, pairs: tuple[CounterfactualPair, ...],
-                  options: ReportOptions) -> str:
+def evidence_html(
+    metric: str, pairs: tuple[CounterfactualPair, ...], options: ReportOptions
+) -> str:
     if not pairs:
         return ""
     body = "".join(_html_pair(metric, n, p, options) for n, p in enumerate(pairs, 1))
-    return (f'<div class="evidence"><h3>Counterfactual pairs behind {escape(metric)}</h3>'
-            "<p>The seeds contributing most to the gap: the same prompt for two groups, "
-            "signals that differ highlighted.</p>"
-            + body + "</div>")
+    return (
+        f'<div class="evidence"><h3>Counterfactual pairs behind {escape(metric)}</h3>'
+        "<p>The seeds contributing most to the gap: the same prompt for two groups, "
+        "signals that differ highlighted.</p>" + body + "</div>"
+    )

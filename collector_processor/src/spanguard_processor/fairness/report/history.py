@@ -28,9 +28,21 @@ from ..gate.results import Evaluation, Verdict
 from ..vocabulary import Direction
 from .verdict_text import label
 
-__all__ = ["HISTORY_FILE", "default_label", "find_histories", "history_entry",
-           "history_summary", "is_history_reference", "load_history", "record_run",
-           "report_from_history", "run_verdict", "trend_lines", "trend_points", "trend_rows"]
+__all__ = [
+    "HISTORY_FILE",
+    "default_label",
+    "find_histories",
+    "history_entry",
+    "history_summary",
+    "is_history_reference",
+    "load_history",
+    "record_run",
+    "report_from_history",
+    "run_verdict",
+    "trend_lines",
+    "trend_points",
+    "trend_rows",
+]
 
 HISTORY_FILE = "history.jsonl"
 TREND_RUNS = 5  # previous runs shown in the trend columns
@@ -46,8 +58,14 @@ def default_label(directory: Path) -> str | None:
 
     start = directory if directory.exists() else Path.cwd()
     try:
-        done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=start,
-                              capture_output=True, text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=start,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     commit = done.stdout.strip()
@@ -65,11 +83,18 @@ def history_entry(ev: Evaluation, version: str, label: str | None = None) -> dic
         "suite_sha256": ev.suite_digest,
         "spanguard_version": version,
         "metrics": {
-            r.metric: {"score": _finite(r.score), "passed": r.passed, "direction": r.direction,
-                       "threshold": r.threshold, "verdict": r.verdict, "category": r.category,
-                       "confidence_interval": ([_finite(v) for v in r.confidence_interval]
-                                               if r.confidence_interval else None),
-                       "interval_level": ev.config.level}
+            r.metric: {
+                "score": _finite(r.score),
+                "passed": r.passed,
+                "direction": r.direction,
+                "threshold": r.threshold,
+                "verdict": r.verdict,
+                "category": r.category,
+                "confidence_interval": (
+                    [_finite(v) for v in r.confidence_interval] if r.confidence_interval else None
+                ),
+                "interval_level": ev.config.level,
+            }
             for r in sorted(ev.results, key=lambda r: r.metric)
         },
     }
@@ -77,13 +102,18 @@ def history_entry(ev: Evaluation, version: str, label: str | None = None) -> dic
 
 def _check_entry(entry: object, file: str, line: int | None) -> dict[str, Any]:
     if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict):
-        raise InputError("is not a history entry: it needs a 'metrics' object.", file=file,
-                         line=line, field="metrics")
+        raise InputError(
+            "is not a history entry: it needs a 'metrics' object.",
+            file=file,
+            line=line,
+            field="metrics",
+        )
     for name, item in entry["metrics"].items():
         score = item.get("score") if isinstance(item, dict) else None
         if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise InputError("must be a number or null.", file=file, line=line,
-                             field=f"metrics.{name}.score")
+            raise InputError(
+                "must be a number or null.", file=file, line=line, field=f"metrics.{name}.score"
+            )
     return entry
 
 
@@ -99,8 +129,11 @@ def load_history(path: Path) -> list[dict[str, Any]]:
         try:
             data = parse_json(text)
         except json.JSONDecodeError as exc:
-            raise InputError(f"is not valid JSON ({exc.msg}); expected fairtrace's history "
-                             "list.", file=str(path), line=exc.lineno) from None
+            raise InputError(
+                f"is not valid JSON ({exc.msg}); expected fairtrace's history list.",
+                file=str(path),
+                line=exc.lineno,
+            ) from None
         if not isinstance(data, list):
             raise InputError("must be a JSON list of history entries.", file=str(path))
         return [_check_entry(e, str(path), None) for e in data]
@@ -111,8 +144,11 @@ def load_history(path: Path) -> list[dict[str, Any]]:
         try:
             entry = parse_json(raw)
         except json.JSONDecodeError as exc:
-            raise InputError(f"is not valid JSON ({exc.msg}); each line of a history file is "
-                             "one run.", file=str(path), line=number) from None
+            raise InputError(
+                f"is not valid JSON ({exc.msg}); each line of a history file is one run.",
+                file=str(path),
+                line=number,
+            ) from None
         entries.append(_check_entry(entry, str(path), number))
     return entries
 
@@ -122,8 +158,7 @@ def _append(path: Path, entry: dict[str, Any]) -> None:
     append_text(path, line)  # synced; a failed append is undone (common.writes)
 
 
-def same_suite(entries: Sequence[dict[str, Any]], digest: str | None
-               ) -> list[dict[str, Any]]:
+def same_suite(entries: Sequence[dict[str, Any]], digest: str | None) -> list[dict[str, Any]]:
     """The entries recorded for the suite with this SHA-256: a trend never mixes suites (an
     entry without a digest, e.g. fairtrace's, counts as the same suite)."""
     return [e for e in entries if e.get("suite_sha256") in (None, digest)]
@@ -158,9 +193,18 @@ def trend_rows(previous: Sequence[dict[str, Any]], ev: Evaluation) -> list[dict[
         else:
             worse = delta > 0 if r.direction == Direction.LOWER else delta < 0
             change = "worse" if worse else "better"
-        rows.append({"metric": r.metric, "previous_scores": scores,
-                     "previous_verdicts": verdicts, "score": score, "verdict": r.verdict,
-                     "delta": _finite(delta), "change": change, "direction": r.direction})
+        rows.append(
+            {
+                "metric": r.metric,
+                "previous_scores": scores,
+                "previous_verdicts": verdicts,
+                "score": score,
+                "verdict": r.verdict,
+                "delta": _finite(delta),
+                "change": change,
+                "direction": r.direction,
+            }
+        )
     return rows
 
 
@@ -179,18 +223,30 @@ def trend_points(scores: Sequence[float | None], verdicts: Sequence[str | None])
     return " → ".join(_point(s, v) for s, v in zip(scores, verdicts, strict=True))
 
 
-_ARROW = {"better": "↓ better", "worse": "↑ worse", "unchanged": "= unchanged", "new": "new",
-          "no signal": "no signal"}
+_ARROW = {
+    "better": "↓ better",
+    "worse": "↑ worse",
+    "unchanged": "= unchanged",
+    "new": "new",
+    "no signal": "no signal",
+}
 
 
 def _markdown(rows: list[dict[str, Any]], runs: int) -> str:
-    lines = ["", f"## Trend (against the previous {runs} run(s))", "",
-             "| Metric | Previous runs | This run | Change |", "|---|---|---:|---|"]
+    lines = [
+        "",
+        f"## Trend (against the previous {runs} run(s))",
+        "",
+        "| Metric | Previous runs | This run | Change |",
+        "|---|---|---:|---|",
+    ]
     for row in rows:
         history = trend_points(row["previous_scores"], row["previous_verdicts"]) or "–"
         delta = "" if row["delta"] is None else f" ({row['delta']:+.4f})"
-        lines.append(f"| {row['metric']} | {history} | {_point(row['score'], row['verdict'])} | "
-                     f"{_ARROW[row['change']]}{delta} |")
+        lines.append(
+            f"| {row['metric']} | {history} | {_point(row['score'], row['verdict'])} | "
+            f"{_ARROW[row['change']]}{delta} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -200,43 +256,52 @@ def _html(rows: list[dict[str, Any]], runs: int) -> str:
         f"{escape(trend_points(r['previous_scores'], r['previous_verdicts']) or '–')}</td>"
         f"<td>{escape(_point(r['score'], r['verdict']))}</td>"
         f"<td>{escape(_ARROW[r['change']])}</td></tr>"
-        for r in rows)
-    return (f'<section id="trend"><h2>Trend (against the previous {runs} run(s))</h2><table>'
-            "<tr><th>Metric</th><th>Previous runs</th><th>This run</th><th>Change</th></tr>"
-            f"{cells}</table></section>")
+        for r in rows
+    )
+    return (
+        f'<section id="trend"><h2>Trend (against the previous {runs} run(s))</h2><table>'
+        "<tr><th>Metric</th><th>Previous runs</th><th>This run</th><th>Change</th></tr>"
+        f"{cells}</table></section>"
+    )
 
 
 def trend_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The trend for the terminal: one line per metric that has earlier runs."""
     lines = []
     for row in rows:
-        earlier = any(v is not None for v in (*row["previous_scores"],
-                                               *row.get("previous_verdicts", ())))
+        earlier = any(
+            v is not None for v in (*row["previous_scores"], *row.get("previous_verdicts", ()))
+        )
         if row["change"] == "new" or not earlier:
             continue
-        history = trend_points([*row["previous_scores"], row["score"]],
-                               [*row["previous_verdicts"], row["verdict"]])
+        history = trend_points(
+            [*row["previous_scores"], row["score"]], [*row["previous_verdicts"], row["verdict"]]
+        )
         delta = "" if row["delta"] is None else f" ({row['delta']:+.4f})"
         lines.append(f"trend {row['metric']:<30} {history}  {_ARROW[row['change']]}{delta}")
     return lines
 
 
-def record_run(ev: Evaluation, directory: Path, version: str, *,
-               label: str | None = None) -> list[dict[str, Any]]:
+def record_run(
+    ev: Evaluation, directory: Path, version: str, *, label: str | None = None
+) -> list[dict[str, Any]]:
     """Append this run to ``directory/history.jsonl`` (labelled ``label``, by default the
     git commit) and add the trend against earlier runs of the same suite to the reports
     already written there (report.json ``spanguard.trend``, report.md, report.html)."""
     path = directory / HISTORY_FILE
     previous = same_suite(load_history(path), ev.suite_digest)
-    _append(path, history_entry(ev, version, label if label is not None
-                                else default_label(directory)))
+    _append(
+        path, history_entry(ev, version, label if label is not None else default_label(directory))
+    )
     rows = trend_rows(previous, ev)
     runs = min(len(previous), TREND_RUNS)
     report = directory / "report.json"
     if report.exists():
         data = parse_json(report.read_text(encoding="utf-8"))
-        data.setdefault("spanguard", {})["trend"] = {"previous_runs": len(previous),
-                                                     "metrics": rows}
+        data.setdefault("spanguard", {})["trend"] = {
+            "previous_runs": len(previous),
+            "metrics": rows,
+        }
         write_text_atomic(report, json.dumps(data, indent=2, allow_nan=False) + "\n")
     markdown = directory / "report.md"
     if markdown.exists():
@@ -264,14 +329,16 @@ def report_from_history(path: Path) -> dict[str, Any]:
     try:
         index = int(index_text) if index_text else -1
     except ValueError:
-        raise InputError(f"'@{index_text}' is not a run index; use e.g. @-2 for the run "
-                         "before the last, @0 for the first.", file=str(file)) from None
+        raise InputError(
+            f"'@{index_text}' is not a run index; use e.g. @-2 for the run "
+            "before the last, @0 for the first.",
+            file=str(file),
+        ) from None
     if not file.exists():
         raise InputError("the history file does not exist.", file=str(file))
     entries = load_history(file)
     if not -len(entries) <= index < len(entries):
-        raise InputError(f"has {len(entries)} run(s); there is no run @{index}.",
-                         file=str(file))
+        raise InputError(f"has {len(entries)} run(s); there is no run @{index}.", file=str(file))
     entry = entries[index]
     results = []
     for name_, item in sorted(entry["metrics"].items()):
@@ -281,8 +348,11 @@ def report_from_history(path: Path) -> dict[str, Any]:
         if item.get("category"):
             result["category"] = item["category"]
         results.append(result)
-    return {"generated_at": entry.get("generated_at"),
-            "variant_count": entry.get("variant_count"), "metric_results": results}
+    return {
+        "generated_at": entry.get("generated_at"),
+        "variant_count": entry.get("variant_count"),
+        "metric_results": results,
+    }
 
 
 def _entry_verdict(item: Any) -> str | None:
@@ -304,17 +374,21 @@ def history_summary(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     suites: dict[str | None, dict[str, Any]] = {}
     for index, entry in enumerate(entries):
         digest = entry.get("suite_sha256")
-        group = suites.setdefault(digest, {"suite_sha256": digest, "runs": [], "metrics": {},
-                                           "verdicts": {}})
+        group = suites.setdefault(
+            digest, {"suite_sha256": digest, "runs": [], "metrics": {}, "verdicts": {}}
+        )
         failed = list(entry.get("failed_metrics") or [])
         metrics = entry["metrics"]
-        group["runs"].append({
-            "index": index, "label": entry.get("label"),
-            "generated_at": entry.get("generated_at"),
-            "passed": not failed,
-            "failed_metrics": failed,
-            "failed_verdicts": {m: _entry_verdict(metrics.get(m)) for m in failed},
-        })
+        group["runs"].append(
+            {
+                "index": index,
+                "label": entry.get("label"),
+                "generated_at": entry.get("generated_at"),
+                "passed": not failed,
+                "failed_metrics": failed,
+                "failed_verdicts": {m: _entry_verdict(metrics.get(m)) for m in failed},
+            }
+        )
         runs = len(group["runs"])
         for name, item in sorted(metrics.items()):
             scores = group["metrics"].setdefault(name, [None] * (runs - 1))
@@ -331,9 +405,13 @@ def find_histories(directory: Path) -> list[Path]:
     (``reports/main/history.jsonl``, ``reports/pr/history.jsonl``: one folder per branch, as
     docs/quickstart.md writes them); hidden folders are skipped."""
     own = directory / HISTORY_FILE
-    below = sorted(p for p in directory.rglob(HISTORY_FILE)
-                   if p != own and p.is_file() and not any(
-                       part.startswith(".") for part in p.relative_to(directory).parts[:-1]))
+    below = sorted(
+        p
+        for p in directory.rglob(HISTORY_FILE)
+        if p != own
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(directory).parts[:-1])
+    )
     return ([own] if own.is_file() else []) + below
 
 
@@ -345,4 +423,5 @@ def run_verdict(run: dict[str, Any]) -> str:
     verdicts = run.get("failed_verdicts") or {}
     return "FAILED: " + ", ".join(
         m if verdicts.get(m) in (None, "fail") else f"{m} ({label(verdicts[m])})"
-        for m in run["failed_metrics"])
+        for m in run["failed_metrics"]
+    )

@@ -89,14 +89,18 @@ def _metadata(value: Any) -> Any:
 def _trace(trace: ProcessTrace | None) -> ProcessTrace | None:
     if trace is None:
         return None
-    return replace(trace, plan_steps=(REDACTED,) * len(trace.plan_steps),
-                   friction_points=(REDACTED,) * len(trace.friction_points),
-                   escalation_reason=REDACTED if trace.escalation_reason else None)
+    return replace(
+        trace,
+        plan_steps=(REDACTED,) * len(trace.plan_steps),
+        friction_points=(REDACTED,) * len(trace.friction_points),
+        escalation_reason=REDACTED if trace.escalation_reason else None,
+    )
 
 
 def _observation(o: Observation) -> Observation:
-    return replace(o, prompt="", response="", metadata=_metadata(dict(o.metadata)),
-                   trace=_trace(o.trace))
+    return replace(
+        o, prompt="", response="", metadata=_metadata(dict(o.metadata)), trace=_trace(o.trace)
+    )
 
 
 def _signals(signals: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -116,22 +120,32 @@ def _variant(v: Variant) -> Variant:
 
 
 def _pair(p: CounterfactualPair, texts: list[str]) -> CounterfactualPair:
-    return replace(p, high=_variant(p.high), low=_variant(p.low),
-                   summary=_scrub(p.summary, texts),
-                   column=None if p.column is None else _scrub(p.column, texts))
+    return replace(
+        p,
+        high=_variant(p.high),
+        low=_variant(p.low),
+        summary=_scrub(p.summary, texts),
+        column=None if p.column is None else _scrub(p.column, texts),
+    )
 
 
 def _result(r: MetricResult, texts: list[str]) -> MetricResult:
-    return replace(r, evidence=tuple(_pair(p, texts) for p in r.evidence),
-                   warnings=tuple(_scrub(w, texts) for w in r.warnings),
-                   details=_scrub_value(dict(r.details), texts),
-                   reason_text=_scrub(r.reason_text, texts),
-                   diagnosis=_scrub(r.diagnosis, texts))
+    return replace(
+        r,
+        evidence=tuple(_pair(p, texts) for p in r.evidence),
+        warnings=tuple(_scrub(w, texts) for w in r.warnings),
+        details=_scrub_value(dict(r.details), texts),
+        reason_text=_scrub(r.reason_text, texts),
+        diagnosis=_scrub(r.diagnosis, texts),
+    )
 
 
 def redact_evaluation(ev: Evaluation) -> Evaluation:
     """``ev`` with every app-provided free text replaced by ``[redacted]`` (signals stay)."""
     texts = _free_texts(ev)
-    return replace(ev, observations=tuple(_observation(o) for o in ev.observations),
-                   results=tuple(_result(r, texts) for r in ev.results),
-                   errors=tuple({**e, "error": REDACTED} for e in ev.errors))
+    return replace(
+        ev,
+        observations=tuple(_observation(o) for o in ev.observations),
+        results=tuple(_result(r, texts) for r in ev.results),
+        errors=tuple({**e, "error": REDACTED} for e in ev.errors),
+    )

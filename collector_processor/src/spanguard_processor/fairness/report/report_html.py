@@ -63,8 +63,17 @@ def _x(value: float, lo: float, hi: float, left: float) -> float:
     return round(left + (value - lo) / (hi - lo) * _PLOT, 2)
 
 
-def _row(label: str, y: float, point: float, low: float, high: float, lo: float, hi: float,
-         colour: str, left: float) -> list[str]:
+def _row(
+    label: str,
+    y: float,
+    point: float,
+    low: float,
+    high: float,
+    lo: float,
+    hi: float,
+    colour: str,
+    left: float,
+) -> list[str]:
     x0, x1, xp = _x(low, lo, hi, left), _x(high, lo, hi, left), _x(point, lo, hi, left)
     return [
         f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{escape(label)}</text>',
@@ -81,8 +90,10 @@ def _axis(y: float, lo: float, hi: float, left: float) -> list[str]:
     for value in round_ticks(lo, hi):
         x = _x(value, lo, hi, left)
         parts.append(f'<line x1="{x}" y1="{y}" x2="{x}" y2="{y + 4}" stroke="#8c959f"/>')
-        parts.append(f'<text class="tick" x="{x}" y="{y + 14}" text-anchor="middle">'
-                     f"{escape(_fmt(value))}</text>")
+        parts.append(
+            f'<text class="tick" x="{x}" y="{y + 14}" text-anchor="middle">'
+            f"{escape(_fmt(value))}</text>"
+        )
     return parts
 
 
@@ -102,18 +113,22 @@ def _chart(r: MetricResult) -> str:
     y = 24.0
     tx = _x(r.threshold, lo, hi, left)
     parts += _row(what, y, r.score, ci[0], ci[1], lo, hi, colour, left)
-    parts.append(f'<line x1="{tx}" y1="6" x2="{tx}" y2="{y + 10}" stroke="#57606a" '
-                 'stroke-dasharray="4 3"/>')
+    parts.append(
+        f'<line x1="{tx}" y1="6" x2="{tx}" y2="{y + 10}" stroke="#57606a" stroke-dasharray="4 3"/>'
+    )
     anchor, dx = ("end", -4) if tx > left + _PLOT - 90 else ("start", 4)
-    parts.append(f'<text x="{tx + dx}" y="12" text-anchor="{anchor}">threshold '
-                 f"{escape(_fmt(r.threshold))}</text>")
+    parts.append(
+        f'<text x="{tx + dx}" y="12" text-anchor="{anchor}">threshold '
+        f"{escape(_fmt(r.threshold))}</text>"
+    )
     parts += _axis(y + 12, lo, hi, left)
     y += 12 + 18
     if r.groups:
         glo, ghi = _scale(min(g.low for g in r.groups), max(g.high for g in r.groups))
         y += 16
-        parts.append(f'<text class="head" x="{left - 8}" y="{y}" text-anchor="end">'
-                     "group means</text>")
+        parts.append(
+            f'<text class="head" x="{left - 8}" y="{y}" text-anchor="end">group means</text>'
+        )
         for g, text in zip(r.groups, labels, strict=True):
             y += _ROW
             parts += _row(text, y, g.mean, g.low, g.high, glo, ghi, "#0969da", left)
@@ -121,14 +136,18 @@ def _chart(r: MetricResult) -> str:
         y += 12 + 18
     height = int(y + 4)
     title = escape(f"{r.metric}: {what} {_fmt(r.score)} with its interval, and group means")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img"><title>{title}</title>'
-            + "".join(parts) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img"><title>{title}</title>'
+        + "".join(parts)
+        + "</svg>"
+    )
 
 
 def _verdict(r: MetricResult) -> str:
-    text = label(r.verdict) + (" (optional, not gated)"
-                               if not r.gating and r.verdict == Verdict.NO_SIGNAL else "")
+    text = label(r.verdict) + (
+        " (optional, not gated)" if not r.gating and r.verdict == Verdict.NO_SIGNAL else ""
+    )
     return f'<span class="{escape(r.verdict)}">{escape(text)}</span>'
 
 
@@ -144,8 +163,10 @@ def _summary_table(ev: Evaluation) -> str:
             f'<td class="n">{_fmt(r.p_value)}</td><td class="n">{_fmt(r.p_holm)}</td>'
             f'<td class="n">{_fmt(r.mde)}</td><td>{_verdict(r)}</td></tr>'
         )
-    head = ("<tr><th>Metric</th><th>Score</th><th>Interval</th><th>Threshold</th><th>p</th>"
-            "<th>p (Holm)</th><th>MDE</th><th>Verdict</th></tr>")
+    head = (
+        "<tr><th>Metric</th><th>Score</th><th>Interval</th><th>Threshold</th><th>p</th>"
+        "<th>p (Holm)</th><th>MDE</th><th>Verdict</th></tr>"
+    )
     return "<table>" + head + "".join(rows) + "</table>"
 
 
@@ -155,12 +176,18 @@ def _section(r: MetricResult, options: ReportOptions) -> str:
     why = reason(r) or MEANINGS.get(r.verdict, "")
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in metric_notes(r))
     warnings = "".join(f'<p class="warn">⚠ {escape(w)}</p>' for w in shown_warnings(r))
-    chart = "" if r.verdict == Verdict.NO_SIGNAL else (
-        f'{_chart(r)}<p>p-value: {escape(r.p_method or "not applicable")}.</p>')
-    evidence = "" if r.verdict == Verdict.NO_SIGNAL else evidence_html(r.metric, r.evidence,
-                                                                         options)
-    return (f'<section id="{escape(r.metric)}"><h2>{escape(r.metric)} {_verdict(r)}</h2>'
-            f"<p>{escape(why)}</p>{notes}{chart}{warnings}{evidence}</section>")
+    chart = (
+        ""
+        if r.verdict == Verdict.NO_SIGNAL
+        else (f"{_chart(r)}<p>p-value: {escape(r.p_method or 'not applicable')}.</p>")
+    )
+    evidence = (
+        "" if r.verdict == Verdict.NO_SIGNAL else evidence_html(r.metric, r.evidence, options)
+    )
+    return (
+        f'<section id="{escape(r.metric)}"><h2>{escape(r.metric)} {_verdict(r)}</h2>'
+        f"<p>{escape(why)}</p>{notes}{chart}{warnings}{evidence}</section>"
+    )
 
 
 def render_html(ev: Evaluation, options: ReportOptions | None = None) -> str:
@@ -180,7 +207,8 @@ def render_html(ev: Evaluation, options: ReportOptions | None = None) -> str:
         f", alpha {cfg.alpha:g}; {cfg.level:.0%} simultaneous intervals of the largest "
         f"difference between true group means (seed-cluster bootstrap-t, "
         f"{max(cfg.bootstrap_samples, 2000)} resamples).</p>"
-        + _summary_table(ev) + f'<p class="note">{escape(legend(ev.results))}.</p>'
+        + _summary_table(ev)
+        + f'<p class="note">{escape(legend(ev.results))}.</p>'
         + "".join(_section(r, options) for r in ev.results)
         + "</body></html>\n"
     )

@@ -34,8 +34,14 @@ from .verdict_text import (
     verdict_counts,
 )
 
-__all__ = ["ReportOptions", "render_json", "render_junit", "render_markdown", "report_dict",
-           "write_reports"]
+__all__ = [
+    "ReportOptions",
+    "render_json",
+    "render_junit",
+    "render_markdown",
+    "report_dict",
+    "write_reports",
+]
 
 _PLAIN = ReportOptions()
 
@@ -89,8 +95,7 @@ def _metric_dict(r: MetricResult, level: float, options: ReportOptions) -> dict[
         "records": r.records,
         "contrast_seeds": r.seeds,
         "groups": [
-            {"group": g.label, "mean": g.mean, "low": g.low, "high": g.high,
-             "records": g.records}
+            {"group": g.label, "mean": g.mean, "low": g.low, "high": g.high, "records": g.records}
             for g in r.groups
         ],
         "warnings": list(r.warnings),
@@ -127,34 +132,36 @@ def report_dict(ev: Evaluation, options: ReportOptions = _PLAIN) -> dict[str, An
     it reads (``signal``, ``signal_records``, ``diagnosis``), ``seeds_needed`` for an
     inconclusive one, and ``evidence``: its counterfactual pairs (see :mod:`.evidence`)."""
     cfg = ev.config
-    return strict({
-        "generated_at": ev.generated_at,
-        "variant_count": ev.variant_count,
-        "metric_results": [_metric_dict(r, cfg.level, options) for r in ev.results],
-        "scenario_results": [_scenario(o.record(), options) for o in ev.observations],
-        "spanguard": {
-            "version": _version(),
-            "passed": ev.passed,
-            "failed_metrics": ev.failed_metrics,
-            "gate": cfg.mode,
-            "alpha": cfg.alpha,
-            "interval_level": cfg.level,
-            "bootstrap_samples": cfg.bootstrap_samples,
-            "permutation_samples": cfg.permutation_samples,
-            "min_coverage": cfg.min_coverage,
-            "allow_partial": cfg.allow_partial,
-            "allow_inconclusive": cfg.allow_inconclusive,
-            "verdicts": verdict_counts(ev.results),
-            "allowed_inconclusive": [r.metric for r in tolerated(ev)],
-            "not_gated": [r.metric for r in not_gated(ev)],
-            "random_seed": cfg.seed,
-            "suite_sha256": ev.suite_digest,
-            "records": len(ev.observations),
-            "seeds": ev.seeds,
-            "errors": list(ev.errors),
-            "redacted": options.redact,
-        },
-    })
+    return strict(
+        {
+            "generated_at": ev.generated_at,
+            "variant_count": ev.variant_count,
+            "metric_results": [_metric_dict(r, cfg.level, options) for r in ev.results],
+            "scenario_results": [_scenario(o.record(), options) for o in ev.observations],
+            "spanguard": {
+                "version": _version(),
+                "passed": ev.passed,
+                "failed_metrics": ev.failed_metrics,
+                "gate": cfg.mode,
+                "alpha": cfg.alpha,
+                "interval_level": cfg.level,
+                "bootstrap_samples": cfg.bootstrap_samples,
+                "permutation_samples": cfg.permutation_samples,
+                "min_coverage": cfg.min_coverage,
+                "allow_partial": cfg.allow_partial,
+                "allow_inconclusive": cfg.allow_inconclusive,
+                "verdicts": verdict_counts(ev.results),
+                "allowed_inconclusive": [r.metric for r in tolerated(ev)],
+                "not_gated": [r.metric for r in not_gated(ev)],
+                "random_seed": cfg.seed,
+                "suite_sha256": ev.suite_digest,
+                "records": len(ev.observations),
+                "seeds": ev.seeds,
+                "errors": list(ev.errors),
+                "redacted": options.redact,
+            },
+        }
+    )
 
 
 def render_json(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
@@ -162,15 +169,18 @@ def render_json(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
 
 
 _STATUS: dict[str, str] = {
-    Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL",
-    Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE", Verdict.NO_SIGNAL: "⛔ NO_SIGNAL",
+    Verdict.PASS: "✅ PASS",
+    Verdict.FAIL: "❌ FAIL",
+    Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE",
+    Verdict.NO_SIGNAL: "⛔ NO_SIGNAL",
 }
 
 
 def _status(r: MetricResult) -> str:
     text = _STATUS.get(r.verdict, label(r.verdict))
-    return text + (" (optional, not gated)" if not r.gating and r.verdict == Verdict.NO_SIGNAL
-                   else "")
+    return text + (
+        " (optional, not gated)" if not r.gating and r.verdict == Verdict.NO_SIGNAL else ""
+    )
 
 
 def _counts(ev: Evaluation) -> str:
@@ -207,20 +217,28 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
     if ev.results:
         lines += ["", f"_{legend(ev.results)}._"]
     settled = (Verdict.PASS, Verdict.REPORT_ONLY)
-    undecided = [r for r in ev.results if r.verdict not in settled and (
-        r.verdict != Verdict.FAIL or metric_notes(r))]
+    undecided = [
+        r
+        for r in ev.results
+        if r.verdict not in settled and (r.verdict != Verdict.FAIL or metric_notes(r))
+    ]
     if undecided:
         lines += ["", "## Why not PASS", ""]
         for r in undecided:
             why = "; ".join([reason(r) or MEANINGS.get(r.verdict, ""), *metric_notes(r)])
             lines.append(f"- **{r.metric}** ({label(r.verdict)}): {why}")
     warned = [(r.metric, w) for r in ev.results for w in shown_warnings(r)]
-    failing = [r for r in ev.results
-               if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence]
+    failing = [
+        r for r in ev.results if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence
+    ]
     if failing:
-        lines += ["", "## Evidence", "",
-                  "The seeds contributing most to each metric's gap that did not pass: the same "
-                  "prompt for two groups; signals that differ in bold."]
+        lines += [
+            "",
+            "## Evidence",
+            "",
+            "The seeds contributing most to each metric's gap that did not pass: the same "
+            "prompt for two groups; signals that differ in bold.",
+        ]
         for r in failing:
             lines += evidence_markdown(r.metric, r.evidence, options)
     if warned:
@@ -239,31 +257,56 @@ def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
     skipped with the reason, so the test count still matches the gate."""
     allowed = {r.metric for r in tolerated(ev)}
     blocking = set(ev.failed_metrics)
-    skipped_names = {r.metric for r in ev.results
-                     if not r.passed and r.metric not in blocking
-                     and (r.metric in allowed or not r.gating)}
+    skipped_names = {
+        r.metric
+        for r in ev.results
+        if not r.passed and r.metric not in blocking and (r.metric in allowed or not r.gating)
+    }
     failures = sum(1 for r in ev.results if r.metric in blocking)
-    suites = ET.Element("testsuites", name="spanguard fairness", tests=str(len(ev.results)),
-                        failures=str(failures), skipped=str(len(skipped_names)))
-    suite = ET.SubElement(suites, "testsuite", name="spanguard.fairness",
-                          tests=str(len(ev.results)), failures=str(failures), errors="0",
-                          skipped=str(len(skipped_names)), timestamp=ev.generated_at)
+    suites = ET.Element(
+        "testsuites",
+        name="spanguard fairness",
+        tests=str(len(ev.results)),
+        failures=str(failures),
+        skipped=str(len(skipped_names)),
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="spanguard.fairness",
+        tests=str(len(ev.results)),
+        failures=str(failures),
+        errors="0",
+        skipped=str(len(skipped_names)),
+        timestamp=ev.generated_at,
+    )
     for r in ev.results:
-        case = ET.SubElement(suite, "testcase", classname=f"fairness.{r.category}",
-                             name=r.metric, time="0")
-        summary = (f"{label(r.verdict)}: score {number(r.score)} CI {interval_text(r)} "
-                   f"threshold {r.threshold:g} ({r.direction}) p {number(r.p_value)} "
-                   f"Holm p {number(r.p_holm)}")
+        case = ET.SubElement(
+            suite, "testcase", classname=f"fairness.{r.category}", name=r.metric, time="0"
+        )
+        summary = (
+            f"{label(r.verdict)}: score {number(r.score)} CI {interval_text(r)} "
+            f"threshold {r.threshold:g} ({r.direction}) p {number(r.p_value)} "
+            f"Holm p {number(r.p_holm)}"
+        )
         notes = metric_notes(r)
         if r.verdict == Verdict.NO_SIGNAL:  # what it reads and what was seen, not a score
             summary = f"{label(r.verdict)}: {reason(r)}"
-        body = [summary, *([] if r.verdict == Verdict.NO_SIGNAL else [reason(r)]), *notes,
-                *shown_warnings(r)]
+        body = [
+            summary,
+            *([] if r.verdict == Verdict.NO_SIGNAL else [reason(r)]),
+            *notes,
+            *shown_warnings(r),
+        ]
         body = [line for line in body if line]
         if r.metric in skipped_names:
-            why = ("report-only: never gating" if r.verdict == Verdict.REPORT_ONLY
-                   else "an optional metric: reported, not gated" if not r.gating
-                   else "allowed by `allow_inconclusive`")
+            why = (
+                "report-only: never gating"
+                if r.verdict == Verdict.REPORT_ONLY
+                else "an optional metric: reported, not gated"
+                if not r.gating
+                else "allowed by `allow_inconclusive`"
+            )
             skip = ET.SubElement(case, "skipped", message=f"{label(r.verdict)}: {why}")
             skip.text = "\n".join(body)
         elif not r.passed:
@@ -280,14 +323,16 @@ def render_junit(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
 def _pair_lines(r: MetricResult, options: ReportOptions) -> list[str]:
     out = []
     for p in r.evidence:
-        traces = " vs ".join(options.link(v.trace_id) or v.trace_id or v.record_id
-                             for v in (p.high, p.low))
+        traces = " vs ".join(
+            options.link(v.trace_id) or v.trace_id or v.record_id for v in (p.high, p.low)
+        )
         out.append(f"{p.headline} [{traces}]")
     return out
 
 
-def write_reports(ev: Evaluation, directory: Path,
-                  options: ReportOptions = _PLAIN) -> dict[str, Path]:
+def write_reports(
+    ev: Evaluation, directory: Path, options: ReportOptions = _PLAIN
+) -> dict[str, Path]:
     """Write report.json, report.md, junit.xml and report.html into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     outputs = {

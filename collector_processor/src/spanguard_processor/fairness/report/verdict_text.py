@@ -72,8 +72,10 @@ def _upper(r: MetricResult, high: float) -> tuple[float | None, str]:
         return high, ""
     if _scale(r) == Scale.RATE:
         return 1.0, "the upper bound 1 is the rate scale's maximum: the data bound it no lower"
-    return None, (f"no finite upper bound: the gap has no maximum on its scale and "
-                  f"{r.seeds} seed(s) do not bound it")
+    return None, (
+        f"no finite upper bound: the gap has no maximum on its scale and "
+        f"{r.seeds} seed(s) do not bound it"
+    )
 
 
 def interval_text(r: MetricResult, digits: int = 4) -> str:
@@ -130,10 +132,15 @@ def metric_notes(r: MetricResult) -> list[str]:
         if r.optional:
             notes.append("optional: reported, not gated")
         return notes
-    if r.verdict == Verdict.INCONCLUSIVE and r.seeds_needed is not None \
-            and f"{r.seeds_needed} seeds" not in r.reason_text:
-        notes.append(f"needs about {r.seeds_needed} seeds (this suite has {r.seeds}) for "
-                     f"its MDE to reach the threshold {r.threshold:g}")
+    if (
+        r.verdict == Verdict.INCONCLUSIVE
+        and r.seeds_needed is not None
+        and f"{r.seeds_needed} seeds" not in r.reason_text
+    ):
+        notes.append(
+            f"needs about {r.seeds_needed} seeds (this suite has {r.seeds}) for "
+            f"its MDE to reach the threshold {r.threshold:g}"
+        )
     note = bound_note(r)
     if note:
         notes.append(note)
@@ -144,8 +151,9 @@ def tolerated(ev: Evaluation) -> list[MetricResult]:
     """INCONCLUSIVE gating metrics that ``allow_inconclusive`` let through."""
     if not getattr(ev.config, "allow_inconclusive", False):
         return []
-    return [r for r in ev.results
-            if r.gating and r.verdict == Verdict.INCONCLUSIVE and not r.passed]
+    return [
+        r for r in ev.results if r.gating and r.verdict == Verdict.INCONCLUSIVE and not r.passed
+    ]
 
 
 def not_gated(ev: Evaluation) -> list[MetricResult]:
@@ -165,8 +173,9 @@ def verdict_counts(results: Sequence[MetricResult]) -> dict[str, int]:
 def legend(results: Sequence[MetricResult]) -> str:
     """What each outcome present means, in order: ``PASS: the data show …; FAIL: …``."""
     present = {str(r.verdict) for r in results}
-    return "; ".join(f"{label(v)}: {MEANINGS[v]}" for v in (*_ORDER, Verdict.REPORT_ONLY)
-                     if v in present)
+    return "; ".join(
+        f"{label(v)}: {MEANINGS[v]}" for v in (*_ORDER, Verdict.REPORT_ONLY) if v in present
+    )
 
 
 def gate_summary(ev: Evaluation) -> str:
@@ -176,13 +185,15 @@ def gate_summary(ev: Evaluation) -> str:
     parts = []
     for name in ev.failed_metrics:
         r = by_name.get(name)
-        parts.append(name if r is None or r.verdict == Verdict.FAIL
-                     else f"{name} ({label(r.verdict)})")
+        parts.append(
+            name if r is None or r.verdict == Verdict.FAIL else f"{name} ({label(r.verdict)})"
+        )
     text = "PASSED" if ev.passed else "FAILED" + (f": {', '.join(parts)}" if parts else "")
     allowed = tolerated(ev)
     if allowed:
-        text += (f"; {len(allowed)} INCONCLUSIVE allowed by `allow_inconclusive`: "
-                 + ", ".join(r.metric for r in allowed))
+        text += f"; {len(allowed)} INCONCLUSIVE allowed by `allow_inconclusive`: " + ", ".join(
+            r.metric for r in allowed
+        )
     skipped = not_gated(ev)
     if skipped:
         text += "; not gated (optional, NO_SIGNAL): " + ", ".join(r.metric for r in skipped)

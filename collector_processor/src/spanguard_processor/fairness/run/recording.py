@@ -112,8 +112,12 @@ def replay_process(process: ProcessTrace) -> None:
     for call in process.tool_calls:
         _tool(call.name)()
     documents = [
-        {"id": d.id or f"{d.group or 'document'}#{position}", "group": d.group, "rank": d.rank,
-         "score": d.score}
+        {
+            "id": d.id or f"{d.group or 'document'}#{position}",
+            "group": d.group,
+            "rank": d.rank,
+            "score": d.score,
+        }
         for position, d in enumerate(process.retrieved_documents, start=1)
     ]
     if documents:
@@ -126,8 +130,9 @@ def replay_process(process: ProcessTrace) -> None:
         spanguard.friction(point)
 
 
-_HARNESS_TEXT = frozenset({semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE, semconv.OUTPUT_VALUE,
-                           semconv.OUTPUT_MIME_TYPE})
+_HARNESS_TEXT = frozenset(
+    {semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE, semconv.OUTPUT_VALUE, semconv.OUTPUT_MIME_TYPE}
+)
 
 
 def without_text(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
@@ -138,11 +143,18 @@ def without_text(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
         attributes = span.attributes or {}
         if semconv.REQUEST_ID in attributes and not _HARNESS_TEXT.isdisjoint(attributes):
             span = ReadableSpan(
-                name=span.name, context=span.context, parent=span.parent,
+                name=span.name,
+                context=span.context,
+                parent=span.parent,
                 resource=span.resource,
                 attributes={k: v for k, v in attributes.items() if k not in _HARNESS_TEXT},
-                events=span.events, links=span.links, kind=span.kind, status=span.status,
-                start_time=span.start_time, end_time=span.end_time,
-                instrumentation_scope=span.instrumentation_scope)
+                events=span.events,
+                links=span.links,
+                kind=span.kind,
+                status=span.status,
+                start_time=span.start_time,
+                end_time=span.end_time,
+                instrumentation_scope=span.instrumentation_scope,
+            )
         out.append(span)
     return out

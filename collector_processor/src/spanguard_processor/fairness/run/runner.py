@@ -64,16 +64,26 @@ def _normalise(variant: Variant, repeat: int, result: object) -> AppCall:
         if metadata is None:
             metadata = {}
         if not isinstance(metadata, Mapping):
-            return AppCall(variant, repeat, error="the app returned a 'metadata' value that is "
-                                                  "not a dict.")
+            return AppCall(
+                variant, repeat, error="the app returned a 'metadata' value that is not a dict."
+            )
         return AppCall(variant, repeat, result["text"], dict(metadata))
-    return AppCall(variant, repeat, error=f"the app returned {type(result).__name__}; return a "
-                                          "string or a dict with a 'text' string.")
+    return AppCall(
+        variant,
+        repeat,
+        error=f"the app returned {type(result).__name__}; return a "
+        "string or a dict with a 'text' string.",
+    )
 
 
 def _scope(variant: Variant, repeat: int) -> RequestScope:
-    return request("fairness_run", seed_id=variant.seed_id, variant_id=variant.id,
-                   assignments=dict(variant.assignments), repeat=repeat)
+    return request(
+        "fairness_run",
+        seed_id=variant.seed_id,
+        variant_id=variant.id,
+        assignments=dict(variant.assignments),
+        repeat=repeat,
+    )
 
 
 def _call_sync(app: Callable[..., Any], variant: Variant, repeat: int, seen: Seen) -> AppCall:
@@ -86,8 +96,14 @@ def _call_sync(app: Callable[..., Any], variant: Variant, repeat: int, seen: See
         return _recorded(handle, _normalise(variant, repeat, result), seen)
 
 
-async def _call_async(app: Callable[..., Any], variant: Variant, repeat: int,
-                      gate: asyncio.Semaphore, progress: Progress, seen: Seen) -> AppCall:
+async def _call_async(
+    app: Callable[..., Any],
+    variant: Variant,
+    repeat: int,
+    gate: asyncio.Semaphore,
+    progress: Progress,
+    seen: Seen,
+) -> AppCall:
     async with gate:
         with _scope(variant, repeat) as handle:
             record_question(handle, variant.prompt)
@@ -112,23 +128,33 @@ def _recorded(handle: Request, call: AppCall, seen: Seen) -> AppCall:
     try:
         process = parse_fairtrace_trace(raw_trace) if raw_trace is not None else None
     except InputError as exc:
-        return AppCall(call.variant, call.repeat,
-                       error=f"the app's metadata is invalid: {exc}")
+        return AppCall(call.variant, call.repeat, error=f"the app's metadata is invalid: {exc}")
     record_answer(handle, call.text or "", metadata)
     if process is not None and not seen.recorded(handle):
         replay_process(process)
     return call
 
 
-async def _gather(app: Callable[..., Any], jobs: list[tuple[Variant, int]],
-                  concurrency: int, progress: Progress, seen: Seen) -> list[AppCall]:
+async def _gather(
+    app: Callable[..., Any],
+    jobs: list[tuple[Variant, int]],
+    concurrency: int,
+    progress: Progress,
+    seen: Seen,
+) -> list[AppCall]:
     gate = asyncio.Semaphore(concurrency)
-    return list(await asyncio.gather(
-        *(_call_async(app, v, r, gate, progress, seen) for v, r in jobs)))
+    return list(
+        await asyncio.gather(*(_call_async(app, v, r, gate, progress, seen) for v, r in jobs))
+    )
 
 
-def _calls(app: Callable[..., Any], jobs: list[tuple[Variant, int]],
-           concurrency: int, progress: Progress, seen: Seen) -> list[AppCall]:
+def _calls(
+    app: Callable[..., Any],
+    jobs: list[tuple[Variant, int]],
+    concurrency: int,
+    progress: Progress,
+    seen: Seen,
+) -> list[AppCall]:
     if inspect.iscoroutinefunction(app):
         return asyncio.run(_gather(app, jobs, concurrency, progress, seen))
 
@@ -147,10 +173,15 @@ def _no_progress(done: int) -> None:
     return None
 
 
-def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: int = 1,
-            concurrency: int = 1, progress: Progress = _no_progress,
-            spans_out: list[Any] | None = None
-            ) -> tuple[list[Observation], list[dict[str, Any]]]:
+def run_app(
+    app: Callable[..., Any],
+    variants: Sequence[Variant],
+    *,
+    repeats: int = 1,
+    concurrency: int = 1,
+    progress: Progress = _no_progress,
+    spans_out: list[Any] | None = None,
+) -> tuple[list[Observation], list[dict[str, Any]]]:
     """Call ``app`` for every variant ``repeats`` times; return observations and errors.
 
     ``progress(n)`` is called as calls finish (from worker threads when concurrent); the
@@ -184,8 +215,9 @@ def run_app(app: Callable[..., Any], variants: Sequence[Variant], *, repeats: in
         found = traces.get(call.key)
         # the spans are the record, read as every other path reads them (issue 36: one
         # verdict on every path); a call whose spans were not recorded keeps what it returned
-        observations.append(observation_from_trace(found) if found is not None
-                            else _observation(call))
+        observations.append(
+            observation_from_trace(found) if found is not None else _observation(call)
+        )
     return observations, errors
 
 

@@ -29,8 +29,14 @@ from scipy.stats import beta
 
 from ..vocabulary import Scale
 
-__all__ = ["AgreementTest", "DiscordanceBound", "agreement_test", "clopper_pearson_upper",
-           "discordance_bound", "seed_ranges"]
+__all__ = [
+    "AgreementTest",
+    "DiscordanceBound",
+    "agreement_test",
+    "clopper_pearson_upper",
+    "discordance_bound",
+    "seed_ranges",
+]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -65,20 +71,23 @@ class DiscordanceBound:
         return self.seeds > 0 and self.discordant == 0
 
 
-def _cell_sums(values: FloatArray, seed: IntArray, group: IntArray, n_seeds: int,
-               n_groups: int) -> tuple[IntArray, FloatArray]:
+def _cell_sums(
+    values: FloatArray, seed: IntArray, group: IntArray, n_seeds: int, n_groups: int
+) -> tuple[IntArray, FloatArray]:
     """Per (seed, group) cell: how many variants, (S, G), and their values' sums, (S, G, C)."""
     cols = values.shape[1]
     cell = seed * n_groups + group
     size = n_seeds * n_groups
     counts = np.bincount(cell, minlength=size).reshape(n_seeds, n_groups)
-    sums = np.stack([np.bincount(cell, weights=values[:, c], minlength=size)
-                     for c in range(cols)], axis=-1).reshape(n_seeds, n_groups, cols)
+    sums = np.stack(
+        [np.bincount(cell, weights=values[:, c], minlength=size) for c in range(cols)], axis=-1
+    ).reshape(n_seeds, n_groups, cols)
     return np.asarray(counts, dtype=np.int64), np.asarray(sums, dtype=np.float64)
 
 
-def seed_ranges(values: FloatArray, seed: IntArray, group: IntArray,
-                n_seeds: int, n_groups: int) -> tuple[FloatArray, FloatArray]:
+def seed_ranges(
+    values: FloatArray, seed: IntArray, group: IntArray, n_seeds: int, n_groups: int
+) -> tuple[FloatArray, FloatArray]:
     """Per contrast seed (holding ≥ 2 groups): the range over its groups' means, the largest
     over columns; and the spread of all values (per column max − min, the largest)."""
     cols = values.shape[1]
@@ -94,8 +103,15 @@ def seed_ranges(values: FloatArray, seed: IntArray, group: IntArray,
     return np.asarray(ranges, dtype=np.float64), np.asarray(spread, dtype=np.float64)
 
 
-def discordance_bound(values: FloatArray, seed: IntArray, group: IntArray, n_seeds: int,
-                      n_groups: int, alpha: float, scale: str) -> DiscordanceBound | None:
+def discordance_bound(
+    values: FloatArray,
+    seed: IntArray,
+    group: IntArray,
+    n_seeds: int,
+    n_groups: int,
+    alpha: float,
+    scale: str,
+) -> DiscordanceBound | None:
     """The exact bound of Δ from the seeds' disagreement; None with no contrast seed.
 
     ``values`` (V, C) are variant values (repeats averaged), one row per variant."""
@@ -107,8 +123,14 @@ def discordance_bound(values: FloatArray, seed: IntArray, group: IntArray, n_see
     k = int(np.count_nonzero(ranges > _TOLERANCE * size))
     share = clopper_pearson_upper(k, n, alpha)
     m = 1.0 if scale == Scale.RATE else max(1.0, float(spread.max(initial=0.0)))
-    return DiscordanceBound(seeds=n, discordant=k, share_bound=share, spread=m,
-                            bound=share * m, mean_range=float(ranges.mean()))
+    return DiscordanceBound(
+        seeds=n,
+        discordant=k,
+        share_bound=share,
+        spread=m,
+        bound=share * m,
+        mean_range=float(ranges.mean()),
+    )
 
 
 @dataclass(frozen=True)
@@ -131,9 +153,16 @@ class AgreementTest:
     lower: float  # the one-sided 1 − α lower bound of Δ (0 when it would be negative)
 
 
-def agreement_test(values: FloatArray, seed: IntArray, group: IntArray, n_seeds: int,
-                   n_groups: int, threshold: float, alpha: float,
-                   scale: str) -> AgreementTest | None:
+def agreement_test(
+    values: FloatArray,
+    seed: IntArray,
+    group: IntArray,
+    n_seeds: int,
+    n_groups: int,
+    threshold: float,
+    alpha: float,
+    scale: str,
+) -> AgreementTest | None:
     """The exact test of Δ ≤ threshold when every contrast seed holds the same groups and shows
     the same within-seed differences (to rounding); None otherwise."""
     cols = values.shape[1]

@@ -26,9 +26,14 @@ from .inference import Units, scale_of
 __all__ = ["group_stats", "missingness_p"]
 
 
-def group_stats(units: Units, labels: Sequence[str], records: NDArray[np.int64],
-                level: float, column: int = 0, scale: str | None = None
-                ) -> tuple[GroupStat, ...]:
+def group_stats(
+    units: Units,
+    labels: Sequence[str],
+    records: NDArray[np.int64],
+    level: float,
+    column: int = 0,
+    scale: str | None = None,
+) -> tuple[GroupStat, ...]:
     """Every group's mean over its variants with a scale-respecting interval at ``level``."""
     x = units.values[:, column]
     s, g = units.seed, units.group
@@ -53,7 +58,7 @@ def group_stats(units: Units, labels: Sequence[str], records: NDArray[np.int64],
         holds = cnt[:, grp] > 0
         k = int(np.count_nonzero(holds))
         resid = (tot[holds, grp] - mean * cnt[holds, grp]) / n_g[grp]
-        var = float(k / (k - 1) * (resid ** 2).sum()) if k > 1 else 0.0
+        var = float(k / (k - 1) * (resid**2).sum()) if k > 1 else 0.0
         q = float(stdtrit(max(k - 1, 1), 0.5 + level / 2.0))
         if unit_bounded:
             lo, hi = _wilson(mean, var, q, cap=float(records[grp]))
@@ -77,9 +82,15 @@ def _wilson(p: float, var: float, q: float, cap: float) -> tuple[float, float]:
     return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
 
 
-def missingness_p(seed: NDArray[np.int64], group: NDArray[np.int64], missing: NDArray[np.bool_],
-                  n_seeds: int, n_groups: int, permutations: int, rng_seed: int
-                  ) -> float | None:
+def missingness_p(
+    seed: NDArray[np.int64],
+    group: NDArray[np.int64],
+    missing: NDArray[np.bool_],
+    n_seeds: int,
+    n_groups: int,
+    permutations: int,
+    rng_seed: int,
+) -> float | None:
     """Within-seed permutation p-value of "missingness does not depend on the group" over the
     expected variants; None when nothing is missing or fewer than two groups are expected."""
     if not missing.any() or n_groups < 2:

@@ -90,8 +90,15 @@ class Units:
     n_groups: int
 
 
-def variant_units(variant: IntArray, seed: IntArray, group: IntArray, x: FloatArray,
-                  n_variants: int, n_seeds: int, n_groups: int) -> Units:
+def variant_units(
+    variant: IntArray,
+    seed: IntArray,
+    group: IntArray,
+    x: FloatArray,
+    n_variants: int,
+    n_seeds: int,
+    n_groups: int,
+) -> Units:
     """Average each variant's records (its repeats) into one unit."""
     counts = np.bincount(variant, minlength=n_variants)
     cols = x.shape[1]
@@ -104,8 +111,7 @@ def variant_units(variant: IntArray, seed: IntArray, group: IntArray, x: FloatAr
     v_seed[variant] = seed
     v_group[variant] = group
     means = sums[has] / counts[has][:, None]
-    return Units(means, v_seed[has], v_group[has], counts[has].astype(np.int64), n_seeds,
-                 n_groups)
+    return Units(means, v_seed[has], v_group[has], counts[has].astype(np.int64), n_seeds, n_groups)
 
 
 def scale_of(values: FloatArray, declared: str | None = None) -> str:
@@ -207,8 +213,9 @@ def largest_k(d: FloatArray, se: FloatArray, tau: float, g: int) -> FloatArray:
     single = np.where(np.isnan(single), -np.inf, single)
     pair = np.where(np.isnan(pair), -np.inf, pair)
     lead = d.shape[:-2]
-    main = np.maximum(single[..., :g, :].reshape(*lead, -1).max(axis=-1),
-                      pair.reshape(*lead, -1).max(axis=-1))
+    main = np.maximum(
+        single[..., :g, :].reshape(*lead, -1).max(axis=-1), pair.reshape(*lead, -1).max(axis=-1)
+    )
     parts = [main]
     if d.shape[-2] > g:
         parts.append(single[..., g:, :].reshape(*lead, -1).max(axis=-1))
@@ -228,9 +235,15 @@ def _interval(d: FloatArray, se: FloatArray, ks: list[float], g: int) -> tuple[f
     return (max(0.0, single, pair), upper)
 
 
-def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
-              draws: int = NULL_DRAWS, attributes: IntArray | None = None,
-              scale: str | None = None) -> GapInference | None:
+def infer_gap(
+    units: Units,
+    threshold: float,
+    alpha: float,
+    seed: int = 0,
+    draws: int = NULL_DRAWS,
+    attributes: IntArray | None = None,
+    scale: str | None = None,
+) -> GapInference | None:
     """Contrasts, simultaneous interval of Δ and the test of Δ ≤ threshold; None with fewer
     than two groups holding within-seed contrasts. ``attributes`` (groups × attributes) gives
     each group's value index per attribute when groups combine several attributes; their
@@ -262,7 +275,8 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
         # the interval and the critical value assume the worst-case variance of the metric's
         # scale (the exact bound of :mod:`.bounds` is the tight one for such data)
         wc = worst_case_variance(units.values, scale_of(units.values, scale)) * (
-            lmat @ _unit_cov(counts) @ lmat.T)
+            lmat @ _unit_cov(counts) @ lmat.T
+        )
         wc_full = np.kron(wc, np.eye(cols))
         cov[flat, :] = 0.0
         cov[:, flat] = 0.0
@@ -274,15 +288,20 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     tests = []  # per family, the test's sorted null draws: (configurations, draws)
     for f, (lo, hi) in enumerate(spans):
         if worst or s_count >= BOOTSTRAP_SEEDS or s_count < BOOTSTRAP_MIN_SEEDS:
-            shift, se_star = null_parts(cov[lo:hi, lo:hi], se.ravel()[lo:hi],
-                                        max(1, s_count - 1), draws, seed)
+            shift, se_star = null_parts(
+                cov[lo:hi, lo:hi], se.ravel()[lo:hi], max(1, s_count - 1), draws, seed
+            )
         else:
             shift, se_star = bootstrap_parts(w[:, lo:hi], draws, seed)
         null_maxes.append(max_t(shift, se_star))
-        lfc = (least_favourable(shift, se_star, se[:g], threshold, _contrast_matrix(g))
-               if f == 0 else None)
-        tests.append(null_maxes[-1][None, :] if lfc is None
-                     else np.vstack([null_maxes[-1][None, :], lfc]))
+        lfc = (
+            least_favourable(shift, se_star, se[:g], threshold, _contrast_matrix(g))
+            if f == 0
+            else None
+        )
+        tests.append(
+            null_maxes[-1][None, :] if lfc is None else np.vstack([null_maxes[-1][None, :], lfc])
+        )
         del shift, se_star
     share = alpha / len(spans)
     ks = [quantile(m, 1.0 - share) for m in null_maxes]
@@ -290,17 +309,29 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
     # that agree do not show a gap to the last digit (one seed refusing one group is not
     # [1, 1]; six seeds all showing 0.2 are likely under Δ = 0.1)
     k_star = largest_k(d, se if worst else se_seen, threshold, g)
-    p = min(1.0, len(spans) * min(test_tail(t, float(k))
-                                  for t, k in zip(tests, k_star, strict=True)))
+    p = min(
+        1.0, len(spans) * min(test_tail(t, float(k)) for t, k in zip(tests, k_star, strict=True))
+    )
     estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
     # the lower end is the threshold test's (its critical values, at most the interval's k):
     # above τ exactly when the test rejects, so a FAIL never shows a lower end at or under τ
     kt = [min(k, test_quantile(t, 1.0 - share)) for k, t in zip(ks, tests, strict=True)]
     lower = _interval(d, se if worst else se_seen, kt, g)[0]
     upper = _interval(d, se, ks, g)[1]
-    agreed = (agreement_test(units.values, units.seed, units.group, units.n_seeds,
-                             units.n_groups, threshold, alpha, scale_of(units.values, scale))
-              if worst else None)
+    agreed = (
+        agreement_test(
+            units.values,
+            units.seed,
+            units.group,
+            units.n_seeds,
+            units.n_groups,
+            threshold,
+            alpha,
+            scale_of(units.values, scale),
+        )
+        if worst
+        else None
+    )
     if agreed is not None:
         # every seed shows the same pattern: the exact test of :mod:`.bounds` replaces the
         # worst-case one (it needs no variance), and its lower end is the one shown
@@ -309,11 +340,23 @@ def infer_gap(units: Units, threshold: float, alpha: float, seed: int = 0,
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
     lower = min(lower, upper)  # rounding (a contrast of 1 + 2e-16) must not invert the interval
     return GapInference(
-        groups=present.astype(np.int64), means=means, contrast=d, se=se, cov=cov, lmat=lmat,
-        seeds=s_count, critical=ks[0], estimate=estimate, interval=(lower, upper),
-        p_threshold=p, worst_case=worst, null_maxes=tuple(null_maxes), test_draws=tuple(tests),
+        groups=present.astype(np.int64),
+        means=means,
+        contrast=d,
+        se=se,
+        cov=cov,
+        lmat=lmat,
+        seeds=s_count,
+        critical=ks[0],
+        estimate=estimate,
+        interval=(lower, upper),
+        p_threshold=p,
+        worst_case=worst,
+        null_maxes=tuple(null_maxes),
+        test_draws=tuple(tests),
         residuals=resid,
-        levels=_levels(units)[present], scale=scale_of(units.values, scale),
+        levels=_levels(units)[present],
+        scale=scale_of(units.values, scale),
     )
 
 
@@ -336,9 +379,12 @@ def test_critical(inf: GapInference, alpha: float) -> FloatArray:
 def _levels(units: Units) -> FloatArray:
     n = np.bincount(units.group, minlength=units.n_groups).astype(np.float64)
     cols = units.values.shape[1]
-    tot = np.stack([np.bincount(units.group, weights=units.values[:, c],
-                                minlength=units.n_groups) for c in range(cols)], axis=1)
+    tot = np.stack(
+        [
+            np.bincount(units.group, weights=units.values[:, c], minlength=units.n_groups)
+            for c in range(cols)
+        ],
+        axis=1,
+    )
     out: FloatArray = tot / np.maximum(n, 1.0)[:, None]
     return out
-
-

@@ -32,8 +32,9 @@ FloatArray = NDArray[np.float64]
 EPS = 1e-12
 
 
-def null_parts(cov: FloatArray, se: FloatArray, df: int, draws: int,
-                seed: int) -> tuple[FloatArray, FloatArray]:
+def null_parts(
+    cov: FloatArray, se: FloatArray, df: int, draws: int, seed: int
+) -> tuple[FloatArray, FloatArray]:
     """Draws of (d* − d̂, se*) under the multivariate t: Z ~ N(0, cov) and se·sqrt(χ²_df/df)."""
     vals, vecs = np.linalg.eigh(cov)
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))
@@ -59,8 +60,8 @@ def bootstrap_parts(w: FloatArray, draws: int, seed: int) -> tuple[FloatArray, F
         n = np.bincount(picks.ravel(), minlength=b * s).reshape(b, s).astype(np.float64)
         sh = n @ w
         var = corr * (n @ w2 - sh * sh / s)
-        shift[start:start + b] = sh
-        se_star[start:start + b] = np.sqrt(np.maximum(var, 0.0))
+        shift[start : start + b] = sh
+        se_star[start : start + b] = np.sqrt(np.maximum(var, 0.0))
     return shift, se_star
 
 
@@ -76,8 +77,9 @@ def max_t(shift: FloatArray, se_star: FloatArray) -> FloatArray:
 _LFC_WORK = 1_000_000_000
 
 
-def least_favourable(shift: FloatArray, se_star: FloatArray, se: FloatArray, tau: float,
-                     lmat: FloatArray) -> FloatArray | None:
+def least_favourable(
+    shift: FloatArray, se_star: FloatArray, se: FloatArray, tau: float, lmat: FloatArray
+) -> FloatArray | None:
     """Null draws of the test statistic (the first family of ``inference.largest_k``) at the
     least favourable configurations of H0: Δ ≤ τ, sorted per configuration: (configurations,
     draws). ``lmat`` (G × G) is the groups' contrast matrix, ``shift`` and ``se_star`` the

@@ -68,8 +68,9 @@ def permutation_p(
         cells = (np.arange(b, dtype=np.int64) * n_groups)[:, None] + g[None, :]
         means = np.empty((b, n_groups, e.shape[1]))
         for c in range(e.shape[1]):
-            sums = np.bincount(cells.ravel(), weights=e[perm, c].ravel(),
-                               minlength=b * n_groups).reshape(b, n_groups)
+            sums = np.bincount(
+                cells.ravel(), weights=e[perm, c].ravel(), minlength=b * n_groups
+            ).reshape(b, n_groups)
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[:, :, c] = np.where(n_g > 0, sums / n_g, np.nan)
         hits += int(np.count_nonzero(gap_of(means) >= limit))
@@ -141,9 +142,13 @@ def permutation_covariance(design: Design, x: FloatArray) -> tuple[FloatArray, F
     cnt = np.bincount(local * n_groups + g, minlength=k * n_groups).reshape(k, n_groups)
     cnt = cnt.astype(np.float64)
     prod = (e[:, :, None] * e[:, None, :]).reshape(-1, cols * cols)
-    scat = np.stack(
-        [np.bincount(local, weights=prod[:, j], minlength=k) for j in range(cols * cols)], axis=1
-    ).reshape(k, cols, cols) / np.maximum(size - 1.0, 1.0)[:, None, None]
+    scat = (
+        np.stack(
+            [np.bincount(local, weights=prod[:, j], minlength=k) for j in range(cols * cols)],
+            axis=1,
+        ).reshape(k, cols, cols)
+        / np.maximum(size - 1.0, 1.0)[:, None, None]
+    )
     diag_part = np.einsum("sab,sg->gab", scat, cnt)
     outer = np.einsum("sab,sg,sh->gahb", scat / size[:, None, None], cnt, cnt)
     cov = -outer

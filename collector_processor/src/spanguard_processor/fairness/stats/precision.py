@@ -40,24 +40,33 @@ def _unit_variance(inf: GapInference) -> float:
     return float((se.max(initial=0.0) ** 2) * inf.seeds * (g - 1) / g)
 
 
-def precision(units: Units, inf: GapInference, scale: str, threshold: float, alpha: float,
-              power: float) -> Precision:
+def precision(
+    units: Units, inf: GapInference, scale: str, threshold: float, alpha: float, power: float
+) -> Precision:
     """The interval, MDE and seeds needed for one gap metric with a fitted inference.
 
     The upper end: with no discordant seed, the exact bound at α (the studentized bound then
     rests on the worst-case variance alone); otherwise the smaller of the exact and the
     studentized bound, each at α/2, so that their minimum keeps 1 − α coverage
     (bench/bench_calibration.py measures it)."""
-    disc = discordance_bound(units.values, units.seed, units.group, units.n_seeds,
-                             units.n_groups, alpha, scale)
+    disc = discordance_bound(
+        units.values, units.seed, units.group, units.n_seeds, units.n_groups, alpha, scale
+    )
     lower = inf.interval[0]
     if disc is not None and disc.deterministic:
         studentized = inf.interval[1]
     else:
         studentized = upper_at(inf, alpha * STUDENTIZED_SHARE)
         if disc is not None:
-            disc = discordance_bound(units.values, units.seed, units.group, units.n_seeds,
-                                     units.n_groups, alpha * (1.0 - STUDENTIZED_SHARE), scale)
+            disc = discordance_bound(
+                units.values,
+                units.seed,
+                units.group,
+                units.n_seeds,
+                units.n_groups,
+                alpha * (1.0 - STUDENTIZED_SHARE),
+                scale,
+            )
     if not math.isfinite(studentized):
         studentized = math.inf
     upper = studentized
@@ -67,12 +76,16 @@ def precision(units: Units, inf: GapInference, scale: str, threshold: float, alp
     g = int(inf.groups.shape[0])
     repeats = max(1, round(float(units.repeats.mean()))) if units.repeats.size else 1
     variance = _unit_variance(inf)
-    info: dict[str, Any] = {"method": method, "studentized": studentized,
-                            "discordance": None if disc is None else disc.bound}
+    info: dict[str, Any] = {
+        "method": method,
+        "studentized": studentized,
+        "discordance": None if disc is None else disc.bound,
+    }
     if disc is not None:
         info.update(seeds=disc.seeds, discordant=disc.discordant, range=disc.spread)
-    mde, needed, again = _power(disc, inf.seeds, g, repeats, variance, scale, threshold,
-                                alpha, power)
+    mde, needed, again = _power(
+        disc, inf.seeds, g, repeats, variance, scale, threshold, alpha, power
+    )
     if again is not None:
         info["repeats_needed"] = again
     if needed is not None and not (disc is not None and disc.deterministic):
@@ -84,29 +97,41 @@ def precision(units: Units, inf: GapInference, scale: str, threshold: float, alp
     return Precision((min(lower, upper), upper), mde, needed, info)
 
 
-def _power(disc: DiscordanceBound | None, seeds: int, groups: int, repeats: int,
-           variance: float, scale: str, threshold: float, alpha: float,
-           power: float) -> tuple[float, int | None, int | None]:
+def _power(
+    disc: DiscordanceBound | None,
+    seeds: int,
+    groups: int,
+    repeats: int,
+    variance: float,
+    scale: str,
+    threshold: float,
+    alpha: float,
+    power: float,
+) -> tuple[float, int | None, int | None]:
     """(MDE, seeds needed, repeats needed) from the observed data."""
     spread = disc.spread if disc is not None else 1.0
     if disc is not None and disc.deterministic:
         return disc.bound, design_power.deterministic_seeds(threshold, alpha, spread), None
     studentized = design_power.resolution(seeds, groups, variance, alpha, power)
-    mde = min(studentized if studentized is not None else math.inf,
-              disc.bound if disc is not None else math.inf)
-    options = [design_power.seeds_needed(groups, repeats, scale, threshold, alpha, power,
-                                   observed=max(variance, 1e-300))]
+    mde = min(
+        studentized if studentized is not None else math.inf,
+        disc.bound if disc is not None else math.inf,
+    )
+    options = [
+        design_power.seeds_needed(
+            groups, repeats, scale, threshold, alpha, power, observed=max(variance, 1e-300)
+        )
+    ]
     if disc is not None:
-        exact = design_power.discordant_seeds_needed(disc.discordant / disc.seeds, threshold,
-                                               alpha * (1.0 - STUDENTIZED_SHARE), spread)
+        exact = design_power.discordant_seeds_needed(
+            disc.discordant / disc.seeds, threshold, alpha * (1.0 - STUDENTIZED_SHARE), spread
+        )
         if exact is not None:
             options.append(exact)
     again = design_power.repeats_needed(seeds, groups, threshold, variance, repeats, alpha, power)
     return mde, min(options), again
 
 
-def unmeasured(groups: int, scale: str, threshold: float, alpha: float,
-               power: float) -> int:
+def unmeasured(groups: int, scale: str, threshold: float, alpha: float, power: float) -> int:
     """Seeds needed when the data hold no within-seed contrast: the design's worst case."""
     return design_power.seeds_needed(max(groups, 2), 1, scale, threshold, alpha, power)
-

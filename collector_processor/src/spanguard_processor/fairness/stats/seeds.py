@@ -71,10 +71,12 @@ class GapEstimate:
     groups_with_data: int
 
 
-def build_design(seed: Sequence[int] | IntArray, group: Sequence[int] | IntArray,
-                 n_seeds: int, n_groups: int) -> Design:
-    return Design(np.asarray(seed, dtype=np.int64), np.asarray(group, dtype=np.int64),
-                  n_seeds, n_groups)
+def build_design(
+    seed: Sequence[int] | IntArray, group: Sequence[int] | IntArray, n_seeds: int, n_groups: int
+) -> Design:
+    return Design(
+        np.asarray(seed, dtype=np.int64), np.asarray(group, dtype=np.int64), n_seeds, n_groups
+    )
 
 
 def centred(design: Design, x: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
@@ -147,8 +149,8 @@ def bootstrap_seed_counts(
         draws = rng.integers(0, n_seeds, size=(b, n_seeds))
         draws += (np.arange(b, dtype=np.int64) * n_seeds)[:, None]  # row offsets: one bincount
         # float32 counts are exact (< 2^24) and halve the memory traffic of the products
-        yield np.bincount(draws.ravel(), minlength=b * n_seeds).reshape(b, n_seeds).astype(
-            np.float32
+        yield (
+            np.bincount(draws.ravel(), minlength=b * n_seeds).reshape(b, n_seeds).astype(np.float32)
         )
         done += b
 

@@ -104,8 +104,9 @@ def stability_arrays(
     multi = pairs_per_seed > 0
     seed_sum = np.bincount(pair_seed, weights=sim, minlength=n_seeds)
     seed_sim[multi] = seed_sum[multi] / pairs_per_seed[multi]
-    rec_sum = (np.bincount(left, weights=sim, minlength=n)
-               + np.bincount(right, weights=sim, minlength=n))
+    rec_sum = np.bincount(left, weights=sim, minlength=n) + np.bincount(
+        right, weights=sim, minlength=n
+    )
     partners = sizes[seed_idx] - 1
     has = partners > 0
     record_sim[has] = rec_sum[has] / partners[has]

@@ -46,10 +46,15 @@ class CaseDiff:
     @property
     def summary(self) -> str:
         """One line: the failing checks, then what changed in the rows they point at."""
-        checks = "; ".join(f"{t} failed ({d})" if d else f"{t} failed"
-                           for t, d in self.failed_checks) or "fails now"
-        notes = [f"{r.name}: {r.note or f'{r.baseline} → {r.current}'}" for r in self.rows
-                 if r.failing and r.changed and r.name != "output"]
+        checks = (
+            "; ".join(f"{t} failed ({d})" if d else f"{t} failed" for t, d in self.failed_checks)
+            or "fails now"
+        )
+        notes = [
+            f"{r.name}: {r.note or f'{r.baseline} → {r.current}'}"
+            for r in self.rows
+            if r.failing and r.changed and r.name != "output"
+        ]
         return checks + ("; " + "; ".join(notes) if notes else "")
 
 
@@ -58,8 +63,9 @@ def _join(items: Sequence[str], arrow: bool = False) -> str:
 
 
 def _docs(docs: Sequence[RetrievedDocument]) -> str:
-    return ", ".join(f"{d.id or '?'} #{d.rank if d.rank is not None else '?'}"
-                     for d in docs) or "none"
+    return (
+        ", ".join(f"{d.id or '?'} #{d.rank if d.rank is not None else '?'}" for d in docs) or "none"
+    )
 
 
 def _list_note(before: Sequence[str], after: Sequence[str]) -> str:
@@ -80,8 +86,11 @@ def _doc_note(before: Sequence[RetrievedDocument], after: Sequence[RetrievedDocu
     ranks_b = {str(d.id): d.rank for d in before}
     ranks_a = {str(d.id): d.rank for d in after}
     note = _list_note(list(ranks_b), list(ranks_a))
-    moved = [f"{i} #{ranks_b[i]} → #{ranks_a[i]}" for i in ranks_b
-             if i in ranks_a and ranks_b[i] != ranks_a[i]]
+    moved = [
+        f"{i} #{ranks_b[i]} → #{ranks_a[i]}"
+        for i in ranks_b
+        if i in ranks_a and ranks_b[i] != ranks_a[i]
+    ]
     return "; ".join(x for x in (note if note != "order changed" else "", ", ".join(moved)) if x)
 
 
@@ -116,8 +125,7 @@ def _rows(base: CaseOutcome, cur: CaseOutcome, failing: set[str]) -> list[DiffRo
         ("cost (USD)", _number(base.cost_usd, 6), _number(cur.cost_usd, 6), ""),
         ("output", be.output or "–", ce.output or "–", ""),
     ]
-    return [DiffRow(name, b_, c_, b_ != c_, name in failing, note)
-            for name, b_, c_, note in rows]
+    return [DiffRow(name, b_, c_, b_ != c_, name in failing, note) for name, b_, c_, note in rows]
 
 
 def _failed(outcome: CaseOutcome) -> list[tuple[str, str]]:
@@ -149,8 +157,13 @@ def _without_text(row: DiffRow) -> DiffRow:
     return replace(row, baseline=hide(row.baseline), current=hide(row.current), note="")
 
 
-def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOutcome],
-               case_ids: Sequence[str], *, redact: bool = False) -> tuple[CaseDiff, ...]:
+def case_diffs(
+    baseline: Mapping[str, CaseOutcome],
+    current: Mapping[str, CaseOutcome],
+    case_ids: Sequence[str],
+    *,
+    redact: bool = False,
+) -> tuple[CaseDiff, ...]:
     """A diff for every listed case that both runs hold evidence for, in the given order;
     ``redact`` leaves the question and the outputs out (signals and ids stay)."""
     out = []
@@ -161,9 +174,19 @@ def case_diffs(baseline: Mapping[str, CaseOutcome], current: Mapping[str, CaseOu
         failed = _failed(cur)
         failing = {ct.label if (ct := check_type(t)) else "output" for t, _ in failed}
         question = _evidence(cur).input or _evidence(base).input
-        rows = [_without_text(r) if redact else r for r in _rows(base, cur, failing)
-                if not (redact and r.name == "output")]
-        out.append(CaseDiff(case_id,
-                            question if not redact else None,
-                            _trace_id(base), _trace_id(cur), tuple(failed), tuple(rows)))
+        rows = [
+            _without_text(r) if redact else r
+            for r in _rows(base, cur, failing)
+            if not (redact and r.name == "output")
+        ]
+        out.append(
+            CaseDiff(
+                case_id,
+                question if not redact else None,
+                _trace_id(base),
+                _trace_id(cur),
+                tuple(failed),
+                tuple(rows),
+            )
+        )
     return tuple(out)

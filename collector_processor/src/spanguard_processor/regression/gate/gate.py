@@ -51,8 +51,6 @@ __all__ = [
 DEFAULT_MIN_LATENCY_CHANGE_MS = 10.0
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Violation:
     metric: str
@@ -233,8 +231,9 @@ class _Gate:
             self.violations.append(Violation(metric, b, c, text))
         elif bound > 0:
             self.violations.append(
-                Violation(metric, b, c, f"{text}; bootstrap 95% lower bound of the rise "
-                          f"{bound:.4g} > 0")
+                Violation(
+                    metric, b, c, f"{text}; bootstrap 95% lower bound of the rise {bound:.4g} > 0"
+                )
             )
         else:
             self.within_noise.append(
@@ -265,9 +264,7 @@ class _Gate:
         return pass_to_fail, fail_to_pass
 
 
-def compare(
-    baseline: RunFile, current: RunFile, options: GateOptions | None = None
-) -> Comparison:
+def compare(baseline: RunFile, current: RunFile, options: GateOptions | None = None) -> Comparison:
     """Gate ``current`` against ``baseline``; raises InputError when they cannot be compared."""
     options = options or GateOptions()
     options.validate()
@@ -328,8 +325,11 @@ def _lost_records(
     """Current cases without an output that had one in the baseline."""
     before = set(_without_output(baseline))
     known = set(baseline.case_results) if baseline.case_results is not None else None
-    return [c for c in no_output if c not in before and (known is None or c in known)
-            and (shared is None or c in shared)]
+    return [
+        c
+        for c in no_output
+        if c not in before and (known is None or c in known) and (shared is None or c in shared)
+    ]
 
 
 def _missing_rule(baseline: RunFile, current: RunFile, lost: list[str]) -> Violation | None:
@@ -340,7 +340,9 @@ def _missing_rule(baseline: RunFile, current: RunFile, lost: list[str]) -> Viola
     cur_matched = current.metrics.total - current.metrics.missing
     shown = ", ".join(lost[:3]) + (" …" if len(lost) > 3 else "")
     return Violation(
-        "missing", base_matched, cur_matched,
+        "missing",
+        base_matched,
+        cur_matched,
         f"{cur_matched} case(s) matched a record, {base_matched} in the baseline: "
         f"{len(lost)} case(s) lost their record ({shown}); a missing case is not a pass",
     )

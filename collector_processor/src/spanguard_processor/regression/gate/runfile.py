@@ -131,9 +131,7 @@ def _not_a_run(payload: dict[str, Any]) -> str:
 
 
 def _finite(value: object) -> bool:
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _metrics(name: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -145,16 +143,14 @@ def _metrics(name: str, payload: dict[str, Any]) -> dict[str, Any]:
         )
     if not isinstance(payload.get("version"), str):
         raise CaseFormatError(
-            f"must be the format version string (\"0.5.1\"); {_HOW}.", file=name, field="version"
+            f'must be the format version string ("0.5.1"); {_HOW}.', file=name, field="version"
         )
     metrics = payload["metrics"]
     if not isinstance(metrics, dict):
         raise CaseFormatError("must be an object of metrics.", file=name, field="metrics")
     for key in REQUIRED_METRICS:
         if key not in metrics:
-            raise CaseFormatError(
-                f"is missing; {_HOW}.", file=name, field=f"metrics.{key}"
-            )
+            raise CaseFormatError(f"is missing; {_HOW}.", file=name, field=f"metrics.{key}")
     for key in _COUNTS:
         value = metrics[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

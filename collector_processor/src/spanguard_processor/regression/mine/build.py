@@ -48,13 +48,15 @@ class BuildOptions:
         if not math.isfinite(self.min_score):
             raise ConfigError("min_score", f"must be a finite number, got {self.min_score}.")
         if not (math.isfinite(self.dedup_threshold) and 0 < self.dedup_threshold <= 1):
-            raise ConfigError("dedup_threshold",
-                              f"must be a number in (0, 1], got {self.dedup_threshold}.")
+            raise ConfigError(
+                "dedup_threshold", f"must be a number in (0, 1], got {self.dedup_threshold}."
+            )
         if self.max_line_bytes < 1:
             raise ConfigError("max_line_bytes", f"must be positive, got {self.max_line_bytes}.")
         if self.select not in SELECT_MODES:
-            raise ConfigError("select", f"must be one of {', '.join(SELECT_MODES)}, got "
-                              f"{self.select!r}.")
+            raise ConfigError(
+                "select", f"must be one of {', '.join(SELECT_MODES)}, got {self.select!r}."
+            )
 
 
 class NoUsableRows(InputError):
@@ -168,8 +170,9 @@ def load_matcher(spec: str) -> Callable[[str, str], float]:
     if ":" not in spec:  # trace2eval also takes module.function
         module_name, _, attr = spec.rpartition(".")
         spec = f"{module_name}:{attr}" if module_name else spec
-    candidate = resolve(spec, "the similarity matcher",
-                        error=lambda message: ConfigError("similarity", message))
+    candidate = resolve(
+        spec, "the similarity matcher", error=lambda message: ConfigError("similarity", message)
+    )
 
     def matcher(left: str, right: str) -> float:
         try:
@@ -229,10 +232,27 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildResult:
         template = expectations_path.with_name("expectations.template.jsonl")
         write_text_atomic(template, render_template(needing))
     return BuildResult(
-        names, len(loaded.rows), loaded.agent_traces, tuple(loaded.problems),
-        loaded.duplicate_ids, loaded.first_duplicate, tuple(annotations.warnings), orphans,
-        matcher is not None, cases, selection.collapsed, selection.split_by_process,
-        selection.below_min_score, selection.beyond_limit, selection.health,
-        out / "cases.jsonl", out / "report.md", expectations_path, template,
-        len(selection.clusters), selection.no_signal, options.select, selection.covered_rows,
+        names,
+        len(loaded.rows),
+        loaded.agent_traces,
+        tuple(loaded.problems),
+        loaded.duplicate_ids,
+        loaded.first_duplicate,
+        tuple(annotations.warnings),
+        orphans,
+        matcher is not None,
+        cases,
+        selection.collapsed,
+        selection.split_by_process,
+        selection.below_min_score,
+        selection.beyond_limit,
+        selection.health,
+        out / "cases.jsonl",
+        out / "report.md",
+        expectations_path,
+        template,
+        len(selection.clusters),
+        selection.no_signal,
+        options.select,
+        selection.covered_rows,
     )

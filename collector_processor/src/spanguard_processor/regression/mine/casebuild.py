@@ -54,8 +54,14 @@ _SHAPE = frozenset(
         SignalName.OUTPUT_MUCH_LONGER,
     }
 )
-_BEHAVIOUR = frozenset({SignalName.NEGATIVE_FEEDBACK, SignalName.USER_RETRIED,
-                        SignalName.SLOW_RESPONSE, SignalName.EXPENSIVE_CALL})
+_BEHAVIOUR = frozenset(
+    {
+        SignalName.NEGATIVE_FEEDBACK,
+        SignalName.USER_RETRIED,
+        SignalName.SLOW_RESPONSE,
+        SignalName.EXPENSIVE_CALL,
+    }
+)
 _SEEDS = QUALITY_SIGNALS | {SignalName.OUTPUT_MUCH_LONGER}
 _LONG_RATIO = 3.0
 
@@ -207,8 +213,11 @@ class _Builder:
         # What a good answer looks like is learned from the clean traffic of this process
         # (split clusters), but a failure seed learns from the whole question: its failure may
         # be the very process that set it apart (an escalation its clean siblings never made).
-        pool = [members[0]] + [m for m in sel.family(cluster) if m != members[0]] if is_seed \
+        pool = (
+            [members[0]] + [m for m in sel.family(cluster) if m != members[0]]
+            if is_seed
             else members
+        )
         floor = None
         if is_seed and SignalName.OUTPUT_MUCH_SHORTER in names:
             floor = short_boundary(sel.context.median_chars)
@@ -269,8 +278,9 @@ class _Builder:
             reference_is_trusted=not is_seed,
             shape_source=shape_source,
             failure_kind=_failure_kind(names),
-            annotation=CaseAnnotation(annotation is not None,
-                                      annotation.note if annotation is not None else ""),
+            annotation=CaseAnnotation(
+                annotation is not None, annotation.note if annotation is not None else ""
+            ),
             source_trace_id=rep.id,
             score=sel.scores[members[0]],
             signals=tuple(signals),

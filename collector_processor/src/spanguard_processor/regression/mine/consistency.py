@@ -43,8 +43,10 @@ def timing_limit(
     ``cost_usd``): (the check, or None) and (the adjustment explaining its absence, or None)."""
     ct = check_type(kind)
     assert ct is not None and ct.learn is not None
-    evidence = [Evidence(latency_ms=_figure(r.get("latency_ms")),
-                         cost_usd=_figure(r.get("cost_usd"))) for r in records]
+    evidence = [
+        Evidence(latency_ms=_figure(r.get("latency_ms")), cost_usd=_figure(r.get("cost_usd")))
+        for r in records
+    ]
     learned = learn_timing_limit(ct, evidence)
     if isinstance(learned, Check):
         return learned.to_dict(), None
@@ -52,8 +54,7 @@ def timing_limit(
 
 
 def _figure(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _passes(check: Check, run: Evidence, text: bool) -> bool:
@@ -76,9 +77,14 @@ def _consistent(
         shortest = min(len(r.output.strip()) for r in runs)
         if check.type == CheckKind.MIN_CHARS and shortest >= 1:
             kept.append(check.with_value(shortest))
-            adjusted.append(Adjustment(check.type, AdjustAction.LOOSENED,
-                                       f"{why}; lowered to the shortest clean answer",
-                                       (check.value, shortest)))
+            adjusted.append(
+                Adjustment(
+                    check.type,
+                    AdjustAction.LOOSENED,
+                    f"{why}; lowered to the shortest clean answer",
+                    (check.value, shortest),
+                )
+            )
         else:
             adjusted.append(Adjustment(check.type, AdjustAction.OMITTED, why))
     return kept, adjusted

@@ -65,8 +65,9 @@ def checks_from_expect(expect: Mapping[str, object]) -> list[Check]:
     if expect.get(_K.JSON):
         required = expect.get(REQUIRED)
         if required:
-            checks.append(Check.of(_K.JSON, required=required if isinstance(required, list)
-                                   else [required]))
+            checks.append(
+                Check.of(_K.JSON, required=required if isinstance(required, list) else [required])
+            )
         else:
             checks.append(Check.of(_K.JSON))
     return checks

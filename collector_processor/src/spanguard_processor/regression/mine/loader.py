@@ -27,8 +27,16 @@ from ..textnorm import detect_fallback
 from .expect import validate_expect
 from .feedback import NumericFeedback, infer_scale, label_feedback, read_on_scale
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "ID_ALIASES", "INPUT_ALIASES", "OUTPUT_ALIASES",
-           "LoadResult", "Problem", "Row", "load_logs"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "ID_ALIASES",
+    "INPUT_ALIASES",
+    "OUTPUT_ALIASES",
+    "LoadResult",
+    "Problem",
+    "Row",
+    "load_logs",
+]
 
 INPUT_ALIASES = ("input", "prompt", "question", "query", "user_message")
 OUTPUT_ALIASES = ("output", "response", "completion", "answer", "assistant_message")

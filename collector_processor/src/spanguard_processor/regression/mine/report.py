@@ -192,8 +192,7 @@ def _process(cases: Sequence[Case]) -> list[str]:
         kinds = [c.type for c in case.trace_checks if c.type in PROCESS_CHECK_TYPES]
         if kinds:
             rows.append(
-                f"| {cell(case.id, 18)} | {cell(', '.join(kinds), 80)} | "
-                f"{cell(case.input, 40)} |"
+                f"| {cell(case.id, 18)} | {cell(', '.join(kinds), 80)} | {cell(case.input, 40)} |"
             )
     if not rows:
         return []
@@ -248,10 +247,7 @@ def build_report(
             "give them something worth asserting.",
             "",
         ]
-        lines += [
-            f"- `{c.id}` ({c.input}) — {c.annotation.note or '(no note)'}"
-            for c in annotated
-        ]
+        lines += [f"- `{c.id}` ({c.input}) — {c.annotation.note or '(no note)'}" for c in annotated]
         lines.append("")
     if orphans:
         lines += ["## Expectations that matched no case", ""]

@@ -271,8 +271,10 @@ def select(
         wanted = signalled
     else:
         taken = set(signalled)
-        rest = sorted((p for p in range(len(selection.clusters)) if p not in taken),
-                      key=lambda p: -selection.clusters[p].size)
+        rest = sorted(
+            (p for p in range(len(selection.clusters)) if p not in taken),
+            key=lambda p: -selection.clusters[p].size,
+        )
         wanted = signalled + rest
     selection.beyond_limit = max(0, len(wanted) - max_cases)
     selection.chosen = [selection.clusters[p] for p in sorted(wanted[:max_cases])]

@@ -113,12 +113,18 @@ def compute_signals(row: Row, context: LogContext) -> list[Signal]:
         if row.expect.get(CheckKind.JSON) and not looks_like_json(row.output):
             add(SignalName.EXPECTED_SHAPE_VIOLATED, "expected JSON output, got something else")
     p95 = context.p95_latency_ms
-    if p95 is not None and row.latency_ms is not None \
-            and row.latency_ms - p95 >= MIN_SLOW_EXCESS_MS:
+    if (
+        p95 is not None
+        and row.latency_ms is not None
+        and row.latency_ms - p95 >= MIN_SLOW_EXCESS_MS
+    ):
         add(SignalName.SLOW_RESPONSE, f"{row.latency_ms:.0f}ms above p95 {p95:.0f}ms")
     p95c = context.p95_cost_usd
-    if p95c is not None and row.cost_usd is not None \
-            and row.cost_usd - p95c >= MIN_COSTLY_EXCESS_USD:
+    if (
+        p95c is not None
+        and row.cost_usd is not None
+        and row.cost_usd - p95c >= MIN_COSTLY_EXCESS_USD
+    ):
         add(SignalName.EXPENSIVE_CALL, f"${row.cost_usd:.6f} above p95 ${p95c:.6f}")
     return signals
 

@@ -29,17 +29,21 @@ def _trace(trace_id: str | None, url: str | None) -> str:
 def _traces(d: CaseDiff, url: str | None) -> str:
     if not (d.baseline_trace or d.current_trace):
         return ""
-    return (f"Traces: baseline {_trace(d.baseline_trace, url)}, current "
-            f"{_trace(d.current_trace, url)}.")
+    return (
+        f"Traces: baseline {_trace(d.baseline_trace, url)}, current {_trace(d.current_trace, url)}."
+    )
 
 
 def diffs_markdown(diffs: Sequence[CaseDiff], trace_url: str | None = None) -> str:
     """One section per flipped case: failing checks, then baseline beside current."""
     if not diffs:
         return ""
-    lines = ["## Cases that went from pass to fail", "",
-             "Baseline beside current; rows that changed in bold, rows a failing check is "
-             "about marked ❌."]
+    lines = [
+        "## Cases that went from pass to fail",
+        "",
+        "Baseline beside current; rows that changed in bold, rows a failing check is "
+        "about marked ❌.",
+    ]
     for d in diffs:
         lines += ["", f"### {_md(d.case_id)}", ""]
         if d.input:
@@ -48,14 +52,17 @@ def diffs_markdown(diffs: Sequence[CaseDiff], trace_url: str | None = None) -> s
         if traces:
             lines.append(traces)
         lines += ["", "Failing checks:"]
-        lines += [f"- ❌ `{_md(t)}`" + (f": {_md(detail)}" if detail else "")
-                  for t, detail in d.failed_checks]
+        lines += [
+            f"- ❌ `{_md(t)}`" + (f": {_md(detail)}" if detail else "")
+            for t, detail in d.failed_checks
+        ]
         lines += ["", "| | baseline | current |", "|---|---|---|"]
         for r in d.rows:
             name = f"❌ {r.name}" if r.failing else r.name
             if r.changed:
-                lines.append(f"| **{_md(name)}** | **{_md(r.baseline)}** | "
-                             f"**{_cell(r.current, r.note)}** |")
+                lines.append(
+                    f"| **{_md(name)}** | **{_md(r.baseline)}** | **{_cell(r.current, r.note)}** |"
+                )
             else:
                 lines.append(f"| {_md(name)} | {_md(r.baseline)} | {_md(r.current)} |")
     return "\n".join(lines) + "\n"

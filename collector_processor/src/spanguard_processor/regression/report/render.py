@@ -77,8 +77,11 @@ def verdict_line(comparison: Comparison) -> str:
     kinds = [f"{len(comparison.behavioural)} pass → fail"] if comparison.behavioural else []
     if comparison.lost_record and not comparison.allow_missing:
         kinds.append(f"{len(comparison.lost_record)} without a record")
-    head = f"{len(regressed)} case(s) regressed ({', '.join(kinds)})" if regressed \
+    head = (
+        f"{len(regressed)} case(s) regressed ({', '.join(kinds)})"
+        if regressed
         else "no case regressed"
+    )
     rules = ", ".join(dict.fromkeys(v.metric for v in comparison.violations))
     return f"FAIL: {head}; rule(s) failed: {rules}"
 
@@ -87,9 +90,13 @@ def _as_written(text: str) -> str:
     return text
 
 
-def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
-                 diffs: Sequence[CaseDiff] = (),
-                 terms: Callable[[str], str] = _as_written) -> str:
+def render_check(
+    base: Metrics,
+    cur: Metrics,
+    comparison: Comparison,
+    diffs: Sequence[CaseDiff] = (),
+    terms: Callable[[str], str] = _as_written,
+) -> str:
     """The comparison as console text (Markdown tables). This module's own sentences name
     options as parameters in backticks (`allow_different_cases`) and ``terms`` rewrites them
     (cli/ spells the parameters as options); the comparison's notes are shown as given (the
@@ -109,22 +116,32 @@ def render_check(base: Metrics, cur: Metrics, comparison: Comparison,
         parts += [f"  {line}" for line in comparison.within_noise]
     if comparison.no_output:
         lost = set(comparison.lost_record)
-        shown = ", ".join(c if c in lost else f"{c} (none in the baseline either)"
-                          for c in comparison.no_output[:10])
+        shown = ", ".join(
+            c if c in lost else f"{c} (none in the baseline either)"
+            for c in comparison.no_output[:10]
+        )
         more = " …" if len(comparison.no_output) > 10 else ""
-        parts += ["", f"cases without output in the current run ({len(comparison.no_output)}): "
-                  f"{shown}{more}"]
+        parts += [
+            "",
+            f"cases without output in the current run ({len(comparison.no_output)}): {shown}{more}",
+        ]
     if comparison.allow_missing and comparison.lost_record:
         listed = ", ".join(comparison.lost_record[:10])
         more = " …" if len(comparison.lost_record) > 10 else ""
-        parts.append(terms(f"{len(comparison.lost_record)} case(s) lost their record "
-                           f"({listed}{more}), allowed by `allow_missing`"))
+        parts.append(
+            terms(
+                f"{len(comparison.lost_record)} case(s) lost their record "
+                f"({listed}{more}), allowed by `allow_missing`"
+            )
+        )
     if comparison.missing_cases or comparison.added_cases:
         parts += [
             "",
-            terms(f"case sets differ (`allow_different_cases`): {len(comparison.missing_cases)} "
-                  f"only in the baseline, {len(comparison.added_cases)} only in the current run; "
-                  "per-case rules compare the shared cases"),
+            terms(
+                f"case sets differ (`allow_different_cases`): {len(comparison.missing_cases)} "
+                f"only in the baseline, {len(comparison.added_cases)} only in the current run; "
+                "per-case rules compare the shared cases"
+            ),
         ]
     if comparison.pass_to_fail:
         parts += [
@@ -169,8 +186,12 @@ def run_junit(metrics: Metrics, case_results: dict[str, str]) -> str:
     return _xml(suite)
 
 
-def check_junit(comparison: Comparison, metrics: list[str],
-                diffs: Sequence[CaseDiff] = (), trace_url: str | None = None) -> str:
+def check_junit(
+    comparison: Comparison,
+    metrics: list[str],
+    diffs: Sequence[CaseDiff] = (),
+    trace_url: str | None = None,
+) -> str:
     """One testcase per gated metric, plus one per case that went from pass to fail (its
     ``<failure>`` text is the case diff when both runs recorded case details)."""
     by_case = {d.case_id: d for d in diffs}

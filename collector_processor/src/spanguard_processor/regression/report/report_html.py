@@ -37,8 +37,12 @@ code{font-size:.9em}
 """
 _LEFT, _PLOT, _RIGHT = 110, 440, 130
 _CHARTED = ("pass_rate", "trace_compliance_rate", "p95_latency_ms", "avg_cost_usd")
-_TITLES = {"pass_rate": "pass rate", "trace_compliance_rate": "trace-check compliance",
-           "p95_latency_ms": "p95 latency (ms)", "avg_cost_usd": "average cost (USD)"}
+_TITLES = {
+    "pass_rate": "pass rate",
+    "trace_compliance_rate": "trace-check compliance",
+    "p95_latency_ms": "p95 latency (ms)",
+    "avg_cost_usd": "average cost (USD)",
+}
 
 
 @dataclass(frozen=True)
@@ -101,13 +105,19 @@ def _chart(metric: str, base: float, cur: float, scale: float, failed: bool) -> 
     for value in round_ticks(lo, hi):
         x = _x(value, lo, hi)
         parts.append(f'<line x1="{x}" y1="68" x2="{x}" y2="72" stroke="#8c959f"/>')
-        parts.append(f'<text class="tick" x="{x}" y="84" text-anchor="middle">'
-                     f"{escape(_fmt(value))}</text>")
-    title = escape(f"{_TITLES[metric]}: baseline {_fmt(base)}, current {_fmt(cur)}, "
-                   f"allowed {side} {_fmt(limit)}")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img"><title>{title}</title>'
-            + "".join(parts) + "</svg>")
+        parts.append(
+            f'<text class="tick" x="{x}" y="84" text-anchor="middle">{escape(_fmt(value))}</text>'
+        )
+    title = escape(
+        f"{_TITLES[metric]}: baseline {_fmt(base)}, current {_fmt(cur)}, "
+        f"allowed {side} {_fmt(limit)}"
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img"><title>{title}</title>'
+        + "".join(parts)
+        + "</svg>"
+    )
 
 
 def _number(value: object) -> float | None:
@@ -123,17 +133,22 @@ def _charts(report: CheckReport, failed: set[str]) -> str:
         if b is None or c is None:
             continue
         status = "fail" if metric in failed else "pass"
-        out.append(f'<section id="{metric}"><h2>{escape(_TITLES[metric])} '
-                   f'<span class="{status}">{status}</span></h2>'
-                   f"{_chart(metric, b, c, report.tolerance_scale, metric in failed)}</section>")
+        out.append(
+            f'<section id="{metric}"><h2>{escape(_TITLES[metric])} '
+            f'<span class="{status}">{status}</span></h2>'
+            f"{_chart(metric, b, c, report.tolerance_scale, metric in failed)}</section>"
+        )
     return "".join(out)
 
 
 def _summary(report: CheckReport) -> str:
     rows = []
     by_metric = {v.metric: v for v in report.comparison.violations}
-    names = [name for name in (rule.metric for rule in RULES)
-             if report.baseline.get(name) is not None or report.current.get(name) is not None]
+    names = [
+        name
+        for name in (rule.metric for rule in RULES)
+        if report.baseline.get(name) is not None or report.current.get(name) is not None
+    ]
     names += [m for m in by_metric if m not in names]
     for name in names:
         v = by_metric.get(name)
@@ -141,11 +156,12 @@ def _summary(report: CheckReport) -> str:
         cur = v.current if v else report.current.get(name)
         status = "fail" if v else "pass"
         rule = v.rule if v else "within tolerance"
-        rows.append(f"<tr><td>{escape(name)}</td><td class=\"n\">{escape(_cell(base))}</td>"
-                    f'<td class="n">{escape(_cell(cur))}</td><td>{escape(rule)}</td>'
-                    f'<td class="{status}">{status}</td></tr>')
-    head = ("<tr><th>Metric</th><th>Baseline</th><th>Current</th><th>Rule</th>"
-            "<th>Verdict</th></tr>")
+        rows.append(
+            f'<tr><td>{escape(name)}</td><td class="n">{escape(_cell(base))}</td>'
+            f'<td class="n">{escape(_cell(cur))}</td><td>{escape(rule)}</td>'
+            f'<td class="{status}">{status}</td></tr>'
+        )
+    head = "<tr><th>Metric</th><th>Baseline</th><th>Current</th><th>Rule</th><th>Verdict</th></tr>"
     return "<table>" + head + "".join(rows) + "</table>"
 
 
@@ -163,22 +179,30 @@ def _trace(trace_id: str | None, url: str | None) -> str:
 
 
 def _diff(d: CaseDiff, url: str | None) -> str:
-    checks = "".join(f"<li><code>{escape(t)}</code>" + (f": {escape(x)}" if x else "") + "</li>"
-                     for t, x in d.failed_checks)
+    checks = "".join(
+        f"<li><code>{escape(t)}</code>" + (f": {escape(x)}" if x else "") + "</li>"
+        for t, x in d.failed_checks
+    )
     rows = ["<tr><th></th><th>baseline</th><th>current</th></tr>"]
     if d.baseline_trace or d.current_trace:
-        rows.append(f"<tr><th>trace</th><td>{_trace(d.baseline_trace, url)}</td>"
-                    f"<td>{_trace(d.current_trace, url)}</td></tr>")
+        rows.append(
+            f"<tr><th>trace</th><td>{_trace(d.baseline_trace, url)}</td>"
+            f"<td>{_trace(d.current_trace, url)}</td></tr>"
+        )
     for r in d.rows:
         cls = " ".join(c for c, on in (("changed", r.changed), ("failing", r.failing)) if on)
         note = f' <span class="note">({escape(r.note)})</span>' if r.note else ""
         mark = "✗ " if r.failing else ""
-        rows.append(f'<tr class="{cls}"><th>{mark}{escape(r.name)}</th>'
-                    f"<td>{escape(r.baseline)}</td><td>{escape(r.current)}{note}</td></tr>")
+        rows.append(
+            f'<tr class="{cls}"><th>{mark}{escape(r.name)}</th>'
+            f"<td>{escape(r.baseline)}</td><td>{escape(r.current)}{note}</td></tr>"
+        )
     question = f"<p>Question: {escape(d.input)}</p>" if d.input else ""
-    return (f'<section id="case-{escape(d.case_id)}" class="case"><h3>{escape(d.case_id)}</h3>'
-            f"{question}<p>Failing checks:</p><ul>{checks}</ul>"
-            f'<table class="diff">{"".join(rows)}</table></section>')
+    return (
+        f'<section id="case-{escape(d.case_id)}" class="case"><h3>{escape(d.case_id)}</h3>'
+        f"{question}<p>Failing checks:</p><ul>{checks}</ul>"
+        f'<table class="diff">{"".join(rows)}</table></section>'
+    )
 
 
 def render_check_html(report: CheckReport) -> str:
@@ -188,22 +212,28 @@ def render_check_html(report: CheckReport) -> str:
     failed = {v.metric for v in cmp.violations}
     flipped = ""
     if cmp.pass_to_fail:
-        flipped = (f"<h2>Cases that went from pass to fail ({len(cmp.pass_to_fail)})</h2>"
-                   "<p>Baseline beside current; changed rows shaded, rows a failing check is "
-                   "about marked ✗.</p>"
-                   + "".join(_diff(d, report.trace_url) for d in report.diffs))
+        flipped = (
+            f"<h2>Cases that went from pass to fail ({len(cmp.pass_to_fail)})</h2>"
+            "<p>Baseline beside current; changed rows shaded, rows a failing check is "
+            "about marked ✗.</p>" + "".join(_diff(d, report.trace_url) for d in report.diffs)
+        )
         missing = [c for c in cmp.pass_to_fail if c not in {d.case_id for d in report.diffs}]
         if missing:
-            flipped += ("<p>No recorded evidence (runs written before it was kept, or by "
-                        "trace2eval): "
-                        + escape(", ".join(missing)) + "</p>")
+            flipped += (
+                "<p>No recorded evidence (runs written before it was kept, or by "
+                "trace2eval): " + escape(", ".join(missing)) + "</p>"
+            )
     if cmp.within_noise:
-        flipped += ("<p>Beyond the tolerance but within run-to-run noise (not a regression):</p>"
-                    "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in cmp.within_noise)
-                    + "</ul>")
+        flipped += (
+            "<p>Beyond the tolerance but within run-to-run noise (not a regression):</p>"
+            "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in cmp.within_noise) + "</ul>"
+        )
     if cmp.fail_to_pass:
-        flipped += (f"<p>Cases that went from fail to pass ({len(cmp.fail_to_pass)}): "
-                    + escape(", ".join(cmp.fail_to_pass)) + "</p>")
+        flipped += (
+            f"<p>Cases that went from fail to pass ({len(cmp.fail_to_pass)}): "
+            + escape(", ".join(cmp.fail_to_pass))
+            + "</p>"
+        )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>spanguard regression report</title>"
@@ -215,5 +245,8 @@ def render_check_html(report: CheckReport) -> str:
         f"<code>{escape(report.current_path)}</code> "
         f"({escape(_cell(report.current.get('total')))} cases); tolerances × "
         f"{report.tolerance_scale:g}.</p>"
-        + _summary(report) + _charts(report, failed) + flipped + "</body></html>\n"
+        + _summary(report)
+        + _charts(report, failed)
+        + flipped
+        + "</body></html>\n"
     )

@@ -58,13 +58,18 @@ class OutputRecord:
         cost, and optionally the agent's process under ``trace``), read leniently: a field of
         the wrong type reads as absent."""
         source = data.get("source_trace_id")
-        evidence = Evidence(_text(data), _loose_process(data.get("trace")),
-                            _figure(data.get("latency_ms")), _figure(data.get("cost_usd")))
+        evidence = Evidence(
+            _text(data),
+            _loose_process(data.get("trace")),
+            _figure(data.get("latency_ms")),
+            _figure(data.get("cost_usd")),
+        )
         return cls(
             evidence,
             input=_str(data.get("input")),
             source_trace_id=str(source)
-            if isinstance(source, str | int) and not isinstance(source, bool) else None,
+            if isinstance(source, str | int) and not isinstance(source, bool)
+            else None,
             trace_id=_str(data.get("trace_id")),
             span_id=_str(data.get("span_id")),
             response_id=_str(data.get("response_id")),
@@ -73,13 +78,18 @@ class OutputRecord:
     @classmethod
     def from_trace(cls, trace: AgentTrace) -> OutputRecord:
         evidence = Evidence(trace.output or "", trace.trace, trace.latency_ms, trace.cost_usd)
-        return cls(evidence, trace.input, None, trace.trace_id, trace.root_span_id or None,
-                   trace.response_id or None)
+        return cls(
+            evidence,
+            trace.input,
+            None,
+            trace.trace_id,
+            trace.root_span_id or None,
+            trace.response_id or None,
+        )
 
 
 def _figure(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _str(value: object) -> str | None:
@@ -95,12 +105,20 @@ def _loose_process(raw: object) -> ProcessTrace | None:
     if not isinstance(raw, Mapping):
         return None
     return ProcessTrace(
-        tool_calls=tuple(ToolCall(str(t.get("name"))) for t in _items(raw.get("tool_calls"))
-                         if isinstance(t, Mapping)),
+        tool_calls=tuple(
+            ToolCall(str(t.get("name")))
+            for t in _items(raw.get("tool_calls"))
+            if isinstance(t, Mapping)
+        ),
         retrieved_documents=tuple(
-            RetrievedDocument(_str(d.get("id")), _str(d.get("group")),
-                              rank if isinstance(rank := d.get("rank"), int) else None)
-            for d in _items(raw.get("retrieved_documents")) if isinstance(d, Mapping)),
+            RetrievedDocument(
+                _str(d.get("id")),
+                _str(d.get("group")),
+                rank if isinstance(rank := d.get("rank"), int) else None,
+            )
+            for d in _items(raw.get("retrieved_documents"))
+            if isinstance(d, Mapping)
+        ),
         plan_steps=tuple(str(s) for s in _items(raw.get("plan_steps"))),
         escalated=bool(raw.get("escalated", False)),
         escalation_reason=_str(raw.get("escalation_reason")),
@@ -195,7 +213,6 @@ OUTPUT_CHARS = 600
 INPUT_CHARS = 200
 
 
-
 def _excerpt(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -207,8 +224,9 @@ def _shown(process: ProcessTrace | None) -> ProcessTrace | None:
     return replace(
         process,
         tool_calls=tuple(ToolCall(t.name) for t in process.tool_calls),
-        retrieved_documents=tuple(RetrievedDocument(d.id, d.group, d.rank)
-                                  for d in process.retrieved_documents),
+        retrieved_documents=tuple(
+            RetrievedDocument(d.id, d.group, d.rank) for d in process.retrieved_documents
+        ),
     )
 
 
@@ -218,9 +236,15 @@ def case_evidence(question: str | None, record: OutputRecord | None) -> CaseEvid
     text = _excerpt(question, INPUT_CHARS) if question is not None else None
     if record is None:
         return CaseEvidence(text)
-    return CaseEvidence(text, True, record.trace_id, record.span_id, record.response_id,
-                        _excerpt(record.evidence.output, OUTPUT_CHARS),
-                        _shown(record.evidence.process))
+    return CaseEvidence(
+        text,
+        True,
+        record.trace_id,
+        record.span_id,
+        record.response_id,
+        _excerpt(record.evidence.output, OUTPUT_CHARS),
+        _shown(record.evidence.process),
+    )
 
 
 def _text(record: Mapping[str, object]) -> str:

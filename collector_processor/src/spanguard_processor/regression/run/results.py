@@ -31,14 +31,20 @@ class Failure:
     failed_checks: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
-        return {"case_id": self.case_id, "reason": self.reason,
-                "failed_checks": list(self.failed_checks)}
+        return {
+            "case_id": self.case_id,
+            "reason": self.reason,
+            "failed_checks": list(self.failed_checks),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Failure:
         checks = data.get("failed_checks")
-        return cls(str(data["case_id"]), str(data.get("reason", "")),
-                   tuple(str(c) for c in checks) if isinstance(checks, list) else ())
+        return cls(
+            str(data["case_id"]),
+            str(data.get("reason", "")),
+            tuple(str(c) for c in checks) if isinstance(checks, list) else (),
+        )
 
 
 @dataclass(frozen=True)
@@ -129,15 +135,20 @@ class CaseEvidence:
             out["response_id"] = self.response_id
         out["output"] = self.output
         p = self.process
-        out["process"] = None if p is None else {
-            "tool_calls": [t.name for t in p.tool_calls],
-            "escalated": p.escalated,
-            "escalation_reason": p.escalation_reason,
-            "plan_steps": list(p.plan_steps),
-            "friction_points": list(p.friction_points),
-            "retrieved_documents": [{"id": d.id, "group": d.group, "rank": d.rank}
-                                    for d in p.retrieved_documents],
-        }
+        out["process"] = (
+            None
+            if p is None
+            else {
+                "tool_calls": [t.name for t in p.tool_calls],
+                "escalated": p.escalated,
+                "escalation_reason": p.escalation_reason,
+                "plan_steps": list(p.plan_steps),
+                "friction_points": list(p.friction_points),
+                "retrieved_documents": [
+                    {"id": d.id, "group": d.group, "rank": d.rank} for d in p.retrieved_documents
+                ],
+            }
+        )
         return out
 
     @classmethod
@@ -149,19 +160,29 @@ class CaseEvidence:
             process = ProcessTrace(
                 tool_calls=tuple(ToolCall(str(t)) for t in _items(raw.get("tool_calls"))),
                 retrieved_documents=tuple(
-                    RetrievedDocument(_str(d.get("id")), _str(d.get("group")),
-                                      r if isinstance(r := d.get("rank"), int) else None)
-                    for d in _items(raw.get("retrieved_documents")) if isinstance(d, Mapping)),
+                    RetrievedDocument(
+                        _str(d.get("id")),
+                        _str(d.get("group")),
+                        r if isinstance(r := d.get("rank"), int) else None,
+                    )
+                    for d in _items(raw.get("retrieved_documents"))
+                    if isinstance(d, Mapping)
+                ),
                 plan_steps=tuple(str(s) for s in _items(raw.get("plan_steps"))),
                 escalated=bool(raw.get("escalated", False)),
                 escalation_reason=_str(raw.get("escalation_reason")),
                 friction_points=tuple(str(s) for s in _items(raw.get("friction_points"))),
             )
         output = data.get("output")
-        return cls(_str(data.get("input")), "output" in data or "trace_id" in data,
-                   _str(data.get("trace_id")), _str(data.get("span_id")),
-                   _str(data.get("response_id")), output if isinstance(output, str) else "",
-                   process)
+        return cls(
+            _str(data.get("input")),
+            "output" in data or "trace_id" in data,
+            _str(data.get("trace_id")),
+            _str(data.get("span_id")),
+            _str(data.get("response_id")),
+            output if isinstance(output, str) else "",
+            process,
+        )
 
 
 @dataclass(frozen=True, slots=True)
