@@ -21,7 +21,8 @@ from spanguard.exceptions import TraceFormatError
 
 from .model import AgentTrace, ProcessTrace
 
-__all__ = ["from_fairtrace_record", "to_fairtrace_record", "to_trace2eval_row"]
+__all__ = ["from_fairtrace_record", "to_fairtrace_record", "to_trace2eval_row",
+           "trace2eval_input"]
 
 
 def _fairtrace_trace(process: ProcessTrace) -> dict[str, Any]:
@@ -90,11 +91,11 @@ def from_fairtrace_record(record: dict[str, Any]) -> AgentTrace:
     return AgentTrace.from_dict(data)
 
 
-def to_trace2eval_row(trace: AgentTrace) -> dict[str, Any]:
-    """The trace2eval log row for one agent trace.
+def trace2eval_input(trace: AgentTrace) -> str:
+    """The trace's input text: the question a trace2eval row (and so a mined case) needs.
 
-    Raises :class:`TraceFormatError` when the trace has no input text (content capture was off
-    when it was recorded): trace2eval cannot mine a case without the question.
+    Raises :class:`TraceFormatError` (field ``input``) when the trace has none (content capture
+    was off when it was recorded): trace2eval cannot mine a case without the question.
     """
     if trace.input is None or not trace.input.strip():
         raise TraceFormatError(
@@ -102,9 +103,19 @@ def to_trace2eval_row(trace: AgentTrace) -> dict[str, Any]:
             "(configure(capture_content=True)) to mine regression cases from it.",
             field="input",
         )
+    return trace.input
+
+
+def to_trace2eval_row(trace: AgentTrace) -> dict[str, Any]:
+    """The trace2eval log row for one agent trace.
+
+    Raises :class:`TraceFormatError` when the trace has no input text
+    (:func:`trace2eval_input`).
+    """
+    question = trace2eval_input(trace)
     row: dict[str, Any] = {
         "id": trace.request_id or trace.trace_id,
-        "input": trace.input,
+        "input": question,
         "output": trace.output if trace.output is not None else "",
         "latency_ms": trace.latency_ms,
         "cost_usd": trace.cost_usd,

@@ -3,10 +3,9 @@
 The inputs are read by :func:`~spanguard_processor.inputs.evaluation.read_evaluation_inputs`
 (``TRACE2EVAL``: line by line, so one bad byte, a BOM, binary garbage or a huge line costs that
 line only; span files and stores assembled into agent traces). Here each entry becomes a
-:class:`Row`: an agent trace through
-:func:`~spanguard_processor.traces.formats.to_trace2eval_row` (keeping its process trace), a
-trace2eval row by its aliases. Each problem becomes a one-sentence message naming the file,
-the line and the field; the rest of the log still counts.
+:class:`Row`: an agent trace from its typed fields (its process trace kept as it is), a
+trace2eval row by its aliases (the only place a row is a dict). Each problem becomes a
+one-sentence message naming the file, the line and the field; the rest of the log still counts.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from pathlib import Path
 from spanguard.exceptions import InputError, TraceFormatError
 
 from ...inputs.evaluation import SPANS, TRACE2EVAL, Entry, read_evaluation_inputs
-from ...traces.formats import to_trace2eval_row
-from ...traces.model import ProcessTrace
+from ...traces.formats import trace2eval_input
+from ...traces.model import AgentTrace, ProcessTrace
 from ..case import Evidence
 from ..textnorm import detect_fallback
 from .expect import validate_expect
@@ -113,12 +112,15 @@ def _pick(data: Mapping[str, object], keys: tuple[str, ...], allow_empty: bool =
     return None
 
 
+def _present(value: object) -> bool:
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
 def _pick_key(data: Mapping[str, object], keys: tuple[str, ...]) -> tuple[str, object]:
     for key in keys:
         value = data.get(key)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            continue
-        return key, value
+        if _present(value):
+            return key, value
     return "", None
 
 
@@ -126,7 +128,12 @@ def _number(
     data: Mapping[str, object], keys: tuple[str, ...], warn: list[tuple[str, str]]
 ) -> float | None:
     key, value = _pick_key(data, keys)
-    if not key or isinstance(value, bool):
+    return _figure(key, value, warn) if key else None
+
+
+def _figure(key: str, value: object, warn: list[tuple[str, str]]) -> float | None:
+    """``value`` (found under ``key``) as a finite number; anything else warns, as missing."""
+    if value is None or isinstance(value, bool):
         return None
     try:
         number = float(value)  # type: ignore[arg-type]  # any JSON value; a bad one is a warning
@@ -156,6 +163,9 @@ class _LineError(Exception):
         self.field = field
 
 
+_IGNORED = " The process trace is ignored."
+
+
 def _process(data: Mapping[str, object], warn: list[tuple[str, str]]) -> ProcessTrace | None:
     raw = data.get("trace")
     if not isinstance(raw, dict):
@@ -163,8 +173,58 @@ def _process(data: Mapping[str, object], warn: list[tuple[str, str]]) -> Process
     try:
         return ProcessTrace.from_dict(raw)
     except TraceFormatError as exc:
-        warn.append((exc.field or "trace", exc.detail + " The process trace is ignored."))
+        warn.append((exc.field or "trace", exc.detail + _IGNORED))
         return None
+
+
+def _trace_process(process: ProcessTrace, warn: list[tuple[str, str]]) -> ProcessTrace | None:
+    """An agent trace's process, as the process-trace reader would accept it.
+
+    Assembling spans names a tool span without a tool-name attribute by its span name, which
+    may be blank; the reader (:meth:`ProcessTrace.from_dict`) rejects a blank tool name, so
+    such a process is ignored with the reader's warning, as for a trace2eval row's ``trace``.
+    """
+    for i, call in enumerate(process.tool_calls):
+        if not call.name.strip():
+            warn.append((f"trace.tool_calls[{i}].name", "must not be empty." + _IGNORED))
+            return None
+    return process
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What one request says before the reader numbers it, read from a trace2eval row by its
+    aliases (:meth:`_Reader.row_request`) or from an agent trace's fields
+    (:meth:`_Reader.trace_request`); ``warnings`` are (field, message) pairs."""
+
+    id: str | None  # None: named after its line (trace-00042)
+    input: str
+    output: str
+    expect: Mapping[str, object] | None
+    latency_ms: float | None
+    cost_usd: float | None
+    retried: bool
+    feedback: tuple[str, object] | None  # (field, value)
+    process: ProcessTrace | None
+    warnings: tuple[tuple[str, str], ...]
+
+
+def _checked_expect(expect: object) -> Mapping[str, object] | None:
+    """A usable ``expect`` block, None for none; raises :class:`_LineError` for a bad one."""
+    if not isinstance(expect, dict):
+        return None
+    problem = validate_expect(expect)
+    if problem is not None:
+        raise _LineError(problem[1], f"expect.{problem[0]}")
+    return expect
+
+
+def _trace_id(trace: AgentTrace) -> str | None:
+    """The row id of an agent trace: its request id, else its trace id (the first present)."""
+    for value in (trace.request_id, trace.trace_id):
+        if _present(value):
+            return value
+    return None
 
 
 class _Reader:
@@ -189,9 +249,9 @@ class _Reader:
             return
         try:
             if entry.trace is None:
-                row = self.build_row(entry.row, entry.file, entry.line)
+                request = self.row_request(entry.row)
             else:
-                row = self.trace_row(entry)
+                request = self.trace_request(entry)
         except _LineError as exc:
             if entry.origin == SPANS:
                 assert entry.trace is not None
@@ -200,20 +260,39 @@ class _Reader:
             return
         if entry.origin == SPANS:
             self.result.agent_traces += 1
-        self.result.rows.append(row)
+        self.result.rows.append(self.build_row(request, entry.file, entry.line))
 
-    def trace_row(self, entry: Entry) -> Row:
-        """An agent trace as its trace2eval row (counted when read from a line)."""
-        assert entry.trace is not None
+    def trace_request(self, entry: Entry) -> _Request:
+        """An agent trace's request, from its fields (counted when read from a line)."""
+        trace = entry.trace
+        assert trace is not None
         try:
-            data = to_trace2eval_row(entry.trace)
+            question = trace2eval_input(trace)
         except TraceFormatError as exc:
             raise _LineError(exc.detail, exc.field) from None
         if entry.origin != SPANS:
             self.result.agent_traces += 1
-        return self.build_row(data, entry.file, entry.line)
+        expect = _checked_expect(dict(trace.expect) if trace.expect else None)
+        warn: list[tuple[str, str]] = []
+        latency = _figure("latency_ms", trace.latency_ms, warn)
+        cost = _figure("cost_usd", trace.cost_usd, warn)
+        feedback = ("feedback", trace.feedback) if _present(trace.feedback) else None
+        process = _trace_process(trace.trace, warn)
+        return _Request(
+            id=_trace_id(trace),
+            input=question,
+            output=trace.output if trace.output is not None else "",
+            expect=expect,
+            latency_ms=latency,
+            cost_usd=cost,
+            retried=_as_bool(trace.retried),
+            feedback=feedback,
+            process=process,
+            warnings=tuple(warn),
+        )
 
-    def build_row(self, data: Mapping[str, object], name: str, number: int) -> Row:
+    def row_request(self, data: Mapping[str, object]) -> _Request:
+        """A trace2eval row's request, read by its aliases."""
         raw_input = _pick(data, INPUT_ALIASES)
         if raw_input is None:
             raise _LineError(
@@ -222,13 +301,7 @@ class _Reader:
         raw_output = _pick(data, OUTPUT_ALIASES, allow_empty=True)
         if raw_output is None:
             raise _LineError(f"is missing (looked for {', '.join(OUTPUT_ALIASES)})", "output")
-        expect = data.get("expect") or data.get("assert") or data.get("checks")
-        if isinstance(expect, dict):
-            problem = validate_expect(expect)
-            if problem is not None:
-                raise _LineError(problem[1], f"expect.{problem[0]}")
-        else:
-            expect = None
+        expect = _checked_expect(data.get("expect") or data.get("assert") or data.get("checks"))
         warn: list[tuple[str, str]] = []
         latency = _number(data, LATENCY_ALIASES, warn)
         if latency is None:
@@ -239,31 +312,48 @@ class _Reader:
         if _retry_count(_pick(data, RETRY_COUNT_ALIASES)):
             retried = True
         feedback_key, feedback_value = _pick_key(data, FEEDBACK_ALIASES)
-        feedback = label_feedback(feedback_value, feedback_key) if feedback_key else None
+        process = _process(data, warn)
+        row_id = _pick(data, ID_ALIASES)
+        return _Request(
+            id=str(row_id) if row_id else None,
+            input=str(raw_input),
+            output=str(raw_output),
+            expect=expect,
+            latency_ms=latency,
+            cost_usd=cost,
+            retried=retried,
+            feedback=(feedback_key, feedback_value) if feedback_key else None,
+            process=process,
+            warnings=tuple(warn),
+        )
+
+    def build_row(self, request: _Request, name: str, number: int) -> Row:
+        """The request as the log's next row: numbered, its feedback labelled (numbers wait for
+        their field's scale), its warnings reported, its id noted."""
+        feedback = label_feedback(request.feedback[1], request.feedback[0]) \
+            if request.feedback is not None else None
         index = len(self.result.rows)
         if isinstance(feedback, NumericFeedback):
             self.pending.append((index, feedback))
             feedback = None
-        process = _process(data, warn)
-        for key, message in warn:
+        for key, message in request.warnings:
             self.result.problems.append(Problem(_where(name, number, message, key), False))
-        row_id = str(_pick(data, ID_ALIASES) or f"trace-{number:05d}")
+        row_id = request.id or f"trace-{number:05d}"
         self.note_id(row_id, name, number)
-        output, chars, fallback = self.describe(str(raw_output))
-        text = str(raw_input)
+        output, chars, fallback = self.describe(request.output)
         return Row(
             index=index,
             id=row_id,
-            input=self.strings.setdefault(text, text),
+            input=self.strings.setdefault(request.input, request.input),
             output=output,
             chars=chars,
             fallback=fallback,
-            latency_ms=latency,
-            cost_usd=cost,
+            latency_ms=request.latency_ms,
+            cost_usd=request.cost_usd,
             feedback=feedback,
-            retried=retried,
-            expect=expect,
-            process=process,
+            retried=request.retried,
+            expect=request.expect,
+            process=request.process,
             file=name,
             line=number,
         )
