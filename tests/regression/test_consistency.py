@@ -111,13 +111,16 @@ def test_a_latency_limit_comes_from_the_question_s_own_clean_runs(tmp_path: Path
 
 
 def test_timing_limits_tolerate_the_question_s_spread(tmp_path: Path) -> None:
-    from spanguard_processor.regression.mine.consistency import timing_limit
+    from spanguard_processor.regression.case import Adjustment, Check, Evidence
+    from spanguard_processor.regression.checks import check_type, timing_limit
 
-    records = [{"latency_ms": 100.0 + i} for i in range(20)]
-    check, why = timing_limit("max_latency_ms", records)
-    assert why is None and check == {"type": "max_latency_ms", "value": 177.08}  # 1.5 x 118.05
-    check, why = timing_limit("max_latency_ms", records[:7])
-    assert check is None and why is not None and "only 7 clean run(s)" in why["reason"]
+    latency = check_type("max_latency_ms")
+    assert latency is not None
+    runs = [Evidence(latency_ms=100.0 + i) for i in range(20)]
+    check = timing_limit(latency, runs)
+    assert check == Check.of("max_latency_ms", value=177.08)  # 1.5 x 118.05
+    why = timing_limit(latency, runs[:7])
+    assert isinstance(why, Adjustment) and "only 7 clean run(s)" in why.reason
 
 
 def test_no_timing_checks_leaves_timing_out_of_selection_and_checks(tmp_path: Path) -> None:

@@ -12,49 +12,13 @@ Latency and cost limits are learned with the tolerance their data supports
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from ..case import Adjustment, Check, Evidence
-from ..checks import (
-    MIN_TIMING_RUNS,
-    TIMING_MARGIN,
-    TIMING_QUANTILE,
-    CheckKind,
-    check_type,
-    run_text_check,
-    run_trace_check,
-)
-from ..checks import timing_limit as learn_timing_limit
+from ..checks import CheckKind, run_text_check, run_trace_check
 from ..vocabulary import AdjustAction
 
-__all__ = [
-    "MIN_TIMING_RUNS",
-    "TIMING_MARGIN",
-    "TIMING_QUANTILE",
-    "make_consistent",
-    "timing_limit",
-]
-
-
-def timing_limit(
-    kind: str, records: Sequence[Mapping[str, object]]
-) -> tuple[dict[str, object] | None, dict[str, object] | None]:
-    """A timing limit in its JSON form, learned from outputs records (``latency_ms``,
-    ``cost_usd``): (the check, or None) and (the adjustment explaining its absence, or None)."""
-    ct = check_type(kind)
-    assert ct is not None and ct.learn is not None
-    evidence = [
-        Evidence(latency_ms=_figure(r.get("latency_ms")), cost_usd=_figure(r.get("cost_usd")))
-        for r in records
-    ]
-    learned = learn_timing_limit(ct, evidence)
-    if isinstance(learned, Check):
-        return learned.to_dict(), None
-    return None, learned.to_dict()
-
-
-def _figure(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+__all__ = ["make_consistent"]
 
 
 def _passes(check: Check, run: Evidence, text: bool) -> bool:
