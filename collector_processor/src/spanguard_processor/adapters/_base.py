@@ -20,7 +20,7 @@ from opentelemetry import trace as otel_trace
 
 import spanguard
 from spanguard import semconv
-from spanguard._runtime import active_tracer
+from spanguard._runtime import active_tracer, now_ns
 from spanguard.exceptions import InputError
 
 from ..fairness.records import parse_fairtrace_trace
@@ -73,10 +73,16 @@ def agent_span(name: str, *, model: str | None = None) -> Iterator[None]:
     }
     if model:
         attributes[semconv.GEN_AI_REQUEST_MODEL] = model
-    with tracer.start_as_current_span(
-        semconv.span_name(semconv.OP_INVOKE_AGENT, name), attributes=attributes
-    ):
-        yield
+    # stamped by spanguard's clock (the SDK's, which spanguard.testing.use_clock replaces);
+    # use_span records an exception and the error status as start_as_current_span would
+    span = tracer.start_span(
+        semconv.span_name(semconv.OP_INVOKE_AGENT, name), attributes=attributes, start_time=now_ns()
+    )
+    try:
+        with otel_trace.use_span(span, end_on_exit=False):
+            yield
+    finally:
+        span.end(now_ns())
 
 
 def as_agent(app: App, name: str) -> App:
