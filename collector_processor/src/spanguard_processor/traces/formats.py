@@ -21,8 +21,7 @@ from spanguard.exceptions import TraceFormatError
 
 from .model import AgentTrace, ProcessTrace
 
-__all__ = ["from_fairtrace_record", "to_fairtrace_record", "to_trace2eval_row",
-           "trace2eval_input"]
+__all__ = ["from_fairtrace_record", "to_fairtrace_record", "to_trace2eval_row", "trace2eval_input"]
 
 
 def _fairtrace_trace(process: ProcessTrace) -> dict[str, Any]:

@@ -330,8 +330,11 @@ class _Reader:
     def build_row(self, request: _Request, name: str, number: int) -> Row:
         """The request as the log's next row: numbered, its feedback labelled (numbers wait for
         their field's scale), its warnings reported, its id noted."""
-        feedback = label_feedback(request.feedback[1], request.feedback[0]) \
-            if request.feedback is not None else None
+        feedback = (
+            label_feedback(request.feedback[1], request.feedback[0])
+            if request.feedback is not None
+            else None
+        )
         index = len(self.result.rows)
         if isinstance(feedback, NumericFeedback):
             self.pending.append((index, feedback))
