@@ -176,6 +176,16 @@ def _patterns(f: _File, data: Mapping[str, Any]) -> tuple[str, ...]:
     return patterns
 
 
+def _whole_numbers(f: _File, values: tuple[str, ...]) -> None:
+    """A numeric attribute maps a mention to the nearest value, so each value is a number."""
+    for i, value in enumerate(values):
+        if not value.strip().isdecimal():
+            raise f.fail(
+                f"values[{i}]",
+                f"must be a whole number (a numeric attribute's values are ages), got {value!r}.",
+            )
+
+
 def _parse(f: _File) -> AttributeLexicon:
     data = f.data
     if not isinstance(data, Mapping):
@@ -188,10 +198,13 @@ def _parse(f: _File) -> AttributeLexicon:
         raise f.fail("attribute", f"must be a name like gender or age, got {kind_of(name)}.")
     kind = data.get("kind")
     if kind not in _KINDS:
-        raise f.fail("kind", f"must be one of {', '.join(_KINDS)}, got {kind_of(kind)}.")
+        got = repr(kind) if isinstance(kind, str) else kind_of(kind)
+        raise f.fail("kind", f"must be one of {', '.join(_KINDS)}, got {got}.")
     values = f.strings(data.get("values"), "values")
     if len(set(values)) != len(values) or len(values) < 2:
         raise f.fail("values", "must list at least two distinct values.")
+    if kind == "numeric":
+        _whole_numbers(f, values)
     cs = f.flag(data, "case_sensitive")
     return AttributeLexicon(
         name=name,
