@@ -67,3 +67,15 @@ def test_every_import_of_ours_resolves(script: Path) -> None:
         if (problem := _missing(module, names)) is not None
     ]
     assert problems == []
+
+
+def test_the_serve_start_benchmark_builds_its_store_on_this_code(tmp_path: Path) -> None:
+    """bench_serve_start decodes its requests through the receive path's codec (a method an
+    import check cannot see), so its store builder runs here on a 1 MB store."""
+    from bench.bench_serve_start import build_store
+    from spanguard_processor.store.span_store import SpanStore
+
+    path = tmp_path / "spans.db"
+    build_store(path, 1)
+    with SpanStore(path, readonly=True) as store:
+        assert store.trace_counts()[0] > 0
