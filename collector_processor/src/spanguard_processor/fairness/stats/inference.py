@@ -158,10 +158,6 @@ class GapInference:
     levels: FloatArray  # (G, C) each group's raw mean (their average: the MDE's base rate)
     scale: str  # "rate", "count" or "real"
 
-    @property
-    def width(self) -> int:
-        return int(self.contrast.size)
-
 
 def _contrast_matrix(g: int) -> FloatArray:
     """L with (L m)_g = m_g − mean of the other groups."""
