@@ -77,3 +77,22 @@ def test_bad_options_exit_2_naming_the_option(
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / "m.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("not sqlite\n", "unrecognised"),
+        (json.dumps({"id": "r", "input": _TEXTS[0], "output": "ok"}) + "\n", "a trace log"),
+    ],
+)
+def test_store_takes_only_a_span_store(tmp_path: Path, body: str, kind: str) -> None:
+    fake = tmp_path / "spans.db"
+    fake.write_text(body, encoding="utf-8")
+    out = tmp_path / "m.yaml"
+    result = CliRunner().invoke(cli, ["suite", "mine", "--store", str(fake), "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"Error: {fake}: field '--store': is {kind}" in result.output
+    assert "not a span store" in result.output
+    assert "read 0 request(s)" not in result.output
+    assert not out.exists()
