@@ -96,3 +96,17 @@ def test_store_takes_only_a_span_store(tmp_path: Path, body: str, kind: str) -> 
     assert "not a span store" in result.output
     assert "read 0 request(s)" not in result.output
     assert not out.exists()
+
+
+def test_a_store_recorded_without_content_says_so(tmp_path: Path) -> None:
+    spans = record(_TEXTS, tmp_path, content=False)
+    store = tmp_path / "spans.db"
+    assert CliRunner().invoke(cli, ["ingest", str(spans), "--store", str(store)]).exit_code == 0
+    out = tmp_path / "mined.yaml"
+    result = CliRunner().invoke(cli, ["suite", "mine", "--store", str(store), "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert (
+        "Error: all 6 request(s) read were recorded without content: there is no text to mine "
+        "(record with spanguard.configure(capture_content=True))" in result.output
+    )
+    assert not out.exists()

@@ -12,9 +12,23 @@ from spanguard.exceptions import InputError
 
 from ..inputs.guard import FileKind
 
-__all__ = ["echo_mining", "only_stores"]
+__all__ = ["echo_mining", "nothing_to_write", "only_stores"]
 
 _LISTED = 10
+
+
+def nothing_to_write(result: Any, output: Path, min_requests: int) -> str:
+    """Why no suite was written: no text at all to mine, or no template seen often enough."""
+    if result.traces and result.no_content == result.traces:
+        return (
+            f"all {result.traces} request(s) read were recorded without content: there is no "
+            "text to mine (record with spanguard.configure(capture_content=True)); "
+            f"{output} was not written."
+        )
+    return (
+        f"no template was seen in {min_requests} or more requests with a clean mention; "
+        f"{output} was not written."
+    )
 
 
 def only_stores(found: Sequence[tuple[Path, FileKind]], stores: Sequence[Path]) -> None:
