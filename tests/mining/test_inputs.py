@@ -110,3 +110,14 @@ def test_a_store_recorded_without_content_says_so(tmp_path: Path) -> None:
         "(record with spanguard.configure(capture_content=True))" in result.output
     )
     assert not out.exists()
+
+
+def test_a_file_named_twice_is_read_once_so_min_requests_holds(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"id": "r", "input": _TEXTS[0], "output": "ok"}) + "\n")
+    out = tmp_path / "m.yaml"
+    same = [str(log), str(tmp_path / "." / "log.jsonl"), str(log)]
+    result = CliRunner().invoke(cli, ["suite", "mine", *same, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "read 1 request(s)" in result.output
+    assert not out.exists()
