@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_ingest import make_spans  # noqa: E402
 from spanguard_processor.collector.limits import Shaper  # noqa: E402
+from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC  # noqa: E402
 from spanguard_processor.ingest.otlp_proto import parse_request  # noqa: E402
 from spanguard_processor.store.span_store import SpanStore  # noqa: E402
 from tests.sdk.rotel_helper import free_port  # noqa: E402
@@ -67,7 +68,7 @@ def build_store(path: Path, size_mb: int) -> None:
                         for span in scope.spans:
                             span.trace_id = prefix + span.trace_id[4:]
                 body = fresh.SerializeToString()
-                batches.append(shaper.shape_and_decode(parse_request(body), body))
+                batches.append(PROTOBUF_CODEC.decode(body, None, shaper.shaping))
             store.put_batches(
                 batches, release=sorted({g.trace_id for b in batches for g in b.traces})
             )

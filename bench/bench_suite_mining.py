@@ -120,7 +120,7 @@ def _child(tool: str, log: str, out: str) -> None:
             "covered": round(result.covered_share, 4),
         }
     else:
-        from spanguard_processor.regression.build import BuildOptions, build_evalset
+        from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
 
         built = build_evalset([Path(log)], BuildOptions(out=Path(out)))
         summary = {"cases": len(built.cases)}

@@ -77,3 +77,47 @@ def test_bad_options_exit_2_naming_the_option(
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / "m.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("not sqlite\n", "unrecognised"),
+        (json.dumps({"id": "r", "input": _TEXTS[0], "output": "ok"}) + "\n", "a trace log"),
+    ],
+)
+def test_store_takes_only_a_span_store(tmp_path: Path, body: str, kind: str) -> None:
+    fake = tmp_path / "spans.db"
+    fake.write_text(body, encoding="utf-8")
+    out = tmp_path / "m.yaml"
+    result = CliRunner().invoke(cli, ["suite", "mine", "--store", str(fake), "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"Error: {fake}: field '--store': is {kind}" in result.output
+    assert "not a span store" in result.output
+    assert "read 0 request(s)" not in result.output
+    assert not out.exists()
+
+
+def test_a_store_recorded_without_content_says_so(tmp_path: Path) -> None:
+    spans = record(_TEXTS, tmp_path, content=False)
+    store = tmp_path / "spans.db"
+    assert CliRunner().invoke(cli, ["ingest", str(spans), "--store", str(store)]).exit_code == 0
+    out = tmp_path / "mined.yaml"
+    result = CliRunner().invoke(cli, ["suite", "mine", "--store", str(store), "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert (
+        "Error: all 6 request(s) read were recorded without content: there is no text to mine "
+        "(record with spanguard.configure(capture_content=True))" in result.output
+    )
+    assert not out.exists()
+
+
+def test_a_file_named_twice_is_read_once_so_min_requests_holds(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"id": "r", "input": _TEXTS[0], "output": "ok"}) + "\n")
+    out = tmp_path / "m.yaml"
+    same = [str(log), str(tmp_path / "." / "log.jsonl"), str(log)]
+    result = CliRunner().invoke(cli, ["suite", "mine", *same, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "read 1 request(s)" in result.output
+    assert not out.exists()

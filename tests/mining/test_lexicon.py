@@ -72,12 +72,21 @@ def test_an_extension_adds_words_to_an_attribute(tmp_path: Path) -> None:
             "royal.yaml:4: field 'patterns[0]': must hold exactly one {n} or {decade}",
         ),
         ("attribute: [x\n", "royal.yaml:2: is not valid YAML"),
+        (
+            "attribute: years\nkind: numeric\nvalues: [young, old]\npatterns: ['aged {n}']\n",
+            "royal.yaml:3: field 'values[0]': must be a whole number (a numeric attribute's "
+            "values are ages), got 'young'",
+        ),
+        (
+            "attribute: gender\nkind: form\nvalues: [female, male]\n",
+            "field 'kind': must be one of forms, terms, numeric, got 'form'",
+        ),
     ],
 )
 def test_a_bad_lexicon_exits_2_naming_file_line_and_field(
     tmp_path: Path, body: str, where: str
 ) -> None:
-    spans = record(["My wife wants to open an account?"] * 3, tmp_path)
+    spans = record(["My wife, aged 30, wants to open an account?"] * 3, tmp_path)
     extra = tmp_path / "royal.yaml"
     extra.write_text(body, encoding="utf-8")
     result = CliRunner().invoke(

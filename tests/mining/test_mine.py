@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.fairness import load_suite
-from spanguard_processor.inputs.evaluation import TRACE2EVAL, read_evaluation_inputs
+from spanguard_processor.inputs.evaluation import RowFormat, read_evaluation_inputs
 
 from .traffic import hidden_templates, record, requests
 
@@ -44,7 +44,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     spans = record([text for text, _ in pairs], tmp_path_factory.mktemp("traffic"))
     hidden_of = dict(pairs)
     ids = {}
-    for entry in read_evaluation_inputs([spans], rows=TRACE2EVAL):
+    for entry in read_evaluation_inputs([spans], rows=RowFormat.TRACE2EVAL):
         assert entry.trace is not None and entry.trace.input is not None
         ids[entry.trace.trace_id] = hidden_of[entry.trace.input]
     return spans, ids

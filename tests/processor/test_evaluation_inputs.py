@@ -20,22 +20,12 @@ from spanguard_processor.cli import cli
 from spanguard_processor.common.jsonio import write_jsonl
 from spanguard_processor.fairness.records import read_observations
 from spanguard_processor.inputs.evaluation import (
-    DOCUMENT,
-    FAIRTRACE,
-    SPANS,
-    TRACE2EVAL,
     Entry,
+    Origin,
+    RowFormat,
     read_evaluation_inputs,
 )
-from spanguard_processor.inputs.files import (
-    KIND_JSON_DOCUMENT,
-    KIND_JSON_LINES,
-    KIND_OTLP_JSON,
-    KIND_OTLP_JSONL,
-    KIND_OTLP_PROTO,
-    KIND_STORE,
-    evaluation_kind,
-)
+from spanguard_processor.inputs.files import InputKind, evaluation_kind
 from spanguard_processor.regression.mine.loader import load_logs
 from spanguard_processor.traces.convert import traces_from_readable_spans
 from spanguard_processor.traces.formats import to_fairtrace_record, to_trace2eval_row
@@ -83,16 +73,16 @@ def test_each_input_kind_is_told_by_content_whatever_its_name(tmp_path: Path) ->
         "garbage-first.pb": b"\x00\x01\x02garbage\n" + json.dumps(records[0]).encode() + b"\n",
     }
     expected = {
-        "records.db": KIND_JSON_LINES,
-        "records.jsonl.gz": KIND_JSON_LINES,
-        "records.json": KIND_JSON_LINES,
-        "list.jsonl": KIND_JSON_DOCUMENT,
-        "report.txt": KIND_JSON_DOCUMENT,
-        "spans.txt": KIND_OTLP_JSONL,
-        "spans.jsonl": KIND_OTLP_PROTO,
-        "spans.zst": KIND_OTLP_JSONL,
-        "pretty-spans.json": KIND_OTLP_JSON,
-        "garbage-first.pb": KIND_JSON_LINES,
+        "records.db": InputKind.JSON_LINES,
+        "records.jsonl.gz": InputKind.JSON_LINES,
+        "records.json": InputKind.JSON_LINES,
+        "list.jsonl": InputKind.JSON_DOCUMENT,
+        "report.txt": InputKind.JSON_DOCUMENT,
+        "spans.txt": InputKind.OTLP_JSONL,
+        "spans.jsonl": InputKind.OTLP_PROTO,
+        "spans.zst": InputKind.OTLP_JSONL,
+        "pretty-spans.json": InputKind.OTLP_JSON,
+        "garbage-first.pb": InputKind.JSON_LINES,
     }
     kinds = {}
     for name, data in files.items():
@@ -103,9 +93,9 @@ def test_each_input_kind_is_told_by_content_whatever_its_name(tmp_path: Path) ->
     assert (
         CliRunner().invoke(cli, ["ingest", str(PY_EXPORTER), "--store", str(store)]).exit_code == 0
     )
-    assert evaluation_kind(store) == KIND_STORE
+    assert evaluation_kind(store) == InputKind.STORE
     # trace2eval reads JSON lines only: a document is read line by line, as trace2eval does
-    assert evaluation_kind(tmp_path / "report.txt", documents=False) == KIND_JSON_LINES
+    assert evaluation_kind(tmp_path / "report.txt", documents=False) == InputKind.JSON_LINES
     for name in ("records.db", "records.jsonl.gz", "records.json", "list.jsonl", "report.txt"):
         assert [o.id for o in read_observations([tmp_path / name])] == ["s0::a", "s1::a"], name
 
@@ -171,23 +161,23 @@ def test_a_trace2eval_row_may_name_its_id_trace_id(tmp_path: Path) -> None:
     have a trace_id, so there any line with one is an agent trace."""
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"trace_id": "t1", "input": "q", "output": "a"}) + "\n")
-    (entry,) = read_evaluation_inputs([log], rows=TRACE2EVAL)
+    (entry,) = read_evaluation_inputs([log], rows=RowFormat.TRACE2EVAL)
     assert entry.row is not None and entry.trace is None
-    (entry,) = read_evaluation_inputs([log], rows=FAIRTRACE)
+    (entry,) = read_evaluation_inputs([log], rows=RowFormat.FAIRTRACE)
     assert entry.trace is not None and entry.trace.trace_id == "t1"
 
 
 def test_entries_say_where_they_were_read(tmp_path: Path) -> None:
     document = tmp_path / "records.json"
     document.write_text(json.dumps([_record(0), {"id": "x"}]))
-    entries = list(read_evaluation_inputs([document], rows=FAIRTRACE))
-    assert [(e.origin, e.line) for e in entries] == [(DOCUMENT, 0), (DOCUMENT, 1)]
+    entries = list(read_evaluation_inputs([document], rows=RowFormat.FAIRTRACE))
+    assert [(e.origin, e.line) for e in entries] == [(Origin.DOCUMENT, 0), (Origin.DOCUMENT, 1)]
     error = entries[1].locate(TraceFormatError("must be a string.", field="seed_id"))
     assert str(error) == f"{document}: field '[1].seed_id': must be a string."
     line = Entry(str(document), 3).locate(TraceFormatError("must be a string.", field="id"))
     assert str(line) == f"{document}:3: field 'id': must be a string."
-    entries = list(read_evaluation_inputs([PY_EXPORTER], rows=FAIRTRACE))
-    assert [(e.origin, e.line, e.trace is not None) for e in entries] == [(SPANS, 1, True)]
+    entries = list(read_evaluation_inputs([PY_EXPORTER], rows=RowFormat.FAIRTRACE))
+    assert [(e.origin, e.line, e.trace is not None) for e in entries] == [(Origin.SPANS, 1, True)]
     with pytest.raises(ValueError, match="rows must be"):
         list(read_evaluation_inputs([document], rows="csv"))
 

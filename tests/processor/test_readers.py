@@ -16,12 +16,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from spanguard.exceptions import TraceFormatError
 from spanguard_processor.cli import cli
 from spanguard_processor.common.jsonio import write_jsonl
+from spanguard_processor.inputs.files import InputKind
 from spanguard_processor.inputs.readers import (
-    KIND_AGENT_JSONL,
-    KIND_OTLP_JSON,
-    KIND_OTLP_JSONL,
-    KIND_OTLP_PROTO,
-    KIND_STORE,
     detect_kind,
     read_agent_traces_any,
 )
@@ -44,7 +40,7 @@ def proto_file(path: Path, spans: Sequence[ReadableSpan] | None = None) -> Path:
 
 
 def test_python_otlp_json_file_exporter_output_is_read() -> None:
-    assert detect_kind(PY_EXPORTER) == KIND_OTLP_JSONL
+    assert detect_kind(PY_EXPORTER) == InputKind.OTLP_JSONL
     (trace,) = read_agent_traces_any([PY_EXPORTER])
     assert trace.request_id == "req-1" and trace.trace.plan_steps == ("look up account", "answer")
     assert trace.trace.escalation_reason == "angry customer"
@@ -61,9 +57,9 @@ def test_every_shape_gives_the_same_traces(tmp_path: Path) -> None:
     whole.write_text(json.dumps(doc, indent=2))
     agent = tmp_path / "agent.jsonl"
     write_jsonl(agent, [t.to_dict() for t in expected])
-    assert detect_kind(proto) == detect_kind(gz) == KIND_OTLP_PROTO
-    assert detect_kind(whole) == KIND_OTLP_JSON
-    assert detect_kind(agent) == KIND_AGENT_JSONL
+    assert detect_kind(proto) == detect_kind(gz) == InputKind.OTLP_PROTO
+    assert detect_kind(whole) == InputKind.OTLP_JSON
+    assert detect_kind(agent) == InputKind.AGENT_JSONL
     assert list(read_agent_traces_any([proto])) == expected
     assert list(read_agent_traces_any([gz])) == expected
     assert list(read_agent_traces_any([agent])) == expected
@@ -71,7 +67,7 @@ def test_every_shape_gives_the_same_traces(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["ingest", str(gz), str(PY_EXPORTER), "--store", str(store)])
     assert result.exit_code == 0, result.output
     assert "ingested 19 span(s)" in result.output and "holds 4 trace(s)" in result.output
-    assert detect_kind(store) == KIND_STORE
+    assert detect_kind(store) == InputKind.STORE
     assert len(list(read_agent_traces_any([store]))) == 4
     assert len(list(read_agent_traces_any([whole]))) == 1  # the plan span alone: partial
     assert next(iter(read_agent_traces_any([whole]))).partial is True

@@ -1,15 +1,47 @@
-"""The console summary of ``spanguard suite mine``."""
+"""The console summary of ``spanguard suite mine``, and its check of ``--store``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-__all__ = ["echo_mining"]
+from spanguard.exceptions import InputError
+
+from ..inputs.guard import FileKind
+
+__all__ = ["echo_mining", "nothing_to_write", "only_stores"]
 
 _LISTED = 10
+
+
+def nothing_to_write(result: Any, output: Path, min_requests: int) -> str:
+    """Why no suite was written: no text at all to mine, or no template seen often enough."""
+    if result.traces and result.no_content == result.traces:
+        return (
+            f"all {result.traces} request(s) read were recorded without content: there is no "
+            "text to mine (record with spanguard.configure(capture_content=True)); "
+            f"{output} was not written."
+        )
+    return (
+        f"no template was seen in {min_requests} or more requests with a clean mention; "
+        f"{output} was not written."
+    )
+
+
+def only_stores(found: Sequence[tuple[Path, FileKind]], stores: Sequence[Path]) -> None:
+    """Refuse a ``--store`` that is no span store (it would be read as traces, a text file's
+    lines skipped one by one), before anything is read."""
+    for path, kind in found:
+        if path in stores and kind != FileKind.STORE:
+            raise InputError(
+                f"is {kind.value}, not a span store (from `serve` or `ingest`); give other "
+                "traces as TRACES arguments.",
+                file=str(path),
+                field="--store",
+            )
 
 
 def echo_mining(result: Any, output: Path, min_requests: int, observe: bool) -> None:

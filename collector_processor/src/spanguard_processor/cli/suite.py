@@ -211,11 +211,11 @@ def mine(
     from ..inputs import guard
     from ..mining.run import MineRequest, run_mining
     from ._common import check_files
-    from ._suite_mine import echo_mining
+    from ._suite_mine import echo_mining, nothing_to_write, only_stores
 
     if not traces and not stores:
         raise click.UsageError("give trace files or --store.")
-    check_files([(guard.TRACE_LOG, list(traces) + list(stores))], [output])
+    only_stores(check_files([(guard.TRACE_LOG, list(traces) + list(stores))], [output]), stores)
     request = MineRequest(
         paths=tuple(traces) + tuple(stores),
         lexicons=lexicons,
@@ -232,7 +232,4 @@ def mine(
     if not result.seeds:
         from ._common import BadInput
 
-        raise BadInput(
-            f"no template was seen in {min_requests} or more requests with a "
-            f"clean mention; {output} was not written."
-        )
+        raise BadInput(nothing_to_write(result, output, min_requests))

@@ -370,9 +370,9 @@ def read_observations(paths: Iterable[Path]) -> list[Observation]:
     """Observations from any evaluation input: agent-trace or record JSONL files, JSON files
     holding a list of records or a fairtrace/spanguard ``report.json`` (its
     ``scenario_results``), span files and span stores — told apart by content."""
-    from ..inputs.evaluation import FAIRTRACE, read_evaluation_inputs  # loads protobuf
+    from ..inputs.evaluation import RowFormat, read_evaluation_inputs  # loads protobuf
 
     return [
         observation_from_entry(entry)
-        for entry in read_evaluation_inputs(list(paths), rows=FAIRTRACE)
+        for entry in read_evaluation_inputs(list(paths), rows=RowFormat.FAIRTRACE)
     ]

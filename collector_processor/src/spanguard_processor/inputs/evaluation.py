@@ -41,9 +41,7 @@ from ..common.jsonio import json_lines
 from ..common.limits import numbered_reads, read_bounded
 from ..traces.model import AGENT_TRACE_KEYS, AgentTrace
 from .files import (
-    KIND_JSON_DOCUMENT,
-    KIND_JSON_LINES,
-    KIND_STORE,
+    InputKind,
     Source,
     evaluation_kind,
     expand,
@@ -51,11 +49,6 @@ from .files import (
 from .readers import read_agent_traces_any, store_annotations
 
 __all__ = [
-    "DOCUMENT",
-    "FAIRTRACE",
-    "LINE",
-    "SPANS",
-    "TRACE2EVAL",
     "Entry",
     "Origin",
     "RowFormat",
@@ -79,9 +72,6 @@ class Origin(enum.StrEnum):
     SPANS = "spans"
 
 
-# the members under the names the evaluators import
-FAIRTRACE, TRACE2EVAL = RowFormat.FAIRTRACE, RowFormat.TRACE2EVAL
-LINE, DOCUMENT, SPANS = Origin.LINE, Origin.DOCUMENT, Origin.SPANS
 _STREAM_ERRORS = (OSError, EOFError, zstandard.ZstdError)
 
 
@@ -105,7 +95,7 @@ class Entry:
     def locate(self, exc: InputError) -> InputError:
         """``exc`` (raised validating this entry) located at its file and line — or, for an
         item of a JSON document, its index."""
-        if self.origin == DOCUMENT:
+        if self.origin == Origin.DOCUMENT:
             where = f"[{self.line}].{exc.field}" if exc.field else f"[{self.line}]"
             return TraceFormatError(exc.detail, file=self.file, field=where)
         return exc.located(file=self.file, line=self.line)
@@ -122,21 +112,24 @@ def read_evaluation_inputs(
     store given (partitions written by several processor replicas). ``rows`` is
     ``FAIRTRACE`` or ``TRACE2EVAL`` (see the module); ``max_line_bytes`` caps a
     ``TRACE2EVAL`` line (a longer one is a problem, read past without holding it)."""
-    if rows not in (FAIRTRACE, TRACE2EVAL):
-        raise ValueError(f"rows must be {FAIRTRACE.value!r} or {TRACE2EVAL.value!r}, not {rows!r}")
-    strict = rows == FAIRTRACE
+    if rows not in (RowFormat.FAIRTRACE, RowFormat.TRACE2EVAL):
+        raise ValueError(
+            f"rows must be {RowFormat.FAIRTRACE.value!r} or "
+            f"{RowFormat.TRACE2EVAL.value!r}, not {rows!r}"
+        )
+    strict = rows == RowFormat.FAIRTRACE
     kinds = [(path, evaluation_kind(path, documents=strict)) for path in expand(paths)]
-    stores = [path for path, kind in kinds if kind == KIND_STORE]
+    stores = [path for path, kind in kinds if kind == InputKind.STORE]
     # an annotation may sit in another store partition than the request it annotates
     annotations = store_annotations(stores) if len(stores) > 1 else None
     for path, kind in kinds:
-        if kind == KIND_JSON_DOCUMENT:
+        if kind == InputKind.JSON_DOCUMENT:
             yield from _document(path)
-        elif kind != KIND_JSON_LINES:
+        elif kind != InputKind.JSON_LINES:
             name = str(path)
             traces = read_agent_traces_any([path], skip_bad=not strict, annotations=annotations)
             for number, trace in enumerate(traces, 1):
-                yield Entry(name, number, SPANS, trace=trace)
+                yield Entry(name, number, Origin.SPANS, trace=trace)
         elif strict:
             yield from _strict_lines(path)
         else:
@@ -207,13 +200,13 @@ def _document(path: Path) -> Iterator[Entry]:
         )
     for index, value in enumerate(items):
         if not _is_fairtrace_trace(value):
-            yield Entry(name, index, DOCUMENT, row=value)
+            yield Entry(name, index, Origin.DOCUMENT, row=value)
             continue
         try:
             trace = AgentTrace.from_dict(value)
         except InputError as exc:
-            raise Entry(name, index, DOCUMENT).locate(exc) from None
-        yield Entry(name, index, DOCUMENT, trace=trace)
+            raise Entry(name, index, Origin.DOCUMENT).locate(exc) from None
+        yield Entry(name, index, Origin.DOCUMENT, trace=trace)
 
 
 # --- trace2eval: lenient -------------------------------------------------------------------

@@ -26,13 +26,6 @@ from ..common.limits import bounded_lines
 from ..store.span_store import SQLITE_MAGIC, DamagedStore, looks_like_store
 
 __all__ = [
-    "KIND_AGENT_JSONL",
-    "KIND_JSON_DOCUMENT",
-    "KIND_JSON_LINES",
-    "KIND_OTLP_JSON",
-    "KIND_OTLP_JSONL",
-    "KIND_OTLP_PROTO",
-    "KIND_STORE",
     "SPAN_KINDS",
     "ZSTD_MAGIC",
     "InputKind",
@@ -57,15 +50,9 @@ class InputKind(enum.StrEnum):
     JSON_DOCUMENT = "json-document"
 
 
-# the members under the names the readers and their tests import
-KIND_STORE = InputKind.STORE
-KIND_AGENT_JSONL = InputKind.AGENT_JSONL
-KIND_OTLP_JSONL = InputKind.OTLP_JSONL
-KIND_OTLP_JSON = InputKind.OTLP_JSON
-KIND_OTLP_PROTO = InputKind.OTLP_PROTO
-KIND_JSON_LINES = InputKind.JSON_LINES
-KIND_JSON_DOCUMENT = InputKind.JSON_DOCUMENT
-SPAN_KINDS = frozenset({KIND_STORE, KIND_OTLP_JSONL, KIND_OTLP_JSON, KIND_OTLP_PROTO})
+SPAN_KINDS = frozenset(
+    {InputKind.STORE, InputKind.OTLP_JSONL, InputKind.OTLP_JSON, InputKind.OTLP_PROTO}
+)
 
 _GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -130,39 +117,41 @@ def _first_line(path: Path) -> bytes:
 
 def _classify(path: Path) -> tuple[InputKind, bytes, object]:
     """The kind, the first bytes and the parsed first line (``None`` when it is not JSON);
-    :data:`KIND_JSON_LINES` for JSON objects of no span or agent-trace shape."""
+    :data:`InputKind.JSON_LINES` for JSON objects of no span or agent-trace shape."""
     head = _head(path)
     if head.startswith(SQLITE_MAGIC):
-        return KIND_STORE, head, None
+        return InputKind.STORE, head, None
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if not text:
-        return KIND_AGENT_JSONL, head, None  # an empty file: no traces
+        return InputKind.AGENT_JSONL, head, None  # an empty file: no traces
     if text[:1] not in (b"{", b"["):
         if looks_like_store(path, head):
             raise DamagedStore("its SQLite header is overwritten", file=str(path))
-        return KIND_OTLP_PROTO, head, None
+        return InputKind.OTLP_PROTO, head, None
     try:
         value = parse_json(_first_line(path))
     except json.JSONDecodeError:
-        return KIND_OTLP_JSON, head, None  # a document spread over several lines
+        return InputKind.OTLP_JSON, head, None  # a document spread over several lines
     if isinstance(value, dict) and ("resourceSpans" in value or "resourceLogs" in value):
-        return KIND_OTLP_JSONL, head, value  # the file exporter writes logs beside spans
+        return InputKind.OTLP_JSONL, head, value  # the file exporter writes logs beside spans
     if isinstance(value, dict) and "trace_id" in value:
-        return KIND_AGENT_JSONL, head, value
+        return InputKind.AGENT_JSONL, head, value
     if isinstance(value, list):
-        return KIND_OTLP_JSON, head, value
-    return KIND_JSON_LINES, head, value
+        return InputKind.OTLP_JSON, head, value
+    return InputKind.JSON_LINES, head, value
 
 
 def detect_kind(path: Path) -> InputKind:
     """Which span file, store or agent-trace file ``path`` holds, judged by its first bytes."""
     kind, head, _ = _classify(path)
-    if kind == KIND_OTLP_PROTO and not _framed_protobuf(head):  # e.g. NUL bytes: refused at once
+    if kind == InputKind.OTLP_PROTO and not _framed_protobuf(
+        head
+    ):  # e.g. NUL bytes: refused at once
         raise TraceFormatError(
             f"no spans found in {path}: it is neither JSON nor length-prefixed OTLP protobuf "
             f"(its first bytes are {head[:8].hex(' ')})."
         )
-    if kind == KIND_JSON_LINES:
+    if kind == InputKind.JSON_LINES:
         raise TraceFormatError(
             "is neither agent traces (objects with trace_id) nor OTLP-JSON spans (objects with "
             "resourceSpans).",
@@ -174,8 +163,8 @@ def detect_kind(path: Path) -> InputKind:
 
 def evaluation_kind(path: Path, *, documents: bool = True) -> InputKind:
     """How an evaluator reads ``path``: one of :data:`SPAN_KINDS` (assembled into agent
-    traces), :data:`KIND_JSON_LINES` (agent traces, fairtrace records or trace2eval rows, told
-    apart line by line) or :data:`KIND_JSON_DOCUMENT` (one JSON list of records, or a report's
+    traces), :data:`InputKind.JSON_LINES` (agent traces, fairtrace records or trace2eval rows, told
+    apart line by line) or :data:`InputKind.JSON_DOCUMENT` (one JSON list of records, or a report's
     ``scenario_results``; only with ``documents`` — trace2eval reads JSON lines alone).
 
     Spans are recognised positively: a store, a first line holding ``resourceSpans``, a JSON
@@ -183,16 +172,16 @@ def evaluation_kind(path: Path, *, documents: bool = True) -> InputKind:
     so a damaged first line is reported at its line like any other.
     """
     kind, head, first = _classify(path)
-    if kind == KIND_AGENT_JSONL:
-        kind = KIND_JSON_LINES
-    elif kind == KIND_OTLP_PROTO:
-        kind = kind if _framed_protobuf(head) else KIND_JSON_LINES
-    elif kind == KIND_OTLP_JSON:
+    if kind == InputKind.AGENT_JSONL:
+        kind = InputKind.JSON_LINES
+    elif kind == InputKind.OTLP_PROTO:
+        kind = kind if _framed_protobuf(head) else InputKind.JSON_LINES
+    elif kind == InputKind.OTLP_JSON:
         kind = _document_kind(head, first)
-    elif kind == KIND_JSON_LINES and isinstance(first, dict) and "scenario_results" in first:
-        kind = KIND_JSON_DOCUMENT
-    if kind == KIND_JSON_DOCUMENT and not documents:
-        return KIND_JSON_LINES
+    elif kind == InputKind.JSON_LINES and isinstance(first, dict) and "scenario_results" in first:
+        kind = InputKind.JSON_DOCUMENT
+    if kind == InputKind.JSON_DOCUMENT and not documents:
+        return InputKind.JSON_LINES
     return kind
 
 
@@ -203,11 +192,13 @@ def _document_kind(head: bytes, first: object) -> InputKind:
             and isinstance(first[0], dict)
             and ("resourceSpans" in first[0] or "resourceLogs" in first[0])
         )
-        return KIND_OTLP_JSON if spans else KIND_JSON_DOCUMENT
+        return InputKind.OTLP_JSON if spans else InputKind.JSON_DOCUMENT
     opening = head.removeprefix(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0].strip()
     if opening not in (b"{", b"["):  # not pretty-printed: JSON lines with a bad first line
-        return KIND_JSON_LINES
-    return KIND_OTLP_JSON if any(key in head for key in _SPAN_KEYS) else KIND_JSON_DOCUMENT
+        return InputKind.JSON_LINES
+    return (
+        InputKind.OTLP_JSON if any(key in head for key in _SPAN_KEYS) else InputKind.JSON_DOCUMENT
+    )
 
 
 def _framed_protobuf(head: bytes) -> bool:

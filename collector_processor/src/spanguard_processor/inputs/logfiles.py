@@ -35,11 +35,9 @@ from ..ingest.otlp_logs import (
     parse_logs_request,
 )
 from .files import (
-    KIND_OTLP_JSON,
-    KIND_OTLP_JSONL,
-    KIND_OTLP_PROTO,
     MAX_MESSAGE,
     ZSTD_MAGIC,
+    InputKind,
     Source,
     detect_kind,
 )
@@ -58,9 +56,9 @@ def scan_log_events(paths: Sequence[Path]) -> EventIndex:
         except TraceFormatError:
             continue  # the span pass says what is wrong with it
         scan = {
-            KIND_OTLP_JSONL: _json_lines,
-            KIND_OTLP_JSON: _whole_json,
-            KIND_OTLP_PROTO: _proto_messages,
+            InputKind.OTLP_JSONL: _json_lines,
+            InputKind.OTLP_JSON: _whole_json,
+            InputKind.OTLP_PROTO: _proto_messages,
         }.get(kind)
         if scan is None:
             continue

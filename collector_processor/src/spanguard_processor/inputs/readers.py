@@ -53,13 +53,9 @@ from ..store.span_store import SpanStore
 from ..traces.annotations import Annotations
 from ..traces.model import AgentTrace
 from .files import (
-    KIND_AGENT_JSONL,
-    KIND_OTLP_JSON,
-    KIND_OTLP_JSONL,
-    KIND_OTLP_PROTO,
-    KIND_STORE,
     MAX_MESSAGE,
     ZSTD_MAGIC,
+    InputKind,
     Source,
     detect_kind,
     expand,
@@ -68,11 +64,6 @@ from .logfiles import scan_log_events
 from .stored_traces import stored_agent_traces, stored_annotations
 
 __all__ = [
-    "KIND_AGENT_JSONL",
-    "KIND_OTLP_JSON",
-    "KIND_OTLP_JSONL",
-    "KIND_OTLP_PROTO",
-    "KIND_STORE",
     "IngestReport",
     "detect_kind",
     "ingest_files",
@@ -245,9 +236,9 @@ def iter_span_file(
     of their spans joined in; log records are skipped (:func:`scan_log_events` reads them)."""
     kind = detect_kind(path)
     readers = {
-        KIND_OTLP_JSONL: _json_lines,
-        KIND_OTLP_JSON: _whole_json,
-        KIND_OTLP_PROTO: _proto_messages,
+        InputKind.OTLP_JSONL: _json_lines,
+        InputKind.OTLP_JSON: _whole_json,
+        InputKind.OTLP_PROTO: _proto_messages,
     }
     if kind not in readers:
         raise TraceFormatError(f"holds {kind}, not spans.", file=str(path))
@@ -381,12 +372,12 @@ def read_agent_traces_any(
     kinds = [(path, detect_kind(path)) for path in expand(paths)]
     if annotations is None:
         annotations = store_annotations(
-            [path for path, kind in kinds if kind == KIND_STORE], skipped
+            [path for path, kind in kinds if kind == InputKind.STORE], skipped
         )
     for path, kind in kinds:
-        if kind == KIND_AGENT_JSONL:
+        if kind == InputKind.AGENT_JSONL:
             yield from _agent_traces(path)
-        elif kind == KIND_STORE:
+        elif kind == InputKind.STORE:
             store = SpanStore(path, readonly=True)
             problems: list[str] | None = None if skipped is None else []
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,25 @@ from spanguard.exceptions import InputError
 
 from ..common._json import kind_of
 
-__all__ = ["AttributeLexicon", "FormRow", "Lexicon", "builtin_lexicon", "load_lexicon"]
+__all__ = [
+    "AttributeLexicon",
+    "FormRow",
+    "Lexicon",
+    "LexiconKind",
+    "builtin_lexicon",
+    "load_lexicon",
+]
 
-_KINDS = ("forms", "terms", "numeric")
+
+class LexiconKind(StrEnum):
+    """How a lexicon file describes its attribute (the ``kind`` field)."""
+
+    FORMS = "forms"  # rows of parallel words, one per value
+    TERMS = "terms"  # each value is its own word
+    NUMERIC = "numeric"  # age patterns with {n} or {decade}
+
+
+_KINDS = tuple(k.value for k in LexiconKind)
 _KEYS = (
     "attribute",
     "kind",
@@ -54,7 +71,7 @@ class AttributeLexicon:
     """Everything known about one attribute, merged over its files."""
 
     name: str
-    kind: str
+    kind: LexiconKind
     values: tuple[str, ...]
     rows: tuple[FormRow, ...] = ()
     patterns: tuple[str, ...] = ()
@@ -176,6 +193,16 @@ def _patterns(f: _File, data: Mapping[str, Any]) -> tuple[str, ...]:
     return patterns
 
 
+def _whole_numbers(f: _File, values: tuple[str, ...]) -> None:
+    """A numeric attribute maps a mention to the nearest value, so each value is a number."""
+    for i, value in enumerate(values):
+        if not value.strip().isdecimal():
+            raise f.fail(
+                f"values[{i}]",
+                f"must be a whole number (a numeric attribute's values are ages), got {value!r}.",
+            )
+
+
 def _parse(f: _File) -> AttributeLexicon:
     data = f.data
     if not isinstance(data, Mapping):
@@ -188,17 +215,21 @@ def _parse(f: _File) -> AttributeLexicon:
         raise f.fail("attribute", f"must be a name like gender or age, got {kind_of(name)}.")
     kind = data.get("kind")
     if kind not in _KINDS:
-        raise f.fail("kind", f"must be one of {', '.join(_KINDS)}, got {kind_of(kind)}.")
+        got = repr(kind) if isinstance(kind, str) else kind_of(kind)
+        raise f.fail("kind", f"must be one of {', '.join(_KINDS)}, got {got}.")
+    kind = LexiconKind(kind)
     values = f.strings(data.get("values"), "values")
     if len(set(values)) != len(values) or len(values) < 2:
         raise f.fail("values", "must list at least two distinct values.")
+    if kind == LexiconKind.NUMERIC:
+        _whole_numbers(f, values)
     cs = f.flag(data, "case_sensitive")
     return AttributeLexicon(
         name=name,
         kind=kind,
         values=values,
-        rows=_rows(f, data, values, cs) if kind == "forms" else (),
-        patterns=_patterns(f, data) if kind == "numeric" else (),
+        rows=_rows(f, data, values, cs) if kind == LexiconKind.FORMS else (),
+        patterns=_patterns(f, data) if kind == LexiconKind.NUMERIC else (),
         blockers=f.strings(data.get("blockers", []), "blockers", empty_ok=True),
         case_sensitive=cs,
         article=f.flag(data, "article"),

@@ -18,7 +18,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from ..inputs.evaluation import TRACE2EVAL, Entry, read_evaluation_inputs
+from ..inputs.evaluation import Entry, RowFormat, read_evaluation_inputs
 from ..regression.mine.dedup import leader_clusters
 from ..regression.textnorm import detect_fallback, fold, shingles, slot_values
 from .observe import ObservedGroup, Observer
@@ -315,7 +315,7 @@ def mine(
 ) -> MiningResult:
     """Mine ``paths`` (agent traces, trace2eval logs, span files, stores) in one pass."""
     miner = _Miner(swapper, options)
-    miner.read(read_evaluation_inputs(list(paths), rows=TRACE2EVAL))
+    miner.read(read_evaluation_inputs(list(paths), rows=RowFormat.TRACE2EVAL))
     seeds, stats = _select(miner)
     c = miner.counts
     return MiningResult(

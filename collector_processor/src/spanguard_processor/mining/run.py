@@ -50,9 +50,10 @@ def _redactor(reference: str | None) -> Redact | None:
 
 
 def run_mining(request: MineRequest, output: Path) -> MiningResult:
-    """Mine ``request.paths`` and write the suite to ``output`` (not when no seed remains);
-    raises :class:`InputError` for a bad lexicon or input and :class:`ConfigError` for an
-    unknown attribute or metric, before anything is read or written."""
+    """Mine ``request.paths`` (each file once) and write the suite to ``output`` (not when no
+    seed remains); raises :class:`InputError` for a bad lexicon or input and
+    :class:`ConfigError` for an unknown attribute or metric, before anything is read or
+    written."""
     lexicon = load_lexicon(request.lexicons)
     unknown = [a for a in request.attributes if a not in lexicon.names]
     if unknown:
@@ -69,7 +70,10 @@ def run_mining(request: MineRequest, output: Path) -> MiningResult:
     options = MiningOptions(
         request.min_requests, request.max_seeds, request.similarity, _redactor(request.redact_hook)
     )
-    result = mine(request.paths, LexiconSwapper(lexicon.only(request.attributes)), options)
+    # a file named twice is read once: its requests counted twice could lift one user's
+    # template over --min-requests
+    paths = tuple({path.resolve(): path for path in request.paths}.values())
+    result = mine(paths, LexiconSwapper(lexicon.only(request.attributes)), options)
     if result.seeds:
         write_suite(output, result, request.metrics or DEFAULT_METRICS, request.threshold)
     return result

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .lexicon import AttributeLexicon, Lexicon
+from .lexicon import AttributeLexicon, Lexicon, LexiconKind
 
 __all__ = ["Detection", "LexiconSwapper", "Mention", "Swapper"]
 
@@ -157,11 +157,11 @@ class _Attribute:
         self.exact: dict[str, list[tuple[int, str, str | None]]] = {}
         self.folded: dict[str, list[tuple[int, str, str | None]]] = {}
         regexes: list[re.Pattern[str]] = []
-        if lex.kind == "forms":
+        if lex.kind == LexiconKind.FORMS:
             for i, row in enumerate(lex.rows):
                 for value, word in row.forms.items():
                     self._word(word, (i, value, row.before), row.case_sensitive)
-        elif lex.kind == "terms":
+        elif lex.kind == LexiconKind.TERMS:
             single = [v for v in lex.values if _TOKEN.fullmatch(v)]
             for value in single:
                 self._word(value, (-1, value, None), lex.case_sensitive)
@@ -196,7 +196,9 @@ class _Attribute:
 
     def find(self, text: str) -> list[Mention]:
         """The mentions the regexes find (numbers, multi-word terms)."""
-        if not self.regexes or (self.lex.kind == "numeric" and _DIGIT.search(text) is None):
+        if not self.regexes or (
+            self.lex.kind == LexiconKind.NUMERIC and _DIGIT.search(text) is None
+        ):
             return []
         found: list[Mention] = []
         for regex in self.regexes:
@@ -210,7 +212,7 @@ class _Attribute:
         self, text: str, token: re.Match[str], options: list[tuple[int, str, str | None]]
     ) -> Mention | None:
         """The mention a token is, if its context allows (terms) or picks its row (forms)."""
-        if self.lex.kind == "terms":
+        if self.lex.kind == LexiconKind.TERMS:
             if not self._context_ok(text, token):
                 return None
             return Mention(token.start(), token.end(), self.lex.name, options[0][1])
@@ -222,7 +224,7 @@ class _Attribute:
 
     def _mention(self, text: str, match: re.Match[str]) -> Mention | None:
         lex = self.lex
-        if lex.kind == "numeric":
+        if lex.kind == LexiconKind.NUMERIC:
             group = match.lastgroup or "n0"  # n<i> or d<i>: pattern i, a number or a decade
             decade = group.startswith("d")
             number = int(match.group(group)) + (5 if decade else 0)
@@ -249,9 +251,9 @@ class _Attribute:
 
     def replacement(self, mention: Mention, value: str) -> str:
         lex = self.lex
-        if lex.kind == "numeric":
+        if lex.kind == LexiconKind.NUMERIC:
             return str(int(value) // 10 * 10) if mention.decade else value
-        if lex.kind == "terms":
+        if lex.kind == LexiconKind.TERMS:
             return value
         return lex.rows[mention.row].forms[value]
 

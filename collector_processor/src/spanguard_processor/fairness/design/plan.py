@@ -34,7 +34,7 @@ class MetricPlan:
 
     metric: str
     threshold: float
-    scale: str
+    scale: Scale
     optional: bool
     mde: float | None
     seeds_needed: int | None = None  # for the MDE to reach the threshold (a noisy app)

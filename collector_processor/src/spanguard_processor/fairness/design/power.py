@@ -57,7 +57,7 @@ _MAX_SEEDS = 10_000_000
 _NORMAL_DF = 500  # from this many degrees of freedom on, the t is taken as normal
 
 
-def _unit_variance(scale: str, repeats: int, variance: float | None) -> float:
+def _unit_variance(scale: Scale, repeats: int, variance: float | None) -> float:
     if variance is None:
         variance = RATE_VARIANCE if scale == Scale.RATE else COUNT_VARIANCE
     return float(variance) / max(int(repeats), 1)
@@ -112,7 +112,7 @@ def deterministic_seeds(threshold: float, alpha: float = 0.05, spread: float = 1
     return max(1, math.floor(n) + 1)
 
 
-def _spread(scale: str, spread: float | None) -> float:
+def _spread(scale: Scale, spread: float | None) -> float:
     if scale == Scale.RATE:
         return 1.0
     return max(1.0, spread or 0.0)
@@ -122,7 +122,7 @@ def design_mde(
     seeds: int,
     groups: int,
     repeats: int,
-    scale: str,
+    scale: Scale,
     threshold: float,
     alpha: float = 0.05,
     power: float = 0.8,
@@ -144,7 +144,7 @@ def design_mde(
 def seeds_needed(
     groups: int,
     repeats: int,
-    scale: str,
+    scale: Scale,
     threshold: float,
     alpha: float = 0.05,
     power: float = 0.8,

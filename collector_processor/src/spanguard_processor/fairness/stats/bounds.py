@@ -110,7 +110,7 @@ def discordance_bound(
     n_seeds: int,
     n_groups: int,
     alpha: float,
-    scale: str,
+    scale: Scale,
 ) -> DiscordanceBound | None:
     """The exact bound of Δ from the seeds' disagreement; None with no contrast seed.
 
@@ -161,7 +161,7 @@ def agreement_test(
     n_groups: int,
     threshold: float,
     alpha: float,
-    scale: str,
+    scale: Scale,
 ) -> AgreementTest | None:
     """The exact test of Δ ≤ threshold when every contrast seed holds the same groups and shows
     the same within-seed differences (to rounding); None otherwise."""

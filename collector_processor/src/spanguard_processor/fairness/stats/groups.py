@@ -32,7 +32,7 @@ def group_stats(
     records: NDArray[np.int64],
     level: float,
     column: int = 0,
-    scale: str | None = None,
+    scale: Scale | None = None,
 ) -> tuple[GroupStat, ...]:
     """Every group's mean over its variants with a scale-respecting interval at ``level``."""
     x = units.values[:, column]

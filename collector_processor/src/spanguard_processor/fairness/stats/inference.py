@@ -114,7 +114,7 @@ def variant_units(
     return Units(means, v_seed[has], v_group[has], counts[has].astype(np.int64), n_seeds, n_groups)
 
 
-def scale_of(values: FloatArray, declared: str | None = None) -> str:
+def scale_of(values: FloatArray, declared: Scale | None = None) -> Scale:
     """A metric's scale: "rate" (values in [0, 1]), "count" (values ≥ 0) or "real"; the
     metric's declared scale, else inferred from its values."""
     if declared is not None:
@@ -124,7 +124,7 @@ def scale_of(values: FloatArray, declared: str | None = None) -> str:
     return Scale.COUNT if values.min() >= 0.0 else Scale.REAL
 
 
-def worst_case_variance(values: FloatArray, scale: str = "rate") -> float:
+def worst_case_variance(values: FloatArray, scale: Scale = Scale.RATE) -> float:
     """The variance assumed when the data show none: 1/4 (a rate at 0.5) for rates; otherwise
     the larger of the values' mean (a Poisson variance) and variance, at least 1."""
     if scale == Scale.RATE:
@@ -156,11 +156,7 @@ class GapInference:
     # test's statistic at H0's least favourable configurations (max |T| for attributes), sorted
     residuals: FloatArray  # (S, G, C) per-seed residuals of the group means (for the MDE)
     levels: FloatArray  # (G, C) each group's raw mean (their average: the MDE's base rate)
-    scale: str  # "rate", "count" or "real"
-
-    @property
-    def width(self) -> int:
-        return int(self.contrast.size)
+    scale: Scale
 
 
 def _contrast_matrix(g: int) -> FloatArray:
@@ -242,7 +238,7 @@ def infer_gap(
     seed: int = 0,
     draws: int = NULL_DRAWS,
     attributes: IntArray | None = None,
-    scale: str | None = None,
+    scale: Scale | None = None,
 ) -> GapInference | None:
     """Contrasts, simultaneous interval of Δ and the test of Δ ≤ threshold; None with fewer
     than two groups holding within-seed contrasts. ``attributes`` (groups × attributes) gives

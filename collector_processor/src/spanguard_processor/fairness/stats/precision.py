@@ -41,7 +41,7 @@ def _unit_variance(inf: GapInference) -> float:
 
 
 def precision(
-    units: Units, inf: GapInference, scale: str, threshold: float, alpha: float, power: float
+    units: Units, inf: GapInference, scale: Scale, threshold: float, alpha: float, power: float
 ) -> Precision:
     """The interval, MDE and seeds needed for one gap metric with a fitted inference.
 
@@ -103,7 +103,7 @@ def _power(
     groups: int,
     repeats: int,
     variance: float,
-    scale: str,
+    scale: Scale,
     threshold: float,
     alpha: float,
     power: float,
@@ -132,6 +132,6 @@ def _power(
     return mde, min(options), again
 
 
-def unmeasured(groups: int, scale: str, threshold: float, alpha: float, power: float) -> int:
+def unmeasured(groups: int, scale: Scale, threshold: float, alpha: float, power: float) -> int:
     """Seeds needed when the data hold no within-seed contrast: the design's worst case."""
     return design_power.seeds_needed(max(groups, 2), 1, scale, threshold, alpha, power)

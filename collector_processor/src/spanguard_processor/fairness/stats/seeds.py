@@ -30,13 +30,11 @@ __all__ = [
     "GapEstimate",
     "benjamini_hochberg",
     "bias_corrected_interval",
-    "bootstrap_gaps_and_means",
     "bootstrap_seed_counts",
     "build_design",
     "centred",
     "gap_estimate",
     "gap_of",
-    "gaps_from_sums",
     "holm",
     "seed_aggregates",
 ]
@@ -153,23 +151,6 @@ def bootstrap_seed_counts(
             np.bincount(draws.ravel(), minlength=b * n_seeds).reshape(b, n_seeds).astype(np.float32)
         )
         done += b
-
-
-def bootstrap_gaps_and_means(
-    sums: FloatArray, counts: FloatArray, weights: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """The gap and the adjusted group means (B, G, C) in every resample, given (B, S) weights."""
-    s, g, c = sums.shape
-    w = weights.astype(np.float64)
-    num = (w @ sums.reshape(s, g * c)).reshape(-1, g, c)
-    return gaps_from_sums(num, w @ counts)
-
-
-def gaps_from_sums(num: FloatArray, den: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Gaps (B,) and means (B, G, C) from weighted group sums (B, G, C) and counts (B, G)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(den[:, :, None] > 0, num / den[:, :, None], np.nan)
-    return gap_of(means), means
 
 
 def bias_corrected_interval(

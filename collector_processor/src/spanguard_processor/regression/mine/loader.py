@@ -18,7 +18,7 @@ from pathlib import Path
 
 from spanguard.exceptions import InputError, TraceFormatError
 
-from ...inputs.evaluation import SPANS, TRACE2EVAL, Entry, read_evaluation_inputs
+from ...inputs.evaluation import Entry, Origin, RowFormat, read_evaluation_inputs
 from ...traces.formats import trace2eval_input
 from ...traces.model import AgentTrace, ProcessTrace
 from ..case import Evidence
@@ -253,12 +253,12 @@ class _Reader:
             else:
                 request = self.trace_request(entry)
         except _LineError as exc:
-            if entry.origin == SPANS:
+            if entry.origin == Origin.SPANS:
                 assert entry.trace is not None
                 exc = _LineError(f"trace {entry.trace.trace_id}: {exc.message}")
             self.skip(entry.file, entry.line, exc.message, exc.field)
             return
-        if entry.origin == SPANS:
+        if entry.origin == Origin.SPANS:
             self.result.agent_traces += 1
         self.result.rows.append(self.build_row(request, entry.file, entry.line))
 
@@ -270,7 +270,7 @@ class _Reader:
             question = trace2eval_input(trace)
         except TraceFormatError as exc:
             raise _LineError(exc.detail, exc.field) from None
-        if entry.origin != SPANS:
+        if entry.origin != Origin.SPANS:
             self.result.agent_traces += 1
         expect = _checked_expect(dict(trace.expect) if trace.expect else None)
         warn: list[tuple[str, str]] = []
@@ -405,7 +405,9 @@ def load_logs(paths: list[Path], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
         if not path.is_file():
             raise TraceFormatError("does not exist or is not a file.", file=path.as_posix())
     reader = _Reader()
-    for entry in read_evaluation_inputs(paths, rows=TRACE2EVAL, max_line_bytes=max_line_bytes):
+    for entry in read_evaluation_inputs(
+        paths, rows=RowFormat.TRACE2EVAL, max_line_bytes=max_line_bytes
+    ):
         reader.read(entry)
     reader.resolve_feedback()
     return reader.result

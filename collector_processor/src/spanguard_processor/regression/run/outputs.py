@@ -22,7 +22,7 @@ from ..case import Case, Evidence
 from ..mine.loader import OUTPUT_ALIASES
 from ..textnorm import fold
 from ..vocabulary import MatchKind
-from .results import CaseEvidence
+from .results import CaseEvidence, loose_process
 
 __all__ = [
     "INPUT_CHARS",
@@ -104,26 +104,12 @@ def _loose_process(raw: object) -> ProcessTrace | None:
     """A process trace from an outputs line, every part of the wrong type left out."""
     if not isinstance(raw, Mapping):
         return None
-    return ProcessTrace(
-        tool_calls=tuple(
-            ToolCall(str(t.get("name")))
-            for t in _items(raw.get("tool_calls"))
-            if isinstance(t, Mapping)
-        ),
-        retrieved_documents=tuple(
-            RetrievedDocument(
-                _str(d.get("id")),
-                _str(d.get("group")),
-                rank if isinstance(rank := d.get("rank"), int) else None,
-            )
-            for d in _items(raw.get("retrieved_documents"))
-            if isinstance(d, Mapping)
-        ),
-        plan_steps=tuple(str(s) for s in _items(raw.get("plan_steps"))),
-        escalated=bool(raw.get("escalated", False)),
-        escalation_reason=_str(raw.get("escalation_reason")),
-        friction_points=tuple(str(s) for s in _items(raw.get("friction_points"))),
+    tools = tuple(
+        ToolCall(str(t.get("name")))
+        for t in _items(raw.get("tool_calls"))
+        if isinstance(t, Mapping)
     )
+    return loose_process(raw, tools)
 
 
 @dataclass

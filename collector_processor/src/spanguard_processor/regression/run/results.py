@@ -19,7 +19,7 @@ from typing import Any
 
 from ...traces.model import ProcessTrace, RetrievedDocument, ToolCall
 
-__all__ = ["CaseEvidence", "CaseOutcome", "Failure", "Metrics"]
+__all__ = ["CaseEvidence", "CaseOutcome", "Failure", "Metrics", "loose_process"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +110,27 @@ def _items(value: object) -> list[object]:
     return list(value) if isinstance(value, list | tuple) else []
 
 
+def loose_process(raw: Mapping[str, Any], tool_calls: tuple[ToolCall, ...]) -> ProcessTrace:
+    """A process trace read from JSON (a run file, an outputs line), every part of the wrong
+    type left out; the tool calls, spelled differently by the two, are the caller's."""
+    return ProcessTrace(
+        tool_calls=tool_calls,
+        retrieved_documents=tuple(
+            RetrievedDocument(
+                _str(d.get("id")),
+                _str(d.get("group")),
+                r if isinstance(r := d.get("rank"), int) else None,
+            )
+            for d in _items(raw.get("retrieved_documents"))
+            if isinstance(d, Mapping)
+        ),
+        plan_steps=tuple(str(s) for s in _items(raw.get("plan_steps"))),
+        escalated=bool(raw.get("escalated", False)),
+        escalation_reason=_str(raw.get("escalation_reason")),
+        friction_points=tuple(str(s) for s in _items(raw.get("friction_points"))),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class CaseEvidence:
     """What a case's record showed, for ``check``'s case diffs (``case_details.<id>.evidence``):
@@ -157,22 +178,8 @@ class CaseEvidence:
         raw = data.get("process")
         process = None
         if isinstance(raw, Mapping):
-            process = ProcessTrace(
-                tool_calls=tuple(ToolCall(str(t)) for t in _items(raw.get("tool_calls"))),
-                retrieved_documents=tuple(
-                    RetrievedDocument(
-                        _str(d.get("id")),
-                        _str(d.get("group")),
-                        r if isinstance(r := d.get("rank"), int) else None,
-                    )
-                    for d in _items(raw.get("retrieved_documents"))
-                    if isinstance(d, Mapping)
-                ),
-                plan_steps=tuple(str(s) for s in _items(raw.get("plan_steps"))),
-                escalated=bool(raw.get("escalated", False)),
-                escalation_reason=_str(raw.get("escalation_reason")),
-                friction_points=tuple(str(s) for s in _items(raw.get("friction_points"))),
-            )
+            tools = tuple(ToolCall(str(t)) for t in _items(raw.get("tool_calls")))
+            process = loose_process(raw, tools)
         output = data.get("output")
         return cls(
             _str(data.get("input")),
