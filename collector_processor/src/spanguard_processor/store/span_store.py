@@ -59,6 +59,7 @@ from .schema import (
 )
 from .upgrade import overlay_index
 from .view import RecentSpans, TraceView
+from .view import pending_groups as pending_of_rows
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -337,17 +338,23 @@ class SpanStore:
     def pending_groups(self) -> Iterator[TraceGroup]:
         """The spans of traces not yet released, by trace and batch (bodies omitted), to
         refill an assembler on restart. A writer remembers their span ids (they are the likeliest
-        to be delivered again)."""
-        self.refresh()
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT b.trace_id, b.span_ids, b.root FROM trace_batches b"
-                " JOIN traces t ON t.trace_id = b.trace_id"
-                " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id"
-            ).fetchall()
-        groups = [
-            TraceGroup(trace_id, span_ids, 0, bool(root), 0) for trace_id, span_ids, root in rows
-        ]
+        to be delivered again). A version-3 store is read from its index and release rows
+        (:func:`~.view.pending_groups`), without building the per-trace view."""
+        if self._view is not None and not self._view.built:
+            with self._reading():
+                groups = pending_of_rows(self.db)
+        else:
+            self.refresh()
+            with self._reading():
+                rows = self.db.execute(
+                    "SELECT b.trace_id, b.span_ids, b.root FROM trace_batches b"
+                    " JOIN traces t ON t.trace_id = b.trace_id"
+                    " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id"
+                ).fetchall()
+            groups = [
+                TraceGroup(trace_id, span_ids, 0, bool(root), 0)
+                for trace_id, span_ids, root in rows
+            ]
         if not self.readonly:
             self._recent.seed(groups)
         yield from groups
