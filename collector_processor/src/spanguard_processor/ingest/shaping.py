@@ -57,35 +57,47 @@ class TraceCounts:
         self._epoch = 2
         self._size = 0  # traces in the new generation
 
-    def _probe(self, table: tuple[array[int], array[int], int], key: int) -> tuple[int, int]:
-        """(slot, count) of ``key`` in ``table``, or (its free slot, -1)."""
-        keys, values, epoch = table
+    def add(self, trace_id: str, count: int) -> int:
+        """Add ``count`` spans to ``trace_id``'s count; returns the count before."""
+        key = hash(trace_id)
         slots = self._slots
+        keys, values, epoch = self._new
         slot = key % slots
-        while True:
+        while True:  # (inline: this runs for every trace of every request)
             value = values[slot]
             if value >> 32 != epoch:
-                return slot, -1
+                return self._insert(key, slot, count)
             if keys[slot] == key:
-                return slot, value & 0xFFFFFFFF
+                before = value & 0xFFFFFFFF
+                values[slot] = epoch << 32 | min(before + count, 0xFFFFFFFF)
+                return before
             slot += 1
             if slot == slots:
                 slot = 0
 
-    def add(self, trace_id: str, count: int) -> int:
-        """Add ``count`` spans to ``trace_id``'s count; returns the count before."""
-        key = hash(trace_id)
-        slot, before = self._probe(self._new, key)
-        if before < 0:
-            _, before = self._probe(self._old, key)
-            before = max(before, 0)
-            if self._size >= self._fill:  # the new generation is full: it becomes the old
-                keys, values, _ = self._old
-                self._epoch += 1
-                self._old, self._new = self._new, (keys, values, self._epoch)
-                self._size = 0
-                slot, _ = self._probe(self._new, key)
-            self._size += 1
+    def _insert(self, key: int, slot: int, count: int) -> int:
+        """A trace not in the new generation, whose free slot there is ``slot``: its count
+        from the old generation (0 if not there either) plus ``count``, in the new one."""
+        slots = self._slots
+        keys, values, epoch = self._old
+        at = key % slots
+        before = 0
+        while True:
+            value = values[at]
+            if value >> 32 != epoch:
+                break
+            if keys[at] == key:
+                before = value & 0xFFFFFFFF
+                break
+            at += 1
+            if at == slots:
+                at = 0
+        if self._size >= self._fill:  # the new generation is full: it becomes the old
+            self._epoch += 1
+            self._old, self._new = self._new, (keys, values, self._epoch)
+            self._size = 0
+            slot = key % slots  # the emptied table: the first slot is free
+        self._size += 1
         keys, values, epoch = self._new
         keys[slot] = key
         values[slot] = epoch << 32 | min(before + count, 0xFFFFFFFF)
