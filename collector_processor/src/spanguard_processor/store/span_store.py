@@ -18,7 +18,8 @@
 Every open checks the store (:mod:`~spanguard_processor.store.opening`; older versions
 are upgraded: :mod:`~spanguard_processor.store.upgrade`); a writable one also checks
 every batch and index row against its CRC-32, so nothing is acknowledged into a damaged store
-(``serve`` defers what reads the whole file to its writer thread: ``defer_checks``). Reads
+(``serve`` defers what reads the whole file to a thread of its own, ``defer_checks``, and
+acknowledges request bodies meanwhile: a damage found then is reported with how many). Reads
 check each batch and that it holds the spans its index rows name
 (:mod:`~spanguard_processor.store.read`). Damage raises :class:`DamagedStore`, never
 a raw ``sqlite3`` error; ``spanguard store recover`` copies what is readable into a new store.
@@ -79,8 +80,10 @@ class SpanStore:
     ``durable=False`` skips fsync; only for scratch stores that a crash may lose. The store is
     checked on open (see the module docstring); ``verify_batches`` (the default for a writable
     store) also checks every batch and index row against its checksum. ``defer_checks`` (a
-    writable store) leaves what reads the whole file to :meth:`run_deferred_checks`, whose
-    step :attr:`checking` names; until it ran, nothing can be written.
+    writable store) leaves what reads the whole file to :meth:`run_deferred_checks` (or
+    :meth:`check_deferred` on another thread, then :meth:`finish_deferred`), whose step
+    :attr:`checking` names; until they ran, nothing can be written but bodies appended with
+    ``before_checks`` (:meth:`append_batches`).
     """
 
     def __init__(
@@ -132,6 +135,40 @@ class SpanStore:
                 self._deferred = False  # checked: writing is safe
                 self.checking = CHECKS[2]
                 self._index_unindexed()
+        finally:
+            self.checking = None
+
+    def check_deferred(self) -> None:
+        """The deferred checks that only read (``quick_check``, every batch and index row
+        against its checksum), in one read transaction of a connection of their own: safe on
+        another thread while the writer appends bodies (they read a WAL snapshot; an append
+        touches no row they read). The connection is an ordinary one with ``query_only``,
+        not a ``mode=ro`` one: with one of those open in the writer's process, acknowledged
+        requests still in the WAL were lost across ``kill -9`` restarts
+        (``tests/reliability/test_crash_safety.py``, 2026-12-05). Raises
+        :class:`DamagedStore`. :meth:`finish_deferred` comes next."""
+        if not self._deferred:
+            return
+        reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            reader.execute("PRAGMA query_only = 1")
+            reader.execute("BEGIN")
+            with self._reading():
+                check_pages(reader, self.path)
+                self.checking = CHECKS[1]
+                verify_rows(reader, self.path, self._has_crc, self._version)
+            reader.execute("COMMIT")
+        finally:
+            reader.close()
+
+    def finish_deferred(self, before: int | None = None) -> None:
+        """After :meth:`check_deferred` passed, on the writer's thread: writing is safe; index
+        the batches a stopped writer left unindexed (those below batch id ``before``: the
+        ones appended during the checks are the caller's to index)."""
+        try:
+            self._deferred = False
+            self.checking = CHECKS[2]
+            self._index_unindexed(before)
         finally:
             self.checking = None
 
@@ -216,9 +253,13 @@ class SpanStore:
             release,
         )
 
-    def append_batches(self, batches: Sequence[DecodedBatch]) -> list[Unindexed]:
+    def append_batches(
+        self, batches: Sequence[DecodedBatch], *, before_checks: bool = False
+    ) -> list[Unindexed]:
         """Store the bodies of batches, not yet indexed, in one transaction; returns after a
         durable commit, with each batch's id and trace groups for :meth:`index_batches`.
+        ``before_checks``: also while the deferred checks run (their caller says so if they
+        then find the store damaged).
 
         What is stored is acknowledged: a store opened with batches that were never indexed
         indexes them first (see :meth:`_index_unindexed`)."""
@@ -235,7 +276,7 @@ class SpanStore:
                 for b in kept
             ]
 
-        return self._in_transaction(append, ())
+        return self._in_transaction(append, (), before_checks=before_checks)
 
     def index_batches(self, stored: Sequence[Unindexed], *, release: Sequence[str] = ()) -> int:
         """Index batches stored by :meth:`append_batches` (in their order) and mark ``release``
@@ -265,8 +306,10 @@ class SpanStore:
         self._recent.update(stored)  # committed: remembered
         return new
 
-    def _in_transaction(self, work: Callable[[], _T], release: Sequence[str]) -> _T:
-        if self._deferred:  # nothing is acknowledged into a store not checked yet
+    def _in_transaction(
+        self, work: Callable[[], _T], release: Sequence[str], *, before_checks: bool = False
+    ) -> _T:
+        if self._deferred and not before_checks:  # nothing else before the checks passed
             raise RuntimeError("the store's checks are deferred: run_deferred_checks() first")
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -280,14 +323,14 @@ class SpanStore:
             raise
         return result
 
-    def _index_unindexed(self) -> int:
+    def _index_unindexed(self, below: int | None = None) -> int:
         """Index the batches stored but never indexed (a writer stopped between
         :meth:`append_batches` and :meth:`index_batches`): in the file, deduplicated against
         the store, or for a read-only store in its per-trace tables only; returns how many
         there were."""
         db = self.db
         with self._reading():
-            ids = unindexed(db, self._version)
+            ids = unindexed(db, self._version, below)
             if not ids:
                 return 0
             self.refresh()
