@@ -102,7 +102,7 @@ class Ingestor:
         self.beat = time.monotonic()  # when the writer last came round its loop
         self.refused: tuple[float, str] | None = None  # the last write the store refused
         # background start: what the checks found, and what was stored while they ran
-        self._checks: BaseException | None = None
+        self._checks: Exception | None = None
         self._early: list[Unindexed] = []
         self._early_spans = 0
 
@@ -112,8 +112,8 @@ class Ingestor:
 
         With ``background_start`` (a store opened with ``defer_checks``) the checks that read
         the whole store (``quick_check``, every stored batch and index row against its
-        checksum: :meth:`SpanStore.check_deferred`) run on a thread of their own, on a
-        read-only connection, while the writer already stores and acknowledges requests
+        checksum: :meth:`SpanStore.check_deferred`) run on a thread and a connection of their
+        own that only read, while the writer already stores and acknowledges requests
         (their bodies only: :meth:`SpanStore.append_batches` with ``before_checks``). Once
         the checks pass, the writer indexes what a stopped writer left unindexed, refills the
         assembler, then indexes and assembles what it stored meanwhile. If they find the
@@ -132,7 +132,7 @@ class Ingestor:
         name_os_thread()
         try:
             self.store.check_deferred()
-        except BaseException as exc:  # the writer reports it
+        except Exception as exc:  # the writer reports it
             self._checks = exc
         self._queue.put(_CHECKED)
 

@@ -80,8 +80,8 @@ class SpanStore:
     ``durable=False`` skips fsync; only for scratch stores that a crash may lose. The store is
     checked on open (see the module docstring); ``verify_batches`` (the default for a writable
     store) also checks every batch and index row against its checksum. ``defer_checks`` (a
-    writable store) leaves what reads the whole file to :meth:`run_deferred_checks` (or
-    :meth:`check_deferred` on another thread, then :meth:`finish_deferred`), whose step
+    writable store) leaves what reads the whole file to :meth:`check_deferred` (safe on
+    another thread), then :meth:`finish_deferred` (on the writer's), whose step
     :attr:`checking` names; until they ran, nothing can be written but bodies appended with
     ``before_checks`` (:meth:`append_batches`).
     """
@@ -122,21 +122,6 @@ class SpanStore:
                 self._db.close()
             self.lock.release()
             raise
-
-    def run_deferred_checks(self) -> None:
-        """Run the :data:`~.opening.CHECKS` that ``defer_checks`` left out (each reads the
-        whole file); nothing is written before they pass. Raises :class:`DamagedStore`."""
-        try:
-            if self._deferred:
-                with self._reading():
-                    check_pages(self.db, self.path)
-                self.checking = CHECKS[1]
-                self.verify_batches()
-                self._deferred = False  # checked: writing is safe
-                self.checking = CHECKS[2]
-                self._index_unindexed()
-        finally:
-            self.checking = None
 
     def check_deferred(self) -> None:
         """The deferred checks that only read (``quick_check``, every batch and index row
@@ -310,7 +295,7 @@ class SpanStore:
         self, work: Callable[[], _T], release: Sequence[str], *, before_checks: bool = False
     ) -> _T:
         if self._deferred and not before_checks:  # nothing else before the checks passed
-            raise RuntimeError("the store's checks are deferred: run_deferred_checks() first")
+            raise RuntimeError("the store's checks are deferred: check_deferred() first")
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
