@@ -4,6 +4,7 @@ writer that fails stops the process (non-zero) instead of refusing every request
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -147,46 +148,91 @@ def test_a_writer_fault_stops_the_process_instead_of_leaving_it_half_alive(tmp_p
         assert reader.trace_counts()[0] + reader.trace_counts()[1] >= 1
 
 
-def test_health_answers_while_the_writer_still_checks_a_large_store(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The checks that read the whole store (quick_check: seconds for a gigabyte, then every
-    batch and index row against its checksum, then batches never indexed) are the writer's
-    first work, not the opening's: /health answers at once and says what runs; a request sent
-    meanwhile is acknowledged after them, and stored."""
-    path = tmp_path / "s.db"
-    with running(path) as server:  # a store with spans, and a batch acknowledged, not indexed
-        assert _post(server, 1) == 200
-    with SpanStore(path) as store:
-        body = tiny_spans_request(3, 2)
-        store.append_batches([PROTOBUF_CODEC.decode(body, None, Shaper().shaping)])
+def _slow_checks(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
+    """A large store's quick_check (2 s): set when it is over; the threads it ran on."""
     checked = threading.Event()
     ran_on: list[str] = []
     check_pages = store_module.check_pages
 
-    def slow_check(*args: Any) -> None:  # a large store's quick_check
+    def slow_check(*args: Any) -> None:
         ran_on.append(threading.current_thread().name)
         time.sleep(2)
         check_pages(*args)
         checked.set()
 
     monkeypatch.setattr(store_module, "check_pages", slow_check)
+    return checked, ran_on
+
+
+def test_requests_are_acknowledged_while_the_checks_of_a_large_store_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks that read the whole store (quick_check: seconds for a gigabyte, then every
+    batch and index row against its checksum) run on a thread of their own, not while opening:
+    /health answers at once and says what runs, and a request sent meanwhile is acknowledged
+    before they end (its body stored); once they pass, the batch a stopped writer left
+    unindexed is indexed, then the ones stored meanwhile."""
+    path = tmp_path / "s.db"
+    with running(path) as server:  # a store with spans, and a batch acknowledged, not indexed
+        assert _post(server, 1) == 200
+    with SpanStore(path) as store:
+        body = tiny_spans_request(3, 2)
+        store.append_batches([PROTOBUF_CODEC.decode(body, None, Shaper().shaping)])
+    checked, ran_on = _slow_checks(monkeypatch)
     started = time.monotonic()
     with running(path) as server:
         reply = _health(server)
         answered = time.monotonic() - started
         still_checking = not checked.is_set()
-        code = _post(server, 3)  # waits for the checks, then is stored
-        after = _health(server).json()
+        code = _post(server, 3)  # acknowledged while the checks run
+        acknowledged_first = not checked.is_set()
+        after = _poll(server, lambda d: d["parts"]["writer"] == "ok")
     assert answered < 1.5 and still_checking
-    assert ran_on == ["spanguard-writer"]  # not while opening the store
+    assert ran_on == ["spanguard-checks"]  # neither while opening the store nor on the writer
     assert reply.status_code == 200
     parts = reply.json()["parts"]
     assert parts["store"] == "checking: reading every page (quick_check)"
-    assert parts["writer"] == "starting: waiting for the store's checks"
+    assert parts["writer"] == "starting: storing requests while the store's checks run"
     assert reply.json()["down"] == []
-    assert code == 200 and checked.is_set()
+    assert code == 200 and acknowledged_first
     assert after["parts"]["writer"] == "ok" and after["parts"]["store"] == "ok"
     assert after["spans_received"] == 3
-    with SpanStore(path, readonly=True) as reader:  # the batch left unindexed is indexed
+    with SpanStore(path, readonly=True) as reader:  # every batch indexed, each span once
         assert reader.span_count() == 9
+
+
+def test_a_store_found_damaged_after_acknowledging_says_so_and_keeps_what_it_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.db"
+    with running(path) as server:
+        assert _post(server, 1) == 200
+    with sqlite3.connect(path) as db:  # an old batch's bytes changed on disk
+        db.execute("UPDATE batches SET crc = crc + 1 WHERE id = 1")
+    checked, _ = _slow_checks(monkeypatch)
+    with running(path) as server:
+        code = _post(server, 3)  # acknowledged while the checks run
+        acknowledged_first = not checked.is_set()
+        failed = _poll(server, lambda d: d["code"] == 503)
+    assert code == 200 and acknowledged_first
+    assert failed["code"] == 503 and "store" in failed["down"]
+    assert "batch 1 does not match its checksum" in failed["parts"]["store"]
+    assert "1 request(s) were acknowledged into it: they are stored intact" in caplog.text
+    with sqlite3.connect(path) as db:  # the acknowledged body is in the store, intact
+        (count,) = db.execute("SELECT count(*) FROM batches WHERE id > 1").fetchone()
+    assert count == 1
+
+
+def test_a_stop_during_the_checks_keeps_what_was_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.db"
+    with running(path) as server:
+        assert _post(server, 1) == 200
+    checked, _ = _slow_checks(monkeypatch)
+    with running(path) as server:
+        code = _post(server, 3)  # acknowledged while the checks run
+        stopped_first = not checked.is_set()
+    assert code == 200 and stopped_first
+    with SpanStore(path) as store:  # the next writer indexes what was left unindexed
+        assert store.span_count() == 6

@@ -8,8 +8,9 @@ The parts (:data:`PARTS`):
 * ``writer`` — the thread that commits spans and assembles traces: ``down`` once it ended,
   ``wedged`` when it has not come round its loop for :data:`WEDGED_AFTER` seconds (a commit
   that long is stuck, not slow: the loop comes round at least every 0.25 s);
-* ``store`` — ``checking`` while the writer runs the checks that read the whole store at
-  start (``serve`` answers meanwhile; requests wait for them), ``failed`` after an error the
+* ``store`` — ``checking`` while the checks that read the whole store run at start (on a
+  thread of their own: ``serve`` answers and acknowledges requests meanwhile), ``failed``
+  after an error the
   writer cannot carry on from (requests are refused and ``serve`` stops), ``refusing writes``
   while SQLite refuses commits it retries (a full disk, a lock).
 

@@ -53,6 +53,7 @@ def _transient(exc: BaseException) -> bool:
 
 
 _STOP = object()
+_CHECKED = object()  # the deferred checks are over (passed or not)
 _MAX_TICK = 0.25
 _INDEX_BATCHES = 32
 _INDEX_SPANS = 32_768
@@ -100,29 +101,101 @@ class Ingestor:
         self._failure: BaseException | None = None
         self.beat = time.monotonic()  # when the writer last came round its loop
         self.refused: tuple[float, str] | None = None  # the last write the store refused
+        # background start: what the checks found, and what was stored while they ran
+        self._checks: Exception | None = None
+        self._early: list[Unindexed] = []
+        self._early_spans = 0
 
     def start(self) -> Ingestor:
         """Refill the assembler with the traces a previous run left pending, then start the
         writer thread.
 
-        With ``background_start`` both are the writer's first work, after the checks of a
-        store opened with ``defer_checks`` (``quick_check``, every stored batch and index row
-        against its checksum: :meth:`SpanStore.run_deferred_checks`), and before any request
-        is stored (requests wait in the queue, so nothing is acknowledged into a damaged
-        store): on a large store that takes seconds, while the receivers already answer
-        ``/health`` (:attr:`starting` says what the writer is doing meanwhile)."""
+        With ``background_start`` (a store opened with ``defer_checks``) the checks that read
+        the whole store (``quick_check``, every stored batch and index row against its
+        checksum: :meth:`SpanStore.check_deferred`) run on a thread and a connection of their
+        own that only read, while the writer already stores and acknowledges requests
+        (their bodies only: :meth:`SpanStore.append_batches` with ``before_checks``). Once
+        the checks pass, the writer indexes what a stopped writer left unindexed, refills the
+        assembler, then indexes and assembles what it stored meanwhile. If they find the
+        store damaged, the writer fails saying so, and how many requests it acknowledged
+        into it (stored intact: ``spanguard store recover`` copies them out).
+        :attr:`starting` says what the writer is doing until it is ready."""
         if self._background_start:
-            self.starting = "waiting for the store's checks"
+            self.starting = "storing requests while the store's checks run"
+            threading.Thread(target=self._check, name="spanguard-checks", daemon=True).start()
         else:
             self._resume()
         self._thread.start()
         return self
 
-    def _start_up(self) -> None:
-        if self._background_start:
-            self.store.run_deferred_checks()  # a store opened with defer_checks
-            self.starting = "resuming the traces left in flight by the last run"
-            self._resume()
+    def _check(self) -> None:
+        name_os_thread()
+        try:
+            self.store.check_deferred()
+        except Exception as exc:  # the writer reports it
+            self._checks = exc
+        self._queue.put(_CHECKED)
+
+    def _finish_start(self) -> None:
+        """The checks are over: go on from what they found (on the writer's thread)."""
+        early = len(self._early)
+        if self._checks is not None:
+            if early:
+                _log.error(
+                    "the store's checks failed after %d request(s) were acknowledged into it: "
+                    "they are stored intact (spanguard store recover copies them out)",
+                    early,
+                )
+            raise self._checks
+        self.store.finish_deferred(self._early[0][0] if early else None)
+        self.starting = "resuming the traces left in flight by the last run"
+        self._resume()
+        if early:
+            now = time.monotonic()
+            self._first_unindexed = self._last_stored = now
+            self._unindexed.extend(self._early)
+            self._unindexed_spans += self._early_spans
+            self._mark(
+                self.assembler.add_groups([group for _, groups in self._early for group in groups])
+            )
+            self._early, self._early_spans = [], 0
+        self.starting = None
+
+    def _starting(self, batches: list[tuple[DecodedBatch, Future[None]]], checked: bool) -> None:
+        """The writer's loop while the checks run (and when they are over)."""
+        try:
+            self._store_early(batches)
+        except Exception as exc:
+            if not _transient(exc):
+                _log.exception("the span store failed; refusing further spans")
+                self._failure, self.starting = exc, None
+                return
+            self.refused = (time.monotonic(), str(exc))
+            _log.warning("the span store refused a write (%s); the senders will retry", exc)
+        if checked:
+            try:
+                self._finish_start()
+            except Exception as exc:  # e.g. a damaged store: refuse every request, say why
+                _log.exception("the span store cannot be used; refusing spans")
+                self._failure, self.starting = exc, None
+
+    def _store_early(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:
+        """While the checks run: store and acknowledge the bodies, index them later."""
+        if not batches:
+            return
+        try:
+            stored = self.store.append_batches([batch for batch, _ in batches], before_checks=True)
+        except Exception as exc:
+            for _, future in batches:
+                future.set_exception(exc)
+            raise
+        self.refused = None
+        for _, future in batches:
+            future.set_result(None)
+        received = sum(batch.count for batch, _ in batches)
+        self._received += received
+        self._early.extend(stored)
+        self._early_spans += received
 
     def _resume(self) -> None:
         pending = list(self.store.pending_groups())
@@ -241,12 +314,6 @@ class Ingestor:
 
     def _run(self) -> None:
         name_os_thread()
-        try:
-            self._start_up()
-        except Exception as exc:  # e.g. a damaged store: refuse every request, say why
-            _log.exception("the span store cannot be used; refusing spans")
-            self._failure = exc
-        self.starting = None
         stop = False
         while not stop:
             self.beat = time.monotonic()
@@ -263,11 +330,17 @@ class Ingestor:
             while not self._queue.empty():  # this thread is the only consumer
                 items.append(self._queue.get_nowait())
             batches: list[tuple[DecodedBatch, Future[None]]] = []
+            checked = False
             for item in items:
                 if item is _STOP:
                     stop = True
+                elif item is _CHECKED:
+                    checked = True
                 else:
                     batches.append(cast(tuple[DecodedBatch, Future[None]], item))
+            if self.starting is not None and self._failure is None:
+                self._starting(batches, checked)
+                continue
             if self._failure is not None:  # keep answering, never leave a request hanging
                 for _, future in batches:
                     future.set_exception(RuntimeError(f"the span store failed: {self._failure}"))

@@ -14,8 +14,9 @@ type while it decodes (:mod:`~spanguard_processor.ingest.codec`), given as data 
 * the redactor runs over every string of the request
   (:mod:`~spanguard_processor.ingest.redact_otlp`), so redacted text is never stored.
 
-The per-trace span count is kept for the ``trace_memory`` most recently seen traces and counts
-every span received, so a re-sent span counts again: the limit errs on the strict side.
+The per-trace span count is kept for at least the ``trace_memory`` most recently seen traces,
+in tables allocated at start (:class:`~spanguard_processor.ingest.shaping.TraceCounts`), and
+counts every span received, so a re-sent span counts again: the limit errs on the strict side.
 """
 
 from __future__ import annotations

@@ -234,15 +234,17 @@ def stored_groups(db: sqlite3.Connection, batch_id: int, has_crc: bool) -> tuple
         raise DamagedStore(f"batch {batch_id} cannot be decoded ({exc})") from None
 
 
-def unindexed(db: sqlite3.Connection, version: int) -> list[int]:
-    """The ids of stored batches without an index row, in order: batches acknowledged whose
-    writer stopped before indexing them (a batch that adds no span is never kept indexed-less:
-    indexing deletes it)."""
+def unindexed(db: sqlite3.Connection, version: int, below: int | None = None) -> list[int]:
+    """The ids of stored batches without an index row (those below ``below``), in order:
+    batches acknowledged whose writer stopped before indexing them (a batch that adds no span
+    is never kept indexed-less: indexing deletes it)."""
     index = "main.batch_traces" if version >= 3 else "trace_batches"
     return [
         int(batch_id)
         for (batch_id,) in db.execute(
-            f"SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM {index}) ORDER BY id"
+            f"SELECT id FROM batches WHERE id NOT IN (SELECT batch_id FROM {index}) AND id < ?"
+            " ORDER BY id",
+            (below if below is not None else 1 << 62,),
         )
     ]
 

@@ -18,7 +18,8 @@
 Every open checks the store (:mod:`~spanguard_processor.store.opening`; older versions
 are upgraded: :mod:`~spanguard_processor.store.upgrade`); a writable one also checks
 every batch and index row against its CRC-32, so nothing is acknowledged into a damaged store
-(``serve`` defers what reads the whole file to its writer thread: ``defer_checks``). Reads
+(``serve`` defers what reads the whole file to a thread of its own, ``defer_checks``, and
+acknowledges request bodies meanwhile: a damage found then is reported with how many). Reads
 check each batch and that it holds the spans its index rows name
 (:mod:`~spanguard_processor.store.read`). Damage raises :class:`DamagedStore`, never
 a raw ``sqlite3`` error; ``spanguard store recover`` copies what is readable into a new store.
@@ -59,6 +60,7 @@ from .schema import (
 )
 from .upgrade import overlay_index
 from .view import RecentSpans, TraceView
+from .view import pending_groups as pending_of_rows
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -78,8 +80,10 @@ class SpanStore:
     ``durable=False`` skips fsync; only for scratch stores that a crash may lose. The store is
     checked on open (see the module docstring); ``verify_batches`` (the default for a writable
     store) also checks every batch and index row against its checksum. ``defer_checks`` (a
-    writable store) leaves what reads the whole file to :meth:`run_deferred_checks`, whose
-    step :attr:`checking` names; until it ran, nothing can be written.
+    writable store) leaves what reads the whole file to :meth:`check_deferred` (safe on
+    another thread), then :meth:`finish_deferred` (on the writer's), whose step
+    :attr:`checking` names; until they ran, nothing can be written but bodies appended with
+    ``before_checks`` (:meth:`append_batches`).
     """
 
     def __init__(
@@ -119,18 +123,37 @@ class SpanStore:
             self.lock.release()
             raise
 
-    def run_deferred_checks(self) -> None:
-        """Run the :data:`~.opening.CHECKS` that ``defer_checks`` left out (each reads the
-        whole file); nothing is written before they pass. Raises :class:`DamagedStore`."""
+    def check_deferred(self) -> None:
+        """The deferred checks that only read (``quick_check``, every batch and index row
+        against its checksum), in one read transaction of a connection of their own: safe on
+        another thread while the writer appends bodies (they read a WAL snapshot; an append
+        touches no row they read). The connection is an ordinary one with ``query_only``,
+        not a ``mode=ro`` one: with one of those open in the writer's process, acknowledged
+        requests still in the WAL were lost across ``kill -9`` restarts
+        (``tests/reliability/test_crash_safety.py``, 2026-12-05). Raises
+        :class:`DamagedStore`. :meth:`finish_deferred` comes next."""
+        if not self._deferred:
+            return
+        reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            if self._deferred:
-                with self._reading():
-                    check_pages(self.db, self.path)
+            reader.execute("PRAGMA query_only = 1")
+            reader.execute("BEGIN")
+            with self._reading():
+                check_pages(reader, self.path)
                 self.checking = CHECKS[1]
-                self.verify_batches()
-                self._deferred = False  # checked: writing is safe
-                self.checking = CHECKS[2]
-                self._index_unindexed()
+                verify_rows(reader, self.path, self._has_crc, self._version)
+            reader.execute("COMMIT")
+        finally:
+            reader.close()
+
+    def finish_deferred(self, before: int | None = None) -> None:
+        """After :meth:`check_deferred` passed, on the writer's thread: writing is safe; index
+        the batches a stopped writer left unindexed (those below batch id ``before``: the
+        ones appended during the checks are the caller's to index)."""
+        try:
+            self._deferred = False
+            self.checking = CHECKS[2]
+            self._index_unindexed(before)
         finally:
             self.checking = None
 
@@ -215,9 +238,13 @@ class SpanStore:
             release,
         )
 
-    def append_batches(self, batches: Sequence[DecodedBatch]) -> list[Unindexed]:
+    def append_batches(
+        self, batches: Sequence[DecodedBatch], *, before_checks: bool = False
+    ) -> list[Unindexed]:
         """Store the bodies of batches, not yet indexed, in one transaction; returns after a
         durable commit, with each batch's id and trace groups for :meth:`index_batches`.
+        ``before_checks``: also while the deferred checks run (their caller says so if they
+        then find the store damaged).
 
         What is stored is acknowledged: a store opened with batches that were never indexed
         indexes them first (see :meth:`_index_unindexed`)."""
@@ -234,7 +261,7 @@ class SpanStore:
                 for b in kept
             ]
 
-        return self._in_transaction(append, ())
+        return self._in_transaction(append, (), before_checks=before_checks)
 
     def index_batches(self, stored: Sequence[Unindexed], *, release: Sequence[str] = ()) -> int:
         """Index batches stored by :meth:`append_batches` (in their order) and mark ``release``
@@ -264,9 +291,11 @@ class SpanStore:
         self._recent.update(stored)  # committed: remembered
         return new
 
-    def _in_transaction(self, work: Callable[[], _T], release: Sequence[str]) -> _T:
-        if self._deferred:  # nothing is acknowledged into a store not checked yet
-            raise RuntimeError("the store's checks are deferred: run_deferred_checks() first")
+    def _in_transaction(
+        self, work: Callable[[], _T], release: Sequence[str], *, before_checks: bool = False
+    ) -> _T:
+        if self._deferred and not before_checks:  # nothing else before the checks passed
+            raise RuntimeError("the store's checks are deferred: check_deferred() first")
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -279,14 +308,14 @@ class SpanStore:
             raise
         return result
 
-    def _index_unindexed(self) -> int:
+    def _index_unindexed(self, below: int | None = None) -> int:
         """Index the batches stored but never indexed (a writer stopped between
         :meth:`append_batches` and :meth:`index_batches`): in the file, deduplicated against
         the store, or for a read-only store in its per-trace tables only; returns how many
         there were."""
         db = self.db
         with self._reading():
-            ids = unindexed(db, self._version)
+            ids = unindexed(db, self._version, below)
             if not ids:
                 return 0
             self.refresh()
@@ -337,17 +366,23 @@ class SpanStore:
     def pending_groups(self) -> Iterator[TraceGroup]:
         """The spans of traces not yet released, by trace and batch (bodies omitted), to
         refill an assembler on restart. A writer remembers their span ids (they are the likeliest
-        to be delivered again)."""
-        self.refresh()
-        with self._reading():
-            rows = self.db.execute(
-                "SELECT b.trace_id, b.span_ids, b.root FROM trace_batches b"
-                " JOIN traces t ON t.trace_id = b.trace_id"
-                " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id"
-            ).fetchall()
-        groups = [
-            TraceGroup(trace_id, span_ids, 0, bool(root), 0) for trace_id, span_ids, root in rows
-        ]
+        to be delivered again). A version-3 store is read from its index and release rows
+        (:func:`~.view.pending_groups`), without building the per-trace view."""
+        if self._view is not None and not self._view.built:
+            with self._reading():
+                groups = pending_of_rows(self.db)
+        else:
+            self.refresh()
+            with self._reading():
+                rows = self.db.execute(
+                    "SELECT b.trace_id, b.span_ids, b.root FROM trace_batches b"
+                    " JOIN traces t ON t.trace_id = b.trace_id"
+                    " WHERE t.released = 0 ORDER BY b.trace_id, b.batch_id"
+                ).fetchall()
+            groups = [
+                TraceGroup(trace_id, span_ids, 0, bool(root), 0)
+                for trace_id, span_ids, root in rows
+            ]
         if not self.readonly:
             self._recent.seed(groups)
         yield from groups
