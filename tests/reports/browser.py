@@ -71,7 +71,9 @@ class Browser:
         if binary is None:
             raise RuntimeError(INSTALL_HINT)
         self.binary, self.width, self.height, self.timeout = binary, width, height, timeout
-        self._profile = tempfile.TemporaryDirectory(prefix="spanguard-chromium-")
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="spanguard-chromium-", ignore_cleanup_errors=True
+        )
         self._proc: subprocess.Popen[bytes] | None = None
         self._ws: ClientConnection | None = None
         self._next_id = 0
@@ -135,6 +137,7 @@ class Browser:
                 self._proc.wait(timeout=10)
             if self._proc.stderr:
                 self._proc.stderr.close()
+        _remove_profile(Path(self._profile.name))
         self._profile.cleanup()
 
     def _receive(self) -> dict[str, Any]:
@@ -221,3 +224,17 @@ class Browser:
         data = self.send("Page.captureScreenshot", params)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
+
+
+def _remove_profile(profile: Path, attempts: int = 50) -> None:
+    """Remove Chromium's profile folder. Its helper processes (crashpad, a renderer) can
+    still write there for a moment after the browser process has exited, so a single rmtree
+    can fail with "Directory not empty": retry for up to 5 s."""
+    for _ in range(attempts):
+        try:
+            shutil.rmtree(profile)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
