@@ -38,3 +38,12 @@ def test_vocabularies_read_and_serialise_as_their_strings(vocabulary: type) -> N
 
 def test_a_gate_mode_given_as_a_string_becomes_the_enum() -> None:
     assert GateConfig(mode="upper-bound").mode is GateMode.UPPER_BOUND  # type: ignore[arg-type]
+
+
+def test_only_the_gap_kind_has_a_design_mde() -> None:
+    """`suite plan` asks the kind's strategy, not the kind's name, whether a design MDE exists."""
+    assert {kind: s.gap_between_groups for kind, s in STRATEGIES.items()} == {
+        Kind.GAP: True,
+        Kind.STABILITY: False,
+        Kind.LEGACY_EXPOSURE: False,
+    }

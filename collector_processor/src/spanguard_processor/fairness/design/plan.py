@@ -14,9 +14,10 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+from ..kinds import strategy
 from ..metrics import get_metric
 from ..records import group_label
-from ..vocabulary import Direction, Kind, Scale
+from ..vocabulary import Direction, Scale
 from .power import COUNT_VARIANCE, RATE_VARIANCE, design_mde, deterministic_seeds, seeds_needed
 from .suite import Suite
 
@@ -92,7 +93,10 @@ def plan_suite(
         definition = get_metric(m.type)
         assert definition is not None  # the suite was validated
         scale = definition.scale or Scale.REAL
-        if definition.kind != Kind.GAP or definition.direction != Direction.LOWER:
+        if (
+            not strategy(definition.kind).gap_between_groups
+            or definition.direction != Direction.LOWER
+        ):
             plans.append(
                 MetricPlan(
                     m.type,

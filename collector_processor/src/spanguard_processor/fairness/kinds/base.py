@@ -184,7 +184,11 @@ P = TypeVar("P", bound=Prepared)
 class KindStrategy(Generic[P]):
     """How one metric kind is evaluated: ``prepare`` reads the records once, ``bootstrap``
     resamples every metric of the kind together (one stream of seed draws), ``result`` gives
-    the estimate, interval and p-value, ``evidence`` the counterfactual pairs behind it."""
+    the estimate, interval and p-value, ``evidence`` the counterfactual pairs behind it.
+    ``gap_between_groups``: its metrics measure a gap between groups, so a suite's design has a
+    minimum detectable effect for them (``spanguard suite plan``)."""
+
+    gap_between_groups = False
 
     def prepare(self, config: MetricConfig, definition: MetricDefinition, design: Design) -> P:
         raise NotImplementedError

@@ -51,6 +51,8 @@ class GapPrepared(Prepared):
 
 
 class GapStrategy(KindStrategy[GapPrepared]):
+    gap_between_groups = True
+
     def prepare(
         self, config: MetricConfig, definition: MetricDefinition, design: Design
     ) -> GapPrepared:
