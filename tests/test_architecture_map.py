@@ -8,16 +8,16 @@ registers the name), never written down twice, so a move that forgets the map fa
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
+
+from .test_architecture import _DOC_TOKEN, _module_file, _names
 
 ROOT = Path(__file__).resolve().parents[1]
 PROCESSOR = ROOT / "collector_processor" / "src" / "spanguard_processor"
 SDK = ROOT / "sdk" / "src"
 PAGE = ROOT / "docs" / "architecture.md"
-CODE = re.compile(r"`([^`]+)`")
 
 
 def _table() -> list[tuple[str, str]]:
@@ -34,63 +34,38 @@ def _table() -> list[tuple[str, str]]:
     return rows
 
 
-def _module_file(name: str) -> Path | None:
-    """The file of a doc path such as ``traces/identity.py`` or ``spanguard/_export.py``."""
-    base = SDK if name.startswith("spanguard/") else PROCESSOR
-    path = base / name
-    if path.suffix == ".py":
-        return path if path.is_file() else None
-    package = path / "__init__.py"
-    return package if package.is_file() else None
-
-
-def _references(cell: str) -> list[tuple[Path | None, str, str | None]]:
-    """(file or None, as written, symbol or None) for each module the cell names."""
-    found = []
-    for code in CODE.findall(cell):
-        if "<" in code or "/" not in code:
-            continue  # a pattern such as cli/<command>.py, or a symbol named after its module
-        module, _, symbol = code.partition(".py")
-        symbol = symbol.lstrip(".") or None
-        if not code.endswith(".py") and "." in code.rsplit("/", 1)[-1] and not symbol:
-            module, _, symbol = code.rpartition(".")
-        path = _module_file(module + ".py") or _module_file(module)
-        found.append((path, code, symbol.split(".")[0] if symbol else None))
+def _modules_named(cell: str) -> set[Path]:
+    """The source files of the modules a cell names (``traces/identity.py``,
+    ``cli/_common.check_files``, ``fairness/kinds/base.Design``); whether each exists, and
+    defines the symbol named, is checked for the whole page by test_architecture."""
+    found = set()
+    for token in _DOC_TOKEN.findall(cell):
+        if "/" not in token:
+            continue  # a symbol named after its module
+        parts = token.removesuffix(".py").split(".")
+        for split in range(len(parts), 0, -1):  # the longest prefix that is a module
+            source = _module_file("/".join(parts[:split]))
+            if source is not None:
+                found.add(source)
+                break
     return found
 
 
-def _defines(path: Path, symbol: str) -> bool:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name == symbol:
-                return True
-        elif isinstance(node, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == symbol for t in node.targets):
-                return True
-        elif (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and node.target.id == symbol
-        ):
-            return True
-    return False
+def _defines_here(path: Path, symbol: str) -> bool:
+    """``path``'s top level defines ``symbol`` itself (an import re-exports, it does not define)."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    return any(symbol in _names(node) for node in body if not isinstance(node, ast.ImportFrom))
 
 
-def test_every_row_names_modules_that_exist() -> None:
-    broken = []
+def test_every_row_names_a_module() -> None:
     rows = _table()
     assert len(rows) >= 20, "the Where to find table was not found"
-    for behaviour, cell in rows:
-        refs = _references(cell)
-        if not refs and "cli/<command>.py" not in cell:
-            broken.append(f"{behaviour!r}: names no module")
-        for path, code, symbol in refs:
-            if path is None:
-                broken.append(f"{behaviour!r}: `{code}` is no module")
-            elif symbol and not _defines(path, symbol):
-                broken.append(f"{behaviour!r}: `{code}`: {path.name} defines no {symbol}")
-    assert broken == [], "docs/architecture.md's map has drifted:\n  " + "\n  ".join(broken)
+    nameless = [
+        behaviour
+        for behaviour, cell in rows
+        if not _modules_named(cell) and "cli/<command>.py" not in cell
+    ]
+    assert nameless == [], f"Where to find rows that name no module: {nameless}"
 
 
 def _python_files() -> list[Path]:
@@ -107,7 +82,7 @@ def _defining_modules(kind: str, name: str, under: str = "") -> set[Path]:
         if not rel.startswith(under) or rel.startswith("cli/"):
             continue
         if kind == "def":
-            if _defines(path, name):
+            if _defines_here(path, name):
                 found.add(path)
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -142,7 +117,7 @@ def test_a_lookup_reaches_the_defining_module_in_one_hop(
     assert len(defining) == 1, f"{name}: defined in {sorted(map(str, defining))}, expected one"
     rows = [cell for behaviour, cell in _table() if words in behaviour]
     assert len(rows) == 1, f"no single Where to find row about {words!r}"
-    named = {path for path, _, _ in _references(rows[0]) if path is not None}
+    named = _modules_named(rows[0])
     assert defining <= named, (
         f"the row about {words!r} names {sorted(map(str, named))}, "
         f"but {name} is defined in {sorted(map(str, defining))}"
