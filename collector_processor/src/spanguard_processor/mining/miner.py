@@ -20,6 +20,7 @@ from typing import Any
 
 from ..inputs.evaluation import Entry, RowFormat, read_evaluation_inputs
 from ..regression.mine.dedup import leader_clusters
+from ..regression.mine.loader import INPUT_ALIASES, OUTPUT_ALIASES
 from ..regression.textnorm import detect_fallback, fold, shingles, slot_values
 from .observe import ObservedGroup, Observer
 from .swap import Detection, Mention, Swapper
@@ -28,8 +29,8 @@ __all__ = ["MAX_LISTED_TRACES", "MinedSeed", "MiningOptions", "MiningResult", "m
 
 #: A seed lists at most this many production trace ids (``requests`` stays exact).
 MAX_LISTED_TRACES = 1000
-_INPUT_KEYS = ("input", "prompt", "question", "query", "user_message")
-_OUTPUT_KEYS = ("output", "response", "completion", "answer", "assistant_message")
+#: A row's id: trace2eval's aliases with ``trace_id`` first, so a seed links to the trace a
+#: viewer opens (``--trace-url``) when a row carries both.
 _ID_KEYS = ("trace_id", "id", "traceId", "request_id", "requestId")
 _MAX_PROBLEMS = 20
 _DIGIT = re.compile(r"\d")
@@ -127,8 +128,8 @@ def _request(entry: Entry) -> _Request | None:
         return None
     row = entry.row
     process = row.get("trace") if isinstance(row.get("trace"), dict) else None
-    text = _pick(row, _INPUT_KEYS)
-    output = _pick(row, _OUTPUT_KEYS)
+    text = _pick(row, INPUT_ALIASES)
+    output = _pick(row, OUTPUT_ALIASES)
     tools = process.get("tool_calls") if process else None
     return _Request(
         str(_pick(row, _ID_KEYS) or f"{entry.file}:{entry.line}"),
@@ -139,25 +140,25 @@ def _request(entry: Entry) -> _Request | None:
     )
 
 
-def masked(text: str, mentions: Sequence[Mention]) -> str:
-    """The request with each mention as ``§attribute§`` (numbers kept); with each number as a
-    value slot too (``slot_values``), it is the template's key."""
+def _slotted(text: str, mentions: Sequence[Mention], slot: Callable[[str], str]) -> str:
+    """``text`` with each mention replaced by ``slot(its attribute)``."""
     out, at = [], 0
     for m in mentions:
-        out += [text[at : m.start], f"§{m.attribute}§"]
+        out += [text[at : m.start], slot(m.attribute)]
         at = m.end
     out.append(text[at:])
     return "".join(out)
+
+
+def masked(text: str, mentions: Sequence[Mention]) -> str:
+    """The request with each mention as ``§attribute§`` (numbers kept); with each number as a
+    value slot too (``slot_values``), it is the template's key."""
+    return _slotted(text, mentions, lambda attribute: f"§{attribute}§")
 
 
 def display_template(text: str, mentions: Sequence[Mention]) -> str:
     """The representative request with each mention as ``{attribute}``."""
-    out, at = [], 0
-    for m in mentions:
-        out += [text[at : m.start], "{" + m.attribute + "}"]
-        at = m.end
-    out.append(text[at:])
-    return "".join(out)
+    return _slotted(text, mentions, lambda attribute: "{" + attribute + "}")
 
 
 class _Miner:
