@@ -80,25 +80,22 @@ class JsonCodec(Codec):
         )
 
     def traces_reply(self, batch: DecodedBatch) -> bytes:
-        body: dict[str, Any] = {}
-        if batch.rejected:
-            body["partialSuccess"] = {
-                "rejectedSpans": str(batch.rejected),
-                "errorMessage": batch.error or "",
-            }
-        return orjson.dumps(body)
+        return _reply(batch, "rejectedSpans")
 
     def logs_reply(self, batch: DecodedBatch) -> bytes:
-        body: dict[str, Any] = {}
-        if batch.rejected:
-            body["partialSuccess"] = {
-                "rejectedLogRecords": str(batch.rejected),
-                "errorMessage": batch.error or "",
-            }
-        return orjson.dumps(body)
+        return _reply(batch, "rejectedLogRecords")
 
     def error_reply(self, status: int, rpc_code: int, message: str) -> bytes:
         return orjson.dumps({"code": status, "message": message})
+
+
+def _reply(batch: DecodedBatch, rejected: str) -> bytes:
+    """The OTLP/JSON answer: partial success counts what was rejected (``rejected``: the
+    signal's field), with the first reason."""
+    body: dict[str, Any] = {}
+    if batch.rejected:
+        body["partialSuccess"] = {rejected: str(batch.rejected), "errorMessage": batch.error or ""}
+    return orjson.dumps(body)
 
 
 def _count_records(doc: Mapping[str, Any]) -> int:
