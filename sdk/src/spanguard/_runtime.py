@@ -55,6 +55,7 @@ def installed_version(distribution: str = INSTRUMENTATION_NAME) -> str:
 
 
 @functools.cache
+@functools.cache
 def instrumentation_version() -> str:
     """The version spanguard's spans carry in their instrumentation scope (read once, when
     the first tracer is made, so that an unconfigured ``import spanguard`` stays light)."""
