@@ -57,6 +57,7 @@ __all__ = [
     "renamed",
     "renamed_arguments",
     "spell_options",
+    "stored_redact_option",
 ]
 
 EXIT_OK = 0
@@ -214,6 +215,19 @@ def output_option(*, help: str, directory: bool = False, **attrs: Any) -> Callab
     """``-o/--output PATH``, the command's main output (a file, or a folder of reports)."""
     kind = click.Path(file_okay=not directory, dir_okay=directory, path_type=Path)
     return click.option("-o", "--output", "output", type=kind, help=help, **attrs)
+
+
+def stored_redact_option(command: F) -> F:
+    """``--redact`` of the commands that store spans (``serve``, ``ingest``), with its old
+    spelling ``--redact-content`` kept as a hidden alias."""
+    command = renamed("--redact-content", target="redact", renamed_to="--redact", is_flag=True)(
+        command
+    )
+    return click.option(
+        "--redact",
+        is_flag=True,
+        help="Drop prompt, response and document text before anything is stored.",
+    )(command)
 
 
 def option_names(command: click.Command, ctx: click.Context) -> dict[str, str]:

@@ -20,7 +20,7 @@ from ..inputs.file_ingest import ingest_redacted, send_files
 from ..inputs.readers import IngestReport, ingest_files
 from ..store.lock import StoreLocked, lock_path
 from ..store.span_store import SpanStore
-from ._common import check_files, renamed
+from ._common import check_files, stored_redact_option
 
 __all__ = ["ingest"]
 
@@ -56,12 +56,7 @@ Tick = Callable[[Path, int], None]
     is_flag=True,
     help="Skip malformed lines (counted and reported) instead of stopping at the first.",
 )
-@click.option(
-    "--redact",
-    is_flag=True,
-    help="Drop prompt, response and document text before anything is stored.",
-)
-@renamed("--redact-content", target="redact", renamed_to="--redact", is_flag=True)
+@stored_redact_option
 @click.option(
     "--redact-hook",
     metavar="MODULE:FUNCTION",

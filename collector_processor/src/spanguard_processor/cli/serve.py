@@ -13,7 +13,7 @@ from ..collector.limits import Limits
 from ..collector.redaction import Redactor, load_hook
 from ..collector.security import TOKEN_ENV, Security, read_token
 from ..collector.server import CannotListen, ReceiverFailed, ServerConfig, serve_forever
-from ._common import in_command_terms, renamed
+from ._common import in_command_terms, stored_redact_option
 
 __all__ = ["serve"]
 
@@ -138,12 +138,7 @@ def _port(value: int, name: str) -> int | None:
     show_default=True,
     help="gRPC calls one connection may have in flight; more end RESOURCE_EXHAUSTED.",
 )
-@click.option(
-    "--redact",
-    is_flag=True,
-    help="Drop prompt, response and document text before anything is stored.",
-)
-@renamed("--redact-content", target="redact", renamed_to="--redact", is_flag=True)
+@stored_redact_option
 @click.option(
     "--redact-hook",
     metavar="MODULE:FUNCTION",
