@@ -10,6 +10,7 @@ deterministic app would need to PASS. ``spanguard suite plan`` prints it; ``run`
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -93,62 +94,26 @@ def plan_suite(
         definition = get_metric(m.type)
         assert definition is not None  # the suite was validated
         scale = definition.scale or Scale.REAL
+        plan = functools.partial(MetricPlan, m.type, m.threshold, scale, m.optional)
         if (
             not strategy(definition.kind).gap_between_groups
             or definition.direction != Direction.LOWER
         ):
-            plans.append(
-                MetricPlan(
-                    m.type,
-                    m.threshold,
-                    scale,
-                    m.optional,
-                    None,
-                    note="not a gap between groups: no design MDE",
-                )
-            )
+            plans.append(plan(None, note="not a gap between groups: no design MDE"))
             continue
         if definition.scale is None:
-            plans.append(
-                MetricPlan(
-                    m.type,
-                    m.threshold,
-                    scale,
-                    m.optional,
-                    None,
-                    note="scale known only from the data",
-                )
-            )
+            plans.append(plan(None, note="scale known only from the data"))
             continue
         if seeds < 2 or groups < 2:
-            plans.append(
-                MetricPlan(
-                    m.type,
-                    m.threshold,
-                    scale,
-                    m.optional,
-                    None,
-                    deterministic_seeds=deterministic_seeds(m.threshold, alpha),
-                    note=_TOO_FEW,
-                )
-            )
+            exact = deterministic_seeds(m.threshold, alpha)
+            plans.append(plan(None, deterministic_seeds=exact, note=_TOO_FEW))
             continue
         worst = (RATE_VARIANCE if scale == Scale.RATE else COUNT_VARIANCE) / per_group
         mde = design_mde(seeds, groups, repeats, scale, m.threshold, alpha, power, variance=worst)
         needed = seeds_needed(
             groups, repeats, scale, m.threshold, alpha, power, observed=worst / max(repeats, 1)
         )
-        plans.append(
-            MetricPlan(
-                m.type,
-                m.threshold,
-                scale,
-                m.optional,
-                mde,
-                needed,
-                deterministic_seeds(m.threshold, alpha),
-            )
-        )
+        plans.append(plan(mde, needed, deterministic_seeds(m.threshold, alpha)))
     return SuitePlan(seeds, groups, per_group, repeats, len(suite.variants), alpha, tuple(plans))
 
 
