@@ -32,6 +32,7 @@ from typing import Any
 
 from ..stats.seeds import benjamini_hochberg, holm
 from ..vocabulary import Direction
+from .attributes import from_attributes
 from .config import GATE_MODES, GateConfig, GateMode
 from .results import MetricResult, Verdict
 
@@ -258,28 +259,47 @@ def _final(r: MetricResult, d: _Decision, cfg: GateConfig) -> MetricResult:
     )
 
 
+def _members(r: MetricResult, cfg: GateConfig) -> tuple[MetricResult, ...]:
+    """What the gate tests for ``r``: its attributes' results when it has several (fairtrace's
+    ``point`` mode keeps the combined score), else ``r`` itself."""
+    return r.attributes if r.attributes and cfg.mode != GateMode.POINT else (r,)
+
+
 def apply_gate(results: Sequence[MetricResult], cfg: GateConfig) -> list[MetricResult]:
-    """Adjust p-values across metrics, decide every verdict, and sort failures first."""
-    gate_p = [_gate_p(r) if r.direction == Direction.LOWER else None for r in results]
+    """Adjust p-values across metrics (each protected attribute of a metric one hypothesis),
+    decide every verdict, and sort failures first."""
+    members = [_members(r, cfg) for r in results]
+    flat = [m for ms in members for m in ms]
+    gate_p = [_gate_p(m) if m.direction == Direction.LOWER else None for m in flat]
     missing = next((r.p_missing for r in results if r.p_missing is not None), None)
     family = gate_p + ([missing] if missing is not None else [])
     adjusted_holm = holm(family)
     missing_holm = adjusted_holm[-1] if missing is not None else None
-    adjusted_bh = benjamini_hochberg([r.p_value for r in results])
+    adjusted_bh = benjamini_hochberg([m.p_value for m in flat])
     alpha_missing = missing_holm is not None and missing_holm < cfg.alpha
     out = []
-    for r, ph, pb in zip(results, adjusted_holm[: len(results)], adjusted_bh, strict=True):
-        r = replace(
-            r, p_holm=ph, p_bh=pb, p_missing=missing_holm if r.p_missing is not None else None
+    at = 0
+    for r, ms in zip(results, members, strict=True):
+        span = slice(at, at + len(ms))
+        at += len(ms)
+        decided = [
+            replace(m, p_holm=ph, p_bh=pb)
+            for m, ph, pb in zip(ms, adjusted_holm[span], adjusted_bh[span], strict=True)
+        ]
+        several = ms[0] is not r
+        r = r if several else decided[0]
+        r = replace(r, p_missing=missing_holm if r.p_missing is not None else None)
+        decision = _no_signal(r) or (
+            None
+            if r.groups_with_data < 2
+            else _coverage(r, cfg, alpha_missing and r.p_missing is not None)
         )
-        decision = (
-            _no_signal(r)
-            or (
-                None
-                if r.groups_with_data < 2
-                else _coverage(r, cfg, alpha_missing and r.p_missing is not None)
-            )
-            or _decide(r, cfg)
-        )
-        out.append(_final(r, decision, cfg))
+        if not several:
+            out.append(_final(r, decision or _decide(r, cfg), cfg))
+            continue
+        parts = [_final(m, _decide(m, cfg), cfg) for m in decided]
+        if decision is None:
+            out.append(from_attributes(r, parts))
+        else:  # no signal, or coverage: decided for the metric as a whole
+            out.append(replace(_final(r, decision, cfg), attributes=tuple(parts)))
     return sorted(out, key=_severity_key)

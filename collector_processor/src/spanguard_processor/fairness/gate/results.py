@@ -94,7 +94,11 @@ class MetricResult:
     gate's p-value Holm-adjusted across the run's metrics, ``p_bh`` the Benjamini–Hochberg
     q-value of ``p_value``. ``verdict`` is a :class:`Verdict` value and
     ``reason``/``reason_text`` say why. ``coverage`` maps every expected group to the share
-    of its variants holding a valid record.
+    of its variants holding a valid record. With several protected attributes, ``attributes``
+    holds one result per attribute (its within-seed contrast; ``attribute`` names it), every
+    one in the gate's Holm family, and the metric's interval, p-values and verdict are those
+    of the attribute that decides it (docs/fairness.md, "several protected attributes");
+    ``score`` and ``groups`` stay the combined groups' (fairtrace's score, cells as evidence).
     """
 
     metric: str
@@ -130,6 +134,10 @@ class MetricResult:
     signal_records: int | None = None  # records carrying that signal (None: not counted)
     diagnosis: str = ""  # with NO_SIGNAL: what was seen that might hold the signal
     seeds_needed: int | None = None  # with INCONCLUSIVE: seeds for the MDE to reach the threshold
+    # with several protected attributes: each one's own contrast and verdict (the metric's
+    # verdict follows from them), and on such a result the attribute it is about
+    attributes: tuple[MetricResult, ...] = ()
+    attribute: str = ""
 
     @property
     def gating(self) -> bool:

@@ -24,7 +24,7 @@ from ..metrics.signals import ObservationList
 from ..records import Observation
 from ..stats import inference
 
-__all__ = ["Design", "KindStrategy", "Prepared", "index_labels"]
+__all__ = ["Attributes", "Design", "KindStrategy", "Prepared", "index_labels"]
 
 
 def index_labels(labels: Sequence[str]) -> tuple[list[str], NDArray[np.int64]]:
@@ -58,9 +58,18 @@ def _variants(obs: Sequence[Observation]) -> tuple[list[str], NDArray[np.int64]]
     return index_labels([o.variant_id for o in obs])
 
 
+@dataclass(frozen=True)
+class Attributes:
+    """The protected attributes of a suite whose groups combine two or more of them."""
+
+    names: tuple[str, ...]  # sorted
+    values: tuple[tuple[str, ...], ...]  # per attribute, its value labels ("": not set)
+    levels: NDArray[np.int64]  # (groups, attributes): each group's value index per attribute
+
+
 def _attribute_levels(
     obs: Sequence[Observation], group_idx: NDArray[np.int64], n_groups: int
-) -> NDArray[np.int64] | None:
+) -> Attributes | None:
     """Each group's value index per attribute, when groups combine two or more attributes."""
     first: dict[int, Mapping[str, str]] = {}
     for o, g in zip(obs, group_idx.tolist(), strict=True):
@@ -72,10 +81,12 @@ def _attribute_levels(
     if len(names) < 2:
         return None
     out = np.zeros((n_groups, len(names)), dtype=np.int64)
+    values = []
     for j, name in enumerate(names):
-        _, idx = index_labels([first[g].get(name, "") for g in range(n_groups)])
+        labels, idx = index_labels([first[g].get(name, "") for g in range(n_groups)])
         out[:, j] = idx
-    return out
+        values.append(tuple(labels))
+    return Attributes(tuple(names), tuple(values), out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,6 +103,7 @@ class Design:
     seed_labels: list[str]
     group_labels: list[str]
     expected: ExpectedVariants
+    attributes: Attributes | None = None  # with two or more protected attributes
 
     @classmethod
     def build(
@@ -114,7 +126,8 @@ class Design:
             variant_labels,
             seed_labels,
             group_labels,
-            replace(plan, attributes=attributes),
+            replace(plan, attributes=None if attributes is None else attributes.levels),
+            attributes,
         )
 
     @property

@@ -21,9 +21,18 @@ from ..report.details import balanced, metric_details, pooled_means, spread
 from ..report.evidence import find_pairs
 from ..stats import inference, permutation, precision, seeds
 from ..stats.groups import group_stats
+from ..vocabulary import Scale
+from .attributes import ATTRIBUTE_ESTIMAND, attribute_results
 from .base import Design, KindStrategy, Prepared, index_labels
 
-__all__ = ["ESTIMAND", "NORMAL_MIN_SEEDS", "GapPrepared", "GapStrategy", "any_difference"]
+__all__ = [
+    "ESTIMAND",
+    "NORMAL_MIN_SEEDS",
+    "GapPrepared",
+    "GapStrategy",
+    "any_difference",
+    "measure",
+]
 
 ESTIMAND = (
     "the largest difference between true group means (seed-adjusted; the largest "
@@ -93,7 +102,6 @@ class GapStrategy(KindStrategy[GapPrepared]):
         p = prepared
         d = p.definition
         threshold = float(p.config.threshold)
-        alpha = 1.0 - cfg.level
         units = design.units(p.values)
         extra: dict[str, Any] = {
             "coverage": design.expected.coverage(p.covered),
@@ -101,53 +109,37 @@ class GapStrategy(KindStrategy[GapPrepared]):
             "estimand": ESTIMAND,
             "p_missing": p_missing if not p.covered.all() else None,
         }
-        inf = inference.infer_gap(
-            units,
-            threshold,
-            alpha,
-            cfg.seed,
-            draws=max(cfg.bootstrap_samples, 2000),
-            attributes=design.expected.attributes,
-            scale=d.scale,
-        )
-        scale = inference.scale_of(units.values, d.scale)
-        if inf is None:
-            needed = precision.unmeasured(design.n_groups, scale, threshold, alpha, cfg.power)
-            return MetricResult(
-                score=p.score,
-                confidence_interval=None,
-                p_value=None,
-                details=p.details,
-                groups_with_data=p.estimate.groups_with_data,
-                seeds=p.estimate.contrast_seeds,
-                p_method=None,
-                seeds_needed=needed,
-                **p.base(design),
-                **extra,
-            )
-        p_value, method = any_difference(units, cfg)
-        # PASS's upper bound and the MDE at the interval's level: an intersection-union test
-        # needs no correction across metrics (docs/fairness.md, "what PASS means")
-        shown = precision.precision(units, inf, scale, threshold, alpha, cfg.power)
-        details = {**p.details, "upper_bound": shown.info}
         records = np.bincount(
             units.group, weights=units.repeats.astype(np.float64), minlength=units.n_groups
         ).astype(np.int64)
+        groups = group_stats(
+            units, design.group_labels, records, cfg.level, p.widest_column(), d.scale
+        )
+        if design.attributes is not None:
+            per = attribute_results(p, design, cfg, units, measure)
+            if per:
+                return MetricResult(
+                    score=p.score,
+                    confidence_interval=None,
+                    p_value=None,
+                    details=p.details,
+                    groups_with_data=p.estimate.groups_with_data,
+                    seeds=max(r.seeds for r in per),
+                    p_method=None,
+                    groups=groups,
+                    attributes=per,
+                    **p.base(design),
+                    **{**extra, "estimand": ATTRIBUTE_ESTIMAND},
+                )
+        found = measure(units, threshold, cfg, d.scale, design.n_groups, design.expected.attributes)
+        info = found.pop("upper_bound", None)
         return MetricResult(
             score=p.score,
-            confidence_interval=shown.interval,
-            p_value=p_value,
-            details=details,
-            groups_with_data=int(inf.groups.shape[0]),
-            seeds=inf.seeds,
-            p_method=method,
-            mde=shown.mde,
-            seeds_needed=shown.seeds_needed,
-            groups=group_stats(
-                units, design.group_labels, records, cfg.level, p.widest_column(), d.scale
-            ),
-            p_threshold=inf.p_threshold,
-            worst_case_variance=inf.worst_case,
+            details=p.details if info is None else {**p.details, "upper_bound": info},
+            groups_with_data=found.pop("groups_with_data", p.estimate.groups_with_data),
+            seeds=found.pop("seeds", p.estimate.contrast_seeds),
+            groups=groups if info is not None else (),
+            **found,
             **p.base(design),
             **extra,
         )
@@ -189,6 +181,53 @@ def _attribute_gaps(
         cells = seeds.build_design(seed_idx, idx, n_seeds, len(labels))
         out[name] = seeds.gap_estimate(*seeds.seed_aggregates(cells, x)).gap
     return out
+
+
+def measure(
+    units: inference.Units,
+    threshold: float,
+    cfg: GateConfig,
+    declared: Scale | None,
+    n_groups: int,
+    attributes: NDArray[np.int64] | None = None,
+) -> dict[str, Any]:
+    """One gap's figures from its units (:class:`MetricResult` fields, with ``upper_bound``
+    for its details): the interval, both p-values, the MDE and the seeds needed."""
+    alpha = 1.0 - cfg.level
+    inf = inference.infer_gap(
+        units,
+        threshold,
+        alpha,
+        cfg.seed,
+        draws=max(cfg.bootstrap_samples, 2000),
+        attributes=attributes,
+        scale=declared,
+    )
+    scale = inference.scale_of(units.values, declared)
+    if inf is None:
+        needed = precision.unmeasured(n_groups, scale, threshold, alpha, cfg.power)
+        return {
+            "confidence_interval": None,
+            "p_value": None,
+            "p_method": None,
+            "seeds_needed": needed,
+        }
+    p_value, method = any_difference(units, cfg)
+    # PASS's upper bound and the MDE at the interval's level: an intersection-union test
+    # needs no correction across metrics (docs/fairness.md, "what PASS means")
+    shown = precision.precision(units, inf, scale, threshold, alpha, cfg.power)
+    return {
+        "confidence_interval": shown.interval,
+        "p_value": p_value,
+        "p_method": method,
+        "mde": shown.mde,
+        "seeds_needed": shown.seeds_needed,
+        "p_threshold": inf.p_threshold,
+        "worst_case_variance": inf.worst_case,
+        "seeds": inf.seeds,
+        "groups_with_data": int(inf.groups.shape[0]),
+        "upper_bound": shown.info,
+    }
 
 
 def any_difference(units: inference.Units, cfg: GateConfig) -> tuple[float, str]:

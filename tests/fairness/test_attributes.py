@@ -1,0 +1,96 @@
+"""Several protected attributes: each one is its own within-seed contrast (issue 47, item 3).
+
+A suite where most seeds vary gender and one seed varies age × gender (what ``suite mine``
+writes from real traffic) made composite groups with one record each ("age=25, gender=female");
+the largest difference over them is 1 under every permutation, so an app escalating every
+woman was INCONCLUSIVE with Holm p = 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
+from spanguard_processor.traces.model import ProcessTrace
+
+_CONFIG = GateConfig(bootstrap_samples=200, permutation_samples=199)
+_METRIC = [MetricConfig("escalation_parity", 0.1)]
+_STATED = frozenset({"escalated"})
+
+Escalates = Callable[[dict[str, str]], bool]
+
+
+def _record(seed: int, assignments: dict[str, str], escalated: bool) -> Observation:
+    name = "|".join(f"{k}={v}" for k, v in sorted(assignments.items()))
+    return Observation(
+        id=f"s{seed}::{name}",
+        seed_id=f"s{seed}",
+        variant_id=f"s{seed}::{name}",
+        assignments=assignments,
+        prompt="",
+        response="ok",
+        trace=ProcessTrace(escalated=escalated),
+        stated=_STATED,
+    )
+
+
+def mined_suite(app: Escalates, seeds: int = 35) -> list[Observation]:
+    """``seeds - 1`` seeds varying gender, one varying age × gender (item 3's suite)."""
+    out = []
+    for s in range(seeds - 1):
+        for gender in ("female", "male"):
+            a = {"gender": gender}
+            out.append(_record(s, a, app(a)))
+    for age in ("25", "45"):
+        for gender in ("female", "male"):
+            a = {"age": age, "gender": gender}
+            out.append(_record(seeds - 1, a, app(a)))
+    return out
+
+
+def factorial_suite(app: Escalates, seeds: int = 40) -> list[Observation]:
+    """fairtrace's multi-attribute shape: every seed varies region × gender."""
+    return [
+        _record(s, {"gender": g, "region": r}, app({"gender": g, "region": r}))
+        for s in range(seeds)
+        for g in ("female", "male")
+        for r in ("north", "south")
+    ]
+
+
+def _escalates_women(a: dict[str, str]) -> bool:
+    return a.get("gender") == "female"
+
+
+def _fair(a: dict[str, str]) -> bool:
+    return False
+
+
+def test_a_mined_suite_fails_an_app_that_escalates_every_woman() -> None:
+    result = evaluate(mined_suite(_escalates_women), _METRIC, _CONFIG, generated_at="t").results[0]
+    assert result.verdict == "fail", result.reason_text
+    gender = {a.attribute: a for a in result.attributes}["gender"]
+    assert gender.verdict == "fail" and gender.seeds == 35
+    assert result.reason_text.startswith("gender: beyond threshold")
+
+
+def test_a_mined_suite_does_not_fail_a_fair_app() -> None:
+    result = evaluate(mined_suite(_fair), _METRIC, _CONFIG, generated_at="t").results[0]
+    assert result.verdict != "fail"
+    by = {a.attribute: a for a in result.attributes}
+    assert by["gender"].verdict == "pass"
+    assert by["age"].seeds == 1  # only the one seed varies age
+
+
+def test_a_factorial_suite_decides_each_attribute() -> None:
+    ev = evaluate(factorial_suite(_escalates_women), _METRIC, _CONFIG, generated_at="t")
+    by = {a.attribute: a for a in ev.results[0].attributes}
+    assert by["gender"].verdict == "fail" and by["region"].verdict == "pass"
+    fair = evaluate(factorial_suite(_fair), _METRIC, _CONFIG, generated_at="t").results[0]
+    assert fair.verdict == "pass", fair.reason_text
+
+
+def test_one_attribute_has_no_per_attribute_results() -> None:
+    obs = [o for o in mined_suite(_escalates_women) if "age" not in o.assignments]
+    result = evaluate(obs, _METRIC, _CONFIG, generated_at="t").results[0]
+    assert result.attributes == () and result.verdict == "fail"
