@@ -94,3 +94,22 @@ def test_one_attribute_has_no_per_attribute_results() -> None:
     obs = [o for o in mined_suite(_escalates_women) if "age" not in o.assignments]
     result = evaluate(obs, _METRIC, _CONFIG, generated_at="t").results[0]
     assert result.attributes == () and result.verdict == "fail"
+
+
+def test_reports_show_each_attribute_and_leave_one_attribute_output_alone() -> None:
+    from spanguard_processor.fairness.report.reports import render_markdown, report_dict
+
+    ev = evaluate(mined_suite(_escalates_women), _METRIC, _CONFIG, generated_at="t")
+    metric = report_dict(ev)["metric_results"][0]
+    assert [a["attribute"] for a in metric["attributes"]] == ["age", "gender"]
+    gender = metric["attributes"][1]
+    assert gender["verdict"] == "fail" and gender["contrast_seeds"] == 35
+    assert {g["group"] for g in gender["groups"]} == {"female", "male"}
+    # the combined groups stay as cells (evidence), with fairtrace's score
+    assert "age=25, gender=female" in {g["group"] for g in metric["groups"]}
+    assert metric["score"] == 1.0
+    assert "| ↳ escalation_parity · gender (35 seeds) |" in render_markdown(ev)
+    single = [o for o in mined_suite(_escalates_women) if "age" not in o.assignments]
+    one = evaluate(single, _METRIC, _CONFIG, generated_at="t")
+    assert "attributes" not in report_dict(one)["metric_results"][0]
+    assert "↳" not in render_markdown(one)

@@ -262,6 +262,7 @@ def metric_lines(r: Any) -> list[str]:
     and the top counterfactual pair of a metric that did not pass."""
     from ..common.markdown import console_text
     from ..fairness.gate.results import Verdict
+    from ..fairness.report.attribute_text import attribute_lines
     from ..fairness.report.verdict_text import interval_text, label, metric_notes, number, reason
 
     silent = r.verdict == Verdict.NO_SIGNAL  # nothing was measured: no score to show
@@ -271,6 +272,7 @@ def metric_lines(r: Any) -> list[str]:
         f"{label(r.verdict):<12} {r.metric:<30} {score:>10} {interval:<20} "
         f"thr {r.threshold:g}  {in_command_terms(reason(r), mode='--gate')}".rstrip()
     ]
+    lines += [f"{'':<13}{in_command_terms(line)}" for line in attribute_lines(r)]
     lines += [
         f"{'':<13}{in_command_terms(part)}" for note in metric_notes(r) for part in note.split("; ")
     ]  # a diagnosis lists what was seen, one a line

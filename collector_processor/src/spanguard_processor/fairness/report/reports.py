@@ -17,6 +17,7 @@ from typing import Any
 from ...common.jsonio import write_text_atomic
 from ...common.markdown import md_text
 from ..gate.results import Evaluation, MetricResult, RecordMap, Verdict
+from .attribute_text import attribute_json, attribute_rows
 from .evidence_report import ReportOptions, evidence_json, evidence_markdown
 from .report_html import render_html
 from .verdict_text import (
@@ -114,6 +115,8 @@ def _metric_dict(r: MetricResult, level: float, options: ReportOptions) -> dict[
         "signal_records": r.signal_records,
         "diagnosis": r.diagnosis,
         "seeds_needed": r.seeds_needed,
+        # several protected attributes: each one's contrast and verdict (absent with one)
+        **({"attributes": attribute_json(r)} if r.attributes else {}),
     }
 
 
@@ -214,6 +217,7 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
             f"{'–' if silent else interval_text(r)} | {r.threshold:g} ({r.direction}) | "
             f"{number(r.p_value)} | {number(r.p_holm)} | {number(r.mde)} | {_status(r)} |"
         )
+        lines += attribute_rows(r, _status)
     if ev.results:
         lines += ["", f"_{legend(ev.results)}._"]
     settled = (Verdict.PASS, Verdict.REPORT_ONLY)
