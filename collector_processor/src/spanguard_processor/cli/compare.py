@@ -80,6 +80,8 @@ def compare(baseline: Path, current: Path, fmt: str, min_change: float) -> None:
     # a history.jsonl@N reference names no file as such: its file is checked when read
     check_files([(guard.REPORT, [p for p in (baseline, current) if p.exists()])])
     result = compare_reports(load_report(baseline), load_report(current), tolerance=min_change)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     elif fmt == "markdown":

@@ -34,10 +34,12 @@ def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched
     variants = {v.id: v for v in suite.variants}
     kept: list[Observation] = []
     unmatched = 0
+    assigned = False  # some record assigns a group: a run of some counterfactual suite
     for o in observations:
         v = variants.get(o.variant_id)
         if v is None:
             unmatched += 1
+            assigned = assigned or bool(o.assignments)
             continue
         kept.append(
             replace(
@@ -51,13 +53,22 @@ def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched
     seen = {o.variant_id for o in kept}
     missing = tuple(v.id for v in suite.variants if v.id not in seen)
     if not kept:
-        total = unmatched
         raise InputError(
-            f"none of the {total} record(s) match a variant of the suite {suite.source}; "
+            f"none of the {unmatched} record(s) match a variant of the suite {suite.source}; "
             "records are matched by variant id (the record 'id' or the trace's variant_id), "
-            f"e.g. '{suite.variants[0].id}'."
+            f"e.g. '{suite.variants[0].id}'." + ("" if assigned else _NOT_A_RUN)
         )
     return Matched(tuple(kept), unmatched, missing)
+
+
+# inputs that are no counterfactual run at all (no record assigns a group: production
+# traffic, or nothing recorded): how to get one
+_NOT_A_RUN = (
+    " These records assign no group to any request: they look like production traffic, "
+    "not a counterfactual suite's run. Record a run of the suite's variants with "
+    "`spanguard run SUITE`, or write a suite from production traffic with "
+    "`spanguard suite mine TRACES` and run that."
+)
 
 
 def evaluate_suite(

@@ -30,6 +30,7 @@ __all__ = [
     "load_report",
     "render_comparison_markdown",
     "signed",
+    "suite_warnings",
     "verdicts_text",
 ]
 
@@ -58,13 +59,51 @@ _CATEGORIES = {
 class Comparison:
     rows: tuple[dict[str, Any], ...]
     groups: dict[str, dict[str, list[str]]]
+    warnings: tuple[str, ...] = ()
 
     @property
     def regressed(self) -> list[str]:
         return [r["metric"] for r in self.rows if r.get("regressed")]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metrics": list(self.rows), "groups": self.groups, "regressed": self.regressed}
+        return {
+            "metrics": list(self.rows),
+            "groups": self.groups,
+            "regressed": self.regressed,
+            "warnings": list(self.warnings),
+        }
+
+
+def _suite_of(report: dict[str, Any]) -> tuple[str, int | None]:
+    """The suite a report was run on: its sha256 ("" when the report does not say, as
+    fairtrace's do not) and its seed count."""
+    block = report.get("spanguard")
+    if not isinstance(block, dict):
+        return "", None
+    digest = block.get("suite_sha256")
+    seeds = block.get("seeds")
+    return (
+        digest if isinstance(digest, str) else "",
+        seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else None,
+    )
+
+
+def suite_warnings(base: dict[str, Any], cand: dict[str, Any]) -> tuple[str, ...]:
+    """A warning when the two reports come from different suites: their scores measure
+    different prompts, so a difference between them is not the app's."""
+    (left, left_seeds), (right, right_seeds) = _suite_of(base), _suite_of(cand)
+    if not left or not right or left == right:
+        return ()
+    seeds = (
+        f", {left_seeds} vs {right_seeds} seeds"
+        if left_seeds is not None and right_seeds is not None and left_seeds != right_seeds
+        else ""
+    )
+    return (
+        f"the two reports come from different suites (suite sha256 {left[:12]} vs "
+        f"{right[:12]}{seeds}): their scores measure different prompts, so a change may be the "
+        "suite's, not the app's; compare two runs of one suite.",
+    )
 
 
 def load_report(path: Path) -> dict[str, Any]:
@@ -219,7 +258,7 @@ def compare_reports(
             r["metric"],
         )
     )
-    return Comparison(tuple(rows), groups)
+    return Comparison(tuple(rows), groups, suite_warnings(base, cand))
 
 
 def signed(value: float | None) -> str:
@@ -240,6 +279,7 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         "| Metric | Baseline | Candidate | Delta | Noise margin | Verdict | Status |",
         "|---|---:|---:|---:|---:|---|---|",
     ]
+    lines[2:2] = [line for w in comparison.warnings for line in (f"> ⚠️ {w}", "")]
     for r in comparison.rows:
         if r.get("status") == "missing":
             lines.append(f"| {r['metric']} | – | – | – | – | – | missing |")
