@@ -25,7 +25,8 @@ INJECTED = (
 )
 _LIVE_LINK = re.compile(r"(?<!\\)\[[^\]\n]*(?<!\\)\]\((?:javascript|https?):", re.I)
 _REMOTE_IMAGE = re.compile(r"(?<!\\)!\[[^\]\n]*(?<!\\)\]\(https?:", re.I)
-_RAW_HTML = re.compile(r"<(?:img|a|script|iframe)\b", re.I)
+# a backslash-escaped "<" is a literal character in CommonMark, never the start of a tag
+_RAW_HTML = re.compile(r"(?<!\\)<(?:img|a|script|iframe)\b", re.I)
 
 
 def _trace(seed: int, group: str, escalate: bool) -> dict[str, Any]:
@@ -130,15 +131,19 @@ def test_redact_leaves_no_app_text_in_any_report_file(
 
 def test_md_text_and_console_text() -> None:
     assert md_text("[a](javascript:x) ![i](http://h/p) <b> # h | *e* _u_ `c`\nnext") == (
-        r"\[a\]\(javascript:x\) \!\[i\]\(http://h/p\) &lt;b&gt; \# h \| \*e\* \_u\_ \`c\` next"
+        r"\[a\]\(javascript:x\) \!\[i\]\(http://h/p\) \<b\> \# h \| \*e\* \_u\_ \`c\` next"
     )
     assert console_text("ok \x1b[31mred\x1b[0m \x1b]0;title\x07 bell\x07 tab\tline\nx") == (
         "ok red  bell\\x07 tab\tline\nx"
     )
     # trace2eval-compatible reports keep their characters but still render no link or HTML
     assert md_inert("[a](javascript:x) ![i](http://h) <b> a|b \\](y) _x_\nz") == (
-        r"[a\](javascript:x) ![i\](http://h) &lt;b&gt; a\|b \\\](y) _x_ z"
+        r"[a\](javascript:x) ![i\](http://h) \<b> a\|b \\\](y) _x_ z"
     )
+    # no HTML entity in Markdown text (issue 47): "5 plan steps &gt; 4" read as such in a raw
+    # report and on a terminal; a backslash keeps "<" from opening a tag
+    assert md_text("5 > 4 & 1 < 2") == r"5 \> 4 \& 1 \< 2"
+    assert md_inert("5 plan steps > 4") == "5 plan steps > 4"
     for text in (md_inert(INJECTED), md_text(INJECTED)):
         assert _LIVE_LINK.findall(text) == _REMOTE_IMAGE.findall(text) == []
         assert _RAW_HTML.findall(text) == []

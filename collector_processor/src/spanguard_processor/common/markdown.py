@@ -16,25 +16,25 @@ import re
 
 __all__ = ["console_text", "md_inert", "md_text"]
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]()!#|~{}])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()!#|~{}<>&])")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def md_text(text: str) -> str:
     """``text`` as inert Markdown on one line: no link, image, HTML, heading or emphasis."""
-    text = _MD_SPECIAL.sub(r"\\\1", str(text))
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(r"\\\1", str(text))  # "<" too: a backslash, never an entity
     return text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
 
 
 def md_inert(text: str) -> str:
     """The least escaping that still makes ``text`` inert in a Markdown table cell — no link,
     image or HTML: ``\\`` and ``|`` escaped, ``](`` broken (a link or image needs it), ``<``
-    and ``>`` as entities, one line — for reports whose other characters stay as another tool
+    escaped (no tag can open; never an HTML entity, which a raw report or a terminal shows as
+    ``&lt;``), one line — for reports whose other characters stay as another tool
     writes them (trace2eval's report.md) or as their tests read them."""
     text = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("](", "\\](")
-    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("<", "\\<")
     return text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
 
 
