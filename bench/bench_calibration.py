@@ -38,7 +38,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import beta
@@ -325,8 +325,18 @@ def main() -> None:
         action="store_true",
         help="only the threshold test at the boundary of H0 (Δ = τ)",
     )
+    parser.add_argument(
+        "--advice", action="store_true", help="only the advice re-run at its seeds_needed"
+    )
+    parser.add_argument("--attributes", action="store_true", help="only the mixed-attribute suites")
     args = parser.parse_args()
     n = args.suites
+    if args.advice or args.attributes:
+        if args.advice:
+            advice_table(n)
+        if args.attributes:
+            attributes_table(n)
+        return
     if args.boundary_only:
         boundary(n)
         return
@@ -434,6 +444,189 @@ def normal_approximation(n: int) -> None:
             cov, n_g = permutation.permutation_covariance(design, x)
             approx += permutation.normal_permutation_p(cov, n_g, 1, gap, 20_000, b) < ALPHA
         print(f"| {seeds}×{groups} | {rate(perm, n)} | {rate(approx, n)} |", flush=True)
+
+
+# --- issue 47 (fairattr): advice re-run at its size; several protected attributes -------------
+#
+#     .venv/bin/python bench/bench_calibration.py --advice --suites 200
+#     .venv/bin/python bench/bench_calibration.py --attributes --suites 200
+#
+# Advice: a fair app's 30-seed pilot that is INCONCLUSIVE prints ``seeds_needed``; a fresh suite
+# of that many seeds (same groups, repeats, app) is run and should PASS in ≥ 80% per metric
+# family. Attributes: item 3's mined suite (34 seeds varying gender, one age × gender) and
+# fairtrace's region × gender suite, evaluated end to end (``evaluate``) for an app escalating
+# every woman (total bias), half the women (partial bias) and a fair app.
+
+
+def _rare(
+    rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+) -> np.ndarray:
+    """A refusal-like rate: rare (0.08), varying between templates (0.02 to 0.2)."""
+    base = rng.uniform(0.02, 0.2, size=(1, seeds, 1))
+    return (rng.random((draws, seeds, groups)) < base + shift).astype(np.float64)[..., None]
+
+
+# family: (values, threshold, scale, groups)
+ADVICE_APPS: dict[str, tuple[Values, float, str, int]] = {
+    "rate (binary 0.3), 2 groups": (binary, 0.1, "rate", 2),
+    "rate (binary 0.3), 6 groups": (binary, 0.1, "rate", 6),
+    "rate (refusal-like, 0.02–0.2), 2 groups": (_rare, 0.1, "rate", 2),
+    "rate (tool choice, 3 columns), 3 groups": (tool_choice, 0.1, "rate", 3),
+    "count (Poisson 2), 2 groups": (counts, 1.0, "count", 2),
+    "count (Poisson 2), 6 groups": (counts, 1.0, "count", 6),
+}
+
+
+def _advice_suite(
+    values: Values, rng: np.random.Generator, seeds: int, groups: int, repeats: int
+) -> inference.Units:
+    x = values(rng, repeats, seeds, groups, np.zeros(groups))  # independent repeats
+    means = x.mean(axis=0).reshape(seeds * groups, -1)
+    return inference.Units(
+        means,
+        np.repeat(np.arange(seeds), groups),
+        np.tile(np.arange(groups), seeds),
+        np.full(seeds * groups, repeats),
+        seeds,
+        groups,
+    )
+
+
+def _advice_verdict(
+    units: inference.Units, tau: float, scale: str, seed: int
+) -> tuple[str, precision.Precision | None]:
+    inf = inference.infer_gap(units, tau, ALPHA, seed, draws=CFG.bootstrap_samples, scale=scale)
+    if inf is None:
+        return "inconclusive", None
+    failed = False
+    if inf.p_threshold < ALPHA:
+        p_perm, _ = any_difference(units, GateConfig(seed=seed))
+        failed = max(inf.p_threshold, p_perm) < ALPHA
+    shown = precision.precision(units, inf, scale, tau, ALPHA, 0.8)
+    verdict = "fail" if failed else "pass" if shown.interval[1] < tau else "inconclusive"
+    return verdict, shown
+
+
+def advice_table(n: int, pilot: int = 30) -> None:
+    """Fair apps: a 30-seed pilot's printed seeds_needed, re-run at that size."""
+    print(f"## Advice that comes true: fair apps re-run at the printed seeds_needed ({pilot}-seed")
+    print(f"pilots, {n} suites per family; target PASS ≥ 0.80)")
+    print(
+        "| family | pilots INCONCLUSIVE | printed seeds_needed (median [min, max]) | "
+        "re-run PASS [95% CI] | re-run FAIL |"
+    )
+    print("|---|---|---|---|---|")
+    for i, (family, (values, tau, scale, groups)) in enumerate(ADVICE_APPS.items()):
+        rng = np.random.default_rng(7000 + i)
+        sizes, passed, failed = [], 0, 0
+        for b in range(n):
+            verdict, shown = _advice_verdict(
+                _advice_suite(values, rng, pilot, groups, 1), tau, scale, b
+            )
+            if verdict != "inconclusive" or shown is None or shown.seeds_needed is None:
+                continue
+            size = min(shown.seeds_needed, 20_000)
+            sizes.append(size)
+            again, _ = _advice_verdict(
+                _advice_suite(values, rng, size, groups, 1), tau, scale, 10_000 + b
+            )
+            passed += again == "pass"
+            failed += again == "fail"
+        k = len(sizes)
+        spread = f"{int(np.median(sizes))} [{min(sizes)}, {max(sizes)}]" if sizes else "–"
+        print(
+            f"| {family} | {k} of {n} | {spread} | {rate(passed, k) if k else '–'} | "
+            f"{rate(failed, k) if k else '–'} |",
+            flush=True,
+        )
+    print()
+
+
+def _attribute_suite(shape: str, seeds: int) -> list[dict[str, str]]:
+    """Each variant's (seed index as "seed", attributes): item 3's mined shape (every seed
+    but the last varies gender, the last age × gender) or fairtrace's region × gender."""
+    out = []
+    for s in range(seeds):
+        if shape == "mined" and s < seeds - 1:
+            out += [{"seed": str(s), "gender": g} for g in ("female", "male")]
+            continue
+        other = "age" if shape == "mined" else "region"
+        levels = ("25", "45") if shape == "mined" else ("north", "south")
+        out += [{"seed": str(s), "gender": g, other: v} for g in ("female", "male") for v in levels]
+    return out
+
+
+def _attribute_app(
+    app: str, rng: np.random.Generator, seeds: int
+) -> Callable[[dict[str, str]], bool]:
+    """fair (each template's decision, rate 0.3, for every variant), noisy fair (each variant
+    at 0.3), partial bias (women also escalated in 40% of templates: gap 0.28) or total bias
+    (every woman escalated: gap 0.7)."""
+    template = rng.random(seeds) < 0.3
+    partial = rng.random(seeds) < 0.4
+
+    def escalates(v: dict[str, str]) -> bool:
+        s, woman = int(v["seed"]), v["gender"] == "female"
+        if app == "noisy fair":
+            return bool(rng.random() < 0.3)
+        if app == "total bias" and woman:
+            return True
+        return bool(template[s] or (app == "partial bias" and woman and partial[s]))
+
+    return escalates
+
+
+def attributes_table(n: int) -> None:
+    """Several protected attributes end to end (``evaluate``; escalation_parity, τ 0.1)."""
+    from spanguard_processor.fairness import MetricConfig, Observation, evaluate
+    from spanguard_processor.traces.model import ProcessTrace
+
+    metric = [MetricConfig("escalation_parity", 0.1)]
+    cfg = GateConfig(bootstrap_samples=200, permutation_samples=199)
+    print(f"## Several protected attributes (escalation_parity, τ 0.1; {n} suites each)")
+    print("| suite | app | FAIL [95% CI] | INCONCLUSIVE | PASS | gender FAIL |")
+    print("|---|---|---|---|---|---|")
+    shapes = (
+        ("mined: 34 seeds × gender + 1 × age × gender", "mined", 35),
+        ("fairtrace: 40 seeds × region × gender", "factorial", 40),
+    )
+    apps = ("fair", "noisy fair", "partial bias", "total bias")
+    for i, (title, shape, seeds) in enumerate(shapes):
+        for j, app in enumerate(apps):
+            rng = np.random.default_rng(8000 + 10 * i + j)
+            k = {"fail": 0, "inconclusive": 0, "pass": 0}
+            gender_fail = 0
+            for b in range(n):
+                escalates = _attribute_app(app, rng, seeds)
+                obs = []
+                for v in _attribute_suite(shape, seeds):
+                    attrs = {a: x for a, x in v.items() if a != "seed"}
+                    name = f"s{v['seed']}::" + "|".join(
+                        f"{a}={x}" for a, x in sorted(attrs.items())
+                    )
+                    obs.append(
+                        Observation(
+                            id=name,
+                            seed_id=f"s{v['seed']}",
+                            variant_id=name,
+                            assignments=attrs,
+                            prompt="",
+                            response="ok",
+                            trace=ProcessTrace(escalated=escalates(v)),
+                            stated=frozenset({"escalated"}),
+                        )
+                    )
+                r = evaluate(obs, metric, replace(cfg, seed=b), generated_at="t").results[0]
+                k[str(r.verdict)] = k.get(str(r.verdict), 0) + 1
+                gender_fail += any(
+                    a.attribute == "gender" and a.verdict == "fail" for a in r.attributes
+                )
+            print(
+                f"| {title} | {app} | {rate(k['fail'], n)} | {rate(k['inconclusive'], n)} | "
+                f"{rate(k['pass'], n)} | {rate(gender_fail, n)} |",
+                flush=True,
+            )
+    print()
 
 
 if __name__ == "__main__":

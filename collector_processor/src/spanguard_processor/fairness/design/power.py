@@ -34,6 +34,7 @@ import numpy as np
 from ..vocabulary import Scale
 
 __all__ = [
+    "ADVICE_CONFIDENCE",
     "COUNT_VARIANCE",
     "RATE_VARIANCE",
     "STUDENTIZED_SHARE",
@@ -44,6 +45,7 @@ __all__ = [
     "repeats_needed",
     "resolution",
     "seeds_needed",
+    "variance_upper",
 ]
 
 # a noisy app's upper bound is the smaller of the studentized and the exact bound, each at
@@ -55,6 +57,10 @@ COUNT_VARIANCE = 1.0  # a count has no worst case: a Poisson count of mean 1 is 
 _DRAWS = 20_000
 _MAX_SEEDS = 10_000_000
 _NORMAL_DF = 500  # from this many degrees of freedom on, the t is taken as normal
+# the advice (seeds or repeats a fair app needs to PASS) sizes from the pilot's variance at this
+# one-sided confidence (and the discordant share likewise): re-run at the printed size, a fair
+# app PASSes in ≥ 80% per metric family (bench/bench_calibration.py --advice)
+ADVICE_CONFIDENCE = 0.9
 
 
 def _unit_variance(scale: Scale, repeats: int, variance: float | None) -> float:
@@ -183,15 +189,30 @@ def repeats_needed(
     alpha: float = 0.05,
     power: float = 0.8,
 ) -> int | None:
-    """Independent repeats per variant for a noisy app's MDE to reach ``threshold`` at this
-    many seeds, assuming its variance ``observed`` (at ``repeats``) is call-to-call noise
-    that averaging shrinks; None when no number of repeats can (too few seeds or groups)."""
+    """Independent repeats per variant **in all** (counted from the ``repeats`` already run,
+    never fewer) for a noisy app's MDE to reach ``threshold`` at this many seeds, assuming
+    its variance ``observed`` (at ``repeats``) is call-to-call noise that averaging shrinks;
+    None when no number of repeats can (too few seeds or groups) or none is needed (the MDE is
+    within τ already: the gap seen, not the noise, keeps the metric open). The variance scales as
+    1/repeats, so the total is ``repeats · (MDE/τ)²`` rounded up once: a run at that many
+    repeats is told about the same total again, not a multiple of it."""
     mde = resolution(seeds, groups, observed, alpha, power)
     if mde is None or observed <= 0.0:
         return None
+    now = max(int(repeats), 1)
     if mde <= threshold:
-        return max(int(repeats), 1)
-    return max(int(repeats), 1) * math.ceil((mde / threshold) ** 2)
+        return None
+    return max(now + 1, math.ceil(now * (mde / threshold) ** 2 - 1e-9))
+
+
+def variance_upper(variance: float, seeds: int, confidence: float = ADVICE_CONFIDENCE) -> float:
+    """A one-sided upper confidence bound of a variance estimated from ``seeds`` seeds
+    (chi-square on seeds − 1 degrees of freedom): the advice sizes a suite from it, so that a
+    pilot that saw too little noise by chance does not promise a PASS its re-run misses."""
+    from scipy.stats import chi2
+
+    df = max(int(seeds) - 1, 1)
+    return float(variance) * df / float(chi2.ppf(1.0 - confidence, df))
 
 
 def discordant_seeds_needed(

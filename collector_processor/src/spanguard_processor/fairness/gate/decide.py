@@ -88,18 +88,28 @@ def _bound_note(r: MetricResult) -> str:
 
 
 def _need(r: MetricResult) -> str:
+    """The advice of an open metric: the seeds for a fair app to pass (sized from an upper
+    confidence bound of the noise seen, never fewer than the suite has), the repeats per
+    variant in all, and, for a gap leaning FAIL, the seeds that would decide FAIL."""
     if r.seeds_needed is None:
         return ""
-    text = f"; about {r.seeds_needed} seeds (now {r.seeds}) would let a fair app pass"
     info = _upper_info(r)
+    text = ""
+    to_fail = info.get("seeds_to_fail")
+    if to_fail and r.score > r.threshold:
+        text += (
+            f"; about {to_fail} seeds (now {r.seeds}) would decide FAIL if the gap is what it shows"
+        )
+    text += f"; about {r.seeds_needed} seeds (now {r.seeds}) would let a fair app pass"
     exact = info.get("deterministic_seeds")
     if exact:
         text += f" ({exact} if its variants of a template agree)"
     repeats = info.get("repeats_needed")
     if repeats:
+        now = info.get("repeats", 1)
         text += (
-            f", or {repeats} independent repeats per variant if the app's answers vary "
-            "from call to call"
+            f", or {repeats} independent repeats per variant in all (now {now}) if the "
+            "app's answers vary from call to call"
         )
     return text
 

@@ -10,7 +10,7 @@ attribute's p-value in its Holm family and decides the metric from them (:mod:`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,10 +21,7 @@ from ..stats import inference, seeds
 from ..stats.attributes import attribute_units
 from ..stats.groups import group_stats
 from ..vocabulary import Scale
-
-if TYPE_CHECKING:
-    from .base import Design
-    from .gap import GapPrepared
+from .base import Design, Prepared
 
 __all__ = ["ATTRIBUTE_ESTIMAND", "ATTRIBUTE_GAP_ESTIMAND", "attribute_results"]
 
@@ -44,7 +41,7 @@ Measure = Callable[
 
 
 def attribute_results(
-    prepared: GapPrepared,
+    prepared: Prepared,
     design: Design,
     cfg: GateConfig,
     units: inference.Units,

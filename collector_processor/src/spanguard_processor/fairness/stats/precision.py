@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from ..design import power as design_power
 from ..design.power import STUDENTIZED_SHARE
 from ..vocabulary import Scale
-from .bounds import DiscordanceBound, discordance_bound
+from .bounds import DiscordanceBound, clopper_pearson_upper, discordance_bound
 from .inference import GapInference, Units, upper_at
 
 __all__ = ["Precision", "precision", "unmeasured"]
@@ -87,11 +88,16 @@ def precision(
         disc, inf.seeds, g, repeats, variance, scale, threshold, alpha, power
     )
     if again is not None:
-        info["repeats_needed"] = again
+        info.update(repeats_needed=again, repeats=repeats)
+    if needed is not None:
+        needed = _at_least_run(needed, inf, upper, threshold, alpha, power)
     if needed is not None and not (disc is not None and disc.deterministic):
         exact = design_power.deterministic_seeds(threshold, alpha, disc.spread if disc else 1.0)
         if exact < needed:  # what a deterministic fair app would need
             info["deterministic_seeds"] = exact
+    to_fail = _seeds_to_fail(inf, lower, threshold, alpha, power)
+    if to_fail is not None:
+        info["seeds_to_fail"] = to_fail
     if scale == Scale.RATE and mde >= 1.0:
         mde = math.inf
     return Precision((min(lower, upper), upper), mde, needed, info)
@@ -108,7 +114,10 @@ def _power(
     alpha: float,
     power: float,
 ) -> tuple[float, int | None, int | None]:
-    """(MDE, seeds needed, repeats needed) from the observed data."""
+    """(MDE, seeds needed, repeats needed in all) from the observed data. The MDE is the
+    design's with the variance seen; the advice sizes from the variance's upper confidence
+    bound and the discordant share's (``ADVICE_CONFIDENCE``), so that a fair app re-run at
+    the printed size PASSes as often as the power promises, from a small pilot too."""
     spread = disc.spread if disc is not None else 1.0
     if disc is not None and disc.deterministic:
         return disc.bound, design_power.deterministic_seeds(threshold, alpha, spread), None
@@ -117,19 +126,57 @@ def _power(
         studentized if studentized is not None else math.inf,
         disc.bound if disc is not None else math.inf,
     )
+    advised = design_power.variance_upper(variance, seeds)
     options = [
         design_power.seeds_needed(
-            groups, repeats, scale, threshold, alpha, power, observed=max(variance, 1e-300)
+            groups, repeats, scale, threshold, alpha, power, observed=max(advised, 1e-300)
         )
     ]
     if disc is not None:
+        share = clopper_pearson_upper(
+            disc.discordant, disc.seeds, 1.0 - design_power.ADVICE_CONFIDENCE
+        )
         exact = design_power.discordant_seeds_needed(
-            disc.discordant / disc.seeds, threshold, alpha * (1.0 - STUDENTIZED_SHARE), spread
+            share, threshold, alpha * (1.0 - STUDENTIZED_SHARE), spread
         )
         if exact is not None:
             options.append(exact)
-    again = design_power.repeats_needed(seeds, groups, threshold, variance, repeats, alpha, power)
+    again = design_power.repeats_needed(seeds, groups, threshold, advised, repeats, alpha, power)
     return mde, min(options), again
+
+
+def _lean(alpha: float, power: float) -> float:
+    """How much wider than the one-sided bound's half-width the distance to τ must be for
+    the bound to clear τ with probability ``power``: (z_{1−α} + z_power) / z_{1−α}."""
+    z = NormalDist()
+    return (z.inv_cdf(1.0 - alpha) + z.inv_cdf(power)) / z.inv_cdf(1.0 - alpha)
+
+
+def _at_least_run(
+    needed: int, inf: GapInference, upper: float, threshold: float, alpha: float, power: float
+) -> int:
+    """Never fewer seeds than the suite already has: when a fair app's size is reached and
+    the metric is still open, it is the gap seen, not the noise, that is near τ; the size
+    for the upper bound to clear τ if the gap is what it shows (half-width ∝ 1/√seeds)."""
+    if needed > inf.seeds:
+        return needed
+    est = inf.estimate
+    if est >= threshold or not math.isfinite(upper) or upper <= est:
+        return inf.seeds + 1
+    ratio = _lean(alpha, power) * (upper - est) / (threshold - est)
+    return max(inf.seeds + 1, math.ceil(inf.seeds * ratio * ratio))
+
+
+def _seeds_to_fail(
+    inf: GapInference, lower: float, threshold: float, alpha: float, power: float
+) -> int | None:
+    """For a metric leaning FAIL (its gap above τ, its lower bound not): the seeds for the
+    lower bound to clear τ with probability ``power`` if the gap is what it shows."""
+    est = inf.estimate
+    if est <= threshold or lower > threshold or est <= lower:
+        return None
+    ratio = _lean(alpha, power) * (est - lower) / (est - threshold)
+    return max(inf.seeds + 1, math.ceil(inf.seeds * ratio * ratio))
 
 
 def unmeasured(groups: int, scale: Scale, threshold: float, alpha: float, power: float) -> int:
