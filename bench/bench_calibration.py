@@ -23,6 +23,8 @@ from 1 × 2 to 100 × 15; true gaps 0, 0.05, τ − 0.02, τ, τ + 0.1, 0.3.
     .venv/bin/python bench/bench_calibration.py --all      # and the FAIL test's own checks
     .venv/bin/python bench/bench_calibration.py --quick    # binary and deterministic only
     .venv/bin/python bench/bench_calibration.py --quick --suites 20    # under a minute
+    .venv/bin/python bench/bench_calibration.py --advice      # re-run at the printed seeds_needed
+    .venv/bin/python bench/bench_calibration.py --attributes  # several protected attributes
 
 ``--all`` adds the threshold test at the boundary Δ = τ on configurations its critical value
 is not simulated at, and the permutation test's normal approximation (FAIL's validity; issue
