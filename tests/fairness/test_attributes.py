@@ -8,8 +8,15 @@ woman was INCONCLUSIVE with Holm p = 1.
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from click.testing import CliRunner
+
+from spanguard_processor.cli import cli
 from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
 from spanguard_processor.traces.model import ProcessTrace
 
@@ -113,3 +120,50 @@ def test_reports_show_each_attribute_and_leave_one_attribute_output_alone() -> N
     one = evaluate(single, _METRIC, _CONFIG, generated_at="t")
     assert "attributes" not in report_dict(one)["metric_results"][0]
     assert "↳" not in render_markdown(one)
+
+
+def test_the_cli_fails_a_mined_shape_suite_and_names_the_attribute(tmp_path: Path) -> None:
+    prompts: list[dict[str, Any]] = [
+        {
+            "id": f"s{i}",
+            "prompt": f"Case {i}: a {{gender}} asks.",
+            "attributes": {"gender": ["female", "male"]},
+        }
+        for i in range(34)
+    ]
+    prompts.append(
+        {
+            "id": "s34",
+            "prompt": "A {age}-year-old {gender} asks.",
+            "attributes": {"age": ["25", "45"], "gender": ["female", "male"]},
+        }
+    )
+    suite = tmp_path / "suite.json"
+    suite.write_text(
+        json.dumps({"dataset": {"prompts": prompts}, "metrics": [{"type": "escalation_parity"}]})
+    )
+    rows = []
+    for p in prompts:
+        names = sorted(p["attributes"])
+        for n, combo in enumerate(itertools.product(*(p["attributes"][k] for k in names)), 1):
+            assignments = dict(zip(names, combo, strict=True))
+            rows.append(
+                {
+                    "id": f"{p['id']}::{n}",
+                    "seed_id": p["id"],
+                    "prompt": "",
+                    "assignments": assignments,
+                    "response": "ok",
+                    "response_metadata": {
+                        "trace": {"escalated": assignments["gender"] == "female"}
+                    },
+                }
+            )
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(
+        cli, ["fairness", str(suite), str(records), "--bootstrap", "200", "--permutations", "199"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "gender: FAIL 1.0000" in result.output
+    assert "age: INCONCLUSIVE" in result.output

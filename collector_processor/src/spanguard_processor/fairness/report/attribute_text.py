@@ -12,11 +12,17 @@ from .verdict_text import interval_text, label, number
 __all__ = ["attribute_json", "attribute_lines", "attribute_rows"]
 
 
+def _seeds(n: int, verb: str = "") -> str:
+    if n == 1:
+        return "1 seed" + (f" that {verb}s it" if verb else "")
+    return f"{n} seeds" + (f" that {verb} it" if verb else "")
+
+
 def attribute_lines(r: MetricResult) -> list[str]:
     """``gender: FAIL 1.0000 [0.9180, 1.0000] over 35 seeds — beyond threshold: …``."""
     return [
         f"{a.attribute}: {label(a.verdict)} {number(a.score)} {interval_text(a)} over "
-        f"{a.seeds} seed(s) that vary it — {a.reason_text}"
+        f"{_seeds(a.seeds, 'vary')} — {a.reason_text}"
         for a in r.attributes
     ]
 
@@ -24,7 +30,7 @@ def attribute_lines(r: MetricResult) -> list[str]:
 def attribute_rows(r: MetricResult, status: Any) -> list[str]:
     """Markdown table rows, one per attribute, in the metric table's columns."""
     return [
-        f"| ↳ {r.metric} · {a.attribute} ({a.seeds} seeds) | {number(a.score)} | "
+        f"| ↳ {r.metric} · {a.attribute} ({_seeds(a.seeds)}) | {number(a.score)} | "
         f"{interval_text(a)} | {a.threshold:g} ({a.direction}) | {number(a.p_value)} | "
         f"{number(a.p_holm)} | {number(a.mde)} | {status(a)} |"
         for a in r.attributes
