@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from ._common import renamed
+
 __all__ = ["echo_plan", "suite"]
 
 
@@ -133,12 +135,14 @@ def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> N
     "nationality, religion, disability, or one a --lexicon adds.",
 )
 @click.option(
-    "--min-requests",
+    "--min-users",
     type=click.IntRange(min=2),
     default=3,
     show_default=True,
-    help="Keep only templates seen in at least this many requests.",
+    help="Keep only templates at least this many distinct users sent (user id, else "
+    "session id; each request counts as one user when neither is recorded).",
 )
+@renamed("--min-requests", target="min_users", renamed_to="--min-users", type=click.IntRange(min=2))
 @click.option(
     "--max-seeds",
     type=click.IntRange(min=1),
@@ -186,7 +190,7 @@ def mine(
     output: Path,
     lexicons: tuple[Path, ...],
     attributes: tuple[str, ...],
-    min_requests: int,
+    min_users: int,
     max_seeds: int | None,
     similarity: float,
     metrics: tuple[str, ...],
@@ -200,7 +204,10 @@ def mine(
     production trace ids.
 
     Only traces recorded with content can be mined (the rest are counted). A mention that
-    cannot be swapped cleanly is left out and counted. See docs/suite-mining.md.
+    cannot be swapped cleanly is left out and counted. Personal data (e-mail addresses,
+    phone, card and IBAN-like numbers, URLs with user info, names) is scrubbed before anything
+    is written or printed; a seed is a phrasing --min-users distinct users sent; a trace read
+    twice (a file and its store) counts once. See docs/suite-mining.md.
 
     \b
     Example:
@@ -220,7 +227,7 @@ def mine(
         paths=tuple(traces) + tuple(stores),
         lexicons=lexicons,
         attributes=attributes,
-        min_requests=min_requests,
+        min_users=min_users,
         max_seeds=max_seeds,
         similarity=similarity,
         metrics=metrics,
@@ -228,8 +235,8 @@ def mine(
         redact_hook=redact_hook,
     )
     result = run_mining(request, output)
-    echo_mining(result, output, min_requests, observe)
+    echo_mining(result, output, min_users, observe)
     if not result.seeds:
         from ._common import BadInput
 
-        raise BadInput(nothing_to_write(result, output, min_requests))
+        raise BadInput(nothing_to_write(result, output, min_users))
