@@ -118,11 +118,13 @@ def test_the_sender_is_read_from_langfuse_and_openinference_user_and_session_key
     assert AgentTrace.from_dict(trace.to_dict()) == trace
     provider, memory = _provider()
     tracer = provider.get_tracer("app")
-    with tracer.start_as_current_span(
-        "invoke_agent bank", attributes={"gen_ai.operation.name": "invoke_agent"}
+    with (
+        tracer.start_as_current_span(
+            "invoke_agent bank", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ),
+        tracer.start_as_current_span("step", attributes={"enduser.id": "u-7"}),
     ):
-        with tracer.start_as_current_span("step", attributes={"enduser.id": "u-7"}):
-            pass
+        pass
     (other,) = traces_from_readable_spans(memory.get_finished_spans())
     assert (other.user_id, other.session_id) == ("u-7", None)
     assert "user_id" in other.to_dict() and "session_id" not in other.to_dict()
