@@ -129,6 +129,19 @@ def test_a_trace_in_a_file_and_in_its_store_counts_once(tmp_path: Path) -> None:
     assert "note: 2 request(s) were read twice" in result.output
 
 
+def test_a_trace2eval_log_names_its_users_by_user_id_or_session_id(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    text = "Can my wife open a savings account for the kids?"
+    senders = [{"user_id": "u1"}, {"userId": "u1"}, {"session_id": "s1"}, {"user_id": "u2"}]
+    rows = [{"id": f"r{i}", "input": text, "output": "ok"} | who for i, who in enumerate(senders)]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "mined.yaml"
+    assert _mine(str(log), "-o", str(out), "--min-users", "4").exit_code == 2  # 3 users
+    result = _mine(str(log), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.output and "no user or session id" not in result.output
+
+
 @pytest.mark.parametrize(
     ("text", "scrubbed", "kinds"),
     [
