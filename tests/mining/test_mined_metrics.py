@@ -35,10 +35,10 @@ def test_a_suite_from_traffic_with_tool_calls_gates_tool_names_and_counts(tmp_pa
     # the most tool calls one request made was 3: twice that is the range stated
     assert metrics["tool_count_gap"] == {
         "type": "tool_count_gap",
-        "threshold": 0.1,
+        "threshold": 0.5,  # its own, on the count scale: --threshold is a rate's
         "max_difference": 6,
     }
-    assert "max_difference" not in metrics["tool_name_gap"]  # a rate: its range is 1
+    assert metrics["tool_name_gap"] == {"type": "tool_name_gap", "threshold": 0.1}  # a rate
     assert (
         "  # max_difference: the largest difference between two groups, within one seed,\n"
         "  # that this count metric can take; its PASS bound rests on it. 2 × the most tool "
@@ -63,5 +63,6 @@ def test_metrics_follow_the_signals_and_a_named_count_metric_gets_a_range() -> N
         "plan_length_gap": 10,
         "friction_point_gap": 2,
     }
-    (named,) = mined_metrics(ProcessRanges(), ["plan_length_gap"], 0.5)
-    assert (named.threshold, named.max_difference) == (0.5, 2)  # never seen: at least 2
+    (named, rate) = mined_metrics(ProcessRanges(), ["plan_length_gap", "escalation_parity"], 0.2)
+    assert (named.threshold, named.max_difference) == (1.0, 2)  # never seen: at least 2
+    assert (rate.threshold, rate.max_difference) == (0.2, None)

@@ -162,14 +162,16 @@ def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> N
     multiple=True,
     metavar="TYPE",
     help="A metric of the suite (repeatable; default: escalation_parity, "
-    "tool_use_parity, refusal_gap).",
+    "tool_use_parity, refusal_gap, and tool_name_gap, tool_count_gap, plan_length_gap, "
+    "friction_point_gap where the traffic shows those signals).",
 )
 @click.option(
     "--threshold",
     type=click.FloatRange(0, 1, min_open=True),
     default=0.1,
     show_default=True,
-    help="The metrics' threshold.",
+    help="The rate metrics' threshold (count metrics keep their own: tool_count_gap 0.5, "
+    "plan_length_gap and friction_point_gap 1).",
 )
 @click.option(
     "--redact-hook",

@@ -8,6 +8,10 @@ which the suite states (``max_difference``, docs/fairness.md) rather than the ga
 off the sampled seeds: it is :data:`MARGIN` × the most that one production request ever did
 (at least :data:`MARGIN`), so a counterfactual variant may do up to twice what any user's
 request did before the bound stops holding.
+
+``--threshold`` is on the rate scale (a share of seeds, 0.1); a count metric keeps its own
+default threshold (tool_count_gap 0.5 calls, plan_length_gap 1 step, friction_point_gap 1
+point), which is on its scale: a tenth of a tool call is not a threshold anyone means.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..fairness.metrics import get_metric
+from ..fairness.vocabulary import Scale
 from .requests import Request
 
 __all__ = [
@@ -91,18 +97,24 @@ def mined_metrics(
 ) -> tuple[MinedMetric, ...]:
     """``chosen`` (default: :data:`ALWAYS`, plus tool_name_gap and tool_count_gap when any
     request called a tool, plan_length_gap and friction_point_gap when any recorded one), each
-    count metric with its ``max_difference``."""
+    count metric with its own threshold and its ``max_difference``, the others with
+    ``threshold``."""
     out = []
     for name in chosen or _default(ranges):
+        definition = get_metric(name)
+        if definition is not None and definition.scale == Scale.COUNT:
+            own = float(definition.threshold)  # a count's threshold is on its own scale
+        else:
+            own = threshold
         if name not in _COUNTS:
-            out.append(MinedMetric(name, threshold))
+            out.append(MinedMetric(name, own))
             continue
         signal, field = _COUNTS[name]
         most = getattr(ranges, field)
         out.append(
             MinedMetric(
                 name,
-                threshold,
+                own,
                 MARGIN * max(most, 1),
                 f"{MARGIN} × the most {signal} one production request recorded ({most})",
             )
