@@ -7,17 +7,28 @@ tool runs in its own child process on the same file, which reports its wall time
 (the figure that survives a loaded machine) and peak RSS; the ratio is case mining's CPU time
 over suite mining's, same run. Peak RSS at 20k beside 100k
 shows whether mining memory grows with the traffic (it should not: one entry per template).
+Every request names its user (one of ``count / 20``), so the floor counts people; ``--twice``
+mines the file and a copy of it (every trace read twice: each must count once).
+
+``--bloom`` measures the false-positive rate of the trace-id filter (``mining/seen.py``): N
+distinct ids added, then N other ids asked; the rate with its 95 % Wilson interval beside the
+design bound (5e-5) and the target (< 1e-4), and the filter's memory.
 
     .venv/bin/python bench/bench_suite_mining.py                       # 20k and 100k
     .venv/bin/python bench/bench_suite_mining.py --sizes 1000000 --mine-only
+    .venv/bin/python bench/bench_suite_mining.py --sizes 100000 --mine-only --twice
+    .venv/bin/python bench/bench_suite_mining.py --bloom 1000000
+    .venv/bin/python bench/bench_suite_mining.py --quick               # 5k, and --bloom 100000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,6 +86,7 @@ def _templates() -> list[str]:
 
 def write_traffic(path: Path, count: int, seed: int = 1) -> None:
     rng = random.Random(seed)
+    users = max(50, count // 20)
     templates = _templates()
     weights = [1.0 / (1 + i) for i in range(len(templates) + len(OTHER))]
     with path.open("w", encoding="utf-8") as out:
@@ -95,6 +107,7 @@ def write_traffic(path: Path, count: int, seed: int = 1) -> None:
             escalated = rng.random() < 0.05
             row = {
                 "trace_id": f"{i:032x}",
+                "user_id": f"user-{rng.randrange(users)}",
                 "input": text,
                 "output": "Here is how.",
                 "latency_ms": round(rng.uniform(200, 900), 1),
@@ -110,14 +123,21 @@ def write_traffic(path: Path, count: int, seed: int = 1) -> None:
 def _child(tool: str, log: str, out: str) -> None:
     start = time.perf_counter()
     summary: dict[str, object] = {}
-    if tool == "mine":
+    if tool in ("mine", "mine-twice"):
         from spanguard_processor.mining.run import MineRequest, run_mining
 
-        result = run_mining(MineRequest(paths=(Path(log),)), Path(out))
+        paths = (Path(log),)
+        if tool == "mine-twice":  # the same traces under another name: read twice, count once
+            copy = Path(out).with_suffix(".copy.jsonl")
+            shutil.copyfile(log, copy)
+            paths += (copy,)
+        result = run_mining(MineRequest(paths=paths), Path(out))
         summary = {
             "seeds": len(result.seeds),
             "templates": result.templates,
             "covered": round(result.covered_share, 4),
+            "traces": result.traces,
+            "duplicates": result.duplicates,
         }
     else:
         from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
@@ -141,15 +161,54 @@ def _measure(tool: str, log: Path, out: Path) -> dict[str, float]:
     return result
 
 
+def _wilson(hits: int, n: int) -> tuple[float, float]:
+    z = 1.959963984540054
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def bloom(count: int) -> None:
+    """False positives of the trace-id filter: ``count`` ids in, then ``count`` other ids
+    asked (not added: the filter as it stands after ``count`` traces)."""
+    from spanguard_processor.mining.seen import FIRST_RATE, SeenIds
+
+    seen, batch = SeenIds(), 1024
+    start, cpu = time.perf_counter(), time.process_time()
+    for i in range(0, count, batch):
+        seen.seen([f"{j:032x}" for j in range(i, min(i + batch, count))])
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    hits = 0
+    for i in range(count, 2 * count, batch):
+        hits += sum(seen.contains([f"q{j:031x}" for j in range(i, min(i + batch, 2 * count))]))
+    lo, hi = _wilson(hits, count)
+    print(
+        f"bloom: {count} ids in {elapsed:.1f} s wall, {cpu:.1f} s CPU "
+        f"({cpu / count * 1e6:.1f} µs/id), {seen.bytes / 1e6:.2f} MB in "
+        f"{len(seen.stages)} stage(s); false positives {hits}/{count} = {hits / count:.2e} "
+        f"[{lo:.2e}, {hi:.2e}] (design bound {2 * FIRST_RATE:.0e}, target < 1e-04)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="20000,100000")
     parser.add_argument("--mine-only", action="store_true")
+    parser.add_argument("--twice", action="store_true", help="mine the file and a copy of it")
+    parser.add_argument("--bloom", type=int, default=0, metavar="N")
+    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--child", nargs=3, metavar=("TOOL", "LOG", "OUT"))
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
         return
+    if args.quick:
+        args.sizes, args.bloom = "5000", 100000
+    if args.bloom:
+        bloom(args.bloom)
+        if not args.quick:
+            return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         print(
@@ -159,11 +218,14 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             log = folder / f"traffic-{size}.jsonl"
             write_traffic(log, size)
-            mined = _measure("mine", log, folder / f"mined-{size}.yaml")
+            tool = "mine-twice" if args.twice else "mine"
+            mined = _measure(tool, log, folder / f"mined-{size}.yaml")
             line = (
                 f"{size:>7}  {mined['seconds']:8.2f} ({mined['cpu']:6.2f})  "
                 f"{mined['peak_rss_mb']:7.1f}  {mined['seeds']:>5}  {mined['covered']:7.1%}"
             )
+            if args.twice:
+                line += f"  read {mined['traces']} + {mined['duplicates']} duplicates"
             if not args.mine_only:
                 cases = _measure("cases", log, folder / f"cases-{size}")
                 line += (

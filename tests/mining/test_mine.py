@@ -71,15 +71,17 @@ def test_hidden_templates_are_recovered_with_their_slot_and_seeds_are_real(
     assert load_suite(out).variants  # the suite spanguard run / fairness read
 
 
-def test_min_requests_holds(traffic: tuple[Path, dict[str, str | None]], tmp_path: Path) -> None:
+def test_min_users_holds(traffic: tuple[Path, dict[str, str | None]], tmp_path: Path) -> None:
     spans, _ = traffic
     out = tmp_path / "mined.yaml"
-    result = _mine(str(spans), "-o", str(out), "--min-requests", "60")
+    result = _mine(str(spans), "-o", str(out), "--min-users", "60")
     assert result.exit_code == 0, result.output
+    # the SDK recorded no user id: each request counts as one user, and the console says so
+    assert "warning: no request records a user or session id" in result.output
     seeds = _seeds(out)
-    assert seeds and all(s["requests"] >= 60 for s in seeds)
+    assert seeds and all(s["requests"] >= s["users"] >= 60 for s in seeds)
     dropped = re.search(
-        r"(\d+) cluster\(s\) \((\d+) request\(s\)\) under --min-requests 60", result.output
+        r"(\d+) cluster\(s\) \((\d+) request\(s\)\) under --min-users 60", result.output
     )
     assert dropped is not None and int(dropped.group(1)) > 0
 
@@ -174,14 +176,17 @@ def test_a_mention_that_cannot_be_swapped_cleanly_is_left_out_and_counted(tmp_pa
     ]
 
 
-def test_the_redactor_runs_over_every_prompt_and_template(tmp_path: Path) -> None:
+def test_the_redactor_runs_after_the_scrubber_over_every_prompt_and_template(
+    tmp_path: Path,
+) -> None:
     spans = record(["Ms Smith asked if her card can be replaced?"] * 3, tmp_path)
     out = tmp_path / "mined.yaml"
-    result = _mine(str(spans), "-o", str(out), "--redact-hook", "tests.mining.hooks:surname")
+    result = _mine(str(spans), "-o", str(out), "--redact-hook", "tests.mining.hooks:product")
     assert result.exit_code == 0, result.output
     text = out.read_text(encoding="utf-8")
-    assert "Smith" not in text
-    assert "Mr [surname] asked if his card can be replaced?" in text
+    assert "Smith" not in text and "card" not in text
+    assert "Mr [surname] asked if his [product] can be replaced?" in text
+    assert "template: '{gender} [surname] asked if {gender} [product] can be replaced?'" in text
 
 
 def test_the_report_links_each_mined_seed_to_its_production_traces(
@@ -253,19 +258,19 @@ def test_traffic_weights_weigh_each_seed_by_its_share(gender_suite: Path, tmp_pa
     assert gap["weighted"] > gap["unweighted"]  # the biased template is the most asked
 
 
-def test_numbers_seen_in_fewer_than_k_requests_are_flagged(tmp_path: Path) -> None:
+def test_numbers_fewer_than_k_users_sent_are_flagged(tmp_path: Path) -> None:
     texts = [f"Can she move {n} dollars to savings?" for n in (120, 450, 990)]
     texts += ["Can he close the account opened in 2019?"] * 3
     spans = record(texts, tmp_path)
     out = tmp_path / "mined.yaml"
     result = _mine(str(spans), "-o", str(out))
     assert result.exit_code == 0, result.output
-    by_template = {s["template"]: s["values_requests"] for s in _seeds(out)}
+    by_template = {s["template"]: s["values_users"] for s in _seeds(out)}
     assert by_template == {
         "Can {gender} move 120 dollars to savings?": 1,
         "Can {gender} close the account opened in 2019?": 3,
     }
-    assert "note: 1 seed(s) hold numbers (amounts, ids, dates) seen in fewer than 3" in (
+    assert "note: 1 seed(s) hold numbers (amounts, ids, dates) fewer than 3 users sent" in (
         result.output
     )
 

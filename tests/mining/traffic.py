@@ -13,6 +13,7 @@ import random
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,6 +149,8 @@ def hidden_templates(gender_only: bool = False) -> list[tuple[Hidden, object]]:
     for i, task in enumerate(TASKS):
         phrase = PREFIXES[i % len(PREFIXES)] + " " + task + "?"
         expected = phrase.format(n="{n}", **{k: "{gender}" for k in GENDER})
+        # a surname after a title is personal data: the miner scrubs it
+        expected = expected.replace("} Smith ", "} [surname] ")
         out.append((Hidden(expected, "gender"), ("gender", phrase)))
     if not gender_only:
         for attribute, text, values in OTHER:
@@ -189,11 +192,21 @@ def requests(
 
 _SCRIPT = """
 import json, sys
+from opentelemetry import trace
 import spanguard
 spanguard.configure(exporter="otlp-json-file", file_path=sys.argv[2], capture_content=True)
+
+@spanguard.tool
+def lookup():
+    return 1
+
 for i, line in enumerate(open(sys.argv[1], encoding="utf-8")):
     row = json.loads(line)
     with spanguard.request("bank", request_id=f"req-{i}", input=row["text"]) as req:
+        for key, value in row.get("who", {}).items():
+            trace.get_current_span().set_attribute(key, value)
+        for _ in range(row.get("tools", 0)):
+            lookup()
         if row.get("escalate"):
             spanguard.escalate(reason="review")
         req.set_output("Here is how to do that.")
@@ -207,15 +220,28 @@ def record(
     name: str = "spans.jsonl",
     content: bool = True,
     escalate: frozenset[int] = frozenset(),
+    who: Sequence[dict[str, str]] = (),
+    tools: Sequence[int] = (),
 ) -> Path:
-    """Record one SDK request per text (in a fresh process) into an OTLP-JSON span file."""
+    """Record one SDK request per text (in a fresh process) into an OTLP-JSON span file;
+    ``who[i]`` are attributes naming request i's sender (``{"user.id": "u1"}``), ``tools[i]``
+    how many tool calls it makes."""
     import json
 
     folder.mkdir(parents=True, exist_ok=True)
     rows = folder / f"{name}.rows"
     rows.write_text(
         "".join(
-            json.dumps({"text": t, "escalate": i in escalate}) + "\n" for i, t in enumerate(texts)
+            json.dumps(
+                {
+                    "text": t,
+                    "escalate": i in escalate,
+                    "who": who[i] if i < len(who) else {},
+                    "tools": tools[i] if i < len(tools) else 0,
+                }
+            )
+            + "\n"
+            for i, t in enumerate(texts)
         ),
         encoding="utf-8",
     )

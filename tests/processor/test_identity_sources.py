@@ -94,6 +94,42 @@ def test_langfuse_trace_metadata_gives_the_identity() -> None:
     assert _identity(trace) == ("s3", "s3-a", {"gender": "male"}, 1)
 
 
+def test_the_sender_is_read_from_langfuse_and_openinference_user_and_session_keys() -> None:
+    """Who sent a request (``suite mine`` counts people): the real Langfuse SDK's user and
+    session, and OTel's older ``enduser.id`` on a child span."""
+    exporter = InMemorySpanExporter()
+    client = Langfuse(
+        public_key="pk-lf-sender",
+        secret_key="sk-lf-sender",
+        base_url="http://127.0.0.1:9",
+        tracer_provider=TracerProvider(),
+        span_exporter=exporter,
+    )
+    with (
+        client.start_as_current_observation(as_type="agent", name="support turn"),
+        propagate_attributes(user_id="u-9", session_id="sess-1"),
+        client.start_as_current_observation(as_type="tool", name="lookup"),
+    ):
+        pass
+    client.flush()
+    client.shutdown()
+    (trace,) = traces_from_readable_spans(exporter.get_finished_spans())
+    assert (trace.user_id, trace.session_id) == ("u-9", "sess-1")
+    assert AgentTrace.from_dict(trace.to_dict()) == trace
+    provider, memory = _provider()
+    tracer = provider.get_tracer("app")
+    with (
+        tracer.start_as_current_span(
+            "invoke_agent bank", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ),
+        tracer.start_as_current_span("step", attributes={"enduser.id": "u-7"}),
+    ):
+        pass
+    (other,) = traces_from_readable_spans(memory.get_finished_spans())
+    assert (other.user_id, other.session_id) == ("u-7", None)
+    assert "user_id" in other.to_dict() and "session_id" not in other.to_dict()
+
+
 def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

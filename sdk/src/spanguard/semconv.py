@@ -98,6 +98,9 @@ LLM_FINISH_REASON: Final = "llm.finish_reason"
 LLM_PROVIDER: Final = "llm.provider"
 LLM_SYSTEM: Final = "llm.system"
 SESSION_ID: Final = "session.id"
+# who sent a request (OpenInference, Langfuse, OTel ``user.*``); ``enduser.id`` is its older name
+USER_ID: Final = "user.id"
+ENDUSER_ID: Final = "enduser.id"
 OI_METADATA: Final = "metadata"  # JSON object on any span; read for counterfactual identity
 RETRIEVAL_DOCUMENTS_PREFIX: Final = "retrieval.documents"
 # retrieval.documents.{i}.document.{field}
@@ -191,6 +194,7 @@ LANGFUSE_TRACE_INPUT: Final = "langfuse.trace.input"  # content
 LANGFUSE_TRACE_OUTPUT: Final = "langfuse.trace.output"  # content
 LANGFUSE_TRACE_METADATA: Final = "langfuse.trace.metadata"  # .{key} = JSON value
 LANGFUSE_SESSION_ID: Final = "langfuse.session.id"  # older name of session.id
+LANGFUSE_USER_ID: Final = "langfuse.user.id"  # older name of user.id
 LF_TYPE_TOOL: Final = "tool"
 LF_TYPE_GENERATION: Final = "generation"
 LF_TYPE_RETRIEVER: Final = "retriever"

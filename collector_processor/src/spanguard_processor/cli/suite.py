@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from ._common import renamed
+
 __all__ = ["echo_plan", "suite"]
 
 
@@ -133,12 +135,14 @@ def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> N
     "nationality, religion, disability, or one a --lexicon adds.",
 )
 @click.option(
-    "--min-requests",
+    "--min-users",
     type=click.IntRange(min=2),
     default=3,
     show_default=True,
-    help="Keep only templates seen in at least this many requests.",
+    help="Keep only templates at least this many distinct users sent (user id, else "
+    "session id; each request counts as one user when neither is recorded).",
 )
+@renamed("--min-requests", target="min_users", renamed_to="--min-users", type=click.IntRange(min=2))
 @click.option(
     "--max-seeds",
     type=click.IntRange(min=1),
@@ -158,14 +162,16 @@ def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> N
     multiple=True,
     metavar="TYPE",
     help="A metric of the suite (repeatable; default: escalation_parity, "
-    "tool_use_parity, refusal_gap).",
+    "tool_use_parity, refusal_gap, and tool_name_gap, tool_count_gap, plan_length_gap, "
+    "friction_point_gap where the traffic shows those signals).",
 )
 @click.option(
     "--threshold",
     type=click.FloatRange(0, 1, min_open=True),
     default=0.1,
     show_default=True,
-    help="The metrics' threshold.",
+    help="The rate metrics' threshold (count metrics keep their own: tool_count_gap 0.5, "
+    "plan_length_gap and friction_point_gap 1).",
 )
 @click.option(
     "--redact-hook",
@@ -186,7 +192,7 @@ def mine(
     output: Path,
     lexicons: tuple[Path, ...],
     attributes: tuple[str, ...],
-    min_requests: int,
+    min_users: int,
     max_seeds: int | None,
     similarity: float,
     metrics: tuple[str, ...],
@@ -200,7 +206,10 @@ def mine(
     production trace ids.
 
     Only traces recorded with content can be mined (the rest are counted). A mention that
-    cannot be swapped cleanly is left out and counted. See docs/suite-mining.md.
+    cannot be swapped cleanly is left out and counted. Personal data (e-mail addresses,
+    phone, card and IBAN-like numbers, URLs with user info, names) is scrubbed before anything
+    is written or printed; a seed is a phrasing --min-users distinct users sent; a trace read
+    twice (a file and its store) counts once. See docs/suite-mining.md.
 
     \b
     Example:
@@ -220,7 +229,7 @@ def mine(
         paths=tuple(traces) + tuple(stores),
         lexicons=lexicons,
         attributes=attributes,
-        min_requests=min_requests,
+        min_users=min_users,
         max_seeds=max_seeds,
         similarity=similarity,
         metrics=metrics,
@@ -228,8 +237,8 @@ def mine(
         redact_hook=redact_hook,
     )
     result = run_mining(request, output)
-    echo_mining(result, output, min_requests, observe)
+    echo_mining(result, output, min_users, observe)
     if not result.seeds:
         from ._common import BadInput
 
-        raise BadInput(nothing_to_write(result, output, min_requests))
+        raise BadInput(nothing_to_write(result, output, min_users))

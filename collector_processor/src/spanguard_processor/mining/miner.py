@@ -5,6 +5,12 @@ each mention replaced by its attribute and each number by a value slot), never t
 themselves: memory grows with the templates, not with the traffic. The templates are then
 clustered with case mining's leader clustering (exact Jaccard over character bigrams, each
 phrasing linked to its cluster's founder), so near-identical phrasings become one seed.
+
+Privacy (docs/suite-mining.md, "Privacy"): every request's personal data is scrubbed
+(:mod:`.personal`) before it becomes a template; a template is a seed only when at least
+``min_users`` distinct senders (user id, else session id; else each request counts as one) sent
+it after scrubbing, and a template stating a health or finance fact needs that many *recorded*
+senders; a trace read twice (an export and its store) counts once (:mod:`.seen`).
 """
 
 from __future__ import annotations
@@ -12,27 +18,29 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import product
+from itertools import islice, product
 from pathlib import Path
-from typing import Any
 
 from ..inputs.evaluation import Entry, RowFormat, read_evaluation_inputs
 from ..regression.mine.dedup import leader_clusters
-from ..regression.mine.loader import INPUT_ALIASES, OUTPUT_ALIASES
 from ..regression.textnorm import detect_fallback, fold, shingles, slot_values
+from .metrics import MinedMetric, ProcessRanges, RangeTracker
 from .observe import ObservedGroup, Observer
+from .personal import Scrubber
+from .requests import Request, request_of
+from .seen import SeenIds
 from .swap import Detection, Mention, Swapper
 
 __all__ = ["MAX_LISTED_TRACES", "MinedSeed", "MiningOptions", "MiningResult", "mine"]
 
-#: A seed lists at most this many production trace ids (``requests`` stays exact).
+#: A seed lists at most this many production trace ids (``requests`` stays exact); a template
+#: remembers at most this many distinct senders (``users`` is exact below it).
 MAX_LISTED_TRACES = 1000
-#: A row's id: trace2eval's aliases with ``trace_id`` first, so a seed links to the trace a
-#: viewer opens (``--trace-url``) when a row carries both.
-_ID_KEYS = ("trace_id", "id", "traceId", "request_id", "requestId")
 _MAX_PROBLEMS = 20
+_BATCH = 1024  # requests whose ids are checked against those read before at once
+_ANONYMOUS = "request:"  # the sender of a request that records no user or session id
 _DIGIT = re.compile(r"\d")
 
 Redact = Callable[[str], "str | None"]
@@ -40,7 +48,7 @@ Redact = Callable[[str], "str | None"]
 
 @dataclass(frozen=True, slots=True)
 class MiningOptions:
-    min_requests: int = 3
+    min_users: int = 3
     max_seeds: int | None = None
     threshold: float = 0.8
     redact: Redact | None = None  # the configured redactor, run over every prompt written
@@ -59,29 +67,37 @@ class MinedSeed:
     phrasings: int
     trace_ids: tuple[str, ...]
     observed: tuple[tuple[str, int], ...]  # detected value ("gender=female") → requests
-    # requests holding the seed text's numbers (all of them when the text holds none): under
-    # --min-requests, the numbers are one user's values
-    values_requests: int = 0
+    users: int = 0  # distinct senders of the cluster (at most MAX_LISTED_TRACES per phrasing)
+    # senders of the seed text's numbers (all of them when the text holds none): under
+    # --min-users, the numbers are one user's values
+    values_users: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class MiningResult:
     seeds: tuple[MinedSeed, ...]
-    traces: int = 0  # requests read
+    traces: int = 0  # requests read (each trace once)
+    duplicates: int = 0  # traces read again (the same trace id in a second input), not counted
+    identified: int = 0  # requests recording a user or session id
     no_content: int = 0  # recorded without content: nothing to mine
     mention_free: int = 0
     mention_requests: int = 0  # requests with a mention, clean or not
     unclean: tuple[tuple[str, int], ...] = ()  # why a mention could not be swapped → requests
     templates: int = 0  # distinct templates seen
     clusters: int = 0
-    below_min: int = 0  # clusters under --min-requests
+    below_min: int = 0  # clusters no phrasing of which reached --min-users
     below_min_requests: int = 0
+    sensitive: int = 0  # clusters stating health or finance facts, too few recorded users
+    sensitive_requests: int = 0
+    personal: tuple[tuple[str, int], ...] = ()  # personal data scrubbed: kind → requests
     cut: int = 0  # clusters past --max-seeds
     redacted_away: int = 0
     covered_requests: int = 0
     problems: tuple[str, ...] = ()
     skipped: int = 0
     observed: tuple[ObservedGroup, ...] = ()
+    ranges: ProcessRanges = field(default_factory=ProcessRanges)
+    metrics: tuple[MinedMetric, ...] = ()  # what the suite gates (chosen after the pass)
 
     @property
     def covered_share(self) -> float:
@@ -98,46 +114,20 @@ class _Template:
     trace_ids: list[str] = field(default_factory=list)
     observed: Counter[str] = field(default_factory=Counter)
     first: str = ""  # the first request, mentions masked, numbers kept
-    same_values: int = 0  # requests whose numbers are the first request's
+    people: set[str] = field(default_factory=set)  # distinct senders (capped)
+    value_people: set[str] = field(default_factory=set)  # … of the first request's numbers
+    sensitive: str | None = None  # the health or finance fact it states
+
+    def supported(self, k: int) -> bool:
+        """At least ``k`` distinct senders; recorded ones when it states a sensitive fact."""
+        if self.sensitive is None:
+            return len(self.people) >= k
+        return sum(not p.startswith(_ANONYMOUS) for p in self.people) >= k
 
 
-@dataclass
-class _Request:
-    id: str
-    text: str | None
-    output: str | None
-    escalated: bool | None
-    tools: int | None
-
-
-def _pick(row: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    return next((row[k] for k in keys if row.get(k) not in (None, "")), None)
-
-
-def _request(entry: Entry) -> _Request | None:
-    trace = entry.trace
-    if trace is not None:
-        return _Request(
-            trace.trace_id,
-            trace.input,
-            trace.output,
-            trace.trace.escalated,
-            len(trace.trace.tool_calls),
-        )
-    if not isinstance(entry.row, dict):
-        return None
-    row = entry.row
-    process = row.get("trace") if isinstance(row.get("trace"), dict) else None
-    text = _pick(row, INPUT_ALIASES)
-    output = _pick(row, OUTPUT_ALIASES)
-    tools = process.get("tool_calls") if process else None
-    return _Request(
-        str(_pick(row, _ID_KEYS) or f"{entry.file}:{entry.line}"),
-        str(text) if text is not None else None,
-        str(output) if output is not None else None,
-        bool(process.get("escalated")) if process else None,
-        len(tools) if isinstance(tools, list) else None,
-    )
+def _remember(people: set[str], sender: str) -> None:
+    if len(people) < MAX_LISTED_TRACES:
+        people.add(sender)
 
 
 def _slotted(text: str, mentions: Sequence[Mention], slot: Callable[[str], str]) -> str:
@@ -162,16 +152,20 @@ def display_template(text: str, mentions: Sequence[Mention]) -> str:
 
 
 class _Miner:
-    def __init__(self, swapper: Swapper, options: MiningOptions) -> None:
+    def __init__(self, swapper: Swapper, options: MiningOptions, scrubber: Scrubber) -> None:
         self.swapper = swapper
         self.options = options
+        self.scrubber = scrubber
         self.templates: dict[str, _Template] = {}
         self.observer = Observer()
+        self.ranges = RangeTracker()
+        self.seen = SeenIds()
         self.counts: Counter[str] = Counter()
         self.unclean: Counter[str] = Counter()
+        self.personal: Counter[str] = Counter()
         self.problems: list[str] = []
 
-    def read(self, entries: Iterable[Entry]) -> None:
+    def _requests(self, entries: Iterable[Entry]) -> Iterator[Request]:
         for entry in entries:
             if entry.problem is not None:
                 self.counts["skipped"] += 1
@@ -180,12 +174,26 @@ class _Miner:
                     field_ = f"field '{entry.field}': " if entry.field else ""
                     self.problems.append(f"{where}: {field_}{entry.problem}")
                 continue
-            request = _request(entry)
+            request = request_of(entry)
             if request is not None:
-                self.add(request)
+                yield request
 
-    def add(self, request: _Request) -> None:
+    def read(self, entries: Iterable[Entry]) -> None:
+        """Every request once: a trace id read before (a second input holding the same
+        trace) is counted as a duplicate, not as traffic."""
+        requests = self._requests(entries)
+        while batch := list(islice(requests, _BATCH)):
+            again = iter(self.seen.seen([r.id for r in batch if r.dedupe]))
+            for request in batch:
+                if request.dedupe and next(again):
+                    self.counts["duplicates"] += 1
+                else:
+                    self.add(request)
+
+    def add(self, request: Request) -> None:
         self.counts["traces"] += 1
+        self.counts["identified"] += request.sender is not None
+        self.ranges.add(request)
         if request.text is None or not request.text.strip():
             self.counts["no_content"] += 1
             return
@@ -195,18 +203,36 @@ class _Miner:
             return
         self.counts["mention_requests"] += 1
         refused = detect_fallback(request.output) is not None if request.output else None
-        self.observer.add(detection.mentions, request.escalated, request.tools, refused)
+        tools = len(request.tools) if request.tools is not None else None
+        self.observer.add(detection.mentions, request.escalated, tools, refused)
         if detection.unclean is not None:
             self.unclean[detection.unclean] += 1
             return
-        text = masked(request.text, detection.mentions)
-        key = slot_values(text)
+        scrubbed = self.scrubber.scrub(request.text, [(m.start, m.end) for m in detection.mentions])
+        if scrubbed.kinds:  # the text moved: find the mentions anew
+            self.personal.update(scrubbed.kinds)
+            detection = self.swapper.detect(scrubbed.text)
+            if not detection.mentions or detection.unclean is not None:
+                self.unclean["personal data beside the mention"] += 1
+                return
+        self._file(request, scrubbed.text, detection, scrubbed.sensitive)
+
+    def _file(
+        self, request: Request, text: str, detection: Detection, sensitive: str | None
+    ) -> None:
+        """Count a clean, scrubbed request under its template."""
+        masked_text = masked(text, detection.mentions)
+        key = slot_values(masked_text)
         template = self.templates.get(key)
         if template is None:
-            template = _Template(request.text, detection.mentions, detection.attributes, first=text)
+            template = _Template(text, detection.mentions, detection.attributes, first=masked_text)
+            template.sensitive = sensitive
             self.templates[key] = template
+        sender = request.sender or _ANONYMOUS + request.id
         template.requests += 1
-        template.same_values += text == template.first
+        _remember(template.people, sender)
+        if masked_text == template.first:
+            _remember(template.value_people, sender)
         if len(template.trace_ids) < MAX_LISTED_TRACES:
             template.trace_ids.append(request.id)
         for m in {(m.attribute, m.value) for m in detection.mentions}:
@@ -247,10 +273,13 @@ def _variants(
     return out
 
 
-def _seed(miner: _Miner, keys: list[str], total: int) -> MinedSeed | None:
+def _seed(miner: _Miner, keys: list[str], rep: _Template, total: int) -> MinedSeed | None:
+    """The seed of the cluster ``keys``, its text the phrasing ``rep`` (one enough senders
+    share)."""
     members = [miner.templates[k] for k in keys]
-    rep = members[0]
-    redact = miner.options.redact
+    redact, first = miner.options.redact, rep.first
+    people = set().union(*(t.people for t in members))
+    values_users = len(rep.value_people) if _DIGIT.search(first) else len(people)
     if redact is not None:  # the template is the redacted request, its mentions found anew
         text = redact(rep.text)
         detection = miner.swapper.detect(text) if text else None
@@ -265,42 +294,47 @@ def _seed(miner: _Miner, keys: list[str], total: int) -> MinedSeed | None:
     variants = _variants(miner.swapper, rep, redact)
     if variants is None:
         return None
-    template = display_template(rep.text, rep.mentions)
     requests = sum(t.requests for t in members)
-    ids = [i for t in members for i in t.trace_ids][:MAX_LISTED_TRACES]
     observed: Counter[str] = Counter()
     for t in members:
         observed.update(t.observed)
-    digest = hashlib.sha256(keys[0].encode("utf-8")).hexdigest()[:10]
     return MinedSeed(
-        f"mined-{digest}",
+        f"mined-{hashlib.sha256(keys[0].encode('utf-8')).hexdigest()[:10]}",
         rep.attributes,
-        template,
+        display_template(rep.text, rep.mentions),
         tuple(variants),
         requests,
         requests / total if total else 0.0,
         len(keys),
-        tuple(ids),
+        tuple([i for t in members for i in t.trace_ids][:MAX_LISTED_TRACES]),
         tuple(sorted(observed.items())),
-        members[0].same_values if _DIGIT.search(members[0].first) else requests,
+        len(people),
+        values_users,
     )
 
 
 def _select(miner: _Miner) -> tuple[list[MinedSeed], Counter[str]]:
+    """One seed per cluster whose most frequent phrasing that ``min_users`` senders share
+    (recorded ones, when it states a health or finance fact) gives its text; a cluster
+    without one is dropped and counted."""
     opts, stats = miner.options, Counter[str]()
     total = miner.counts["traces"] - miner.counts["no_content"]
     seeds: list[MinedSeed] = []
     for keys in miner.clusters():
         stats["clusters"] += 1
-        requests = sum(miner.templates[k].requests for k in keys)
-        if requests < opts.min_requests:
-            stats["below_min"] += 1
-            stats["below_min_requests"] += requests
+        members = [miner.templates[k] for k in keys]
+        requests = sum(t.requests for t in members)
+        rep = next((t for t in members if t.supported(opts.min_users)), None)
+        if rep is None:
+            sensitive = any(t.sensitive and len(t.people) >= opts.min_users for t in members)
+            reason = "sensitive" if sensitive else "below_min"
+            stats[reason] += 1
+            stats[f"{reason}_requests"] += requests
             continue
         if opts.max_seeds is not None and len(seeds) >= opts.max_seeds:
             stats["cut"] += 1
             continue
-        seed = _seed(miner, keys, total)
+        seed = _seed(miner, keys, rep, total)
         if seed is None:
             stats["redacted_away"] += 1
             continue
@@ -313,15 +347,19 @@ def mine(
     paths: Sequence[Path],
     swapper: Swapper,
     options: MiningOptions = MiningOptions(),
+    scrubber: Scrubber | None = None,
 ) -> MiningResult:
-    """Mine ``paths`` (agent traces, trace2eval logs, span files, stores) in one pass."""
-    miner = _Miner(swapper, options)
+    """Mine ``paths`` (agent traces, trace2eval logs, span files, stores) in one pass;
+    ``scrubber`` (default: one without first names) scrubs each request's personal data."""
+    miner = _Miner(swapper, options, scrubber or Scrubber())
     miner.read(read_evaluation_inputs(list(paths), rows=RowFormat.TRACE2EVAL))
     seeds, stats = _select(miner)
     c = miner.counts
     return MiningResult(
         seeds=tuple(seeds),
         traces=c["traces"],
+        duplicates=c["duplicates"],
+        identified=c["identified"],
         no_content=c["no_content"],
         mention_free=c["mention_free"],
         mention_requests=c["mention_requests"],
@@ -330,10 +368,14 @@ def mine(
         clusters=stats["clusters"],
         below_min=stats["below_min"],
         below_min_requests=stats["below_min_requests"],
+        sensitive=stats["sensitive"],
+        sensitive_requests=stats["sensitive_requests"],
+        personal=tuple(sorted(miner.personal.items())),
         cut=stats["cut"],
         redacted_away=stats["redacted_away"],
         covered_requests=stats["covered"],
         problems=tuple(miner.problems),
         skipped=c["skipped"],
         observed=miner.observer.groups(),
+        ranges=miner.ranges.ranges(),
     )

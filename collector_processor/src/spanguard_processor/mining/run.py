@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from spanguard import semconv
@@ -11,8 +11,10 @@ from spanguard.exceptions import ConfigError, InputError
 from ..collector.redaction import load_hook
 from ..fairness.metrics import get_metric, metric_names
 from .lexicon import load_lexicon
+from .metrics import mined_metrics
 from .miner import MiningOptions, MiningResult, Redact, mine
-from .suitefile import DEFAULT_METRICS, write_suite
+from .personal import Scrubber, first_names
+from .suitefile import write_suite
 from .swap import LexiconSwapper
 
 __all__ = ["MineRequest", "run_mining"]
@@ -23,7 +25,7 @@ class MineRequest:
     paths: tuple[Path, ...]
     lexicons: tuple[Path, ...] = ()
     attributes: tuple[str, ...] = ()
-    min_requests: int = 3
+    min_users: int = 3
     max_seeds: int | None = None
     similarity: float = 0.8
     metrics: tuple[str, ...] = ()
@@ -68,12 +70,17 @@ def run_mining(request: MineRequest, output: Path) -> MiningResult:
                 f"unknown metric type '{metric}'; known types are {', '.join(metric_names())}.",
             )
     options = MiningOptions(
-        request.min_requests, request.max_seeds, request.similarity, _redactor(request.redact_hook)
+        request.min_users, request.max_seeds, request.similarity, _redactor(request.redact_hook)
     )
-    # a file named twice is read once: its requests counted twice could lift one user's
-    # template over --min-requests
+    # a file named twice is read once (and a trace in two inputs counts once, by trace id):
+    # its requests counted twice could lift one user's template over --min-users
     paths = tuple({path.resolve(): path for path in request.paths}.values())
-    result = mine(paths, LexiconSwapper(lexicon.only(request.attributes)), options)
+    swapper = LexiconSwapper(lexicon.only(request.attributes))
+    # every first name the lexicons know is a name to scrub, unless it is the slot itself
+    result = mine(paths, swapper, options, Scrubber(first_names(lexicon)))
+    result = replace(
+        result, metrics=mined_metrics(result.ranges, request.metrics, request.threshold)
+    )
     if result.seeds:
-        write_suite(output, result, request.metrics or DEFAULT_METRICS, request.threshold)
+        write_suite(output, result, result.metrics)
     return result

@@ -6,6 +6,9 @@ may need several surface forms of one value ("she … her husband"), which ``pro
 (``gender: female``); the first variant of each seed carries the seed's provenance in
 ``metadata.mined`` (template, requests, traffic share, production trace ids), which fairtrace
 drops and ``spanguard run`` / ``spanguard fairness`` link from their reports.
+
+The metrics (:mod:`.metrics`) are written by hand after the dataset, so that each count
+metric's ``max_difference`` carries a comment saying what it means and where it comes from.
 """
 
 from __future__ import annotations
@@ -17,12 +20,11 @@ from typing import Any
 import yaml
 
 from ..common.writes import write_text_atomic
+from .metrics import MinedMetric
 from .miner import MinedSeed, MiningResult
 
-__all__ = ["DEFAULT_METRICS", "MINED_KEY", "suite_document", "write_suite"]
+__all__ = ["MINED_KEY", "metrics_yaml", "suite_document", "write_suite"]
 
-#: What a mined suite gates by default: the process, not the wording.
-DEFAULT_METRICS = ("escalation_parity", "tool_use_parity", "refusal_gap")
 #: The variant metadata key holding a seed's provenance.
 MINED_KEY = "mined"
 
@@ -32,17 +34,17 @@ def _seed_metadata(seed: MinedSeed) -> dict[str, Any]:
         "template": seed.template,
         "attributes": list(seed.attributes),
         "requests": seed.requests,
+        "users": seed.users,
         "traffic_share": round(seed.traffic_share, 6),
         "phrasings": seed.phrasings,
-        "values_requests": seed.values_requests,
+        "values_users": seed.values_users,
         "observed_values": dict(seed.observed),
         "production_trace_ids": list(seed.trace_ids),
     }
 
 
-def suite_document(
-    result: MiningResult, metrics: Sequence[str] = DEFAULT_METRICS, threshold: float = 0.1
-) -> dict[str, Any]:
+def suite_document(result: MiningResult) -> dict[str, Any]:
+    """The suite's ``dataset`` (the metrics: :func:`metrics_yaml`)."""
     variants: list[dict[str, Any]] = []
     for seed in result.seeds:
         for number, (assignment, prompt) in enumerate(seed.variants, 1):
@@ -55,10 +57,22 @@ def suite_document(
             if number == 1:
                 entry["metadata"] = {MINED_KEY: _seed_metadata(seed)}
             variants.append(entry)
-    return {
-        "dataset": {"variants": variants},
-        "metrics": [{"type": m, "threshold": threshold} for m in metrics],
-    }
+    return {"dataset": {"variants": variants}}
+
+
+def metrics_yaml(metrics: Sequence[MinedMetric]) -> str:
+    """The ``metrics`` list, each ``max_difference`` under a comment saying what it is."""
+    lines = ["metrics:"]
+    for m in metrics:
+        lines += [f"- type: {m.type}", f"  threshold: {m.threshold!r}"]
+        if m.max_difference is not None:
+            lines += [
+                "  # max_difference: the largest difference between two groups, within one seed,",
+                "  # that this count metric can take; its PASS bound rests on it. "
+                f"{m.why}, docs/suite-mining.md.",
+                f"  max_difference: {m.max_difference}",
+            ]
+    return "\n".join(lines) + "\n"
 
 
 def _header(result: MiningResult) -> str:
@@ -72,18 +86,13 @@ def _header(result: MiningResult) -> str:
     )
 
 
-def write_suite(
-    path: Path,
-    result: MiningResult,
-    metrics: Sequence[str] = DEFAULT_METRICS,
-    threshold: float = 0.1,
-) -> None:
+def write_suite(path: Path, result: MiningResult, metrics: Sequence[MinedMetric]) -> None:
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when built with it
     body = yaml.dump(
-        suite_document(result, metrics, threshold),
+        suite_document(result),
         Dumper=dumper,
         sort_keys=False,
         allow_unicode=True,
         width=100,
     )
-    write_text_atomic(path, _header(result) + body)
+    write_text_atomic(path, _header(result) + body + metrics_yaml(metrics))

@@ -65,7 +65,8 @@ _FUNCTION_WORDS = frozenset(
 )
 _TOKEN = re.compile(r"[\w-]+")  # a maximal run, as the boundaries _B and _E delimit words
 _DIGIT = re.compile(r"\d")
-_NEXT_WORD = re.compile(r"\s*(\w[\w'-]*)")
+# a placeholder the scrubber left ("her [email]") is a word too: "her" before it is possessive
+_NEXT_WORD = re.compile(r"\s*(\[?\w[\w'-]*)")
 _PREV_WORD = re.compile(r"([\w'’-]+)\W*$")
 _ARTICLE = re.compile(r"(?<![\w-])(a|an|A|An|AN)(\s+)$")
 _CONSONANT_SOUND = (

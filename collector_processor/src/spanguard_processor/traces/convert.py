@@ -41,6 +41,7 @@ from .identity import (
     plain,
     prefixed,
     request_identity,
+    sender,
     sources,
     str_or_none,
     tool_name,
@@ -89,6 +90,7 @@ def trace_from_records(
     outcome = outcome_of(root, spans, annotations)
     identity = request_identity(root, spans)
     assignments: dict[str, str] = identity.get("assignments", {})
+    user_id, session_id = sender(root, spans)
     latency = (root.end_ns - root.start_ns) / 1e6 if root.end_ns >= root.start_ns > 0 else None
     if len({s.trace_id for s in spans}) > 1:  # a turn grouped from parentless model calls
         tops = [s for s in spans if not s.parent_span_id]
@@ -132,6 +134,8 @@ def trace_from_records(
         ),
         unread=unread_keys(spans, normalized.placeholders),
         lone_span=_lone_span(spans),
+        user_id=user_id,
+        session_id=session_id,
     )
 
 

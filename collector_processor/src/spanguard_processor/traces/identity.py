@@ -24,6 +24,8 @@ from ._llm import is_llm_span, text_of
 __all__ = [
     "ROOT_INPUT",
     "ROOT_OUTPUT",
+    "SESSION_KEYS",
+    "USER_KEYS",
     "content",
     "conversation_key",
     "cost",
@@ -34,6 +36,7 @@ __all__ = [
     "prefixed",
     "repeat_of",
     "request_identity",
+    "sender",
     "sources",
     "str_or_none",
     "tool_name",
@@ -160,6 +163,37 @@ def conversation_key(spans: Sequence[SpanRecord]) -> str | None:
                 {k: plain(v) for k, v in sorted(props.items())}, sort_keys=True
             )
     return None
+
+
+#: who sent a request, the person first: OTel's ``user.id`` (``enduser.id`` its older name),
+#: Langfuse's ``langfuse.user.id``; then the conversation: ``session.id`` (OpenInference's and
+#: Langfuse's), ``langfuse.session.id``, ``gen_ai.conversation.id``
+USER_KEYS = (semconv.USER_ID, semconv.ENDUSER_ID, semconv.LANGFUSE_USER_ID)
+SESSION_KEYS = (semconv.SESSION_ID, semconv.LANGFUSE_SESSION_ID, semconv.GEN_AI_CONVERSATION_ID)
+
+
+def sender(root: SpanRecord, spans: Sequence[SpanRecord]) -> tuple[str | None, str | None]:
+    """The request's ``(user_id, session_id)``, each from the root first, then the other spans
+    earliest first (Langfuse and OpenInference propagate them to every span); None when no
+    span records one."""
+    ordered = [
+        root,
+        *sorted((s for s in spans if s is not root), key=lambda s: (s.start_ns, s.span_id)),
+    ]
+
+    def first(keys: tuple[str, ...]) -> str | None:
+        for span in ordered:
+            for key in keys:
+                value = span.attributes.get(key)
+                if (
+                    isinstance(value, str | int)
+                    and not isinstance(value, bool)
+                    and str(value).strip()
+                ):
+                    return str(value)
+        return None
+
+    return first(USER_KEYS), first(SESSION_KEYS)
 
 
 # --- identity, cost, conventions -----------------------------------------------------------

@@ -69,6 +69,8 @@ _TRACE_KEYS = (
     "usage",
     "unread",
     "evaluations",
+    "user_id",
+    "session_id",
 )
 AGENT_TRACE_KEYS = frozenset(_TRACE_KEYS)  # every key an agent-trace JSON object may have
 
@@ -110,6 +112,10 @@ class AgentTrace:
     # spanguard request (a model or tool call with no parent): known only when converted from
     # spans, never serialized; `traces export` counts these
     lone_span: str | None = field(default=None, compare=False)
+    # who sent it (user.id, enduser.id, langfuse.user.id) and in which conversation
+    # (session.id, langfuse.session.id, gen_ai.conversation.id): `suite mine` counts people
+    user_id: str | None = None
+    session_id: str | None = None
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -154,6 +160,10 @@ class AgentTrace:
             out["unread"] = [note.to_dict() for note in self.unread]
         if self.evaluations:
             out["evaluations"] = [result.to_dict() for result in self.evaluations]
+        if self.user_id is not None:
+            out["user_id"] = self.user_id
+        if self.session_id is not None:
+            out["session_id"] = self.session_id
         return out
 
     @classmethod
@@ -207,4 +217,6 @@ class AgentTrace:
                 EvaluationResult.from_dict(item, f"evaluations[{i}]")
                 for i, item in enumerate(list_of(obj.get("evaluations", []), "evaluations"))
             ),
+            user_id=opt_str(obj.get("user_id"), "user_id"),
+            session_id=opt_str(obj.get("session_id"), "session_id"),
         )  # "usage" is derived from llm_calls: accepted, recomputed
