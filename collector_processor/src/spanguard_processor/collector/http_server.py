@@ -46,7 +46,6 @@ import orjson
 
 from ..ingest.codec import Codec, Media
 from ..ingest.codec_json import JSON_CODEC
-from ..ingest.otlp_proto import MIN_SPAN_BYTES
 from ..ingest.spans import DecodedBatch
 from .admission import Reservation
 from .health import Health
@@ -284,7 +283,7 @@ class _Export:
         if (
             declared is not None
             and declared.isdigit()
-            and not receiver.admission.fits(-(-min(int(declared), limit) // MIN_SPAN_BYTES))
+            and not receiver.admission.fits(receiver.estimate(min(int(declared), limit)))
         ):
             raise receiver.overloaded()  # busy: refuse before reading (nothing held meanwhile)
         body = await _read_body(receive, declared, limit, self.body_timeout)

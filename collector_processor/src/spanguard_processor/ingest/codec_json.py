@@ -17,7 +17,7 @@ import orjson
 from spanguard.exceptions import TraceFormatError
 
 from .codec import Codec, Counted, LogsSpans, Media
-from .otlp_json import decode_document, estimate_spans
+from .otlp_json import decode_document, estimate_records, estimate_spans
 from .otlp_logs import _items, events_from_document, logs_as_spans
 from .redact_otlp import redact_document
 from .shaping import Shape, Shaping, TraceBudget
@@ -65,6 +65,9 @@ class JsonCodec(Codec):
                 if isinstance(event, dict):
                     _cut_attributes(event, limit, shape)
         return shape
+
+    def count_records(self, body: bytes, stop: int) -> int:
+        return estimate_records(body)
 
     def logs_as_spans(self, body: bytes) -> LogsSpans:
         doc = _parse(body)
