@@ -253,11 +253,26 @@ def _add_event(span: Span, event: LogEvent) -> None:
 def _log_span_id(event: LogEvent) -> bytes:
     """From the record alone (not its place in a request), so a record re-sent in another
     batch is the same span."""
-    content = orjson.dumps([event.attributes, event.body], option=orjson.OPT_SORT_KEYS, default=str)
+    try:
+        content = orjson.dumps(
+            [event.attributes, event.body], option=orjson.OPT_SORT_KEYS, default=str
+        )
+    except TypeError:  # nested past orjson's depth
+        content = b"".join(map(_canonical, (*event.attributes, event.body)))
     digest = hashlib.sha256(
         f"{event.trace_id}{event.span_id}{event.time_ns}{event.name}".encode() + content
     ).digest()
     return digest[:8] if any(digest[:8]) else b"\x00" * 7 + b"\x01"
+
+
+def _canonical(value: object) -> bytes:
+    """``value`` as sorted JSON; a value nested past orjson's depth (which protobuf, nesting
+    at most 100 deep, could not hold either: :func:`_add_event` leaves it out) is its
+    placeholder, so a deep record is converted like any other instead of failing."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    except TypeError:
+        return b'"<too deep>"'
 
 
 def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
