@@ -28,6 +28,7 @@ from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch
+from ..store.opening import readonly_connection
 from ..store.pagescan import scan_pages
 from ..store.schema import PAGE_SIZE, SQLITE_MAGIC, DamagedStore, looks_like_store, unpack_groups
 from ..store.schema import crc as checksum
@@ -171,9 +172,14 @@ def _open_source(source: Path, tmp: Path, salvage: Salvage) -> sqlite3.Connectio
         raise TraceFormatError(
             "is not a spanguard span store (not a SQLite database).", file=str(source)
         )
-    db = sqlite3.connect(f"{copy.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        db = readonly_connection(copy)  # read-only media too
+    except sqlite3.DatabaseError as exc:
+        raise DamagedStore(
+            f"its schema is unreadable ({exc}); its pages are read one by one instead",
+            file=str(source),
+        ) from None
+    try:
         columns = [row[1] for row in db.execute("PRAGMA table_info(batches)")]
     except sqlite3.DatabaseError as exc:
         db.close()
