@@ -32,6 +32,16 @@ def check(stores: tuple[Path, ...]) -> None:
             f"{path}: ok ({summary.spans} span(s) in {summary.batches} batch(es); "
             f"{summary.released} trace(s) released, {summary.pending} pending)"
         )
+        if summary.without_rows:
+            shown = ", ".join(map(str, summary.without_rows[:10]))
+            more = "…" if len(summary.without_rows) > 10 else ""
+            click.echo(
+                f"{path}: {len(summary.without_rows)} batch(es) have no index row "
+                f"(batch {shown}{more}): a writer stopped before indexing them, or the rows "
+                "were deleted; readers index them from their bodies, and the next "
+                "`spanguard serve` on this store writes their rows.",
+                err=True,
+            )
 
 
 @store.command()

@@ -48,6 +48,7 @@ class StoreSummary:
     batches: int
     released: int
     pending: int
+    without_rows: tuple[int, ...] = ()  # batches the file's index has no row for
 
 
 def check_store(path: Path) -> StoreSummary:
@@ -55,7 +56,8 @@ def check_store(path: Path) -> StoreSummary:
     with SpanStore(path, readonly=True, verify_batches=True) as store:
         batches = store.check_index()
         released, pending = store.trace_counts()
-        return StoreSummary(store.span_count(), batches, released, pending)
+        missing = tuple(store.batches_without_index_rows())
+        return StoreSummary(store.span_count(), batches, released, pending, missing)
 
 
 @dataclass
