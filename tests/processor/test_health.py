@@ -247,3 +247,43 @@ def test_a_stop_during_the_checks_keeps_what_was_acknowledged(
     assert code == 200 and stopped_first
     with SpanStore(path) as store:  # the next writer indexes what was left unindexed
         assert store.span_count() == 6
+
+
+def test_sigterm_before_listening_stops_gracefully(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM while a large store's checks hold the start (issue 49 item 4): the request in
+    progress is answered and kept, no port is announced, and serve_forever returns (exit 0)."""
+    from tests.processor.serve_process import free_port
+
+    path = tmp_path / "s.db"
+    with running(path) as server:
+        assert _post(server, 1) == 200
+    _, ran_on, release = _slow_checks(monkeypatch)
+    port = free_port()
+    config = ServerConfig(store=path, grpc_port=None, http_port=port, wait_duration=0.05)
+    codes: list[int] = []
+
+    def terminate_while_starting() -> None:
+        deadline = time.monotonic() + 60
+        while not ran_on and time.monotonic() < deadline:  # the checks have begun
+            time.sleep(0.01)
+        body = tiny_spans_request(3, 7)
+        codes.append(
+            httpx.post(
+                f"http://127.0.0.1:{port}/v1/traces", content=body, headers=PROTO, timeout=30
+            ).status_code
+        )  # acknowledged while the checks run
+        __import__("signal").raise_signal(15)
+        release.set()
+
+    thread = threading.Thread(target=terminate_while_starting)
+    thread.start()
+    lines: list[str] = []
+    serve_forever(config, announce=lines.append)  # returns: no SIGTERM death
+    thread.join()
+    assert codes == [200]
+    assert not any("listening" in line for line in lines), lines
+    assert lines[-1].startswith("stopped:"), lines
+    with SpanStore(path, readonly=True) as reader:  # the acknowledged request is kept
+        assert reader.span_count() == 6
