@@ -54,3 +54,40 @@ def test_deep_json_logs_are_answered_like_deep_json_traces(tmp_path: Path) -> No
             )
             assert logs.status_code == traces.status_code, (depth, logs.text, traces.text)
             assert logs.status_code < 500, (depth, logs.text)
+
+
+def _record(trace: int, span: int, name: str = "gen_ai.client.inference.operation.details") -> Any:
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    return LogRecord(
+        trace_id=trace.to_bytes(16, "big"),
+        span_id=span.to_bytes(8, "big"),
+        event_name=name,
+        time_unix_nano=1_700_000_000_000_000_000 + trace,
+    )
+
+
+def test_log_records_whose_spans_never_arrive_are_counted_not_exported(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    from spanguard_processor.cli import cli
+
+    from ..reliability.servers import PROTO, request_bytes, spans_of_one_trace
+
+    request = ExportLogsServiceRequest()
+    request.resource_logs.add().scope_logs.add().log_records.extend(
+        _record(trace, 1) for trace in range(1, 11)
+    )
+    store = tmp_path / "spans.db"
+    with running(store) as server:
+        url = f"http://127.0.0.1:{server.http_port}"
+        body = request.SerializeToString()
+        assert httpx.post(url + "/v1/logs", content=body, headers=PROTO).status_code == 200
+        spans = request_bytes(spans_of_one_trace(2, text="a real request"))
+        assert httpx.post(url + "/v1/traces", content=spans, headers=PROTO).status_code == 200
+    out = tmp_path / "traces.jsonl"
+    result = CliRunner().invoke(cli, ["traces", "export", "--store", str(store), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(out.read_text().splitlines()) == 1  # not 11: no empty partial traces
+    assert "left out 10 trace(s) of log records only" in result.output
