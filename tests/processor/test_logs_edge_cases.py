@@ -91,3 +91,52 @@ def test_log_records_whose_spans_never_arrive_are_counted_not_exported(tmp_path:
     assert result.exit_code == 0, result.output
     assert len(out.read_text().splitlines()) == 1  # not 11: no empty partial traces
     assert "left out 10 trace(s) of log records only" in result.output
+
+
+def test_records_without_an_event_name_are_named_by_what_they_hold(tmp_path: Path) -> None:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+        ExportLogsServiceRequest,
+        ExportLogsServiceResponse,
+    )
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
+
+    from spanguard_processor.store.span_store import SpanStore
+
+    from ..reliability.servers import PROTO
+
+    def text(key: str, value: str) -> KeyValue:
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+
+    request = ExportLogsServiceRequest()
+    records = request.resource_logs.add().scope_logs.add().log_records
+    details = _record(1, 1, name="")
+    details.attributes.append(text("gen_ai.output.messages", '[{"role": "assistant"}]'))
+    details.severity_text, details.severity_number = "INFO", 9
+    message = _record(1, 1, name="")
+    message.body.kvlist_value.CopyFrom(
+        KeyValueList(values=[text("role", "user"), text("content", "hi")])
+    )
+    plain = _record(1, 1, name="")
+    plain.body.string_value = "a line of the app's own log"
+    records.extend([details, message, plain])
+    store = tmp_path / "spans.db"
+    with running(store) as server:
+        reply = httpx.post(
+            f"http://127.0.0.1:{server.http_port}/v1/logs",
+            content=request.SerializeToString(),
+            headers=PROTO,
+        )
+    assert reply.status_code == 200
+    answer = ExportLogsServiceResponse.FromString(reply.content).partial_success
+    assert answer.rejected_log_records == 1
+    assert answer.error_message.startswith("1 log record(s) say not what they are")
+    assert "name no span" not in answer.error_message
+    with SpanStore(store, readonly=True) as reader:
+        spans = [
+            span for _, _, trace in reader.trace_records(include_pending=True) for span in trace
+        ]
+    events = {event.name: event for span in spans for event in span.events}
+    assert set(events) == {"gen_ai.client.inference.operation.details", "gen_ai.user.message"}
+    kept = events["gen_ai.client.inference.operation.details"].attributes
+    assert kept["spanguard.log.severity_text"] == "INFO"
+    assert kept["spanguard.log.severity_number"] == 9

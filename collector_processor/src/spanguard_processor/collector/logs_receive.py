@@ -45,11 +45,16 @@ def logs_request_as_spans(body: bytes, codec: Codec, what: str = "body") -> Logs
         raise Refused(Refusal.MALFORMED, f"the {what} {exc}") from None
 
 
-def _unjoined_message(count: int) -> str:
-    return (
-        f"{count} log record(s) name no span (a valid trace_id and span_id); spanguard "
-        "keeps only log records it can join to a span."
-    )
+def _unjoined_message(count: int, unnamed: int) -> str:
+    parts = []
+    if unnamed:
+        parts.append(
+            f"{unnamed} log record(s) say not what they are (no event_name, no event.name "
+            "attribute, no GenAI attributes or message body)"
+        )
+    if count > unnamed:
+        parts.append(f"{count - unnamed} log record(s) name no span (a valid trace_id and span_id)")
+    return "; ".join(parts) + "; spanguard keeps only GenAI event records it can join to a span."
 
 
 def _too_many(share: int) -> Refused:
@@ -91,7 +96,7 @@ class LogsReceiver(Receiver):
             replace(
                 batch,
                 rejected=batch.rejected + spans.unjoined,
-                error=batch.error or _unjoined_message(spans.unjoined),
+                error=batch.error or _unjoined_message(spans.unjoined, spans.unnamed),
             ),
             received.stored,
         )

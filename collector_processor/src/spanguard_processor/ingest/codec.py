@@ -44,11 +44,13 @@ class Counted(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class LogsSpans:
-    """A logs request in the span form: the serialized ``ExportTraceServiceRequest``, and how
-    many of its log records named no span (left out)."""
+    """A logs request in the span form: the serialized ``ExportTraceServiceRequest``, how
+    many of its log records were left out (naming no span, or no event), and how many of
+    those named no event."""
 
     body: bytes
     unjoined: int
+    unnamed: int = 0  # of those, the records that say not what they are (no event name)
 
 
 class Codec(ABC):

@@ -18,7 +18,7 @@ from spanguard.exceptions import TraceFormatError
 
 from .codec import Codec, Counted, LogsSpans, Media
 from .otlp_json import decode_document, estimate_records, estimate_spans
-from .otlp_logs import _items, events_from_document, logs_as_spans
+from .otlp_logs import _items, events_from_document, logs_as_spans, unnamed_in_document
 from .redact_otlp import redact_document
 from .shaping import Shape, Shaping, TraceBudget
 from .spans import DecodedBatch
@@ -78,8 +78,11 @@ class JsonCodec(Codec):
             )
         events = events_from_document(doc, trace_level=True)
         total = _count_records(doc)
+        unnamed = unnamed_in_document(doc) if len(events) < total else 0
         return LogsSpans(
-            logs_as_spans(events).SerializeToString() if events else b"", total - len(events)
+            logs_as_spans(events).SerializeToString() if events else b"",
+            total - len(events),
+            unnamed,
         )
 
     def traces_reply(self, batch: DecodedBatch) -> bytes:

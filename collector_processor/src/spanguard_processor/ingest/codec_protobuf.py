@@ -30,7 +30,7 @@ from spanguard.exceptions import TraceFormatError
 
 from .codec import Codec, Counted, LogsSpans, Media
 from .otlp_columns import count_spans, framed_count
-from .otlp_logs_proto import request_as_spans
+from .otlp_logs_proto import request_as_spans, unnamed_records
 from .otlp_proto import decode_request, group_request, parse_request
 from .redact_otlp import redact_request
 from .shaping import Shape, Shaping
@@ -142,7 +142,8 @@ class ProtobufCodec(Codec):
             for scope in resource.scope_logs
         )
         spans, kept = request_as_spans(request, trace_level=True)
-        return LogsSpans(spans.SerializeToString() if kept else b"", total - kept)
+        unnamed = unnamed_records(request) if kept < total else 0
+        return LogsSpans(spans.SerializeToString() if kept else b"", total - kept, unnamed)
 
     def traces_reply(self, batch: DecodedBatch) -> bytes:
         return export_response(batch).SerializeToString()

@@ -9,12 +9,19 @@ their span by (trace_id, span_id) as span events of the same name, attributes an
 :data:`LOG_BODY`) body, so conversion reads them wherever the span is stored
 (:mod:`spanguard_processor.traces.events` says what they mean). Records without a span context
 cannot be joined and are left out.
+
+A record without an event name (neither ``event_name`` nor the older ``event.name``
+attribute) is named by what it holds (:func:`inferred_name`): GenAI evaluation attributes, the
+inference-details message attributes, or a GenAI message body (``role``, or a choice's
+``message``); a record that says nothing of what it is stays out, and is reported as such. A
+record's ``severity_text`` and ``severity_number`` are kept as event attributes
+(:data:`LOG_SEVERITY_TEXT`, :data:`LOG_SEVERITY_NUMBER`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +31,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import SeverityNumber
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from .spans import valid_span_id, valid_trace_id
@@ -31,6 +39,8 @@ from .spans import valid_span_id, valid_trace_id
 __all__ = [
     "EVENT_NAME_ATTRIBUTE",
     "LOG_BODY",
+    "LOG_SEVERITY_NUMBER",
+    "LOG_SEVERITY_TEXT",
     "LOG_SPAN",
     "LOG_SPANS_SCOPE",
     "TRACE_LEVEL",
@@ -41,9 +51,11 @@ __all__ = [
     "attach_to_request",
     "events_from_document",
     "events_from_request",
+    "inferred_name",
     "is_logs_document",
     "logs_as_spans",
     "parse_logs_request",
+    "unnamed_in_document",
 ]
 
 #: the span event attribute that carries a joined log record's body (OTLP-JSON ``AnyValue``)
@@ -52,6 +64,13 @@ LOG_BODY = "spanguard.log.body"
 #: that hold spans only: see :func:`logs_as_spans`
 LOG_SPAN = "spanguard.log"
 EVENT_NAME_ATTRIBUTE = "event.name"  # where the older Events API put the name
+#: the span event attributes that keep a record's severity
+LOG_SEVERITY_TEXT = "spanguard.log.severity_text"
+LOG_SEVERITY_NUMBER = "spanguard.log.severity_number"
+_DETAILS_KEYS = frozenset(
+    {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"}
+)
+_MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool"})
 #: the instrumentation scope of the spans :func:`logs_as_spans` makes
 LOG_SPANS_SCOPE = "spanguard.logs"
 #: the parent span id of a :data:`LOG_SPAN` carrying a record that names its trace but no span
@@ -75,12 +94,14 @@ class LogEvent:
     time_ns: int
     attributes: tuple[Mapping[str, Any], ...]
     body: Mapping[str, Any] | None = None
+    severity: tuple[Mapping[str, Any], ...] = ()  # LOG_SEVERITY_* attributes, when set
 
     def json_event(self) -> dict[str, Any]:
         """The span event it becomes, as an OTLP-JSON span event object."""
         attributes = list(self.attributes)
         if self.body:
             attributes.append({"key": LOG_BODY, "value": dict(self.body)})
+        attributes.extend(self.severity)
         return {"name": self.name, "timeUnixNano": str(self.time_ns), "attributes": attributes}
 
 
@@ -116,6 +137,45 @@ def _name(record: Mapping[str, Any], attributes: Sequence[Mapping[str, Any]]) ->
     return ""
 
 
+def inferred_name(attribute_keys: Collection[str], body: Mapping[str, str]) -> str:
+    """The GenAI event a record without an event name is, from its attribute keys and its
+    body's fields (key → string value; "" for others), or "" when they do not say."""
+    if "gen_ai.evaluation.name" in attribute_keys:
+        return "gen_ai.evaluation.result"
+    if any(key in _DETAILS_KEYS for key in attribute_keys):
+        return "gen_ai.client.inference.operation.details"
+    role = body.get("role", "")
+    if role in _MESSAGE_ROLES:
+        return f"gen_ai.{role}.message"
+    if "message" in body and ("finish_reason" in body or "index" in body):
+        return "gen_ai.choice"
+    return ""
+
+
+def _json_body_fields(body: object) -> dict[str, str]:
+    values = body.get("kvlistValue", {}) if isinstance(body, Mapping) else {}
+    items = values.get("values", []) if isinstance(values, Mapping) else []
+    fields: dict[str, str] = {}
+    for kv in items if isinstance(items, list) else ():
+        if isinstance(kv, Mapping) and isinstance(kv.get("key"), str):
+            value = kv.get("value")
+            text = value.get("stringValue") if isinstance(value, Mapping) else None
+            fields[kv["key"]] = text if isinstance(text, str) else ""
+    return fields
+
+
+def _severity(record: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    kept: list[Mapping[str, Any]] = []
+    text, number = record.get("severityText"), record.get("severityNumber")
+    if isinstance(number, str):  # MessageToDict spells the enum by name
+        number = SeverityNumber.Value(number) if number in SeverityNumber.keys() else 0  # noqa: SIM118
+    if isinstance(text, str) and text:
+        kept.append({"key": LOG_SEVERITY_TEXT, "value": {"stringValue": text}})
+    if isinstance(number, int) and not isinstance(number, bool) and number:
+        kept.append({"key": LOG_SEVERITY_NUMBER, "value": {"intValue": str(number)}})
+    return tuple(kept)
+
+
 def _event(record: object, trace_level: bool = False) -> LogEvent | None:
     if not isinstance(record, Mapping):
         return None
@@ -124,7 +184,10 @@ def _event(record: object, trace_level: bool = False) -> LogEvent | None:
         return None
     raw = record.get("attributes")
     attributes = tuple(kv for kv in raw if isinstance(kv, Mapping)) if isinstance(raw, list) else ()
-    name = _name(record, attributes)
+    name = _name(record, attributes) or inferred_name(
+        {kv.get("key") for kv in attributes if isinstance(kv.get("key"), str)},
+        _json_body_fields(record.get("body")),
+    )
     if not name:
         return None
     if not valid_span_id(span_id):
@@ -140,6 +203,7 @@ def _event(record: object, trace_level: bool = False) -> LogEvent | None:
         time_ns,
         attributes,
         body if isinstance(body, Mapping) and body else None,
+        _severity(record),
     )
 
 
@@ -161,6 +225,29 @@ def events_from_document(doc: Mapping[str, Any], *, trace_level: bool = False) -
                 if event is not None:
                     found.append(event)
     return found
+
+
+def unnamed_in_document(doc: Mapping[str, Any]) -> int:
+    """The records of an OTLP-JSON logs document that name a trace but no event, and say
+    nothing of what they are (left out by :func:`events_from_document`)."""
+    count = 0
+    for resource in _items(doc, "resourceLogs"):
+        for scope in _items(resource, "scopeLogs"):
+            for record in _items(scope, "logRecords"):
+                if isinstance(record, Mapping) and valid_trace_id(_hex(record.get("traceId"))):
+                    raw = record.get("attributes")
+                    attributes = (
+                        [kv for kv in raw if isinstance(kv, Mapping)]
+                        if isinstance(raw, list)
+                        else []
+                    )
+                    keys = {kv.get("key") for kv in attributes if isinstance(kv.get("key"), str)}
+                    if not (
+                        _name(record, attributes)
+                        or inferred_name(keys, _json_body_fields(record.get("body")))
+                    ):
+                        count += 1
+    return count
 
 
 def parse_logs_request(body: bytes) -> ExportLogsServiceRequest | None:
