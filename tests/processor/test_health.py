@@ -228,6 +228,8 @@ def test_a_store_found_damaged_after_acknowledging_says_so_and_keeps_what_it_too
     assert failed["code"] == 503 and "store" in failed["down"]
     assert "batch 1 does not match its checksum" in failed["parts"]["store"]
     assert "1 request(s) were acknowledged into it: they are stored intact" in caplog.text
+    assert "Traceback" not in caplog.text  # the damage is said in a sentence (issue 49 item 4)
+    assert "batch 1 does not match its checksum" in caplog.text
     with sqlite3.connect(path) as db:  # the acknowledged body is in the store, intact
         (count,) = db.execute("SELECT count(*) FROM batches WHERE id > 1").fetchone()
     assert count == 1
