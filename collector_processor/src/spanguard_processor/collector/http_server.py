@@ -40,6 +40,7 @@ import asyncio
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from traceback import format_exc
 from typing import Any
 
 import orjson
@@ -48,6 +49,7 @@ from ..ingest.codec import Codec, Media
 from ..ingest.codec_json import JSON_CODEC
 from ..ingest.spans import DecodedBatch
 from .admission import Reservation
+from .connections import RateLimitedLog
 from .health import Health
 from .limits import DEFAULT_MAX_BODY
 from .logs_receive import LogsReceiver
@@ -56,6 +58,10 @@ from .receive import CODECS, Received, Receiver, Refusal, Refused
 from .security import OPEN_PATHS, token_matches
 
 __all__ = ["HttpApp", "create_app"]
+
+#: tracebacks of requests that failed unexpectedly, one every 10 s at most (a client repeating
+#: the request that found a bug must not flood the log)
+_UNEXPECTED = RateLimitedLog()
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -271,6 +277,9 @@ class _Export:
             return await self._error(send, _STATUS[refused.kind], refused.message, codec)
         except _Disconnected:
             return None
+        except Exception:  # a bug: answered 500, its traceback logged at most every 10 s
+            _UNEXPECTED.warning("unexpected", f"an OTLP/HTTP request failed:\n{format_exc()}")
+            return await self._error(send, 500, "the request failed unexpectedly.", codec)
         await _answer(send, 200, self.respond(codec, batch), codec.content_type)
 
     async def _error(self, send: Send, status: int, message: str, codec: Codec) -> None:
