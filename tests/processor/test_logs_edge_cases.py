@@ -162,3 +162,33 @@ def test_a_request_that_finds_a_bug_is_answered_500_and_its_traceback_rate_limit
     assert codes == [500] * 20
     assert caplog.text.count("Traceback") == 1, caplog.text[-2000:]
     assert "RuntimeError: an injected bug" in caplog.text
+
+
+def test_the_span_form_keeps_the_records_resource_and_scope() -> None:
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    from spanguard_processor.ingest.otlp_logs import events_from_document, logs_as_spans
+    from spanguard_processor.ingest.otlp_logs_proto import request_as_spans
+
+    request = ExportLogsServiceRequest()
+    resource = request.resource_logs.add()
+    resource.resource.attributes.append(
+        KeyValue(key="service.name", value=AnyValue(string_value="support-agent"))
+    )
+    scope = resource.scope_logs.add()
+    scope.scope.name, scope.scope.version = "opentelemetry.instrumentation.genai.openai", "1.3b0"
+    scope.log_records.append(_record(1, 1))
+    document = MessageToDict(request)
+    for record in document["resourceLogs"][0]["scopeLogs"][0]["logRecords"]:
+        record["traceId"], record["spanId"] = "0" * 31 + "1", "0" * 15 + "1"
+    for spans in (
+        request_as_spans(request)[0],
+        logs_as_spans(events_from_document(document)),
+    ):
+        [kept] = spans.resource_spans
+        assert kept.resource.attributes[0].value.string_value == "support-agent"
+        assert kept.scope_spans[0].scope.name == "opentelemetry.instrumentation.genai.openai"
+        assert kept.scope_spans[0].scope.version == "1.3b0"
+        assert len(kept.scope_spans[0].spans) == 1

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -32,7 +33,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import SeverityNumber
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from .spans import valid_span_id, valid_trace_id
 
@@ -95,6 +96,10 @@ class LogEvent:
     attributes: tuple[Mapping[str, Any], ...]
     body: Mapping[str, Any] | None = None
     severity: tuple[Mapping[str, Any], ...] = ()  # LOG_SEVERITY_* attributes, when set
+    #: the record's resource and instrumentation scope (OTLP-JSON objects), which the
+    #: :data:`LOG_SPAN` span it becomes keeps
+    resource: Mapping[str, Any] | None = field(default=None, compare=False)
+    scope: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def json_event(self) -> dict[str, Any]:
         """The span event it becomes, as an OTLP-JSON span event object."""
@@ -219,12 +224,19 @@ def events_from_document(doc: Mapping[str, Any], *, trace_level: bool = False) -
     (``span_id`` "": :func:`logs_as_spans` puts them under :data:`TRACE_LEVEL`)."""
     found = []
     for resource in _items(doc, "resourceLogs"):
+        held = _object_of(resource, "resource")
         for scope in _items(resource, "scopeLogs"):
+            named = _object_of(scope, "scope")
             for record in _items(scope, "logRecords"):
                 event = _event(record, trace_level)
                 if event is not None:
-                    found.append(event)
+                    found.append(replace(event, resource=held, scope=named))
     return found
+
+
+def _object_of(parent: object, key: str) -> Mapping[str, Any] | None:
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return value if isinstance(value, Mapping) else None
 
 
 def unnamed_in_document(doc: Mapping[str, Any]) -> int:
@@ -278,14 +290,16 @@ def events_from_request(
 
     found = []
     for resource in request.resource_logs:
+        held = MessageToDict(resource.resource) if resource.HasField("resource") else None
         for scope in resource.scope_logs:
+            named = MessageToDict(scope.scope) if scope.HasField("scope") else None
             for record in scope.log_records:
                 as_json = MessageToDict(record)
                 as_json["traceId"] = record.trace_id.hex()
                 as_json["spanId"] = record.span_id.hex()
                 event = _event(as_json, trace_level)
                 if event is not None:
-                    found.append(event)
+                    found.append(replace(event, resource=held, scope=named))
     return found
 
 
@@ -362,6 +376,26 @@ def _canonical(value: object) -> bytes:
         return b'"<too deep>"'
 
 
+def _scope_spans(
+    request: ExportTraceServiceRequest,
+    resource: Mapping[str, Any] | None,
+    scope: Mapping[str, Any] | None,
+) -> ScopeSpans:
+    """A new resource and scope in ``request`` for the spans of records from ``resource`` and
+    ``scope`` (kept as they were; a scope without a name is :data:`LOG_SPANS_SCOPE`)."""
+    spans = request.resource_spans.add()
+    with suppress(ParseError, TypeError, ValueError):
+        if resource is not None:
+            ParseDict(resource, spans.resource)
+    out = spans.scope_spans.add()
+    with suppress(ParseError, TypeError, ValueError):
+        if scope is not None:
+            ParseDict(scope, out.scope)
+    if not out.scope.name:
+        out.scope.name = LOG_SPANS_SCOPE
+    return out
+
+
 def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
     """Log records as a trace request a span store holds without a schema change: one span
     named :data:`LOG_SPAN` per record, a child of the span the record names, carrying the record
@@ -372,9 +406,13 @@ def logs_as_spans(events: Sequence[LogEvent]) -> ExportTraceServiceRequest:
     (``span_id`` "") gets the parent :data:`TRACE_LEVEL`, which conversion reads as the trace's
     root. This is what an OTLP logs receiver puts through the trace receive pipeline."""
     request = ExportTraceServiceRequest()
-    scope = request.resource_spans.add().scope_spans.add()
-    scope.scope.name = LOG_SPANS_SCOPE
+    scope = None
+    held: tuple[object, object] | None = None
     for event in events:
+        if held is None or held[0] is not event.resource or held[1] is not event.scope:
+            held = (event.resource, event.scope)
+            scope = _scope_spans(request, event.resource, event.scope)
+        assert scope is not None
         span = scope.spans.add(
             trace_id=bytes.fromhex(event.trace_id),
             span_id=_log_span_id(event),

@@ -76,11 +76,14 @@ def request_as_spans(
     (``trace_level``: evaluation results naming only their trace too, under
     :data:`TRACE_LEVEL`), and how many records it holds."""
     out = ExportTraceServiceRequest()
-    scope = out.resource_spans.add().scope_spans.add()
-    scope.scope.name = LOG_SPANS_SCOPE
     kept = 0
     for resource in request.resource_logs:
+        spans = out.resource_spans.add()
+        spans.resource.CopyFrom(resource.resource)
         for scope_logs in resource.scope_logs:
+            scope = spans.scope_spans.add()
+            scope.scope.CopyFrom(scope_logs.scope)
+            scope.scope.name = scope.scope.name or LOG_SPANS_SCOPE
             for record in scope_logs.log_records:
                 if len(record.trace_id) != 16 or not any(record.trace_id):
                     continue
