@@ -157,6 +157,10 @@ def inferred_name(attribute_keys: Collection[str], body: Mapping[str, str]) -> s
     return ""
 
 
+def _keys(attributes: Sequence[Mapping[str, Any]]) -> set[str]:
+    return {key for kv in attributes if isinstance(key := kv.get("key"), str)}
+
+
 def _json_body_fields(body: object) -> dict[str, str]:
     values = body.get("kvlistValue", {}) if isinstance(body, Mapping) else {}
     items = values.get("values", []) if isinstance(values, Mapping) else []
@@ -190,8 +194,7 @@ def _event(record: object, trace_level: bool = False) -> LogEvent | None:
     raw = record.get("attributes")
     attributes = tuple(kv for kv in raw if isinstance(kv, Mapping)) if isinstance(raw, list) else ()
     name = _name(record, attributes) or inferred_name(
-        {kv.get("key") for kv in attributes if isinstance(kv.get("key"), str)},
-        _json_body_fields(record.get("body")),
+        _keys(attributes), _json_body_fields(record.get("body"))
     )
     if not name:
         return None
@@ -253,10 +256,9 @@ def unnamed_in_document(doc: Mapping[str, Any]) -> int:
                         if isinstance(raw, list)
                         else []
                     )
-                    keys = {kv.get("key") for kv in attributes if isinstance(kv.get("key"), str)}
                     if not (
                         _name(record, attributes)
-                        or inferred_name(keys, _json_body_fields(record.get("body")))
+                        or inferred_name(_keys(attributes), _json_body_fields(record.get("body")))
                     ):
                         count += 1
     return count
@@ -386,11 +388,11 @@ def _scope_spans(
     spans = request.resource_spans.add()
     with suppress(ParseError, TypeError, ValueError):
         if resource is not None:
-            ParseDict(resource, spans.resource)
+            ParseDict(dict(resource), spans.resource)
     out = spans.scope_spans.add()
     with suppress(ParseError, TypeError, ValueError):
         if scope is not None:
-            ParseDict(scope, out.scope)
+            ParseDict(dict(scope), out.scope)
     if not out.scope.name:
         out.scope.name = LOG_SPANS_SCOPE
     return out

@@ -111,9 +111,8 @@ def release_indexed(db: sqlite3.Connection, trace_ids: set[str]) -> None:
     if not trace_ids:
         return
     for row_id, blob, check in db.execute("SELECT id, trace_ids, crc FROM releases").fetchall():
-        found = trace_ids.intersection(
-            checked_blob("releases", row_id, blob, check, unpack_trace_ids)
-        )
+        listed = checked_blob("releases", row_id, blob, check, unpack_trace_ids)
+        found = trace_ids.intersection(map(str, listed))
         db.executemany(_RELEASE, [(trace_id,) for trace_id in sorted(found)])
 
 
