@@ -7,12 +7,12 @@ MemoryError traceback (exit 3) at 2.1 GB; ``/dev/zero`` as a suite or a baseline
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -69,12 +69,20 @@ def sparse_2gib(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@functools.cache
+def _startup_seconds() -> float:
+    """The baseline, measured on this machine now: a command that reads nothing."""
+    return _measured("fairness", "--help")[2]
+
+
 def _assert_refused(args: list[str | Path], expected: str) -> None:
     code, rss, seconds, output = _measured(*args)
     assert code == 2, output
     assert "Traceback" not in output and expected in output, output
     assert rss < RSS_LIMIT_MIB, f"{rss:.0f} MiB"
-    assert seconds < 30, f"{seconds:.1f} s"
+    # a ratio, not a latency: refused at about the cost of starting (reading the input whole
+    # would cost many times that)
+    assert seconds < 20 * _startup_seconds(), f"{seconds:.1f} s, start {_startup_seconds():.1f} s"
 
 
 def test_nul_bytes_through_convert_and_ingest(workspace: Workspace, nul_64mib: Path) -> None:
@@ -142,9 +150,8 @@ def test_a_directory_or_a_pipe_where_a_file_belongs(workspace: Workspace, tmp_pa
     assert result.exit_code == 2
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    started = time.monotonic()
-    result = invoke("fairness", fifo, workspace.records)
-    assert result.exit_code == 2 and time.monotonic() - started < 10
+    result = invoke("fairness", fifo, workspace.records)  # opening it to read would hang
+    assert result.exit_code == 2
     assert f"{fifo}: is a named pipe, not a regular file" in result.output
 
 

@@ -8,7 +8,8 @@ every kill, before anything else touches the store: SQLite's ``PRAGMA integrity_
 ``ok``, every span of every request the processor acknowledged (HTTP 200, gRPC OK) is present,
 and no (trace, span) is stored twice. At the end a last clean run re-sends everything that was
 not acknowledged; then every request is stored exactly once and assembles into exactly one
-complete agent trace.
+complete agent trace. The same for logs requests (one GenAI record per span; 6 kills per
+protocol): every acknowledged record is stored, each once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from spanguard_processor.inputs.stored_traces import stored_agent_traces
 from spanguard_processor.store.span_store import SpanStore
@@ -37,6 +39,46 @@ PROTO = {"content-type": "application/x-protobuf"}
 KILLS = 20
 REQUESTS = 600
 SEED = 20261130
+
+
+LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+LOG_KILLS = 6  # per protocol: the logs path shares the traces' commit and acknowledgement
+
+
+def logs_requests(count: int) -> tuple[EncodedRequest, ...]:
+    """For each agent request, a logs request of one GenAI record per span (naming it), with
+    the ids of the ``spanguard.log`` spans serve stores them as (derived from each record:
+    :func:`~spanguard_processor.ingest.otlp_logs_proto.request_as_spans`, as serve runs it)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    from spanguard_processor.ingest.otlp_logs_proto import request_as_spans
+
+    out = []
+    for traces in encoded_requests(count):
+        parsed = ExportTraceServiceRequest.FromString(traces.body)
+        request = ExportLogsServiceRequest()
+        records = request.resource_logs.add().scope_logs.add().log_records
+        for span in (s for rs in parsed.resource_spans for ss in rs.scope_spans for s in ss.spans):
+            records.append(
+                LogRecord(
+                    trace_id=span.trace_id,
+                    span_id=span.span_id,
+                    time_unix_nano=span.start_time_unix_nano,
+                    event_name="gen_ai.client.inference.operation.details",
+                )
+            )
+        spans = request_as_spans(request)[0]
+        ids = frozenset(
+            (s.trace_id.hex(), s.span_id.hex())
+            for rs in spans.resource_spans
+            for ss in rs.scope_spans
+            for s in ss.spans
+        )
+        out.append(EncodedRequest(request.SerializeToString(), ids))
+    return tuple(out)
 
 
 def _check_store(store: Path, acked: set[int], requests: Sequence[EncodedRequest]) -> int:
@@ -60,11 +102,12 @@ def _stream(
     acked: set[int],
     lock: threading.Lock,
     answered: list[int] | None = None,
+    signal: str = "traces",
 ) -> None:
     """Send ``order``'s requests one after another, noting each acknowledged one."""
     if protocol == "grpc":
         channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
-        export = channel.unary_unary(EXPORT)
+        export = channel.unary_unary(EXPORT if signal == "traces" else LOGS_EXPORT)
 
         def send(body: bytes) -> bool:
             try:
@@ -83,7 +126,7 @@ def _stream(
 
         def send(body: bytes) -> bool:
             try:
-                return client.post("/v1/traces", content=body, headers=PROTO).status_code == 200
+                return client.post(f"/v1/{signal}", content=body, headers=PROTO).status_code == 200
             except httpx.HTTPError:
                 raise ConnectionError from None
 
@@ -102,17 +145,21 @@ def _stream(
         (channel if protocol == "grpc" else client).close()
 
 
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize(
+    ("signal", "protocol"),
+    [("traces", "http"), ("traces", "grpc"), ("logs", "http"), ("logs", "grpc")],
+)
 def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(
-    tmp_path: Path, protocol: str
+    tmp_path: Path, signal: str, protocol: str
 ) -> None:
     store = tmp_path / "spans.db"
-    requests = encoded_requests(REQUESTS)
+    requests = encoded_requests(REQUESTS) if signal == "traces" else logs_requests(REQUESTS)
+    kills = KILLS if signal == "traces" else LOG_KILLS
     rng = random.Random(SEED)
     acked: set[int] = set()
     lock = threading.Lock()
     killed_mid_stream = 0
-    for _cycle in range(KILLS):
+    for _cycle in range(kills):
         server = ServeProcess(store, "--wait-duration", "0.1")
         # each cycle sends fresh requests plus some already acknowledged (exporter retries)
         fresh = [i for i in range(REQUESTS) if i not in acked]
@@ -123,7 +170,8 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(
         answered = [0]
         senders = [
             threading.Thread(
-                target=_stream, args=(server, protocol, h, requests, acked, lock, answered)
+                target=_stream,
+                args=(server, protocol, h, requests, acked, lock, answered, signal),
             )
             for h in halves
         ]
@@ -145,19 +193,25 @@ def test_twenty_kill_9s_during_ingest_lose_no_acknowledged_span(
             sender.join()
         killed_mid_stream += in_progress
         _check_store(store, acked, requests)
-    assert killed_mid_stream >= KILLS // 2, f"only {killed_mid_stream} kills hit mid-stream"
+    assert killed_mid_stream >= kills // 2, f"only {killed_mid_stream} kills hit mid-stream"
 
     final = ServeProcess(store, "--wait-duration", "0.1")
     try:
-        _stream(
-            final, protocol, [i for i in range(REQUESTS) if i not in acked], requests, acked, lock
-        )
-        final.wait_idle(0)
+        rest = [i for i in range(REQUESTS) if i not in acked]
+        _stream(final, protocol, rest, requests, acked, lock, None, signal)
+        if signal == "traces":  # log records of traces whose spans never come stay in flight
+            final.wait_idle(0)
     finally:
         final.terminate()
     assert acked == set(range(REQUESTS))
     stored = _check_store(store, acked, requests)
     assert stored == REQUESTS * SPANS_PER_REQUEST
+    if signal == "logs":  # records only: their spans never arrive, so no agent trace
+        FIGURES.append(
+            f"crash safety (logs, {protocol}): {kills} kill -9s, {killed_mid_stream} "
+            f"mid-stream, {REQUESTS} requests, {stored} records, each stored once"
+        )
+        return
     with SpanStore(store, readonly=True) as db:
         traces = list(stored_agent_traces(db))
     assert sorted(t.request_id or "" for t in traces) == [f"req-{i:04d}" for i in range(REQUESTS)]

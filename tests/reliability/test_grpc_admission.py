@@ -86,8 +86,13 @@ def test_hanging_grpc_calls_never_starve_well_formed_exports(
                         channel.unary_unary(EXPORT)(body, timeout=5, metadata=metadata)
                         answers.append(time.monotonic() - start)
             health = httpx.get(f"http://127.0.0.1:{server.http_port}/health", timeout=5)
+            # structure, not a latency: every export was answered before the server ended any
+            # hanging call for its missing message (after grpc_read_timeout), so none waited
+            # for a hanging call to be cleared out of its way
+            ended = [call for call in calls._calls if call.done()]
+            timed_out = [c for c in ended if c.code() == grpc.StatusCode.DEADLINE_EXCEEDED]
             assert len(answers) == 5, "a well-formed export failed while calls hung"
-            assert max(answers) < 1.0, answers
+            assert not timed_out, (len(timed_out), answers)
             assert health.status_code == 200
             # the hanging calls are ended by the server: deadline exceeded (or too many on one
             # connection), never left to hold anything
@@ -103,9 +108,9 @@ def test_a_call_without_the_token_is_refused_before_its_message_is_read(tmp_path
         assert server.grpc_port is not None
         calls = HangingCalls(server.grpc_port, 3, None)
         try:
-            start = time.monotonic()
-            assert calls.codes(timeout=5) == ["UNAUTHENTICATED"] * 3
-            assert time.monotonic() - start < 2
+            # refused for the token, not ended for the message it never sent (that would be
+            # DEADLINE_EXCEEDED after grpc_read_timeout)
+            assert calls.codes(timeout=30) == ["UNAUTHENTICATED"] * 3
         finally:
             calls.close()
 
@@ -127,8 +132,9 @@ def test_calls_beyond_the_per_connection_cap_are_resource_exhausted(tmp_path: Pa
             release.set()
             for call in hanging:
                 call.cancel()
-        assert code == "RESOURCE_EXHAUSTED"
-        assert seconds < 1
+        # refused while the four calls hang (queued, it would have been answered OK once
+        # they were ended after grpc_read_timeout)
+        assert code == "RESOURCE_EXHAUSTED", seconds
         # another connection is not held back by this one's calls
         with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as other:
             assert export_grpc(other, tiny_spans_request(2, seed=3), timeout=5)[0] == "OK"

@@ -32,6 +32,16 @@ def check(stores: tuple[Path, ...]) -> None:
             f"{path}: ok ({summary.spans} span(s) in {summary.batches} batch(es); "
             f"{summary.released} trace(s) released, {summary.pending} pending)"
         )
+        if summary.without_rows:
+            shown = ", ".join(map(str, summary.without_rows[:10]))
+            more = "…" if len(summary.without_rows) > 10 else ""
+            click.echo(
+                f"{path}: {len(summary.without_rows)} batch(es) have no index row "
+                f"(batch {shown}{more}): a writer stopped before indexing them, or the rows "
+                "were deleted; readers index them from their bodies, and the next "
+                "`spanguard serve` on this store writes their rows.",
+                err=True,
+            )
 
 
 @store.command()
@@ -41,8 +51,11 @@ def recover(damaged: Path, new: Path) -> None:
     """Copy every readable span of the store DAMAGED into the new store NEW.
 
     Each stored request body is read on its own, checked against its checksum and decoded;
-    the span index is rebuilt from the bodies. Every recovered trace is released (one whose
-    root span was lost is partial). What could not be read is listed.
+    the span index is rebuilt from the bodies. The file's pages (and its WAL's) are then
+    scanned without SQLite, so a store cut short or partly overwritten keeps every batch
+    whose pages survive, and the surviving index rows tell what was lost. Every recovered
+    trace is released (one whose root span was lost is partial). What could not be read is
+    listed.
 
     \b
     Example:
@@ -59,6 +72,13 @@ def recover(damaged: Path, new: Path) -> None:
         f"recovered {salvage.spans} span(s){indexed} in {salvage.batches} batch(es), "
         f"{salvage.traces} trace(s), into {new}"
     )
+    if salvage.lost_spans:
+        click.echo(
+            f"lost: {salvage.lost_spans} span(s) of the batches that could not be read, as the "
+            f"surviving index rows list them ({salvage.lost_traces} trace(s) lost whole); "
+            "batches whose index rows were lost too are not counted",
+            err=True,
+        )
     if salvage.problems:
         shown = "; ".join(salvage.problems[:5])
         more = f" (and {len(salvage.problems) - 5} more)" if len(salvage.problems) > 5 else ""

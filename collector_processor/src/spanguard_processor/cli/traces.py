@@ -189,8 +189,13 @@ def export(
     skipped: list[str] | None = [] if skip_bad else None
     lone: Counter[str] = Counter()
     total = 0
+    orphans: list[str] = []
     for trace in read_agent_traces_any(
-        list(stores), include_pending=include_pending, skip_bad=skip_bad, skipped=skipped
+        list(stores),
+        include_pending=include_pending,
+        skip_bad=skip_bad,
+        skipped=skipped,
+        orphans=orphans,
     ):
         total += 1
         if trace.lone_span is not None:
@@ -214,6 +219,12 @@ def export(
             f"skipped {len(skipped)} unreadable trace(s), annotation(s) or index row(s); "
             "the first: "
             f"{skipped[0]}",
+            err=True,
+        )
+    if orphans:
+        click.echo(
+            f"left out {len(orphans)} trace(s) of log records only (their spans never reached "
+            f"the store; e.g. trace {orphans[0]})",
             err=True,
         )
     note = _lone_spans_note(lone, total)

@@ -40,15 +40,16 @@ import asyncio
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from traceback import format_exc
 from typing import Any
 
 import orjson
 
 from ..ingest.codec import Codec, Media
 from ..ingest.codec_json import JSON_CODEC
-from ..ingest.otlp_proto import MIN_SPAN_BYTES
 from ..ingest.spans import DecodedBatch
 from .admission import Reservation
+from .connections import RateLimitedLog
 from .health import Health
 from .limits import DEFAULT_MAX_BODY
 from .logs_receive import LogsReceiver
@@ -57,6 +58,10 @@ from .receive import CODECS, Received, Receiver, Refusal, Refused
 from .security import OPEN_PATHS, token_matches
 
 __all__ = ["HttpApp", "create_app"]
+
+#: tracebacks of requests that failed unexpectedly, one every 10 s at most (a client repeating
+#: the request that found a bug must not flood the log)
+_UNEXPECTED = RateLimitedLog()
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -272,6 +277,9 @@ class _Export:
             return await self._error(send, _STATUS[refused.kind], refused.message, codec)
         except _Disconnected:
             return None
+        except Exception:  # a bug: answered 500, its traceback logged at most every 10 s
+            _UNEXPECTED.warning("unexpected", f"an OTLP/HTTP request failed:\n{format_exc()}")
+            return await self._error(send, 500, "the request failed unexpectedly.", codec)
         await _answer(send, 200, self.respond(codec, batch), codec.content_type)
 
     async def _error(self, send: Send, status: int, message: str, codec: Codec) -> None:
@@ -284,7 +292,7 @@ class _Export:
         if (
             declared is not None
             and declared.isdigit()
-            and not receiver.admission.fits(-(-min(int(declared), limit) // MIN_SPAN_BYTES))
+            and not receiver.admission.fits(receiver.estimate(min(int(declared), limit)))
         ):
             raise receiver.overloaded()  # busy: refuse before reading (nothing held meanwhile)
         body = await _read_body(receive, declared, limit, self.body_timeout)

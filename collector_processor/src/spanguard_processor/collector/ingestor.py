@@ -30,6 +30,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import cast
 
+from spanguard.exceptions import InputError
+
 from ..ingest.spans import DecodedBatch
 from ..store.span_store import SpanStore, Unindexed
 from .assembler import ReleasedTrace, TraceAssembler
@@ -176,7 +178,10 @@ class Ingestor:
             try:
                 self._finish_start()
             except Exception as exc:  # e.g. a damaged store: refuse every request, say why
-                _log.exception("the span store cannot be used; refusing spans")
+                if isinstance(exc, InputError):  # found by a check: its sentence says it all
+                    _log.error("the span store cannot be used; refusing spans: %s", exc)
+                else:
+                    _log.exception("the span store cannot be used; refusing spans")
                 self._failure, self.starting = exc, None
 
     def _store_early(self, batches: list[tuple[DecodedBatch, Future[None]]]) -> None:

@@ -26,10 +26,13 @@ from dataclasses import dataclass
 from ..ingest.shaping import Shaping, TraceBudget
 from .redaction import Redactor
 
-__all__ = ["DEFAULT_MAX_BODY", "Limits", "Shaper"]
+__all__ = ["DEFAULT_MAX_BODY", "REQUEST_SHARE", "Limits", "Shaper"]
 
 # The largest OTLP/HTTP request body and OTLP/gRPC message either receiver accepts.
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+
+#: A logs request may hold at most 1/REQUEST_SHARE of ``max_pending_spans``.
+REQUEST_SHARE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,12 @@ class Limits:
     ack_timeout: float = 30.0
     retry_after: int = 1
     trace_memory: int = 100_000
+
+    @property
+    def request_share(self) -> int:
+        """The most log records one logs request may carry, and so hold of
+        ``max_pending_spans``: a quarter of it, so one request never holds the whole budget."""
+        return max(1, self.max_pending_spans // REQUEST_SHARE)
 
 
 class Shaper:

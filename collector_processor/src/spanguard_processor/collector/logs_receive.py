@@ -28,7 +28,7 @@ from spanguard.exceptions import TraceFormatError
 from ..ingest.codec import Codec, LogsSpans
 from ..ingest.codec_protobuf import PROTOBUF_CODEC
 from ..ingest.spans import DecodedBatch, gc_paused
-from .admission import Reservation
+from .admission import Overloaded, Reservation
 from .receive import Received, Receiver, Refusal, Refused
 
 __all__ = ["LogsReceiver", "logs_request_as_spans"]
@@ -45,10 +45,23 @@ def logs_request_as_spans(body: bytes, codec: Codec, what: str = "body") -> Logs
         raise Refused(Refusal.MALFORMED, f"the {what} {exc}") from None
 
 
-def _unjoined_message(count: int) -> str:
-    return (
-        f"{count} log record(s) name no span (a valid trace_id and span_id); spanguard "
-        "keeps only log records it can join to a span."
+def _unjoined_message(count: int, unnamed: int) -> str:
+    parts = []
+    if unnamed:
+        parts.append(
+            f"{unnamed} log record(s) say not what they are (no event_name, no event.name "
+            "attribute, no GenAI attributes or message body)"
+        )
+    if count > unnamed:
+        parts.append(f"{count - unnamed} log record(s) name no span (a valid trace_id and span_id)")
+    return "; ".join(parts) + "; spanguard keeps only GenAI event records it can join to a span."
+
+
+def _too_many(share: int) -> Refused:
+    return Refused(
+        Refusal.TOO_LARGE,
+        f"the request carries more than {share} log records, the most one request may carry "
+        "(a quarter of the processor's max_pending_spans limit); send smaller batches.",
     )
 
 
@@ -61,10 +74,16 @@ class LogsReceiver(Receiver):
         """A logs receiver sharing everything with the trace receiver ``traces``."""
         return cls(traces.ingestor, traces.admission, traces.shaper)
 
+    def estimate(self, size: int) -> int:
+        """A logs request is admitted for at most its share of the pending budget
+        (:attr:`~.limits.Limits.request_share`), so one request never holds all of it."""
+        return min(super().estimate(size), self.limits.request_share)
+
     def receive(
         self, body: bytes, codec: Codec, reservation: Reservation, *, what: str = "body"
     ) -> Received:
         try:
+            self._admit_records(body, codec, reservation, what)
             spans = logs_request_as_spans(body, codec, what)
         except Refused:
             self.release_unless_stored(reservation)
@@ -77,7 +96,24 @@ class LogsReceiver(Receiver):
             replace(
                 batch,
                 rejected=batch.rejected + spans.unjoined,
-                error=batch.error or _unjoined_message(spans.unjoined),
+                error=batch.error or _unjoined_message(spans.unjoined, spans.unnamed),
             ),
             received.stored,
         )
+
+    def _admit_records(
+        self, body: bytes, codec: Codec, reservation: Reservation, what: str
+    ) -> None:
+        """Count the records off the wire and hold exactly them, before any is converted:
+        more than the request's share is TOO_LARGE, what does not fit now OVERLOADED."""
+        share = self.limits.request_share
+        try:
+            records = codec.count_records(body, share)
+        except TraceFormatError as exc:
+            raise Refused(Refusal.MALFORMED, f"the {what} {exc}") from None
+        if records > share:
+            raise _too_many(share)
+        try:
+            self.admission.resize(reservation, max(1, records))
+        except Overloaded:
+            raise self.overloaded() from None

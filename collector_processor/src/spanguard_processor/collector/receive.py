@@ -94,12 +94,16 @@ class Receiver:
         """The refusal of a request that does not fit now (the client retries later)."""
         return Refused(Refusal.OVERLOADED, f"the processor is overloaded: {self.admission.busy()}")
 
+    def estimate(self, size: int) -> int:
+        """The spans a request of ``size`` (decoded) bytes is admitted for before decoding."""
+        return -(-size // MIN_SPAN_BYTES)
+
     def admit(self, size: int) -> Reservation:
         """Reserve room for a request of ``size`` (decoded) bytes before decoding it."""
         if not self.ingestor.healthy:
             raise Refused(Refusal.UNAVAILABLE, "the processor is shutting down; retry later.")
         try:
-            return self.admission.admit(-(-size // MIN_SPAN_BYTES))
+            return self.admission.admit(self.estimate(size))
         except Overloaded:
             raise self.overloaded() from None
 

@@ -7,7 +7,11 @@
   the bodies themselves (the damaged index is not trusted) and writes them into a new store.
   A store whose SQLite header was overwritten is read through a copy with a rebuilt header
   (and, if its schema page was overwritten too, a new store's schema page).
-  Every recovered trace is released (one without its root span is partial).
+  Every recovered trace is released (one without its root span is partial). Then every page
+  of the file (and its WAL) is scanned without SQLite (:mod:`~..store.pagescan`) for batches
+  SQLite could not reach — a store cut short or with inner pages overwritten keeps every batch
+  whose pages survive, each checked against its CRC-32 — and the index rows that survive tell
+  how many spans and traces were lost with the batches that did not.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from spanguard.exceptions import TraceFormatError
 
 from ..ingest.batches import decode_stored
 from ..ingest.spans import DecodedBatch
-from ..store.schema import SQLITE_MAGIC, DamagedStore, looks_like_store, unpack_groups
+from ..store.opening import readonly_connection
+from ..store.pagescan import scan_pages
+from ..store.schema import PAGE_SIZE, SQLITE_MAGIC, DamagedStore, looks_like_store, unpack_groups
 from ..store.schema import crc as checksum
 from ..store.span_store import SpanStore
 
@@ -42,6 +48,7 @@ class StoreSummary:
     batches: int
     released: int
     pending: int
+    without_rows: tuple[int, ...] = ()  # batches the file's index has no row for
 
 
 def check_store(path: Path) -> StoreSummary:
@@ -49,7 +56,8 @@ def check_store(path: Path) -> StoreSummary:
     with SpanStore(path, readonly=True, verify_batches=True) as store:
         batches = store.check_index()
         released, pending = store.trace_counts()
-        return StoreSummary(store.span_count(), batches, released, pending)
+        missing = tuple(store.batches_without_index_rows())
+        return StoreSummary(store.span_count(), batches, released, pending, missing)
 
 
 @dataclass
@@ -61,6 +69,10 @@ class Salvage:
     traces: int = 0
     indexed_spans: int | None = None  # spans the damaged store's index listed, if readable
     problems: list[str] = field(default_factory=list)
+    lost_spans: int = 0  # of the batches not recovered, as their surviving index rows list
+    lost_traces: int = 0  # traces of which those rows list spans and no batch was recovered
+    copied: set[int] = field(default_factory=set, repr=False)  # the batch ids recovered
+    trace_ids: set[str] = field(default_factory=set, repr=False)  # the traces recovered
 
 
 def recover_store(source: Path, target: Path) -> Salvage:
@@ -71,17 +83,76 @@ def recover_store(source: Path, target: Path) -> Salvage:
         raise TraceFormatError("already exists; recover into a new file.", file=str(target))
     salvage = Salvage()
     with tempfile.TemporaryDirectory(prefix="spanguard-recover-") as tmp:
-        db = _open_source(source, Path(tmp), salvage)
+        try:
+            db: sqlite3.Connection | None = _open_source(source, Path(tmp), salvage)
+        except DamagedStore as exc:  # the page scan below reads what SQLite cannot
+            db = None
+            salvage.problems.append(exc.problem)
         try:
             with SpanStore(target) as store:
-                _copy(db, store, salvage)
+                if db is not None:
+                    _copy(db, store, salvage)
+                _copy_scanned(source, store, salvage)
                 salvage.traces = store.release_all()
         finally:
-            db.close()
-    if not salvage.batches and salvage.problems:
+            if db is not None:
+                db.close()
+    if not salvage.batches:
         target.unlink(missing_ok=True)
-        raise DamagedStore(f"nothing in it is readable ({salvage.problems[0]})", file=str(source))
+        raise DamagedStore(_nothing(source, salvage), file=str(source))
     return salvage
+
+
+def _nothing(source: Path, salvage: Salvage) -> str:
+    size = source.stat().st_size
+    if size < PAGE_SIZE:
+        return (
+            f"it is {size} bytes, less than one {PAGE_SIZE}-byte page: it was cut short "
+            "before its first batch; nothing can be recovered"
+        )
+    first = f" ({salvage.problems[0]})" if salvage.problems else ""
+    return f"no batch in it is readable{first}; nothing can be recovered"
+
+
+def _copy_scanned(source: Path, store: SpanStore, salvage: Salvage) -> None:
+    """Every intact batch the page scan finds that SQLite did not yield; then what the
+    surviving index rows say was lost."""
+    listed: dict[int, list[tuple[str, int]]] = {}
+    pending: list[DecodedBatch] = []
+    for record in scan_pages(source, PAGE_SIZE):
+        values = record.values
+        if len(values) == 4 and record.rowid not in salvage.copied:
+            _, fmt, body, crc = values
+            if isinstance(body, bytes) and isinstance(crc, int) and checksum(body) == crc:
+                batch = _decoded(record.rowid, fmt, body, crc, salvage)
+                if batch is not None:
+                    _kept(record.rowid, batch, salvage)
+                    pending.append(batch)
+        elif len(values) == 3 and isinstance(values[1], bytes) and values[2] == checksum(values[1]):
+            try:
+                groups = unpack_groups(values[1])
+            except ValueError:
+                continue
+            listed[record.rowid] = [(g.trace_id, g.span_count) for g in groups]
+        if sum(batch.count for batch in pending) >= _CHUNK_SPANS:
+            store.put_batches(pending)
+            pending = []
+    store.put_batches(pending)
+    lost = [
+        group
+        for batch_id, groups in listed.items()
+        if batch_id not in salvage.copied
+        for group in groups
+    ]
+    salvage.lost_spans = sum(count for _, count in lost)
+    salvage.lost_traces = len({trace_id for trace_id, _ in lost} - salvage.trace_ids)
+
+
+def _kept(batch_id: int, batch: DecodedBatch, salvage: Salvage) -> None:
+    salvage.copied.add(batch_id)
+    salvage.batches += 1
+    salvage.spans += batch.count
+    salvage.trace_ids.update(group.trace_id for group in batch.traces)
 
 
 def _open_source(source: Path, tmp: Path, salvage: Salvage) -> sqlite3.Connection:
@@ -103,19 +174,26 @@ def _open_source(source: Path, tmp: Path, salvage: Salvage) -> sqlite3.Connectio
         raise TraceFormatError(
             "is not a spanguard span store (not a SQLite database).", file=str(source)
         )
-    db = sqlite3.connect(f"{copy.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        db = readonly_connection(copy)  # read-only media too
+    except sqlite3.DatabaseError as exc:
+        raise DamagedStore(
+            f"its schema is unreadable ({exc}); its pages are read one by one instead",
+            file=str(source),
+        ) from None
+    try:
         columns = [row[1] for row in db.execute("PRAGMA table_info(batches)")]
     except sqlite3.DatabaseError as exc:
         db.close()
         raise DamagedStore(
-            f"its schema is unreadable ({exc}); nothing can be recovered", file=str(source)
+            f"its schema is unreadable ({exc}); its pages are read one by one instead",
+            file=str(source),
         ) from None
     if "body" not in columns:
         db.close()
         raise DamagedStore(
-            "its table of batches is missing; nothing can be recovered", file=str(source)
+            "its table of batches is missing; its pages are read one by one instead",
+            file=str(source),
         )
     return db
 
@@ -188,8 +266,7 @@ def _copy(db: sqlite3.Connection, store: SpanStore, salvage: Salvage) -> None:
         batch = _decoded(batch_id, fmt, body, crc, salvage)
         if batch is None:
             continue
-        salvage.batches += 1
-        salvage.spans += batch.count
+        _kept(int(str(batch_id)), batch, salvage)
         pending.append(batch)
         count += batch.count
         if count >= _CHUNK_SPANS:

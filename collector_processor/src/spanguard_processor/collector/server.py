@@ -231,10 +231,13 @@ class ProcessorServer:
             if not server.started:
                 raise ReceiverFailed("the OTLP/HTTP receiver failed to start (see the log).")
 
-    def wait_started(self) -> None:
-        """Wait until the writer takes requests (the store checked, pending traces resumed);
-        a store found damaged meanwhile is raised as the ``InputError`` it is."""
+    def wait_started(self, stop: threading.Event | None = None) -> None:
+        """Wait until the writer takes requests (the store checked, pending traces resumed),
+        or until ``stop`` is set; a store found damaged meanwhile is raised as the
+        ``InputError`` it is."""
         while self.ingestor.starting is not None and self.ingestor.writer_alive:
+            if stop is not None and stop.is_set():
+                return
             time.sleep(0.01)
         failure = self.ingestor.failure
         if isinstance(failure, InputError):
@@ -324,19 +327,10 @@ def serve_forever(
     ``warn`` receives warnings (default: ``announce``), which name settings as parameters in
     backticks (a command spells them as its options); ``started`` is called with the running
     server once it listens. Raises :class:`ReceiverFailed` (after stopping everything) if a
-    receiver or the span writer stops on its own.
+    receiver or the span writer stops on its own. A SIGTERM/SIGINT while starting (a large
+    store's checks take seconds) stops gracefully too, without announcing the ports: no new
+    request is taken, those in progress are answered.
     """
-    server = ProcessorServer(config).start()
-    try:
-        server.wait_started()
-    except BaseException:
-        server.stop()
-        raise
-    # what starting made (modules, protobuf descriptors, the app) lives as long as the process:
-    # keep it out of every later collection, which then only walks what requests allocate
-    gc.collect()
-    gc.freeze()
-    # the GIL's switch interval follows the requests in flight (collector/admission.py)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: object) -> None:
@@ -344,28 +338,14 @@ def serve_forever(
 
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        parts = []
-        if server.grpc_port is not None:
-            parts.append(f"OTLP/gRPC on {config.host}:{server.grpc_port}")
-        if server.http_port is not None:
-            scheme = "https" if config.security.tls else "http"
-            parts.append(f"OTLP/HTTP on {scheme}://{config.host}:{server.http_port}/v1/traces")
-        announce(f"spanguard processor listening: {', '.join(parts)}; store {config.store}")
-        exposure = _exposure(config)
-        if exposure:
-            (warn or announce)(f"warning: listening on {config.host} {exposure}")
-        if started is not None:
-            started(server)
-        while not stop.wait(0.5):
-            failure = server.failure()
-            if failure:
-                _log.error("%s; stopping the processor", failure)
-                raise ReceiverFailed(
-                    f"{failure}; the processor stopped too (restart it; "
-                    "nothing acknowledged is lost)."
-                )
+        server = ProcessorServer(config).start()
+        try:
+            server.wait_started(stop)
+            if not stop.is_set():
+                _serve(server, stop, announce, warn or announce, started)
+        finally:
+            server.stop()
     finally:
-        server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     stats = server.ingestor.stats()
@@ -373,6 +353,41 @@ def serve_forever(
         f"stopped: {stats.spans_received} spans received, {stats.traces_released} traces released"
     )
     return server
+
+
+def _serve(
+    server: ProcessorServer,
+    stop: threading.Event,
+    announce: Callable[[str], Any],
+    warn: Callable[[str], Any],
+    started: Callable[[ProcessorServer], Any] | None,
+) -> None:
+    """Announce the ports and serve until ``stop`` is set or a part stops on its own."""
+    config = server.config
+    # what starting made (modules, protobuf descriptors, the app) lives as long as the process:
+    # keep it out of every later collection, which then only walks what requests allocate
+    gc.collect()
+    gc.freeze()
+    # the GIL's switch interval follows the requests in flight (collector/admission.py)
+    parts = []
+    if server.grpc_port is not None:
+        parts.append(f"OTLP/gRPC on {config.host}:{server.grpc_port}")
+    if server.http_port is not None:
+        scheme = "https" if config.security.tls else "http"
+        parts.append(f"OTLP/HTTP on {scheme}://{config.host}:{server.http_port}/v1/traces")
+    announce(f"spanguard processor listening: {', '.join(parts)}; store {config.store}")
+    exposure = _exposure(config)
+    if exposure:
+        warn(f"warning: listening on {config.host} {exposure}")
+    if started is not None:
+        started(server)
+    while not stop.wait(0.5):
+        failure = server.failure()
+        if failure:
+            _log.error("%s; stopping the processor", failure)
+            raise ReceiverFailed(
+                f"{failure}; the processor stopped too (restart it; nothing acknowledged is lost)."
+            )
 
 
 def _exposure(config: ServerConfig) -> str | None:

@@ -4,7 +4,8 @@ OTLP-JSON, behind one interface, so the receiver never asks which media it has.
 The receiver picks a :class:`Codec` once, from the request's content type, and then only calls
 it: :meth:`Codec.count` (the spans, read off the wire before decoding, for admission),
 :meth:`Codec.decode` (parse, shape with the limits given as data — :class:`~.shaping.Shaping`
-— and decode into a :class:`~.spans.DecodedBatch`), :meth:`Codec.logs_as_spans` (a logs
+— and decode into a :class:`~.spans.DecodedBatch`), :meth:`Codec.count_records` (a logs
+request's records, read off the wire before converting it), :meth:`Codec.logs_as_spans` (a logs
 request in the span form, which is protobuf) and the answers in the client's media type.
 The two codecs: :data:`~.codec_protobuf.PROTOBUF_CODEC` and :data:`~.codec_json.JSON_CODEC`.
 
@@ -43,11 +44,13 @@ class Counted(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class LogsSpans:
-    """A logs request in the span form: the serialized ``ExportTraceServiceRequest``, and how
-    many of its log records named no span (left out)."""
+    """A logs request in the span form: the serialized ``ExportTraceServiceRequest``, how
+    many of its log records were left out (naming no span, or no event), and how many of
+    those named no event."""
 
     body: bytes
     unjoined: int
+    unnamed: int = 0  # of those, the records that say not what they are (no event name)
 
 
 class Codec(ABC):
@@ -69,6 +72,11 @@ class Codec(ABC):
         """Parse ``body``, apply ``shaping`` (limits, per-trace budget, redaction) and decode
         it; a request the shaping changed is serialized again, so the original text is never
         stored. Rejected spans are counted in the batch, with the first reason."""
+
+    @abstractmethod
+    def count_records(self, body: bytes, stop: int) -> int:
+        """The log records of a logs request before converting it (counting may stop past
+        ``stop``), so a request that cannot fit is refused before the work."""
 
     @abstractmethod
     def logs_as_spans(self, body: bytes) -> LogsSpans:

@@ -17,8 +17,8 @@ import orjson
 from spanguard.exceptions import TraceFormatError
 
 from .codec import Codec, Counted, LogsSpans, Media
-from .otlp_json import decode_document, estimate_spans
-from .otlp_logs import _items, events_from_document, logs_as_spans
+from .otlp_json import decode_document, estimate_records, estimate_spans
+from .otlp_logs import _items, events_from_document, logs_as_spans, unnamed_in_document
 from .redact_otlp import redact_document
 from .shaping import Shape, Shaping, TraceBudget
 from .spans import DecodedBatch
@@ -66,6 +66,9 @@ class JsonCodec(Codec):
                     _cut_attributes(event, limit, shape)
         return shape
 
+    def count_records(self, body: bytes, stop: int) -> int:
+        return estimate_records(body)
+
     def logs_as_spans(self, body: bytes) -> LogsSpans:
         doc = _parse(body)
         if not isinstance(doc, dict) or not isinstance(doc.get("resourceLogs", []), list):
@@ -75,8 +78,11 @@ class JsonCodec(Codec):
             )
         events = events_from_document(doc, trace_level=True)
         total = _count_records(doc)
+        unnamed = unnamed_in_document(doc) if len(events) < total else 0
         return LogsSpans(
-            logs_as_spans(events).SerializeToString() if events else b"", total - len(events)
+            logs_as_spans(events).SerializeToString() if events else b"",
+            total - len(events),
+            unnamed,
         )
 
     def traces_reply(self, batch: DecodedBatch) -> bytes:

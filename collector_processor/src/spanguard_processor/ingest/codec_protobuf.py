@@ -29,8 +29,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 from spanguard.exceptions import TraceFormatError
 
 from .codec import Codec, Counted, LogsSpans, Media
-from .otlp_columns import framed_count
-from .otlp_logs_proto import request_as_spans
+from .otlp_columns import count_spans, framed_count
+from .otlp_logs_proto import request_as_spans, unnamed_records
 from .otlp_proto import decode_request, group_request, parse_request
 from .redact_otlp import redact_request
 from .shaping import Shape, Shaping
@@ -120,6 +120,16 @@ class ProtobufCodec(Codec):
             _drop_over_limit(scopes, allowed, shape)
         return shape
 
+    def count_records(self, body: bytes, stop: int) -> int:
+        # ResourceLogs/ScopeLogs/LogRecord have the field numbers of the trace request's
+        # ResourceSpans/ScopeSpans/Span (1, 2, 2): the span count of the wire format is theirs
+        try:
+            return count_spans(body, stop)
+        except TraceFormatError:
+            raise TraceFormatError(
+                "is not an ExportLogsServiceRequest (malformed wire format)."
+            ) from None
+
     def logs_as_spans(self, body: bytes) -> LogsSpans:
         request = ExportLogsServiceRequest()
         try:
@@ -132,7 +142,8 @@ class ProtobufCodec(Codec):
             for scope in resource.scope_logs
         )
         spans, kept = request_as_spans(request, trace_level=True)
-        return LogsSpans(spans.SerializeToString() if kept else b"", total - kept)
+        unnamed = unnamed_records(request) if kept < total else 0
+        return LogsSpans(spans.SerializeToString() if kept else b"", total - kept, unnamed)
 
     def traces_reply(self, batch: DecodedBatch) -> bytes:
         return export_response(batch).SerializeToString()

@@ -33,6 +33,7 @@ __all__ = [
     "batch_records",
     "batch_spans",
     "decode_document",
+    "estimate_records",
     "estimate_spans",
     "record_from_json_span",
 ]
@@ -47,6 +48,15 @@ def estimate_spans(body: bytes) -> int:
     over 64, whichever is more — so a body of millions of empty objects is refused before
     ``orjson`` builds them (parsing costs ~100 bytes per object)."""
     return max(body.count(b'"spanId"'), body.count(b"{") // _OBJECTS_PER_SPAN)
+
+
+def estimate_records(body: bytes) -> int:
+    """The log records of an OTLP-JSON logs body before parsing it, as :func:`estimate_spans`
+    bounds spans: its ``"traceId"`` or ``"spanId"`` keys, or its objects over 64, whichever is
+    more."""
+    return max(
+        body.count(b'"traceId"'), body.count(b'"spanId"'), body.count(b"{") // _OBJECTS_PER_SPAN
+    )
 
 
 _SCOPE_KEYS = ("scopeSpans", "instrumentationLibrarySpans")

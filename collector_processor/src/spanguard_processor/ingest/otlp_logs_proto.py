@@ -14,19 +14,22 @@ import hashlib
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from .otlp_logs import (
     EVENT_NAME_ATTRIBUTE,
     LOG_BODY,
+    LOG_SEVERITY_NUMBER,
+    LOG_SEVERITY_TEXT,
     LOG_SPAN,
     LOG_SPANS_SCOPE,
     TRACE_LEVEL,
     TRACE_LEVEL_EVENTS,
+    inferred_name,
 )
 
-__all__ = ["request_as_spans"]
+__all__ = ["request_as_spans", "unnamed_records"]
 
 _TRACE_LEVEL = bytes.fromhex(TRACE_LEVEL)
 
@@ -37,7 +40,21 @@ def _name(record: LogRecord) -> str:
     for kv in record.attributes:
         if kv.key == EVENT_NAME_ATTRIBUTE:
             return kv.value.string_value
-    return ""
+    body = {kv.key: kv.value.string_value for kv in record.body.kvlist_value.values}
+    return inferred_name({kv.key for kv in record.attributes}, body)
+
+
+def _severity(record: LogRecord) -> list[KeyValue]:
+    kept = []
+    if record.severity_text:
+        kept.append(
+            KeyValue(key=LOG_SEVERITY_TEXT, value=AnyValue(string_value=record.severity_text))
+        )
+    if record.severity_number:
+        kept.append(
+            KeyValue(key=LOG_SEVERITY_NUMBER, value=AnyValue(int_value=record.severity_number))
+        )
+    return kept
 
 
 def _span_id(record: LogRecord, name: str, time_ns: int) -> bytes:
@@ -59,11 +76,14 @@ def request_as_spans(
     (``trace_level``: evaluation results naming only their trace too, under
     :data:`TRACE_LEVEL`), and how many records it holds."""
     out = ExportTraceServiceRequest()
-    scope = out.resource_spans.add().scope_spans.add()
-    scope.scope.name = LOG_SPANS_SCOPE
     kept = 0
     for resource in request.resource_logs:
+        spans = out.resource_spans.add()
+        spans.resource.CopyFrom(resource.resource)
         for scope_logs in resource.scope_logs:
+            scope = spans.scope_spans.add()
+            scope.scope.CopyFrom(scope_logs.scope)
+            scope.scope.name = scope.scope.name or LOG_SPANS_SCOPE
             for record in scope_logs.log_records:
                 if len(record.trace_id) != 16 or not any(record.trace_id):
                     continue
@@ -88,5 +108,18 @@ def request_as_spans(
                 event.attributes.extend(record.attributes)
                 if record.body.WhichOneof("value") is not None:
                     event.attributes.append(KeyValue(key=LOG_BODY, value=record.body))
+                event.attributes.extend(_severity(record))
                 kept += 1
     return out, kept
+
+
+def unnamed_records(request: ExportLogsServiceRequest) -> int:
+    """The records of ``request`` that name a trace but no event, and say nothing of what
+    they are (left out by :func:`request_as_spans`)."""
+    return sum(
+        1
+        for resource in request.resource_logs
+        for scope in resource.scope_logs
+        for record in scope.log_records
+        if len(record.trace_id) == 16 and any(record.trace_id) and not _name(record)
+    )

@@ -352,6 +352,7 @@ def read_agent_traces_any(
     include_pending: bool = False,
     skipped: list[str] | None = None,
     annotations: Annotations | None = None,
+    orphans: list[str] | None = None,
 ) -> Iterator[AgentTrace]:
     """Agent traces from any mix of agent-trace JSONL files, span files and span stores.
 
@@ -367,6 +368,7 @@ def read_agent_traces_any(
     traces (and annotations) with unreadable spans are left out instead, each described there.
     Stored traces merge the annotations of every store in ``paths``, or ``annotations`` when
     given (a reader taking stores one at a time passes :func:`store_annotations` of all).
+    Traces of log records only are left out, their ids appended to ``orphans`` when given.
     """
     span_files: list[Path] = []
     kinds = [(path, detect_kind(path)) for path in expand(paths)]
@@ -386,6 +388,7 @@ def read_agent_traces_any(
                     include_pending=include_pending,
                     annotations=annotations,
                     skipped=problems,
+                    orphans=orphans,
                 )
             finally:
                 store.close()
@@ -404,6 +407,6 @@ def read_agent_traces_any(
             store = SpanStore(Path(tmp) / "spans.db", durable=False)
             try:
                 ingest_files(store, span_files, skip_bad=skip_bad)
-                yield from stored_agent_traces(store)
+                yield from stored_agent_traces(store, orphans=orphans)
             finally:
                 store.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..ingest.otlp_logs import LOG_SPAN
 from ..ingest.spans import SpanRecord
 from ..store.span_store import SpanStore
 from ..traces.annotations import Annotations
@@ -31,8 +32,13 @@ def stored_agent_traces(
     include_pending: bool = False,
     annotations: Annotations | None = None,
     skipped: list[str] | None = None,
+    orphans: list[str] | None = None,
 ) -> Iterator[AgentTrace]:
     """Every released trace of ``store`` as an agent trace, by start time then trace id.
+
+    A trace of log records only (their spans never arrived: a logs receiver keeps records
+    naming spans it has not seen) is no agent trace: it is left out, and its id appended to
+    ``orphans`` when given.
 
     With ``include_pending``, traces still in flight come too, marked partial. Traces made
     only of annotation spans are merged into their request's trace, not returned;
@@ -45,7 +51,13 @@ def stored_agent_traces(
     if annotations is None:
         annotations = stored_annotations(store, skipped)
     conversations: dict[str, tuple[list[SpanRecord], bool]] = {}
-    for _, released, spans in store.trace_records(include_pending=include_pending, skipped=skipped):
+    for trace_id, released, spans in store.trace_records(
+        include_pending=include_pending, skipped=skipped
+    ):
+        if all(span.name == LOG_SPAN for span in spans):
+            if orphans is not None:
+                orphans.append(trace_id)
+            continue
         key = conversation_key(spans)
         if key is not None:
             held, partial = conversations.get(key, ([], False))

@@ -12,6 +12,7 @@ thread, while ``/health`` already answers. Anything wrong raises
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import NamedTuple
@@ -36,7 +37,14 @@ from .schema import (
 )
 from .upgrade import index_version1, upgrade
 
-__all__ = ["CHECKS", "OpenStore", "check_pages", "open_database", "verify_rows"]
+__all__ = [
+    "CHECKS",
+    "OpenStore",
+    "check_pages",
+    "open_database",
+    "readonly_connection",
+    "verify_rows",
+]
 
 
 #: The checks a store opened for writing with ``defer_checks`` runs later, in this order
@@ -54,6 +62,37 @@ def _open_error(exc: sqlite3.Error, path: Path, readonly: bool) -> TraceFormatEr
         return DamagedStore(str(exc), file=str(path))
     action = "read" if readonly else "opened for writing"
     return TraceFormatError(f"cannot be {action} ({exc}).", file=str(path))
+
+
+_CANTOPEN = 14  # SQLITE_CANTOPEN
+
+
+def readonly_connection(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the store ``path`` (``mode=ro``, which sees what a live
+    writer committed, its WAL included). On read-only media, where SQLite cannot create the
+    WAL's ``-shm`` index, a store stopped cleanly (no ``-wal``, or an empty one: everything
+    is in the file) is opened ``immutable=1``; one whose ``-wal`` still holds commits is
+    refused, since SQLite cannot read that log there and opening immutable would leave its
+    spans out."""
+    uri = path.resolve().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as exc:
+        db.close()
+        cantopen = getattr(exc, "sqlite_errorcode", 0) & 0xFF == _CANTOPEN
+        if not cantopen or os.access(path.parent, os.W_OK):
+            raise
+    wal = Path(f"{path}-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        raise TraceFormatError(
+            f"is on read-only media with a write-ahead log ({wal.name}) still holding "
+            "commits, which SQLite cannot read without writing beside it; copy the store "
+            "and its -wal file to writable storage and read the copy.",
+            file=str(path),
+        )
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
 
 
 def _check_header(path: Path) -> None:
@@ -100,9 +139,7 @@ def open_database(
     db: sqlite3.Connection | None = None
     try:
         if readonly:
-            db = sqlite3.connect(
-                f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
-            )
+            db = readonly_connection(path)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)

@@ -59,7 +59,7 @@ from .schema import (
     looks_like_store,
 )
 from .upgrade import overlay_index
-from .view import RecentSpans, TraceView
+from .view import RecentSpans, TraceView, release_indexed
 from .view import pending_groups as pending_of_rows
 
 __all__ = [
@@ -176,6 +176,12 @@ class SpanStore:
         self.refresh()
         with self._reading():
             return self._batches.check_rows(self.db)
+
+    def batches_without_index_rows(self) -> list[int]:
+        """The stored batches the file's index has no row for (a writer stopped between
+        storing and indexing them, or a row deleted): readers index them from their bodies."""
+        with self._reading():
+            return unindexed(self.db, self._version)
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -325,6 +331,7 @@ class SpanStore:
             def index(items: list[Unindexed]) -> None:
                 if self.readonly:
                     index_groups(db, items)
+                    release_indexed(db, {g.trace_id for _, groups in items for g in groups})
                     db.commit()
                     return
                 assert self._view is not None  # a writable store is at the current version

@@ -37,7 +37,7 @@ from .schema import (
     unpack_trace_ids,
 )
 
-__all__ = ["RecentSpans", "TraceView", "pending_groups"]
+__all__ = ["RecentSpans", "TraceView", "pending_groups", "release_indexed"]
 
 _CHUNK = 256  # index rows per index_groups() call while building
 _RELEASE = "UPDATE traces SET released = 1 WHERE trace_id = ?"
@@ -102,6 +102,18 @@ class RecentSpans:
         for group in groups:
             joined[group.trace_id] = joined.get(group.trace_id, b"") + group.span_ids
         self.update(joined)
+
+
+def release_indexed(db: sqlite3.Connection, trace_ids: set[str]) -> None:
+    """Mark released, in a reader's view, the traces ``trace_ids`` just indexed from bodies
+    without an index row whose release the view read before they were in it (a reader would
+    otherwise take them for pending and leave them out of its exports)."""
+    if not trace_ids:
+        return
+    for row_id, blob, check in db.execute("SELECT id, trace_ids, crc FROM releases").fetchall():
+        listed = checked_blob("releases", row_id, blob, check, unpack_trace_ids)
+        found = trace_ids.intersection(map(str, listed))
+        db.executemany(_RELEASE, [(trace_id,) for trace_id in sorted(found)])
 
 
 def pending_groups(db: sqlite3.Connection) -> list[TraceGroup]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from spanguard import semconv
 
-from ..ingest.otlp_logs import LOG_BODY
+from ..ingest.otlp_logs import LOG_BODY, LOG_SEVERITY_NUMBER, LOG_SEVERITY_TEXT
 from ..ingest.spans import AttrValue, SpanRecord
 from ._validate import (
     JSONScalar,
@@ -38,6 +38,8 @@ _NAMED = {
     semconv.GEN_AI_EVALUATION_EXPLANATION,
     semconv.GEN_AI_RESPONSE_ID,
     LOG_BODY,
+    LOG_SEVERITY_TEXT,  # the record's, not the verdict's
+    LOG_SEVERITY_NUMBER,
 }
 
 
