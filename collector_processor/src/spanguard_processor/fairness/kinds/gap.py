@@ -109,6 +109,7 @@ class GapStrategy(KindStrategy[GapPrepared]):
             draws=max(cfg.bootstrap_samples, 2000),
             attributes=design.expected.attributes,
             scale=d.scale,
+            max_difference=p.config.max_difference,
         )
         scale = inference.scale_of(units.values, d.scale)
         if inf is None:
