@@ -174,7 +174,8 @@ class Design:
         )
         miss = f", {self.missing:.0%} missing" if self.missing else ""
         stated = "" if self.max_difference is None else f", max_difference {self.max_difference:g}"
-        return f"{self.app}, {self.seeds}×{self.groups}, {rep}{miss}, gap {self.gap:g}{stated}"
+        gap = MINORITY_GAP.get(self.app, self.gap)
+        return f"{self.app}, {self.seeds}×{self.groups}, {rep}{miss}, gap {gap:g}{stated}"
 
     @property
     def mde(self) -> float | None:

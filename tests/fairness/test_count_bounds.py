@@ -165,7 +165,7 @@ def test_an_interval_above_the_threshold_leans_fail_and_is_never_allowed() -> No
     many = apply_gate([_result("m", 0.02)] + [_result(f"o{i}", 0.9) for i in range(6)], cfg)
     m = next(r for r in many if r.metric == "m")
     assert m.verdict == Verdict.INCONCLUSIVE and m.reason == "leans_fail"
-    assert "leans FAIL; not allowed" in m.reason_text and "Holm p = 0.14" in m.reason_text
+    assert "leans FAIL; not allowed" in m.reason_text and "Holm p = 0.14 " in m.reason_text
     ev = Evaluation("t", 0, tuple(many), (), cfg)
     assert not ev.passed and "m" in ev.failed_metrics
     # an INCONCLUSIVE that straddles the threshold is still let through

@@ -109,9 +109,9 @@ def _leans_fail(r: MetricResult, ci: tuple[float, float], cfg: GateConfig) -> _D
         Verdict.INCONCLUSIVE,
         LEANS_FAIL,
         f"inconclusive{allowed}: the point estimate {r.score:.3g} and the unadjusted "
-        f"interval [{ci[0]:.3g}, {ci[1]:.3g}] lie above {r.threshold:g}, but the one-sided "
-        f"test adjusted across the run's metrics does not reject (Holm p = {_f(r.p_holm)} "
-        f"≥ {cfg.alpha:g}){_need(r)}",
+        f"interval [{ci[0]:.3g}, {ci[1]:.3g}] lie above {r.threshold:g}, but the gate's "
+        f"test does not reject (Holm p = {_f(r.p_holm)} ≥ {cfg.alpha:g}: the larger of the "
+        f"threshold and permutation tests' p, adjusted across the run's metrics){_need(r)}",
     )
 
 
