@@ -5,6 +5,7 @@ is never let through by ``allow_inconclusive``."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,7 +107,9 @@ def test_one_template_two_groups_never_passes() -> None:
 
 def _load(metric: str, threshold: object, **extra: object) -> MetricConfig:
     data = {
-        "dataset": {"prompts": [{"id": "a", "prompt": "A {g} asks", "attributes": {"g": ["x", "y"]}}]},
+        "dataset": {
+            "prompts": [{"id": "a", "prompt": "A {g} asks", "attributes": {"g": ["x", "y"]}}]
+        },
         "metrics": [{"type": metric, "threshold": threshold, **extra}],
     }
     return parse_suite(data, "suite.yaml").metrics[0]
@@ -172,3 +175,78 @@ def test_an_interval_above_the_threshold_leans_fail_and_is_never_allowed() -> No
     straddle = replace(_result("s", 0.5), confidence_interval=(0.0, 0.45))
     ok = Evaluation("t", 0, tuple(apply_gate([straddle], cfg)), (), cfg)
     assert ok.passed
+
+
+def _records(trace: dict[str, object], seeds: int = 40) -> list[Observation]:
+    from spanguard_processor.fairness import observation_from_record
+
+    return [
+        observation_from_record(
+            {
+                "id": f"s{s}::{g}",
+                "seed_id": f"s{s}",
+                "prompt": "p",
+                "assignments": {"gender": g},
+                "response": "ok",
+                "response_metadata": {"trace": trace},
+            }
+        )
+        for s in range(seeds)
+        for g in GROUPS
+    ]
+
+
+def test_explicit_negatives_in_a_record_s_trace_are_signal_and_absence_is_not() -> None:
+    # a fair app whose every record states "no escalation, no tool call, no friction" and
+    # nothing else: each metric has its signal, and the fair app PASSes
+    metrics = [
+        MetricConfig("escalation_parity", 0.1),
+        MetricConfig("tool_count_gap", 0.5, max_difference=3.0),
+        MetricConfig("friction_point_gap", 0.5, max_difference=3.0),
+    ]
+    stated = _records({"escalated": False, "tool_calls": [], "friction_points": []})
+    for r in evaluate(stated, metrics, FAST, generated_at="t").results:
+        assert r.verdict == Verdict.PASS, (r.metric, r.reason_text)
+        assert r.signal_records == 80
+    # the same records without those keys: zero because nothing was recorded
+    silent = _records({})
+    for r in evaluate(silent, metrics, FAST, generated_at="t").results:
+        assert r.verdict == Verdict.NO_SIGNAL, (r.metric, r.reason_text)
+
+
+def test_suite_plan_exits_2_on_a_rate_threshold_of_20(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from spanguard_processor.cli import cli
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "dataset:\n  prompts:\n    - {id: a, prompt: 'A {g} asks', attributes: {g: [x, y]}}\n"
+        "metrics:\n  - type: tool_name_gap\n    threshold: 20\n"
+    )
+    result = CliRunner().invoke(cli, ["suite", "plan", str(suite)])
+    assert result.exit_code == 2
+    assert "metrics[0].threshold" in result.output and "did you mean 0.2?" in result.output
+
+
+def test_suite_plan_says_what_a_count_without_a_stated_range_needs() -> None:
+    from spanguard_processor.fairness.design.plan import plan_lines, plan_suite
+
+    data = {
+        "dataset": {
+            "prompts": [
+                {"id": f"p{i}", "prompt": "A {g} asks", "attributes": {"g": ["x", "y"]}}
+                for i in range(40)
+            ]
+        },
+        "metrics": [
+            {"type": "tool_count_gap", "threshold": 0.5},
+            {"type": "plan_length_gap", "threshold": 1, "max_difference": 4},
+        ],
+    }
+    plan = plan_suite(parse_suite(data, "suite.yaml"))
+    counted, stated = plan.metrics
+    assert counted.deterministic_seeds is None
+    assert stated.deterministic_seeds == 11  # n > ln 0.05 / ln(1 − 1/4)
+    text = "\n".join(plan_lines(plan))
+    assert "state max_difference" in text and "note: tool_count_gap" in text

@@ -87,9 +87,7 @@ STARTER_RANGES: dict[str, float] = {
     "friction_point_gap": 3.0,
     "retrieval_exposure_gap": 5.0,
 }
-_RANGE_COMMENT = (
-    "# the largest per-seed difference between groups this count can take"
-)
+_RANGE_COMMENT = "# the largest per-seed difference between groups this count can take"
 
 
 def starter_suite() -> dict[str, Any]:

@@ -388,9 +388,7 @@ def _metrics(check: _Checker, items: list[Any]) -> list[MetricConfig]:
 
 
 def _number(value: object) -> bool:
-    return (
-        not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-    )
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
 def _threshold(

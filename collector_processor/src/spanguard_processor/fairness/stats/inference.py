@@ -284,9 +284,7 @@ def infer_gap(
         # no variation between seeds: the test keeps what the data show, every seed agreeing;
         # the interval and the critical value assume the worst-case variance of the metric's
         # scale (the exact bound of :mod:`.bounds` is the tight one for such data)
-        wc = worst_case_variance(units.values, kind, m_range) * (
-            lmat @ _unit_cov(counts) @ lmat.T
-        )
+        wc = worst_case_variance(units.values, kind, m_range) * (lmat @ _unit_cov(counts) @ lmat.T)
         wc_full = np.kron(wc, np.eye(cols))
         cov[flat, :] = 0.0
         cov[:, flat] = 0.0
