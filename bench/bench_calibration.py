@@ -5,10 +5,12 @@ Simulates counterfactual suites (seeds × groups × repeats) of apps with a know
 runs the gate's own statistics on each — ``inference.infer_gap`` (the studentized interval and
 the threshold test), the within-seed permutation test of variants, and
 ``precision.precision`` (the upper bound: the smaller of the studentized and the exact
-discordance bound; the MDE) — the same functions ``evaluate`` calls, deciding like the
-default gate for one metric at alpha 0.05 (coverage checks aside, as with ``--allow-partial``):
-FAIL when both tests reject gap ≤ τ, else PASS when the upper bound is below τ, else
-INCONCLUSIVE. Every rate is printed with its Clopper–Pearson 95% interval.
+discordance bound; the MDE) — the same functions ``evaluate`` calls, decided by the default
+gate's own ``apply_gate`` for one metric at alpha 0.05 (coverage checks aside, as with
+``--allow-partial``): FAIL when both tests reject gap ≤ τ, else PASS when the upper bound is
+below τ (and at least 2 seeds hold two groups), else INCONCLUSIVE. Issue 47's designs
+(``--counts-only``): deterministic count apps whose bias lives in a minority of templates,
+with and without the suite's stated ``max_difference``. Every rate is printed with its Clopper–Pearson 95% interval.
 
 Apps: fair binary (rate 0.3, τ 0.1), fair counts (Poisson, mean 2, τ 1), random tool choice
 (three tools: one indicator column each), random retrieval order (three documents from groups
