@@ -250,3 +250,31 @@ def test_suite_plan_says_what_a_count_without_a_stated_range_needs() -> None:
     assert stated.deterministic_seeds == 11  # n > ln 0.05 / ln(1 − 1/4)
     text = "\n".join(plan_lines(plan))
     assert "state max_difference" in text and "note: tool_count_gap" in text
+
+
+def test_allow_inconclusive_does_not_let_a_metric_leaning_fail_through(
+    tmp_path: Path, golden_records: list[dict[str, object]]
+) -> None:
+    # fairtrace's golden records: escalation_parity's point estimate (0.75) and interval
+    # [0.24, 1] lie above 0.1, but the exact permutation test on 4 seeds does not reject
+    import json
+
+    from click.testing import CliRunner
+
+    from spanguard_processor.cli import cli
+
+    from .test_cli import _FAST, _golden_suite
+
+    suite = _golden_suite(tmp_path, golden_records)  # type: ignore[arg-type]
+    records = tmp_path / "records.json"
+    records.write_text(json.dumps(golden_records))
+    result = CliRunner().invoke(
+        cli, ["fairness", str(suite), str(records), "--allow-inconclusive", *_FAST]
+    )
+    assert result.exit_code == 1, result.output
+    assert "leans FAIL; not allowed" in result.output
+    assert result.output.endswith(
+        "fairness gate FAILED: escalation_parity (INCONCLUSIVE, leans FAIL)"
+        "; 3 INCONCLUSIVE allowed by --allow-inconclusive: tool_use_parity, helpfulness_gap, "
+        "refusal_gap\n"
+    )
