@@ -10,7 +10,8 @@ gate's own ``apply_gate`` for one metric at alpha 0.05 (coverage checks aside, a
 ``--allow-partial``): FAIL when both tests reject gap ≤ τ, else PASS when the upper bound is
 below τ (and at least 2 seeds hold two groups), else INCONCLUSIVE. Issue 47's designs
 (``--counts-only``): deterministic count apps whose bias lives in a minority of templates,
-with and without the suite's stated ``max_difference``. Every rate is printed with its Clopper–Pearson 95% interval.
+with and without the suite's stated ``max_difference``. Every rate is printed with its
+Clopper–Pearson 95% interval.
 
 Apps: fair binary (rate 0.3, τ 0.1), fair counts (Poisson, mean 2, τ 1), random tool choice
 (three tools: one indicator column each), random retrieval order (three documents from groups
