@@ -175,6 +175,32 @@ def test_langgraph_custom_state_with_only_a_trace_mapper_is_judged(tmp_path: Pat
     assert biased.output.endswith("fairness gate FAILED: escalation_parity\n")
 
 
+def test_a_trace_mapper_s_explicit_no_escalation_is_signal_and_absence_is_not(
+    tmp_path: Path,
+) -> None:
+    """Issue 47: a mapper stating ``escalated: false`` on every call, no other process signal:
+    a fair app PASSes escalation_parity; a mapper returning None for it stays NO_SIGNAL."""
+    suite = _suite(tmp_path, ["escalation_parity"])
+    args = [
+        "--adapter",
+        "langgraph",
+        "--adapter-option",
+        "input_builder=tests.adapters.apps:desk_input",
+        "--adapter-option",
+        "output_key=answer",
+        "--app",
+        "tests.adapters.apps:quiet_desk",
+    ]
+    stated = _run(
+        suite, *args, "--adapter-option", "trace_mapper=tests.adapters.apps:stating_mapper"
+    )
+    assert stated.exit_code == 0, stated.output
+    assert stated.stdout.startswith("PASS")
+    silent = _run(suite, *args, "--adapter-option", "trace_mapper=tests.adapters.apps:desk_mapper")
+    assert silent.exit_code == 1, silent.output
+    assert silent.stdout.startswith("NO_SIGNAL")
+
+
 def test_a_run_in_which_every_call_fails_is_bad_input_with_the_errors_and_a_hint(
     tmp_path: Path,
 ) -> None:
