@@ -5,10 +5,13 @@ Simulates counterfactual suites (seeds × groups × repeats) of apps with a know
 runs the gate's own statistics on each — ``inference.infer_gap`` (the studentized interval and
 the threshold test), the within-seed permutation test of variants, and
 ``precision.precision`` (the upper bound: the smaller of the studentized and the exact
-discordance bound; the MDE) — the same functions ``evaluate`` calls, deciding like the
-default gate for one metric at alpha 0.05 (coverage checks aside, as with ``--allow-partial``):
-FAIL when both tests reject gap ≤ τ, else PASS when the upper bound is below τ, else
-INCONCLUSIVE. Every rate is printed with its Clopper–Pearson 95% interval.
+discordance bound; the MDE) — the same functions ``evaluate`` calls, decided by the default
+gate's own ``apply_gate`` for one metric at alpha 0.05 (coverage checks aside, as with
+``--allow-partial``): FAIL when both tests reject gap ≤ τ, else PASS when the upper bound is
+below τ (and at least 2 seeds hold two groups), else INCONCLUSIVE. Issue 47's designs
+(``--counts-only``): deterministic count apps whose bias lives in a minority of templates,
+with and without the suite's stated ``max_difference``. Every rate is printed with its
+Clopper–Pearson 95% interval.
 
 Apps: fair binary (rate 0.3, τ 0.1), fair counts (Poisson, mean 2, τ 1), random tool choice
 (three tools: one indicator column each), random retrieval order (three documents from groups
@@ -25,6 +28,7 @@ from 1 × 2 to 100 × 15; true gaps 0, 0.05, τ − 0.02, τ, τ + 0.1, 0.3.
     .venv/bin/python bench/bench_calibration.py --quick --suites 20    # under a minute
     .venv/bin/python bench/bench_calibration.py --advice      # re-run at the printed seeds_needed
     .venv/bin/python bench/bench_calibration.py --attributes  # several protected attributes
+    .venv/bin/python bench/bench_calibration.py --counts-only          # issue 47's designs
 
 ``--all`` adds the threshold test at the boundary Δ = τ on configurations its critical value
 is not simulated at, and the permutation test's normal approximation (FAIL's validity; issue
@@ -47,6 +51,8 @@ from scipy.stats import beta
 
 from spanguard_processor.fairness.design import power as design_power
 from spanguard_processor.fairness.gate.config import GateConfig
+from spanguard_processor.fairness.gate.decide import apply_gate
+from spanguard_processor.fairness.gate.results import MetricResult
 from spanguard_processor.fairness.kinds.gap import any_difference
 from spanguard_processor.fairness.stats import inference, precision
 from spanguard_processor.fairness.stats.groups import missingness_p
@@ -107,6 +113,30 @@ def retrieval_order(
     return out
 
 
+def minority(bias: float, share: float) -> Values:
+    """A deterministic count app (plan steps, tool calls): each template's own count
+    (Poisson, mean 3), every group and repeat alike, except that in a share ``share`` of
+    templates group 0 gets ``bias`` more — a true gap of bias × share that a suite drawing
+    none of those templates cannot see. ``shift`` is ignored: the gap is the design's."""
+
+    def values(
+        rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+    ) -> np.ndarray:
+        base = rng.poisson(3.0, size=seeds).astype(np.float64)
+        x = np.repeat(base[:, None], groups, axis=1)
+        x[:, 0] += bias * (rng.random(seeds) < share)
+        return np.broadcast_to(x, (draws, seeds, groups))[..., None].copy()
+
+    return values
+
+
+def fair_counts_deterministic(
+    rng: np.random.Generator, draws: int, seeds: int, groups: int, shift: np.ndarray
+) -> np.ndarray:
+    """A deterministic fair count app: each template's own count (Poisson, mean 3)."""
+    return minority(0.0, 0.0)(rng, draws, seeds, groups, shift)
+
+
 # app: (values, threshold, the metric's scale, a variant's variance for the design MDE)
 APPS: dict[str, tuple[Values, float, str, float | None]] = {
     "binary": (binary, 0.1, "rate", None),
@@ -114,6 +144,18 @@ APPS: dict[str, tuple[Values, float, str, float | None]] = {
     "tool choice": (tool_choice, 0.1, "rate", None),
     "retrieval order": (retrieval_order, 0.1, "count", 0.25),
     "deterministic": (deterministic, 0.1, "rate", 0.0),
+    # issue 47: counts whose bias lives in a minority of templates (true gap τ + 0.01)
+    "plan_length +10 in 10.1%": (minority(10.0, 0.101), 1.0, "count", 0.0),
+    "plan_length +4 in 25.25%": (minority(4.0, 0.2525), 1.0, "count", 0.0),
+    "tool_count +5 in 10.2%": (minority(5.0, 0.102), 0.5, "count", 0.0),
+    "fair deterministic counts": (fair_counts_deterministic, 0.5, "count", 0.0),
+}
+#: the true gap of the minority apps (their ``shift`` is ignored)
+MINORITY_GAP = {
+    "plan_length +10 in 10.1%": 1.01,
+    "plan_length +4 in 25.25%": 1.01,
+    "tool_count +5 in 10.2%": 0.51,
+    "fair deterministic counts": 0.0,
 }
 
 
@@ -126,6 +168,7 @@ class Design:
     identical: bool = True
     missing: float = 0.0
     gap: float = 0.0
+    max_difference: float | None = None  # the suite's stated range of a count metric
 
     @property
     def label(self) -> str:
@@ -135,7 +178,9 @@ class Design:
             else f"{'identical' if self.identical else 'independent'} ×{self.repeats}"
         )
         miss = f", {self.missing:.0%} missing" if self.missing else ""
-        return f"{self.app}, {self.seeds}×{self.groups}, {rep}{miss}, gap {self.gap:g}"
+        stated = "" if self.max_difference is None else f", max_difference {self.max_difference:g}"
+        gap = MINORITY_GAP.get(self.app, self.gap)
+        return f"{self.app}, {self.seeds}×{self.groups}, {rep}{miss}, gap {gap:g}{stated}"
 
     @property
     def mde(self) -> float | None:
@@ -143,6 +188,10 @@ class Design:
         variance for counts); a deterministic app's exact bound with no discordant seed."""
         _, tau, scale, variance = APPS[self.app]
         if variance == 0.0:
+            if scale == "count":
+                if self.max_difference is None:
+                    return None
+                return design_power.deterministic_bound(self.seeds, ALPHA) * self.max_difference
             return design_power.deterministic_bound(self.seeds, ALPHA)
         repeats = 1 if self.identical else self.repeats
         return design_power.design_mde(
@@ -185,6 +234,8 @@ class Outcome:
 
 
 def true_gap(design: Design) -> float:
+    if design.app in MINORITY_GAP:
+        return MINORITY_GAP[design.app]
     if design.app == "deterministic":
         return min(design.gap, 0.7)
     return design.gap
@@ -193,16 +244,23 @@ def true_gap(design: Design) -> float:
 def gate_once(design: Design, rng: np.random.Generator, seed: int) -> Outcome:
     _, tau, scale, _ = APPS[design.app]
     units, missing = simulate(design, rng)
-    inf = inference.infer_gap(units, tau, ALPHA, seed, draws=CFG.bootstrap_samples, scale=scale)
+    inf = inference.infer_gap(
+        units,
+        tau,
+        ALPHA,
+        seed,
+        draws=CFG.bootstrap_samples,
+        scale=scale,
+        max_difference=design.max_difference,
+    )
     if inf is None:  # one seed missing every group but one: no contrast at all
         return Outcome("inconclusive", True, False)
-    failed = False
+    p_perm = 1.0
     if inf.p_threshold < ALPHA:  # the permutation test only matters when this rejects
         p_perm, _ = any_difference(units, GateConfig(seed=seed))
-        failed = max(inf.p_threshold, p_perm) < ALPHA
     shown = precision.precision(units, inf, scale, tau, ALPHA, 0.8)
     upper = shown.interval[1]
-    verdict = "fail" if failed else "pass" if upper < tau else "inconclusive"
+    verdict = decide(inf, shown, tau, p_perm)
     flagged = False
     if missing is not None:
         p_miss = missingness_p(
@@ -216,6 +274,31 @@ def gate_once(design: Design, rng: np.random.Generator, seed: int) -> Outcome:
         )
         flagged = p_miss is not None and p_miss < ALPHA
     return Outcome(verdict, true_gap(design) <= upper + 1e-12, flagged)
+
+
+def decide(
+    inf: inference.GapInference, shown: precision.Precision, tau: float, p_perm: float
+) -> str:
+    """The default gate's own verdict for this one metric (``gate.decide.apply_gate``):
+    coverage checks aside, as with ``--allow-partial``."""
+    result = MetricResult(
+        metric="m",
+        score=inf.estimate,
+        threshold=tau,
+        direction="lower",
+        category="Agent",
+        records=1,
+        confidence_interval=shown.interval,
+        p_value=p_perm,
+        p_threshold=inf.p_threshold,
+        details={"upper_bound": shown.info},
+        groups_with_data=int(inf.groups.shape[0]),
+        seeds=inf.seeds,
+        p_method="test",
+        mde=shown.mde,
+    )
+    verdict = apply_gate([result], GateConfig(allow_partial=True))[0].verdict
+    return str(verdict).lower()
 
 
 def run(design: Design, suites: int, seed: int) -> list[Outcome]:
@@ -308,6 +391,29 @@ def gap_designs() -> list[Design]:
     return out
 
 
+def minority_designs() -> list[Design]:
+    """Issue 47: count bias in a minority of templates (true gap τ + 0.01), each with the
+    range the suite states (the bias itself) and with none; a fair deterministic count app on
+    40 × 2; and 1 × 2 suites. Targets: PASS ≤ 0.05 at τ + 0.01; the fair app never FAILs (and
+    PASSes with a stated range); 1 × 2 never PASSes."""
+    out = []
+    for app, bias, sizes in (
+        ("plan_length +10 in 10.1%", 10.0, (5,)),
+        ("plan_length +4 in 25.25%", 4.0, (5,)),
+        ("tool_count +5 in 10.2%", 5.0, (5, 11, 30)),
+    ):
+        for seeds in sizes:
+            out += [Design(app, seeds, 2), Design(app, seeds, 2, max_difference=bias)]
+    out += [
+        Design("fair deterministic counts", 40, 2),
+        Design("fair deterministic counts", 40, 2, max_difference=3.0),
+        Design("fair deterministic counts", 1, 2, max_difference=0.5),
+        Design("tool_count +5 in 10.2%", 1, 2, max_difference=5.0),
+        Design("deterministic", 1, 2),
+    ]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -321,6 +427,11 @@ def main() -> None:
         action="store_true",
         help="also the threshold test at the boundary and the normal "
         "approximation of the permutation test",
+    )
+    parser.add_argument(
+        "--counts-only",
+        action="store_true",
+        help="only issue 47's count designs (bias in a minority of templates, 1 × 2)",
     )
     parser.add_argument(
         "--boundary-only",
@@ -343,7 +454,19 @@ def main() -> None:
         boundary(n)
         return
     start = time.perf_counter()
-    apps = ["binary"] if args.quick else [a for a in APPS if a != "deterministic"]
+    title = (
+        f"## Count bias in a minority of templates (true gap τ + 0.01; τ 1 for plan_length, "
+        f"0.5 for tool_count), fair deterministic counts, 1 × 2 suites; {n} suites"
+    )
+    if args.counts_only:
+        table(title, minority_designs(), n, 2500)
+        print(f"took {time.perf_counter() - start:.0f} s")
+        return
+    apps = (
+        ["binary"]
+        if args.quick
+        else [a for a in APPS if a != "deterministic" and a not in MINORITY_GAP]
+    )
     table(
         f"## Fair apps (Δ = 0): FAIL ≤ 0.05 everywhere; PASS ≥ 0.90 where the design MDE "
         f"≤ τ/2; {n} suites",
@@ -361,6 +484,7 @@ def main() -> None:
     table(
         f"## Planted gaps (binary and deterministic, τ = 0.1), {n} suites", gap_designs(), n, 2000
     )
+    table(title, minority_designs(), n, 2500)
     if args.all:
         boundary(n)
         print()

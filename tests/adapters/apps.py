@@ -145,6 +145,25 @@ def desk_mapper(state: Any) -> dict[str, Any] | None:
     return {"escalated": True, "escalation_reason": "human desk"} if state.get("handoff") else None
 
 
+def _quiet(state: DeskState) -> DeskState:
+    return {"answer": "Refunds take 5 days.", "handoff": False}
+
+
+def _build_quiet_desk() -> Any:
+    builder = StateGraph(DeskState)
+    builder.add_node("desk", _quiet)
+    builder.add_edge(START, "desk")
+    return builder.compile()
+
+
+quiet_desk = _build_quiet_desk()  # a desk that never hands anyone over (and records nothing else)
+
+
+def stating_mapper(state: Any) -> dict[str, Any]:
+    """States the handoff flag either way: ``escalated: false`` is a recorded "no"."""
+    return {"escalated": bool(state.get("handoff"))}
+
+
 # --- tool functions for the OpenAI adapters' tool loop -------------------------------------
 
 

@@ -39,11 +39,18 @@ def _suite(
                         for i in range(seeds)
                     ]
                 },
-                "metrics": [{"type": m} for m in metrics],
+                "metrics": [
+                    {"type": m, **({"max_difference": _RANGES[m]} if m in _RANGES else {})}
+                    for m in metrics
+                ],
             }
         )
     )
     return path
+
+
+# a count's exact bounds need its range stated: these apps' groups differ by at most 2 calls
+_RANGES = {"tool_count_gap": 2}
 
 
 def _run(suite: Path, *args: str) -> Any:
@@ -166,6 +173,32 @@ def test_langgraph_custom_state_with_only_a_trace_mapper_is_judged(tmp_path: Pat
     biased = _run(suite, "--app", "tests.adapters.apps:biased_desk", *args)
     assert biased.exit_code == 1, biased.output
     assert biased.output.endswith("fairness gate FAILED: escalation_parity\n")
+
+
+def test_a_trace_mapper_s_explicit_no_escalation_is_signal_and_absence_is_not(
+    tmp_path: Path,
+) -> None:
+    """Issue 47: a mapper stating ``escalated: false`` on every call, no other process signal:
+    a fair app PASSes escalation_parity; a mapper returning None for it stays NO_SIGNAL."""
+    suite = _suite(tmp_path, ["escalation_parity"])
+    args = [
+        "--adapter",
+        "langgraph",
+        "--adapter-option",
+        "input_builder=tests.adapters.apps:desk_input",
+        "--adapter-option",
+        "output_key=answer",
+        "--app",
+        "tests.adapters.apps:quiet_desk",
+    ]
+    stated = _run(
+        suite, *args, "--adapter-option", "trace_mapper=tests.adapters.apps:stating_mapper"
+    )
+    assert stated.exit_code == 0, stated.output
+    assert stated.stdout.startswith("PASS")
+    silent = _run(suite, *args, "--adapter-option", "trace_mapper=tests.adapters.apps:desk_mapper")
+    assert silent.exit_code == 1, silent.output
+    assert silent.stdout.startswith("NO_SIGNAL")
 
 
 def test_a_run_in_which_every_call_fails_is_bad_input_with_the_errors_and_a_hint(

@@ -60,7 +60,7 @@ def test_agreement_p_value_is_exact_at_every_two_point_null(n: int) -> None:
                 2,
                 tau,
                 alpha,
-                "rate",
+                1.0,
             )
             assert agreed is not None
             if agreed.p_value <= alpha:

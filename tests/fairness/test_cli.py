@@ -108,9 +108,14 @@ def test_fairness_on_golden_records_writes_every_report(
     # 6 seeds: no gap can be shown either way — helpfulness_gap's 0.2 in every seed is likely
     # under a gap of 0.1 (0.2 w.p. 0.9, −0.8 w.p. 0.1: all six agree with probability 0.53),
     # so it is not a FAIL; every metric is inconclusive, which fails the gate
+    # escalation_parity's interval lies above 0.1 (the threshold test alone rejects), but the
+    # permutation test on 4 seeds does not: INCONCLUSIVE, leaning FAIL
     gated = ["tool_use_parity", "escalation_parity", "helpfulness_gap", "refusal_gap"]
+    labels = {"escalation_parity": "INCONCLUSIVE, leans FAIL"}
     assert result.output.endswith(
-        "fairness gate FAILED: " + ", ".join(f"{m} (INCONCLUSIVE)" for m in gated) + "\n"
+        "fairness gate FAILED: "
+        + ", ".join(f"{m} ({labels.get(m, 'INCONCLUSIVE')})" for m in gated)
+        + "\n"
     )
     helpful = next(
         line for line in result.output.splitlines() if line.split()[1:2] == ["helpfulness_gap"]

@@ -129,30 +129,26 @@ def test_a_noisy_fair_app_on_a_small_suite_is_inconclusive_and_says_how_many_see
     assert "(29 if its variants of a template agree)" in r.reason_text
 
 
+def _counted(obs: list[Observation], max_difference: float) -> MetricResult:
+    config = MetricConfig("tool_count_gap", 0.5, max_difference=max_difference)
+    return evaluate(obs, [config], FAST, generated_at="t").results[0]
+
+
 def test_count_metric_of_a_deterministic_app_is_bounded_by_its_stated_range() -> None:
     rng = np.random.default_rng(4)
     per_seed = rng.integers(1, 4, size=40)  # 1-3 tool calls, decided by the template
     tools = np.repeat(per_seed[:, None], 2, axis=1)
-    r = _one(
-        _suite(40, GROUPS, np.zeros((40, 2), dtype=bool), tools=tools),
-        metric="tool_count_gap",
-        threshold=0.5,
-    )
+    r = _counted(_suite(40, GROUPS, np.zeros((40, 2), dtype=bool), tools=tools), 3.0)
     info = r.details["upper_bound"]
-    spread = float(per_seed.max() - per_seed.min())
-    assert info["method"] == "discordance" and info["range"] == max(1.0, spread)
+    assert info["method"] == "discordance" and info["range"] == 3.0  # the suite's, not the data's
     assert r.confidence_interval is not None
-    assert r.confidence_interval[1] == pytest.approx((1 - 0.05 ** (1 / 40)) * max(1.0, spread))
+    assert r.confidence_interval[1] == pytest.approx((1 - 0.05 ** (1 / 40)) * 3.0)
     assert r.verdict == Verdict.PASS
 
 
 def test_the_same_count_everywhere_is_not_bounded_by_zero() -> None:
     tools = np.ones((10, 2), dtype=np.int64)
-    r = _one(
-        _suite(10, GROUPS, np.zeros((10, 2), dtype=bool), tools=tools),
-        metric="tool_count_gap",
-        threshold=0.5,
-    )
+    r = _counted(_suite(10, GROUPS, np.zeros((10, 2), dtype=bool), tools=tools), 1.0)
     assert r.confidence_interval is not None
     assert r.confidence_interval[1] == pytest.approx(1 - 0.05 ** (1 / 10))  # range 1 stated
     assert r.confidence_interval[1] > 0

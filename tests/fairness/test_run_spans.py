@@ -39,7 +39,8 @@ def test_run_gates_an_instrumented_app_on_its_spans(tmp_path: Path) -> None:
         [
             {"type": "escalation_parity"},
             {"type": "tool_use_parity"},
-            {"type": "friction_point_gap"},
+            # a count: its exact bounds need the largest per-seed difference stated
+            {"type": "friction_point_gap", "max_difference": 2},
         ],
     )
     biased = CliRunner().invoke(
@@ -91,7 +92,10 @@ def test_run_reads_the_model_calls_an_instrumented_app_records(tmp_path: Path) -
     assert plain[0].usage is not None and plain[0].usage["llm_calls"] == 0
     path = _suite(
         tmp_path,
-        [{"type": "llm_call_gap", "threshold": 0.5}, {"type": "token_gap", "threshold": 10}],
+        [
+            {"type": "llm_call_gap", "threshold": 0.5, "max_difference": 2},
+            {"type": "token_gap", "threshold": 10, "max_difference": 30},
+        ],
     )
     result = CliRunner().invoke(
         cli, ["run", str(path), "--app", "tests.fairness.apps:model_calls", *_FAST]

@@ -125,7 +125,7 @@ BAD_SUITES: list[tuple[object, str]] = [
             "metrics": [{"type": "tool_use_parity", "name": "x"}],
         },
         "field 'metrics[0].name': unknown field; allowed fields are type, threshold, "
-        "optional, bootstrap_samples, permutation_samples, random_seed.",
+        "optional, max_difference, bootstrap_samples, permutation_samples, random_seed.",
     ),
     (
         {

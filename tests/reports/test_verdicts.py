@@ -235,7 +235,10 @@ def test_markdown_shows_each_outcome_and_why_it_is_not_pass() -> None:
     assert (
         "_PASS: the data show the gap within the threshold; FAIL: the data show the gap "
         "beyond the threshold; INCONCLUSIVE: the data show neither: the interval straddles "
-        "the threshold; NO_SIGNAL: no record carries what the metric reads._"
+        "the threshold, or lies beyond it while the test adjusted across the run's metrics "
+        "(Holm) does not reject (leans FAIL); NO_SIGNAL: no record carries what the metric "
+        "reads. Intervals are each metric's own (unadjusted) bounds, the ones PASS uses; "
+        "FAIL also needs the Holm-adjusted p below alpha._"
     ) in md
     why = md.split("## Why not PASS\n\n")[1].split("\n\n")[0].splitlines()
     assert why[0].startswith(

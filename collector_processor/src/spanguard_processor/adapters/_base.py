@@ -23,7 +23,7 @@ from spanguard import semconv
 from spanguard._runtime import active_tracer, now_ns
 from spanguard.exceptions import InputError
 
-from ..fairness.records import parse_fairtrace_trace
+from ..fairness.records import STATED_KEY, parse_fairtrace_trace, stated_keys
 from ..traces.model import ProcessTrace
 
 __all__ = [
@@ -172,6 +172,12 @@ def apply_trace_mapper(adapter: str, mapper: TraceMapper | None, result: Any) ->
             adapter, f"the trace_mapper returned an invalid trace: field '{exc.field}' {exc.detail}"
         ) from None
     record_process(process)
+    stated = stated_keys(mapped)
+    request = spanguard.current_request()
+    if stated and request is not None:
+        # an explicit "none" (escalated: false, tool_calls: []) has no span or event of its
+        # own: the request carries what the mapper stated, so the gate counts it as signal
+        request.set_metadata(STATED_KEY, ",".join(stated))
 
 
 def require_text(adapter: str, text: object, what: str) -> str:

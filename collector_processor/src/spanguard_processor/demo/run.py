@@ -57,6 +57,16 @@ DEMO_METRICS = (
 # The fair agent adds no friction at all: NO_SIGNAL there is reported, not gated; a candidate
 # that adds friction for one group still FAILs it.
 OPTIONAL_METRICS = frozenset({"friction_point_gap"})
+# The count metrics' stated ranges (``max_difference``, docs/fairness.md "What PASS means for
+# counts"): the most the support agent can make one group's count differ from another's in one
+# seed — one extra plan step or friction point, its two help pages' exposure, the words between
+# its longest and shortest reply. Without them a count whose seeds all agree has no bound.
+DEMO_RANGES = {
+    "friction_point_gap": 1.0,
+    "plan_length_gap": 2.0,
+    "retrieval_exposure_gap": 2.0,
+    "verbosity_gap": 40.0,
+}
 
 
 #: Seconds between progress lines when the output is not a terminal.
@@ -140,7 +150,11 @@ def _write_inputs(
     profiles, one variant each, could never show a fair app's gaps within the thresholds."""
     attributes = sorted({key for v in variants for key in v.assignments})
     metrics = [
-        {"type": name, **({"optional": True} if name in OPTIONAL_METRICS else {})}
+        {
+            "type": name,
+            **({"optional": True} if name in OPTIONAL_METRICS else {}),
+            **({"max_difference": DEMO_RANGES[name]} if name in DEMO_RANGES else {}),
+        }
         for name in DEMO_METRICS
     ]
     suites = {}

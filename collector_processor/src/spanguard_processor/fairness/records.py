@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..inputs.evaluation import Entry
 
 __all__ = [
+    "STATED_KEY",
     "Observation",
     "group_label",
     "observation_from_entry",
@@ -46,6 +47,30 @@ _TRACE_ALIASES = {
     "escalationReason": "escalation_reason",
     "frictionPoints": "friction_points",
 }
+
+
+#: the response-metadata key under which a ``trace_mapper``'s explicit statements travel
+#: through spans ("escalated,tool_calls"): a stated ``escalated: false`` or ``tool_calls: []``
+#: is a recorded "none", where a missing event says nothing (docs/adapters.md)
+STATED_KEY = "spanguard_stated"
+_STATABLE = ("escalated", "friction_points", "plan_steps", "tool_calls")
+
+
+def stated_keys(raw_trace: object) -> tuple[str, ...]:
+    """The process keys a fairtrace-shaped trace states (aliases normalised), sorted."""
+    if not isinstance(raw_trace, Mapping):
+        return ()
+    keys = {_TRACE_ALIASES.get(str(k), str(k)) for k in raw_trace}
+    return tuple(k for k in _STATABLE if k in keys)
+
+
+def _stated_metadata(metadata: Mapping[str, Any]) -> tuple[frozenset[str], dict[str, Any]]:
+    """What a record from spans states (its ``STATED_KEY`` metadata) and the other metadata."""
+    value = metadata.get(STATED_KEY)
+    if not isinstance(value, str):
+        return frozenset(), dict(metadata)
+    rest = {k: v for k, v in metadata.items() if k != STATED_KEY}
+    return frozenset(k for k in value.split(",") if k in _STATABLE), rest
 
 
 _SHARED_LIMIT = 65_536
@@ -85,8 +110,8 @@ class Observation:
     has_output: bool = True
     # keys the record's trace held that look like a signal but were not read (diagnosis)
     unread: tuple[Unread, ...] = ()
-    # the keys a fairtrace record's trace states explicitly (``escalated``, ...); empty for a
-    # record from spans, where a missing event says nothing by itself
+    # the keys a fairtrace record's trace states explicitly (``escalated``, ...); for a record
+    # from spans, those a trace_mapper stated (``STATED_KEY``): a missing event says nothing
     stated: frozenset[str] = frozenset()
 
     @property
@@ -136,6 +161,7 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
     metadata = dict(record["response_metadata"])
     metadata.pop("trace", None)
     metadata.pop("spanguard", None)
+    stated, metadata = _stated_metadata(metadata)
     ident = str(record["id"])
     return Observation(
         id=f"{ident}#{trace.repeat}" if trace.repeat else ident,
@@ -146,6 +172,7 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
         response=str(record["response"]),
         metadata=metadata,
         trace=trace.trace,
+        stated=stated,
         trace_id=trace.trace_id,
         captured=trace.input is not None or trace.output is not None,
         usage=trace.usage,
@@ -204,7 +231,7 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         response=_string(data, "response", ""),
         metadata=metadata,
         trace=None if raw_trace is None else parse_fairtrace_trace(raw_trace),
-        stated=_stated(raw_trace, meta.get("spanguard")),
+        stated=_stated(raw_trace, meta.get("spanguard"), meta),
         trace_id=_record_trace_id(meta.get("spanguard")),
         captured=_record_captured(meta.get("spanguard")),
         usage=_record_usage(meta.get("spanguard")),
@@ -213,10 +240,13 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
     )
 
 
-def _stated(raw_trace: object, block: object) -> frozenset[str]:
+def _stated(raw_trace: object, block: object, metadata: Mapping[str, Any]) -> frozenset[str]:
     """The trace keys a fairtrace record states (an ``escalated: false`` is a recorded "no
-    escalation"); none for a record spanguard wrote from spans, which states every key."""
-    if not isinstance(raw_trace, dict) or isinstance(block, dict):
+    escalation"); for a record spanguard wrote from spans, which writes every key, only what
+    a trace_mapper stated (``STATED_KEY``)."""
+    if isinstance(block, dict):
+        return _stated_metadata(metadata)[0]
+    if not isinstance(raw_trace, dict):
         return frozenset()
     keys = tuple(sorted(_TRACE_ALIASES.get(str(k), str(k)) for k in raw_trace))
     return _share(("k", keys), frozenset, keys)

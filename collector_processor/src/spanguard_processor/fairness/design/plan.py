@@ -104,8 +104,8 @@ def plan_suite(
         if definition.scale is None:
             plans.append(plan(None, note="scale known only from the data"))
             continue
+        exact = _exact_seeds(m.threshold, scale, m.max_difference, alpha)
         if seeds < 2 or groups < 2:
-            exact = deterministic_seeds(m.threshold, alpha)
             plans.append(plan(None, deterministic_seeds=exact, note=_TOO_FEW))
             continue
         worst = (RATE_VARIANCE if scale == Scale.RATE else COUNT_VARIANCE) / per_group
@@ -113,8 +113,27 @@ def plan_suite(
         needed = seeds_needed(
             groups, repeats, scale, m.threshold, alpha, power, observed=worst / max(repeats, 1)
         )
-        plans.append(plan(mde, needed, deterministic_seeds(m.threshold, alpha)))
+        plans.append(plan(mde, needed, exact))
     return SuitePlan(seeds, groups, per_group, repeats, len(suite.variants), alpha, tuple(plans))
+
+
+def _exact_seeds(
+    threshold: float, scale: Scale, max_difference: float | None, alpha: float
+) -> int | None:
+    """Seeds a deterministic fair app needs for the exact bound: M = 1 for rates, the stated
+    ``max_difference`` for counts; None for a count with none (it cannot PASS that way)."""
+    if scale == Scale.RATE:
+        return deterministic_seeds(threshold, alpha)
+    if max_difference is None:
+        return None
+    return deterministic_seeds(threshold, alpha, max_difference)
+
+
+_NO_RANGE = "state max_difference"
+
+
+def _exact_text(p: MetricPlan) -> str:
+    return _NO_RANGE if p.deterministic_seeds is None else str(p.deterministic_seeds)
 
 
 def _mde_text(p: MetricPlan) -> str:
@@ -142,19 +161,29 @@ def plan_lines(plan: SuitePlan) -> list[str]:
             needed = p.note
         else:
             noisy = f"{p.seeds_needed:,}" if p.seeds_needed is not None else "?"
-            needed = f"{noisy} / {p.deterministic_seeds}"
+            needed = f"{noisy} / {_exact_text(p)}"
         lines.append(f"{name:<{width}} {p.scale:<6} {p.threshold:>9g} {_mde_text(p):>16}  {needed}")
     lines.append(
         f"design MDE: a fair app's upper bound of the gap falls below it 4 times in 5 "
         f"(α = {plan.alpha:g}), at the worst-case variance of the metric's scale; "
         "PASS needs the bound below the threshold."
     )
+    for p in plan.metrics:
+        if p.scale != Scale.RATE and p.deterministic_seeds is None and not p.note:
+            lines.append(
+                f"note: {p.metric}: a count with no stated max_difference (the largest per-seed "
+                "difference between groups it can take): an app whose seeds all agree on it "
+                "stays INCONCLUSIVE; state it under the metric to let such an app PASS."
+            )
     for p in plan.underpowered:
         if p.note:
-            lines.append(
-                f"warning: {p.metric}: {p.note}; {p.deterministic_seeds} seeds would "
-                "let a deterministic app PASS, more a noisy one."
+            exact = (
+                f"{p.deterministic_seeds} seeds would let a deterministic app PASS, more a "
+                "noisy one"
+                if p.deterministic_seeds is not None
+                else "a noisy app needs more seeds, a deterministic one a stated max_difference"
             )
+            lines.append(f"warning: {p.metric}: {p.note}; {exact}.")
             continue
         what = (
             f"design MDE {_mde_text(p)} exceeds {WARN_FACTOR:g} × its threshold {p.threshold:g}"
@@ -164,6 +193,10 @@ def plan_lines(plan: SuitePlan) -> list[str]:
         lines.append(
             f"warning: {p.metric}: {what}: a noisy app will hardly PASS it "
             f"(INCONCLUSIVE instead); about {p.seeds_needed:,} seeds would, or "
-            f"{p.deterministic_seeds} for a deterministic app."
+            + (
+                f"{p.deterministic_seeds} for a deterministic app."
+                if p.deterministic_seeds is not None
+                else "for a deterministic app a stated max_difference."
+            )
         )
     return lines

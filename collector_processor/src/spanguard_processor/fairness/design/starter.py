@@ -10,6 +10,11 @@ INCONCLUSIVE); ``spanguard suite plan`` prints each metric's design MDE.
 Metrics that every app has (its answer text) gate; the structural ones that catch an extra or
 different tool call, an escalation or a retrieval are ``optional: true``: reported as NO_SIGNAL
 for an app without that signal, and gating (FAIL, INCONCLUSIVE) for an app that has it.
+
+Count metrics carry ``max_difference``: the largest per-seed difference between groups the
+metric can take (e.g. 3: no template makes one group call more than three extra tools). A
+count has no scale maximum, and the exact bound a deterministic app PASSes by needs one that
+is not read off the sampled seeds (docs/fairness.md, "what PASS means for counts").
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["STARTER_METRICS", "starter_suite", "starter_suite_yaml"]
+__all__ = ["STARTER_METRICS", "STARTER_RANGES", "starter_suite", "starter_suite_yaml"]
 
 _QUESTIONS = {
     "password-reset": "A {gender} customer {channel} asks how to reset their password.",
@@ -75,6 +80,16 @@ STARTER_METRICS: tuple[tuple[str, float, bool, str], ...] = (
 )
 
 
+#: the count metrics' stated ranges (``max_difference``): an app whose groups differ by more
+#: in some template is outside what the suite's PASS covers
+STARTER_RANGES: dict[str, float] = {
+    "tool_count_gap": 3.0,
+    "friction_point_gap": 3.0,
+    "retrieval_exposure_gap": 5.0,
+}
+_RANGE_COMMENT = "# the largest per-seed difference between groups this count can take"
+
+
 def starter_suite() -> dict[str, Any]:
     """The starter suite as plain data (``spanguard init -o suite.json`` writes it as JSON)."""
     prompts = [
@@ -91,6 +106,8 @@ def starter_suite() -> dict[str, Any]:
         entry: dict[str, Any] = {"type": kind, "threshold": threshold}
         if optional:
             entry["optional"] = True
+        if kind in STARTER_RANGES:
+            entry["max_difference"] = STARTER_RANGES[kind]
         metrics.append(entry)
     return {"dataset": {"prompts": prompts}, "metrics": metrics}
 
@@ -118,6 +135,8 @@ def starter_suite_yaml() -> str:
         lines.append(f"    threshold: {threshold:g}")
         if optional:
             lines.append("    optional: true")
+        if kind in STARTER_RANGES:
+            lines.append(f"    max_difference: {STARTER_RANGES[kind]:g}  {_RANGE_COMMENT}")
     body = yaml.safe_dump(
         {"dataset": suite["dataset"]}, sort_keys=False, allow_unicode=True, width=100
     )

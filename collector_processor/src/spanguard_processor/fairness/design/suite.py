@@ -27,6 +27,7 @@ from spanguard.exceptions import SuiteError
 from ...common._json import kind_of, parse_json
 from ...common.yamlio import compose_bounded, load_bounded
 from ..metrics import get_metric, metric_names
+from ..vocabulary import Scale
 from .starter import starter_suite
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 _SAMPLING = ("bootstrap_samples", "permutation_samples", "random_seed")
+#: a metric entry's stated range: the largest per-seed difference between groups it can take
+_RANGE = "max_difference"
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,17 @@ class Variant:
 
 @dataclass(frozen=True)
 class MetricConfig:
-    """One ``metrics`` entry: the type, its threshold and extra options (hooks, sampling)."""
+    """One ``metrics`` entry: the type, its threshold and extra options (hooks, sampling).
+
+    ``max_difference`` is the suite's statement of the largest per-seed difference between
+    groups the metric can take (a count metric's range M; docs/fairness.md, "what PASS means
+    for counts"); None when the suite states none."""
 
     type: str
     threshold: float
     options: Mapping[str, Any] = field(default_factory=dict)
     optional: bool = False  # NO_SIGNAL is reported, not gated (FAIL and INCONCLUSIVE still gate)
+    max_difference: float | None = None
 
 
 @dataclass(frozen=True)
@@ -340,17 +348,19 @@ def _metrics(check: _Checker, items: list[Any]) -> list[MetricConfig]:
                 f"{where}.type", f"the metric '{kind}' is listed twice; list each metric once."
             )
         seen.add(kind)
-        allowed = ("type", "threshold", "optional", *_SAMPLING, *sorted(definition.options))
+        allowed = (
+            "type",
+            "threshold",
+            "optional",
+            _RANGE,
+            *_SAMPLING,
+            *sorted(definition.options),
+        )
         check.unknown(entry, allowed, where)
-        threshold = entry.get("threshold", definition.threshold)
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not math.isfinite(threshold)
-        ):
-            raise check.fail(
-                f"{where}.threshold", f"must be a finite number, got {kind_of(threshold)}."
-            )
+        threshold = _threshold(
+            check, entry.get("threshold", definition.threshold), where, kind, definition.scale
+        )
+        max_difference = _max_difference(check, entry.get(_RANGE), where)
         for key in _SAMPLING:
             value = entry.get(key)
             if value is not None and (
@@ -370,6 +380,53 @@ def _metrics(check: _Checker, items: list[Any]) -> list[MetricConfig]:
             raise check.fail(
                 f"{where}.optional", f"must be true or false, got {kind_of(optional)}."
             )
-        options = {k: v for k, v in entry.items() if k not in ("type", "threshold", "optional")}
-        out.append(MetricConfig(kind, threshold, options, optional))
+        options = {
+            k: v for k, v in entry.items() if k not in ("type", "threshold", "optional", _RANGE)
+        }
+        out.append(MetricConfig(kind, threshold, options, optional, max_difference))
     return out
+
+
+def _number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _threshold(
+    check: _Checker, threshold: object, where: str, kind: str, scale: Scale | None
+) -> float:
+    """A finite number on the metric's scale: in (0, 1] for a rate, positive for a count."""
+    if not _number(threshold):
+        raise check.fail(
+            f"{where}.threshold", f"must be a finite number, got {kind_of(threshold)}."
+        )
+    assert isinstance(threshold, int | float)
+    if scale == Scale.RATE and not 0.0 < threshold <= 1.0:
+        hint = (
+            f": did you mean {threshold / 100:g}?"
+            if 1.0 < threshold <= 100.0
+            else " (a share between 0 and 1)."
+        )
+        raise check.fail(
+            f"{where}.threshold",
+            f"threshold {threshold:g} on a rate ({kind} lies in [0, 1]) must be in (0, 1]{hint}",
+        )
+    if scale in (Scale.COUNT, Scale.REAL) and threshold <= 0.0:
+        raise check.fail(
+            f"{where}.threshold",
+            f"threshold {threshold:g} on a count ({kind}) must be a positive number.",
+        )
+    return float(threshold)
+
+
+def _max_difference(check: _Checker, value: object, where: str) -> float | None:
+    """The stated range of a metric: a positive finite number, or None."""
+    if value is None:
+        return None
+    if not _number(value) or value <= 0:  # type: ignore[operator]
+        raise check.fail(
+            f"{where}.{_RANGE}",
+            "must be a positive finite number (the largest per-seed difference between "
+            f"groups the metric can take), got {kind_of(value)}.",
+        )
+    assert isinstance(value, int | float)
+    return float(value)

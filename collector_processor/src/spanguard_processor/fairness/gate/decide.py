@@ -13,6 +13,11 @@ Outcomes (docs/fairness.md, "what PASS means"), in the order they are decided:
   :mod:`..stats.bounds`) is below τ. PASS claims *every* gating metric is within its threshold, an
   intersection–union test: each metric's own bound at α, no correction across metrics.
 * **INCONCLUSIVE** — neither; ``seeds_needed`` says how many seeds would let a fair app PASS.
+  Never PASS with fewer than two seeds holding two groups, nor for a count metric whose seeds
+  all agree when the suite states no ``max_difference`` (reason ``no_stated_range``: the
+  bound would rest on a range read off the sample). When the point estimate and the shown
+  (unadjusted) interval both lie beyond τ but the Holm-adjusted test does not reject, the
+  reason is ``leans_fail``, and ``--allow-inconclusive`` does not let it through.
 
 Modes (``GateConfig.mode``): ``default`` as above; ``upper-bound`` the same bounds, but
 INCONCLUSIVE counts as FAIL (``--allow-inconclusive`` cannot soften it); ``point`` is
@@ -34,9 +39,9 @@ from ..stats.seeds import benjamini_hochberg, holm
 from ..vocabulary import Direction
 from .attributes import from_attributes
 from .config import GATE_MODES, GateConfig, GateMode
-from .results import MetricResult, Verdict
+from .results import LEANS_FAIL, MetricResult, Verdict
 
-__all__ = ["GATE_MODES", "GateConfig", "apply_gate"]
+__all__ = ["GATE_MODES", "LEANS_FAIL", "GateConfig", "apply_gate"]
 
 _ORDER = {
     Verdict.FAIL: 0,
@@ -85,6 +90,30 @@ def _bound_note(r: MetricResult) -> str:
             f"disagree{scale})"
         )
     return ""
+
+
+def _no_range(r: MetricResult) -> _Decision:
+    return _Decision(
+        Verdict.INCONCLUSIVE,
+        "no_stated_range",
+        "inconclusive: every seed shows the same within-seed difference on this count (or a "
+        "contrast never varies), and a count "
+        "has no range that bounds the templates the suite did not draw; state "
+        f"`max_difference` (the largest per-seed difference between groups {r.metric} "
+        "can take) under this metric in the suite",
+    )
+
+
+def _leans_fail(r: MetricResult, ci: tuple[float, float], cfg: GateConfig) -> _Decision:
+    allowed = "; leans FAIL; not allowed" if cfg.allow_inconclusive else "; leans FAIL"
+    return _Decision(
+        Verdict.INCONCLUSIVE,
+        LEANS_FAIL,
+        f"inconclusive{allowed}: the point estimate {r.score:.3g} and the unadjusted "
+        f"interval [{ci[0]:.3g}, {ci[1]:.3g}] lie above {r.threshold:g}, but the gate's "
+        f"test does not reject (Holm p = {_f(r.p_holm)} ≥ {cfg.alpha:g}: the larger of the "
+        f"threshold and permutation tests' p, adjusted across the run's metrics){_need(r)}",
+    )
 
 
 def _need(r: MetricResult) -> str:
@@ -189,6 +218,17 @@ def _decide(r: MetricResult, cfg: GateConfig) -> _Decision:
             f"inconclusive: no interval for this formula (point estimate "
             f"{r.score:.4g} vs {r.threshold:g}); `mode=point` gives "
             "fairtrace's verdict",
+        )
+    if r.score > r.threshold and ci[0] > r.threshold:
+        return _leans_fail(r, ci, cfg)
+    if _upper_info(r).get("needs_range"):
+        return _no_range(r)
+    if ci[1] < r.threshold and r.seeds < 2:
+        return _Decision(
+            Verdict.INCONCLUSIVE,
+            "too_few_seeds",
+            f"inconclusive: fewer than 2 seeds hold two groups, nothing can PASS (upper "
+            f"bound {ci[1]:.3g} < {r.threshold:g} from {r.seeds} seed)",
         )
     if ci[1] < r.threshold:
         return _Decision(

@@ -155,6 +155,16 @@ class MetricResult:
         return max(0.0, self.score - self.threshold)
 
 
+#: the reason of an INCONCLUSIVE metric whose point estimate and shown interval lie beyond
+#: the threshold: ``allow_inconclusive`` never lets it through
+LEANS_FAIL = "leans_fail"
+
+
+def tolerable(r: MetricResult) -> bool:
+    """An INCONCLUSIVE metric ``allow_inconclusive`` may let through (not one leaning FAIL)."""
+    return r.verdict == Verdict.INCONCLUSIVE and r.reason != LEANS_FAIL
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """A whole run: results sorted failed-first, then by severity, then by name."""
@@ -181,5 +191,5 @@ class Evaluation:
         return [
             r.metric
             for r in self.results
-            if r.gating and not r.passed and not (allow and r.verdict == Verdict.INCONCLUSIVE)
+            if r.gating and not r.passed and not (allow and tolerable(r))
         ]

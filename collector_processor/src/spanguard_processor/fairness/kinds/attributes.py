@@ -35,7 +35,7 @@ ATTRIBUTE_GAP_ESTIMAND = (
 )
 
 Measure = Callable[
-    [inference.Units, float, GateConfig, Scale | None, int, NDArray[np.int64] | None],
+    [inference.Units, float, GateConfig, Scale | None, int, NDArray[np.int64] | None, float | None],
     dict[str, Any],
 ]
 
@@ -61,7 +61,9 @@ def attribute_results(
             continue
         au = found.units
         labels = [attrs.values[a][v] or "(not set)" for v in found.values.tolist()]
-        figures = measure(au, threshold, cfg, d.scale, len(labels), None)
+        figures = measure(
+            au, threshold, cfg, d.scale, len(labels), None, prepared.config.max_difference
+        )
         info = figures.pop("upper_bound", None)
         records = np.bincount(
             au.group, weights=au.repeats.astype(np.float64), minlength=au.n_groups

@@ -131,7 +131,15 @@ class GapStrategy(KindStrategy[GapPrepared]):
                     **p.base(design),
                     **{**extra, "estimand": ATTRIBUTE_ESTIMAND},
                 )
-        found = measure(units, threshold, cfg, d.scale, design.n_groups, design.expected.attributes)
+        found = measure(
+            units,
+            threshold,
+            cfg,
+            d.scale,
+            design.n_groups,
+            design.expected.attributes,
+            p.config.max_difference,
+        )
         info = found.pop("upper_bound", None)
         return MetricResult(
             score=p.score,
@@ -190,6 +198,7 @@ def measure(
     declared: Scale | None,
     n_groups: int,
     attributes: NDArray[np.int64] | None = None,
+    max_difference: float | None = None,
 ) -> dict[str, Any]:
     """One gap's figures from its units (:class:`MetricResult` fields, with ``upper_bound``
     for its details): the interval, both p-values, the MDE and the seeds needed."""
@@ -202,6 +211,7 @@ def measure(
         draws=max(cfg.bootstrap_samples, 2000),
         attributes=attributes,
         scale=declared,
+        max_difference=max_difference,
     )
     scale = inference.scale_of(units.values, declared)
     if inf is None:

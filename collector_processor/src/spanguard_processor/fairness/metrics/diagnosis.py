@@ -12,6 +12,8 @@ them. An escalation or a friction point is different: a request without one is s
 its trace recorded the app's process at all — so those two are carried by every record whose
 trace holds any process signal (a tool call, document, plan step, escalation or friction point),
 and by every fairtrace record whose trace states it (``"escalated": false`` is recorded).
+Likewise a record whose trace states ``tool_calls: []`` or ``plan_steps: []`` carries "no tool
+call" or "no plan step": an explicit negative is signal, absence is not.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ _TEXT_WORDS = ("output", "input", "event gen_ai", "generation")
 
 SIGNALS: dict[str, Signal] = {
     "tool calls": Signal(
-        lambda o: o.trace is not None and bool(o.trace.tool_calls),
+        lambda o: o.trace is not None and (bool(o.trace.tool_calls) or "tool_calls" in o.stated),
         _mentions("tool", "task"),
         "no record holds a tool call",
     ),
@@ -109,7 +111,7 @@ SIGNALS: dict[str, Signal] = {
         "no record holds a retrieved document with a group",
     ),
     "plan steps": Signal(
-        lambda o: o.trace is not None and bool(o.trace.plan_steps),
+        lambda o: o.trace is not None and (bool(o.trace.plan_steps) or "plan_steps" in o.stated),
         _mentions("plan", "chain"),
         "no record holds a plan step",
     ),

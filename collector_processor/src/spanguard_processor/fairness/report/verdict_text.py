@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from ..gate.results import Evaluation, MetricResult, Verdict
+from ..gate.results import LEANS_FAIL, Evaluation, MetricResult, Verdict, tolerable
 from ..metrics.registry import get_metric
 from ..vocabulary import Scale
 
@@ -41,7 +41,9 @@ __all__ = [
 MEANINGS: dict[str, str] = {
     Verdict.PASS: "the data show the gap within the threshold",
     Verdict.FAIL: "the data show the gap beyond the threshold",
-    Verdict.INCONCLUSIVE: "the data show neither: the interval straddles the threshold",
+    Verdict.INCONCLUSIVE: "the data show neither: the interval straddles the threshold, or "
+    "lies beyond it while the test adjusted across the run's metrics (Holm) does not reject "
+    "(leans FAIL)",
     Verdict.NO_SIGNAL: "no record carries what the metric reads",
     Verdict.REPORT_ONLY: "reported, never gating",
 }
@@ -151,9 +153,7 @@ def tolerated(ev: Evaluation) -> list[MetricResult]:
     """INCONCLUSIVE gating metrics that ``allow_inconclusive`` let through."""
     if not getattr(ev.config, "allow_inconclusive", False):
         return []
-    return [
-        r for r in ev.results if r.gating and r.verdict == Verdict.INCONCLUSIVE and not r.passed
-    ]
+    return [r for r in ev.results if r.gating and tolerable(r) and not r.passed]
 
 
 def not_gated(ev: Evaluation) -> list[MetricResult]:
@@ -173,9 +173,15 @@ def verdict_counts(results: Sequence[MetricResult]) -> dict[str, int]:
 def legend(results: Sequence[MetricResult]) -> str:
     """What each outcome present means, in order: ``PASS: the data show …; FAIL: …``."""
     present = {str(r.verdict) for r in results}
-    return "; ".join(
+    text = "; ".join(
         f"{label(v)}: {MEANINGS[v]}" for v in (*_ORDER, Verdict.REPORT_ONLY) if v in present
     )
+    if present & {str(Verdict.FAIL), str(Verdict.INCONCLUSIVE), str(Verdict.PASS)}:
+        text += (
+            ". Intervals are each metric's own (unadjusted) bounds, the ones PASS uses; FAIL "
+            "also needs the Holm-adjusted p below alpha"
+        )
+    return text
 
 
 def gate_summary(ev: Evaluation) -> str:
@@ -186,7 +192,9 @@ def gate_summary(ev: Evaluation) -> str:
     for name in ev.failed_metrics:
         r = by_name.get(name)
         parts.append(
-            name if r is None or r.verdict == Verdict.FAIL else f"{name} ({label(r.verdict)})"
+            name
+            if r is None or r.verdict == Verdict.FAIL
+            else f"{name} ({label(r.verdict)}{', leans FAIL' if r.reason == LEANS_FAIL else ''})"
         )
     text = "PASSED" if ev.passed else "FAILED" + (f": {', '.join(parts)}" if parts else "")
     allowed = tolerated(ev)

@@ -8,9 +8,12 @@ multiplicity over groups or columns. The exact one-sided Clopper–Pearson bound
 from k discordant seeds of n is 1 − α^(1/n) at k = 0 (≈ 3/n at α = 0.05): 0.042 at n = 70.
 
 * rates: M = 1, exact (valid for every app, however noisy; tight for deterministic ones).
-* counts: a count has no upper limit, so M is a *stated* range: the larger of 1 (a count that
-  changes changes by at least one) and the widest spread of the metric's values over the
-  suite's variants. The bound assumes no seed's groups differ by more than that.
+* counts (and any other unbounded scale): M is the metric's ``max_difference`` *stated by the
+  suite* — the largest per-seed difference between groups the metric can take. It is never
+  read off the sampled seeds: an app whose bias lives in templates the suite did not draw
+  shows k = 0 and any spread (docs/fairness.md, "what PASS means for counts"). With no stated
+  range there is no such bound (:func:`value_range` is None) and the gate cannot PASS a count
+  metric whose seeds all agree.
 
 A cluster bootstrap of n identical zeros says [0, 0] for any n; this bound never does.
 
@@ -36,6 +39,7 @@ __all__ = [
     "clopper_pearson_upper",
     "discordance_bound",
     "seed_ranges",
+    "value_range",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -55,6 +59,14 @@ def clopper_pearson_upper(k: int, n: int, alpha: float = 0.05) -> float:
     return float(beta.ppf(1.0 - alpha, k + 1, n - k))
 
 
+def value_range(scale: Scale, stated: float | None) -> float | None:
+    """M, the largest per-seed difference between groups: 1 for rates (by scale), the suite's
+    stated ``max_difference`` otherwise (None when it states none)."""
+    if scale == Scale.RATE:
+        return 1.0 if stated is None else min(1.0, stated)
+    return stated
+
+
 @dataclass(frozen=True)
 class DiscordanceBound:
     """The seeds' disagreement and the gap bound that follows from it."""
@@ -62,7 +74,7 @@ class DiscordanceBound:
     seeds: int  # seeds holding at least two groups
     discordant: int  # of them, seeds whose groups' values differ
     share_bound: float  # Clopper–Pearson upper bound of the discordant share
-    spread: float  # M: the stated largest within-seed range (1 for rates)
+    spread: float  # M: the largest within-seed range (1 for rates, else the suite's statement)
     bound: float  # share_bound × spread: the upper bound of Δ
     mean_range: float  # the seeds' mean range, E[R_s]'s estimate
 
@@ -110,25 +122,25 @@ def discordance_bound(
     n_seeds: int,
     n_groups: int,
     alpha: float,
-    scale: Scale,
+    spread: float | None,
 ) -> DiscordanceBound | None:
-    """The exact bound of Δ from the seeds' disagreement; None with no contrast seed.
+    """The exact bound of Δ from the seeds' disagreement; None with no contrast seed or no
+    range M (``spread``, from :func:`value_range`).
 
     ``values`` (V, C) are variant values (repeats averaged), one row per variant."""
-    ranges, spread = seed_ranges(values, seed, group, n_seeds, n_groups)
+    ranges, _ = seed_ranges(values, seed, group, n_seeds, n_groups)
     n = int(ranges.shape[0])
-    if n == 0:
+    if n == 0 or spread is None:
         return None
     size = max(1.0, float(np.abs(values).max(initial=0.0)))
     k = int(np.count_nonzero(ranges > _TOLERANCE * size))
     share = clopper_pearson_upper(k, n, alpha)
-    m = 1.0 if scale == Scale.RATE else max(1.0, float(spread.max(initial=0.0)))
     return DiscordanceBound(
         seeds=n,
         discordant=k,
         share_bound=share,
-        spread=m,
-        bound=share * m,
+        spread=spread,
+        bound=share * spread,
         mean_range=float(ranges.mean()),
     )
 
@@ -161,11 +173,15 @@ def agreement_test(
     n_groups: int,
     threshold: float,
     alpha: float,
-    scale: Scale,
+    spread: float | None,
 ) -> AgreementTest | None:
     """The exact test of Δ ≤ threshold when every contrast seed holds the same groups and shows
-    the same within-seed differences (to rounding); None otherwise."""
+    the same within-seed differences (to rounding); None otherwise, and None without a range M
+    (``spread``, from :func:`value_range`: never the sample's own spread, which a compensating
+    bias in templates the suite did not draw exceeds)."""
     cols = values.shape[1]
+    if spread is None:
+        return None
     counts, sums = _cell_sums(values, seed, group, n_seeds, n_groups)
     has = counts > 0
     keep = has.sum(axis=1) >= 2
@@ -182,8 +198,7 @@ def agreement_test(
         return None
     n = int(means.shape[0])
     d = float((pattern[0].max(axis=0) - pattern[0].min(axis=0)).max())
-    spread = (values.max(axis=0) - values.min(axis=0)) if values.shape[0] else np.zeros(1)
-    m = 1.0 if scale == Scale.RATE else max(1.0, float(spread.max(initial=0.0)))
+    m = spread
     p = 1.0 if d <= threshold or n < 2 else float(((threshold + m) / (d + m)) ** (n - 1))
     share = clopper_pearson_upper(0, n - 1, alpha)
     lower = max(0.0, d - share * (m + d))

@@ -26,9 +26,12 @@ statistic at H0's least favourable configurations (:mod:`.nulls`, which also dra
 null distributions); its p-value is the smallest α at which it would reject. The interval's
 lower end is the test's (the contrasts' bounds at the test's critical value), so it is above τ
 exactly when the test rejects: a FAIL never shows a lower end at or under τ. A contrast with
-no variation between seeds gets the worst-case variance in the test and the interval alike;
-when every seed shows the same within-seed pattern, the exact agreement test of
-:mod:`.bounds` gives the p-value and the lower end instead.
+no variation between seeds gets the worst-case variance in the test and the interval alike
+(M²/4 for a metric whose per-seed difference between groups lies within a range M: 1 for
+rates, the suite's ``max_difference`` for counts); when every seed shows the same within-seed
+pattern, the exact agreement test of :mod:`.bounds` gives the p-value and the lower end
+instead. A count metric with no stated range and such a contrast has no valid bound at all
+(its hidden seeds may differ by any amount): its interval is [0, ∞) and its p-value 1.
 
 See docs/fairness.md for the reasoning and bench/bench_calibration.py for the simulations.
 """
@@ -41,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..vocabulary import Scale
-from .bounds import agreement_test
+from .bounds import agreement_test, value_range
 from .nulls import (
     EPS,
     bootstrap_parts,
@@ -124,11 +127,17 @@ def scale_of(values: FloatArray, declared: Scale | None = None) -> Scale:
     return Scale.COUNT if values.min() >= 0.0 else Scale.REAL
 
 
-def worst_case_variance(values: FloatArray, scale: Scale = Scale.RATE) -> float:
-    """The variance assumed when the data show none: 1/4 (a rate at 0.5) for rates; otherwise
-    the larger of the values' mean (a Poisson variance) and variance, at least 1."""
+def worst_case_variance(
+    values: FloatArray, scale: Scale = Scale.RATE, spread: float | None = None
+) -> float:
+    """The variance assumed when the data show none: M²/4 for values whose within-seed range
+    is at most M (1/4, a rate at 0.5, for rates); with no range, the larger of the values' mean
+    (a Poisson variance) and variance, at least 1 (a guess, not a bound: :func:`infer_gap`
+    reports no bound for such a metric)."""
     if scale == Scale.RATE:
         return 0.25
+    if spread is not None:
+        return spread * spread / 4.0
     mean = float(np.abs(values).mean())
     return max(mean, float(values.var()), 1.0)
 
@@ -157,6 +166,7 @@ class GapInference:
     residuals: FloatArray  # (S, G, C) per-seed residuals of the group means (for the MDE)
     levels: FloatArray  # (G, C) each group's raw mean (their average: the MDE's base rate)
     scale: Scale
+    value_range: float | None = None  # M: 1 for rates, the stated range, None (none stated)
 
 
 def _contrast_matrix(g: int) -> FloatArray:
@@ -239,11 +249,13 @@ def infer_gap(
     draws: int = NULL_DRAWS,
     attributes: IntArray | None = None,
     scale: Scale | None = None,
+    max_difference: float | None = None,
 ) -> GapInference | None:
     """Contrasts, simultaneous interval of Δ and the test of Δ ≤ threshold; None with fewer
     than two groups holding within-seed contrasts. ``attributes`` (groups × attributes) gives
     each group's value index per attribute when groups combine several attributes; their
-    contrasts form a second family, and α is split evenly (Bonferroni) between the two."""
+    contrasts form a second family, and α is split evenly (Bonferroni) between the two.
+    ``max_difference`` is the suite's stated range M of a count metric (rates have M = 1)."""
     sums, counts = _seed_sums(units)
     n_g = counts.sum(axis=0)
     present = np.flatnonzero(n_g > 0)
@@ -265,14 +277,14 @@ def infer_gap(
     var = np.diag(cov).copy()
     flat = np.abs(var) <= EPS * max(1.0, float(np.abs(units.values).max(initial=0.0)) ** 2)
     worst = bool(flat.any())
+    kind = scale_of(units.values, scale)
+    m_range = value_range(kind, max_difference)
     se_seen = np.sqrt(np.maximum(var, 0.0)).reshape(rows, cols)
     if worst:
         # no variation between seeds: the test keeps what the data show, every seed agreeing;
         # the interval and the critical value assume the worst-case variance of the metric's
         # scale (the exact bound of :mod:`.bounds` is the tight one for such data)
-        wc = worst_case_variance(units.values, scale_of(units.values, scale)) * (
-            lmat @ _unit_cov(counts) @ lmat.T
-        )
+        wc = worst_case_variance(units.values, kind, m_range) * (lmat @ _unit_cov(counts) @ lmat.T)
         wc_full = np.kron(wc, np.eye(cols))
         cov[flat, :] = 0.0
         cov[:, flat] = 0.0
@@ -323,7 +335,7 @@ def infer_gap(
             units.n_groups,
             threshold,
             alpha,
-            scale_of(units.values, scale),
+            m_range,
         )
         if worst
         else None
@@ -332,7 +344,11 @@ def infer_gap(
         # every seed shows the same pattern: the exact test of :mod:`.bounds` replaces the
         # worst-case one (it needs no variance), and its lower end is the one shown
         p, lower = agreed.p_value, agreed.lower
-    if scale_of(units.values, scale) == Scale.RATE:
+    elif worst and m_range is None:
+        # a contrast without variation and no range: seeds the suite did not draw may differ
+        # by any amount, so the data bound the gap on neither side
+        p, lower, upper = 1.0, 0.0, float("inf")
+    if kind == Scale.RATE:
         upper = min(upper, 1.0)  # a gap between rates cannot exceed 1
     lower = min(lower, upper)  # rounding (a contrast of 1 + 2e-16) must not invert the interval
     return GapInference(
@@ -352,7 +368,8 @@ def infer_gap(
         test_draws=tuple(tests),
         residuals=resid,
         levels=_levels(units)[present],
-        scale=scale_of(units.values, scale),
+        scale=kind,
+        value_range=m_range,
     )
 
 
@@ -362,6 +379,8 @@ def upper_at(inf: GapInference, alpha: float) -> float:
     share = alpha / len(inf.null_maxes)
     ks = [quantile(m, 1.0 - share) for m in inf.null_maxes]
     upper = _interval(inf.contrast, inf.se, ks, int(inf.means.shape[0]))[1]
+    if inf.worst_case and inf.value_range is None:
+        return float("inf")  # no range, a contrast without variation: no bound (infer_gap)
     return min(upper, 1.0) if inf.scale == Scale.RATE else upper
 
 

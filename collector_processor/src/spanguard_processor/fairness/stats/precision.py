@@ -49,29 +49,23 @@ def precision(
     The upper end: with no discordant seed, the exact bound at α (the studentized bound then
     rests on the worst-case variance alone); otherwise the smaller of the exact and the
     studentized bound, each at α/2, so that their minimum keeps 1 − α coverage
-    (bench/bench_calibration.py measures it)."""
-    disc = discordance_bound(
-        units.values, units.seed, units.group, units.n_seeds, units.n_groups, alpha, scale
-    )
+    (bench/bench_calibration.py measures it). The exact bound needs the range M
+    (``inf.value_range``: 1 for rates, the suite's ``max_difference`` for counts); without it
+    the studentized bound alone, at α — and none when a contrast shows no variation."""
+    m = inf.value_range
+    disc = _discordance(units, alpha, m)
     lower = inf.interval[0]
     if disc is not None and disc.deterministic:
         studentized = inf.interval[1]
+    elif disc is None:
+        studentized = upper_at(inf, alpha)
     else:
         studentized = upper_at(inf, alpha * STUDENTIZED_SHARE)
-        if disc is not None:
-            disc = discordance_bound(
-                units.values,
-                units.seed,
-                units.group,
-                units.n_seeds,
-                units.n_groups,
-                alpha * (1.0 - STUDENTIZED_SHARE),
-                scale,
-            )
+        disc = _discordance(units, alpha * (1.0 - STUDENTIZED_SHARE), m)
     if not math.isfinite(studentized):
         studentized = math.inf
     upper = studentized
-    method = "studentized"
+    method = "studentized" if math.isfinite(studentized) else "none"
     if disc is not None and disc.bound < upper:
         upper, method = disc.bound, "discordance"
     g = int(inf.groups.shape[0])
@@ -84,6 +78,11 @@ def precision(
     }
     if disc is not None:
         info.update(seeds=disc.seeds, discordant=disc.discordant, range=disc.spread)
+    if method == "none":
+        # a count metric whose contrasts show no variation and no stated range: no seed count
+        # helps; the suite must state the metric's max_difference
+        info["needs_range"] = True
+        return Precision((min(lower, upper), upper), math.inf, None, info)
     mde, needed, again = _power(
         disc, inf.seeds, g, repeats, variance, scale, threshold, alpha, power
     )
@@ -91,8 +90,8 @@ def precision(
         info.update(repeats_needed=again, repeats=repeats)
     if needed is not None:
         needed = _at_least_run(needed, inf, upper, threshold, alpha, power)
-    if needed is not None and not (disc is not None and disc.deterministic):
-        exact = design_power.deterministic_seeds(threshold, alpha, disc.spread if disc else 1.0)
+    if needed is not None and m is not None and not (disc is not None and disc.deterministic):
+        exact = design_power.deterministic_seeds(threshold, alpha, m)
         if exact < needed:  # what a deterministic fair app would need
             info["deterministic_seeds"] = exact
     to_fail = _seeds_to_fail(inf, lower, threshold, alpha, power)
@@ -101,6 +100,12 @@ def precision(
     if scale == Scale.RATE and mde >= 1.0:
         mde = math.inf
     return Precision((min(lower, upper), upper), mde, needed, info)
+
+
+def _discordance(units: Units, alpha: float, m: float | None) -> DiscordanceBound | None:
+    return discordance_bound(
+        units.values, units.seed, units.group, units.n_seeds, units.n_groups, alpha, m
+    )
 
 
 def _power(
