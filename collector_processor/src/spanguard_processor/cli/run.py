@@ -210,7 +210,7 @@ def write_span_lines(path: Path, spans: list[Any], *, redact: bool = False) -> i
     from spanguard._export import otlp_json_line
 
     from ..common.jsonio import write_text_atomic
-    from ..fairness.run.recording import without_text
+    from ..harness.recording import without_text
 
     if redact:
         spans = without_text(spans)

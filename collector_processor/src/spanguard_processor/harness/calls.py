@@ -1,0 +1,216 @@
+"""Call an app in-process over a list of jobs and keep every span it emits.
+
+The app takes ``app(prompt, assignments)`` and returns text, or a dict
+``{"text": str, "metadata": {...}}``; plain functions run in a thread pool, coroutine functions
+on one event loop, ``concurrency`` at a time. Every call runs inside a spanguard request that
+carries the job's identity, the prompt and the app's answer (:mod:`.recording`). The spans the
+app emits — through the SDK or its other OpenTelemetry tracers (:mod:`.capture`) — are captured
+in memory and assembled into one agent trace per call, read exactly as a span file of them is
+read. An app that emits no process of its own may return its trace as ``metadata["trace"]``
+instead (read by the caller's ``read_process``); it is recorded as the spans the SDK would have
+emitted. An exception in one call is recorded for that call and the rest still run.
+
+Both evaluators call apps through here: ``spanguard run`` (fairness, one job per variant and
+repeat) and ``spanguard cases run --app`` (regression, one job per case and repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from spanguard import Request, RequestScope, request
+from spanguard.exceptions import InputError
+from spanguard.testing import SpanCapture
+
+from ..traces.convert import traces_from_readable_spans
+from ..traces.model import AgentTrace, ProcessTrace
+from .capture import app_spans
+from .recording import Seen, record_answer, record_question, replay_process
+
+__all__ = ["AppCall", "Job", "Progress", "ReadProcess", "call_app"]
+
+Progress = Callable[[int], None]
+#: Reads a process trace the app returned as ``metadata["trace"]``; raises InputError if bad.
+ReadProcess = Callable[[object], ProcessTrace]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One call to make: the prompt, the assignments handed to the app, and the identity its
+    request span carries (``name`` is the request's name)."""
+
+    name: str
+    prompt: str
+    assignments: Mapping[str, str] = field(default_factory=dict)
+    repeat: int = 0
+    seed_id: str | None = None
+    variant_id: str | None = None
+    request_id: str | None = None
+
+    def scope(self) -> RequestScope:
+        return request(
+            self.name,
+            request_id=self.request_id,
+            seed_id=self.seed_id,
+            variant_id=self.variant_id,
+            assignments=dict(self.assignments),
+            repeat=self.repeat,
+        )
+
+
+@dataclass(frozen=True)
+class AppCall:
+    """One call of the app: its job, what came back (or the error), and its assembled trace
+    (None when no span of it was captured)."""
+
+    job: Job
+    text: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    error: str | None = None
+    trace: AgentTrace | None = None
+    trace_id: str = ""
+
+
+def _normalise(job: Job, result: object, trace_id: str) -> AppCall:
+    if isinstance(result, str):
+        return AppCall(job, result, {}, trace_id=trace_id)
+    if isinstance(result, Mapping) and isinstance(result.get("text"), str):
+        metadata = result.get("metadata", {})
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, Mapping):
+            return AppCall(job, error="the app returned a 'metadata' value that is not a dict.")
+        return AppCall(job, result["text"], dict(metadata), trace_id=trace_id)
+    return AppCall(
+        job,
+        error=f"the app returned {type(result).__name__}; return a "
+        "string or a dict with a 'text' string.",
+    )
+
+
+@dataclass(frozen=True)
+class _Harness:
+    app: Callable[..., Any]
+    seen: Seen
+    read_process: ReadProcess
+    progress: Progress
+
+
+def _call_sync(harness: _Harness, job: Job) -> AppCall:
+    with job.scope() as handle:
+        record_question(handle, job.prompt)
+        try:
+            result = harness.app(job.prompt, dict(job.assignments))
+        except Exception as exc:  # the app's failure is data about this call, not a crash
+            return AppCall(job, error=f"{type(exc).__name__}: {exc}")
+        return _recorded(handle, _normalise(job, result, _trace_id(handle)), harness)
+
+
+async def _call_async(harness: _Harness, job: Job, gate: asyncio.Semaphore) -> AppCall:
+    async with gate:
+        with job.scope() as handle:
+            record_question(handle, job.prompt)
+            try:
+                result = await harness.app(job.prompt, dict(job.assignments))
+            except Exception as exc:
+                call = AppCall(job, error=f"{type(exc).__name__}: {exc}")
+            else:
+                call = _recorded(handle, _normalise(job, result, _trace_id(handle)), harness)
+        harness.progress(1)
+        return call
+
+
+def _trace_id(handle: Request) -> str:
+    return format(handle.span.get_span_context().trace_id, "032x")
+
+
+def _recorded(handle: Request, call: AppCall, harness: _Harness) -> AppCall:
+    """Put what the app returned on its request span: the answer, the metadata, and a
+    ``metadata["trace"]`` as spans and events (only when the app recorded no process of its
+    own), so the spans alone hold everything the run evaluates."""
+    if call.error is not None:
+        return call
+    metadata = dict(call.metadata or {})
+    raw_trace = metadata.pop("trace", None)
+    try:
+        process = harness.read_process(raw_trace) if raw_trace is not None else None
+    except InputError as exc:
+        return AppCall(call.job, error=f"the app's metadata is invalid: {exc}")
+    record_answer(handle, call.text or "", metadata)
+    if process is not None and not harness.seen.recorded(handle):
+        replay_process(process)
+    return call
+
+
+async def _gather(harness: _Harness, jobs: Sequence[Job], concurrency: int) -> list[AppCall]:
+    gate = asyncio.Semaphore(concurrency)
+    return list(await asyncio.gather(*(_call_async(harness, job, gate) for job in jobs)))
+
+
+def _calls(harness: _Harness, jobs: Sequence[Job], concurrency: int) -> list[AppCall]:
+    if inspect.iscoroutinefunction(harness.app):
+        return asyncio.run(_gather(harness, jobs, concurrency))
+
+    def one(job: Job) -> AppCall:
+        call = _call_sync(harness, job)
+        harness.progress(1)
+        return call
+
+    if concurrency <= 1:
+        return [one(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(one, jobs))
+
+
+def _no_progress(done: int) -> None:
+    return None
+
+
+def call_app(
+    app: Callable[..., Any],
+    jobs: Sequence[Job],
+    read_process: ReadProcess,
+    *,
+    concurrency: int = 1,
+    progress: Progress = _no_progress,
+    spans_out: list[Any] | None = None,
+) -> list[AppCall]:
+    """Call ``app`` for every job; return the calls in the jobs' order, each with its trace.
+
+    ``progress(n)`` is called as calls finish (from worker threads when concurrent); the
+    captured OpenTelemetry spans (``ReadableSpan``) are appended to ``spans_out`` when given.
+    """
+    if concurrency < 1:
+        raise InputError("concurrency must be at least 1.")
+    seen = Seen()
+    harness = _Harness(app, seen, read_process, progress)
+    with SpanCapture(capture_content=False) as capture:
+        capture.provider.add_span_processor(seen)
+
+        def sink(span: ReadableSpan) -> None:
+            capture.exporter.export((span,))
+            seen.on_end(span)
+
+        with app_spans(capture.provider, sink):
+            calls = _calls(harness, jobs, concurrency)
+    spans = capture.readable_spans()
+    if spans_out is not None:
+        spans_out.extend(spans)
+    return _with_traces(calls, spans)
+
+
+def _with_traces(calls: Sequence[AppCall], spans: Sequence[ReadableSpan]) -> list[AppCall]:
+    """Each successful call with the agent trace assembled from its spans (by trace id)."""
+    traces = {trace.trace_id: trace for trace in traces_from_readable_spans(spans)}
+    out = []
+    for call in calls:
+        found = traces.get(call.trace_id) if call.error is None else None
+        out.append(call if found is None else replace(call, trace=found))
+    return out
