@@ -27,6 +27,7 @@ from .suite import echo_plan
 if TYPE_CHECKING:
     from ..fairness.design.suite import Variant
     from ..fairness.records import Observation
+    from ..harness.calls import App
 
 __all__ = ["run"]
 
@@ -38,7 +39,8 @@ __all__ = ["run"]
     "app_ref",
     required=True,
     metavar="MODULE:FUNCTION",
-    help="The app: app(prompt, assignments) -> str or {'text', 'metadata'}; plain or async.",
+    help="The app: app(prompt) or app(prompt, assignments) -> str or {'text', 'metadata'}; "
+    "plain or async.",
 )
 @click.option(
     "--adapter",
@@ -147,7 +149,9 @@ def run(
         from ._adapters import adapted_app
 
         adapted = adapted_app(app_ref, adapter, adapter_options)
-    app = adapted.call if adapted else _plain_app(app_ref)
+    from ..harness.calls import as_app
+
+    app = as_app(adapted.call if adapted else _plain_app(app_ref))  # its signature, read once
     echo_plan(suite, repeats, alpha)  # the design's power, before the first app call
     spans: list[Any] | None = [] if traces_out is not None else None
     observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
@@ -180,7 +184,7 @@ def _plain_app(reference: str) -> Callable[..., Any]:
 
 
 def _call_app(
-    app: Callable[..., Any],
+    app: App,
     variants: Sequence[Variant],
     repeats: int,
     concurrency: int,

@@ -1,14 +1,16 @@
 """Call an app in-process over a list of jobs and keep every span it emits.
 
-The app takes ``app(prompt, assignments)`` and returns text, or a dict
-``{"text": str, "metadata": {...}}``; plain functions run in a thread pool, coroutine functions
-on one event loop, ``concurrency`` at a time. Every call runs inside a spanguard request that
-carries the job's identity, the prompt and the app's answer (:mod:`.recording`). The spans the
-app emits — through the SDK or its other OpenTelemetry tracers (:mod:`.capture`) — are captured
-in memory and assembled into one agent trace per call, read exactly as a span file of them is
-read. An app that emits no process of its own may return its trace as ``metadata["trace"]``
-instead (read by the caller's ``read_process``); it is recorded as the spans the SDK would have
-emitted. An exception in one call is recorded for that call and the rest still run.
+The app takes ``app(prompt)`` or ``app(prompt, assignments)`` (its signature is read once, by
+:func:`as_app`) and returns text, or a dict ``{"text": str, "metadata": {...}}``; plain
+functions run in a thread pool, coroutine functions on one event loop, ``concurrency`` at a
+time. Every call runs inside a spanguard request that carries the job's identity, the prompt
+and the app's answer (:mod:`.recording`). The spans the app emits — through the SDK or its
+other OpenTelemetry tracers (:mod:`.capture`) — are captured in memory and assembled into one
+agent trace per call, read exactly as a span file of them is read. An app that emits no
+process of its own may return its trace as ``metadata["trace"]`` instead (read by the
+caller's ``read_process``); it is recorded as the spans the SDK would have emitted. An
+exception in one call is recorded for that call and the rest still run; an interrupt (Ctrl-C)
+starts no new call, lets the calls in flight end, and propagates.
 
 Both evaluators call apps through here: ``spanguard run`` (fairness, one job per variant and
 repeat) and ``spanguard cases run --app`` (regression, one job per case and repeat).
@@ -26,7 +28,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from spanguard import Request, RequestScope, request
-from spanguard.exceptions import InputError
+from spanguard.exceptions import ConfigError, InputError
 from spanguard.testing import SpanCapture
 
 from ..traces.convert import traces_from_readable_spans
@@ -34,11 +36,55 @@ from ..traces.model import AgentTrace, ProcessTrace
 from .capture import app_spans
 from .recording import Seen, record_answer, record_question, replay_process
 
-__all__ = ["AppCall", "Job", "Progress", "ReadProcess", "call_app"]
+__all__ = ["App", "AppCall", "Job", "Progress", "ReadProcess", "as_app", "call_app"]
 
 Progress = Callable[[int], None]
 #: Reads a process trace the app returned as ``metadata["trace"]``; raises InputError if bad.
 ReadProcess = Callable[[object], ProcessTrace]
+
+
+@dataclass(frozen=True)
+class App:
+    """An app with its signature read: whether it takes the assignments as a second
+    argument, and whether it is a coroutine function."""
+
+    function: Callable[..., Any]
+    takes_assignments: bool
+    is_async: bool
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def as_app(function: Callable[..., Any] | App) -> App:
+    """``function`` with its signature read once: two positional arguments when it can take
+    them (``app(prompt, assignments)``, fairtrace's), else one (``app(prompt)``). A signature
+    that fits neither (no positional parameter, more than two required, a required
+    keyword-only one) is a :class:`ConfigError` of ``app_ref``, raised before any call."""
+    if isinstance(function, App):
+        return function
+    is_async = inspect.iscoroutinefunction(function)
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin or extension callable: called as fairtrace's
+        return App(function, True, is_async)
+    parameters = list(signature.parameters.values())
+    positional = [p for p in parameters if p.kind in _POSITIONAL]
+    variadic = any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    keyword_only = [
+        p
+        for p in parameters
+        if p.kind == inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty
+    ]
+    if len(required) > 2 or keyword_only or not (positional or variadic):
+        name = getattr(function, "__qualname__", type(function).__name__)
+        raise ConfigError(
+            "app_ref",
+            f"the app {name}{signature} fits neither app(prompt) nor app(prompt, "
+            "assignments); give it one of those signatures (extra parameters need defaults).",
+        )
+    return App(function, variadic or len(positional) >= 2, is_async)
 
 
 @dataclass(frozen=True)
@@ -97,17 +143,22 @@ def _normalise(job: Job, result: object, trace_id: str) -> AppCall:
 
 @dataclass(frozen=True)
 class _Harness:
-    app: Callable[..., Any]
+    app: App
     seen: Seen
     read_process: ReadProcess
     progress: Progress
+
+    def arguments(self, job: Job) -> tuple[Any, ...]:
+        if self.app.takes_assignments:
+            return (job.prompt, dict(job.assignments))
+        return (job.prompt,)
 
 
 def _call_sync(harness: _Harness, job: Job) -> AppCall:
     with job.scope() as handle:
         record_question(handle, job.prompt)
         try:
-            result = harness.app(job.prompt, dict(job.assignments))
+            result = harness.app.function(*harness.arguments(job))
         except Exception as exc:  # the app's failure is data about this call, not a crash
             return AppCall(job, error=f"{type(exc).__name__}: {exc}")
         return _recorded(handle, _normalise(job, result, _trace_id(handle)), harness)
@@ -118,7 +169,7 @@ async def _call_async(harness: _Harness, job: Job, gate: asyncio.Semaphore) -> A
         with job.scope() as handle:
             record_question(handle, job.prompt)
             try:
-                result = await harness.app(job.prompt, dict(job.assignments))
+                result = await harness.app.function(*harness.arguments(job))
             except Exception as exc:
                 call = AppCall(job, error=f"{type(exc).__name__}: {exc}")
             else:
@@ -155,7 +206,7 @@ async def _gather(harness: _Harness, jobs: Sequence[Job], concurrency: int) -> l
 
 
 def _calls(harness: _Harness, jobs: Sequence[Job], concurrency: int) -> list[AppCall]:
-    if inspect.iscoroutinefunction(harness.app):
+    if harness.app.is_async:
         return asyncio.run(_gather(harness, jobs, concurrency))
 
     def one(job: Job) -> AppCall:
@@ -166,7 +217,11 @@ def _calls(harness: _Harness, jobs: Sequence[Job], concurrency: int) -> list[App
     if concurrency <= 1:
         return [one(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return list(pool.map(one, jobs))
+        try:
+            return list(pool.map(one, jobs))
+        except BaseException:  # Ctrl-C: no new call starts; the ones in flight end
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def _no_progress(done: int) -> None:
@@ -174,7 +229,7 @@ def _no_progress(done: int) -> None:
 
 
 def call_app(
-    app: Callable[..., Any],
+    app: Callable[..., Any] | App,
     jobs: Sequence[Job],
     read_process: ReadProcess,
     *,
@@ -190,7 +245,7 @@ def call_app(
     if concurrency < 1:
         raise InputError("concurrency must be at least 1.")
     seen = Seen()
-    harness = _Harness(app, seen, read_process, progress)
+    harness = _Harness(as_app(app), seen, read_process, progress)
     with SpanCapture(capture_content=False) as capture:
         capture.provider.add_span_processor(seen)
 

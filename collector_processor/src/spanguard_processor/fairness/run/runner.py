@@ -1,6 +1,7 @@
 """Run an app in-process over every variant of a suite and turn its spans into observations.
 
-The app has fairtrace's signature ``app(prompt, assignments)`` and returns text, or a dict
+The app has fairtrace's signature ``app(prompt, assignments)``, or takes the prompt alone
+(``app(prompt)``), and returns text, or a dict
 ``{"text": str, "metadata": {...}}``; the shared harness (:mod:`...harness.calls`) calls it once
 per variant and repeat inside a spanguard request that carries the variant's counterfactual
 identity, captures every span it emits and assembles them, and the run reads them exactly as a
@@ -19,7 +20,7 @@ from typing import Any
 
 from spanguard.exceptions import InputError
 
-from ...harness.calls import AppCall, Job, Progress, call_app
+from ...harness.calls import App, AppCall, Job, Progress, call_app
 from ..design.suite import Variant
 from ..records import Observation, observation_from_trace, parse_fairtrace_trace
 
@@ -42,7 +43,7 @@ def _job(variant: Variant, repeat: int) -> Job:
 
 
 def run_app(
-    app: Callable[..., Any],
+    app: Callable[..., Any] | App,
     variants: Sequence[Variant],
     *,
     repeats: int = 1,
