@@ -113,8 +113,9 @@ class Job:
 
 @dataclass(frozen=True)
 class AppCall:
-    """One call of the app: its job, what came back (or the error), and its assembled trace
-    (None when no span of it was captured)."""
+    """One call of the app: its job, what came back (or the error: ``raised`` when the app
+    raised, its text then ``"Type: message"``), and its assembled trace (None when no span of
+    it was captured)."""
 
     job: Job
     text: str | None = None
@@ -122,6 +123,7 @@ class AppCall:
     error: str | None = None
     trace: AgentTrace | None = None
     trace_id: str = ""
+    raised: bool = False
 
 
 def _normalise(job: Job, result: object, trace_id: str) -> AppCall:
@@ -160,7 +162,7 @@ def _call_sync(harness: _Harness, job: Job) -> AppCall:
         try:
             result = harness.app.function(*harness.arguments(job))
         except Exception as exc:  # the app's failure is data about this call, not a crash
-            return AppCall(job, error=f"{type(exc).__name__}: {exc}")
+            return AppCall(job, error=f"{type(exc).__name__}: {exc}", raised=True)
         return _recorded(handle, _normalise(job, result, _trace_id(handle)), harness)
 
 
@@ -171,7 +173,7 @@ async def _call_async(harness: _Harness, job: Job, gate: asyncio.Semaphore) -> A
             try:
                 result = await harness.app.function(*harness.arguments(job))
             except Exception as exc:
-                call = AppCall(job, error=f"{type(exc).__name__}: {exc}")
+                call = AppCall(job, error=f"{type(exc).__name__}: {exc}", raised=True)
             else:
                 call = _recorded(handle, _normalise(job, result, _trace_id(handle)), harness)
         harness.progress(1)
