@@ -66,3 +66,8 @@ def raises_on_refund(prompt: str) -> str:
     if "refund" in prompt:
         raise ValueError("the refund service is down")
     return lookup_order("A-4")
+
+
+def no_escalation(prompt: str) -> str:
+    """A candidate that stopped handing angry customers to a human."""
+    return lookup_order("A-5")

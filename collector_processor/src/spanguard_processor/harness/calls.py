@@ -79,9 +79,13 @@ def as_app(function: Callable[..., Any] | App) -> App:
     ]
     if len(required) > 2 or keyword_only or not (positional or variadic):
         name = getattr(function, "__qualname__", type(function).__name__)
+        bare = signature.replace(
+            parameters=[p.replace(annotation=p.empty) for p in parameters],
+            return_annotation=signature.empty,
+        )
         raise ConfigError(
             "app_ref",
-            f"the app {name}{signature} fits neither app(prompt) nor app(prompt, "
+            f"the app {name}{bare} fits neither app(prompt) nor app(prompt, "
             "assignments); give it one of those signatures (extra parameters need defaults).",
         )
     return App(function, variadic or len(positional) >= 2, is_async)
@@ -236,7 +240,7 @@ def call_app(
     read_process: ReadProcess,
     *,
     concurrency: int = 1,
-    progress: Progress = _no_progress,
+    progress: Progress | None = None,
     spans_out: list[Any] | None = None,
 ) -> list[AppCall]:
     """Call ``app`` for every job; return the calls in the jobs' order, each with its trace.
@@ -247,7 +251,7 @@ def call_app(
     if concurrency < 1:
         raise InputError("concurrency must be at least 1.")
     seen = Seen()
-    harness = _Harness(as_app(app), seen, read_process, progress)
+    harness = _Harness(as_app(app), seen, read_process, progress or _no_progress)
     with SpanCapture(capture_content=False) as capture:
         capture.provider.add_span_processor(seen)
 
