@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from spanguard_processor.common.stats import clopper_pearson_upper  # noqa: E402
 from spanguard_processor.regression.case import Case, Evidence  # noqa: E402
-from spanguard_processor.regression.gate.runfile import RunFile, load_run  # noqa: E402
+from spanguard_processor.regression.gate.runfile import RunFile, run_file  # noqa: E402
 from spanguard_processor.regression.gate.verdict import (  # noqa: E402
     MetricOutcome,
     RegressionOptions,
@@ -179,9 +179,9 @@ CHANGES = (
 
 
 def _file(result: RunResult, folder: Path, name: str) -> RunFile:
-    path = folder / f"{name}.json"
-    path.write_text(result.to_json(), encoding="utf-8")
-    return load_run(path)
+    """In process: the run file ``check`` would read (tests/regression/test_repeats.py checks
+    that run_file equals load_run of the written file)."""
+    return run_file(result, name)
 
 
 def _tally(designs, mode: str, trials: int, k: int, folder: Path, same_machine: bool) -> list:
@@ -237,7 +237,10 @@ def calibrate(trials: int, modes: Sequence[str], repeats: int | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for mode in modes:
             for same in (False, True):
-                designs = (*NULLS, *CHANGES) if not same else (NULLS[3], CHANGES[-1])
+                if mode == "recorded":  # the acceptance designs: nulls, and the 1-case changes
+                    designs = (NULLS[1], NULLS[3], CHANGES[0], CHANGES[2]) if not same else ()
+                else:
+                    designs = (*NULLS, *CHANGES) if not same else (NULLS[3], CHANGES[-1])
                 for name, out, named in _tally(designs, mode, trials, k, Path(tmp), same):
                     label = name + (" (same_machine)" if same else "")
                     planted = (

@@ -18,6 +18,7 @@ files' repeats (contract C2) with no knowledge of how they were produced.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ __all__ = [
     "Measure",
     "Tolerances",
     "case_values",
+    "context",
     "measures_for",
     "property_label",
 ]
@@ -70,6 +72,7 @@ class CaseContext:
 
     properties: tuple[CaseProperty, ...]
     baseline_tools: frozenset[str]
+    labels: Mapping[str, int]  # property label → its index in ``properties``
 
 
 @dataclass(frozen=True)
@@ -108,11 +111,11 @@ def _passed(name: str, r: Repeat, ctx: CaseContext) -> float | None:
 
 def _property(label: str) -> Reader:
     def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
-        for index, prop in enumerate(ctx.properties):
-            if property_label(prop.check) == label:
-                held = r.properties[index] if index < len(r.properties) else None
-                return None if held is None else float(held)
-        return None
+        index = ctx.labels.get(label)
+        if index is None or index >= len(r.properties):
+            return None
+        held = r.properties[index]
+        return None if held is None else float(held)
 
     return read
 
@@ -207,8 +210,6 @@ def measures_for(
 
 
 def _log(ratio: float) -> float:
-    import math
-
     return math.log(max(ratio, 1.0 + 1e-9))
 
 
@@ -230,4 +231,8 @@ def context(
     case_id: str,
 ) -> CaseContext:
     tools = frozenset(t for r in baseline.get(case_id, ()) for t in r.tools)
-    return CaseContext(properties.get(case_id, ()), tools)
+    props = properties.get(case_id, ())
+    labels: dict[str, int] = {}
+    for index, prop in enumerate(props):
+        labels.setdefault(property_label(prop.check), index)
+    return CaseContext(props, tools, labels)

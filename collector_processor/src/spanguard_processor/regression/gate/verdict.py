@@ -19,7 +19,7 @@ case is not a pass) unless ``allow_missing``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -31,6 +31,7 @@ from .evidence import distribution_diff
 from .measures import (
     LATENCY,
     LATENCY_OVERALL,
+    CaseContext,
     Measure,
     Tolerances,
     case_values,
@@ -132,10 +133,12 @@ class _Units:
     cur: list[list[float]] = field(default_factory=list)
 
 
-def _units(m: Measure, base: RunFile, cur: RunFile, shared: Sequence[str]) -> _Units:
+def _units(
+    m: Measure, base: RunFile, cur: RunFile, shared: Sequence[str], ctxs: Mapping[str, CaseContext]
+) -> _Units:
     out = _Units()
     for case_id in shared:
-        ctx = context(base.properties, base.repeats, case_id)
+        ctx = ctxs[case_id]
         b = case_values(m, case_id, base.repeats.get(case_id, ()), ctx)
         c = case_values(m, case_id, cur.repeats.get(case_id, ()), ctx)
         if b and c:
@@ -198,9 +201,14 @@ class _Scored:
 
 
 def _score(
-    m: Measure, base: RunFile, cur: RunFile, shared: Sequence[str], o: RegressionOptions
+    m: Measure,
+    base: RunFile,
+    cur: RunFile,
+    shared: Sequence[str],
+    o: RegressionOptions,
+    ctxs: Mapping[str, CaseContext],
 ) -> _Scored:
-    u = _units(m, base, cur, shared)
+    u = _units(m, base, cur, shared, ctxs)
     changes, within, ratio = _changes(m, u)
     k = (
         float(np.mean([len(b) + len(c) for b, c in zip(u.base, u.cur, strict=True)]) / 2)
@@ -267,7 +275,11 @@ def _note(s: _Scored, outcome: MetricOutcome) -> str:
             "shown, not gated: the runs may have been measured under different load "
             "(`same_machine` gates it)"
         )
-    return "no variation between cases: worst-case spread assumed" if b.worst_case else ""
+    if not b.worst_case:
+        return ""
+    if s.measure.kind == "rate":
+        return "no case moved: exact bound from the pooled repeats"
+    return "no variation between cases: worst-case spread assumed"
 
 
 def _verdict(
@@ -347,7 +359,10 @@ def decide(
         )
     )
     tools = sorted({t for runs in baseline.repeats.values() for r in runs for t in r.tools})
-    scored = [_score(m, baseline, current, shared, o) for m in measures_for(labels, tools, tol)]
+    ctxs = {c: context(baseline.properties, baseline.repeats, c) for c in shared}
+    scored = [
+        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(labels, tools, tol)
+    ]
     metrics: list[MetricVerdict] = []
     changes: list[CaseChange] = []
     for s, (agg, case_ps) in zip(scored, _adjust(scored), strict=True):
