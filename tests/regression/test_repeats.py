@@ -9,7 +9,7 @@ import pytest
 
 from spanguard.exceptions import CaseFormatError
 from spanguard_processor.regression.case import Case, Evidence
-from spanguard_processor.regression.gate.runfile import load_run
+from spanguard_processor.regression.gate.runfile import load_run, run_file
 from spanguard_processor.regression.run.outputs import Outputs
 from spanguard_processor.regression.run.repeats import AppFailure, Repeat
 from spanguard_processor.regression.run.run import load_cases, run_cases, score_repeats
@@ -112,3 +112,12 @@ def test_bad_properties_name_file_line_and_field(tmp_path: Path) -> None:
 def test_repeat_round_trips() -> None:
     repeat = Repeat("pass", (), (True, None), 1.5, None, 2, 3, ("a", "b"), False, None)
     assert Repeat.from_dict(json.loads(json.dumps(repeat.to_dict()))) == repeat
+
+
+def test_run_file_in_memory_equals_the_file_read_back(tmp_path: Path) -> None:
+    case = Case.from_dict(CASE)
+    result = score_repeats([case], {"case-loan": [_run(("credit_bureau",), False, 5.0)] * 2})
+    path = tmp_path / "run.json"
+    path.write_text(result.to_json(), encoding="utf-8")
+    read = load_run(path)
+    assert run_file(result, read.path) == read

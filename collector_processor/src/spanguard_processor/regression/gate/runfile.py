@@ -21,10 +21,10 @@ from ...common._json import parse_json
 from ..case import CaseProperty
 from ..run.repeats import Repeat
 from ..run.results import CaseOutcome, Metrics
-from ..run.run import PRODUCER
+from ..run.run import PRODUCER, RunResult
 from ..vocabulary import Outcome, Producer
 
-__all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]
+__all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run", "run_file"]
 
 OUTCOMES = frozenset(Outcome)
 #: Every key trace2eval 0.5.1's ``run`` writes under ``metrics`` (spanguard writes them too).
@@ -315,3 +315,18 @@ def _properties(name: str, payload: dict[str, Any]) -> dict[str, tuple[CasePrope
         read = [CaseProperty.from_dict(p) for p in props]
         found[case_id] = tuple(p for p in read if p is not None)
     return found
+
+
+def run_file(result: RunResult, path: str = "<in memory>") -> RunFile:
+    """What :func:`load_run` reads back from ``result.to_json()``, without the file: for
+    callers that score and gate in one process (the bench, the replay harness)."""
+    failed = {f.case_id: list(f.failed_checks) for f in result.metrics.failures}
+    return RunFile(
+        path,
+        result.metrics,
+        result.case_results,
+        {o.case_id: o for o in result.outcomes},
+        failed,
+        dict(result.repeats),
+        dict(result.properties),
+    )

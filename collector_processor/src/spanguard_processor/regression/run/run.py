@@ -144,16 +144,11 @@ def _number(value: object) -> float | None:
     return None
 
 
-def score_case(
-    case: Case, record: OutputRecord | None, matched_by: str | None = None
-) -> CaseOutcome:
-    """Run one case's text and trace checks against its record (None: the output is missing)."""
-    if record is None:
-        return CaseOutcome(case.id, Outcome.MISSING, evidence=case_evidence(case.input, None))
+def _checked(case: Case, run: Evidence) -> tuple[list[str], list[str], list[str]]:
+    """A run's failed checks, their details, and the trace checks it could not verify."""
     failed: list[str] = []
     details: list[str] = []
     unverified: list[str] = []
-    run = record.evidence
     results = run_text_checks(case.checks, run.output)
     results += [run_trace_check(check, run) for check in case.trace_checks]
     for result in results:
@@ -162,6 +157,17 @@ def score_case(
         elif not result.passed:
             failed.append(result.type)
             details.append(f"{result.type}: {result.detail}" if result.detail else result.type)
+    return failed, details, unverified
+
+
+def score_case(
+    case: Case, record: OutputRecord | None, matched_by: str | None = None
+) -> CaseOutcome:
+    """Run one case's text and trace checks against its record (None: the output is missing)."""
+    if record is None:
+        return CaseOutcome(case.id, Outcome.MISSING, evidence=case_evidence(case.input, None))
+    run = record.evidence
+    failed, details, unverified = _checked(case, run)
     return CaseOutcome(
         case.id,
         Outcome.FAIL if failed else Outcome.PASS,
@@ -272,7 +278,7 @@ def _repeat(
 ) -> Repeat:
     if isinstance(run, AppFailure):
         return repeat_of(case, run, ())
-    failed = outcome.failed_checks if run is primary else score_case(case, run).failed_checks
+    failed = outcome.failed_checks if run is primary else _checked(case, run.evidence)[0]
     return repeat_of(case, run.evidence, failed)
 
 
