@@ -71,3 +71,10 @@ def raises_on_refund(prompt: str) -> str:
 def no_escalation(prompt: str) -> str:
     """A candidate that stopped handing angry customers to a human."""
     return lookup_order("A-5")
+
+
+def interrupted(prompt: str) -> str:
+    """Stands for a Ctrl-C while the replay runs."""
+    if "refund" in prompt:
+        raise KeyboardInterrupt
+    return lookup_order("A-6")

@@ -132,3 +132,10 @@ def test_replay_refuses_bad_signatures_cases_without_input_and_mixed_sources(
     )
     assert stray.exit_code == 2
     assert "--repeats and --concurrency go with --app." in stray.output
+
+
+def test_ctrl_c_stops_the_replay_with_nothing_written(tmp_path: Path) -> None:
+    result, run = _replay(tmp_path, "interrupted", "--repeats", "2")
+    assert result.exit_code == 130
+    assert "interrupted: no new app call was started" in result.output
+    assert run == {}  # no run file
