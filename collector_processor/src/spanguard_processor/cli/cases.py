@@ -1,4 +1,4 @@
-"""``spanguard cases build|run``: regression cases from production traces."""
+"""``spanguard cases build|run|plan``: regression cases from production traces."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..regression.report.render import render_matching, render_metrics, run_juni
 from ..regression.run.outputs import Outputs, load_outputs, outputs_from_traces
 from ..regression.run.results import Failure
 from ..regression.run.run import RunResult, load_cases, run_cases
+from ._cases_plan import plan
 from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
 
@@ -31,6 +32,9 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.group()
 def cases() -> None:
     """Mine regression cases from traces (trace2eval-compatible) and run them."""
+
+
+cases.add_command(plan)
 
 
 @cases.command()
