@@ -1,4 +1,4 @@
-"""``spanguard cases build|run``: regression cases from production traces."""
+"""``spanguard cases build|run|plan``: regression cases from production traces."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ..regression.run.outputs import Outputs, load_outputs, outputs_from_traces
 from ..regression.run.results import Failure
 from ..regression.run.run import RunResult, load_cases, run_cases
 from ._app import app_options
+from ._cases_plan import plan
 from ._cases_replay import replay_result
 from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
@@ -33,6 +34,9 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.group()
 def cases() -> None:
     """Mine regression cases from traces (trace2eval-compatible) and run them."""
+
+
+cases.add_command(plan)
 
 
 @cases.command()

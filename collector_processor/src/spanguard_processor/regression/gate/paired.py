@@ -25,6 +25,7 @@ property (held k of K → k' of K'), a one-sided Mann–Whitney test for a count
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -33,7 +34,7 @@ from numpy.typing import NDArray
 from scipy.stats import hypergeom, mannwhitneyu, norm
 from scipy.stats import t as student_t
 
-from ...common.stats import clopper_pearson_upper
+from ...common.stats import clopper_pearson_upper, holm
 
 __all__ = [
     "POWER",
@@ -43,6 +44,7 @@ __all__ = [
     "fisher_worse_p",
     "paired_bound",
     "shift_worse_p",
+    "tarone_holm",
     "worst_case_sd",
 ]
 
@@ -62,8 +64,9 @@ class Scale(StrEnum):
 
 
 def worst_case_sd(scale: Scale, tolerance: float) -> float:
-    """The spread assumed when the cases show none: a rate at ½, one count, the tolerance for
-    a log ratio (a deterministic timing is unknown in a real app, not exact)."""
+    """The spread of one repeat assumed when the cases show none: a rate at ½, one count, the
+    tolerance for a log ratio (a deterministic timing is unknown in a real app, not exact).
+    A case's change averages K repeats a side, so its assumed spread is this × √(2/K)."""
     return {Scale.RATE: 0.5, Scale.COUNT: 1.0, Scale.LOG: max(tolerance, 0.1)}[scale]
 
 
@@ -77,7 +80,7 @@ class PairedBound:
     upper: float  # one-sided 1 − α upper bound of D (the smaller of studentized and exact)
     p_fail: float  # p-value of H0: D ≤ τ
     worst_case: bool  # no variation between cases: the worst-case spread was assumed
-    cases_needed: int | None  # cases that would bring the upper bound under τ at D = ū⁺
+    cases_needed: int | None  # cases that would put the bound clear of τ (PASS or FAIL)
     repeats_needed: int | None  # repeats per case that would, at this many cases
 
 
@@ -101,7 +104,7 @@ def paired_bound(
     mean = float(changes.mean())
     sd = float(changes.std(ddof=1)) if n > 1 else 0.0
     worst = sd <= _EPS * max(1.0, abs(mean))
-    spread = worst_case_sd(scale, tolerance) if worst else sd
+    spread = worst_case_sd(scale, tolerance) * math.sqrt(2.0 / max(repeats, 1.0)) if worst else sd
     se = spread / math.sqrt(n)
     tq = float(student_t.ppf(1.0 - alpha, n - 1)) if n > 1 else math.inf
     upper = mean + tq * se
@@ -126,8 +129,10 @@ def _z(alpha: float) -> float:
 
 
 def _cases_needed(mean: float, sd: float, tolerance: float, alpha: float) -> int | None:
-    room = tolerance - max(mean, 0.0)
-    if room <= 0:
+    """Cases at which the bound would clear the tolerance on the side the estimate is on
+    (under it: PASS; over it: FAIL), at this spread, with 80 % power."""
+    room = abs(tolerance - max(mean, 0.0))
+    if room <= 1e-12:
         return None
     return max(2, math.ceil((_z(alpha) * sd / room) ** 2))
 
@@ -154,19 +159,47 @@ def exact_rate_upper(bad_base: int, n_base: int, bad_cur: int, n_cur: int, alpha
     return upper_cur - lower_base
 
 
-def fisher_worse_p(bad_base: int, n_base: int, bad_cur: int, n_cur: int) -> float:
+def fisher_worse_p(bad_base: int, n_base: int, bad_cur: int, n_cur: int) -> tuple[float, float]:
     """One-sided Fisher exact p-value that the current share of bad repeats exceeds the
-    baseline's (1 when it does not)."""
-    if n_base == 0 or n_cur == 0 or bad_cur * n_base <= bad_base * n_cur:
-        return 1.0
+    baseline's (1 when it does not), and the smallest p-value the test could give with these
+    margins (1 when no repeat was bad on either side: it can never reject)."""
     total_bad = bad_base + bad_cur
-    return float(hypergeom.sf(bad_cur - 1, n_base + n_cur, total_bad, n_cur))
+    if n_base == 0 or n_cur == 0 or total_bad == 0:
+        return 1.0, 1.0
+    most = min(total_bad, n_cur)
+    floor = float(hypergeom.pmf(most, n_base + n_cur, total_bad, n_cur))
+    if bad_cur * n_base <= bad_base * n_cur:
+        return 1.0, floor
+    return float(hypergeom.sf(bad_cur - 1, n_base + n_cur, total_bad, n_cur)), floor
 
 
-def shift_worse_p(base: FloatArray, current: FloatArray, shift: float) -> float:
+def tarone_holm(p_values: Sequence[float], floors: Sequence[float], alpha: float) -> list[float]:
+    """Holm's adjustment over the tests that could reject at all (Tarone 1990): a discrete
+    test whose smallest attainable p-value (``floors``) exceeds α/K cannot reject, so the
+    family is the smallest K with at most K such tests; the others keep p = 1. Holm itself is
+    :func:`~..common.stats.holm`, shared with the fairness gate."""
+    m = len(p_values)
+    k = 1
+    while k <= m and sum(f <= alpha / k for f in floors) > k:
+        k += 1
+    keep = [i for i, f in enumerate(floors) if f <= alpha / k]
+    adjusted = holm([p_values[i] for i in keep])
+    out = [1.0] * m
+    for i, p in zip(keep, adjusted, strict=True):
+        out[i] = 1.0 if p is None else p
+    return out
+
+
+def shift_worse_p(base: FloatArray, current: FloatArray, shift: float) -> tuple[float, float]:
     """One-sided Mann–Whitney p-value that ``current − shift`` is stochastically larger than
-    ``base`` (1 with fewer than two values a side, or when its median is not larger)."""
+    ``base`` (1 with fewer than two values a side, or when its median is not larger), and the
+    smallest attainable (1 when every value is the same: no ordering can reject)."""
     cur = current - shift
-    if base.shape[0] < 2 or cur.shape[0] < 2 or np.median(cur) <= np.median(base):
-        return 1.0
-    return float(mannwhitneyu(cur, base, alternative="greater").pvalue)
+    if base.shape[0] < 2 or cur.shape[0] < 2:
+        return 1.0, 1.0
+    if np.ptp(np.concatenate([base, cur])) <= _EPS:
+        return 1.0, 1.0
+    floor = 1.0 / math.comb(base.shape[0] + cur.shape[0], cur.shape[0])
+    if np.median(cur) <= np.median(base):
+        return 1.0, floor
+    return float(mannwhitneyu(cur, base, alternative="greater").pvalue), floor

@@ -25,7 +25,6 @@ from enum import StrEnum
 
 import numpy as np
 
-from ...common.stats import holm
 from ..run.repeats import ERROR, Repeat
 from .evidence import distribution_diff
 from .measures import (
@@ -46,6 +45,7 @@ from .paired import (
     fisher_worse_p,
     paired_bound,
     shift_worse_p,
+    tarone_holm,
 )
 from .runfile import RunFile
 
@@ -172,7 +172,7 @@ def _pooled(groups: Sequence[np.ndarray]) -> float:
     return float(sum(((g - g.mean()) ** 2).sum() for g in groups if len(g) > 1) / dof)
 
 
-def _case_p(m: Measure, b: list[float], c: list[float], ratio: float) -> float:
+def _case_p(m: Measure, b: list[float], c: list[float], ratio: float) -> tuple[float, float]:
     """One case's own one-sided test that it got worse by more than its tolerance."""
     if m.kind == "rate":
         return fisher_worse_p(_bad(m, b), len(b), _bad(m, c), len(c))
@@ -197,7 +197,7 @@ class _Scored:
     ratio: float
     bound: PairedBound | None
     gates: bool
-    case_ps: tuple[float, ...]
+    case_ps: tuple[tuple[float, float], ...]  # per case: p-value, smallest attainable
 
 
 def _score(
@@ -217,7 +217,7 @@ def _score(
     )
     bound = paired_bound(changes, m.tolerance, o.alpha, m.scale, within, k, _exact(m, u, o.alpha))
     gates = m.name != LATENCY_OVERALL or o.same_machine
-    case_ps: tuple[float, ...] = ()
+    case_ps: tuple[tuple[float, float], ...] = ()
     if gates and m.name != LATENCY_OVERALL:
         case_ps = tuple(_case_p(m, b, c, ratio) for b, c in zip(u.base, u.cur, strict=True))
     return _Scored(m, u, changes, ratio, bound, gates, case_ps)
@@ -238,19 +238,23 @@ def _exact(m: Measure, u: _Units, alpha: float) -> float | None:
     return exact_rate_upper(bad_b, n_b, bad_c, n_c, alpha)
 
 
-def _adjust(scored: Sequence[_Scored]) -> list[tuple[float | None, list[float]]]:
-    """Holm over every gating metric's aggregate test and every case's test, in one family."""
-    family: list[float | None] = []
+def _adjust(scored: Sequence[_Scored], alpha: float) -> list[tuple[float | None, list[float]]]:
+    """Holm over every gating metric's aggregate test and every case's test, in one family
+    (the case tests that could never reject left out, :func:`.paired.tarone_holm`)."""
+    ps: list[float] = []
+    floors: list[float] = []
     for s in scored:
-        family.append(s.bound.p_fail if s.bound is not None and s.gates else None)
-        family.extend(s.case_ps)
-    adjusted = holm(family)
+        aggregate = s.bound is not None and s.gates
+        ps.append(s.bound.p_fail if s.bound is not None and aggregate else 1.0)
+        floors.append(0.0 if aggregate else 1.0)
+        ps.extend(p for p, _ in s.case_ps)
+        floors.extend(f for _, f in s.case_ps)
+    adjusted = tarone_holm(ps, floors, alpha)
     out: list[tuple[float | None, list[float]]] = []
     at = 0
     for s in scored:
-        agg = adjusted[at]
-        cases = [p for p in adjusted[at + 1 : at + 1 + len(s.case_ps)] if p is not None]
-        out.append((agg, cases))
+        agg = adjusted[at] if s.bound is not None and s.gates else None
+        out.append((agg, adjusted[at + 1 : at + 1 + len(s.case_ps)]))
         at += 1 + len(s.case_ps)
     return out
 
@@ -265,11 +269,8 @@ def _note(s: _Scored, outcome: MetricOutcome) -> str:
             parts.append(f"about {b.cases_needed} cases")
         if b.repeats_needed is not None:
             parts.append(f"about {b.repeats_needed} repeats per case")
-        return (
-            "would decide with " + " or ".join(parts)
-            if parts
-            else "a larger change than the tolerance is plausible"
-        )
+        side = "show it worse" if b.estimate > s.measure.tolerance else "decide"
+        return f"would {side} with " + " or ".join(parts) if parts else "undecided"
     if outcome is MetricOutcome.REPORT_ONLY:
         return (
             "shown, not gated: the runs may have been measured under different load "
@@ -365,7 +366,7 @@ def decide(
     ]
     metrics: list[MetricVerdict] = []
     changes: list[CaseChange] = []
-    for s, (agg, case_ps) in zip(scored, _adjust(scored), strict=True):
+    for s, (agg, case_ps) in zip(scored, _adjust(scored, o.alpha), strict=True):
         verdict, moved = _verdict(s, agg, case_ps, current, o.alpha)
         metrics.append(verdict)
         changes.extend(moved)
