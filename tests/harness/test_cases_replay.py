@@ -56,7 +56,10 @@ def _replay(tmp_path: Path, app: str, *extra: str) -> tuple[Any, dict[str, Any]]
 def test_replay_calls_one_and_two_argument_apps_sync_and_async(tmp_path: Path, app: str) -> None:
     result, run = _replay(tmp_path, app, "--repeats", "3", "--concurrency", "8")
     assert result.exit_code == 0, result.output
-    assert "replay: 3 case(s) × 3 repeat(s) = 9 app call(s), 8 at a time" in result.output
+    # the cost first: the calls, and the smallest change each metric can detect (cases plan)
+    assert "replay: 3 case(s) × 3 repeat(s) = 9 app call(s) per version" in result.output
+    assert "| Metric | Smallest detectable change | Tolerance | Can PASS |" in result.output
+    assert "calling the app 9 time(s), 8 at a time" in result.output
     assert run["producer"] == "spanguard cases run"
     assert run["case_results"] == {
         "case-human": "pass",
@@ -115,7 +118,7 @@ def test_replay_refuses_bad_signatures_cases_without_input_and_mixed_sources(
         "Error: --app: the app three_arguments(prompt, assignments, user) fits neither "
         "app(prompt) nor app(prompt, assignments)"
     )
-    assert "replay:" not in bad.output  # refused before any call
+    assert "replay:" not in bad.output and "calling the app" not in bad.output  # before any call
     no_input = _cases(tmp_path, [{"id": "c1", "checks": []}])
     result = CliRunner().invoke(
         cli, ["cases", "run", "--cases", str(no_input), "--app", f"{_APPS}:answer"]

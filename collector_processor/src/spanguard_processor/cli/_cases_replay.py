@@ -1,6 +1,7 @@
 """``cases run --app``: the candidate app replayed on every case's input, K times, through the
-harness ``spanguard run`` uses; what it prints before (the number of calls) and after (the
-calls that failed)."""
+harness ``spanguard run`` uses; what it prints before (the number of calls and the smallest
+change each metric can detect at that size, ``cases plan``'s table) and after (the calls that
+failed)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import click
 
 from ..regression.case import Case
+from ..regression.gate.plan import plan_lines, plan_replay
 from ..regression.run.replay import Replay, ReplayFailure, replay_cases
 from ..regression.run.run import RunResult, score_repeats
 from ._app import call_progress, load_app
@@ -39,11 +41,9 @@ def replay_result(
     nothing written (exit 130)."""
     app, adapted = load_app(app_ref, adapter, adapter_options)
     calls = len(case_list) * repeats
-    click.echo(
-        f"replay: {len(case_list)} case(s) × {repeats} repeat(s) = {calls} app call(s), "
-        f"{concurrency} at a time",
-        err=True,
-    )
+    for line in plan_lines(plan_replay(case_list, repeats)):  # the cost, before the first call
+        click.echo(line, err=True)
+    click.echo(f"calling the app {calls} time(s), {concurrency} at a time", err=True)
     try:
         with call_progress(calls) as tick:
             replay = replay_cases(
