@@ -6,12 +6,13 @@ request with span capture on; our figure is the adapted app's call in the same s
 same framework call plus the callback handler, the spans and the text extraction). Printed:
 wall microseconds per call (median of --repeat rounds) and the ratio ours / floor.
 
-The harness line compares the two commands that call an app in-process, in the same run: the
-``spanguard run`` harness (``run_app``: the calls, span capture, assembly, the observations)
-and the ``cases run --app`` replay (``replay_cases`` then ``score_repeats``: the same calls and
-capture, the evidence, the checks and the run file's repeats), per app call, on an app that
-calls one decorated tool; overhead is each one's time minus the bare app's (measured in the
-same rounds), and the ratio is replay ÷ run (target ≤ 1, issue 46).
+The harness line compares the two commands that call an app in-process, in the same run, per
+app call, on an app that calls one decorated tool: the ``spanguard run`` harness (``run_app``:
+the calls, span capture, assembly, the observations), the ``cases run --app`` replay
+(``replay_cases``: the same calls and capture, the evidence) and the replay with its scoring
+(``score_repeats``: the checks and the run file's repeats). Overhead is each one's time minus
+the bare app's in a request (CPU time, measured in the same rounds); each ratio ÷ run is the
+median of the rounds' ratios (target ≤ 1, issue 46).
 
     .venv/bin/python bench/bench_adapters.py --calls 300 --repeat 5
     .venv/bin/python bench/bench_adapters.py --harness-only --calls 400 --repeat 7
@@ -20,6 +21,7 @@ same rounds), and the ratio is replay ÷ run (target ≤ 1, issue 46).
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import statistics
 import sys
@@ -106,20 +108,36 @@ def _harness(calls: int, repeat: int) -> None:
         run_app(_bench_app, variants)
 
     def replay() -> None:
+        replay_cases(cases, _bench_app)
+
+    def replay_scored() -> None:
         score_repeats(cases, replay_cases(cases, _bench_app).evidence)
 
-    timings: dict[str, list[float]] = {"bare": [], "run": [], "replay": []}
-    for _ in range(repeat):  # interleaved, so all three see the same machine load
-        for name, fn in (("bare", bare), ("run", run), ("replay", replay)):
-            start = time.perf_counter()
+    candidates = {"bare": bare, "run": run, "replay": replay, "scored": replay_scored}
+    timings: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(repeat):  # interleaved, so every candidate sees the same machine load
+        for name, fn in candidates.items():
+            gc.collect()
+            start = time.process_time()  # CPU time: other jobs on the machine add no wall time
             fn()
-            timings[name].append((time.perf_counter() - start) / len(variants) * 1e6)
-    floor, ran, replayed = (statistics.median(timings[k]) for k in ("bare", "run", "replay"))
+            timings[name].append((time.process_time() - start) / len(variants) * 1e6)
+
+    def overhead(name: str) -> list[float]:
+        return [t - floor for t, floor in zip(timings[name], timings["bare"], strict=True)]
+
+    def ratio(name: str) -> float:  # the median of the rounds' ratios: load moves both alike
+        return statistics.median(
+            o / r for o, r in zip(overhead(name), overhead("run"), strict=True)
+        )
+
+    floor = statistics.median(timings["bare"])
     print(
-        f"{'harness (per app call)':<28} bare app in a request {floor:7.1f} us   "
-        f"run harness {ran:7.1f} us (+{ran - floor:.1f})   "
-        f"replay {replayed:7.1f} us (+{replayed - floor:.1f})   "
-        f"overhead ratio replay/run {(replayed - floor) / (ran - floor):5.2f}"
+        f"{'harness (per app call, CPU)':<28} bare app in a request {floor:7.1f} us; overhead: "
+        f"run harness +{statistics.median(overhead('run')):.1f} us, "
+        f"replay harness +{statistics.median(overhead('replay')):.1f} us "
+        f"(ratio replay/run {ratio('replay'):4.2f}), "
+        f"replay + scoring +{statistics.median(overhead('scored')):.1f} us "
+        f"(ratio {ratio('scored'):4.2f})"
     )
 
 
