@@ -142,3 +142,10 @@ def test_ctrl_c_stops_the_replay_with_nothing_written(tmp_path: Path) -> None:
     assert result.exit_code == 130
     assert "interrupted: no new app call was started" in result.output
     assert run == {}  # no run file
+
+
+def test_the_default_replay_size_is_the_one_cases_plan_calibrated(tmp_path: Path) -> None:
+    result, run = _replay(tmp_path, "answer", "--concurrency", "8")
+    assert result.exit_code == 0, result.output
+    assert "replay: 3 case(s) × 16 repeat(s) = 48 app call(s) per version" in result.output
+    assert {len(repeats) for repeats in run["repeats"].values()} == {16}

@@ -21,9 +21,12 @@ __all__ = ["app_options", "call_progress", "load_app"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def app_options(*, unit: str, required: bool = True) -> Callable[[F], F]:
+def app_options(
+    *, unit: str, required: bool = True, repeats_help: str | None = None
+) -> Callable[[F], F]:
     """``--app``, ``--adapter``, ``--adapter-option``, ``--repeats`` and ``--concurrency``;
-    ``unit`` names what one call answers ("variant", "case")."""
+    ``unit`` names what one call answers ("variant", "case"). With ``repeats_help``,
+    ``--repeats`` has no default (None: the command picks one) and that help."""
     options = (
         click.option(
             "--app",
@@ -52,9 +55,9 @@ def app_options(*, unit: str, required: bool = True) -> Callable[[F], F]:
         click.option(
             "--repeats",
             type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help=f"Calls per {unit} (for stochastic apps).",
+            default=None if repeats_help else 1,
+            show_default=not repeats_help,
+            help=repeats_help or f"Calls per {unit} (for stochastic apps).",
         ),
         click.option(
             "--concurrency",

@@ -11,10 +11,10 @@ from pathlib import Path
 import click
 
 from ..regression.case import Case
-from ..regression.gate.plan import plan_lines, plan_replay
 from ..regression.run.replay import Replay, ReplayFailure, replay_cases
 from ..regression.run.run import RunResult, score_repeats
 from ._app import call_progress, load_app
+from ._cases_plan import echo_replay_plan
 from ._common import BadInput
 
 __all__ = ["MAX_LISTED_FAILURES", "replay_result"]
@@ -41,8 +41,7 @@ def replay_result(
     nothing written (exit 130)."""
     app, adapted = load_app(app_ref, adapter, adapter_options)
     calls = len(case_list) * repeats
-    for line in plan_lines(plan_replay(case_list, repeats)):  # the cost, before the first call
-        click.echo(line, err=True)
+    echo_replay_plan(cases_path, repeats, err=True)  # the cost, before the first call
     click.echo(f"calling the app {calls} time(s), {concurrency} at a time", err=True)
     try:
         with call_progress(calls) as tick:

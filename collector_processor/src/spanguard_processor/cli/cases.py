@@ -18,7 +18,7 @@ from ..regression.run.outputs import Outputs, load_outputs, outputs_from_traces
 from ..regression.run.results import Failure
 from ..regression.run.run import RunResult, load_cases, run_cases
 from ._app import app_options
-from ._cases_plan import plan
+from ._cases_plan import DEFAULT_REPEATS, plan
 from ._cases_replay import replay_result
 from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
@@ -265,7 +265,12 @@ def _health_lines(health: ClusterHealth) -> list[str]:
 @click.option("--cases", "cases_path", type=_FILE, required=True, help="cases.jsonl.")
 @click.option("--outputs", type=_FILE, help="JSONL of {id, output, ...} records.")
 @click.option("--traces", type=_FILE, multiple=True, help="Agent-trace JSONL (repeatable).")
-@app_options(unit="case", required=False)
+@app_options(
+    unit="case",
+    required=False,
+    repeats_help=f"Calls per case with --app [default: {DEFAULT_REPEATS}, the size check's "
+    "calibration was measured at; see `cases plan`].",
+)
 @output_option(help="Write the run result (metrics JSON) here; `check` reads it.")
 @renamed("--out", target="output", renamed_to="--output", type=_FILE, default=None)
 @click.option("--min-pass-rate", type=float, help="Exit 1 below this pass rate.")
@@ -280,7 +285,7 @@ def run(
     app_ref: str | None,
     adapter: str | None,
     adapter_options: tuple[str, ...],
-    repeats: int,
+    repeats: int | None,
     concurrency: int,
     output: Path | None,
     min_pass_rate: float | None,
@@ -318,7 +323,13 @@ def run(
     if app_ref is not None:
         case_list = _load_cases(cases_path)
         result = replay_result(
-            case_list, cases_path, app_ref, adapter, adapter_options, repeats, concurrency
+            case_list,
+            cases_path,
+            app_ref,
+            adapter,
+            adapter_options,
+            repeats or DEFAULT_REPEATS,
+            concurrency,
         )
     else:
         case_list, records = _load_run_inputs(cases_path, outputs, traces)
@@ -373,13 +384,13 @@ def _one_source(
     app_ref: str | None,
     adapter: str | None,
     adapter_options: tuple[str, ...],
-    repeats: int,
+    repeats: int | None,
     concurrency: int,
 ) -> None:
     """Exactly one of --outputs, --traces and --app; the app's options only with --app."""
     if (outputs is not None) + bool(traces) + (app_ref is not None) != 1:
         raise click.UsageError("give exactly one of --outputs, --traces or --app.")
-    if app_ref is None and (adapter or adapter_options or repeats != 1 or concurrency != 1):
+    if app_ref is None and (adapter or adapter_options or repeats is not None or concurrency != 1):
         raise click.UsageError(
             "--adapter, --adapter-option, --repeats and --concurrency go with --app."
         )
