@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,10 @@ from ..regression.report.verdict_report import (
     verdict_summary,
 )
 from ._common import exit_gate, in_command_terms
+from ._emit import send_case_events
+
+if TYPE_CHECKING:
+    from ..emit.otlp import Endpoint
 
 __all__ = ["compare_repeats"]
 
@@ -28,6 +33,7 @@ def compare_repeats(
     gate: GateOptions,
     options: RegressionOptions,
     outputs: tuple[Path | None, Path | None, Path | None],
+    endpoint: Endpoint | None = None,
 ) -> None:
     """Decide, print the table and the evidence, write the reports, exit 0/1."""
     gate.validate()
@@ -43,5 +49,7 @@ def compare_repeats(
         write_text_atomic(junit, verdict_junit(verdict))
     if html is not None:
         write_text_atomic(html, render_verdict_html(verdict, base.path, cur.path))
+    moved = list(dict.fromkeys(c.case_id for c in verdict.changes))
+    send_case_events(endpoint, (cur.case_details or {}).values(), moved)
     click.echo(f"\n{summary}", err=not verdict.passed)
     exit_gate(verdict.passed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +23,9 @@ from ..regression.report.report_html import CheckReport, render_check_html
 from ._check_repeats import compare_repeats
 from ._common import check_files, exit_gate, in_command_terms
 from ._emit import emit_option, resolve_endpoint, send_case_events
+
+if TYPE_CHECKING:
+    from ..emit.otlp import Endpoint
 
 __all__ = ["check"]
 
@@ -139,28 +143,14 @@ def check(
         tolerance_scale, allow_different_cases, min_latency_change_ms, allow_missing
     )
     endpoint = resolve_endpoint(emit_otlp)
+    repeats = RegressionOptions(
+        tolerance_scale=tolerance_scale,
+        allow_inconclusive=allow_inconclusive,
+        allow_missing=allow_missing,
+        same_machine=same_machine,
+    )
     if rules == "spanguard":
-        base_run, cur_run = load_run(baseline), load_run(current)
-        if base_run.repeats and cur_run.repeats:
-            compare_repeats(
-                base_run,
-                cur_run,
-                options,
-                RegressionOptions(
-                    tolerance_scale=tolerance_scale,
-                    allow_inconclusive=allow_inconclusive,
-                    allow_missing=allow_missing,
-                    same_machine=same_machine,
-                ),
-                (markdown, junit, html),
-            )
-            return
-        if base_run.case_results is not None or cur_run.case_results is not None:
-            click.echo(
-                "note: a run file without repeats (written before `cases run` kept them): "
-                "trace2eval's rules decide, as with --rules trace2eval.",
-                err=True,
-            )
+        _with_repeats(baseline, current, options, repeats, (markdown, junit, html), endpoint)
     base, cur, comparison = _compare_runs(baseline, current, options)
     diffs = case_diffs(
         base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail, redact=redact
@@ -193,6 +183,26 @@ def check(
     passed = not comparison.violations
     click.echo(f"\n{verdict_line(comparison)}", err=not passed)
     exit_gate(passed)
+
+
+def _with_repeats(
+    baseline: Path,
+    current: Path,
+    options: GateOptions,
+    repeats: RegressionOptions,
+    outputs: tuple[Path | None, Path | None, Path | None],
+    endpoint: Endpoint | None,
+) -> None:
+    """The repeats gate, which exits, when both files keep repeats; else a note on stderr."""
+    base_run, cur_run = load_run(baseline), load_run(current)
+    if base_run.repeats and cur_run.repeats:
+        compare_repeats(base_run, cur_run, options, repeats, outputs, endpoint)
+    if base_run.case_results is not None or cur_run.case_results is not None:
+        click.echo(
+            "note: a run file without repeats (written before `cases run` kept them): "
+            "trace2eval's rules decide, as with --rules trace2eval.",
+            err=True,
+        )
 
 
 def _compare_runs(
