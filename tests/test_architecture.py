@@ -149,6 +149,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"traces": ("traces", "spanguard_processor")},
     {"collector": ("collector",)},
     {"inputs": ("inputs",)},
+    {"harness": ("harness",)},
     {"fairness": ("fairness",), "regression": ("regression",)},
     {
         "adapters": ("adapters",),

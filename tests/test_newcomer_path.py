@@ -10,6 +10,7 @@ fresh clone (slow); the README's Quick start block has its own test (tests/test_
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -122,6 +123,20 @@ def test_every_quickstart_block_runs_as_written(tmp_path: Path) -> None:
     work.mkdir()
     run_page(ROOT / "docs" / "quickstart.md", work, _env(_venv_bin(), tmp_path), skip_install=True)
     assert (work / "reports" / "pr" / "report.json").is_file()
+    _assert_replayed(work / "runs" / "main-replay.json", work / "runs" / "pr-replay.json")
+
+
+def _assert_replayed(*runs: Path) -> None:
+    """The replay loop called the agent itself: every case 3 times, each run with the process
+    its spans recorded (the candidate's refused loan question calls no tool)."""
+    tools = []
+    for path in runs:
+        repeats = json.loads(path.read_text(encoding="utf-8"))["repeats"]
+        assert repeats and all(len(runs_of_case) == 3 for runs_of_case in repeats.values())
+        tools.append({case: [r["tools"] for r in rs] for case, rs in repeats.items()})
+    baseline, candidate = tools
+    assert any(["lookup_account"] in calls for calls in baseline.values())
+    assert baseline != candidate
 
 
 @pytest.mark.integration
@@ -144,6 +159,7 @@ def test_every_readme_command_block_runs_as_written(tmp_path: Path) -> None:
     trimmed.write_text(text, encoding="utf-8")
     run_page(trimmed, work, _env(_venv_bin(), tmp_path), skip_install=True)
     assert (work / "junit.xml").is_file() and (work / "reports" / "recorded").is_dir()
+    _assert_replayed(work / "runs" / "main.json", work / "runs" / "pr.json")
 
 
 def test_the_block_reader_sees_every_command_and_its_expected_exit() -> None:

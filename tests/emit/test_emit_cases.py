@@ -168,6 +168,8 @@ def test_check_sends_the_regressed_case_with_why_in_the_current_trace(tmp_path: 
     with HttpLogsSink() as sink:
         gate = _invoke(
             "check",
+            "--rules",
+            "trace2eval",
             "--baseline",
             str(tmp_path / "base.json"),
             "--current",

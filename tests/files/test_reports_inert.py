@@ -193,6 +193,8 @@ def test_check_redact_leaves_no_app_text_in_its_reports(tmp_path: Path) -> None:
     reports = {suffix: tmp_path / f"check.{suffix}" for suffix in ("md", "xml", "html")}
     result = invoke(
         "check",
+        "--rules",
+        "trace2eval",
         "--baseline",
         runs["base"],
         "--current",

@@ -77,7 +77,9 @@ def _trial(
         current = _run(
             folder, name, serve(apps, jitter_seed=2000 + trial, change=change, expect=expect)
         )
-        verdicts[name] = _cli("check", "--baseline", baseline, "--current", current).exit_code
+        verdicts[name] = _cli(
+            "check", "--rules", "trace2eval", "--baseline", baseline, "--current", current
+        ).exit_code
     return verdicts
 
 

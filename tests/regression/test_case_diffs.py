@@ -56,6 +56,8 @@ def _runs(tmp_path: Path) -> tuple[Path, Path, str]:
 def _check(tmp_path: Path, base: Path, now: Path, tag: str = "") -> Any:
     return _invoke(
         "check",
+        "--rules",
+        "trace2eval",
         "--baseline",
         str(base),
         "--current",
@@ -162,6 +164,8 @@ def test_redact_leaves_questions_and_outputs_out(tmp_path: Path) -> None:
     base, now, _ = _runs(tmp_path)
     gate = _invoke(
         "check",
+        "--rules",
+        "trace2eval",
         "--baseline",
         str(base),
         "--current",
@@ -185,6 +189,8 @@ def test_trace_url_links_the_case_diffs_traces(tmp_path: Path) -> None:
     base, now, _ = _runs(tmp_path)
     gate = _invoke(
         "check",
+        "--rules",
+        "trace2eval",
         "--baseline",
         str(base),
         "--current",
@@ -205,6 +211,8 @@ def test_trace_url_links_the_case_diffs_traces(tmp_path: Path) -> None:
     assert f'<a href="{link}" rel="noreferrer">' in (tmp_path / "l.html").read_text()
     bad = _invoke(
         "check",
+        "--rules",
+        "trace2eval",
         "--baseline",
         str(base),
         "--current",

@@ -78,7 +78,16 @@ def _score(folder: Path, name: str, traces: list[dict[str, Any]]) -> Path:
 
 
 def _check(folder: Path, current: Path, *extra: str) -> Any:
-    return _cli("check", "--baseline", folder / "baseline.json", "--current", current, *extra)
+    return _cli(
+        "check",
+        "--rules",
+        "trace2eval",
+        "--baseline",
+        folder / "baseline.json",
+        "--current",
+        current,
+        *extra,
+    )
 
 
 def test_every_question_gets_a_case_and_a_refusal_of_any_of_them_fails_check(

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def check(base: Path | str, cur: Path | str, *extra: str) -> Any:
     return CliRunner().invoke(
-        cli, ["check", "--baseline", str(base), "--current", str(cur), *extra]
+        cli,
+        ["check", "--rules", "trace2eval", "--baseline", str(base), "--current", str(cur), *extra],
     )
 
 

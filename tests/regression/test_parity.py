@@ -155,7 +155,16 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
         assert payload["metrics"] == expected["metrics"]
         assert list(payload["metrics"])[-1] == "failures"
     gate = run(
-        [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current", "runs/current.json"],
+        [
+            *SPANGUARD,
+            "check",
+            "--rules",
+            "trace2eval",
+            "--baseline",
+            "runs/baseline.json",
+            "--current",
+            "runs/current.json",
+        ],
         workdir,
     )
     # trace2eval's three aggregate regressions are within McNemar noise on 16 cases (3 worse,
@@ -175,6 +184,8 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
         [
             *SPANGUARD,
             "check",
+            "--rules",
+            "trace2eval",
             "--baseline",
             "runs/baseline.json",
             "--current",
@@ -232,7 +243,16 @@ def test_stable_id_cases_match_trace2eval_keyed_outputs_by_source_trace_id(
         if r["id"] in {"case-001", "case-004", "case-007"}
     )
     gate = run(
-        [*SPANGUARD, "check", "--baseline", "runs/baseline.json", "--current", "runs/current.json"],
+        [
+            *SPANGUARD,
+            "check",
+            "--rules",
+            "trace2eval",
+            "--baseline",
+            "runs/baseline.json",
+            "--current",
+            "runs/current.json",
+        ],
         workdir,
     )
     assert gate.returncode == 1
@@ -242,6 +262,8 @@ def test_stable_id_cases_match_trace2eval_keyed_outputs_by_source_trace_id(
         [
             *SPANGUARD,
             "check",
+            "--rules",
+            "trace2eval",
             "--baseline",
             "runs/baseline.json",
             "--current",

@@ -146,6 +146,8 @@ def test_check_catches_an_agent_that_keeps_the_text_but_drops_a_tool_call(tmp_pa
     assert suite.get("failures") == "1"
     gate = _invoke(
         "check",
+        "--rules",
+        "trace2eval",
         "--baseline",
         str(tmp_path / "base.json"),
         "--current",

@@ -211,6 +211,8 @@ def regression_report(directory: Path) -> Path:
         cli,
         [
             "check",
+            "--rules",
+            "trace2eval",
             "--baseline",
             str(directory / "baseline.json"),
             "--current",

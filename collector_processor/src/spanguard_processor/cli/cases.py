@@ -1,4 +1,4 @@
-"""``spanguard cases build|run``: regression cases from production traces."""
+"""``spanguard cases build|run|plan``: regression cases from production traces."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from ..regression.report.render import render_matching, render_metrics, run_juni
 from ..regression.run.outputs import Outputs, load_outputs, outputs_from_traces
 from ..regression.run.results import Failure
 from ..regression.run.run import RunResult, load_cases, run_cases
+from ._app import app_options
+from ._cases_plan import DEFAULT_REPEATS, plan
+from ._cases_replay import replay_result
 from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
 
@@ -31,6 +34,9 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.group()
 def cases() -> None:
     """Mine regression cases from traces (trace2eval-compatible) and run them."""
+
+
+cases.add_command(plan)
 
 
 @cases.command()
@@ -259,6 +265,12 @@ def _health_lines(health: ClusterHealth) -> list[str]:
 @click.option("--cases", "cases_path", type=_FILE, required=True, help="cases.jsonl.")
 @click.option("--outputs", type=_FILE, help="JSONL of {id, output, ...} records.")
 @click.option("--traces", type=_FILE, multiple=True, help="Agent-trace JSONL (repeatable).")
+@app_options(
+    unit="case",
+    required=False,
+    repeats_help=f"Calls per case with --app [default: {DEFAULT_REPEATS}, the size check's "
+    "calibration was measured at; see `cases plan`].",
+)
 @output_option(help="Write the run result (metrics JSON) here; `check` reads it.")
 @renamed("--out", target="output", renamed_to="--output", type=_FILE, default=None)
 @click.option("--min-pass-rate", type=float, help="Exit 1 below this pass rate.")
@@ -270,6 +282,11 @@ def run(
     cases_path: Path,
     outputs: Path | None,
     traces: tuple[Path, ...],
+    app_ref: str | None,
+    adapter: str | None,
+    adapter_options: tuple[str, ...],
+    repeats: int | None,
+    concurrency: int,
     output: Path | None,
     min_pass_rate: float | None,
     show_failures: bool,
@@ -277,20 +294,23 @@ def run(
     junit: Path | None,
     emit_otlp: str | None,
 ) -> None:
-    """Score candidate outputs (or agent traces) against a case set.
+    """Score candidate outputs (or agent traces, or the app itself) against a case set.
 
-    A case finds its record by case id, then by the trace it was mined from (a record keyed by
-    its source_trace_id, or carrying the same source_trace_id), then by its question text; the
-    counts by kind, and the cases without a record (counted as failed, never as passed), are
-    printed. The -o file is what `check` reads.
+    With --app, the app is called on every case's input --repeats times (the harness of
+    `spanguard run`: app(prompt) or app(prompt, assignments), plain or async, its spans
+    captured through the SDK); a call that raises is reported and counted as a failed repeat.
+    With --outputs or --traces, a case finds its records by case id, then by the trace it was
+    mined from (source_trace_id), then by its question text; the counts by kind, and the cases
+    without a record (counted as failed, never as passed), are printed. Every run of a case is
+    kept; the -o file is what `check` reads.
 
     \b
     Example:
+      spanguard cases run --cases evalset/cases.jsonl --app agent:answer --repeats 3 -o now.json
       spanguard cases run --cases evalset/cases.jsonl --outputs out.jsonl -o runs/now.json
       spanguard cases run --cases evalset/cases.jsonl --traces new_agent.jsonl -o runs/now.json
     """
-    if (outputs is None) == (not traces):
-        raise click.UsageError("give exactly one of --outputs or --traces.")
+    _one_source(outputs, traces, app_ref, adapter, adapter_options, repeats, concurrency)
     if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
@@ -300,14 +320,27 @@ def run(
         [output, markdown, junit],
     )
     endpoint = resolve_endpoint(emit_otlp)
-    case_list, records = _load_run_inputs(cases_path, outputs, traces)
-    result = run_cases(case_list, records)
+    if app_ref is not None:
+        case_list = _load_cases(cases_path)
+        result = replay_result(
+            case_list,
+            cases_path,
+            app_ref,
+            adapter,
+            adapter_options,
+            repeats or DEFAULT_REPEATS,
+            concurrency,
+        )
+    else:
+        case_list, records = _load_run_inputs(cases_path, outputs, traces)
+        result = run_cases(case_list, records)
     metrics = result.metrics
     if output is not None:
         write_text_atomic(output, result.to_json())
     table = render_metrics(metrics)
     click.echo(table)
-    _echo_matching(result, len(case_list), outputs or traces[0])
+    if app_ref is None:
+        _echo_matching(result, len(case_list), outputs or traces[0])
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
@@ -343,6 +376,32 @@ def _echo_matching(result: RunResult, total: int, source: Path) -> None:
             "serve as a baseline.",
             err=True,
         )
+
+
+def _one_source(
+    outputs: Path | None,
+    traces: tuple[Path, ...],
+    app_ref: str | None,
+    adapter: str | None,
+    adapter_options: tuple[str, ...],
+    repeats: int | None,
+    concurrency: int,
+) -> None:
+    """Exactly one of --outputs, --traces and --app; the app's options only with --app."""
+    if (outputs is not None) + bool(traces) + (app_ref is not None) != 1:
+        raise click.UsageError("give exactly one of --outputs, --traces or --app.")
+    if app_ref is None and (adapter or adapter_options or repeats is not None or concurrency != 1):
+        raise click.UsageError(
+            "--adapter, --adapter-option, --repeats and --concurrency go with --app."
+        )
+
+
+def _load_cases(cases_path: Path) -> list[Case]:
+    """The cases to score; none is bad input (exit 2)."""
+    case_list = load_cases(cases_path)
+    if not case_list:
+        raise BadInput(f"no records in {cases_path}: it holds no case.")
+    return case_list
 
 
 def _load_run_inputs(

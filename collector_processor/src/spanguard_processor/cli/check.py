@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,11 +16,16 @@ from ..regression.gate.diff import case_diffs
 from ..regression.gate.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, Comparison, GateOptions, compare
 from ..regression.gate.rules import RULES
 from ..regression.gate.runfile import RunFile, load_run
+from ..regression.gate.verdict import RegressionOptions
 from ..regression.report.diff_report import diffs_markdown
 from ..regression.report.render import check_junit, render_check, verdict_line
 from ..regression.report.report_html import CheckReport, render_check_html
+from ._check_repeats import compare_repeats
 from ._common import check_files, exit_gate, in_command_terms
 from ._emit import emit_option, resolve_endpoint, send_case_events
+
+if TYPE_CHECKING:
+    from ..emit.otlp import Endpoint
 
 __all__ = ["check"]
 
@@ -69,6 +75,27 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     is_flag=True,
     help="Leave questions and outputs out of the case diffs (signals and ids stay).",
 )
+@click.option(
+    "--rules",
+    type=click.Choice(["spanguard", "trace2eval"]),
+    default="spanguard",
+    show_default=True,
+    help="spanguard: four outcomes per metric from every case's repeats (run files written "
+    "by `cases run` since repeats are kept); trace2eval: trace2eval 0.5.1's tolerances with "
+    "run-to-run noise tests (used for files without repeats, e.g. trace2eval metrics files).",
+)
+@click.option(
+    "--allow-inconclusive",
+    is_flag=True,
+    help="Exit 0 when no metric FAILs, even if some are INCONCLUSIVE (--rules spanguard).",
+)
+@click.option(
+    "--same-machine",
+    is_flag=True,
+    help="The two runs were measured under the same load: gate the overall latency ratio "
+    "too (by default only per-case latency shifts, normalised by the run's median ratio, "
+    "gate).",
+)
 @emit_option
 def check(
     baseline: Path,
@@ -82,20 +109,29 @@ def check(
     html: Path | None,
     trace_url: str | None,
     redact: bool,
+    rules: str,
+    allow_inconclusive: bool,
+    same_machine: bool,
     emit_otlp: str | None,
 ) -> None:
-    """Compare two run results of `spanguard cases run`; exit 1 on a regression.
+    """Compare two run results of `spanguard cases run`; exit 0 only when every gating
+    metric PASSes.
 
     Both files must be run results (`cases run -o FILE`, or trace2eval 0.5.1's metrics
-    JSON) over the same cases; anything else exits 2 naming the file and field. A change is a
-    regression when it is beyond the tolerance and beyond run-to-run noise (McNemar for
-    rates, a case bootstrap for p95 latency and cost); a case that passed and now fails a
-    content or process check fails the gate, and so does a case that had a record in the
-    baseline and has none now (a missing case is not a pass; --allow-missing lists it). The
-    verdict counts the regressed cases and names the failed rules.
+    JSON) over the same cases; anything else exits 2 naming the file and field. With the
+    repeats `cases run` keeps (--rules spanguard, the default), each metric is PASS (the
+    candidate is shown not worse than the baseline by more than the tolerance: a one-sided
+    95% bound, paired by case), FAIL (shown worse, or a case shown worse against its own
+    repeats; Holm across cases and metrics), INCONCLUSIVE (neither: it says how many cases
+    or repeats would decide; --allow-inconclusive exits 0) or NO_SIGNAL. Each FAIL names the
+    cases that moved most, baseline → current. A case with repeats in the baseline and none
+    now fails (--allow-missing lists it).
 
-    Each case that went from pass to fail is shown as a diff of what the baseline and the
-    current run did (output, tools, escalation, plan, documents, latency, cost).
+    With --rules trace2eval (and for files without repeats) a change is a regression when it
+    is beyond trace2eval's tolerance and beyond run-to-run noise (McNemar for rates, a case
+    bootstrap for p95 latency and cost), and a case that passed and now fails a content or
+    process check fails the gate; each such case is shown as a diff of what the baseline and
+    the current run did.
 
     \b
     Example:
@@ -107,6 +143,14 @@ def check(
         tolerance_scale, allow_different_cases, min_latency_change_ms, allow_missing
     )
     endpoint = resolve_endpoint(emit_otlp)
+    repeats = RegressionOptions(
+        tolerance_scale=tolerance_scale,
+        allow_inconclusive=allow_inconclusive,
+        allow_missing=allow_missing,
+        same_machine=same_machine,
+    )
+    if rules == "spanguard":
+        _with_repeats(baseline, current, options, repeats, (markdown, junit, html), endpoint)
     base, cur, comparison = _compare_runs(baseline, current, options)
     diffs = case_diffs(
         base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail, redact=redact
@@ -139,6 +183,26 @@ def check(
     passed = not comparison.violations
     click.echo(f"\n{verdict_line(comparison)}", err=not passed)
     exit_gate(passed)
+
+
+def _with_repeats(
+    baseline: Path,
+    current: Path,
+    options: GateOptions,
+    repeats: RegressionOptions,
+    outputs: tuple[Path | None, Path | None, Path | None],
+    endpoint: Endpoint | None,
+) -> None:
+    """The repeats gate, which exits, when both files keep repeats; else a note on stderr."""
+    base_run, cur_run = load_run(baseline), load_run(current)
+    if base_run.repeats and cur_run.repeats:
+        compare_repeats(base_run, cur_run, options, repeats, outputs, endpoint)
+    if base_run.case_results is not None or cur_run.case_results is not None:
+        click.echo(
+            "note: a run file without repeats (written before `cases run` kept them): "
+            "trace2eval's rules decide, as with --rules trace2eval.",
+            err=True,
+        )
 
 
 def _compare_runs(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._app import app_options, call_progress, load_app
 from ._common import check_files, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint
 from ._suite_mine import replay_mined, traffic_weights_option
@@ -27,48 +26,14 @@ from .suite import echo_plan
 if TYPE_CHECKING:
     from ..fairness.design.suite import Variant
     from ..fairness.records import Observation
+    from ..harness.calls import App
 
 __all__ = ["run"]
 
 
 @click.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--app",
-    "app_ref",
-    required=True,
-    metavar="MODULE:FUNCTION",
-    help="The app: app(prompt, assignments) -> str or {'text', 'metadata'}; plain or async.",
-)
-@click.option(
-    "--adapter",
-    "adapter",
-    default=None,
-    metavar="NAME",
-    help="Adapt a framework object named by --app: openai-chat, openai-responses, "
-    "openai-agents, langchain or langgraph (see docs/adapters.md).",
-)
-@click.option(
-    "--adapter-option",
-    "adapter_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="An option of the adapter, e.g. model=gpt-4o-mini (repeatable).",
-)
-@click.option(
-    "--repeats",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Calls per variant (for stochastic apps).",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Variants in flight at once (threads, or tasks for an async app).",
-)
+@app_options(unit="variant")
 @click.option(
     "--traces-out",
     "traces_out",
@@ -142,12 +107,7 @@ def run(
     options = report_options(trace_url, redact)
     endpoint = resolve_endpoint(emit_otlp)
     suite = load_suite(suite_path)
-    adapted = None
-    if adapter is not None or adapter_options:
-        from ._adapters import adapted_app
-
-        adapted = adapted_app(app_ref, adapter, adapter_options)
-    app = adapted.call if adapted else _plain_app(app_ref)
+    app, adapted = load_app(app_ref, adapter, adapter_options)  # its signature, read once
     echo_plan(suite, repeats, alpha)  # the design's power, before the first app call
     spans: list[Any] | None = [] if traces_out is not None else None
     observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
@@ -171,16 +131,8 @@ def run(
     finish(ctx, ev, output, fmt, options, label=label)
 
 
-def _plain_app(reference: str) -> Callable[..., Any]:
-    from spanguard.exceptions import SuiteError
-
-    from ..common.references import resolve
-
-    return resolve(reference, "the app", error=lambda message: SuiteError(message, field="--app"))
-
-
 def _call_app(
-    app: Callable[..., Any],
+    app: App,
     variants: Sequence[Variant],
     repeats: int,
     concurrency: int,
@@ -189,16 +141,9 @@ def _call_app(
     """Every variant ``repeats`` times, with a progress bar on a terminal (never in logs)."""
     from ..fairness.run.runner import run_app
 
-    if not sys.stderr.isatty():
-        return run_app(app, variants, repeats=repeats, concurrency=concurrency, spans_out=spans)
-    lock = threading.Lock()
-    total = len(variants) * repeats
-    with click.progressbar(length=total, label="calling the app", file=sys.stderr) as bar:
-
-        def tick(done: int) -> None:
-            with lock:  # worker threads report concurrently
-                bar.update(done)
-
+    with call_progress(len(variants) * repeats) as tick:
+        if tick is None:
+            return run_app(app, variants, repeats=repeats, concurrency=concurrency, spans_out=spans)
         return run_app(
             app, variants, repeats=repeats, concurrency=concurrency, progress=tick, spans_out=spans
         )
@@ -210,7 +155,7 @@ def write_span_lines(path: Path, spans: list[Any], *, redact: bool = False) -> i
     from spanguard._export import otlp_json_line
 
     from ..common.jsonio import write_text_atomic
-    from ..fairness.run.recording import without_text
+    from ..harness.recording import without_text
 
     if redact:
         spans = without_text(spans)

@@ -450,6 +450,8 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
         "7. Regression gate: candidate vs baseline",
         [
             "check",
+            "--rules",
+            "trace2eval",
             "--baseline",
             str(out / "runs" / "baseline.json"),
             "--current",

@@ -22,6 +22,7 @@ __all__ = [
     "Adjustment",
     "Case",
     "CaseAnnotation",
+    "CaseProperty",
     "Check",
     "CheckResult",
     "Evidence",
@@ -183,6 +184,38 @@ class CaseAnnotation:
         return cls(bool(data.get("applied", False)), str(data.get("note") or ""))
 
 
+@dataclass(frozen=True, slots=True)
+class CaseProperty:
+    """One property of a case's production cluster (contract C1): ``check`` held in ``held``
+    of the ``of`` requests that recorded what it reads. ``stable``: it held in (nearly) all of
+    them and is also an assertion; otherwise it is a rate the gate compares between versions."""
+
+    check: Check
+    held: int
+    of: int
+    stable: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "check": self.check.to_dict(),
+            "held": self.held,
+            "of": self.of,
+            "stable": self.stable,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> CaseProperty | None:
+        """A property read leniently: None unless ``check`` is a check object."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("check"), Mapping):
+            return None
+        return cls(
+            Check.from_dict(data["check"]),
+            _count(data.get("held"), 0),
+            _count(data.get("of"), 0),
+            bool(data.get("stable", False)),
+        )
+
+
 def _signal(data: object) -> Signal | None:
     if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
         return None
@@ -218,6 +251,7 @@ class Case:
     notes: tuple[str, ...] = ()
     trace_checks: tuple[Check, ...] = ()  # process, latency and cost (spanguard only)
     adjusted_checks: tuple[Adjustment, ...] = ()  # checks loosened or left out, and why
+    properties: tuple[CaseProperty, ...] = ()  # the cluster's distribution (contract C1)
 
     @property
     def weak(self) -> bool:
@@ -252,6 +286,8 @@ class Case:
             out["trace_checks"] = [c.to_dict() for c in self.trace_checks]
         if self.adjusted_checks:
             out["adjusted_checks"] = [a.to_dict() for a in self.adjusted_checks]
+        if self.properties:
+            out["properties"] = [p.to_dict() for p in self.properties]
         return out
 
     @classmethod
@@ -264,6 +300,8 @@ class Case:
         signals = data.get("signals")
         found = [_signal(s) for s in signals] if isinstance(signals, list) else []
         adjusted = data.get("adjusted_checks")
+        props = data.get("properties")
+        found_props = [CaseProperty.from_dict(p) for p in props] if isinstance(props, list) else []
         return cls(
             id=str(data["id"]),
             input=text if isinstance(text, str) else None,
@@ -285,6 +323,7 @@ class Case:
             adjusted_checks=tuple(Adjustment.from_dict(a) for a in adjusted if isinstance(a, dict))
             if isinstance(adjusted, list)
             else (),
+            properties=tuple(p for p in found_props if p is not None),
         )
 
 

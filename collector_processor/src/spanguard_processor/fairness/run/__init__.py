@@ -1,6 +1,6 @@
 """The app over a suite's variants, in-process: :func:`.runner.run_app` calls it once per
-variant and repeat, :mod:`.capture` keeps every span it emits, :mod:`.recording` writes what
-the run evaluates onto the request span."""
+variant and repeat through the shared harness (``spanguard_processor.harness``) and reads
+each call's spans as observations."""
 
 from __future__ import annotations
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import beta
 
+from ...common.stats import clopper_pearson_upper
 from ..vocabulary import Scale
 
 __all__ = [
@@ -47,16 +47,6 @@ IntArray = NDArray[np.int64]
 
 # a within-seed difference smaller than this (relative to the values' size) is rounding
 _TOLERANCE = 1e-9
-
-
-def clopper_pearson_upper(k: int, n: int, alpha: float = 0.05) -> float:
-    """The exact one-sided 1 − α upper confidence bound of a binomial share from k of n;
-    1 with no trial."""
-    if n <= 0 or k >= n:
-        return 1.0
-    if k <= 0:
-        return float(1.0 - alpha ** (1.0 / n))
-    return float(beta.ppf(1.0 - alpha, k + 1, n - k))
 
 
 def value_range(scale: Scale, stated: float | None) -> float | None:

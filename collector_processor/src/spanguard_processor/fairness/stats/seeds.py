@@ -25,6 +25,8 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import NDArray
 
+from ...common.stats import holm
+
 __all__ = [
     "Design",
     "GapEstimate",
@@ -177,21 +179,6 @@ def bias_corrected_interval(
 
 
 # --- multiplicity -------------------------------------------------------------------------
-
-
-def holm(p_values: Sequence[float | None]) -> list[float | None]:
-    """Holm step-down adjusted p-values (None entries are skipped and stay None)."""
-    index = [i for i, p in enumerate(p_values) if p is not None]
-    m = len(index)
-    ordered = sorted(index, key=lambda i: (p_values[i], i))
-    out: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, i in enumerate(ordered):
-        p = p_values[i]
-        assert p is not None
-        running = max(running, min(1.0, (m - rank) * p))
-        out[i] = running
-    return out
 
 
 def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:

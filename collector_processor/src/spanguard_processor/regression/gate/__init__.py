@@ -1,6 +1,9 @@
 """Stage 3, gating: two run results → a verdict (``spanguard check``).
 
-:func:`.gate.compare` is the entry point: :mod:`.runfile` reads and validates the run files,
-:mod:`.rules` holds one :class:`~.rules.Rule` per aggregate figure, :mod:`.noise` the
-run-to-run noise model, and :mod:`.diff` pairs the two runs' evidence of each flipped case.
+Two rule sets. From every case's repeats (the default): :func:`.verdict.decide` gives each
+metric of :mod:`.measures` PASS, FAIL, INCONCLUSIVE or NO_SIGNAL with the paired statistics of
+:mod:`.paired`, and :mod:`.evidence` writes the cases that moved; :mod:`.plan` sizes a replay
+before it runs. trace2eval's rules: :func:`.gate.compare`, with :mod:`.rules` (one
+:class:`~.rules.Rule` per aggregate figure), :mod:`.noise` (run-to-run noise) and :mod:`.diff`
+(the two runs' evidence of each flipped case). :mod:`.runfile` reads and validates run files.
 """

@@ -43,6 +43,7 @@ __all__ = [
     "Comparison",
     "GateOptions",
     "Violation",
+    "check_comparable",
     "compare",
 ]
 
@@ -106,7 +107,9 @@ def _ids(run: RunFile) -> list[str] | None:
     return list(run.case_results) if run.case_results is not None else None
 
 
-def _check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
+def check_comparable(baseline: RunFile, current: RunFile, allow: bool) -> None:
+    """Raise InputError when the two runs cannot be compared (no matched case, or different
+    case sets unless ``allow``)."""
     base, cur = baseline.metrics, current.metrics
     if base.total == 0:
         raise InputError("holds no cases: nothing to compare.", file=baseline.path)
@@ -268,7 +271,7 @@ def compare(baseline: RunFile, current: RunFile, options: GateOptions | None = N
     """Gate ``current`` against ``baseline``; raises InputError when they cannot be compared."""
     options = options or GateOptions()
     options.validate()
-    _check_comparable(baseline, current, options.allow_different_cases)
+    check_comparable(baseline, current, options.allow_different_cases)
     gate = _Gate(baseline, current, options)
     gate.aggregate_rules()
     no_output = _without_output(current)

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spanguard.exceptions import CaseFormatError
 
 from ...common._json import parse_json
+from ..case import CaseProperty
+from ..run.repeats import Repeat
 from ..run.results import CaseOutcome, Metrics
-from ..run.run import PRODUCER
+from ..run.run import PRODUCER, RunResult
 from ..vocabulary import Outcome, Producer
 
-__all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run"]
+__all__ = ["OUTCOMES", "REQUIRED_METRICS", "RunFile", "load_run", "run_file"]
 
 OUTCOMES = frozenset(Outcome)
 #: Every key trace2eval 0.5.1's ``run`` writes under ``metrics`` (spanguard writes them too).
@@ -73,6 +75,10 @@ class RunFile:
     case_results: dict[str, str] | None
     case_details: dict[str, CaseOutcome] | None
     failed_checks: dict[str, list[str]]
+    #: Every case's repeats (contract C2); empty for a trace2eval file or an older run file.
+    repeats: Mapping[str, tuple[Repeat, ...]] = field(default_factory=dict)
+    #: The properties of the cases that carry them (contract C1), in the repeats' order.
+    properties: Mapping[str, tuple[CaseProperty, ...]] = field(default_factory=dict)
 
     @property
     def producer(self) -> str:
@@ -272,4 +278,55 @@ def load_run(path: Path) -> RunFile:
     results: dict[str, str] | None = None
     if producer is not None or "case_results" in payload:
         results = _case_results(name, payload, metrics, failed)
-    return RunFile(name, Metrics.from_dict(metrics), results, _details(name, payload), failed)
+    return RunFile(
+        name,
+        Metrics.from_dict(metrics),
+        results,
+        _details(name, payload),
+        failed,
+        _repeats(name, payload),
+        _properties(name, payload),
+    )
+
+
+def _object_of_lists(name: str, payload: dict[str, Any], key: str) -> dict[str, list[Any]]:
+    value = payload.get(key, {})
+    ok = isinstance(value, dict) and all(
+        isinstance(v, list) and all(isinstance(x, dict) for x in v) for v in value.values()
+    )
+    if not ok:
+        raise CaseFormatError(
+            "must be an object of case id to a list of objects (written by `cases run`).",
+            file=name,
+            field=key,
+        )
+    return value
+
+
+def _repeats(name: str, payload: dict[str, Any]) -> dict[str, tuple[Repeat, ...]]:
+    raw = _object_of_lists(name, payload, "repeats")
+    return {case_id: tuple(Repeat.from_dict(r) for r in runs) for case_id, runs in raw.items()}
+
+
+def _properties(name: str, payload: dict[str, Any]) -> dict[str, tuple[CaseProperty, ...]]:
+    raw = _object_of_lists(name, payload, "properties")
+    found: dict[str, tuple[CaseProperty, ...]] = {}
+    for case_id, props in raw.items():
+        read = [CaseProperty.from_dict(p) for p in props]
+        found[case_id] = tuple(p for p in read if p is not None)
+    return found
+
+
+def run_file(result: RunResult, path: str = "<in memory>") -> RunFile:
+    """What :func:`load_run` reads back from ``result.to_json()``, without the file: for
+    callers that score and gate in one process (the bench, the replay harness)."""
+    failed = {f.case_id: list(f.failed_checks) for f in result.metrics.failures}
+    return RunFile(
+        path,
+        result.metrics,
+        result.case_results,
+        {o.case_id: o for o in result.outcomes},
+        failed,
+        dict(result.repeats),
+        dict(result.properties),
+    )

@@ -120,6 +120,11 @@ class Outputs:
     by_source: dict[str, OutputRecord] = field(default_factory=dict)
     by_input: dict[str, OutputRecord] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    #: Every record in file order, under each key it can be found by (several records for one
+    #: key are the repeats of the case that key finds).
+    all_by_id: dict[str, list[OutputRecord]] = field(default_factory=dict)
+    all_by_source: dict[str, list[OutputRecord]] = field(default_factory=dict)
+    all_by_input: dict[str, list[OutputRecord]] = field(default_factory=dict)
 
     def add(self, key: str, data: Mapping[str, object]) -> None:
         """An outputs line, keyed by ``key``."""
@@ -127,11 +132,14 @@ class Outputs:
 
     def put(self, key: str, record: OutputRecord) -> None:
         self.by_id[key] = record
+        self.all_by_id.setdefault(key, []).append(record)
         if record.source_trace_id:
             self.by_source[record.source_trace_id] = record
+            self.all_by_source.setdefault(record.source_trace_id, []).append(record)
         text = record.input
         if text is not None and text.strip():
             self.by_input[fold(text)] = record
+            self.all_by_input.setdefault(fold(text), []).append(record)
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -153,6 +161,24 @@ class Outputs:
             if record is not None:
                 return record, MatchKind.QUESTION
         return None, None
+
+    def find_all(self, case: Case) -> list[OutputRecord]:
+        """Every record of ``case``, its repeats, in file order, found the way :meth:`find`
+        finds one: the records keyed by its id; else those keyed by, or carrying as
+        ``source_trace_id``, the trace it was mined from or one of its cluster's
+        (``duplicate_trace_ids``); else those asking its folded question."""
+        if case.id in self.all_by_id:
+            return list(self.all_by_id[case.id])
+        found: list[OutputRecord] = []
+        for source in filter(None, (case.source_trace_id, *case.duplicate_trace_ids)):
+            found += self.all_by_id.get(source, [])
+            found += self.all_by_source.get(source, [])
+        if found:
+            return list({id(r): r for r in found}.values())
+        text = case.input
+        if text is not None and text.strip():
+            return list(self.all_by_input.get(fold(text), []))
+        return []
 
 
 def load_outputs(path: Path) -> Outputs:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from spanguard.exceptions import CaseFormatError
 
 from ...common.jsonio import iter_jsonl
-from ..case import Case
+from ..case import Case, CaseProperty, Evidence
 from ..checks import CheckKind, percentile, run_text_checks, run_trace_check
-from ..vocabulary import FailureReason, Outcome
+from ..vocabulary import FailureReason, MatchKind, Outcome
 from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
+from .repeats import ERROR, AppFailure, Repeat, repeat_of
 from .results import CaseOutcome, Failure, Metrics
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "load_cases",
     "run_cases",
     "score_case",
+    "score_repeats",
 ]
 
 METRICS_VERSION = "0.5.1"
@@ -62,8 +64,26 @@ def load_cases(path: Path) -> list[Case]:
                 raise CaseFormatError(
                     "must be a list of check objects.", file=name, line=number, field=key
                 )
+        _check_properties(value.get("properties", []), name, number)
         cases.append(Case.from_dict(value))
     return cases
+
+
+def _check_properties(value: object, name: str, number: int) -> None:
+    """Contract C1's ``properties``: a list of objects, each with a check object."""
+    ok = isinstance(value, list) and all(
+        isinstance(p, dict)
+        and isinstance(p.get("check"), dict)
+        and isinstance(p["check"].get("type"), str)
+        for p in value
+    )
+    if not ok:
+        raise CaseFormatError(
+            'must be a list of {"check": {"type": …}, "held": K, "of": N, "stable": bool} objects.',
+            file=name,
+            line=number,
+            field="properties",
+        )
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -72,10 +92,19 @@ def _round(value: float | None, digits: int) -> float | None:
 
 @dataclass(frozen=True)
 class RunResult:
-    """A scored run: trace2eval's metrics plus every case's outcome (``case_details``)."""
+    """A scored run: trace2eval's metrics, every case's outcome (``case_details``), every
+    case's repeats (``repeats``, contract C2) and the properties of the cases that carry them
+    (``properties``: the gate's rates, with their production baseline)."""
 
     metrics: Metrics
     outcomes: tuple[CaseOutcome, ...]
+    repeats: Mapping[str, tuple[Repeat, ...]] = field(default_factory=dict)
+    properties: Mapping[str, tuple[CaseProperty, ...]] = field(default_factory=dict)
+
+    @property
+    def app_errors(self) -> int:
+        """Repeats whose app call raised."""
+        return sum(r.outcome == ERROR for runs in self.repeats.values() for r in runs)
 
     @property
     def case_results(self) -> dict[str, str]:
@@ -98,6 +127,8 @@ class RunResult:
             "case_results": self.case_results,
             "matching": self.matching,
             "case_details": {o.case_id: o.to_dict() for o in self.outcomes},
+            "repeats": {k: [r.to_dict() for r in runs] for k, runs in self.repeats.items()},
+            "properties": {k: [p.to_dict() for p in props] for k, props in self.properties.items()},
         }
 
     def payload(self) -> dict[str, object]:
@@ -113,16 +144,11 @@ def _number(value: object) -> float | None:
     return None
 
 
-def score_case(
-    case: Case, record: OutputRecord | None, matched_by: str | None = None
-) -> CaseOutcome:
-    """Run one case's text and trace checks against its record (None: the output is missing)."""
-    if record is None:
-        return CaseOutcome(case.id, Outcome.MISSING, evidence=case_evidence(case.input, None))
+def _checked(case: Case, run: Evidence) -> tuple[list[str], list[str], list[str]]:
+    """A run's failed checks, their details, and the trace checks it could not verify."""
     failed: list[str] = []
     details: list[str] = []
     unverified: list[str] = []
-    run = record.evidence
     results = run_text_checks(case.checks, run.output)
     results += [run_trace_check(check, run) for check in case.trace_checks]
     for result in results:
@@ -131,6 +157,17 @@ def score_case(
         elif not result.passed:
             failed.append(result.type)
             details.append(f"{result.type}: {result.detail}" if result.detail else result.type)
+    return failed, details, unverified
+
+
+def score_case(
+    case: Case, record: OutputRecord | None, matched_by: str | None = None
+) -> CaseOutcome:
+    """Run one case's text and trace checks against its record (None: the output is missing)."""
+    if record is None:
+        return CaseOutcome(case.id, Outcome.MISSING, evidence=case_evidence(case.input, None))
+    run = record.evidence
+    failed, details, unverified = _checked(case, run)
     return CaseOutcome(
         case.id,
         Outcome.FAIL if failed else Outcome.PASS,
@@ -144,66 +181,133 @@ def score_case(
     )
 
 
-def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
-    total = len(cases)
-    passed = failed = missing = fallback = json_cases = json_passed = 0
-    trace_cases = trace_passed = unverified = 0
-    latencies: list[float] = []
-    costs: list[float] = []
-    chars: list[int] = []
-    failures: list[Failure] = []
-    outcomes: list[CaseOutcome] = []
-    for case in cases:
-        record, matched_by = outputs.find(case)
-        outcome = score_case(case, record, matched_by)
-        outcomes.append(outcome)
+class _Tally:
+    """trace2eval 0.5.1's counting over each case's primary record."""
+
+    def __init__(self) -> None:
+        self.passed = self.failed = self.missing = self.fallback = 0
+        self.json_cases = self.json_passed = 0
+        self.trace_cases = self.trace_passed = self.unverified = 0
+        self.latencies: list[float] = []
+        self.costs: list[float] = []
+        self.chars: list[int] = []
+        self.failures: list[Failure] = []
+
+    def add(self, case: Case, record: OutputRecord | None, outcome: CaseOutcome) -> None:
         if record is None:
-            failed += 1
-            missing += 1
-            failures.append(Failure(outcome.case_id, FailureReason.MISSING_OUTPUT))
-            continue
+            self.failed += 1
+            self.missing += 1
+            self.failures.append(Failure(outcome.case_id, FailureReason.MISSING_OUTPUT))
+            return
         bad = list(outcome.failed_checks)
         if case.trace_checks:
-            trace_cases += 1
-            unverified += len(outcome.unverified)
+            self.trace_cases += 1
+            self.unverified += len(outcome.unverified)
             trace_types = {c.type for c in case.trace_checks}
-            trace_passed += not any(b in trace_types for b in bad)
+            self.trace_passed += not any(b in trace_types for b in bad)
         run = record.evidence
-        for value, values in ((run.latency_ms, latencies), (run.cost_usd, costs)):
+        for value, values in ((run.latency_ms, self.latencies), (run.cost_usd, self.costs)):
             if value is not None:
                 values.append(value)
-        chars.append(len(run.output.strip()))
+        self.chars.append(len(run.output.strip()))
         if bad:
-            failed += 1
-            failures.append(Failure(outcome.case_id, FailureReason.CHECK_FAILED, tuple(bad)))
+            self.failed += 1
+            self.failures.append(Failure(outcome.case_id, FailureReason.CHECK_FAILED, tuple(bad)))
         else:
-            passed += 1
-        fallback += bool(bad) and CheckKind.NOT_FALLBACK in bad
+            self.passed += 1
+        self.fallback += bool(bad) and CheckKind.NOT_FALLBACK in bad
         if any(c.get("type") == CheckKind.JSON for c in case.checks):
-            json_cases += 1
-            json_passed += CheckKind.JSON not in bad
-    denominator = total or 1
-    metrics = Metrics(
-        total=total,
-        passed=passed,
-        failed=failed,
-        missing=missing,
-        pass_rate=round(passed / denominator, 4),
-        fallback_count=fallback,
-        fallback_rate=round(fallback / denominator, 4),
-        json_cases=json_cases,
-        json_passed=json_passed,
-        format_compliance_rate=round(json_passed / json_cases, 4) if json_cases else None,
-        avg_latency_ms=_round(sum(latencies) / len(latencies), 2) if latencies else None,
-        p95_latency_ms=_round(percentile(latencies, 0.95), 2) if latencies else None,
-        avg_cost_usd=_round(sum(costs) / len(costs), 8) if costs else None,
-        total_cost_usd=_round(sum(costs), 6) if costs else None,
-        avg_output_chars=_round(sum(chars) / len(chars), 1) if chars else None,
-        trace_check_cases=trace_cases or None,
-        trace_check_passed=trace_passed if trace_cases else None,
-        trace_compliance_rate=round(trace_passed / trace_cases, 4) if trace_cases else None,
-        trace_checks_unverified=unverified if trace_cases else None,
-        skipped_output_lines=len(outputs.skipped) or None,
-        failures=tuple(failures),
-    )
-    return RunResult(metrics, tuple(outcomes))
+            self.json_cases += 1
+            self.json_passed += CheckKind.JSON not in bad
+
+    def metrics(self, total: int, skipped: int) -> Metrics:
+        lat, costs, chars = self.latencies, self.costs, self.chars
+        denominator = total or 1
+        json_cases, trace_cases = self.json_cases, self.trace_cases
+        return Metrics(
+            total=total,
+            passed=self.passed,
+            failed=self.failed,
+            missing=self.missing,
+            pass_rate=round(self.passed / denominator, 4),
+            fallback_count=self.fallback,
+            fallback_rate=round(self.fallback / denominator, 4),
+            json_cases=json_cases,
+            json_passed=self.json_passed,
+            format_compliance_rate=round(self.json_passed / json_cases, 4) if json_cases else None,
+            avg_latency_ms=_round(sum(lat) / len(lat), 2) if lat else None,
+            p95_latency_ms=_round(percentile(lat, 0.95), 2) if lat else None,
+            avg_cost_usd=_round(sum(costs) / len(costs), 8) if costs else None,
+            total_cost_usd=_round(sum(costs), 6) if costs else None,
+            avg_output_chars=_round(sum(chars) / len(chars), 1) if chars else None,
+            trace_check_cases=trace_cases or None,
+            trace_check_passed=self.trace_passed if trace_cases else None,
+            trace_compliance_rate=round(self.trace_passed / trace_cases, 4)
+            if trace_cases
+            else None,
+            trace_checks_unverified=self.unverified if trace_cases else None,
+            skipped_output_lines=skipped or None,
+            failures=tuple(self.failures),
+        )
+
+
+def _score_all(
+    cases: Sequence[Case],
+    found: Sequence[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]],
+    skipped: int,
+) -> RunResult:
+    """Each case's repeats scored; its primary record (the one trace2eval's ``run`` would
+    match) gives the case's outcome and trace2eval's metrics."""
+    tally = _Tally()
+    outcomes: list[CaseOutcome] = []
+    repeats: dict[str, tuple[Repeat, ...]] = {}
+    for case, (runs, primary, matched_by) in zip(cases, found, strict=True):
+        outcome = score_case(case, primary, matched_by)
+        outcomes.append(outcome)
+        tally.add(case, primary, outcome)
+        repeats[case.id] = tuple(_repeat(case, run, primary, outcome) for run in runs)
+    properties = {c.id: c.properties for c in cases if c.properties}
+    return RunResult(tally.metrics(len(cases), skipped), tuple(outcomes), repeats, properties)
+
+
+def _repeat(
+    case: Case,
+    run: OutputRecord | AppFailure,
+    primary: OutputRecord | None,
+    outcome: CaseOutcome,
+) -> Repeat:
+    if isinstance(run, AppFailure):
+        return repeat_of(case, run, ())
+    failed = outcome.failed_checks if run is primary else _checked(case, run.evidence)[0]
+    return repeat_of(case, run.evidence, failed)
+
+
+def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
+    """Recorded traffic scored: every record matching a case is one of its repeats
+    (:meth:`~.outputs.Outputs.find_all`); the one :meth:`~.outputs.Outputs.find` picks gives
+    the case's outcome, so ``metrics`` stay trace2eval's."""
+    found: list[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]] = []
+    for case in cases:
+        record, matched_by = outputs.find(case)
+        runs: list[OutputRecord | AppFailure] = list(outputs.find_all(case))
+        if record is not None and not any(r is record for r in runs):
+            runs.insert(0, record)
+        found.append((runs, record, matched_by))
+    return _score_all(cases, found, len(outputs.skipped))
+
+
+def score_repeats(
+    cases: Sequence[Case], evidence: Mapping[str, Sequence[Evidence | AppFailure]]
+) -> RunResult:
+    """Score each case's K runs (``evidence[case.id]``, in order; an :class:`AppFailure` for a
+    call that raised). The first run that did not raise gives the case's outcome and
+    trace2eval's metrics; a case with none is missing. Every repeat is kept in the result."""
+    found: list[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]] = []
+    for case in cases:
+        runs = [
+            r if isinstance(r, AppFailure) else OutputRecord(r, case.input)
+            for r in evidence.get(case.id, ())
+        ]
+        primary = next((r for r in runs if isinstance(r, OutputRecord)), None)
+        found.append((runs, primary, MatchKind.CASE_ID if primary is not None else None))
+    return _score_all(cases, found, 0)

@@ -21,7 +21,7 @@ from opentelemetry.util.types import AttributeValue
 import spanguard
 from spanguard import Request, semconv
 
-from ...traces.model import ProcessTrace
+from ..traces.model import ProcessTrace
 
 __all__ = ["Seen", "record_answer", "record_question", "replay_process", "without_text"]
 

@@ -1,0 +1,238 @@
+"""What ``check`` measures on each repeat: one :class:`Measure` per metric, read off the run
+files' repeats (contract C2) with no knowledge of how they were produced.
+
+* ``pass_rate`` — a repeat passes when it fails no assertion other than a timing limit (a
+  timing limit depends on the machine; latency has its own load-robust metric); a call that
+  raised counts as a failure.
+* one rate per property of contract C1 (``property: escalated=false`` …): the share of repeats
+  where it held, higher is better (a property states what the case's production cluster did).
+* derived from every repeat's process: ``escalation_rate``, ``refusal_rate`` (the
+  ``not_fallback`` assertion failed), ``retry_rate`` (a tool called twice in a row),
+  ``tool use: NAME`` per tool (over the cases whose baseline called it), ``tool_count`` and
+  ``plan_steps``.
+* ``latency`` and ``cost`` — per-case ratios (medians of the repeats), as logs; latency's are
+  centred on the run's median ratio, so a run measured on a busier machine is not a regression
+  by itself (``latency (overall)``, that median ratio, is shown and gates only with
+  ``same_machine``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..case import CaseProperty, Check
+from ..checks import CheckKind
+from ..run.repeats import ERROR, Repeat
+from .paired import Scale
+from .rules import TIMING_CHECKS
+
+__all__ = [
+    "LATENCY",
+    "LATENCY_OVERALL",
+    "Measure",
+    "Tolerances",
+    "case_values",
+    "context",
+    "measures_for",
+    "property_label",
+]
+
+LATENCY = "latency"
+LATENCY_OVERALL = "latency (overall)"
+COST = "cost"
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How much worse a metric may get: rates in points of share, counts in calls or steps,
+    timings as a ratio (1.2 = 20 % slower)."""
+
+    pass_rate: float = 0.05
+    rate: float = 0.10
+    count: float = 0.5
+    ratio: float = 1.2
+
+    def scaled(self, factor: float) -> Tolerances:
+        return Tolerances(
+            self.pass_rate * factor,
+            self.rate * factor,
+            self.count * factor,
+            1.0 + (self.ratio - 1.0) * factor,
+        )
+
+
+Reader = Callable[[str, Repeat, "CaseContext"], float | None]
+
+
+@dataclass(frozen=True)
+class CaseContext:
+    """What a reader may know of a case: its properties and the tools its baseline called."""
+
+    properties: tuple[CaseProperty, ...]
+    baseline_tools: frozenset[str]
+    labels: Mapping[str, int]  # property label → its index in ``properties``
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One metric: how it reads a repeat, its scale, which way is better, its tolerance (on
+    the per-case change's scale: points, counts, or log ratio), whether it gates when the runs
+    hold no signal for it (``required``), and what recorded the signal (for NO_SIGNAL)."""
+
+    name: str
+    read: Reader
+    scale: Scale
+    higher_is_better: bool
+    tolerance: float
+    required: bool = False
+    signal: str = ""
+    kind: str = "rate"  # rate | count | timing
+
+
+def property_label(check: Check) -> str:
+    """``escalated=false``, ``tools_include=credit_bureau`` …: a property's name in reports."""
+    value = check.value
+    if isinstance(value, list | tuple):
+        shown = ",".join(str(v) for v in value)
+    elif isinstance(value, bool):
+        shown = "true" if value else "false"
+    else:
+        shown = "" if value is None else str(value)
+    return f"{check.type}={shown}" if shown else check.type
+
+
+def _passed(name: str, r: Repeat, ctx: CaseContext) -> float | None:
+    if r.outcome == ERROR:
+        return 0.0
+    return float(all(c in TIMING_CHECKS for c in r.failed_checks))
+
+
+def _property(label: str) -> Reader:
+    def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
+        index = ctx.labels.get(label)
+        if index is None or index >= len(r.properties):
+            return None
+        held = r.properties[index]
+        return None if held is None else float(held)
+
+    return read
+
+
+def _process(get: Callable[[Repeat], float | None]) -> Reader:
+    def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
+        return None if r.outcome == ERROR or r.tool_count is None else get(r)
+
+    return read
+
+
+def _retried(r: Repeat) -> float:
+    return float(any(a == b for a, b in zip(r.tools, r.tools[1:], strict=False)))
+
+
+def _tool(tool: str) -> Reader:
+    def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
+        if tool not in ctx.baseline_tools or r.outcome == ERROR or r.tool_count is None:
+            return None
+        return float(tool in r.tools)
+
+    return read
+
+
+def _refused(name: str, r: Repeat, ctx: CaseContext) -> float | None:
+    return None if r.outcome == ERROR else float(CheckKind.NOT_FALLBACK in r.failed_checks)
+
+
+def _figure(attr: str) -> Reader:
+    def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
+        value = getattr(r, attr)
+        return None if r.outcome == ERROR or value is None or value <= 0 else float(value)
+
+    return read
+
+
+def measures_for(
+    labels: Sequence[str], tools: Sequence[str], tol: Tolerances
+) -> tuple[Measure, ...]:
+    """Every metric ``check`` decides, in report order: ``labels`` are the runs' property
+    labels, ``tools`` the tools the baseline called."""
+    rate, count = Scale.RATE, Scale.COUNT
+    proc = "a process trace (trace.tool_calls in outputs lines, agent spans in traces)"
+    found = [Measure("pass_rate", _passed, rate, True, tol.pass_rate, True, "a scored repeat")]
+    found += [
+        Measure(f"property: {label}", _property(label), rate, True, tol.rate, signal="C1")
+        for label in labels
+    ]
+    found += [
+        Measure(
+            "escalation_rate",
+            _process(lambda r: float(bool(r.escalated))),
+            rate,
+            False,
+            tol.rate,
+            signal=proc,
+        ),
+        Measure("refusal_rate", _refused, rate, False, tol.rate, signal="an output"),
+        Measure("retry_rate", _process(_retried), rate, False, tol.rate, signal=proc),
+    ]
+    found += [Measure(f"tool use: {t}", _tool(t), rate, True, tol.rate, signal=proc) for t in tools]
+    found += [
+        Measure(
+            "tool_count",
+            _process(lambda r: float(r.tool_count or 0)),
+            count,
+            False,
+            tol.count,
+            signal=proc,
+            kind="count",
+        ),
+        Measure(
+            "plan_steps",
+            _process(lambda r: float(r.plan_steps or 0)),
+            count,
+            False,
+            tol.count,
+            signal=proc,
+            kind="count",
+        ),
+    ]
+    log_tol = _log(tol.ratio)
+    found += [
+        Measure(name, _figure(attr), Scale.LOG, False, log_tol, signal=attr, kind="timing")
+        for name, attr in (
+            (LATENCY, "latency_ms"),
+            (LATENCY_OVERALL, "latency_ms"),
+            (COST, "cost_usd"),
+        )
+    ]
+    return tuple(found)
+
+
+def _log(ratio: float) -> float:
+    return math.log(max(ratio, 1.0 + 1e-9))
+
+
+def case_values(
+    measure: Measure, case_id: str, repeats: Sequence[Repeat], ctx: CaseContext
+) -> list[float]:
+    """The measure's value on each repeat of one case and version that recorded it."""
+    out = []
+    for r in repeats:
+        value = measure.read(case_id, r, ctx)
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def context(
+    properties: Mapping[str, tuple[CaseProperty, ...]],
+    baseline: Mapping[str, Sequence[Repeat]],
+    case_id: str,
+) -> CaseContext:
+    tools = frozenset(t for r in baseline.get(case_id, ()) for t in r.tools)
+    props = properties.get(case_id, ())
+    labels: dict[str, int] = {}
+    for index, prop in enumerate(props):
+        labels.setdefault(property_label(prop.check), index)
+    return CaseContext(props, tools, labels)

@@ -1,0 +1,389 @@
+"""``check``'s verdict from repeats: four outcomes per metric (docs/regression.md, "Check").
+
+Per metric (:mod:`.measures`), in the order they are decided:
+
+* **NO_SIGNAL** — no case holds the metric's values in both runs (no process recorded for the
+  tool metrics, no latency …). Only ``pass_rate`` gates on it; the rest are listed.
+* **FAIL** — the data show the candidate worse by more than the tolerance: the one-sided test of
+  H0: D ≤ τ (:func:`.paired.paired_bound`), or a case's own one-sided test (Fisher for a 0/1
+  property, Mann–Whitney for counts and timings), Holm-adjusted in one family with every
+  metric's test and every case's, is below α.
+* **PASS** — the data show D < τ: the one-sided 1 − α upper bound is under the tolerance (an
+  intersection–union test over metrics: no correction is needed for PASS).
+* **INCONCLUSIVE** — neither; says how many cases, or repeats per case, would decide.
+
+A case with repeats in the baseline and none in the current run fails ``missing`` (a missing
+case is not a pass) unless ``allow_missing``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from ..run.repeats import ERROR, Repeat
+from .evidence import distribution_diff
+from .measures import (
+    LATENCY,
+    LATENCY_OVERALL,
+    CaseContext,
+    Measure,
+    Tolerances,
+    case_values,
+    context,
+    measures_for,
+    property_label,
+)
+from .paired import (
+    PairedBound,
+    Scale,
+    exact_rate_upper,
+    fisher_worse_p,
+    paired_bound,
+    shift_worse_p,
+    tarone_holm,
+)
+from .runfile import RunFile
+
+__all__ = [
+    "CaseChange",
+    "MetricOutcome",
+    "MetricVerdict",
+    "RegressionOptions",
+    "RegressionVerdict",
+    "decide",
+]
+
+#: Cases shown under a FAIL (the ones that moved most).
+SHOWN_CASES = 3
+
+
+class MetricOutcome(StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    NO_SIGNAL = "NO_SIGNAL"
+    REPORT_ONLY = "REPORT_ONLY"
+
+
+@dataclass(frozen=True)
+class RegressionOptions:
+    alpha: float = 0.05
+    tolerance_scale: float = 1.0
+    allow_inconclusive: bool = False
+    allow_missing: bool = False
+    same_machine: bool = False  # the runs were measured under the same load: gate overall latency
+    tolerances: Tolerances = field(default_factory=Tolerances)
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    """A case whose own test shows it worse (Holm-adjusted across cases and metrics)."""
+
+    case_id: str
+    metric: str
+    p_value: float  # Holm-adjusted
+    diff: str
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    metric: str
+    outcome: MetricOutcome
+    gating: bool
+    tolerance: float  # on the change's scale (points, counts, log ratio)
+    cases: int
+    bound: PairedBound | None
+    p_value: float | None  # Holm-adjusted p of the aggregate test of H0: D ≤ τ
+    note: str
+    evidence: tuple[str, ...] = ()
+    kind: str = "rate"
+
+
+@dataclass(frozen=True)
+class RegressionVerdict:
+    metrics: tuple[MetricVerdict, ...]
+    changes: tuple[CaseChange, ...]
+    cases: int
+    repeats: tuple[float, float]  # mean repeats per case: baseline, current
+    app_errors: tuple[int, int]
+    allow_inconclusive: bool = False
+
+    def blocking(self) -> list[MetricVerdict]:
+        ok = {MetricOutcome.PASS}
+        if self.allow_inconclusive:
+            ok.add(MetricOutcome.INCONCLUSIVE)
+        return [m for m in self.metrics if m.gating and m.outcome not in ok]
+
+    @property
+    def passed(self) -> bool:
+        return not self.blocking()
+
+
+@dataclass
+class _Units:
+    """One measure's per-case data."""
+
+    ids: list[str] = field(default_factory=list)
+    base: list[list[float]] = field(default_factory=list)
+    cur: list[list[float]] = field(default_factory=list)
+
+
+def _units(
+    m: Measure, base: RunFile, cur: RunFile, shared: Sequence[str], ctxs: Mapping[str, CaseContext]
+) -> _Units:
+    out = _Units()
+    for case_id in shared:
+        ctx = ctxs[case_id]
+        b = case_values(m, case_id, base.repeats.get(case_id, ()), ctx)
+        c = case_values(m, case_id, cur.repeats.get(case_id, ()), ctx)
+        if b and c:
+            out.ids.append(case_id)
+            out.base.append(b)
+            out.cur.append(c)
+    return out
+
+
+def _changes(m: Measure, u: _Units) -> tuple[np.ndarray, float, float]:
+    """Per-case changes (positive = worse), the pooled within-case variance, the run ratio."""
+    if m.scale is Scale.LOG:
+        r = np.array(
+            [math.log(np.median(c) / np.median(b)) for b, c in zip(u.base, u.cur, strict=True)]
+        )
+        logs = [np.log(v) for v in (*u.base, *u.cur)]
+        ratio = float(np.median(r)) if r.size else 0.0
+        changes = r - ratio if m.name == LATENCY else r
+        return changes, _pooled(logs) * (math.pi / 2), ratio  # a median's variance ≈ π/2 × mean's
+    sign = 1.0 if m.higher_is_better else -1.0
+    changes = np.array(
+        [sign * (np.mean(b) - np.mean(c)) for b, c in zip(u.base, u.cur, strict=True)]
+    )
+    return changes, _pooled([np.asarray(v) for v in (*u.base, *u.cur)]), 0.0
+
+
+def _pooled(groups: Sequence[np.ndarray]) -> float:
+    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
+    if dof == 0:
+        return 0.0
+    return float(sum(((g - g.mean()) ** 2).sum() for g in groups if len(g) > 1) / dof)
+
+
+def _case_p(m: Measure, b: list[float], c: list[float], ratio: float) -> tuple[float, float]:
+    """One case's own one-sided test that it got worse by more than its tolerance."""
+    if m.kind == "rate":
+        return fisher_worse_p(_bad(m, b), len(b), _bad(m, c), len(c))
+    if m.kind == "count":
+        sign = -1.0 if m.higher_is_better else 1.0
+        return shift_worse_p(sign * np.asarray(b), sign * np.asarray(c), 0.0)
+    shift = m.tolerance + (ratio if m.name == LATENCY else 0.0)
+    return shift_worse_p(np.log(b), np.log(c), shift)
+
+
+def _shown(ids: list[str], changes: np.ndarray, first: Sequence[str]) -> list[int]:
+    order = [ids.index(c) for c in first if c in ids]
+    order += [int(i) for i in np.argsort(-changes, kind="stable") if int(i) not in order]
+    return [i for i in order if changes[i] > 0 or ids[i] in first][:SHOWN_CASES]
+
+
+@dataclass(frozen=True)
+class _Scored:
+    measure: Measure
+    units: _Units
+    changes: np.ndarray
+    ratio: float
+    bound: PairedBound | None
+    gates: bool
+    case_ps: tuple[tuple[float, float], ...]  # per case: p-value, smallest attainable
+
+
+def _score(
+    m: Measure,
+    base: RunFile,
+    cur: RunFile,
+    shared: Sequence[str],
+    o: RegressionOptions,
+    ctxs: Mapping[str, CaseContext],
+) -> _Scored:
+    u = _units(m, base, cur, shared, ctxs)
+    changes, within, ratio = _changes(m, u)
+    k = (
+        float(np.mean([len(b) + len(c) for b, c in zip(u.base, u.cur, strict=True)]) / 2)
+        if u.ids
+        else 1.0
+    )
+    bound = paired_bound(changes, m.tolerance, o.alpha, m.scale, within, k, _exact(m, u, o.alpha))
+    gates = m.name != LATENCY_OVERALL or o.same_machine
+    case_ps: tuple[tuple[float, float], ...] = ()
+    if gates and m.name != LATENCY_OVERALL:
+        case_ps = tuple(_case_p(m, b, c, ratio) for b, c in zip(u.base, u.cur, strict=True))
+    return _Scored(m, u, changes, ratio, bound, gates, case_ps)
+
+
+def _bad(m: Measure, values: Sequence[float]) -> int:
+    return round(sum(1 - v for v in values) if m.higher_is_better else sum(values))
+
+
+def _exact(m: Measure, u: _Units, alpha: float) -> float | None:
+    """A rate's exact bound from the pooled repeats (:func:`.paired.exact_rate_upper`)."""
+    if m.kind != "rate" or not u.ids:
+        return None
+    bad_b = sum(_bad(m, b) for b in u.base)
+    bad_c = sum(_bad(m, c) for c in u.cur)
+    n_b = sum(len(b) for b in u.base)
+    n_c = sum(len(c) for c in u.cur)
+    return exact_rate_upper(bad_b, n_b, bad_c, n_c, alpha)
+
+
+def _adjust(scored: Sequence[_Scored], alpha: float) -> list[tuple[float | None, list[float]]]:
+    """Holm over every gating metric's aggregate test and every case's test, in one family
+    (the case tests that could never reject left out, :func:`.paired.tarone_holm`)."""
+    ps: list[float] = []
+    floors: list[float] = []
+    for s in scored:
+        aggregate = s.bound is not None and s.gates
+        ps.append(s.bound.p_fail if s.bound is not None and aggregate else 1.0)
+        floors.append(0.0 if aggregate else 1.0)
+        ps.extend(p for p, _ in s.case_ps)
+        floors.extend(f for _, f in s.case_ps)
+    adjusted = tarone_holm(ps, floors, alpha)
+    out: list[tuple[float | None, list[float]]] = []
+    at = 0
+    for s in scored:
+        agg = adjusted[at] if s.bound is not None and s.gates else None
+        out.append((agg, adjusted[at + 1 : at + 1 + len(s.case_ps)]))
+        at += 1 + len(s.case_ps)
+    return out
+
+
+def _note(s: _Scored, outcome: MetricOutcome) -> str:
+    b = s.bound
+    if b is None:
+        return f"no case recorded {s.measure.signal or 'it'} in both runs"
+    if outcome is MetricOutcome.INCONCLUSIVE:
+        parts = []
+        if b.cases_needed is not None:
+            parts.append(f"about {b.cases_needed} cases")
+        if b.repeats_needed is not None:
+            parts.append(f"about {b.repeats_needed} repeats per case")
+        side = "show it worse" if b.estimate > s.measure.tolerance else "decide"
+        return f"would {side} with " + " or ".join(parts) if parts else "undecided"
+    if outcome is MetricOutcome.REPORT_ONLY:
+        return (
+            "shown, not gated: the runs may have been measured under different load "
+            "(`same_machine` gates it)"
+        )
+    if not b.worst_case:
+        return ""
+    if s.measure.kind == "rate":
+        return "no case moved: exact bound from the pooled repeats"
+    return "no variation between cases: worst-case spread assumed"
+
+
+def _verdict(
+    s: _Scored, agg: float | None, case_ps: list[float], cur: RunFile, alpha: float
+) -> tuple[MetricVerdict, list[CaseChange]]:
+    m, u = s.measure, s.units
+    moved = [i for i, p in enumerate(case_ps) if p < alpha]
+    diffs = {
+        i: distribution_diff(
+            m,
+            u.ids[i],
+            u.base[i],
+            u.cur[i],
+            cur.repeats.get(u.ids[i], ()),
+            math.exp(s.ratio) if m.name == LATENCY else None,
+        )
+        for i in range(len(u.ids))
+    }
+    changes = [CaseChange(u.ids[i], m.name, case_ps[i], diffs[i]) for i in moved]
+    if s.bound is None:
+        outcome = MetricOutcome.NO_SIGNAL
+    elif not s.gates:
+        outcome = MetricOutcome.REPORT_ONLY
+    elif moved or (agg is not None and agg < alpha):
+        outcome = MetricOutcome.FAIL
+    elif s.bound.upper < m.tolerance:
+        outcome = MetricOutcome.PASS
+    else:
+        outcome = MetricOutcome.INCONCLUSIVE
+    shown = _shown(u.ids, s.changes, [u.ids[i] for i in sorted(moved, key=lambda i: case_ps[i])])
+    evidence = tuple(diffs[i] for i in shown) if outcome is not MetricOutcome.PASS else ()
+    gating = s.gates and (m.required or outcome is not MetricOutcome.NO_SIGNAL)
+    verdict = MetricVerdict(
+        m.name,
+        outcome,
+        gating,
+        m.tolerance,
+        len(u.ids),
+        s.bound,
+        agg,
+        _note(s, outcome),
+        evidence,
+        m.kind,
+    )
+    return verdict, changes
+
+
+def _missing(base: RunFile, cur: RunFile, shared: Sequence[str], allow: bool) -> MetricVerdict:
+    def ran(repeats: Sequence[Repeat]) -> int:
+        return sum(r.outcome != ERROR for r in repeats)
+
+    lost = [c for c in shared if ran(base.repeats.get(c, ())) and not ran(cur.repeats.get(c, ()))]
+    lines = tuple(
+        f"{c} ran {ran(base.repeats[c])} time(s) in the baseline, 0 now" for c in lost[:SHOWN_CASES]
+    )
+    outcome = (
+        MetricOutcome.PASS
+        if not lost
+        else (MetricOutcome.REPORT_ONLY if allow else MetricOutcome.FAIL)
+    )
+    note = f"{len(lost)} case(s) lost every repeat; a missing case is not a pass" if lost else ""
+    return MetricVerdict(
+        "missing", outcome, True, 0.0, len(shared), None, None, note, lines, "cases"
+    )
+
+
+def decide(
+    baseline: RunFile, current: RunFile, options: RegressionOptions | None = None
+) -> RegressionVerdict:
+    """The verdict of ``current`` against ``baseline`` from their repeats (contract C2)."""
+    o = options or RegressionOptions()
+    shared = [c for c in baseline.repeats if c in current.repeats]
+    tol = o.tolerances.scaled(o.tolerance_scale)
+    labels = list(
+        dict.fromkeys(
+            property_label(p.check) for props in baseline.properties.values() for p in props
+        )
+    )
+    tools = sorted({t for runs in baseline.repeats.values() for r in runs for t in r.tools})
+    ctxs = {c: context(baseline.properties, baseline.repeats, c) for c in shared}
+    scored = [
+        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(labels, tools, tol)
+    ]
+    metrics: list[MetricVerdict] = []
+    changes: list[CaseChange] = []
+    for s, (agg, case_ps) in zip(scored, _adjust(scored, o.alpha), strict=True):
+        verdict, moved = _verdict(s, agg, case_ps, current, o.alpha)
+        metrics.append(verdict)
+        changes.extend(moved)
+    metrics.insert(1, _missing(baseline, current, shared, o.allow_missing))
+
+    def mean_repeats(run: RunFile) -> float:
+        counts = [sum(r.outcome != ERROR for r in run.repeats.get(c, ())) for c in shared]
+        return float(np.mean(counts)) if counts else 0.0
+
+    def errors(run: RunFile) -> int:
+        return sum(r.outcome == ERROR for c in shared for r in run.repeats.get(c, ()))
+
+    return RegressionVerdict(
+        tuple(metrics),
+        tuple(sorted(changes, key=lambda c: (c.p_value, c.case_id, c.metric))),
+        len(shared),
+        (mean_repeats(baseline), mean_repeats(current)),
+        (errors(baseline), errors(current)),
+        o.allow_inconclusive,
+    )

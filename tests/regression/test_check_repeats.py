@@ -1,0 +1,219 @@
+"""``check`` on run files with repeats: four outcomes per metric, evidence, plan (issue 46).
+
+The agent is a small stochastic one written here (random escalations, tool retries, varied
+wording, latency jitter); its cases are hand-written in contract C1's shape.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from spanguard_processor.cli import cli
+from spanguard_processor.regression.case import Case, Evidence
+from spanguard_processor.regression.gate.paired import (
+    Scale,
+    fisher_worse_p,
+    paired_bound,
+    tarone_holm,
+)
+from spanguard_processor.regression.gate.plan import plan_replay
+from spanguard_processor.regression.gate.runfile import run_file
+from spanguard_processor.regression.gate.verdict import MetricOutcome, RegressionOptions, decide
+from spanguard_processor.regression.run.repeats import AppFailure
+from spanguard_processor.regression.run.run import RunResult, score_repeats
+from spanguard_processor.traces.model import ProcessTrace, ToolCall
+
+CASES = 12
+PATHS = {"approve": ("credit_bureau", "income_check"), "decline": ("credit_bureau",)}
+
+
+def _cases() -> list[Case]:
+    out = []
+    for i in range(CASES):
+        path = "approve" if i % 2 == 0 else "decline"
+        tools = list(PATHS[path])
+        out.append(
+            Case.from_dict(
+                {
+                    "id": f"case-{i:02d}-{path}",
+                    "input": f"application {i}",
+                    "checks": [{"type": "not_fallback"}, {"type": "contains", "value": [path]}],
+                    "trace_checks": [{"type": "tools_include", "value": tools}],
+                    "properties": [
+                        {
+                            "check": {"type": "tools_include", "value": tools},
+                            "held": 20,
+                            "of": 20,
+                            "stable": True,
+                        },
+                        {
+                            "check": {"type": "escalated", "value": False},
+                            "held": 19,
+                            "of": 20,
+                            "stable": False,
+                        },
+                    ],
+                }
+            )
+        )
+    return out
+
+
+def _call(case: Case, rng: random.Random, change: str | None, load: float) -> Evidence:
+    path = case.id.rsplit("-", 1)[1]
+    tools = list(PATHS[path])
+    if change == "drop_tool" and case.id == "case-00-approve":
+        tools.remove("income_check")
+    if rng.random() < 0.03:
+        tools.insert(0, tools[0])  # a retry
+    text = rng.choice(("Loan {}.", "Your loan is {}.", "Decision: {}, thanks."))
+    process = ProcessTrace(
+        tool_calls=tuple(ToolCall(t) for t in tools),
+        plan_steps=tuple("s" for _ in range(len(tools) + 1)),
+        escalated=rng.random() < 0.04,
+    )
+    latency = 500.0 * load * math.exp(rng.gauss(0, 0.25))
+    return Evidence(text.format(path + "d" if path == "approve" else path), process, latency, 0.001)
+
+
+def _run(seed: int, change: str | None = None, load: float = 1.0, k: int = 16) -> RunResult:
+    rng = random.Random(seed)
+    cases = _cases()
+    return score_repeats(
+        cases, {c.id: [_call(c, rng, change, load) for _ in range(k)] for c in cases}
+    )
+
+
+def test_an_unchanged_stochastic_agent_passes_even_against_a_loaded_baseline() -> None:
+    verdict = decide(run_file(_run(1, load=1.5)), run_file(_run(2)))
+    assert verdict.passed, [(m.metric, m.outcome, m.note) for m in verdict.metrics]
+    overall = next(m for m in verdict.metrics if m.metric == "latency (overall)")
+    assert overall.outcome is MetricOutcome.REPORT_ONLY and not overall.gating
+    # measured on the same machine, the same 1.5× is a regression
+    same = decide(
+        run_file(_run(2)), run_file(_run(1, load=1.5)), RegressionOptions(same_machine=True)
+    )
+    assert {m.metric for m in same.blocking()} == {"latency (overall)"}
+
+
+def test_a_dropped_tool_on_one_case_fails_naming_the_case_and_the_change() -> None:
+    verdict = decide(run_file(_run(1)), run_file(_run(2, change="drop_tool")))
+    assert not verdict.passed
+    tool = next(m for m in verdict.metrics if m.metric == "tool use: income_check")
+    assert tool.outcome is MetricOutcome.FAIL
+    assert tool.evidence[0].startswith("case-00-approve missing income_check in 16/16")
+    assert {c.case_id for c in verdict.changes} == {"case-00-approve"}
+
+
+def test_too_few_repeats_is_inconclusive_and_says_what_would_decide(tmp_path: Path) -> None:
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    base.write_text(_run(1, k=2).to_json(), encoding="utf-8")
+    cur.write_text(_run(2, k=2).to_json(), encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["check", "--baseline", str(base), "--current", str(cur)])
+    assert result.exit_code == 1, result.output
+    assert "INCONCLUSIVE" in result.output and "would decide with about" in result.output
+    allowed = runner.invoke(
+        cli, ["check", "--baseline", str(base), "--current", str(cur), "--allow-inconclusive"]
+    )
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_reports_carry_the_evidence(tmp_path: Path) -> None:
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    base.write_text(_run(1).to_json(), encoding="utf-8")
+    cur.write_text(_run(2, change="drop_tool").to_json(), encoding="utf-8")
+    outs = {ext: tmp_path / f"check.{ext}" for ext in ("md", "xml", "html")}
+    result = CliRunner().invoke(
+        cli,
+        [
+            "check",
+            "--baseline",
+            str(base),
+            "--current",
+            str(cur),
+            "--markdown",
+            str(outs["md"]),
+            "--junit",
+            str(outs["xml"]),
+            "--html",
+            str(outs["html"]),
+        ],
+    )
+    assert result.exit_code == 1
+    line = "case-00-approve missing income_check in 16/16"
+    assert line in result.output
+    for path in outs.values():
+        assert line in path.read_text(encoding="utf-8"), path
+
+
+def test_no_process_recorded_is_no_signal_for_tool_metrics_and_does_not_gate() -> None:
+    cases = _cases()
+    runs = {
+        c.id: [Evidence("Loan approved." if c.id.endswith("approve") else "declined")] * 8
+        for c in cases
+    }
+    verdict = decide(run_file(score_repeats(cases, runs)), run_file(score_repeats(cases, runs)))
+    tool_count = next(m for m in verdict.metrics if m.metric == "tool_count")
+    assert tool_count.outcome is MetricOutcome.NO_SIGNAL and not tool_count.gating
+    assert "process trace" in tool_count.note
+
+
+def test_a_case_whose_every_call_raised_is_missing() -> None:
+    cases = _cases()
+    cur = _run(2)
+    repeats = dict(cur.repeats)
+    broken = score_repeats(cases[:1], {cases[0].id: [AppFailure("TimeoutError", "slow")] * 3})
+    repeats[cases[0].id] = broken.repeats[cases[0].id]
+    current = run_file(RunResult(cur.metrics, cur.outcomes, repeats, cur.properties))
+    verdict = decide(run_file(_run(1)), current)
+    missing = next(m for m in verdict.metrics if m.metric == "missing")
+    assert missing.outcome is MetricOutcome.FAIL and cases[0].id in missing.evidence[0]
+    assert verdict.app_errors == (0, 3)
+
+
+def test_a_run_file_without_repeats_keeps_trace2eval_rules(tmp_path: Path) -> None:
+    import json
+
+    paths = []
+    for seed in (1, 2):
+        payload = json.loads(_run(seed, k=1).to_json())
+        del payload["repeats"], payload["properties"]
+        path = tmp_path / f"r{seed}.json"
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        paths.append(str(path))
+    result = CliRunner().invoke(cli, ["check", "--baseline", paths[0], "--current", paths[1]])
+    assert "trace2eval's rules decide" in result.output
+    assert (
+        "| Metric | Baseline | Current | Rule |" in result.output or "regressions" in result.output
+    )
+
+
+def test_statistics() -> None:
+    # Fisher: 16/16 → 0/16 bad, and its floor; nothing bad on either side can never reject
+    p, floor = fisher_worse_p(0, 16, 16, 16)
+    assert p == floor and p < 1e-8
+    assert fisher_worse_p(0, 16, 0, 16) == (1.0, 1.0)
+    # Tarone: tests that cannot reject do not dilute Holm
+    assert tarone_holm([0.01, 1.0, 1.0], [0.001, 1.0, 1.0], 0.05) == [0.01, 1.0, 1.0]
+    # a deterministic rate with no case moved: the exact pooled bound decides
+    b = paired_bound(np.zeros(24), 0.05, 0.05, Scale.RATE, exact_upper=0.02)
+    assert b is not None and b.upper == 0.02 and b.worst_case
+
+
+def test_cases_plan_prints_calls_and_detectable_changes(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in _cases()), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["cases", "plan", "--cases", str(path), "--repeats", "16"])
+    assert result.exit_code == 0, result.output
+    assert "12 case(s) × 16 repeat(s) = 192 app call(s)" in result.output
+    plan = plan_replay(_cases(), 16)
+    assert plan.app_calls == 192 and plan.case_flip_caught is not None
+    assert {m.metric for m in plan.metrics} >= {"pass_rate", "tool_count", "latency", "cost"}
