@@ -22,7 +22,7 @@ from spanguard import semconv
 from ..ingest.spans import SpanRecord
 from ._documents import span_documents
 from ._llm import is_llm_span
-from .identity import is_agent_span, tool_name
+from .identity import is_agent_span, mcp_method, tool_name
 from .parts import Unread
 
 __all__ = ["MAX_NOTES", "Unread", "unread_keys"]
@@ -82,8 +82,11 @@ def _span_keys(span: SpanRecord) -> list[str]:
     if not read and loop == semconv.TRACELOOP_KIND_TASK:  # a task may be a tool call
         keys.append(f"{semconv.TRACELOOP_SPAN_KIND}={loop}")
     op = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    if not read and isinstance(op, str) and op:
+    if not read and isinstance(op, str) and op and op not in semconv.OPS_NOT_A_SIGNAL:
         keys.append(f"{semconv.GEN_AI_OPERATION_NAME}={op}")
+    method = mcp_method(span)
+    if not read and method is not None:  # an MCP request that is no tool call: shown, counted
+        keys.append(f"{semconv.MCP_METHOD_NAME}={method}")
     keys.extend(
         key for key in attrs if not key.startswith(_CONVENTIONS) and _SUGGESTIVE.search(key)
     )
