@@ -172,3 +172,4 @@ def test_llama_index_helper_spans_marked_llm_are_not_calls() -> None:
         assert trace.usage["llm_calls"] == 2
         assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (50, 10)
         assert [c.tool_calls for c in trace.llm_calls] == [("lookup",), ()]
+        assert [c.name for c in trace.trace.tool_calls] == ["lookup"]

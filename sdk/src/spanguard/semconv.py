@@ -72,6 +72,9 @@ OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_RETRIEVAL: Final = "retrieval"
 OP_CHAT: Final = "chat"
 OP_PLAN: Final = "plan"  # spanguard's plan span (the conventions' plan operation)
+# gen_ai.provider.name of spanguard's invoke_agent span (required by the conventions): the agent
+# is the app's own, so the provider named is the instrumentation that knows it
+AGENT_PROVIDER: Final = "spanguard"
 OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
 # operations the conversion knows and that carry no signal a metric reads: never noted as unread
 OPS_NOT_A_SIGNAL: Final = frozenset(
