@@ -59,7 +59,7 @@ _LANGFUSE_SIGNAL_TYPES = frozenset(
     {"tool", "retriever", "generation", "embedding", "event", "guardrail", "evaluator"}
 )
 # OpenInference kinds with no mapping (TOOL, RETRIEVER, AGENT and LLM are read)
-_OI_UNMAPPED = frozenset({"RERANKER", "EMBEDDING", "GUARDRAIL", "EVALUATOR"})
+_OI_UNMAPPED = frozenset({"RERANKER", "EMBEDDING", "GUARDRAIL", "EVALUATOR", "PROMPT", "DECISION"})
 # an app's own names for process signals (never keys of the conventions read, whose message
 # keys may mention tool calls or plans that are read as such)
 _SUGGESTIVE = re.compile(r"escalat|hand_?off|friction|plan_?step", re.IGNORECASE)
