@@ -69,6 +69,7 @@ _TRACE_KEYS = (
     "usage",
     "unread",
     "evaluations",
+    "root_span_id",
 )
 AGENT_TRACE_KEYS = frozenset(_TRACE_KEYS)  # every key an agent-trace JSON object may have
 
@@ -102,7 +103,8 @@ class AgentTrace:
     # verdicts sent back into the trace (gen_ai.evaluation.result events), in time order
     evaluations: tuple[EvaluationResult, ...] = ()
     # the root span's id when converted from spans, for results sent back into the trace
-    # (``--emit-otlp``); not written by to_dict, so exported traces keep their shape
+    # (``--emit-otlp``): written by to_dict only when known, so a trace read back from JSONL
+    # still names the span its verdicts belong to
     root_span_id: str | None = field(default=None, compare=False)
     # the last model call's gen_ai.response.id, likewise not written by to_dict
     response_id: str | None = field(default=None, compare=False)
@@ -154,6 +156,8 @@ class AgentTrace:
             out["unread"] = [note.to_dict() for note in self.unread]
         if self.evaluations:
             out["evaluations"] = [result.to_dict() for result in self.evaluations]
+        if self.root_span_id is not None:
+            out["root_span_id"] = self.root_span_id
         return out
 
     @classmethod
@@ -207,4 +211,5 @@ class AgentTrace:
                 EvaluationResult.from_dict(item, f"evaluations[{i}]")
                 for i, item in enumerate(list_of(obj.get("evaluations", []), "evaluations"))
             ),
+            root_span_id=opt_str(obj.get("root_span_id"), "root_span_id"),
         )  # "usage" is derived from llm_calls: accepted, recomputed
