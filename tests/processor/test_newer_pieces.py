@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from spanguard_processor.ingest.spans import AttrValue, SpanRecord
-from spanguard_processor.traces.convert import trace_from_records
+from spanguard_processor.traces.convert import trace_from_records, traces_from_records
 
 TRACE = "2" * 32
 
@@ -59,3 +59,33 @@ def test_workflow_and_memory_operations_are_not_noted_but_unmapped_kinds_are() -
         ("openinference.span.kind=DECISION", "choose"),
         ("openinference.span.kind=PROMPT", "template"),
     }
+
+
+def test_parentless_mcp_calls_of_one_session_are_one_request() -> None:
+    """An MCP client with no parent span: each ``tools/call`` its own trace, grouped by
+    ``mcp.session.id`` like ``session.id``."""
+
+    def call(trace: str, span: str, tool: str, session: str, start: int) -> SpanRecord:
+        attrs: dict[str, AttrValue] = {"mcp.method.name": "tools/call", "mcp.session.id": session}
+        return SpanRecord(
+            trace * 32,
+            span * 16,
+            "",
+            f"MCP send tools/call {tool}",
+            start,
+            start + 1,
+            attrs,
+            kind=3,
+        )
+
+    traces = traces_from_records(
+        [
+            call("3", "a", "lookup", "s1", 10),
+            call("4", "b", "check", "s1", 20),
+            call("5", "c", "lookup", "s2", 30),
+        ]
+    )
+    assert [[c.name for c in t.trace.tool_calls] for t in traces] == [
+        ["lookup", "check"],
+        ["lookup"],
+    ]
