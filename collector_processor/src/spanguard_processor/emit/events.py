@@ -137,8 +137,8 @@ def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
     for result in evaluation.results:
         for pair in result.evidence:
             for side, variant in (("high", pair.high), ("low", pair.low)):
-                trace_id = _hex(variant.trace_id, valid_trace_id)
-                if trace_id is None:
+                evaluated = _hex(variant.trace_id, valid_trace_id)
+                if evaluated is None:
                     continue
                 events.append(
                     EvaluationEvent(
@@ -146,8 +146,8 @@ def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
                         score=_finite(variant.value),
                         label=str(result.verdict),
                         explanation=pair.headline,
-                        trace_id=trace_id,
-                        span_id=spans.get(trace_id),
+                        trace_id=evaluated,
+                        span_id=spans.get(evaluated),
                         extra={
                             SEED_ID: pair.seed_id,
                             VARIANT_ID: variant.variant_id,
