@@ -107,12 +107,19 @@ def test_the_event_only_app_into_serve_every_request_carries_its_answer_and_the_
         assert trace.output == (REFUSAL if renter else ANSWER), trace.variant_id
         assert trace.input and trace.input.startswith("Question ")
     exported = _exported(store, tmp_path)
-    judged = [t for t in exported.values() if t.get("evaluations")]
-    assert judged, "no evaluation record was stored with its trace"
-    for trace in judged:
-        [result] = trace["evaluations"]
-        assert (result["name"], result["label"]) == ("refusal_gap", "fail")
-        assert result["attributes"]["spanguard.variant.id"] == trace["variant_id"]
+    # the metric's verdict is stored with every evaluated trace (issue 48), the pair records
+    # with the traces of the evidence's pairs
+    assert exported and all(t.get("evaluations") for t in exported.values())
+    for trace in exported.values():
+        for result in trace["evaluations"]:
+            assert (result["name"], result["label"]) == ("refusal_gap", "fail")
+            assert result["attributes"]["spanguard.variant.id"] == trace["variant_id"]
+        verdicts = [
+            r
+            for r in trace["evaluations"]
+            if "spanguard.evaluation.pair_side" not in r["attributes"]
+        ]
+        assert len(verdicts) == 1
 
 
 def test_the_fair_app_into_serve_passes_on_answers_read(tmp_path: Path) -> None:

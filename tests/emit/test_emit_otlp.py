@@ -25,6 +25,10 @@ def _trace_id(seed: int, variant: int) -> str:
     return f"{seed + 1:016x}{variant:016x}"
 
 
+def _root_span_id(seed: int, variant: int) -> str:
+    return f"{seed + 1:08x}{variant:08x}"
+
+
 def _fairness_inputs(tmp_path: Path) -> tuple[Path, Path]:
     """A suite of 12 seeds x 2 genders and agent traces in which every woman is refused."""
     suite = write_suite(
@@ -46,6 +50,7 @@ def _fairness_inputs(tmp_path: Path) -> tuple[Path, Path]:
                 json.dumps(
                     {
                         "trace_id": _trace_id(i, v),
+                        "root_span_id": _root_span_id(i, v),
                         "seed_id": f"seed{i}",
                         "variant_id": f"seed{i}::{v}",
                         "assignments": {"gender": gender},
@@ -67,7 +72,7 @@ def _metric_records(records: list[Received]) -> list[Received]:
     return [r for r in records if not r.trace_id]
 
 
-def test_fairness_sends_one_result_per_metric_and_one_per_pair_side_over_http(
+def test_fairness_sends_one_result_per_metric_per_trace_and_per_pair_side_over_http(
     tmp_path: Path,
 ) -> None:
     with HttpLogsSink() as sink:
@@ -81,10 +86,14 @@ def test_fairness_sends_one_result_per_metric_and_one_per_pair_side_over_http(
     assert metric.attributes["gen_ai.evaluation.score.value"] == pytest.approx(1.0)
     assert metric.attributes["gen_ai.evaluation.explanation"]
     assert metric.service == "spanguard"
-    pairs = [r for r in records if r.trace_id]
+    roots = {_trace_id(i, v): _root_span_id(i, v) for i in range(_SEEDS) for v in (1, 2)}
+    in_traces = [r for r in records if r.trace_id]
+    assert all(r.span_id == roots[r.trace_id] for r in in_traces)  # on the evaluated span
+    verdicts = [r for r in in_traces if "spanguard.evaluation.pair_side" not in r.attributes]
+    assert sorted(r.trace_id for r in verdicts) == sorted(roots)  # the verdict in every trace
+    assert {r.attributes["gen_ai.evaluation.score.label"] for r in verdicts} == {"fail"}
+    pairs = [r for r in in_traces if "spanguard.evaluation.pair_side" in r.attributes]
     assert pairs, "the evidence's counterfactual pairs are sent in their variants' traces"
-    known = {_trace_id(i, v) for i in range(_SEEDS) for v in (1, 2)}
-    assert {r.trace_id for r in pairs} <= known
     assert {r.attributes["spanguard.evaluation.pair_side"] for r in pairs} == {"high", "low"}
     women = [r for r in pairs if r.attributes["spanguard.group"] == "gender=woman"]
     assert women and all(r.attributes["gen_ai.evaluation.score.value"] == 1.0 for r in women)

@@ -26,6 +26,7 @@ def test_request_root_carries_counterfactual_identity(capture: SpanCapture) -> N
     assert root["parent_span_id"] is None
     assert root["attributes"] == {
         semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+        semconv.GEN_AI_PROVIDER_NAME: semconv.AGENT_PROVIDER,
         semconv.GEN_AI_AGENT_NAME: "support",
         semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_AGENT,
         semconv.REQUEST_ID: req.request_id,

@@ -116,7 +116,10 @@ def test_plan_steps_escalation_and_friction_are_events(capture: SpanCapture) -> 
         spanguard.escalate()
     root, plan_span = capture.spans()
     assert plan_span["name"] == semconv.SPAN_PLAN
-    assert plan_span["attributes"] == {semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN}
+    assert plan_span["attributes"] == {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OP_PLAN,
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN,
+    }
     assert [e["attributes"][semconv.PLAN_STEP] for e in plan_span["events"]] == [
         "look up order",
         "check refund policy",

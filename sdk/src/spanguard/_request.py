@@ -211,6 +211,7 @@ class RequestScope:
     def _root_attributes(self) -> dict[str, AttributeValue]:
         return {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+            semconv.GEN_AI_PROVIDER_NAME: semconv.AGENT_PROVIDER,
             semconv.GEN_AI_AGENT_NAME: self._name,
             semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_AGENT,
             **self._identity,

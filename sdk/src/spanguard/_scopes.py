@@ -110,7 +110,10 @@ class PlanScope(_SpanScope):
     def __init__(self, steps: list[str] | None) -> None:
         super().__init__(
             semconv.SPAN_PLAN,
-            {semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN},
+            {
+                semconv.GEN_AI_OPERATION_NAME: semconv.OP_PLAN,
+                semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN,
+            },
             SpanKind.INTERNAL,
         )
         self._steps = steps

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, overload
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
@@ -147,6 +147,7 @@ def _retrieval_spec(fn: Callable[..., Any], source: str | None, mapper: Mapper |
     return SpanSpec(
         semconv.span_name(semconv.OP_RETRIEVAL, source_name),
         attributes,
+        kind=SpanKind.CLIENT,  # the conventions' kind for a retrieval
         on_result=_retrieval_result(mapper, where),
         on_context=_retrieval_context,
         where=where,
@@ -211,6 +212,7 @@ def record_documents(documents: Any, *, name: str | None = None, source: str | N
         name = source if isinstance(source, str) and source else "documents"
         span = tracer.start_span(
             semconv.span_name(semconv.OP_RETRIEVAL, name),
+            kind=SpanKind.CLIENT,
             attributes={
                 semconv.GEN_AI_OPERATION_NAME: semconv.OP_RETRIEVAL,
                 semconv.GEN_AI_DATA_SOURCE_ID: name,

@@ -71,6 +71,32 @@ OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_RETRIEVAL: Final = "retrieval"
 OP_CHAT: Final = "chat"
+OP_PLAN: Final = "plan"  # spanguard's plan span (the conventions' plan operation)
+# gen_ai.provider.name of spanguard's invoke_agent span (required by the conventions): the agent
+# is the app's own, so the provider named is the instrumentation that knows it
+AGENT_PROVIDER: Final = "spanguard"
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+# operations the conversion knows and that carry no signal a metric reads: never noted as unread
+OPS_NOT_A_SIGNAL: Final = frozenset(
+    {
+        OP_INVOKE_WORKFLOW,
+        "create_agent",
+        "create_memory",
+        "search_memory",
+        "update_memory",
+        "upsert_memory",
+        "delete_memory",
+        "create_memory_store",
+        "delete_memory_store",
+    }
+)
+
+# --- Model Context Protocol (read only; the mcp SDK's client and server spans) -------------
+MCP_METHOD_NAME: Final = "mcp.method.name"  # tools/call, tools/list, initialize, …
+MCP_TOOLS_CALL: Final = "tools/call"  # the one MCP method that is a tool call
+MCP_TOOL_NAME: Final = "mcp.tool.name"  # older name; the SDK puts gen_ai.tool.name on servers
+MCP_SESSION_ID: Final = "mcp.session.id"  # groups a conversation's parentless calls
+MCP_CLIENT_SPAN_PREFIX: Final = "MCP send "  # the SDK's client span name: "MCP send tools/call X"
 
 # --- OpenInference --------------------------------------------------------------------------
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"

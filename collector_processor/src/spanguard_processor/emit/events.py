@@ -5,10 +5,13 @@ The event and its attributes follow the OpenTelemetry GenAI semantic conventions
 ``gen_ai.evaluation.score.label``, ``gen_ai.evaluation.explanation``, ``gen_ai.response.id``),
 parented to the evaluated trace's root span where spanguard knows it:
 
-* a fairness metric: one event (name = the metric, value = its gap, label = its verdict,
-  explanation = the reason), not tied to one trace;
+* a fairness metric: one summary event (name = the metric, value = its gap, label = its
+  verdict, explanation = the reason), not tied to one trace; then the same verdict once in
+  each evaluated trace that came from spans, on its root span (``spanguard.seed.id`` and
+  ``spanguard.variant.id`` say which record), so a backend keeps it with the trace;
 * each counterfactual pair of a metric's evidence: one event for each side whose trace id is
-  known (name = the metric, value = that variant's value of the metric), in that trace;
+  known (name = the metric, value = that variant's value of the metric), on that trace's root
+  span;
 * a case of ``cases run`` / ``check``: one event (name ``spanguard.case``, value 1 for pass and
   0 for fail, label ``pass`` / ``fail`` / ``missing``) in the trace the case's record came from.
 """
@@ -91,9 +94,24 @@ def _hex(value: object, valid: Callable[[str], bool]) -> str | None:
     return value if valid(value) else None
 
 
+def _evaluated(evaluation: Evaluation) -> list[tuple[str, str | None, str, str]]:
+    """The evaluated traces: (trace id, root span id, seed id, variant id), in record order,
+    each trace once; records that came from no trace are left out."""
+    found: dict[str, tuple[str, str | None, str, str]] = {}
+    for o in evaluation.observations:
+        trace_id = _hex(o.trace_id, valid_trace_id)
+        if trace_id is not None and trace_id not in found:
+            span_id = _hex(o.span_id, valid_span_id)
+            found[trace_id] = (trace_id, span_id, o.seed_id, o.variant_id)
+    return list(found.values())
+
+
 def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
-    """One event per metric, then one per side of each counterfactual pair with a trace."""
+    """One summary event per metric (no trace), then one per metric in each evaluated trace
+    (on its root span), then one per side of each counterfactual pair with a trace."""
     events: list[EvaluationEvent] = []
+    traces = _evaluated(evaluation)
+    spans = {trace_id: span_id for trace_id, span_id, _, _ in traces}
     for result in evaluation.results:
         events.append(
             EvaluationEvent(
@@ -104,10 +122,23 @@ def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
             )
         )
     for result in evaluation.results:
+        for trace_id, span_id, seed_id, variant_id in traces:
+            events.append(
+                EvaluationEvent(
+                    name=result.metric,
+                    score=_finite(result.score),
+                    label=str(result.verdict),
+                    explanation=result.reason_text or result.reason or None,
+                    trace_id=trace_id,
+                    span_id=span_id,
+                    extra={SEED_ID: seed_id, VARIANT_ID: variant_id},
+                )
+            )
+    for result in evaluation.results:
         for pair in result.evidence:
             for side, variant in (("high", pair.high), ("low", pair.low)):
-                trace_id = _hex(variant.trace_id, valid_trace_id)
-                if trace_id is None:
+                evaluated = _hex(variant.trace_id, valid_trace_id)
+                if evaluated is None:
                     continue
                 events.append(
                     EvaluationEvent(
@@ -115,7 +146,8 @@ def fairness_events(evaluation: Evaluation) -> list[EvaluationEvent]:
                         score=_finite(variant.value),
                         label=str(result.verdict),
                         explanation=pair.headline,
-                        trace_id=trace_id,
+                        trace_id=evaluated,
+                        span_id=spans.get(evaluated),
                         extra={
                             SEED_ID: pair.seed_id,
                             VARIANT_ID: variant.variant_id,

@@ -101,6 +101,7 @@ class Observation:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     trace: ProcessTrace | None = None
     trace_id: str | None = None  # the OpenTelemetry trace id, when the record came from spans
+    span_id: str | None = None  # the trace's root span id, where verdicts are sent (--emit-otlp)
     captured: bool = True  # False when the trace was recorded with content capture off
     # model-call totals (AgentTrace.usage); None when the source does not say (a fairtrace
     # record not written by spanguard)
@@ -174,6 +175,7 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
         trace=trace.trace,
         stated=stated,
         trace_id=trace.trace_id,
+        span_id=trace.root_span_id,
         captured=trace.input is not None or trace.output is not None,
         usage=trace.usage,
         has_output=trace.output is not None,

@@ -45,6 +45,8 @@ _USER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
 _OI_INDEXED = re.compile(r"(\d+)\.message\.(.+)$")
 _OLLM_INDEXED = re.compile(r"(\d+)\.(.+)$")
+# a tool call the model asked for, or one its provider ran (the conventions' server_tool_call)
+_TOOL_CALL_PARTS = frozenset({"tool_call", "server_tool_call"})
 _TOOL_INDEXED = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _CONTENTS_INDEXED = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
 
@@ -152,7 +154,7 @@ def _message(item: Any, default_role: str) -> Message | None:
             kind = part.get("type")
             if kind == "text" and isinstance(part.get("content"), str):
                 message.texts.append(part["content"])
-            elif kind == "tool_call" and nonblank(part.get("name")):
+            elif kind in _TOOL_CALL_PARTS and nonblank(part.get("name")):
                 ident = part.get("id")
                 message.tool_calls.append((part["name"], ident if isinstance(ident, str) else None))
         return message

@@ -16,11 +16,10 @@ reader after it (tool calls, model calls, text, documents, events, identity) see
   ``__REDACTED__`` under ``OPENINFERENCE_HIDE_INPUTS`` / ``_OUTPUTS``, Logfire's
   ``[Scrubbed due to …]``) are dropped, so hidden text counts as absent, and counted as
   :class:`~.parts.Unread` notes (``output.value=<placeholder>``) that the diagnosis names.
-* **Nested model calls**: a model-call span whose parent is a model-call span (spanguard's
-  ``llm_call`` around an instrumented client, a framework's LLM span around the client's) is
-  one call: merged into the outer span (the client's values win, the outer span's fill gaps;
-  its events and children move to the outer span), so calls, tokens and requested tools count
-  once.
+* **One operation, counted once**: spans that record the same model or tool call (nested
+  model calls, sibling calls with one ``gen_ai.response.id``, a framework's empty LLM span
+  beside the call, a tool span inside a tool span of the same tool) are merged into one
+  (:mod:`._dedup`), so calls, tokens, cost and tool calls count once.
 
 Pure; a span that needs none of this is passed through as it is.
 """
@@ -35,7 +34,7 @@ from dataclasses import dataclass, replace
 from spanguard import semconv
 
 from ..ingest.spans import AttrValue, SpanEvent, SpanRecord
-from ._llm import is_llm_span
+from ._dedup import counted_once
 from .parts import Unread
 
 __all__ = ["PLACEHOLDER", "Normalized", "is_placeholder", "normalize"]
@@ -188,53 +187,10 @@ def _without_placeholders(span: SpanRecord, counts: Counter[tuple[str, str]]) ->
     return replace(span, attributes={k: v for k, v in attrs.items() if k not in hidden})
 
 
-def _merge_nested_llm(spans: list[SpanRecord]) -> list[SpanRecord]:
-    """Each model call nested in another merged into the outermost one (see the module doc)."""
-    by_id = {s.span_id: s for s in spans}
-    llm = {s.span_id for s in spans if is_llm_span(s)}
-
-    def outer(span: SpanRecord) -> str | None:
-        found = None
-        parent = span.parent_span_id
-        seen: set[str] = set()
-        while parent in by_id and parent not in seen:
-            seen.add(parent)
-            if parent in llm:
-                found = parent
-            parent = by_id[parent].parent_span_id
-        return found
-
-    into = {
-        s.span_id: target for s in spans if s.span_id in llm and (target := outer(s)) is not None
-    }
-    if not into:
-        return spans
-    merged: dict[str, SpanRecord] = {}
-    for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
-        target = into.get(span.span_id)
-        if target is None:
-            continue
-        base = merged.get(target, by_id[target])
-        merged[target] = replace(
-            base,
-            attributes={**base.attributes, **span.attributes},
-            events=(*base.events, *span.events),
-        )
-    out = []
-    for span in spans:
-        if span.span_id in into:
-            continue
-        span = merged.get(span.span_id, span)
-        if span.parent_span_id in into:
-            span = replace(span, parent_span_id=into[span.parent_span_id])
-        out.append(span)
-    return out
-
-
 def normalize(spans: Sequence[SpanRecord]) -> Normalized:
     """The spans of one trace, readable by the conversion (see the module doc)."""
     counts: Counter[tuple[str, str]] = Counter()
     cleaned = [_langfuse(_without_placeholders(s, counts)) for s in spans]
-    merged = _merge_nested_llm(cleaned)
+    merged = counted_once(cleaned)
     notes = tuple(Unread(key, name, n) for (key, name), n in sorted(counts.items()))
     return Normalized(tuple(merged), notes)

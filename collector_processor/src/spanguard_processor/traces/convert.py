@@ -101,6 +101,15 @@ def trace_from_records(
     question, answer = question_and_answer(llm_spans, outputs)
     input_text, input_source = content(root, ROOT_INPUT, question, input_side=True)
     output_text, output_source = content(root, ROOT_OUTPUT, answer, input_side=False)
+    process = process_trace(spans, outputs)
+    missing = frozenset(
+        name
+        for name, lacks in (
+            ("text", output_text is None),
+            ("documents", not process.retrieved_documents),
+        )
+        if lacks
+    )
     return AgentTrace(
         trace_id=root.trace_id,
         request_id=str_or_none(attrs.get(semconv.REQUEST_ID)),
@@ -116,7 +125,7 @@ def trace_from_records(
         retried=outcome.retried,
         expect=dict(sorted(outcome.expect.items())) or None,
         metadata={k: plain(v) for k, v in sorted(prefixed(attrs, semconv.METADATA_PREFIX).items())},
-        trace=process_trace(spans, outputs),
+        trace=process,
         partial=partial or root.parent_span_id != "",
         source=sources([*given, *annotations]),
         input_source=input_source,
@@ -132,7 +141,7 @@ def trace_from_records(
             ),
             None,
         ),
-        unread=unread_keys(spans, normalized.placeholders),
+        unread=unread_keys(spans, normalized.placeholders, missing),
         lone_span=_lone_span(spans),
         user_id=user_id,
         session_id=session_id,

@@ -31,6 +31,7 @@ __all__ = [
     "cost",
     "find_root",
     "is_agent_span",
+    "mcp_method",
     "metadata_identity",
     "plain",
     "prefixed",
@@ -115,29 +116,52 @@ def find_root(spans: Sequence[SpanRecord]) -> SpanRecord | None:
 
 
 def tool_name(span: SpanRecord) -> str | None:
-    """The tool a span calls under any convention, or None when it is not a tool span."""
+    """The tool a span calls under any convention, or None when it is not a tool span.
+
+    An MCP ``tools/call`` span (the mcp SDK's client span ``MCP send tools/call X``, which
+    carries only ``mcp.method.name``, and its server span ``tools/call X``) is a tool call
+    named by ``gen_ai.tool.name``, else ``mcp.tool.name``, else the span name's target."""
     attrs = span.attributes
+    mcp = attrs.get(semconv.MCP_METHOD_NAME) == semconv.MCP_TOOLS_CALL
     is_tool = (
-        attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_EXECUTE_TOOL
+        mcp
+        or attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_EXECUTE_TOOL
         or attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_TOOL
         or attrs.get(semconv.TRACELOOP_SPAN_KIND) == semconv.TRACELOOP_KIND_TOOL
     )
     if not is_tool:
         return None
-    for key in (semconv.GEN_AI_TOOL_NAME, semconv.TOOL_NAME, semconv.TRACELOOP_ENTITY_NAME):
+    for key in (
+        semconv.GEN_AI_TOOL_NAME,
+        semconv.TOOL_NAME,
+        semconv.MCP_TOOL_NAME,
+        semconv.TRACELOOP_ENTITY_NAME,
+    ):
         value = attrs.get(key)
         if isinstance(value, str) and value.strip():
             return value
-    name = span.name.removeprefix(semconv.OP_EXECUTE_TOOL).strip()
+    name = span.name
+    if mcp:
+        name = name.removeprefix(semconv.MCP_CLIENT_SPAN_PREFIX).removeprefix(
+            semconv.MCP_TOOLS_CALL
+        )
+    name = name.removeprefix(semconv.OP_EXECUTE_TOOL).strip()
     return name or span.name or "tool"
+
+
+def mcp_method(span: SpanRecord) -> str | None:
+    """The MCP method of a span of the mcp SDK (``tools/call``, ``tools/list``, …), else None."""
+    value = span.attributes.get(semconv.MCP_METHOD_NAME)
+    return value if isinstance(value, str) and value else None
 
 
 def conversation_key(spans: Sequence[SpanRecord]) -> str | None:
     """What groups the parentless model calls of one turn when no parent span exists:
     ``gen_ai.conversation.id``, ``session.id`` (OpenInference's and Langfuse's; also
-    ``langfuse.session.id``) or traceloop's association properties, on any span of a trace
-    whose root is a model call or a tool call. None otherwise (a trace with an agent, chain,
-    workflow or spanguard root is one request by itself)."""
+    ``langfuse.session.id``), ``mcp.session.id`` (an MCP client's calls) or traceloop's
+    association properties, on any span of a trace whose root is a model call or a tool call.
+    None otherwise (a trace with an agent, chain, workflow or spanguard root is one request by
+    itself)."""
     root = find_root(spans)
     if (
         root is None
@@ -153,6 +177,7 @@ def conversation_key(spans: Sequence[SpanRecord]) -> str | None:
             semconv.GEN_AI_CONVERSATION_ID,
             semconv.SESSION_ID,
             semconv.LANGFUSE_SESSION_ID,
+            semconv.MCP_SESSION_ID,
         ):
             value = attrs.get(key)
             if isinstance(value, str | int) and not isinstance(value, bool) and str(value):

@@ -71,6 +71,7 @@ _TRACE_KEYS = (
     "evaluations",
     "user_id",
     "session_id",
+    "root_span_id",
 )
 AGENT_TRACE_KEYS = frozenset(_TRACE_KEYS)  # every key an agent-trace JSON object may have
 
@@ -104,7 +105,8 @@ class AgentTrace:
     # verdicts sent back into the trace (gen_ai.evaluation.result events), in time order
     evaluations: tuple[EvaluationResult, ...] = ()
     # the root span's id when converted from spans, for results sent back into the trace
-    # (``--emit-otlp``); not written by to_dict, so exported traces keep their shape
+    # (``--emit-otlp``): written by to_dict only when known, so a trace read back from JSONL
+    # still names the span its verdicts belong to
     root_span_id: str | None = field(default=None, compare=False)
     # the last model call's gen_ai.response.id, likewise not written by to_dict
     response_id: str | None = field(default=None, compare=False)
@@ -164,6 +166,8 @@ class AgentTrace:
             out["user_id"] = self.user_id
         if self.session_id is not None:
             out["session_id"] = self.session_id
+        if self.root_span_id is not None:
+            out["root_span_id"] = self.root_span_id
         return out
 
     @classmethod
@@ -219,4 +223,5 @@ class AgentTrace:
             ),
             user_id=opt_str(obj.get("user_id"), "user_id"),
             session_id=opt_str(obj.get("session_id"), "session_id"),
+            root_span_id=opt_str(obj.get("root_span_id"), "root_span_id"),
         )  # "usage" is derived from llm_calls: accepted, recomputed

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ...traces.parts import Unread
+from ...traces.unread import NO_DOCUMENTS, NO_TEXT
 from ..gate.results import MetricResult
 from ..records import Observation
 from .registry import MetricDefinition
@@ -32,6 +33,7 @@ __all__ = ["ATTRIBUTES_DOC", "CONTENT_DOC", "SIGNALS", "SignalCounts", "with_sig
 ATTRIBUTES_DOC = "docs/attributes.md#keys-spanguard-does-not-read"
 CONTENT_DOC = "docs/sdk.md#privacy"
 _EXAMPLES = 3  # unread keys named in one diagnosis
+_SWITCH_NOTES = (NO_TEXT, NO_DOCUMENTS)  # notes naming a content switch that is off
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,20 @@ class SignalCounts:
                     self._unread[(note.key, note.span)] += note.count
         return self._unread
 
+    def switches(self, prefix: str) -> list[str]:
+        """The content switches that are off, from the notes under ``prefix``
+        (:data:`NO_TEXT`, :data:`NO_DOCUMENTS`), as diagnosis parts, most spans first."""
+        found = sorted(
+            (-n, key[len(prefix) :], span)
+            for (key, span), n in self.unread().items()
+            if key.startswith(prefix)
+        )
+        what = "text" if prefix == NO_TEXT else "documents"
+        return [
+            f"{-n} span(s) named {span} recorded no {what}: set {switch}"
+            for n, switch, span in found[:_EXAMPLES]
+        ]
+
     def diagnosis(self, name: str) -> str:
         signal = SIGNALS[name]
         parts = [f"{signal.missing} in {len(self._obs)} record(s)"]
@@ -181,11 +197,14 @@ class SignalCounts:
             (
                 (n, key, span)
                 for (key, span), n in self.unread().items()
-                if signal.suggests(Unread(key, span))
+                if signal.suggests(Unread(key, span)) and not key.startswith(_SWITCH_NOTES)
             ),
             key=lambda x: (-x[0], x[1], x[2]),
         )
-        if name.startswith("output text"):
+        text = name.startswith("output text")
+        prefix = NO_TEXT if text else NO_DOCUMENTS if name == "retrieved documents" else None
+        switches = self.switches(prefix) if prefix else []
+        if text:
             from_spans = sum(1 for o in self._obs if o.trace_id is not None)
             if from_spans and seen:
                 parts[0] += (
@@ -193,6 +212,8 @@ class SignalCounts:
                     f"keys spanguard does not read, or with content capture off "
                     f"(see {CONTENT_DOC})"
                 )
+            elif from_spans and switches:
+                parts[0] += f": {from_spans} were recorded from spans with content capture off"
             elif from_spans:
                 parts[0] += (
                     f": {from_spans} were recorded from spans with content capture "
@@ -211,13 +232,14 @@ class SignalCounts:
                     f"{ungrouped} retrieved document(s) have no group: set one "
                     "(docs/attributes.md#foreign-conventions-the-processor-reads)"
                 )
+        parts.extend(switches)
         for n, key, span in seen[:_EXAMPLES]:
             parts.append(f"{n} span(s) named {span} with {key}: not read")
         if len(seen) > _EXAMPLES:
             parts.append(f"{len(seen) - _EXAMPLES} more unread key(s)")
         if seen:
             parts.append(f"see {ATTRIBUTES_DOC}")
-        else:
+        elif not switches:
             parts.append(
                 "nothing seen that might hold it; see "
                 "docs/attributes.md#the-span-contract for how to record it"
