@@ -109,7 +109,12 @@ def _names(trace: AgentTrace) -> list[str]:
 
 
 def _evaluate(traces: Sequence[AgentTrace], metrics: list[str]) -> dict[str, Any]:
-    configs = [MetricConfig(type=m, threshold=get_metric(m).threshold) for m in metrics]  # type: ignore[union-attr]
+    # a deterministic app's count gap is bounded only by a stated range (docs/fairness.md, "what
+    # PASS means for counts"): the suite states that no template differs by more than 5 calls
+    configs = [
+        MetricConfig(type=m, threshold=get_metric(m).threshold, max_difference=5.0)  # type: ignore[union-attr]
+        for m in metrics
+    ]
     result = evaluate([observation_from_trace(t) for t in traces], configs, FAST)
     return {r.metric: r for r in result.results}
 
