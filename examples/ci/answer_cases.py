@@ -9,6 +9,10 @@ Each case's ``input`` is passed to ``app(prompt, {})`` (the ``spanguard run`` si
 counterfactual attributes); the reply (a string, or the ``text`` of a
 ``{"text", "metadata"}`` dict) is written as ``{"id", "output"}``, one JSON object a line, in
 case order.
+
+The workflow in ``github-actions.yml`` replays the cases with ``spanguard cases run --app``
+instead (repeats per case, spans captured); this helper stays for apps that must be answered
+outside spanguard's process (a deployed endpoint, another language).
 """
 
 from __future__ import annotations
