@@ -27,6 +27,7 @@ from typing import TypeAlias
 
 from ..traces.model import ProcessTrace
 from .case import Adjustment, Check, CheckResult, Evidence
+from .outcome import answer_class
 from .text_checks import (
     as_list,
     contains_check,
@@ -58,6 +59,8 @@ __all__ = [
     "run_text_checks",
     "run_trace_check",
     "timing_limit",
+    "tool_retries",
+    "without_retries",
 ]
 
 
@@ -85,6 +88,8 @@ class CheckKind(StrEnum):
     MAX_PLAN_STEPS = "max_plan_steps"
     MAX_FRICTION_POINTS = "max_friction_points"
     DOC_IN_TOP_K = "doc_in_top_k"
+    MAX_TOOL_RETRIES = "max_tool_retries"
+    ANSWER_CLASS = "answer_class"
     MAX_LATENCY_MS = "max_latency_ms"
     MAX_COST_USD = "max_cost_usd"
 
@@ -119,6 +124,17 @@ def _tools(process: ProcessTrace) -> list[str]:
     return [call.name for call in process.tool_calls]
 
 
+def without_retries(tools: Sequence[str]) -> list[str]:
+    """The tool calls with each immediate repeat of the same tool (a retry) left out."""
+    return [name for i, name in enumerate(tools) if i == 0 or tools[i - 1] != name]
+
+
+def tool_retries(process: ProcessTrace) -> int:
+    """Calls that repeat the tool called just before them (a retry)."""
+    tools = _tools(process)
+    return len(tools) - len(without_retries(tools))
+
+
 def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     it = iter(haystack)
     return all(any(item == step for step in it) for item in needle)
@@ -149,6 +165,18 @@ def _at_most(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
     return CheckResult(
         check.type, ok, "" if ok else f"{count} {ct.field.replace('_', ' ')} > {check.value}"
     )
+
+
+def _max_tool_retries(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
+    count = tool_retries(p)
+    ok = count <= whole(check.value or 0)
+    return CheckResult(check.type, ok, "" if ok else f"{count} tool retries > {check.value}")
+
+
+def _answer_class(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
+    found = answer_class(e.output)
+    ok = found == str(check.value)
+    return CheckResult(check.type, ok, "" if ok else f"answer class is {found!r}")
 
 
 def _doc_in_top_k(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
@@ -189,7 +217,8 @@ def _learn_tools_include(ct: CheckType, evidence: Sequence[Evidence]) -> Learned
 
 
 def _learn_tool_sequence(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
-    sequences = [_tools(p) for p in _processes(evidence)]
+    # A retry is a rate of the question (``max_tool_retries``), never part of its sequence.
+    sequences = [without_retries(_tools(p)) for p in _processes(evidence)]
     if sequences and len(sequences[0]) > 1 and all(s == sequences[0] for s in sequences):
         return Check.of(ct.name, value=list(sequences[0]))
     return None
@@ -338,6 +367,14 @@ _BUILT_IN = (
         _on_process(_doc_in_top_k),
         _learn_doc_in_top_k,
     ),
+    CheckType(
+        CheckKind.MAX_TOOL_RETRIES,
+        _PROCESS,
+        "tool_calls",
+        "tool retries",
+        _on_process(_max_tool_retries),
+    ),
+    CheckType(CheckKind.ANSWER_CLASS, _PROCESS, "output", "answer class", _answer_class),
     CheckType(
         CheckKind.MAX_LATENCY_MS,
         _TIMING,
