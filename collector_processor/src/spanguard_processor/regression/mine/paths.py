@@ -14,7 +14,8 @@ process — and at each level a path becomes its own case only when it is **syst
 Anything else — a 4 % random escalation, a retry, a rare tool — is folded into the question's
 most common path of that level and becomes a *rate* of that case (:mod:`.properties`), never a
 case of its own asserting it. The representative of every case is a request of the path it
-covers, so replaying its input reproduces that path. Failure seeds keep trace2eval-compatible
+covers — for a split path the one in the middle of its run, farthest from another path's
+requests — so replaying its input reproduces that path. Failure seeds keep trace2eval-compatible
 treatment: a refusal, and a request with a failure signal (negative feedback, a user retry …)
 whose process differs from its path's, is always a case of its own — a failure must not ship
 twice, however rare.
@@ -124,9 +125,10 @@ class _Features:
                 holders.setdefault(word, set()).add(m)
         self.words = [holders[w] for w in sorted(holders)]
 
-    def explained(self, part: set[int], active: set[int]) -> set[int] | None:
-        """The longest unbroken run of ``part`` on one feature, if it explains the part."""
-        best: set[int] = set()
+    def explained(self, part: set[int], active: set[int]) -> list[int] | None:
+        """The longest unbroken run of ``part`` on one feature, in feature order, if it
+        explains the part."""
+        best: list[int] = []
         for feature in self.numeric:
             ordered = sorted((v, m) for m, v in feature.items() if m in active)
             run: list[int] = []
@@ -134,11 +136,11 @@ class _Features:
                 same = [m for _, m in tied]
                 run = run + same if all(m in part for m in same) else []
                 if len(run) > len(best):
-                    best = set(run)
+                    best = run
         for holders in self.words:
             for side in (holders & active, active - holders):
                 if len(side) > len(best) and side <= part:
-                    best = side
+                    best = sorted(side)
         need = len(part & active)
         if len(best) >= MIN_PATH_ROWS and len(best) >= MIN_RUN_SHARE * need:
             return best
@@ -153,29 +155,53 @@ def _split(
     parts: dict[Hashable, list[int]] = {}
     for m in members:
         parts.setdefault(key(m), []).append(m)
-    if len(parts) == 1:
-        return [members]
     position = {m: i for i, m in enumerate(members)}
     ordered = sorted(parts.values(), key=lambda p: (-len(p), position[p[0]]))
-    main, others = ordered[0], [p for p in ordered[1:] if len(p) >= MIN_PATH_ROWS]
-    if not others:
-        return [[main[0], *(m for m in members if m != main[0])]]
-    features = _Features(rows, members)
-    explained: dict[int, set[int]] = {}
-    for _ in range(_MAX_ROUNDS):  # removing unexplained requests may unbreak another's run
-        active = set(main).union(*(explained.get(id(p), p) for p in others))
-        found = {id(p): features.explained(set(p), active) for p in others}
-        still = [p for p in others if found[id(p)] is not None]
-        done = len(still) == len(others) and all(
-            found[id(p)] == explained.get(id(p)) for p in still
-        )
-        others, explained = still, {i: run for i, run in found.items() if run is not None}
-        if done or not others:
-            break
-    runs = [sorted(explained[id(p)], key=position.__getitem__) for p in others]
-    cased = {m for run in runs for m in run}
-    rest = [m for m in members if m not in cased and m != main[0]]
-    return [[main[0], *rest], *runs]
+    main = ordered[0]
+    candidates = [main, *(p for p in ordered[1:] if len(p) >= MIN_PATH_ROWS)]
+    if len(candidates) == 1:
+        return [members if members[0] in main else [main[0], *(m for m in members if m != main[0])]]
+    runs = _runs(candidates, _Features(rows, members))
+    out = [[main[0]] if runs[0] is None else [runs[0][len(runs[0]) // 2]]]
+    cased: set[int] = set()
+    for run in runs[1:]:
+        if run is None:
+            continue
+        middle = run[len(run) // 2]  # the request farthest from the boundary to another path
+        out.append([middle, *sorted((m for m in run if m != middle), key=position.__getitem__)])
+        cased.update(run)
+    out[0] += [m for m in members if m not in cased and m != out[0][0]]
+    return out
+
+
+def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | None]:
+    """Each candidate path's explaining run (None: unexplained). The requests of an explained
+    path outside its run (a random escalation among systematic ones) leave the next round,
+    where they no longer break another path's run; when nothing changes any more, so do the
+    paths left unexplained (other than the most common), for one last round."""
+    everyone = set().union(*candidates)
+    runs: list[list[int] | None] = [None] * len(candidates)
+    excluded: set[int] = set()
+    dropped = False
+    for _ in range(_MAX_ROUNDS):
+        active = everyone - excluded
+        found = [features.explained(set(part), active) for part in candidates]
+        stragglers = {
+            m for part, run in zip(candidates, found, strict=True) if run for m in part
+        } - {m for run in found if run for m in run}
+        if found == runs and stragglers <= excluded:
+            if dropped:
+                break
+            dropped = True
+            stragglers = {
+                m
+                for part, run in zip(candidates[1:], found[1:], strict=True)
+                if run is None
+                for m in part
+            }
+        runs = found
+        excluded |= stragglers
+    return runs
 
 
 @dataclass(frozen=True, slots=True)

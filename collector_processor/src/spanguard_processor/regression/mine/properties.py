@@ -27,7 +27,6 @@ from ..checks import (
     percentile,
     run_text_check,
     run_trace_check,
-    tool_retries,
     without_retries,
 )
 from ..outcome import AnswerClass, answer_class
@@ -112,7 +111,7 @@ def _doc_check(processes: Sequence[ProcessTrace]) -> list[Check]:
 def _outcome_checks(runs: Sequence[Evidence], processes: Sequence[ProcessTrace]) -> list[Check]:
     out = []
     if any(p.tool_calls for p in processes):
-        out.append(Check.of(_K.MAX_TOOL_RETRIES, value=_mode([tool_retries(p) for p in processes])))
+        out.append(Check.of(_K.MAX_TOOL_RETRIES, value=0))  # the share of requests without one
     classes = [answer_class(r.output) for r in runs]
     if any(c != AnswerClass.TEXT for c in classes):
         out.append(Check.of(_K.ANSWER_CLASS, value=_mode(classes)))

@@ -88,6 +88,7 @@ class Selection:
     split_by_process: int = 0
     #: Distinct outcome paths (answer class and process) over all questions, those that are a
     #: case's own path, and the requests folded into a case of another path as its rates.
+    questions: int = 0  # question clusters before the split into paths
     paths_found: int = 0
     paths_cased: int = 0
     folded_rows: int = 0
@@ -212,6 +213,7 @@ def cluster_log(
 
 def _split_by_path(selection: Selection) -> None:
     split: list[Cluster] = []
+    selection.questions = len(selection.clusters)
     for cluster in selection.clusters:
         members = selection.members(cluster)
         paths = split_question(selection.rows, members, lambda m: selection.seed(m))
