@@ -23,12 +23,14 @@ from spanguard_processor.common.jsonio import write_jsonl
 from spanguard_processor.regression.case import Case, Check, Evidence
 from spanguard_processor.regression.checks import check_type
 from spanguard_processor.regression.mine.loader import load_logs
-from spanguard_processor.regression.outcome import answer_class
+from spanguard_processor.regression.outcome import classify_answer
 from spanguard_processor.traces.model import AgentTrace, ProcessTrace, ToolCall
 
 from .conftest import run
 from .loan_agent import Application, applications
 from .stochastic_loan import decide, serve, tool_path
+
+T2E = [sys.executable, "-m", "trace2eval"]
 
 
 def _build(tmp_path: Path, traces: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
@@ -133,7 +135,9 @@ def test_64_templated_applications_give_a_case_per_template_outcome_and_path(
     covered = {triple[c["input"]] for c in cases}
     assert len(cases) >= 8
     assert {t for t, n in occurring.items() if n >= 3} <= covered
-    assert all(answer_class(c["reference_output"]) in {"approve", "decline", "refer"} for c in cases)
+    assert all(
+        classify_answer(c["reference_output"]) in {"approve", "decline", "refer"} for c in cases
+    )
     assert "  paths: " in built.output and f"{len(cases)} have a case of their own" in built.output
     report = (tmp_path / "ev" / "report.md").read_text(encoding="utf-8")
     assert "## Outcome paths, stable properties and rates" in report
@@ -148,14 +152,14 @@ def test_64_templated_applications_give_a_case_per_template_outcome_and_path(
         ("Your application has been passed to an underwriter.", "refer"),
         ('{"decision": "Declined", "reason": "income"}', "decline"),
         ('{"status": "pending"}', "pending"),
-        ('{"answer": 42}', "json"),
+        ('{"answer": 42}', "structured"),
         ("I'm sorry, but I can't help with that.", "refusal"),
         ("Open Settings and press Reset password.", "text"),
         ("   ", "empty"),
     ],
 )
 def test_the_answer_class_is_read_from_the_answer_text(output: str, expected: str) -> None:
-    assert answer_class(output) == expected
+    assert classify_answer(output) == expected
 
 
 def test_properties_round_trip_and_trace2eval_still_runs_the_cases(tmp_path: Path) -> None:
@@ -167,8 +171,7 @@ def test_properties_round_trip_and_trace2eval_still_runs_the_cases(tmp_path: Pat
     outputs = tmp_path / "outputs.jsonl"
     write_jsonl(outputs, [{"id": c["id"], "output": c["reference_output"]} for c in cases])
     theirs = run(
-        [sys.executable, "-m", "trace2eval", "run", "--cases", "ev/cases.jsonl"]
-        + ["--outputs", "outputs.jsonl", "-o", "t2e.json"],
+        [*T2E, "run", "--cases", "ev/cases.jsonl", "--outputs", "outputs.jsonl", "-o", "t2e.json"],
         tmp_path,
     )
     assert theirs.returncode == 0, theirs.stderr

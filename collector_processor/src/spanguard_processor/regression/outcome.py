@@ -11,7 +11,8 @@ One deterministic classifier (docs/regression.md, "Outcome classes"), tried in t
    referred, passed/forwarded/transferred to), else ``approve`` or ``decline`` when it starts
    with a decision word (``approved``, ``accepted``, ``granted`` … / ``declined``,
    ``rejected``, ``denied``, ``unfortunately``, ``we are sorry`` …).
-4. Otherwise the answer's structure: ``json`` (a JSON object or array), ``empty`` or ``text``.
+4. Otherwise the answer's structure: ``structured`` (a JSON object or array), ``empty`` or
+   ``text``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from enum import StrEnum
 from ..common._json import parse_json
 from .textnorm import detect_fallback
 
-__all__ = ["DECISION_KEYS", "OPENING_CHARS", "AnswerClass", "answer_class"]
+__all__ = ["DECISION_KEYS", "OPENING_CHARS", "AnswerClass", "classify_answer"]
 
 
 class AnswerClass(StrEnum):
@@ -32,7 +33,7 @@ class AnswerClass(StrEnum):
     DECLINE = "decline"
     REFER = "refer"
     REFUSAL = "refusal"
-    JSON = "json"
+    STRUCTURED = "structured"
     TEXT = "text"
     EMPTY = "empty"
 
@@ -81,10 +82,10 @@ def _json_class(stripped: str) -> str | None:
             value = payload.get(key)
             if isinstance(value, str) and value.strip():
                 return _decision_word(value.strip()) or value.strip().lower()
-    return AnswerClass.JSON if isinstance(payload, dict | list) else None
+    return AnswerClass.STRUCTURED if isinstance(payload, dict | list) else None
 
 
-def answer_class(output: str) -> str:
+def classify_answer(output: str) -> str:
     """The class of ``output`` (an :class:`AnswerClass` value, or a JSON decision value)."""
     stripped = output.strip()
     if not stripped:

@@ -1,6 +1,6 @@
 """Splitting a question into its outcome paths (docs/regression.md, "Outcome paths").
 
-A request's *path* is the class of its answer (:func:`~..outcome.answer_class`: approve,
+A request's *path* is the class of its answer (:func:`~..outcome.classify_answer`: approve,
 decline, refer, refusal, json, text …) and its process signature (the tools it called, whether
 it escalated, its friction points and plan steps). A question cluster whose requests took
 several paths is split in two levels — first by answer class, then, within each class, by
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from ...traces.model import ProcessTrace
-from ..outcome import answer_class
+from ..outcome import classify_answer
 from ..textnorm import slot_texts, slot_values
 from .loader import Row
 
@@ -73,7 +73,7 @@ def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
 
 
 def path_key(row: Row) -> PathKey:
-    return answer_class(row.output), process_signature(row.process)
+    return classify_answer(row.output), process_signature(row.process)
 
 
 def describe_path(key: PathKey) -> str:
@@ -244,7 +244,7 @@ def split_question(
     parts = list(by_process.values())
     if answered:
         paths: list[list[int]] = []
-        for outcome in _split(rows, answered, lambda m: answer_class(rows[m].output)):
+        for outcome in _split(rows, answered, lambda m: classify_answer(rows[m].output)):
             paths += _split(rows, outcome, lambda m: process_signature(rows[m].process))
         parts += _seeds_apart(rows, paths, seed)
     keys = [path_key(rows[m]) for m in members]

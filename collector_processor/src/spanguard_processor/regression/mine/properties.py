@@ -29,7 +29,7 @@ from ..checks import (
     run_trace_check,
     without_retries,
 )
-from ..outcome import AnswerClass, answer_class
+from ..outcome import AnswerClass, classify_answer
 
 __all__ = ["assertion_properties", "baseline_figures", "learn_properties"]
 
@@ -112,7 +112,7 @@ def _outcome_checks(runs: Sequence[Evidence], processes: Sequence[ProcessTrace])
     out = []
     if any(p.tool_calls for p in processes):
         out.append(Check.of(_K.MAX_TOOL_RETRIES, value=0))  # the share of requests without one
-    classes = [answer_class(r.output) for r in runs]
+    classes = [classify_answer(r.output) for r in runs]
     if any(c != AnswerClass.TEXT for c in classes):
         out.append(Check.of(_K.ANSWER_CLASS, value=_mode(classes)))
     return out
