@@ -41,6 +41,7 @@ __all__ = [
     "ProcessSignature",
     "QuestionPaths",
     "describe_path",
+    "path_counts",
     "path_key",
     "process_signature",
     "split_question",
@@ -148,15 +149,20 @@ class _Features:
 
 
 def _split(
-    rows: Sequence[Row], members: list[int], key: Callable[[int], Hashable]
+    rows: Sequence[Row],
+    members: list[int],
+    key: Callable[[int], Hashable],
+    common: Counter[Hashable],
 ) -> list[list[int]]:
     """``members`` split by ``key`` into its systematic paths; the first part is the most
-    common path with every unexplained request folded into it."""
+    common path (on a tie, the one most common in the whole log: a question asked twice that
+    escalated once is not represented by its escalation) with every unexplained request
+    folded into it."""
     parts: dict[Hashable, list[int]] = {}
     for m in members:
         parts.setdefault(key(m), []).append(m)
     position = {m: i for i, m in enumerate(members)}
-    ordered = sorted(parts.values(), key=lambda p: (-len(p), position[p[0]]))
+    ordered = sorted(parts.values(), key=lambda p: (-len(p), -common[key(p[0])], position[p[0]]))
     main = ordered[0]
     candidates = [main, *(p for p in ordered[1:] if len(p) >= MIN_PATH_ROWS)]
     if len(candidates) == 1:
@@ -231,11 +237,25 @@ def _seeds_apart(
     return out
 
 
+def path_counts(rows: Sequence[Row]) -> Counter[Hashable]:
+    """How often each answer class and each process signature occurs in the whole log."""
+    counts: Counter[Hashable] = Counter()
+    for row in rows:
+        counts[classify_answer(row.output)] += 1
+        counts[process_signature(row.process)] += 1
+    return counts
+
+
 def split_question(
-    rows: Sequence[Row], members: list[int], seed: Callable[[int], bool]
+    rows: Sequence[Row],
+    members: list[int],
+    seed: Callable[[int], bool],
+    common: Counter[Hashable] | None = None,
 ) -> QuestionPaths:
     """Split one question cluster (``members`` in visit order) into its outcome paths;
-    ``seed(m)`` says whether request ``m`` carries a failure signal."""
+    ``seed(m)`` says whether request ``m`` carries a failure signal; ``common`` is
+    :func:`path_counts` of the whole log (ties between paths go to the commoner)."""
+    common = common if common is not None else Counter()
     refusals = [m for m in members if rows[m].fallback is not None]
     answered = [m for m in members if rows[m].fallback is None]
     by_process: dict[ProcessSignature | None, list[int]] = {}
@@ -243,9 +263,16 @@ def split_question(
         by_process.setdefault(process_signature(rows[m].process), []).append(m)
     parts = list(by_process.values())
     if answered:
+        classes = {m: classify_answer(rows[m].output) for m in answered}
+        position = {m: i for i, m in enumerate(members)}
         paths: list[list[int]] = []
-        for outcome in _split(rows, answered, lambda m: classify_answer(rows[m].output)):
-            paths += _split(rows, outcome, lambda m: process_signature(rows[m].process))
+        for outcome in _split(rows, answered, classes.__getitem__, common):
+            # requests folded in from another class stay folded: never split a second time
+            own = [m for m in outcome if classes[m] == classes[outcome[0]]]
+            sub = _split(rows, own, lambda m: process_signature(rows[m].process), common)
+            folded = [m for m in outcome if classes[m] != classes[outcome[0]]]
+            sub[0] = [sub[0][0], *sorted(sub[0][1:] + folded, key=position.__getitem__)]
+            paths += sub
         parts += _seeds_apart(rows, paths, seed)
     keys = [path_key(rows[m]) for m in members]
     own = {path_key(rows[part[0]]) for part in parts}

@@ -27,7 +27,7 @@ from ..textnorm import fold, shingles, slot_values
 from ..vocabulary import SelectMode, SignalName
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .paths import split_question
+from .paths import path_counts, split_question
 from .signals import QUALITY_SIGNALS, LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
 
@@ -214,9 +214,10 @@ def cluster_log(
 def _split_by_path(selection: Selection) -> None:
     split: list[Cluster] = []
     selection.questions = len(selection.clusters)
+    common = path_counts(selection.rows)
     for cluster in selection.clusters:
         members = selection.members(cluster)
-        paths = split_question(selection.rows, members, lambda m: selection.seed(m))
+        paths = split_question(selection.rows, members, selection.seed, common)
         selection.paths_found += paths.paths
         selection.paths_cased += paths.cased
         selection.folded_rows += paths.folded
