@@ -212,13 +212,17 @@ def _process(cases: Sequence[Case]) -> list[str]:
 
 
 def _property(prop: Property) -> str:
-    """``escalated 1/24``, ``calls verify_income 10/24``, ``answer approve 23/24`` …"""
+    """A property as the share where its event happened: ``escalated 1/24``, ``tool retries
+    1/24``, ``calls verify_income 10/24``, ``answer approve 23/24`` …"""
     check, held, of = prop.check, prop.held, prop.of
     value = check.value
     if check.type == CheckKind.ESCALATED:
         return f"escalated {held if value else of - held}/{of}"
     if check.type == CheckKind.MAX_TOOL_RETRIES:
-        return f"tool retries > {value} {of - held}/{of}"
+        return f"tool retries {of - held}/{of}"
+    if check.type in (CheckKind.MAX_FRICTION_POINTS, CheckKind.MAX_PLAN_STEPS):
+        noun = "friction points" if check.type == CheckKind.MAX_FRICTION_POINTS else "plan steps"
+        return f"more than {value} {noun} {of - held}/{of}"
     if check.type == CheckKind.TOOLS_INCLUDE:
         return f"calls {'+'.join(str(v) for v in as_list(value))} {held}/{of}"
     if check.type == CheckKind.TOOL_SEQUENCE:
