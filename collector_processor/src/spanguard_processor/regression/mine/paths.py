@@ -237,12 +237,10 @@ def _seeds_apart(
     return out
 
 
-def path_counts(rows: Sequence[Row]) -> Counter[Hashable]:
+def path_counts(rows: Sequence[Row], classes: Sequence[str]) -> Counter[Hashable]:
     """How often each answer class and each process signature occurs in the whole log."""
-    counts: Counter[Hashable] = Counter()
-    for row in rows:
-        counts[classify_answer(row.output)] += 1
-        counts[process_signature(row.process)] += 1
+    counts: Counter[Hashable] = Counter(classes)
+    counts.update(process_signature(row.process) for row in rows)
     return counts
 
 
@@ -250,12 +248,13 @@ def split_question(
     rows: Sequence[Row],
     members: list[int],
     seed: Callable[[int], bool],
-    common: Counter[Hashable] | None = None,
+    classes: Sequence[str],
+    common: Counter[Hashable],
 ) -> QuestionPaths:
-    """Split one question cluster (``members`` in visit order) into its outcome paths;
-    ``seed(m)`` says whether request ``m`` carries a failure signal; ``common`` is
-    :func:`path_counts` of the whole log (ties between paths go to the commoner)."""
-    common = common if common is not None else Counter()
+    """Split one question cluster (``members`` in visit order) into its outcome paths.
+    ``seed(m)``: whether request ``m`` carries a failure signal; ``classes``: each request's
+    answer class (:func:`~..outcome.classify_answer`); ``common``: :func:`path_counts` of
+    the whole log (ties between paths go to the commoner)."""
     refusals = [m for m in members if rows[m].fallback is not None]
     answered = [m for m in members if rows[m].fallback is None]
     by_process: dict[ProcessSignature | None, list[int]] = {}
@@ -263,18 +262,17 @@ def split_question(
         by_process.setdefault(process_signature(rows[m].process), []).append(m)
     parts = list(by_process.values())
     if answered:
-        classes = {m: classify_answer(rows[m].output) for m in answered}
         position = {m: i for i, m in enumerate(members)}
         paths: list[list[int]] = []
         for outcome in _split(rows, answered, classes.__getitem__, common):
             # requests folded in from another class stay folded: never split a second time
-            own = [m for m in outcome if classes[m] == classes[outcome[0]]]
-            sub = _split(rows, own, lambda m: process_signature(rows[m].process), common)
+            mine = [m for m in outcome if classes[m] == classes[outcome[0]]]
+            sub = _split(rows, mine, lambda m: process_signature(rows[m].process), common)
             folded = [m for m in outcome if classes[m] != classes[outcome[0]]]
             sub[0] = [sub[0][0], *sorted(sub[0][1:] + folded, key=position.__getitem__)]
             paths += sub
         parts += _seeds_apart(rows, paths, seed)
-    keys = [path_key(rows[m]) for m in members]
-    own = {path_key(rows[part[0]]) for part in parts}
-    folded = sum(1 for part in parts for m in part if path_key(rows[m]) != path_key(rows[part[0]]))
-    return QuestionPaths(parts, len(set(keys)), len(own), folded)
+    signature = {m: (classes[m], process_signature(rows[m].process)) for m in members}
+    cased = {signature[part[0]] for part in parts}
+    off_path = sum(1 for part in parts for m in part if signature[m] != signature[part[0]])
+    return QuestionPaths(parts, len(set(signature.values())), len(cased), off_path)

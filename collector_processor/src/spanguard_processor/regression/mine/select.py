@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..case import Signal
+from ..outcome import classify_answer
 from ..textnorm import fold, shingles, slot_values
 from ..vocabulary import SelectMode, SignalName
 from .dedup import jaccard, leader_clusters, strip_shared_context
@@ -214,10 +215,11 @@ def cluster_log(
 def _split_by_path(selection: Selection) -> None:
     split: list[Cluster] = []
     selection.questions = len(selection.clusters)
-    common = path_counts(selection.rows)
+    classes = [classify_answer(row.output) for row in selection.rows]
+    common = path_counts(selection.rows, classes)
     for cluster in selection.clusters:
         members = selection.members(cluster)
-        paths = split_question(selection.rows, members, selection.seed, common)
+        paths = split_question(selection.rows, members, selection.seed, classes, common)
         selection.paths_found += paths.paths
         selection.paths_cased += paths.cased
         selection.folded_rows += paths.folded
