@@ -9,7 +9,8 @@ process — and at each level a path becomes its own case only when it is **syst
 - it occurred at least :data:`MIN_PATH_ROWS` times, and
 - the input explains it: on one input feature — a numeric slot value (an amount, an income, a
   term), the ratio of two of them, or the presence of a word — its requests form one unbroken
-  run (no request of another path in between) holding at least :data:`MIN_RUN_SHARE` of them.
+  run (no request of another path in between) holding at least :data:`MIN_RUN_SHARE` of them
+  (a path of 3 or 4 requests must be unbroken; a large systematic one may have stragglers).
 
 Anything else — a 4 % random escalation, a retry, a rare tool — is folded into the question's
 most common path of that level and becomes a *rate* of that case (:mod:`.properties`), never a
@@ -50,7 +51,7 @@ __all__ = [
 #: A path needs this many requests to become a case of its own.
 MIN_PATH_ROWS = 3
 #: …and one input feature must hold at least this share of them in one unbroken run.
-MIN_RUN_SHARE = 2 / 3
+MIN_RUN_SHARE = 0.8
 #: Numeric slots of a template considered (their ratios too): enough for real templates.
 MAX_SLOTS = 6
 _MAX_ROUNDS = 8
@@ -114,9 +115,9 @@ class _Features:
         self.numeric: list[dict[int, float]] = [
             {m: float(vectors[m][i] or 0) for m in usable} for i in slots
         ]
-        for i in slots:
-            for j in slots:
-                if i != j and all(vectors[m][j] for m in usable):
+        for i in slots:  # j/i orders the requests as i/j does, reversed: one of the two
+            for j in slots[slots.index(i) + 1 :]:
+                if all(vectors[m][j] for m in usable):
                     self.numeric.append(
                         {m: float(vectors[m][i] or 0) / float(vectors[m][j] or 1) for m in usable}
                     )
