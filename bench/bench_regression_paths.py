@@ -10,7 +10,8 @@ builds cases from the traffic. Designs:
 - ``outcomes``: 64 applications, three outcomes (approve / decline / escalate by amount over
   income) and two tool paths (income ≥ 100,000 adds ``verify_income``); approve and decline share
   a process. *Covered*: every (template, outcome, tool path) occurring ≥ 3 times has a case
-  whose representative took it. Target: ≥ 8 cases, every such path covered.
+  whose representative took it. Target: ≥ 8 cases, every such path covered. The detail also
+  counts the paths seen ≥ 3 times inside one question cluster (the split rule's own domain).
 - ``outcomes + noise``: the same with 4 % random escalations and 3 % retries.
 
 Rates come with 95 % Wilson intervals.
@@ -32,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spanguard_processor.regression.mine.build import BuildOptions, build_evalset  # noqa: E402
+from spanguard_processor.regression.mine.loader import load_logs  # noqa: E402
+from spanguard_processor.regression.mine.select import cluster_log  # noqa: E402
 from tests.regression.loan_agent import applications  # noqa: E402
 from tests.regression.stochastic_loan import decide, serve, tool_path  # noqa: E402
 
@@ -68,8 +71,21 @@ def random_trial(trial: int, rate: float, count: int, folder: Path) -> tuple[boo
     return false_split, sum(1 for v in outcomes.values() if v == "escalate")
 
 
-def outcome_trial(trial: int, noise: bool, folder: Path) -> tuple[bool, int, int, int]:
-    """(every path ≥ 3 covered?, paths ≥ 3, of which covered, cases) for one trial."""
+def _within_one_question(log: Path, path: dict[str, tuple[int, str, str]]) -> set[object]:
+    """The paths seen ≥ 3 times inside one question cluster (a template whose wording varies
+    beyond the dedup threshold is two questions, and a path can be spread 2 + 1 over them)."""
+    rows = load_logs([log], 10**7).rows
+    selection = cluster_log(rows, 0.6)
+    found: set[object] = set()
+    for family in {tuple(selection.family(c)) for c in selection.clusters}:
+        counts = Counter(path[rows[m].input] for m in family)
+        found |= {p for p, n in counts.items() if n >= 3}
+    return found
+
+
+def outcome_trial(trial: int, noise: bool, folder: Path) -> tuple[bool, int, int, int, int, int]:
+    """(every path ≥ 3 covered?, paths ≥ 3, of which covered, cases, paths ≥ 3 inside one
+    question cluster, of which covered) for one trial."""
     apps = applications(64, seed=trial)
     traces, outcomes = serve(apps, 20_000 + trial, 0.04 if noise else 0.0, 0.03 if noise else 0.0)
     path = {a.prompt: (a.template, decide(a), tool_path(a)) for a in apps}
@@ -81,7 +97,15 @@ def outcome_trial(trial: int, noise: bool, folder: Path) -> tuple[bool, int, int
         for c in cases
         if outcomes[by_prompt[str(c["input"])].request_id] == decide(by_prompt[str(c["input"])])
     }
-    return frequent <= covered, len(frequent), len(frequent & covered), len(cases)
+    inside = _within_one_question(folder / "traffic.jsonl", path)
+    return (
+        frequent <= covered,
+        len(frequent),
+        len(frequent & covered),
+        len(cases),
+        len(inside),
+        len(inside & covered),
+    )
 
 
 def _line(name: str, k: int, n: int, target: str, extra: str = "") -> str:
@@ -118,6 +142,7 @@ def main() -> None:
             k = sum(1 for r in out if r[0])
             paths, covered = sum(r[1] for r in out), sum(r[2] for r in out)
             cases = [r[3] for r in out]
+            inside, inside_covered = sum(r[4] for r in out), sum(r[5] for r in out)
             name = "64 outcomes" + (" + 4 % escalation, 3 % retry" if noise else "")
             print(
                 _line(
@@ -125,7 +150,8 @@ def main() -> None:
                     k,
                     trials,
                     "≥ 0.95",
-                    f"paths covered {covered}/{paths}; cases min {min(cases)}, "
+                    f"paths covered {covered}/{paths}, of those inside one question cluster "
+                    f"{inside_covered}/{inside}; cases min {min(cases)}, "
                     f"mean {sum(cases) / len(cases):.1f}",
                 )
             )

@@ -106,7 +106,7 @@ def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path
     # An escalation for one group is caught when some case's question comes from that group
     # and was not escalated before: luck of the representatives (issue 46, item 4). Since a
     # path needs 3 requests explained by the input to be a case of its own (docs/regression.md,
-    # "Outcome paths"), there are fewer cases: 17 of these 20 trials have such a case (all 20
+    # "Outcome paths"), there are fewer cases: 18 of these 20 trials have such a case (all 20
     # before, with a case per path seen once).
     assert escalated[1] >= TRIALS - 3, escalated
 
