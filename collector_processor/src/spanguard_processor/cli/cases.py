@@ -199,7 +199,8 @@ def _build_summary(result: BuildResult) -> list[str]:
     if result.split_by_process:
         lines.append(
             f"  {result.split_by_process} cluster(s) of near-duplicate questions split by "
-            "process (tool set, escalation, friction, plan length or a refusal differ)"
+            "process or outcome (answer class, tool set, escalation, friction, plan length or "
+            "a refusal differ)"
         )
     if result.several_paths or result.agent_traces:
         lines.append(

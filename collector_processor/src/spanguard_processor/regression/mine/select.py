@@ -55,8 +55,9 @@ class Cluster:
     groups: list[int]
     representative: int
     size: int = 0
-    #: Set when a text cluster was split by process: exactly this part's rows, in visit order,
-    #: and every row of the text cluster it came from (the question's whole traffic).
+    #: Set when a text cluster was split into outcome paths (:mod:`.paths`): exactly this
+    #: part's rows, its representative first, and every row of the text cluster it came from
+    #: (the question's whole traffic).
     rows: list[int] | None = None
     family: list[int] | None = None
 
@@ -85,7 +86,7 @@ class Selection:
     clusters: list[Cluster]
     health: ClusterHealth
     chosen: list[Cluster] = field(default_factory=list)
-    #: Text clusters whose rows differ in process and were split into several clusters.
+    #: Text clusters split into several outcome paths (several cases).
     split_by_process: int = 0
     #: Distinct outcome paths (answer class and process) over all questions, those that are a
     #: case's own path, and the requests folded into a case of another path as its rates.
