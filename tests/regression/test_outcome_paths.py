@@ -187,3 +187,34 @@ def test_a_rate_never_fails_a_run_that_lacks_it() -> None:
     assert ct.run(ct, check, Evidence("ok")).passed is None
     retried = ProcessTrace(tool_calls=(ToolCall("a"), ToolCall("a"), ToolCall("b")))
     assert ct.run(ct, check, Evidence("ok", retried)).passed is False
+
+
+def test_a_path_the_input_cannot_explain_is_a_rate_however_often(tmp_path: Path) -> None:
+    """One question asked 30 times in the same words, escalated 5 times: nothing in the input
+    tells the escalations apart, so they are a rate of the one case, not a case of their own."""
+    question = "Can I still change the delivery address of my parcel?"
+    traces = []
+    for n in range(30):
+        escalated = n % 6 == 5
+        traces.append(
+            AgentTrace(
+                trace_id=f"{n:032x}",
+                request_id=f"req-{n}",
+                input=question,
+                output="A colleague will contact you." if escalated else "Yes, until it ships.",
+                trace=ProcessTrace(tool_calls=(ToolCall("lookup"),), escalated=escalated),
+            ).to_dict()
+        )
+    built, cases = _build(tmp_path, traces)
+    (case,) = cases
+    assert {"type": "escalated", "value": False} not in case["trace_checks"]
+    (rate,) = [p for p in case["properties"] if p["check"]["type"] == "escalated"]
+    assert (rate["check"]["value"], rate["held"], rate["of"], rate["stable"]) == (
+        False,
+        25,
+        30,
+        False,
+    )
+    assert "2 outcome path(s)" in built.output and "1 have a case of their own" in built.output
+    report = (tmp_path / "ev" / "report.md").read_text(encoding="utf-8")
+    assert "escalated 5/30 (rate)" in report
