@@ -141,9 +141,13 @@ class _Features:
                 if len(run) > len(best):
                     best = run
         for holders in self.words:
-            for side in (holders & active, active - holders):
-                if len(side) > len(best) and side <= part:
-                    best = sorted(side)
+            inside = holders & active
+            if len(best) < len(inside) <= len(part) and inside <= part:
+                best = sorted(inside)
+            if len(best) < len(active) - len(inside) <= len(part):
+                outside = active - holders
+                if outside <= part:
+                    best = sorted(outside)
         need = len(part & active)
         if len(best) >= MIN_PATH_ROWS and len(best) >= MIN_RUN_SHARE * need:
             return best
