@@ -15,9 +15,9 @@ process — and at each level a path becomes its own case only when it is **syst
 Anything else — a 4 % random escalation, a retry, a rare tool — is folded into the question's
 most common path of that level and becomes a *rate* of that case (:mod:`.properties`), never a
 case of its own asserting it. The representative of every case is a request of the path it
-covers — for a split path the one in the middle of its run, farthest from another path's
-requests; for the main path its highest-ranked request of its run, when it has one — so
-replaying its input reproduces that path. Failure seeds keep trace2eval-compatible
+covers — for a path explained by a run the one in the middle of it, farthest from another
+path's requests; for an unexplained main path its highest-ranked request — so replaying its
+input reproduces that path. Failure seeds keep trace2eval-compatible
 treatment: a refusal, and a request with a failure signal (negative feedback, a user retry …)
 whose process differs from its path's, is always a case of its own — a failure must not ship
 twice, however rare.
@@ -174,13 +174,14 @@ def _split(
     if len(candidates) == 1:
         return [members if members[0] in main else [main[0], *(m for m in members if m != main[0])]]
     runs = _runs(candidates, _Features(rows, members))
-    # the main path keeps its highest-ranked request (of its run, when it has one)
-    out = [[main[0] if runs[0] is None else min(runs[0], key=position.__getitem__)]]
+    # an explained path is represented by the middle of its run: the request farthest from
+    # the boundary to another path (never a random straggler)
+    out = [[main[0] if runs[0] is None else runs[0][len(runs[0]) // 2]]]
     cased: set[int] = set()
     for run in runs[1:]:
         if run is None:
             continue
-        middle = run[len(run) // 2]  # the request farthest from the boundary to another path
+        middle = run[len(run) // 2]
         out.append([middle, *sorted((m for m in run if m != middle), key=position.__getitem__)])
         cased.update(run)
     out[0] += [m for m in members if m not in cased and m != out[0][0]]
