@@ -7,7 +7,8 @@ to the first-created cluster whose representative it is similar to (exact Jaccar
 :mod:`.dedup`). Rows are keyed by position, never by id.
 
 Then each text cluster is split into its *outcome paths* (:mod:`.paths`): a refusal is always
-its own case; other requests split by the class of their answer and then by process, where a
+its own case; other agent requests (with a process trace) split by the class of their answer
+and then by process, where a
 path occurring at least three times and explained by the input (its slot values or words) is
 its own case and a rare or random one becomes a rate of its question's most common path.
 Clusters are kept in the order their representatives were visited.
@@ -216,7 +217,10 @@ def cluster_log(
 def _split_by_path(selection: Selection) -> None:
     split: list[Cluster] = []
     selection.questions = len(selection.clusters)
-    classes = [classify_answer(row.output) for row in selection.rows]
+    # outcome paths are an agent's: a request without a process trace is split by refusal only
+    classes = [
+        classify_answer(row.output) if row.process is not None else "" for row in selection.rows
+    ]
     common = path_counts(selection.rows, classes)
     for cluster in selection.clusters:
         members = selection.members(cluster)
