@@ -91,8 +91,11 @@ def test_traffic_without_any_signal_is_covered_path_by_path_over_20_trials(
     changes = ("no_bureau", "drop_offer_tool", "escalate_self_employed")
     results = [_trial(tmp_path / f"t{trial}", trial, 64, False, changes) for trial in range(TRIALS)]
     assert min(r["cases"] for r in results) >= 8
-    for name, verdict in (("unchanged", 0), *((c, 1) for c in changes)):
+    for name, verdict in (("unchanged", 0), *((c, 1) for c in changes[:2])):
         assert Counter(r[name] for r in results) == {verdict: TRIALS}, name
+    # Caught only through a case whose representative is a self-employed applicant on a path
+    # that did not escalate: see the test below.
+    assert Counter(r["escalate_self_employed"] for r in results)[1] >= TRIALS - 2
 
 
 def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path: Path) -> None:
@@ -103,9 +106,11 @@ def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path
     assert unchanged == {0: TRIALS}, unchanged
     assert dropped == {1: TRIALS}, dropped
     # An escalation for one group is caught when some case's question comes from that group
-    # and was not escalated before; with these request ids every trial had one (with random
-    # ids about 1 trial in 12 has none: bench/bench_regression_gate.py, docs/regression.md).
-    assert escalated == {1: TRIALS}, escalated
+    # and was not escalated before: luck of the representatives (issue 46, item 4). Since a
+    # path needs 3 requests explained by the input to be a case of its own (docs/regression.md,
+    # "Outcome paths"), there are fewer cases: 18 of these 20 trials have such a case (all 20
+    # before, with a case per path seen once).
+    assert escalated[1] >= TRIALS - 3, escalated
 
 
 def test_templated_traffic_is_split_by_process_not_collapsed(tmp_path: Path) -> None:

@@ -205,7 +205,15 @@ def _build_summary(result: BuildResult) -> list[str]:
     if result.split_by_process:
         lines.append(
             f"  {result.split_by_process} cluster(s) of near-duplicate questions split by "
-            "process (tool set, escalation, friction, plan length or a refusal differ)"
+            "process or outcome (answer class, tool set, escalation, friction, plan length or "
+            "a refusal differ)"
+        )
+    if result.several_paths or result.agent_traces:
+        lines.append(
+            f"  paths: {result.paths_found} outcome path(s) (answer class and process) over "
+            f"{result.questions} question(s); {result.paths_cased} have a case of their own, "
+            f"{result.folded_rows} request(s) of rare or random paths are rates of their "
+            f"question's case ({result.rate_properties} rate propert(ies) in all)"
         )
     lines.append(f"  {result.below_min_score} below the minimum score")
     lines.append(f"  {result.beyond_limit} beyond the case limit")

@@ -22,10 +22,10 @@ __all__ = [
     "Adjustment",
     "Case",
     "CaseAnnotation",
-    "CaseProperty",
     "Check",
     "CheckResult",
     "Evidence",
+    "Property",
     "SelfCheck",
     "Signal",
 ]
@@ -135,6 +135,46 @@ class Adjustment:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Property:
+    """One property of a case with its share in production (``properties``, docs/regression.md):
+    of the ``of`` requests of the case's cluster that recorded what ``check`` reads, ``held``
+    satisfied it. ``stable`` properties are also assertions (``checks``/``trace_checks``); the
+    others are rates, compared between versions and never failed by a single run."""
+
+    check: Check
+    held: int
+    of: int
+    stable: bool
+
+    @property
+    def share(self) -> float:
+        return self.held / self.of if self.of else 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "check": self.check.to_dict(),
+            "held": self.held,
+            "of": self.of,
+            "stable": self.stable,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> Property | None:
+        """The property of a ``properties`` entry, or None when the entry is malformed."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("check"), Mapping):
+            return None
+        held, of = data.get("held"), data.get("of")
+        if not (_is_count(held) and _is_count(of) and isinstance(data.get("stable"), bool)):
+            return None
+        assert isinstance(held, int) and isinstance(of, int)
+        return cls(Check.from_dict(data["check"]), held, of, bool(data["stable"]))
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 #: Self-check verdicts besides "ok" (kept as names: ``casebuild`` and callers use them).
 FAILURE_NOT_REPRODUCED = SelfCheckVerdict.FAILURE_NOT_REPRODUCED
 REFERENCE_FAILS_OWN_CHECKS = SelfCheckVerdict.REFERENCE_FAILS_OWN_CHECKS
@@ -184,38 +224,6 @@ class CaseAnnotation:
         return cls(bool(data.get("applied", False)), str(data.get("note") or ""))
 
 
-@dataclass(frozen=True, slots=True)
-class CaseProperty:
-    """One property of a case's production cluster (contract C1): ``check`` held in ``held``
-    of the ``of`` requests that recorded what it reads. ``stable``: it held in (nearly) all of
-    them and is also an assertion; otherwise it is a rate the gate compares between versions."""
-
-    check: Check
-    held: int
-    of: int
-    stable: bool
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "check": self.check.to_dict(),
-            "held": self.held,
-            "of": self.of,
-            "stable": self.stable,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object) -> CaseProperty | None:
-        """A property read leniently: None unless ``check`` is a check object."""
-        if not isinstance(data, Mapping) or not isinstance(data.get("check"), Mapping):
-            return None
-        return cls(
-            Check.from_dict(data["check"]),
-            _count(data.get("held"), 0),
-            _count(data.get("of"), 0),
-            bool(data.get("stable", False)),
-        )
-
-
 def _signal(data: object) -> Signal | None:
     if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
         return None
@@ -251,7 +259,15 @@ class Case:
     notes: tuple[str, ...] = ()
     trace_checks: tuple[Check, ...] = ()  # process, latency and cost (spanguard only)
     adjusted_checks: tuple[Adjustment, ...] = ()  # checks loosened or left out, and why
-    properties: tuple[CaseProperty, ...] = ()  # the cluster's distribution (contract C1)
+    #: Each property with its share in the case's production cluster (agent traffic only).
+    properties: tuple[Property, ...] = ()
+    #: Latency and cost of the cluster's requests: ``{"latency_ms": {"n", "median", "p95"}, …}``.
+    baseline: Mapping[str, Mapping[str, float | int]] | None = None
+
+    @property
+    def rates(self) -> tuple[Property, ...]:
+        """The properties that vary in production: compared between versions, never asserted."""
+        return tuple(p for p in self.properties if not p.stable)
 
     @property
     def weak(self) -> bool:
@@ -288,6 +304,8 @@ class Case:
             out["adjusted_checks"] = [a.to_dict() for a in self.adjusted_checks]
         if self.properties:
             out["properties"] = [p.to_dict() for p in self.properties]
+        if self.baseline:
+            out["baseline"] = {k: dict(v) for k, v in self.baseline.items()}
         return out
 
     @classmethod
@@ -300,8 +318,6 @@ class Case:
         signals = data.get("signals")
         found = [_signal(s) for s in signals] if isinstance(signals, list) else []
         adjusted = data.get("adjusted_checks")
-        props = data.get("properties")
-        found_props = [CaseProperty.from_dict(p) for p in props] if isinstance(props, list) else []
         return cls(
             id=str(data["id"]),
             input=text if isinstance(text, str) else None,
@@ -323,9 +339,30 @@ class Case:
             adjusted_checks=tuple(Adjustment.from_dict(a) for a in adjusted if isinstance(a, dict))
             if isinstance(adjusted, list)
             else (),
-            properties=tuple(p for p in found_props if p is not None),
+            properties=_properties(data.get("properties")),
+            baseline=_baseline(data.get("baseline")),
         )
 
 
 def _count(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _properties(value: object) -> tuple[Property, ...]:
+    found = [Property.from_dict(p) for p in value] if isinstance(value, list) else []
+    return tuple(p for p in found if p is not None)
+
+
+def _baseline(value: object) -> Mapping[str, Mapping[str, float | int]] | None:
+    if not isinstance(value, Mapping):
+        return None
+    out = {
+        str(key): {
+            str(k): v
+            for k, v in figures.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        for key, figures in value.items()
+        if isinstance(figures, Mapping)
+    }
+    return out or None

@@ -2,14 +2,16 @@
 
 A :class:`CheckType` holds everything the project knows about one kind (``min_chars``,
 ``tools_include``, ``max_latency_ms`` …): its family, the field of a run it reads, the case-diff
-row it explains, how it runs on one run's :class:`Evidence` and, for process and timing kinds,
-how it is learned from the clean runs of a question. :func:`check_type` finds one by name;
+row it explains, how it runs on one run's :class:`Evidence` and, for timing kinds, how its limit
+is learned from the clean runs of a question (process kinds are learned, with their share in
+the question's traffic, by :mod:`.mine.properties`). :func:`check_type` finds one by name;
 :func:`check_types` lists a family in the order cases write them.
 
 Text checks are pure functions of the output string (:mod:`.text_checks`).
 
 Trace checks (``trace_checks`` in a case) look at what happened around the output: the
-process trace (tools, escalation, plan, friction, retrieved documents) and latency and cost.
+process trace (tools, escalation, plan, friction, retrieved documents, tool retries), the class
+of the answer (:mod:`.outcome`: approve, decline, refer …) and latency and cost.
 A trace check whose evidence is absent from a record is *unverified*, never passed or failed.
 Timing limits carry the tolerance of their question's own distribution —
 :data:`TIMING_MARGIN` × the :data:`TIMING_QUANTILE` quantile of its clean runs, never below the
@@ -27,6 +29,7 @@ from typing import TypeAlias
 
 from ..traces.model import ProcessTrace
 from .case import Adjustment, Check, CheckResult, Evidence
+from .outcome import classify_answer
 from .text_checks import (
     as_list,
     contains_check,
@@ -52,12 +55,13 @@ __all__ = [
     "CheckType",
     "check_type",
     "check_types",
-    "learn_process_checks",
     "percentile",
     "run_text_check",
     "run_text_checks",
     "run_trace_check",
     "timing_limit",
+    "tool_retries",
+    "without_retries",
 ]
 
 
@@ -85,6 +89,8 @@ class CheckKind(StrEnum):
     MAX_PLAN_STEPS = "max_plan_steps"
     MAX_FRICTION_POINTS = "max_friction_points"
     DOC_IN_TOP_K = "doc_in_top_k"
+    MAX_TOOL_RETRIES = "max_tool_retries"
+    ANSWER_CLASS = "answer_class"
     MAX_LATENCY_MS = "max_latency_ms"
     MAX_COST_USD = "max_cost_usd"
 
@@ -119,6 +125,17 @@ def _tools(process: ProcessTrace) -> list[str]:
     return [call.name for call in process.tool_calls]
 
 
+def without_retries(tools: Sequence[str]) -> list[str]:
+    """The tool calls with each immediate repeat of the same tool (a retry) left out."""
+    return [name for i, name in enumerate(tools) if i == 0 or tools[i - 1] != name]
+
+
+def tool_retries(process: ProcessTrace) -> int:
+    """Calls that repeat the tool called just before them (a retry)."""
+    tools = _tools(process)
+    return len(tools) - len(without_retries(tools))
+
+
 def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     it = iter(haystack)
     return all(any(item == step for step in it) for item in needle)
@@ -151,6 +168,18 @@ def _at_most(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
     )
 
 
+def _max_tool_retries(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
+    count = tool_retries(p)
+    ok = count <= whole(check.value or 0)
+    return CheckResult(check.type, ok, "" if ok else f"{count} tool retries > {check.value}")
+
+
+def _classify_answer(ct: CheckType, check: Check, e: Evidence) -> CheckResult:
+    found = classify_answer(e.output)
+    ok = found == str(check.value)
+    return CheckResult(check.type, ok, "" if ok else f"answer class is {found!r}")
+
+
 def _doc_in_top_k(ct: CheckType, check: Check, p: ProcessTrace) -> CheckResult:
     k, value = whole(check.get("k", TOP_K)), check.value
     ranks = [d.rank for d in p.retrieved_documents if d.id == value]
@@ -176,54 +205,6 @@ def _on_process(
         return run(ct, check, e.process)
 
     return on_evidence
-
-
-def _processes(evidence: Sequence[Evidence]) -> list[ProcessTrace]:
-    return [e.process for e in evidence if e.process is not None]
-
-
-def _learn_tools_include(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
-    sequences = [_tools(p) for p in _processes(evidence)]
-    common = set(sequences[0]).intersection(*map(set, sequences[1:])) if sequences else set()
-    return Check.of(ct.name, value=sorted(common)) if common else None
-
-
-def _learn_tool_sequence(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
-    sequences = [_tools(p) for p in _processes(evidence)]
-    if sequences and len(sequences[0]) > 1 and all(s == sequences[0] for s in sequences):
-        return Check.of(ct.name, value=list(sequences[0]))
-    return None
-
-
-def _learn_escalated(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
-    escalations = {p.escalated for p in _processes(evidence)}
-    return Check.of(ct.name, value=escalations.pop()) if len(escalations) == 1 else None
-
-
-def _learn_at_most(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
-    processes = _processes(evidence)
-    if not processes:
-        return None
-    most = max(len(getattr(p, ct.field)) for p in processes)
-    # a plan is asserted only when the clean runs had one; friction always (0 is a limit)
-    return Check.of(ct.name, value=most) if most or ct.field == "friction_points" else None
-
-
-def _top_documents(process: ProcessTrace) -> dict[str, int]:
-    best: dict[str, int] = {}
-    for doc in process.retrieved_documents:
-        if isinstance(doc.id, str) and isinstance(doc.rank, int) and doc.rank <= TOP_K:
-            best[doc.id] = min(doc.rank, best.get(doc.id, doc.rank))
-    return best
-
-
-def _learn_doc_in_top_k(ct: CheckType, evidence: Sequence[Evidence]) -> Learned:
-    tops = [_top_documents(p) for p in _processes(evidence)]
-    shared = set(tops[0]).intersection(*map(set, tops[1:])) if tops else set()
-    if not shared:
-        return None
-    doc = min(shared, key=lambda d: (max(t[d] for t in tops), d))
-    return Check.of(ct.name, value=doc, k=TOP_K)
 
 
 # --- timing checks ----------------------------------------------------------------------------
@@ -296,7 +277,6 @@ _BUILT_IN = (
         "tool_calls",
         "tool calls",
         _on_process(_tools_include),
-        _learn_tools_include,
     ),
     CheckType(
         CheckKind.TOOL_SEQUENCE,
@@ -304,7 +284,6 @@ _BUILT_IN = (
         "tool_calls",
         "tool calls",
         _on_process(_tool_sequence),
-        _learn_tool_sequence,
     ),
     CheckType(
         CheckKind.ESCALATED,
@@ -312,7 +291,6 @@ _BUILT_IN = (
         "escalated",
         "escalated",
         _on_process(_escalated),
-        _learn_escalated,
     ),
     CheckType(
         CheckKind.MAX_PLAN_STEPS,
@@ -320,7 +298,6 @@ _BUILT_IN = (
         "plan_steps",
         "plan steps",
         _on_process(_at_most),
-        _learn_at_most,
     ),
     CheckType(
         CheckKind.MAX_FRICTION_POINTS,
@@ -328,7 +305,6 @@ _BUILT_IN = (
         "friction_points",
         "friction points",
         _on_process(_at_most),
-        _learn_at_most,
     ),
     CheckType(
         CheckKind.DOC_IN_TOP_K,
@@ -336,8 +312,15 @@ _BUILT_IN = (
         "retrieved_documents",
         "retrieved documents",
         _on_process(_doc_in_top_k),
-        _learn_doc_in_top_k,
     ),
+    CheckType(
+        CheckKind.MAX_TOOL_RETRIES,
+        _PROCESS,
+        "tool_calls",
+        "tool retries",
+        _on_process(_max_tool_retries),
+    ),
+    CheckType(CheckKind.ANSWER_CLASS, _PROCESS, "output", "answer class", _classify_answer),
     CheckType(
         CheckKind.MAX_LATENCY_MS,
         _TIMING,
@@ -397,19 +380,6 @@ def run_trace_check(check: Check, evidence: Evidence) -> CheckResult:
     if ct is None or ct.family is _TEXT:
         return _unsupported(check)
     return ct.run(ct, check, evidence)
-
-
-def learn_process_checks(evidence: Sequence[Evidence]) -> list[Check]:
-    """Process checks every one of ``evidence`` (clean runs of one question) satisfies.
-
-    trace2eval learns the *text* shape of a good answer from the clean answers to the same
-    question; the same idea applied to what the agent *did* gives checks no text-only tool can
-    make: which tools a good answer always used and in what order, whether it escalated, how
-    long its plan was, how much friction it caused and which document it always retrieved near
-    the top.
-    """
-    learned = [ct.learn(ct, evidence) for ct in check_types(_PROCESS) if ct.learn is not None]
-    return [check for check in learned if isinstance(check, Check)]
 
 
 def timing_limit(ct: CheckType, evidence: Sequence[Evidence]) -> Check | Adjustment:

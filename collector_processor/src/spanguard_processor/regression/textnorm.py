@@ -14,6 +14,7 @@ __all__ = [
     "detect_fallback",
     "fold",
     "shingles",
+    "slot_texts",
     "slot_values",
 ]
 
@@ -63,6 +64,20 @@ def slot_values(text: str) -> str:
     if not any(ch.isdigit() for ch in text):
         return text
     return _VALUE.sub(_slot, text)
+
+
+def slot_texts(text: str) -> list[str]:
+    """The values :func:`slot_values` replaces, in order (``["$52,000", "LA-10293"]``)."""
+    if not any(ch.isdigit() for ch in text):
+        return []
+    out = []
+    for match in _VALUE.finditer(text):
+        value = match.group(0)
+        kept = _KEEP.search(value)
+        body = value[: len(value) - len(kept.group(0))] if kept is not None else value
+        if any(ch.isdigit() for ch in body):
+            out.append(body)
+    return out
 
 
 def fold(text: str) -> str:

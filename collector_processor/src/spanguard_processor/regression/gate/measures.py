@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..case import CaseProperty, Check
+from ..case import Check, Property
 from ..checks import CheckKind
 from ..run.repeats import ERROR, Repeat
 from .paired import Scale
@@ -70,7 +70,7 @@ Reader = Callable[[str, Repeat, "CaseContext"], float | None]
 class CaseContext:
     """What a reader may know of a case: its properties and the tools its baseline called."""
 
-    properties: tuple[CaseProperty, ...]
+    properties: tuple[Property, ...]
     baseline_tools: frozenset[str]
     labels: Mapping[str, int]  # property label → its index in ``properties``
 
@@ -226,7 +226,7 @@ def case_values(
 
 
 def context(
-    properties: Mapping[str, tuple[CaseProperty, ...]],
+    properties: Mapping[str, tuple[Property, ...]],
     baseline: Mapping[str, Sequence[Repeat]],
     case_id: str,
 ) -> CaseContext:

@@ -18,7 +18,7 @@ from typing import Any
 from spanguard.exceptions import CaseFormatError
 
 from ...common._json import parse_json
-from ..case import CaseProperty
+from ..case import Property
 from ..run.repeats import Repeat
 from ..run.results import CaseOutcome, Metrics
 from ..run.run import PRODUCER, RunResult
@@ -78,7 +78,7 @@ class RunFile:
     #: Every case's repeats (contract C2); empty for a trace2eval file or an older run file.
     repeats: Mapping[str, tuple[Repeat, ...]] = field(default_factory=dict)
     #: The properties of the cases that carry them (contract C1), in the repeats' order.
-    properties: Mapping[str, tuple[CaseProperty, ...]] = field(default_factory=dict)
+    properties: Mapping[str, tuple[Property, ...]] = field(default_factory=dict)
 
     @property
     def producer(self) -> str:
@@ -308,11 +308,11 @@ def _repeats(name: str, payload: dict[str, Any]) -> dict[str, tuple[Repeat, ...]
     return {case_id: tuple(Repeat.from_dict(r) for r in runs) for case_id, runs in raw.items()}
 
 
-def _properties(name: str, payload: dict[str, Any]) -> dict[str, tuple[CaseProperty, ...]]:
+def _properties(name: str, payload: dict[str, Any]) -> dict[str, tuple[Property, ...]]:
     raw = _object_of_lists(name, payload, "properties")
-    found: dict[str, tuple[CaseProperty, ...]] = {}
+    found: dict[str, tuple[Property, ...]] = {}
     for case_id, props in raw.items():
-        read = [CaseProperty.from_dict(p) for p in props]
+        read = [Property.from_dict(p) for p in props]
         found[case_id] = tuple(p for p in read if p is not None)
     return found
 

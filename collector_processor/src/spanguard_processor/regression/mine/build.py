@@ -94,6 +94,20 @@ class BuildResult:
     questions_without_signals: int
     select: str = SelectMode.COVERAGE
     covered_rows: int = 0  # requests in a cluster that became a case
+    questions: int = 0  # question clusters before they were split into outcome paths
+    paths_found: int = 0  # distinct outcome paths (answer class, process) over all questions
+    paths_cased: int = 0  # of which the own path of a case
+    folded_rows: int = 0  # requests of a rare or random path, a rate of their question's case
+
+    @property
+    def rate_properties(self) -> int:
+        """Properties that vary in production (rates), over all cases."""
+        return sum(len(c.rates) for c in self.cases)
+
+    @property
+    def several_paths(self) -> bool:
+        """Whether some question took more than one outcome path."""
+        return self.paths_found > self.questions
 
     @property
     def covered_questions(self) -> int:
@@ -146,6 +160,12 @@ class BuildResult:
             "orphan_expectations": list(self.orphans),
             "custom_matcher": self.custom_matcher,
             "split_by_process": self.split_by_process,
+            "paths": {
+                "found": self.paths_found,
+                "cased": self.paths_cased,
+                "folded_requests": self.folded_rows,
+                "rate_properties": self.rate_properties,
+            },
             "select": self.select,
             "coverage": {
                 "questions": self.covered_questions,
@@ -255,4 +275,8 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildResult:
         selection.no_signal,
         options.select,
         selection.covered_rows,
+        selection.questions,
+        selection.paths_found,
+        selection.paths_cased,
+        selection.folded_rows,
     )

@@ -22,13 +22,13 @@ from ..case import (
     CaseAnnotation,
     Check,
     Evidence,
+    Property,
     SelfCheck,
 )
 from ..checks import (
     CheckFamily,
     CheckKind,
     check_types,
-    learn_process_checks,
     run_text_checks,
     run_trace_check,
     timing_limit,
@@ -38,8 +38,9 @@ from ..vocabulary import FailureKind, SelfCheckVerdict, SignalName
 from .annotations import Annotation, AnnotationSet, merge_checks
 from .consistency import make_consistent
 from .expect import checks_from_expect
-from .select import Cluster, Selection
-from .signals import QUALITY_SIGNALS, short_boundary
+from .properties import assertion_properties, baseline_figures, learn_properties
+from .select import SEED_SIGNALS, Cluster, Selection
+from .signals import short_boundary
 
 __all__ = ["MAX_LISTED_DUPLICATES", "BuiltCase", "build_cases", "stable_case_id"]
 
@@ -62,8 +63,9 @@ _BEHAVIOUR = frozenset(
         SignalName.EXPENSIVE_CALL,
     }
 )
-_SEEDS = QUALITY_SIGNALS | {SignalName.OUTPUT_MUCH_LONGER}
+_SEEDS = SEED_SIGNALS
 _LONG_RATIO = 3.0
+TIMING_KINDS = frozenset(ct.name for ct in check_types(CheckFamily.TIMING))
 
 
 def stable_case_id(text: str, taken: set[str]) -> str:
@@ -188,20 +190,39 @@ class _Builder:
         return [self.sel.rows[m].evidence for m in chosen]
 
     def trace_checks(
-        self, members: list[int], names: set[str], is_seed: bool, adjusted: list[Adjustment]
-    ) -> list[Check]:
-        runs = self.clean_runs(members, is_seed)
-        checks = learn_process_checks(runs)
+        self, runs: list[Evidence], names: set[str], adjusted: list[Adjustment]
+    ) -> tuple[list[Check], list[Property]]:
+        """The assertions on the process (the stable properties of ``runs``) and timing, and
+        every learned process property (stable or rate)."""
+        learned = learn_properties(runs)
+        checks = [p.check for p in learned if p.stable]
         if not self.timing:
-            return checks
+            return checks, learned
         for ct in check_types(CheckFamily.TIMING):
             if ct.signal in names:
-                learned = timing_limit(ct, runs)
-                if isinstance(learned, Check):
-                    checks.append(learned)
+                limit = timing_limit(ct, runs)
+                if isinstance(limit, Check):
+                    checks.append(limit)
                 else:
-                    adjusted.append(learned)
-        return checks
+                    adjusted.append(limit)
+        return checks, learned
+
+    @staticmethod
+    def properties(
+        checks: list[Check],
+        trace_checks: list[Check],
+        learned: list[Property],
+        runs: list[Evidence],
+    ) -> tuple[Property, ...]:
+        """Every property of the case in the order it checks them: its text assertions, its
+        process properties (stable ones are its process assertions), its timing assertions."""
+        if not learned:
+            return ()
+        timing = [c for c in trace_checks if c.type in TIMING_KINDS]
+        process = [p for p in learned if not p.stable or p.check in trace_checks]
+        return tuple(
+            assertion_properties(checks, runs) + process + assertion_properties(timing, runs)
+        )
 
     def build(self, cluster: Cluster, case_id: str) -> BuiltCase:
         sel, rows = self.sel, self.sel.rows
@@ -242,10 +263,9 @@ class _Builder:
                     f"asserts max_chars={bound} (3x the log median)"
                 )
         adjusted: list[Adjustment] = []
-        trace_checks = self.trace_checks(pool, names, is_seed, adjusted)
-        checks, trace_checks, changes = make_consistent(
-            checks, trace_checks, self.clean_runs(pool, is_seed)
-        )
+        runs = self.clean_runs(pool, is_seed)
+        trace_checks, learned = self.trace_checks(runs, names, adjusted)
+        checks, trace_checks, changes = make_consistent(checks, trace_checks, runs)
         adjusted += changes
         annotation = self.lookup(rep.input, members)
         if annotation is not None:
@@ -291,6 +311,8 @@ class _Builder:
             notes=tuple(notes),
             trace_checks=tuple(trace_checks),
             adjusted_checks=tuple(adjusted),
+            properties=self.properties(checks, trace_checks, learned, runs),
+            baseline=baseline_figures(runs) if learned else None,
         )
         return BuiltCase(case, annotation)
 

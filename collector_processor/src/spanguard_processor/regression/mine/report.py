@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...common.markdown import md_inert
-from ..case import Case
-from ..checks import PROCESS_CHECK_TYPES
+from ..case import Case, Property
+from ..checks import PROCESS_CHECK_TYPES, CheckKind
+from ..text_checks import as_list
 from ..vocabulary import FailureKind
+from .paths import MIN_PATH_ROWS, describe_path, path_key
 from .select import ClusterHealth, Selection
 
 __all__ = ["build_report", "cell", "number"]
@@ -209,6 +211,57 @@ def _process(cases: Sequence[Case]) -> list[str]:
     ]
 
 
+def _property(prop: Property) -> str:
+    """A property as the share where its event happened: ``escalated 1/24``, ``tool retries
+    1/24``, ``calls verify_income 10/24``, ``answer approve 23/24`` …"""
+    check, held, of = prop.check, prop.held, prop.of
+    value = check.value
+    if check.type == CheckKind.ESCALATED:
+        return f"escalated {held if value else of - held}/{of}"
+    if check.type == CheckKind.MAX_TOOL_RETRIES:
+        return f"tool retries {of - held}/{of}"
+    if check.type in (CheckKind.MAX_FRICTION_POINTS, CheckKind.MAX_PLAN_STEPS):
+        noun = "friction points" if check.type == CheckKind.MAX_FRICTION_POINTS else "plan steps"
+        return f"more than {value} {noun} {of - held}/{of}"
+    if check.type == CheckKind.TOOLS_INCLUDE:
+        return f"calls {'+'.join(str(v) for v in as_list(value))} {held}/{of}"
+    if check.type == CheckKind.TOOL_SEQUENCE:
+        return f"sequence {'→'.join(str(v) for v in as_list(value))} {held}/{of}"
+    if check.type == CheckKind.ANSWER_CLASS:
+        return f"answer {value} {held}/{of}"
+    shown = "" if value is None else f" {value}"
+    return f"{check.type}{shown} {held}/{of}"
+
+
+def _paths(sel: Selection, cases: Sequence[Case]) -> list[str]:
+    if not any(c.properties for c in cases) and sel.paths_found <= sel.questions:
+        return []
+    lines = [
+        "## Outcome paths, stable properties and rates",
+        "",
+        f"The {sel.questions} question(s) took {sel.paths_found} outcome path(s) (class of the "
+        f"answer, then process); {sel.paths_cased} have a case of their own. A path becomes a "
+        f"case when it occurred at least {MIN_PATH_ROWS} times and the input explains it (one "
+        "slot value, ratio of two, or word holds its requests in one unbroken run); "
+        f"{sel.folded_rows} request(s) of rare or random paths were folded into their "
+        "question's case, where they are rates. A stable property held in every clean request "
+        "of the case's cluster and is asserted; a rate varies and is compared between "
+        "versions, never asserted.",
+        "",
+        "| Case | Path | Requests | Stable | Rates (baseline) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for case, cluster in zip(cases, sel.chosen, strict=True):
+        stable = ", ".join(dict.fromkeys(p.check.type for p in case.properties if p.stable))
+        rates = "; ".join(f"{_property(p)} (rate)" for p in case.rates)
+        path = describe_path(path_key(sel.rows[cluster.representative]))
+        lines.append(
+            f"| {cell(case.id, 18)} | {cell(path, 80)} | {case.occurrences_in_log} | "
+            f"{cell(stable, 120)} | {cell(rates, 200)} |"
+        )
+    return [*lines, ""]
+
+
 def build_report(
     sel: Selection, cases: Sequence[Case], source_name: str, orphans: list[str]
 ) -> str:
@@ -254,6 +307,7 @@ def build_report(
         lines += [f"- {orphan}" for orphan in orphans]
         lines.append("")
     lines += _process(cases)
+    lines += _paths(sel, cases)
     if cases:
         lines += _top_case(cases[0])
     lines += [

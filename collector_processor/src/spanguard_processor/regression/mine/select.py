@@ -6,10 +6,12 @@ dates — are replaced by a slot) form one *phrasing group*; groups are clustere
 to the first-created cluster whose representative it is similar to (exact Jaccard via
 :mod:`.dedup`). Rows are keyed by position, never by id.
 
-Then each text cluster is split by *path*: rows whose agent traces differ in tool set,
-escalation, friction or plan length, or whose answers differ in being a refusal, are different
-behaviours of the agent and become different cases, even when their questions read the same
-(templated traffic). Clusters are kept in the order their representatives were visited.
+Then each text cluster is split into its *outcome paths* (:mod:`.paths`): a refusal is always
+its own case; other agent requests (with a process trace) split by the class of their answer
+and then by process, where a
+path occurring at least three times and explained by the input (its slot values or words) is
+its own case and a rare or random one becomes a rate of its question's most common path.
+Clusters are kept in the order their representatives were visited.
 
 Which clusters become cases (:func:`select`): by default every one (``coverage``), those with
 a failure signal first when the case limit cuts, then the ones holding the most traffic;
@@ -21,26 +23,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ...traces.model import ProcessTrace
 from ..case import Signal
+from ..outcome import classify_answer
 from ..textnorm import fold, shingles, slot_values
-from ..vocabulary import SelectMode
+from ..vocabulary import SelectMode, SignalName
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .signals import LogContext, build_context, compute_signals, score
+from .paths import path_counts, split_question
+from .signals import QUALITY_SIGNALS, LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
 
 __all__ = [
+    "SEED_SIGNALS",
     "SELECT_MODES",
     "Cluster",
     "ClusterHealth",
     "Selection",
     "cluster_log",
-    "path_signature",
-    "process_signature",
     "select",
 ]
 
+#: Signals that make a request a failure seed (casebuild's seeds).
+SEED_SIGNALS = QUALITY_SIGNALS | {SignalName.OUTPUT_MUCH_LONGER}
 #: ``coverage``: a case for every question cluster and path; ``signals``: trace2eval's choice.
 SELECT_MODES = tuple(m.value for m in SelectMode)
 
@@ -52,8 +56,9 @@ class Cluster:
     groups: list[int]
     representative: int
     size: int = 0
-    #: Set when a text cluster was split by process: exactly this part's rows, in visit order,
-    #: and every row of the text cluster it came from (the question's whole traffic).
+    #: Set when a text cluster was split into outcome paths (:mod:`.paths`): exactly this
+    #: part's rows, its representative first, and every row of the text cluster it came from
+    #: (the question's whole traffic).
     rows: list[int] | None = None
     family: list[int] | None = None
 
@@ -82,8 +87,14 @@ class Selection:
     clusters: list[Cluster]
     health: ClusterHealth
     chosen: list[Cluster] = field(default_factory=list)
-    #: Text clusters whose rows differ in process and were split into several clusters.
+    #: Text clusters split into several outcome paths (several cases).
     split_by_process: int = 0
+    #: Distinct outcome paths (answer class and process) over all questions, those that are a
+    #: case's own path, and the requests folded into a case of another path as its rates.
+    questions: int = 0  # question clusters before the split into paths
+    paths_found: int = 0
+    paths_cased: int = 0
+    folded_rows: int = 0
     no_signal: int = 0
     below_min_score: int = 0
     beyond_limit: int = 0
@@ -108,6 +119,10 @@ class Selection:
         if len(cluster.groups) > 1:
             rows.sort(key=self.rank.__getitem__)
         return rows
+
+    def seed(self, row: int) -> bool:
+        """Whether ``row`` carries a failure signal (a failure seed)."""
+        return any(s.name in SEED_SIGNALS for s in self.signals[row])
 
     @property
     def collapsed(self) -> int:
@@ -195,52 +210,31 @@ def cluster_log(
         clusters[target].size += len(group_rows[group])
     health = _health(clusters, sets, threshold, len(rows))
     selection = Selection(rows, context, signals, scores, rank, group_rows, sets, clusters, health)
-    _split_by_process(selection)
+    _split_by_path(selection)
     return selection
 
 
-#: The tools called (sorted), escalated, friction points, plan steps.
-ProcessSignature = tuple[tuple[str, ...], bool, int, int]
-
-
-def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
-    """What makes two traces of one question different behaviour: the set of tools called,
-    escalation, the number of friction points and of plan steps."""
-    if process is None:
-        return None
-    tools = tuple(sorted({call.name for call in process.tool_calls}))
-    return (
-        tools,
-        process.escalated,
-        len(process.friction_points),
-        len(process.plan_steps),
-    )
-
-
-#: The process signature (None without a process trace) and whether the answer was a refusal.
-PathSignature = tuple[ProcessSignature | None, bool]
-
-
-def path_signature(row: Row) -> PathSignature:
-    """The path a request took: its process signature, and whether the agent refused (its
-    answer holds a fallback phrase)."""
-    return process_signature(row.process), row.fallback is not None
-
-
-def _split_by_process(selection: Selection) -> None:
+def _split_by_path(selection: Selection) -> None:
     split: list[Cluster] = []
+    selection.questions = len(selection.clusters)
+    # outcome paths are an agent's: a request without a process trace is split by refusal only
+    classes = [
+        classify_answer(row.output) if row.process is not None else "" for row in selection.rows
+    ]
+    common = path_counts(selection.rows, classes)
     for cluster in selection.clusters:
         members = selection.members(cluster)
-        parts: dict[PathSignature, list[int]] = {}
-        for row in members:
-            parts.setdefault(path_signature(selection.rows[row]), []).append(row)
-        if len(parts) == 1:
+        paths = split_question(selection.rows, members, selection.seed, classes, common)
+        selection.paths_found += paths.paths
+        selection.paths_cased += paths.cased
+        selection.folded_rows += paths.folded
+        if len(paths.parts) == 1 and paths.parts[0] == members:
             split.append(cluster)
             continue
-        selection.split_by_process += 1
+        selection.split_by_process += len(paths.parts) > 1
         split += [
             Cluster(cluster.groups, part[0], len(part), rows=part, family=members)
-            for part in parts.values()
+            for part in paths.parts
         ]
     if selection.split_by_process:
         split.sort(key=lambda c: selection.rank[c.representative])

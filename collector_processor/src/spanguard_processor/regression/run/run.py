@@ -17,7 +17,7 @@ from pathlib import Path
 from spanguard.exceptions import CaseFormatError
 
 from ...common.jsonio import iter_jsonl
-from ..case import Case, CaseProperty, Evidence
+from ..case import Case, Evidence, Property
 from ..checks import CheckKind, percentile, run_text_checks, run_trace_check
 from ..vocabulary import FailureReason, MatchKind, Outcome
 from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
@@ -99,7 +99,7 @@ class RunResult:
     metrics: Metrics
     outcomes: tuple[CaseOutcome, ...]
     repeats: Mapping[str, tuple[Repeat, ...]] = field(default_factory=dict)
-    properties: Mapping[str, tuple[CaseProperty, ...]] = field(default_factory=dict)
+    properties: Mapping[str, tuple[Property, ...]] = field(default_factory=dict)
 
     @property
     def app_errors(self) -> int:

@@ -1,0 +1,290 @@
+"""Splitting a question into its outcome paths (docs/regression.md, "Outcome paths").
+
+A request's *path* is the class of its answer (:func:`~..outcome.classify_answer`: approve,
+decline, refer, refusal, json, text …) and its process signature (the tools it called, whether
+it escalated, its friction points and plan steps). A question cluster whose requests took
+several paths is split in two levels — first by answer class, then, within each class, by
+process — and at each level a path becomes its own case only when it is **systematic**:
+
+- it occurred at least :data:`MIN_PATH_ROWS` times, and
+- the input explains it: on one input feature — a numeric slot value (an amount, an income, a
+  term), the ratio of two of them, or the presence of a word — its requests form one unbroken
+  run (no request of another path in between) holding at least :data:`MIN_RUN_SHARE` of them
+  (a path of 3 or 4 requests must be unbroken; a large systematic one may have stragglers).
+
+Anything else — a 4 % random escalation, a retry, a rare tool — is folded into the question's
+most common path of that level and becomes a *rate* of that case (:mod:`.properties`), never a
+case of its own asserting it. The representative of every case is a request of the path it
+covers — for a path explained by a run the one in the middle of it, farthest from another
+path's requests; for an unexplained main path its highest-ranked request — so replaying its
+input reproduces that path. Failure seeds keep trace2eval-compatible
+treatment: a refusal, and a request with a failure signal (negative feedback, a user retry …)
+whose process differs from its path's, is always a case of its own — a failure must not ship
+twice, however rare.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+
+from ...traces.model import ProcessTrace
+from ..outcome import classify_answer
+from ..textnorm import slot_texts, slot_values
+from .loader import Row
+
+__all__ = [
+    "MIN_PATH_ROWS",
+    "MIN_RUN_SHARE",
+    "PathKey",
+    "ProcessSignature",
+    "QuestionPaths",
+    "describe_path",
+    "path_counts",
+    "path_key",
+    "process_signature",
+    "split_question",
+]
+
+#: A path needs this many requests to become a case of its own.
+MIN_PATH_ROWS = 3
+#: …and one input feature must hold at least this share of them in one unbroken run.
+MIN_RUN_SHARE = 0.8
+#: Numeric slots of a template considered (their ratios too): enough for real templates.
+MAX_SLOTS = 6
+_MAX_ROUNDS = 8
+
+#: The tools called (sorted), escalated, friction points, plan steps.
+ProcessSignature = tuple[tuple[str, ...], bool, int, int]
+#: The answer class and the process signature (None without a process trace).
+PathKey = tuple[str, ProcessSignature | None]
+
+_NUMBER = re.compile(r"[$€£¥₹]?([0-9][0-9,]*(?:\.[0-9]+)?)%?")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
+    """What makes two traces of one question different behaviour: the set of tools called,
+    escalation, the number of friction points and of plan steps."""
+    if process is None:
+        return None
+    tools = tuple(sorted({call.name for call in process.tool_calls}))
+    return (tools, process.escalated, len(process.friction_points), len(process.plan_steps))
+
+
+def path_key(row: Row) -> PathKey:
+    return classify_answer(row.output), process_signature(row.process)
+
+
+def describe_path(key: PathKey) -> str:
+    """``approve · credit_check+compute_offer · not escalated · 0 friction · 4 plan steps``."""
+    outcome, process = key
+    if process is None:
+        return outcome
+    tools, escalated, friction, plan = process
+    return " · ".join(
+        (
+            outcome,
+            "+".join(tools) or "no tools",
+            "escalated" if escalated else "not escalated",
+            f"{friction} friction",
+            f"{plan} plan steps",
+        )
+    )
+
+
+def _number(text: str) -> float | None:
+    match = _NUMBER.fullmatch(text)
+    return float(match.group(1).replace(",", "")) if match else None
+
+
+class _Features:
+    """The input features of a question's requests: numeric slots, their ratios, words."""
+
+    def __init__(self, rows: Sequence[Row], members: Sequence[int]) -> None:
+        vectors = {m: [_number(t) for t in slot_texts(rows[m].input)] for m in members}
+        length = max(Counter(len(v) for v in vectors.values()).items(), key=lambda i: i[::-1])[0]
+        usable = [m for m in members if len(vectors[m]) == length]
+        slots = [
+            i
+            for i in range(min(length, MAX_SLOTS))
+            if all(vectors[m][i] is not None for m in usable)
+        ]
+        self.numeric: list[dict[int, float]] = [
+            {m: float(vectors[m][i] or 0) for m in usable} for i in slots
+        ]
+        for i in slots:  # j/i orders the requests as i/j does, reversed: one of the two
+            for j in slots[slots.index(i) + 1 :]:
+                if all(vectors[m][j] for m in usable):
+                    self.numeric.append(
+                        {m: float(vectors[m][i] or 0) / float(vectors[m][j] or 1) for m in usable}
+                    )
+        holders: dict[str, set[int]] = {}
+        for m in members:
+            for word in set(_WORD.findall(slot_values(rows[m].input).lower())):
+                holders.setdefault(word, set()).add(m)
+        self.words = [holders[w] for w in sorted(holders)]
+
+    def explained(self, part: set[int], active: set[int]) -> list[int] | None:
+        """The longest unbroken run of ``part`` on one feature, in feature order, if it
+        explains the part."""
+        best: list[int] = []
+        for feature in self.numeric:
+            ordered = sorted((v, m) for m, v in feature.items() if m in active)
+            run: list[int] = []
+            for _, tied in groupby(ordered, key=lambda item: item[0]):
+                same = [m for _, m in tied]
+                run = run + same if all(m in part for m in same) else []
+                if len(run) > len(best):
+                    best = run
+        for holders in self.words:
+            inside = holders & active
+            if len(best) < len(inside) <= len(part) and inside <= part:
+                best = sorted(inside)
+            if len(best) < len(active) - len(inside) <= len(part):
+                outside = active - holders
+                if outside <= part:
+                    best = sorted(outside)
+        need = len(part & active)
+        if len(best) >= MIN_PATH_ROWS and len(best) >= MIN_RUN_SHARE * need:
+            return best
+        return None
+
+
+def _split(
+    rows: Sequence[Row],
+    members: list[int],
+    key: Callable[[int], Hashable],
+    common: Counter[Hashable],
+) -> list[list[int]]:
+    """``members`` split by ``key`` into its systematic paths; the first part is the most
+    common path (on a tie, the one most common in the whole log: a question asked twice that
+    escalated once is not represented by its escalation) with every unexplained request
+    folded into it."""
+    parts: dict[Hashable, list[int]] = {}
+    for m in members:
+        parts.setdefault(key(m), []).append(m)
+    position = {m: i for i, m in enumerate(members)}
+    ordered = sorted(parts.values(), key=lambda p: (-len(p), -common[key(p[0])], position[p[0]]))
+    main = ordered[0]
+    candidates = [main, *(p for p in ordered[1:] if len(p) >= MIN_PATH_ROWS)]
+    if len(candidates) == 1:
+        return [members if members[0] in main else [main[0], *(m for m in members if m != main[0])]]
+    runs = _runs(candidates, _Features(rows, members))
+    # an explained path is represented by the middle of its run: the request farthest from
+    # the boundary to another path (never a random straggler)
+    out = [[main[0] if runs[0] is None else runs[0][len(runs[0]) // 2]]]
+    cased: set[int] = set()
+    for run in runs[1:]:
+        if run is None:
+            continue
+        middle = run[len(run) // 2]
+        out.append([middle, *sorted((m for m in run if m != middle), key=position.__getitem__)])
+        cased.update(run)
+    out[0] += [m for m in members if m not in cased and m != out[0][0]]
+    return out
+
+
+def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | None]:
+    """Each candidate path's explaining run (None: unexplained). The requests of an explained
+    path outside its run (a random escalation among systematic ones) leave the next round,
+    where they no longer break another path's run; when nothing changes any more, so do the
+    paths left unexplained (other than the most common), for one last round."""
+    everyone = set().union(*candidates)
+    runs: list[list[int] | None] = [None] * len(candidates)
+    excluded: set[int] = set()
+    dropped = False
+    for _ in range(_MAX_ROUNDS):
+        active = everyone - excluded
+        found = [features.explained(set(part), active) for part in candidates]
+        stragglers = {
+            m for part, run in zip(candidates, found, strict=True) if run for m in part
+        } - {m for run in found if run for m in run}
+        if found == runs and stragglers <= excluded:
+            if dropped:
+                break
+            dropped = True
+            stragglers = {
+                m
+                for part, run in zip(candidates[1:], found[1:], strict=True)
+                if run is None
+                for m in part
+            }
+        runs = found
+        excluded |= stragglers
+    return runs
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionPaths:
+    """A question's parts (each becomes a case; representative first) and its path counts."""
+
+    parts: list[list[int]]
+    paths: int  # distinct paths its requests took
+    cased: int  # of which a case's own path
+    folded: int  # requests folded into a case of another path (its rates)
+
+
+def _seeds_apart(
+    rows: Sequence[Row], parts: list[list[int]], seed: Callable[[int], bool]
+) -> list[list[int]]:
+    """Failure seeds whose process differs from their part's: a case each (per process)."""
+    out: list[list[int]] = []
+    for part in parts:
+        own = process_signature(rows[part[0]].process)
+        apart: dict[ProcessSignature | None, list[int]] = {}
+        for m in part[1:]:
+            signature = process_signature(rows[m].process)
+            if signature != own and seed(m):
+                apart.setdefault(signature, []).append(m)
+        taken = {m for group in apart.values() for m in group}
+        out += [[m for m in part if m not in taken], *apart.values()]
+    return out
+
+
+def path_counts(rows: Sequence[Row], classes: Sequence[str]) -> Counter[Hashable]:
+    """How often each answer class and each process signature occurs in the whole log."""
+    counts: Counter[Hashable] = Counter(classes)
+    counts.update(process_signature(row.process) for row in rows)
+    return counts
+
+
+def split_question(
+    rows: Sequence[Row],
+    members: list[int],
+    seed: Callable[[int], bool],
+    classes: Sequence[str],
+    common: Counter[Hashable],
+) -> QuestionPaths:
+    """Split one question cluster (``members`` in visit order) into its outcome paths.
+    ``seed(m)``: whether request ``m`` carries a failure signal; ``classes``: each request's
+    answer class (:func:`~..outcome.classify_answer`); ``common``: :func:`path_counts` of
+    the whole log (ties between paths go to the commoner)."""
+    refusals = [m for m in members if rows[m].fallback is not None]
+    answered = [m for m in members if rows[m].fallback is None]
+    if all(rows[m].process is None for m in members):  # a plain log: split by refusal only
+        plain = [part for part in (refusals, answered) if part]
+        plain.sort(key=lambda part: part[0] != members[0])
+        return QuestionPaths(plain, len(plain), len(plain), 0)
+    by_process: dict[ProcessSignature | None, list[int]] = {}
+    for m in refusals:  # failure seeds, whatever their number (trace2eval's treatment)
+        by_process.setdefault(process_signature(rows[m].process), []).append(m)
+    parts = list(by_process.values())
+    if answered:
+        position = {m: i for i, m in enumerate(members)}
+        paths: list[list[int]] = []
+        for outcome in _split(rows, answered, classes.__getitem__, common):
+            # requests folded in from another class stay folded: never split a second time
+            mine = [m for m in outcome if classes[m] == classes[outcome[0]]]
+            sub = _split(rows, mine, lambda m: process_signature(rows[m].process), common)
+            folded = [m for m in outcome if classes[m] != classes[outcome[0]]]
+            sub[0] = [sub[0][0], *sorted(sub[0][1:] + folded, key=position.__getitem__)]
+            paths += sub
+        parts += _seeds_apart(rows, paths, seed)
+    signature = {m: (classes[m], process_signature(rows[m].process)) for m in members}
+    cased = {signature[part[0]] for part in parts}
+    off_path = sum(1 for part in parts for m in part if signature[m] != signature[part[0]])
+    return QuestionPaths(parts, len(set(signature.values())), len(cased), off_path)
