@@ -10,7 +10,8 @@ files' repeats (contract C2) with no knowledge of how they were produced.
   ``not_fallback`` assertion failed), ``retry_rate`` (a tool called twice in a row),
   ``tool use: NAME`` per tool (over the cases whose baseline called it), ``tool_count`` and
   ``plan_steps``.
-* ``latency`` and ``cost`` — per-case ratios (medians of the repeats), as logs; latency's are
+* ``latency`` and ``cost`` — per-case ratios (medians of the repeats, each figure read as at
+  least :data:`FLOORS`: 10 ms, $0.000001), as logs; latency's are
   centred on the run's median ratio, so a run measured on a busier machine is not a regression
   by itself (``latency (overall)``, that median ratio, is shown and gates only with
   ``same_machine``).
@@ -144,10 +145,21 @@ def _refused(name: str, r: Repeat, ctx: CaseContext) -> float | None:
     return None if r.outcome == ERROR else float(CheckKind.NOT_FALLBACK in r.failed_checks)
 
 
+#: Below these a latency or cost is read as the floor itself: under 10 ms the machine's
+#: scheduling dominates (the demo's requests take about a millisecond, and a median moving
+#: 0.4 → 1.1 ms FAILed latency), and $0.000001 is the precision costs are printed at. The
+#: trace2eval rules' ``min_latency_change_ms`` default is the same 10 ms.
+FLOORS = {"latency_ms": 10.0, "cost_usd": 1e-6}
+
+
 def _figure(attr: str) -> Reader:
+    floor = FLOORS[attr]
+
     def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
         value = getattr(r, attr)
-        return None if r.outcome == ERROR or value is None or value <= 0 else float(value)
+        if r.outcome == ERROR or value is None or value <= 0:
+            return None
+        return max(float(value), floor)
 
     return read
 
