@@ -125,10 +125,11 @@ def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     _evidence_shows_the_planted_bias(candidate, out / "candidate" / "traces.jsonl")
     check_md = (out / "runs" / "check.md").read_text()
     assert "regression" in check_md.lower()
-    # the cases the biased candidate now fails show what changed, e.g. a dropped tool call
-    assert "## Cases that went from pass to fail" in check_md
-    assert "missing check_eligibility" in check_md
-    assert "missing check_eligibility" in (out / "runs" / "check.html").read_text()
+    # the metrics the biased candidate made worse name the cases that moved most and how,
+    # e.g. a dropped tool call (issue 46's gate: repeats per case, four outcomes per metric)
+    assert "FAIL tool use: check_eligibility: the cases that moved most" in check_md
+    assert re.search(r"calls check_eligibility \d+/\d+ → \d+/\d+", check_md), check_md
+    assert "check_eligibility" in (out / "runs" / "check.html").read_text()
     # progress of the long OTLP runs, then the closing summary's own wall time and disk use
     assert re.search(r"baseline: [\d,]+/216 requests \(\d+%\)", result.output)
     assert re.search(r"Took \d+ s; .* holds \d+\.\d MB \(span stores removed", result.output)
@@ -293,9 +294,12 @@ def test_two_demo_runs_give_the_same_regression_verdict(tmp_path: Path) -> None:
         verdicts.append(_gate(out))
     assert verdicts[0] == verdicts[1]
     total, failed, own = verdicts[0]
-    assert "case_outcomes" in failed and "p95_latency_ms" not in failed
-    # The fair baseline passes at least 95 % of the cases mined from its own traffic.
-    assert len(own) <= 0.05 * total, own
+    assert "pass_rate" in failed and "tool use: check_eligibility" in failed, failed
+    assert not any(name.startswith("latency") for name in failed), failed
+    # The fair baseline passes at least 95 % of the cases mined from its own traffic (a failure
+    # seed — a source request that went wrong — fails its own traffic by design; with outcome
+    # paths folded into rates this small log gives ~15 cases, so one such seed is allowed).
+    assert len(own) <= max(1, 0.05 * total), own
 
 
 def assert_intervals_respect_their_scale(report: dict[str, object]) -> None:

@@ -16,6 +16,7 @@ from ..regression.report.verdict_report import (
     render_verdict,
     render_verdict_html,
     verdict_junit,
+    verdict_markdown,
     verdict_summary,
 )
 from ._common import exit_gate, in_command_terms
@@ -44,7 +45,7 @@ def compare_repeats(
     click.echo(console_text(text))  # app text: no terminal escapes
     markdown, junit, html = outputs
     if markdown is not None:
-        write_text_atomic(markdown, f"{text}\n\n**{summary}**\n")
+        write_text_atomic(markdown, verdict_markdown(text, summary, base.path, cur.path))
     if junit is not None:
         write_text_atomic(junit, verdict_junit(verdict))
     if html is not None:

@@ -317,8 +317,10 @@ def reading_notes(out: Path) -> list[str]:
             f"  - The fair baseline passes {passed} of the {total} regression cases mined from "
             "its own traffic. A case whose source request went wrong (a needless escalation, "
             "extra friction) keeps the check that catches it, so it fails on that traffic by "
-            "design; the regression gate compares the two runs case by case and fails on "
-            "cases that passed on the baseline and fail now."
+            "design. The regression gate reads each case's recorded requests in both runs as "
+            "its repeats and compares them metric by metric (pass rate, each property, "
+            "escalation, tool use, counts, latency): it fails what the data show worse than "
+            "the baseline beyond the metric's tolerance, never a single request that flipped."
         )
     notes.append(
         "  - Fairness verdicts: PASS means the data show the gap between groups within the "
@@ -450,8 +452,6 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = click.echo) -> l
         "7. Regression gate: candidate vs baseline",
         [
             "check",
-            "--rules",
-            "trace2eval",
             "--baseline",
             str(out / "runs" / "baseline.json"),
             "--current",

@@ -17,6 +17,7 @@ __all__ = [
     "render_verdict",
     "render_verdict_html",
     "verdict_junit",
+    "verdict_markdown",
     "verdict_summary",
 ]
 
@@ -89,6 +90,14 @@ def render_verdict(v: RegressionVerdict) -> str:
         if len(v.changes) > 20:
             lines.append(f"- … and {len(v.changes) - 20} more")
     return "\n".join(lines)
+
+
+def verdict_markdown(text: str, summary: str, baseline: str, current: str) -> str:
+    """The Markdown report: a heading naming both runs, the table and evidence, the verdict."""
+    return (
+        f"# Regression check\n\nbaseline `{baseline}` → current `{current}`\n\n"
+        f"{text}\n\n**{summary}**\n"
+    )
 
 
 def verdict_junit(v: RegressionVerdict) -> str:
