@@ -248,3 +248,29 @@ def test_cases_plan_prints_calls_and_detectable_changes(tmp_path: Path) -> None:
     plan = plan_replay(_cases(), 16)
     assert plan.app_calls == 192 and plan.case_flip_caught is not None
     assert {m.metric for m in plan.metrics} >= {"pass_rate", "tool_count", "latency", "cost"}
+
+
+def test_a_shown_bound_is_never_below_its_estimate_and_a_case_driven_fail_says_so() -> None:
+    """Recorded traffic gives cases unequal repeats; the pooled exact bound then weights the
+    common case most and fell below the mean over cases on the demo (+21.3 vs +21.6 pts).
+    A metric FAILed by its cases' own tests while the mean is within tolerance says why."""
+    cases = _cases()
+    rng = random.Random(5)
+    base: dict[str, list[Evidence]] = {}
+    cur: dict[str, list[Evidence]] = {}
+    for i, case in enumerate(cases):
+        k = 200 if i == 0 else 16  # one common question, eleven rarer ones
+        base[case.id] = [_call(case, rng, None, 1.0) for _ in range(k)]
+        calls = [_call(case, rng, None, 1.0) for _ in range(k)]
+        if i == 1:  # the rare case now always escalates
+            calls = [replace(e, process=replace(e.process, escalated=True)) for e in calls]  # type: ignore[arg-type]
+        cur[case.id] = calls
+    verdict = decide(run_file(score_repeats(cases, base)), run_file(score_repeats(cases, cur)))
+    for m in verdict.metrics:
+        if m.bound is not None and math.isfinite(m.bound.upper):
+            assert m.bound.upper >= m.bound.estimate - 1e-12, m
+    esc = next(m for m in verdict.metrics if m.metric == "escalation_rate")
+    assert esc.outcome is MetricOutcome.FAIL, esc  # the case's own test: 16/16 vs ~0/16
+    assert esc.bound is not None and esc.bound.upper < esc.tolerance  # the mean moved ~8 pts
+    assert "1 case(s) shown worse by their own test" in esc.note, esc.note
+    assert "the mean over cases is within tolerance" in esc.note

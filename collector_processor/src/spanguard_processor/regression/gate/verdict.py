@@ -313,6 +313,12 @@ def _verdict(
     shown = _shown(u.ids, s.changes, [u.ids[i] for i in sorted(moved, key=lambda i: case_ps[i])])
     evidence = tuple(diffs[i] for i in shown) if outcome is not MetricOutcome.PASS else ()
     gating = s.gates and (m.required or outcome is not MetricOutcome.NO_SIGNAL)
+    note = _note(s, outcome)
+    if outcome is MetricOutcome.FAIL and moved and not (agg is not None and agg < alpha):
+        # the cases' own tests decided it: say so, or the row reads as a contradiction
+        note = f"{len(moved)} case(s) shown worse by their own test (Holm across cases and metrics)"
+        if s.bound is not None and s.bound.upper < m.tolerance:
+            note += "; the mean over cases is within tolerance"
     verdict = MetricVerdict(
         m.name,
         outcome,
@@ -321,7 +327,7 @@ def _verdict(
         len(u.ids),
         s.bound,
         agg,
-        _note(s, outcome),
+        note,
         evidence,
         m.kind,
     )
