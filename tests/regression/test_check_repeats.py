@@ -32,9 +32,12 @@ CASES = 12
 PATHS = {"approve": ("credit_bureau", "income_check"), "decline": ("credit_bureau",)}
 
 
-def _cases() -> list[Case]:
+def _cases(own_value: bool = False) -> list[Case]:
+    """``own_value``: each case also carries a ``min_chars`` property whose value is its own
+    (as ``cases build`` derives it from each case's reference answer)."""
     out = []
     for i in range(CASES):
+        own = {"check": {"type": "min_chars", "value": 2 + i}, "held": 20, "of": 20, "stable": True}
         path = "approve" if i % 2 == 0 else "decline"
         tools = list(PATHS[path])
         out.append(
@@ -57,6 +60,7 @@ def _cases() -> list[Case]:
                             "of": 20,
                             "stable": False,
                         },
+                        *([own] if own_value else []),
                     ],
                 }
             )
@@ -81,9 +85,11 @@ def _call(case: Case, rng: random.Random, change: str | None, load: float) -> Ev
     return Evidence(text.format(path + "d" if path == "approve" else path), process, latency, 0.001)
 
 
-def _run(seed: int, change: str | None = None, load: float = 1.0, k: int = 16) -> RunResult:
+def _run(
+    seed: int, change: str | None = None, load: float = 1.0, k: int = 16, own_value: bool = False
+) -> RunResult:
     rng = random.Random(seed)
-    cases = _cases()
+    cases = _cases(own_value)
     return score_repeats(
         cases, {c.id: [_call(c, rng, change, load) for _ in range(k)] for c in cases}
     )
@@ -99,6 +105,22 @@ def test_an_unchanged_stochastic_agent_passes_even_against_a_loaded_baseline() -
         run_file(_run(2)), run_file(_run(1, load=1.5)), RegressionOptions(same_machine=True)
     )
     assert {m.metric for m in same.blocking()} == {"latency (overall)"}
+
+
+def test_a_property_whose_value_is_each_cases_own_is_one_metric_over_all_cases() -> None:
+    """Measured end to end (bench/bench_regression_e2e.py): cases built from traffic carry a
+    ``min_chars`` of their own reference's length, and each value was a metric of one or two
+    cases, INCONCLUSIVE at any default replay size: the unchanged agent passed 0 of 100."""
+    verdict = decide(run_file(_run(1, own_value=True)), run_file(_run(2, own_value=True)))
+    assert verdict.passed, [(m.metric, m.outcome, m.note) for m in verdict.blocking()]
+    (own,) = [m for m in verdict.metrics if m.metric.startswith("property: min_chars")]
+    assert (own.metric, own.cases) == ("property: min_chars", CASES)
+    dropped = decide(run_file(_run(1)), run_file(_run(2, change="drop_tool")))
+    tools = next(m for m in dropped.metrics if m.metric == "property: tools_include")
+    assert tools.outcome is MetricOutcome.FAIL
+    assert tools.evidence[0] == (
+        "case-00-approve tools_include=credit_bureau,income_check held 16/16 → 0/16"
+    )
 
 
 def test_a_dropped_tool_on_one_case_fails_naming_the_case_and_the_change() -> None:

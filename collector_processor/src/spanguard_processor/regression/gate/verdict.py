@@ -30,13 +30,14 @@ from .evidence import distribution_diff
 from .measures import (
     LATENCY,
     LATENCY_OVERALL,
+    PROPERTY,
     CaseContext,
     Measure,
     Tolerances,
     case_values,
     context,
     measures_for,
-    property_label,
+    property_kind,
 )
 from .paired import (
     PairedBound,
@@ -131,6 +132,7 @@ class _Units:
     ids: list[str] = field(default_factory=list)
     base: list[list[float]] = field(default_factory=list)
     cur: list[list[float]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # a property metric: each case's own labels
 
 
 def _units(
@@ -145,6 +147,8 @@ def _units(
             out.ids.append(case_id)
             out.base.append(b)
             out.cur.append(c)
+            if m.name.startswith(PROPERTY):
+                out.names.append(ctx.labels(m.name.removeprefix(PROPERTY)))
     return out
 
 
@@ -296,6 +300,7 @@ def _verdict(
             u.cur[i],
             cur.repeats.get(u.ids[i], ()),
             math.exp(s.ratio) if m.name == LATENCY else None,
+            u.names[i] if u.names else None,
         )
         for i in range(len(u.ids))
     }
@@ -354,15 +359,15 @@ def decide(
     o = options or RegressionOptions()
     shared = [c for c in baseline.repeats if c in current.repeats]
     tol = o.tolerances.scaled(o.tolerance_scale)
-    labels = list(
+    kinds = list(
         dict.fromkeys(
-            property_label(p.check) for props in baseline.properties.values() for p in props
+            property_kind(p.check) for props in baseline.properties.values() for p in props
         )
     )
     tools = sorted({t for runs in baseline.repeats.values() for r in runs for t in r.tools})
     ctxs = {c: context(baseline.properties, baseline.repeats, c) for c in shared}
     scored = [
-        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(labels, tools, tol)
+        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(kinds, tools, tol)
     ]
     metrics: list[MetricVerdict] = []
     changes: list[CaseChange] = []
