@@ -45,9 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import spanguard  # noqa: E402
-from spanguard.testing import SpanCapture, use_clock  # noqa: E402
-
 from bench._regression_sim import cp_interval  # noqa: E402
+from spanguard.testing import SpanCapture, use_clock  # noqa: E402
 from spanguard_processor.cli._cases_plan import DEFAULT_REPEATS  # noqa: E402
 from spanguard_processor.regression.case import Case  # noqa: E402
 from spanguard_processor.regression.gate.gate import check_comparable  # noqa: E402
@@ -210,7 +209,9 @@ def trial(number: int, requests: int, repeats: int, folder: Path) -> dict[str, O
     results["replay: unchanged"] = gate(base, cur, set(), ())
     for change in (DROP_TOOL, DECLINE_RANGE):
         candidate = Agent(50_000 + number, change).replay(cases, repeats)
-        results[f"replay: {change}"] = gate(base, candidate, _touched(cases, change), CHANGE_WORDS[change])
+        results[f"replay: {change}"] = gate(
+            base, candidate, _touched(cases, change), CHANGE_WORDS[change]
+        )
     results["cases"] = Outcome(str(len(cases)), (), "", False)
     return results
 
@@ -237,7 +238,9 @@ def report(rows: dict[str, list[Outcome]], trials: int) -> None:
         print(f"  {name}: {dict(blocked.most_common(6))}")
 
 
-def main(argv: Sequence[str] | None = None, trial_fn: Callable[..., dict[str, Outcome]] = trial) -> None:
+def main(
+    argv: Sequence[str] | None = None, trial_fn: Callable[..., dict[str, Outcome]] = trial
+) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="10 trials")
