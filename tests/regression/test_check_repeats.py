@@ -32,9 +32,11 @@ CASES = 12
 PATHS = {"approve": ("credit_bureau", "income_check"), "decline": ("credit_bureau",)}
 
 
-def _cases(own_value: bool = False) -> list[Case]:
+def _cases(own_value: bool = False, timing: bool = False) -> list[Case]:
     """``own_value``: each case also carries a ``min_chars`` property whose value is its own
-    (as ``cases build`` derives it from each case's reference answer)."""
+    (as ``cases build`` derives it from each case's reference answer); ``timing``: a
+    ``max_latency_ms`` property (a timing limit mined from the traffic's latencies)."""
+    slow = {"check": {"type": "max_latency_ms", "value": 700}, "held": 19, "of": 20, "stable": True}
     out = []
     for i in range(CASES):
         own = {"check": {"type": "min_chars", "value": 2 + i}, "held": 20, "of": 20, "stable": True}
@@ -61,6 +63,7 @@ def _cases(own_value: bool = False) -> list[Case]:
                             "stable": False,
                         },
                         *([own] if own_value else []),
+                        *([slow] if timing else []),
                     ],
                 }
             )
@@ -86,10 +89,15 @@ def _call(case: Case, rng: random.Random, change: str | None, load: float) -> Ev
 
 
 def _run(
-    seed: int, change: str | None = None, load: float = 1.0, k: int = 16, own_value: bool = False
+    seed: int,
+    change: str | None = None,
+    load: float = 1.0,
+    k: int = 16,
+    own_value: bool = False,
+    timing: bool = False,
 ) -> RunResult:
     rng = random.Random(seed)
-    cases = _cases(own_value)
+    cases = _cases(own_value, timing)
     return score_repeats(
         cases, {c.id: [_call(c, rng, change, load) for _ in range(k)] for c in cases}
     )
@@ -121,6 +129,19 @@ def test_a_property_whose_value_is_each_cases_own_is_one_metric_over_all_cases()
     assert tools.evidence[0] == (
         "case-00-approve tools_include=credit_bureau,income_check held 16/16 → 0/16"
     )
+
+
+def test_a_timing_property_does_not_gate_as_a_rate() -> None:
+    """A ``max_latency_ms`` property is a timing limit, machine-dependent like the ones
+    ``pass_rate`` leaves out: measured end to end, one case carrying one made a metric of one
+    case, INCONCLUSIVE in 11 of 30 trials of the unchanged agent; and every case carrying one
+    fails on a loaded machine. ``latency`` gates timing, robust to load; the property is shown."""
+    verdict = decide(run_file(_run(1, timing=True)), run_file(_run(2, load=1.5, timing=True)))
+    assert verdict.passed, [(m.metric, m.outcome, m.note) for m in verdict.blocking()]
+    (timing,) = [m for m in verdict.metrics if m.metric == "property: max_latency_ms"]
+    assert (timing.outcome, timing.gating) == (MetricOutcome.REPORT_ONLY, False)
+    assert "timing limit" in timing.note
+    assert not verdict.changes
 
 
 def test_a_dropped_tool_on_one_case_fails_naming_the_case_and_the_change() -> None:
