@@ -11,6 +11,9 @@ answer one of three ways and jitters its latency (±30 %, simulated clock). Per 
   again by the unchanged agent (new randomness). Both are scored as ``cases run --traces`` does
   (:func:`run_cases` over :func:`outputs_from_traces`: a case's repeats are its cluster's
   requests) and gated as ``check`` does (:func:`decide`, default options).
+- **recorded, baseline from another day** (a diagnostic, not the acceptance's design): the
+  same, with the baseline scored on a third day of the unchanged agent's traffic instead of the
+  traffic the cases were built from (on which every stable property holds by construction).
 - **replay**: the agent as an app (``app(prompt)``: it reads income and amount from the
   question) replayed on the cases at the default repeats (``cases run --app``:
   :func:`replay_cases` + :func:`score_repeats`), baseline and candidate, then ``check``.
@@ -36,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,8 +205,16 @@ def trial(number: int, requests: int, repeats: int, folder: Path) -> dict[str, O
     build_evalset([day1], BuildOptions(out=folder / "ev"))
     cases = load_cases(folder / "ev" / "cases.jsonl")
     day2 = _log(folder, "day2", Agent(20_000 + number).serve(apps))
-    recorded = [run_cases(cases, outputs_from_traces([log])) for log in (day1, day2)]
-    results = {"recorded: unchanged": gate(*recorded, set(), ())}
+    day0 = _log(folder, "day0", Agent(60_000 + number).serve(apps))
+    day0_run, day1_run, day2_run = (
+        run_cases(cases, outputs_from_traces([log])) for log in (day0, day1, day2)
+    )
+    results = {
+        "recorded: unchanged": gate(day1_run, day2_run, set(), ()),
+        "recorded, baseline from another day (diagnostic): unchanged": gate(
+            day0_run, day2_run, set(), ()
+        ),
+    }
     base = Agent(30_000 + number).replay(cases, repeats)
     cur = Agent(40_000 + number).replay(cases, repeats)
     results["replay: unchanged"] = gate(base, cur, set(), ())
@@ -238,9 +249,7 @@ def report(rows: dict[str, list[Outcome]], trials: int) -> None:
         print(f"  {name}: {dict(blocked.most_common(6))}")
 
 
-def main(
-    argv: Sequence[str] | None = None, trial_fn: Callable[..., dict[str, Outcome]] = trial
-) -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="10 trials")
@@ -256,7 +265,7 @@ def main(
         for number in range(trials):
             folder = Path(tmp) / f"t{number}"
             folder.mkdir()
-            result = trial_fn(number, args.requests, args.repeats, folder)
+            result = trial(number, args.requests, args.repeats, folder)
             cases.append(int(result.pop("cases").verdict))
             for name, outcome in result.items():
                 rows.setdefault(name, []).append(outcome)
