@@ -24,6 +24,7 @@ from spanguard_processor.regression.gate.paired import (
 from spanguard_processor.regression.gate.plan import plan_replay
 from spanguard_processor.regression.gate.runfile import run_file
 from spanguard_processor.regression.gate.verdict import MetricOutcome, RegressionOptions, decide
+from spanguard_processor.regression.report.verdict_report import verdict_summary
 from spanguard_processor.regression.run.repeats import AppFailure
 from spanguard_processor.regression.run.run import RunResult, score_repeats
 from spanguard_processor.traces.model import ProcessTrace, ToolCall
@@ -151,6 +152,17 @@ def test_a_dropped_tool_on_one_case_fails_naming_the_case_and_the_change() -> No
     assert tool.outcome is MetricOutcome.FAIL
     assert tool.evidence[0].startswith("case-00-approve missing income_check in 16/16")
     assert {c.case_id for c in verdict.changes} == {"case-00-approve"}
+
+
+def test_the_fail_line_shows_what_changed_not_only_that_the_case_failed() -> None:
+    """A case that fails its assertions is shown worse by ``pass_rate`` and by the metric of
+    what changed, at the same p-value; the last line showed ``passed 16/16 → 0/16 (failed:
+    tools_include ×16)``, naming no tool (measured end to end: ``answer_class ×16`` for a
+    candidate declining what was approved)."""
+    verdict = decide(run_file(_run(1)), run_file(_run(2, change="drop_tool")))
+    moved = verdict_summary(verdict).split("moved most: ", 1)[1]
+    assert moved.startswith("case-00-approve ") and "income_check" in moved, moved
+    assert {c.metric for c in verdict.changes} >= {"pass_rate", "tool use: income_check"}
 
 
 def test_too_few_repeats_is_inconclusive_and_says_what_would_decide(tmp_path: Path) -> None:

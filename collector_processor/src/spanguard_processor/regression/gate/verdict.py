@@ -361,6 +361,12 @@ def _missing(base: RunFile, cur: RunFile, shared: Sequence[str], allow: bool) ->
     )
 
 
+def _most_telling(c: CaseChange) -> tuple[float, str, bool, str]:
+    """Strongest first; of one case's changes at one p-value, what changed (a tool, a
+    property) before ``pass_rate``, which says only that the case failed."""
+    return (c.p_value, c.case_id, c.metric == "pass_rate", c.metric)
+
+
 def decide(
     baseline: RunFile, current: RunFile, options: RegressionOptions | None = None
 ) -> RegressionVerdict:
@@ -395,7 +401,7 @@ def decide(
 
     return RegressionVerdict(
         tuple(metrics),
-        tuple(sorted(changes, key=lambda c: (c.p_value, c.case_id, c.metric))),
+        tuple(sorted(changes, key=_most_telling)),
         len(shared),
         (mean_repeats(baseline), mean_repeats(current)),
         (errors(baseline), errors(current)),
