@@ -23,7 +23,8 @@ answer one of three ways and jitters its latency (±30 %, simulated clock). Per 
 
 A trial's verdict is FAIL (a gating metric FAILs), PASS (exit 0) or INCONCLUSIVE (exit 1, no
 FAIL). Rates come with Clopper–Pearson 95 % intervals. For a real change, "named" counts the
-FAILs whose summary line names a case the change touched and the change itself.
+FAILs whose last line ("moved most: …") shows a case the change touched and the change itself
+(``verify_income`` missing; ``answer_class=approve`` no longer held).
 
     nice -n 10 .venv/bin/python bench/bench_regression_e2e.py --trials 100
     nice -n 10 .venv/bin/python bench/bench_regression_e2e.py --quick
@@ -180,7 +181,8 @@ def gate(base: RunResult, cur: RunResult, touched: set[str], words: Sequence[str
     fails = any(m.outcome is MetricOutcome.FAIL for m in v.metrics if m.gating)
     verdict = "FAIL" if fails else "PASS" if v.passed else "INCONCLUSIVE"
     summary = verdict_summary(v)
-    named = fails and any(t in summary for t in touched) and any(w in summary for w in words)
+    moved = summary.partition("moved most: ")[2]
+    named = fails and moved.split(" ", 1)[0] in touched and any(w in moved for w in words)
     blocking = tuple(f"{m.metric} {m.outcome}" for m in v.blocking())
     return Outcome(verdict, blocking, summary, named)
 
@@ -196,7 +198,8 @@ def _touched(cases: Sequence[Case], change: str) -> set[str]:
     return out
 
 
-CHANGE_WORDS = {DROP_TOOL: ("verify_income",), DECLINE_RANGE: ("pass", "approve", "decline")}
+#: What the FAIL line's case must show for the change to count as named.
+CHANGE_WORDS = {DROP_TOOL: ("verify_income",), DECLINE_RANGE: ("answer_class=approve",)}
 
 
 def trial(number: int, requests: int, repeats: int, folder: Path) -> dict[str, Outcome]:
