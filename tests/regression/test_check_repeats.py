@@ -23,7 +23,14 @@ from spanguard_processor.regression.gate.paired import (
 )
 from spanguard_processor.regression.gate.plan import plan_replay
 from spanguard_processor.regression.gate.runfile import run_file
-from spanguard_processor.regression.gate.verdict import MetricOutcome, RegressionOptions, decide
+from spanguard_processor.regression.gate.verdict import (
+    CaseChange,
+    MetricOutcome,
+    MetricVerdict,
+    RegressionOptions,
+    RegressionVerdict,
+    decide,
+)
 from spanguard_processor.regression.report.verdict_report import verdict_summary
 from spanguard_processor.regression.run.repeats import AppFailure
 from spanguard_processor.regression.run.run import RunResult, score_repeats
@@ -163,6 +170,27 @@ def test_the_fail_line_shows_what_changed_not_only_that_the_case_failed() -> Non
     moved = verdict_summary(verdict).split("moved most: ", 1)[1]
     assert moved.startswith("case-00-approve ") and "income_check" in moved, moved
     assert {c.metric for c in verdict.changes} >= {"pass_rate", "tool use: income_check"}
+
+
+def test_the_fail_line_shows_what_changed_even_when_pass_rate_moved_more() -> None:
+    """Measured end to end: a candidate that stops calling a tool on the approve path, whose
+    case also escalated at random in 2 of 16 repeats, fails pass_rate 16/16 → 0/16 (p lower
+    than the tool's 16/16 → 14/16), and the line named no tool in 28 of 100 trials."""
+    tool = MetricVerdict(
+        "tool use: verify_income", MetricOutcome.FAIL, True, 0.1, 9, None, 0.01, ""
+    )
+    verdict = RegressionVerdict(
+        (tool,),
+        (
+            CaseChange("case-a", "pass_rate", 0.001, "case-a passed 16/16 → 0/16"),
+            CaseChange("case-b", "pass_rate", 0.002, "case-b passed 16/16 → 0/16"),
+            CaseChange("case-a", "tool use: verify_income", 0.01, "case-a missing verify_income"),
+        ),
+        9,
+        (16.0, 16.0),
+        (0, 0),
+    )
+    assert verdict_summary(verdict).endswith("moved most: case-a missing verify_income")
 
 
 def test_too_few_repeats_is_inconclusive_and_says_what_would_decide(tmp_path: Path) -> None:
