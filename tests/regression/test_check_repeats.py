@@ -300,3 +300,7 @@ def test_cases_plan_prints_calls_and_detectable_changes(tmp_path: Path) -> None:
     plan = plan_replay(_cases(), 16)
     assert plan.app_calls == 192 and plan.case_flip_caught is not None
     assert {m.metric for m in plan.metrics} >= {"pass_rate", "tool_count", "latency", "cost"}
+    # the plan lists what check gates: one row per property kind, none for a timing limit's
+    kinds = {m.metric for m in plan_replay(_cases(own_value=True, timing=True), 16).metrics}
+    assert {"property: min_chars", "property: escalated"} <= kinds
+    assert not {k for k in kinds if k.startswith("property: max_latency_ms")}

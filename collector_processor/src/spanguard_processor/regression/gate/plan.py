@@ -24,6 +24,7 @@ from scipy.stats import t as student_t
 from ..case import Case
 from .measures import PROPERTY, Tolerances, property_kind
 from .paired import POWER
+from .rules import TIMING_CHECKS
 
 __all__ = ["FAMILY", "MetricPlan", "ReplayPlan", "plan_lines", "plan_replay"]
 
@@ -108,7 +109,8 @@ def _property_rates(cases: Sequence[Case]) -> dict[str, tuple[int, float]]:
         for prop in case.properties:
             p = prop.held / prop.of if prop.of > 0 else 0.5
             kind = property_kind(prop.check)
-            shares[kind] = min(p, shares.get(kind, 1.0))
+            if kind not in TIMING_CHECKS:  # shown by check, never gated: latency gates timing
+                shares[kind] = min(p, shares.get(kind, 1.0))
         for kind, p in shares.items():
             found.setdefault(kind, []).append(max(p * (1 - p), 0.01))
     return {kind: (len(v), sum(v) / len(v)) for kind, v in found.items()}
