@@ -24,7 +24,15 @@ from spanguard_processor.regression.gate.paired import (
 )
 from spanguard_processor.regression.gate.plan import plan_replay
 from spanguard_processor.regression.gate.runfile import run_file
-from spanguard_processor.regression.gate.verdict import MetricOutcome, RegressionOptions, decide
+from spanguard_processor.regression.gate.verdict import (
+    CaseChange,
+    MetricOutcome,
+    MetricVerdict,
+    RegressionOptions,
+    RegressionVerdict,
+    decide,
+)
+from spanguard_processor.regression.report.verdict_report import verdict_summary
 from spanguard_processor.regression.run.repeats import AppFailure
 from spanguard_processor.regression.run.run import RunResult, score_repeats
 from spanguard_processor.traces.model import ProcessTrace, ToolCall
@@ -33,9 +41,14 @@ CASES = 12
 PATHS = {"approve": ("credit_bureau", "income_check"), "decline": ("credit_bureau",)}
 
 
-def _cases() -> list[Case]:
+def _cases(own_value: bool = False, timing: bool = False) -> list[Case]:
+    """``own_value``: each case also carries a ``min_chars`` property whose value is its own
+    (as ``cases build`` derives it from each case's reference answer); ``timing``: a
+    ``max_latency_ms`` property (a timing limit mined from the traffic's latencies)."""
+    slow = {"check": {"type": "max_latency_ms", "value": 700}, "held": 19, "of": 20, "stable": True}
     out = []
     for i in range(CASES):
+        own = {"check": {"type": "min_chars", "value": 2 + i}, "held": 20, "of": 20, "stable": True}
         path = "approve" if i % 2 == 0 else "decline"
         tools = list(PATHS[path])
         out.append(
@@ -58,6 +71,8 @@ def _cases() -> list[Case]:
                             "of": 20,
                             "stable": False,
                         },
+                        *([own] if own_value else []),
+                        *([slow] if timing else []),
                     ],
                 }
             )
@@ -83,10 +98,16 @@ def _call(case: Case, rng: random.Random, change: str | None, load: float) -> Ev
 
 
 def _run(
-    seed: int, change: str | None = None, load: float = 1.0, k: int = 16, ms: float = 500.0
+    seed: int,
+    change: str | None = None,
+    load: float = 1.0,
+    k: int = 16,
+    own_value: bool = False,
+    timing: bool = False,
+    ms: float = 500.0,
 ) -> RunResult:
     rng = random.Random(seed)
-    cases = _cases()
+    cases = _cases(own_value, timing)
     runs = {c.id: [_call(c, rng, change, load) for _ in range(k)] for c in cases}
     if ms != 500.0:  # the same calls, at another scale of latency
         runs = {
@@ -132,6 +153,35 @@ def test_an_unchanged_stochastic_agent_passes_even_against_a_loaded_baseline() -
     assert {m.metric for m in same.blocking()} == {"latency (overall)"}
 
 
+def test_a_property_whose_value_is_each_cases_own_is_one_metric_over_all_cases() -> None:
+    """Measured end to end (bench/bench_regression_e2e.py): cases built from traffic carry a
+    ``min_chars`` of their own reference's length, and each value was a metric of one or two
+    cases, INCONCLUSIVE at any default replay size: the unchanged agent passed 0 of 100."""
+    verdict = decide(run_file(_run(1, own_value=True)), run_file(_run(2, own_value=True)))
+    assert verdict.passed, [(m.metric, m.outcome, m.note) for m in verdict.blocking()]
+    (own,) = [m for m in verdict.metrics if m.metric.startswith("property: min_chars")]
+    assert (own.metric, own.cases) == ("property: min_chars", CASES)
+    dropped = decide(run_file(_run(1)), run_file(_run(2, change="drop_tool")))
+    tools = next(m for m in dropped.metrics if m.metric == "property: tools_include")
+    assert tools.outcome is MetricOutcome.FAIL
+    assert tools.evidence[0] == (
+        "case-00-approve tools_include=credit_bureau,income_check held 16/16 → 0/16"
+    )
+
+
+def test_a_timing_property_does_not_gate_as_a_rate() -> None:
+    """A ``max_latency_ms`` property is a timing limit, machine-dependent like the ones
+    ``pass_rate`` leaves out: measured end to end, one case carrying one made a metric of one
+    case, INCONCLUSIVE in 11 of 30 trials of the unchanged agent; and every case carrying one
+    fails on a loaded machine. ``latency`` gates timing, robust to load; the property is shown."""
+    verdict = decide(run_file(_run(1, timing=True)), run_file(_run(2, load=1.5, timing=True)))
+    assert verdict.passed, [(m.metric, m.outcome, m.note) for m in verdict.blocking()]
+    (timing,) = [m for m in verdict.metrics if m.metric == "property: max_latency_ms"]
+    assert (timing.outcome, timing.gating) == (MetricOutcome.REPORT_ONLY, False)
+    assert "timing limit" in timing.note
+    assert not verdict.changes
+
+
 def test_a_dropped_tool_on_one_case_fails_naming_the_case_and_the_change() -> None:
     verdict = decide(run_file(_run(1)), run_file(_run(2, change="drop_tool")))
     assert not verdict.passed
@@ -139,6 +189,38 @@ def test_a_dropped_tool_on_one_case_fails_naming_the_case_and_the_change() -> No
     assert tool.outcome is MetricOutcome.FAIL
     assert tool.evidence[0].startswith("case-00-approve missing income_check in 16/16")
     assert {c.case_id for c in verdict.changes} == {"case-00-approve"}
+
+
+def test_the_fail_line_shows_what_changed_not_only_that_the_case_failed() -> None:
+    """A case that fails its assertions is shown worse by ``pass_rate`` and by the metric of
+    what changed, at the same p-value; the last line showed ``passed 16/16 → 0/16 (failed:
+    tools_include ×16)``, naming no tool (measured end to end: ``answer_class ×16`` for a
+    candidate declining what was approved)."""
+    verdict = decide(run_file(_run(1)), run_file(_run(2, change="drop_tool")))
+    moved = verdict_summary(verdict).split("moved most: ", 1)[1]
+    assert moved.startswith("case-00-approve ") and "income_check" in moved, moved
+    assert {c.metric for c in verdict.changes} >= {"pass_rate", "tool use: income_check"}
+
+
+def test_the_fail_line_shows_what_changed_even_when_pass_rate_moved_more() -> None:
+    """Measured end to end: a candidate that stops calling a tool on the approve path, whose
+    case also escalated at random in 2 of 16 repeats, fails pass_rate 16/16 → 0/16 (p lower
+    than the tool's 16/16 → 14/16), and the line named no tool in 28 of 100 trials."""
+    tool = MetricVerdict(
+        "tool use: verify_income", MetricOutcome.FAIL, True, 0.1, 9, None, 0.01, ""
+    )
+    verdict = RegressionVerdict(
+        (tool,),
+        (
+            CaseChange("case-a", "pass_rate", 0.001, "case-a passed 16/16 → 0/16"),
+            CaseChange("case-b", "pass_rate", 0.002, "case-b passed 16/16 → 0/16"),
+            CaseChange("case-a", "tool use: verify_income", 0.01, "case-a missing verify_income"),
+        ),
+        9,
+        (16.0, 16.0),
+        (0, 0),
+    )
+    assert verdict_summary(verdict).endswith("moved most: case-a missing verify_income")
 
 
 def test_too_few_repeats_is_inconclusive_and_says_what_would_decide(tmp_path: Path) -> None:
@@ -274,3 +356,7 @@ def test_a_shown_bound_is_never_below_its_estimate_and_a_case_driven_fail_says_s
     assert esc.bound is not None and esc.bound.upper < esc.tolerance  # the mean moved ~8 pts
     assert "1 case(s) shown worse by their own test" in esc.note, esc.note
     assert "the mean over cases is within tolerance" in esc.note
+    # the plan lists what check gates: one row per property kind, none for a timing limit's
+    kinds = {m.metric for m in plan_replay(_cases(own_value=True, timing=True), 16).metrics}
+    assert {"property: min_chars", "property: escalated"} <= kinds
+    assert not {k for k in kinds if k.startswith("property: max_latency_ms")}

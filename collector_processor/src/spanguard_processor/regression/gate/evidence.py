@@ -32,7 +32,9 @@ def _failed(repeats: Sequence[Repeat]) -> str:
     return f" (failed: {', '.join(parts)})" if parts else ""
 
 
-def _rate_line(measure: Measure, case_id: str, base: Sequence[float], cur: Sequence[float]) -> str:
+def _rate_line(
+    measure: Measure, case_id: str, base: Sequence[float], cur: Sequence[float], own: str | None
+) -> str:
     name = measure.name
     if name.startswith("tool use: "):
         tool = name.removeprefix("tool use: ")
@@ -48,8 +50,9 @@ def _rate_line(measure: Measure, case_id: str, base: Sequence[float], cur: Seque
         "refusal_rate": "refused",
         "retry_rate": "retried a tool",
     }.get(name)
-    if verb is None:  # a C1 property
-        return f"{case_id} {name.removeprefix('property: ')} held {_share(base)} → {_share(cur)}"
+    if verb is None:  # a C1 property, named by the case's own values when known
+        what = own or name.removeprefix("property: ")
+        return f"{case_id} {what} held {_share(base)} → {_share(cur)}"
     return f"{case_id} {verb} {_share(base)} → {_share(cur)}"
 
 
@@ -60,10 +63,12 @@ def distribution_diff(
     cur: Sequence[float],
     current_repeats: Sequence[Repeat] = (),
     run_ratio: float | None = None,
+    own: str | None = None,
 ) -> str:
-    """One case's change in ``measure``, baseline → current, with the repeats it rests on."""
+    """One case's change in ``measure``, baseline → current, with the repeats it rests on
+    (``own``: a property metric's properties of this case, ``tools_include=credit_bureau``)."""
     if measure.kind == "rate":
-        line = _rate_line(measure, case_id, base, cur)
+        line = _rate_line(measure, case_id, base, cur, own)
         return line + (_failed(current_repeats) if measure.name == "pass_rate" else "")
     if measure.kind == "count":
         return (

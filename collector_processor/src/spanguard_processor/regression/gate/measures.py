@@ -4,8 +4,11 @@ files' repeats (contract C2) with no knowledge of how they were produced.
 * ``pass_rate`` — a repeat passes when it fails no assertion other than a timing limit (a
   timing limit depends on the machine; latency has its own load-robust metric); a call that
   raised counts as a failure.
-* one rate per property of contract C1 (``property: escalated=false`` …): the share of repeats
-  where it held, higher is better (a property states what the case's production cluster did).
+* one rate per kind of property of contract C1 (``property: escalated``, ``property: min_chars``
+  …): the share of repeats where the case's properties of that kind held, higher is better (a
+  property states what the case's production cluster did). A kind, not each value, is one
+  metric: a ``min_chars`` of 29 is one case's own figure, and a metric of one case is
+  INCONCLUSIVE at any replay size; the evidence line names the case's own values.
 * derived from every repeat's process: ``escalation_rate``, ``refusal_rate`` (the
   ``not_fallback`` assertion failed), ``retry_rate`` (a tool called twice in a row),
   ``tool use: NAME`` per tool (over the cases whose baseline called it), ``tool_count`` and
@@ -32,15 +35,19 @@ from .rules import TIMING_CHECKS
 __all__ = [
     "LATENCY",
     "LATENCY_OVERALL",
+    "PROPERTY",
     "Measure",
     "Tolerances",
     "case_values",
     "context",
     "measures_for",
+    "property_kind",
     "property_label",
 ]
 
 LATENCY = "latency"
+#: A property metric's name is this prefix and the property's kind.
+PROPERTY = "property: "
 LATENCY_OVERALL = "latency (overall)"
 COST = "cost"
 
@@ -73,7 +80,11 @@ class CaseContext:
 
     properties: tuple[Property, ...]
     baseline_tools: frozenset[str]
-    labels: Mapping[str, int]  # property label → its index in ``properties``
+    kinds: Mapping[str, tuple[int, ...]]  # property kind → its indices in ``properties``
+
+    def labels(self, kind: str) -> str:
+        """The case's own properties of ``kind``, as the evidence names them."""
+        return "; ".join(property_label(self.properties[i].check) for i in self.kinds.get(kind, ()))
 
 
 @dataclass(frozen=True)
@@ -104,19 +115,24 @@ def property_label(check: Check) -> str:
     return f"{check.type}={shown}" if shown else check.type
 
 
+def property_kind(check: Check) -> str:
+    """The metric a property counts towards: its check's type (``escalated``, ``min_chars`` …)."""
+    return check.type
+
+
 def _passed(name: str, r: Repeat, ctx: CaseContext) -> float | None:
     if r.outcome == ERROR:
         return 0.0
     return float(all(c in TIMING_CHECKS for c in r.failed_checks))
 
 
-def _property(label: str) -> Reader:
+def _property(kind: str) -> Reader:
+    """Held when every property of ``kind`` the repeat recorded held (None: none recorded)."""
+
     def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
-        index = ctx.labels.get(label)
-        if index is None or index >= len(r.properties):
-            return None
-        held = r.properties[index]
-        return None if held is None else float(held)
+        held = [r.properties[i] for i in ctx.kinds.get(kind, ()) if i < len(r.properties)]
+        known = [h for h in held if h is not None]
+        return float(all(known)) if known else None
 
     return read
 
@@ -165,16 +181,16 @@ def _figure(attr: str) -> Reader:
 
 
 def measures_for(
-    labels: Sequence[str], tools: Sequence[str], tol: Tolerances
+    kinds: Sequence[str], tools: Sequence[str], tol: Tolerances
 ) -> tuple[Measure, ...]:
-    """Every metric ``check`` decides, in report order: ``labels`` are the runs' property
-    labels, ``tools`` the tools the baseline called."""
+    """Every metric ``check`` decides, in report order: ``kinds`` are the runs' property
+    kinds, ``tools`` the tools the baseline called."""
     rate, count = Scale.RATE, Scale.COUNT
     proc = "a process trace (trace.tool_calls in outputs lines, agent spans in traces)"
     found = [Measure("pass_rate", _passed, rate, True, tol.pass_rate, True, "a scored repeat")]
     found += [
-        Measure(f"property: {label}", _property(label), rate, True, tol.rate, signal="C1")
-        for label in labels
+        Measure(f"{PROPERTY}{kind}", _property(kind), rate, True, tol.rate, signal="C1")
+        for kind in kinds
     ]
     found += [
         Measure(
@@ -244,7 +260,7 @@ def context(
 ) -> CaseContext:
     tools = frozenset(t for r in baseline.get(case_id, ()) for t in r.tools)
     props = properties.get(case_id, ())
-    labels: dict[str, int] = {}
+    kinds: dict[str, list[int]] = {}
     for index, prop in enumerate(props):
-        labels.setdefault(property_label(prop.check), index)
-    return CaseContext(props, tools, labels)
+        kinds.setdefault(property_kind(prop.check), []).append(index)
+    return CaseContext(props, tools, {k: tuple(v) for k, v in kinds.items()})

@@ -22,8 +22,9 @@ from scipy.stats import hypergeom, norm
 from scipy.stats import t as student_t
 
 from ..case import Case
-from .measures import Tolerances, property_label
+from .measures import PROPERTY, Tolerances, property_kind
 from .paired import POWER
+from .rules import TIMING_CHECKS
 
 __all__ = ["FAMILY", "MetricPlan", "ReplayPlan", "plan_lines", "plan_replay"]
 
@@ -99,14 +100,20 @@ def _rate(name: str, mde: float, tolerance: float, pooled: int, alpha: float) ->
 
 
 def _property_rates(cases: Sequence[Case]) -> dict[str, tuple[int, float]]:
-    """Per property label: the cases carrying it and the mean variance p(1 − p) of one repeat,
-    p its production share (C1 ``held``/``of``; ½ when unrecorded)."""
+    """Per property kind (the metric ``check`` decides): the cases carrying it and the mean
+    variance p(1 − p) of one repeat, p the lowest production share (C1 ``held``/``of``; ½
+    when unrecorded) of the case's properties of that kind."""
     found: dict[str, list[float]] = {}
     for case in cases:
+        shares: dict[str, float] = {}
         for prop in case.properties:
             p = prop.held / prop.of if prop.of > 0 else 0.5
-            found.setdefault(property_label(prop.check), []).append(max(p * (1 - p), 0.01))
-    return {label: (len(v), sum(v) / len(v)) for label, v in found.items()}
+            kind = property_kind(prop.check)
+            if kind not in TIMING_CHECKS:  # shown by check, never gated: latency gates timing
+                shares[kind] = min(p, shares.get(kind, 1.0))
+        for kind, p in shares.items():
+            found.setdefault(kind, []).append(max(p * (1 - p), 0.01))
+    return {kind: (len(v), sum(v) / len(v)) for kind, v in found.items()}
 
 
 def _flip_caught(repeats: int, alpha: float) -> int | None:
@@ -127,9 +134,9 @@ def plan_replay(
     n = len(cases)
     rate = _mde(0.25, n, repeats, alpha)
     rows = [_rate("pass_rate", rate, tol.pass_rate, n * repeats, alpha)]
-    for label, (carrying, variance) in _property_rates(cases).items():
+    for kind, (carrying, variance) in _property_rates(cases).items():
         mde = _mde(variance, carrying, repeats, alpha)
-        rows.append(_rate(f"property: {label}", mde, tol.rate, carrying * repeats, alpha))
+        rows.append(_rate(f"{PROPERTY}{kind}", mde, tol.rate, carrying * repeats, alpha))
     rows += [
         _rate(name, rate, tol.rate, n * repeats, alpha)
         for name in ("escalation_rate", "refusal_rate", "retry_rate")

@@ -30,13 +30,14 @@ from .evidence import distribution_diff
 from .measures import (
     LATENCY,
     LATENCY_OVERALL,
+    PROPERTY,
     CaseContext,
     Measure,
     Tolerances,
     case_values,
     context,
     measures_for,
-    property_label,
+    property_kind,
 )
 from .paired import (
     PairedBound,
@@ -47,6 +48,7 @@ from .paired import (
     shift_worse_p,
     tarone_holm,
 )
+from .rules import TIMING_CHECKS
 from .runfile import RunFile
 
 __all__ = [
@@ -131,6 +133,7 @@ class _Units:
     ids: list[str] = field(default_factory=list)
     base: list[list[float]] = field(default_factory=list)
     cur: list[list[float]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # a property metric: each case's own labels
 
 
 def _units(
@@ -145,6 +148,8 @@ def _units(
             out.ids.append(case_id)
             out.base.append(b)
             out.cur.append(c)
+            if m.name.startswith(PROPERTY):
+                out.names.append(ctx.labels(m.name.removeprefix(PROPERTY)))
     return out
 
 
@@ -216,11 +221,17 @@ def _score(
         else 1.0
     )
     bound = paired_bound(changes, m.tolerance, o.alpha, m.scale, within, k, _exact(m, u, o.alpha))
-    gates = m.name != LATENCY_OVERALL or o.same_machine
+    gates = (m.name != LATENCY_OVERALL or o.same_machine) and not _timing_property(m)
     case_ps: tuple[tuple[float, float], ...] = ()
     if gates and m.name != LATENCY_OVERALL:
         case_ps = tuple(_case_p(m, b, c, ratio) for b, c in zip(u.base, u.cur, strict=True))
     return _Scored(m, u, changes, ratio, bound, gates, case_ps)
+
+
+def _timing_property(m: Measure) -> bool:
+    """A timing limit's property (``max_latency_ms`` …): machine-dependent, as the timing
+    limits ``pass_rate`` leaves out; ``latency`` gates timing, robust to load."""
+    return m.name.startswith(PROPERTY) and m.name.removeprefix(PROPERTY) in TIMING_CHECKS
 
 
 def _bad(m: Measure, values: Sequence[float]) -> int:
@@ -271,6 +282,8 @@ def _note(s: _Scored, outcome: MetricOutcome) -> str:
             parts.append(f"about {b.repeats_needed} repeats per case")
         side = "show it worse" if b.estimate > s.measure.tolerance else "decide"
         return f"would {side} with " + " or ".join(parts) if parts else "undecided"
+    if outcome is MetricOutcome.REPORT_ONLY and _timing_property(s.measure):
+        return "shown, not gated: a timing limit depends on the machine's load (`latency` gates)"
     if outcome is MetricOutcome.REPORT_ONLY:
         return (
             "shown, not gated: the runs may have been measured under different load "
@@ -296,6 +309,7 @@ def _verdict(
             u.cur[i],
             cur.repeats.get(u.ids[i], ()),
             math.exp(s.ratio) if m.name == LATENCY else None,
+            u.names[i] if u.names else None,
         )
         for i in range(len(u.ids))
     }
@@ -353,6 +367,12 @@ def _missing(base: RunFile, cur: RunFile, shared: Sequence[str], allow: bool) ->
     )
 
 
+def _most_telling(c: CaseChange) -> tuple[float, str, bool, str]:
+    """Strongest first; of one case's changes at one p-value, what changed (a tool, a
+    property) before ``pass_rate``, which says only that the case failed."""
+    return (c.p_value, c.case_id, c.metric == "pass_rate", c.metric)
+
+
 def decide(
     baseline: RunFile, current: RunFile, options: RegressionOptions | None = None
 ) -> RegressionVerdict:
@@ -360,15 +380,15 @@ def decide(
     o = options or RegressionOptions()
     shared = [c for c in baseline.repeats if c in current.repeats]
     tol = o.tolerances.scaled(o.tolerance_scale)
-    labels = list(
+    kinds = list(
         dict.fromkeys(
-            property_label(p.check) for props in baseline.properties.values() for p in props
+            property_kind(p.check) for props in baseline.properties.values() for p in props
         )
     )
     tools = sorted({t for runs in baseline.repeats.values() for r in runs for t in r.tools})
     ctxs = {c: context(baseline.properties, baseline.repeats, c) for c in shared}
     scored = [
-        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(labels, tools, tol)
+        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(kinds, tools, tol)
     ]
     metrics: list[MetricVerdict] = []
     changes: list[CaseChange] = []
@@ -387,7 +407,7 @@ def decide(
 
     return RegressionVerdict(
         tuple(metrics),
-        tuple(sorted(changes, key=lambda c: (c.p_value, c.case_id, c.metric))),
+        tuple(sorted(changes, key=_most_telling)),
         len(shared),
         (mean_repeats(baseline), mean_repeats(current)),
         (errors(baseline), errors(current)),

@@ -49,6 +49,14 @@ def _md(cells: list[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
+def _telling(v: RegressionVerdict) -> str:
+    """The case that moved most, by what changed in it: its tool or property line before its
+    ``pass_rate`` line, which names only the kinds of check that failed."""
+    case = v.changes[0].case_id
+    own = [c for c in v.changes if c.case_id == case]
+    return next((c.diff for c in own if c.metric != "pass_rate"), own[0].diff)
+
+
 def verdict_summary(v: RegressionVerdict) -> str:
     """The one-line verdict: PASS, or which gating metrics blocked it."""
     blocking = v.blocking()
@@ -59,9 +67,7 @@ def verdict_summary(v: RegressionVerdict) -> str:
     failed = [m.metric for m in blocking if m.outcome is MetricOutcome.FAIL]
     if failed:
         worst = (
-            v.changes[0].diff
-            if v.changes
-            else next((m.evidence[0] for m in blocking if m.evidence), "")
+            _telling(v) if v.changes else next((m.evidence[0] for m in blocking if m.evidence), "")
         )
         most = f"; moved most: {worst}" if worst else ""
         return f"FAIL: {len(failed)} metric(s) shown worse: {', '.join(failed)}{most}"
