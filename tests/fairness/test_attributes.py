@@ -167,3 +167,5 @@ def test_the_cli_fails_a_mined_shape_suite_and_names_the_attribute(tmp_path: Pat
     assert result.exit_code == 1, result.output
     assert "gender: FAIL 1.0000" in result.output
     assert "age: INCONCLUSIVE" in result.output
+    assert "over 35 seeds that vary it" in result.output
+    assert "over 1 seed that varies it" in result.output  # "varys" until the review

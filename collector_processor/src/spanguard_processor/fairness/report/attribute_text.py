@@ -12,17 +12,17 @@ from .verdict_text import interval_text, label, number
 __all__ = ["attribute_json", "attribute_lines", "attribute_rows"]
 
 
-def _seeds(n: int, verb: str = "") -> str:
+def _seeds(n: int, *, varying: bool = False) -> str:
     if n == 1:
-        return "1 seed" + (f" that {verb}s it" if verb else "")
-    return f"{n} seeds" + (f" that {verb} it" if verb else "")
+        return "1 seed" + (" that varies it" if varying else "")
+    return f"{n} seeds" + (" that vary it" if varying else "")
 
 
 def attribute_lines(r: MetricResult) -> list[str]:
     """``gender: FAIL 1.0000 [0.9180, 1.0000] over 35 seeds — beyond threshold: …``."""
     return [
         f"{a.attribute}: {label(a.verdict)} {number(a.score)} {interval_text(a)} over "
-        f"{_seeds(a.seeds, 'vary')} — {a.reason_text}"
+        f"{_seeds(a.seeds, varying=True)} — {a.reason_text}"
         for a in r.attributes
     ]
 
