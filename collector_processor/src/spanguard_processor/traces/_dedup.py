@@ -37,7 +37,7 @@ from dataclasses import replace
 from spanguard import semconv
 
 from ..ingest.spans import SpanRecord
-from ._llm import is_llm_span, llm_call
+from ._llm import MESSAGE_KEYS, is_llm_span, llm_call
 from .identity import tool_name
 
 __all__ = ["counted_once"]
@@ -106,16 +106,6 @@ def _same_tool(outer: SpanRecord, inner: SpanRecord) -> bool:
     return not all(isinstance(i, str) and i for i in ids) or ids[0] == ids[1]
 
 
-_MESSAGE_KEYS = (
-    semconv.GEN_AI_INPUT_MESSAGES,
-    semconv.GEN_AI_OUTPUT_MESSAGES,
-    semconv.LLM_INPUT_MESSAGES,
-    semconv.LLM_OUTPUT_MESSAGES,
-    semconv.GEN_AI_PROMPT,
-    semconv.GEN_AI_COMPLETION,
-)
-
-
 def _is_empty_call(span: SpanRecord) -> bool:
     """A model-call span with no token usage and no messages under any convention's message
     keys (its ``input.value`` may still hold what it prepared): a helper around the call."""
@@ -123,7 +113,7 @@ def _is_empty_call(span: SpanRecord) -> bool:
     return (
         call.input_tokens is None
         and call.output_tokens is None
-        and not any(key.startswith(_MESSAGE_KEYS) for key in span.attributes)
+        and not any(key.startswith(MESSAGE_KEYS) for key in span.attributes)
     )
 
 

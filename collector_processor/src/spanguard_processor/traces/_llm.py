@@ -29,6 +29,7 @@ from ._messages import (
 from .parts import LLMCall
 
 __all__ = [
+    "MESSAGE_KEYS",
     "Message",
     "input_messages",
     "is_llm_span",
@@ -38,6 +39,17 @@ __all__ = [
     "requested_tools",
     "text_of",
 ]
+
+#: The key prefixes a model call's messages sit under, in each convention (GenAI, OpenInference,
+#: OpenLLMetry): a span with none of them recorded no message text.
+MESSAGE_KEYS = (
+    semconv.GEN_AI_INPUT_MESSAGES,
+    semconv.GEN_AI_OUTPUT_MESSAGES,
+    semconv.LLM_INPUT_MESSAGES,
+    semconv.LLM_OUTPUT_MESSAGES,
+    semconv.GEN_AI_PROMPT,
+    semconv.GEN_AI_COMPLETION,
+)
 
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 

@@ -21,7 +21,7 @@ from spanguard import semconv
 
 from ..ingest.spans import SpanRecord
 from ._documents import span_documents
-from ._llm import is_llm_span
+from ._llm import MESSAGE_KEYS, is_llm_span
 from .identity import is_agent_span, mcp_method, tool_name
 from .parts import Unread
 
@@ -32,16 +32,8 @@ MAX_NOTES = 32  # per trace: a diagnosis needs examples, not every span
 # the key is the prefix and the switch that turns it on (a diagnosis names it)
 NO_TEXT = "no text: "
 NO_DOCUMENTS = "no documents: "
-_MESSAGE_KEYS = (
-    semconv.GEN_AI_INPUT_MESSAGES,
-    semconv.GEN_AI_OUTPUT_MESSAGES,
-    semconv.LLM_INPUT_MESSAGES,
-    semconv.LLM_OUTPUT_MESSAGES,
-    semconv.GEN_AI_PROMPT,
-    semconv.GEN_AI_COMPLETION,
-    semconv.INPUT_VALUE,
-    semconv.OUTPUT_VALUE,
-)
+# a model call's text: its messages, or OpenInference's raw input/output value
+_MESSAGE_KEYS = (*MESSAGE_KEYS, semconv.INPUT_VALUE, semconv.OUTPUT_VALUE)
 # the content switch of each instrumentation, told apart by the keys its spans carry (scope
 # names do not survive the span store): first match wins
 _ANTHROPIC_SWITCH = "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content (the Anthropic SDK)"
