@@ -157,6 +157,12 @@ def _tool(tool: str) -> Reader:
     return read
 
 
+def _count(attr: str) -> Reader:
+    """A repeat's count of ``attr`` (``tool_count``, ``plan_steps``), 0 when unrecorded in a
+    run that recorded a process."""
+    return _process(lambda r: float(getattr(r, attr) or 0))
+
+
 def _refused(name: str, r: Repeat, ctx: CaseContext) -> float | None:
     return None if r.outcome == ERROR else float(CheckKind.NOT_FALLBACK in r.failed_checks)
 
@@ -206,24 +212,8 @@ def measures_for(
     ]
     found += [Measure(f"tool use: {t}", _tool(t), rate, True, tol.rate, signal=proc) for t in tools]
     found += [
-        Measure(
-            "tool_count",
-            _process(lambda r: float(r.tool_count or 0)),
-            count,
-            False,
-            tol.count,
-            signal=proc,
-            kind="count",
-        ),
-        Measure(
-            "plan_steps",
-            _process(lambda r: float(r.plan_steps or 0)),
-            count,
-            False,
-            tol.count,
-            signal=proc,
-            kind="count",
-        ),
+        Measure(attr, _count(attr), count, False, tol.count, signal=proc, kind="count")
+        for attr in ("tool_count", "plan_steps")
     ]
     log_tol = _log(tol.ratio)
     found += [
