@@ -105,6 +105,9 @@ class _Features:
     """The input features of a question's requests: numeric slots, their ratios, words."""
 
     def __init__(self, rows: Sequence[Row], members: Sequence[int]) -> None:
+        # requests in visiting order, never in input order: a run's middle (its representative)
+        # and ties on a feature must not depend on which file or replica a trace came from
+        self.position = {m: i for i, m in enumerate(members)}
         vectors = {m: [_number(t) for t in slot_texts(rows[m].input)] for m in members}
         length = max(Counter(len(v) for v in vectors.values()).items(), key=lambda i: i[::-1])[0]
         usable = [m for m in members if len(vectors[m]) == length]
@@ -133,7 +136,10 @@ class _Features:
         explains the part."""
         best: list[int] = []
         for feature in self.numeric:
-            ordered = sorted((v, m) for m, v in feature.items() if m in active)
+            ordered = sorted(
+                ((v, m) for m, v in feature.items() if m in active),
+                key=lambda item: (item[0], self.position[item[1]]),
+            )
             run: list[int] = []
             for _, tied in groupby(ordered, key=lambda item: item[0]):
                 same = [m for _, m in tied]
@@ -143,11 +149,11 @@ class _Features:
         for holders in self.words:
             inside = holders & active
             if len(best) < len(inside) <= len(part) and inside <= part:
-                best = sorted(inside)
+                best = sorted(inside, key=self.position.__getitem__)
             if len(best) < len(active) - len(inside) <= len(part):
                 outside = active - holders
                 if outside <= part:
-                    best = sorted(outside)
+                    best = sorted(outside, key=self.position.__getitem__)
         need = len(part & active)
         if len(best) >= MIN_PATH_ROWS and len(best) >= MIN_RUN_SHARE * need:
             return best
