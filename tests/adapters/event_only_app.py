@@ -1,4 +1,4 @@
-"""A renter-support app instrumented only by opentelemetry-instrumentation-openai-v2, with
+"""A renter-support app instrumented only by opentelemetry-instrumentation-genai-openai, with
 message content in log events only, writing spans and logs to one file as the Collector's file
 exporter does.
 
@@ -122,7 +122,7 @@ def _otlp(endpoint: str, grpc: bool, tracing: TracerProvider, logging: LoggerPro
 
 def main(out_file: str, fmt: str, base_url: str, variants_json: str) -> None:
     import openai
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
     resource = Resource.create({"service.name": "renter-support"})
     tracing = TracerProvider(resource=resource)

@@ -8,15 +8,15 @@ the ``openai`` module globally and reads its settings from the environment once.
 
 INSTRUMENTOR is one of:
 
-* ``openai-v2`` — opentelemetry-instrumentation-openai-v2 (GenAI semconv), under a plain
+* ``genai-openai`` — opentelemetry-instrumentation-genai-openai (GenAI semconv), under a plain
   parent span;
 * ``openinference-openai`` — openinference-instrumentation-openai, no parent, one session
   (``using_session``);
 * ``openinference-agent`` — openinference-instrumentation-openai on OpenInference's own tracer
   provider (its ``TraceConfig`` read from the ``OPENINFERENCE_*`` variables), the turn in an
   ``@tracer.agent`` span and the tool in a ``@tracer.tool`` span;
-* ``spanguard-openai-v2`` — spanguard's SDK (``configure``, ``request``, ``@tool``) with each
-  model call in ``spanguard.llm_call`` around a client instrumented by openai-v2: two spans
+* ``spanguard-genai-openai`` — spanguard's SDK (``configure``, ``request``, ``@tool``) with each
+  model call in ``spanguard.llm_call`` around a client instrumented by genai-openai: two spans
   per model call, one inside the other;
 * ``logfire`` — Logfire's ``instrument_openai`` (nothing sent to Logfire; its spans go to
   OTLP_URL through ``additional_span_processors``), the turn in a ``logfire.span``;
@@ -24,7 +24,7 @@ INSTRUMENTOR is one of:
   instrumentation (``InstrumentationSettings``, content included) on a plain provider;
 * ``openinference-langchain`` — openinference-instrumentation-langchain, ``ChatOpenAI`` with a
   LangChain tool, no parent, one session;
-* ``openai-v2-bare`` — openai-v2 with no parent span at all (an app that forgot one): each
+* ``genai-openai-bare`` — genai-openai with no parent span at all (an app that forgot one): each
   model call is a trace of its own;
 * ``openllmetry-openai`` — OpenLLMetry's opentelemetry-instrumentation-openai, under a plain
   parent span;
@@ -197,12 +197,12 @@ def pydantic_ai_turn(base_url: str, provider: TracerProvider) -> str:
 
 def spanguard_wrapped_turns(base_url: str, otlp_url: str, turns: int) -> str:
     import openai
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
     import spanguard
 
     spanguard.configure(
-        service_name="turn-spanguard-openai-v2",
+        service_name="turn-spanguard-genai-openai",
         exporter="otlp-http",
         endpoint=otlp_url,
         capture_content=True,
@@ -333,14 +333,14 @@ def main(name: str, otlp_url: str, base_url: str, turns: str = "1") -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": f"turn-{name}"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=otlp_url)))
     tracer = provider.get_tracer("weather-app")
-    if name == "openai-v2":
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    if name == "genai-openai":
+        from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
         OpenAIInstrumentor().instrument(tracer_provider=provider)
         with tracer.start_as_current_span("weather turn"):
             answer = openai_turn(base_url)
-    elif name == "openai-v2-bare":
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    elif name == "genai-openai-bare":
+        from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
         OpenAIInstrumentor().instrument(tracer_provider=provider)
         for _ in range(int(turns)):
@@ -359,7 +359,7 @@ def main(name: str, otlp_url: str, base_url: str, turns: str = "1") -> None:
         for turn in range(int(turns)):  # one session per turn: each its own request
             with using_session(f"weather-session-{turn + 1}"):
                 answer = openai_turn(base_url)
-    elif name == "spanguard-openai-v2":
+    elif name == "spanguard-genai-openai":
         answer = spanguard_wrapped_turns(base_url, otlp_url, int(turns))
     elif name == "logfire":
         answer = logfire_turn(base_url, provider)

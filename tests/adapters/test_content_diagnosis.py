@@ -2,7 +2,7 @@
 (issue 48): the official OpenTelemetry GenAI instrumentation records no message text by
 default, and the fix is its own setting, not spanguard's privacy page.
 
-The app is instrumented only by opentelemetry-instrumentation-openai-v2 (in-process, against
+The app is instrumented only by opentelemetry-instrumentation-genai-openai (in-process, against
 the local OpenAI-compatible stub), with its default settings; a parent span carries the
 counterfactual identity, and the stub refuses group a (a refusal bias no span can show).
 """
@@ -27,7 +27,7 @@ from spanguard_processor.traces.convert import trace_from_records, traces_from_r
 from ..fairness.conftest import FAST
 from .openai_stub import chat_completion, openai_stub
 
-openai_v2 = pytest.importorskip("opentelemetry.instrumentation.openai_v2")
+genai_openai = pytest.importorskip("opentelemetry.instrumentation.genai.openai")
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ def test_default_content_genai_app_names_the_content_switch(
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = openai_v2.OpenAIInstrumentor()
+    instrumentor = genai_openai.OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
         with openai_stub(_answer) as stub:

@@ -39,7 +39,7 @@ TURN = Path(__file__).with_name("instrumented_turn.py")
 ANSWER = "It is sunny and 21 °C in Paris."
 # instrumentor → spans it sends for the turn (LLM calls, tool span, parent span)
 SPANS = {
-    "openai-v2": 3,
+    "genai-openai": 3,
     "openllmetry-openai": 3,
     "openinference-openai": 2,
     "openinference-langchain": 3,
@@ -102,11 +102,11 @@ def test_a_turn_instrumented_by_a_third_party_becomes_one_agent_trace(
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
     try:
         with openai_stub(responder) as stub:
-            # only openai-v2 needs settings for text on spans (docs/adapters.md's table)
+            # only genai-openai needs settings for text on spans (docs/adapters.md's table)
             env = {k: v for k, v in os.environ.items() if k not in (CONTENT_ENV, OPT_IN_ENV)} | {
                 "PYTHONUNBUFFERED": "1"
             }
-            if instrumentor == "openai-v2":  # a content mode; this pin needs no opt-in
+            if instrumentor == "genai-openai":  # a content mode; this pin needs no opt-in
                 env |= {CONTENT_ENV: "SPAN_ONLY"}
             run = subprocess.run(
                 [sys.executable, str(TURN), instrumentor, serve.url + "/v1/traces", stub.base_url],
@@ -161,7 +161,7 @@ def test_a_turn_recorded_with_traceloop_sdk_decorators_becomes_one_agent_trace(
     ],
     ids=["nothing", "true", "event-only", "true-with-opt-in"],
 )
-def test_openai_v2_puts_no_text_on_spans_without_a_span_content_mode(
+def test_genai_openai_puts_no_text_on_spans_without_a_span_content_mode(
     settings: dict[str, str], tmp_path: Path
 ) -> None:
     serve = ServeProcess(tmp_path / "spans.db", "--wait-duration", "0.2")
@@ -171,14 +171,20 @@ def test_openai_v2_puts_no_text_on_spans_without_a_span_content_mode(
                 k: v for k, v in os.environ.items() if k not in (CONTENT_ENV, OPT_IN_ENV)
             } | settings
             run = subprocess.run(
-                [sys.executable, str(TURN), "openai-v2", serve.url + "/v1/traces", stub.base_url],
+                [
+                    sys.executable,
+                    str(TURN),
+                    "genai-openai",
+                    serve.url + "/v1/traces",
+                    stub.base_url,
+                ],
                 env=env,
                 capture_output=True,
                 text=True,
                 timeout=120,
             )
             assert run.returncode == 0, run.stderr
-        serve.wait_idle(SPANS["openai-v2"])
+        serve.wait_idle(SPANS["genai-openai"])
     finally:
         serve.terminate()
     (trace,) = list(read_agent_traces_any([tmp_path / "spans.db"]))

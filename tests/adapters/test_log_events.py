@@ -1,5 +1,5 @@
 """GenAI content that only log events hold (issue 39): an app instrumented by
-opentelemetry-instrumentation-openai-v2 2.4b0 + opentelemetry-util-genai with
+opentelemetry-instrumentation-genai-openai 1.3b0 + opentelemetry-util-genai 1.3b0 with
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=EVENT_ONLY`` writes its spans and its
 ``gen_ai.client.inference.operation.details`` log records to one file, as the Collector's file
 exporter does (tests/adapters/event_only_app.py). The prompt and the answer are in no span:

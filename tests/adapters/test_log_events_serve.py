@@ -1,4 +1,4 @@
-"""Issue 39, acceptance 1 and 2 against a real ``spanguard serve``: the EVENT_ONLY openai-v2 app
+"""Issue 39, acceptance 1 and 2 against a real ``spanguard serve``: the EVENT_ONLY genai-openai app
 (tests/adapters/event_only_app.py) exports its spans and its log records by OTLP, once over HTTP
 and once over gRPC; verdicts sent back with ``--emit-otlp`` (directly, and through the real rotel
 collector) are stored with the traces they judge and leave with ``traces export``."""

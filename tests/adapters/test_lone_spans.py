@@ -1,6 +1,6 @@
 """``traces export`` says when many requests are one parentless span each (issue 40).
 
-An app instrumented by openai-v2 with no parent span per request leaves one trace per model
+An app instrumented by genai-openai with no parent span per request leaves one trace per model
 call; each became a one-span request silently. The export now counts them by span name.
 """
 
@@ -21,7 +21,7 @@ TURNS = 3
 
 
 def test_export_counts_requests_that_are_a_single_parentless_span(tmp_path: Path) -> None:
-    serve_turns(tmp_path / "spans.db", "openai-v2-bare", 2 * TURNS, TURNS)
+    serve_turns(tmp_path / "spans.db", "genai-openai-bare", 2 * TURNS, TURNS)
     out = tmp_path / "traces.jsonl"
     result = CliRunner().invoke(
         cli, ["traces", "export", "--store", str(tmp_path / "spans.db"), "-o", str(out)]
@@ -35,7 +35,7 @@ def test_export_counts_requests_that_are_a_single_parentless_span(tmp_path: Path
 
 
 def test_export_of_requests_with_a_parent_says_nothing_about_lone_spans(tmp_path: Path) -> None:
-    serve_turns(tmp_path / "spans.db", "openai-v2", 3)
+    serve_turns(tmp_path / "spans.db", "genai-openai", 3)
     result = CliRunner().invoke(
         cli,
         [

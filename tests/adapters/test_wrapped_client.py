@@ -1,7 +1,7 @@
-"""``spanguard.llm_call`` around a client already instrumented by openai-v2: one model call
+"""``spanguard.llm_call`` around a client already instrumented by genai-openai: one model call
 per call, not two (issue 40).
 
-Each model call leaves two spans, spanguard's ``chat`` span and openai-v2's inside it. Before
+Each model call leaves two spans, spanguard's ``chat`` span and genai-openai's inside it. Before
 issue 40 both counted: 24 LLM calls and 24 tool calls (12 of them phantom requests) for 12
 requests in which the model was called 24 times and 12 tools ran. The nested span is merged
 into the outer one, so calls, tokens and requested tools count once.
@@ -21,13 +21,13 @@ from .turns import serve_turns
 pytestmark = pytest.mark.integration
 
 TURNS = 12
-SPANS_PER_TURN = 6  # request, two spanguard llm_call spans, two openai-v2 spans, the tool
+SPANS_PER_TURN = 6  # request, two spanguard llm_call spans, two genai-openai spans, the tool
 
 
 def test_llm_call_around_an_instrumented_client_counts_each_model_call_once(tmp_path: Path) -> None:
     requests = serve_turns(
         tmp_path / "spans.db",
-        "spanguard-openai-v2",
+        "spanguard-genai-openai",
         SPANS_PER_TURN * TURNS,
         TURNS,
         {

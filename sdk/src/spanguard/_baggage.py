@@ -5,7 +5,7 @@ An app (or an upstream service) may set the request's identity as ``spanguard.*`
 ``spanguard.assignment.<attr>`` — instead of passing it to ``spanguard.request``. Baggage is
 not exported with spans, so :class:`BaggageIdentity`, which :func:`spanguard.configure` adds to
 the provider it exports through, copies those entries onto every span as it starts (never
-over a value the span already has). Spans made by other instrumentations (an openai-v2 model
+over a value the span already has). Spans made by other instrumentations (a genai-openai model
 call, a framework's agent span) then carry the identity, whichever span is the request's root.
 """
 
