@@ -146,6 +146,31 @@ def test_cases_run_sends_each_case_into_the_root_span_of_its_trace(tmp_path: Pat
             )
 
 
+def test_cases_run_from_agent_trace_jsonl_sends_the_root_span_id(tmp_path: Path) -> None:
+    """The same request, exported first as agent-trace JSONL (``traces export``): the records
+    still land on the evaluated request's root span, not on its trace alone."""
+    cases, built = _cases(tmp_path)
+    asked = [c for c in built if c["input"] == QUESTION]
+    spans = _span_file(tmp_path, ("lookup_order", "refund_policy"))
+    jsonl = tmp_path / "traces.jsonl"
+    exported = _invoke("traces", "export", "--store", str(spans), "-o", str(jsonl))
+    assert exported.exit_code == 0, exported.output
+    (line,) = jsonl.read_text().splitlines()
+    assert json.loads(line)["root_span_id"] == _ROOT
+    with HttpLogsSink() as sink:
+        result = _invoke(
+            "cases", "run", "--cases", cases, "--traces", str(jsonl), "--emit-otlp", sink.url
+        )
+        records = sink.wait_for(len(built), timeout=5)
+    assert result.exit_code == 0, result.output
+    _sent(result.stderr, built)
+    by_case = _by_case(records, built)
+    for case in asked:
+        record = by_case[case["id"]]
+        assert (record.trace_id, record.span_id) == (_TRACE, _ROOT)
+        assert record.attributes["gen_ai.evaluation.score.label"] == "pass"
+
+
 def test_check_sends_the_regressed_case_with_why_in_the_current_trace(tmp_path: Path) -> None:
     cases, built = _cases(tmp_path)
     asked = [c for c in built if c["input"] == QUESTION]
