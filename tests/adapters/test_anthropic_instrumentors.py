@@ -150,8 +150,13 @@ def _check_counts(traces: list[AgentTrace]) -> None:
 
 @pytest.mark.parametrize(
     ("name", "sdk_spans"),
-    [("genai-anthropic", False), ("genai-anthropic", True), ("openinference-anthropic", False)],
-    ids=["genai-anthropic", "genai-anthropic+sdk-spans", "openinference-anthropic"],
+    [
+        ("genai-anthropic", False),
+        ("genai-anthropic", True),  # sibling spans with one gen_ai.response.id
+        ("openinference-anthropic", False),
+        ("openinference-anthropic", True),  # the SDK's span inside OpenInference's, no id on it
+    ],
+    ids=["genai", "genai+sdk-spans", "openinference", "openinference+sdk-spans"],
 )
 def test_anthropic_calls_count_once_and_a_refusal_bias_fails(
     name: str, sdk_spans: bool, monkeypatch: pytest.MonkeyPatch
