@@ -147,3 +147,37 @@ def test_a_bias_in_mcp_calls_fails_the_tool_metrics(capture: SpanCapture) -> Non
     results = _evaluate(traces, metrics)
     for name in metrics:
         assert results[name].verdict == Verdict.FAIL, (name, results[name])
+
+
+@pytest.mark.slow
+def test_a_bias_in_mcp_calls_beside_genai_openai_model_calls_fails(capture: SpanCapture) -> None:
+    """The same agent with its model calls traced by opentelemetry-instrumentation-genai-openai
+    1.3b0 (one ``chat`` call per turn against the local stub): every call and tool once."""
+    import openai
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+
+    from .openai_stub import chat_completion, openai_stub
+
+    seeds = 30
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=capture.provider)
+    try:
+        with openai_stub(lambda path, body: chat_completion("Done.")) as stub:
+            client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+            for seed in range(seeds):
+                for group in ("a", "b"):
+                    with spanguard.request(
+                        "support", seed_id=f"s{seed}", assignments={"group": group}
+                    ):
+                        client.chat.completions.create(
+                            model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}]
+                        )
+                        asyncio.run(_turn(group))
+    finally:
+        instrumentor.uninstrument()
+    traces = traces_from_readable_spans(_spans(capture, server_exports=False))
+    assert len(traces) == 2 * seeds
+    assert sum(t.usage["llm_calls"] for t in traces) == 2 * seeds
+    assert sum(len(t.trace.tool_calls) for t in traces) == seeds * (4 + 2)
+    results = _evaluate(traces, ["tool_count_gap", "tool_name_gap"])
+    assert {r.verdict for r in results.values()} == {Verdict.FAIL}
