@@ -171,3 +171,50 @@ def test_llama_index_helper_spans_marked_llm_are_not_calls() -> None:
         assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (50, 10)
         assert [c.tool_calls for c in trace.llm_calls] == [("lookup",), ()]
         assert [c.name for c in trace.trace.tool_calls] == ["lookup"]
+
+
+# OpenLLMetry 0.62.4 defines a pydantic model with a class-based config when it instruments
+@pytest.mark.filterwarnings("ignore:Support for class-based `config` is deprecated")
+@pytest.mark.parametrize(
+    "pair",
+    [("genai", "openllmetry"), ("genai", "openinference"), ("openllmetry", "openinference")],
+    ids="+".join,
+)
+def test_two_instrumentations_of_one_openai_client_count_each_call_once(
+    pair: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48, item 4 (a dedup by timing alone, without ids): two real instrumentations on
+    one client nest their spans (the second patch wraps the first), so the nested merge reads
+    one call; no stack measured leaves id-less sibling spans (see also the Anthropic pairs in
+    test_anthropic_instrumentors.py)."""
+    import openai
+    from openinference.instrumentation.openai import OpenAIInstrumentor as OpenInference
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor as GenAI
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor as OpenLLMetry
+
+    from .openai_stub import chat_completion
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    kinds = {"genai": GenAI, "openllmetry": OpenLLMetry, "openinference": OpenInference}
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentors = [kinds[name]() for name in pair]
+    try:
+        for instrumentor in instrumentors:
+            instrumentor.instrument(tracer_provider=provider)
+        with openai_stub(lambda path, body: chat_completion("Hi.", prompt_tokens=9)) as stub:
+            client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+            with provider.get_tracer("app").start_as_current_span("turn"):
+                for _ in range(2):
+                    client.chat.completions.create(
+                        model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}]
+                    )
+    finally:
+        for instrumentor in reversed(instrumentors):
+            instrumentor.uninstrument()
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 5  # the turn, two spans per call
+    (trace,) = traces_from_readable_spans(spans)
+    assert trace.usage["llm_calls"] == 2
+    assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (18, 10)
