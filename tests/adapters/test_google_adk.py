@@ -71,10 +71,27 @@ def test_openinference_google_adk_reads_its_tools_and_its_one_llm_span() -> None
     """OpenInference google-adk 1.0.5 suppresses ADK's ``generate_content`` spans, and with ADK
     2.13.0 writes each model call's LLM attributes onto the ``invoke_agent`` span instead of a
     span of its own: the recording holds one LLM span per run with the last call's usage. That
-    span is read as the one call it is; the tool spans are all there, so the bias still FAILs."""
+    span is read as the one call it is (ADK's schema 1 avoids it: the next test); the tool spans
+    are all there, so the bias still FAILs."""
     traces = _traces("openinference-google-adk")
     for trace in traces:
         _check_tools_and_text(trace)
         assert trace.usage["llm_calls"] == 1
         assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (30, 5)
     assert _tool_count_gap(traces) == Verdict.FAIL
+
+
+def test_openinference_google_adk_on_adk_schema_1_reads_every_call() -> None:
+    """With ``ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`` ADK opens a ``call_llm`` span per model
+    call, which OpenInference marks LLM: every call and its tokens are read (2 seeds)."""
+    traces = list(read_agent_traces_any([DATA / "openinference-google-adk-schema1.otlp"]))
+    assert len(traces) == 4
+    for trace in traces:
+        _check_tools_and_text(trace)
+        calls = TOOLS[trace.assignments["group"]] + 1
+        assert trace.usage["llm_calls"] == calls
+        assert (trace.usage["input_tokens"], trace.usage["output_tokens"]) == (
+            30 * calls,
+            5 * calls,
+        )
+        assert not trace.unread

@@ -11,6 +11,9 @@ venv of their own, and kept here as length-prefixed OTLP protobuf files::
         tests/data/instrumentors/google-adk.otlp adk
     /tmp/adk/bin/python tests/data/instrumentors/record_google_adk_turn.py \\
         tests/data/instrumentors/openinference-google-adk.otlp openinference
+    ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1 /tmp/adk/bin/python \
+        tests/data/instrumentors/record_google_adk_turn.py \
+        tests/data/instrumentors/openinference-google-adk-schema1.otlp openinference 2
 
 (recorded with opentelemetry-sdk 1.44.0, google-genai 2.34.0, openinference-instrumentation
 0.1.72; the packages are Apache-2.0.) An ``LlmAgent`` with the tool ``get_weather`` runs
@@ -20,7 +23,11 @@ against a local stub of the Gemini API (tests/adapters/openai_stub.py serves its
 for ``get_weather`` five times (one call per model turn), group b's once, then the answer; every
 model call reports 30 prompt and 5 output tokens. ``adk`` records ADK's native telemetry
 (the global tracer provider, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``);
-``openinference`` adds OpenInference's ``GoogleADKInstrumentor`` on the same provider.
+``openinference`` adds OpenInference's ``GoogleADKInstrumentor`` on the same provider. An optional
+third argument is the number of seeds (default ``SEEDS``). ADK's default telemetry schema (2) has
+no ``call_llm`` span, and OpenInference 1.0.5 then records every model call of a run onto the
+``invoke_agent`` span; ``ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`` (ADK's legacy schema) brings the
+``call_llm`` spans back, one per call.
 """
 
 from __future__ import annotations
@@ -85,7 +92,7 @@ def get_weather(city: str) -> str:
     return f"sunny in {city}"
 
 
-async def _runs(base_url: str, tracer: Any) -> None:
+async def _runs(base_url: str, tracer: Any, seeds: int) -> None:
     from google.adk.agents import LlmAgent
     from google.adk.models.google_llm import Gemini
     from google.adk.runners import InMemoryRunner
@@ -98,7 +105,7 @@ async def _runs(base_url: str, tracer: Any) -> None:
         tools=[get_weather],
     )
     runner = InMemoryRunner(agent=agent, app_name="weather")
-    for seed in range(SEEDS):
+    for seed in range(seeds):
         for group in ("a", "b"):
             attrs = {"spanguard.seed_id": f"s{seed}", "spanguard.assignment.group": group}
             session = await runner.session_service.create_session(app_name="weather", user_id="u")
@@ -111,7 +118,7 @@ async def _runs(base_url: str, tracer: Any) -> None:
                     pass
 
 
-def main(out: str, mode: str) -> None:
+def main(out: str, mode: str, seeds: str = str(SEEDS)) -> None:
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
     os.environ["GOOGLE_API_KEY"] = "test-key"
     exporter = InMemorySpanExporter()
@@ -123,11 +130,12 @@ def main(out: str, mode: str) -> None:
 
         GoogleADKInstrumentor().instrument(tracer_provider=provider)
     with openai_stub(responder) as stub:
-        asyncio.run(_runs(stub.base_url.removesuffix("/v1"), provider.get_tracer("weather-app")))
+        tracer = provider.get_tracer("weather-app")
+        asyncio.run(_runs(stub.base_url.removesuffix("/v1"), tracer, int(seeds)))
     body = encode_spans(exporter.get_finished_spans()).SerializeToString()
     Path(out).write_bytes(struct.pack(">I", len(body)) + body)
     print(len(exporter.get_finished_spans()), "spans,", len(body), "bytes")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
