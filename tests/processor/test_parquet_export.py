@@ -187,10 +187,9 @@ def test_identical_traces_give_byte_identical_files_whatever_the_batches(
         for trace in traces:
             sink.add(trace)
         assert sink.close() == 8
-    with parquet.ParquetSink(other) as sink:
+    with parquet.ParquetSink(other) as sink:  # closed by leaving the block
         sink.add_many(traces[:5])
         sink.add_many(traces[5:])
-        sink.close()
     assert one.read_bytes() == other.read_bytes()
     import pyarrow.parquet as pq
 
@@ -252,4 +251,6 @@ def test_a_store_without_traces_is_refused_unless_allowed(tmp_path: Path) -> Non
     assert not out.exists() and not list(tmp_path.glob(".traces.parquet*"))
     _export([*args, "--allow-empty"])
     assert _duckdb_rows(out) == []
-    assert parquet.arrow_schema().equals(__import__("pyarrow.parquet").parquet.read_schema(out))
+    import pyarrow.parquet as pq
+
+    assert parquet.arrow_schema().equals(pq.read_schema(out))

@@ -197,7 +197,8 @@ def trace_row(trace: AgentTrace) -> dict[str, Any]:
 class ParquetSink:
     """Agent traces into one Parquet file, written atomically when :meth:`close` is called.
 
-    Use as a context manager: leaving the block by an exception leaves the target as it was.
+    Use as a context manager: leaving the block normally closes the sink (if :meth:`close` was
+    not called yet); leaving it by an exception leaves the target as it was.
     """
 
     def __init__(self, path: Path) -> None:
@@ -217,6 +218,7 @@ class ParquetSink:
             store_schema=True,
         )
         self._rows: list[dict[str, Any]] = []
+        self._closed = False
         self.count = 0
 
     def add(self, trace: AgentTrace) -> None:
@@ -237,7 +239,11 @@ class ParquetSink:
             self._rows = []
 
     def close(self) -> int:
-        """Write what is buffered, finish the file, put it in place; the number of rows."""
+        """Write what is buffered, finish the file, put it in place; the number of rows.
+        Closing again does nothing."""
+        if self._closed:
+            return self.count
+        self._closed = True
         self._flush()
         self._writer.close()
         self._output.commit()
@@ -245,6 +251,7 @@ class ParquetSink:
 
     def abort(self) -> None:
         """Stop without touching the target (the temporary file is removed)."""
+        self._closed = True
         self._writer.close()
         self._output.abort()
 
@@ -259,3 +266,5 @@ class ParquetSink:
     ) -> None:
         if kind is not None:
             self.abort()
+        elif not self._closed:
+            self.close()
