@@ -254,3 +254,16 @@ def test_a_store_without_traces_is_refused_unless_allowed(tmp_path: Path) -> Non
     import pyarrow.parquet as pq
 
     assert parquet.arrow_schema().equals(pq.read_schema(out))
+
+
+def test_a_full_device_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    full = Path("/dev/full")
+    if not full.is_char_device():
+        pytest.skip("/dev/full is not a character device here")
+    source = tmp_path / "traces.jsonl"
+    source.write_text(json.dumps(full_trace().to_dict()) + "\n")
+    result = CliRunner().invoke(
+        cli, ["traces", "convert", str(source), "-f", "parquet", "-o", str(full)]
+    )
+    assert result.exit_code == 2
+    assert result.output == "Error: could not write /dev/full: no space left on device.\n"

@@ -26,7 +26,7 @@ from typing import Any
 from spanguard.exceptions import InputError
 
 from ..common.jsonio import dumps_line
-from ..common.writes import AtomicOutput
+from ..common.writes import AtomicOutput, WriteFailed
 from .model import AgentTrace
 
 __all__ = [
@@ -46,6 +46,8 @@ SCHEMA_VERSION = "1"
 SCHEMA_VERSION_KEY = "spanguard.schema_version"
 #: agent traces per row group (the last one holds the rest)
 ROW_GROUP_TRACES = 8192
+#: rows kept as Python objects before they become Arrow columns (bounds the sink's memory)
+_CHUNK = 1024
 WAREHOUSE_HINT = "pip install 'spanguard[warehouse]'"
 
 _S, _I, _F, _B = "string", "int64", "double", "bool"
@@ -206,18 +208,24 @@ class ParquetSink:
         self._pa = pa
         self._schema = arrow_schema()
         self._output = AtomicOutput(Path(path))
-        self._writer = pa.parquet.ParquetWriter(
-            str(self._output.temporary),
-            self._schema,
-            compression="zstd",
-            compression_level=3,
-            use_dictionary=True,
-            write_statistics=True,
-            version="2.6",
-            data_page_version="1.0",
-            store_schema=True,
-        )
+        try:
+            self._writer = pa.parquet.ParquetWriter(
+                str(self._output.temporary),
+                self._schema,
+                compression="zstd",
+                compression_level=3,
+                use_dictionary=True,
+                write_statistics=True,
+                version="2.6",
+                data_page_version="1.0",
+                store_schema=True,
+            )
+        except OSError as exc:
+            self._output.abort()
+            raise WriteFailed(path, exc) from None
         self._rows: list[dict[str, Any]] = []
+        self._batches: list[Any] = []  # Arrow record batches of the row group being filled
+        self._filled = 0
         self._closed = False
         self.count = 0
 
@@ -225,18 +233,31 @@ class ParquetSink:
         """Append one agent trace (written with its row group once that is full)."""
         self._rows.append(trace_row(trace))
         self.count += 1
-        if len(self._rows) >= ROW_GROUP_TRACES:
+        self._filled += 1
+        if len(self._rows) >= _CHUNK:
+            self._to_arrow()
+        if self._filled >= ROW_GROUP_TRACES:
             self._flush()
 
     def add_many(self, traces: Iterable[AgentTrace]) -> None:
         for trace in traces:
             self.add(trace)
 
-    def _flush(self) -> None:
+    def _to_arrow(self) -> None:
         if self._rows:
-            table = self._pa.Table.from_pylist(self._rows, schema=self._schema)
-            self._writer.write_table(table, row_group_size=ROW_GROUP_TRACES)
+            self._batches.append(self._pa.RecordBatch.from_pylist(self._rows, schema=self._schema))
             self._rows = []
+
+    def _flush(self) -> None:
+        """Write the row group being filled (the batches and rows held), as one row group."""
+        self._to_arrow()
+        if self._batches:
+            table = self._pa.Table.from_batches(self._batches, schema=self._schema)
+            try:
+                self._writer.write_table(table, row_group_size=ROW_GROUP_TRACES)
+            except OSError as exc:  # no space left, an I/O error: a sentence, not a traceback
+                raise WriteFailed(self._output.path, exc) from None
+            self._batches, self._filled = [], 0
 
     def close(self) -> int:
         """Write what is buffered, finish the file, put it in place; the number of rows.
@@ -245,7 +266,10 @@ class ParquetSink:
             return self.count
         self._closed = True
         self._flush()
-        self._writer.close()
+        try:
+            self._writer.close()
+        except OSError as exc:
+            raise WriteFailed(self._output.path, exc) from None
         self._output.commit()
         return self.count
 
