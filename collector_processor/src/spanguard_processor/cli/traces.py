@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,6 +21,37 @@ _CONVERTERS = {
     "fairtrace": to_fairtrace_record,
     "trace2eval": to_trace2eval_row,
 }
+PARQUET = "parquet"  # one row per agent trace, typed columns (traces/parquet.py)
+
+
+class _JsonlSink:
+    """JSONL records of one format, written atomically when closed."""
+
+    def __init__(self, path: Path, output_format: str) -> None:
+        self.path = path
+        self.converter = _CONVERTERS[output_format]
+        self.rows: list[Any] = []
+        self.count = 0
+
+    def add(self, trace: AgentTrace) -> None:
+        self.rows.append(self.converter(trace))
+        self.count += 1
+
+    def close(self) -> int:
+        return write_jsonl(self.path, self.rows)
+
+    def abort(self) -> None:
+        self.rows = []
+
+
+def _open_sink(output_format: str, output: Path) -> Any:
+    """Where the traces go: a Parquet file, else JSONL records of the format. Opening a
+    Parquet sink fails first (exit 2, an install hint) when pyarrow is missing."""
+    if output_format == PARQUET:
+        from ..traces.parquet import ParquetSink
+
+        return ParquetSink(output)
+    return _JsonlSink(output, output_format)
 
 
 _PRICES_HELP = (
@@ -31,7 +63,7 @@ _PRICES_HELP = (
 def _output_format(command: F) -> F:
     """``-f/--output-format``: the written file's format (``--format``, its old spelling, is
     what every other command prints on stdout)."""
-    choice = click.Choice(sorted(_CONVERTERS))
+    choice = click.Choice(sorted([*_CONVERTERS, PARQUET]))
     command = renamed(
         "--format", target="output_format", renamed_to="--output-format", type=choice, default=None
     )(command)
@@ -41,7 +73,9 @@ def _output_format(command: F) -> F:
         type=choice,
         default="agent",
         show_default=True,
-        help="Format of the written records.",
+        help="Format of the written records: JSONL of agent traces, fairtrace records or "
+        "trace2eval rows, or a Parquet file of one row per agent trace (needs "
+        "'spanguard[warehouse]'; schema in docs/scale.md).",
     )(command)
 
 
@@ -50,8 +84,8 @@ _EMPTY_HELP = (
 )
 
 
-def _refuse_empty(rows: list[object], sources: Sequence[Path], allow_empty: bool) -> None:
-    if not rows and not allow_empty:
+def _refuse_empty(count: int, sources: Sequence[Path], allow_empty: bool) -> None:
+    if not count and not allow_empty:
         names = ", ".join(str(path) for path in sources)
         raise BadInput(
             f"no records in {names}: it holds no agent traces. Pass --allow-empty "
@@ -88,6 +122,54 @@ def _lone_spans_note(lone: Counter[str], total: int) -> str | None:
     )
 
 
+class _Tally:
+    """What an export read and left out, for the notes printed after it."""
+
+    def __init__(self, skipped: list[str] | None) -> None:
+        self.skipped = skipped
+        self.orphans: list[str] = []
+        self.lone: Counter[str] = Counter()
+        self.total = 0
+        self.without_input = 0
+
+    def read(
+        self, stores: Sequence[Path], *, include_pending: bool, skip_bad: bool
+    ) -> Iterator[AgentTrace]:
+        from ..inputs.readers import read_agent_traces_any
+
+        for trace in read_agent_traces_any(
+            list(stores),
+            include_pending=include_pending,
+            skip_bad=skip_bad,
+            skipped=self.skipped,
+            orphans=self.orphans,
+        ):
+            self.total += 1
+            if trace.lone_span is not None:
+                self.lone[trace.lone_span] += 1
+            yield trace
+
+    def notes(self) -> list[str]:
+        notes = []
+        if self.without_input:
+            notes.append(
+                f"left out {self.without_input} trace(s) without input text (record with "
+                "content capture on to mine regression cases from them)"
+            )
+        if self.skipped:
+            notes.append(
+                f"skipped {len(self.skipped)} unreadable trace(s), annotation(s) or index "
+                f"row(s); the first: {self.skipped[0]}"
+            )
+        if self.orphans:
+            notes.append(
+                f"left out {len(self.orphans)} trace(s) of log records only (their spans never "
+                f"reached the store; e.g. trace {self.orphans[0]})"
+            )
+        lone = _lone_spans_note(self.lone, self.total)
+        return [*notes, lone] if lone else notes
+
+
 @click.group()
 def traces() -> None:
     """Convert agent-trace JSONL, and export assembled traces from span stores."""
@@ -116,11 +198,16 @@ def convert(
     from ..inputs.readers import read_agent_traces_any
 
     check_files([(guard.TRACES, source), (guard.DOCUMENT, prices)], [output])
-    converter = _CONVERTERS[output_format]
     price = _pricer(prices)
-    rows = [converter(price(trace)) for trace in read_agent_traces_any([source])]
-    _refuse_empty(rows, [source], allow_empty)
-    count = write_jsonl(output, rows)
+    sink = _open_sink(output_format, output)
+    try:
+        for trace in read_agent_traces_any([source]):
+            sink.add(price(trace))
+        _refuse_empty(sink.count, [source], allow_empty)
+    except BaseException:
+        sink.abort()
+        raise
+    count = sink.close()
     click.echo(f"wrote {count} {output_format} record(s) to {output}")
 
 
@@ -160,21 +247,22 @@ def export(
     prices: Path | None,
     allow_empty: bool,
 ) -> None:
-    """Export the assembled traces of span stores as JSONL.
+    """Export the assembled traces of span stores as JSONL, or as Parquet (-f parquet).
 
     With -f trace2eval, traces recorded without input text (content capture off) cannot
     become regression cases; they are left out and counted. When many requests are a single
     parentless span (model calls with no parent span), their count by span name is printed.
+    -f parquet writes one row per agent trace with typed columns (schema version in the
+    file), for DuckDB, Polars, Spark or ClickHouse; it needs 'spanguard[warehouse]'.
 
     \b
     Example:
       spanguard traces export --store spans.db -f trace2eval -o logs.jsonl
       spanguard traces export --store a.db --store b.db -f fairtrace -o records.jsonl
       spanguard traces export --store spans.db -f trace2eval --prices prices.yaml -o logs.jsonl
+      spanguard traces export --store spans.db -f parquet -o traces.parquet
     """
     from spanguard.exceptions import TraceFormatError
-
-    from ..inputs.readers import read_agent_traces_any
 
     for path in stores:
         if not path.exists():
@@ -182,51 +270,21 @@ def export(
     from ..inputs import guard
 
     check_files([(guard.TRACES, stores), (guard.DOCUMENT, prices)], [output])
-    converter = _CONVERTERS[output_format]
     price = _pricer(prices)
-    rows = []
-    without_input = 0
-    skipped: list[str] | None = [] if skip_bad else None
-    lone: Counter[str] = Counter()
-    total = 0
-    orphans: list[str] = []
-    for trace in read_agent_traces_any(
-        list(stores),
-        include_pending=include_pending,
-        skip_bad=skip_bad,
-        skipped=skipped,
-        orphans=orphans,
-    ):
-        total += 1
-        if trace.lone_span is not None:
-            lone[trace.lone_span] += 1
-        if output_format == "trace2eval" and (trace.input is None or not trace.input.strip()):
-            without_input += 1
-            continue
-        rows.append(converter(price(trace)))
-    if not without_input:
-        _refuse_empty(rows, stores, allow_empty)
-    count = write_jsonl(output, rows)
+    sink = _open_sink(output_format, output)
+    tally = _Tally(skipped=[] if skip_bad else None)
+    try:
+        for trace in tally.read(stores, include_pending=include_pending, skip_bad=skip_bad):
+            if output_format == "trace2eval" and (trace.input is None or not trace.input.strip()):
+                tally.without_input += 1
+                continue
+            sink.add(price(trace))
+        if not tally.without_input:
+            _refuse_empty(sink.count, stores, allow_empty)
+    except BaseException:
+        sink.abort()
+        raise
+    count = sink.close()
     click.echo(f"wrote {count} {output_format} record(s) to {output}")
-    if without_input:
-        click.echo(
-            f"left out {without_input} trace(s) without input text (record with content "
-            "capture on to mine regression cases from them)",
-            err=True,
-        )
-    if skipped:
-        click.echo(
-            f"skipped {len(skipped)} unreadable trace(s), annotation(s) or index row(s); "
-            "the first: "
-            f"{skipped[0]}",
-            err=True,
-        )
-    if orphans:
-        click.echo(
-            f"left out {len(orphans)} trace(s) of log records only (their spans never reached "
-            f"the store; e.g. trace {orphans[0]})",
-            err=True,
-        )
-    note = _lone_spans_note(lone, total)
-    if note:
+    for note in tally.notes():
         click.echo(note, err=True)

@@ -8,6 +8,10 @@ and the temporary file is removed. A target that exists and is not a regular fil
 such as ``/dev/null`` or ``/dev/full``, a named pipe) is written in place, never replaced, and
 a device that refuses the bytes is an error, not a success.
 
+:class:`AtomicOutput` does the same for a file another library writes by its path, piece by
+piece (a Parquet writer): it is written under a temporary name beside the target and renamed
+when committed.
+
 Inside :func:`output_transaction` (the ``spanguard`` command opens one around every command)
 each replaced file is kept (a hard link) and each new file noted, so a command that fails
 half-way through writing its reports puts every earlier output back as it was: all or none.
@@ -29,6 +33,7 @@ from pathlib import Path
 from spanguard.exceptions import InputError
 
 __all__ = [
+    "AtomicOutput",
     "Transaction",
     "WriteFailed",
     "append_text",
@@ -242,3 +247,47 @@ def append_text(path: Path, text: str) -> None:
             else:
                 os.truncate(path, before)
         raise WriteFailed(path, exc) from None
+
+
+class AtomicOutput:
+    """A file written by path under :attr:`temporary` (beside ``path``), put in place by
+    :meth:`commit` (synced, the target's permissions kept, inside the running command's
+    transaction) or dropped by :meth:`abort`. A target that is a device or a pipe is written in
+    place: :attr:`temporary` is the target itself."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._special = _is_special(self.path)
+        if self._special:
+            self.temporary = self.path
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+            os.close(fd)
+        except OSError as exc:
+            raise WriteFailed(self.path, exc) from None
+        self.temporary = Path(name)
+
+    def commit(self) -> None:
+        if self._special:
+            return
+        try:
+            os.chmod(self.temporary, _mode(self.path))
+            fd = os.open(self.temporary, os.O_RDONLY)
+            try:
+                _sync(fd)
+            finally:
+                os.close(fd)
+            transaction = _CURRENT.get()
+            if transaction is not None:
+                transaction.before_replace(self.path)
+            os.replace(self.temporary, self.path)
+        except OSError as exc:
+            self.abort()
+            raise WriteFailed(self.path, exc) from None
+
+    def abort(self) -> None:
+        if not self._special:
+            with contextlib.suppress(OSError):
+                self.temporary.unlink(missing_ok=True)
