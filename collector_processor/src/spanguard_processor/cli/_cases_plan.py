@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from ..inputs import guard
 from ._common import check_files
 
 __all__ = ["DEFAULT_REPEATS", "echo_replay_plan", "plan"]
@@ -48,5 +47,7 @@ def plan(cases_path: Path, repeats: int) -> None:
     Example:
       spanguard cases plan --cases evalset/cases.jsonl --repeats 16
     """
+    from ..inputs import guard
+
     check_files([(guard.CASES, cases_path)], [])
     echo_replay_plan(cases_path, repeats)

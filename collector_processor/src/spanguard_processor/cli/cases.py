@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..inputs import guard
 from ..regression.vocabulary import SelectMode
 from ._app import app_options
 from ._cases_plan import DEFAULT_REPEATS, plan
@@ -135,6 +134,7 @@ def build(
       spanguard cases build traces.jsonl -o evalset
       spanguard cases build spans.db --ids sequential --max-cases 100
     """
+    from ..inputs import guard
     from ..regression.mine.build import BuildOptions, NoUsableRows, build_evalset
 
     template = expectations.with_name("expectations.template.jsonl") if expectations else None
@@ -322,6 +322,7 @@ def run(
       spanguard cases run --cases evalset/cases.jsonl --traces new_agent.jsonl -o runs/now.json
     """
     from ..common.jsonio import write_text_atomic
+    from ..inputs import guard
     from ..regression.report.render import render_metrics, run_junit
     from ..regression.run.run import run_cases
     from ._cases_replay import replay_result
