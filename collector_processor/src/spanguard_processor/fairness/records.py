@@ -263,7 +263,7 @@ def _stated(raw_trace: object, block: object, metadata: Mapping[str, Any]) -> fr
     stated = _shared.get(("k", keys))
     if stated is None:
         stated = _share(("k", keys), frozenset, (_TRACE_ALIASES.get(str(k), str(k)) for k in keys))
-    return stated  # type: ignore[no-any-return]
+    return stated
 
 
 def _record_trace_id(block: object) -> str | None:

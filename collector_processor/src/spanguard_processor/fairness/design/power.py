@@ -26,8 +26,9 @@ temperature 0) add nothing, so pass ``repeats=1`` for them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def _unit_variance(scale: Scale, repeats: int, variance: float | None) -> float:
 
 
 @lru_cache(maxsize=64)
-def _fair_draws(groups: int) -> tuple[np.ndarray, np.ndarray, dict[str, object]]:
+def _fair_draws(groups: int) -> tuple[np.ndarray, np.ndarray, Mapping[str, Any]]:
     """A fair app's simulated group means for ``groups`` groups, drawn once per group count
     (every ``df`` shares them): the studentized statistic's numerator, the means' spread,
     and the generator's state after the draws, from which each ``df`` draws its chi-squares."""
