@@ -3,7 +3,9 @@
 Synthetic logs: a Zipf-distributed pool of questions (35 % Chinese), each asked in several
 paraphrases, with 10 % long RAG inputs (a shared retrieved document plus the question), and
 realistic feedback/retry/latency/cost. Each build runs in its own child process, which
-reports its wall time and peak RSS. The ratio is trace2eval's time over ours, same run.
+reports its wall time, CPU time (user + system, from its start: imports included) and peak
+RSS. The ratio is trace2eval's time over ours, same run; in brackets the same for CPU time,
+the steadier figure on a shared machine.
 
     .venv/bin/python bench/bench_regression.py                 # 1k, 10k, 20k side by side
     .venv/bin/python bench/bench_regression.py --sizes 1000000 --ours-only   # the 1M build
@@ -226,7 +228,7 @@ def make_log(path: Path, rows: int, seed: int = 7, questions: int | None = None)
 
 
 def _child(tool: str, log: str, out: str) -> None:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if tool == "ours":
         from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
 
@@ -240,9 +242,9 @@ def _child(tool: str, log: str, out: str) -> None:
                 main(["build", log, "-o", out])
             finally:
                 sys.stdout = saved
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": elapsed, "peak_rss_mb": rss_mb}))
+    print(json.dumps({"seconds": elapsed, "cpu_seconds": cpu, "peak_rss_mb": rss_mb}))
 
 
 def _measure(tool: str, log: Path, out: Path, timeout: float) -> dict[str, float] | None:
@@ -287,7 +289,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        print("| rows | spanguard s | spanguard MB | trace2eval s | trace2eval MB | ratio |")
+        print(
+            "| rows | spanguard s (CPU s) | spanguard MB | trace2eval s (CPU s) | trace2eval MB "
+            "| ratio (CPU ratio) |"
+        )
         print("| --- | --- | --- | --- | --- | --- |")
         for size in (int(s) for s in args.sizes.split(",")):
             log = work / f"log_{size}.jsonl"
@@ -297,12 +302,21 @@ def main() -> None:
                 None if args.ours_only else _measure("t2e", log, work / f"t2e_{size}", args.timeout)
             )
             assert ours is not None, f"spanguard did not finish {size} rows in {args.timeout}s"
-            t_s = f"{theirs['seconds']:.2f}" if theirs else ("—" if args.ours_only else "timeout")
+            t_s = (
+                f"{theirs['seconds']:.2f} ({theirs['cpu_seconds']:.2f})"
+                if theirs
+                else ("—" if args.ours_only else "timeout")
+            )
             t_mb = f"{theirs['peak_rss_mb']:.0f}" if theirs else "—"
-            ratio = f"{theirs['seconds'] / ours['seconds']:.1f}×" if theirs else "—"
+            ratio = (
+                f"{theirs['seconds'] / ours['seconds']:.1f}× "
+                f"({theirs['cpu_seconds'] / ours['cpu_seconds']:.1f}×)"
+                if theirs
+                else "—"
+            )
             print(
-                f"| {size:,} | {ours['seconds']:.2f} | {ours['peak_rss_mb']:.0f} | {t_s} | "
-                f"{t_mb} | {ratio} |",
+                f"| {size:,} | {ours['seconds']:.2f} ({ours['cpu_seconds']:.2f}) | "
+                f"{ours['peak_rss_mb']:.0f} | {t_s} | {t_mb} | {ratio} |",
                 flush=True,
             )
         if not args.ours_only:

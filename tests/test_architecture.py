@@ -313,6 +313,10 @@ def _names(node: ast.stmt) -> set[str]:
     if isinstance(node, ast.Assign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return {t.id for t in targets if isinstance(t, ast.Name)}
+    if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+        # a package that loads its names on first use (``__getattr__``, the SDK's
+        # ``spanguard``) imports them here for the type checker
+        return set().union(*(_names(inner) for inner in node.body))
     return set()
 
 

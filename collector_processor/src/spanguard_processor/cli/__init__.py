@@ -41,6 +41,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERNAL",
     "EXIT_OK",
+    "SUMMARIES",
     "main",
 ]
 
@@ -67,6 +68,33 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# name -> the command's one-line help as `spanguard --help` lists it (its docstring's first
+# sentence), so that listing imports no command module (they load numpy, scipy, grpc);
+# tests/cli/test_cli_start.py checks each against the command's own help.
+SUMMARIES: dict[str, str] = {
+    "cases": "Mine regression cases from traces (trace2eval-compatible) and run them.",
+    "check": "Compare two run results of `spanguard cases run`; exit 0 only when every gating "
+    "metric PASSes.",
+    "compare": "Compare two fairness reports: report.json files, the directories holding them, "
+    "or a run of a history (history.jsonl@N).",
+    "demo": "Run an instrumented support agent over DiscrimEval, end to end.",
+    "fairness": "Evaluate the fairness SUITE over recorded TRACES and gate on it.",
+    "history": "List the runs recorded in DIR and below it, and each metric's trend, per suite.",
+    "import": "Import SRC (a SOURCE file) as a suite of explicit variants written to OUT.",
+    "ingest": "Read span FILES into a span store and assemble their traces.",
+    "init": "Write a starter fairness suite that a fair app can pass: 16 questions × 6 channels "
+    "(96 seeds) × 3 groups, two gating text metrics and five optional process metrics, each "
+    "with a comment saying what it catches (`spanguard suite plan` shows its power).",
+    "run": "Run the app over every variant of SUITE, capture its spans, evaluate and gate.",
+    "serve": "Receive OTLP spans and log records, assemble whole agent traces and store them "
+    "durably.",
+    "store": "Check span stores, and copy what is readable out of a damaged one.",
+    "suite": "Expand fairness suites for your own harness, plan their power, and mine them from "
+    "production traffic.",
+    "traces": "Convert agent-trace JSONL, and export assembled traces from span stores.",
+}
+
+
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -78,6 +106,18 @@ class _LazyGroup(click.Group):
         command = pkgutil.resolve_name(target)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click would import every command for its one-line help; the summaries hold it
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        # a stand-in command shortens the summary to the width as the command's help would be
+        rows = [
+            (name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

@@ -7,9 +7,6 @@ from pathlib import Path
 
 import click
 
-from ..inputs import guard
-from ..regression.gate.plan import plan_lines, plan_replay
-from ..regression.run.run import load_cases
 from ._common import check_files
 
 __all__ = ["DEFAULT_REPEATS", "echo_replay_plan", "plan"]
@@ -20,6 +17,9 @@ DEFAULT_REPEATS = 16
 
 def echo_replay_plan(cases_path: Path, repeats: int, *, err: bool = False) -> None:
     """The plan's lines, for ``cases plan`` and, before its first call, the replay."""
+    from ..regression.gate.plan import plan_lines, plan_replay  # scipy: loaded when run
+    from ..regression.run.run import load_cases
+
     for line in plan_lines(plan_replay(load_cases(cases_path), repeats)):
         click.echo(line, err=err)
 
@@ -47,5 +47,7 @@ def plan(cases_path: Path, repeats: int) -> None:
     Example:
       spanguard cases plan --cases evalset/cases.jsonl --repeats 16
     """
+    from ..inputs import guard
+
     check_files([(guard.CASES, cases_path)], [])
     echo_replay_plan(cases_path, repeats)

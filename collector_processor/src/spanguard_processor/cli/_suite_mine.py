@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from spanguard.exceptions import InputError
 
-from ..inputs.guard import FileKind
+if TYPE_CHECKING:  # the file checks load yaml and the store's schema: not needed for --help
+    from ..inputs.guard import FileKind
 
 __all__ = ["echo_mining", "nothing_to_write", "only_stores"]
 
@@ -34,8 +35,10 @@ def nothing_to_write(result: Any, output: Path, min_users: int) -> str:
 def only_stores(found: Sequence[tuple[Path, FileKind]], stores: Sequence[Path]) -> None:
     """Refuse a ``--store`` that is no span store (it would be read as traces, a text file's
     lines skipped one by one), before anything is read."""
+    from ..inputs import guard
+
     for path, kind in found:
-        if path in stores and kind != FileKind.STORE:
+        if path in stores and kind != guard.FileKind.STORE:
             raise InputError(
                 f"is {kind.value}, not a span store (from `serve` or `ingest`); give other "
                 "traces as TRACES arguments.",

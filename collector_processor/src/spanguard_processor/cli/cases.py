@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..common.jsonio import write_text_atomic
-from ..inputs import guard
-from ..regression.case import Case
-from ..regression.mine.build import BuildOptions, BuildResult, NoUsableRows, build_evalset
-from ..regression.mine.loader import Problem
-from ..regression.mine.select import SELECT_MODES, ClusterHealth
-from ..regression.report.render import render_matching, render_metrics, run_junit
-from ..regression.run.outputs import Outputs, load_outputs, outputs_from_traces
-from ..regression.run.results import Failure
-from ..regression.run.run import RunResult, load_cases, run_cases
+from ..regression.vocabulary import SelectMode
 from ._app import app_options
 from ._cases_plan import DEFAULT_REPEATS, plan
-from ._cases_replay import replay_result
 from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
+
+if TYPE_CHECKING:  # the commands' modules load numpy and scipy: imported when a command runs
+    from ..regression.case import Case
+    from ..regression.mine.build import BuildResult
+    from ..regression.mine.loader import Problem
+    from ..regression.mine.select import ClusterHealth
+    from ..regression.run.outputs import Outputs
+    from ..regression.run.results import Failure
+    from ..regression.run.run import RunResult
 
 __all__ = ["cases"]
 
@@ -94,7 +94,7 @@ cases.add_command(plan)
 @click.option(
     "--select",
     "selection",
-    type=click.Choice(list(SELECT_MODES)),
+    type=click.Choice([mode.value for mode in SelectMode]),
     default="coverage",
     show_default=True,
     help="coverage: a case for every question and process path; signals: only questions "
@@ -134,6 +134,9 @@ def build(
       spanguard cases build traces.jsonl -o evalset
       spanguard cases build spans.db --ids sequential --max-cases 100
     """
+    from ..inputs import guard
+    from ..regression.mine.build import BuildOptions, NoUsableRows, build_evalset
+
     template = expectations.with_name("expectations.template.jsonl") if expectations else None
     check_files(
         [(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)],
@@ -318,6 +321,12 @@ def run(
       spanguard cases run --cases evalset/cases.jsonl --outputs out.jsonl -o runs/now.json
       spanguard cases run --cases evalset/cases.jsonl --traces new_agent.jsonl -o runs/now.json
     """
+    from ..common.jsonio import write_text_atomic
+    from ..inputs import guard
+    from ..regression.report.render import render_metrics, run_junit
+    from ..regression.run.run import run_cases
+    from ._cases_replay import replay_result
+
     _one_source(outputs, traces, app_ref, adapter, adapter_options, repeats, concurrency)
     if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
         raise click.BadParameter(
@@ -369,6 +378,8 @@ def run(
 
 def _echo_matching(result: RunResult, total: int, source: Path) -> None:
     """How the cases found their records, and the cases that found none (never a pass)."""
+    from ..regression.report.render import render_matching
+
     click.echo("\n" + render_matching(result.matching, total))
     unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
     if unmatched:
@@ -406,6 +417,8 @@ def _one_source(
 
 def _load_cases(cases_path: Path) -> list[Case]:
     """The cases to score; none is bad input (exit 2)."""
+    from ..regression.run.run import load_cases
+
     case_list = load_cases(cases_path)
     if not case_list:
         raise BadInput(f"no records in {cases_path}: it holds no case.")
@@ -416,6 +429,9 @@ def _load_run_inputs(
     cases_path: Path, outputs: Path | None, traces: tuple[Path, ...]
 ) -> tuple[list[Case], Outputs]:
     """The cases and the records to score; none of either is bad input (exit 2)."""
+    from ..regression.run.outputs import load_outputs, outputs_from_traces
+    from ..regression.run.run import load_cases
+
     case_list = load_cases(cases_path)
     records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
     for message in records.skipped:

@@ -224,6 +224,7 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         metadata = dict(meta)
         del metadata["trace"]
     items = tuple(assignments.items())
+    block = meta.get("spanguard")
     return Observation(
         id=ident,
         seed_id=sys.intern(seed),
@@ -233,13 +234,21 @@ def observation_from_record(data: object, index: int = 0) -> Observation:
         response=_string(data, "response", ""),
         metadata=metadata,
         trace=None if raw_trace is None else parse_fairtrace_trace(raw_trace),
-        stated=_stated(raw_trace, meta.get("spanguard"), meta),
-        trace_id=_record_trace_id(meta.get("spanguard")),
-        captured=_record_captured(meta.get("spanguard")),
-        usage=_record_usage(meta.get("spanguard")),
-        has_output=_record_has_output(meta.get("spanguard")),
-        unread=_record_unread(meta.get("spanguard")),
+        stated=_stated(raw_trace, block, meta),
+        # a fairtrace record has no spanguard block: the fields' defaults, without five calls
+        **(_from_spans(block) if isinstance(block, dict) else {}),
     )
+
+
+def _from_spans(block: dict[str, Any]) -> dict[str, Any]:
+    """The fields a record spanguard wrote from spans keeps in its ``spanguard`` block."""
+    return {
+        "trace_id": _record_trace_id(block),
+        "captured": _record_captured(block),
+        "usage": _record_usage(block),
+        "has_output": _record_has_output(block),
+        "unread": _record_unread(block),
+    }
 
 
 def _stated(raw_trace: object, block: object, metadata: Mapping[str, Any]) -> frozenset[str]:
@@ -250,8 +259,11 @@ def _stated(raw_trace: object, block: object, metadata: Mapping[str, Any]) -> fr
         return _stated_metadata(metadata)[0]
     if not isinstance(raw_trace, dict):
         return frozenset()
-    keys = tuple(sorted(_TRACE_ALIASES.get(str(k), str(k)) for k in raw_trace))
-    return _share(("k", keys), frozenset, keys)
+    keys = tuple(raw_trace)  # records of one source share a few key lists: one set each
+    stated = _shared.get(("k", keys))
+    if stated is None:
+        stated = _share(("k", keys), frozenset, (_TRACE_ALIASES.get(str(k), str(k)) for k in keys))
+    return stated
 
 
 def _record_trace_id(block: object) -> str | None:

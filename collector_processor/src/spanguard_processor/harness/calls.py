@@ -242,11 +242,14 @@ def call_app(
     concurrency: int = 1,
     progress: Progress | None = None,
     spans_out: list[Any] | None = None,
+    diagnose: bool = True,
 ) -> list[AppCall]:
     """Call ``app`` for every job; return the calls in the jobs' order, each with its trace.
 
     ``progress(n)`` is called as calls finish (from worker threads when concurrent); the
     captured OpenTelemetry spans (``ReadableSpan``) are appended to ``spans_out`` when given.
+    ``diagnose=False`` skips the traces' unread-key notes (``AgentTrace.unread``), which only
+    a fairness NO_SIGNAL diagnosis reads (~12 µs per call).
     """
     if concurrency < 1:
         raise InputError("concurrency must be at least 1.")
@@ -264,12 +267,14 @@ def call_app(
     spans = capture.readable_spans()
     if spans_out is not None:
         spans_out.extend(spans)
-    return _with_traces(calls, spans)
+    return _with_traces(calls, spans, diagnose)
 
 
-def _with_traces(calls: Sequence[AppCall], spans: Sequence[ReadableSpan]) -> list[AppCall]:
+def _with_traces(
+    calls: Sequence[AppCall], spans: Sequence[ReadableSpan], diagnose: bool
+) -> list[AppCall]:
     """Each successful call with the agent trace assembled from its spans (by trace id)."""
-    traces = {trace.trace_id: trace for trace in traces_from_readable_spans(spans)}
+    traces = {t.trace_id: t for t in traces_from_readable_spans(spans, diagnose=diagnose)}
     out = []
     for call in calls:
         found = traces.get(call.trace_id) if call.error is None else None

@@ -23,7 +23,7 @@ from spanguard.exceptions import TraceFormatError
 
 from ..common._json import parse_json
 from ..common.limits import bounded_lines
-from ..store.span_store import SQLITE_MAGIC, DamagedStore, looks_like_store
+from ..store.schema import SQLITE_MAGIC, DamagedStore, looks_like_store
 
 __all__ = [
     "SPAN_KINDS",

@@ -24,7 +24,7 @@ from spanguard.exceptions import InputError
 from ..common._json import parse_json
 from ..common.limits import DOCUMENT_LIMIT_ENV, document_limit, size_text
 from ..common.yamlio import MAX_YAML_BYTES
-from ..store.span_store import SQLITE_MAGIC, looks_like_store
+from ..store.schema import SQLITE_MAGIC, looks_like_store
 from .files import ZSTD_MAGIC, Source
 
 __all__ = [

@@ -70,7 +70,10 @@ class Check:
 
     @property
     def type(self) -> str:
-        return str(self.get("type", "")).strip()
+        for name, value in self.items:  # get("type"), inlined: read for every check run
+            if name == "type":
+                return str(value).strip()
+        return ""
 
     @property
     def value(self) -> object:

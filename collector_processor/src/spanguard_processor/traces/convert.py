@@ -72,11 +72,14 @@ def trace_from_records(
     annotations: Sequence[SpanRecord] = (),
     *,
     partial: bool = False,
+    diagnose: bool = True,
 ) -> AgentTrace:
     """One agent trace from the spans of one trace and the annotation spans aimed at it.
 
     ``partial`` marks a trace released before it was complete; a trace with no parentless span
-    is always partial. Raises ``ValueError`` for an empty span list.
+    is always partial. ``diagnose=False`` leaves ``unread`` (the keys that look like a signal
+    but were not read, for a NO_SIGNAL diagnosis) empty, for callers that never show it.
+    Raises ``ValueError`` for an empty span list.
     """
     if not spans:
         raise ValueError("a trace needs at least one span")
@@ -141,7 +144,7 @@ def trace_from_records(
             ),
             None,
         ),
-        unread=unread_keys(spans, normalized.placeholders, missing),
+        unread=unread_keys(spans, normalized.placeholders, missing) if diagnose else (),
         lone_span=_lone_span(spans),
         user_id=user_id,
         session_id=session_id,
@@ -159,17 +162,23 @@ def _lone_span(spans: Sequence[SpanRecord]) -> str | None:
 
 
 def annotated_trace(
-    spans: Sequence[SpanRecord], annotations: Annotations, *, partial: bool = False
+    spans: Sequence[SpanRecord],
+    annotations: Annotations,
+    *,
+    partial: bool = False,
+    diagnose: bool = True,
 ) -> AgentTrace:
     """One agent trace with the annotation spans aimed at its request merged in.
 
     The one merge of annotations: :func:`traces_from_records` (in-process spans, span files)
     and span stores (one or several partitions) all convert through it.
     """
-    return trace_from_records(spans, annotations.for_trace(spans), partial=partial)
+    return trace_from_records(
+        spans, annotations.for_trace(spans), partial=partial, diagnose=diagnose
+    )
 
 
-def traces_from_records(spans: Iterable[SpanRecord]) -> list[AgentTrace]:
+def traces_from_records(spans: Iterable[SpanRecord], *, diagnose: bool = True) -> list[AgentTrace]:
     """Group spans by trace id and convert each trace, merging annotations by request id.
 
     Annotation traces themselves are not returned; annotations whose request id matches no
@@ -197,7 +206,8 @@ def traces_from_records(spans: Iterable[SpanRecord]) -> list[AgentTrace]:
     for group in groups:
         group.sort(key=lambda s: (s.start_ns, s.span_id))
         root = find_root(group)
-        traces.append((root.start_ns if root else 0, annotated_trace(group, annotations)))
+        trace = annotated_trace(group, annotations, diagnose=diagnose)
+        traces.append((root.start_ns if root else 0, trace))
     traces.sort(key=lambda item: (item[0], item[1].trace_id))
     return [trace for _, trace in traces]
 
@@ -239,11 +249,15 @@ def record_from_readable_span(span: ReadableSpan) -> SpanRecord:
     )
 
 
-def traces_from_readable_spans(spans: Iterable[ReadableSpan]) -> list[AgentTrace]:
+def traces_from_readable_spans(
+    spans: Iterable[ReadableSpan], *, diagnose: bool = True
+) -> list[AgentTrace]:
     """Agent traces from in-process OTel SDK spans (``InMemorySpanExporter.get_finished_spans()``).
 
     Spans are grouped by trace id and each trace is converted as the processor would (see
     :func:`traces_from_records`); ``spanguard.annotate`` spans merge into the trace whose root
     has the same ``spanguard.request.id``. Traces are ordered by root start time, then trace id.
     """
-    return traces_from_records(record_from_readable_span(span) for span in spans)
+    return traces_from_records(
+        (record_from_readable_span(span) for span in spans), diagnose=diagnose
+    )

@@ -26,8 +26,9 @@ temperature 0) add nothing, so pass ``repeats=1`` for them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -69,19 +70,31 @@ def _unit_variance(scale: Scale, repeats: int, variance: float | None) -> float:
     return float(variance) / max(int(repeats), 1)
 
 
-@lru_cache(maxsize=512)
-def _constant(groups: int, df: int, alpha: float, power: float) -> float:
-    """The ``power`` quantile of a fair app's studentized upper bound, in units of σ/√n
-    (σ: a variant's standard deviation, n: seeds), with the seeds' degrees of freedom."""
+@lru_cache(maxsize=64)
+def _fair_draws(groups: int) -> tuple[np.ndarray, np.ndarray, Mapping[str, Any]]:
+    """A fair app's simulated group means for ``groups`` groups, drawn once per group count
+    (every ``df`` shares them): the studentized statistic's numerator, the means' spread,
+    and the generator's state after the draws, from which each ``df`` draws its chi-squares."""
     rng = np.random.default_rng(20261205 + groups)
     draws = max(2_000, min(_DRAWS, 4_000_000 // groups))  # bounded memory for many groups
     z = rng.standard_normal((draws, groups))
     centred = z - z.mean(axis=1, keepdims=True)
     t = np.abs(centred).max(axis=1) * math.sqrt(groups / (groups - 1.0))
-    if df < _NORMAL_DF:  # the seeds' own standard errors: a multivariate t
-        t = t / np.sqrt(rng.chisquare(df, size=draws) / df)
-    k = float(np.quantile(t, 1.0 - alpha))
     spread = z.max(axis=1) - z.min(axis=1)
+    t.flags.writeable = spread.flags.writeable = False  # shared by every cached constant
+    return t, spread, rng.bit_generator.state
+
+
+@lru_cache(maxsize=512)
+def _constant(groups: int, df: int, alpha: float, power: float) -> float:
+    """The ``power`` quantile of a fair app's studentized upper bound, in units of σ/√n
+    (σ: a variant's standard deviation, n: seeds), with the seeds' degrees of freedom."""
+    t, spread, state = _fair_draws(groups)
+    if df < _NORMAL_DF:  # the seeds' own standard errors: a multivariate t
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state  # as if drawn right after the means, as always
+        t = t / np.sqrt(rng.chisquare(df, size=len(t)) / df)
+    k = float(np.quantile(t, 1.0 - alpha))
     bound = spread + 2.0 * k * math.sqrt((groups - 1.0) / groups)
     return float(np.quantile(bound, power))
 

@@ -233,6 +233,10 @@ def _shown(process: ProcessTrace | None) -> ProcessTrace | None:
     """The process as evidence keeps it: tool names, documents without scores."""
     if process is None:
         return None
+    if all(t.id is None and not t.requested for t in process.tool_calls) and all(
+        d.score is None for d in process.retrieved_documents
+    ):
+        return process  # already as evidence keeps it (frozen: shared, not copied)
     return replace(
         process,
         tool_calls=tuple(ToolCall(t.name) for t in process.tool_calls),

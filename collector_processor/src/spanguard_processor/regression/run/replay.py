@@ -111,7 +111,9 @@ def replay_cases(
     if repeats < 1:
         raise InputError("repeats must be at least 1.")
     jobs = _jobs(cases, repeats, source)
-    calls = call_app(app, jobs, _read_process, concurrency=concurrency, progress=progress)
+    calls = call_app(  # the evidence reads no unread-key notes: not computed
+        app, jobs, _read_process, concurrency=concurrency, progress=progress, diagnose=False
+    )
     evidence: dict[str, list[Evidence | AppFailure]] = {c.id: [] for c in cases}
     failures: list[ReplayFailure] = []
     for case_id, call in zip((c.id for c in cases for _ in range(repeats)), calls, strict=True):
