@@ -32,6 +32,7 @@ from .loader import Row
 from .paths import path_counts, split_question
 from .signals import QUALITY_SIGNALS, LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
+from .templates import template_pools
 
 __all__ = [
     "SEED_SIGNALS",
@@ -92,6 +93,8 @@ class Selection:
     #: Distinct outcome paths (answer class and process) over all questions, those that are a
     #: case's own path, and the requests folded into a case of another path as its rates.
     questions: int = 0  # question clusters before the split into paths
+    #: Text clusters pooled into another as a wording variant of one template.
+    templates_pooled: int = 0
     paths_found: int = 0
     paths_cased: int = 0
     folded_rows: int = 0
@@ -129,12 +132,17 @@ class Selection:
         return sum(cluster.size - 1 for cluster in self.chosen)
 
 
-def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]], list[str]]:
+def _group_keys(
+    rows: Sequence[Row], order: list[int]
+) -> tuple[list[list[int]], list[str], list[str]]:
+    """Phrasing groups in visiting order: their rows, their keys and the text of their first
+    request with shared context lines stripped."""
     stripped = strip_shared_context(row.input for row in rows)
     key_of_input: dict[str, str] = {}
     group_of_key: dict[str, int] = {}
     group_rows: list[list[int]] = []
     keys: list[str] = []
+    texts: list[str] = []
     for index in order:
         text = rows[index].input
         key = key_of_input.get(text)
@@ -146,8 +154,9 @@ def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]],
             group = group_of_key[key] = len(group_rows)
             group_rows.append([])
             keys.append(key)
+            texts.append(stripped.get(text, text))
         group_rows[group].append(index)
-    return group_rows, keys
+    return group_rows, keys, texts
 
 
 def _health(
@@ -191,13 +200,13 @@ def cluster_log(
     rank = [0] * len(rows)
     for position, index in enumerate(order):
         rank[index] = position
-    group_rows, keys = _group_keys(rows, order)
+    group_rows, keys, texts = _group_keys(rows, order)
     sets = [frozenset() if key.startswith("\x00") else shingles(key) for key in keys]
     if matcher is not None:
-        texts = [rows[members[0]].input for members in group_rows]
+        raw = [rows[members[0]].input for members in group_rows]
 
         def link(item: int, rep: int) -> bool:
-            return matcher(texts[item], texts[rep]) >= threshold
+            return matcher(raw[item], raw[rep]) >= threshold
 
         assignment = leader_clusters(sets, threshold, link)
     else:
@@ -210,8 +219,39 @@ def cluster_log(
         clusters[target].size += len(group_rows[group])
     health = _health(clusters, sets, threshold, len(rows))
     selection = Selection(rows, context, signals, scores, rank, group_rows, sets, clusters, health)
+    _pool_templates(selection, texts)
     _split_by_path(selection)
     return selection
+
+
+def _pool_templates(selection: Selection, texts: list[str]) -> None:
+    """Merge the text clusters of agent requests that are wording variants of one template
+    (:mod:`.templates`) into one question, before its split into outcome paths."""
+    rows = selection.rows
+    agent = [
+        all(rows[m].process is not None for g in c.groups for m in selection.group_rows[g])
+        for c in selection.clusters
+    ]
+    if sum(agent) < 2:
+        return
+    positions = [p for p, is_agent in enumerate(agent) if is_agent]
+    found = template_pools([texts[selection.clusters[p].groups[0]] for p in positions])
+    pool = dict(zip(positions, found, strict=True))
+    into: dict[int, Cluster] = {}
+    merged: list[Cluster] = []
+    for position, cluster in enumerate(selection.clusters):
+        if not agent[position]:
+            merged.append(cluster)
+            continue
+        target = into.get(pool[position])
+        if target is None:
+            into[pool[position]] = cluster
+            merged.append(cluster)
+        else:
+            target.groups += cluster.groups
+            target.size += cluster.size
+            selection.templates_pooled += 1
+    selection.clusters = merged
 
 
 def _split_by_path(selection: Selection) -> None:
