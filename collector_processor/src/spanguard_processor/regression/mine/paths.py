@@ -196,31 +196,34 @@ def _split(
 
 def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | None]:
     """Each candidate path's explaining run (None: unexplained). The requests of an explained
-    path outside its run (a random escalation among systematic ones) leave the next round,
-    where they no longer break another path's run; when nothing changes any more, each path
-    left unexplained (other than the most common) is tried once more without the requests of
-    the *other* unexplained ones (a few random escalations inside a run of declines)."""
+    path (other than the most common) outside its run (a random escalation among systematic
+    ones) leave the next round, where they no longer break another path's run. When nothing
+    changes any more, each path left unexplained (other than the most common), the larger
+    first, is tried once more without the requests of the other paths still unexplained (a
+    few random escalations inside a run of declines); a path explained so stays in for the
+    rest (random escalations are not read as a run where the declines they replaced were)."""
     everyone = set().union(*candidates)
     runs: list[list[int] | None] = [None] * len(candidates)
     excluded: set[int] = set()
     for _ in range(_MAX_ROUNDS):
         active = everyone - excluded
         found = [features.explained(set(part), active) for part in candidates]
+        # the main path needs no explanation: its requests outside its run stay, and keep
+        # breaking the runs of random paths among them
         stragglers = {
-            m for part, run in zip(candidates, found, strict=True) if run for m in part
+            m for part, run in zip(candidates[1:], found[1:], strict=True) if run for m in part
         } - {m for run in found if run for m in run}
         if found == runs and stragglers <= excluded:
             break
         runs = found
         excluded |= stragglers
     open_parts = [i for i in range(1, len(candidates)) if runs[i] is None]
-    if len(open_parts) < 2:
-        return runs
     active = everyone - excluded
     last = list(runs)
-    for i in open_parts:
-        others = {m for j in open_parts if j != i for m in candidates[j]}
-        last[i] = features.explained(set(candidates[i]), active - others)
+    for i in open_parts:  # the larger first; an explained one's requests stay for the rest
+        others = {m for j in open_parts if j != i and last[j] is None for m in candidates[j]}
+        if others:
+            last[i] = features.explained(set(candidates[i]), active - others)
     return last
 
 
