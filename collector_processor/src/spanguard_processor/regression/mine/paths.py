@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
 from itertools import groupby
 
 from ...traces.model import ProcessTrace
@@ -38,6 +39,7 @@ from .loader import Row
 
 __all__ = [
     "MIN_PATH_ROWS",
+    "MAX_ASIDE_SHARE",
     "MIN_RUN_SHARE",
     "PathKey",
     "ProcessSignature",
@@ -53,6 +55,10 @@ __all__ = [
 MIN_PATH_ROWS = 3
 #: …and one input feature must hold at least this share of them in one unbroken run.
 MIN_RUN_SHARE = 0.8
+#: …and the requests of other paths set aside (a random escalation among declines) may make at
+#: most this share of its span: a run that appears only once many requests are set aside is
+#: not one.
+MAX_ASIDE_SHARE = 0.2
 #: Numeric slots of a template considered (their ratios too): enough for real templates.
 MAX_SLOTS = 6
 _MAX_ROUNDS = 8
@@ -131,33 +137,46 @@ class _Features:
                 holders.setdefault(word, set()).add(m)
         self.words = [holders[w] for w in sorted(holders)]
 
-    def explained(self, part: set[int], active: set[int]) -> list[int] | None:
+    def explained(
+        self, part: set[int], active: set[int], aside: set[int] | None = None
+    ) -> list[int] | None:
         """The longest unbroken run of ``part`` on one feature, in feature order, if it
-        explains the part."""
+        explains the part; the requests set ``aside`` (of other paths) may not make more than
+        :data:`MAX_ASIDE_SHARE` of the run's span."""
+        aside = aside or set()
         best: list[int] = []
         for feature in self.numeric:
             ordered = sorted(
                 ((v, m) for m, v in feature.items() if m in active),
                 key=lambda item: (item[0], self.position[item[1]]),
             )
-            run: list[int] = []
+            away = sorted(v for m, v in feature.items() if m in aside)
+            run: list[tuple[float, int]] = []
             for _, tied in groupby(ordered, key=lambda item: item[0]):
-                same = [m for _, m in tied]
-                run = run + same if all(m in part for m in same) else []
+                same = list(tied)
+                run = run + same if all(m in part for _, m in same) else []
                 if len(run) > len(best):
-                    best = run
+                    inside = bisect_right(away, run[-1][0]) - bisect_left(away, run[0][0])
+                    if _few(inside, len(run)):
+                        best = [m for _, m in run]
         for holders in self.words:
             inside = holders & active
             if len(best) < len(inside) <= len(part) and inside <= part:
-                best = sorted(inside, key=self.position.__getitem__)
+                if _few(len(holders & aside), len(inside)):
+                    best = sorted(inside, key=self.position.__getitem__)
             if len(best) < len(active) - len(inside) <= len(part):
                 outside = active - holders
-                if outside <= part:
+                if outside <= part and _few(len(aside - holders), len(outside)):
                     best = sorted(outside, key=self.position.__getitem__)
         need = len(part & active)
         if len(best) >= MIN_PATH_ROWS and len(best) >= MIN_RUN_SHARE * need:
             return best
         return None
+
+
+def _few(aside: int, run: int) -> bool:
+    """Whether ``aside`` requests set aside within a run of ``run`` are few enough."""
+    return aside <= MAX_ASIDE_SHARE * (aside + run)
 
 
 def _split(
@@ -196,8 +215,8 @@ def _split(
 
 def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | None]:
     """Each candidate path's explaining run (None: unexplained). The requests of an explained
-    path (other than the most common) outside its run (a random escalation among systematic
-    ones) leave the next round, where they no longer break another path's run. When nothing
+    path outside its run (a random escalation among systematic ones) are set aside for the next
+    round, where they no longer break another path's run (but count in its span). When nothing
     changes any more, each path left unexplained (other than the most common), the larger
     first, is tried once more without the requests of the other paths still unexplained (a
     few random escalations inside a run of declines); a path explained so stays in for the
@@ -207,11 +226,9 @@ def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | 
     excluded: set[int] = set()
     for _ in range(_MAX_ROUNDS):
         active = everyone - excluded
-        found = [features.explained(set(part), active) for part in candidates]
-        # the main path needs no explanation: its requests outside its run stay, and keep
-        # breaking the runs of random paths among them
+        found = [features.explained(set(part), active, excluded) for part in candidates]
         stragglers = {
-            m for part, run in zip(candidates[1:], found[1:], strict=True) if run for m in part
+            m for part, run in zip(candidates, found, strict=True) if run for m in part
         } - {m for run in found if run for m in run}
         if found == runs and stragglers <= excluded:
             break
@@ -223,7 +240,7 @@ def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | 
     for i in open_parts:  # the larger first; an explained one's requests stay for the rest
         others = {m for j in open_parts if j != i and last[j] is None for m in candidates[j]}
         if others:
-            last[i] = features.explained(set(candidates[i]), active - others)
+            last[i] = features.explained(set(candidates[i]), active - others, excluded | others)
     return last
 
 
