@@ -34,8 +34,9 @@ from itertools import groupby
 
 from ...traces.model import ProcessTrace
 from ..outcome import classify_answer
-from ..textnorm import slot_texts, slot_values
+from ..textnorm import SLOT, slot_texts, slot_values
 from .loader import Row
+from .templates import words
 
 __all__ = [
     "MIN_PATH_ROWS",
@@ -44,6 +45,7 @@ __all__ = [
     "PathKey",
     "ProcessSignature",
     "QuestionPaths",
+    "Representatives",
     "describe_path",
     "path_counts",
     "path_key",
@@ -81,8 +83,9 @@ def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
     return (tools, process.escalated, len(process.friction_points), len(process.plan_steps))
 
 
-def path_key(row: Row) -> PathKey:
-    return classify_answer(row.output), process_signature(row.process)
+def path_key(row: Row, answer_class: str | None = None) -> PathKey:
+    outcome = classify_answer(row.output) if answer_class is None else answer_class
+    return outcome, process_signature(row.process)
 
 
 def describe_path(key: PathKey) -> str:
@@ -179,11 +182,58 @@ def _few(aside: int, run: int) -> bool:
     return aside <= MAX_ASIDE_SHARE * (aside + run)
 
 
+class Representatives:
+    """Which request of a run represents its path: one of the run's inner requests (never a
+    boundary one, next to another path's), the one whose words that vary within its question
+    (a name, a customer type, a purpose) the representatives of the same path chosen so far,
+    then of any path, hold least — so the cases of each outcome spread over the groups of
+    inputs, and a change for one group meets a case of that group — then the nearest the
+    middle. Deterministic: the build visits questions in a fixed order."""
+
+    def __init__(self, rows: Sequence[Row], classes: Sequence[str]) -> None:
+        self.rows = rows
+        self.classes = classes
+        self.seen: Counter[Hashable] = Counter()
+        self.shared: frozenset[str] = frozenset()
+        self._words: dict[int, frozenset[str]] = {}
+
+    def words(self, m: int) -> frozenset[str]:
+        found = self._words.get(m)
+        if found is None:
+            found = self._words[m] = frozenset(words(self.rows[m].input)) - {SLOT}
+        return found
+
+    def question(self, members: Sequence[int]) -> None:
+        """The words every request of the question holds (its template's) vary nowhere."""
+        self.shared = frozenset.intersection(*(self.words(m) for m in members))
+
+    def _keys(self, m: int) -> list[Hashable]:
+        path = path_key(self.rows[m], self.classes[m])
+        varying = sorted(self.words(m) - self.shared)
+        return [*((path, w) for w in varying), *varying]
+
+    def choose(self, run: list[int], taken: Counter[Hashable]) -> int:
+        middle = len(run) // 2
+        window = range(1, len(run) - 1) if len(run) > 2 else range(middle, middle + 1)
+
+        def used(i: int) -> tuple[int, int]:
+            path = path_key(self.rows[run[i]], self.classes[run[i]])
+            keys = self._keys(run[i])
+            own = sum(self.seen[k] + taken[k] for k in keys if isinstance(k, tuple) and k[0] == path)
+            return own, sum(self.seen[k] + taken[k] for k in keys if isinstance(k, str))
+
+        return run[min(window, key=lambda i: (*used(i), abs(i - middle), i))]
+
+    def take(self, m: int, counter: Counter[Hashable] | None = None) -> None:
+        (self.seen if counter is None else counter).update(self._keys(m))
+
+
 def _split(
     rows: Sequence[Row],
     members: list[int],
     key: Callable[[int], Hashable],
     common: Counter[Hashable],
+    reps: Representatives,
 ) -> list[list[int]]:
     """``members`` split by ``key`` into its systematic paths; the first part is the most
     common path (on a tie, the one most common in the whole log: a question asked twice that
@@ -199,14 +249,18 @@ def _split(
     if len(candidates) == 1:
         return [members if members[0] in main else [main[0], *(m for m in members if m != main[0])]]
     runs = _runs(candidates, _Features(rows, members))
-    # an explained path is represented by the middle of its run: the request farthest from
-    # the boundary to another path (never a random straggler)
-    out = [[main[0] if runs[0] is None else runs[0][len(runs[0]) // 2]]]
+    # an explained path is represented by an inner request of its run: never a random
+    # straggler, away from the boundary to another path
+    taken: Counter[Hashable] = Counter()
+    first = main[0] if runs[0] is None else reps.choose(runs[0], taken)
+    reps.take(first, taken)
+    out = [[first]]
     cased: set[int] = set()
     for run in runs[1:]:
         if run is None:
             continue
-        middle = run[len(run) // 2]
+        middle = reps.choose(run, taken)
+        reps.take(middle, taken)
         out.append([middle, *sorted((m for m in run if m != middle), key=position.__getitem__)])
         cased.update(run)
     out[0] += [m for m in members if m not in cased and m != out[0][0]]
@@ -284,11 +338,15 @@ def split_question(
     seed: Callable[[int], bool],
     classes: Sequence[str],
     common: Counter[Hashable],
+    reps: Representatives | None = None,
 ) -> QuestionPaths:
     """Split one question cluster (``members`` in visit order) into its outcome paths.
     ``seed(m)``: whether request ``m`` carries a failure signal; ``classes``: each request's
     answer class (:func:`~..outcome.classify_answer`); ``common``: :func:`path_counts` of
-    the whole log (ties between paths go to the commoner)."""
+    the whole log (ties between paths go to the commoner); ``reps``: the build's choice of
+    representatives (:class:`Representatives`), told each part's."""
+    reps = reps or Representatives(rows, classes)
+    reps.question(members)
     refusals = [m for m in members if rows[m].fallback is not None]
     answered = [m for m in members if rows[m].fallback is None]
     if all(rows[m].process is None for m in members):  # a plain log: split by refusal only
@@ -302,14 +360,16 @@ def split_question(
     if answered:
         position = {m: i for i, m in enumerate(members)}
         paths: list[list[int]] = []
-        for outcome in _split(rows, answered, classes.__getitem__, common):
+        for outcome in _split(rows, answered, classes.__getitem__, common, reps):
             # requests folded in from another class stay folded: never split a second time
             mine = [m for m in outcome if classes[m] == classes[outcome[0]]]
-            sub = _split(rows, mine, lambda m: process_signature(rows[m].process), common)
+            sub = _split(rows, mine, lambda m: process_signature(rows[m].process), common, reps)
             folded = [m for m in outcome if classes[m] != classes[outcome[0]]]
             sub[0] = [sub[0][0], *sorted(sub[0][1:] + folded, key=position.__getitem__)]
             paths += sub
         parts += _seeds_apart(rows, paths, seed)
+    for part in parts:
+        reps.take(part[0])
     signature = {m: (classes[m], process_signature(rows[m].process)) for m in members}
     cased = {signature[part[0]] for part in parts}
     off_path = sum(1 for part in parts for m in part if signature[m] != signature[part[0]])

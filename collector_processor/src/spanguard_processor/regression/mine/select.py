@@ -29,7 +29,7 @@ from ..textnorm import fold, shingles, slot_values
 from ..vocabulary import SelectMode, SignalName
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .paths import path_counts, split_question
+from .paths import Representatives, path_counts, split_question
 from .signals import QUALITY_SIGNALS, LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
 from .templates import template_pools
@@ -262,9 +262,10 @@ def _split_by_path(selection: Selection) -> None:
         classify_answer(row.output) if row.process is not None else "" for row in selection.rows
     ]
     common = path_counts(selection.rows, classes)
+    reps = Representatives(selection.rows, classes)
     for cluster in selection.clusters:
         members = selection.members(cluster)
-        paths = split_question(selection.rows, members, selection.seed, classes, common)
+        paths = split_question(selection.rows, members, selection.seed, classes, common, reps)
         selection.paths_found += paths.paths
         selection.paths_cased += paths.cased
         selection.folded_rows += paths.folded
