@@ -246,8 +246,10 @@ def _text_clusters(tmp_path: Path, traces: list[dict[str, Any]]) -> Counter[int]
 
     keys = list(dict.fromkeys(fold(slot_values(str(t["input"]))) for t in traces))
     assignment = leader_clusters([shingles(k) for k in keys], 0.6)
-    return Counter(len({assignment[keys.index(k)] for k in keys if k.startswith(p)}) for p in (
-        "helloiam", "loanapplication", "canigeta"))
+    return Counter(
+        len({assignment[keys.index(k)] for k in keys if k.startswith(p)})
+        for p in ("helloiam", "loanapplication", "canigeta")
+    )
 
 
 def test_a_path_spread_over_wording_variants_of_one_template_gets_a_case(tmp_path: Path) -> None:

@@ -26,10 +26,10 @@ twice, however rare.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from bisect import bisect_left, bisect_right
 from itertools import groupby
 
 from ...traces.model import ProcessTrace
@@ -39,8 +39,8 @@ from .loader import Row
 from .templates import words
 
 __all__ = [
-    "MIN_PATH_ROWS",
     "MAX_ASIDE_SHARE",
+    "MIN_PATH_ROWS",
     "MIN_RUN_SHARE",
     "PathKey",
     "ProcessSignature",
@@ -159,14 +159,17 @@ class _Features:
                 same = list(tied)
                 run = run + same if all(m in part for _, m in same) else []
                 if len(run) > len(best):
-                    inside = bisect_right(away, run[-1][0]) - bisect_left(away, run[0][0])
-                    if _few(inside, len(run)):
+                    between = bisect_right(away, run[-1][0]) - bisect_left(away, run[0][0])
+                    if _few(between, len(run)):
                         best = [m for _, m in run]
         for holders in self.words:
             inside = holders & active
-            if len(best) < len(inside) <= len(part) and inside <= part:
-                if _few(len(holders & aside), len(inside)):
-                    best = sorted(inside, key=self.position.__getitem__)
+            if (
+                len(best) < len(inside) <= len(part)
+                and inside <= part
+                and _few(len(holders & aside), len(inside))
+            ):
+                best = sorted(inside, key=self.position.__getitem__)
             if len(best) < len(active) - len(inside) <= len(part):
                 outside = active - holders
                 if outside <= part and _few(len(aside - holders), len(outside)):
@@ -208,6 +211,7 @@ class Representatives:
         self.shared = frozenset.intersection(*(self.words(m) for m in members))
 
     def _keys(self, m: int) -> list[Hashable]:
+        """The words of ``m`` that vary within its question, alone and with its path."""
         path = path_key(self.rows[m], self.classes[m])
         varying = sorted(self.words(m) - self.shared)
         return [*((path, w) for w in varying), *varying]
@@ -216,13 +220,13 @@ class Representatives:
         middle = len(run) // 2
         window = range(1, len(run) - 1) if len(run) > 2 else range(middle, middle + 1)
 
-        def used(i: int) -> tuple[int, int]:
-            path = path_key(self.rows[run[i]], self.classes[run[i]])
+        def held(i: int) -> tuple[int, int]:
+            """(by the same path's representatives, by any path's)"""
             keys = self._keys(run[i])
-            own = sum(self.seen[k] + taken[k] for k in keys if isinstance(k, tuple) and k[0] == path)
+            own = sum(self.seen[k] + taken[k] for k in keys if isinstance(k, tuple))
             return own, sum(self.seen[k] + taken[k] for k in keys if isinstance(k, str))
 
-        return run[min(window, key=lambda i: (*used(i), abs(i - middle), i))]
+        return run[min(window, key=lambda i: (*held(i), abs(i - middle), i))]
 
     def take(self, m: int, counter: Counter[Hashable] | None = None) -> None:
         (self.seen if counter is None else counter).update(self._keys(m))
