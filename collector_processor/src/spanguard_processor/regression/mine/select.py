@@ -20,6 +20,7 @@ a failure signal first when the case limit cuts, then the ones holding the most 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from ..textnorm import fold, shingles, slot_values
 from ..vocabulary import SelectMode, SignalName
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .paths import Representatives, path_counts, split_question
+from .paths import Representatives, path_counts, process_signature, split_question
 from .signals import QUALITY_SIGNALS, LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
 from .templates import template_pools
@@ -62,6 +63,8 @@ class Cluster:
     #: (the question's whole traffic).
     rows: list[int] | None = None
     family: list[int] | None = None
+    #: Set when wording variants of one template were pooled: each text cluster's groups.
+    variants: list[list[int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +251,8 @@ def _pool_templates(selection: Selection, texts: list[str]) -> None:
             into[pool[position]] = cluster
             merged.append(cluster)
         else:
-            target.groups += cluster.groups
+            target.variants = (target.variants or [list(target.groups)]) + [cluster.groups]
+            target.groups = target.groups + cluster.groups
             target.size += cluster.size
             selection.templates_pooled += 1
     selection.clusters = merged
@@ -266,6 +270,10 @@ def _split_by_path(selection: Selection) -> None:
     for cluster in selection.clusters:
         members = selection.members(cluster)
         paths = split_question(selection.rows, members, selection.seed, classes, common, reps)
+        if cluster.variants is not None:
+            selection.folded_rows -= _variant_cases(
+                selection, cluster.variants, paths.parts, classes
+            )
         selection.paths_found += paths.paths
         selection.paths_cased += paths.cased
         selection.folded_rows += paths.folded
@@ -280,6 +288,40 @@ def _split_by_path(selection: Selection) -> None:
     if selection.split_by_process:
         split.sort(key=lambda c: selection.rank[c.representative])
     selection.clusters = split
+
+
+def _variant_cases(
+    selection: Selection, variants: list[list[int]], parts: list[list[int]], classes: list[str]
+) -> int:
+    """A pooled text cluster none of whose requests represents a part (a wording variant, or
+    another question worded much like it) gets a case of its own on the commonest path of its
+    requests that is a case's own path — never on a rare or random one. Its requests on that
+    path move into it from the parts they were folded into (``parts`` grows in place); returns
+    how many of them had been folded into a part of another path."""
+    rows = selection.rows
+
+    def path(m: int) -> tuple[str, object]:
+        return classes[m], process_signature(rows[m].process)
+
+    cased = {path(part[0]) for part in parts}
+    where = {m: part for part in parts for m in part[1:]}
+    off_path = 0
+    for groups in variants:
+        mine = sorted(
+            (m for g in groups for m in selection.group_rows[g]), key=selection.rank.__getitem__
+        )
+        if any(m not in where for m in mine):
+            continue  # it represents a part already
+        counts = Counter(path(m) for m in mine if path(m) in cased)
+        if not counts:
+            continue
+        key = max(counts, key=counts.__getitem__)  # on a tie, the first met
+        moved = [m for m in mine if path(m) == key]
+        for m in moved:
+            off_path += path(where[m][0]) != key
+            where[m].remove(m)
+        parts.append(moved)
+    return off_path
 
 
 def select(
