@@ -210,7 +210,8 @@ def _build_summary(result: BuildResult) -> list[str]:
         )
     if result.several_paths or result.agent_traces:
         pooled = (
-            f" ({result.templates_pooled} wording variant(s) pooled into their template's)"
+            f" ({result.templates_pooled} wording variant(s) pooled into their template's, "
+            f"{result.variant_cases} with a case of its own)"
             if result.templates_pooled
             else ""
         )

@@ -96,8 +96,10 @@ class Selection:
     #: Distinct outcome paths (answer class and process) over all questions, those that are a
     #: case's own path, and the requests folded into a case of another path as its rates.
     questions: int = 0  # question clusters before the split into paths
-    #: Text clusters pooled into another as a wording variant of one template.
+    #: Text clusters pooled into another as a wording variant of one template, and those of
+    #: them given a case of their own (they represented no part of the pooled question).
     templates_pooled: int = 0
+    variant_cases: int = 0
     paths_found: int = 0
     paths_cased: int = 0
     folded_rows: int = 0
@@ -271,9 +273,11 @@ def _split_by_path(selection: Selection) -> None:
         members = selection.members(cluster)
         paths = split_question(selection.rows, members, selection.seed, classes, common, reps)
         if cluster.variants is not None:
+            before = len(paths.parts)
             selection.folded_rows -= _variant_cases(
                 selection, cluster.variants, paths.parts, classes
             )
+            selection.variant_cases += len(paths.parts) - before
         selection.paths_found += paths.paths
         selection.paths_cased += paths.cased
         selection.folded_rows += paths.folded
