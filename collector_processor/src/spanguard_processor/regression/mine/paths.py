@@ -349,14 +349,14 @@ def split_question(
     answer class (:func:`~..outcome.classify_answer`); ``common``: :func:`path_counts` of
     the whole log (ties between paths go to the commoner); ``reps``: the build's choice of
     representatives (:class:`Representatives`), told each part's."""
-    reps = reps or Representatives(rows, classes)
-    reps.question(members)
     refusals = [m for m in members if rows[m].fallback is not None]
     answered = [m for m in members if rows[m].fallback is None]
     if all(rows[m].process is None for m in members):  # a plain log: split by refusal only
         plain = [part for part in (refusals, answered) if part]
         plain.sort(key=lambda part: part[0] != members[0])
         return QuestionPaths(plain, len(plain), len(plain), 0)
+    reps = reps or Representatives(rows, classes)
+    reps.question(members)
     by_process: dict[ProcessSignature | None, list[int]] = {}
     for m in refusals:  # failure seeds, whatever their number (trace2eval's treatment)
         by_process.setdefault(process_signature(rows[m].process), []).append(m)
