@@ -10,14 +10,15 @@ process — and at each level a path becomes its own case only when it is **syst
 - the input explains it: on one input feature — a numeric slot value (an amount, an income, a
   term), the ratio of two of them, or the presence of a word — its requests form one unbroken
   run (no request of another path in between) holding at least :data:`MIN_RUN_SHARE` of them
-  (a path of 3 or 4 requests must be unbroken; a large systematic one may have stragglers).
+  (a path of 3 or 4 requests must be unbroken; a large systematic one may have stragglers),
+  and the requests of other paths set aside make at most :data:`MAX_ASIDE_SHARE` of its span.
 
 Anything else — a 4 % random escalation, a retry, a rare tool — is folded into the question's
 most common path of that level and becomes a *rate* of that case (:mod:`.properties`), never a
 case of its own asserting it. The representative of every case is a request of the path it
-covers — for a path explained by a run the one in the middle of it, farthest from another
-path's requests; for an unexplained main path its highest-ranked request — so replaying its
-input reproduces that path. Failure seeds keep trace2eval-compatible
+covers — for a path explained by a run an inner request of it, spread over the groups of
+inputs (:class:`Representatives`); for an unexplained main path its highest-ranked request —
+so replaying its input reproduces that path. Failure seeds keep trace2eval-compatible
 treatment: a refusal, and a request with a failure signal (negative feedback, a user retry …)
 whose process differs from its path's, is always a case of its own — a failure must not ship
 twice, however rare.

@@ -6,7 +6,10 @@ dates — are replaced by a slot) form one *phrasing group*; groups are clustere
 to the first-created cluster whose representative it is similar to (exact Jaccard via
 :mod:`.dedup`). Rows are keyed by position, never by id.
 
-Then each text cluster is split into its *outcome paths* (:mod:`.paths`): a refusal is always
+Text clusters of agent requests that are wording variants of one template are pooled into one
+question (:mod:`.templates`); a pooled text cluster that ends up representing no case keeps one
+on its commonest systematic path. Then each question is split into its *outcome paths*
+(:mod:`.paths`): a refusal is always
 its own case; other agent requests (with a process trace) split by the class of their answer
 and then by process, where a
 path occurring at least three times and explained by the input (its slot values or words) is
