@@ -14,7 +14,8 @@ builds cases from the traffic. Designs:
   counts the paths seen ≥ 3 times inside one question cluster (the split rule's own domain).
 - ``outcomes + noise``: the same with 4 % random escalations and 3 % retries.
 
-Rates come with 95 % Wilson intervals.
+Rates come with 95 % Wilson intervals; the false-split rates also with their exact
+(Clopper–Pearson) 95 % interval, whose upper end is the one the ≤ 0.05 target is read against.
 
     nice -n 10 .venv/bin/python bench/bench_regression_paths.py --trials 100
 """
@@ -32,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from spanguard_processor.common.stats import clopper_pearson_upper  # noqa: E402
 from spanguard_processor.regression.mine.build import BuildOptions, build_evalset  # noqa: E402
 from spanguard_processor.regression.mine.loader import load_logs  # noqa: E402
 from spanguard_processor.regression.mine.select import cluster_log  # noqa: E402
@@ -46,6 +48,12 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """The exact two-sided 95 % interval of a binomial rate."""
+    lower = 0.0 if k == 0 else 1.0 - clopper_pearson_upper(n - k, n, 0.025)
+    return lower, clopper_pearson_upper(k, n, 0.025)
 
 
 def _build(traces: list[dict[str, object]], folder: Path) -> list[dict[str, object]]:
@@ -128,12 +136,14 @@ def main() -> None:
             results = [random_trial(t, rate, args.requests, folder) for t in range(trials)]
             k = sum(1 for r in results if r[0])
             served = sum(r[1] for r in results) / trials
+            lo, hi = clopper_pearson(k, trials)
             print(
                 _line(
                     f"random escalation {rate:.0%}, {args.requests} requests: false split",
                     k,
                     trials,
                     "≤ 0.05",
+                    f"Clopper–Pearson [{lo:.3f}, {hi:.3f}]; "
                     f"{served:.1f} random escalations per trial",
                 )
             )

@@ -77,9 +77,14 @@ def _trial(
         current = _run(
             folder, name, serve(apps, jitter_seed=2000 + trial, change=change, expect=expect)
         )
-        verdicts[name] = _cli(
+        checked = _cli(
             "check", "--rules", "trace2eval", "--baseline", baseline, "--current", current
-        ).exit_code
+        )
+        verdicts[name] = checked.exit_code
+        # trace2eval's p95-latency rule compares unpaired timings: "no case regressed"
+        verdicts[f"{name} cases"] = int(
+            checked.exit_code != 0 and "no case regressed" not in checked.output
+        )
     return verdicts
 
 
@@ -87,15 +92,20 @@ def test_traffic_without_any_signal_is_covered_path_by_path_over_20_trials(
     tmp_path: Path,
 ) -> None:
     """64 applications with no expect block (nothing signals a failure): every (template,
-    outcome) path still gets a case, so dropping the bureau call or the offer tool fails."""
+    outcome) path still gets a case, so dropping the bureau call or the offer tool fails, and
+    escalating every self-employed applicant meets a case of a self-employed applicant that
+    was not escalated (15 and 18 of 20 before the representatives spread over input groups)."""
     changes = ("no_bureau", "drop_offer_tool", "escalate_self_employed")
     results = [_trial(tmp_path / f"t{trial}", trial, 64, False, changes) for trial in range(TRIALS)]
     assert min(r["cases"] for r in results) >= 8
-    for name, verdict in (("unchanged", 0), *((c, 1) for c in changes[:2])):
-        assert Counter(r[name] for r in results) == {verdict: TRIALS}, name
-    # Caught only through a case whose representative is a self-employed applicant on a path
-    # that did not escalate: see the test below.
-    assert Counter(r["escalate_self_employed"] for r in results)[1] >= TRIALS - 2
+    for name in changes:
+        assert Counter(r[name] for r in results) == {1: TRIALS}, name
+    # The unchanged agent fails no case. Its exit code is 0 in 19 of these 20 trials and in 99
+    # of 100: with fewer cases (wording variants of a template are one question), trace2eval's
+    # unpaired p95-latency rule saw the ±30 % latency jitter as a rise once (trial 8, 10 cases;
+    # `--rules spanguard` pairs the timings). On main, with more cases: 0 of 100.
+    assert Counter(r["unchanged cases"] for r in results) == {0: TRIALS}
+    assert Counter(r["unchanged"] for r in results)[0] >= TRIALS - 1
 
 
 def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path: Path) -> None:
@@ -106,11 +116,10 @@ def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path
     assert unchanged == {0: TRIALS}, unchanged
     assert dropped == {1: TRIALS}, dropped
     # An escalation for one group is caught when some case's question comes from that group
-    # and was not escalated before: luck of the representatives (issue 46, item 4). Since a
-    # path needs 3 requests explained by the input to be a case of its own (docs/regression.md,
-    # "Outcome paths"), there are fewer cases: 18 of these 20 trials have such a case (all 20
-    # before, with a case per path seen once).
-    assert escalated[1] >= TRIALS - 3, escalated
+    # and was not escalated before (issue 46, item 4): the representatives of each path spread
+    # over the customer types (docs/regression.md, "Outcome paths"), not by luck (18 of 20
+    # with the middle of each run as the representative).
+    assert escalated == {1: TRIALS}, escalated
 
 
 def test_templated_traffic_is_split_by_process_not_collapsed(tmp_path: Path) -> None:

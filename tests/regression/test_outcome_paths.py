@@ -138,7 +138,11 @@ def test_64_templated_applications_give_a_case_per_template_outcome_and_path(
     assert all(
         classify_answer(c["reference_output"]) in {"approve", "decline", "refer"} for c in cases
     )
-    assert "  paths: " in built.output and f"{len(cases)} have a case of their own" in built.output
+    # a case per path, plus a case for a wording variant that represented no path of its own
+    (line,) = [line for line in built.output.splitlines() if line.startswith("  paths: ")]
+    variants = int(line.split(", ")[1].split()[0])
+    cased = int(line.split("; ")[1].split()[0])
+    assert cased + variants == len(cases), line
     report = (tmp_path / "ev" / "report.md").read_text(encoding="utf-8")
     assert "## Outcome paths, stable properties and rates" in report
     assert "| approve · credit_check+verify_income · not escalated" in report
@@ -237,3 +241,47 @@ def test_the_cases_do_not_depend_on_the_order_of_the_traffic(tmp_path: Path) -> 
         _build(folder, order)
         built.append((folder / "ev" / "cases.jsonl").read_bytes())
     assert built[0] == built[1] == built[2]
+
+
+def _text_clusters(tmp_path: Path, traces: list[dict[str, Any]]) -> Counter[int]:
+    """How many text clusters (before any pooling) hold each template's requests."""
+    from spanguard_processor.regression.mine.dedup import leader_clusters
+    from spanguard_processor.regression.textnorm import fold, shingles, slot_values
+
+    keys = list(dict.fromkeys(fold(slot_values(str(t["input"]))) for t in traces))
+    assignment = leader_clusters([shingles(k) for k in keys], 0.6)
+    return Counter(
+        len({assignment[keys.index(k)] for k in keys if k.startswith(p)})
+        for p in ("helloiam", "loanapplication", "canigeta")
+    )
+
+
+def test_a_path_spread_over_wording_variants_of_one_template_gets_a_case(tmp_path: Path) -> None:
+    """Template 0 ("Hello, I am {name}, a {type} customer …") varies in names and purposes past
+    the dedup threshold: its requests fall into several text clusters. Measured on main: its
+    (decline, verify_income) path, seen 3 times over two of them, got no case (52 of 100
+    such traffics covered every path seen ≥ 3 times, bench/bench_regression_paths.py)."""
+    apps = applications(64, seed=3)
+    traces, _ = serve(apps, seed=20_003)
+    assert max(_text_clusters(tmp_path, traces)) >= 2  # the premise: wording variants split
+    built, cases = _build(tmp_path, traces)
+    triple = {a.prompt: (a.template, decide(a), tool_path(a)) for a in apps}
+    occurring = Counter(triple.values())
+    assert occurring[(0, "decline", "verify")] == 3
+    covered = {triple[c["input"]] for c in cases}
+    assert {t for t, n in occurring.items() if n >= 3} <= covered
+    assert "wording variant(s)" in built.output
+
+
+def test_a_variant_asked_once_and_escalated_at_random_is_not_a_case(tmp_path: Path) -> None:
+    """Measured on main: at 10 % random escalations, a wording variant of a template asked
+    once (its own text cluster) whose one request was escalated at random became a case
+    asserting ``escalated: true`` (trial 22 of bench/bench_regression_paths.py)."""
+    apps = applications(240, seed=22)
+    traces, outcomes = serve(apps, 10_022, 0.10, 0.03, refer=False)
+    _, cases = _build(tmp_path, traces)
+    by_prompt = _by_prompt(apps)
+    for case in cases:
+        rep = by_prompt[case["input"]]
+        assert outcomes[rep.request_id] == decide(rep, refer=False), case["id"]
+        assert {"type": "escalated", "value": True} not in case.get("trace_checks", [])

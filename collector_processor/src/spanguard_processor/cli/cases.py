@@ -212,9 +212,16 @@ def _build_summary(result: BuildResult) -> list[str]:
             "a refusal differ)"
         )
     if result.several_paths or result.agent_traces:
+        pooled = (
+            f" ({result.templates_pooled} wording variant(s) pooled into their template's, "
+            f"{result.variant_cases} with a case of its own)"
+            if result.templates_pooled
+            else ""
+        )
         lines.append(
             f"  paths: {result.paths_found} outcome path(s) (answer class and process) over "
-            f"{result.questions} question(s); {result.paths_cased} have a case of their own, "
+            f"{result.questions} question(s){pooled}; {result.paths_cased} have a case of their "
+            "own, "
             f"{result.folded_rows} request(s) of rare or random paths are rates of their "
             f"question's case ({result.rate_properties} rate propert(ies) in all)"
         )

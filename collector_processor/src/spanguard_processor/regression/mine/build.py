@@ -98,6 +98,8 @@ class BuildResult:
     paths_found: int = 0  # distinct outcome paths (answer class, process) over all questions
     paths_cased: int = 0  # of which the own path of a case
     folded_rows: int = 0  # requests of a rare or random path, a rate of their question's case
+    templates_pooled: int = 0  # text clusters pooled into another: wording variants of a template
+    variant_cases: int = 0  # of which given a case of their own, on a path that is a case's
 
     @property
     def rate_properties(self) -> int:
@@ -279,4 +281,6 @@ def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildResult:
         selection.paths_found,
         selection.paths_cased,
         selection.folded_rows,
+        selection.templates_pooled,
+        selection.variant_cases,
     )

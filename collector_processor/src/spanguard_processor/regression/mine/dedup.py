@@ -121,13 +121,16 @@ def leader_clusters(
     sets: Sequence[frozenset[str]],
     threshold: float,
     matcher: Callable[[int, int], bool] | None = None,
+    verify: Callable[[int, int], bool] | None = None,
 ) -> list[int]:
     """Cluster ids (in creation order) for items visited in order.
 
     Each item joins the *first-created* cluster whose representative (its founding item) it
     is similar to, else founds a new one. Linking to the representative rather than to any
     member is what stops single-linkage chaining from fusing unrelated questions. With a
-    ``matcher(item, representative_item)`` the index is bypassed and every cluster is tried.
+    ``matcher(item, representative_item)`` the index is bypassed and every cluster is tried;
+    a ``verify(item, representative_item)`` must also accept a similar representative (the
+    Jaccard test then only bounds a stricter measure from above).
 
     Candidates come from the prefix index and are pruned with PPJoin's positional filter
     (Xiao et al., 2008) before the exact check, which alone decides.
@@ -159,7 +162,10 @@ def leader_clusters(
                         seen + 1 if bound >= _required_overlap(n, m, threshold) else -1
                     )
             for cluster in sorted(c for c, count in overlap.items() if count > 0):
-                if similar(sets[item], sets[representatives[cluster]], threshold):
+                founder = representatives[cluster]
+                if similar(sets[item], sets[founder], threshold) and (
+                    verify is None or verify(item, founder)
+                ):
                     target = cluster
                     break
         if target is None:

@@ -10,14 +10,15 @@ process — and at each level a path becomes its own case only when it is **syst
 - the input explains it: on one input feature — a numeric slot value (an amount, an income, a
   term), the ratio of two of them, or the presence of a word — its requests form one unbroken
   run (no request of another path in between) holding at least :data:`MIN_RUN_SHARE` of them
-  (a path of 3 or 4 requests must be unbroken; a large systematic one may have stragglers).
+  (a path of 3 or 4 requests must be unbroken; a large systematic one may have stragglers),
+  and the requests of other paths set aside make at most :data:`MAX_ASIDE_SHARE` of its span.
 
 Anything else — a 4 % random escalation, a retry, a rare tool — is folded into the question's
 most common path of that level and becomes a *rate* of that case (:mod:`.properties`), never a
 case of its own asserting it. The representative of every case is a request of the path it
-covers — for a path explained by a run the one in the middle of it, farthest from another
-path's requests; for an unexplained main path its highest-ranked request — so replaying its
-input reproduces that path. Failure seeds keep trace2eval-compatible
+covers — for a path explained by a run an inner request of it, spread over the groups of
+inputs (:class:`Representatives`); for an unexplained main path its highest-ranked request —
+so replaying its input reproduces that path. Failure seeds keep trace2eval-compatible
 treatment: a refusal, and a request with a failure signal (negative feedback, a user retry …)
 whose process differs from its path's, is always a case of its own — a failure must not ship
 twice, however rare.
@@ -26,6 +27,7 @@ twice, however rare.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -33,15 +35,18 @@ from itertools import groupby
 
 from ...traces.model import ProcessTrace
 from ..outcome import classify_answer
-from ..textnorm import slot_texts, slot_values
+from ..textnorm import SLOT, slot_texts, slot_values
 from .loader import Row
+from .templates import words
 
 __all__ = [
+    "MAX_ASIDE_SHARE",
     "MIN_PATH_ROWS",
     "MIN_RUN_SHARE",
     "PathKey",
     "ProcessSignature",
     "QuestionPaths",
+    "Representatives",
     "describe_path",
     "path_counts",
     "path_key",
@@ -53,6 +58,10 @@ __all__ = [
 MIN_PATH_ROWS = 3
 #: …and one input feature must hold at least this share of them in one unbroken run.
 MIN_RUN_SHARE = 0.8
+#: …and the requests of other paths set aside (a random escalation among declines) may make at
+#: most this share of its span: a run that appears only once many requests are set aside is
+#: not one.
+MAX_ASIDE_SHARE = 0.2
 #: Numeric slots of a template considered (their ratios too): enough for real templates.
 MAX_SLOTS = 6
 _MAX_ROUNDS = 8
@@ -75,8 +84,9 @@ def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
     return (tools, process.escalated, len(process.friction_points), len(process.plan_steps))
 
 
-def path_key(row: Row) -> PathKey:
-    return classify_answer(row.output), process_signature(row.process)
+def path_key(row: Row, answer_class: str | None = None) -> PathKey:
+    outcome = classify_answer(row.output) if answer_class is None else answer_class
+    return outcome, process_signature(row.process)
 
 
 def describe_path(key: PathKey) -> str:
@@ -131,28 +141,39 @@ class _Features:
                 holders.setdefault(word, set()).add(m)
         self.words = [holders[w] for w in sorted(holders)]
 
-    def explained(self, part: set[int], active: set[int]) -> list[int] | None:
+    def explained(
+        self, part: set[int], active: set[int], aside: set[int] | None = None
+    ) -> list[int] | None:
         """The longest unbroken run of ``part`` on one feature, in feature order, if it
-        explains the part."""
+        explains the part; the requests set ``aside`` (of other paths) may not make more than
+        :data:`MAX_ASIDE_SHARE` of the run's span."""
+        aside = aside or set()
         best: list[int] = []
         for feature in self.numeric:
             ordered = sorted(
                 ((v, m) for m, v in feature.items() if m in active),
                 key=lambda item: (item[0], self.position[item[1]]),
             )
-            run: list[int] = []
+            away = sorted(v for m, v in feature.items() if m in aside)
+            run: list[tuple[float, int]] = []
             for _, tied in groupby(ordered, key=lambda item: item[0]):
-                same = [m for _, m in tied]
-                run = run + same if all(m in part for m in same) else []
+                same = list(tied)
+                run = run + same if all(m in part for _, m in same) else []
                 if len(run) > len(best):
-                    best = run
+                    between = bisect_right(away, run[-1][0]) - bisect_left(away, run[0][0])
+                    if _few(between, len(run)):
+                        best = [m for _, m in run]
         for holders in self.words:
             inside = holders & active
-            if len(best) < len(inside) <= len(part) and inside <= part:
+            if (
+                len(best) < len(inside) <= len(part)
+                and inside <= part
+                and _few(len(holders & aside), len(inside))
+            ):
                 best = sorted(inside, key=self.position.__getitem__)
             if len(best) < len(active) - len(inside) <= len(part):
                 outside = active - holders
-                if outside <= part:
+                if outside <= part and _few(len(aside - holders), len(outside)):
                     best = sorted(outside, key=self.position.__getitem__)
         need = len(part & active)
         if len(best) >= MIN_PATH_ROWS and len(best) >= MIN_RUN_SHARE * need:
@@ -160,11 +181,64 @@ class _Features:
         return None
 
 
+def _few(aside: int, run: int) -> bool:
+    """Whether ``aside`` requests set aside within a run of ``run`` are few enough."""
+    return aside <= MAX_ASIDE_SHARE * (aside + run)
+
+
+class Representatives:
+    """Which request of a run represents its path: one of the run's inner requests (never a
+    boundary one, next to another path's), the one whose words that vary within its question
+    (a name, a customer type, a purpose) the representatives of the same path chosen so far,
+    then of any path, hold least — so the cases of each outcome spread over the groups of
+    inputs, and a change for one group meets a case of that group — then the nearest the
+    middle. Deterministic: the build visits questions in a fixed order."""
+
+    def __init__(self, rows: Sequence[Row], classes: Sequence[str]) -> None:
+        self.rows = rows
+        self.classes = classes
+        self.seen: Counter[Hashable] = Counter()
+        self.shared: frozenset[str] = frozenset()
+        self._words: dict[int, frozenset[str]] = {}
+
+    def words(self, m: int) -> frozenset[str]:
+        found = self._words.get(m)
+        if found is None:
+            found = self._words[m] = frozenset(words(self.rows[m].input)) - {SLOT}
+        return found
+
+    def question(self, members: Sequence[int]) -> None:
+        """The words every request of the question holds (its template's) vary nowhere."""
+        self.shared = frozenset.intersection(*(self.words(m) for m in members))
+
+    def _keys(self, m: int) -> list[Hashable]:
+        """The words of ``m`` that vary within its question, alone and with its path."""
+        path = path_key(self.rows[m], self.classes[m])
+        varying = sorted(self.words(m) - self.shared)
+        return [*((path, w) for w in varying), *varying]
+
+    def choose(self, run: list[int], taken: Counter[Hashable]) -> int:
+        middle = len(run) // 2
+        window = range(1, len(run) - 1) if len(run) > 2 else range(middle, middle + 1)
+
+        def held(i: int) -> tuple[int, int]:
+            """(by the same path's representatives, by any path's)"""
+            keys = self._keys(run[i])
+            own = sum(self.seen[k] + taken[k] for k in keys if isinstance(k, tuple))
+            return own, sum(self.seen[k] + taken[k] for k in keys if isinstance(k, str))
+
+        return run[min(window, key=lambda i: (*held(i), abs(i - middle), i))]
+
+    def take(self, m: int, counter: Counter[Hashable] | None = None) -> None:
+        (self.seen if counter is None else counter).update(self._keys(m))
+
+
 def _split(
     rows: Sequence[Row],
     members: list[int],
     key: Callable[[int], Hashable],
     common: Counter[Hashable],
+    reps: Representatives,
 ) -> list[list[int]]:
     """``members`` split by ``key`` into its systematic paths; the first part is the most
     common path (on a tie, the one most common in the whole log: a question asked twice that
@@ -180,14 +254,18 @@ def _split(
     if len(candidates) == 1:
         return [members if members[0] in main else [main[0], *(m for m in members if m != main[0])]]
     runs = _runs(candidates, _Features(rows, members))
-    # an explained path is represented by the middle of its run: the request farthest from
-    # the boundary to another path (never a random straggler)
-    out = [[main[0] if runs[0] is None else runs[0][len(runs[0]) // 2]]]
+    # an explained path is represented by an inner request of its run: never a random
+    # straggler, away from the boundary to another path
+    taken: Counter[Hashable] = Counter()
+    first = main[0] if runs[0] is None else reps.choose(runs[0], taken)
+    reps.take(first, taken)
+    out = [[first]]
     cased: set[int] = set()
     for run in runs[1:]:
         if run is None:
             continue
-        middle = run[len(run) // 2]
+        middle = reps.choose(run, taken)
+        reps.take(middle, taken)
         out.append([middle, *sorted((m for m in run if m != middle), key=position.__getitem__)])
         cased.update(run)
     out[0] += [m for m in members if m not in cased and m != out[0][0]]
@@ -196,32 +274,33 @@ def _split(
 
 def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | None]:
     """Each candidate path's explaining run (None: unexplained). The requests of an explained
-    path outside its run (a random escalation among systematic ones) leave the next round,
-    where they no longer break another path's run; when nothing changes any more, so do the
-    paths left unexplained (other than the most common), for one last round."""
+    path outside its run (a random escalation among systematic ones) are set aside for the next
+    round, where they no longer break another path's run (but count in its span). When nothing
+    changes any more, each path left unexplained (other than the most common), the larger
+    first, is tried once more without the requests of the other paths still unexplained (a
+    few random escalations inside a run of declines); a path explained so stays in for the
+    rest (random escalations are not read as a run where the declines they replaced were)."""
     everyone = set().union(*candidates)
     runs: list[list[int] | None] = [None] * len(candidates)
     excluded: set[int] = set()
-    dropped = False
     for _ in range(_MAX_ROUNDS):
         active = everyone - excluded
-        found = [features.explained(set(part), active) for part in candidates]
+        found = [features.explained(set(part), active, excluded) for part in candidates]
         stragglers = {
             m for part, run in zip(candidates, found, strict=True) if run for m in part
         } - {m for run in found if run for m in run}
         if found == runs and stragglers <= excluded:
-            if dropped:
-                break
-            dropped = True
-            stragglers = {
-                m
-                for part, run in zip(candidates[1:], found[1:], strict=True)
-                if run is None
-                for m in part
-            }
+            break
         runs = found
         excluded |= stragglers
-    return runs
+    open_parts = [i for i in range(1, len(candidates)) if runs[i] is None]
+    active = everyone - excluded
+    last = list(runs)
+    for i in open_parts:  # the larger first; an explained one's requests stay for the rest
+        others = {m for j in open_parts if j != i and last[j] is None for m in candidates[j]}
+        if others:
+            last[i] = features.explained(set(candidates[i]), active - others, excluded | others)
+    return last
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,17 +343,21 @@ def split_question(
     seed: Callable[[int], bool],
     classes: Sequence[str],
     common: Counter[Hashable],
+    reps: Representatives | None = None,
 ) -> QuestionPaths:
     """Split one question cluster (``members`` in visit order) into its outcome paths.
     ``seed(m)``: whether request ``m`` carries a failure signal; ``classes``: each request's
     answer class (:func:`~..outcome.classify_answer`); ``common``: :func:`path_counts` of
-    the whole log (ties between paths go to the commoner)."""
+    the whole log (ties between paths go to the commoner); ``reps``: the build's choice of
+    representatives (:class:`Representatives`), told each part's."""
     refusals = [m for m in members if rows[m].fallback is not None]
     answered = [m for m in members if rows[m].fallback is None]
     if all(rows[m].process is None for m in members):  # a plain log: split by refusal only
         plain = [part for part in (refusals, answered) if part]
         plain.sort(key=lambda part: part[0] != members[0])
         return QuestionPaths(plain, len(plain), len(plain), 0)
+    reps = reps or Representatives(rows, classes)
+    reps.question(members)
     by_process: dict[ProcessSignature | None, list[int]] = {}
     for m in refusals:  # failure seeds, whatever their number (trace2eval's treatment)
         by_process.setdefault(process_signature(rows[m].process), []).append(m)
@@ -282,14 +365,16 @@ def split_question(
     if answered:
         position = {m: i for i, m in enumerate(members)}
         paths: list[list[int]] = []
-        for outcome in _split(rows, answered, classes.__getitem__, common):
+        for outcome in _split(rows, answered, classes.__getitem__, common, reps):
             # requests folded in from another class stay folded: never split a second time
             mine = [m for m in outcome if classes[m] == classes[outcome[0]]]
-            sub = _split(rows, mine, lambda m: process_signature(rows[m].process), common)
+            sub = _split(rows, mine, lambda m: process_signature(rows[m].process), common, reps)
             folded = [m for m in outcome if classes[m] != classes[outcome[0]]]
             sub[0] = [sub[0][0], *sorted(sub[0][1:] + folded, key=position.__getitem__)]
             paths += sub
         parts += _seeds_apart(rows, paths, seed)
+    for part in parts:
+        reps.take(part[0])
     signature = {m: (classes[m], process_signature(rows[m].process)) for m in members}
     cased = {signature[part[0]] for part in parts}
     off_path = sum(1 for part in parts for m in part if signature[m] != signature[part[0]])

@@ -6,7 +6,10 @@ dates — are replaced by a slot) form one *phrasing group*; groups are clustere
 to the first-created cluster whose representative it is similar to (exact Jaccard via
 :mod:`.dedup`). Rows are keyed by position, never by id.
 
-Then each text cluster is split into its *outcome paths* (:mod:`.paths`): a refusal is always
+Text clusters of agent requests that are wording variants of one template are pooled into one
+question (:mod:`.templates`); a pooled text cluster that ends up representing no case keeps one
+on its commonest systematic path. Then each question is split into its *outcome paths*
+(:mod:`.paths`): a refusal is always
 its own case; other agent requests (with a process trace) split by the class of their answer
 and then by process, where a
 path occurring at least three times and explained by the input (its slot values or words) is
@@ -20,6 +23,7 @@ a failure signal first when the case limit cuts, then the ones holding the most 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -29,9 +33,10 @@ from ..textnorm import fold, shingles, slot_values
 from ..vocabulary import SelectMode, SignalName
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .paths import path_counts, split_question
+from .paths import Representatives, path_counts, process_signature, split_question
 from .signals import QUALITY_SIGNALS, LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
+from .templates import template_pools
 
 __all__ = [
     "SEED_SIGNALS",
@@ -61,6 +66,8 @@ class Cluster:
     #: (the question's whole traffic).
     rows: list[int] | None = None
     family: list[int] | None = None
+    #: Set when wording variants of one template were pooled: each text cluster's groups.
+    variants: list[list[int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,10 @@ class Selection:
     #: Distinct outcome paths (answer class and process) over all questions, those that are a
     #: case's own path, and the requests folded into a case of another path as its rates.
     questions: int = 0  # question clusters before the split into paths
+    #: Text clusters pooled into another as a wording variant of one template, and those of
+    #: them given a case of their own (they represented no part of the pooled question).
+    templates_pooled: int = 0
+    variant_cases: int = 0
     paths_found: int = 0
     paths_cased: int = 0
     folded_rows: int = 0
@@ -129,12 +140,17 @@ class Selection:
         return sum(cluster.size - 1 for cluster in self.chosen)
 
 
-def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]], list[str]]:
+def _group_keys(
+    rows: Sequence[Row], order: list[int]
+) -> tuple[list[list[int]], list[str], list[str]]:
+    """Phrasing groups in visiting order: their rows, their keys and the text of their first
+    request with shared context lines stripped."""
     stripped = strip_shared_context(row.input for row in rows)
     key_of_input: dict[str, str] = {}
     group_of_key: dict[str, int] = {}
     group_rows: list[list[int]] = []
     keys: list[str] = []
+    texts: list[str] = []
     for index in order:
         text = rows[index].input
         key = key_of_input.get(text)
@@ -146,8 +162,9 @@ def _group_keys(rows: Sequence[Row], order: list[int]) -> tuple[list[list[int]],
             group = group_of_key[key] = len(group_rows)
             group_rows.append([])
             keys.append(key)
+            texts.append(stripped.get(text, text))
         group_rows[group].append(index)
-    return group_rows, keys
+    return group_rows, keys, texts
 
 
 def _health(
@@ -191,13 +208,13 @@ def cluster_log(
     rank = [0] * len(rows)
     for position, index in enumerate(order):
         rank[index] = position
-    group_rows, keys = _group_keys(rows, order)
+    group_rows, keys, texts = _group_keys(rows, order)
     sets = [frozenset() if key.startswith("\x00") else shingles(key) for key in keys]
     if matcher is not None:
-        texts = [rows[members[0]].input for members in group_rows]
+        raw = [rows[members[0]].input for members in group_rows]
 
         def link(item: int, rep: int) -> bool:
-            return matcher(texts[item], texts[rep]) >= threshold
+            return matcher(raw[item], raw[rep]) >= threshold
 
         assignment = leader_clusters(sets, threshold, link)
     else:
@@ -210,8 +227,40 @@ def cluster_log(
         clusters[target].size += len(group_rows[group])
     health = _health(clusters, sets, threshold, len(rows))
     selection = Selection(rows, context, signals, scores, rank, group_rows, sets, clusters, health)
+    _pool_templates(selection, texts)
     _split_by_path(selection)
     return selection
+
+
+def _pool_templates(selection: Selection, texts: list[str]) -> None:
+    """Merge the text clusters of agent requests that are wording variants of one template
+    (:mod:`.templates`) into one question, before its split into outcome paths."""
+    rows = selection.rows
+    agent = [
+        all(rows[m].process is not None for g in c.groups for m in selection.group_rows[g])
+        for c in selection.clusters
+    ]
+    if sum(agent) < 2:
+        return
+    positions = [p for p, is_agent in enumerate(agent) if is_agent]
+    found = template_pools([texts[selection.clusters[p].groups[0]] for p in positions])
+    pool = dict(zip(positions, found, strict=True))
+    into: dict[int, Cluster] = {}
+    merged: list[Cluster] = []
+    for position, cluster in enumerate(selection.clusters):
+        if not agent[position]:
+            merged.append(cluster)
+            continue
+        target = into.get(pool[position])
+        if target is None:
+            into[pool[position]] = cluster
+            merged.append(cluster)
+        else:
+            target.variants = (target.variants or [list(target.groups)]) + [cluster.groups]
+            target.groups = target.groups + cluster.groups
+            target.size += cluster.size
+            selection.templates_pooled += 1
+    selection.clusters = merged
 
 
 def _split_by_path(selection: Selection) -> None:
@@ -222,9 +271,16 @@ def _split_by_path(selection: Selection) -> None:
         classify_answer(row.output) if row.process is not None else "" for row in selection.rows
     ]
     common = path_counts(selection.rows, classes)
+    reps = Representatives(selection.rows, classes)
     for cluster in selection.clusters:
         members = selection.members(cluster)
-        paths = split_question(selection.rows, members, selection.seed, classes, common)
+        paths = split_question(selection.rows, members, selection.seed, classes, common, reps)
+        if cluster.variants is not None:
+            before = len(paths.parts)
+            selection.folded_rows -= _variant_cases(
+                selection, cluster.variants, paths.parts, classes
+            )
+            selection.variant_cases += len(paths.parts) - before
         selection.paths_found += paths.paths
         selection.paths_cased += paths.cased
         selection.folded_rows += paths.folded
@@ -239,6 +295,40 @@ def _split_by_path(selection: Selection) -> None:
     if selection.split_by_process:
         split.sort(key=lambda c: selection.rank[c.representative])
     selection.clusters = split
+
+
+def _variant_cases(
+    selection: Selection, variants: list[list[int]], parts: list[list[int]], classes: list[str]
+) -> int:
+    """A pooled text cluster none of whose requests represents a part (a wording variant, or
+    another question worded much like it) gets a case of its own on the commonest path of its
+    requests that is a case's own path — never on a rare or random one. Its requests on that
+    path move into it from the parts they were folded into (``parts`` grows in place); returns
+    how many of them had been folded into a part of another path."""
+    rows = selection.rows
+
+    def path(m: int) -> tuple[str, object]:
+        return classes[m], process_signature(rows[m].process)
+
+    cased = {path(part[0]) for part in parts}
+    where = {m: part for part in parts for m in part[1:]}
+    off_path = 0
+    for groups in variants:
+        mine = sorted(
+            (m for g in groups for m in selection.group_rows[g]), key=selection.rank.__getitem__
+        )
+        if any(m not in where for m in mine):
+            continue  # it represents a part already
+        counts = Counter(path(m) for m in mine if path(m) in cased)
+        if not counts:
+            continue
+        key = max(counts, key=counts.__getitem__)  # on a tie, the first met
+        moved = [m for m in mine if path(m) == key]
+        for m in moved:
+            off_path += path(where[m][0]) != key
+            where[m].remove(m)
+        parts.append(moved)
+    return off_path
 
 
 def select(
