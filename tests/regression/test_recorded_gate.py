@@ -18,17 +18,20 @@ causes, each reproduced here:
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from spanguard_processor.regression.case import Check, Evidence, Property
+from spanguard_processor.regression.gate.runfile import RunFile, run_file
+from spanguard_processor.regression.gate.verdict import MetricOutcome, decide
 from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
 from spanguard_processor.regression.mine.properties import (
     log_miss_rates,
     settle_stability,
     variation,
 )
-from spanguard_processor.regression.run.outputs import outputs_from_traces
+from spanguard_processor.regression.run.outputs import Outputs, outputs_from_traces
 from spanguard_processor.regression.run.run import RunResult, load_cases, run_cases
 from spanguard_processor.traces.model import ProcessTrace, ToolCall
 
@@ -101,10 +104,56 @@ def test_a_behaviour_the_log_shows_varying_is_no_assertion_a_second_day_fails(
     for seed in range(3):
         folder = tmp_path / f"t{seed}"
         folder.mkdir()
-        _base, cur, cases = _recorded_trial(folder, seed)
+        base, cur, cases = _recorded_trial(folder, seed)
         for case in cases:
             assert "escalated" not in {c.type for c in case.trace_checks}, case.id
             for repeat in cur.repeats[case.id]:
                 assert "escalated" not in repeat.failed_checks, case.id
+        verdict = decide(run_file(base, "day1.json"), run_file(cur, "day2.json"))
+        (pass_rate,) = [m for m in verdict.metrics if m.metric == "pass_rate"]
+        assert pass_rate.outcome is MetricOutcome.PASS, (seed, pass_rate.note)
         # a tool called on every request of a path is still asserted
         assert any("tools_include" in {c.type for c in case.trace_checks} for case in cases)
+
+
+def _recorded_run(verify: dict[str, list[bool]], dropped: int = 0) -> RunResult:
+    """Thirteen cases, each matched by ten recorded requests (different applications of one
+    question); ``verify[case][j]``: request j went through ``verify_income`` (its income);
+    ``dropped``: in that many cases, no request calls it any more."""
+    from spanguard_processor.regression.case import Case
+
+    cases, outputs = [], Outputs()
+    for i, (case_id, calls) in enumerate(verify.items()):
+        cases.append(Case.from_dict({"id": case_id, "input": f"application {i}", "checks": []}))
+        for j, called in enumerate(calls):
+            called = called and i >= dropped
+            tools = [{"name": "credit_check"}] + ([{"name": "verify_income"}] if called else [])
+            record = {"output": "Approved.", "input": f"application {i} from applicant {j}"}
+            outputs.add(case_id, {**record, "trace": {"tool_calls": tools}})
+    return run_cases(cases, outputs)
+
+
+def _tool_use(base: RunFile, cur: RunFile) -> MetricOutcome:
+    verdict = decide(base, cur)
+    (metric,) = [m for m in verdict.metrics if m.metric == "tool use: verify_income"]
+    return metric.outcome
+
+
+def _unkeyed(run: RunFile) -> RunFile:
+    """The same run with no request keys: each case compared as two samples."""
+    repeats = {k: tuple(replace(r, request=None) for r in v) for k, v in run.repeats.items()}
+    return replace(run, repeats=repeats)
+
+
+def test_the_same_recorded_requests_are_paired_across_runs() -> None:
+    verify = {f"case-{i:02d}": [j % 5 < 3 for j in range(10)] for i in range(13)}
+    base = run_file(_recorded_run(verify), "day1.json")
+    same = run_file(_recorded_run(verify), "day2.json")
+    assert all(r.request for runs in base.repeats.values() for r in runs)
+    # compared as two samples, 60 % of each case calling the tool is a coin: undecided
+    assert _tool_use(_unkeyed(base), _unkeyed(same)) is MetricOutcome.INCONCLUSIVE
+    # paired by request, nothing moved: shown within tolerance
+    assert _tool_use(base, same) is MetricOutcome.PASS
+    # and when no request calls it any more: shown worse
+    dropped = run_file(_recorded_run(verify, dropped=13), "day2.json")
+    assert _tool_use(base, dropped) is MetricOutcome.FAIL

@@ -41,6 +41,7 @@ __all__ = [
     "case_values",
     "context",
     "measures_for",
+    "paired_values",
     "property_kind",
     "property_label",
 ]
@@ -241,6 +242,37 @@ def case_values(
         if value is not None:
             out.append(value)
     return out
+
+
+def paired_values(
+    measure: Measure,
+    case_id: str,
+    base: Sequence[Repeat],
+    current: Sequence[Repeat],
+    ctx: CaseContext,
+) -> tuple[list[float], list[float]] | None:
+    """The measure on the requests both runs recorded, aligned (baseline's order): a recorded
+    request keyed by its input (``Repeat.request``) is paired with the same input's request in
+    the other run. None — compare the case's repeats as two samples — when a repeat has no key,
+    a key repeats within a run (a replay, or one question asked twice), or no pair holds the
+    measure on both sides."""
+    keys_b = [r.request for r in base]
+    keys_c = [r.request for r in current]
+    for keys in (keys_b, keys_c):
+        if not keys or None in keys or len(set(keys)) < len(keys):
+            return None
+    at = {key: r for key, r in zip(keys_c, current, strict=True)}
+    b_out: list[float] = []
+    c_out: list[float] = []
+    for r in base:
+        other = at.get(r.request)
+        if other is None:
+            continue
+        vb, vc = measure.read(case_id, r, ctx), measure.read(case_id, other, ctx)
+        if vb is not None and vc is not None:
+            b_out.append(vb)
+            c_out.append(vc)
+    return (b_out, c_out) if b_out else None
 
 
 def context(
