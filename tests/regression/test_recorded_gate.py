@@ -157,3 +157,28 @@ def test_the_same_recorded_requests_are_paired_across_runs() -> None:
     # and when no request calls it any more: shown worse
     dropped = run_file(_recorded_run(verify, dropped=13), "day2.json")
     assert _tool_use(base, dropped) is MetricOutcome.FAIL
+
+
+def test_cases_run_says_when_it_scores_the_traffic_the_cases_were_built_from(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from spanguard_processor.cli import cli
+
+    apps = applications(24, seed=1)
+    log = _day(tmp_path, "day1", serve(apps, seed=3)[0])
+    runner = CliRunner()
+    built = runner.invoke(cli, ["cases", "build", str(log), "-o", str(tmp_path / "ev")])
+    assert built.exit_code == 0, built.output
+    cases = str(tmp_path / "ev" / "cases.jsonl")
+    same = runner.invoke(cli, ["cases", "run", "--cases", cases, "--traces", str(log)])
+    assert same.exit_code == 0, same.output
+    assert "matched the very requests they were mined from" in same.output
+    # traces of other requests (new ids), found by their question: no such note
+    other = [{**t, "request_id": f"new-{i}"} for i, t in enumerate(serve(apps, seed=4)[0])]
+    fresh = runner.invoke(
+        cli, ["cases", "run", "--cases", cases, "--traces", str(_day(tmp_path, "day2", other))]
+    )
+    assert fresh.exit_code == 0, fresh.output
+    assert "mined from" not in fresh.output
