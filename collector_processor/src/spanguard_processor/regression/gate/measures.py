@@ -14,7 +14,8 @@ files' repeats (contract C2) with no knowledge of how they were produced.
   ``tool use: NAME`` per tool (over the cases whose baseline called it), ``tool_count`` and
   ``plan_steps``.
 * ``latency`` and ``cost`` — per-case ratios (medians of the repeats, each figure read as at
-  least :data:`FLOORS`: 10 ms, $0.000001), as logs; latency's are
+  least its floor: 10 ms by default, the options' ``min_latency_ms``, and $0.000001), as
+  logs; latency's are
   centred on the run's median ratio, so a run measured on a busier machine is not a regression
   by itself (``latency (overall)``, that median ratio, is shown and gates only with
   ``same_machine``).
@@ -175,8 +176,7 @@ def _refused(name: str, r: Repeat, ctx: CaseContext) -> float | None:
 FLOORS = {"latency_ms": 10.0, "cost_usd": 1e-6}
 
 
-def _figure(attr: str) -> Reader:
-    floor = FLOORS[attr]
+def _figure(attr: str, floor: float) -> Reader:
 
     def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
         value = getattr(r, attr)
@@ -188,10 +188,14 @@ def _figure(attr: str) -> Reader:
 
 
 def measures_for(
-    kinds: Sequence[str], tools: Sequence[str], tol: Tolerances
+    kinds: Sequence[str],
+    tools: Sequence[str],
+    tol: Tolerances,
+    latency_floor: float = FLOORS["latency_ms"],
 ) -> tuple[Measure, ...]:
     """Every metric ``check`` decides, in report order: ``kinds`` are the runs' property
-    kinds, ``tools`` the tools the baseline called."""
+    kinds, ``tools`` the tools the baseline called; a latency under ``latency_floor`` ms is
+    read as the floor."""
     rate, count = Scale.RATE, Scale.COUNT
     proc = "a process trace (trace.tool_calls in outputs lines, agent spans in traces)"
     found = [Measure("pass_rate", _passed, rate, True, tol.pass_rate, True, "a scored repeat")]
@@ -218,11 +222,11 @@ def measures_for(
     ]
     log_tol = _log(tol.ratio)
     found += [
-        Measure(name, _figure(attr), Scale.LOG, False, log_tol, signal=attr, kind="timing")
-        for name, attr in (
-            (LATENCY, "latency_ms"),
-            (LATENCY_OVERALL, "latency_ms"),
-            (COST, "cost_usd"),
+        Measure(name, _figure(attr, floor), Scale.LOG, False, log_tol, signal=attr, kind="timing")
+        for name, attr, floor in (
+            (LATENCY, "latency_ms", latency_floor),
+            (LATENCY_OVERALL, "latency_ms", latency_floor),
+            (COST, "cost_usd", FLOORS["cost_usd"]),
         )
     ]
     return tuple(found)

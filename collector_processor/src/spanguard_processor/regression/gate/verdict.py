@@ -28,6 +28,7 @@ import numpy as np
 from ..run.repeats import ERROR, Repeat
 from .evidence import distribution_diff
 from .measures import (
+    FLOORS,
     LATENCY,
     LATENCY_OVERALL,
     PROPERTY,
@@ -82,6 +83,8 @@ class RegressionOptions:
     allow_missing: bool = False
     same_machine: bool = False  # the runs were measured under the same load: gate overall latency
     tolerances: Tolerances = field(default_factory=Tolerances)
+    #: a latency under this many ms is read as this (the machine's scheduling moves it more)
+    min_latency_ms: float = FLOORS["latency_ms"]
 
 
 @dataclass(frozen=True)
@@ -425,7 +428,8 @@ def decide(
     tools = sorted({t for runs in baseline.repeats.values() for r in runs for t in r.tools})
     ctxs = {c: context(baseline.properties, baseline.repeats, c) for c in shared}
     scored = [
-        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(kinds, tools, tol)
+        _score(m, baseline, current, shared, o, ctxs)
+        for m in measures_for(kinds, tools, tol, o.min_latency_ms)
     ]
     metrics: list[MetricVerdict] = []
     changes: list[CaseChange] = []
