@@ -94,8 +94,9 @@ def test_traffic_without_any_signal_is_covered_path_by_path_over_20_trials(
     for name, verdict in (("unchanged", 0), *((c, 1) for c in changes[:2])):
         assert Counter(r[name] for r in results) == {verdict: TRIALS}, name
     # Caught only through a case whose representative is a self-employed applicant on a path
-    # that did not escalate: see the test below.
-    assert Counter(r["escalate_self_employed"] for r in results)[1] >= TRIALS - 2
+    # that did not escalate, and that asserts it: see the test below (17 of 20; 18 before
+    # escalation and the answer class became rates in small clusters of a log where they vary).
+    assert Counter(r["escalate_self_employed"] for r in results)[1] >= TRIALS - 3
 
 
 def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path: Path) -> None:
@@ -109,8 +110,11 @@ def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path
     # and was not escalated before: luck of the representatives (issue 46, item 4). Since a
     # path needs 3 requests explained by the input to be a case of its own (docs/regression.md,
     # "Outcome paths"), there are fewer cases: 18 of these 20 trials have such a case (all 20
-    # before, with a case per path seen once).
-    assert escalated[1] >= TRIALS - 3, escalated
+    # before, with a case per path seen once). And the case must assert "not escalated": a
+    # cluster too small to tell "never" from the rate the log shows escalation varying at has it
+    # as a rate, which these trace2eval rules do not compare (docs/regression.md, "Stable
+    # properties and rates"): 16 of 20 (18 before).
+    assert escalated[1] >= TRIALS - 4, escalated
 
 
 def test_templated_traffic_is_split_by_process_not_collapsed(tmp_path: Path) -> None:

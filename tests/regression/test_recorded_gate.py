@@ -71,6 +71,12 @@ def test_a_property_held_by_luck_in_a_small_cluster_is_a_rate_not_an_assertion()
     assert escalated == {18: False, 40: False, 150: True}
     # a tool the log never saw missed stays an assertion at any size
     assert all(c[1].stable for c in settled)
+    # the answer class moves with escalation (a random escalation answers "refer"), even where
+    # a mixed cluster showed no usual class to count the exception against
+    approve = _prop(Check.of("answer_class", value="approve"), 18, 18)
+    assert settle_stability([approve], {"answer_class": (0, 448), "escalated": (10, 458)}) == [
+        Property(approve.check, 18, 18, False)
+    ]
     # a rate never becomes an assertion
     assert not any(c[0].stable for c in settled[:10])
 

@@ -205,10 +205,15 @@ def log_miss_rates(clusters: Iterable[Mapping[str, tuple[int, int]]]) -> dict[st
 
 
 def _keys(check: Check) -> list[str]:
-    """The behaviours a property is about: each tool of a ``tools_include``, else its kind
-    (a ``tool_sequence``, a document or a retry is not pooled)."""
+    """The behaviours a property is about: each tool of a ``tools_include``; for the answer
+    class, also escalation (``refer`` is the class of an escalated answer, so an escalation
+    that varies makes the class vary with it, though a small mixed cluster may show no usual
+    class to count it against); else its kind (a ``tool_sequence``, a document or a retry is
+    not pooled)."""
     if check.type == _K.TOOLS_INCLUDE and isinstance(check.value, list | tuple):
         return [f"{check.type}={tool}" for tool in check.value]
+    if check.type == _K.ANSWER_CLASS:
+        return [check.type, _K.ESCALATED]
     return [check.type]
 
 
