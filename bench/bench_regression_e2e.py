@@ -10,7 +10,8 @@ answer one of three ways and jitters its latency (±30 %, simulated clock). Per 
 - **recorded**: day 1 is the traffic the cases come from; day 2 is the same applications served
   again by the unchanged agent (new randomness). Both are scored as ``cases run --traces`` does
   (:func:`run_cases` over :func:`outputs_from_traces`: a case's repeats are its cluster's
-  requests) and gated as ``check`` does (:func:`decide`, default options).
+  requests, paired across the two days by their input) and gated as ``check`` does
+  (:func:`decide`, default options). The baseline is in-sample: the cases were selected on it.
 - **recorded, baseline from another day** (a diagnostic, not the acceptance's design): the
   same, with the baseline scored on a third day of the unchanged agent's traffic instead of the
   traffic the cases were built from (on which every stable property holds by construction).

@@ -141,6 +141,28 @@ def test_sub_millisecond_latency_jitter_is_not_a_regression() -> None:
     assert next(m for m in verdict.metrics if m.metric == "latency").outcome is MetricOutcome.FAIL
 
 
+def test_min_latency_change_ms_sets_the_latency_floor_of_the_repeats_gate(tmp_path: Path) -> None:
+    """Measured on main 04fcb6c: ``check --min-latency-change-ms`` reached the trace2eval rules
+    only; the repeats gate kept its 10 ms floor whatever the flag said, so one case moving
+    400 ms → 1.1 s FAILed latency even with the flag at 2000."""
+    base, cur = _run(1, ms=400.0), _run(2, ms=400.0)
+    slow = dict(cur.repeats)
+    first = next(iter(slow))
+    slow[first] = tuple(replace(r, latency_ms=(r.latency_ms or 0.0) * 2.8) for r in slow[first])
+    paths = tmp_path / "base.json", tmp_path / "cur.json"
+    paths[0].write_text(base.to_json(), encoding="utf-8")
+    current = RunResult(cur.metrics, cur.outcomes, slow, cur.properties)
+    paths[1].write_text(current.to_json(), encoding="utf-8")
+    args = ["check", "--baseline", str(paths[0]), "--current", str(paths[1])]
+    default = CliRunner().invoke(cli, args)
+    assert default.exit_code == 1 and "latency" in default.output, default.output
+    floor = CliRunner().invoke(cli, [*args, "--min-latency-change-ms", "2000"])
+    assert floor.exit_code == 0, floor.output
+    options = RegressionOptions(min_latency_ms=2000.0)
+    verdict = decide(run_file(base), run_file(current), options)
+    assert next(m for m in verdict.metrics if m.metric == "latency").outcome is MetricOutcome.PASS
+
+
 def test_an_unchanged_stochastic_agent_passes_even_against_a_loaded_baseline() -> None:
     verdict = decide(run_file(_run(1, load=1.5)), run_file(_run(2)))
     assert verdict.passed, [(m.metric, m.outcome, m.note) for m in verdict.metrics]

@@ -364,7 +364,7 @@ def run(
     table = render_metrics(metrics)
     click.echo(table)
     if app_ref is None:
-        _echo_matching(result, len(case_list), outputs or traces[0])
+        _echo_matching(result, len(case_list), outputs or traces[0], bool(traces))
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
@@ -383,11 +383,21 @@ def run(
     exit_gate(passed)
 
 
-def _echo_matching(result: RunResult, total: int, source: Path) -> None:
-    """How the cases found their records, and the cases that found none (never a pass)."""
+def _echo_matching(result: RunResult, total: int, source: Path, traces: bool) -> None:
+    """How the cases found their records, the cases that found none (never a pass), and —
+    for traces found by the ids of the requests the cases were mined from — that such a run
+    is in-sample (docs/regression.md, "Recorded traffic as the baseline")."""
     from ..regression.report.render import render_matching
 
     click.echo("\n" + render_matching(result.matching, total))
+    in_sample = result.matching["source_trace_id"]
+    if traces and in_sample:
+        click.echo(
+            f"note: {in_sample} case(s) matched the very requests they were mined from: on the "
+            "traffic the cases were built from every stable property holds by construction, "
+            "so as a check baseline this run reads better than the agent is; a baseline from "
+            "other traffic (another day) or a replay (--app) has no such bias."
+        )
     unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
     if unmatched:
         click.echo(

@@ -58,7 +58,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     type=float,
     default=DEFAULT_MIN_LATENCY_CHANGE_MS,
     show_default=True,
-    help="A smaller p95 latency rise is never a regression.",
+    help="A smaller p95 latency rise is never a regression (--rules trace2eval); a latency "
+    "under it is read as it (--rules spanguard).",
 )
 @click.option("--markdown", type=_FILE, help="Also write the comparison as Markdown.")
 @click.option("--junit", type=_FILE, help="Also write JUnit XML.")
@@ -148,6 +149,7 @@ def check(
         allow_inconclusive=allow_inconclusive,
         allow_missing=allow_missing,
         same_machine=same_machine,
+        min_latency_ms=min_latency_change_ms,
     )
     if rules == "spanguard":
         _with_repeats(baseline, current, options, repeats, (markdown, junit, html), endpoint)

@@ -14,7 +14,8 @@ files' repeats (contract C2) with no knowledge of how they were produced.
   ``tool use: NAME`` per tool (over the cases whose baseline called it), ``tool_count`` and
   ``plan_steps``.
 * ``latency`` and ``cost`` — per-case ratios (medians of the repeats, each figure read as at
-  least :data:`FLOORS`: 10 ms, $0.000001), as logs; latency's are
+  least its floor: 10 ms by default, the options' ``min_latency_ms``, and $0.000001), as
+  logs; latency's are
   centred on the run's median ratio, so a run measured on a busier machine is not a regression
   by itself (``latency (overall)``, that median ratio, is shown and gates only with
   ``same_machine``).
@@ -41,6 +42,7 @@ __all__ = [
     "case_values",
     "context",
     "measures_for",
+    "paired_values",
     "property_kind",
     "property_label",
 ]
@@ -174,8 +176,7 @@ def _refused(name: str, r: Repeat, ctx: CaseContext) -> float | None:
 FLOORS = {"latency_ms": 10.0, "cost_usd": 1e-6}
 
 
-def _figure(attr: str) -> Reader:
-    floor = FLOORS[attr]
+def _figure(attr: str, floor: float) -> Reader:
 
     def read(name: str, r: Repeat, ctx: CaseContext) -> float | None:
         value = getattr(r, attr)
@@ -187,10 +188,14 @@ def _figure(attr: str) -> Reader:
 
 
 def measures_for(
-    kinds: Sequence[str], tools: Sequence[str], tol: Tolerances
+    kinds: Sequence[str],
+    tools: Sequence[str],
+    tol: Tolerances,
+    latency_floor: float = FLOORS["latency_ms"],
 ) -> tuple[Measure, ...]:
     """Every metric ``check`` decides, in report order: ``kinds`` are the runs' property
-    kinds, ``tools`` the tools the baseline called."""
+    kinds, ``tools`` the tools the baseline called; a latency under ``latency_floor`` ms is
+    read as the floor."""
     rate, count = Scale.RATE, Scale.COUNT
     proc = "a process trace (trace.tool_calls in outputs lines, agent spans in traces)"
     found = [Measure("pass_rate", _passed, rate, True, tol.pass_rate, True, "a scored repeat")]
@@ -217,11 +222,11 @@ def measures_for(
     ]
     log_tol = _log(tol.ratio)
     found += [
-        Measure(name, _figure(attr), Scale.LOG, False, log_tol, signal=attr, kind="timing")
-        for name, attr in (
-            (LATENCY, "latency_ms"),
-            (LATENCY_OVERALL, "latency_ms"),
-            (COST, "cost_usd"),
+        Measure(name, _figure(attr, floor), Scale.LOG, False, log_tol, signal=attr, kind="timing")
+        for name, attr, floor in (
+            (LATENCY, "latency_ms", latency_floor),
+            (LATENCY_OVERALL, "latency_ms", latency_floor),
+            (COST, "cost_usd", FLOORS["cost_usd"]),
         )
     ]
     return tuple(found)
@@ -241,6 +246,37 @@ def case_values(
         if value is not None:
             out.append(value)
     return out
+
+
+def paired_values(
+    measure: Measure,
+    case_id: str,
+    base: Sequence[Repeat],
+    current: Sequence[Repeat],
+    ctx: CaseContext,
+) -> tuple[list[float], list[float]] | None:
+    """The measure on the requests both runs recorded, aligned (baseline's order): a recorded
+    request keyed by its input (``Repeat.request``) is paired with the same input's request in
+    the other run. None — compare the case's repeats as two samples — when a repeat has no key,
+    a key repeats within a run (a replay, or one question asked twice), or no pair holds the
+    measure on both sides."""
+    keys_b = [r.request for r in base]
+    keys_c = [r.request for r in current]
+    for keys in (keys_b, keys_c):
+        if not keys or None in keys or len(set(keys)) < len(keys):
+            return None
+    at = {key: r for key, r in zip(keys_c, current, strict=True)}
+    b_out: list[float] = []
+    c_out: list[float] = []
+    for r in base:
+        other = at.get(r.request)
+        if other is None:
+            continue
+        vb, vc = measure.read(case_id, r, ctx), measure.read(case_id, other, ctx)
+        if vb is not None and vc is not None:
+            b_out.append(vb)
+            c_out.append(vc)
+    return (b_out, c_out) if b_out else None
 
 
 def context(

@@ -28,6 +28,7 @@ import numpy as np
 from ..run.repeats import ERROR, Repeat
 from .evidence import distribution_diff
 from .measures import (
+    FLOORS,
     LATENCY,
     LATENCY_OVERALL,
     PROPERTY,
@@ -37,8 +38,10 @@ from .measures import (
     case_values,
     context,
     measures_for,
+    paired_values,
     property_kind,
 )
+from .noise import mcnemar_worse_p
 from .paired import (
     PairedBound,
     Scale,
@@ -80,6 +83,8 @@ class RegressionOptions:
     allow_missing: bool = False
     same_machine: bool = False  # the runs were measured under the same load: gate overall latency
     tolerances: Tolerances = field(default_factory=Tolerances)
+    #: a latency under this many ms is read as this (the machine's scheduling moves it more)
+    min_latency_ms: float = FLOORS["latency_ms"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,7 @@ class _Units:
     base: list[list[float]] = field(default_factory=list)
     cur: list[list[float]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # a property metric: each case's own labels
+    paired: list[bool] = field(default_factory=list)  # base[i][j] and cur[i][j]: one request
 
 
 def _units(
@@ -142,12 +148,18 @@ def _units(
     out = _Units()
     for case_id in shared:
         ctx = ctxs[case_id]
-        b = case_values(m, case_id, base.repeats.get(case_id, ()), ctx)
-        c = case_values(m, case_id, cur.repeats.get(case_id, ()), ctx)
+        b_runs, c_runs = base.repeats.get(case_id, ()), cur.repeats.get(case_id, ())
+        pairs = paired_values(m, case_id, b_runs, c_runs, ctx)
+        if pairs is not None:
+            b, c = pairs
+        else:
+            b = case_values(m, case_id, b_runs, ctx)
+            c = case_values(m, case_id, c_runs, ctx)
         if b and c:
             out.ids.append(case_id)
             out.base.append(b)
             out.cur.append(c)
+            out.paired.append(pairs is not None)
             if m.name.startswith(PROPERTY):
                 out.names.append(ctx.labels(m.name.removeprefix(PROPERTY)))
     return out
@@ -167,7 +179,13 @@ def _changes(m: Measure, u: _Units) -> tuple[np.ndarray, float, float]:
     changes = np.array(
         [sign * (np.mean(b) - np.mean(c)) for b, c in zip(u.base, u.cur, strict=True)]
     )
-    return changes, _pooled([np.asarray(v) for v in (*u.base, *u.cur)]), 0.0
+    groups: list[np.ndarray] = []
+    for b, c, paired in zip(u.base, u.cur, u.paired, strict=True):
+        if paired:  # a paired repeat varies as its request's change does: Var(b − c) = 2σ²
+            groups.append((np.asarray(b) - np.asarray(c)) / math.sqrt(2.0))
+        else:
+            groups += [np.asarray(b), np.asarray(c)]
+    return changes, _pooled(groups), 0.0
 
 
 def _pooled(groups: Sequence[np.ndarray]) -> float:
@@ -177,8 +195,14 @@ def _pooled(groups: Sequence[np.ndarray]) -> float:
     return float(sum(((g - g.mean()) ** 2).sum() for g in groups if len(g) > 1) / dof)
 
 
-def _case_p(m: Measure, b: list[float], c: list[float], ratio: float) -> tuple[float, float]:
-    """One case's own one-sided test that it got worse by more than its tolerance."""
+def _case_p(
+    m: Measure, b: list[float], c: list[float], ratio: float, paired: bool
+) -> tuple[float, float]:
+    """One case's own one-sided test that it got worse by more than its tolerance: for a rate,
+    exact McNemar on the requests that changed when the repeats are paired, else Fisher."""
+    if m.kind == "rate" and paired:
+        worse, better = _discordant(m, b, c)
+        return mcnemar_worse_p(worse, better), 0.5 ** (worse + better)
     if m.kind == "rate":
         return fisher_worse_p(_bad(m, b), len(b), _bad(m, c), len(c))
     if m.kind == "count":
@@ -224,7 +248,9 @@ def _score(
     gates = (m.name != LATENCY_OVERALL or o.same_machine) and not _timing_property(m)
     case_ps: tuple[tuple[float, float], ...] = ()
     if gates and m.name != LATENCY_OVERALL:
-        case_ps = tuple(_case_p(m, b, c, ratio) for b, c in zip(u.base, u.cur, strict=True))
+        case_ps = tuple(
+            _case_p(m, b, c, ratio, p) for b, c, p in zip(u.base, u.cur, u.paired, strict=True)
+        )
     return _Scored(m, u, changes, ratio, bound, gates, case_ps)
 
 
@@ -238,14 +264,28 @@ def _bad(m: Measure, values: Sequence[float]) -> int:
     return round(sum(1 - v for v in values) if m.higher_is_better else sum(values))
 
 
+def _discordant(m: Measure, b: Sequence[float], c: Sequence[float]) -> tuple[int, int]:
+    """Paired repeats: the requests bad now and good in the baseline, and the reverse."""
+    bad_b = [_bad(m, [v]) for v in b]
+    bad_c = [_bad(m, [v]) for v in c]
+    worse = sum(1 for x, y in zip(bad_b, bad_c, strict=True) if y > x)
+    return worse, sum(1 for x, y in zip(bad_b, bad_c, strict=True) if x > y)
+
+
 def _exact(m: Measure, u: _Units, alpha: float) -> float | None:
-    """A rate's exact bound from the pooled repeats (:func:`.paired.exact_rate_upper`)."""
+    """A rate's exact bound from the pooled repeats (:func:`.paired.exact_rate_upper`). A
+    paired case counts its discordant requests only: a request bad in both runs adds the same
+    to both shares, so D is unchanged and the bound is not widened by it."""
     if m.kind != "rate" or not u.ids:
         return None
-    bad_b = sum(_bad(m, b) for b in u.base)
-    bad_c = sum(_bad(m, c) for c in u.cur)
-    n_b = sum(len(b) for b in u.base)
-    n_c = sum(len(c) for c in u.cur)
+    bad_b = bad_c = n_b = n_c = 0
+    for b, c, paired in zip(u.base, u.cur, u.paired, strict=True):
+        if paired:
+            worse, better = _discordant(m, b, c)
+            bad_b, bad_c = bad_b + better, bad_c + worse
+        else:
+            bad_b, bad_c = bad_b + _bad(m, b), bad_c + _bad(m, c)
+        n_b, n_c = n_b + len(b), n_c + len(c)
     return exact_rate_upper(bad_b, n_b, bad_c, n_c, alpha)
 
 
@@ -388,7 +428,8 @@ def decide(
     tools = sorted({t for runs in baseline.repeats.values() for r in runs for t in r.tools})
     ctxs = {c: context(baseline.properties, baseline.repeats, c) for c in shared}
     scored = [
-        _score(m, baseline, current, shared, o, ctxs) for m in measures_for(kinds, tools, tol)
+        _score(m, baseline, current, shared, o, ctxs)
+        for m in measures_for(kinds, tools, tol, o.min_latency_ms)
     ]
     metrics: list[MetricVerdict] = []
     changes: list[CaseChange] = []

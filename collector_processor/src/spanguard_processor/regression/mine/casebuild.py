@@ -38,7 +38,14 @@ from ..vocabulary import FailureKind, SelfCheckVerdict, SignalName
 from .annotations import Annotation, AnnotationSet, merge_checks
 from .consistency import make_consistent
 from .expect import checks_from_expect
-from .properties import assertion_properties, baseline_figures, learn_properties
+from .properties import (
+    assertion_properties,
+    baseline_figures,
+    learn_properties,
+    log_miss_rates,
+    settle_stability,
+    variation,
+)
 from .select import SEED_SIGNALS, Cluster, Selection
 from .signals import short_boundary
 
@@ -176,6 +183,33 @@ class _Builder:
         self.sel = selection
         self.annotations = annotations
         self.timing = timing
+        #: each cluster's learned properties (by representative row), and the log's miss rates
+        self.learned: dict[int, list[Property]] = {}
+        self.rates: dict[str, tuple[int, int]] = {}
+
+    def pool(self, cluster: Cluster) -> tuple[list[int], bool, list[int]]:
+        """A cluster's members, whether it is a failure seed, and the rows it learns from:
+        its own clean traffic, or a failure seed's whole question (its failure may be the very
+        process that set it apart: an escalation its clean siblings never made)."""
+        members = self.sel.members(cluster)
+        names = {s.name for s in self.sel.signals[members[0]]}
+        is_seed = bool(names & _SEEDS)
+        if not is_seed:
+            return members, is_seed, members
+        family = [m for m in self.sel.family(cluster) if m != members[0]]
+        return members, is_seed, [members[0], *family]
+
+    def learn(self, clusters: list[Cluster]) -> None:
+        """Every cluster's properties, then the log's miss rates over the clusters that are
+        not failure seeds (a seed learns from its question's traffic, counted already)."""
+        varied = []
+        for cluster in clusters:
+            _, is_seed, pool = self.pool(cluster)
+            runs = self.clean_runs(pool, is_seed)
+            self.learned[cluster.representative] = learn_properties(runs)
+            if not is_seed:
+                varied.append(variation(runs))
+        self.rates = log_miss_rates(varied)
 
     def clean(self, row: int) -> bool:
         names = {s.name for s in self.sel.signals[row]}
@@ -190,11 +224,14 @@ class _Builder:
         return [self.sel.rows[m].evidence for m in chosen]
 
     def trace_checks(
-        self, runs: list[Evidence], names: set[str], adjusted: list[Adjustment]
+        self, cluster: Cluster, runs: list[Evidence], names: set[str], adjusted: list[Adjustment]
     ) -> tuple[list[Check], list[Property]]:
-        """The assertions on the process (the stable properties of ``runs``) and timing, and
-        every learned process property (stable or rate)."""
-        learned = learn_properties(runs)
+        """The assertions on the process (the stable properties of ``runs``, the cluster's
+        clean traffic) and timing, and every learned process property (stable or rate)."""
+        learned = self.learned.get(cluster.representative)
+        if learned is None:
+            learned = learn_properties(runs)
+        learned = settle_stability(learned, self.rates)
         checks = [p.check for p in learned if p.stable]
         if not self.timing:
             return checks, learned
@@ -226,19 +263,10 @@ class _Builder:
 
     def build(self, cluster: Cluster, case_id: str) -> BuiltCase:
         sel, rows = self.sel, self.sel.rows
-        members = sel.members(cluster)
+        members, is_seed, pool = self.pool(cluster)
         rep = rows[members[0]]
         signals = sel.signals[members[0]]
         names = {s.name for s in signals}
-        is_seed = bool(names & _SEEDS)
-        # What a good answer looks like is learned from the clean traffic of this process
-        # (split clusters), but a failure seed learns from the whole question: its failure may
-        # be the very process that set it apart (an escalation its clean siblings never made).
-        pool = (
-            [members[0]] + [m for m in sel.family(cluster) if m != members[0]]
-            if is_seed
-            else members
-        )
         floor = None
         if is_seed and SignalName.OUTPUT_MUCH_SHORTER in names:
             floor = short_boundary(sel.context.median_chars)
@@ -264,7 +292,7 @@ class _Builder:
                 )
         adjusted: list[Adjustment] = []
         runs = self.clean_runs(pool, is_seed)
-        trace_checks, learned = self.trace_checks(runs, names, adjusted)
+        trace_checks, learned = self.trace_checks(cluster, runs, names, adjusted)
         checks, trace_checks, changes = make_consistent(checks, trace_checks, runs)
         adjusted += changes
         annotation = self.lookup(rep.input, members)
@@ -348,6 +376,7 @@ def build_cases(
     timing_checks: bool = True,
 ) -> list[BuiltCase]:
     builder = _Builder(selection, annotations, timing_checks)
+    builder.learn(list(selection.chosen))
     taken: set[str] = set()
     built: list[BuiltCase] = []
     for number, cluster in enumerate(selection.chosen, 1):

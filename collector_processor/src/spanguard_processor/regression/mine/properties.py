@@ -6,16 +6,28 @@ their order), escalation, plan length, friction, the document retrieved near the
 retries, the class of its answer — :func:`learn_properties` proposes the check the cluster's
 most common behaviour satisfies and counts, over the cluster's clean requests that recorded
 what the check reads, how many satisfied it. A property that held in *every* one of them is
-**stable**: it becomes an assertion (``trace_checks``), and by construction passes on the
-traffic it came from. Any other is a **rate** (``stable: false``): a 4 % escalation or a 3 %
-tool retry is something the gate compares between versions, never a check one run can fail.
-Tool retries are always a rate, even at 0 of N: a retry is a transient, not a behaviour.
+a candidate for **stable**: an assertion (``trace_checks``), which by construction passes on
+the traffic it came from. Any other is a **rate** (``stable: false``): a 4 % escalation or a
+3 % tool retry is something the gate compares between versions, never a check one run can
+fail. Tool retries are always a rate, even at 0 of N: a retry is a transient, not a behaviour.
+
+"Held every time" is evidence only when the cluster is large enough to have shown an exception
+(:func:`settle_stability`): with 4 % random escalations, 18 requests show none about half the
+time. So each cluster's requests that did other than its usual (:func:`variation`: per kind of
+behaviour — escalation, answer class, friction, plan length — and per tool, in either
+direction) are pooled over the log (:func:`log_miss_rates`): a random escalation is an
+exception among approvals in one cluster and, grouped with the systematic escalations of a
+neighbouring slot range, a request that escalated where its input did not ask for it in
+another. When the log shows a behaviour varying at a rate p > 0, a cluster of n
+requests that never varied is stable only if a variation at that rate would have shown in it
+with probability at least 1 − α, i.e. (1 − p)^n ≤ α (α = 0.05: at 4 %, n ≥ 74). A behaviour
+the log never saw vary (a tool called on every request of its path) stays stable at any size.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from ...traces.model import ProcessTrace
@@ -31,7 +43,19 @@ from ..checks import (
 )
 from ..outcome import AnswerClass, classify_answer
 
-__all__ = ["assertion_properties", "baseline_figures", "learn_properties"]
+__all__ = [
+    "STABLE_ALPHA",
+    "assertion_properties",
+    "baseline_figures",
+    "learn_properties",
+    "log_miss_rates",
+    "settle_stability",
+    "variation",
+]
+
+#: A property held every time is stable only if a miss at the log's rate would have shown in
+#: its cluster with probability at least 1 − this.
+STABLE_ALPHA = 0.05
 
 _K = CheckKind
 T = TypeVar("T", bound=Hashable)
@@ -138,6 +162,80 @@ def learn_properties(runs: Sequence[Evidence]) -> list[Property]:
         for p in found
         if p is not None
     ]
+
+
+def _behaviours(run: Evidence, process: ProcessTrace) -> dict[str, Hashable]:
+    """What one request did, per kind of behaviour a property checks: its escalation flag,
+    answer class, friction count, plan length, and whether it called each tool."""
+    out: dict[str, Hashable] = {
+        _K.ESCALATED: process.escalated,
+        _K.ANSWER_CLASS: classify_answer(run.output),
+        _K.MAX_FRICTION_POINTS: len(process.friction_points),
+        _K.MAX_PLAN_STEPS: len(process.plan_steps),
+    }
+    out.update({f"{_K.TOOLS_INCLUDE}={tool}": True for tool in _tools(process)})
+    return out
+
+
+def variation(runs: Sequence[Evidence]) -> dict[str, tuple[int, int]]:
+    """Per kind of behaviour (:func:`_keys`), how many of one cluster's requests did other
+    than the cluster's usual (its most common value, when more than half share it), of how
+    many; in either direction, so a request that did not escalate among escalations counts as
+    one that did among non-escalations."""
+    pairs = [(r, r.process) for r in runs if r.process is not None]
+    seen = [_behaviours(r, p) for r, p in pairs]
+    keys = dict.fromkeys(k for b in seen for k in b)
+    out: dict[str, tuple[int, int]] = {}
+    for key in keys:
+        values = [b.get(key, False) for b in seen]
+        usual = Counter(values).most_common(1)[0][1]
+        if 2 * usual > len(values):
+            out[key] = (len(values) - usual, len(values))
+    return out
+
+
+def log_miss_rates(clusters: Iterable[Mapping[str, tuple[int, int]]]) -> dict[str, tuple[int, int]]:
+    """Each kind of behaviour's :func:`variation`, pooled over the log's clusters."""
+    pooled: dict[str, tuple[int, int]] = {}
+    for counts in clusters:
+        for key, (varied, of) in counts.items():
+            before = pooled.get(key, (0, 0))
+            pooled[key] = (before[0] + varied, before[1] + of)
+    return pooled
+
+
+def _keys(check: Check) -> list[str]:
+    """The behaviours a property is about: each tool of a ``tools_include``; for the answer
+    class, also escalation (``refer`` is the class of an escalated answer, so an escalation
+    that varies makes the class vary with it, though a small mixed cluster may show no usual
+    class to count it against); else its kind (a ``tool_sequence``, a document or a retry is
+    not pooled)."""
+    if check.type == _K.TOOLS_INCLUDE and isinstance(check.value, list | tuple):
+        return [f"{check.type}={tool}" for tool in check.value]
+    if check.type == _K.ANSWER_CLASS:
+        return [check.type, _K.ESCALATED]
+    return [check.type]
+
+
+def _log_rate(check: Check, rates: Mapping[str, tuple[int, int]]) -> float:
+    shares = [m / t for m, t in (rates.get(k, (0, 0)) for k in _keys(check)) if t]
+    return max(shares, default=0.0)
+
+
+def settle_stability(
+    props: Sequence[Property],
+    rates: Mapping[str, tuple[int, int]],
+    alpha: float = STABLE_ALPHA,
+) -> list[Property]:
+    """``props`` with a property held every time made a rate when its cluster is too small to
+    tell "never" from the rate p the log shows that behaviour varying at: (1 − p)^n > α."""
+    out = []
+    for p in props:
+        rate = _log_rate(p.check, rates)
+        if p.stable and rate > 0 and (1.0 - rate) ** p.of > alpha:
+            p = Property(p.check, p.held, p.of, False)
+        out.append(p)
+    return out
 
 
 def assertion_properties(checks: Sequence[Check], runs: Sequence[Evidence]) -> list[Property]:

@@ -245,8 +245,9 @@ def _paths(sel: Selection, cases: Sequence[Case]) -> list[str]:
         "slot value, ratio of two, or word holds its requests in one unbroken run); "
         f"{sel.folded_rows} request(s) of rare or random paths were folded into their "
         "question's case, where they are rates. A stable property held in every clean request "
-        "of the case's cluster and is asserted; a rate varies and is compared between "
-        "versions, never asserted.",
+        "of the case's cluster, and in enough of them to have shown the rate at which the log "
+        "shows that behaviour varying (if it does), and is asserted; a rate is compared "
+        "between versions, never asserted.",
         "",
         "| Case | Path | Requests | Stable | Rates (baseline) |",
         "| --- | --- | --- | --- | --- |",

@@ -3,12 +3,14 @@
 A case run K times (``cases run --app … --repeats K``), or matched by several recorded requests
 (``cases run --traces/--outputs``: the requests of its cluster), has K *repeats*.
 :class:`Repeat` is what the run file keeps of one (contract C2): its outcome, its failed checks,
-whether each of the case's properties held, latency, cost, tool count, plan steps, and the error
-when the app call raised (:class:`AppFailure`).
+whether each of the case's properties held, latency, cost, tool count, plan steps, the error
+when the app call raised (:class:`AppFailure`), and — for a recorded request — which input it
+answered (:func:`request_key`), so that ``check`` can pair the same request across two runs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from typing import Any
 from ..case import Case, Check, Evidence
 from ..checks import check_type
 
-__all__ = ["ERROR", "AppFailure", "Repeat", "property_held", "repeat_of"]
+__all__ = ["ERROR", "AppFailure", "Repeat", "property_held", "repeat_of", "request_key"]
 
 #: The outcome of a repeat whose app call raised (besides ``pass`` and ``fail``).
 ERROR = "error"
@@ -38,6 +40,14 @@ class AppFailure:
         return {"type": self.type, "message": self.message}
 
 
+def request_key(text: str | None) -> str | None:
+    """Which input a recorded request answered: the first 16 hex digits of SHA-256 over its
+    text (the run file keeps no question text); None without one."""
+    if text is None or not text.strip():
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def property_held(check: Check, evidence: Evidence) -> bool | None:
     """Whether one property's check held on one run: None when the run lacks what it reads or
     the kind is unknown (any kind in the CheckType registry runs, with no special case)."""
@@ -51,7 +61,9 @@ def property_held(check: Check, evidence: Evidence) -> bool | None:
 class Repeat:
     """One run of a case. ``outcome`` is ``pass``, ``fail`` or ``error``; ``properties`` holds,
     in the order of the case's ``properties``, whether each held (None: not recorded);
-    ``tool_count``/``plan_steps``/``escalated`` are None when the run recorded no process."""
+    ``tool_count``/``plan_steps``/``escalated`` are None when the run recorded no process;
+    ``request`` is the :func:`request_key` of a recorded request's input (None for a replay,
+    whose repeats all answer the case's own input)."""
 
     outcome: str
     failed_checks: tuple[str, ...] = ()
@@ -63,6 +75,7 @@ class Repeat:
     tools: tuple[str, ...] = ()
     escalated: bool | None = None
     error: AppFailure | None = None
+    request: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -76,6 +89,7 @@ class Repeat:
             "tools": list(self.tools),
             "escalated": self.escalated,
             "error": self.error.to_dict() if self.error is not None else None,
+            "request": self.request,
         }
 
     @classmethod
@@ -98,11 +112,15 @@ class Repeat:
             AppFailure(str(error.get("type", "")), str(error.get("message", "")))
             if isinstance(error, Mapping)
             else None,
+            req if isinstance(req := data.get("request"), str) and req else None,
         )
 
 
-def repeat_of(case: Case, run: Evidence | AppFailure, failed: Sequence[str]) -> Repeat:
-    """What the run file keeps of one run of ``case`` (``failed``: its failed checks)."""
+def repeat_of(
+    case: Case, run: Evidence | AppFailure, failed: Sequence[str], request: str | None = None
+) -> Repeat:
+    """What the run file keeps of one run of ``case`` (``failed``: its failed checks;
+    ``request``: the recorded request's :func:`request_key`)."""
     if isinstance(run, AppFailure):
         return Repeat(ERROR, error=run)
     process = run.process
@@ -116,6 +134,7 @@ def repeat_of(case: Case, run: Evidence | AppFailure, failed: Sequence[str]) -> 
         len(process.plan_steps) if process is not None else None,
         tuple(t.name for t in process.tool_calls) if process is not None else (),
         process.escalated if process is not None else None,
+        request=request,
     )
 
 

@@ -21,7 +21,7 @@ from ..case import Case, Evidence, Property
 from ..checks import CheckKind, percentile, run_text_checks, run_trace_check
 from ..vocabulary import FailureReason, MatchKind, Outcome
 from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
-from .repeats import ERROR, AppFailure, Repeat, repeat_of
+from .repeats import ERROR, AppFailure, Repeat, repeat_of, request_key
 from .results import CaseOutcome, Failure, Metrics
 
 __all__ = [
@@ -255,9 +255,11 @@ def _score_all(
     cases: Sequence[Case],
     found: Sequence[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]],
     skipped: int,
+    recorded: bool = False,
 ) -> RunResult:
     """Each case's repeats scored; its primary record (the one trace2eval's ``run`` would
-    match) gives the case's outcome and trace2eval's metrics."""
+    match) gives the case's outcome and trace2eval's metrics. ``recorded``: the repeats are
+    recorded requests, each keyed by its input (:func:`.repeats.request_key`)."""
     tally = _Tally()
     outcomes: list[CaseOutcome] = []
     repeats: dict[str, tuple[Repeat, ...]] = {}
@@ -265,7 +267,7 @@ def _score_all(
         outcome = score_case(case, primary, matched_by)
         outcomes.append(outcome)
         tally.add(case, primary, outcome)
-        repeats[case.id] = tuple(_repeat(case, run, primary, outcome) for run in runs)
+        repeats[case.id] = tuple(_repeat(case, run, primary, outcome, recorded) for run in runs)
     properties = {c.id: c.properties for c in cases if c.properties}
     return RunResult(tally.metrics(len(cases), skipped), tuple(outcomes), repeats, properties)
 
@@ -275,11 +277,12 @@ def _repeat(
     run: OutputRecord | AppFailure,
     primary: OutputRecord | None,
     outcome: CaseOutcome,
+    recorded: bool,
 ) -> Repeat:
     if isinstance(run, AppFailure):
         return repeat_of(case, run, ())
     failed = outcome.failed_checks if run is primary else _checked(case, run.evidence)[0]
-    return repeat_of(case, run.evidence, failed)
+    return repeat_of(case, run.evidence, failed, request_key(run.input) if recorded else None)
 
 
 def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
@@ -293,7 +296,7 @@ def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
         if record is not None and not any(r is record for r in runs):
             runs.insert(0, record)
         found.append((runs, record, matched_by))
-    return _score_all(cases, found, len(outputs.skipped))
+    return _score_all(cases, found, len(outputs.skipped), recorded=True)
 
 
 def score_repeats(
