@@ -197,6 +197,7 @@ def test_cases_run_verdicts_sent_to_serve_ride_on_the_judged_trace(
     assert any((e["label"], e["score"]) == ("pass", 1.0) for e in evaluations)
 
 
+@pytest.mark.slow
 def test_fairness_verdicts_through_rotel_into_serve(tmp_path: Path) -> None:
     suite, variants = _suite(tmp_path)
     server, store = _serve(tmp_path, "rotel")

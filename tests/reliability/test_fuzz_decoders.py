@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -86,6 +87,7 @@ def test_mutated_requests_never_crash_the_protobuf_decoder(body: bytes) -> None:
     _proto(body)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(json_values)
 def test_arbitrary_json_never_crashes_the_otlp_json_decoder(document: Any) -> None:
@@ -93,6 +95,7 @@ def test_arbitrary_json_never_crashes_the_otlp_json_decoder(document: Any) -> No
     _json(document)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_json(tuple(json.loads(d) for d in otlp_json_documents())))
 def test_mutated_documents_never_crash_the_otlp_json_decoder(document: Any) -> None:
