@@ -114,6 +114,7 @@ def test_mutated_json_text_never_crashes_the_http_json_path(body: bytes) -> None
     _json(document)
 
 
+@pytest.mark.slow  # it counts the examples of the slow fuzz tests above: it runs with them
 def test_every_decoder_fuzz_test_tried_its_inputs() -> None:
     # Runs after the fuzz tests above (file order): each must have tried all its examples.
     names = [

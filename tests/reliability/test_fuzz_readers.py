@@ -148,6 +148,7 @@ def test_mutated_outputs_files_give_a_located_error(data: bytes) -> None:
     _read_through(lambda p: load_logs([p]), data)
 
 
+@pytest.mark.slow  # it counts the examples of the slow fuzz tests above: it runs with them
 def test_every_reader_fuzz_test_tried_its_inputs() -> None:
     names = [
         n
