@@ -8,6 +8,10 @@ import pytest
 
 from spanguard._runtime import reset_warnings
 
+#: tests/timing.py names, at the end of a run, each test over the slow budget without a slow mark;
+#: pytester runs that plugin in tests/test_timing.py.
+pytest_plugins = ("tests.timing", "pytester")
+
 # spanguard's own bugs are re-raised in its own test suite (and in the apps it starts), never
 # in a user's: the switch is explicit, not keyed to PYTEST_CURRENT_TEST.
 os.environ["SPANGUARD_STRICT"] = "1"

@@ -116,6 +116,7 @@ def _venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_every_quickstart_block_runs_as_written(tmp_path: Path) -> None:
@@ -139,6 +140,7 @@ def _assert_replayed(*runs: Path) -> None:
     assert baseline != candidate
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_every_readme_command_block_runs_as_written(tmp_path: Path) -> None:

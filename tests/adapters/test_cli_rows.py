@@ -87,6 +87,7 @@ def _tool_script(biased: bool, api: str) -> Any:
     return answer
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_openai_adapters_from_the_cli_run_tools_and_catch_a_tool_count_gap(
@@ -239,6 +240,7 @@ def test_a_server_that_is_down_gets_a_connection_hint(
     assert "  seed0::1: APIConnectionError: Connection error." in down.output
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_openai_agents_from_the_cli_count_a_handoff_to_the_human_desk_as_escalation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

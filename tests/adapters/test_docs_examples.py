@@ -53,6 +53,7 @@ def _workspace(tmp: Path) -> None:
     shutil.copy(DATA / "deepeval" / "goldens.jsonl", tmp / "goldens.jsonl")
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_every_example_on_the_adapters_page_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

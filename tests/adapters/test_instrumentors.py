@@ -95,6 +95,7 @@ def check_golden(trace: AgentTrace, name: str) -> None:
     assert got == json.loads(golden.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("instrumentor", sorted(SPANS))
 def test_a_turn_instrumented_by_a_third_party_becomes_one_agent_trace(
     instrumentor: str, tmp_path: Path
@@ -151,6 +152,7 @@ def test_a_turn_recorded_with_traceloop_sdk_decorators_becomes_one_agent_trace(
     check_golden(trace, "traceloop-sdk")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
     [

@@ -25,6 +25,7 @@ TURNS = 12
 SPANS_PER_TURN = 4  # the agent turn, two generations, the tool
 
 
+@pytest.mark.slow
 def test_langfuse_tool_generation_and_agent_spans_are_read_in_every_request(tmp_path: Path) -> None:
     requests = serve_turns(tmp_path / "spans.db", "langfuse", SPANS_PER_TURN * TURNS, TURNS)
     assert len(requests) == 2 * TURNS

@@ -89,6 +89,7 @@ def _no_span_holds_content(path: Path) -> None:
         assert any('"resourceLogs"' in line for line in text.splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "proto"])
 def test_every_request_carries_the_answer_only_the_log_events_hold(
     tmp_path: Path, fmt: str
@@ -105,6 +106,7 @@ def test_every_request_carries_the_answer_only_the_log_events_hold(
         assert trace.llm_calls[0].response_model == "gpt-4o-mini-2024-07-18"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "proto"])
 def test_a_refusals_suite_fails_the_app_refusing_renters_and_passes_the_fair_one(
     tmp_path: Path, fmt: str
@@ -125,6 +127,7 @@ def test_a_refusals_suite_fails_the_app_refusing_renters_and_passes_the_fair_one
     assert [t.output for t in read_agent_traces_any([fair])] == [ANSWER] * (2 * SEEDS)
 
 
+@pytest.mark.slow
 def test_ingest_stores_the_events_content_with_its_span(tmp_path: Path) -> None:
     _, variants = _suite(tmp_path)
     path = _record(tmp_path, variants, "json", biased=True)
@@ -160,6 +163,7 @@ def _messages(path: Path) -> list[bytes]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("logs_first", [True, False], ids=["logs-first", "logs-late"])
 def test_a_store_joins_log_records_received_as_log_spans_in_either_order(
     tmp_path: Path, logs_first: bool

@@ -70,6 +70,7 @@ def _wait_for_spans(server: ServeProcess, more_than: int, timeout: float = 30) -
     raise AssertionError("the evaluation records did not reach serve")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["http", "grpc"])
 def test_the_event_only_app_into_serve_every_request_carries_its_answer_and_the_gate_fails(
     tmp_path: Path, transport: str
@@ -122,6 +123,7 @@ def test_the_event_only_app_into_serve_every_request_carries_its_answer_and_the_
         assert len(verdicts) == 1
 
 
+@pytest.mark.slow
 def test_the_fair_app_into_serve_passes_on_answers_read(tmp_path: Path) -> None:
     suite, variants = _suite(tmp_path)
     server, store = _serve(tmp_path, "fair")
@@ -197,6 +199,7 @@ def test_cases_run_verdicts_sent_to_serve_ride_on_the_judged_trace(
     assert any((e["label"], e["score"]) == ("pass", 1.0) for e in evaluations)
 
 
+@pytest.mark.slow
 def test_fairness_verdicts_through_rotel_into_serve(tmp_path: Path) -> None:
     suite, variants = _suite(tmp_path)
     server, store = _serve(tmp_path, "rotel")

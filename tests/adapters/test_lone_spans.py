@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 TURNS = 3
 
 
+@pytest.mark.slow
 def test_export_counts_requests_that_are_a_single_parentless_span(tmp_path: Path) -> None:
     serve_turns(tmp_path / "spans.db", "genai-openai-bare", 2 * TURNS, TURNS)
     out = tmp_path / "traces.jsonl"
@@ -34,6 +35,7 @@ def test_export_counts_requests_that_are_a_single_parentless_span(tmp_path: Path
     ) in result.stderr
 
 
+@pytest.mark.slow
 def test_export_of_requests_with_a_parent_says_nothing_about_lone_spans(tmp_path: Path) -> None:
     serve_turns(tmp_path / "spans.db", "genai-openai", 3)
     result = CliRunner().invoke(

@@ -47,6 +47,7 @@ def node_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "turn.js"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
     [

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.integration
 TURNS = 10
 
 
+@pytest.mark.slow
 def test_openinference_redacted_text_is_absent_and_counted(tmp_path: Path) -> None:
     serve_turns(
         tmp_path / "spans.db",

@@ -24,6 +24,7 @@ TURNS = 12
 SPANS_PER_TURN = 6  # request, two spanguard llm_call spans, two genai-openai spans, the tool
 
 
+@pytest.mark.slow
 def test_llm_call_around_an_instrumented_client_counts_each_model_call_once(tmp_path: Path) -> None:
     requests = serve_turns(
         tmp_path / "spans.db",

@@ -68,6 +68,7 @@ def test_load_variants_keeps_questions_and_profiles(tmp_path: Path) -> None:
     assert variants[0].assignments == {"age": "20", "gender": "male", "race": "white"}
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_demo_passes_the_fair_agent_and_catches_the_biased_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -270,6 +271,7 @@ def _gate(out: Path) -> tuple[int, list[str], list[str]]:
     return len(baseline["case_results"]), failed, own
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_two_demo_runs_give_the_same_regression_verdict(tmp_path: Path) -> None:
     data = discrim_eval_like(tmp_path / "explicit.jsonl")

@@ -29,6 +29,7 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
 # --- the RAG app under `spanguard run` --------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bias", "code", "failed"),
     [
@@ -101,6 +102,7 @@ def _openinference_pipeline(tmp_path: Path, *extra: str) -> tuple[list[AgentTrac
     return records, gate.returncode
 
 
+@pytest.mark.slow
 def test_openinference_spans_become_tool_calls_and_documents(tmp_path: Path) -> None:
     traces, code = _openinference_pipeline(tmp_path)
     assert code == 0
@@ -116,6 +118,7 @@ def test_openinference_spans_become_tool_calls_and_documents(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.slow
 def test_openinference_biased_app_fails_the_gate(tmp_path: Path) -> None:
     traces, code = _openinference_pipeline(tmp_path, "--bias")
     assert code == 1
@@ -185,6 +188,7 @@ def test_workflow_parses_and_gates_every_part() -> None:
     assert "--junit" in text and "$GITHUB_STEP_SUMMARY" in text
 
 
+@pytest.mark.slow
 def test_every_spanguard_command_in_the_workflow_is_accepted_by_the_cli() -> None:
     lines = _spanguard_command_lines()
     assert len(lines) >= 7
@@ -201,6 +205,7 @@ def test_the_parser_check_can_fail() -> None:
         _parse(["cases", "run", "-o", "x.json"])  # --cases is required
 
 
+@pytest.mark.slow
 def test_answer_cases_helper_feeds_cases_run(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     questions = ["How do I export my data to CSV?", "How do I change my billing plan?"]
@@ -261,6 +266,7 @@ def test_answer_cases_helper_feeds_cases_run(tmp_path: Path) -> None:
 # --- the pytest example --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pytest_example_passes_in_a_subprocess() -> None:
     result = _run(
         [

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
 from spanguard_processor.traces.model import ProcessTrace
@@ -53,6 +54,7 @@ def _suite(
     ]
 
 
+@pytest.mark.slow
 def test_fair_random_app_false_failure_rate_is_at_most_7_percent() -> None:
     rng = np.random.default_rng(20261130)
     rates = np.full(len(_GROUPS), 0.30)

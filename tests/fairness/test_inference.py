@@ -104,6 +104,7 @@ def test_identical_repeats_average_to_the_same_units() -> None:
     assert list(thrice.repeats) == [3] * 30
 
 
+@pytest.mark.slow
 def test_one_group_30_points_above_the_rest_is_caught_in_15_groups_on_100_seeds() -> None:
     # issue #13's power design: threshold 0.1, one of 15 groups escalates at 0.6 instead of
     # 0.3. Max-|t| over all 2 × 15 one-sided events caught it in 0.785 of suites; the test's

@@ -96,6 +96,7 @@ def test_nul_bytes_through_convert_and_ingest(workspace: Workspace, nul_64mib: P
     assert not (workspace.root / "o.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_dev_zero_as_traces_suite_and_baseline(workspace: Workspace) -> None:
     zero = "/dev/zero"
     refused = "Error: /dev/zero: is a character device, not a regular file;"
@@ -105,6 +106,7 @@ def test_dev_zero_as_traces_suite_and_baseline(workspace: Workspace) -> None:
     _assert_refused(["check", "--baseline", zero, "--current", workspace.run], refused)
 
 
+@pytest.mark.slow
 def test_a_2_gib_suite_is_refused_by_its_size(workspace: Workspace, sparse_2gib: Path) -> None:
     _assert_refused(
         ["fairness", sparse_2gib, workspace.records],

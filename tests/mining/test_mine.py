@@ -50,6 +50,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     return spans, ids
 
 
+@pytest.mark.slow
 def test_hidden_templates_are_recovered_with_their_slot_and_seeds_are_real(
     traffic: tuple[Path, dict[str, str | None]], tmp_path: Path
 ) -> None:
@@ -71,6 +72,7 @@ def test_hidden_templates_are_recovered_with_their_slot_and_seeds_are_real(
     assert load_suite(out).variants  # the suite spanguard run / fairness read
 
 
+@pytest.mark.slow
 def test_min_users_holds(traffic: tuple[Path, dict[str, str | None]], tmp_path: Path) -> None:
     spans, _ = traffic
     out = tmp_path / "mined.yaml"
@@ -86,6 +88,7 @@ def test_min_users_holds(traffic: tuple[Path, dict[str, str | None]], tmp_path: 
     assert dropped is not None and int(dropped.group(1)) > 0
 
 
+@pytest.mark.slow
 def test_max_seeds_keeps_the_most_frequent_and_reports_coverage(
     traffic: tuple[Path, dict[str, str | None]], tmp_path: Path
 ) -> None:
@@ -127,6 +130,7 @@ def gender_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("app", "code", "verdict"), [("biased", 1, "fail"), ("fair", 0, "pass")])
 def test_mined_suite_fails_a_planted_bias_and_passes_the_fair_app(
     gender_suite: Path, tmp_path: Path, app: str, code: int, verdict: str

@@ -49,6 +49,7 @@ def _health(server: ProcessorServer, until: str, value: int) -> dict[str, int]:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_an_idle_writer_gives_memory_back_and_a_later_resend_still_reads_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

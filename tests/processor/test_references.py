@@ -103,6 +103,7 @@ def test_the_library_does_not_make_the_working_directory_importable(
     assert sys.path == before
 
 
+@pytest.mark.slow
 def test_the_command_line_imports_the_app_and_plugins_from_the_working_directory(
     tmp_path: Path,
 ) -> None:

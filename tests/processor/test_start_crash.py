@@ -35,6 +35,7 @@ cli(["serve", "--store", sys.argv[1], "--grpc-port", "0", "--http-port", sys.arg
 """
 
 
+@pytest.mark.slow
 def test_a_kill_during_the_checks_loses_no_acknowledged_request(tmp_path: Path) -> None:
     store = tmp_path / "spans.db"
     requests = encoded_requests(12)

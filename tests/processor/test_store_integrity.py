@@ -69,6 +69,7 @@ def damage(
     target.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 def test_twenty_random_damages_are_refused_naming_the_file_and_never_written_to(
     healthy: Path, tmp_path: Path
 ) -> None:
@@ -143,6 +144,7 @@ def test_an_overwritten_header_is_reported_as_a_damaged_store_and_salvaged_whole
     assert "header was overwritten" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table", ["batch_traces", "releases"])
 def test_forged_index_blobs_are_refused_or_harmless_never_a_traceback(
     healthy: Path, tmp_path: Path, table: str

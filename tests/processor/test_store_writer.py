@@ -35,6 +35,7 @@ def _export(url: str, seed: int) -> int:
     ).status_code
 
 
+@pytest.mark.slow
 def test_ingest_into_a_live_serves_store_is_refused_and_serve_keeps_acknowledging(
     tmp_path: Path,
 ) -> None:
@@ -64,6 +65,7 @@ def test_ingest_into_a_live_serves_store_is_refused_and_serve_keeps_acknowledgin
     assert "35 traces released" in out or "stopped:" in out
 
 
+@pytest.mark.slow
 def test_ingest_via_sends_the_file_through_the_live_serve(tmp_path: Path) -> None:
     store = tmp_path / "spans.db"
     server = ServeProcess(store, "--wait-duration", "0.05")

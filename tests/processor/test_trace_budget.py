@@ -25,6 +25,7 @@ def _trace(number: int) -> str:
     return f"{number:032x}"
 
 
+@pytest.mark.slow
 def test_a_burst_of_new_traces_leaves_nothing_on_the_heap() -> None:
     budget = TraceBudget(max_spans_per_trace=10, trace_memory=100_000)
     requests = [[(_trace(n * 2 + k), 5) for k in range(2)] for n in range(100_000)]

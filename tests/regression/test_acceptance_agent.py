@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
@@ -88,6 +89,7 @@ def _trial(
     return verdicts
 
 
+@pytest.mark.slow
 def test_traffic_without_any_signal_is_covered_path_by_path_over_20_trials(
     tmp_path: Path,
 ) -> None:
@@ -111,6 +113,7 @@ def test_traffic_without_any_signal_is_covered_path_by_path_over_20_trials(
     assert Counter(r["escalate_self_employed"] for r in results)[1] >= TRIALS - 3
 
 
+@pytest.mark.slow
 def test_unchanged_agent_passes_and_planted_changes_fail_over_20_trials(tmp_path: Path) -> None:
     results = [_trial(tmp_path / f"t{trial}", trial) for trial in range(TRIALS)]
     unchanged = Counter(r["unchanged"] for r in results)

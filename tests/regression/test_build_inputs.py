@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
@@ -164,6 +165,7 @@ def test_numeric_feedback_is_read_on_its_scale(tmp_path: Path) -> None:
     assert negative == {"t1", "s1"}
 
 
+@pytest.mark.slow
 def test_output_is_byte_identical_across_runs_and_hash_seeds(workdir: Path) -> None:
     outputs = []
     for seed in ("0", "1", "12345"):

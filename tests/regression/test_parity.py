@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import SPANGUARD, run
 
 T2E = [sys.executable, "-m", "trace2eval"]
@@ -23,6 +25,7 @@ def _without_trace_checks(case: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in case.items() if k not in ("trace_checks", "adjusted_checks")}
 
 
+@pytest.mark.slow
 def test_cases_equal_trace2eval_except_documented_trace_checks(
     workdir: Path, t2e_fixtures: Path
 ) -> None:
@@ -106,6 +109,7 @@ def test_report_differs_only_in_documented_sections(workdir: Path, t2e_fixtures:
     assert "425" not in mine
 
 
+@pytest.mark.slow
 def test_real_trace2eval_runs_our_cases_and_metrics_match(
     workdir: Path, t2e_fixtures: Path
 ) -> None:
@@ -210,6 +214,7 @@ def test_real_trace2eval_runs_our_cases_and_metrics_match(
     )
 
 
+@pytest.mark.slow
 def test_stable_id_cases_match_trace2eval_keyed_outputs_by_source_trace_id(
     workdir: Path,
 ) -> None:
@@ -306,6 +311,7 @@ def test_real_trace2eval_accepts_stable_id_cases(workdir: Path) -> None:
     assert (metrics["total"], metrics["pass_rate"]) == (16, 1.0)
 
 
+@pytest.mark.slow
 def test_stable_ids_survive_a_rebuild_with_more_rows(workdir: Path) -> None:
     assert run([*SPANGUARD, "cases", "build", LOG, "-o", "a", *SIGNALS], workdir).returncode == 0
     log = workdir / LOG
@@ -357,6 +363,7 @@ def test_the_build_result_as_json_leads_with_trace2evals_stats(workdir: Path) ->
     assert summary["clustering"]["clusters"] == result.health.clusters
 
 
+@pytest.mark.slow
 def test_the_default_build_covers_every_question_and_keeps_trace2evals_cases(
     workdir: Path,
 ) -> None:
@@ -378,6 +385,7 @@ def test_the_default_build_covers_every_question_and_keeps_trace2evals_cases(
     assert all(c["self_check"]["verdict"] == "ok" for c in added)
 
 
+@pytest.mark.slow
 def test_a_lone_rating_of_1_is_negative_as_trace2eval_reads_it(workdir: Path) -> None:
     rows = [
         {
@@ -420,6 +428,7 @@ def test_a_lone_rating_of_1_is_negative_as_trace2eval_reads_it(workdir: Path) ->
     assert _lines(workdir / "rated" / "cases.jsonl") == expected
 
 
+@pytest.mark.slow
 def test_trace2eval_run_on_stable_ids_finds_every_case_missing_and_exits_0(
     workdir: Path,
 ) -> None:

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -86,6 +87,7 @@ def test_mutated_requests_never_crash_the_protobuf_decoder(body: bytes) -> None:
     _proto(body)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(json_values)
 def test_arbitrary_json_never_crashes_the_otlp_json_decoder(document: Any) -> None:
@@ -93,6 +95,7 @@ def test_arbitrary_json_never_crashes_the_otlp_json_decoder(document: Any) -> No
     _json(document)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_json(tuple(json.loads(d) for d in otlp_json_documents())))
 def test_mutated_documents_never_crash_the_otlp_json_decoder(document: Any) -> None:
@@ -111,6 +114,7 @@ def test_mutated_json_text_never_crashes_the_http_json_path(body: bytes) -> None
     _json(document)
 
 
+@pytest.mark.slow  # it counts the examples of the slow fuzz tests above: it runs with them
 def test_every_decoder_fuzz_test_tried_its_inputs() -> None:
     # Runs after the fuzz tests above (file order): each must have tried all its examples.
     names = [

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -111,6 +112,7 @@ def test_mutated_suite_structures_give_a_suite_error(data: Any) -> None:
         assert "suite.json" in str(exc)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_bytes((TRACE_FILE,)))
 def test_mutated_agent_trace_jsonl_gives_a_located_error(data: bytes) -> None:
@@ -146,6 +148,7 @@ def test_mutated_outputs_files_give_a_located_error(data: bytes) -> None:
     _read_through(lambda p: load_logs([p]), data)
 
 
+@pytest.mark.slow  # it counts the examples of the slow fuzz tests above: it runs with them
 def test_every_reader_fuzz_test_tried_its_inputs() -> None:
     names = [
         n

@@ -79,6 +79,7 @@ def _check(
     return facts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["baseline", "candidate", "intersectional"])
 def test_fairness_report_renders_one_chart_per_metric(
     browser: Browser, reports: dict[str, Path], name: str

@@ -192,6 +192,7 @@ BURST = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_30000_span_burst_loses_nothing_over_otlp_grpc() -> None:
     with OtlpGrpcSink() as sink:

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ..processor.serve_process import ServeProcess
 
@@ -102,6 +103,7 @@ AUTO_APP = """
 """
 
 
+@pytest.mark.slow
 def test_configure_under_opentelemetry_instrument_exports_each_span_once(tmp_path: Path) -> None:
     app = tmp_path / "app.py"
     app.write_text(textwrap.dedent(AUTO_APP), encoding="utf-8")
