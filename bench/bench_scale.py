@@ -77,9 +77,23 @@ def _templates(seeds: int) -> list[ExportTraceServiceRequest]:
     return [encode_spans(spans[at : at + step]) for at in range(0, len(spans), step)]
 
 
-def _copy(template: ExportTraceServiceRequest, repeat: int) -> bytes:
-    """The template's requests as repeat ``repeat``: fresh trace ids, the repeat and a
-    helpfulness score that varies with it."""
+def _duration(templates: list[ExportTraceServiceRequest]) -> int:
+    """Nanoseconds from the first span's start to the last one's end, plus a millisecond."""
+    spans = [
+        span
+        for t in templates
+        for resource in t.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
+    first = min(span.start_time_unix_nano for span in spans)
+    return max(span.end_time_unix_nano for span in spans) - first + 1_000_000
+
+
+def _copy(template: ExportTraceServiceRequest, repeat: int, shift: int) -> bytes:
+    """The template's requests as repeat ``repeat``: fresh trace ids, times ``shift`` ns later
+    (so the store's start order is its batch order, as live traffic stores it), the repeat and
+    a helpfulness score that varies with it."""
     fresh = ExportTraceServiceRequest()
     fresh.CopyFrom(template)
     prefix = repeat.to_bytes(4, "big")
@@ -88,6 +102,10 @@ def _copy(template: ExportTraceServiceRequest, repeat: int) -> bytes:
         for scope in resource.scope_spans:
             for span in scope.spans:
                 span.trace_id = prefix + span.trace_id[4:]
+                span.start_time_unix_nano += shift
+                span.end_time_unix_nano += shift
+                for event in span.events:
+                    event.time_unix_nano += shift
                 if span.parent_span_id:
                     continue
                 for attribute in span.attributes:
@@ -106,10 +124,14 @@ def build_store(path: Path, spans: int, seeds: int) -> None:
     for stale in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
         stale.unlink(missing_ok=True)
     shaping = Shaper().shaping
+    duration = _duration(templates)
     started = time.perf_counter()
     with SpanStore(partial, durable=False) as store:
         for repeat in range(repeats):
-            batches = [PROTOBUF_CODEC.decode(_copy(t, repeat), None, shaping) for t in templates]
+            batches = [
+                PROTOBUF_CODEC.decode(_copy(t, repeat, repeat * duration), None, shaping)
+                for t in templates
+            ]
             store.put_batches(
                 batches, release=sorted({g.trace_id for b in batches for g in b.traces})
             )
@@ -174,7 +196,7 @@ def main() -> None:
     args = parser.parse_args()
     spans = 100_000 if args.quick else args.spans
     args.dir.mkdir(parents=True, exist_ok=True)
-    store = args.dir / f"store-{spans}-{args.seeds}.db"
+    store = args.dir / f"store-{spans}-{args.seeds}-timed.db"
     suite = args.dir / f"suite-{args.seeds}.yaml"
     if not suite.exists():
         write_suite(suite, args.seeds)
