@@ -18,8 +18,8 @@ def _trace(index: int, score: float = 0.5, flag: object = 1) -> AgentTrace:
         seed_id=f"s{index // 2}",
         variant_id=f"s{index // 2}::{1 + index % 2}",
         assignments={"g": "ab"[index % 2]},
-        input="q",
-        output="a",
+        input="".join(["how do I ", "reset it?"]),  # a new string object each time
+        output="".join(["use the ", "link"]),
         metadata={"score": score, "flag": flag},
         trace=ProcessTrace(
             retrieved_documents=(RetrievedDocument("d", "news", 1, score),), escalated=True
@@ -31,6 +31,7 @@ def test_equal_values_are_one_instance_and_unequal_json_is_not() -> None:
     a, b = observation_from_trace(_trace(0)), observation_from_trace(_trace(2))
     assert a.metadata is b.metadata and a.trace is b.trace and a.usage is b.usage
     assert a.assignments is b.assignments
+    assert a.prompt is b.prompt and a.response is b.response
     for other in (_trace(4, flag=True), _trace(4, flag=1.0)):  # equal in Python, not in JSON
         assert observation_from_trace(other).metadata is not a.metadata
     negative = observation_from_trace(_trace(6, score=-0.0))

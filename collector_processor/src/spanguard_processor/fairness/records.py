@@ -200,8 +200,8 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
         seed_id=sys.intern(str(record["seed_id"])),
         variant_id=ident,
         assignments=_one_of("a", dict(trace.assignments)),
-        prompt=str(record["prompt"]),
-        response=str(record["response"]),
+        prompt=_one_of("t", str(record["prompt"])),  # a variant's repeats ask the same
+        response=_one_of("t", str(record["response"])),
         metadata=_one_of("m", metadata),
         trace=_shared_trace(trace.trace),
         stated=_one_of("s", stated),
