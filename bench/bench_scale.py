@@ -14,8 +14,11 @@ With ``--baseline SRC`` (the ``collector_processor/src`` folder of another check
 too, on the same store, and the outputs are compared byte for byte (``report.json`` with a
 fixed ``SOURCE_DATE_EPOCH``; the exported JSONL).
 
-    nice -n 10 .venv/bin/python bench/bench_scale.py --spans 1000000   # build ~3 min, then runs
+    nice -n 10 .venv/bin/python bench/bench_scale.py --spans 1000000   # builds in ~20 s
     nice -n 10 .venv/bin/python bench/bench_scale.py --quick           # 100k spans
+    nice -n 10 .venv/bin/python bench/bench_scale.py --build-only      # 10M: 24 min at load 10
+
+Results: docs/benchmarks-processor.md, "Issue 50: one big store, streamed".
 """
 
 from __future__ import annotations
