@@ -216,7 +216,7 @@ def finish(
             for line in trend_lines(rows):
                 click.echo(line)
     if fmt == "json":
-        summary = report_dict(ev, options)
+        summary = report_dict(ev, options, scenarios=False)
         summary.pop("scenario_results")
         click.echo(json.dumps(summary, indent=2, allow_nan=False))
     elif fmt == "markdown":

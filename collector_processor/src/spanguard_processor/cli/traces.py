@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..common.jsonio import write_jsonl
+from ..common.jsonio import dumps_line
 from ..traces.formats import to_fairtrace_record, to_trace2eval_row
 from ..traces.model import AgentTrace
 from ._common import BadInput, F, check_files, output_option, renamed
@@ -25,23 +26,45 @@ PARQUET = "parquet"  # one row per agent trace, typed columns (traces/parquet.py
 
 
 class _JsonlSink:
-    """JSONL records of one format, written atomically when closed."""
+    """JSONL records of one format, written as they come (memory stays flat in the traces) to
+    a temporary file that :meth:`close` puts in place and :meth:`abort` drops."""
 
     def __init__(self, path: Path, output_format: str) -> None:
-        self.path = path
+        from ..common.writes import AtomicOutput, WriteFailed
+
         self.converter = _CONVERTERS[output_format]
-        self.rows: list[Any] = []
         self.count = 0
+        self._output = AtomicOutput(Path(path))
+        try:
+            self._file = open(self._output.temporary, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            self._output.abort()
+            raise WriteFailed(self._output.path, exc) from None
 
     def add(self, trace: AgentTrace) -> None:
-        self.rows.append(self.converter(trace))
+        from ..common.writes import WriteFailed
+
+        try:
+            self._file.write(dumps_line(self.converter(trace)) + "\n")
+        except OSError as exc:  # no space left, an I/O error: a sentence, not a traceback
+            raise WriteFailed(self._output.path, exc) from None
         self.count += 1
 
     def close(self) -> int:
-        return write_jsonl(self.path, self.rows)
+        from ..common.writes import WriteFailed
+
+        try:
+            self._file.close()
+        except OSError as exc:
+            self._output.abort()
+            raise WriteFailed(self._output.path, exc) from None
+        self._output.commit()
+        return self.count
 
     def abort(self) -> None:
-        self.rows = []
+        with contextlib.suppress(OSError):
+            self._file.close()
+        self._output.abort()
 
 
 def _open_sink(output_format: str, output: Path) -> Any:

@@ -32,6 +32,7 @@ class Matched:
 
 def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched:
     variants = {v.id: v for v in suite.variants}
+    assigned_to: dict[str, dict[str, str]] = {}  # one dict per variant, not per record
     kept: list[Observation] = []
     unmatched = 0
     assigned = False  # some record assigns a group: a run of some counterfactual suite
@@ -41,10 +42,11 @@ def match_to_suite(suite: Suite, observations: Iterable[Observation]) -> Matched
             unmatched += 1
             assigned = assigned or bool(o.assignments)
             continue
+        assignments = assigned_to.get(v.id)
+        if assignments is None:
+            assignments = assigned_to[v.id] = dict(v.assignments)
         kept.append(
-            replace(
-                o, seed_id=v.seed_id, assignments=dict(v.assignments), prompt=o.prompt or v.prompt
-            )
+            replace(o, seed_id=v.seed_id, assignments=assignments, prompt=o.prompt or v.prompt)
         )
     # Suite order, then record id: the result must not depend on the order the inputs were read
     # in (several store partitions, rotated span files), down to the last bit of a float sum.

@@ -156,8 +156,39 @@ def _fairtrace_trace(trace: ProcessTrace) -> dict[str, Any]:
     return out
 
 
+def _value_key(value: Any) -> object:
+    """A hashable key equal only for values that are the same JSON (``1``, ``1.0``, ``True``
+    and ``0.0``, ``-0.0`` apart); raises ``TypeError`` for a value that has none."""
+    if isinstance(value, dict):
+        return ("{", tuple((k, _value_key(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("[", tuple(_value_key(v) for v in value))
+    if isinstance(value, float):
+        return ("f", repr(value))
+    hash(value)
+    return (type(value).__name__, value)
+
+
+def _one_of(tag: str, value: Any) -> Any:
+    """One instance per distinct value (``_share``), or ``value`` itself when unhashable: an
+    observation keeps the few distinct usage totals, metadata and process traces of a run,
+    not a copy per record (issue 50: 13.2 KB a record read from a store)."""
+    try:
+        key = (tag, _value_key(value))
+    except TypeError:
+        return value
+    return _share(key, lambda: value)
+
+
+def _shared_trace(trace: ProcessTrace) -> ProcessTrace:
+    scores = tuple(repr(d.score) for d in trace.retrieved_documents)
+    shared: ProcessTrace = _share(("p", trace, scores), lambda: trace)
+    return shared
+
+
 def observation_from_trace(trace: AgentTrace) -> Observation:
-    """An observation from an assembled agent trace (its process trace is always present)."""
+    """An observation from an assembled agent trace (its process trace is always present);
+    equal values of different records share one instance."""
     record = to_fairtrace_record(trace)
     metadata = dict(record["response_metadata"])
     metadata.pop("trace", None)
@@ -166,18 +197,18 @@ def observation_from_trace(trace: AgentTrace) -> Observation:
     ident = str(record["id"])
     return Observation(
         id=f"{ident}#{trace.repeat}" if trace.repeat else ident,
-        seed_id=str(record["seed_id"]),
+        seed_id=sys.intern(str(record["seed_id"])),
         variant_id=ident,
-        assignments=dict(trace.assignments),
-        prompt=str(record["prompt"]),
-        response=str(record["response"]),
-        metadata=metadata,
-        trace=trace.trace,
-        stated=stated,
+        assignments=_one_of("a", dict(trace.assignments)),
+        prompt=_one_of("t", str(record["prompt"])),  # a variant's repeats ask the same
+        response=_one_of("t", str(record["response"])),
+        metadata=_one_of("m", metadata),
+        trace=_shared_trace(trace.trace),
+        stated=_one_of("s", stated),
         trace_id=trace.trace_id,
         span_id=trace.root_span_id,
         captured=trace.input is not None or trace.output is not None,
-        usage=trace.usage,
+        usage=_one_of("u", trace.usage),
         has_output=trace.output is not None,
         unread=trace.unread,
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from spanguard.exceptions import InputError
 
 from ...common._json import parse_json
 from ...common.jsonio import write_text_atomic
-from ...common.writes import append_text
+from ...common.writes import append_text, write_chunks_atomic
 from ..gate.results import Evaluation, Verdict
 from ..vocabulary import Direction
 from .verdict_text import label
@@ -297,12 +297,7 @@ def record_run(
     runs = min(len(previous), TREND_RUNS)
     report = directory / "report.json"
     if report.exists():
-        data = parse_json(report.read_text(encoding="utf-8"))
-        data.setdefault("spanguard", {})["trend"] = {
-            "previous_runs": len(previous),
-            "metrics": rows,
-        }
-        write_text_atomic(report, json.dumps(data, indent=2, allow_nan=False) + "\n")
+        add_trend(report, {"previous_runs": len(previous), "metrics": rows})
     markdown = directory / "report.md"
     if markdown.exists():
         write_text_atomic(markdown, markdown.read_text(encoding="utf-8") + _markdown(rows, runs))
@@ -313,6 +308,42 @@ def record_run(
             page = page.replace("</body>", _html(rows, runs) + "</body>", 1)
             write_text_atomic(html, page)
     return rows
+
+
+_END = b"\n  }\n}\n"  # how report.json ends: its last key, the spanguard block, closed
+_BLOCK = b'\n  "spanguard": {\n'
+_TAIL = 1 << 20  # bytes of the report's end searched for the spanguard block
+
+
+def add_trend(report: Path, trend: dict[str, Any]) -> None:
+    """Set ``spanguard.trend`` in a report.json: spliced in before the block's end, the rest
+    of the file copied a chunk at a time (a report of millions of scenario records is never
+    parsed whole); a report of another shape is parsed and written again, as before."""
+    size = report.stat().st_size
+    with report.open("rb") as f:
+        f.seek(max(0, size - _TAIL))
+        tail = f.read()
+    at = tail.rfind(_BLOCK)
+    if at < 0 or not tail.endswith(_END) or b'\n    "trend": ' in tail[at:]:
+        data = parse_json(report.read_text(encoding="utf-8"))
+        data.setdefault("spanguard", {})["trend"] = trend
+        write_text_atomic(report, json.dumps(data, indent=2, allow_nan=False) + "\n")
+        return
+    lines = json.dumps({"trend": trend}, indent=2, allow_nan=False).split("\n")[1:-1]
+    added = (",\n" + "\n".join("  " + line for line in lines)).encode("utf-8")
+
+    def chunks() -> Iterator[bytes]:
+        left = size - len(_END)
+        with report.open("rb") as f:
+            while left > 0:
+                chunk = f.read(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
+                yield chunk
+        yield added + _END
+
+    write_chunks_atomic(report, chunks())
 
 
 def is_history_reference(path: Path) -> bool:

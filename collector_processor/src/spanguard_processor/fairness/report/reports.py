@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ...common.jsonio import write_text_atomic
 from ...common.markdown import md_text
+from ...common.writes import write_chunks_atomic
 from ..gate.results import Evaluation, MetricResult, RecordMap, Verdict
 from .attribute_text import attribute_json, attribute_rows
 from .evidence_report import ReportOptions, evidence_json, evidence_markdown
@@ -37,6 +39,7 @@ from .verdict_text import (
 
 __all__ = [
     "ReportOptions",
+    "json_chunks",
     "render_json",
     "render_junit",
     "render_markdown",
@@ -127,20 +130,26 @@ def _scenario(record: dict[str, Any], options: ReportOptions) -> dict[str, Any]:
     return record
 
 
-def report_dict(ev: Evaluation, options: ReportOptions = _PLAIN) -> dict[str, Any]:
+def report_dict(
+    ev: Evaluation, options: ReportOptions = _PLAIN, *, scenarios: bool = True
+) -> dict[str, Any]:
     """fairtrace's report.json keys, then a ``spanguard`` block with provenance and verdict.
 
     Each metric carries ``verdict`` ("pass", "fail", "inconclusive" or "no_signal"; ``passed``
     is true only for "pass"), ``gating`` (false for an optional metric without signal), what
     it reads (``signal``, ``signal_records``, ``diagnosis``), ``seeds_needed`` for an
-    inconclusive one, and ``evidence``: its counterfactual pairs (see :mod:`.evidence`)."""
+    inconclusive one, and ``evidence``: its counterfactual pairs (see :mod:`.evidence`).
+    ``scenarios=False`` leaves ``scenario_results`` empty (a record a line:
+    :func:`json_chunks` writes them one at a time)."""
     cfg = ev.config
     return strict(
         {
             "generated_at": ev.generated_at,
             "variant_count": ev.variant_count,
             "metric_results": [_metric_dict(r, cfg.level, options) for r in ev.results],
-            "scenario_results": [_scenario(o.record(), options) for o in ev.observations],
+            "scenario_results": [_scenario(o.record(), options) for o in ev.observations]
+            if scenarios
+            else [],
             "spanguard": {
                 "version": _version(),
                 "passed": ev.passed,
@@ -168,7 +177,35 @@ def report_dict(ev: Evaluation, options: ReportOptions = _PLAIN) -> dict[str, An
 
 
 def render_json(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
-    return json.dumps(report_dict(ev, options), indent=2, allow_nan=False, default=str) + "\n"
+    return b"".join(json_chunks(ev, options)).decode("utf-8")
+
+
+_HOLE = "\x00scenario_results\x00"  # where the streamed records go in the report's text
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, allow_nan=False, default=str)
+
+
+def json_chunks(ev: Evaluation, options: ReportOptions = _PLAIN) -> Iterator[bytes]:
+    """report.json's text, the scenario records one at a time: the same bytes as
+    ``json.dumps(report_dict(ev, options), indent=2)`` without every record's dict (or the
+    whole text) in memory at once."""
+    head = report_dict(ev, options, scenarios=False)
+    head["scenario_results"] = _HOLE
+    before, after = _dumps(head).split(json.dumps(_HOLE), 1)
+    yield before.encode("utf-8")
+    if not ev.observations:
+        yield b"[]"
+    for index, o in enumerate(ev.observations):
+        record = _dumps(strict(_scenario(o.record(), options)))
+        text = ("[\n" if index == 0 else ",\n") + "\n".join(
+            "    " + line for line in record.split("\n")
+        )
+        yield text.encode("utf-8")
+    if ev.observations:
+        yield b"\n  ]"
+    yield (after + "\n").encode("utf-8")
 
 
 _STATUS: dict[str, str] = {
@@ -339,13 +376,13 @@ def write_reports(
 ) -> dict[str, Path]:
     """Write report.json, report.md, junit.xml and report.html into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
+    write_chunks_atomic(directory / "report.json", json_chunks(ev, options))
+    paths = {"report.json": directory / "report.json"}
     outputs = {
-        "report.json": render_json(ev, options),
         "report.md": render_markdown(ev, options),
         "junit.xml": render_junit(ev, options),
         "report.html": render_html(ev, options),
     }
-    paths = {}
     for name, text in outputs.items():
         path = directory / name
         write_text_atomic(path, text)
