@@ -1,0 +1,175 @@
+-- The span -> agent-trace map as SQL over the Collector ClickHouse exporter's otel_traces
+-- columns: one row per agent trace. Written once; traces/sqlmap.py expands the @macros for
+-- DuckDB or ClickHouse (traces/_sql_dialect.py) and finishes each row with the Python rules
+-- (traces/convert.py and the modules it calls). Each CTE names the Python rule it copies.
+WITH raw AS (
+    SELECT TraceId AS tid, SpanId AS sid, ParentSpanId AS pid, SpanName AS name,
+           @ns(Timestamp) AS start_ns, CAST(Duration AS BIGINT) AS dur, SpanAttributes AS a,
+           "Events.Timestamp" AS ev_t, "Events.Name" AS ev_n, "Events.Attributes" AS ev_a
+    FROM @source()
+    WHERE SpanName <> 'spanguard.annotate' AND SpanName <> 'spanguard.log' @window()
+),
+-- identity.is_agent_span, _llm.is_llm_span, identity.tool_name (the span's role)
+roles AS (
+    SELECT tid, sid, pid, name, start_ns, start_ns + dur AS end_ns, a, ev_t, ev_n, ev_a,
+        (@val(a; 'gen_ai.operation.name') = 'invoke_agent'
+            OR @val(a; 'openinference.span.kind') = 'AGENT'
+            OR @val(a; 'traceloop.span.kind') IN ('workflow', 'agent')) AS is_agent,
+        (@val(a; 'gen_ai.operation.name') IN ('chat', 'text_completion', 'generate_content', 'completion')
+            OR @val(a; 'openinference.span.kind') = 'LLM'
+            OR @val(a; 'llm.request.type') IN ('chat', 'completion')) AS is_llm,
+        (@val(a; 'mcp.method.name') = 'tools/call') AS is_mcp,
+        (@val(a; 'mcp.method.name') = 'tools/call'
+            OR @val(a; 'gen_ai.operation.name') = 'execute_tool'
+            OR @val(a; 'openinference.span.kind') = 'TOOL'
+            OR @val(a; 'traceloop.span.kind') = 'tool') AS is_tool,
+        @has(a; 'spanguard.request.id') AS has_request,
+        -- identity.conversation_key: what joins the parentless model calls of one turn
+        COALESCE(
+            CASE WHEN @val(a; 'gen_ai.conversation.id') <> '' THEN 'gen_ai.conversation.id=' || @val(a; 'gen_ai.conversation.id') END,
+            CASE WHEN @val(a; 'session.id') <> '' THEN 'session.id=' || @val(a; 'session.id') END,
+            CASE WHEN @val(a; 'langfuse.session.id') <> '' THEN 'langfuse.session.id=' || @val(a; 'langfuse.session.id') END,
+            CASE WHEN @val(a; 'mcp.session.id') <> '' THEN 'mcp.session.id=' || @val(a; 'mcp.session.id') END,
+            CASE WHEN @prefix(a; 'traceloop.association.properties.') THEN 'traceloop=' || @pick(a; 'traceloop.association.properties.') END
+        ) AS ckey
+    FROM raw
+),
+named AS (
+    SELECT *,
+        CASE WHEN is_tool THEN COALESCE(
+            @nonblank(a; 'gen_ai.tool.name'), @nonblank(a; 'tool.name'),
+            @nonblank(a; 'mcp.tool.name'), @nonblank(a; 'traceloop.entity.name'),
+            NULLIF(@trim(CASE WHEN @starts(n2; 'execute_tool') THEN substring(n2, 13) ELSE n2 END), ''),
+            NULLIF(name, ''), 'tool') END AS tool
+    FROM (
+        SELECT *, CASE WHEN is_mcp AND @starts(n1; 'tools/call') THEN substring(n1, 11) ELSE n1 END AS n2
+        FROM (SELECT *, CASE WHEN is_mcp AND @starts(name; 'MCP send ') THEN substring(name, 10) ELSE name END AS n1 FROM roles) AS r1
+    ) AS r2
+),
+-- identity.find_root: parentless within the trace; agent spans first, then the earliest
+cand AS (
+    SELECT s.*, (p.sid IS NULL) AS is_cand
+    FROM named AS s LEFT JOIN (SELECT tid, sid FROM roles) AS p ON p.tid = s.tid AND p.sid = s.pid
+),
+ranked AS (
+    SELECT *,
+        ROW_NUMBER() OVER (PARTITION BY tid ORDER BY is_cand DESC, is_agent DESC, start_ns, sid) AS trk,
+        ROW_NUMBER() OVER (PARTITION BY tid ORDER BY start_ns, sid) AS tpos
+    FROM cand
+),
+-- convert.traces_from_records: a trace whose root is a parentless model or tool call, with no
+-- agent or spanguard request span, joins the others of its conversation
+turns AS (
+    SELECT tid,
+        CASE WHEN MAX(CASE WHEN trk = 1 AND pid = '' AND (is_llm OR is_tool) THEN 1 ELSE 0 END) = 1
+              AND MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) = 0
+             THEN @first(ckey; tpos; ckey IS NOT NULL) END AS conv
+    FROM ranked GROUP BY tid
+),
+grouped AS (
+    SELECT *,
+        ROW_NUMBER() OVER (PARTITION BY gid ORDER BY is_cand DESC, is_agent DESC, start_ns, sid) AS grk,
+        ROW_NUMBER() OVER (PARTITION BY gid ORDER BY start_ns, sid) AS pos
+    FROM (SELECT r.*, COALESCE(t.conv, r.tid) AS gid FROM ranked AS r JOIN turns AS t ON t.tid = r.tid) AS j
+),
+spans AS (
+    SELECT *, CASE WHEN grk = 1 THEN 0 ELSE pos END AS ipos,
+        -- identity._spanguard_identity, per span (root first, then the others earliest first)
+        NULLIF(@val(a; 'spanguard.seed_id'), '') AS seed,
+        NULLIF(@val(a; 'spanguard.variant_id'), '') AS variant,
+        CASE WHEN @digits(@val(a; 'spanguard.repeat')) THEN @int(@val(a; 'spanguard.repeat')) ELSE 0 END AS rep,
+        CASE WHEN @prefix(a; 'spanguard.assignment.') THEN @pick(a; 'spanguard.assignment.') END AS asg,
+        -- identity.sender: user.id, enduser.id, langfuse.user.id; session.id, langfuse.session.id, gen_ai.conversation.id
+        COALESCE(@nonblank(a; 'user.id'), @nonblank(a; 'enduser.id'), @nonblank(a; 'langfuse.user.id')) AS usr,
+        COALESCE(@nonblank(a; 'session.id'), @nonblank(a; 'langfuse.session.id'), @nonblank(a; 'gen_ai.conversation.id')) AS ses,
+        -- identity.cost: spanguard.cost_usd, else llm.cost.total (finished by finite_number)
+        CASE WHEN @float(@val(a; 'spanguard.cost_usd')) IS NOT NULL THEN @get(a; 'spanguard.cost_usd') ELSE @get(a; 'llm.cost.total') END AS cost,
+        -- _llm.llm_call reads these keys of a model call (typed back and read by the same rule)
+        CASE WHEN is_llm THEN @keys(a; 'gen_ai.provider.name', 'gen_ai.system', 'llm.provider', 'llm.system', 'gen_ai.request.model', 'llm.invocation_parameters', 'gen_ai.response.model', 'llm.model_name', 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt', 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion', 'gen_ai.response.finish_reasons', 'llm.finish_reason', 'spanguard.cost_usd', 'llm.cost.total') END AS llm_attrs,
+        -- _documents.span_documents (GenAI form)
+        @get(a; 'gen_ai.retrieval.documents') AS docs,
+        -- identity.sources: the conventions the spans were recorded with
+        CASE WHEN @prefix(a; 'gen_ai.') THEN 1 ELSE 0 END AS src_gen_ai,
+        CASE WHEN @has(a; 'openinference.span.kind') OR @prefix(a; 'retrieval.documents.') THEN 1 ELSE 0 END AS src_oi,
+        CASE WHEN @prefix(a; 'traceloop.') THEN 1 ELSE 0 END AS src_traceloop,
+        CASE WHEN @prefix(a; 'langfuse.') THEN 1 ELSE 0 END AS src_langfuse,
+        CASE WHEN @prefix(a; 'spanguard.') THEN 1 ELSE 0 END AS src_spanguard,
+        -- the rules this map leaves to Python: the trace is converted from its spans instead
+        CASE WHEN @prefix(a; 'langfuse.') OR @prefix(a; 'traceloop.association.properties.') OR @has(a; 'metadata')
+              OR (@prefix(a; 'retrieval.documents.') AND NOT @has(a; 'gen_ai.retrieval.documents'))
+              OR (is_llm AND (@like(a; 'tool_call') OR @like(a; 'function_call')
+                  OR @contains(@val(a; 'gen_ai.output.messages'); 'tool')))
+             THEN 1 ELSE 0 END AS py_span
+    FROM grouped
+),
+-- process.process_trace and process.outcome_of: events in time order
+events AS (
+    SELECT gid, en,
+        ROW_NUMBER() OVER (PARTITION BY gid ORDER BY et, sid, ei) AS eo,
+        NULLIF(@val(ea; 'spanguard.plan.step'), '') AS step,
+        NULLIF(@val(ea; 'spanguard.friction.point'), '') AS point,
+        NULLIF(@val(ea; 'spanguard.escalation.reason'), '') AS reason
+    FROM (@events(spans)) AS e
+),
+process AS (
+    SELECT gid,
+        @list(step; eo; en = 'spanguard.plan_step' AND step IS NOT NULL) AS plan_steps,
+        @list(point; eo; en = 'spanguard.friction' AND point IS NOT NULL) AS friction,
+        MAX(CASE WHEN en = 'spanguard.escalation' THEN 1 ELSE 0 END) AS escalated,
+        @first(reason; eo; en = 'spanguard.escalation' AND reason IS NOT NULL) AS escalation_reason,
+        MAX(CASE WHEN @starts(en; 'spanguard.') THEN 1 ELSE 0 END) AS src_events,
+        MAX(CASE WHEN @starts(en; 'gen_ai.') THEN 1 ELSE 0 END) AS py_events
+    FROM events GROUP BY gid
+),
+traces AS (
+    SELECT gid,
+        @first(seed; ipos; seed IS NOT NULL) AS seed_id,
+        @first(variant; ipos; variant IS NOT NULL) AS variant_id,
+        @first(asg; ipos; asg IS NOT NULL) AS assignments,
+        @first(rep; ipos; @has(a; 'spanguard.repeat')) AS repeat,
+        @first(usr; ipos; usr IS NOT NULL) AS user_id,
+        @first(ses; ipos; ses IS NOT NULL) AS session_id,
+        @list(tool; pos; tool IS NOT NULL) AS tools,
+        @list(docs; pos; docs IS NOT NULL) AS documents,
+        @list(llm_attrs; pos; is_llm) AS llm_calls,
+        @list(CAST(start_ns AS VARCHAR); pos; is_llm) AS llm_starts,
+        @list(CAST(end_ns AS VARCHAR); pos; is_llm) AS llm_ends,
+        @list(cost; pos; cost IS NOT NULL) AS costs,
+        COUNT(DISTINCT tid) AS trace_count,
+        @list(tid; pos; tpos = 1) AS trace_ids,
+        MIN(CASE WHEN pid = '' THEN start_ns END) AS top_start,
+        MAX(CASE WHEN pid = '' THEN end_ns END) AS top_end,
+        MAX(src_gen_ai) AS src_gen_ai, MAX(src_oi) AS src_oi, MAX(src_traceloop) AS src_traceloop,
+        MAX(src_langfuse) AS src_langfuse, MAX(src_spanguard) AS src_spanguard,
+        CASE WHEN MAX(py_span) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
+                  OR SUM(CASE WHEN is_mcp THEN 1 ELSE 0 END) > 0
+                  OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > COUNT(DISTINCT tool)
+                  OR MAX(CASE WHEN grk = 1 AND NOT has_request THEN 1 ELSE 0 END) = 1
+             THEN 1 ELSE 0 END AS py_trace
+    FROM spans GROUP BY gid
+)
+SELECT t.gid AS gid, r.tid AS trace_id, r.sid AS root_span_id, r.pid AS root_parent,
+    r.start_ns AS start_ns, r.end_ns AS end_ns, @get(r.a; 'spanguard.request.id') AS request_id,
+    t.seed_id AS seed_id, t.variant_id AS variant_id, t.assignments AS assignments, t.repeat AS repeat,
+    CASE WHEN @has(r.a; 'input.value') THEN 'input.value' WHEN @has(r.a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
+         WHEN @has(r.a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END AS input_key,
+    CASE WHEN @has(r.a; 'output.value') THEN 'output.value' WHEN @has(r.a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
+         WHEN @has(r.a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END AS output_key,
+    COALESCE(@get(r.a; 'input.value'), @get(r.a; 'traceloop.entity.input'), @get(r.a; 'gen_ai.input.messages')) AS input_text,
+    COALESCE(@get(r.a; 'output.value'), @get(r.a; 'traceloop.entity.output'), @get(r.a; 'gen_ai.output.messages')) AS output_text,
+    @get(r.a; 'spanguard.cost_usd') AS root_cost, t.costs AS costs,
+    @pick(r.a; 'spanguard.metadata.') AS metadata,
+    t.tools AS tools, t.documents AS documents, t.llm_calls AS llm_calls, t.llm_starts AS llm_starts,
+    t.llm_ends AS llm_ends, p.plan_steps AS plan_steps, p.friction AS friction,
+    COALESCE(p.escalated, 0) AS escalated, p.escalation_reason AS escalation_reason,
+    t.trace_count AS trace_count, t.trace_ids AS trace_ids, t.top_start AS top_start, t.top_end AS top_end,
+    t.user_id AS user_id, t.session_id AS session_id,
+    t.src_gen_ai AS src_gen_ai, t.src_oi AS src_oi, t.src_traceloop AS src_traceloop,
+    t.src_langfuse AS src_langfuse,
+    CASE WHEN t.src_spanguard = 1 OR COALESCE(p.src_events, 0) = 1 THEN 1 ELSE 0 END AS src_spanguard,
+    CASE WHEN t.py_trace = 1 OR COALESCE(p.py_events, 0) = 1 THEN 1 ELSE 0 END AS python_rules
+FROM traces AS t
+JOIN spans AS r ON r.gid = t.gid AND r.grk = 1
+LEFT JOIN process AS p ON p.gid = t.gid
+ORDER BY start_ns, trace_id
+@settings()
