@@ -32,6 +32,9 @@ DUCKDB = Dialect(
     "duckdb",
     {
         "ns": lambda col: f"epoch_ns({col})",
+        "ns_list": lambda col: f"list_transform({col}, lambda t: epoch_ns(t))",
+        "since": lambda col, n: f"epoch_ns({col}) >= {n}",
+        "until": lambda col, n: f"epoch_ns({col}) < {n}",
         "val": lambda m, k: f"COALESCE(map_extract_value({m}, {k}), '')",
         "get": lambda m, k: f"map_extract_value({m}, {k})",
         "has": lambda m, k: f"map_contains({m}, {k})",
@@ -66,6 +69,9 @@ CLICKHOUSE = Dialect(
     "clickhouse",
     {
         "ns": lambda col: f"toUnixTimestamp64Nano({col})",
+        "ns_list": lambda col: f"arrayMap(t -> toUnixTimestamp64Nano(t), {col})",
+        "since": lambda col, n: f"{col} >= fromUnixTimestamp64Nano(toInt64({n}))",
+        "until": lambda col, n: f"{col} < fromUnixTimestamp64Nano(toInt64({n}))",
         "val": lambda m, k: f"{m}[{k}]",
         "get": lambda m, k: f"if(mapContains({m}, {k}), {m}[{k}], NULL)",
         "has": lambda m, k: f"mapContains({m}, {k})",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "MAPPED_FIELDS",
     "agent_trace",
     "map_sql",
+    "spans_sql",
     "typed",
     "typed_span",
 ]
@@ -71,13 +72,42 @@ _FLOAT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _SCALARS = (str, int, float, bool)
 
 
-def map_sql(dialect: str, source: str, window: str = "") -> str:
+def _window(since: int | None, until: int | None) -> str:
+    parts = []
+    if since is not None:
+        parts.append(f"AND @since(Timestamp; {int(since)})")
+    if until is not None:
+        parts.append(f"AND @until(Timestamp; {int(until)})")
+    return " ".join(parts)
+
+
+def map_sql(
+    dialect: str, source: str, *, since: int | None = None, until: int | None = None
+) -> str:
     """The map for ``dialect`` (``duckdb`` or ``clickhouse``) reading spans from ``source``
-    (a table or a table function), ``window`` an extra ``AND …`` condition on the spans."""
+    (a table or a table function) that start in ``[since, until)`` (epoch nanoseconds)."""
     template = resources.files(__package__).joinpath("agent_map.sql").read_text("utf-8")
     body = "\n".join(line for line in template.splitlines() if not line.startswith("--"))
+    window = _window(since, until)
     extra: dict[str, Callable[..., str]] = {"source": lambda: source, "window": lambda: window}
     return expand(body, DIALECTS[dialect], extra).strip() + "\n"
+
+
+def spans_sql(
+    dialect: str, source: str, trace_ids: Sequence[str], *, annotations: bool = False
+) -> str:
+    """The span rows of ``trace_ids`` (or every annotation span) for :func:`typed_span`."""
+    if annotations:
+        where = "SpanName = 'spanguard.annotate'"
+    else:
+        where = "TraceId IN (" + ", ".join(f"'{t}'" for t in trace_ids if t.isalnum()) + ")"
+    body = (
+        "SELECT TraceId, SpanId, ParentSpanId, SpanName, @ns(Timestamp) AS start_ns, Duration, "
+        'SpanAttributes, @ns_list("Events.Timestamp") AS ev_t, "Events.Name" AS ev_n, '
+        f'"Events.Attributes" AS ev_a FROM {source} WHERE {where} '
+        "ORDER BY TraceId, start_ns, SpanId"
+    )
+    return expand(body, DIALECTS[dialect], {})
 
 
 def typed(text: str) -> AttrValue:
