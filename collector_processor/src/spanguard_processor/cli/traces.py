@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -50,8 +51,8 @@ _EMPTY_HELP = (
 )
 
 
-def _refuse_empty(rows: list[object], sources: Sequence[Path], allow_empty: bool) -> None:
-    if not rows and not allow_empty:
+def _refuse_empty(count: int, sources: Sequence[Path], allow_empty: bool) -> None:
+    if not count and not allow_empty:
         names = ", ".join(str(path) for path in sources)
         raise BadInput(
             f"no records in {names}: it holds no agent traces. Pass --allow-empty "
@@ -88,6 +89,15 @@ def _lone_spans_note(lone: Counter[str], total: int) -> str | None:
     )
 
 
+@dataclass
+class _Seen:
+    """What an export met besides the rows it wrote."""
+
+    total: int = 0
+    without_input: int = 0
+    lone: Counter[str] = field(default_factory=Counter)
+
+
 @click.group()
 def traces() -> None:
     """Convert agent-trace JSONL, and export assembled traces from span stores."""
@@ -118,9 +128,10 @@ def convert(
     check_files([(guard.TRACES, source), (guard.DOCUMENT, prices)], [output])
     converter = _CONVERTERS[output_format]
     price = _pricer(prices)
-    rows = [converter(price(trace)) for trace in read_agent_traces_any([source])]
-    _refuse_empty(rows, [source], allow_empty)
-    count = write_jsonl(output, rows)
+    rows = (converter(price(trace)) for trace in read_agent_traces_any([source]))
+    count = write_jsonl(
+        output, rows, check=lambda written: _refuse_empty(written, [source], allow_empty)
+    )
     click.echo(f"wrote {count} {output_format} record(s) to {output}")
 
 
@@ -184,33 +195,40 @@ def export(
     check_files([(guard.TRACES, stores), (guard.DOCUMENT, prices)], [output])
     converter = _CONVERTERS[output_format]
     price = _pricer(prices)
-    rows = []
-    without_input = 0
+    seen = _Seen()
     skipped: list[str] | None = [] if skip_bad else None
-    lone: Counter[str] = Counter()
-    total = 0
     orphans: list[str] = []
-    for trace in read_agent_traces_any(
-        list(stores),
-        include_pending=include_pending,
-        skip_bad=skip_bad,
-        skipped=skipped,
-        orphans=orphans,
-    ):
-        total += 1
-        if trace.lone_span is not None:
-            lone[trace.lone_span] += 1
-        if output_format == "trace2eval" and (trace.input is None or not trace.input.strip()):
-            without_input += 1
-            continue
-        rows.append(converter(price(trace)))
-    if not without_input:
-        _refuse_empty(rows, stores, allow_empty)
-    count = write_jsonl(output, rows)
+
+    def rows() -> Iterator[object]:  # written as they come: memory stays flat
+        for trace in read_agent_traces_any(
+            list(stores),
+            include_pending=include_pending,
+            skip_bad=skip_bad,
+            skipped=skipped,
+            orphans=orphans,
+        ):
+            seen.total += 1
+            if trace.lone_span is not None:
+                seen.lone[trace.lone_span] += 1
+            if output_format == "trace2eval" and (trace.input is None or not trace.input.strip()):
+                seen.without_input += 1
+                continue
+            yield converter(price(trace))
+
+    def check(written: int) -> None:
+        if not seen.without_input:
+            _refuse_empty(written, stores, allow_empty)
+
+    count = write_jsonl(output, rows(), check=check)
     click.echo(f"wrote {count} {output_format} record(s) to {output}")
-    if without_input:
+    _echo_notes(seen, skipped, orphans)
+
+
+def _echo_notes(seen: _Seen, skipped: list[str] | None, orphans: list[str]) -> None:
+    """What an export left out, and why, on stderr."""
+    if seen.without_input:
         click.echo(
-            f"left out {without_input} trace(s) without input text (record with content "
+            f"left out {seen.without_input} trace(s) without input text (record with content "
             "capture on to mine regression cases from them)",
             err=True,
         )
@@ -227,6 +245,6 @@ def export(
             f"the store; e.g. trace {orphans[0]})",
             err=True,
         )
-    note = _lone_spans_note(lone, total)
+    note = _lone_spans_note(seen.lone, seen.total)
     if note:
         click.echo(note, err=True)

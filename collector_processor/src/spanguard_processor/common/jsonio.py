@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -21,7 +21,7 @@ from spanguard.exceptions import InputError, TraceFormatError
 
 from ._json import MAX_JSON_BYTES, parse_json
 from .limits import bounded_lines
-from .writes import write_text_atomic
+from .writes import write_chunks_atomic, write_text_atomic
 
 __all__ = [
     "MAX_JSON_BYTES",
@@ -90,8 +90,19 @@ def json_lines(
         yield number, value
 
 
-def write_jsonl(path: Path, rows: Iterable[Any]) -> int:
-    """Write one JSON line per row, atomically; returns the number of rows written."""
-    lines = [dumps_line(row) for row in rows]
-    write_text_atomic(path, "".join(line + "\n" for line in lines))
-    return len(lines)
+def write_jsonl(
+    path: Path, rows: Iterable[Any], *, check: Callable[[int], None] | None = None
+) -> int:
+    """Write one JSON line per row, atomically, as the rows come (memory holds about a
+    64 KB of lines, not the file); returns the number of rows written. ``check`` is called
+    with that number before the file is replaced: if it raises, nothing is."""
+    count = 0
+
+    def lines() -> Iterator[bytes]:
+        nonlocal count
+        for row in rows:
+            count += 1
+            yield (dumps_line(row) + "\n").encode("utf-8")
+
+    write_chunks_atomic(path, lines(), check=None if check is None else lambda: check(count))
+    return count

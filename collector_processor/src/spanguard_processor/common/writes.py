@@ -20,7 +20,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,6 +34,7 @@ __all__ = [
     "append_text",
     "output_transaction",
     "will_create",
+    "write_chunks_atomic",
     "write_text_atomic",
 ]
 
@@ -168,10 +169,22 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` as UTF-8 to ``path`` through a temporary file and an atomic rename.
 
     Raises :class:`WriteFailed` (and leaves nothing behind) when any step fails."""
+    write_chunks_atomic(path, [text.encode("utf-8")])
+
+
+_CHUNK = 1 << 16  # bytes gathered before each write of :func:`write_chunks_atomic`
+
+
+def write_chunks_atomic(
+    path: Path, chunks: Iterable[bytes], *, check: Callable[[], None] | None = None
+) -> None:
+    """Write ``chunks`` to ``path`` as they come (memory holds about 64 KB of them, not
+    the file) through a temporary file and an atomic rename, as :func:`write_text_atomic`.
+    ``check`` runs after the last chunk, before the rename: if it (or the iteration) raises,
+    nothing is replaced and the temporary file is removed."""
     path = Path(path)
-    data = text.encode("utf-8")
     if _is_special(path):
-        _write_in_place(path, data)
+        _write_in_place(path, _gathered(chunks), check)
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,10 +194,13 @@ def write_text_atomic(path: Path, text: str) -> None:
     try:
         try:
             os.fchmod(fd, _mode(path))
-            _write_fd(fd, data)
+            for data in _gathered(chunks):
+                _write_fd(fd, data)
             _sync(fd)
         finally:
             os.close(fd)
+        if check is not None:
+            check()
         transaction = _CURRENT.get()
         if transaction is not None:
             transaction.before_replace(path)
@@ -195,6 +211,20 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _gathered(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """``chunks`` joined into writes of about :data:`_CHUNK` bytes."""
+    pending: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= _CHUNK:
+            yield b"".join(pending)
+            pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
 
 
 def _mode(path: Path) -> int:
@@ -208,16 +238,21 @@ def _mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def _write_in_place(path: Path, data: bytes) -> None:
+def _write_in_place(
+    path: Path, chunks: Iterable[bytes], check: Callable[[], None] | None = None
+) -> None:
     try:
         fd = os.open(path, os.O_WRONLY)
         try:
-            _write_fd(fd, data)
+            for data in chunks:
+                _write_fd(fd, data)
             _sync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
         raise WriteFailed(path, exc) from None
+    if check is not None:
+        check()
 
 
 def append_text(path: Path, text: str) -> None:

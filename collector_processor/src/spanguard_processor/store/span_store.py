@@ -72,6 +72,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_PAGE = 1024  # trace ids fetched at a time by trace_records
 
 
 class SpanStore:
@@ -468,17 +469,28 @@ class SpanStore:
         (:mod:`spanguard_processor.inputs.stored_traces`)."""
         self.refresh(skipped)
         where = "" if include_pending else " WHERE released = 1"
+        # a cursor read in pages, not a list of every trace id: memory stays flat in the
+        # number of traces (SQLite sorts in its own bounded sorter; the statement reads only
+        # the connection's temporary tables, so it holds no lock on the store's file)
         with self._reading():
             rows = self.db.execute(
                 f"SELECT trace_id, released FROM traces{where} ORDER BY start_ns, trace_id"
-            ).fetchall()
-        for trace_id, released in rows:
-            try:
-                spans = self._records("trace_id = ?", (trace_id,), not_annotation)
-            except DamagedStore as exc:
-                if skipped is None:
-                    raise
-                skipped.append(f"trace {trace_id}: {exc.problem}")
-                continue
-            if spans:
-                yield trace_id, bool(released), spans
+            )
+        try:
+            while True:
+                with self._reading():
+                    page = rows.fetchmany(_PAGE)
+                if not page:
+                    return
+                for trace_id, released in page:
+                    try:
+                        spans = self._records("trace_id = ?", (trace_id,), not_annotation)
+                    except DamagedStore as exc:
+                        if skipped is None:
+                            raise
+                        skipped.append(f"trace {trace_id}: {exc.problem}")
+                        continue
+                    if spans:
+                        yield trace_id, bool(released), spans
+        finally:
+            rows.close()
