@@ -19,6 +19,10 @@ from click.testing import CliRunner
 
 from spanguard.exceptions import InputError
 from spanguard_processor.cli import cli
+from spanguard_processor.fairness.metrics.registry import get_metric
+from spanguard_processor.fairness.records import observations_of
+from spanguard_processor.fairness.stats.sufficient import reduce_values
+from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_sql, read_cells
 from spanguard_processor.ingest.spans import SpanRecord
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.inputs.sql_load import load_clickhouse, spans_of, write_parquet
@@ -40,7 +44,9 @@ chdb_session = pytest.importorskip("chdb.session")
 pytest.importorskip("duckdb")
 
 _COMPARED = (*MAPPED_FIELDS, "unread", "evaluations")
-_FAST = ["--bootstrap", "200", "--permutations", "99"]
+_WINDOW = ["--since", "2026-01-01", "--until", "2026-01-02"]
+_EXPLAIN = ["--since", "2023-11-14T22:00:00Z", "--explain"]
+_FAST = ["--bootstrap", "100", "--permutations", "49"]
 _METRICS = [
     {"type": "escalation_parity"},
     {"type": "tool_use_parity"},
@@ -217,8 +223,7 @@ def test_source_usage_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     assert no_window.exit_code == 2 and "--since and --until" in no_window.output
     unreachable = runner.invoke(
         cli,
-        ["fairness", suite, "--source", "clickhouse://127.0.0.1:9/otel"]
-        + ["--since", "2026-01-01", "--until", "2026-01-02"],
+        ["fairness", suite, "--source", "clickhouse://127.0.0.1:9/otel", *_WINDOW],
     )
     assert unreachable.exit_code == 2, unreachable.output
     assert "cannot connect to clickhouse://127.0.0.1:9/otel" in unreachable.output
@@ -226,17 +231,43 @@ def test_source_usage_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "no Parquet file there" in missing.output
 
 
-def test_explain_prints_the_sql_without_running_it(
-    demo: list[SpanRecord], tmp_path: Path
-) -> None:
+def test_explain_prints_the_sql_without_running_it(demo: list[SpanRecord], tmp_path: Path) -> None:
     (tmp_path / "p").mkdir()
     write_parquet(demo[:5], tmp_path / "p" / "a.parquet")
     result = CliRunner().invoke(
         cli,
-        ["fairness", str(_suite(tmp_path)), "--source", f"parquet://{tmp_path / 'p'}"]
-        + ["--since", "2023-11-14T22:00:00Z", "--explain"],
+        ["fairness", str(_suite(tmp_path)), "--source", f"parquet://{tmp_path / 'p'}", *_EXPLAIN],
     )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("WITH raw AS")
     assert "epoch_ns(Timestamp) >= 1699999200000000000" in result.output
     assert not (tmp_path / "report.json").exists()
+
+
+def test_the_engine_fills_the_gates_sufficient_statistics_as_python_does(
+    demo: list[SpanRecord], session: Any, tmp_path: Path
+) -> None:
+    observations = observations_of(traces_from_records(demo))
+    names = list(SQL_VALUES)
+    cells, discordance = [], []
+    for name in names:
+        definition = get_metric(name)
+        assert definition is not None
+        computed = definition.compute(observations, {})
+        table = reduce_values(
+            name,
+            [o.seed_id for o in observations],
+            [o.group for o in observations],
+            [o.variant_id for o in observations],
+            computed.values,
+            computed.valid,
+        )
+        cells.extend(table.cells)
+        discordance.extend(table.discordance)
+    assert any(c.total for c in cells) and any(d.discordant for d in discordance)
+    for engine in (_chdb(session, demo, "cells"), _duckdb(demo, tmp_path / "parquet")):
+        sql = cells_sql(engine.dialect, engine.source, names, since=None, until=None)
+        got, left_to_python = read_cells(engine.run, sql, names)
+        assert (got.cells, got.discordance, left_to_python) == (tuple(cells), tuple(discordance), 0)
+        first = got.evidence[0]
+        assert (first.record_id, first.trace_id) == ("s0::0", observations[0].trace_id)

@@ -26,20 +26,25 @@ __all__ = ["exporter_table", "load_clickhouse", "spans_of", "write_parquet"]
 _LOG_SPAN_NAME = "spanguard.log"
 
 
+#: the exporter's span columns, in its DDL's order (nested ones flattened)
+_NAMES = (
+    *("Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind"),
+    *("ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes"),
+    *("Duration", "StatusCode", "StatusMessage", "Events.Timestamp", "Events.Name"),
+    *("Events.Attributes", "Links.TraceId", "Links.SpanId", "Links.TraceState"),
+    "Links.Attributes",
+)
+
+
 def _pairs(attributes: Any) -> list[tuple[str, str]]:
     return [(str(k), attribute_text(v)) for k, v in attributes.items()]
 
 
 def _columns(spans: Iterable[SpanRecord], service: str) -> dict[str, list[Any]]:
-    names = (
-        "Timestamp TraceId SpanId ParentSpanId TraceState SpanName SpanKind ServiceName "
-        "ResourceAttributes ScopeName ScopeVersion SpanAttributes Duration StatusCode "
-        "StatusMessage Events.Timestamp Events.Name Events.Attributes Links.TraceId "
-        "Links.SpanId Links.TraceState Links.Attributes"
-    ).split()
+    names = _NAMES
     cols: dict[str, list[Any]] = {name: [] for name in names}
     for span in spans:
-        values = (
+        values: tuple[Any, ...] = (
             span.start_ns,
             span.trace_id,
             span.span_id,
@@ -89,7 +94,7 @@ def exporter_table(spans: Iterable[SpanRecord], *, service: str = "") -> Any:
         "Links.Attributes": pa.list_(attrs),
     }
     cols = _columns(spans, service)
-    return pa.table({name: pa.array(values, types.get(name, text)) for name, values in cols.items()})
+    return pa.table({name: pa.array(col, types.get(name, text)) for name, col in cols.items()})
 
 
 def write_parquet(spans: Iterable[SpanRecord], path: Path, *, service: str = "") -> int:
@@ -135,10 +140,12 @@ def spans_of(paths: Sequence[Path]) -> Iterator[SpanRecord]:
         with SpanStore(path, readonly=True) as store:
             yield from _stored(store)
     if files:
-        with tempfile.TemporaryDirectory(prefix="spanguard-") as tmp:
-            with SpanStore(Path(tmp) / "spans.db", durable=False) as store:
-                ingest_files(store, files)
-                yield from _stored(store)
+        with (
+            tempfile.TemporaryDirectory(prefix="spanguard-") as tmp,
+            SpanStore(Path(tmp) / "spans.db", durable=False) as store,
+        ):
+            ingest_files(store, files)
+            yield from _stored(store)
 
 
 def _stored(store: SpanStore) -> Iterator[SpanRecord]:

@@ -217,7 +217,9 @@ def _run(engine: Engine, sql: str) -> list[dict[str, Any]]:
         return engine.run(sql)
     except Exception as exc:  # each engine raises its own error types for a failed query
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"the SQL map failed in {engine.dialect}: {first}", file=engine.where)
+        raise InputError(
+            f"the SQL map failed in {engine.dialect}: {first}", file=engine.where
+        ) from None
 
 
 def _ids(value: Any) -> list[str]:

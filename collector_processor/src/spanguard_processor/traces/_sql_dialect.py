@@ -48,6 +48,13 @@ DUCKDB = Dialect(
             f"to_json(map_from_entries(list_filter(map_entries({m}), "
             f"lambda e: e.key IN ({', '.join(ks)}))))"
         ),
+        "label": lambda m, p: (
+            "array_to_string(list_transform(list_sort(list_transform(list_filter("
+            f"map_entries({m}), lambda e: starts_with(e.key, {p})), lambda e: "
+            f"{{'k': substring(e.key, length({p}) + 1), 'v': e.value}})), "
+            "lambda x: x.k || '=' || x.v), ', ')"
+        ),
+        "jlen": lambda x: f"COALESCE(json_array_length({x}), 0)",
         "trim": lambda x: f"trim({x})",
         "starts": lambda x, p: f"starts_with({x}, {p})",
         "contains": lambda x, s: f"contains({x}, {s})",
@@ -78,9 +85,13 @@ CLICKHOUSE = Dialect(
         "prefix": lambda m, p: f"arrayExists(k -> startsWith(k, {p}), mapKeys({m}))",
         "like": lambda m, s: f"arrayExists(k -> position(k, {s}) > 0, mapKeys({m}))",
         "pick": lambda m, p: f"toJSONString(mapFilter((k, v) -> startsWith(k, {p}), {m}))",
-        "keys": lambda m, *ks: (
-            f"toJSONString(mapFilter((k, v) -> k IN ({', '.join(ks)}), {m}))"
+        "keys": lambda m, *ks: f"toJSONString(mapFilter((k, v) -> k IN ({', '.join(ks)}), {m}))",
+        "label": lambda m, p: (
+            "arrayStringConcat(arrayMap(t -> concat(t.1, '=', t.2), arraySort(arrayMap("
+            f"t -> (substring(t.1, length({p}) + 1), t.2), arrayFilter(t -> startsWith(t.1, "
+            f"{p}), arrayZip(mapKeys({m}), mapValues({m})))))), ', ')"
         ),
+        "jlen": lambda x: f"JSONLength(COALESCE({x}, '[]'))",
         "trim": lambda x: f"trimBoth({x})",
         "starts": lambda x, p: f"startsWith({x}, {p})",
         "contains": lambda x, s: f"(position({x}, {s}) > 0)",

@@ -79,6 +79,7 @@ spans AS (
         NULLIF(@val(a; 'spanguard.variant_id'), '') AS variant,
         CASE WHEN @digits(@val(a; 'spanguard.repeat')) THEN @int(@val(a; 'spanguard.repeat')) ELSE 0 END AS rep,
         CASE WHEN @prefix(a; 'spanguard.assignment.') THEN @pick(a; 'spanguard.assignment.') END AS asg,
+        CASE WHEN @prefix(a; 'spanguard.assignment.') THEN @label(a; 'spanguard.assignment.') END AS asg_label,
         -- identity.sender: user.id, enduser.id, langfuse.user.id; session.id, langfuse.session.id, gen_ai.conversation.id
         COALESCE(@nonblank(a; 'user.id'), @nonblank(a; 'enduser.id'), @nonblank(a; 'langfuse.user.id')) AS usr,
         COALESCE(@nonblank(a; 'session.id'), @nonblank(a; 'langfuse.session.id'), @nonblank(a; 'gen_ai.conversation.id')) AS ses,
@@ -126,6 +127,7 @@ traces AS (
         @first(seed; ipos; seed IS NOT NULL) AS seed_id,
         @first(variant; ipos; variant IS NOT NULL) AS variant_id,
         @first(asg; ipos; asg IS NOT NULL) AS assignments,
+        @first(asg_label; ipos; asg IS NOT NULL) AS group_label,
         @first(rep; ipos; @has(a; 'spanguard.repeat')) AS repeat,
         @first(usr; ipos; usr IS NOT NULL) AS user_id,
         @first(ses; ipos; ses IS NOT NULL) AS session_id,
@@ -151,6 +153,7 @@ traces AS (
 SELECT t.gid AS gid, r.tid AS trace_id, r.sid AS root_span_id, r.pid AS root_parent,
     r.start_ns AS start_ns, r.end_ns AS end_ns, @get(r.a; 'spanguard.request.id') AS request_id,
     t.seed_id AS seed_id, t.variant_id AS variant_id, t.assignments AS assignments, t.repeat AS repeat,
+    COALESCE(t.group_label, 'base') AS group_label,
     CASE WHEN @has(r.a; 'input.value') THEN 'input.value' WHEN @has(r.a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
          WHEN @has(r.a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END AS input_key,
     CASE WHEN @has(r.a; 'output.value') THEN 'output.value' WHEN @has(r.a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
@@ -171,5 +174,5 @@ SELECT t.gid AS gid, r.tid AS trace_id, r.sid AS root_span_id, r.pid AS root_par
 FROM traces AS t
 JOIN spans AS r ON r.gid = t.gid AND r.grk = 1
 LEFT JOIN process AS p ON p.gid = t.gid
-ORDER BY start_ns, trace_id
+@order()
 @settings()

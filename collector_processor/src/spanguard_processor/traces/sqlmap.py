@@ -35,6 +35,7 @@ __all__ = [
     "DIALECTS",
     "MAPPED_FIELDS",
     "agent_trace",
+    "expand_sql",
     "map_sql",
     "spans_sql",
     "typed",
@@ -82,15 +83,33 @@ def _window(since: int | None, until: int | None) -> str:
 
 
 def map_sql(
-    dialect: str, source: str, *, since: int | None = None, until: int | None = None
+    dialect: str,
+    source: str,
+    *,
+    since: int | None = None,
+    until: int | None = None,
+    inner: bool = False,
 ) -> str:
     """The map for ``dialect`` (``duckdb`` or ``clickhouse``) reading spans from ``source``
-    (a table or a table function) that start in ``[since, until)`` (epoch nanoseconds)."""
+    (a table or a table function) that start in ``[since, until)`` (epoch nanoseconds);
+    ``inner``: unordered, without settings, to be read by an enclosing query."""
     template = resources.files(__package__).joinpath("agent_map.sql").read_text("utf-8")
     body = "\n".join(line for line in template.splitlines() if not line.startswith("--"))
     window = _window(since, until)
-    extra: dict[str, Callable[..., str]] = {"source": lambda: source, "window": lambda: window}
+    order = "" if inner else "ORDER BY start_ns, trace_id"
+    extra: dict[str, Callable[..., str]] = {
+        "source": lambda: source,
+        "window": lambda: window,
+        "order": lambda: order,
+    }
+    if inner:
+        extra["settings"] = lambda: ""
     return expand(body, DIALECTS[dialect], extra).strip() + "\n"
+
+
+def expand_sql(dialect: str, text: str) -> str:
+    """``text`` with the map's macros spelled for ``dialect`` (queries around the map)."""
+    return expand(text, DIALECTS[dialect], {})
 
 
 def spans_sql(
@@ -174,7 +193,7 @@ def _text(value: str | None) -> str | None:
     found = _array(value)
     if isinstance(found, tuple):
         return json.dumps(list(found), ensure_ascii=False, sort_keys=True)
-    return found
+    return value
 
 
 def _latency(row: Mapping[str, Any]) -> float | None:
