@@ -124,10 +124,25 @@ process AS (
 ),
 traces AS (
     SELECT gid,
+        -- the root's own fields (identity.find_root: grk = 1)
+        @first(tid; grk; grk = 1) AS trace_id,
+        @first(sid; grk; grk = 1) AS root_span_id,
+        @first(pid; grk; grk = 1) AS root_parent,
+        @first(start_ns; grk; grk = 1) AS root_start,
+        @first(end_ns; grk; grk = 1) AS root_end,
+        @first(@get(a; 'spanguard.request.id'); grk; grk = 1) AS request_id,
+        @first(CASE WHEN @has(a; 'input.value') THEN 'input.value' WHEN @has(a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
+             WHEN @has(a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END; grk; grk = 1) AS input_key,
+        @first(CASE WHEN @has(a; 'output.value') THEN 'output.value' WHEN @has(a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
+             WHEN @has(a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END; grk; grk = 1) AS output_key,
+        @first(COALESCE(@get(a; 'input.value'), @get(a; 'traceloop.entity.input'), @get(a; 'gen_ai.input.messages')); grk; grk = 1) AS input_text,
+        @first(COALESCE(@get(a; 'output.value'), @get(a; 'traceloop.entity.output'), @get(a; 'gen_ai.output.messages')); grk; grk = 1) AS output_text,
+        @first(@get(a; 'spanguard.cost_usd'); grk; grk = 1) AS root_cost,
+        @first(@pick(a; 'spanguard.metadata.'); grk; grk = 1) AS metadata,
         @first(seed; ipos; seed IS NOT NULL) AS seed_id,
         @first(variant; ipos; variant IS NOT NULL) AS variant_id,
         @first(asg; ipos; asg IS NOT NULL) AS assignments,
-        @first(asg_label; ipos; asg IS NOT NULL) AS group_label,
+        COALESCE(@first(asg_label; ipos; asg IS NOT NULL), 'base') AS group_label,
         @first(rep; ipos; @has(a; 'spanguard.repeat')) AS repeat,
         @first(usr; ipos; usr IS NOT NULL) AS user_id,
         @first(ses; ipos; ses IS NOT NULL) AS session_id,
@@ -142,7 +157,7 @@ traces AS (
         MIN(CASE WHEN pid = '' THEN start_ns END) AS top_start,
         MAX(CASE WHEN pid = '' THEN end_ns END) AS top_end,
         MAX(src_gen_ai) AS src_gen_ai, MAX(src_oi) AS src_oi, MAX(src_traceloop) AS src_traceloop,
-        MAX(src_langfuse) AS src_langfuse, MAX(src_spanguard) AS src_spanguard,
+        MAX(src_langfuse) AS src_langfuse, MAX(src_spanguard) AS src_sg,
         CASE WHEN MAX(py_span) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
                   OR SUM(CASE WHEN is_mcp THEN 1 ELSE 0 END) > 0
                   OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > COUNT(DISTINCT tool)
@@ -150,29 +165,12 @@ traces AS (
              THEN 1 ELSE 0 END AS py_trace
     FROM spans GROUP BY gid
 )
-SELECT t.gid AS gid, r.tid AS trace_id, r.sid AS root_span_id, r.pid AS root_parent,
-    r.start_ns AS start_ns, r.end_ns AS end_ns, @get(r.a; 'spanguard.request.id') AS request_id,
-    t.seed_id AS seed_id, t.variant_id AS variant_id, t.assignments AS assignments, t.repeat AS repeat,
-    COALESCE(t.group_label, 'base') AS group_label,
-    CASE WHEN @has(r.a; 'input.value') THEN 'input.value' WHEN @has(r.a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
-         WHEN @has(r.a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END AS input_key,
-    CASE WHEN @has(r.a; 'output.value') THEN 'output.value' WHEN @has(r.a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
-         WHEN @has(r.a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END AS output_key,
-    COALESCE(@get(r.a; 'input.value'), @get(r.a; 'traceloop.entity.input'), @get(r.a; 'gen_ai.input.messages')) AS input_text,
-    COALESCE(@get(r.a; 'output.value'), @get(r.a; 'traceloop.entity.output'), @get(r.a; 'gen_ai.output.messages')) AS output_text,
-    @get(r.a; 'spanguard.cost_usd') AS root_cost, t.costs AS costs,
-    @pick(r.a; 'spanguard.metadata.') AS metadata,
-    t.tools AS tools, t.documents AS documents, t.llm_calls AS llm_calls, t.llm_starts AS llm_starts,
-    t.llm_ends AS llm_ends, p.plan_steps AS plan_steps, p.friction AS friction,
-    COALESCE(p.escalated, 0) AS escalated, p.escalation_reason AS escalation_reason,
-    t.trace_count AS trace_count, t.trace_ids AS trace_ids, t.top_start AS top_start, t.top_end AS top_end,
-    t.user_id AS user_id, t.session_id AS session_id,
-    t.src_gen_ai AS src_gen_ai, t.src_oi AS src_oi, t.src_traceloop AS src_traceloop,
-    t.src_langfuse AS src_langfuse,
-    CASE WHEN t.src_spanguard = 1 OR COALESCE(p.src_events, 0) = 1 THEN 1 ELSE 0 END AS src_spanguard,
+SELECT t.*,
+    COALESCE(p.escalated, 0) AS escalated, p.plan_steps AS plan_steps, p.friction AS friction,
+    p.escalation_reason AS escalation_reason,
+    CASE WHEN t.src_sg = 1 OR COALESCE(p.src_events, 0) = 1 THEN 1 ELSE 0 END AS src_spanguard,
     CASE WHEN t.py_trace = 1 OR COALESCE(p.py_events, 0) = 1 THEN 1 ELSE 0 END AS python_rules
 FROM traces AS t
-JOIN spans AS r ON r.gid = t.gid AND r.grk = 1
 LEFT JOIN process AS p ON p.gid = t.gid
 @order()
 @settings()

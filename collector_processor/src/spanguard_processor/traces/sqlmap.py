@@ -96,7 +96,7 @@ def map_sql(
     template = resources.files(__package__).joinpath("agent_map.sql").read_text("utf-8")
     body = "\n".join(line for line in template.splitlines() if not line.startswith("--"))
     window = _window(since, until)
-    order = "" if inner else "ORDER BY start_ns, trace_id"
+    order = "" if inner else "ORDER BY root_start, trace_id"
     extra: dict[str, Callable[..., str]] = {
         "source": lambda: source,
         "window": lambda: window,
@@ -197,7 +197,7 @@ def _text(value: str | None) -> str | None:
 
 
 def _latency(row: Mapping[str, Any]) -> float | None:
-    start, end = int(row["start_ns"]), int(row["end_ns"])
+    start, end = int(row["root_start"]), int(row["root_end"])
     if int(row["trace_count"]) > 1:
         start, end = int(row["top_start"] or 0), int(row["top_end"] or 0)
     return (end - start) / 1e6 if end >= start > 0 else None
