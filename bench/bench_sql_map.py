@@ -185,6 +185,8 @@ def _child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]:
     else:
         result = _stage_python(path, spans)
     result["peak_rss_mb"] = round(_peak_mb(), 1)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result["process_cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 2)
     return result
 
 

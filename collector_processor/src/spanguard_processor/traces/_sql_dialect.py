@@ -24,8 +24,9 @@ class Dialect:
     macros: Mapping[str, Macro]
 
 
-def _any_key(fn: str) -> Macro:
-    return lambda m, s: f"len(list_filter(map_keys({m}), lambda k: {fn}(k, {s}))) > 0"
+def _bar(literal: str) -> str:
+    """A quoted prefix ``'p'`` as the key-list needle ``'|p'``."""
+    return "'|" + literal[1:]
 
 
 DUCKDB = Dialect(
@@ -38,8 +39,9 @@ DUCKDB = Dialect(
         "val": lambda m, k: f"COALESCE(map_extract_value({m}, {k}), '')",
         "get": lambda m, k: f"map_extract_value({m}, {k})",
         "has": lambda m, k: f"map_contains({m}, {k})",
-        "prefix": _any_key("starts_with"),
-        "like": _any_key("contains"),
+        "keystr": lambda m: f"array_to_string(map_keys({m}), '|')",
+        "prefix": lambda k, p: f"contains({k}, {_bar(p)})",
+        "like": lambda k, s: f"contains({k}, {s})",
         "pick": lambda m, p: (
             f"to_json(map_from_entries(list_filter(map_entries({m}), "
             f"lambda e: starts_with(e.key, {p}))))"
@@ -82,8 +84,9 @@ CLICKHOUSE = Dialect(
         "val": lambda m, k: f"{m}[{k}]",
         "get": lambda m, k: f"if(mapContains({m}, {k}), {m}[{k}], NULL)",
         "has": lambda m, k: f"mapContains({m}, {k})",
-        "prefix": lambda m, p: f"arrayExists(k -> startsWith(k, {p}), mapKeys({m}))",
-        "like": lambda m, s: f"arrayExists(k -> position(k, {s}) > 0, mapKeys({m}))",
+        "keystr": lambda m: f"arrayStringConcat(mapKeys({m}), '|')",
+        "prefix": lambda k, p: f"(position({k}, {_bar(p)}) > 0)",
+        "like": lambda k, s: f"(position({k}, {s}) > 0)",
         "pick": lambda m, p: f"toJSONString(mapFilter((k, v) -> startsWith(k, {p}), {m}))",
         "keys": lambda m, *ks: f"toJSONString(mapFilter((k, v) -> k IN ({', '.join(ks)}), {m}))",
         "label": lambda m, p: (

@@ -5,13 +5,14 @@
 WITH raw AS (
     SELECT TraceId AS tid, SpanId AS sid, ParentSpanId AS pid, SpanName AS name,
            @ns(Timestamp) AS start_ns, CAST(Duration AS BIGINT) AS dur, SpanAttributes AS a,
+           '|' || @keystr(SpanAttributes) || '|' AS k,
            "Events.Timestamp" AS ev_t, "Events.Name" AS ev_n, "Events.Attributes" AS ev_a
     FROM @source()
     WHERE SpanName <> 'spanguard.annotate' AND SpanName <> 'spanguard.log' @window()
 ),
 -- identity.is_agent_span, _llm.is_llm_span, identity.tool_name (the span's role)
 roles AS (
-    SELECT tid, sid, pid, name, start_ns, start_ns + dur AS end_ns, a, ev_t, ev_n, ev_a,
+    SELECT tid, sid, pid, name, start_ns, start_ns + dur AS end_ns, a, k, ev_t, ev_n, ev_a,
         (@val(a; 'gen_ai.operation.name') = 'invoke_agent'
             OR @val(a; 'openinference.span.kind') = 'AGENT'
             OR @val(a; 'traceloop.span.kind') IN ('workflow', 'agent')) AS is_agent,
@@ -30,7 +31,7 @@ roles AS (
             CASE WHEN @val(a; 'session.id') <> '' THEN 'session.id=' || @val(a; 'session.id') END,
             CASE WHEN @val(a; 'langfuse.session.id') <> '' THEN 'langfuse.session.id=' || @val(a; 'langfuse.session.id') END,
             CASE WHEN @val(a; 'mcp.session.id') <> '' THEN 'mcp.session.id=' || @val(a; 'mcp.session.id') END,
-            CASE WHEN @prefix(a; 'traceloop.association.properties.') THEN 'traceloop=' || @pick(a; 'traceloop.association.properties.') END
+            CASE WHEN @prefix(k; 'traceloop.association.properties.') THEN 'traceloop=' || @pick(a; 'traceloop.association.properties.') END
         ) AS ckey
     FROM raw
 ),
@@ -78,8 +79,8 @@ spans AS (
         NULLIF(@val(a; 'spanguard.seed_id'), '') AS seed,
         NULLIF(@val(a; 'spanguard.variant_id'), '') AS variant,
         CASE WHEN @digits(@val(a; 'spanguard.repeat')) THEN @int(@val(a; 'spanguard.repeat')) ELSE 0 END AS rep,
-        CASE WHEN @prefix(a; 'spanguard.assignment.') THEN @pick(a; 'spanguard.assignment.') END AS asg,
-        CASE WHEN @prefix(a; 'spanguard.assignment.') THEN @label(a; 'spanguard.assignment.') END AS asg_label,
+        CASE WHEN @prefix(k; 'spanguard.assignment.') THEN @pick(a; 'spanguard.assignment.') END AS asg,
+        CASE WHEN @prefix(k; 'spanguard.assignment.') THEN @label(a; 'spanguard.assignment.') END AS asg_label,
         -- identity.sender: user.id, enduser.id, langfuse.user.id; session.id, langfuse.session.id, gen_ai.conversation.id
         COALESCE(@nonblank(a; 'user.id'), @nonblank(a; 'enduser.id'), @nonblank(a; 'langfuse.user.id')) AS usr,
         COALESCE(@nonblank(a; 'session.id'), @nonblank(a; 'langfuse.session.id'), @nonblank(a; 'gen_ai.conversation.id')) AS ses,
@@ -90,15 +91,15 @@ spans AS (
         -- _documents.span_documents (GenAI form)
         @get(a; 'gen_ai.retrieval.documents') AS docs,
         -- identity.sources: the conventions the spans were recorded with
-        CASE WHEN @prefix(a; 'gen_ai.') THEN 1 ELSE 0 END AS src_gen_ai,
-        CASE WHEN @has(a; 'openinference.span.kind') OR @prefix(a; 'retrieval.documents.') THEN 1 ELSE 0 END AS src_oi,
-        CASE WHEN @prefix(a; 'traceloop.') THEN 1 ELSE 0 END AS src_traceloop,
-        CASE WHEN @prefix(a; 'langfuse.') THEN 1 ELSE 0 END AS src_langfuse,
-        CASE WHEN @prefix(a; 'spanguard.') THEN 1 ELSE 0 END AS src_spanguard,
+        CASE WHEN @prefix(k; 'gen_ai.') THEN 1 ELSE 0 END AS src_gen_ai,
+        CASE WHEN @has(a; 'openinference.span.kind') OR @prefix(k; 'retrieval.documents.') THEN 1 ELSE 0 END AS src_oi,
+        CASE WHEN @prefix(k; 'traceloop.') THEN 1 ELSE 0 END AS src_traceloop,
+        CASE WHEN @prefix(k; 'langfuse.') THEN 1 ELSE 0 END AS src_langfuse,
+        CASE WHEN @prefix(k; 'spanguard.') THEN 1 ELSE 0 END AS src_spanguard,
         -- the rules this map leaves to Python: the trace is converted from its spans instead
-        CASE WHEN @prefix(a; 'langfuse.') OR @prefix(a; 'traceloop.association.properties.') OR @has(a; 'metadata')
-              OR (@prefix(a; 'retrieval.documents.') AND NOT @has(a; 'gen_ai.retrieval.documents'))
-              OR (is_llm AND (@like(a; 'tool_call') OR @like(a; 'function_call')
+        CASE WHEN @prefix(k; 'langfuse.') OR @prefix(k; 'traceloop.association.properties.') OR @has(a; 'metadata')
+              OR (@prefix(k; 'retrieval.documents.') AND NOT @has(a; 'gen_ai.retrieval.documents'))
+              OR (is_llm AND (@like(k; 'tool_call') OR @like(k; 'function_call')
                   OR @contains(@val(a; 'gen_ai.output.messages'); 'tool')))
              THEN 1 ELSE 0 END AS py_span
     FROM grouped
@@ -130,15 +131,15 @@ traces AS (
         @first(pid; grk; grk = 1) AS root_parent,
         @first(start_ns; grk; grk = 1) AS root_start,
         @first(end_ns; grk; grk = 1) AS root_end,
-        @first(@get(a; 'spanguard.request.id'); grk; grk = 1) AS request_id,
-        @first(CASE WHEN @has(a; 'input.value') THEN 'input.value' WHEN @has(a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
-             WHEN @has(a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END; grk; grk = 1) AS input_key,
-        @first(CASE WHEN @has(a; 'output.value') THEN 'output.value' WHEN @has(a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
-             WHEN @has(a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END; grk; grk = 1) AS output_key,
-        @first(COALESCE(@get(a; 'input.value'), @get(a; 'traceloop.entity.input'), @get(a; 'gen_ai.input.messages')); grk; grk = 1) AS input_text,
-        @first(COALESCE(@get(a; 'output.value'), @get(a; 'traceloop.entity.output'), @get(a; 'gen_ai.output.messages')); grk; grk = 1) AS output_text,
-        @first(@get(a; 'spanguard.cost_usd'); grk; grk = 1) AS root_cost,
-        @first(@pick(a; 'spanguard.metadata.'); grk; grk = 1) AS metadata,
+        @first(CASE WHEN grk = 1 THEN @get(a; 'spanguard.request.id') END; grk; grk = 1) AS request_id,
+        @first(CASE WHEN grk = 1 THEN CASE WHEN @has(a; 'input.value') THEN 'input.value' WHEN @has(a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
+             WHEN @has(a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END END; grk; grk = 1) AS input_key,
+        @first(CASE WHEN grk = 1 THEN CASE WHEN @has(a; 'output.value') THEN 'output.value' WHEN @has(a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
+             WHEN @has(a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END END; grk; grk = 1) AS output_key,
+        @first(CASE WHEN grk = 1 THEN COALESCE(@get(a; 'input.value'), @get(a; 'traceloop.entity.input'), @get(a; 'gen_ai.input.messages')) END; grk; grk = 1) AS input_text,
+        @first(CASE WHEN grk = 1 THEN COALESCE(@get(a; 'output.value'), @get(a; 'traceloop.entity.output'), @get(a; 'gen_ai.output.messages')) END; grk; grk = 1) AS output_text,
+        @first(CASE WHEN grk = 1 THEN @get(a; 'spanguard.cost_usd') END; grk; grk = 1) AS root_cost,
+        @first(CASE WHEN grk = 1 THEN @pick(a; 'spanguard.metadata.') END; grk; grk = 1) AS metadata,
         @first(seed; ipos; seed IS NOT NULL) AS seed_id,
         @first(variant; ipos; variant IS NOT NULL) AS variant_id,
         @first(asg; ipos; asg IS NOT NULL) AS assignments,
