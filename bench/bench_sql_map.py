@@ -39,7 +39,6 @@ METRICS = (
     "friction_point_gap",
     "llm_call_gap",
 )
-_EMPTY = "[]::TIMESTAMP_NS[], []::VARCHAR[], []::MAP(VARCHAR, VARCHAR)[]"
 
 GENERATE = """
 COPY (
@@ -66,20 +65,24 @@ SELECT
         'gen_ai.usage.output_tokens': '3', 'spanguard.cost_usd': '1.6e-05'}}
       WHEN 2 THEN MAP {{'gen_ai.operation.name': 'retrieval', 'gen_ai.retrieval.documents':
         '[{{"id":"kb-1","group":"official","rank":1,"score":1.0}}]'}}
-      WHEN 3 THEN MAP {{'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'lookup_order'}}
+      WHEN 3 THEN MAP {{'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': 'lookup_order'}}
       ELSE MAP {{'spanguard.plan.name': 'answer'}} END AS SpanAttributes,
     CAST(CASE WHEN k = 0 THEN 900000 ELSE 100000 END AS UBIGINT) AS Duration,
     'STATUS_CODE_UNSET' AS StatusCode, '' AS StatusMessage,
     CASE WHEN k <> 4 THEN []::TIMESTAMP_NS[]
-         WHEN esc THEN [make_timestamp_ns(s + 10), make_timestamp_ns(s + 20), make_timestamp_ns(s + 30)]
+         WHEN esc THEN [make_timestamp_ns(s + 10), make_timestamp_ns(s + 20),
+                        make_timestamp_ns(s + 30)]
          ELSE [make_timestamp_ns(s + 10), make_timestamp_ns(s + 20)] END AS "Events.Timestamp",
     CASE WHEN k <> 4 THEN []::VARCHAR[]
          WHEN esc THEN ['spanguard.plan_step', 'spanguard.plan_step', 'spanguard.escalation']
          ELSE ['spanguard.plan_step', 'spanguard.plan_step'] END AS "Events.Name",
     CASE WHEN k <> 4 THEN []::MAP(VARCHAR, VARCHAR)[]
-         WHEN esc THEN [MAP {{'spanguard.plan.step': 'classify'}}, MAP {{'spanguard.plan.step': 'reply'}},
+         WHEN esc THEN [MAP {{'spanguard.plan.step': 'classify'}},
+                        MAP {{'spanguard.plan.step': 'reply'}},
                         MAP {{'spanguard.escalation.reason': 'needs a human'}}]
-         ELSE [MAP {{'spanguard.plan.step': 'classify'}}, MAP {{'spanguard.plan.step': 'reply'}}] END
+         ELSE [MAP {{'spanguard.plan.step': 'classify'}},
+               MAP {{'spanguard.plan.step': 'reply'}}] END
       AS "Events.Attributes",
     []::VARCHAR[] AS "Links.TraceId", []::VARCHAR[] AS "Links.SpanId",
     []::VARCHAR[] AS "Links.TraceState", []::MAP(VARCHAR, VARCHAR)[] AS "Links.Attributes"
@@ -103,10 +106,15 @@ def _stage_duckdb(path: Path) -> dict[str, Any]:
     engine = open_engine(parse_source(f"parquet://{path}"))
     engine.run("SET memory_limit = '700MB'; SET threads = 2")
     start = time.perf_counter()
-    table, left = read_cells(engine.run, cells_sql("duckdb", engine.source, METRICS,
-                                                   since=None, until=None), METRICS)
-    return {"seconds": time.perf_counter() - start, "cells": len(table.cells), "left": left,
-            "escalation": _rates(table)}
+    table, left = read_cells(
+        engine.run, cells_sql("duckdb", engine.source, METRICS, since=None, until=None), METRICS
+    )
+    return {
+        "seconds": time.perf_counter() - start,
+        "cells": len(table.cells),
+        "left": left,
+        "escalation": _rates(table),
+    }
 
 
 def _stage_chdb(path: Path, work: Path) -> dict[str, Any]:
@@ -128,10 +136,16 @@ def _stage_chdb(path: Path, work: Path) -> dict[str, Any]:
         return list(session.query(limited, "ArrowTable").to_pylist())
 
     start = time.perf_counter()
-    table, left = read_cells(run, cells_sql("clickhouse", "otel.otel_traces", METRICS,
-                                            since=None, until=None), METRICS)
-    return {"seconds": time.perf_counter() - start, "load_seconds": load,
-            "cells": len(table.cells), "left": left, "escalation": _rates(table)}
+    table, left = read_cells(
+        run, cells_sql("clickhouse", "otel.otel_traces", METRICS, since=None, until=None), METRICS
+    )
+    return {
+        "seconds": time.perf_counter() - start,
+        "load_seconds": load,
+        "cells": len(table.cells),
+        "left": left,
+        "escalation": _rates(table),
+    }
 
 
 def _rates(table: Any) -> dict[str, float]:
@@ -157,8 +171,8 @@ def _stage_python(path: Path, spans: int) -> dict[str, Any]:
 
     cursor = duckdb.execute(
         "SELECT TraceId, SpanId, ParentSpanId, SpanName, epoch_ns(Timestamp) AS start_ns, "
-        "Duration, SpanAttributes, list_transform(\"Events.Timestamp\", lambda t: epoch_ns(t)) "
-        "AS ev_t, \"Events.Name\" AS ev_n, \"Events.Attributes\" AS ev_a "
+        'Duration, SpanAttributes, list_transform("Events.Timestamp", lambda t: epoch_ns(t)) '
+        'AS ev_t, "Events.Name" AS ev_n, "Events.Attributes" AS ev_a '
         f"FROM read_parquet('{path}') LIMIT {spans}"
     )
     names = [d[0] for d in cursor.description]
@@ -170,10 +184,16 @@ def _stage_python(path: Path, spans: int) -> dict[str, Any]:
         definition = get_metric(name)
         assert definition is not None
         values = definition.compute(observations, {})
-        cells += len(reduce_values(name, [o.seed_id for o in observations],
-                                   [o.group for o in observations],
-                                   [o.variant_id for o in observations],
-                                   values.values, values.valid).cells)
+        cells += len(
+            reduce_values(
+                name,
+                [o.seed_id for o in observations],
+                [o.group for o in observations],
+                [o.variant_id for o in observations],
+                values.values,
+                values.valid,
+            ).cells
+        )
     return {"seconds": time.perf_counter() - start, "traces": len(observations), "cells": cells}
 
 
@@ -192,9 +212,21 @@ def _child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]:
 
 def _run_child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--stage", stage, "--parquet", str(path),
-         "--work", str(work), "--spans", str(spans)],
-        check=False, capture_output=True, text=True,
+        [
+            sys.executable,
+            __file__,
+            "--stage",
+            stage,
+            "--parquet",
+            str(path),
+            "--work",
+            str(work),
+            "--spans",
+            str(spans),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
     )
     if out.returncode:
         raise SystemExit(f"stage {stage} failed:\n{out.stderr[-3000:]}")
@@ -222,13 +254,17 @@ def main() -> None:
         start = time.perf_counter()
         duckdb.execute(GENERATE.format(spans=spans, path=path))
         made = time.perf_counter() - start
-        results = {name: _run_child(name, path, work, n) for name, n in
-                   (("duckdb", spans), ("chdb", spans), ("python", py_spans))}
+        results = {
+            name: _run_child(name, path, work, n)
+            for name, n in (("duckdb", spans), ("chdb", spans), ("python", py_spans))
+        }
     python = results["python"]
     per_trace = python["seconds"] / python["traces"]
     projected = per_trace * spans / 5
     report = {
-        "spans": spans, "traces": spans // 5, "parquet_mb": None, "generate_seconds": made,
+        "spans": spans,
+        "traces": spans // 5,
+        "generate_seconds": made,
         **results,
         "python_projected_seconds": projected,
         "speedup_duckdb": projected / results["duckdb"]["seconds"],
