@@ -132,7 +132,11 @@ def _stage_chdb(path: Path, work: Path) -> dict[str, Any]:
     load = time.perf_counter() - start
 
     def run(sql: str) -> list[dict[str, Any]]:
-        limited = sql.rstrip() + ", max_threads = 2, max_memory_usage = 900000000"
+        limited = sql.rstrip() + (
+            ", max_threads = 2, max_memory_usage = 900000000,"
+            " max_bytes_before_external_sort = 200000000,"
+            " max_bytes_before_external_group_by = 200000000"
+        )
         return list(session.query(limited, "ArrowTable").to_pylist())
 
     start = time.perf_counter()
@@ -228,8 +232,8 @@ def _run_child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]
         capture_output=True,
         text=True,
     )
-    if out.returncode:
-        raise SystemExit(f"stage {stage} failed:\n{out.stderr[-3000:]}")
+    if out.returncode:  # reported, not fatal: the other engines' figures still count
+        return {"failed": out.stderr.strip().splitlines()[-1][:300]}
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -259,17 +263,17 @@ def main() -> None:
             for name, n in (("duckdb", spans), ("chdb", spans), ("python", py_spans))
         }
     python = results["python"]
-    per_trace = python["seconds"] / python["traces"]
-    projected = per_trace * spans / 5
-    report = {
+    projected = python["seconds"] / python["traces"] * spans / 5
+    report: dict[str, Any] = {
         "spans": spans,
         "traces": spans // 5,
         "generate_seconds": made,
         **results,
         "python_projected_seconds": projected,
-        "speedup_duckdb": projected / results["duckdb"]["seconds"],
-        "speedup_chdb": projected / results["chdb"]["seconds"],
     }
+    for engine in ("duckdb", "chdb"):
+        if "seconds" in results[engine]:
+            report[f"speedup_{engine}"] = projected / results[engine]["seconds"]
     print(json.dumps(report, indent=2))
 
 
