@@ -63,6 +63,8 @@ DUCKDB = Dialect(
         "digits": lambda x: f"regexp_full_match({x}, '[0-9]+')",
         "int": lambda x: f"TRY_CAST({x} AS BIGINT)",
         "float": lambda x: f"TRY_CAST({x} AS DOUBLE)",
+        "key": lambda *xs: f"row({', '.join(xs)})",
+        "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "first": lambda x, o, c: f"arg_min({x}, {o}) FILTER (WHERE {c})",
         "list": lambda x, o, c: f"to_json(list({x} ORDER BY {o}) FILTER (WHERE {c}))",
         "events": lambda src: (
@@ -101,6 +103,8 @@ CLICKHOUSE = Dialect(
         "digits": lambda x: f"match({x}, '^[0-9]+$')",
         "int": lambda x: f"toInt64OrNull({x})",
         "float": lambda x: f"toFloat64OrNull({x})",
+        "key": lambda *xs: f"tuple({', '.join(xs)})",
+        "but": lambda t, cols: f"{t}.* EXCEPT ({cols})",
         "first": lambda x, o, c: f"argMinIf({x}, {o}, {c})",
         "list": lambda x, o, c: (
             f"toJSONString(arrayMap(t -> t.2, arraySort(t -> t.1, groupArrayIf(({o}, {x}), {c}))))"

@@ -41,40 +41,7 @@ named AS (
             @nonblank(a; 'gen_ai.tool.name'), @nonblank(a; 'tool.name'),
             @nonblank(a; 'mcp.tool.name'), @nonblank(a; 'traceloop.entity.name'),
             NULLIF(@trim(CASE WHEN @starts(n2; 'execute_tool') THEN substring(n2, 13) ELSE n2 END), ''),
-            NULLIF(name, ''), 'tool') END AS tool
-    FROM (
-        SELECT *, CASE WHEN is_mcp AND @starts(n1; 'tools/call') THEN substring(n1, 11) ELSE n1 END AS n2
-        FROM (SELECT *, CASE WHEN is_mcp AND @starts(name; 'MCP send ') THEN substring(name, 10) ELSE name END AS n1 FROM roles) AS r1
-    ) AS r2
-),
--- identity.find_root: parentless within the trace; agent spans first, then the earliest
-cand AS (
-    SELECT s.*, (p.sid IS NULL) AS is_cand
-    FROM named AS s LEFT JOIN (SELECT tid, sid FROM roles) AS p ON p.tid = s.tid AND p.sid = s.pid
-),
-ranked AS (
-    SELECT *,
-        ROW_NUMBER() OVER (PARTITION BY tid ORDER BY is_cand DESC, is_agent DESC, start_ns, sid) AS trk,
-        ROW_NUMBER() OVER (PARTITION BY tid ORDER BY start_ns, sid) AS tpos
-    FROM cand
-),
--- convert.traces_from_records: a trace whose root is a parentless model or tool call, with no
--- agent or spanguard request span, joins the others of its conversation
-turns AS (
-    SELECT tid,
-        CASE WHEN MAX(CASE WHEN trk = 1 AND pid = '' AND (is_llm OR is_tool) THEN 1 ELSE 0 END) = 1
-              AND MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) = 0
-             THEN @first(ckey; tpos; ckey IS NOT NULL) END AS conv
-    FROM ranked GROUP BY tid
-),
-grouped AS (
-    SELECT *,
-        ROW_NUMBER() OVER (PARTITION BY gid ORDER BY is_cand DESC, is_agent DESC, start_ns, sid) AS grk,
-        ROW_NUMBER() OVER (PARTITION BY gid ORDER BY start_ns, sid) AS pos
-    FROM (SELECT r.*, COALESCE(t.conv, r.tid) AS gid FROM ranked AS r JOIN turns AS t ON t.tid = r.tid) AS j
-),
-spans AS (
-    SELECT *, CASE WHEN grk = 1 THEN 0 ELSE pos END AS ipos,
+            NULLIF(name, ''), 'tool') END AS tool,
         -- identity._spanguard_identity, per span (root first, then the others earliest first)
         NULLIF(@val(a; 'spanguard.seed_id'), '') AS seed,
         NULLIF(@val(a; 'spanguard.variant_id'), '') AS variant,
@@ -101,17 +68,78 @@ spans AS (
               OR (@prefix(k; 'retrieval.documents.') AND NOT @has(a; 'gen_ai.retrieval.documents'))
               OR (is_llm AND (@like(k; 'tool_call') OR @like(k; 'function_call')
                   OR @contains(@val(a; 'gen_ai.output.messages'); 'tool')))
-             THEN 1 ELSE 0 END AS py_span
-    FROM grouped
+             THEN 1 ELSE 0 END AS py_span,
+        -- the root's own fields, read on the root only (identity.find_root: grk = 1)
+        @get(a; 'spanguard.request.id') AS r_request,
+        CASE WHEN @has(a; 'input.value') THEN 'input.value' WHEN @has(a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
+             WHEN @has(a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END AS r_input_key,
+        CASE WHEN @has(a; 'output.value') THEN 'output.value' WHEN @has(a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
+             WHEN @has(a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END AS r_output_key,
+        COALESCE(@get(a; 'input.value'), @get(a; 'traceloop.entity.input'), @get(a; 'gen_ai.input.messages')) AS r_input,
+        COALESCE(@get(a; 'output.value'), @get(a; 'traceloop.entity.output'), @get(a; 'gen_ai.output.messages')) AS r_output,
+        @get(a; 'spanguard.cost_usd') AS r_cost,
+        CASE WHEN @prefix(k; 'spanguard.metadata.') THEN @pick(a; 'spanguard.metadata.') END AS r_metadata,
+        @has(a; 'spanguard.repeat') AS has_rep
+    FROM (
+        SELECT *, CASE WHEN is_mcp AND @starts(n1; 'tools/call') THEN substring(n1, 11) ELSE n1 END AS n2
+        FROM (SELECT *, CASE WHEN is_mcp AND @starts(name; 'MCP send ') THEN substring(name, 10) ELSE name END AS n1 FROM roles) AS r1
+    ) AS r2
+),
+-- identity.find_root: parentless within the trace; agent spans first, then the earliest
+cand AS (
+    SELECT @but(s; a, k, ev_t, ev_n, ev_a), (p.sid IS NULL) AS is_cand
+    FROM named AS s LEFT JOIN (SELECT tid, sid FROM roles) AS p ON p.tid = s.tid AND p.sid = s.pid
+),
+-- identity.find_root per trace (parentless within the trace; agent spans first, then the
+-- earliest: the least @key), its first span, and (convert.traces_from_records) the
+-- conversation a trace joins when its root is a parentless model or tool call and it has no
+-- agent or spanguard request span. Aggregates, not window functions: no sort of the spans.
+turns AS (
+    SELECT tid, rkey, rsid, first_sid,
+        CASE WHEN rpid = '' AND rcall = 1 AND agentish = 0 THEN conv0 END AS conv
+    FROM (
+        SELECT tid,
+            MIN(@key(NOT is_cand; NOT is_agent; start_ns; sid)) AS rkey,
+            @first(sid; @key(NOT is_cand; NOT is_agent; start_ns; sid); TRUE) AS rsid,
+            @first(pid; @key(NOT is_cand; NOT is_agent; start_ns; sid); TRUE) AS rpid,
+            @first(CASE WHEN is_llm OR is_tool THEN 1 ELSE 0 END; @key(NOT is_cand; NOT is_agent; start_ns; sid); TRUE) AS rcall,
+            MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) AS agentish,
+            @first(ckey; @key(start_ns; sid); ckey IS NOT NULL) AS conv0,
+            @first(sid; @key(start_ns; sid); TRUE) AS first_sid
+        FROM cand GROUP BY tid
+    ) AS t
+),
+tgroups AS (
+    SELECT tid AS ttid, rkey, rsid, first_sid, COALESCE(conv, tid) AS tgid FROM turns
+),
+-- the root of each (merged) agent trace: the least root of its traces
+groots AS (
+    SELECT tgid AS ggid, @first(ttid; rkey; TRUE) AS g_tid, @first(rsid; rkey; TRUE) AS g_sid
+    FROM tgroups GROUP BY tgid
+),
+grouped AS (
+    SELECT c.*, t.tgid AS gid,
+        CASE WHEN c.tid = g.g_tid AND c.sid = g.g_sid THEN 1 ELSE 2 END AS grk,
+        @key(c.start_ns; c.sid) AS pos,
+        (c.sid = t.first_sid) AS tfirst
+    FROM cand AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
+),
+spans AS (
+    SELECT *, @key(CASE WHEN grk = 1 THEN 0 ELSE 1 END; start_ns; sid) AS ipos FROM grouped
+),
+-- the spans' events, with the agent trace they belong to
+evspans AS (
+    SELECT t.tgid AS gid, r.sid AS sid, r.ev_t AS ev_t, r.ev_n AS ev_n, r.ev_a AS ev_a
+    FROM raw AS r JOIN tgroups AS t ON t.ttid = r.tid WHERE length(r.ev_n) > 0
 ),
 -- process.process_trace and process.outcome_of: events in time order
 events AS (
     SELECT gid, en,
-        ROW_NUMBER() OVER (PARTITION BY gid ORDER BY et, sid, ei) AS eo,
+        @key(et; sid; ei) AS eo,
         NULLIF(@val(ea; 'spanguard.plan.step'), '') AS step,
         NULLIF(@val(ea; 'spanguard.friction.point'), '') AS point,
         NULLIF(@val(ea; 'spanguard.escalation.reason'), '') AS reason
-    FROM (@events(spans)) AS e
+    FROM (@events(evspans)) AS e
 ),
 process AS (
     SELECT gid,
@@ -131,20 +159,18 @@ traces AS (
         @first(pid; grk; grk = 1) AS root_parent,
         @first(start_ns; grk; grk = 1) AS root_start,
         @first(end_ns; grk; grk = 1) AS root_end,
-        @first(CASE WHEN grk = 1 THEN @get(a; 'spanguard.request.id') END; grk; grk = 1) AS request_id,
-        @first(CASE WHEN grk = 1 THEN CASE WHEN @has(a; 'input.value') THEN 'input.value' WHEN @has(a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
-             WHEN @has(a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END END; grk; grk = 1) AS input_key,
-        @first(CASE WHEN grk = 1 THEN CASE WHEN @has(a; 'output.value') THEN 'output.value' WHEN @has(a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
-             WHEN @has(a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END END; grk; grk = 1) AS output_key,
-        @first(CASE WHEN grk = 1 THEN COALESCE(@get(a; 'input.value'), @get(a; 'traceloop.entity.input'), @get(a; 'gen_ai.input.messages')) END; grk; grk = 1) AS input_text,
-        @first(CASE WHEN grk = 1 THEN COALESCE(@get(a; 'output.value'), @get(a; 'traceloop.entity.output'), @get(a; 'gen_ai.output.messages')) END; grk; grk = 1) AS output_text,
-        @first(CASE WHEN grk = 1 THEN @get(a; 'spanguard.cost_usd') END; grk; grk = 1) AS root_cost,
-        @first(CASE WHEN grk = 1 THEN @pick(a; 'spanguard.metadata.') END; grk; grk = 1) AS metadata,
+        @first(r_request; grk; grk = 1) AS request_id,
+        @first(r_input_key; grk; grk = 1) AS input_key,
+        @first(r_output_key; grk; grk = 1) AS output_key,
+        @first(r_input; grk; grk = 1) AS input_text,
+        @first(r_output; grk; grk = 1) AS output_text,
+        @first(r_cost; grk; grk = 1) AS root_cost,
+        @first(r_metadata; grk; grk = 1) AS metadata,
         @first(seed; ipos; seed IS NOT NULL) AS seed_id,
         @first(variant; ipos; variant IS NOT NULL) AS variant_id,
         @first(asg; ipos; asg IS NOT NULL) AS assignments,
         COALESCE(@first(asg_label; ipos; asg IS NOT NULL), 'base') AS group_label,
-        @first(rep; ipos; @has(a; 'spanguard.repeat')) AS repeat,
+        @first(rep; ipos; has_rep) AS repeat,
         @first(usr; ipos; usr IS NOT NULL) AS user_id,
         @first(ses; ipos; ses IS NOT NULL) AS session_id,
         @list(tool; pos; tool IS NOT NULL) AS tools,
@@ -154,7 +180,7 @@ traces AS (
         @list(CAST(end_ns AS VARCHAR); pos; is_llm) AS llm_ends,
         @list(cost; pos; cost IS NOT NULL) AS costs,
         COUNT(DISTINCT tid) AS trace_count,
-        @list(tid; pos; tpos = 1) AS trace_ids,
+        @list(tid; pos; tfirst) AS trace_ids,
         MIN(CASE WHEN pid = '' THEN start_ns END) AS top_start,
         MAX(CASE WHEN pid = '' THEN end_ns END) AS top_end,
         MAX(src_gen_ai) AS src_gen_ai, MAX(src_oi) AS src_oi, MAX(src_traceloop) AS src_traceloop,
