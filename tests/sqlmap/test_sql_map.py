@@ -23,7 +23,7 @@ from spanguard_processor.fairness.metrics.registry import get_metric
 from spanguard_processor.fairness.records import observations_of
 from spanguard_processor.fairness.stats.sufficient import reduce_values
 from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_sql, read_cells
-from spanguard_processor.ingest.spans import SpanRecord
+from spanguard_processor.ingest.spans import SpanEvent, SpanRecord
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.inputs.sql_load import load_clickhouse, spans_of, write_parquet
 from spanguard_processor.inputs.sql_source import (
@@ -271,3 +271,66 @@ def test_the_engine_fills_the_gates_sufficient_statistics_as_python_does(
         assert (got.cells, got.discordance, left_to_python) == (tuple(cells), tuple(discordance), 0)
         first = got.evidence[0]
         assert (first.record_id, first.trace_id) == ("s0::0", observations[0].trace_id)
+
+
+def _ranking_cases() -> list[SpanRecord]:
+    """Spans where the map's aggregates (not window ranks) must pick what Python picks: an
+    orphan agent span that outranks a parentless one, identity on the earliest non-root span,
+    plan steps from two spans interleaved in time, and a conversation whose earliest call is
+    in the second trace id."""
+
+    def span(trace: str, ident: str, parent: str, start: int, *events: Any, **attrs: Any) -> Any:
+        return SpanRecord(
+            trace * 32, ident * 16, parent, "s" + ident, start, start + 50, attrs, events
+        )
+
+    def step(at: int, name: str) -> SpanEvent:
+        return SpanEvent("spanguard.plan_step", at, {"spanguard.plan.step": name})
+
+    agent = {
+        "gen_ai.operation.name": "invoke_agent",
+        "spanguard.request.id": "r-agent",
+        "spanguard.seed_id": "s1",
+    }
+    chat = {"gen_ai.operation.name": "chat", "session.id": "c-2"}
+    return [
+        span("e", "1", "", 500, **{"spanguard.request.id": "r-plain", "spanguard.seed_id": "s0"}),
+        span("e", "2", "9" * 16, 501, **agent),
+        span(
+            "e",
+            "3",
+            "1" * 16,
+            503,
+            step(510, "b"),
+            step(530, "d"),
+            **{"spanguard.variant_id": "v3"},
+        ),
+        span(
+            "e",
+            "4",
+            "2" * 16,
+            502,
+            step(520, "c"),
+            step(505, "a"),
+            **{"spanguard.variant_id": "v4"},
+        ),
+        span("g", "5", "", 160, **chat, **{"gen_ai.usage.input_tokens": 4}),
+        span("h", "6", "", 150, **chat, **{"gen_ai.usage.input_tokens": 6}),
+    ]
+
+
+def test_root_ranking_identity_order_events_and_merged_roots_follow_the_python_rules(
+    session: Any, tmp_path: Path
+) -> None:
+    spans = _ranking_cases()
+    expected = traces_from_records(spans)
+    first = next(t for t in expected if t.trace_id == "e" * 32)
+    assert (first.root_span_id, first.request_id, first.partial) == ("2" * 16, "r-agent", True)
+    assert (first.seed_id, first.variant_id) == ("s1", "v4")  # the root's, then the earliest
+    assert first.trace.plan_steps == ("a", "b", "c", "d")
+    assert any(t.trace_id == "h" * 32 for t in expected)  # the earliest call roots the turn
+    for read in (
+        read_source(_chdb(session, spans, "ranking")),
+        read_source(_duckdb(spans, tmp_path / "parquet")),
+    ):
+        _same(read, expected)
