@@ -107,7 +107,7 @@ def _stage_duckdb(path: Path) -> dict[str, Any]:
     engine.run("SET memory_limit = '700MB'; SET threads = 2")
     start = time.perf_counter()
     table, left = read_cells(
-        engine.run, cells_sql("duckdb", engine.source, METRICS, since=None, until=None), METRICS
+        engine.fetch, cells_sql("duckdb", engine.source, METRICS, since=None, until=None), METRICS
     )
     return {
         "seconds": time.perf_counter() - start,
@@ -131,13 +131,14 @@ def _stage_chdb(path: Path, work: Path) -> dict[str, Any]:
     session.query(f"INSERT INTO otel.otel_traces SELECT * FROM file('{path}', Parquet)")
     load = time.perf_counter() - start
 
-    def run(sql: str) -> list[dict[str, Any]]:
+    def run(sql: str) -> dict[str, list[Any]]:
         limited = sql.rstrip() + (
             ", max_threads = 2, max_memory_usage = 900000000,"
             " max_bytes_before_external_sort = 200000000,"
             " max_bytes_before_external_group_by = 200000000"
         )
-        return list(session.query(limited, "ArrowTable").to_pylist())
+        table = session.query(limited, "ArrowTable")
+        return {name: table.column(name).to_pylist() for name in table.column_names}
 
     start = time.perf_counter()
     table, left = read_cells(

@@ -267,7 +267,7 @@ def test_the_engine_fills_the_gates_sufficient_statistics_as_python_does(
     assert any(c.total for c in cells) and any(d.discordant for d in discordance)
     for engine in (_chdb(session, demo, "cells"), _duckdb(demo, tmp_path / "parquet")):
         sql = cells_sql(engine.dialect, engine.source, names, since=None, until=None)
-        got, left_to_python = read_cells(engine.run, sql, names)
+        got, left_to_python = read_cells(engine.fetch, sql, names)
         assert (got.cells, got.discordance, left_to_python) == (tuple(cells), tuple(discordance), 0)
         first = got.evidence[0]
         assert (first.record_id, first.trace_id) == ("s0::0", observations[0].trace_id)

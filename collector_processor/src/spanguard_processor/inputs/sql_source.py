@@ -94,13 +94,20 @@ def parse_source(text: str) -> SqlSource:
 @dataclass(frozen=True, slots=True)
 class Engine:
     """One engine: its dialect, the table expression the map reads, and how a query runs
-    (SQL in, rows out as dicts) and which columns the table has."""
+    (SQL in, rows out as dicts; or ``fetch``: columns out as lists, through Arrow) and which
+    columns the table has."""
 
     dialect: str
     source: str
     run: Callable[[str], list[dict[str, Any]]]
     columns: Callable[[], set[str]]
     where: str
+    fetch: Callable[[str], dict[str, list[Any]]]
+
+
+def _lists(table: Any) -> dict[str, list[Any]]:
+    """A ``pyarrow.Table`` as one Python list per column."""
+    return {name: table.column(name).to_pylist() for name in table.column_names}
 
 
 def _duckdb(source: SqlSource) -> Engine:
@@ -118,7 +125,10 @@ def _duckdb(source: SqlSource) -> Engine:
     def columns() -> set[str]:
         return {str(row["column_name"]) for row in run(f"DESCRIBE SELECT * FROM {table}")}
 
-    return Engine("duckdb", table, run, columns, str(source.paths[0]))
+    def fetch(sql: str) -> dict[str, list[Any]]:
+        return _lists(con.sql(sql).to_arrow_table())
+
+    return Engine("duckdb", table, run, columns, str(source.paths[0]), fetch)
 
 
 def clickhouse_engine(source: SqlSource, query: Callable[[str], Any]) -> Engine:
@@ -136,7 +146,9 @@ def clickhouse_engine(source: SqlSource, query: Callable[[str], Any]) -> Engine:
         )
         return {str(row["name"]) for row in rows}
 
-    return Engine("clickhouse", source.table, run, columns, source.table)
+    return Engine(
+        "clickhouse", source.table, run, columns, source.table, lambda sql: _lists(query(sql))
+    )
 
 
 def open_engine(source: SqlSource) -> Engine:
