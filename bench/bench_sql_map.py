@@ -16,7 +16,8 @@ other, an escalation), written by DuckDB straight into Parquet with the exporter
   store read the real Python path also pays is left out, so the ratio is a lower bound),
   scaled linearly to N.
 
-Usage: ``nice -n 10 python bench/bench_sql_map.py --spans 10000000`` (``--quick``: 200,000).
+Usage: ``nice -n 10 python bench/bench_sql_map.py --spans 10000000`` (``--quick``: 200,000;
+``--parquet FILE``: generate the spans into FILE once and reuse them on the next runs).
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def _stage_chdb(path: Path, work: Path) -> dict[str, Any]:
         limited = sql.rstrip() + (
             ", max_threads = 2, max_memory_usage = 900000000,"
             " max_bytes_before_external_sort = 200000000,"
-            " max_bytes_before_external_group_by = 200000000"
+            " max_bytes_before_external_group_by = 200000000,"
+            " join_algorithm = 'partial_merge', max_bytes_in_join = 100000000"
         )
         table = session.query(limited, "ArrowTable")
         return {name: table.column(name).to_pylist() for name in table.column_names}
@@ -255,9 +257,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-sql-map-") as tmp:
         work = Path(tmp)
-        path = work / "spans.parquet"
+        path = args.parquet or work / "spans.parquet"
         start = time.perf_counter()
-        duckdb.execute(GENERATE.format(spans=spans, path=path))
+        if not (args.parquet and args.parquet.exists()):  # --parquet: made once, kept
+            duckdb.execute(GENERATE.format(spans=spans, path=path))
         made = time.perf_counter() - start
         results = {
             name: _run_child(name, path, work, n)
