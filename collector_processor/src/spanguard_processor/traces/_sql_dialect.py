@@ -65,6 +65,13 @@ DUCKDB = Dialect(
         "float": lambda x: f"TRY_CAST({x} AS DOUBLE)",
         "key": lambda *xs: f"row({', '.join(xs)})",
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
+        "ids": lambda x: f"list({x})",
+        "spans": lambda p, a, s, i, r: f"list({{'p': {p}, 'a': {a}, 's': {s}, 'i': {i}, 'r': {r}}})",
+        "root": lambda sp, ids: (
+            f"list_sort(list_transform({sp}, lambda t: {{'c': list_contains({ids}, t.p), "
+            "'a': t.a, 's': t.s, 'i': t.i, 'p': t.p, 'r': t.r}))[1]"
+        ),
+        "field": lambda x, name: f"{x}.{name}",
         "first": lambda x, o, c: f"arg_min({x}, {o}) FILTER (WHERE {c})",
         "list": lambda x, o, c: f"to_json(list({x} ORDER BY {o}) FILTER (WHERE {c}))",
         "events": lambda src: (
@@ -105,6 +112,12 @@ CLICKHOUSE = Dialect(
         "float": lambda x: f"toFloat64OrNull({x})",
         "key": lambda *xs: f"tuple({', '.join(xs)})",
         "but": lambda t, cols: f"{t}.* EXCEPT ({cols})",
+        "ids": lambda x: f"groupArray({x})",
+        "spans": lambda p, a, s, i, r: f"groupArray(tuple({p}, {a}, {s}, {i}, {r}))",
+        "root": lambda sp, ids: (
+            f"arraySort(arrayMap(t -> tuple(has({ids}, t.1), t.2, t.3, t.4, t.1, t.5), {sp}))[1]"
+        ),
+        "field": lambda x, name: f"tupleElement({x}, {'casipr'.index(name) + 1})",
         "first": lambda x, o, c: f"argMinIf({x}, {o}, {c})",
         "list": lambda x, o, c: (
             f"toJSONString(arrayMap(t -> t.2, arraySort(t -> t.1, groupArrayIf(({o}, {x}), {c}))))"

@@ -85,28 +85,24 @@ named AS (
         FROM (SELECT *, CASE WHEN is_mcp AND @starts(name; 'MCP send ') THEN substring(name, 10) ELSE name END AS n1 FROM roles) AS r1
     ) AS r2
 ),
--- identity.find_root: parentless within the trace; agent spans first, then the earliest
-cand AS (
-    SELECT @but(s; a, k, ev_t, ev_n, ev_a), (p.sid IS NULL) AS is_cand
-    FROM named AS s LEFT JOIN (SELECT tid, sid FROM roles) AS p ON p.tid = s.tid AND p.sid = s.pid
-),
 -- identity.find_root per trace (parentless within the trace; agent spans first, then the
 -- earliest: the least @key), its first span, and (convert.traces_from_records) the
 -- conversation a trace joins when its root is a parentless model or tool call and it has no
 -- agent or spanguard request span. Aggregates, not window functions: no sort of the spans.
 turns AS (
-    SELECT tid, rkey, rsid, first_sid,
-        CASE WHEN rpid = '' AND rcall = 1 AND agentish = 0 THEN conv0 END AS conv
+    SELECT tid, rkey, @field(rkey; i) AS rsid, first_sid,
+        CASE WHEN @field(rkey; p) = '' AND @field(rkey; r) = 1 AND agentish = 0 THEN conv0 END AS conv
     FROM (
-        SELECT tid,
-            MIN(@key(NOT is_cand; NOT is_agent; start_ns; sid)) AS rkey,
-            @first(sid; @key(NOT is_cand; NOT is_agent; start_ns; sid); TRUE) AS rsid,
-            @first(pid; @key(NOT is_cand; NOT is_agent; start_ns; sid); TRUE) AS rpid,
-            @first(CASE WHEN is_llm OR is_tool THEN 1 ELSE 0 END; @key(NOT is_cand; NOT is_agent; start_ns; sid); TRUE) AS rcall,
-            MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) AS agentish,
-            @first(ckey; @key(start_ns; sid); ckey IS NOT NULL) AS conv0,
-            @first(sid; @key(start_ns; sid); TRUE) AS first_sid
-        FROM cand GROUP BY tid
+        -- a span is a candidate when its parent is not among the trace's span ids
+        SELECT tid, @root(spans; sids) AS rkey, agentish, conv0, first_sid
+        FROM (
+            SELECT tid, @ids(sid) AS sids,
+                @spans(pid; NOT is_agent; start_ns; sid; CASE WHEN is_llm OR is_tool THEN 1 ELSE 0 END) AS spans,
+                MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) AS agentish,
+                @first(ckey; @key(start_ns; sid); ckey IS NOT NULL) AS conv0,
+                @first(sid; @key(start_ns; sid); TRUE) AS first_sid
+            FROM named GROUP BY tid
+        ) AS l
     ) AS t
 ),
 tgroups AS (
@@ -118,11 +114,11 @@ groots AS (
     FROM tgroups GROUP BY tgid
 ),
 grouped AS (
-    SELECT c.*, t.tgid AS gid,
+    SELECT @but(c; a, k, ev_t, ev_n, ev_a), t.tgid AS gid,
         CASE WHEN c.tid = g.g_tid AND c.sid = g.g_sid THEN 1 ELSE 2 END AS grk,
         @key(c.start_ns; c.sid) AS pos,
         (c.sid = t.first_sid) AS tfirst
-    FROM cand AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
+    FROM named AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
 ),
 spans AS (
     SELECT *, @key(CASE WHEN grk = 1 THEN 0 ELSE 1 END; start_ns; sid) AS ipos FROM grouped
