@@ -66,7 +66,9 @@ DUCKDB = Dialect(
         "key": lambda *xs: f"row({', '.join(xs)})",
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "ids": lambda x: f"list({x})",
-        "spans": lambda p, a, s, i, r: f"list({{'p': {p}, 'a': {a}, 's': {s}, 'i': {i}, 'r': {r}}})",
+        "spans": lambda p, a, s, i, r: (
+            f"list({{'p': {p}, 'a': {a}, 's': {s}, 'i': {i}, 'r': {r}}})"
+        ),
         "root": lambda sp, ids: (
             f"list_sort(list_transform({sp}, lambda t: {{'c': list_contains({ids}, t.p), "
             "'a': t.a, 's': t.s, 'i': t.i, 'p': t.p, 'r': t.r}))[1]"
