@@ -13,6 +13,7 @@ from spanguard.exceptions import ConfigError
 
 from ._common import check_files, exit_gate, in_command_terms, output_option, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint, send_events
+from ._source import read_source_traces, source_options
 from ._suite_mine import replay_mined, traffic_weights_option
 from .suite import echo_plan
 
@@ -297,10 +298,10 @@ def _repeats(suite: Any, observations: Any) -> int:
     "inputs",
     metavar="TRACES...",
     nargs=-1,
-    required=True,
     type=click.Path(dir_okay=False, path_type=Path),
 )
 @evaluation_options
+@source_options
 @traffic_weights_option
 @emit_option
 @click.pass_context
@@ -323,21 +324,28 @@ def fairness(
     redact: bool,
     label: str | None,
     emit_otlp: str | None,
+    source: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    explain: bool = False,
     traffic_weights: bool = False,
 ) -> None:
     """Evaluate the fairness SUITE over recorded TRACES and gate on it.
 
     TRACES are agent-trace JSONL files, fairtrace scenario records (JSONL, a JSON list or
-    fairtrace's report.json), span files or the processor's SQLite store. Records match the
-    suite's variants by variant id.
+    fairtrace's report.json), span files or the processor's SQLite store; or, with --source,
+    the spans where they already live (ClickHouse, Parquet). Records match the suite's
+    variants by variant id.
 
     \b
     Example:
       spanguard fairness suite.yaml traces.jsonl -o fairness-report
+      spanguard fairness suite.yaml --source parquet://spans/ -o fairness-report
     Exit codes: 0 pass, 1 gate failed, 2 bad input.
     """
     from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite, read_inputs
+    from ..fairness.records import observations_of
     from ..inputs import guard
 
     # no output may replace an input; the suite is checked and validated before the traces
@@ -363,7 +371,8 @@ def fairness(
                 f"note: {path} is a fairness report; its scenario_results are read as the records.",
                 err=True,
             )
-    observations = read_inputs(list(inputs))
+    traces = read_source_traces(inputs, source, since, until, explain)
+    observations = read_inputs(list(inputs)) if traces is None else observations_of(traces)
     echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
     ev, matched = evaluate_suite(suite, observations, config)
     if matched.unmatched:

@@ -37,6 +37,7 @@ __all__ = [
     "observation_from_entry",
     "observation_from_record",
     "observation_from_trace",
+    "observations_of",
     "read_observations",
 ]
 
@@ -439,6 +440,11 @@ def observation_from_entry(entry: Entry) -> Observation:
         return observation_from_record(entry.row, entry.line)
     except InputError as exc:
         raise entry.locate(exc) from None
+
+
+def observations_of(traces: Iterable[AgentTrace]) -> list[Observation]:
+    """Observations from agent traces already read (``--source``: an engine's SQL map)."""
+    return [observation_from_trace(trace) for trace in traces]
 
 
 def read_observations(paths: Iterable[Path]) -> list[Observation]:

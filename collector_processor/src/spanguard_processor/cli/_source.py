@@ -1,0 +1,109 @@
+"""``--source``, ``--since``, ``--until`` and ``--explain``: an evaluator reads the engine the
+spans already live in (the Collector ClickHouse exporter's tables, or Parquet of its columns)
+instead of files (:mod:`spanguard_processor.inputs.sql_source`)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+__all__ = ["WAREHOUSE_HINT", "read_source_traces", "source_options"]
+
+WAREHOUSE_HINT = "pip install 'spanguard[warehouse]'"
+_NEEDS = {"parquet": ("duckdb", "pyarrow"), "clickhouse": ("clickhouse_connect", "pyarrow")}
+
+
+def _moment(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a time (ISO 8601: 2026-12-01 or 2026-12-01T08:00:00Z)."
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+_OPTIONS = (
+    click.option(
+        "--source",
+        metavar="URL",
+        help="Read the spans from an engine instead of TRACES: "
+        "clickhouse://HOST[:PORT]/DB?traces=otel_traces&logs=otel_logs (the Collector "
+        "ClickHouse exporter's tables) or parquet://PATH (a file or folder of Parquet with "
+        "its columns, read by DuckDB). Needs spanguard[warehouse].",
+    ),
+    click.option(
+        "--since", metavar="TIME", callback=_moment, help="With --source: spans from TIME (UTC)."
+    ),
+    click.option(
+        "--until",
+        metavar="TIME",
+        callback=_moment,
+        help="With --source: spans before TIME (UTC). ClickHouse needs --since and --until.",
+    ),
+    click.option(
+        "--explain", is_flag=True, help="With --source: print the SQL the engine runs, and stop."
+    ),
+)
+
+
+def source_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--source``, ``--since``, ``--until`` and ``--explain`` to ``command``."""
+    for option in reversed(_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _check_installed(kind: str) -> None:
+    missing = [m for m in _NEEDS[kind] if importlib.util.find_spec(m) is None]
+    if missing:
+        click.echo(
+            f"spanguard: --source {kind}:// needs {', '.join(missing)}, which is not installed; "
+            f"install it with: {WAREHOUSE_HINT}",
+            err=True,
+        )
+        raise SystemExit(2)
+
+
+def read_source_traces(
+    inputs: tuple[Any, ...],
+    source: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    explain: bool,
+) -> list[Any] | None:
+    """The agent traces of ``--source`` (None without it, when TRACES are read instead);
+    with ``--explain`` the SQL is printed and the command stops."""
+    if source is None:
+        if not inputs:
+            raise click.UsageError("give TRACES... or --source URL.")
+        if since or until or explain:
+            raise click.UsageError("--since, --until and --explain go with --source.")
+        return None
+    if inputs:
+        raise click.UsageError("give TRACES... or --source, not both.")
+    from ..inputs.sql_source import open_engine, parse_source, read_source
+
+    spec = parse_source(source)
+    _check_installed(spec.kind)
+    if spec.kind == "clickhouse" and (since is None or until is None):
+        raise click.UsageError(
+            "--source clickhouse:// needs --since and --until (the exporter's tables are "
+            "ordered by time: a read without a window scans every partition)."
+        )
+    read = read_source(open_engine(spec), since=since, until=until, explain_only=explain)
+    if explain:
+        click.echo(read.sql, nl=False)
+        raise SystemExit(0)
+    click.echo(
+        f"note: {len(read.traces)} agent trace(s) from {spec.text}: {read.mapped} mapped in "
+        f"SQL, {read.converted} converted from their spans.",
+        err=True,
+    )
+    return read.traces
