@@ -15,7 +15,10 @@ process — and at each level a path becomes its own case only when it is **syst
 
 Anything else — a 4 % random escalation, a retry, a rare tool — is folded into the question's
 most common path of that level and becomes a *rate* of that case (:mod:`.properties`), never a
-case of its own asserting it. The representative of every case is a request of the path it
+case of its own asserting it — except the most common path's own requests outside the run
+explaining it (random escalations that made escalation the most common path), which join the
+largest other explained path's case: in their own path's case they would look usual and hide
+their variation from the stable rule. The representative of every case is a request of the path it
 covers — for a path explained by a run an inner request of it, spread over the groups of
 inputs (:class:`Representatives`); for an unexplained main path its highest-ranked request —
 so replaying its input reproduces that path. Failure seeds keep trace2eval-compatible
