@@ -84,7 +84,7 @@ def test_random_escalations_are_a_rate_never_a_case_asserting_them(noisy: dict[s
 def test_every_stable_property_holds_on_the_traffic_it_came_from(noisy: dict[str, Any]) -> None:
     loaded = load_logs([noisy["dir"] / "traffic.jsonl"], 10**7)
     evidence = {row.id: row.evidence for row in loaded.rows}
-    checked = 0
+    checked, kinds = 0, set()
     for data in noisy["cases"]:
         case = Case.from_dict(data)
         asserted = [*case.checks, *case.trace_checks]
@@ -92,12 +92,17 @@ def test_every_stable_property_holds_on_the_traffic_it_came_from(noisy: dict[str
         for prop in case.properties:
             assert (prop.check in asserted) == prop.stable, (case.id, prop)
             if prop.stable:
-                checked += 1
+                checked, kinds = checked + 1, kinds | {prop.check.type}
                 ct = check_type(prop.check.type)
                 assert ct is not None
                 results = [ct.run(ct, prop.check, e).passed for e in runs]
                 assert False not in results, (case.id, prop.check)
-    assert checked > 40
+    # Since the stable rule (task recstable) escalation, friction and the answer class are rates
+    # in clusters this small (the log shows them varying at ~4 %: stable needs n >= 74), so
+    # what stays asserted is each case's text checks and the tools the log never saw missed —
+    # 37 properties over 12 cases on this traffic (it was 40+ before that rule).
+    assert checked >= 3 * len(noisy["cases"])
+    assert {"not_fallback", "min_chars", "tools_include", "tool_sequence"} <= kinds
 
 
 def _agent(n: int, text: str, tools: tuple[str, ...]) -> dict[str, Any]:

@@ -188,3 +188,33 @@ def test_cases_run_says_when_it_scores_the_traffic_the_cases_were_built_from(
     )
     assert fresh.exit_code == 0, fresh.output
     assert "mined from" not in fresh.output
+
+
+def test_random_escalations_that_make_escalation_the_main_path_are_no_assertion(
+    tmp_path: Path,
+) -> None:
+    """Task insample (measured on lead 5205339, the bench's in-sample design exited 0 in 62 of
+    100 trials): random escalations among approvals and declines made ``refer`` the most common
+    answer class of a question, and the main path's case took every request outside its own
+    explaining run — so the random escalations sat in it as its usual, the log showed
+    escalation varying nowhere (``escalated`` 0 of 240), and the case asserted ``escalated:
+    true`` on requests that the next day, approved, failed it. On seed 10, 8 random escalations
+    sat in 5 cases asserting it."""
+    from .stochastic_loan import decide as systematic
+
+    apps = applications(240, seed=10)
+    traces, outcomes = serve(apps, seed=10_010, escalate_rate=0.04, retry_rate=0.03)
+    build_evalset([_day(tmp_path, "day1", traces)], BuildOptions(out=tmp_path / "ev"))
+    cases = load_cases(tmp_path / "ev" / "cases.jsonl")
+    request = {t["trace_id"]: t["request_id"] for t in traces}
+    app = {a.request_id: a for a in apps}
+    random = {r for r, outcome in outcomes.items() if outcome != systematic(app[r])}
+    assert len(random) >= 5  # the traffic shows the noise this test is about
+    for case in cases:
+        members = {request.get(t, t) for t in (case.source_trace_id, *case.duplicate_trace_ids)}
+        asserted = Check.of("escalated", value=True) in case.trace_checks
+        assert not (asserted and members & random), (case.id, sorted(members & random))
+    # the random escalations are counted where they are exceptions: escalation is a rate
+    escalated = [p for c in cases for p in c.properties if p.check.type == "escalated"]
+    assert any(p.held < p.of for p in escalated)
+    assert not any(p.stable for p in escalated)
