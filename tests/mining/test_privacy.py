@@ -5,6 +5,7 @@ person sent is never a seed, and a trace read twice counts once."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +52,16 @@ def _mine(*args: str) -> Result:
     return CliRunner().invoke(cli, ["suite", "mine", *args])
 
 
+_IDS = re.compile(r"\b[0-9a-f]{10,}\b")  # trace ids and seed ids: random hex may hold "415"
+
+
 def _leaks(result: Result, suite: Path) -> list[str]:
     written = suite.read_text(encoding="utf-8") if suite.exists() else ""
     return [
         f"{word!r} in {where}"
         for word in PERSONAL
         for where, text in (("the suite", written), ("the console", result.output))
-        if word in text
+        if word in _IDS.sub("<id>", text)
     ]
 
 
