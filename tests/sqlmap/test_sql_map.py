@@ -26,6 +26,7 @@ from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_
 from spanguard_processor.ingest.spans import SpanEvent, SpanRecord
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.inputs.sql_load import load_clickhouse, spans_of, write_parquet
+from spanguard_processor.inputs.sql_schema import traces_ddl
 from spanguard_processor.inputs.sql_source import (
     Engine,
     SourceRead,
@@ -334,3 +335,27 @@ def test_root_ranking_identity_order_events_and_merged_roots_follow_the_python_r
         read_source(_duckdb(spans, tmp_path / "parquet")),
     ):
         _same(read, expected)
+
+
+def test_the_loaders_table_has_the_exporters_columns(session: Any) -> None:
+    """The table spanguard loads spans into (``inputs/sql_schema.traces_ddl``, product code) and
+    the exporter's own DDL (``tests/data/clickhouse/otel_traces.sql``, vendored with its origin,
+    the table the real ClickHouse leg writes into) declare the same columns, in order, with the
+    same types: the product's copy cannot drift from the exporter's without this failing."""
+    vendored = Path(__file__).resolve().parents[1] / "data" / "clickhouse" / "otel_traces.sql"
+    session.query("DROP DATABASE IF EXISTS ddl")
+    session.query("CREATE DATABASE ddl")
+    session.query(traces_ddl("ddl", "ours"))
+    session.query(vendored.read_text() % ("ddl.exporters", "", "MergeTree()", ""))
+
+    def columns(table: str) -> str:
+        return str(
+            session.query(
+                "SELECT name, type FROM system.columns WHERE database = 'ddl' "
+                f"AND table = '{table}' ORDER BY position",
+                "CSV",
+            )
+        )
+
+    assert "SpanAttributes" in columns("ours")
+    assert columns("ours") == columns("exporters")
