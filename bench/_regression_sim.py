@@ -214,6 +214,16 @@ def _planted(agent: Agent) -> tuple[str, ...]:
     }.get(agent.change or "", ())
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Two-sided Wilson score interval (95 % at the default z)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def cp_interval(k: int, n: int) -> tuple[float, float]:
     """Two-sided 95 % Clopper–Pearson interval."""
     from scipy.stats import beta

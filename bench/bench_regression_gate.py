@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._regression_sim import wilson  # noqa: E402
 from spanguard_processor.regression.gate.gate import compare  # noqa: E402
 from spanguard_processor.regression.gate.runfile import load_run  # noqa: E402
 from spanguard_processor.regression.mine.build import BuildOptions, build_evalset  # noqa: E402
@@ -43,15 +43,6 @@ from spanguard_processor.regression.run.run import load_cases, run_cases  # noqa
 from tests.regression.loan_agent import Application, applications, serve  # noqa: E402
 
 CONDITIONS = (None, "drop_offer_tool", "escalate_self_employed", "slower")
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _run(folder: Path, name: str, traces: list[dict[str, object]], cases: list) -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 from collections import Counter
@@ -33,27 +32,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spanguard_processor.common.stats import clopper_pearson_upper  # noqa: E402
+from bench._regression_sim import cp_interval, wilson  # noqa: E402
 from spanguard_processor.regression.mine.build import BuildOptions, build_evalset  # noqa: E402
 from spanguard_processor.regression.mine.loader import load_logs  # noqa: E402
 from spanguard_processor.regression.mine.select import cluster_log  # noqa: E402
 from tests.regression.loan_agent import applications  # noqa: E402
 from tests.regression.stochastic_loan import decide, serve, tool_path  # noqa: E402
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def clopper_pearson(k: int, n: int) -> tuple[float, float]:
-    """The exact two-sided 95 % interval of a binomial rate."""
-    lower = 0.0 if k == 0 else 1.0 - clopper_pearson_upper(n - k, n, 0.025)
-    return lower, clopper_pearson_upper(k, n, 0.025)
 
 
 def _build(traces: list[dict[str, object]], folder: Path) -> list[dict[str, object]]:
@@ -136,7 +120,7 @@ def main() -> None:
             results = [random_trial(t, rate, args.requests, folder) for t in range(trials)]
             k = sum(1 for r in results if r[0])
             served = sum(r[1] for r in results) / trials
-            lo, hi = clopper_pearson(k, trials)
+            lo, hi = cp_interval(k, trials)
             print(
                 _line(
                     f"random escalation {rate:.0%}, {args.requests} requests: false split",
