@@ -275,8 +275,10 @@ def _split(
     # escalation among approvals that made escalation the most common path): in the main case
     # they look usual and hide that variation from the stable rule, so they join the largest
     # other explained path's case, where they count as its variation (docs/regression.md)
-    strays = [m for m in main if runs[0] is not None and m not in runs[0]] if len(out) > 1 else []
-    out[0] += [m for m in members if m not in cased and m != out[0][0] and m not in strays]
+    explaining = None if runs[0] is None or len(out) == 1 else set(runs[0])
+    strays = [] if explaining is None else [m for m in main if m not in explaining]
+    cased.update(strays)
+    out[0] += [m for m in members if m not in cased and m != out[0][0]]
     if strays:
         max(out[1:], key=len).extend(strays)
     return out
