@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from spanguard_processor.inputs.readers import ingest_files  # noqa: E402
 from spanguard_processor.store.span_store import SpanStore  # noqa: E402
-from tests.processor.agent_app import run_request  # noqa: E402
+from tests.agent_app import run_request  # noqa: E402
 from tests.sdk.rotel_helper import free_port, rotel_binary  # noqa: E402
 
 #: Seconds after the last acknowledgement by which the server has indexed every stored batch

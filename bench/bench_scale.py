@@ -44,7 +44,7 @@ from spanguard import semconv as sc  # noqa: E402
 from spanguard_processor.collector.limits import Shaper  # noqa: E402
 from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC  # noqa: E402
 from spanguard_processor.store.span_store import SpanStore  # noqa: E402
-from tests.processor.agent_app import SPANS_PER_REQUEST, run_request  # noqa: E402
+from tests.agent_app import SPANS_PER_REQUEST, run_request  # noqa: E402
 
 _METRICS = (
     "  - {type: helpfulness_gap, threshold: 0.1}\n"

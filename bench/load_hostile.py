@@ -33,7 +33,6 @@ import grpc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.processor.serve_process import ServeProcess  # noqa: E402
 from tests.reliability.hostile import (  # noqa: E402  (the probes the tests use, full size)
     StderrLog,
     export_grpc,
@@ -45,6 +44,7 @@ from tests.reliability.hostile import (  # noqa: E402  (the probes the tests use
     tiny_spans_request,
     watch_health,
 )
+from tests.serve_process import ServeProcess  # noqa: E402
 
 
 class Server(ServeProcess):

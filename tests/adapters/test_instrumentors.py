@@ -28,8 +28,8 @@ import pytest
 
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.traces.model import AgentTrace
+from tests.serve_process import ServeProcess
 
-from ..processor.serve_process import ServeProcess
 from .openai_stub import chat_completion, openai_stub
 
 pytestmark = pytest.mark.integration

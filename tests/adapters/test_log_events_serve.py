@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from spanguard_processor.cli import cli
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from tests.emit.test_emit_cases import _ROOT, _TRACE, QUESTION, _cases, _span_file
-from tests.processor.serve_process import ServeProcess
 from tests.sdk.rotel_helper import RotelCollector
+from tests.serve_process import ServeProcess
 
 from .openai_stub import openai_stub
 from .test_log_events import ANSWER, APP, REFUSAL, SEEDS, _responder, _suite

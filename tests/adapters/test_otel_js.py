@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from spanguard_processor.inputs.readers import read_agent_traces_any
+from tests.serve_process import ServeProcess
 
-from ..processor.serve_process import ServeProcess
 from .openai_stub import openai_stub
 from .test_instrumentors import ANSWER, responder
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..processor.serve_process import ServeProcess
+from tests.serve_process import ServeProcess
+
 from .openai_stub import openai_stub
 from .test_instrumentors import ANSWER, TURN, responder
 

@@ -80,13 +80,7 @@ def build_workspace(root: Path) -> Workspace:
         )
     )
     spans = root / "spans.jsonl"
-    shutil.copy(
-        Path(__file__).resolve().parents[1]
-        / "processor"
-        / "data"
-        / "python_otlp_json_file_exporter.jsonl",
-        spans,
-    )
+    shutil.copy(DATA / "otel" / "python_otlp_json_file_exporter.jsonl", spans)
     log = root / "log.jsonl"
     shutil.copy(DATA / "trace2eval" / "sample_traces.jsonl", log)
     outputs = root / "outputs.jsonl"

@@ -25,9 +25,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from spanguard import semconv as sc
 from spanguard_processor.cli import cli
+from tests.agent_app import SPANS_PER_REQUEST, run_request
+from tests.serve_process import ServeProcess, free_port
 
-from .agent_app import SPANS_PER_REQUEST, run_request
-from .serve_process import ServeProcess, free_port
 from .test_collector import rotel_binary, rotel_collector
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -21,9 +21,8 @@ from trace2eval.schema import load_traces
 from spanguard_processor.cli import cli
 from spanguard_processor.inputs.stored_traces import stored_agent_traces
 from spanguard_processor.store.span_store import SpanStore
-
-from .agent_app import SPANS_PER_REQUEST, annotate, run_request
-from .serve_process import ServeProcess, free_port
+from tests.agent_app import SPANS_PER_REQUEST, annotate, run_request
+from tests.serve_process import ServeProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REQUESTS = 40

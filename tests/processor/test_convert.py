@@ -16,8 +16,7 @@ from spanguard_processor.traces.convert import (
     traces_from_records,
 )
 from spanguard_processor.traces.model import AgentTrace, RetrievedDocument, ToolCall
-
-from .agent_app import annotate, documents, in_memory_spans, run_request
+from tests.agent_app import annotate, documents, in_memory_spans, run_request
 
 TRACE = "ab" * 16
 

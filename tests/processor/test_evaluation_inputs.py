@@ -29,10 +29,9 @@ from spanguard_processor.inputs.files import InputKind, evaluation_kind
 from spanguard_processor.regression.mine.loader import load_logs
 from spanguard_processor.traces.convert import traces_from_readable_spans
 from spanguard_processor.traces.formats import to_fairtrace_record, to_trace2eval_row
+from tests.agent_app import in_memory_spans
 
-from .agent_app import in_memory_spans
-
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data" / "otel"
 PY_EXPORTER = DATA / "python_otlp_json_file_exporter.jsonl"
 
 

@@ -256,7 +256,7 @@ def test_sigterm_before_listening_stops_gracefully(
 ) -> None:
     """SIGTERM while a large store's checks hold the start (issue 49 item 4): the request in
     progress is answered and kept, no port is announced, and serve_forever returns (exit 0)."""
-    from tests.processor.serve_process import free_port
+    from tests.serve_process import free_port
 
     path = tmp_path / "s.db"
     with running(path) as server:

@@ -1,5 +1,5 @@
 """otel-config.yaml and otel-config.scaleout.yaml: the pipelines the docs describe, and every
-component and key one that the Collector defines (tests/processor/data/otelcol-keys.yaml, taken
+component and key one that the Collector defines (tests/data/otel/otelcol-keys.yaml, taken
 from the Collector's sources; no collector binary can be downloaded here to start them)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "otel-config.yaml"
 SCALEOUT = ROOT / "otel-config.scaleout.yaml"
-KEYS = Path(__file__).parent / "data" / "otelcol-keys.yaml"
+KEYS = Path(__file__).parents[1] / "data" / "otel" / "otelcol-keys.yaml"
 ROLES = ("receivers", "processors", "exporters")
 ENV_REFERENCE = re.compile(r"\$\{([^}]*)\}")
 

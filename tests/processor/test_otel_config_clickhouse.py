@@ -1,6 +1,6 @@
 """otel-config.clickhouse.yaml: one pipeline into ClickHouse (the `clickhouse` exporter) and into
 `spanguard serve`, every key one the exporter's Config struct defines
-(tests/processor/data/otelcol-keys.yaml). No ClickHouse server or otelcol binary can be
+(tests/data/otel/otelcol-keys.yaml). No ClickHouse server or otelcol binary can be
 installed here, so the file is checked, not run; the serve leg is the same `otlp_http` exporter
 the main config uses (forwarding to serve is run with the rotel collector in
 tests/processor/test_collector.py)."""

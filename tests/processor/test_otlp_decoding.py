@@ -13,8 +13,7 @@ from spanguard.exceptions import TraceFormatError
 from spanguard_processor.ingest.batches import decode_batch
 from spanguard_processor.ingest.otlp_json import decode_document
 from spanguard_processor.ingest.otlp_proto import decode_request
-
-from .agent_app import in_memory_spans
+from tests.agent_app import in_memory_spans
 
 
 def otlp_json(request: object) -> dict[str, object]:

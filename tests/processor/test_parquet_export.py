@@ -20,7 +20,7 @@ from spanguard_processor.traces.model import AgentTrace
 from .test_model import full_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-SPAN_FILE = Path(__file__).parent / "data" / "python_otlp_json_file_exporter.jsonl"
+SPAN_FILE = Path(__file__).parents[1] / "data" / "otel" / "python_otlp_json_file_exporter.jsonl"
 
 duckdb = pytest.importorskip("duckdb")
 

@@ -23,10 +23,9 @@ from spanguard_processor.inputs.readers import (
 )
 from spanguard_processor.store.span_store import SpanStore
 from spanguard_processor.traces.convert import traces_from_readable_spans
+from tests.agent_app import in_memory_spans
 
-from .agent_app import in_memory_spans
-
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data" / "otel"
 PY_EXPORTER = DATA / "python_otlp_json_file_exporter.jsonl"
 
 
@@ -157,8 +156,7 @@ def test_annotations_merge_across_store_partitions(tmp_path: Path) -> None:
 
     from spanguard.semconv import FEEDBACK
     from spanguard_processor.ingest.otlp_proto import decode_request
-
-    from .agent_app import annotate, run_request
+    from tests.agent_app import annotate, run_request
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -25,8 +25,7 @@ from spanguard_processor.ingest.otlp_columns import (
     span_frames,
 )
 from spanguard_processor.ingest.otlp_proto import group_request, parse_request
-
-from .agent_app import in_memory_spans
+from tests.agent_app import in_memory_spans
 
 LIMIT = 16
 ANNOTATION = semconv.SPAN_ANNOTATION.encode()

@@ -18,8 +18,7 @@ from spanguard import semconv
 from spanguard_processor.collector.limits import Limits, Shaper
 from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC
 from spanguard_processor.ingest.otlp_proto import group_request, parse_request
-
-from .agent_app import in_memory_spans
+from tests.agent_app import in_memory_spans
 
 LIMIT = 40
 

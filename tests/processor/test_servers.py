@@ -32,8 +32,7 @@ from spanguard_processor.collector.limits import Limits
 from spanguard_processor.collector.server import ProcessorServer, ServerConfig
 from spanguard_processor.inputs.stored_traces import stored_agent_traces
 from spanguard_processor.store.span_store import SpanStore
-
-from .agent_app import SPANS_PER_REQUEST, in_memory_spans
+from tests.agent_app import SPANS_PER_REQUEST, in_memory_spans
 
 pytestmark = pytest.mark.integration
 PROTO = {"content-type": "application/x-protobuf"}
@@ -94,7 +93,9 @@ def test_sdk_exporters_over_http_and_grpc_store_every_span_and_assemble(tmp_path
 
 
 def test_json_and_gzip_bodies_are_accepted(server: ProcessorServer) -> None:
-    line = (Path(__file__).parent / "data" / "python_otlp_json_file_exporter.jsonl").read_bytes()
+    line = (
+        Path(__file__).parents[1] / "data" / "otel" / "python_otlp_json_file_exporter.jsonl"
+    ).read_bytes()
     first = line.splitlines()[0]
     reply = httpx.post(
         url(server) + "/v1/traces", content=first, headers={"content-type": "application/json"}

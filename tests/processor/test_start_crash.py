@@ -15,9 +15,8 @@ import httpx
 import pytest
 
 from spanguard_processor.store.span_store import SpanStore
-
-from .agent_app import encoded_requests
-from .serve_process import ServeProcess, free_port
+from tests.agent_app import encoded_requests
+from tests.serve_process import ServeProcess, free_port
 
 pytestmark = pytest.mark.integration
 

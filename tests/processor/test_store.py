@@ -15,8 +15,7 @@ from spanguard_processor.ingest.otlp_proto import decode_request
 from spanguard_processor.ingest.spans import DecodedBatch, EncodedSpan
 from spanguard_processor.inputs.stored_traces import stored_agent_traces
 from spanguard_processor.store.span_store import SpanStore
-
-from .agent_app import SPANS_PER_REQUEST, in_memory_spans
+from tests.agent_app import SPANS_PER_REQUEST, in_memory_spans
 
 
 def encoded(count: int = 2) -> DecodedBatch:

@@ -26,13 +26,12 @@ from spanguard_processor.collector.server import ProcessorServer, ServerConfig
 from spanguard_processor.ingest.otlp_proto import decode_request
 from spanguard_processor.store.schema import PAGE_SIZE
 from spanguard_processor.store.span_store import SCHEMA_VERSION, DamagedStore, SpanStore
-
-from .agent_app import SPANS_PER_REQUEST, in_memory_spans
+from tests.agent_app import SPANS_PER_REQUEST, in_memory_spans
 
 TRACES = 300
 DAMAGES = 20
 SEED = 20261201
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data" / "otel"
 
 
 @pytest.fixture(scope="module")

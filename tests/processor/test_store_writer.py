@@ -11,12 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.serve_process import ServeProcess
+
 from ..reliability.hostile import tiny_spans_request
-from .serve_process import ServeProcess
 
 pytestmark = pytest.mark.integration
 
-DATA = Path(__file__).parent / "data" / "python_otlp_json_file_exporter.jsonl"
+DATA = Path(__file__).parents[1] / "data" / "otel" / "python_otlp_json_file_exporter.jsonl"
 PROTO = {"content-type": "application/x-protobuf"}
 
 

@@ -17,8 +17,7 @@ from spanguard_processor.cli import cli
 from spanguard_processor.collector.limits import Shaper
 from spanguard_processor.ingest.codec_protobuf import PROTOBUF_CODEC
 from spanguard_processor.store.span_store import SpanStore
-
-from .agent_app import encoded_requests
+from tests.agent_app import encoded_requests
 
 _SMALL = 150  # traces; each its own batch, more than the 32 parsed batches a reader keeps
 

@@ -17,7 +17,7 @@ from spanguard_processor.traces.model import AgentTrace
 
 from .loan_agent import applications, serve
 
-SPANS = Path(__file__).parents[1] / "processor" / "data" / "python_otlp_json_file_exporter.jsonl"
+SPANS = Path(__file__).parents[1] / "data" / "otel" / "python_otlp_json_file_exporter.jsonl"
 
 # What an agent trace may hold that the row reading treats specially: ids to fall back from,
 # feedback labels and numbers (scaled over the log), a missing answer, a retry, expect blocks

@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from tests.processor.agent_app import encoded_requests
+from tests.agent_app import encoded_requests
 
 #: fuzz test name -> inputs tried; printed in the terminal summary (see conftest.py).
 TRIED: Counter[str] = Counter()

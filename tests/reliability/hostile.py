@@ -16,7 +16,8 @@ import grpc
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ..processor.serve_process import ServeProcess
+from tests.serve_process import ServeProcess
+
 from .servers import EXPORT, PROTO
 
 

@@ -31,8 +31,8 @@ import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from spanguard_processor.store.span_store import SpanStore
-from tests.processor.serve_process import ServeProcess
 from tests.sdk.rotel_helper import OtlpGrpcSink, RotelCollector
+from tests.serve_process import ServeProcess
 
 from .load_app import SPANS_PER_REQUEST
 from .servers import EXPORT

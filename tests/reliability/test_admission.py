@@ -20,8 +20,8 @@ import pytest
 
 from spanguard_processor.collector.limits import Limits
 from spanguard_processor.store.span_store import SpanStore
+from tests.serve_process import ServeProcess
 
-from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES
 from .hostile import export_grpc, export_http, rss_mib, tiny_spans_request, watch_health
 from .servers import EXPORT, PROTO, request_bytes, running, spans_of_one_trace

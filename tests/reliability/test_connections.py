@@ -20,8 +20,8 @@ import pytest
 
 from spanguard_processor.collector.connections import HEADER_TIMEOUT
 from spanguard_processor.store.span_store import SpanStore
+from tests.serve_process import ServeProcess
 
-from ..processor.serve_process import ServeProcess
 from .corpus import FIGURES
 from .hostile import StderrLog, idle_grpc_channels, serves, slow_http_clients
 from .servers import PROTO, request_bytes, running, spans_of_one_trace

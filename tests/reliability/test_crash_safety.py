@@ -28,10 +28,10 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from spanguard_processor.inputs.stored_traces import stored_agent_traces
 from spanguard_processor.store.span_store import SpanStore
-from tests.processor.agent_app import SPANS_PER_REQUEST, EncodedRequest, encoded_requests
-from tests.processor.serve_process import ServeProcess
+from tests.agent_app import SPANS_PER_REQUEST, EncodedRequest, encoded_requests
 from tests.reliability.corpus import FIGURES
 from tests.reliability.servers import EXPORT
+from tests.serve_process import ServeProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

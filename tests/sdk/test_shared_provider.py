@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..processor.serve_process import ServeProcess
+from tests.serve_process import ServeProcess
 
 APP = """
     import logging, sys
