@@ -65,7 +65,7 @@ def test_both_commands_work_from_a_fresh_clone(tmp_path_factory: pytest.TempPath
     ).is_file()
 
     # two modules, named as paths: the clone collects only them, not the whole suite first
-    smoke = "tests/processor/test_model.py tests/processor/test_formats.py"
+    smoke = "tests/traces/test_model.py tests/traces/test_formats.py"
     test_env = dict(env, PYTEST_ADDOPTS=f"-q -p no:cacheprovider {smoke}")
     result = subprocess.run(
         ["bash", "-c", tests], cwd=clone, env=test_env, capture_output=True, text=True, timeout=900

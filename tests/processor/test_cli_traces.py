@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 
-from .test_model import full_trace
+from tests.traces.test_model import full_trace
 
 
 def test_convert_writes_fairtrace_records(tmp_path: Path) -> None:
