@@ -34,7 +34,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spanguard_processor.store.span_store import SpanStore
-from tests.processor.test_logs_admission import tiny_records
+from tests.collector.test_logs_admission import tiny_records
 from tests.serve_process import ServeProcess
 
 LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"

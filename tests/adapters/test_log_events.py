@@ -142,7 +142,7 @@ def test_ingest_stores_the_events_content_with_its_span(tmp_path: Path) -> None:
 def test_the_collector_config_writes_log_records_beside_the_spans_and_forwards_them() -> None:
     import yaml
 
-    from ..processor.test_otel_config import CONFIG, check_config
+    from ..collector.test_otel_config import CONFIG, check_config
 
     assert check_config(CONFIG) == []
     pipelines = yaml.safe_load(CONFIG.read_text())["service"]["pipelines"]

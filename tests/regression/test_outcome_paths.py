@@ -237,7 +237,7 @@ def test_a_path_the_input_cannot_explain_is_a_rate_however_often(tmp_path: Path)
 def test_the_cases_do_not_depend_on_the_order_of_the_traffic(tmp_path: Path) -> None:
     """The same traces in another order (two replicas' stores exported together) give the same
     cases: a path's representative is the middle of its run in visiting order, never in input
-    order (tests/processor/test_scaleout.py failed 1 run in 3 on it)."""
+    order (tests/collector/test_scaleout.py failed 1 run in 3 on it)."""
     import random
 
     traces, _ = serve(applications(240, seed=4), seed=6, escalate_rate=0.04, retry_rate=0.03)

@@ -3,7 +3,7 @@
 (tests/data/otel/otelcol-keys.yaml). No ClickHouse server or otelcol binary can be
 installed here, so the file is checked, not run; the serve leg is the same `otlp_http` exporter
 the main config uses (forwarding to serve is run with the rotel collector in
-tests/processor/test_collector.py)."""
+tests/collector/test_collector.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The ClickHouse leg of otel-config.clickhouse.yaml, run with a real collector: spans from the
 OpenTelemetry SDK go through the rotel collector's ClickHouse exporter into ClickHouse's engine
-(chDB behind ClickHouse's HTTP insert protocol, tests/processor/clickhouse_http.py), in the
+(chDB behind ClickHouse's HTTP insert protocol, tests/collector/clickhouse_http.py), in the
 table the Collector's `clickhouse` exporter creates; the same spans go through another rotel to
 `spanguard serve`. rotel 0.0.1a15 takes one exporter per pipeline, so each leg has its own
 collector here; the one-pipeline fan-out of the config file is checked, not run (no otelcol or
