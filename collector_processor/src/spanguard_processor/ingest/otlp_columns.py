@@ -26,7 +26,7 @@ span at once, and proves that what it read is what the parsed request holds:
 
 Anything else — another layout, a second occurrence, a duplicate, a span possibly over the
 limit, a possible annotation — returns None, and the caller's exact reading decides: the
-answer is the same either way (``tests/processor/test_receive_columns.py`` checks this on
+answer is the same either way (``tests/ingest/test_receive_columns.py`` checks this on
 hostile encodings).
 """
 
