@@ -232,7 +232,7 @@ def test_run_counts_unreadable_output_lines(tmp_path: Path) -> None:
 
 def test_span_files_and_stores_are_read_through_the_processor_readers(tmp_path: Path) -> None:
     from tests.agent_app import in_memory_spans
-    from tests.processor.test_readers import PY_EXPORTER, proto_file
+    from tests.inputs.test_readers import PY_EXPORTER, proto_file
 
     proto = proto_file(tmp_path / "spans.binpb", in_memory_spans(3).get_finished_spans())
     result = _invoke(
