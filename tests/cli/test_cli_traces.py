@@ -6,7 +6,6 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
-
 from tests.traces.test_model import full_trace
 
 
