@@ -685,3 +685,109 @@ def test_no_module_over_400_lines() -> None:
         if count > MAX_MODULE_LINES
     ]
     assert long == [], f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+#: Test folders named like no package, each for what it tests across packages. Every other
+#: folder of test modules is named like the package it tests (tests/collector for
+#: spanguard_processor/collector/, tests/sdk for spanguard), a subfolder like its subpackage.
+CROSS_CUTTING_TESTS = {
+    "examples": "the repository's examples/ folder, run as a user runs it",
+    "files": "hostile and bad input files through every command: inputs/ guards, common/ "
+    "writes and cli/ exit codes together",
+    "reliability": "the running processor under faults, fuzzing and load: collector/, ingest/, "
+    "store/ and the SDK together, in real processes",
+    "reports": "both gates' reports (fairness/report/, regression/report/) in a real browser "
+    "and read by fairtrace",
+}
+
+
+def code_packages() -> set[str]:
+    """The code's packages as test folders name them: ``sdk`` for ``spanguard`` (one flat
+    package), each processor package by its path (``fairness``, ``fairness/stats``, …)."""
+    processor = SOURCES[1] / "spanguard_processor"
+    return {"sdk"} | {
+        init.parent.relative_to(processor).as_posix()
+        for init in processor.rglob("__init__.py")
+        if init.parent != processor
+    }
+
+
+def misplaced_tests(tests: Path, packages: set[str], cross_cutting: Iterable[str]) -> list[str]:
+    """Test modules under a folder that is neither a package of the code nor cross-cutting (a
+    subfolder of a cross-cutting folder is free). Modules at the top of tests/ hold the
+    repository's own rules and are left alone."""
+    misplaced = []
+    for path in sorted(tests.rglob("test_*.py")):
+        folder = path.parent.relative_to(tests)
+        free = not folder.parts or folder.parts[0] == "data" or folder.parts[0] in cross_cutting
+        if not free and folder.as_posix() not in packages:
+            misplaced.append(path.relative_to(tests).as_posix())
+    return misplaced
+
+
+def test_the_test_tree_mirrors_the_code_tree() -> None:
+    """A reader looking for the tests of ``store/`` finds them in tests/store/."""
+    tests = ROOT / "tests"
+    assert {"collector", "ingest", "store", "fairness/stats", "sdk"} <= code_packages()
+    misplaced = misplaced_tests(tests, code_packages(), CROSS_CUTTING_TESTS)
+    assert misplaced == [], (
+        "test modules in a folder named like no package (move each to the folder of the "
+        f"package it tests, or name a cross-cutting folder in CROSS_CUTTING_TESTS): {misplaced}"
+    )
+    unused = sorted(name for name in CROSS_CUTTING_TESTS if not (tests / name).is_dir())
+    assert unused == [], f"cross-cutting test folders that do not exist: {unused}"
+
+
+def test_the_tree_scan_finds_a_test_in_a_folder_of_no_package(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "test_rules.py": "",
+            "store/test_store.py": "",
+            "fairness/stats/test_bounds.py": "",
+            "processor/test_store.py": "",
+            "fairness/misc/test_x.py": "",
+            "reliability/deep/test_load.py": "",
+            "data/tool/test_example.py": "",
+        },
+    )
+    found = misplaced_tests(tmp_path, {"store", "fairness", "fairness/stats"}, {"reliability"})
+    assert found == ["fairness/misc/test_x.py", "processor/test_store.py"]
+
+
+def functions_named_like_tests(paths: Iterable[Path]) -> list[str]:
+    """Functions and classes outside test modules named as pytest collects tests (``test*``,
+    ``Test*``): a library or helper function named so reads as a test, and is collected as one
+    by any test module that imports it by name."""
+    found = []
+    for path in paths:
+        where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
+                node.name.startswith("Test" if isinstance(node, ast.ClassDef) else "test")
+            ):
+                found.append(f"{where}:{node.lineno}: {node.name}")
+    return found
+
+
+def test_no_function_outside_the_test_modules_is_named_like_a_test() -> None:
+    code = [path for root in SOURCES for path in sorted(root.rglob("*.py"))]
+    helpers = [
+        path
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if not path.name.startswith("test_") and "data" not in path.relative_to(ROOT).parts
+    ]
+    assert len(code) > 100 and len(helpers) > 20, "the walk found too few files"
+    named = functions_named_like_tests(code + helpers)
+    assert named == [], f"functions named like tests outside test modules: {named}"
+
+
+def test_the_name_scan_finds_functions_and_classes_pytest_would_collect(tmp_path: Path) -> None:
+    module = tmp_path / "helper.py"
+    module.write_text(
+        "def test_quantile(x):\n    return x\n\n\nclass TestData:\n    pass\n\n\n"
+        "def tested():\n    pass\n\n\nclass Tester:\n    pass\n\n\ndef quantile_test():\n"
+        "    pass\n\n\nclass Data:\n    def test_shape(self):\n        pass\n"
+    )
+    names = [line.rsplit(" ", 1)[1] for line in functions_named_like_tests([module])]
+    assert names == ["test_quantile", "TestData", "tested", "Tester", "test_shape"]

@@ -126,6 +126,6 @@ def test_least_favourable_critical_value_is_never_above_max_abs_t() -> None:
     x = (rng.random((60, 8, 3)) < 0.3).astype(np.float64)
     inf = inference.infer_gap(_units(x), 0.1, 0.05, 0, draws=2000)
     assert inf is not None
-    k_test = float(inference.test_critical(inf, 0.05)[0])
+    k_test = float(inference.threshold_critical(inf, 0.05)[0])
     assert 1.0 < k_test <= inf.critical
     assert inf.test_draws[0].shape == (1 + 2 * 7, 2000)

@@ -52,8 +52,8 @@ from .nulls import (
     max_t,
     null_parts,
     quantile,
-    test_quantile,
-    test_tail,
+    threshold_quantile,
+    threshold_tail,
 )
 from .seeds import Design, seed_aggregates
 
@@ -63,7 +63,7 @@ __all__ = [
     "infer_gap",
     "largest_k",
     "scale_of",
-    "test_critical",
+    "threshold_critical",
     "upper_at",
     "variant_units",
     "worst_case_variance",
@@ -318,12 +318,13 @@ def infer_gap(
     # [1, 1]; six seeds all showing 0.2 are likely under Δ = 0.1)
     k_star = largest_k(d, se if worst else se_seen, threshold, g)
     p = min(
-        1.0, len(spans) * min(test_tail(t, float(k)) for t, k in zip(tests, k_star, strict=True))
+        1.0,
+        len(spans) * min(threshold_tail(t, float(k)) for t, k in zip(tests, k_star, strict=True)),
     )
     estimate = float(np.max(means.max(axis=0) - means.min(axis=0)))
     # the lower end is the threshold test's (its critical values, at most the interval's k):
     # above τ exactly when the test rejects, so a FAIL never shows a lower end at or under τ
-    kt = [min(k, test_quantile(t, 1.0 - share)) for k, t in zip(ks, tests, strict=True)]
+    kt = [min(k, threshold_quantile(t, 1.0 - share)) for k, t in zip(ks, tests, strict=True)]
     lower = _interval(d, se if worst else se_seen, kt, g)[0]
     upper = _interval(d, se, ks, g)[1]
     agreed = (
@@ -384,11 +385,11 @@ def upper_at(inf: GapInference, alpha: float) -> float:
     return min(upper, 1.0) if inf.scale == Scale.RATE else upper
 
 
-def test_critical(inf: GapInference, alpha: float) -> FloatArray:
+def threshold_critical(inf: GapInference, alpha: float) -> FloatArray:
     """Per family, the threshold test's critical value at level α (Bonferroni over families):
     the largest 1 − α quantile over H0's least favourable configurations."""
     share = alpha / len(inf.test_draws)
-    return np.array([test_quantile(t, 1.0 - share) for t in inf.test_draws])
+    return np.array([threshold_quantile(t, 1.0 - share) for t in inf.test_draws])
 
 
 def _levels(units: Units) -> FloatArray:

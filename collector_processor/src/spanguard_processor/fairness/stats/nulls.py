@@ -5,8 +5,8 @@
 (:func:`null_parts`) or from the studentized seed-cluster bootstrap (:func:`bootstrap_parts`).
 From them come the sorted draws of max |T| (:func:`max_t`, the simultaneous interval's k) and
 of the threshold test's statistic at H0's least favourable configurations
-(:func:`least_favourable`); :func:`test_quantile` and :func:`test_tail` turn those into the
-test's critical value and p-value. Pure numpy, no I/O.
+(:func:`least_favourable`); :func:`threshold_quantile` and :func:`threshold_tail` turn those
+into the test's critical value and p-value. Pure numpy, no I/O.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ __all__ = [
     "max_t",
     "null_parts",
     "quantile",
-    "test_quantile",
-    "test_tail",
+    "threshold_quantile",
+    "threshold_tail",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -133,7 +133,7 @@ def _tail(sorted_draws: FloatArray, k_star: float) -> float:
     return (1.0 + hits) / (1.0 + sorted_draws.shape[0])
 
 
-def test_quantile(draws: FloatArray, level: float) -> float:
+def threshold_quantile(draws: FloatArray, level: float) -> float:
     """Row 0 holds max |T| (valid at every configuration: every event needs a contrast
     outside its simultaneous interval), rows 1… the least favourable configurations; either
     critical value is valid, so the smaller is used."""
@@ -143,8 +143,8 @@ def test_quantile(draws: FloatArray, level: float) -> float:
     return k
 
 
-def test_tail(draws: FloatArray, k_star: float) -> float:
-    """The p-value matching ``test_quantile``: both rows' tails are monotone in k*."""
+def threshold_tail(draws: FloatArray, k_star: float) -> float:
+    """The p-value matching ``threshold_quantile``: both rows' tails are monotone in k*."""
     p = _tail(draws[0], k_star)
     if draws.shape[0] > 1:
         p = min(p, max(_tail(row, k_star) for row in draws[1:]))
