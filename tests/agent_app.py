@@ -1,7 +1,10 @@
 """A tiny agent instrumented with plain OpenTelemetry and the keys of ``docs/attributes.md``.
 
-Stands in for the spanguard SDK (written in parallel) in the processor's tests: every span,
-attribute and event here is what the contract says the SDK emits.
+The processor's tests (and ``bench/``) use it to make requests' spans without the spanguard SDK,
+so that they hold the processor to the contract rather than to the SDK's code: every span,
+attribute and event here is what the contract says the SDK emits. Shared by several test
+folders (tests/collector, tests/store, tests/ingest, tests/inputs, tests/traces,
+tests/reliability), so it sits at the top of tests/.
 """
 
 from __future__ import annotations

@@ -791,3 +791,33 @@ def test_the_name_scan_finds_functions_and_classes_pytest_would_collect(tmp_path
     )
     names = [line.rsplit(" ", 1)[1] for line in functions_named_like_tests([module])]
     assert names == ["test_quantile", "TestData", "tested", "Tester", "test_shape"]
+
+
+_IMPORTS_CLAIM = re.compile(r"Imports ((?:``\w+``(?:, | and )?)+)(?: only)?\.")
+
+
+def test_each_package_docstring_says_what_its_package_imports() -> None:
+    """A package whose ``__init__`` docstring says "Imports ``a`` and ``b``." imports exactly
+    those packages of the processor (collector/'s named ``traces`` long after it stopped)."""
+    graph = import_graph(SOURCES, PACKAGES)
+    processor = SOURCES[1] / "spanguard_processor"
+    wrong, claims = [], 0
+    for init in sorted(processor.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        claim = _IMPORTS_CLAIM.search(" ".join(doc.split()))
+        if claim is None:
+            continue
+        claims += 1
+        package = init.parent.name
+        said = set(re.findall(r"``(\w+)``", claim.group(1)))
+        imported = {
+            target.split(".")[1]
+            for module, edges in graph.items()
+            if module.startswith(f"spanguard_processor.{package}")
+            for target in edges
+            if target.startswith("spanguard_processor.") and target.split(".")[1] != package
+        }
+        if said != imported:
+            wrong.append(f"{package}: says {sorted(said)}, imports {sorted(imported)}")
+    assert claims >= 3, "the scan found too few claims; has the docstrings' wording moved?"
+    assert wrong == [], f"package docstrings naming the wrong imports: {wrong}"

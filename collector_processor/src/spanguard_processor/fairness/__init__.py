@@ -7,7 +7,7 @@ The subpackages follow the data path: :mod:`.design` (the suite, its variants an
 before any app call) → :mod:`.run` (the app over the variants, in-process) → :mod:`.records`
 (one observation per request) → :mod:`.metrics` (the registry and the built-in metrics) →
 :mod:`.kinds` (how each metric kind is evaluated over one :class:`~.kinds.Design`) →
-:mod:`.stats` (intervals, tests, power: pure numpy) → :mod:`.gate` (verdicts) →
+:mod:`.stats` (intervals, tests, bounds: pure numpy) → :mod:`.gate` (verdicts) →
 :mod:`.report` (report files, comparisons, history). :func:`evaluate` orchestrates the
 middle; :mod:`.pipeline` chains matching, evaluation and gate; :mod:`.testing` is
 ``assert_fair``.

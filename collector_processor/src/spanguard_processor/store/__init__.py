@@ -5,4 +5,5 @@ assembled from them by the readers (``inputs.stored_traces``).
 their spans by trace (``index``), marks traces released, and reads them back by trace through
 per-trace tables (``view``). ``schema`` is the file's layout and its checksums, ``opening`` the
 checks made when a store is opened, ``upgrade`` older versions, ``lock`` the one-writer lock,
-``read`` decoding stored batches. Imports ``ingest`` and ``common``."""
+``read`` decoding stored batches, ``pagescan`` the rows read without SQLite (``store
+recover``). Imports ``ingest`` only."""
