@@ -105,6 +105,7 @@ def test_health_names_a_wedged_writer_and_recovers(
     assert recovered["code"] == 200, recovered
 
 
+@pytest.mark.slow  # the loop is held for 3 s, the wedge's whole point (3.2 s on a loaded run)
 def test_health_names_a_wedged_grpc_receiver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
