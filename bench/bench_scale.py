@@ -1,7 +1,7 @@
 """Time and peak memory of ``traces export`` and ``fairness`` on one big span store (issue 50).
 
 The store holds a counterfactual run of --seeds seeds × 2 groups (the 5-span agent request of
-``tests/processor/agent_app.py``: root, plan, retrieval, tool call, chat), each variant
+``tests/agent_app.py``: root, plan, retrieval, tool call, chat), each variant
 recorded again and again (``spanguard.repeat`` 0, 1, …, fresh trace ids; a helpfulness score
 that varies with the repeat) until the store holds --spans spans; every trace released. It is
 built once under --dir (default /work/scale, outside the repository) with the suite beside it,

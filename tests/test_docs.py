@@ -54,3 +54,25 @@ def test_cli_reference_matches_help() -> None:
         "docs/cli.md is stale; regenerate it with "
         "`python -m spanguard_processor.cli._reference > docs/cli.md`"
     )
+
+
+#: a test file or folder named in the docs: ``tests/store/test_store.py``, ``tests/fairness/``
+TEST_PATH = re.compile(
+    r"(?<![\w/])tests/(?:[\w-]+/)*(?:[\w-]+\.(?:py|yaml|jsonl|json|sql)|[\w-]+/)"
+)
+
+
+def test_the_test_files_the_docs_name_exist() -> None:
+    """A test moved to the folder of its package (tests mirror the code) takes its mentions
+    along: every tests/ path the README or a docs page names is there (Python examples aside:
+    their paths are the user's)."""
+    missing = []
+    for page in PAGES:
+        in_python = False
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("```"):
+                in_python = line.startswith("```python")
+            for path in TEST_PATH.findall(line):
+                if not in_python and not (ROOT / path).exists():
+                    missing.append(f"{page.relative_to(ROOT)}:{number}: {path}")
+    assert missing == [], f"test paths the docs name that do not exist: {missing}"

@@ -70,7 +70,7 @@ COMMANDS: dict[str, str] = {
 
 # name -> the command's one-line help as `spanguard --help` lists it (its docstring's first
 # sentence), so that listing imports no command module (they load numpy, scipy, grpc);
-# tests/cli/test_cli_start.py checks each against the command's own help.
+# tests/test_cli_start.py checks each against the command's own help.
 SUMMARIES: dict[str, str] = {
     "cases": "Mine regression cases from traces (trace2eval-compatible) and run them.",
     "check": "Compare two run results of `spanguard cases run`; exit 0 only when every gating "
