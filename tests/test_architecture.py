@@ -15,6 +15,7 @@ re-exports its submodules would otherwise be a "cycle" Python resolves by design
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import re
@@ -29,6 +30,24 @@ PACKAGES = ("spanguard", "spanguard_processor")
 
 # module → {imported module: where (path:line)}
 Graph = dict[str, dict[str, str]]
+
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A source file's tree, parsed once per run: every rule here reads the same files."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.cache
+def walked(tree: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of a tree, in ``ast.walk`` order, walked once per run (trees are keyed by
+    identity, and :func:`parsed` keeps each file's)."""
+    return tuple(ast.walk(tree))
+
+
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a source file's tree."""
+    return walked(parsed(path))
 
 
 def _modules(roots: Iterable[Path], packages: Iterable[str]) -> dict[str, tuple[Path, Path, bool]]:
@@ -50,7 +69,7 @@ def import_graph(roots: Iterable[Path], packages: Iterable[str]) -> Graph:
     for name, (root, path, is_package) in modules.items():
         edges: dict[str, str] = {}
         here = name if is_package else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in nodes(path):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -240,7 +259,7 @@ def test_only_the_commands_print_or_exit() -> None:
             place = _group(module)
             if place is not None and place[1] == "commands":
                 continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in nodes(path):
                 what = _speaks_to_the_terminal(node)
                 if what is not None:
                     offenders.append(
@@ -321,7 +340,7 @@ def _names(node: ast.stmt) -> set[str]:
 
 
 def _defines(source: Path, dotted: list[str]) -> bool:
-    scope: list[ast.stmt] = ast.parse(source.read_text(encoding="utf-8")).body
+    scope: list[ast.stmt] = parsed(source).body
     for name in dotted:
         found = next((node for node in scope if name in _names(node)), None)
         if found is None:
@@ -381,7 +400,7 @@ def _long_functions(paths: Iterable[Path], limit: int) -> list[tuple[Path, int, 
     counted from its first statement after the docstring to its last line."""
     found = []
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - _body_start(node) + 1
                 if length > limit:
@@ -427,7 +446,7 @@ def _option_literals(tree: ast.AST) -> list[tuple[int, str]]:
     ``resolve`` (whose label starts every message), or given as a ``field=``. Inside a sentence
     the library writes the parameter in backticks ("pass `force`"), which cli/ spells."""
     found = []
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -457,7 +476,7 @@ def _library_trees() -> Iterator[tuple[Path, ast.Module]]:
             )
             place = _group(module)
             if place is None or place[1] != "commands":
-                yield path.relative_to(root), ast.parse(path.read_text(encoding="utf-8"))
+                yield path.relative_to(root), parsed(path)
 
 
 def test_the_library_names_parameters_and_the_commands_spell_options() -> None:
@@ -516,7 +535,7 @@ _OPTION_NAME = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 def _docstrings(tree: ast.AST) -> set[int]:
     """The ids of the docstring constants of the module, its classes and its functions."""
     found = set()
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if (
             isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
             and node.body
@@ -533,7 +552,7 @@ def _strings_naming_options(tree: ast.AST, options: set[str]) -> list[tuple[int,
     skip = _docstrings(tree)
     return [
         (node.lineno, node.value)
-        for node in ast.walk(tree)
+        for node in walked(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and id(node) not in skip
@@ -575,7 +594,7 @@ def _argv_strings(tree: ast.AST) -> set[int]:
     """The ids of the strings in the command line handed to another program: the first
     argument of a ``subprocess`` call (``["git", "rev-parse", "--short=12"]``)."""
     found = set()
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -598,7 +617,7 @@ def _strings_naming_flags(tree: ast.AST) -> list[tuple[int, str]]:
     skip = _docstrings(tree) | _argv_strings(tree)
     return [
         (node.lineno, node.value)
-        for node in ast.walk(tree)
+        for node in walked(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and id(node) not in skip
@@ -762,7 +781,7 @@ def functions_named_like_tests(paths: Iterable[Path]) -> list[str]:
     found = []
     for path in paths:
         where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
                 node.name.startswith("Test" if isinstance(node, ast.ClassDef) else "test")
             ):
@@ -803,7 +822,7 @@ def test_each_package_docstring_says_what_its_package_imports() -> None:
     processor = SOURCES[1] / "spanguard_processor"
     wrong, claims = [], 0
     for init in sorted(processor.glob("*/__init__.py")):
-        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        doc = ast.get_docstring(parsed(init)) or ""
         claim = _IMPORTS_CLAIM.search(" ".join(doc.split()))
         if claim is None:
             continue
