@@ -69,6 +69,7 @@ def test_fair_random_app_false_failure_rate_is_at_most_7_percent() -> None:
     assert point_failures / 200 >= 0.95
 
 
+@pytest.mark.slow  # ten suites evaluated twice, 3.3 s on a loaded run (load ~9)
 def test_identical_repeats_add_no_evidence() -> None:
     # A fair app answering identically on every repeat (temperature 0, a cache): three copies
     # of each answer must give exactly the statistics of one. Counting them as independent

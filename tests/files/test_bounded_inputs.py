@@ -85,6 +85,7 @@ def _assert_refused(args: list[str | Path], expected: str) -> None:
     assert seconds < 20 * _startup_seconds(), f"{seconds:.1f} s, start {_startup_seconds():.1f} s"
 
 
+@pytest.mark.slow  # 64 MiB read twice, 3.9 s on a loaded run (load ~9)
 def test_nul_bytes_through_convert_and_ingest(workspace: Workspace, nul_64mib: Path) -> None:
     _assert_refused(
         ["traces", "convert", nul_64mib, "-o", workspace.root / "o.jsonl"],

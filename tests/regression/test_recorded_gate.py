@@ -22,6 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spanguard_processor.regression.case import Check, Evidence, Property
 from spanguard_processor.regression.gate.runfile import RunFile, run_file
 from spanguard_processor.regression.gate.verdict import MetricOutcome, decide
@@ -100,6 +102,7 @@ def _recorded_trial(folder: Path, seed: int) -> tuple[RunResult, RunResult, list
     return runs[0], runs[1], cases
 
 
+@pytest.mark.slow  # 3.6 s on a loaded run (load ~9)
 def test_a_behaviour_the_log_shows_varying_is_no_assertion_a_second_day_fails(
     tmp_path: Path,
 ) -> None:

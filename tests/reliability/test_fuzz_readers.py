@@ -102,6 +102,7 @@ def test_mutated_suite_files_give_a_located_error(data: bytes, suffix: str) -> N
     _read_through(load_suite, data, suffix=suffix)
 
 
+@pytest.mark.slow  # 120 examples, 4.0 s on a loaded run (load ~9), like the fuzz tests marked so
 @FUZZ
 @given(mutated_json((SUITE,)))
 def test_mutated_suite_structures_give_a_suite_error(data: Any) -> None:
@@ -120,6 +121,7 @@ def test_mutated_agent_trace_jsonl_gives_a_located_error(data: bytes) -> None:
     _read_through(lambda p: read_agent_traces_any([p]), data)
 
 
+@pytest.mark.slow  # 120 examples through three readers, 3.5 s on a loaded run (load ~9)
 @FUZZ
 @given(mutated_json((json.loads(agent_trace_line()),)))
 def test_mutated_agent_trace_records_give_a_located_error(record: Any) -> None:

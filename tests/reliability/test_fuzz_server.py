@@ -69,6 +69,7 @@ def _export_everything(store: Path) -> int:
         return sum(1 for _ in stored_agent_traces(db, include_pending=True))
 
 
+@pytest.mark.slow  # a fuzzed running server, 3.6 s on a loaded run (load ~9)
 def test_hostile_bodies_never_break_the_receivers() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "spans.db"

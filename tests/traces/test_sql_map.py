@@ -113,6 +113,7 @@ def test_every_span_fixture_maps_to_the_same_agent_traces(
         assert read.mapped + read.converted == len(expected)
 
 
+@pytest.mark.slow  # 3.1 s on a loaded run (load ~7)
 def test_the_agents_traffic_is_mapped_in_sql_to_the_same_traces(
     demo: list[SpanRecord], session: Any, tmp_path: Path
 ) -> None:
@@ -170,6 +171,7 @@ def _metric_results(folder: Path) -> Any:
     return json.loads((folder / "report.json").read_text("utf-8"))["metric_results"]
 
 
+@pytest.mark.slow  # 3.3 s on a loaded run (load ~9)
 def test_fairness_through_source_gives_the_store_paths_verdicts(
     demo: list[SpanRecord], session: Any, tmp_path: Path
 ) -> None:
@@ -245,6 +247,7 @@ def test_explain_prints_the_sql_without_running_it(demo: list[SpanRecord], tmp_p
     assert not (tmp_path / "report.json").exists()
 
 
+@pytest.mark.slow  # 3.2-4.1 s on loaded runs (load 7-10)
 def test_the_engine_fills_the_gates_sufficient_statistics_as_python_does(
     demo: list[SpanRecord], session: Any, tmp_path: Path
 ) -> None:
@@ -320,6 +323,7 @@ def _ranking_cases() -> list[SpanRecord]:
     ]
 
 
+@pytest.mark.slow  # 2.7-3.8 s on loaded runs (load 7-10)
 def test_root_ranking_identity_order_events_and_merged_roots_follow_the_python_rules(
     session: Any, tmp_path: Path
 ) -> None:
