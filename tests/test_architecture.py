@@ -658,11 +658,12 @@ def test_the_flag_scan_skips_docstrings_and_other_programs_command_lines() -> No
 MAX_MODULE_LINES = 400
 
 
-def _code_lines(text: str) -> int:
+def _code_lines(text: str, tree: ast.AST | None = None) -> int:
     """Lines of code: blank lines, comment lines and docstrings are not counted (so the figure
-    measures the code, whatever the layout of its comments and documentation)."""
+    measures the code, whatever the layout of its comments and documentation). ``tree`` is
+    ``text`` parsed, when the caller has it."""
     documentation: set[int] = set()
-    for node in ast.walk(ast.parse(text)):
+    for node in walked(tree if tree is not None else ast.parse(text)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             first = node.body[0] if node.body else None
             if (
@@ -687,7 +688,9 @@ def test_code_lines_leave_out_blanks_comments_and_docstrings() -> None:
 
 def _module_lengths() -> dict[str, int]:
     return {
-        path.relative_to(root).as_posix(): _code_lines(path.read_text(encoding="utf-8"))
+        path.relative_to(root).as_posix(): _code_lines(
+            path.read_text(encoding="utf-8"), parsed(path)
+        )
         for root in SOURCES
         for path in sorted(root.rglob("*.py"))
     }
