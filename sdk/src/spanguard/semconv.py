@@ -158,7 +158,9 @@ GEN_AI_COMPLETION: Final = "gen_ai.completion"  # gen_ai.completion.{i}.tool_cal
 # --- spanguard ------------------------------------------------------------------------------
 NAMESPACE: Final = "spanguard"
 REQUEST_ID: Final = "spanguard.request.id"
-SEED_ID: Final = "spanguard.seed_id"
+SEED_ID: Final = "spanguard.seed_id"  # on spans and, since issue 51, evaluation events
+# evaluation events carried the seed id as ``spanguard.seed.id`` before issue 51: read, not written
+EVENT_SEED_ID_BEFORE_51: Final = "spanguard.seed.id"
 VARIANT_ID: Final = "spanguard.variant_id"
 ASSIGNMENT_PREFIX: Final = "spanguard.assignment."  # spanguard.assignment.<attr> = <value>
 REPEAT: Final = "spanguard.repeat"
