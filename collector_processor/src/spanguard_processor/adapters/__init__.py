@@ -26,6 +26,7 @@ import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from spanguard.exceptions import InputError
 
@@ -73,9 +74,9 @@ def _factory(name: str) -> Callable[..., App]:
             name,
             f"there is no adapter named '{name}'; choose one of {', '.join(sorted(ADAPTERS))}.",
         )
-    factory = pkgutil.resolve_name(target)
+    factory: object = pkgutil.resolve_name(target)
     assert callable(factory)
-    return factory
+    return cast("Callable[..., App]", factory)  # each entry of ADAPTERS is an adapter factory
 
 
 def adapt(name: str, target: object, **options: object) -> App:
