@@ -5,3 +5,28 @@ agent-trace JSONL (``spanguard traces``); ``evaluation.read_evaluation_inputs`` 
 evaluators' entry point (the same, plus fairtrace records and trace2eval rows);
 ``files`` opens inputs and tells their kind; ``readers.ingest_files`` loads span files into a
 store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .evaluation import read_evaluation_inputs
+    from .readers import ingest_files, read_agent_traces_any
+
+__all__ = [
+    "ingest_files",
+    "read_agent_traces_any",
+    "read_evaluation_inputs",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "ingest_files": ".readers",
+        "read_agent_traces_any": ".readers",
+        "read_evaluation_inputs": ".evaluation",
+    },
+)

@@ -4,3 +4,35 @@ and multiplicity (:mod:`.seeds`), the within-seed contrasts, interval and thresh
 (:mod:`.permutation`), the exact discordance bound (:mod:`.bounds`), the upper bound PASS uses
 and the MDE (:mod:`.precision`), per-group intervals and the missingness test
 (:mod:`.groups`), and counterfactual stability's similarities (:mod:`.stability`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .bounds import discordance_bound
+    from .groups import group_stats
+    from .inference import infer_gap
+    from .permutation import permutation_p
+    from .precision import Precision
+
+__all__ = [
+    "Precision",
+    "discordance_bound",
+    "group_stats",
+    "infer_gap",
+    "permutation_p",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Precision": ".precision",
+        "discordance_bound": ".bounds",
+        "group_stats": ".groups",
+        "infer_gap": ".inference",
+        "permutation_p": ".permutation",
+    },
+)
