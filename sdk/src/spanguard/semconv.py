@@ -164,7 +164,9 @@ REQUEST_ID: Final = "spanguard.request.id"
 SEED_ID: Final = "spanguard.seed_id"  # on spans and, since issue 51, evaluation events
 # evaluation events carried the seed id as ``spanguard.seed.id`` before issue 51: read, not written
 EVENT_SEED_ID_BEFORE_51: Final = "spanguard.seed.id"
-VARIANT_ID: Final = "spanguard.variant_id"
+VARIANT_ID: Final = "spanguard.variant_id"  # on spans and, since issue 51, evaluation events
+# evaluation events carried the variant id as ``spanguard.variant.id`` before issue 51: read only
+EVENT_VARIANT_ID_BEFORE_51: Final = "spanguard.variant.id"
 ASSIGNMENT_PREFIX: Final = "spanguard.assignment."  # spanguard.assignment.<attr> = <value>
 REPEAT: Final = "spanguard.repeat"
 PLAN_STEP: Final = "spanguard.plan.step"

@@ -67,6 +67,16 @@ class EvaluationResult:
                 return str(value)
         return None
 
+    @property
+    def variant_id(self) -> str | None:
+        """The evaluated record's variant id: ``spanguard.variant_id`` (the spans' key), or the
+        key evaluation events carried before issue 51 (``spanguard.variant.id``)."""
+        for key in (semconv.VARIANT_ID, semconv.EVENT_VARIANT_ID_BEFORE_51):
+            value = self.attributes.get(key)
+            if value is not None:
+                return str(value)
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with a fixed key order."""
         return {
