@@ -120,3 +120,22 @@ def test_the_public_modules_are_type_checked_strictly() -> None:
     assert public <= set(strict[0])
     for module in strict[0]:
         importlib.import_module(module)
+
+
+#: packages whose __init__ still holds code of its own (docs/architecture.md, "Entry points")
+_CODE_IN_INIT = {"spanguard_processor.cli", "spanguard_processor.fairness.kinds"}
+
+
+def test_a_package_init_holds_re_exports_only() -> None:
+    holding = []
+    for name, path in _package_inits():
+        tree = ast.parse(path.read_text("utf-8"))
+        defined = [
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.ClassDef)
+            and node.name not in ("__getattr__", "__dir__")
+        ]
+        if defined and name not in _CODE_IN_INIT:
+            holding.append(f"{name}: {defined}")
+    assert holding == [], "\n".join(holding)
