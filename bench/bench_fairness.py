@@ -153,7 +153,7 @@ def side_by_side(n: int) -> dict[str, Any]:
 
 def scale(n: int, per_seed: int, resamples: int, evidence_pairs: int) -> dict[str, Any]:
     from spanguard_processor.fairness import GateConfig, MetricConfig, evaluate
-    from spanguard_processor.fairness.metrics import BUILTIN_METRICS, get_metric
+    from spanguard_processor.fairness.metrics import FAIRTRACE_METRICS, get_metric
     from spanguard_processor.fairness.records import observation_from_record
 
     # records are generated in chunks outside the timers; only conversion is timed
@@ -168,7 +168,7 @@ def scale(n: int, per_seed: int, resamples: int, evidence_pairs: int) -> dict[st
     del chunk
     metrics = [
         MetricConfig(name, get_metric(name).threshold)  # type: ignore[union-attr]
-        for name in BUILTIN_METRICS
+        for name in FAIRTRACE_METRICS
     ]
     cpu = time.process_time()
     eval_s, ev = _time(

@@ -114,7 +114,7 @@ def test_the_event_only_app_into_serve_every_request_carries_its_answer_and_the_
     for trace in exported.values():
         for result in trace["evaluations"]:
             assert (result["name"], result["label"]) == ("refusal_gap", "fail")
-            assert result["attributes"]["spanguard.variant.id"] == trace["variant_id"]
+            assert result["attributes"]["spanguard.variant_id"] == trace["variant_id"]
         verdicts = [
             r
             for r in trace["evaluations"]

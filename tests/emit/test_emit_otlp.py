@@ -182,3 +182,19 @@ def test_run_sends_its_metrics_too(tmp_path: Path) -> None:
     [metric] = _metric_records(records)
     assert metric.attributes["gen_ai.evaluation.name"] == "escalation_parity"
     assert metric.attributes["gen_ai.evaluation.score.label"] == "fail"
+
+
+def test_evaluation_events_carry_the_spans_identity_keys_and_old_records_still_read() -> None:
+    from spanguard import semconv
+    from spanguard_processor.emit import events
+    from spanguard_processor.traces.evaluations import EvaluationResult
+
+    assert events.SEED_ID == semconv.SEED_ID == "spanguard.seed_id"
+    now = EvaluationResult(name="refusal_gap", attributes={"spanguard.seed_id": "s1"})
+    before = EvaluationResult(name="refusal_gap", attributes={"spanguard.seed.id": "s0"})
+    assert (now.seed_id, before.seed_id) == ("s1", "s0")
+    assert EvaluationResult(name="refusal_gap").seed_id is None
+    assert events.VARIANT_ID == semconv.VARIANT_ID == "spanguard.variant_id"
+    now = EvaluationResult(name="refusal_gap", attributes={"spanguard.variant_id": "s1::b"})
+    before = EvaluationResult(name="refusal_gap", attributes={"spanguard.variant.id": "s0::a"})
+    assert (now.variant_id, before.variant_id) == ("s1::b", "s0::a")

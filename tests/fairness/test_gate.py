@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 import pytest
@@ -150,7 +151,36 @@ def test_a_decisive_fail_carries_no_underpowered_warning_but_an_inconclusive_doe
 
 
 def test_bad_gate_settings_are_config_errors() -> None:
-    with pytest.raises(ConfigError, match="gate: must be one of default, point, upper-bound"):
+    with pytest.raises(ConfigError, match="mode: must be one of default, point, upper-bound"):
         GateConfig(mode="strict")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="alpha"):
         GateConfig(alpha=1.5)
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"mode": "strict"}, "mode"),
+        ({"alpha": 0.0}, "alpha"),
+        ({"level": 1.0}, "level"),
+        ({"min_coverage": 1.5}, "min_coverage"),
+        ({"bootstrap_samples": -1}, "bootstrap_samples"),
+        ({"permutation_samples": -1}, "permutation_samples"),
+    ],
+)
+def test_gate_config_errors_name_its_own_fields(settings: dict[str, object], field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        GateConfig(**settings)  # type: ignore[arg-type]
+    assert caught.value.parameter == field
+    assert field in {f.name for f in dataclasses.fields(GateConfig)}
+
+
+def test_the_commands_name_the_option_that_set_a_bad_gate_field() -> None:
+    from spanguard_processor.cli.fairness import gate_config
+
+    with pytest.raises(ConfigError) as caught:
+        gate_config("default", 0.05, -1, 999, 0)
+    assert caught.value.parameter == "bootstrap"
+    with pytest.raises(ConfigError) as caught:
+        gate_config("strict", 0.05, 10, 999, 0)
+    assert caught.value.parameter == "gate"

@@ -9,7 +9,7 @@ import pytest
 from fairtrace.registry import metric_registry
 
 from spanguard_processor.fairness import MetricConfig, evaluate, observation_from_record
-from spanguard_processor.fairness.metrics import BUILTIN_METRICS, get_metric
+from spanguard_processor.fairness.metrics import FAIRTRACE_METRICS, get_metric
 
 from .conftest import FAST, random_balanced_records
 
@@ -31,7 +31,7 @@ def _ours(
 
 
 def _compatible_names() -> list[str]:
-    return [n for n in BUILTIN_METRICS if n != _NEW_EXPOSURE]
+    return [n for n in FAIRTRACE_METRICS if n != _NEW_EXPOSURE]
 
 
 def test_golden_scores_and_details_match_fairtrace(

@@ -220,3 +220,25 @@ def test_one_content_switch_for_spanguard_and_genai_instrumentations(
 ) -> None:
     monkeypatch.setenv(CAPTURE_ENV, value)
     assert env_capture() is on
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [
+        ("SPAN_ONLY", semconv.ContentCapture.SPAN_ONLY),
+        ("event_only", semconv.ContentCapture.EVENT_ONLY),
+        (" Span_And_Event ", semconv.ContentCapture.SPAN_AND_EVENT),
+        ("true", semconv.ContentCapture.SPAN_ONLY),
+        ("1", semconv.ContentCapture.SPAN_ONLY),
+        ("NO_CONTENT", semconv.ContentCapture.NO_CONTENT),
+        ("off", semconv.ContentCapture.NO_CONTENT),
+        ("", semconv.ContentCapture.NO_CONTENT),
+    ],
+)
+def test_the_content_switch_is_parsed_once_into_one_enum(
+    monkeypatch: pytest.MonkeyPatch, value: str, mode: semconv.ContentCapture
+) -> None:
+    assert semconv.content_capture({semconv.CAPTURE_MESSAGE_CONTENT_ENV: value}) is mode
+    monkeypatch.setenv(semconv.CAPTURE_MESSAGE_CONTENT_ENV, value)
+    assert semconv.content_capture() is mode
+    assert env_capture() is mode.captured

@@ -5,8 +5,9 @@ dependency check above all (``_entry``) — does not import the processor's depe
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .common.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .traces.formats import from_fairtrace_record, to_fairtrace_record, to_trace2eval_row
@@ -22,21 +23,15 @@ __all__ = [
     "to_trace2eval_row",
 ]
 
-_HOMES = {
-    "AgentTrace": ".traces.model",
-    "ProcessTrace": ".traces.model",
-    "RetrievedDocument": ".traces.model",
-    "ToolCall": ".traces.model",
-    "from_fairtrace_record": ".traces.formats",
-    "to_fairtrace_record": ".traces.formats",
-    "to_trace2eval_row": ".traces.formats",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AgentTrace": ".traces.model",
+        "ProcessTrace": ".traces.model",
+        "RetrievedDocument": ".traces.model",
+        "ToolCall": ".traces.model",
+        "from_fairtrace_record": ".traces.formats",
+        "to_fairtrace_record": ".traces.formats",
+        "to_trace2eval_row": ".traces.formats",
+    },
+)

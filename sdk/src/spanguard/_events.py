@@ -14,7 +14,6 @@ logger provider exporting by OTLP beside the spans (docs/sdk.md).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from opentelemetry import trace
@@ -22,13 +21,10 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import NonRecordingSpan, Span
 
 from . import semconv
-from ._runtime import CAPTURE_ENV
 from ._state import STATE
+from .semconv import ContentCapture, content_capture
 
 __all__ = [
-    "MODE_BOTH",
-    "MODE_EVENT",
-    "MODE_SPAN",
     "ContentEvents",
     "capture_mode",
     "content_on_span",
@@ -36,8 +32,6 @@ __all__ = [
     "set_mode",
 ]
 
-MODE_SPAN, MODE_EVENT, MODE_BOTH = "span", "event", "both"  # _state.SdkState.event_mode
-_MODES = {"event_only": MODE_EVENT, "span_and_event": MODE_BOTH}
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _CALL_KEYS = (
     semconv.GEN_AI_OPERATION_NAME,
@@ -51,25 +45,28 @@ _CALL_KEYS = (
 _MAX_PENDING = 10_000
 
 
-def capture_mode() -> str:
-    """Where the environment variable puts content: ``span``, ``event`` or ``both``."""
-    return _MODES.get(os.environ.get(CAPTURE_ENV, "").strip().lower(), MODE_SPAN)
+def capture_mode() -> ContentCapture:
+    """Where the environment variable puts captured content: ``SPAN_ONLY`` (also when it is
+    off: whether content is captured is :class:`~._state.ContentSettings`'), ``EVENT_ONLY`` or
+    ``SPAN_AND_EVENT``."""
+    mode = content_capture()
+    return ContentCapture.SPAN_ONLY if mode is ContentCapture.NO_CONTENT else mode
 
 
-def set_mode(mode: str) -> None:
+def set_mode(mode: ContentCapture) -> None:
     with STATE.lock:
         STATE.event_mode = mode
-        if mode == MODE_SPAN:
+        if mode is ContentCapture.SPAN_ONLY:
             STATE.pending.clear()
 
 
 def content_on_span() -> bool:
-    return STATE.event_mode != MODE_EVENT
+    return STATE.event_mode is not ContentCapture.EVENT_ONLY
 
 
 def hold_content(span: Span, key: str, text: str) -> None:
     """Keep ``text`` for the span's content event (in an event mode; else nothing)."""
-    if STATE.event_mode == MODE_SPAN or not span.is_recording():
+    if STATE.event_mode is ContentCapture.SPAN_ONLY or not span.is_recording():
         return
     context = span.get_span_context()
     with STATE.lock:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+from contextvars import Token
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -130,26 +131,47 @@ def _end_ok(span: Span, spec: SpanSpec, result: Any, owned: bool = True) -> None
         internal_error("ending a span", internal)
 
 
+_Call = tuple[Span, Token[Context], bool]  # the span, the context's token, whether it is ours
+
+
+def _enter(
+    tracer: Tracer | None, spec: SpanSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> _Call | None:
+    """Start the call's span and make it current; ``None``: spanguard failed (logged once,
+    never raised to the app), so call ``fn`` plainly."""
+    try:
+        span, ctx, owned = start_span(tracer, spec, None, args, kwargs)
+        return span, otel_context.attach(ctx), owned
+    except Exception as internal:
+        internal_error(spec.where, internal)
+        return None
+
+
+def _leave(call: _Call, spec: SpanSpec, result: Any, exc: BaseException | None) -> None:
+    """End the call's span with its result, or with the exception it raised."""
+    span, token, owned = call
+    otel_context.detach(token)
+    if exc is not None:
+        _fail(span, owned, exc)
+    else:
+        _end_ok(span, spec, result, owned)
+
+
 def _sync(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = active_tracer()
-        if tracer is None and not spec.without_tracer:
+        if tracer is None and not spec.without_tracer:  # unconfigured: the fast path
             return fn(*args, **kwargs)
-        try:
-            span, ctx, owned = start_span(tracer, spec, None, args, kwargs)
-            token = otel_context.attach(ctx)
-        except Exception as internal:
-            internal_error(spec.where, internal)
+        call = _enter(tracer, spec, args, kwargs)
+        if call is None:
             return fn(*args, **kwargs)
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            otel_context.detach(token)
-            _fail(span, owned, exc)
+            _leave(call, spec, None, exc)
             raise
-        otel_context.detach(token)
-        _end_ok(span, spec, result, owned)
+        _leave(call, spec, result, None)
         return result
 
     return wrapper
@@ -159,25 +181,25 @@ def _coroutine(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = active_tracer()
-        if tracer is None and not spec.without_tracer:
+        if tracer is None and not spec.without_tracer:  # unconfigured: the fast path
             return await fn(*args, **kwargs)
-        try:
-            span, ctx, owned = start_span(tracer, spec, None, args, kwargs)
-            token = otel_context.attach(ctx)
-        except Exception as internal:
-            internal_error(spec.where, internal)
+        call = _enter(tracer, spec, args, kwargs)
+        if call is None:
             return await fn(*args, **kwargs)
         try:
             result = await fn(*args, **kwargs)
         except BaseException as exc:
-            otel_context.detach(token)
-            _fail(span, owned, exc)
+            _leave(call, spec, None, exc)
             raise
-        otel_context.detach(token)
-        _end_ok(span, spec, result, owned)
+        _leave(call, spec, result, None)
         return result
 
     return wrapper
+
+
+_Traced = Callable[
+    [Tracer | None, SpanSpec, Callable[..., Any], tuple[Any, ...], dict[str, Any], Context], Any
+]
 
 
 def _run_in(ctx: Context, step: Callable[[Any], Any], arg: Any) -> Any:
@@ -290,24 +312,16 @@ async def _traced_async_generator(
     _end_ok(span, spec, None, owned)
 
 
-def _generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+def _iteration(fn: Callable[..., Any], spec: SpanSpec, traced: _Traced) -> Callable[..., Any]:
+    """A generator function's (or an async one's) wrapper: the span covers the iteration
+    (``traced``), not the call that makes the generator."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = active_tracer()
         if tracer is None and not spec.without_tracer:
             return fn(*args, **kwargs)
-        return _traced_generator(tracer, spec, fn, args, kwargs, otel_context.get_current())
-
-    return wrapper
-
-
-def _async_generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        tracer = active_tracer()
-        if tracer is None and not spec.without_tracer:
-            return fn(*args, **kwargs)
-        return _traced_async_generator(tracer, spec, fn, args, kwargs, otel_context.get_current())
+        return traced(tracer, spec, fn, args, kwargs, otel_context.get_current())
 
     return wrapper
 
@@ -315,9 +329,9 @@ def _async_generator(fn: Callable[..., Any], spec: SpanSpec) -> Callable[..., An
 def instrument(fn: F, spec: SpanSpec) -> F:
     """``fn`` wrapped so that each call (or iteration) is covered by ``spec``'s span."""
     if inspect.isasyncgenfunction(fn):
-        return cast(F, _async_generator(fn, spec))
+        return cast(F, _iteration(fn, spec, _traced_async_generator))
     if inspect.isgeneratorfunction(fn):
-        return cast(F, _generator(fn, spec))
+        return cast(F, _iteration(fn, spec, _traced_generator))
     if inspect.iscoroutinefunction(fn):
         return cast(F, _coroutine(fn, spec))
     return cast(F, _sync(fn, spec))

@@ -17,8 +17,9 @@ from typing import Any
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from ._events import MODE_SPAN, ContentEvents, capture_mode, set_mode
+from ._events import ContentEvents, capture_mode, set_mode
 from ._state import STATE
+from .semconv import ContentCapture
 
 __all__ = ["flush_content_events", "install_content_events", "retire_content_events"]
 
@@ -83,21 +84,21 @@ def retire_content_events() -> None:
         current, STATE.content_events = STATE.content_events, None
     if current is not None:
         current.shutdown()
-    set_mode(MODE_SPAN)
+    set_mode(ContentCapture.SPAN_ONLY)
 
 
 def install_content_events(provider: TracerProvider, kind: Any, endpoint: str | None) -> None:
     """Follow the content-capture variable: in an event mode, emit content as log records."""
     retire_content_events()
     mode = capture_mode()
-    if mode != MODE_SPAN:
+    if mode is not ContentCapture.SPAN_ONLY:
         logger_provider = _provider(kind, endpoint, provider.resource)
         if logger_provider is None:
             logger.warning(
                 "spanguard: content events need an OTLP or console exporter, or "
                 "the app's own logger provider; content stays on the spans."
             )
-            mode = MODE_SPAN
+            mode = ContentCapture.SPAN_ONLY
         else:
             events = ContentEvents(logger_provider)
             provider.add_span_processor(events)

@@ -16,6 +16,7 @@ import os
 from opentelemetry import trace
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Tracer, TracerProvider
 
+from . import semconv
 from ._state import STATE, ContentSettings
 
 __all__ = [
@@ -62,19 +63,13 @@ def instrumentation_version() -> str:
     return installed_version()
 
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-
-# The GenAI instrumentations' values (opentelemetry-util-genai) mean "on" when content lands
-# anywhere; spanguard puts content on spans only, so one setting serves both.
-_CAPTURE_ON = frozenset({"1", "true", "yes", "on", "span_only", "span_and_event", "event_only"})
+CAPTURE_ENV = semconv.CAPTURE_MESSAGE_CONTENT_ENV
 
 
 def env_capture() -> bool:
-    """Whether the GenAI content-capture environment variable is on: ``true``/``1``/``yes``/
-    ``on`` or the GenAI values ``SPAN_ONLY``/``SPAN_AND_EVENT``/``EVENT_ONLY`` (any case);
-    ``NO_CONTENT``, ``false`` or anything else is off."""
-    value = os.environ.get(CAPTURE_ENV, "").strip().lower()
-    return value in _CAPTURE_ON
+    """Whether the GenAI content-capture environment variable is on
+    (:func:`spanguard.semconv.content_capture`: anything but ``NO_CONTENT``)."""
+    return semconv.content_capture().captured
 
 
 _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)

@@ -28,6 +28,7 @@ from opentelemetry.trace import Tracer
 from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
 from ._export import CountingBatchProcessor
+from .semconv import ContentCapture
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
@@ -89,7 +90,7 @@ class SdkState:
 
     # content: settings, and where it goes (._events)
     content: ContentSettings | None = None  # None: read the environment variable first
-    event_mode: str = "span"  # ._events.MODE_SPAN: content on spans only
+    event_mode: ContentCapture = ContentCapture.SPAN_ONLY  # content on spans only
     pending: dict[int, dict[str, str]] = field(default_factory=dict)  # span id → held content
 
     # what was logged once already (._runtime.warn_dropped_field, internal_error)

@@ -17,6 +17,9 @@ only recorded when content capture is on.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from enum import StrEnum
 from typing import Final
 
 # --- OpenTelemetry GenAI semantic conventions ---------------------------------------------
@@ -158,8 +161,12 @@ GEN_AI_COMPLETION: Final = "gen_ai.completion"  # gen_ai.completion.{i}.tool_cal
 # --- spanguard ------------------------------------------------------------------------------
 NAMESPACE: Final = "spanguard"
 REQUEST_ID: Final = "spanguard.request.id"
-SEED_ID: Final = "spanguard.seed_id"
-VARIANT_ID: Final = "spanguard.variant_id"
+SEED_ID: Final = "spanguard.seed_id"  # on spans and, since issue 51, evaluation events
+# evaluation events carried the seed id as ``spanguard.seed.id`` before issue 51: read, not written
+EVENT_SEED_ID_BEFORE_51: Final = "spanguard.seed.id"
+VARIANT_ID: Final = "spanguard.variant_id"  # on spans and, since issue 51, evaluation events
+# evaluation events carried the variant id as ``spanguard.variant.id`` before issue 51: read only
+EVENT_VARIANT_ID_BEFORE_51: Final = "spanguard.variant.id"
 ASSIGNMENT_PREFIX: Final = "spanguard.assignment."  # spanguard.assignment.<attr> = <value>
 REPEAT: Final = "spanguard.repeat"
 PLAN_STEP: Final = "spanguard.plan.step"
@@ -206,6 +213,43 @@ def metadata_key(name: str) -> str:
 def span_name(operation: str, name: str | None) -> str:
     """``"execute_tool kb_search"``: the GenAI span-name rule."""
     return f"{operation} {name}" if name else operation
+
+
+# --- content capture: the GenAI instrumentations' switch, read by spanguard too ------------------
+CAPTURE_MESSAGE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+class ContentCapture(StrEnum):
+    """Where :data:`CAPTURE_MESSAGE_CONTENT_ENV` puts prompt and response text, as
+    opentelemetry-util-genai's ``ContentCapturingMode`` (the value is the variable's spelling)."""
+
+    NO_CONTENT = "NO_CONTENT"
+    SPAN_ONLY = "SPAN_ONLY"
+    EVENT_ONLY = "EVENT_ONLY"
+    SPAN_AND_EVENT = "SPAN_AND_EVENT"
+
+    @property
+    def captured(self) -> bool:
+        """Whether content is recorded anywhere (on spans, in events or both)."""
+        return self is not ContentCapture.NO_CONTENT
+
+
+# spanguard's older spellings of "on" (content on spans), beside the GenAI values
+_CAPTURE_ON = frozenset({"1", "true", "yes", "on"})
+
+
+def content_capture(environ: Mapping[str, str] | None = None) -> ContentCapture:
+    """The content-capture variable of ``environ`` (default: the process environment), parsed
+    once for the SDK and the processor: the GenAI values in any case, ``true``/``1``/``yes``/
+    ``on`` as ``SPAN_ONLY``; unset, ``false`` or anything else is ``NO_CONTENT``."""
+    env = os.environ if environ is None else environ
+    value = env.get(CAPTURE_MESSAGE_CONTENT_ENV, "").strip().upper()
+    if value.lower() in _CAPTURE_ON:
+        return ContentCapture.SPAN_ONLY
+    try:
+        return ContentCapture(value)
+    except ValueError:
+        return ContentCapture.NO_CONTENT
 
 
 # --- Langfuse (read only; Langfuse's OTel SDK, v3 and later) ---------------------------------

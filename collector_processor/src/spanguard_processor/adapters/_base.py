@@ -20,8 +20,8 @@ from opentelemetry import trace as otel_trace
 
 import spanguard
 from spanguard import semconv
-from spanguard._runtime import active_tracer, now_ns
 from spanguard.exceptions import InputError
+from spanguard.integration import active_tracer, now_ns
 
 from ..fairness.records import STATED_KEY, parse_fairtrace_trace, stated_keys
 from ..traces.model import ProcessTrace

@@ -148,6 +148,14 @@ def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+# GateConfig's fields that this command's options spell otherwise (the parameter names)
+_GATE_OPTIONS = {
+    "mode": "gate",
+    "bootstrap_samples": "bootstrap",
+    "permutation_samples": "permutations",
+}
+
+
 def gate_config(
     gate: str,
     alpha: float,
@@ -160,16 +168,19 @@ def gate_config(
 ) -> Any:
     from ..fairness import GateConfig
 
-    return GateConfig(
-        mode=gate,  # type: ignore[arg-type]
-        alpha=alpha,
-        bootstrap_samples=bootstrap,
-        permutation_samples=permutations,
-        seed=random_seed,
-        min_coverage=min_coverage,
-        allow_partial=allow_partial,
-        allow_inconclusive=allow_inconclusive,
-    )
+    try:
+        return GateConfig(
+            mode=gate,  # type: ignore[arg-type]
+            alpha=alpha,
+            bootstrap_samples=bootstrap,
+            permutation_samples=permutations,
+            seed=random_seed,
+            min_coverage=min_coverage,
+            allow_partial=allow_partial,
+            allow_inconclusive=allow_inconclusive,
+        )
+    except ConfigError as exc:  # GateConfig names its fields; these options set them
+        raise ConfigError(_GATE_OPTIONS.get(exc.parameter, exc.parameter), exc.detail) from None
 
 
 def load_plugins(plugins: tuple[str, ...]) -> None:

@@ -152,7 +152,7 @@ def _call_app(
 def write_span_lines(path: Path, spans: list[Any], *, redact: bool = False) -> int:
     """The spans of each call (one trace) as one OTLP-JSON line, in the order the calls began;
     the request spans carry the prompt and the app's answer unless ``redact``."""
-    from spanguard._export import otlp_json_line
+    from spanguard.integration import otlp_json_line
 
     from ..common.jsonio import write_text_atomic
     from ..harness.recording import without_text

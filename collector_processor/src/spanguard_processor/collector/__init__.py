@@ -10,3 +10,23 @@ commits it to the span store (``spanguard_processor.store``) before the request 
 and feeds the ``assembler`` that releases whole traces. ``health`` answers ``/health``,
 ``os_threads`` names the threads at the OS level and gives an idle writer's memory back,
 ``salvage`` checks and recovers damaged stores. Imports ``store``, ``ingest`` and ``common``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .server import serve_forever
+
+__all__ = [
+    "serve_forever",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "serve_forever": ".server",
+    },
+)

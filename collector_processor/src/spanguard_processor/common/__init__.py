@@ -2,3 +2,9 @@
 the one ``module:attr`` resolver (``references``), trace-link templates and chart ticks.
 
 Nothing here knows about spans, traces or verdicts; it imports no other part of the processor."""
+
+from __future__ import annotations
+
+from .lazy import lazy_exports
+
+__all__ = ["lazy_exports"]

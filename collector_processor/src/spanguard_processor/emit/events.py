@@ -7,8 +7,8 @@ parented to the evaluated trace's root span where spanguard knows it:
 
 * a fairness metric: one summary event (name = the metric, value = its gap, label = its
   verdict, explanation = the reason), not tied to one trace; then the same verdict once in
-  each evaluated trace that came from spans, on its root span (``spanguard.seed.id`` and
-  ``spanguard.variant.id`` say which record), so a backend keeps it with the trace;
+  each evaluated trace that came from spans, on its root span (``spanguard.seed_id`` and
+  ``spanguard.variant_id`` say which record), so a backend keeps it with the trace;
 * each counterfactual pair of a metric's evidence: one event for each side whose trace id is
   known (name = the metric, value = that variant's value of the metric), on that trace's root
   span;
@@ -47,8 +47,8 @@ RESPONSE_ID: Final = semconv.GEN_AI_RESPONSE_ID
 #: the evaluation name of a case's pass/fail in ``cases run`` and ``check``
 CASE_EVALUATION: Final = "spanguard.case"
 CASE_ID: Final = "spanguard.case.id"
-SEED_ID: Final = "spanguard.seed.id"
-VARIANT_ID: Final = "spanguard.variant.id"
+SEED_ID: Final = semconv.SEED_ID  # the spans' key (was "spanguard.seed.id")
+VARIANT_ID: Final = semconv.VARIANT_ID  # the spans' key (was "spanguard.variant.id")
 GROUP: Final = "spanguard.group"
 PAIR_SIDE: Final = "spanguard.evaluation.pair_side"
 

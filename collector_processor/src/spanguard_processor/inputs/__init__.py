@@ -8,3 +8,28 @@ refuses a hostile one before it is read; ``readers.ingest_files`` loads span fil
 (redacted as ``serve`` would, or through a live ``serve``: ``file_ingest``). ``sql_source``
 reads the Collector's ClickHouse tables or Parquet in an engine (``--source``), over the
 exporter's schema (``sql_schema``) and its loaders (``sql_load``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .evaluation import read_evaluation_inputs
+    from .readers import ingest_files, read_agent_traces_any
+
+__all__ = [
+    "ingest_files",
+    "read_agent_traces_any",
+    "read_evaluation_inputs",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "ingest_files": ".readers",
+        "read_agent_traces_any": ".readers",
+        "read_evaluation_inputs": ".evaluation",
+    },
+)

@@ -5,7 +5,10 @@ Each refusal is an :class:`~spanguard.exceptions.InputError` naming the file, wh
 the limit, before a byte more than the first few KiB is read: a device that never ends
 (``/dev/zero``), a 2 GiB file where a suite belongs or a NUL stream costs nothing.
 
-The limits (and raising them) are :mod:`..common.limits`'s.
+The limits (and raising them) are :mod:`..common.limits`'s. What a file holds is told by the
+one classifier of :mod:`.files` (:class:`~.files.FileKind`, :func:`~.files.row_kind`, the first
+bytes through :func:`~.files.read_head`), which the readers' :class:`~.files.InputKind` is a
+view of; this module adds what each command accepts.
 """
 
 from __future__ import annotations
@@ -14,18 +17,15 @@ import re
 import stat
 import zlib
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
-import zstandard
-
-from spanguard.exceptions import InputError
+from spanguard.exceptions import InputError, TraceFormatError
 
 from ..common._json import parse_json
 from ..common.limits import DOCUMENT_LIMIT_ENV, document_limit, size_text
 from ..common.yamlio import MAX_YAML_BYTES
 from ..store.schema import SQLITE_MAGIC, looks_like_store
-from .files import ZSTD_MAGIC, Source
+from .files import GZIP_MAGIC, ZSTD_MAGIC, FileKind, framed_protobuf, read_head, row_kind
 
 __all__ = [
     "CASES",
@@ -49,25 +49,6 @@ __all__ = [
 
 _HEAD = 64 << 10  # what is read to tell a file's kind
 _SNIFF_WHOLE = 16 << 20  # a pretty-printed JSON document up to this size is parsed to tell it
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-class FileKind(StrEnum):
-    """What a file holds, told from its content; the value is how a message names it."""
-
-    SUITE = "a fairness suite"
-    AGENT_TRACES = "agent traces (from `traces export` or the processor)"
-    SPAN_FILE = "a span file"
-    STORE = "a span store (from `serve` or `ingest`)"
-    CASE_SET = "a case set (from `cases build`)"
-    OUTPUTS = "outputs (JSON lines of {id, output})"
-    RUN_RESULT = "a run result (from `cases run -o`)"
-    FAIRNESS_REPORT = "a fairness report (from `fairness -o`)"
-    HISTORY = "a fairness history (history.jsonl)"
-    RECORDS = "fairtrace records"
-    TRACE_LOG = "a trace log (trace2eval rows)"
-    EMPTY = "empty"
-    UNKNOWN = "unrecognised"
 
 
 @dataclass(frozen=True)
@@ -83,48 +64,14 @@ class Slot:
     records: bool = True  # holds records: none at all is an error
 
 
-def _row_kind(row: object) -> FileKind:
-    """The kind of a file whose first record (a JSON line, or a whole document) is ``row``."""
-    if isinstance(row, list):
-        return _row_kind(row[0]) if row else FileKind.UNKNOWN
-    if not isinstance(row, dict):
-        return FileKind.UNKNOWN
-    keys = set(row)
-    if keys & {"resourceSpans", "resource_spans"}:
-        return FileKind.SPAN_FILE
-    if "trace_id" in keys:
-        return FileKind.AGENT_TRACES
-    if "checks" in keys and "input" in keys:
-        return FileKind.CASE_SET
-    if "case_results" in keys or ({"metrics", "version"} <= keys and "dataset" not in keys):
-        return FileKind.RUN_RESULT
-    if keys & {"metric_results", "scenario_results"}:
-        return FileKind.FAIRNESS_REPORT
-    if "suite_sha256" in keys or {"failed_metrics", "generated_at"} <= keys:
-        return FileKind.HISTORY
-    if "dataset" in keys:
-        return FileKind.SUITE
-    if "seed_id" in keys:
-        return FileKind.RECORDS
-    if "output" in keys and "input" in keys:
-        return FileKind.TRACE_LOG
-    if "output" in keys:
-        return FileKind.OUTPUTS
-    return FileKind.UNKNOWN
-
-
 _YAML_SUITE = re.compile(rb"^(dataset|metrics)\s*:", re.MULTILINE)
 
 
 def _head(path: Path) -> bytes:
-    source = Source(path)
     try:
-        return source.stream.read(_HEAD)
-    except (OSError, EOFError, ValueError, zlib.error, zstandard.ZstdError):
-        # damaged compression: the reader names it
-        return b""
-    finally:
-        source.close()
+        return read_head(path, _HEAD)
+    except (TraceFormatError, ValueError, zlib.error):
+        return b""  # damaged compression: the reader names it
 
 
 def sniff(path: Path, size: int | None = None) -> FileKind:
@@ -134,7 +81,7 @@ def sniff(path: Path, size: int | None = None) -> FileKind:
     magic = head[: len(SQLITE_MAGIC)]
     if magic.startswith(SQLITE_MAGIC):
         return FileKind.STORE
-    if magic[:2] == _GZIP_MAGIC or magic[:4] == ZSTD_MAGIC:
+    if magic[:2] == GZIP_MAGIC or magic[:4] == ZSTD_MAGIC:
         head = _head(path)  # decompressed
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if not text:
@@ -144,28 +91,19 @@ def sniff(path: Path, size: int | None = None) -> FileKind:
             return FileKind.SUITE
         if looks_like_store(path, head):  # a store whose header is damaged: the reader says so
             return FileKind.STORE
-        return FileKind.SPAN_FILE if _framed(head) else FileKind.UNKNOWN
+        return FileKind.SPAN_FILE if framed_protobuf(head) else FileKind.UNKNOWN
     first, newline, _ = text.partition(b"\n")
     if newline or (size is not None and size <= _HEAD):
         try:
-            return _row_kind(parse_json(first))
+            return row_kind(parse_json(first))
         except ValueError:
             pass
-    if size is not None and size <= _SNIFF_WHOLE and magic[:2] != _GZIP_MAGIC:
+    if size is not None and size <= _SNIFF_WHOLE and magic[:2] != GZIP_MAGIC:
         try:
-            return _row_kind(parse_json(path.read_bytes()))
+            return row_kind(parse_json(path.read_bytes()))
         except ValueError:
             return FileKind.UNKNOWN
     return FileKind.UNKNOWN
-
-
-def _framed(head: bytes) -> bool:
-    """The Collector file exporter's length-prefixed protobuf (a plausible first length,
-    then a ``resource_spans`` field or a zstd frame)."""
-    if len(head) < 5:
-        return False
-    size = int.from_bytes(head[:4], "big")
-    return 0 < size <= (256 << 20) and (head[4] == 0x0A or head[4:8] == ZSTD_MAGIC)
 
 
 def _file_type(mode: int) -> str:
@@ -228,7 +166,7 @@ def check_input(path: Path, slot: Slot, command: str) -> FileKind:
         return kind
     binary = (
         kind in (FileKind.STORE, FileKind.SPAN_FILE)
-        or start[:2] == _GZIP_MAGIC
+        or start[:2] == GZIP_MAGIC
         or start[:4] == ZSTD_MAGIC
     )
     # NUL in the first line: binary, not text (a NUL in a later line is that line's problem,

@@ -24,7 +24,18 @@ compare``); each is loaded on first use, so importing one stage does not import 
 
 from __future__ import annotations
 
-from importlib import import_module
+from typing import TYPE_CHECKING
+
+from ..common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .gate.gate import compare
+    from .gate.runfile import load_run
+    from .mine.build import build_evalset
+    from .report.render import render_check
+    from .report.report_html import render_check_html
+    from .run.outputs import load_outputs, outputs_from_traces
+    from .run.run import load_cases, run_cases
 
 __all__ = [
     "build_evalset",
@@ -38,21 +49,17 @@ __all__ = [
     "run_cases",
 ]
 
-_HOME = {
-    "build_evalset": ".mine.build",
-    "compare": ".gate.gate",
-    "load_cases": ".run.run",
-    "load_outputs": ".run.outputs",
-    "load_run": ".gate.runfile",
-    "outputs_from_traces": ".run.outputs",
-    "render_check": ".report.render",
-    "render_check_html": ".report.report_html",
-    "run_cases": ".run.run",
-}
-
-
-def __getattr__(name: str) -> object:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(home, __name__), name)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "build_evalset": ".mine.build",
+        "compare": ".gate.gate",
+        "load_cases": ".run.run",
+        "load_outputs": ".run.outputs",
+        "load_run": ".gate.runfile",
+        "outputs_from_traces": ".run.outputs",
+        "render_check": ".report.render",
+        "render_check_html": ".report.report_html",
+        "run_cases": ".run.run",
+    },
+)

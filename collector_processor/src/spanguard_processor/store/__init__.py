@@ -7,3 +7,23 @@ per-trace tables (``view``). ``schema`` is the file's layout and its checksums, 
 checks made when a store is opened, ``upgrade`` older versions, ``lock`` the one-writer lock,
 ``read`` decoding stored batches, ``pagescan`` the rows read without SQLite (``store
 recover``). Imports ``ingest`` only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .span_store import SpanStore
+
+__all__ = [
+    "SpanStore",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "SpanStore": ".span_store",
+    },
+)

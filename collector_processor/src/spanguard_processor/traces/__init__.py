@@ -8,3 +8,26 @@ traces, with the GenAI, OpenInference and OpenLLMetry conventions), helped by ``
 (LLM calls and usage) and ``_messages`` (their message text); ``formats`` writes fairtrace
 records and trace2eval rows; ``pricing`` adds cost from a price table. Imports ``ingest`` and
 ``common`` only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .convert import traces_from_records
+    from .model import AgentTrace
+
+__all__ = [
+    "AgentTrace",
+    "traces_from_records",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AgentTrace": ".model",
+        "traces_from_records": ".convert",
+    },
+)

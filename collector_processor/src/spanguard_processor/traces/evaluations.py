@@ -47,7 +47,7 @@ _NAMED = {
 class EvaluationResult:
     """One ``gen_ai.evaluation.result``: the evaluation's name, score (value and label),
     explanation and the evaluated response's id, the span it was parented to, and its other
-    scalar attributes (e.g. ``spanguard.case.id``, ``spanguard.seed.id``)."""
+    scalar attributes (e.g. ``spanguard.case.id``, ``spanguard.seed_id``)."""
 
     name: str
     score: float | None = None
@@ -56,6 +56,26 @@ class EvaluationResult:
     response_id: str | None = None
     span_id: str | None = None
     attributes: Mapping[str, JSONScalar] = field(default_factory=dict)
+
+    @property
+    def seed_id(self) -> str | None:
+        """The evaluated record's seed id: ``spanguard.seed_id`` (the spans' key), or the key
+        evaluation events carried before issue 51 (``spanguard.seed.id``)."""
+        for key in (semconv.SEED_ID, semconv.EVENT_SEED_ID_BEFORE_51):
+            value = self.attributes.get(key)
+            if value is not None:
+                return str(value)
+        return None
+
+    @property
+    def variant_id(self) -> str | None:
+        """The evaluated record's variant id: ``spanguard.variant_id`` (the spans' key), or the
+        key evaluation events carried before issue 51 (``spanguard.variant.id``)."""
+        for key in (semconv.VARIANT_ID, semconv.EVENT_VARIANT_ID_BEFORE_51):
+            value = self.attributes.get(key)
+            if value is not None:
+                return str(value)
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with a fixed key order."""

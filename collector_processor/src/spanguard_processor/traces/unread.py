@@ -39,8 +39,8 @@ _MESSAGE_KEYS = (*MESSAGE_KEYS, semconv.INPUT_VALUE, semconv.OUTPUT_VALUE)
 _ANTHROPIC_SWITCH = "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content (the Anthropic SDK)"
 _TRACELOOP_SWITCH = "TRACELOOP_TRACE_CONTENT=true (OpenLLMetry)"
 _GENAI_SWITCH = (
-    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY or EVENT_ONLY "
-    "(the OpenTelemetry GenAI instrumentations)"
+    f"{semconv.CAPTURE_MESSAGE_CONTENT_ENV}={semconv.ContentCapture.SPAN_ONLY} or "
+    f"{semconv.ContentCapture.EVENT_ONLY} (the OpenTelemetry GenAI instrumentations)"
 )
 _SPANGUARD_SWITCH = "configure(capture_content=True) (spanguard's SDK)"
 

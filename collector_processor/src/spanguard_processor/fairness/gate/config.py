@@ -44,13 +44,14 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         if self.mode not in GATE_MODES:
-            raise ConfigError("gate", f"must be one of {', '.join(GATE_MODES)}, got {self.mode!r}.")
+            raise ConfigError("mode", f"must be one of {', '.join(GATE_MODES)}, got {self.mode!r}.")
         object.__setattr__(self, "mode", GateMode(self.mode))  # a plain string from the CLI
         if not 0.0 < self.alpha < 1.0:
             raise ConfigError("alpha", f"must be between 0 and 1, got {self.alpha}.")
         if not 0.0 < self.level < 1.0:
             raise ConfigError("level", f"must be between 0 and 1, got {self.level}.")
         if not 0.0 <= self.min_coverage <= 1.0:
-            raise ConfigError("min-coverage", f"must be between 0 and 1, got {self.min_coverage}.")
-        if self.bootstrap_samples < 0 or self.permutation_samples < 0:
-            raise ConfigError("samples", "bootstrap and permutation counts must not be negative.")
+            raise ConfigError("min_coverage", f"must be between 0 and 1, got {self.min_coverage}.")
+        for name in ("bootstrap_samples", "permutation_samples"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, f"must not be negative, got {getattr(self, name)}.")

@@ -8,7 +8,7 @@ Import the registry's functions from here: this package registers the built-ins 
 
 from __future__ import annotations
 
-from .builtin import BUILTIN_METRICS
+from .builtin import BUILTIN_METRICS, FAIRTRACE_METRICS
 from .registry import (
     Compute,
     MetricDefinition,
@@ -22,6 +22,7 @@ from .registry import (
 
 __all__ = [
     "BUILTIN_METRICS",
+    "FAIRTRACE_METRICS",
     "Compute",
     "MetricDefinition",
     "MetricValues",

@@ -40,6 +40,7 @@ from .signals import REFUSAL_MARKERS, TOXICITY_MARKERS, Signals, signals_of
 
 __all__ = [
     "BUILTIN_METRICS",
+    "FAIRTRACE_METRICS",
     "REFUSAL_MARKERS",
     "TOXICITY_MARKERS",
     "MetricDefinition",
@@ -228,7 +229,8 @@ def _computed_elsewhere(obs: Sequence[Observation], options: Mapping[str, Any]) 
     raise AssertionError("this metric kind is computed by evaluate(), not compute()")
 
 
-for _definition in (
+# fairtrace's metrics, with its thresholds, and the tool, exposure and sequence metrics beside them
+_DEFINITIONS: tuple[MetricDefinition, ...] = (
     MetricDefinition(
         name="refusal_gap",
         threshold=0.05,
@@ -393,8 +395,7 @@ for _definition in (
         scale=Scale.RATE,
         signal="escalations",
     ),
-):
-    register_metric(_definition)
+)
 
 
 def _usage_metric(key: str) -> Compute:
@@ -420,7 +421,7 @@ def _usage_metric(key: str) -> Compute:
 
 
 # spanguard's own: gaps in how much model work a request costs (not fairtrace metrics)
-for _definition in (
+_USAGE_DEFINITIONS: tuple[MetricDefinition, ...] = (
     MetricDefinition(
         name="llm_call_gap",
         threshold=1.0,
@@ -443,10 +444,16 @@ for _definition in (
         scale=Scale.COUNT,
         signal="token counts",
     ),
-):
+)
+
+for _definition in (*_DEFINITIONS, *_USAGE_DEFINITIONS):
     register_metric(_definition)
 
-BUILTIN_METRICS = (
+#: Every built-in metric, in the order registered (tests/fairness/test_builtin_registry.py
+#: holds it to the registry and to docs/fairness.md's table).
+BUILTIN_METRICS: tuple[str, ...] = tuple(d.name for d in (*_DEFINITIONS, *_USAGE_DEFINITIONS))
+#: fairtrace 0.1.0's metrics (its names and default thresholds), in its order.
+FAIRTRACE_METRICS: tuple[str, ...] = (
     "tool_use_parity",
     "retrieval_exposure_gap",
     "plan_length_gap",

@@ -3,3 +3,26 @@
 (:mod:`.verdict_text`), fairtrace-shaped details (:mod:`.details`), the counterfactual pairs
 behind a gap (:mod:`.evidence`), redaction (:mod:`.redaction`), two reports compared
 (:mod:`.compare`) and the run history (:mod:`.history`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .compare import compare_reports
+    from .reports import write_reports
+
+__all__ = [
+    "compare_reports",
+    "write_reports",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "compare_reports": ".compare",
+        "write_reports": ".reports",
+    },
+)

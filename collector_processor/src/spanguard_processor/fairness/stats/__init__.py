@@ -7,3 +7,35 @@ and the MDE (:mod:`.precision`), per-group intervals and the missingness test
 input reduced to sufficient statistics (:mod:`.sufficient`). One module is not numpy:
 :mod:`.sufficient_sql` builds the SQL that fills those statistics inside an engine and reads
 its rows back."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .bounds import discordance_bound
+    from .groups import group_stats
+    from .inference import infer_gap
+    from .permutation import permutation_p
+    from .precision import Precision
+
+__all__ = [
+    "Precision",
+    "discordance_bound",
+    "group_stats",
+    "infer_gap",
+    "permutation_p",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Precision": ".precision",
+        "discordance_bound": ".bounds",
+        "group_stats": ".groups",
+        "infer_gap": ".inference",
+        "permutation_p": ".permutation",
+    },
+)

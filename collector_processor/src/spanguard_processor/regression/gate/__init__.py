@@ -7,3 +7,29 @@ before it runs. trace2eval's rules: :func:`.gate.compare`, with :mod:`.rules` (o
 :class:`~.rules.Rule` per aggregate figure), :mod:`.noise` (run-to-run noise) and :mod:`.diff`
 (the two runs' evidence of each flipped case). :mod:`.runfile` reads and validates run files.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .gate import compare
+    from .runfile import load_run
+    from .verdict import decide
+
+__all__ = [
+    "compare",
+    "decide",
+    "load_run",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "compare": ".gate",
+        "decide": ".verdict",
+        "load_run": ".runfile",
+    },
+)

@@ -6,3 +6,23 @@
 :mod:`.casebuild` turns a cluster into a case with the checks :mod:`.expect`,
 :mod:`.annotations` and :mod:`.consistency` shape, and :mod:`.report` writes ``report.md``.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .build import build_evalset
+
+__all__ = [
+    "build_evalset",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "build_evalset": ".build",
+    },
+)
