@@ -6,7 +6,7 @@ their spans by trace (``index``), marks traces released, and reads them back by 
 per-trace tables (``view``). ``schema`` is the file's layout and its checksums, ``opening`` the
 checks made when a store is opened, ``upgrade`` older versions, ``lock`` the one-writer lock,
 ``read`` decoding stored batches, ``pagescan`` the rows read without SQLite (``store
-recover``). Imports ``ingest`` only."""
+recover``). Imports ``ingest`` and ``common``."""
 
 from __future__ import annotations
 
