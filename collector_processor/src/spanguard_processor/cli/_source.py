@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-__all__ = ["WAREHOUSE_HINT", "read_source_traces", "source_options"]
+__all__ = ["WAREHOUSE_HINT", "read_source_traces", "recorded_traces", "source_options"]
 
 WAREHOUSE_HINT = "pip install 'spanguard[warehouse]'"
 _NEEDS = {"parquet": ("duckdb", "pyarrow"), "clickhouse": ("clickhouse_connect", "pyarrow")}
@@ -77,17 +77,21 @@ def read_source_traces(
     since: datetime | None,
     until: datetime | None,
     explain: bool,
+    *,
+    outcomes: bool = False,
+    inputs_name: str = "TRACES...",
 ) -> list[Any] | None:
-    """The agent traces of ``--source`` (None without it, when TRACES are read instead);
-    with ``--explain`` the SQL is printed and the command stops."""
+    """The agent traces of ``--source`` (None without it, when ``inputs`` are read instead);
+    with ``--explain`` the SQL is printed and the command stops. ``outcomes``: with their
+    feedback, retry marks, expectations and response ids (case mining, ``cases run``)."""
     if source is None:
         if not inputs:
-            raise click.UsageError("give TRACES... or --source URL.")
+            raise click.UsageError(f"give {inputs_name} or --source URL.")
         if since or until or explain:
             raise click.UsageError("--since, --until and --explain go with --source.")
         return None
     if inputs:
-        raise click.UsageError("give TRACES... or --source, not both.")
+        raise click.UsageError(f"give {inputs_name} or --source, not both.")
     from ..inputs.sql_source import open_engine, parse_source, read_source
 
     spec = parse_source(source)
@@ -97,7 +101,9 @@ def read_source_traces(
             "--source clickhouse:// needs --since and --until (the exporter's tables are "
             "ordered by time: a read without a window scans every partition)."
         )
-    read = read_source(open_engine(spec), since=since, until=until, explain_only=explain)
+    read = read_source(
+        open_engine(spec), since=since, until=until, explain_only=explain, outcomes=outcomes
+    )
     if explain:
         click.echo(read.sql, nl=False)
         raise SystemExit(0)
@@ -107,3 +113,26 @@ def read_source_traces(
         err=True,
     )
     return read.traces
+
+
+def recorded_traces(
+    inputs: tuple[Any, ...],
+    source: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    explain: bool,
+    *,
+    inputs_name: str,
+) -> Any:
+    """``--source``'s agent traces with their outcomes, as the
+    :class:`~spanguard_processor.inputs.evaluation.RecordedTraces` case mining and suite
+    mining read (None without ``--source``)."""
+    traces = read_source_traces(
+        inputs, source, since, until, explain, outcomes=True, inputs_name=inputs_name
+    )
+    if traces is None:
+        return None
+    from ..inputs.evaluation import RecordedTraces
+    from ..inputs.sql_source import parse_source
+
+    return RecordedTraces(parse_source(str(source)).text, tuple(traces))

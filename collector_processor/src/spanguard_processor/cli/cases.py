@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,7 @@ from ._app import app_options
 from ._cases_plan import DEFAULT_REPEATS, plan
 from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
+from ._source import read_source_traces, recorded_traces, source_options
 
 if TYPE_CHECKING:  # the commands' modules load numpy and scipy: imported when a command runs
     from ..regression.case import Case
@@ -40,7 +41,8 @@ cases.add_command(plan)
 
 
 @cases.command()
-@click.argument("inputs", nargs=-1, required=True, type=_FILE)
+@click.argument("inputs", metavar="INPUTS...", nargs=-1, type=_FILE)
+@source_options
 @output_option(
     directory=True,
     default=Path("evalset"),
@@ -114,12 +116,18 @@ def build(
     no_timing_checks: bool,
     selection: str,
     strict: bool,
+    source: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    explain: bool = False,
 ) -> None:
     """Build cases.jsonl, report.md and an expectations template from INPUTS.
 
     INPUTS are trace2eval JSONL logs, spanguard agent traces (JSONL), span stores or OTLP span
-    files (.gz too), told apart by content. Bad lines are reported by file and line and
-    skipped; the rest of the log still counts (--strict makes any skip exit 2).
+    files (.gz too), told apart by content; or, with --source, the spans where they already
+    live (ClickHouse, Parquet: docs/sql-map.md), the same cases as from their export. Bad
+    lines are reported by file and line and skipped; the rest of the log still counts
+    (--strict makes any skip exit 2).
 
     Every question gets a case (--select coverage), checked against its recorded answer and
     process; --select signals keeps only questions with a failure signal, as trace2eval does;
@@ -133,6 +141,7 @@ def build(
     Example:
       spanguard cases build traces.jsonl -o evalset
       spanguard cases build spans.db --ids sequential --max-cases 100
+      spanguard cases build --source parquet://spans/ -o evalset
     """
     from ..inputs import guard
     from ..regression.mine.build import BuildOptions, NoUsableRows, build_evalset
@@ -143,6 +152,7 @@ def build(
         [template],
         directories=[(output, ["cases.jsonl", "report.md", "expectations.template.jsonl"])],
     )
+    recorded = recorded_traces(inputs, source, since, until, explain, inputs_name="INPUTS...")
     options = BuildOptions(
         out=output,
         max_cases=max_cases,
@@ -156,7 +166,7 @@ def build(
         select=selection,
     )
     try:
-        result = build_evalset(list(inputs), options)
+        result = build_evalset(list(inputs) if recorded is None else recorded, options)
     except NoUsableRows as exc:
         for line in _problem_lines(exc.problems):
             click.echo(line, err=True)
@@ -283,6 +293,7 @@ def _health_lines(health: ClusterHealth) -> list[str]:
 @click.option("--cases", "cases_path", type=_FILE, required=True, help="cases.jsonl.")
 @click.option("--outputs", type=_FILE, help="JSONL of {id, output, ...} records.")
 @click.option("--traces", type=_FILE, multiple=True, help="Agent-trace JSONL (repeatable).")
+@source_options
 @app_options(
     unit="case",
     required=False,
@@ -311,6 +322,10 @@ def run(
     markdown: Path | None,
     junit: Path | None,
     emit_otlp: str | None,
+    source: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    explain: bool = False,
 ) -> None:
     """Score candidate outputs (or agent traces, or the app itself) against a case set.
 
@@ -319,14 +334,16 @@ def run(
     captured through the SDK); a call that raises is reported and counted as a failed repeat.
     With --outputs or --traces, a case finds its records by case id, then by the trace it was
     mined from (source_trace_id), then by its question text; the counts by kind, and the cases
-    without a record (counted as failed, never as passed), are printed. Every run of a case is
-    kept; the -o file is what `check` reads.
+    without a record (counted as failed, never as passed), are printed. --source reads the
+    recorded traffic where its spans live instead of --traces (the same run file as from its
+    export). Every run of a case is kept; the -o file is what `check` reads.
 
     \b
     Example:
       spanguard cases run --cases evalset/cases.jsonl --app agent:answer --repeats 3 -o now.json
       spanguard cases run --cases evalset/cases.jsonl --outputs out.jsonl -o runs/now.json
       spanguard cases run --cases evalset/cases.jsonl --traces new_agent.jsonl -o runs/now.json
+      spanguard cases run --cases evalset/cases.jsonl --source parquet://spans/ -o runs/now.json
     """
     from ..common.jsonio import write_text_atomic
     from ..inputs import guard
@@ -334,7 +351,13 @@ def run(
     from ..regression.run.run import run_cases
     from ._cases_replay import replay_result
 
-    _one_source(outputs, traces, app_ref, adapter, adapter_options, repeats, concurrency)
+    _one_source(outputs, traces or (source,) * bool(source), app_ref)
+    if source is None and (since or until or explain):
+        raise click.UsageError("--since, --until and --explain go with --source.")
+    if app_ref is None and (adapter or adapter_options or repeats is not None or concurrency != 1):
+        raise click.UsageError(
+            "--adapter, --adapter-option, --repeats and --concurrency go with --app."
+        )
     if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
@@ -356,7 +379,12 @@ def run(
             concurrency,
         )
     else:
-        case_list, records = _load_run_inputs(cases_path, outputs, traces)
+        recorded = None
+        if outputs is None:
+            recorded = read_source_traces(
+                traces, source, since, until, explain, outcomes=True, inputs_name="--traces FILE"
+            )
+        case_list, records = _load_run_inputs(cases_path, outputs, traces, recorded)
         result = run_cases(case_list, records)
     metrics = result.metrics
     if output is not None:
@@ -364,7 +392,8 @@ def run(
     table = render_metrics(metrics)
     click.echo(table)
     if app_ref is None:
-        _echo_matching(result, len(case_list), outputs or traces[0], bool(traces))
+        where = str(outputs or (traces[0] if traces else source))
+        _echo_matching(result, len(case_list), where, outputs is None)
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
@@ -383,7 +412,7 @@ def run(
     exit_gate(passed)
 
 
-def _echo_matching(result: RunResult, total: int, source: Path, traces: bool) -> None:
+def _echo_matching(result: RunResult, total: int, source: str, traces: bool) -> None:
     """How the cases found their records, the cases that found none (never a pass), and —
     for traces found by the ids of the requests the cases were mined from — that such a run
     is in-sample (docs/regression.md, "Recorded traffic as the baseline")."""
@@ -407,7 +436,7 @@ def _echo_matching(result: RunResult, total: int, source: Path, traces: bool) ->
         )
     if total and result.matching["unmatched"] == total:
         click.echo(
-            f"warning: no record in {source.as_posix()} matched any of the {total} "
+            f"warning: no record in {source} matched any of the {total} "
             "case(s) by case id, source_trace_id or question text; this run cannot "
             "serve as a baseline.",
             err=True,
@@ -416,20 +445,12 @@ def _echo_matching(result: RunResult, total: int, source: Path, traces: bool) ->
 
 def _one_source(
     outputs: Path | None,
-    traces: tuple[Path, ...],
+    traces: tuple[object, ...],
     app_ref: str | None,
-    adapter: str | None,
-    adapter_options: tuple[str, ...],
-    repeats: int | None,
-    concurrency: int,
 ) -> None:
-    """Exactly one of --outputs, --traces and --app; the app's options only with --app."""
+    """Exactly one of --outputs, --traces (or --source) and --app."""
     if (outputs is not None) + bool(traces) + (app_ref is not None) != 1:
-        raise click.UsageError("give exactly one of --outputs, --traces or --app.")
-    if app_ref is None and (adapter or adapter_options or repeats is not None or concurrency != 1):
-        raise click.UsageError(
-            "--adapter, --adapter-option, --repeats and --concurrency go with --app."
-        )
+        raise click.UsageError("give exactly one of --outputs, --traces, --source or --app.")
 
 
 def _load_cases(cases_path: Path) -> list[Case]:
@@ -443,20 +464,24 @@ def _load_cases(cases_path: Path) -> list[Case]:
 
 
 def _load_run_inputs(
-    cases_path: Path, outputs: Path | None, traces: tuple[Path, ...]
+    cases_path: Path, outputs: Path | None, traces: tuple[Path, ...], recorded: Any
 ) -> tuple[list[Case], Outputs]:
-    """The cases and the records to score; none of either is bad input (exit 2)."""
-    from ..regression.run.outputs import load_outputs, outputs_from_traces
+    """The cases and the records to score (``recorded``: the agent traces read through
+    --source); none of either is bad input (exit 2)."""
+    from ..regression.run.outputs import load_outputs, outputs_from_traces, outputs_of
     from ..regression.run.run import load_cases
 
     case_list = load_cases(cases_path)
-    records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
+    if recorded is not None:
+        records = outputs_of(recorded)
+    else:
+        records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
     for message in records.skipped:
         click.echo(f"skipped: {message}", err=True)
     if not case_list:
         raise BadInput(f"no records in {cases_path}: it holds no case.")
     if not len(records):
-        names = ", ".join(str(path) for path in ([outputs] if outputs else traces))
+        names = ", ".join(str(path) for path in ([outputs] if outputs else traces)) or "--source"
         raise BadInput(
             f"no records in {names}: "
             + (
