@@ -235,7 +235,7 @@ def read_source(
             since=_ns(since),
             until=_ns(until),
         )
-        mapped = [(*key, trace) for (*key, _), trace in zip(mapped, finished, strict=True)]
+        mapped = [(s, t, trace) for (s, t, _), trace in zip(mapped, finished, strict=True)]
     converted = list(_converted(engine, pending))
     ordered = sorted([*mapped, *converted], key=lambda item: (item[0], item[1]))
     return SourceRead([trace for *_, trace in ordered], sql, len(mapped), len(converted))
