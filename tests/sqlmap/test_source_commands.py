@@ -300,3 +300,38 @@ def test_a_missing_column_is_named_by_every_source_command(
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and "no column Events.Name" in lines[0], (args, result.output)
     assert not (tmp_path / "evalset").exists() and not (tmp_path / "m.yaml").exists()
+
+
+def test_a_missing_table_is_named_as_missing(
+    recorded: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session: Any
+) -> None:
+    source = parse_source("clickhouse://localhost/recorded?traces=otel_spans")
+    engine = clickhouse_engine(source, lambda sql: session.query(sql, "ArrowTable"))
+    monkeypatch.setattr(sql_source, "open_engine", lambda spec: engine)
+    url = "clickhouse://localhost/recorded?traces=otel_spans"
+    result = _invoke("cases", "build", "--source", url, *_WINDOW, "-o", str(tmp_path / "e"))
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert lines == [
+        "Error: recorded.otel_spans: there is no such table (or it has no columns); the "
+        "Collector ClickHouse exporter writes spans to otel_traces unless configured otherwise "
+        "(traces=NAME in the URL)."
+    ], result.output
+
+
+def test_explain_prints_every_query_a_command_runs(
+    recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    parquet = f"parquet://{recorded['folder'] / 'parquet'}"
+    result = _invoke("cases", "build", "--source", parquet, "--explain")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("WITH raw AS")
+    assert "-- the outcome: feedback, retry marks, expectations, response ids" in result.output
+    assert "map_contains(SpanAttributes, 'spanguard.feedback')" in result.output
+    assert "SpanName = 'spanguard.annotate'" in result.output
+    suite = tmp_path / "suite.json"
+    metrics = [{"type": "escalation_parity"}]
+    suite.write_text(json.dumps({"dataset": {"variants": variants()}, "metrics": metrics}))
+    fairness = _invoke("fairness", str(suite), "--source", parquet, "--explain")
+    assert fairness.exit_code == 0, fairness.output
+    assert fairness.output.startswith("WITH raw AS") and "-- the outcome" not in fairness.output

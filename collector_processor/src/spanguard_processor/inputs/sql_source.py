@@ -26,7 +26,7 @@ from ..traces.annotations import Annotations
 from ..traces.convert import annotated_trace
 from ..traces.model import AgentTrace
 from ..traces.sqlmap import agent_trace, map_sql, spans_sql, typed_span
-from .sql_outcome import with_outcomes
+from .sql_outcome import outcome_sql, with_outcomes
 from .sql_schema import EVENT_COLUMNS, TRACE_COLUMNS
 
 __all__ = ["Engine", "SourceRead", "SqlSource", "open_engine", "parse_source", "read_source"]
@@ -191,6 +191,12 @@ def _ns(moment: datetime | None) -> int | None:
 def check_columns(engine: Engine) -> None:
     """Refuse a table without one of the exporter's columns the map reads, naming it."""
     present = engine.columns()
+    if not present:
+        raise InputError(
+            "there is no such table (or it has no columns); the Collector ClickHouse exporter "
+            "writes spans to otel_traces unless configured otherwise (traces=NAME in the URL).",
+            file=engine.where,
+        )
     for name, kind in (*TRACE_COLUMNS, *EVENT_COLUMNS):
         if name not in present:
             raise InputError(
@@ -217,7 +223,7 @@ def read_source(
     check_columns(engine)
     sql = map_sql(engine.dialect, engine.source, since=_ns(since), until=_ns(until))
     if explain_only:
-        return SourceRead([], sql)
+        return SourceRead([], sql + (_outcome_queries(engine, since, until) if outcomes else ""))
     mapped: list[tuple[int, str, AgentTrace]] = []
     pending: list[tuple[int, str, list[str]]] = []
     for row in _run(engine, sql):
@@ -239,6 +245,16 @@ def read_source(
     converted = list(_converted(engine, pending))
     ordered = sorted([*mapped, *converted], key=lambda item: (item[0], item[1]))
     return SourceRead([trace for *_, trace in ordered], sql, len(mapped), len(converted))
+
+
+def _outcome_queries(engine: Engine, since: datetime | None, until: datetime | None) -> str:
+    """The queries of the outcome scan (:mod:`.sql_outcome`), for ``--explain``."""
+    scan = outcome_sql(engine.dialect, engine.source, since=_ns(since), until=_ns(until))
+    annotations = spans_sql(engine.dialect, engine.source, [], annotations=True)
+    return (
+        "\n-- the outcome: feedback, retry marks, expectations, response ids\n"
+        f"{scan.strip()}\n\n-- the annotation spans\n{annotations.strip()}\n"
+    )
 
 
 def _run(engine: Engine, sql: str) -> list[dict[str, Any]]:
