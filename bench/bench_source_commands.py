@@ -88,7 +88,7 @@ def _stage_source(path: Path, work: Path) -> dict[str, Any]:
     from spanguard_processor.inputs.sql_source import open_engine, parse_source, read_source
 
     engine = open_engine(parse_source(f"parquet://{path}"))
-    engine.run("SET memory_limit = '700MB'; SET threads = 2")
+    engine.run(f"SET memory_limit = '700MB'; SET threads = 2; SET temp_directory = '{work}/spill'")
     timings: dict[str, float] = {}
     with _Clock(timings, "read"):
         read = read_source(engine, outcomes=True)
