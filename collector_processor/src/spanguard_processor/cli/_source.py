@@ -33,7 +33,7 @@ _OPTIONS = (
     click.option(
         "--source",
         metavar="URL",
-        help="Read the spans from an engine instead of TRACES: "
+        help="Read the spans from an engine instead of input files: "
         "clickhouse://HOST[:PORT]/DB?traces=otel_traces&logs=otel_logs (the Collector "
         "ClickHouse exporter's tables) or parquet://PATH (a file or folder of Parquet with "
         "its columns, read by DuckDB). Needs spanguard[warehouse].",
