@@ -232,6 +232,10 @@ def test_fairness_through_source_gives_the_store_paths_metric_results(
         ),
         (["suite", "mine", "-o", "m.yaml"], "give trace files, --store or --source"),
         (
+            ["suite", "mine", "--store", "s.db", "--until", "2026-01-01", "-o", "m.yaml"],
+            "--since, --until and --explain go with --source",
+        ),
+        (
             [
                 "cases",
                 "run",
@@ -268,7 +272,7 @@ def test_source_with_other_inputs_is_a_usage_error(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     for name in ("x.jsonl", "s.db", "c.jsonl", "t.jsonl", "o.jsonl"):
-        (tmp_path / name).write_text("{}\n")
+        (tmp_path / name).write_text("not what the command reads\n")  # usage is checked first
     result = _invoke(*args)
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output

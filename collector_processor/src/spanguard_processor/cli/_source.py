@@ -11,7 +11,13 @@ from typing import Any
 
 import click
 
-__all__ = ["WAREHOUSE_HINT", "read_source_traces", "recorded_traces", "source_options"]
+__all__ = [
+    "WAREHOUSE_HINT",
+    "check_source_usage",
+    "read_source_traces",
+    "recorded_traces",
+    "source_options",
+]
 
 WAREHOUSE_HINT = "pip install 'spanguard[warehouse]'"
 _NEEDS = {"parquet": ("duckdb", "pyarrow"), "clickhouse": ("clickhouse_connect", "pyarrow")}
@@ -71,6 +77,20 @@ def _check_installed(kind: str) -> None:
         raise SystemExit(2)
 
 
+def check_source_usage(
+    inputs: tuple[Any, ...], source: str | None, window: bool, inputs_name: str = "TRACES..."
+) -> None:
+    """Either ``inputs`` or ``--source``, never both; ``window`` (``--since``, ``--until``,
+    ``--explain``) only with ``--source``. A usage error (exit 2) otherwise."""
+    if source is None:
+        if not inputs:
+            raise click.UsageError(f"give {inputs_name} or --source URL.")
+        if window:
+            raise click.UsageError("--since, --until and --explain go with --source.")
+    elif inputs:
+        raise click.UsageError(f"give {inputs_name} or --source, not both.")
+
+
 def read_source_traces(
     inputs: tuple[Any, ...],
     source: str | None,
@@ -84,14 +104,9 @@ def read_source_traces(
     """The agent traces of ``--source`` (None without it, when ``inputs`` are read instead);
     with ``--explain`` the SQL is printed and the command stops. ``outcomes``: with their
     feedback, retry marks, expectations and response ids (case mining, ``cases run``)."""
+    check_source_usage(inputs, source, bool(since or until or explain), inputs_name)
     if source is None:
-        if not inputs:
-            raise click.UsageError(f"give {inputs_name} or --source URL.")
-        if since or until or explain:
-            raise click.UsageError("--since, --until and --explain go with --source.")
         return None
-    if inputs:
-        raise click.UsageError(f"give {inputs_name} or --source, not both.")
     from ..inputs.sql_source import open_engine, parse_source, read_source
 
     spec = parse_source(source)

@@ -12,7 +12,7 @@ from ..regression.vocabulary import SelectMode
 from ._cases_plan import plan
 from ._cases_run import run
 from ._common import BadInput, check_files, output_option, renamed
-from ._source import recorded_traces, source_options
+from ._source import check_source_usage, recorded_traces, source_options
 
 if TYPE_CHECKING:  # the commands' modules load numpy and scipy: imported when a command runs
     from ..regression.mine.build import BuildResult
@@ -142,6 +142,7 @@ def build(
     from ..inputs import guard
     from ..regression.mine.build import BuildOptions, NoUsableRows, build_evalset
 
+    check_source_usage(inputs, source, bool(since or until or explain), "INPUTS...")
     template = expectations.with_name("expectations.template.jsonl") if expectations else None
     check_files(
         [(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)],

@@ -236,9 +236,11 @@ def mine(
         raise click.UsageError("give trace files, --store or --source.")
     if source is not None and (traces or stores):
         raise click.UsageError("give TRACES/--store or --source, not both.")
+    if source is None and (since or until or explain):
+        raise click.UsageError("--since, --until and --explain go with --source.")
     only_stores(check_files([(guard.TRACE_LOG, list(traces) + list(stores))], [output]), stores)
     recorded = None
-    if source is not None or since or until or explain:
+    if source is not None:
         recorded = recorded_traces((), source, since, until, explain, inputs_name="TRACES")
     request = MineRequest(
         paths=tuple(traces) + tuple(stores),
