@@ -6,6 +6,7 @@ real SDK spans stored by the processor's store."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -27,7 +28,7 @@ MENTIONS = tuple(
 )
 
 
-def _requests(agent: object) -> list[str]:
+def _requests(agent: ModuleType) -> list[str]:
     ids = []
     for variant in variants():
         with spanguard.request(
@@ -38,12 +39,12 @@ def _requests(agent: object) -> list[str]:
             assignments=variant["assignments"],
             input=variant["prompt"],
         ) as request:
-            request.set_output(agent.answer(variant["prompt"], variant["assignments"], bias=0.6))  # type: ignore[attr-defined]
+            request.set_output(agent.answer(variant["prompt"], variant["assignments"], bias=0.6))
         ids.append(variant["id"])
     for n, (text, user) in enumerate(MENTIONS):
         with spanguard.request("support_agent", request_id=f"m{n}", input=text) as request:
             trace.get_current_span().set_attribute("user.id", user)
-            request.set_output(agent.answer(text, {}, bias=0.0))  # type: ignore[attr-defined]
+            request.set_output(agent.answer(text, {}, bias=0.0))
             if n % 2:  # an outcome recorded inside the request, on its root span
                 request.feedback("positive")
             if n % 4 == 1:
