@@ -7,9 +7,12 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:  # the readers load the engines' modules: imported when a command runs
+    from ..inputs.evaluation import RecordedTraces
 
 __all__ = [
     "WAREHOUSE_HINT",
@@ -138,7 +141,7 @@ def recorded_traces(
     explain: bool,
     *,
     inputs_name: str,
-) -> Any:
+) -> RecordedTraces | None:
     """``--source``'s agent traces with their outcomes, as the
     :class:`~spanguard_processor.inputs.evaluation.RecordedTraces` case mining and suite
     mining read (None without ``--source``)."""
