@@ -223,9 +223,11 @@ def run(
     captured through the SDK); a call that raises is reported and counted as a failed repeat.
     With --outputs or --traces, a case finds its records by case id, then by the trace it was
     mined from (source_trace_id), then by its question text; the counts by kind, and the cases
-    without a record (counted as failed, never as passed), are printed. --source reads the
-    recorded traffic where its spans live instead of --traces (the same run file as from its
-    export). Every run of a case is kept; the -o file is what `check` reads.
+    without a record (counted as failed, never as passed), are printed. Every run of a case is
+    kept; the -o file is what `check` reads.
+
+    --source reads recorded traffic where its spans live (ClickHouse, Parquet:
+    docs/sql-map.md) instead of --traces: the same run file as from its export.
 
     \b
     Example:
