@@ -128,7 +128,7 @@ def test_replay_refuses_bad_signatures_cases_without_input_and_mixed_sources(
     args = ["--cases", str(no_input), "--app", f"{_APPS}:answer", "--outputs", str(no_input)]
     both = CliRunner().invoke(cli, ["cases", "run", *args])
     assert both.exit_code == 2
-    assert "give exactly one of --outputs, --traces or --app." in both.output
+    assert "give exactly one of --outputs, --traces, --source or --app." in both.output
     stray = CliRunner().invoke(
         cli,
         ["cases", "run", "--cases", str(no_input), "--outputs", str(no_input), "--repeats", "3"],

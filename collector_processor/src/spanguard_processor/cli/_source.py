@@ -7,11 +7,20 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-__all__ = ["WAREHOUSE_HINT", "read_source_traces", "source_options"]
+if TYPE_CHECKING:  # the readers load the engines' modules: imported when a command runs
+    from ..inputs.evaluation import RecordedTraces
+
+__all__ = [
+    "WAREHOUSE_HINT",
+    "check_source_usage",
+    "read_source_traces",
+    "recorded_traces",
+    "source_options",
+]
 
 WAREHOUSE_HINT = "pip install 'spanguard[warehouse]'"
 _NEEDS = {"parquet": ("duckdb", "pyarrow"), "clickhouse": ("clickhouse_connect", "pyarrow")}
@@ -33,7 +42,7 @@ _OPTIONS = (
     click.option(
         "--source",
         metavar="URL",
-        help="Read the spans from an engine instead of TRACES: "
+        help="Read the spans from an engine instead of input files: "
         "clickhouse://HOST[:PORT]/DB?traces=otel_traces&logs=otel_logs (the Collector "
         "ClickHouse exporter's tables) or parquet://PATH (a file or folder of Parquet with "
         "its columns, read by DuckDB). Needs spanguard[warehouse].",
@@ -71,23 +80,36 @@ def _check_installed(kind: str) -> None:
         raise SystemExit(2)
 
 
+def check_source_usage(
+    inputs: tuple[Any, ...], source: str | None, window: bool, inputs_name: str = "TRACES..."
+) -> None:
+    """Either ``inputs`` or ``--source``, never both; ``window`` (``--since``, ``--until``,
+    ``--explain``) only with ``--source``. A usage error (exit 2) otherwise."""
+    if source is None:
+        if not inputs:
+            raise click.UsageError(f"give {inputs_name} or --source URL.")
+        if window:
+            raise click.UsageError("--since, --until and --explain go with --source.")
+    elif inputs:
+        raise click.UsageError(f"give {inputs_name} or --source, not both.")
+
+
 def read_source_traces(
     inputs: tuple[Any, ...],
     source: str | None,
     since: datetime | None,
     until: datetime | None,
     explain: bool,
+    *,
+    outcomes: bool = False,
+    inputs_name: str = "TRACES...",
 ) -> list[Any] | None:
-    """The agent traces of ``--source`` (None without it, when TRACES are read instead);
-    with ``--explain`` the SQL is printed and the command stops."""
+    """The agent traces of ``--source`` (None without it, when ``inputs`` are read instead);
+    with ``--explain`` the SQL is printed and the command stops. ``outcomes``: with their
+    feedback, retry marks, expectations and response ids (case mining, ``cases run``)."""
+    check_source_usage(inputs, source, bool(since or until or explain), inputs_name)
     if source is None:
-        if not inputs:
-            raise click.UsageError("give TRACES... or --source URL.")
-        if since or until or explain:
-            raise click.UsageError("--since, --until and --explain go with --source.")
         return None
-    if inputs:
-        raise click.UsageError("give TRACES... or --source, not both.")
     from ..inputs.sql_source import open_engine, parse_source, read_source
 
     spec = parse_source(source)
@@ -97,7 +119,9 @@ def read_source_traces(
             "--source clickhouse:// needs --since and --until (the exporter's tables are "
             "ordered by time: a read without a window scans every partition)."
         )
-    read = read_source(open_engine(spec), since=since, until=until, explain_only=explain)
+    read = read_source(
+        open_engine(spec), since=since, until=until, explain_only=explain, outcomes=outcomes
+    )
     if explain:
         click.echo(read.sql, nl=False)
         raise SystemExit(0)
@@ -107,3 +131,26 @@ def read_source_traces(
         err=True,
     )
     return read.traces
+
+
+def recorded_traces(
+    inputs: tuple[Any, ...],
+    source: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    explain: bool,
+    *,
+    inputs_name: str,
+) -> RecordedTraces | None:
+    """``--source``'s agent traces with their outcomes, as the
+    :class:`~spanguard_processor.inputs.evaluation.RecordedTraces` case mining and suite
+    mining read (None without ``--source``)."""
+    traces = read_source_traces(
+        inputs, source, since, until, explain, outcomes=True, inputs_name=inputs_name
+    )
+    if traces is None:
+        return None
+    from ..inputs.evaluation import RecordedTraces
+    from ..inputs.sql_source import parse_source
+
+    return RecordedTraces(parse_source(str(source)).text, tuple(traces))

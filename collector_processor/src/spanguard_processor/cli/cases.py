@@ -4,29 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..regression.vocabulary import SelectMode
 from ._app import app_options
+from ._cases_build_lines import build_summary, build_warnings, problem_lines
 from ._cases_plan import DEFAULT_REPEATS, plan
 from ._common import BadInput, check_files, exit_gate, output_option, renamed
 from ._emit import emit_option, resolve_endpoint, send_case_events
+from ._source import check_source_usage, read_source_traces, recorded_traces, source_options
 
 if TYPE_CHECKING:  # the commands' modules load numpy and scipy: imported when a command runs
     from ..regression.case import Case
-    from ..regression.mine.build import BuildResult
-    from ..regression.mine.loader import Problem
-    from ..regression.mine.select import ClusterHealth
     from ..regression.run.outputs import Outputs
     from ..regression.run.results import Failure
     from ..regression.run.run import RunResult
 
 __all__ = ["cases"]
-
-#: The build lists at most this many skipped or suspicious input lines.
-MAX_LISTED_PROBLEMS = 20
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -40,7 +36,8 @@ cases.add_command(plan)
 
 
 @cases.command()
-@click.argument("inputs", nargs=-1, required=True, type=_FILE)
+@click.argument("inputs", metavar="INPUTS...", nargs=-1, type=_FILE)
+@source_options
 @output_option(
     directory=True,
     default=Path("evalset"),
@@ -114,12 +111,18 @@ def build(
     no_timing_checks: bool,
     selection: str,
     strict: bool,
+    source: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    explain: bool = False,
 ) -> None:
     """Build cases.jsonl, report.md and an expectations template from INPUTS.
 
     INPUTS are trace2eval JSONL logs, spanguard agent traces (JSONL), span stores or OTLP span
-    files (.gz too), told apart by content. Bad lines are reported by file and line and
-    skipped; the rest of the log still counts (--strict makes any skip exit 2).
+    files (.gz too), told apart by content; or, with --source, the spans where they already
+    live (ClickHouse, Parquet: docs/sql-map.md), the same cases as from their export. Bad
+    lines are reported by file and line and skipped; the rest of the log still counts
+    (--strict makes any skip exit 2).
 
     Every question gets a case (--select coverage), checked against its recorded answer and
     process; --select signals keeps only questions with a failure signal, as trace2eval does;
@@ -133,16 +136,19 @@ def build(
     Example:
       spanguard cases build traces.jsonl -o evalset
       spanguard cases build spans.db --ids sequential --max-cases 100
+      spanguard cases build --source parquet://spans/ -o evalset
     """
     from ..inputs import guard
     from ..regression.mine.build import BuildOptions, NoUsableRows, build_evalset
 
+    check_source_usage(inputs, source, bool(since or until or explain), "INPUTS...")
     template = expectations.with_name("expectations.template.jsonl") if expectations else None
     check_files(
         [(guard.TRACE_LOG, inputs), (guard.EXPECTATIONS, expectations)],
         [template],
         directories=[(output, ["cases.jsonl", "report.md", "expectations.template.jsonl"])],
     )
+    recorded = recorded_traces(inputs, source, since, until, explain, inputs_name="INPUTS...")
     options = BuildOptions(
         out=output,
         max_cases=max_cases,
@@ -156,14 +162,14 @@ def build(
         select=selection,
     )
     try:
-        result = build_evalset(list(inputs), options)
+        result = build_evalset(list(inputs) if recorded is None else recorded, options)
     except NoUsableRows as exc:
-        for line in _problem_lines(exc.problems):
+        for line in problem_lines(exc.problems):
             click.echo(line, err=True)
         raise
-    for line in _build_warnings(result):
+    for line in build_warnings(result):
         click.echo(line, err=True)
-    for line in _build_summary(result):
+    for line in build_summary(result):
         click.echo(line)
     if strict and result.skipped:
         raise BadInput(
@@ -172,117 +178,11 @@ def build(
         )
 
 
-def _problem_lines(problems: Sequence[Problem]) -> list[str]:
-    shown = problems[:MAX_LISTED_PROBLEMS]
-    lines = [("skipped: " if p.skipped else "warning: ") + p.message for p in shown]
-    if len(problems) > len(shown):
-        lines.append(f"... and {len(problems) - len(shown)} more problem(s)")
-    return lines
-
-
-def _build_warnings(result: BuildResult) -> list[str]:
-    lines = _problem_lines(result.problems)
-    if result.duplicate_ids:
-        lines.append(
-            f"warning: {result.duplicate_ids} row(s) reuse an id seen earlier "
-            f"(first: {result.first_duplicate}); each row is kept as its own trace."
-        )
-    lines += [f"warning: {w}" for w in result.annotation_warnings]
-    lines += [f"warning: {o}" for o in result.orphans]
-    return lines
-
-
-def _build_summary(result: BuildResult) -> list[str]:
-    lines = [f"read {result.rows} traces from {result.inputs}"]
-    if result.skipped:
-        lines.append(f"  skipped {result.skipped} unreadable line(s)")
-    if result.agent_traces:
-        lines.append(f"  {result.agent_traces} of them are agent traces with a process trace")
-    if result.custom_matcher:
-        lines.append(
-            "  custom similarity matcher: the n-gram index is bypassed, "
-            "so this run compares against every cluster"
-        )
-    lines.append(f"generated {len(result.cases)} cases -> {result.cases_path.as_posix()}")
-    lines.append(f"  {result.collapsed} collapsed as near-duplicates")
-    if result.split_by_process:
-        lines.append(
-            f"  {result.split_by_process} cluster(s) of near-duplicate questions split by "
-            "process or outcome (answer class, tool set, escalation, friction, plan length or "
-            "a refusal differ)"
-        )
-    if result.several_paths or result.agent_traces:
-        pooled = (
-            f" ({result.templates_pooled} wording variant(s) pooled into their template's, "
-            f"{result.variant_cases} with a case of its own)"
-            if result.templates_pooled
-            else ""
-        )
-        lines.append(
-            f"  paths: {result.paths_found} outcome path(s) (answer class and process) over "
-            f"{result.questions} question(s){pooled}; {result.paths_cased} have a case of their "
-            "own, "
-            f"{result.folded_rows} request(s) of rare or random paths are rates of their "
-            f"question's case ({result.rate_properties} rate propert(ies) in all)"
-        )
-    lines.append(f"  {result.below_min_score} below the minimum score")
-    lines.append(f"  {result.beyond_limit} beyond the case limit")
-    lines.append(
-        f"  coverage: {_share(result.covered_questions, result.distinct_questions)}"
-        f", {_share(result.covered_rows, result.rows, 'request(s)')}"
-    )
-    if result.failing_references:
-        lines.append(
-            f"  {result.failing_references} trusted reference(s) fail their own checks -- look "
-            "at these before committing the set"
-        )
-    return (
-        lines
-        + _expectation_lines(result)
-        + _health_lines(result.health)
-        + [f"report -> {result.report_path.as_posix()}"]
-    )
-
-
-def _share(part: int, whole: int, noun: str = "question(s)") -> str:
-    """``3 of 4 question(s) (75%)``."""
-    return f"{part} of {whole} {noun}" + (f" ({part / whole:.0%})" if whole else "")
-
-
-def _expectation_lines(result: BuildResult) -> list[str]:
-    lines = []
-    annotated, weak, needing = result.annotated, result.weak, result.needing_expectation
-    if annotated:
-        lines.append(f"  {annotated} case(s) use a human-written expectation")
-    if weak:
-        lines.append(
-            f"  {len(weak)} case(s) carry checks that cannot detect the failure they came "
-            "from" + (f" ({annotated} covered by an annotation)" if annotated else "")
-        )
-    if needing:
-        lines.append(
-            f"  {len(needing)} of those still need a human-written expectation -> fill in "
-            f"{(result.template_path or result.expectations_path).as_posix()}"
-        )
-    return lines
-
-
-def _health_lines(health: ClusterHealth) -> list[str]:
-    if not health.multi_member_clusters:
-        return []
-    return [
-        f"  clustering: threshold {health.threshold:.2f}",
-        f"  clustering: {health.clusters} clusters, {health.multi_member_clusters} with more "
-        "than one row",
-        f"  clustering: largest cluster holds {health.largest} rows",
-        f"  clustering: {health.share_in_clusters:.0%} of the log sits in a cluster with others",
-    ]
-
-
 @cases.command()
 @click.option("--cases", "cases_path", type=_FILE, required=True, help="cases.jsonl.")
 @click.option("--outputs", type=_FILE, help="JSONL of {id, output, ...} records.")
 @click.option("--traces", type=_FILE, multiple=True, help="Agent-trace JSONL (repeatable).")
+@source_options
 @app_options(
     unit="case",
     required=False,
@@ -311,6 +211,10 @@ def run(
     markdown: Path | None,
     junit: Path | None,
     emit_otlp: str | None,
+    source: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    explain: bool = False,
 ) -> None:
     """Score candidate outputs (or agent traces, or the app itself) against a case set.
 
@@ -322,11 +226,15 @@ def run(
     without a record (counted as failed, never as passed), are printed. Every run of a case is
     kept; the -o file is what `check` reads.
 
+    --source reads recorded traffic where its spans live (ClickHouse, Parquet:
+    docs/sql-map.md) instead of --traces: the same run file as from its export.
+
     \b
     Example:
       spanguard cases run --cases evalset/cases.jsonl --app agent:answer --repeats 3 -o now.json
       spanguard cases run --cases evalset/cases.jsonl --outputs out.jsonl -o runs/now.json
       spanguard cases run --cases evalset/cases.jsonl --traces new_agent.jsonl -o runs/now.json
+      spanguard cases run --cases evalset/cases.jsonl --source parquet://spans/ -o runs/now.json
     """
     from ..common.jsonio import write_text_atomic
     from ..inputs import guard
@@ -334,7 +242,8 @@ def run(
     from ..regression.run.run import run_cases
     from ._cases_replay import replay_result
 
-    _one_source(outputs, traces, app_ref, adapter, adapter_options, repeats, concurrency)
+    app_options = (adapter, adapter_options, repeats is not None, concurrency != 1)
+    _one_source(outputs, traces, source, app_ref, app_options, bool(since or until or explain))
     if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
         raise click.BadParameter(
             f"must be in [0, 1], got {min_pass_rate}.", param_hint="--min-pass-rate"
@@ -356,7 +265,8 @@ def run(
             concurrency,
         )
     else:
-        case_list, records = _load_run_inputs(cases_path, outputs, traces)
+        recorded = None if outputs else _recorded(traces, source, since, until, explain)
+        case_list, records = _load_run_inputs(cases_path, outputs, traces, recorded)
         result = run_cases(case_list, records)
     metrics = result.metrics
     if output is not None:
@@ -364,7 +274,8 @@ def run(
     table = render_metrics(metrics)
     click.echo(table)
     if app_ref is None:
-        _echo_matching(result, len(case_list), outputs or traces[0], bool(traces))
+        where = str(outputs or (traces[0] if traces else source))
+        _echo_matching(result, len(case_list), where, outputs is None)
     if markdown is not None:
         write_text_atomic(markdown, table + "\n")
     if junit is not None:
@@ -383,7 +294,7 @@ def run(
     exit_gate(passed)
 
 
-def _echo_matching(result: RunResult, total: int, source: Path, traces: bool) -> None:
+def _echo_matching(result: RunResult, total: int, source: str, traces: bool) -> None:
     """How the cases found their records, the cases that found none (never a pass), and —
     for traces found by the ids of the requests the cases were mined from — that such a run
     is in-sample (docs/regression.md, "Recorded traffic as the baseline")."""
@@ -407,7 +318,7 @@ def _echo_matching(result: RunResult, total: int, source: Path, traces: bool) ->
         )
     if total and result.matching["unmatched"] == total:
         click.echo(
-            f"warning: no record in {source.as_posix()} matched any of the {total} "
+            f"warning: no record in {source} matched any of the {total} "
             "case(s) by case id, source_trace_id or question text; this run cannot "
             "serve as a baseline.",
             err=True,
@@ -417,19 +328,30 @@ def _echo_matching(result: RunResult, total: int, source: Path, traces: bool) ->
 def _one_source(
     outputs: Path | None,
     traces: tuple[Path, ...],
+    source: str | None,
     app_ref: str | None,
-    adapter: str | None,
-    adapter_options: tuple[str, ...],
-    repeats: int | None,
-    concurrency: int,
+    app_options: tuple[object, ...],
+    window: bool,
 ) -> None:
-    """Exactly one of --outputs, --traces and --app; the app's options only with --app."""
-    if (outputs is not None) + bool(traces) + (app_ref is not None) != 1:
-        raise click.UsageError("give exactly one of --outputs, --traces or --app.")
-    if app_ref is None and (adapter or adapter_options or repeats is not None or concurrency != 1):
+    """Exactly one of --outputs, --traces (or --source) and --app; the app's options only
+    with --app, a window (--since, --until, --explain) only with --source."""
+    if (outputs is not None) + bool(traces or source) + (app_ref is not None) != 1:
+        raise click.UsageError("give exactly one of --outputs, --traces, --source or --app.")
+    if source is None and window:
+        raise click.UsageError("--since, --until and --explain go with --source.")
+    if app_ref is None and any(app_options):
         raise click.UsageError(
             "--adapter, --adapter-option, --repeats and --concurrency go with --app."
         )
+
+
+def _recorded(
+    traces: tuple[Path, ...], source: str | None, since: Any, until: Any, explain: bool
+) -> list[Any] | None:
+    """The agent traces of --source with their outcomes (None with --traces)."""
+    return read_source_traces(
+        traces, source, since, until, explain, outcomes=True, inputs_name="--traces FILE"
+    )
 
 
 def _load_cases(cases_path: Path) -> list[Case]:
@@ -443,20 +365,24 @@ def _load_cases(cases_path: Path) -> list[Case]:
 
 
 def _load_run_inputs(
-    cases_path: Path, outputs: Path | None, traces: tuple[Path, ...]
+    cases_path: Path, outputs: Path | None, traces: tuple[Path, ...], recorded: Any
 ) -> tuple[list[Case], Outputs]:
-    """The cases and the records to score; none of either is bad input (exit 2)."""
-    from ..regression.run.outputs import load_outputs, outputs_from_traces
+    """The cases and the records to score (``recorded``: the agent traces read through
+    --source); none of either is bad input (exit 2)."""
+    from ..regression.run.outputs import load_outputs, outputs_from_traces, outputs_of
     from ..regression.run.run import load_cases
 
     case_list = load_cases(cases_path)
-    records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
+    if recorded is not None:
+        records = outputs_of(recorded)
+    else:
+        records = load_outputs(outputs) if outputs is not None else outputs_from_traces(traces)
     for message in records.skipped:
         click.echo(f"skipped: {message}", err=True)
     if not case_list:
         raise BadInput(f"no records in {cases_path}: it holds no case.")
     if not len(records):
-        names = ", ".join(str(path) for path in ([outputs] if outputs else traces))
+        names = ", ".join(str(path) for path in ([outputs] if outputs else traces)) or "--source"
         raise BadInput(
             f"no records in {names}: "
             + (

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ._common import renamed
+from ._source import source_options
 
 __all__ = ["echo_plan", "suite"]
 
@@ -186,6 +187,7 @@ def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> N
     help="Also print the production requests' own escalation, tool-use and refusal "
     "rates by detected attribute value (observational, confounded).",
 )
+@source_options
 def mine(
     traces: tuple[Path, ...],
     stores: tuple[Path, ...],
@@ -199,6 +201,10 @@ def mine(
     threshold: float,
     redact_hook: str | None,
     observe: bool,
+    source: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    explain: bool = False,
 ) -> None:
     """Mine a counterfactual fairness suite from production TRACES: the requests that mention
     a protected attribute become templates with a slot where the mention was, near-identical
@@ -209,22 +215,33 @@ def mine(
     cannot be swapped cleanly is left out and counted. Personal data (e-mail addresses,
     phone, card and IBAN-like numbers, URLs with user info, names) is scrubbed before anything
     is written or printed; a seed is a phrasing --min-users distinct users sent; a trace read
-    twice (a file and its store) counts once. See docs/suite-mining.md.
+    twice (a file and its store) counts once. With --source the spans are read where they
+    live (ClickHouse, Parquet: docs/sql-map.md), the same seeds as from their export. See
+    docs/suite-mining.md.
 
     \b
     Example:
       spanguard suite mine traces.jsonl --store spans.db -o mined.yaml --max-seeds 50
+      spanguard suite mine --source parquet://spans/ -o mined.yaml --observe
       spanguard run mined.yaml --app myapp:answer -o out
     Exit codes: 0 a suite was written, 2 bad input or no seed to write.
     """
     from ..inputs import guard
     from ..mining.run import MineRequest, run_mining
     from ._common import check_files
+    from ._source import recorded_traces
     from ._suite_mine import echo_mining, nothing_to_write, only_stores
 
-    if not traces and not stores:
-        raise click.UsageError("give trace files or --store.")
+    if not traces and not stores and source is None:
+        raise click.UsageError("give trace files, --store or --source.")
+    if source is not None and (traces or stores):
+        raise click.UsageError("give TRACES/--store or --source, not both.")
+    if source is None and (since or until or explain):
+        raise click.UsageError("--since, --until and --explain go with --source.")
     only_stores(check_files([(guard.TRACE_LOG, list(traces) + list(stores))], [output]), stores)
+    recorded = None
+    if source is not None:
+        recorded = recorded_traces((), source, since, until, explain, inputs_name="TRACES")
     request = MineRequest(
         paths=tuple(traces) + tuple(stores),
         lexicons=lexicons,
@@ -235,6 +252,7 @@ def mine(
         metrics=metrics,
         threshold=threshold,
         redact_hook=redact_hook,
+        recorded=recorded,
     )
     result = run_mining(request, output)
     echo_mining(result, output, min_users, observe)

@@ -51,6 +51,7 @@ from .readers import read_agent_traces_any, store_annotations
 __all__ = [
     "Entry",
     "Origin",
+    "RecordedTraces",
     "RowFormat",
     "read_evaluation_inputs",
 ]
@@ -99,6 +100,20 @@ class Entry:
             where = f"[{self.line}].{exc.field}" if exc.field else f"[{self.line}]"
             return TraceFormatError(exc.detail, file=self.file, field=where)
         return exc.located(file=self.file, line=self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTraces:
+    """Agent traces read where their spans live (an engine, through ``--source``), named
+    ``name`` (the source's URL): the evaluators read them as the entries of one input
+    assembled from spans, numbered from 1 in the order given."""
+
+    name: str
+    traces: tuple[AgentTrace, ...]
+
+    def entries(self) -> Iterator[Entry]:
+        for number, trace in enumerate(self.traces, 1):
+            yield Entry(self.name, number, Origin.SPANS, trace=trace)
 
 
 def read_evaluation_inputs(

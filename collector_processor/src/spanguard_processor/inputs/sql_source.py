@@ -26,6 +26,7 @@ from ..traces.annotations import Annotations
 from ..traces.convert import annotated_trace
 from ..traces.model import AgentTrace
 from ..traces.sqlmap import agent_trace, map_sql, spans_sql, typed_span
+from .sql_outcome import outcome_sql, with_outcomes
 from .sql_schema import EVENT_COLUMNS, TRACE_COLUMNS
 
 __all__ = ["Engine", "SourceRead", "SqlSource", "open_engine", "parse_source", "read_source"]
@@ -190,6 +191,12 @@ def _ns(moment: datetime | None) -> int | None:
 def check_columns(engine: Engine) -> None:
     """Refuse a table without one of the exporter's columns the map reads, naming it."""
     present = engine.columns()
+    if not present:
+        raise InputError(
+            "there is no such table (or it has no columns); the Collector ClickHouse exporter "
+            "writes spans to otel_traces unless configured otherwise (traces=NAME in the URL).",
+            file=engine.where,
+        )
     for name, kind in (*TRACE_COLUMNS, *EVENT_COLUMNS):
         if name not in present:
             raise InputError(
@@ -206,22 +213,48 @@ def read_source(
     since: datetime | None = None,
     until: datetime | None = None,
     explain_only: bool = False,
+    outcomes: bool = False,
 ) -> SourceRead:
-    """The agent traces whose spans start in ``[since, until)`` (every span without either)."""
+    """The agent traces whose spans start in ``[since, until)`` (every span without either),
+    in the span path's order (root start, then trace id:
+    :func:`~spanguard_processor.traces.convert.traces_from_records`). ``outcomes``: also read
+    the feedback, retry marks and expectations of the traces the map finished
+    (:mod:`.sql_outcome`; case mining and ``cases run`` read them, fairness does not)."""
     check_columns(engine)
     sql = map_sql(engine.dialect, engine.source, since=_ns(since), until=_ns(until))
     if explain_only:
-        return SourceRead([], sql)
-    traces: list[AgentTrace] = []
-    pending: list[list[str]] = []
+        return SourceRead([], sql + (_outcome_queries(engine, since, until) if outcomes else ""))
+    mapped: list[tuple[int, str, AgentTrace]] = []
+    pending: list[tuple[int, str, list[str]]] = []
     for row in _run(engine, sql):
+        key = (int(row["root_start"]), str(row["trace_id"]))
         if int(row["python_rules"]):
-            pending.append(sorted(_ids(row["trace_ids"])))
+            pending.append((*key, sorted(_ids(row["trace_ids"]))))
         else:
-            traces.append(agent_trace(row))
-    mapped = len(traces)
-    traces.extend(_converted(engine, pending))
-    return SourceRead(traces, sql, mapped, len(traces) - mapped)
+            mapped.append((*key, agent_trace(row)))
+    if outcomes and mapped:
+        finished = with_outcomes(
+            lambda text: _run(engine, text),
+            engine.dialect,
+            engine.source,
+            [trace for *_, trace in mapped],
+            since=_ns(since),
+            until=_ns(until),
+        )
+        mapped = [(s, t, trace) for (s, t, _), trace in zip(mapped, finished, strict=True)]
+    converted = list(_converted(engine, pending))
+    ordered = sorted([*mapped, *converted], key=lambda item: (item[0], item[1]))
+    return SourceRead([trace for *_, trace in ordered], sql, len(mapped), len(converted))
+
+
+def _outcome_queries(engine: Engine, since: datetime | None, until: datetime | None) -> str:
+    """The queries of the outcome scan (:mod:`.sql_outcome`), for ``--explain``."""
+    scan = outcome_sql(engine.dialect, engine.source, since=_ns(since), until=_ns(until))
+    annotations = spans_sql(engine.dialect, engine.source, [], annotations=True)
+    return (
+        "\n-- the outcome: feedback, retry marks, expectations, response ids\n"
+        f"{scan.strip()}\n\n-- the annotation spans\n{annotations.strip()}\n"
+    )
 
 
 def _run(engine: Engine, sql: str) -> list[dict[str, Any]]:
@@ -240,11 +273,14 @@ def _ids(value: Any) -> list[str]:
     return [str(v) for v in (json.loads(value) if isinstance(value, str) else value or [])]
 
 
-def _converted(engine: Engine, groups: Sequence[list[str]]) -> Iterator[AgentTrace]:
-    """The traces of ``groups`` (each one agent trace's trace ids) converted from spans."""
+def _converted(
+    engine: Engine, groups: Sequence[tuple[int, str, list[str]]]
+) -> Iterator[tuple[int, str, AgentTrace]]:
+    """The traces of ``groups`` (each one agent trace's root start, trace id and trace ids)
+    converted from spans, each with its order key."""
     if not groups:
         return
-    wanted = sorted({tid for group in groups for tid in group})
+    wanted = sorted({tid for *_, group in groups for tid in group})
     spans: dict[str, dict[str, SpanRecord]] = {}
     annotations = Annotations()
     for row in _run(engine, spans_sql(engine.dialect, engine.source, [], annotations=True)):
@@ -254,8 +290,8 @@ def _converted(engine: Engine, groups: Sequence[list[str]]) -> Iterator[AgentTra
         for row in _run(engine, spans_sql(engine.dialect, engine.source, chunk)):
             span = typed_span(row)
             spans.setdefault(span.trace_id, {})[span.span_id] = span
-    for group in groups:
+    for root_start, trace_id, group in groups:
         members = [s for tid in group for s in spans.get(tid, {}).values()]
         members.sort(key=lambda s: (s.start_ns, s.span_id))
         if members:
-            yield annotated_trace(members, annotations)
+            yield root_start, trace_id, annotated_trace(members, annotations)

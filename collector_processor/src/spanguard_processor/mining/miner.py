@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import islice, product
 from pathlib import Path
 
-from ..inputs.evaluation import Entry, RowFormat, read_evaluation_inputs
+from ..inputs.evaluation import Entry, RecordedTraces, RowFormat, read_evaluation_inputs
 from ..regression.mine.dedup import leader_clusters
 from ..regression.textnorm import detect_fallback, fold, shingles, slot_values
 from .metrics import MinedMetric, ProcessRanges, RangeTracker
@@ -344,15 +344,19 @@ def _select(miner: _Miner) -> tuple[list[MinedSeed], Counter[str]]:
 
 
 def mine(
-    paths: Sequence[Path],
+    paths: Sequence[Path] | RecordedTraces,
     swapper: Swapper,
     options: MiningOptions = MiningOptions(),
     scrubber: Scrubber | None = None,
 ) -> MiningResult:
-    """Mine ``paths`` (agent traces, trace2eval logs, span files, stores) in one pass;
-    ``scrubber`` (default: one without first names) scrubs each request's personal data."""
+    """Mine ``paths`` (agent traces, trace2eval logs, span files, stores; or agent traces
+    read through an engine) in one pass; ``scrubber`` (default: one without first names)
+    scrubs each request's personal data."""
     miner = _Miner(swapper, options, scrubber or Scrubber())
-    miner.read(read_evaluation_inputs(list(paths), rows=RowFormat.TRACE2EVAL))
+    if isinstance(paths, RecordedTraces):
+        miner.read(paths.entries())
+    else:
+        miner.read(read_evaluation_inputs(list(paths), rows=RowFormat.TRACE2EVAL))
     seeds, stats = _select(miner)
     c = miner.counts
     return MiningResult(

@@ -10,6 +10,7 @@ from spanguard.exceptions import ConfigError, InputError
 
 from ..collector.redaction import load_hook
 from ..fairness.metrics import get_metric, metric_names
+from ..inputs.evaluation import RecordedTraces
 from .lexicon import load_lexicon
 from .metrics import mined_metrics
 from .miner import MiningOptions, MiningResult, Redact, mine
@@ -31,6 +32,8 @@ class MineRequest:
     metrics: tuple[str, ...] = ()
     threshold: float = 0.1
     redact_hook: str | None = None
+    #: agent traces read through an engine (``--source``), mined instead of ``paths``
+    recorded: RecordedTraces | None = None
 
 
 def _redactor(reference: str | None) -> Redact | None:
@@ -77,7 +80,8 @@ def run_mining(request: MineRequest, output: Path) -> MiningResult:
     paths = tuple({path.resolve(): path for path in request.paths}.values())
     swapper = LexiconSwapper(lexicon.only(request.attributes))
     # every first name the lexicons know is a name to scrub, unless it is the slot itself
-    result = mine(paths, swapper, options, Scrubber(first_names(lexicon)))
+    inputs = request.recorded if request.recorded is not None else paths
+    result = mine(inputs, swapper, options, Scrubber(first_names(lexicon)))
     result = replace(
         result, metrics=mined_metrics(result.ranges, request.metrics, request.threshold)
     )

@@ -16,11 +16,12 @@ from spanguard.exceptions import ConfigError, InputError
 
 from ...common.jsonio import write_text_atomic
 from ...common.references import resolve
+from ...inputs.evaluation import RecordedTraces
 from ..case import Case
 from ..vocabulary import SelectMode
 from .annotations import load_annotations, render_template
 from .casebuild import build_cases
-from .loader import DEFAULT_MAX_LINE_BYTES, Problem, load_logs
+from .loader import DEFAULT_MAX_LINE_BYTES, Problem, load_entries, load_logs
 from .report import build_report
 from .select import SELECT_MODES, ClusterHealth, cluster_log, select
 
@@ -215,13 +216,17 @@ def _jsonl(cases: tuple[Case, ...]) -> str:
     return "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in cases)
 
 
-def build_evalset(inputs: list[Path], options: BuildOptions) -> BuildResult:
-    """Build and write the case set; raises :class:`NoUsableRows` (an InputError) when no
-    usable row was found, and :class:`ConfigError` for a bad option."""
+def build_evalset(inputs: list[Path] | RecordedTraces, options: BuildOptions) -> BuildResult:
+    """Build and write the case set from files, or from agent traces read through an engine;
+    raises :class:`NoUsableRows` (an InputError) when no usable row was found, and
+    :class:`ConfigError` for a bad option."""
     options.validate()
     matcher = load_matcher(options.similarity) if options.similarity else None
-    loaded = load_logs(inputs, options.max_line_bytes)
-    names = ", ".join(p.as_posix() for p in inputs)
+    if isinstance(inputs, RecordedTraces):
+        loaded, names = load_entries(inputs.entries()), inputs.name
+    else:
+        loaded = load_logs(inputs, options.max_line_bytes)
+        names = ", ".join(p.as_posix() for p in inputs)
     if not loaded.rows:
         raise NoUsableRows(
             f"no usable traces found in {names} ({loaded.skipped_count} line(s) "

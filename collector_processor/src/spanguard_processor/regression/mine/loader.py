@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -34,6 +34,7 @@ __all__ = [
     "LoadResult",
     "Problem",
     "Row",
+    "load_entries",
     "load_logs",
 ]
 
@@ -399,15 +400,21 @@ def _retry_count(value: object) -> bool:
         return False
 
 
+def load_entries(entries: Iterable[Entry]) -> LoadResult:
+    """Read the evaluators' entries (a file's lines, traces assembled from spans, or
+    :class:`~spanguard_processor.inputs.evaluation.RecordedTraces` read through an engine)."""
+    reader = _Reader()
+    for entry in entries:
+        reader.read(entry)
+    reader.resolve_feedback()
+    return reader.result
+
+
 def load_logs(paths: list[Path], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> LoadResult:
     """Read every file; raises only when a file cannot be opened at all."""
     for path in paths:
         if not path.is_file():
             raise TraceFormatError("does not exist or is not a file.", file=path.as_posix())
-    reader = _Reader()
-    for entry in read_evaluation_inputs(
-        paths, rows=RowFormat.TRACE2EVAL, max_line_bytes=max_line_bytes
-    ):
-        reader.read(entry)
-    reader.resolve_feedback()
-    return reader.result
+    return load_entries(
+        read_evaluation_inputs(paths, rows=RowFormat.TRACE2EVAL, max_line_bytes=max_line_bytes)
+    )

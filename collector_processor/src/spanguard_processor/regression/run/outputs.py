@@ -33,6 +33,7 @@ __all__ = [
     "case_evidence",
     "load_outputs",
     "outputs_from_traces",
+    "outputs_of",
 ]
 
 #: How a case found its record, in the order tried.
@@ -214,10 +215,14 @@ def outputs_from_traces(paths: Iterable[Path]) -> Outputs:
     """Agent traces as outputs records: matched to cases by id, then by question."""
     from ...inputs.readers import read_agent_traces_any
 
+    return outputs_of(trace for path in paths for trace in read_agent_traces_any([path]))
+
+
+def outputs_of(traces: Iterable[AgentTrace]) -> Outputs:
+    """Agent traces (from files, or read through an engine) as outputs records."""
     outputs = Outputs()
-    for path in paths:
-        for trace in read_agent_traces_any([path]):
-            outputs.put(trace.request_id or trace.trace_id, OutputRecord.from_trace(trace))
+    for trace in traces:
+        outputs.put(trace.request_id or trace.trace_id, OutputRecord.from_trace(trace))
     return outputs
 
 
