@@ -178,7 +178,10 @@ def paired_bound(
         upper = min(upper, pooled.upper(alpha))
     p = float(student_t.sf((mean - tolerance) / se, n - 1)) if n > 1 else 1.0
     within = worst_case_sd(scale, tolerance) ** 2 if worst else within_var
-    plan = _Projection(mean, spread, tolerance, alpha, n, repeats, pooled)
+    # the exact bound's search only where the figures are read: a bound not yet under τ
+    plan = _Projection(
+        mean, spread, tolerance, alpha, n, repeats, pooled if upper >= tolerance else None
+    )
     return PairedBound(
         n,
         mean,
