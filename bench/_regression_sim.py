@@ -57,6 +57,7 @@ class Agent:
     retry: float = 0.03
     load: float = 1.0
     change: str | None = None
+    refusal: float = 0.0  # a share of calls answered with a refusal, at random (every case)
 
 
 def make_cases() -> list[Case]:
@@ -121,6 +122,8 @@ def call(agent: Agent, case: Case, rng: random.Random) -> Evidence:
         escalated = True
     output = rng.choice(PHRASES).format(word=word)
     if agent.change == "refusal_one_question" and case.id == "case-t3-decline":
+        output = REFUSAL
+    if agent.refusal > 0 and rng.random() < agent.refusal:  # drawn only then: same streams
         output = REFUSAL
     process = ProcessTrace(
         tool_calls=tuple(ToolCall(name) for name in tools),

@@ -13,6 +13,10 @@ Clopper–Pearson 95 % intervals.
 
     nice -n 10 .venv/bin/python bench/bench_regression_gate.py --trials 100
     nice -n 10 .venv/bin/python bench/bench_regression_gate.py --quick
+    nice -n 10 .venv/bin/python bench/bench_regression_gate.py --coverage --trials 100
+
+``--coverage`` measures the rate bound itself (bench/_regression_coverage.py): how often its
+one-sided 95 % bounds cover a known weighted D, and how often the metric PASSes at D = τ.
 
 ``--legacy`` runs the earlier benchmark of trace2eval's rules (cases built from templated traffic
 by ``cases build``, one record per case; peer: trace2eval-cli 0.5.1's ``check``):
@@ -112,9 +116,18 @@ def main() -> None:
     parser.add_argument("--legacy", action="store_true", help="trace2eval's rules (old bench)")
     parser.add_argument("--repeats", type=int, default=None, help="K per case (default: plan's)")
     parser.add_argument("--mode", choices=("replay", "recorded", "both"), default="both")
+    parser.add_argument(
+        "--coverage", action="store_true", help="the rate bound's coverage of a known D"
+    )
     args = parser.parse_args()
     if args.legacy:
         legacy(args.trials)
+        return
+    modes = ("replay", "recorded") if args.mode == "both" else (args.mode,)
+    if args.coverage:
+        from bench._regression_coverage import coverage
+
+        coverage(20 if args.quick else args.trials, modes, args.repeats or 16)
         return
     from bench._regression_sim import calibrate
 

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from spanguard_processor.cli import cli
 from spanguard_processor.regression.case import Case, Evidence
 from spanguard_processor.regression.gate.paired import (
+    PooledCounts,
     Scale,
     fisher_worse_p,
     paired_bound,
@@ -337,8 +338,9 @@ def test_statistics() -> None:
     # Tarone: tests that cannot reject do not dilute Holm
     assert tarone_holm([0.01, 1.0, 1.0], [0.001, 1.0, 1.0], 0.05) == [0.01, 1.0, 1.0]
     # a deterministic rate with no case moved: the exact pooled bound decides
-    b = paired_bound(np.zeros(24), 0.05, 0.05, Scale.RATE, exact_upper=0.02)
-    assert b is not None and b.upper == 0.02 and b.worst_case
+    pooled = PooledCounts(0, 384, 0, 384)
+    b = paired_bound(np.zeros(24), 0.05, 0.05, Scale.RATE, pooled=pooled)
+    assert b is not None and b.upper == pooled.upper(0.05) < 0.01 and b.worst_case
 
 
 def test_cases_plan_prints_calls_and_detectable_changes(tmp_path: Path) -> None:

@@ -2,20 +2,27 @@
 of the seed (docs/regression.md, "Check"). Pure numpy/scipy, numbers in, numbers out.
 
 A case's repeats in one version are averaged into one unit (as a fairness variant's repeats
-are), so a case informs the contrast once however many repeats it holds; ``u_c`` is case c's
-change, oriented so that positive is worse. The metric's change is D = E[u_c] over cases, and
-the gate tests the one-sided non-inferiority hypothesis H0: D ≥ τ against D < τ (PASS), and
-H0: D ≤ τ against D > τ (FAIL), with the same bounds as the fairness gate:
+are); ``u_c`` is case c's change, oriented so that positive is worse. The gate tests the
+one-sided non-inferiority hypothesis H0: D ≥ τ against D < τ (PASS), and H0: D ≤ τ against
+D > τ (FAIL), with the same bounds as the fairness gate. D is fixed per kind of metric before
+any value is read:
 
-* the studentized one-sided bound ū ± t(n−1, 1−α)·s/√n over cases (a case with no variation
-  between cases gets the worst-case spread of the metric's scale, and says so);
-* for rates, also an exact bound that rests on no spread read off the sample
-  (:func:`exact_rate_upper`): over the suite's cases, D ≤ mean_c q'_c − mean_c q_c for the
-  share q of bad repeats, and the pooled count of bad repeats bounds each mean by
-  Clopper–Pearson (:func:`~..common.stats.clopper_pearson_upper`, shared with the fairness
-  gate; a sum of binomials with different shares is no more spread than one binomial,
-  Hoeffding 1956). PASS uses the smaller of the two bounds, as the fairness gate does: with 16
-  repeats of 24 cases and no bad repeat in either run, D < 0.008 at 95 %.
+* a **rate** weighs each case by its repeats (:func:`case_weights`: 2·n·n′/(n + n′), the
+  Mantel–Haenszel weight; K in a replay, the pairs of a paired request set), so D is the
+  request-level contrast Σ w_c u_c / Σ w_c and a case of one request moves it by one
+  request's worth, not by 1/cases (it had held the in-sample gate INCONCLUSIVE in 3 of 100
+  end-to-end trials). Its bound is the smaller of the cluster-robust (sandwich) studentized
+  bound over cases and the exact bound of the same weighted D from the pooled repeats
+  (:func:`exact_rate_upper`, Clopper–Pearson at α/2 a side, shared with the fairness gate
+  through :func:`~..common.stats.clopper_pearson_upper`; a sum of binomials with different
+  shares is no more spread than one binomial, Hoeffding 1956; a side whose weights are not
+  its repeats is scaled by its largest, or smallest, weight per repeat). With 16 repeats of
+  24 cases and no bad repeat in either run, D < 0.010 at 95 %.
+* a **count** or a **timing** is the mean over cases, with the studentized bound
+  ū ± t(n−1, 1−α)·s/√n.
+
+With no variation between cases, the worst-case spread of one repeat on the metric's scale,
+averaged over each case's repeats, is assumed and said.
 
 Per case, against the case's own variability: a one-sided Fisher exact test for a 0/1
 property (held k of K → k' of K'), a one-sided Mann–Whitney test for a count or a timing
@@ -39,7 +46,9 @@ from ...common.stats import clopper_pearson_upper, holm
 __all__ = [
     "POWER",
     "PairedBound",
+    "PooledCounts",
     "Scale",
+    "case_weights",
     "exact_rate_upper",
     "fisher_worse_p",
     "paired_bound",
@@ -75,13 +84,67 @@ class PairedBound:
     """One metric's paired contrast over ``cases`` cases."""
 
     cases: int
-    estimate: float  # ū: the mean change, positive = worse
+    estimate: float  # the (weighted) mean change, positive = worse
     lower: float  # one-sided 1 − α lower bound of D
     upper: float  # one-sided 1 − α upper bound of D (the smaller of studentized and exact)
     p_fail: float  # p-value of H0: D ≤ τ
     worst_case: bool  # no variation between cases: the worst-case spread was assumed
     cases_needed: int | None  # cases that would put the bound clear of τ (PASS or FAIL)
     repeats_needed: int | None  # repeats per case that would, at this many cases
+
+
+@dataclass(frozen=True)
+class PooledCounts:
+    """A rate's repeats pooled over cases, for the exact bound (:func:`exact_rate_upper`):
+    bad repeats and repeats a side, and each side's largest/smallest weight per repeat
+    relative to the mean (``scale_cur`` ≥ 1 ≥ ``scale_base``; 1 when every case's weight is
+    its repeats, as in a replay or a paired request set)."""
+
+    bad_base: float
+    n_base: float
+    bad_cur: float
+    n_cur: float
+    scale_base: float = 1.0
+    scale_cur: float = 1.0
+
+    def upper(self, alpha: float, factor: float = 1.0) -> float:
+        """The exact bound; ``factor`` scales every count (a design ``factor`` × as large,
+        at the shares observed)."""
+        return exact_rate_upper(
+            round(self.bad_base * factor),
+            round(self.n_base * factor),
+            round(self.bad_cur * factor),
+            round(self.n_cur * factor),
+            alpha,
+            self.scale_base,
+            self.scale_cur,
+        )
+
+
+def case_weights(n_base: Sequence[int], n_cur: Sequence[int]) -> list[float]:
+    """A case's weight in a rate's contrast, from its repeats alone (never their values):
+    2·n·n′/(n + n′), the Mantel–Haenszel weight of a stratum (the inverse of its change's
+    variance, up to the common per-repeat variance): K for K repeats a side, the pairs for a
+    paired request set, 12 for 8 baseline and 24 current requests."""
+    return [2.0 * b * c / (b + c) if b + c > 0 else 0.0 for b, c in zip(n_base, n_cur, strict=True)]
+
+
+def _spread(
+    changes: FloatArray, weights: FloatArray, repeats: FloatArray, scale: Scale, tolerance: float
+) -> tuple[float, float, bool]:
+    """The weighted mean, its cluster-robust (sandwich) standard error over cases, and whether
+    the cases showed no spread (then one repeat's worst-case spread, averaged over each case's
+    repeats: Var(u_c) = 2σ²/K_c)."""
+    n = int(changes.shape[0])
+    total = float(weights.sum())
+    mean = float((weights * changes).sum() / total)
+    resid = weights * (changes - mean)
+    se = math.sqrt(n / (n - 1) * float((resid * resid).sum())) / total if n > 1 else 0.0
+    worst = se <= _EPS * max(1.0, abs(mean)) / max(math.sqrt(n), 1.0)
+    if worst:
+        sd = worst_case_sd(scale, tolerance)
+        se = sd * math.sqrt(2.0 * float((weights * weights / repeats).sum())) / total
+    return mean, se, worst
 
 
 def paired_bound(
@@ -91,39 +154,43 @@ def paired_bound(
     scale: Scale,
     within_var: float = 0.0,
     repeats: float = 1.0,
-    exact_upper: float | None = None,
+    pooled: PooledCounts | None = None,
+    weights: FloatArray | None = None,
 ) -> PairedBound | None:
     """The contrast of per-case changes ``changes`` (positive = worse); None without a case.
 
-    ``within_var`` is the pooled variance of one repeat within a case and version, and
-    ``repeats`` the repeats per case and version: they split the cases' spread into the part
-    more repeats would shrink and the part only more cases would."""
+    ``weights`` (a rate's :func:`case_weights`; equal when None) make D the weighted mean of
+    the cases' changes, with a cluster-robust bound over cases; ``pooled`` adds the exact bound
+    of the same weighted D, and the upper bound is the smaller of the two (fixed in advance,
+    as the fairness gate's). ``within_var`` is the pooled variance of one repeat within a case
+    and version, and ``repeats`` the repeats per case and version: they split the cases'
+    spread into the part more repeats would shrink and the part only more cases would."""
     n = int(changes.shape[0])
     if n == 0:
         return None
-    mean = float(changes.mean())
-    sd = float(changes.std(ddof=1)) if n > 1 else 0.0
-    worst = sd <= _EPS * max(1.0, abs(mean))
-    spread = worst_case_sd(scale, tolerance) * math.sqrt(2.0 / max(repeats, 1.0)) if worst else sd
-    se = spread / math.sqrt(n)
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    per_case = np.full(n, max(repeats, 1.0)) if weights is None else np.maximum(w, 1e-9)
+    mean, se, worst = _spread(changes, w, per_case, scale, tolerance)
+    spread = se * math.sqrt(n)  # the standard deviation of one (average) case's change
     tq = float(student_t.ppf(1.0 - alpha, n - 1)) if n > 1 else math.inf
     upper = mean + tq * se
-    # pooled repeats weight a case by its repeats: on recorded traffic (a common question holds
-    # hundreds of requests, a rare one three) the pooled bound can fall below the mean over
-    # cases it is meant to bound (+21.3 vs +21.6 pts on the demo); then the t-bound stands alone
-    if exact_upper is not None and exact_upper >= mean:
-        upper = min(upper, exact_upper)
-    lower = mean - tq * se
+    if pooled is not None:
+        upper = min(upper, pooled.upper(alpha))
     p = float(student_t.sf((mean - tolerance) / se, n - 1)) if n > 1 else 1.0
+    within = worst_case_sd(scale, tolerance) ** 2 if worst else within_var
+    # the exact bound's search only where the figures are read: a bound not yet under τ
+    plan = _Projection(
+        mean, spread, tolerance, alpha, n, repeats, pooled if upper >= tolerance else None
+    )
     return PairedBound(
         n,
         mean,
-        lower,
+        mean - tq * se,
         upper,
         p,
         worst,
-        _cases_needed(mean, spread, tolerance, alpha),
-        _repeats_needed(mean, spread, tolerance, alpha, n, within_var, repeats),
+        plan.cases_needed(),
+        plan.repeats_needed(within),
     )
 
 
@@ -131,35 +198,81 @@ def _z(alpha: float) -> float:
     return float(norm.ppf(1.0 - alpha) + norm.ppf(POWER))
 
 
-def _cases_needed(mean: float, sd: float, tolerance: float, alpha: float) -> int | None:
-    """Cases at which the bound would clear the tolerance on the side the estimate is on
-    (under it: PASS; over it: FAIL), at this spread, with 80 % power."""
-    room = abs(tolerance - max(mean, 0.0))
-    if room <= 1e-12:
-        return None
-    return max(2, math.ceil((_z(alpha) * sd / room) ** 2))
+#: The largest design the "cases/repeats needed" figures search (a figure beyond is none).
+_MOST = 100_000
 
 
-def _repeats_needed(
-    mean: float, sd: float, tolerance: float, alpha: float, n: int, within: float, k: float
-) -> int | None:
-    """Var(u_c) ≈ σ²_between + 2σ²_within/K: the K at which n cases would show D < τ."""
-    room = tolerance - max(mean, 0.0)
-    if room <= 0 or within <= 0 or k <= 0:
-        return None
-    between = max(0.0, sd * sd - 2.0 * within / k)
-    allowed = (room * math.sqrt(n) / _z(alpha)) ** 2 - between
-    if allowed <= 0:
-        return None
-    return max(1, math.ceil(2.0 * within / allowed))
+@dataclass(frozen=True)
+class _Projection:
+    """How many cases, or repeats per case, would put the bound clear of τ: the studentized
+    bound at 80 % power, or (PASS side, a rate) the exact bound at the shares observed — the
+    smaller. None when neither would at any size (repeats: the cases differ among themselves
+    by more than the tolerance leaves room for)."""
+
+    mean: float
+    sd: float
+    tolerance: float
+    alpha: float
+    n: int
+    k: float
+    pooled: PooledCounts | None
+
+    def _exact(self, start: int, scale: float) -> int | None:
+        """The smallest size m ≥ start (cases or repeats; counts × m/scale) at which the
+        exact bound is under τ, by bisection (the bound falls as the counts grow)."""
+        pooled = self.pooled
+        if pooled is None or self.mean >= self.tolerance:
+            return None
+        if pooled.upper(self.alpha, _MOST / scale) >= self.tolerance:
+            return None
+        lo, hi = start, _MOST
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if pooled.upper(self.alpha, mid / scale) < self.tolerance:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def cases_needed(self) -> int | None:
+        room = abs(self.tolerance - max(self.mean, 0.0))
+        if room <= 1e-12:
+            return None
+        found = [max(2, math.ceil((_z(self.alpha) * self.sd / room) ** 2))]
+        exact = self._exact(max(2, self.n), self.n)
+        return min(found + ([exact] if exact is not None else []))
+
+    def repeats_needed(self, within: float) -> int | None:
+        """Var(u_c) ≈ σ²_between + 2σ²_within/K: the K at which n cases would decide."""
+        found: list[int] = []
+        room = abs(self.tolerance - max(self.mean, 0.0))
+        if room > 1e-12 and within > 0 and self.k > 0:
+            between = max(0.0, self.sd * self.sd - 2.0 * within / self.k)
+            allowed = (room * math.sqrt(self.n) / _z(self.alpha)) ** 2 - between
+            if allowed > 0:
+                found.append(max(1, math.ceil(2.0 * within / allowed)))
+        exact = self._exact(1, self.k)
+        if exact is not None:
+            found.append(exact)
+        return min(found) if found else None
 
 
-def exact_rate_upper(bad_base: int, n_base: int, bad_cur: int, n_cur: int, alpha: float) -> float:
+def exact_rate_upper(
+    bad_base: int,
+    n_base: int,
+    bad_cur: int,
+    n_cur: int,
+    alpha: float,
+    scale_base: float = 1.0,
+    scale_cur: float = 1.0,
+) -> float:
     """The one-sided 1 − α upper bound of D = (current share of bad repeats) − (baseline's),
-    from the pooled counts: Clopper–Pearson at α/2 on each side."""
+    from the pooled counts: Clopper–Pearson at α/2 on each side. With cases weighted other
+    than by their repeats, a side's weighted share is at most ``scale`` (its largest weight
+    per repeat over the mean; at least ``scale`` for the smallest) times its pooled share."""
     upper_cur = clopper_pearson_upper(bad_cur, n_cur, alpha / 2)
     lower_base = 1.0 - clopper_pearson_upper(n_base - bad_base, n_base, alpha / 2)
-    return upper_cur - lower_base
+    return min(1.0, upper_cur * scale_cur) - lower_base * scale_base
 
 
 def fisher_worse_p(bad_base: int, n_base: int, bad_cur: int, n_cur: int) -> tuple[float, float]:

@@ -44,8 +44,9 @@ from .measures import (
 from .noise import mcnemar_worse_p
 from .paired import (
     PairedBound,
+    PooledCounts,
     Scale,
-    exact_rate_upper,
+    case_weights,
     fisher_worse_p,
     paired_bound,
     shift_worse_p,
@@ -244,7 +245,19 @@ def _score(
         if u.ids
         else 1.0
     )
-    bound = paired_bound(changes, m.tolerance, o.alpha, m.scale, within, k, _exact(m, u, o.alpha))
+    # a rate weighs each case by its repeats, fixed before any value is read (one estimator)
+    weights = case_weights([len(b) for b in u.base], [len(c) for c in u.cur]) if u.ids else []
+    rate = m.kind == "rate"
+    bound = paired_bound(
+        changes,
+        m.tolerance,
+        o.alpha,
+        m.scale,
+        within,
+        k,
+        _pooled_counts(m, u, weights) if rate else None,
+        np.asarray(weights) if rate else None,
+    )
     gates = (m.name != LATENCY_OVERALL or o.same_machine) and not _timing_property(m)
     case_ps: tuple[tuple[float, float], ...] = ()
     if gates and m.name != LATENCY_OVERALL:
@@ -272,21 +285,27 @@ def _discordant(m: Measure, b: Sequence[float], c: Sequence[float]) -> tuple[int
     return worse, sum(1 for x, y in zip(bad_b, bad_c, strict=True) if x > y)
 
 
-def _exact(m: Measure, u: _Units, alpha: float) -> float | None:
-    """A rate's exact bound from the pooled repeats (:func:`.paired.exact_rate_upper`). A
-    paired case counts its discordant requests only: a request bad in both runs adds the same
-    to both shares, so D is unchanged and the bound is not widened by it."""
+def _pooled_counts(m: Measure, u: _Units, weights: Sequence[float]) -> PooledCounts | None:
+    """A rate's repeats pooled over cases, for the exact bound of the weighted D
+    (:class:`.paired.PooledCounts`). A paired case counts its discordant requests only: a
+    request bad in both runs adds the same to both shares, so D is unchanged and the bound is
+    not widened by it."""
     if m.kind != "rate" or not u.ids:
         return None
     bad_b = bad_c = n_b = n_c = 0
-    for b, c, paired in zip(u.base, u.cur, u.paired, strict=True):
+    per_b: list[float] = []
+    per_c: list[float] = []
+    for b, c, paired, w in zip(u.base, u.cur, u.paired, weights, strict=True):
         if paired:
             worse, better = _discordant(m, b, c)
             bad_b, bad_c = bad_b + better, bad_c + worse
         else:
             bad_b, bad_c = bad_b + _bad(m, b), bad_c + _bad(m, c)
         n_b, n_c = n_b + len(b), n_c + len(c)
-    return exact_rate_upper(bad_b, n_b, bad_c, n_c, alpha)
+        per_b.append(w / len(b))
+        per_c.append(w / len(c))
+    total = float(sum(weights))
+    return PooledCounts(bad_b, n_b, bad_c, n_c, min(per_b) * n_b / total, max(per_c) * n_c / total)
 
 
 def _adjust(scored: Sequence[_Scored], alpha: float) -> list[tuple[float | None, list[float]]]:
@@ -321,6 +340,8 @@ def _note(s: _Scored, outcome: MetricOutcome) -> str:
         if b.repeats_needed is not None:
             parts.append(f"about {b.repeats_needed} repeats per case")
         side = "show it worse" if b.estimate > s.measure.tolerance else "decide"
+        if b.repeats_needed is None and parts:
+            parts[-1] += " (more repeats per case would not: the cases differ among themselves)"
         return f"would {side} with " + " or ".join(parts) if parts else "undecided"
     if outcome is MetricOutcome.REPORT_ONLY and _timing_property(s.measure):
         return "shown, not gated: a timing limit depends on the machine's load (`latency` gates)"
