@@ -54,8 +54,8 @@ SELECT
     MAP {{'service.name': 'support-agent'}} AS ResourceAttributes,
     '' AS ScopeName, '' AS ScopeVersion,
     CASE k
-      WHEN 0 THEN MAP {{'spanguard.request.id': 'v' || t, 'spanguard.seed_id': 's' || (t // 4),
-        'spanguard.variant_id': 'v' || t,
+      WHEN 0 THEN MAP {{'spanguard.request.id': 'v' || t, 'spanguard.seed_id': 's' || seed,
+        'spanguard.variant_id': 'v' || (seed * 4 + t % 4),{repeat}
         'spanguard.assignment.gender': CASE WHEN t % 2 = 0 THEN 'female' ELSE 'male' END,
         'spanguard.assignment.age': CASE WHEN (t // 2) % 2 = 0 THEN '30' ELSE '60' END,
         'input.value': 'Where is my order ' || t || '?', 'output.value': 'It shipped.',
@@ -88,12 +88,22 @@ SELECT
     []::VARCHAR[] AS "Links.TraceId", []::VARCHAR[] AS "Links.SpanId",
     []::VARCHAR[] AS "Links.TraceState", []::MAP(VARCHAR, VARCHAR)[] AS "Links.Attributes"
 FROM (
-    SELECT range AS i, range // 5 AS t, range % 5 AS k,
+    SELECT range AS i, range // 5 AS t, range % 5 AS k, (range // 5 // 4){seeds} AS seed,
         1700000000000000000 + (range // 5) * 1000000 + (range % 5) * 1000 AS s,
         hash(range // 5) % 10 < CASE WHEN (range // 5) % 2 = 0 THEN 2 ELSE 1 END AS esc
     FROM range({spans})
 )) TO '{path}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)
 """
+
+
+def generate_sql(spans: int, path: Path, seeds: int | None) -> str:
+    """The COPY writing ``spans`` spans into ``path``: one seed per 4 traces (each of its 4
+    groups once), or with ``seeds`` that many seeds, each group's variant repeated
+    (``spanguard.repeat``) as the traffic grows."""
+    if seeds is None:
+        return GENERATE.format(spans=spans, path=path, seeds="", repeat="")
+    repeat = f"\n        'spanguard.repeat': CAST(t // {4 * seeds} AS VARCHAR),"
+    return GENERATE.format(spans=spans, path=path, seeds=f" % {seeds}", repeat=repeat)
 
 
 def _peak_mb() -> float:
@@ -105,7 +115,7 @@ def _stage_duckdb(path: Path) -> dict[str, Any]:
     from spanguard_processor.inputs.sql_source import open_engine, parse_source
 
     engine = open_engine(parse_source(f"parquet://{path}"))
-    engine.run("SET memory_limit = '700MB'; SET threads = 2")
+    engine.run("SET memory_limit = '700MB'; SET threads = 2; SET preserve_insertion_order = false")
     start = time.perf_counter()
     table, left = read_cells(
         engine.fetch, cells_sql("duckdb", engine.source, METRICS, since=None, until=None), METRICS
@@ -247,6 +257,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200,000 spans, 20,000 in Python")
     parser.add_argument("--stage", choices=("duckdb", "chdb", "python"))
     parser.add_argument("--parquet", type=Path)
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        help="generate this many seeds (each group's variant repeated as the traffic grows; "
+        "default: one seed per 4 traces)",
+    )
     parser.add_argument("--work", type=Path)
     args = parser.parse_args()
     if args.stage:
@@ -260,7 +276,7 @@ def main() -> None:
         path = args.parquet or work / "spans.parquet"
         start = time.perf_counter()
         if not (args.parquet and args.parquet.exists()):  # --parquet: made once, kept
-            duckdb.execute(GENERATE.format(spans=spans, path=path))
+            duckdb.execute(generate_sql(spans, path, args.seeds))
         made = time.perf_counter() - start
         results = {
             name: _run_child(name, path, work, n)

@@ -63,7 +63,10 @@ DUCKDB = Dialect(
         "digits": lambda x: f"regexp_full_match({x}, '[0-9]+')",
         "int": lambda x: f"TRY_CAST({x} AS BIGINT)",
         "float": lambda x: f"TRY_CAST({x} AS DOUBLE)",
-        "key": lambda *xs: f"row({', '.join(xs)})",
+        # a BLOB that sorts as the tuple does (compared as bytes: cheaper than a struct)
+        "key": lambda *xs: (
+            "create_sort_key(" + ", ".join(f"{x}, 'ASC NULLS LAST'" for x in xs) + ")"
+        ),
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "ids": lambda x: f"list({x})",
         "spans": lambda p, a, s, i, r: (
@@ -82,6 +85,7 @@ DUCKDB = Dialect(
             f"unnest(generate_series(1, len(ev_n))) AS ei FROM {src}) AS u"
         ),
         "settings": lambda: "",
+        "inline": lambda: "NOT MATERIALIZED",
     },
 )
 
@@ -129,6 +133,7 @@ CLICKHOUSE = Dialect(
             "ARRAY JOIN ev_t AS et0, ev_n AS en, ev_a AS ea, arrayEnumerate(ev_n) AS ei"
         ),
         "settings": lambda: "SETTINGS join_use_nulls = 1",
+        "inline": lambda: "",
     },
 )
 

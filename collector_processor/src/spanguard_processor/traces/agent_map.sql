@@ -2,17 +2,16 @@
 -- columns: one row per agent trace. Written once; traces/sqlmap.py expands the @macros for
 -- DuckDB or ClickHouse (traces/_sql_dialect.py) and finishes each row with the Python rules
 -- (traces/convert.py and the modules it calls). Each CTE names the Python rule it copies.
-WITH raw AS (
+WITH raw AS @inline() (
     SELECT TraceId AS tid, SpanId AS sid, ParentSpanId AS pid, SpanName AS name,
            @ns(Timestamp) AS start_ns, CAST(Duration AS BIGINT) AS dur, SpanAttributes AS a,
-           '|' || @keystr(SpanAttributes) || '|' AS k,
-           "Events.Timestamp" AS ev_t, "Events.Name" AS ev_n, "Events.Attributes" AS ev_a
+           '|' || @keystr(SpanAttributes) || '|' AS k
     FROM @source()
     WHERE SpanName <> 'spanguard.annotate' AND SpanName <> 'spanguard.log' @window()
 ),
 -- identity.is_agent_span, _llm.is_llm_span, identity.tool_name (the span's role)
-roles AS (
-    SELECT tid, sid, pid, name, start_ns, start_ns + dur AS end_ns, a, k, ev_t, ev_n, ev_a,
+roles AS @inline() (
+    SELECT tid, sid, pid, name, start_ns, start_ns + dur AS end_ns, a, k,
         (@val(a; 'gen_ai.operation.name') = 'invoke_agent'
             OR @val(a; 'openinference.span.kind') = 'AGENT'
             OR @val(a; 'traceloop.span.kind') IN ('workflow', 'agent')) AS is_agent,
@@ -35,7 +34,7 @@ roles AS (
         ) AS ckey
     FROM raw
 ),
-named AS (
+named AS @inline() (
     SELECT *,
         CASE WHEN is_tool THEN COALESCE(
             @nonblank(a; 'gen_ai.tool.name'), @nonblank(a; 'tool.name'),
@@ -85,6 +84,10 @@ named AS (
         FROM (SELECT *, CASE WHEN is_mcp AND @starts(name; 'MCP send ') THEN substring(name, 10) ELSE name END AS n1 FROM roles) AS r1
     ) AS r2
 ),
+-- the per-span values without the attribute map (the CTE the next two read)
+slim AS @inline() (
+    SELECT @but(named; a, k, n1, n2) FROM named
+),
 -- identity.find_root per trace (parentless within the trace; agent spans first, then the
 -- earliest: the least @key), its first span, and (convert.traces_from_records) the
 -- conversation a trace joins when its root is a parentless model or tool call and it has no
@@ -101,7 +104,7 @@ turns AS (
                 MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) AS agentish,
                 @first(ckey; @key(start_ns; sid); ckey IS NOT NULL) AS conv0,
                 @first(sid; @key(start_ns; sid); TRUE) AS first_sid
-            FROM named GROUP BY tid
+            FROM slim GROUP BY tid
         ) AS l
     ) AS t
 ),
@@ -114,19 +117,23 @@ groots AS (
     FROM tgroups GROUP BY tgid
 ),
 grouped AS (
-    SELECT @but(c; a, k, ev_t, ev_n, ev_a), t.tgid AS gid,
+    SELECT c.*, t.tgid AS gid,
         CASE WHEN c.tid = g.g_tid AND c.sid = g.g_sid THEN 1 ELSE 2 END AS grk,
         @key(c.start_ns; c.sid) AS pos,
         (c.sid = t.first_sid) AS tfirst
-    FROM named AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
+    FROM slim AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
 ),
 spans AS (
     SELECT *, @key(CASE WHEN grk = 1 THEN 0 ELSE 1 END; start_ns; sid) AS ipos FROM grouped
 ),
 -- the spans' events, with the agent trace they belong to
+-- (read from the source again, not from raw: a CTE read twice is materialised with its maps)
 evspans AS (
-    SELECT t.tgid AS gid, r.sid AS sid, r.ev_t AS ev_t, r.ev_n AS ev_n, r.ev_a AS ev_a
-    FROM raw AS r JOIN tgroups AS t ON t.ttid = r.tid WHERE length(r.ev_n) > 0
+    SELECT t.tgid AS gid, r.SpanId AS sid, r."Events.Timestamp" AS ev_t, r."Events.Name" AS ev_n,
+           r."Events.Attributes" AS ev_a
+    FROM @source() AS r JOIN tgroups AS t ON t.ttid = r.TraceId
+    WHERE length(r."Events.Name") > 0 AND r.SpanName <> 'spanguard.annotate'
+          AND r.SpanName <> 'spanguard.log' @window()
 ),
 -- process.process_trace and process.outcome_of: events in time order
 events AS (
