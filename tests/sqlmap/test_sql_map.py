@@ -37,7 +37,7 @@ from spanguard_processor.inputs.sql_source import (
 )
 from spanguard_processor.traces.convert import traces_from_records
 from spanguard_processor.traces.model import AgentTrace
-from spanguard_processor.traces.sqlmap import MAPPED_FIELDS
+from spanguard_processor.traces.sqlmap import MAPPED_FIELDS, map_sql
 
 from .traffic import demo_spans, span_fixtures, variants
 
@@ -359,3 +359,52 @@ def test_the_loaders_table_has_the_exporters_columns(session: Any) -> None:
 
     assert "SpanAttributes" in columns("ours")
     assert columns("ours") == columns("exporters")
+
+
+def _redelivered_cases() -> list[SpanRecord]:
+    """A trace whose root and plan span were delivered twice (a Collector retry): the Python
+    conversion counts a re-delivered span once (``traces_from_records``); the SQL map must not
+    see two roots, two plans or a doubled tool call. A second trace is delivered once."""
+
+    def span(trace: str, ident: str, parent: str, start: int, *events: Any, **attrs: Any) -> Any:
+        return SpanRecord(
+            trace * 32, ident * 16, parent, "s" + ident, start, start + 50, attrs, events
+        )
+
+    plan = (
+        SpanEvent("spanguard.plan_step", 110, {"spanguard.plan.step": "look"}),
+        SpanEvent("spanguard.escalation", 120, {"spanguard.escalation.reason": "human"}),
+    )
+    root = {"spanguard.request.id": "r-1", "spanguard.seed_id": "s1", "output.value": "ok"}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+    once = [
+        span("a", "1", "", 100, **root),
+        span("a", "2", "1" * 16, 105, *plan, **{"spanguard.plan.name": "p"}),
+        span("a", "3", "1" * 16, 107, **tool),
+    ]
+    other = span("b", "4", "", 300, **{"spanguard.request.id": "r-2", "output.value": "no"})
+    return [*once, once[0], once[1], once[2], other]
+
+
+def test_a_redelivered_span_counts_once_in_sql_as_in_python(session: Any, tmp_path: Path) -> None:
+    spans = _redelivered_cases()
+    expected = traces_from_records(spans)
+    first = next(t for t in expected if t.trace_id == "a" * 32)
+    assert first.trace.plan_steps == ("look",) and len(first.trace.tool_calls) == 1
+    for read in (
+        read_source(_chdb(session, spans, "redelivered")),
+        read_source(_duckdb(spans, tmp_path / "parquet")),
+    ):
+        _same(read, expected)
+
+
+def test_a_root_without_metadata_maps_to_an_empty_object_not_null(
+    session: Any, tmp_path: Path
+) -> None:
+    spans = _rule_cases()
+    expected = {t.trace_id: t.metadata for t in traces_from_records(spans)}
+    assert set(map(len, expected.values())) == {0}
+    for engine in (_chdb(session, spans, "nometa"), _duckdb(spans, tmp_path / "parquet")):
+        rows = engine.run(map_sql(engine.dialect, engine.source))
+        assert {r["trace_id"]: json.loads(r["metadata"]) for r in rows} == expected
+        assert all(r["metadata"] == "{}" for r in rows)

@@ -216,7 +216,7 @@ def read_source(
     pending: list[list[str]] = []
     for row in _run(engine, sql):
         if int(row["python_rules"]):
-            pending.append(sorted(_ids(row["trace_ids"])))
+            pending.append(sorted(set(_ids(row["trace_ids"]))))  # once per trace id
         else:
             traces.append(agent_trace(row))
     mapped = len(traces)

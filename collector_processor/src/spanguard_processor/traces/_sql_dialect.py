@@ -69,6 +69,7 @@ DUCKDB = Dialect(
         ),
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "ids": lambda x: f"list({x})",
+        "distinct_n": lambda x: f"length(list_distinct({x}))",
         "spans": lambda p, a, s, i, r: (
             f"list({{'p': {p}, 'a': {a}, 's': {s}, 'i': {i}, 'r': {r}}})"
         ),
@@ -119,6 +120,7 @@ CLICKHOUSE = Dialect(
         "key": lambda *xs: f"tuple({', '.join(xs)})",
         "but": lambda t, cols: f"{t}.* EXCEPT ({cols})",
         "ids": lambda x: f"groupArray({x})",
+        "distinct_n": lambda x: f"length(arrayDistinct({x}))",
         "spans": lambda p, a, s, i, r: f"groupArray(tuple({p}, {a}, {s}, {i}, {r}))",
         "root": lambda sp, ids: (
             f"arraySort(arrayMap(t -> tuple(has({ids}, t.1), t.2, t.3, t.4, t.1, t.5), {sp}))[1]"

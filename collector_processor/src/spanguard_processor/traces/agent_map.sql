@@ -93,11 +93,14 @@ slim AS @inline() (
 -- conversation a trace joins when its root is a parentless model or tool call and it has no
 -- agent or spanguard request span. Aggregates, not window functions: no sort of the spans.
 turns AS (
-    SELECT tid, rkey, @field(rkey; i) AS rsid, first_sid,
+    SELECT tid, rkey, @field(rkey; i) AS rsid, first_sid, redelivered,
         CASE WHEN @field(rkey; p) = '' AND @field(rkey; r) = 1 AND agentish = 0 THEN conv0 END AS conv
     FROM (
-        -- a span is a candidate when its parent is not among the trace's span ids
-        SELECT tid, @root(spans; sids) AS rkey, agentish, conv0, first_sid
+        -- a span is a candidate when its parent is not among the trace's span ids; a span id
+        -- delivered twice (a retry) counts once in Python (convert.traces_from_records): such
+        -- a trace is left to the span conversion (redelivered = 1)
+        SELECT tid, @root(spans; sids) AS rkey, agentish, conv0, first_sid,
+            CASE WHEN length(sids) <> @distinct_n(sids) THEN 1 ELSE 0 END AS redelivered
         FROM (
             SELECT tid, @ids(sid) AS sids,
                 @spans(pid; NOT is_agent; start_ns; sid; CASE WHEN is_llm OR is_tool THEN 1 ELSE 0 END) AS spans,
@@ -109,7 +112,7 @@ turns AS (
     ) AS t
 ),
 tgroups AS (
-    SELECT tid AS ttid, rkey, rsid, first_sid, COALESCE(conv, tid) AS tgid FROM turns
+    SELECT tid AS ttid, rkey, rsid, first_sid, redelivered, COALESCE(conv, tid) AS tgid FROM turns
 ),
 -- the root of each (merged) agent trace: the least root of its traces
 groots AS (
@@ -120,7 +123,7 @@ grouped AS (
     SELECT c.*, t.tgid AS gid,
         CASE WHEN c.tid = g.g_tid AND c.sid = g.g_sid THEN 1 ELSE 2 END AS grk,
         @key(c.start_ns; c.sid) AS pos,
-        (c.sid = t.first_sid) AS tfirst
+        (c.sid = t.first_sid) AS tfirst, t.redelivered AS redelivered
     FROM slim AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
 ),
 spans AS (
@@ -168,7 +171,8 @@ traces AS (
         @first(r_input; grk; grk = 1) AS input_text,
         @first(r_output; grk; grk = 1) AS output_text,
         @first(r_cost; grk; grk = 1) AS root_cost,
-        @first(r_metadata; grk; grk = 1) AS metadata,
+        -- a root without spanguard.metadata.* has {} (as the span path's metadata), not NULL
+        COALESCE(@first(r_metadata; grk; grk = 1), '{}') AS metadata,
         @first(seed; ipos; seed IS NOT NULL) AS seed_id,
         @first(variant; ipos; variant IS NOT NULL) AS variant_id,
         @first(asg; ipos; asg IS NOT NULL) AS assignments,
@@ -188,7 +192,7 @@ traces AS (
         MAX(CASE WHEN pid = '' THEN end_ns END) AS top_end,
         MAX(src_gen_ai) AS src_gen_ai, MAX(src_oi) AS src_oi, MAX(src_traceloop) AS src_traceloop,
         MAX(src_langfuse) AS src_langfuse, MAX(src_spanguard) AS src_sg,
-        CASE WHEN MAX(py_span) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
+        CASE WHEN MAX(py_span) = 1 OR MAX(redelivered) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
                   OR SUM(CASE WHEN is_mcp THEN 1 ELSE 0 END) > 0
                   OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > COUNT(DISTINCT tool)
                   OR MAX(CASE WHEN grk = 1 AND NOT has_request THEN 1 ELSE 0 END) = 1
