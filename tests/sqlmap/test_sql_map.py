@@ -19,10 +19,14 @@ from click.testing import CliRunner
 
 from spanguard.exceptions import InputError
 from spanguard_processor.cli import cli
+from spanguard_processor.fairness.design.suite import parse_suite
+from spanguard_processor.fairness.evaluate_table import evaluate_sufficient
 from spanguard_processor.fairness.metrics.registry import get_metric
 from spanguard_processor.fairness.records import observations_of
 from spanguard_processor.fairness.stats.sufficient import reduce_values
 from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_sql, read_cells
+from spanguard_processor.fairness.stats.table_sql import suite_table, suite_table_sql
+from spanguard_processor.fairness.stream import reduce_observations
 from spanguard_processor.ingest.spans import SpanEvent, SpanRecord
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.inputs.sql_load import load_clickhouse, spans_of, write_parquet
@@ -408,3 +412,23 @@ def test_a_root_without_metadata_maps_to_an_empty_object_not_null(
         rows = engine.run(map_sql(engine.dialect, engine.source))
         assert {r["trace_id"]: json.loads(r["metadata"]) for r in rows} == expected
         assert all(r["metadata"] == "{}" for r in rows)
+
+
+def test_the_engine_fills_the_suites_table_as_the_stream_does_and_the_gate_agrees(
+    demo: list[SpanRecord], session: Any, tmp_path: Path
+) -> None:
+    """The suite-matched table the engine fills (``table_sql``) equals the one
+    ``stream.reduce_observations`` makes of the Python path's records, row for row, on both
+    engines; so the gate fed by either gives the same metric results."""
+    metrics = [{"type": n} for n in SQL_VALUES]
+    suite = parse_suite({"dataset": {"variants": variants()[4:]}, "metrics": metrics})
+    python = reduce_observations(suite, observations_of(traces_from_records(demo)))
+    assert python.unmatched == 4 and python.signals and any(c.total for c in python.cells)
+    want = evaluate_sufficient(python, suite, generated_at="t")
+    for engine in (_chdb(session, demo, "suite"), _duckdb(demo, tmp_path / "parquet")):
+        sql = suite_table_sql(
+            engine.dialect, engine.source, list(SQL_VALUES), since=None, until=None
+        )
+        got = suite_table(engine.fetch, sql, suite)
+        assert got.left == 0 and got.table == python
+        assert repr(evaluate_sufficient(got.table, suite, generated_at="t")) == repr(want)
