@@ -19,10 +19,12 @@ from click.testing import CliRunner
 
 from spanguard.exceptions import InputError
 from spanguard_processor.cli import cli
-from spanguard_processor.fairness.design.suite import parse_suite
+from spanguard_processor.fairness.design.suite import load_suite, parse_suite
 from spanguard_processor.fairness.evaluate_table import evaluate_sufficient
+from spanguard_processor.fairness.gate.config import GateConfig
 from spanguard_processor.fairness.metrics.registry import get_metric
 from spanguard_processor.fairness.records import observations_of
+from spanguard_processor.fairness.report.reports import report_dict
 from spanguard_processor.fairness.stats.sufficient import reduce_values
 from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_sql, read_cells
 from spanguard_processor.fairness.stats.table_sql import suite_table, suite_table_sql
@@ -432,3 +434,33 @@ def test_the_engine_fills_the_suites_table_as_the_stream_does_and_the_gate_agree
         got = suite_table(engine.fetch, sql, suite)
         assert got.left == 0 and got.table == python
         assert repr(evaluate_sufficient(got.table, suite, generated_at="t")) == repr(want)
+
+
+def test_fairness_through_source_feeds_the_gate_the_engines_table(
+    demo: list[SpanRecord], tmp_path: Path
+) -> None:
+    """Every metric of the suite reduced in SQL: ``fairness --source`` evaluates the engine's
+    table (a note says so) and its metric_results equal those of the table the stream makes of
+    the JSONL path's records (what ``fairness TRACES`` reduces to), the same gate options; a
+    suite with a metric SQL does not reduce falls back to the agent traces, with a note."""
+    metrics = [{"type": n} for n in SQL_VALUES]
+    suite_path = tmp_path / "suite.json"
+    suite_path.write_text(json.dumps({"dataset": {"variants": variants()}, "metrics": metrics}))
+    (tmp_path / "parquet").mkdir()
+    write_parquet(demo, tmp_path / "parquet" / "spans.parquet")
+    where = ["--source", f"parquet://{tmp_path / 'parquet'}", *_FAST, "--seed", "7"]
+    result = CliRunner().invoke(
+        cli, ["fairness", str(suite_path), *where, "-o", str(tmp_path / "sql")]
+    )
+    assert result.exit_code in (0, 1), result.output
+    assert "reduced in duckdb to the gate's table" in result.output
+    suite = load_suite(suite_path)
+    config = GateConfig(bootstrap_samples=100, permutation_samples=49, seed=7)
+    table = reduce_observations(suite, observations_of(traces_from_records(demo)))
+    want = report_dict(evaluate_sufficient(table, suite, config))["metric_results"]
+    assert _metric_results(tmp_path / "sql") == json.loads(json.dumps(want))
+    suite_path.write_text(
+        json.dumps({"dataset": {"variants": variants()}, "metrics": [*metrics, _METRICS[2]]})
+    )
+    fallback = CliRunner().invoke(cli, ["fairness", str(suite_path), *where])
+    assert "refusal_gap not reduced in SQL" in fallback.output, fallback.output

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-__all__ = ["WAREHOUSE_HINT", "read_source_traces", "source_options"]
+__all__ = ["WAREHOUSE_HINT", "read_source_traces", "source_evaluation", "source_options"]
 
 WAREHOUSE_HINT = "pip install 'spanguard[warehouse]'"
 _NEEDS = {"parquet": ("duckdb", "pyarrow"), "clickhouse": ("clickhouse_connect", "pyarrow")}
@@ -71,6 +71,63 @@ def _check_installed(kind: str) -> None:
         raise SystemExit(2)
 
 
+def _engine(source: str, since: datetime | None, until: datetime | None) -> tuple[Any, Any]:
+    """The parsed ``--source`` and its engine (usage errors: exit 2)."""
+    from ..inputs.sql_source import open_engine, parse_source
+
+    spec = parse_source(source)
+    _check_installed(spec.kind)
+    if spec.kind == "clickhouse" and (since is None or until is None):
+        raise click.UsageError(
+            "--source clickhouse:// needs --since and --until (the exporter's tables are "
+            "ordered by time: a read without a window scans every partition)."
+        )
+    return spec, open_engine(spec)
+
+
+def source_evaluation(
+    suite: Any, inputs: tuple[Any, ...], options: tuple[Any, Any, Any, bool], config: Any
+) -> Any:
+    """With ``--source`` (``options``: source, since, until, explain) and a suite whose every
+    metric the engine reduces (``stats.sufficient_sql.SQL_VALUES``): the gate's evaluation of
+    the table the engine fills (``stats.table_sql``), no agent trace built in Python. None
+    otherwise (the agent traces are read instead; a note says why when ``--source`` is given)."""
+    source, since, until, explain = options
+    if source is None or inputs or explain:
+        return None
+    from ..fairness.stats.sufficient_sql import SQL_VALUES
+    from ..inputs.sql_source import check_columns, fetch_columns, window_ns
+
+    spec, engine = _engine(source, since, until)
+    check_columns(engine)  # a table that is not the exporter's: one error, before any note
+    names = [mc.type for mc in suite.metrics]
+    other = sorted({n for n in names if n not in SQL_VALUES})
+    if other:
+        click.echo(
+            f"note: {', '.join(other)} not reduced in SQL: the agent traces are mapped and "
+            "evaluated in Python.",
+            err=True,
+        )
+        return None
+    from ..fairness.evaluate_table import evaluate_sufficient
+    from ..fairness.stats.table_sql import suite_table, suite_table_sql
+
+    start, end = window_ns(since), window_ns(until)
+    sql = suite_table_sql(engine.dialect, engine.source, names, since=start, until=end)
+    got = suite_table(lambda text: fetch_columns(engine, text), sql, suite)
+    if got.table is None:
+        click.echo(f"note: {got.reason}: the agent traces are read instead.", err=True)
+        return None
+    table = got.table
+    click.echo(
+        f"note: {sum(c.records for c in table.observed)} record(s) from {spec.text} reduced "
+        f"in {engine.dialect} to the gate's table ({len(table.cells)} cells); "
+        f"{table.unmatched} match no variant of the suite.",
+        err=True,
+    )
+    return evaluate_sufficient(table, suite, config)
+
+
 def read_source_traces(
     inputs: tuple[Any, ...],
     source: str | None,
@@ -88,16 +145,10 @@ def read_source_traces(
         return None
     if inputs:
         raise click.UsageError("give TRACES... or --source, not both.")
-    from ..inputs.sql_source import open_engine, parse_source, read_source
+    from ..inputs.sql_source import read_source
 
-    spec = parse_source(source)
-    _check_installed(spec.kind)
-    if spec.kind == "clickhouse" and (since is None or until is None):
-        raise click.UsageError(
-            "--source clickhouse:// needs --since and --until (the exporter's tables are "
-            "ordered by time: a read without a window scans every partition)."
-        )
-    read = read_source(open_engine(spec), since=since, until=until, explain_only=explain)
+    spec, engine = _engine(source, since, until)
+    read = read_source(engine, since=since, until=until, explain_only=explain)
     if explain:
         click.echo(read.sql, nl=False)
         raise SystemExit(0)

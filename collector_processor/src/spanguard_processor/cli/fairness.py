@@ -13,7 +13,7 @@ from spanguard.exceptions import ConfigError
 
 from ._common import check_files, exit_gate, in_command_terms, output_option, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint, send_events
-from ._source import read_source_traces, source_options
+from ._source import read_source_traces, source_evaluation, source_options
 from ._suite_mine import replay_mined, traffic_weights_option
 from .suite import echo_plan
 
@@ -371,20 +371,23 @@ def fairness(
                 f"note: {path} is a fairness report; its scenario_results are read as the records.",
                 err=True,
             )
-    traces = read_source_traces(inputs, source, since, until, explain)
-    observations = read_inputs(list(inputs)) if traces is None else observations_of(traces)
-    echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
-    ev, matched = evaluate_suite(suite, observations, config)
-    if matched.unmatched:
-        click.echo(
-            f"note: {matched.unmatched} record(s) match no variant of the suite and were ignored.",
-            err=True,
-        )
-    if matched.missing_variants:
-        click.echo(
-            f"note: {len(matched.missing_variants)} variant(s) of the suite have no record.",
-            err=True,
-        )
+    ev = source_evaluation(suite, inputs, (source, since, until, explain), config)
+    if ev is None:  # the records (or agent traces from --source) evaluated in Python
+        traces = read_source_traces(inputs, source, since, until, explain)
+        observations = read_inputs(list(inputs)) if traces is None else observations_of(traces)
+        echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
+        ev, matched = evaluate_suite(suite, observations, config)
+        if matched.unmatched:
+            click.echo(
+                f"note: {matched.unmatched} record(s) match no variant of the suite and were "
+                "ignored.",
+                err=True,
+            )
+        if matched.missing_variants:
+            click.echo(
+                f"note: {len(matched.missing_variants)} variant(s) of the suite have no record.",
+                err=True,
+            )
     emit_evaluation(endpoint, ev, redact)
     replay_mined(suite_path, suite, ev, output, options, traffic_weights)
     finish(ctx, ev, output, fmt, options, label=label)

@@ -28,7 +28,17 @@ from ..traces.model import AgentTrace
 from ..traces.sqlmap import agent_trace, map_sql, spans_sql, typed_span
 from .sql_schema import EVENT_COLUMNS, TRACE_COLUMNS
 
-__all__ = ["Engine", "SourceRead", "SqlSource", "open_engine", "parse_source", "read_source"]
+__all__ = [
+    "Engine",
+    "SourceRead",
+    "SqlSource",
+    "check_columns",
+    "fetch_columns",
+    "open_engine",
+    "parse_source",
+    "read_source",
+    "window_ns",
+]
 
 _CHUNK = 500
 
@@ -183,7 +193,8 @@ class SourceRead:
     skipped: list[str] = field(default_factory=list)
 
 
-def _ns(moment: datetime | None) -> int | None:
+def window_ns(moment: datetime | None) -> int | None:
+    """``--since``/``--until`` as the map's epoch nanoseconds."""
     return None if moment is None else int(moment.timestamp() * 1_000_000) * 1000
 
 
@@ -209,7 +220,7 @@ def read_source(
 ) -> SourceRead:
     """The agent traces whose spans start in ``[since, until)`` (every span without either)."""
     check_columns(engine)
-    sql = map_sql(engine.dialect, engine.source, since=_ns(since), until=_ns(until))
+    sql = map_sql(engine.dialect, engine.source, since=window_ns(since), until=window_ns(until))
     if explain_only:
         return SourceRead([], sql)
     traces: list[AgentTrace] = []
@@ -231,6 +242,17 @@ def _run(engine: Engine, sql: str) -> list[dict[str, Any]]:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(
             f"the SQL map failed in {engine.dialect}: {first}", file=engine.where
+        ) from None
+
+
+def fetch_columns(engine: Engine, sql: str) -> dict[str, list[Any]]:
+    """``engine.fetch(sql)``; a failed query is an :class:`InputError` naming the engine."""
+    try:
+        return engine.fetch(sql)
+    except Exception as exc:  # each engine raises its own error types for a failed query
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"the SQL failed in {engine.dialect}: {first}", file=engine.where
         ) from None
 
 

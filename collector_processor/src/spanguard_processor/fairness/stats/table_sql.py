@@ -86,8 +86,9 @@ def suite_table_sql(
              ELSE COALESCE(variant_id, request_id, trace_id) END AS record_id
     FROM ({inner}) AS mapped
 )
-SELECT variant, n, first_record, first_trace, {", ".join(
-        f"t{i}, q{i}, z{i}, s{i}" for i in range(len(metrics)))} FROM (
+SELECT variant, n, first_record, first_trace, {
+        ", ".join(f"t{i}, q{i}, z{i}, s{i}" for i in range(len(metrics)))
+    } FROM (
     SELECT variant, COUNT(*) AS n, MIN(record_id) AS first_record,
         @first(trace_id; record_id; TRUE) AS first_trace, {sums}
     FROM (SELECT variant, record_id, trace_id, {values}, {flags} FROM m WHERE unsure = 0) AS x
