@@ -151,6 +151,9 @@ process AS (
     SELECT gid,
         @list(step; eo; en = 'spanguard.plan_step' AND step IS NOT NULL) AS plan_steps,
         @list(point; eo; en = 'spanguard.friction' AND point IS NOT NULL) AS friction,
+        -- the lists' lengths, for queries that count (fairness/stats): no list is built
+        SUM(CASE WHEN en = 'spanguard.plan_step' AND step IS NOT NULL THEN 1 ELSE 0 END) AS n_plan,
+        SUM(CASE WHEN en = 'spanguard.friction' AND point IS NOT NULL THEN 1 ELSE 0 END) AS n_friction,
         MAX(CASE WHEN en = 'spanguard.escalation' THEN 1 ELSE 0 END) AS escalated,
         @first(reason; eo; en = 'spanguard.escalation' AND reason IS NOT NULL) AS escalation_reason,
         MAX(CASE WHEN @starts(en; 'spanguard.') THEN 1 ELSE 0 END) AS src_events,
@@ -183,6 +186,9 @@ traces AS (
         @list(tool; pos; tool IS NOT NULL) AS tools,
         @list(docs; pos; docs IS NOT NULL) AS documents,
         @list(llm_attrs; pos; is_llm) AS llm_calls,
+        SUM(CASE WHEN tool IS NOT NULL THEN 1 ELSE 0 END) AS n_tools,
+        SUM(CASE WHEN docs IS NOT NULL THEN 1 ELSE 0 END) AS n_documents,
+        SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) AS n_llm,
         @list(CAST(start_ns AS VARCHAR); pos; is_llm) AS llm_starts,
         @list(CAST(end_ns AS VARCHAR); pos; is_llm) AS llm_ends,
         @list(cost; pos; cost IS NOT NULL) AS costs,
@@ -201,6 +207,7 @@ traces AS (
 )
 SELECT t.*,
     COALESCE(p.escalated, 0) AS escalated, p.plan_steps AS plan_steps, p.friction AS friction,
+    COALESCE(p.n_plan, 0) AS n_plan, COALESCE(p.n_friction, 0) AS n_friction,
     p.escalation_reason AS escalation_reason,
     CASE WHEN t.src_sg = 1 OR COALESCE(p.src_events, 0) = 1 THEN 1 ELSE 0 END AS src_spanguard,
     CASE WHEN t.py_trace = 1 OR COALESCE(p.py_events, 0) = 1 THEN 1 ELSE 0 END AS python_rules

@@ -39,24 +39,20 @@ __all__ = ["EngineTable", "suite_table", "suite_table_sql"]
 
 #: per metric: the SQL flag of a record carrying its signal (metrics/diagnosis.SIGNALS) and
 #: whether a value of 0 counts as an empty field (metrics/builtin's ``empty``)
-_PROCESS = (
-    "(@jlen(tools) > 0 OR @jlen(documents) > 0 OR @jlen(plan_steps) > 0 OR escalated = 1"
-    " OR @jlen(friction) > 0)"
-)
+_PROCESS = "(n_tools > 0 OR n_documents > 0 OR n_plan > 0 OR escalated = 1 OR n_friction > 0)"
 _SIGNAL: Mapping[str, tuple[str, bool]] = {
     "escalation_parity": (_PROCESS, False),
-    "tool_use_parity": ("@jlen(tools) > 0", True),
-    "tool_count_gap": ("@jlen(tools) > 0", True),
-    "plan_length_gap": ("@jlen(plan_steps) > 0", True),
+    "tool_use_parity": ("n_tools > 0", True),
+    "tool_count_gap": ("n_tools > 0", True),
+    "plan_length_gap": ("n_plan > 0", True),
     "friction_point_gap": (_PROCESS, True),
-    "llm_call_gap": ("@jlen(llm_calls) > 0", False),
+    "llm_call_gap": ("n_llm > 0", False),
 }
 #: records the query cannot judge alone: a stated-keys note, or documents as the only
 #: process signal (Python parses the documents; a value may hold none)
 _UNSURE = (
     "python_rules = 1 OR @contains(metadata; '\"spanguard.metadata.spanguard_stated\"')"
-    " OR (@jlen(documents) > 0 AND @jlen(tools) = 0 AND @jlen(plan_steps) = 0"
-    " AND escalated = 0 AND @jlen(friction) = 0)"
+    " OR (n_documents > 0 AND n_tools = 0 AND n_plan = 0 AND escalated = 0 AND n_friction = 0)"
 )
 
 
