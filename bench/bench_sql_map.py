@@ -106,22 +106,33 @@ def generate_sql(spans: int, path: Path, seeds: int | None) -> str:
     return GENERATE.format(spans=spans, path=path, seeds=f" % {seeds}", repeat=repeat)
 
 
+#: DuckDB's threads and memory limit in the bench (--duckdb-threads, --duckdb-memory)
+DUCKDB: list[Any] = [2, "700MB"]
+
+
+def _cpu() -> float:
+    """This process's CPU seconds so far (all its threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _stage_duckdb(path: Path) -> dict[str, Any]:
+def _stage_duckdb(path: Path, threads: int, memory: str) -> dict[str, Any]:
     from spanguard_processor.fairness.stats.sufficient_sql import cells_sql, read_cells
     from spanguard_processor.inputs.sql_source import open_engine, parse_source
 
     engine = open_engine(parse_source(f"parquet://{path}"))
-    engine.run("SET memory_limit = '700MB'; SET threads = 2; SET preserve_insertion_order = false")
-    start = time.perf_counter()
+    engine.run(f"SET memory_limit = '{memory}'; SET threads = {threads}")
+    start, cpu = time.perf_counter(), _cpu()
     table, left = read_cells(
         engine.fetch, cells_sql("duckdb", engine.source, METRICS, since=None, until=None), METRICS
     )
     return {
         "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu() - cpu,
         "cells": len(table.cells),
         "left": left,
         "escalation": _rates(table),
@@ -152,12 +163,13 @@ def _stage_chdb(path: Path, work: Path) -> dict[str, Any]:
         table = session.query(limited, "ArrowTable")
         return {name: table.column(name).to_pylist() for name in table.column_names}
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     table, left = read_cells(
         run, cells_sql("clickhouse", "otel.otel_traces", METRICS, since=None, until=None), METRICS
     )
     return {
         "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu() - cpu,
         "load_seconds": load,
         "cells": len(table.cells),
         "left": left,
@@ -194,7 +206,7 @@ def _stage_python(path: Path, spans: int) -> dict[str, Any]:
     )
     names = [d[0] for d in cursor.description]
     records = [typed_span(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     observations = observations_of(traces_from_records(records))
     cells = 0
     for name in METRICS:
@@ -211,12 +223,17 @@ def _stage_python(path: Path, spans: int) -> dict[str, Any]:
                 values.valid,
             ).cells
         )
-    return {"seconds": time.perf_counter() - start, "traces": len(observations), "cells": cells}
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu() - cpu,
+        "traces": len(observations),
+        "cells": cells,
+    }
 
 
 def _child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]:
     if stage == "duckdb":
-        result = _stage_duckdb(path)
+        result = _stage_duckdb(path, DUCKDB[0], DUCKDB[1])
     elif stage == "chdb":
         result = _stage_chdb(path, work)
     else:
@@ -240,6 +257,10 @@ def _run_child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]
             str(work),
             "--spans",
             str(spans),
+            "--duckdb-threads",
+            str(DUCKDB[0]),
+            "--duckdb-memory",
+            str(DUCKDB[1]),
         ],
         check=False,
         capture_output=True,
@@ -264,7 +285,10 @@ def main() -> None:
         "default: one seed per 4 traces)",
     )
     parser.add_argument("--work", type=Path)
+    parser.add_argument("--duckdb-threads", type=int, default=2)
+    parser.add_argument("--duckdb-memory", default="700MB")
     args = parser.parse_args()
+    DUCKDB[:] = [args.duckdb_threads, args.duckdb_memory]
     if args.stage:
         print(json.dumps(_child(args.stage, args.parquet, args.work, args.spans)))
         return

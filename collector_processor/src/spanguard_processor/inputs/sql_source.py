@@ -124,6 +124,8 @@ def _duckdb(source: SqlSource) -> Engine:
     import duckdb
 
     con = duckdb.connect()
+    # every query orders its result: the scan need not keep the files' row order
+    con.execute("SET preserve_insertion_order = false")
     files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in source.paths)
     table = f"read_parquet([{files}])"
 
