@@ -271,3 +271,33 @@ def test_fairness_stream_gives_the_same_verdicts_and_statistics(
         a.pop("evidence"), b.pop("evidence")
         a["details"] = {k: v for k, v in a["details"].items() if k not in PER_RECORD}
         assert a == b
+
+
+def test_a_table_as_an_engine_writes_it_gives_the_same_verdicts() -> None:
+    """Cells only (``reduce_values``: what the SQL map returns; no exact totals, no observed
+    cells, no signal counts): the same statistics and verdicts."""
+    from spanguard_processor.fairness.stats.sufficient import SufficientStatistics, reduce_values
+
+    names = ["escalation_parity", "tool_count_gap", "helpfulness_gap"]
+    records = random_balanced_records(random.Random(8), 30, ["a", "b"])
+    suite = _suite(records, names)
+    obs = [observation_from_record(r) for r in records]
+    by_records, _ = evaluate_suite(suite, obs, CFG)
+    cells = []
+    for name in names:
+        values = get_metric(name).compute(obs, {})  # type: ignore[union-attr]
+        table = reduce_values(
+            name,
+            [o.seed_id for o in obs],
+            [o.group for o in obs],
+            [o.variant_id for o in obs],
+            values.values,
+            values.valid,
+        )
+        cells += table.cells
+    engine = SufficientStatistics(tuple(cells), (), ())
+    by_table = evaluate_sufficient(engine, suite, CFG, generated_at=by_records.generated_at)
+    for a, b in zip(_results(by_records), _results(by_table), strict=True):
+        assert (a["metric"], a["verdict"], a["score"]) == (b["metric"], b["verdict"], b["score"])
+        assert a["confidence_interval"] == b["confidence_interval"]
+        assert a["p_value"] == b["p_value"]
