@@ -82,7 +82,10 @@ def evaluate_sufficient(
     metric (see the module)."""
     cfg = config or GateConfig()
     design = _design(stats, suite)
-    prepared = [_prepare(mc, stats, design) for mc in suite.metrics]
+    prepared = [
+        _prepare(mc, stats, design, (suite.source, f"metrics[{i}].type"))
+        for i, mc in enumerate(suite.metrics)
+    ]
     p_missing = design.expected.missingness([p.covered for p in prepared], cfg)
     signals = {s.metric: s for s in stats.signals}
     strategy = GapStrategy()
@@ -251,16 +254,19 @@ def _exact_mean(values: Sequence[Fraction], n: float) -> float:
     return float(sum(values, Fraction(0)) / int(n))
 
 
-def _prepare(mc: MetricConfig, stats: SufficientStatistics, design: TableDesign) -> GapPrepared:
+def _prepare(
+    mc: MetricConfig, stats: SufficientStatistics, design: TableDesign, where: tuple[str, str]
+) -> GapPrepared:
     definition = get_metric(mc.type)
     if definition is None:
-        raise InputError(f"unknown metric type '{mc.type}'.", field="type")
+        raise InputError(f"unknown metric type '{mc.type}'.", file=where[0], field=where[1])
     if definition.kind != Kind.GAP:
         raise InputError(
             f"the metric '{mc.type}' reads more of each record than one number (its "
             "texts, or fairtrace's legacy formula): a sufficient-statistics table cannot "
             "evaluate it; evaluate the records instead.",
-            field="type",
+            file=where[0],
+            field=where[1],
         )
     cells = _cells(definition.name, stats, design)
     has = cells.counts > 0

@@ -109,7 +109,10 @@ class TableBuilder:
         self._batch = batch
         self._variants = {v.id: v for v in suite.variants}
         self._assigned: dict[str, dict[str, str]] = {}
-        self._metrics = [_metric(mc.type, dict(mc.options)) for mc in suite.metrics]
+        self._metrics = [
+            _metric(mc.type, dict(mc.options), suite.source, f"metrics[{i}].type")
+            for i, mc in enumerate(suite.metrics)
+        ]
         self._observed: dict[tuple[str, str], int] = {}
         self._pending: list[Observation] = []
         self.unmatched = 0
@@ -198,16 +201,17 @@ def reduce_observations(
     return builder.table()
 
 
-def _metric(kind: str, options: dict[str, object]) -> _Metric:
+def _metric(kind: str, options: dict[str, object], source: str, where: str) -> _Metric:
     definition = get_metric(kind)
     if definition is None:
-        raise InputError(f"unknown metric type '{kind}'.", field="type")
+        raise InputError(f"unknown metric type '{kind}'.", file=source, field=where)
     if definition.kind != Kind.GAP:
         raise InputError(
             f"the metric '{kind}' compares records with each other (texts, or fairtrace's "
             "legacy formula): it cannot be reduced as records stream; evaluate without "
             "streaming.",
-            field="type",
+            file=source,
+            field=where,
         )
     return _Metric(definition.name, definition, options)
 
