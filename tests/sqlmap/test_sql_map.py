@@ -19,12 +19,10 @@ from click.testing import CliRunner
 
 from spanguard.exceptions import InputError
 from spanguard_processor.cli import cli
-from spanguard_processor.fairness.design.suite import load_suite, parse_suite
+from spanguard_processor.fairness.design.suite import parse_suite
 from spanguard_processor.fairness.evaluate_table import evaluate_sufficient
-from spanguard_processor.fairness.gate.config import GateConfig
 from spanguard_processor.fairness.metrics.registry import get_metric
 from spanguard_processor.fairness.records import observations_of
-from spanguard_processor.fairness.report.reports import report_dict
 from spanguard_processor.fairness.stats.sufficient import reduce_values
 from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_sql, read_cells
 from spanguard_processor.fairness.stats.table_sql import suite_table, suite_table_sql
@@ -439,28 +437,32 @@ def test_the_engine_fills_the_suites_table_as_the_stream_does_and_the_gate_agree
 def test_fairness_through_source_feeds_the_gate_the_engines_table(
     demo: list[SpanRecord], tmp_path: Path
 ) -> None:
-    """Every metric of the suite reduced in SQL: ``fairness --source`` evaluates the engine's
-    table (a note says so) and its metric_results equal those of the table the stream makes of
-    the JSONL path's records (what ``fairness TRACES`` reduces to), the same gate options; a
-    suite with a metric SQL does not reduce falls back to the agent traces, with a note."""
+    """``--source --stream`` with every metric of the suite reduced in SQL evaluates the
+    engine's table (a note says so): the same metric_results as ``--stream`` over the JSONL of
+    the Python path's traces; a suite with a metric SQL does not reduce streams the agent
+    traces instead, with a note."""
     metrics = [{"type": n} for n in SQL_VALUES]
     suite_path = tmp_path / "suite.json"
     suite_path.write_text(json.dumps({"dataset": {"variants": variants()}, "metrics": metrics}))
+    traces = tmp_path / "traces.jsonl"
+    lines = [json.dumps(t.to_dict()) for t in traces_from_records(demo)]
+    traces.write_text("\n".join(lines) + "\n", "utf-8")
     (tmp_path / "parquet").mkdir()
     write_parquet(demo, tmp_path / "parquet" / "spans.parquet")
-    where = ["--source", f"parquet://{tmp_path / 'parquet'}", *_FAST, "--seed", "7"]
-    result = CliRunner().invoke(
-        cli, ["fairness", str(suite_path), *where, "-o", str(tmp_path / "sql")]
-    )
-    assert result.exit_code in (0, 1), result.output
-    assert "reduced in duckdb to the gate's table" in result.output
-    suite = load_suite(suite_path)
-    config = GateConfig(bootstrap_samples=100, permutation_samples=49, seed=7)
-    table = reduce_observations(suite, observations_of(traces_from_records(demo)))
-    want = report_dict(evaluate_sufficient(table, suite, config))["metric_results"]
-    assert _metric_results(tmp_path / "sql") == json.loads(json.dumps(want))
+    source = ["--source", f"parquet://{tmp_path / 'parquet'}"]
+    runs = {}
+    for name, where in (("files", [str(traces)]), ("sql", source)):
+        result = CliRunner().invoke(
+            cli,
+            ["fairness", str(suite_path), *where, "--stream", *_FAST, "-o", str(tmp_path / name)],
+        )
+        assert result.exit_code in (0, 1), result.output
+        runs[name] = (result.exit_code, _metric_results(tmp_path / name), result.output)
+    assert "reduced in duckdb to the gate's table" in runs["sql"][2]
+    assert runs["sql"][:2] == runs["files"][:2]
+    assert len(runs["sql"][1]) == len(SQL_VALUES)
     suite_path.write_text(
         json.dumps({"dataset": {"variants": variants()}, "metrics": [*metrics, _METRICS[2]]})
     )
-    fallback = CliRunner().invoke(cli, ["fairness", str(suite_path), *where])
+    fallback = CliRunner().invoke(cli, ["fairness", str(suite_path), *source, "--stream"])
     assert "refusal_gap not reduced in SQL" in fallback.output, fallback.output

@@ -86,14 +86,19 @@ def _engine(source: str, since: datetime | None, until: datetime | None) -> tupl
 
 
 def source_evaluation(
-    suite: Any, inputs: tuple[Any, ...], options: tuple[Any, Any, Any, bool], config: Any
-) -> Any:
-    """With ``--source`` (``options``: source, since, until, explain) and a suite whose every
-    metric the engine reduces (``stats.sufficient_sql.SQL_VALUES``): the gate's evaluation of
-    the table the engine fills (``stats.table_sql``), no agent trace built in Python. None
-    otherwise (the agent traces are read instead; a note says why when ``--source`` is given)."""
+    suite: Any,
+    inputs: tuple[Any, ...],
+    options: tuple[Any, Any, Any, bool],
+    config: Any,
+    stream: bool,
+) -> tuple[Any, int, int] | None:
+    """With ``--source`` and ``--stream`` (``options``: source, since, until, explain) and a
+    suite whose every metric the engine reduces (``stats.sufficient_sql.SQL_VALUES``): the
+    gate's evaluation of the table the engine fills (``stats.table_sql``), no agent trace built
+    in Python, with the records matching no variant and the variants without a record. None
+    otherwise (the agent traces are read instead; a note says why)."""
     source, since, until, explain = options
-    if source is None or inputs or explain:
+    if source is None or inputs or explain or not stream:
         return None
     from ..fairness.stats.sufficient_sql import SQL_VALUES
     from ..inputs.sql_source import check_columns, fetch_columns, window_ns
@@ -110,6 +115,7 @@ def source_evaluation(
         )
         return None
     from ..fairness.evaluate_table import evaluate_sufficient
+    from ..fairness.records import group_label
     from ..fairness.stats.table_sql import suite_table, suite_table_sql
 
     start, end = window_ns(since), window_ns(until)
@@ -121,11 +127,12 @@ def source_evaluation(
     table = got.table
     click.echo(
         f"note: {sum(c.records for c in table.observed)} record(s) from {spec.text} reduced "
-        f"in {engine.dialect} to the gate's table ({len(table.cells)} cells); "
-        f"{table.unmatched} match no variant of the suite.",
+        f"in {engine.dialect} to the gate's table ({len(table.cells)} cells).",
         err=True,
     )
-    return evaluate_sufficient(table, suite, config)
+    seen = {(c.seed_id, c.group) for c in table.observed}
+    missing = sum(1 for v in suite.variants if (v.seed_id, group_label(v.assignments)) not in seen)
+    return evaluate_sufficient(table, suite, config), table.unmatched, missing
 
 
 def read_source_traces(

@@ -48,7 +48,7 @@ from .metrics.diagnosis import SIGNALS
 from .records import group_label
 from .report.details import spread
 from .stats import inference, seeds
-from .stats.sufficient import SufficientStatistics
+from .stats.sufficient import SignalRecords, SufficientStatistics
 from .vocabulary import Kind
 
 __all__ = ["TableDesign", "evaluate_sufficient"]
@@ -82,9 +82,12 @@ def evaluate_sufficient(
     metric (see the module)."""
     cfg = config or GateConfig()
     design = _design(stats, suite)
-    prepared = [_prepare(mc, stats, design) for mc in suite.metrics]
+    prepared = [
+        _prepare(mc, stats, design, (suite.source, f"metrics[{i}].type"))
+        for i, mc in enumerate(suite.metrics)
+    ]
     p_missing = design.expected.missingness([p.covered for p in prepared], cfg)
-    signals = {s.metric: s.records for s in stats.signals}
+    signals = {s.metric: s for s in stats.signals}
     strategy = GapStrategy()
     results = [
         _with_signal(strategy.result(p, design, cfg, p_missing), p.definition, signals, design)
@@ -169,6 +172,7 @@ class _Cells:
 
     counts: NDArray[np.float64]
     totals: NDArray[np.float64]
+    exact: list[list[Fraction]]  # the totals exactly, per variant and column
     columns: tuple[str, ...]
     missing_field_records: int
     score_source: str | None
@@ -190,14 +194,24 @@ def _cells(metric: str, stats: SufficientStatistics, design: TableDesign) -> _Ce
     }
     counts = np.zeros(len(at))
     totals = np.zeros((len(at), width))
+    exact = [[Fraction(0)] * width for _ in range(len(at))]
     for c in rows:
         i = at[(c.seed_id, c.group)]
         if c.column == 0:
             counts[i] = c.count
         totals[i, c.column] = c.total
+        exact[i][c.column] = (
+            Fraction(c.total) if c.exact_total is None else Fraction(*_ratio(c.exact_total))
+        )
     columns = described.labels if described else ("value",)
     missing = described.missing_field_records if described else 0
-    return _Cells(counts, totals, columns, missing, described.score_source if described else None)
+    source = described.score_source if described else None
+    return _Cells(counts, totals, exact, columns, missing, source)
+
+
+def _ratio(exact: tuple[int, int]) -> tuple[int, int]:
+    num, shift = exact
+    return num, 1 << shift
 
 
 def centred_estimate(
@@ -232,24 +246,27 @@ def centred_estimate(
     return seeds.gap_estimate(shaped, n_cell.reshape(n_seeds, n_levels).astype(np.float64))
 
 
-def _exact_mean(values: Sequence[float], n: float) -> float:
-    """The exact sum of ``values`` over ``n``, rounded once (:func:`~.metrics.compat.exact_mean`
-    when every value is one record's)."""
+def _exact_mean(values: Sequence[Fraction], n: float) -> float:
+    """The exact sum of ``values`` over ``n``, rounded once: the records' mean as
+    :func:`~.metrics.compat.exact_mean` computes it, when the totals are exact."""
     if n <= 0:
         return 0.0
-    return float(sum(map(Fraction, values), Fraction(0)) / int(n))
+    return float(sum(values, Fraction(0)) / int(n))
 
 
-def _prepare(mc: MetricConfig, stats: SufficientStatistics, design: TableDesign) -> GapPrepared:
+def _prepare(
+    mc: MetricConfig, stats: SufficientStatistics, design: TableDesign, where: tuple[str, str]
+) -> GapPrepared:
     definition = get_metric(mc.type)
     if definition is None:
-        raise InputError(f"unknown metric type '{mc.type}'.", field="type")
+        raise InputError(f"unknown metric type '{mc.type}'.", file=where[0], field=where[1])
     if definition.kind != Kind.GAP:
         raise InputError(
             f"the metric '{mc.type}' reads more of each record than one number (its "
             "texts, or fairtrace's legacy formula): a sufficient-statistics table cannot "
             "evaluate it; evaluate the records instead.",
-            field="type",
+            file=where[0],
+            field=where[1],
         )
     cells = _cells(definition.name, stats, design)
     has = cells.counts > 0
@@ -261,13 +278,14 @@ def _prepare(mc: MetricConfig, stats: SufficientStatistics, design: TableDesign)
     grid[seed, group] = counts
     used = grid[grid.sum(axis=1) > 0]
     is_balanced = bool(np.all(used == used[:, :1])) if used.size else True
-    pooled = _pooled(group, counts, totals, design.group_labels)
+    exact = [cells.exact[i] for i in v.tolist()]
+    pooled = _pooled(group, counts, exact, design.group_labels)
     width = totals.shape[1]
     if is_balanced:
         score = max((spread([m[c] for m in pooled.values()]) for c in range(width)), default=0.0)
     else:
         score = estimate.gap
-    details = _details(definition, cells, pooled, counts, totals, design, stats.traceless)
+    details = _details(definition, cells, pooled, counts, exact, design, stats.traceless)
     details["estimator"] = "pooled group means" if is_balanced else "within-seed contrasts"
     marginals = _attribute_gaps(design, seed, group, counts, totals)
     if marginals:
@@ -297,16 +315,17 @@ def _prepare(mc: MetricConfig, stats: SufficientStatistics, design: TableDesign)
 def _pooled(
     group: NDArray[np.int64],
     counts: NDArray[np.float64],
-    totals: NDArray[np.float64],
+    exact: list[list[Fraction]],
     labels: list[str],
 ) -> dict[str, list[float]]:
     """Each group's plain mean per column over its records, groups with data."""
     out: dict[str, list[float]] = {}
+    width = len(exact[0]) if exact else 0
     for g, label in enumerate(labels):
-        rows = np.flatnonzero(group == g)
-        if rows.shape[0]:
+        rows = np.flatnonzero(group == g).tolist()
+        if rows:
             n = float(counts[rows].sum())
-            out[label] = [_exact_mean(totals[rows, c].tolist(), n) for c in range(totals.shape[1])]
+            out[label] = [_exact_mean([exact[i][c] for i in rows], n) for c in range(width)]
     return out
 
 
@@ -315,7 +334,7 @@ def _details(
     cells: _Cells,
     pooled: Mapping[str, list[float]],
     counts: NDArray[np.float64],
-    totals: NDArray[np.float64],
+    exact: list[list[Fraction]],
     design: TableDesign,
     traceless: int,
 ) -> dict[str, Any]:
@@ -335,7 +354,7 @@ def _details(
         nested = {doc: {g: m[c] for g, m in pooled.items()} for c, doc in enumerate(columns)}
         n = float(counts.sum())
         out["exposure_by_group"] = {
-            c: _exact_mean(totals[:, j].tolist(), n) for j, c in enumerate(columns)
+            c: _exact_mean([row[j] for row in exact], n) for j, c in enumerate(columns)
         }
         out["exposure_by_document_group"] = nested
         out["exposure_gaps"] = {doc: spread(list(g.values())) for doc, g in nested.items()}
@@ -378,13 +397,18 @@ def _attribute_gaps(
 def _with_signal(
     result: MetricResult,
     definition: MetricDefinition,
-    signals: Mapping[str, int],
+    signals: Mapping[str, SignalRecords],
     design: TableDesign,
 ) -> MetricResult:
     """The records carrying the metric's signal, when the table counts them."""
     name = definition.signal
-    if name not in SIGNALS or definition.name not in signals:
+    counted = signals.get(definition.name)
+    if name not in SIGNALS or counted is None:
         return result
-    carrying = signals[definition.name]
-    why = f"{SIGNALS[name].missing} in {design.record_count} record(s)." if not carrying else ""
-    return replace(result, signal=name, signal_records=carrying, diagnosis=why)
+    why = counted.diagnosis or f"{SIGNALS[name].missing} in {design.record_count} record(s)."
+    return replace(
+        result,
+        signal=name,
+        signal_records=counted.records,
+        diagnosis=why if not counted.records else "",
+    )

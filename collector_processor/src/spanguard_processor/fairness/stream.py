@@ -22,6 +22,7 @@ detected here (that would keep every id).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -31,7 +32,13 @@ from spanguard.exceptions import InputError
 
 from .design.suite import Suite
 from .metrics import MetricDefinition, get_metric
-from .metrics.diagnosis import SIGNALS
+from .metrics.diagnosis import (
+    SIGNALS,
+    diagnosis_text,
+    from_spans,
+    ungrouped_documents,
+    unread_notes,
+)
 from .records import Observation
 from .stats.sufficient import (
     CellStats,
@@ -102,11 +109,17 @@ class TableBuilder:
         self._batch = batch
         self._variants = {v.id: v for v in suite.variants}
         self._assigned: dict[str, dict[str, str]] = {}
-        self._metrics = [_metric(mc.type, dict(mc.options)) for mc in suite.metrics]
+        self._metrics = [
+            _metric(mc.type, dict(mc.options), suite.source, f"metrics[{i}].type")
+            for i, mc in enumerate(suite.metrics)
+        ]
         self._observed: dict[tuple[str, str], int] = {}
         self._pending: list[Observation] = []
         self.unmatched = 0
         self.traceless = 0
+        self._from_spans = 0
+        self._ungrouped = 0
+        self._unread: Counter[tuple[str, str]] = Counter()
         self.assigned = False  # an unmatched record assigns a group (pipeline's error hint)
 
     def add(self, observations: Iterable[Observation]) -> None:
@@ -134,6 +147,9 @@ class TableBuilder:
         for key in keys:
             self._observed[key] = self._observed.get(key, 0) + 1
         self.traceless += sum(1 for o in batch if o.trace is None)
+        self._from_spans += from_spans(batch)
+        self._ungrouped += ungrouped_documents(batch)
+        self._unread.update(unread_notes(batch))
         for m in self._metrics:
             _reduce_batch(m, batch, keys)
 
@@ -158,12 +174,22 @@ class TableBuilder:
             evidence=tuple(evidence),
             observed=tuple(ObservedCell(s, g, n) for (s, g), n in sorted(self._observed.items())),
             columns=tuple(columns),
-            signals=tuple(
-                SignalRecords(m.name, m.carrying) for m in self._metrics if m.definition.signal
-            ),
+            signals=tuple(self._signal(m) for m in self._metrics if m.definition.signal in SIGNALS),
             unmatched=self.unmatched,
             traceless=self.traceless,
         )
+
+    def _signal(self, m: _Metric) -> SignalRecords:
+        if m.carrying:
+            return SignalRecords(m.name, m.carrying)
+        why = diagnosis_text(
+            m.definition.signal,
+            sum(self._observed.values()),
+            self._unread,
+            lambda: self._from_spans,
+            lambda: self._ungrouped,
+        )
+        return SignalRecords(m.name, 0, why)
 
 
 def reduce_observations(
@@ -175,16 +201,17 @@ def reduce_observations(
     return builder.table()
 
 
-def _metric(kind: str, options: dict[str, object]) -> _Metric:
+def _metric(kind: str, options: dict[str, object], source: str, where: str) -> _Metric:
     definition = get_metric(kind)
     if definition is None:
-        raise InputError(f"unknown metric type '{kind}'.", field="type")
+        raise InputError(f"unknown metric type '{kind}'.", file=source, field=where)
     if definition.kind != Kind.GAP:
         raise InputError(
             f"the metric '{kind}' compares records with each other (texts, or fairtrace's "
             "legacy formula): it cannot be reduced as records stream; evaluate without "
             "streaming.",
-            field="type",
+            file=source,
+            field=where,
         )
     return _Metric(definition.name, definition, options)
 
@@ -246,13 +273,11 @@ def _rows(
     for column, label in enumerate(labels):
         by_seed: dict[str, list[float]] = {}
         for (seed, group), cell in sorted(m.cells.items()):
-            total = cell.sums[label].value() if label in cell.sums else 0.0
+            exact = cell.sums.get(label, ExactSum())
             square = cell.squares[label].value() if label in cell.squares else 0.0
-            cells.append(
-                CellStats(
-                    m.name, column, seed, group, cell.count, total, square, len(cell.variants)
-                )
-            )
+            total = exact.value()
+            row = (cell.count, total, square, len(cell.variants), (exact.num, exact.shift))
+            cells.append(CellStats(m.name, column, seed, group, *row))
             by_seed.setdefault(seed, []).append(total / cell.count)
         for seed, means in sorted(by_seed.items()):
             if len(means) >= 2:

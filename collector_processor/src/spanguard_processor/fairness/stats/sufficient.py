@@ -63,6 +63,9 @@ class CellStats:
     total: float  # sum of their values
     total_sq: float  # sum of their squared values
     variants: int  # distinct variant ids among them
+    # ``total`` exactly, as (n, k): the integer n over 2**k (None: the map did not keep it);
+    # pooled group means are then exact, as the records path computes them
+    exact_total: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,7 @@ class SignalRecords:
 
     metric: str
     records: int
+    diagnosis: str = ""  # with no record carrying it: what was seen that might hold it
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,11 @@ def _table(
     for name, by_cell in zip(names, accs, strict=True):
         by_seed: dict[str, list[float]] = {}
         for (seed, group), a in sorted(by_cell.items()):
-            cells.append(CellStats(name, 0, seed, group, a.count, a.total, a.total_sq, a.variants))
+            # every value is a count or flag: the sum is an integer, exact as (n, 0)
+            exact = (int(a.total), 0)
+            cells.append(
+                CellStats(name, 0, seed, group, a.count, a.total, a.total_sq, a.variants, exact)
+            )
             by_seed.setdefault(seed, []).append(a.total / a.count)
             if a.first is not None:
                 evidence.append(EvidencePointer(name, seed, group, *a.first))
