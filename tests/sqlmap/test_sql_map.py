@@ -466,3 +466,20 @@ def test_fairness_through_source_feeds_the_gate_the_engines_table(
     )
     fallback = CliRunner().invoke(cli, ["fairness", str(suite_path), *source, "--stream"])
     assert "refusal_gap not reduced in SQL" in fallback.output, fallback.output
+
+
+def test_a_parquet_url_sets_duckdbs_threads_and_memory_limit(
+    demo: list[SpanRecord], tmp_path: Path
+) -> None:
+    (tmp_path / "p").mkdir()
+    write_parquet(demo[:5], tmp_path / "p" / "a.parquet")
+    url = f"parquet://{tmp_path / 'p'}?threads=1&memory_limit=300MB"
+    engine = open_engine(parse_source(url))
+    rows = engine.run(
+        "SELECT current_setting('threads') AS t, current_setting('memory_limit') AS m"
+    )
+    assert rows[0]["t"] == 1 and rows[0]["m"].startswith("286.1 MiB"), rows
+    with pytest.raises(InputError, match="threads=N and memory_limit=SIZE"):
+        parse_source(f"parquet://{tmp_path / 'p'}?threads=two")
+    with pytest.raises(InputError, match="threads=N and memory_limit=SIZE"):
+        parse_source(f"parquet://{tmp_path / 'p'}?memory_limit=1GB;DROP")

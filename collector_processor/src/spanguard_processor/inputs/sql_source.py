@@ -12,6 +12,7 @@ converted by the one conversion. DuckDB, pyarrow and clickhouse-connect come wit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -58,6 +59,7 @@ class SqlSource:
     password: str | None = None
     secure: bool = False
     paths: tuple[Path, ...] = ()
+    settings: tuple[tuple[str, str], ...] = ()  # DuckDB's threads / memory_limit from the URL
 
     @property
     def table(self) -> str:
@@ -74,7 +76,7 @@ def parse_source(text: str) -> SqlSource:
         missing = [p for p in files if not p.is_file()]
         if missing or not files:
             raise InputError("no Parquet file there.", file=str(missing[0] if missing else path))
-        return SqlSource("parquet", shown, paths=files)
+        return SqlSource("parquet", shown, paths=files, settings=_duckdb_settings(parts.query))
     if parts.scheme not in ("clickhouse", "clickhouses"):
         raise InputError(f"source {shown!r} is neither clickhouse://HOST/DB nor parquet://PATH.")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
@@ -99,6 +101,27 @@ def parse_source(text: str) -> SqlSource:
         password=unquote(parts.password) if parts.password else None,
         secure=parts.scheme == "clickhouses" or query.get("secure") == "true",
     )
+
+
+_SETTINGS = {
+    "threads": re.compile(r"[1-9][0-9]{0,3}"),
+    "memory_limit": re.compile(r"[0-9]+(\.[0-9]+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)"),
+}
+
+
+def _duckdb_settings(query: str) -> tuple[tuple[str, str], ...]:
+    """``?threads=N&memory_limit=800MB`` of a ``parquet://`` URL: DuckDB's own settings."""
+    out = []
+    for key, values in sorted(parse_qs(query).items()):
+        value = values[-1]
+        pattern = _SETTINGS.get(key)
+        if pattern is None or not pattern.fullmatch(value):
+            raise InputError(
+                f"source parquet://…?{key}={value}: the URL takes threads=N and "
+                "memory_limit=SIZE (e.g. 800MB) only."
+            )
+        out.append((key, value))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +149,8 @@ def _duckdb(source: SqlSource) -> Engine:
     con = duckdb.connect()
     # every query orders its result: the scan need not keep the files' row order
     con.execute("SET preserve_insertion_order = false")
+    for key, value in source.settings:  # checked by _duckdb_settings
+        con.execute(f"SET {key} = '{value}'")
     files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in source.paths)
     table = f"read_parquet([{files}])"
 
