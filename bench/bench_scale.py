@@ -7,6 +7,9 @@ that varies with the repeat) until the store holds --spans spans; every trace re
 built once under --dir (default /work/scale, outside the repository) with the suite beside it,
 and reused. Build it niced; the 10M-span store (~7.5 GB) takes a while.
 
+``fairness --stream`` (the records reduced to the sufficient table as they are read) runs
+beside ``fairness``; its verdicts and figures are compared with the records path's report.
+
 Each command runs as a child process (``python -m spanguard_processor``), measured as
 ``/usr/bin/time -v`` does: wall time, CPU time and the child's peak RSS (``os.wait4``).
 With ``--baseline SRC`` (the ``collector_processor/src`` folder of another checkout, e.g.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import os
 import subprocess
 import sys
@@ -184,7 +188,41 @@ def _commands(store: Path, suite: Path, out: Path) -> dict[str, list[str]]:
             "--format",
             "json",
         ],
+        "fairness --stream": [
+            "fairness",
+            str(suite),
+            str(store),
+            "--stream",
+            "-o",
+            str(out / "report-stream"),
+            "--format",
+            "json",
+        ],
     }
+
+
+def compare_stream(streamed: Path, records: Path) -> None:
+    """A --stream report against a records-path report of the same store: verdicts, and the
+    largest relative difference of the figures both hold (per-record values and evidence are
+    the records path's only)."""
+    a = json.loads(records.read_text(encoding="utf-8"))["metric_results"]
+    b = json.loads(streamed.read_text(encoding="utf-8"))["metric_results"]
+    verdicts = [(r["metric"], r["verdict"]) for r in a]
+    same = verdicts == [(r["metric"], r["verdict"]) for r in b]
+    worst = 0.0
+    for ra, rb in zip(a, b, strict=True):
+        for key in ("score", "p_value", "p_value_holm", "minimum_detectable_effect"):
+            x, y = ra.get(key), rb.get(key)
+            if isinstance(x, float) and isinstance(y, float) and x != y:
+                worst = max(worst, abs(x - y) / max(abs(x), abs(y)))
+        shown = ra.get("confidence_interval") or (), rb.get("confidence_interval") or ()
+        for x, y in zip(*shown, strict=False):
+            if x != y:
+                worst = max(worst, abs(x - y) / max(abs(x), abs(y)))
+    print(
+        f"--stream against {records}: verdicts {'identical' if same else 'DIFFERENT'} "
+        f"{verdicts}; largest relative difference of score, p, MDE, interval: {worst:.1e}"
+    )
 
 
 def main() -> None:
@@ -194,12 +232,17 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/work/scale"))
     parser.add_argument("--quick", action="store_true", help="100k spans")
     parser.add_argument("--baseline", type=Path, help="another checkout's collector_processor/src")
-    parser.add_argument("--only", choices=("traces export", "fairness"), help="run one command")
+    parser.add_argument(
+        "--only",
+        choices=("traces export", "fairness", "fairness --stream"),
+        help="run one command",
+    )
+    parser.add_argument("--store", type=Path, help="an existing store (else built under --dir)")
     parser.add_argument("--build-only", action="store_true", help="build the store, run nothing")
     args = parser.parse_args()
     spans = 100_000 if args.quick else args.spans
     args.dir.mkdir(parents=True, exist_ok=True)
-    store = args.dir / f"store-{spans}-{args.seeds}-timed.db"
+    store = args.store or args.dir / f"store-{spans}-{args.seeds}-timed.db"
     suite = args.dir / f"suite-{args.seeds}.yaml"
     if not suite.exists():
         write_suite(suite, args.seeds)
@@ -227,6 +270,15 @@ def main() -> None:
             if (this / name).exists() and (base / name).exists():
                 same = filecmp.cmp(this / name, base / name, shallow=False)
                 print(f"{name}: {'byte-identical' if same else 'DIFFERENT'} to the baseline's")
+    for name, _ in runs:
+        out = args.dir / f"out-{spans}-{name}"
+        streamed = out / "report-stream" / "report.json"
+        for records in (
+            out / "report" / "report.json",
+            args.dir / f"out-{spans}-baseline/report/report.json",
+        ):
+            if streamed.exists() and records.exists():
+                compare_stream(streamed, records)
 
 
 if __name__ == "__main__":

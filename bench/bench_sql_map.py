@@ -17,7 +17,11 @@ other, an escalation), written by DuckDB straight into Parquet with the exporter
   scaled linearly to N.
 
 Usage: ``nice -n 10 python bench/bench_sql_map.py --spans 10000000`` (``--quick``: 200,000;
-``--parquet FILE``: generate the spans into FILE once and reuse them on the next runs).
+``--parquet FILE``: generate the spans into FILE once and reuse them on the next runs;
+``--seeds N``: N seeds, each (seed, group) variant repeated as the traffic grows, instead of a
+seed per 4 traces; ``--duckdb-threads``, ``--duckdb-memory``: DuckDB's settings; ``--stage``
+runs one stage alone). Each stage reports its wall and CPU seconds: on a loaded machine the
+CPU seconds are the comparable figure.
 """
 
 from __future__ import annotations
@@ -54,8 +58,8 @@ SELECT
     MAP {{'service.name': 'support-agent'}} AS ResourceAttributes,
     '' AS ScopeName, '' AS ScopeVersion,
     CASE k
-      WHEN 0 THEN MAP {{'spanguard.request.id': 'v' || t, 'spanguard.seed_id': 's' || (t // 4),
-        'spanguard.variant_id': 'v' || t,
+      WHEN 0 THEN MAP {{'spanguard.request.id': 'v' || t, 'spanguard.seed_id': 's' || seed,
+        'spanguard.variant_id': 'v' || (seed * 4 + t % 4),{repeat}
         'spanguard.assignment.gender': CASE WHEN t % 2 = 0 THEN 'female' ELSE 'male' END,
         'spanguard.assignment.age': CASE WHEN (t // 2) % 2 = 0 THEN '30' ELSE '60' END,
         'input.value': 'Where is my order ' || t || '?', 'output.value': 'It shipped.',
@@ -88,7 +92,7 @@ SELECT
     []::VARCHAR[] AS "Links.TraceId", []::VARCHAR[] AS "Links.SpanId",
     []::VARCHAR[] AS "Links.TraceState", []::MAP(VARCHAR, VARCHAR)[] AS "Links.Attributes"
 FROM (
-    SELECT range AS i, range // 5 AS t, range % 5 AS k,
+    SELECT range AS i, range // 5 AS t, range % 5 AS k, (range // 5 // 4){seeds} AS seed,
         1700000000000000000 + (range // 5) * 1000000 + (range % 5) * 1000 AS s,
         hash(range // 5) % 10 < CASE WHEN (range // 5) % 2 = 0 THEN 2 ELSE 1 END AS esc
     FROM range({spans})
@@ -96,22 +100,43 @@ FROM (
 """
 
 
+def generate_sql(spans: int, path: Path, seeds: int | None) -> str:
+    """The COPY writing ``spans`` spans into ``path``: one seed per 4 traces (each of its 4
+    groups once), or with ``seeds`` that many seeds, each group's variant repeated
+    (``spanguard.repeat``) as the traffic grows."""
+    if seeds is None:
+        return GENERATE.format(spans=spans, path=path, seeds="", repeat="")
+    repeat = f"\n        'spanguard.repeat': CAST(t // {4 * seeds} AS VARCHAR),"
+    return GENERATE.format(spans=spans, path=path, seeds=f" % {seeds}", repeat=repeat)
+
+
+#: DuckDB's threads and memory limit in the bench (--duckdb-threads, --duckdb-memory)
+DUCKDB: list[Any] = [2, "700MB"]
+
+
+def _cpu() -> float:
+    """This process's CPU seconds so far (all its threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _stage_duckdb(path: Path) -> dict[str, Any]:
+def _stage_duckdb(path: Path, threads: int, memory: str) -> dict[str, Any]:
     from spanguard_processor.fairness.stats.sufficient_sql import cells_sql, read_cells
     from spanguard_processor.inputs.sql_source import open_engine, parse_source
 
     engine = open_engine(parse_source(f"parquet://{path}"))
-    engine.run("SET memory_limit = '700MB'; SET threads = 2")
-    start = time.perf_counter()
+    engine.run(f"SET memory_limit = '{memory}'; SET threads = {threads}")
+    start, cpu = time.perf_counter(), _cpu()
     table, left = read_cells(
         engine.fetch, cells_sql("duckdb", engine.source, METRICS, since=None, until=None), METRICS
     )
     return {
         "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu() - cpu,
         "cells": len(table.cells),
         "left": left,
         "escalation": _rates(table),
@@ -135,19 +160,21 @@ def _stage_chdb(path: Path, work: Path) -> dict[str, Any]:
     def run(sql: str) -> dict[str, list[Any]]:
         limited = sql.rstrip() + (
             ", max_threads = 2, max_memory_usage = 900000000,"
-            " max_bytes_before_external_sort = 200000000,"
-            " max_bytes_before_external_group_by = 200000000,"
-            " join_algorithm = 'partial_merge', max_bytes_in_join = 100000000"
+            " max_bytes_before_external_sort = 100000000,"
+            " max_bytes_before_external_group_by = 100000000,"
+            " aggregation_memory_efficient_merge_threads = 1,"
+            " join_algorithm = 'partial_merge', max_bytes_in_join = 50000000"
         )
         table = session.query(limited, "ArrowTable")
         return {name: table.column(name).to_pylist() for name in table.column_names}
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     table, left = read_cells(
         run, cells_sql("clickhouse", "otel.otel_traces", METRICS, since=None, until=None), METRICS
     )
     return {
         "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu() - cpu,
         "load_seconds": load,
         "cells": len(table.cells),
         "left": left,
@@ -184,7 +211,7 @@ def _stage_python(path: Path, spans: int) -> dict[str, Any]:
     )
     names = [d[0] for d in cursor.description]
     records = [typed_span(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     observations = observations_of(traces_from_records(records))
     cells = 0
     for name in METRICS:
@@ -201,12 +228,17 @@ def _stage_python(path: Path, spans: int) -> dict[str, Any]:
                 values.valid,
             ).cells
         )
-    return {"seconds": time.perf_counter() - start, "traces": len(observations), "cells": cells}
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": _cpu() - cpu,
+        "traces": len(observations),
+        "cells": cells,
+    }
 
 
 def _child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]:
     if stage == "duckdb":
-        result = _stage_duckdb(path)
+        result = _stage_duckdb(path, DUCKDB[0], DUCKDB[1])
     elif stage == "chdb":
         result = _stage_chdb(path, work)
     else:
@@ -230,6 +262,10 @@ def _run_child(stage: str, path: Path, work: Path, spans: int) -> dict[str, Any]
             str(work),
             "--spans",
             str(spans),
+            "--duckdb-threads",
+            str(DUCKDB[0]),
+            "--duckdb-memory",
+            str(DUCKDB[1]),
         ],
         check=False,
         capture_output=True,
@@ -247,8 +283,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200,000 spans, 20,000 in Python")
     parser.add_argument("--stage", choices=("duckdb", "chdb", "python"))
     parser.add_argument("--parquet", type=Path)
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        help="generate this many seeds (each group's variant repeated as the traffic grows; "
+        "default: one seed per 4 traces)",
+    )
     parser.add_argument("--work", type=Path)
+    parser.add_argument("--duckdb-threads", type=int, default=2)
+    parser.add_argument("--duckdb-memory", default="700MB")
     args = parser.parse_args()
+    DUCKDB[:] = [args.duckdb_threads, args.duckdb_memory]
     if args.stage:
         print(json.dumps(_child(args.stage, args.parquet, args.work, args.spans)))
         return
@@ -260,7 +305,7 @@ def main() -> None:
         path = args.parquet or work / "spans.parquet"
         start = time.perf_counter()
         if not (args.parquet and args.parquet.exists()):  # --parquet: made once, kept
-            duckdb.execute(GENERATE.format(spans=spans, path=path))
+            duckdb.execute(generate_sql(spans, path, args.seeds))
         made = time.perf_counter() - start
         results = {
             name: _run_child(name, path, work, n)

@@ -19,10 +19,14 @@ from click.testing import CliRunner
 
 from spanguard.exceptions import InputError
 from spanguard_processor.cli import cli
+from spanguard_processor.fairness.design.suite import parse_suite
+from spanguard_processor.fairness.evaluate_table import evaluate_sufficient
 from spanguard_processor.fairness.metrics.registry import get_metric
 from spanguard_processor.fairness.records import observations_of
 from spanguard_processor.fairness.stats.sufficient import reduce_values
 from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_sql, read_cells
+from spanguard_processor.fairness.stats.table_sql import suite_table, suite_table_sql
+from spanguard_processor.fairness.stream import reduce_observations
 from spanguard_processor.ingest.spans import SpanEvent, SpanRecord
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.inputs.sql_load import load_clickhouse, spans_of, write_parquet
@@ -37,7 +41,7 @@ from spanguard_processor.inputs.sql_source import (
 )
 from spanguard_processor.traces.convert import traces_from_records
 from spanguard_processor.traces.model import AgentTrace
-from spanguard_processor.traces.sqlmap import MAPPED_FIELDS
+from spanguard_processor.traces.sqlmap import MAPPED_FIELDS, map_sql
 
 from .traffic import demo_spans, span_fixtures, variants
 
@@ -363,3 +367,123 @@ def test_the_loaders_table_has_the_exporters_columns(session: Any) -> None:
 
     assert "SpanAttributes" in columns("ours")
     assert columns("ours") == columns("exporters")
+
+
+def _redelivered_cases() -> list[SpanRecord]:
+    """A trace whose root and plan span were delivered twice (a Collector retry): the Python
+    conversion counts a re-delivered span once (``traces_from_records``); the SQL map must not
+    see two roots, two plans or a doubled tool call. A second trace is delivered once."""
+
+    def span(trace: str, ident: str, parent: str, start: int, *events: Any, **attrs: Any) -> Any:
+        return SpanRecord(
+            trace * 32, ident * 16, parent, "s" + ident, start, start + 50, attrs, events
+        )
+
+    plan = (
+        SpanEvent("spanguard.plan_step", 110, {"spanguard.plan.step": "look"}),
+        SpanEvent("spanguard.escalation", 120, {"spanguard.escalation.reason": "human"}),
+    )
+    root = {"spanguard.request.id": "r-1", "spanguard.seed_id": "s1", "output.value": "ok"}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+    once = [
+        span("a", "1", "", 100, **root),
+        span("a", "2", "1" * 16, 105, *plan, **{"spanguard.plan.name": "p"}),
+        span("a", "3", "1" * 16, 107, **tool),
+    ]
+    other = span("b", "4", "", 300, **{"spanguard.request.id": "r-2", "output.value": "no"})
+    return [*once, once[0], once[1], once[2], other]
+
+
+def test_a_redelivered_span_counts_once_in_sql_as_in_python(session: Any, tmp_path: Path) -> None:
+    spans = _redelivered_cases()
+    expected = traces_from_records(spans)
+    first = next(t for t in expected if t.trace_id == "a" * 32)
+    assert first.trace.plan_steps == ("look",) and len(first.trace.tool_calls) == 1
+    for read in (
+        read_source(_chdb(session, spans, "redelivered")),
+        read_source(_duckdb(spans, tmp_path / "parquet")),
+    ):
+        _same(read, expected)
+
+
+def test_a_root_without_metadata_maps_to_an_empty_object_not_null(
+    session: Any, tmp_path: Path
+) -> None:
+    spans = _rule_cases()
+    expected = {t.trace_id: t.metadata for t in traces_from_records(spans)}
+    assert set(map(len, expected.values())) == {0}
+    for engine in (_chdb(session, spans, "nometa"), _duckdb(spans, tmp_path / "parquet")):
+        rows = engine.run(map_sql(engine.dialect, engine.source))
+        assert {r["trace_id"]: json.loads(r["metadata"]) for r in rows} == expected
+        assert all(r["metadata"] == "{}" for r in rows)
+
+
+def test_the_engine_fills_the_suites_table_as_the_stream_does_and_the_gate_agrees(
+    demo: list[SpanRecord], session: Any, tmp_path: Path
+) -> None:
+    """The suite-matched table the engine fills (``table_sql``) equals the one
+    ``stream.reduce_observations`` makes of the Python path's records, row for row, on both
+    engines; so the gate fed by either gives the same metric results."""
+    metrics = [{"type": n} for n in SQL_VALUES]
+    suite = parse_suite({"dataset": {"variants": variants()[4:]}, "metrics": metrics})
+    python = reduce_observations(suite, observations_of(traces_from_records(demo)))
+    assert python.unmatched == 4 and python.signals and any(c.total for c in python.cells)
+    want = evaluate_sufficient(python, suite, generated_at="t")
+    for engine in (_chdb(session, demo, "suite"), _duckdb(demo, tmp_path / "parquet")):
+        sql = suite_table_sql(
+            engine.dialect, engine.source, list(SQL_VALUES), since=None, until=None
+        )
+        got = suite_table(engine.fetch, sql, suite)
+        assert got.left == 0 and got.table == python
+        assert repr(evaluate_sufficient(got.table, suite, generated_at="t")) == repr(want)
+
+
+def test_fairness_through_source_feeds_the_gate_the_engines_table(
+    demo: list[SpanRecord], tmp_path: Path
+) -> None:
+    """``--source --stream`` with every metric of the suite reduced in SQL evaluates the
+    engine's table (a note says so): the same metric_results as ``--stream`` over the JSONL of
+    the Python path's traces; a suite with a metric SQL does not reduce streams the agent
+    traces instead, with a note."""
+    metrics = [{"type": n} for n in SQL_VALUES]
+    suite_path = tmp_path / "suite.json"
+    suite_path.write_text(json.dumps({"dataset": {"variants": variants()}, "metrics": metrics}))
+    traces = tmp_path / "traces.jsonl"
+    lines = [json.dumps(t.to_dict()) for t in traces_from_records(demo)]
+    traces.write_text("\n".join(lines) + "\n", "utf-8")
+    (tmp_path / "parquet").mkdir()
+    write_parquet(demo, tmp_path / "parquet" / "spans.parquet")
+    source = ["--source", f"parquet://{tmp_path / 'parquet'}"]
+    runs = {}
+    for name, where in (("files", [str(traces)]), ("sql", source)):
+        result = CliRunner().invoke(
+            cli,
+            ["fairness", str(suite_path), *where, "--stream", *_FAST, "-o", str(tmp_path / name)],
+        )
+        assert result.exit_code in (0, 1), result.output
+        runs[name] = (result.exit_code, _metric_results(tmp_path / name), result.output)
+    assert "reduced in duckdb to the gate's table" in runs["sql"][2]
+    assert runs["sql"][:2] == runs["files"][:2]
+    assert len(runs["sql"][1]) == len(SQL_VALUES)
+    suite_path.write_text(
+        json.dumps({"dataset": {"variants": variants()}, "metrics": [*metrics, _METRICS[2]]})
+    )
+    fallback = CliRunner().invoke(cli, ["fairness", str(suite_path), *source, "--stream"])
+    assert "refusal_gap not reduced in SQL" in fallback.output, fallback.output
+
+
+def test_a_parquet_url_sets_duckdbs_threads_and_memory_limit(
+    demo: list[SpanRecord], tmp_path: Path
+) -> None:
+    (tmp_path / "p").mkdir()
+    write_parquet(demo[:5], tmp_path / "p" / "a.parquet")
+    url = f"parquet://{tmp_path / 'p'}?threads=1&memory_limit=300MB"
+    engine = open_engine(parse_source(url))
+    rows = engine.run(
+        "SELECT current_setting('threads') AS t, current_setting('memory_limit') AS m"
+    )
+    assert rows[0]["t"] == 1 and rows[0]["m"].startswith("286.1 MiB"), rows
+    with pytest.raises(InputError, match="threads=N and memory_limit=SIZE"):
+        parse_source(f"parquet://{tmp_path / 'p'}?threads=two")
+    with pytest.raises(InputError, match="threads=N and memory_limit=SIZE"):
+        parse_source(f"parquet://{tmp_path / 'p'}?memory_limit=1GB;DROP")

@@ -19,6 +19,7 @@ __all__ = [
     "check_source_usage",
     "read_source_traces",
     "recorded_traces",
+    "source_evaluation",
     "source_options",
 ]
 
@@ -94,6 +95,70 @@ def check_source_usage(
         raise click.UsageError(f"give {inputs_name} or --source, not both.")
 
 
+def _engine(source: str, since: datetime | None, until: datetime | None) -> tuple[Any, Any]:
+    """The parsed ``--source`` and its engine (usage errors: exit 2)."""
+    from ..inputs.sql_source import open_engine, parse_source
+
+    spec = parse_source(source)
+    _check_installed(spec.kind)
+    if spec.kind == "clickhouse" and (since is None or until is None):
+        raise click.UsageError(
+            "--source clickhouse:// needs --since and --until (the exporter's tables are "
+            "ordered by time: a read without a window scans every partition)."
+        )
+    return spec, open_engine(spec)
+
+
+def source_evaluation(
+    suite: Any,
+    inputs: tuple[Any, ...],
+    options: tuple[Any, Any, Any, bool],
+    config: Any,
+    stream: bool,
+) -> tuple[Any, int, int] | None:
+    """With ``--source`` and ``--stream`` (``options``: source, since, until, explain) and a
+    suite whose every metric the engine reduces (``stats.sufficient_sql.SQL_VALUES``): the
+    gate's evaluation of the table the engine fills (``stats.table_sql``), no agent trace built
+    in Python, with the records matching no variant and the variants without a record. None
+    otherwise (the agent traces are read instead; a note says why)."""
+    source, since, until, explain = options
+    if source is None or inputs or explain or not stream:
+        return None
+    from ..fairness.stats.sufficient_sql import SQL_VALUES
+    from ..inputs.sql_source import check_columns, fetch_columns, window_ns
+
+    spec, engine = _engine(source, since, until)
+    check_columns(engine)  # a table that is not the exporter's: one error, before any note
+    names = [mc.type for mc in suite.metrics]
+    other = sorted({n for n in names if n not in SQL_VALUES})
+    if other:
+        click.echo(
+            f"note: {', '.join(other)} not reduced in SQL: the agent traces are mapped and "
+            "evaluated in Python.",
+            err=True,
+        )
+        return None
+    from ..fairness.evaluate_table import evaluate_sufficient
+    from ..fairness.records import group_label
+    from ..fairness.stats.table_sql import suite_table, suite_table_sql
+
+    start, end = window_ns(since), window_ns(until)
+    sql = suite_table_sql(engine.dialect, engine.source, names, since=start, until=end)
+    got = suite_table(lambda text: fetch_columns(engine, text), sql, suite)
+    if got.table is None:
+        click.echo(f"note: {got.reason}: the agent traces are read instead.", err=True)
+        return None
+    table = got.table
+    click.echo(
+        f"note: {sum(c.records for c in table.observed)} record(s) from {spec.text} reduced "
+        f"in {engine.dialect} to the gate's table ({len(table.cells)} cells).",
+        err=True,
+    )
+    seen = {(c.seed_id, c.group) for c in table.observed}
+    missing = sum(1 for v in suite.variants if (v.seed_id, group_label(v.assignments)) not in seen)
+    return evaluate_sufficient(table, suite, config), table.unmatched, missing
+
+
 def read_source_traces(
     inputs: tuple[Any, ...],
     source: str | None,
@@ -110,18 +175,10 @@ def read_source_traces(
     check_source_usage(inputs, source, bool(since or until or explain), inputs_name)
     if source is None:
         return None
-    from ..inputs.sql_source import open_engine, parse_source, read_source
+    from ..inputs.sql_source import read_source
 
-    spec = parse_source(source)
-    _check_installed(spec.kind)
-    if spec.kind == "clickhouse" and (since is None or until is None):
-        raise click.UsageError(
-            "--source clickhouse:// needs --since and --until (the exporter's tables are "
-            "ordered by time: a read without a window scans every partition)."
-        )
-    read = read_source(
-        open_engine(spec), since=since, until=until, explain_only=explain, outcomes=outcomes
-    )
+    spec, engine = _engine(source, since, until)
+    read = read_source(engine, since=since, until=until, explain_only=explain, outcomes=outcomes)
     if explain:
         click.echo(read.sql, nl=False)
         raise SystemExit(0)

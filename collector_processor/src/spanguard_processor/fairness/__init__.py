@@ -1,7 +1,9 @@
 """Counterfactual fairness evaluation: suites, metrics, paired statistics, gate and reports.
 
 Library first: :func:`load_suite` → observations (:func:`read_observations`, or
-:func:`observation_from_trace`) → :func:`evaluate` → reports (:func:`write_reports`).
+:func:`observation_from_trace`) → :func:`evaluate` → reports (:func:`write_reports`). From a
+sufficient-statistics table instead of records (an engine's, or observations reduced as they
+stream: :mod:`.stream`): :func:`evaluate_sufficient`.
 
 The subpackages follow the data path: :mod:`.design` (the suite, its variants and its power
 before any app call) → :mod:`.run` (the app over the variants, in-process) → :mod:`.records`
@@ -25,6 +27,7 @@ from .design.suite import (
     suite_variants,
 )
 from .evaluate import evaluate
+from .evaluate_table import evaluate_sufficient
 from .gate.config import GATE_MODES, GateConfig
 from .gate.results import Evaluation, GroupStat, MetricResult, Verdict
 from .metrics import MetricDefinition, register_metric, register_record_metric
@@ -44,6 +47,7 @@ __all__ = [
     "Variant",
     "Verdict",
     "evaluate",
+    "evaluate_sufficient",
     "load_suite",
     "observation_from_record",
     "observation_from_trace",

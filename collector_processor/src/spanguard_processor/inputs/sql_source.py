@@ -12,6 +12,7 @@ converted by the one conversion. DuckDB, pyarrow and clickhouse-connect come wit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +30,17 @@ from ..traces.sqlmap import agent_trace, map_sql, spans_sql, typed_span
 from .sql_outcome import outcome_sql, with_outcomes
 from .sql_schema import EVENT_COLUMNS, TRACE_COLUMNS
 
-__all__ = ["Engine", "SourceRead", "SqlSource", "open_engine", "parse_source", "read_source"]
+__all__ = [
+    "Engine",
+    "SourceRead",
+    "SqlSource",
+    "check_columns",
+    "fetch_columns",
+    "open_engine",
+    "parse_source",
+    "read_source",
+    "window_ns",
+]
 
 _CHUNK = 500
 
@@ -49,6 +60,7 @@ class SqlSource:
     password: str | None = None
     secure: bool = False
     paths: tuple[Path, ...] = ()
+    settings: tuple[tuple[str, str], ...] = ()  # DuckDB's threads / memory_limit from the URL
 
     @property
     def table(self) -> str:
@@ -65,7 +77,7 @@ def parse_source(text: str) -> SqlSource:
         missing = [p for p in files if not p.is_file()]
         if missing or not files:
             raise InputError("no Parquet file there.", file=str(missing[0] if missing else path))
-        return SqlSource("parquet", shown, paths=files)
+        return SqlSource("parquet", shown, paths=files, settings=_duckdb_settings(parts.query))
     if parts.scheme not in ("clickhouse", "clickhouses"):
         raise InputError(f"source {shown!r} is neither clickhouse://HOST/DB nor parquet://PATH.")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
@@ -92,6 +104,27 @@ def parse_source(text: str) -> SqlSource:
     )
 
 
+_SETTINGS = {
+    "threads": re.compile(r"[1-9][0-9]{0,3}"),
+    "memory_limit": re.compile(r"[0-9]+(\.[0-9]+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)"),
+}
+
+
+def _duckdb_settings(query: str) -> tuple[tuple[str, str], ...]:
+    """``?threads=N&memory_limit=800MB`` of a ``parquet://`` URL: DuckDB's own settings."""
+    out = []
+    for key, values in sorted(parse_qs(query).items()):
+        value = values[-1]
+        pattern = _SETTINGS.get(key)
+        if pattern is None or not pattern.fullmatch(value):
+            raise InputError(
+                f"source parquet://…?{key}={value}: the URL takes threads=N and "
+                "memory_limit=SIZE (e.g. 800MB) only."
+            )
+        out.append((key, value))
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Engine:
     """One engine: its dialect, the table expression the map reads, and how a query runs
@@ -115,6 +148,10 @@ def _duckdb(source: SqlSource) -> Engine:
     import duckdb
 
     con = duckdb.connect()
+    # every query orders its result: the scan need not keep the files' row order
+    con.execute("SET preserve_insertion_order = false")
+    for key, value in source.settings:  # checked by _duckdb_settings
+        con.execute(f"SET {key} = '{value}'")
     files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in source.paths)
     table = f"read_parquet([{files}])"
 
@@ -184,7 +221,8 @@ class SourceRead:
     skipped: list[str] = field(default_factory=list)
 
 
-def _ns(moment: datetime | None) -> int | None:
+def window_ns(moment: datetime | None) -> int | None:
+    """``--since``/``--until`` as the map's epoch nanoseconds."""
     return None if moment is None else int(moment.timestamp() * 1_000_000) * 1000
 
 
@@ -221,7 +259,7 @@ def read_source(
     the feedback, retry marks and expectations of the traces the map finished
     (:mod:`.sql_outcome`; case mining and ``cases run`` read them, fairness does not)."""
     check_columns(engine)
-    sql = map_sql(engine.dialect, engine.source, since=_ns(since), until=_ns(until))
+    sql = map_sql(engine.dialect, engine.source, since=window_ns(since), until=window_ns(until))
     if explain_only:
         return SourceRead([], sql + (_outcome_queries(engine, since, until) if outcomes else ""))
     mapped: list[tuple[int, str, AgentTrace]] = []
@@ -229,7 +267,7 @@ def read_source(
     for row in _run(engine, sql):
         key = (int(row["root_start"]), str(row["trace_id"]))
         if int(row["python_rules"]):
-            pending.append((*key, sorted(_ids(row["trace_ids"]))))
+            pending.append((*key, sorted(set(_ids(row["trace_ids"])))))  # once per trace id
         else:
             mapped.append((*key, agent_trace(row)))
     if outcomes and mapped:
@@ -238,8 +276,8 @@ def read_source(
             engine.dialect,
             engine.source,
             [trace for *_, trace in mapped],
-            since=_ns(since),
-            until=_ns(until),
+            since=window_ns(since),
+            until=window_ns(until),
         )
         mapped = [(s, t, trace) for (s, t, _), trace in zip(mapped, finished, strict=True)]
     converted = list(_converted(engine, pending))
@@ -249,7 +287,9 @@ def read_source(
 
 def _outcome_queries(engine: Engine, since: datetime | None, until: datetime | None) -> str:
     """The queries of the outcome scan (:mod:`.sql_outcome`), for ``--explain``."""
-    scan = outcome_sql(engine.dialect, engine.source, since=_ns(since), until=_ns(until))
+    scan = outcome_sql(
+        engine.dialect, engine.source, since=window_ns(since), until=window_ns(until)
+    )
     annotations = spans_sql(engine.dialect, engine.source, [], annotations=True)
     return (
         "\n-- the outcome: feedback, retry marks, expectations, response ids\n"
@@ -264,6 +304,17 @@ def _run(engine: Engine, sql: str) -> list[dict[str, Any]]:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(
             f"the SQL map failed in {engine.dialect}: {first}", file=engine.where
+        ) from None
+
+
+def fetch_columns(engine: Engine, sql: str) -> dict[str, list[Any]]:
+    """``engine.fetch(sql)``; a failed query is an :class:`InputError` naming the engine."""
+    try:
+        return engine.fetch(sql)
+    except Exception as exc:  # each engine raises its own error types for a failed query
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"the SQL failed in {engine.dialect}: {first}", file=engine.where
         ) from None
 
 

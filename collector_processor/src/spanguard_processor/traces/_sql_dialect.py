@@ -63,9 +63,13 @@ DUCKDB = Dialect(
         "digits": lambda x: f"regexp_full_match({x}, '[0-9]+')",
         "int": lambda x: f"TRY_CAST({x} AS BIGINT)",
         "float": lambda x: f"TRY_CAST({x} AS DOUBLE)",
-        "key": lambda *xs: f"row({', '.join(xs)})",
+        # a BLOB that sorts as the tuple does (compared as bytes: cheaper than a struct)
+        "key": lambda *xs: (
+            "create_sort_key(" + ", ".join(f"{x}, 'ASC NULLS LAST'" for x in xs) + ")"
+        ),
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "ids": lambda x: f"list({x})",
+        "distinct_n": lambda x: f"length(list_distinct({x}))",
         "spans": lambda p, a, s, i, r: (
             f"list({{'p': {p}, 'a': {a}, 's': {s}, 'i': {i}, 'r': {r}}})"
         ),
@@ -82,6 +86,7 @@ DUCKDB = Dialect(
             f"unnest(generate_series(1, len(ev_n))) AS ei FROM {src}) AS u"
         ),
         "settings": lambda: "",
+        "inline": lambda: "NOT MATERIALIZED",
     },
 )
 
@@ -115,6 +120,7 @@ CLICKHOUSE = Dialect(
         "key": lambda *xs: f"tuple({', '.join(xs)})",
         "but": lambda t, cols: f"{t}.* EXCEPT ({cols})",
         "ids": lambda x: f"groupArray({x})",
+        "distinct_n": lambda x: f"length(arrayDistinct({x}))",
         "spans": lambda p, a, s, i, r: f"groupArray(tuple({p}, {a}, {s}, {i}, {r}))",
         "root": lambda sp, ids: (
             f"arraySort(arrayMap(t -> tuple(has({ids}, t.1), t.2, t.3, t.4, t.1, t.5), {sp}))[1]"
@@ -129,6 +135,7 @@ CLICKHOUSE = Dialect(
             "ARRAY JOIN ev_t AS et0, ev_n AS en, ev_a AS ea, arrayEnumerate(ev_n) AS ei"
         ),
         "settings": lambda: "SETTINGS join_use_nulls = 1",
+        "inline": lambda: "",
     },
 )
 

@@ -2,17 +2,16 @@
 -- columns: one row per agent trace. Written once; traces/sqlmap.py expands the @macros for
 -- DuckDB or ClickHouse (traces/_sql_dialect.py) and finishes each row with the Python rules
 -- (traces/convert.py and the modules it calls). Each CTE names the Python rule it copies.
-WITH raw AS (
+WITH raw AS @inline() (
     SELECT TraceId AS tid, SpanId AS sid, ParentSpanId AS pid, SpanName AS name,
            @ns(Timestamp) AS start_ns, CAST(Duration AS BIGINT) AS dur, SpanAttributes AS a,
-           '|' || @keystr(SpanAttributes) || '|' AS k,
-           "Events.Timestamp" AS ev_t, "Events.Name" AS ev_n, "Events.Attributes" AS ev_a
+           '|' || @keystr(SpanAttributes) || '|' AS k
     FROM @source()
     WHERE SpanName <> 'spanguard.annotate' AND SpanName <> 'spanguard.log' @window()
 ),
 -- identity.is_agent_span, _llm.is_llm_span, identity.tool_name (the span's role)
-roles AS (
-    SELECT tid, sid, pid, name, start_ns, start_ns + dur AS end_ns, a, k, ev_t, ev_n, ev_a,
+roles AS @inline() (
+    SELECT tid, sid, pid, name, start_ns, start_ns + dur AS end_ns, a, k,
         (@val(a; 'gen_ai.operation.name') = 'invoke_agent'
             OR @val(a; 'openinference.span.kind') = 'AGENT'
             OR @val(a; 'traceloop.span.kind') IN ('workflow', 'agent')) AS is_agent,
@@ -35,7 +34,7 @@ roles AS (
         ) AS ckey
     FROM raw
 ),
-named AS (
+named AS @inline() (
     SELECT *,
         CASE WHEN is_tool THEN COALESCE(
             @nonblank(a; 'gen_ai.tool.name'), @nonblank(a; 'tool.name'),
@@ -85,28 +84,35 @@ named AS (
         FROM (SELECT *, CASE WHEN is_mcp AND @starts(name; 'MCP send ') THEN substring(name, 10) ELSE name END AS n1 FROM roles) AS r1
     ) AS r2
 ),
+-- the per-span values without the attribute map (the CTE the next two read)
+slim AS @inline() (
+    SELECT @but(named; a, k, n1, n2) FROM named
+),
 -- identity.find_root per trace (parentless within the trace; agent spans first, then the
 -- earliest: the least @key), its first span, and (convert.traces_from_records) the
 -- conversation a trace joins when its root is a parentless model or tool call and it has no
 -- agent or spanguard request span. Aggregates, not window functions: no sort of the spans.
 turns AS (
-    SELECT tid, rkey, @field(rkey; i) AS rsid, first_sid,
+    SELECT tid, rkey, @field(rkey; i) AS rsid, first_sid, redelivered,
         CASE WHEN @field(rkey; p) = '' AND @field(rkey; r) = 1 AND agentish = 0 THEN conv0 END AS conv
     FROM (
-        -- a span is a candidate when its parent is not among the trace's span ids
-        SELECT tid, @root(spans; sids) AS rkey, agentish, conv0, first_sid
+        -- a span is a candidate when its parent is not among the trace's span ids; a span id
+        -- delivered twice (a retry) counts once in Python (convert.traces_from_records): such
+        -- a trace is left to the span conversion (redelivered = 1)
+        SELECT tid, @root(spans; sids) AS rkey, agentish, conv0, first_sid,
+            CASE WHEN length(sids) <> @distinct_n(sids) THEN 1 ELSE 0 END AS redelivered
         FROM (
             SELECT tid, @ids(sid) AS sids,
                 @spans(pid; NOT is_agent; start_ns; sid; CASE WHEN is_llm OR is_tool THEN 1 ELSE 0 END) AS spans,
                 MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) AS agentish,
                 @first(ckey; @key(start_ns; sid); ckey IS NOT NULL) AS conv0,
                 @first(sid; @key(start_ns; sid); TRUE) AS first_sid
-            FROM named GROUP BY tid
+            FROM slim GROUP BY tid
         ) AS l
     ) AS t
 ),
 tgroups AS (
-    SELECT tid AS ttid, rkey, rsid, first_sid, COALESCE(conv, tid) AS tgid FROM turns
+    SELECT tid AS ttid, rkey, rsid, first_sid, redelivered, COALESCE(conv, tid) AS tgid FROM turns
 ),
 -- the root of each (merged) agent trace: the least root of its traces
 groots AS (
@@ -114,19 +120,23 @@ groots AS (
     FROM tgroups GROUP BY tgid
 ),
 grouped AS (
-    SELECT @but(c; a, k, ev_t, ev_n, ev_a), t.tgid AS gid,
+    SELECT c.*, t.tgid AS gid,
         CASE WHEN c.tid = g.g_tid AND c.sid = g.g_sid THEN 1 ELSE 2 END AS grk,
         @key(c.start_ns; c.sid) AS pos,
-        (c.sid = t.first_sid) AS tfirst
-    FROM named AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
+        (c.sid = t.first_sid) AS tfirst, t.redelivered AS redelivered
+    FROM slim AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
 ),
 spans AS (
     SELECT *, @key(CASE WHEN grk = 1 THEN 0 ELSE 1 END; start_ns; sid) AS ipos FROM grouped
 ),
 -- the spans' events, with the agent trace they belong to
+-- (read from the source again, not from raw: a CTE read twice is materialised with its maps)
 evspans AS (
-    SELECT t.tgid AS gid, r.sid AS sid, r.ev_t AS ev_t, r.ev_n AS ev_n, r.ev_a AS ev_a
-    FROM raw AS r JOIN tgroups AS t ON t.ttid = r.tid WHERE length(r.ev_n) > 0
+    SELECT t.tgid AS gid, r.SpanId AS sid, r."Events.Timestamp" AS ev_t, r."Events.Name" AS ev_n,
+           r."Events.Attributes" AS ev_a
+    FROM @source() AS r JOIN tgroups AS t ON t.ttid = r.TraceId
+    WHERE length(r."Events.Name") > 0 AND r.SpanName <> 'spanguard.annotate'
+          AND r.SpanName <> 'spanguard.log' @window()
 ),
 -- process.process_trace and process.outcome_of: events in time order
 events AS (
@@ -141,6 +151,9 @@ process AS (
     SELECT gid,
         @list(step; eo; en = 'spanguard.plan_step' AND step IS NOT NULL) AS plan_steps,
         @list(point; eo; en = 'spanguard.friction' AND point IS NOT NULL) AS friction,
+        -- the lists' lengths, for queries that count (fairness/stats): no list is built
+        SUM(CASE WHEN en = 'spanguard.plan_step' AND step IS NOT NULL THEN 1 ELSE 0 END) AS n_plan,
+        SUM(CASE WHEN en = 'spanguard.friction' AND point IS NOT NULL THEN 1 ELSE 0 END) AS n_friction,
         MAX(CASE WHEN en = 'spanguard.escalation' THEN 1 ELSE 0 END) AS escalated,
         @first(reason; eo; en = 'spanguard.escalation' AND reason IS NOT NULL) AS escalation_reason,
         MAX(CASE WHEN @starts(en; 'spanguard.') THEN 1 ELSE 0 END) AS src_events,
@@ -161,7 +174,8 @@ traces AS (
         @first(r_input; grk; grk = 1) AS input_text,
         @first(r_output; grk; grk = 1) AS output_text,
         @first(r_cost; grk; grk = 1) AS root_cost,
-        @first(r_metadata; grk; grk = 1) AS metadata,
+        -- a root without spanguard.metadata.* has {} (as the span path's metadata), not NULL
+        COALESCE(@first(r_metadata; grk; grk = 1), '{}') AS metadata,
         @first(seed; ipos; seed IS NOT NULL) AS seed_id,
         @first(variant; ipos; variant IS NOT NULL) AS variant_id,
         @first(asg; ipos; asg IS NOT NULL) AS assignments,
@@ -172,6 +186,9 @@ traces AS (
         @list(tool; pos; tool IS NOT NULL) AS tools,
         @list(docs; pos; docs IS NOT NULL) AS documents,
         @list(llm_attrs; pos; is_llm) AS llm_calls,
+        SUM(CASE WHEN tool IS NOT NULL THEN 1 ELSE 0 END) AS n_tools,
+        SUM(CASE WHEN docs IS NOT NULL THEN 1 ELSE 0 END) AS n_documents,
+        SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) AS n_llm,
         @list(CAST(start_ns AS VARCHAR); pos; is_llm) AS llm_starts,
         @list(CAST(end_ns AS VARCHAR); pos; is_llm) AS llm_ends,
         @list(cost; pos; cost IS NOT NULL) AS costs,
@@ -181,7 +198,7 @@ traces AS (
         MAX(CASE WHEN pid = '' THEN end_ns END) AS top_end,
         MAX(src_gen_ai) AS src_gen_ai, MAX(src_oi) AS src_oi, MAX(src_traceloop) AS src_traceloop,
         MAX(src_langfuse) AS src_langfuse, MAX(src_spanguard) AS src_sg,
-        CASE WHEN MAX(py_span) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
+        CASE WHEN MAX(py_span) = 1 OR MAX(redelivered) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
                   OR SUM(CASE WHEN is_mcp THEN 1 ELSE 0 END) > 0
                   OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > COUNT(DISTINCT tool)
                   OR MAX(CASE WHEN grk = 1 AND NOT has_request THEN 1 ELSE 0 END) = 1
@@ -190,6 +207,7 @@ traces AS (
 )
 SELECT t.*,
     COALESCE(p.escalated, 0) AS escalated, p.plan_steps AS plan_steps, p.friction AS friction,
+    COALESCE(p.n_plan, 0) AS n_plan, COALESCE(p.n_friction, 0) AS n_friction,
     p.escalation_reason AS escalation_reason,
     CASE WHEN t.src_sg = 1 OR COALESCE(p.src_events, 0) = 1 THEN 1 ELSE 0 END AS src_spanguard,
     CASE WHEN t.py_trace = 1 OR COALESCE(p.py_events, 0) = 1 THEN 1 ELSE 0 END AS python_rules

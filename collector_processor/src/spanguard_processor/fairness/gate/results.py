@@ -177,6 +177,14 @@ class Evaluation:
     suite_digest: str = ""
     seeds: int = 0
     errors: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    # the records evaluated when ``observations`` does not hold them (a sufficient-statistics
+    # table: :func:`~..evaluate_table.evaluate_sufficient`); None: ``len(observations)``
+    records: int | None = None
+
+    @property
+    def record_count(self) -> int:
+        """How many records the evaluation read."""
+        return len(self.observations) if self.records is None else self.records
 
     @property
     def passed(self) -> bool:

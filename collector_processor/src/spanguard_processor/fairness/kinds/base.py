@@ -8,7 +8,7 @@ Every value here is frozen: a step returns a new one instead of filling in the l
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
@@ -24,7 +24,14 @@ from ..metrics.signals import ObservationList
 from ..records import Observation
 from ..stats import inference
 
-__all__ = ["Attributes", "Design", "KindStrategy", "Prepared", "index_labels"]
+__all__ = [
+    "Attributes",
+    "Design",
+    "KindStrategy",
+    "Prepared",
+    "attribute_levels",
+    "index_labels",
+]
 
 
 def index_labels(labels: Sequence[str]) -> tuple[list[str], NDArray[np.int64]]:
@@ -67,14 +74,15 @@ class Attributes:
     levels: NDArray[np.int64]  # (groups, attributes): each group's value index per attribute
 
 
-def _attribute_levels(
-    obs: Sequence[Observation], group_idx: NDArray[np.int64], n_groups: int
+def attribute_levels(
+    assignments: Iterable[Mapping[str, str]], group_idx: NDArray[np.int64], n_groups: int
 ) -> Attributes | None:
-    """Each group's value index per attribute, when groups combine two or more attributes."""
+    """Each group's value index per attribute, when groups combine two or more attributes
+    (``assignments``: each record's, in the order of ``group_idx``)."""
     first: dict[int, Mapping[str, str]] = {}
-    for o, g in zip(obs, group_idx.tolist(), strict=True):
+    for a, g in zip(assignments, group_idx.tolist(), strict=False):
         if g not in first:
-            first[g] = o.assignments
+            first[g] = a
             if len(first) == n_groups:
                 break
     names = sorted({k for a in first.values() for k in a})
@@ -117,7 +125,9 @@ class Design:
         plan = ExpectedVariants.build(
             expected, variant_labels, variant, seed, group_labels, group, seed_labels
         )
-        attributes = _attribute_levels(observations, group, len(group_labels))
+        attributes = attribute_levels(
+            (o.assignments for o in observations), group, len(group_labels)
+        )
         return cls(
             observations,
             variant,
@@ -129,6 +139,11 @@ class Design:
             replace(plan, attributes=None if attributes is None else attributes.levels),
             attributes,
         )
+
+    @property
+    def records(self) -> int:
+        """The run's records (every one matched to the suite, valid for a metric or not)."""
+        return len(self.observations)
 
     @property
     def n_variants(self) -> int:
@@ -186,7 +201,7 @@ class Prepared:
             "threshold": self.config.threshold,
             "direction": d.direction,
             "category": d.category,
-            "records": len(design.observations),
+            "records": design.records,
             "optional": self.config.optional,
         }
 

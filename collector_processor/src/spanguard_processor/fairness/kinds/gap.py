@@ -49,6 +49,8 @@ class GapPrepared(Prepared):
     values: MetricValues
     estimate: seeds.GapEstimate
     covered: NDArray[np.bool_]
+    # the variant units when they come from a table (:mod:`..evaluate_table`), not the records
+    units: inference.Units | None = None
 
     def widest_column(self) -> int:
         """The column whose group means spread most (the one a chart shows)."""
@@ -102,7 +104,7 @@ class GapStrategy(KindStrategy[GapPrepared]):
         p = prepared
         d = p.definition
         threshold = float(p.config.threshold)
-        units = design.units(p.values)
+        units = p.units if p.units is not None else design.units(p.values)
         extra: dict[str, Any] = {
             "coverage": design.expected.coverage(p.covered),
             "units": int(units.values.shape[0]),

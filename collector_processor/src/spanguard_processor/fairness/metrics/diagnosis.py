@@ -19,7 +19,7 @@ call" or "no plan step": an explicit negative is signal, absence is not.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ...traces.parts import Unread
@@ -28,7 +28,18 @@ from ..gate.results import MetricResult
 from ..records import Observation
 from .registry import MetricDefinition
 
-__all__ = ["ATTRIBUTES_DOC", "CONTENT_DOC", "SIGNALS", "SignalCounts", "with_signal"]
+__all__ = [
+    "ATTRIBUTES_DOC",
+    "CONTENT_DOC",
+    "SIGNALS",
+    "SignalCounts",
+    "diagnosis_text",
+    "from_spans",
+    "switches",
+    "ungrouped_documents",
+    "unread_notes",
+    "with_signal",
+]
 
 ATTRIBUTES_DOC = "docs/attributes.md#keys-spanguard-does-not-read"
 CONTENT_DOC = "docs/sdk.md#privacy"
@@ -170,81 +181,123 @@ class SignalCounts:
     def unread(self) -> Counter[tuple[str, str]]:
         """Every unread key over the records: (key, span name) → spans."""
         if self._unread is None:
-            self._unread = Counter()
-            for o in self._obs:
-                for note in o.unread:
-                    self._unread[(note.key, note.span)] += note.count
+            self._unread = unread_notes(self._obs)
         return self._unread
 
     def switches(self, prefix: str) -> list[str]:
         """The content switches that are off, from the notes under ``prefix``
         (:data:`NO_TEXT`, :data:`NO_DOCUMENTS`), as diagnosis parts, most spans first."""
-        found = sorted(
-            (-n, key[len(prefix) :], span)
-            for (key, span), n in self.unread().items()
-            if key.startswith(prefix)
-        )
-        what = "text" if prefix == NO_TEXT else "documents"
-        return [
-            f"{-n} span(s) named {span} recorded no {what}: set {switch}"
-            for n, switch, span in found[:_EXAMPLES]
-        ]
+        return switches(self.unread(), prefix)
 
     def diagnosis(self, name: str) -> str:
-        signal = SIGNALS[name]
-        parts = [f"{signal.missing} in {len(self._obs)} record(s)"]
-        seen = sorted(
-            (
-                (n, key, span)
-                for (key, span), n in self.unread().items()
-                if signal.suggests(Unread(key, span)) and not key.startswith(_SWITCH_NOTES)
-            ),
-            key=lambda x: (-x[0], x[1], x[2]),
+        return diagnosis_text(
+            name,
+            len(self._obs),
+            self.unread(),
+            lambda: from_spans(self._obs),
+            lambda: ungrouped_documents(self._obs),
         )
-        text = name.startswith("output text")
-        prefix = NO_TEXT if text else NO_DOCUMENTS if name == "retrieved documents" else None
-        switches = self.switches(prefix) if prefix else []
-        if text:
-            from_spans = sum(1 for o in self._obs if o.trace_id is not None)
-            if from_spans and seen:
-                parts[0] += (
-                    f": {from_spans} were recorded from spans with the text under "
-                    f"keys spanguard does not read, or with content capture off "
-                    f"(see {CONTENT_DOC})"
-                )
-            elif from_spans and switches:
-                parts[0] += f": {from_spans} were recorded from spans with content capture off"
-            elif from_spans:
-                parts[0] += (
-                    f": {from_spans} were recorded from spans with content capture "
-                    f"off (see {CONTENT_DOC})"
-                )
-        if name == "retrieved documents":
-            ungrouped = sum(
-                1
-                for o in self._obs
-                if o.trace is not None
-                for d in o.trace.retrieved_documents
-                if not d.group
-            )
-            if ungrouped:
-                parts.append(
-                    f"{ungrouped} retrieved document(s) have no group: set one "
-                    "(docs/attributes.md#foreign-conventions-the-processor-reads)"
-                )
-        parts.extend(switches)
-        for n, key, span in seen[:_EXAMPLES]:
-            parts.append(f"{n} span(s) named {span} with {key}: not read")
-        if len(seen) > _EXAMPLES:
-            parts.append(f"{len(seen) - _EXAMPLES} more unread key(s)")
-        if seen:
-            parts.append(f"see {ATTRIBUTES_DOC}")
-        elif not switches:
+
+
+def unread_notes(observations: Iterable[Observation]) -> Counter[tuple[str, str]]:
+    """Every unread key over ``observations``: (key, span name) → spans."""
+    out: Counter[tuple[str, str]] = Counter()
+    for o in observations:
+        for note in o.unread:
+            out[(note.key, note.span)] += note.count
+    return out
+
+
+def from_spans(observations: Iterable[Observation]) -> int:
+    """The records recorded from spans (with a trace id)."""
+    return sum(1 for o in observations if o.trace_id is not None)
+
+
+def ungrouped_documents(observations: Iterable[Observation]) -> int:
+    """Retrieved documents without a group, over ``observations``."""
+    return sum(
+        1
+        for o in observations
+        if o.trace is not None
+        for d in o.trace.retrieved_documents
+        if not d.group
+    )
+
+
+def switches(unread: Counter[tuple[str, str]], prefix: str) -> list[str]:
+    """The content switches that are off, from the notes under ``prefix``
+    (:data:`NO_TEXT`, :data:`NO_DOCUMENTS`), as diagnosis parts, most spans first."""
+    notes = unread.items()
+    found = sorted(
+        (-n, key[len(prefix) :], span) for (key, span), n in notes if key.startswith(prefix)
+    )
+    what = "text" if prefix == NO_TEXT else "documents"
+    return [
+        f"{-n} span(s) named {span} recorded no {what}: set {switch}"
+        for n, switch, span in found[:_EXAMPLES]
+    ]
+
+
+def diagnosis_text(
+    name: str,
+    records: int,
+    unread: Counter[tuple[str, str]],
+    spans: Callable[[], int],
+    ungrouped: Callable[[], int],
+) -> str:
+    """Why no record carries signal ``name``: what was seen that might hold it, over
+    ``records`` records with these ``unread`` notes (``spans``: how many were recorded from
+    spans; ``ungrouped``: documents without a group; each asked only when needed)."""
+    signal = SIGNALS[name]
+    parts = [f"{signal.missing} in {records} record(s)"]
+    seen = sorted(
+        (
+            (n, key, span)
+            for (key, span), n in unread.items()
+            if signal.suggests(Unread(key, span)) and not key.startswith(_SWITCH_NOTES)
+        ),
+        key=lambda x: (-x[0], x[1], x[2]),
+    )
+    text = name.startswith("output text")
+    prefix = NO_TEXT if text else NO_DOCUMENTS if name == "retrieved documents" else None
+    found = switches(unread, prefix) if prefix else []
+    if text:
+        parts[0] += _capture_note(spans(), bool(seen), bool(found))
+    if name == "retrieved documents":
+        n_ungrouped = ungrouped()
+        if n_ungrouped:
             parts.append(
-                "nothing seen that might hold it; see "
-                "docs/attributes.md#the-span-contract for how to record it"
+                f"{n_ungrouped} retrieved document(s) have no group: set one "
+                "(docs/attributes.md#foreign-conventions-the-processor-reads)"
             )
-        return "; ".join(parts) + "."
+    parts.extend(found)
+    for n, key, span in seen[:_EXAMPLES]:
+        parts.append(f"{n} span(s) named {span} with {key}: not read")
+    if len(seen) > _EXAMPLES:
+        parts.append(f"{len(seen) - _EXAMPLES} more unread key(s)")
+    if seen:
+        parts.append(f"see {ATTRIBUTES_DOC}")
+    elif not found:
+        parts.append(
+            "nothing seen that might hold it; see "
+            "docs/attributes.md#the-span-contract for how to record it"
+        )
+    return "; ".join(parts) + "."
+
+
+def _capture_note(spans: int, seen: bool, switched: bool) -> str:
+    """What an output-text diagnosis adds about the records recorded from spans."""
+    if spans and seen:
+        return (
+            f": {spans} were recorded from spans with the text under "
+            f"keys spanguard does not read, or with content capture off "
+            f"(see {CONTENT_DOC})"
+        )
+    if spans and switched:
+        return f": {spans} were recorded from spans with content capture off"
+    if spans:
+        return f": {spans} were recorded from spans with content capture off (see {CONTENT_DOC})"
+    return ""
 
 
 def with_signal(

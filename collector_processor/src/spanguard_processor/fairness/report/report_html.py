@@ -203,7 +203,7 @@ def render_html(ev: Evaluation, options: ReportOptions | None = None) -> str:
         f"{verdict}</span></h1>"
         f"<p>{escape(counts)}. Gate: {escape(gate_summary(ev))}.</p>"
         f"<p>Generated at {escape(ev.generated_at)}; {ev.variant_count} variants, "
-        f"{len(ev.observations)} records, {ev.seeds} seeds. Gate <code>{escape(cfg.mode)}</code>"
+        f"{ev.record_count} records, {ev.seeds} seeds. Gate <code>{escape(cfg.mode)}</code>"
         f", alpha {cfg.alpha:g}; {cfg.level:.0%} simultaneous intervals of the largest "
         f"difference between true group means (seed-cluster bootstrap-t, "
         f"{max(cfg.bootstrap_samples, 2000)} resamples).</p>"

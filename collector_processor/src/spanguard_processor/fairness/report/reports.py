@@ -167,7 +167,7 @@ def report_dict(
                 "not_gated": [r.metric for r in not_gated(ev)],
                 "random_seed": cfg.seed,
                 "suite_sha256": ev.suite_digest,
-                "records": len(ev.observations),
+                "records": ev.record_count,
                 "seeds": ev.seeds,
                 "errors": list(ev.errors),
                 "redacted": options.redact,
@@ -240,7 +240,7 @@ def render_markdown(ev: Evaluation, options: ReportOptions = _PLAIN) -> str:
         "",
         f"- Gate: {gate_summary(ev)}",
         f"- Generated at: {ev.generated_at}",
-        f"- Variants: {ev.variant_count}; records: {len(ev.observations)}; seeds: {ev.seeds}",
+        f"- Variants: {ev.variant_count}; records: {ev.record_count}; seeds: {ev.seeds}",
         f"- Intervals: {cfg.level:.0%} seed-cluster bootstrap, {cfg.bootstrap_samples} resamples;"
         f" p-values: within-seed permutation, Holm-adjusted for the gate",
         "",

@@ -13,7 +13,12 @@ these rows:
 * :class:`SeedDiscordance`: one row per (metric, column, seed) with two or more groups: whether
   the groups' cell means differ (a rate metric's discordant seeds);
 * :class:`EvidencePointer`: per (metric, seed, group) the record that stands for the cell in the
-  reports (the smallest record id, deterministic): where a reader finds the trace.
+  reports (the smallest record id, deterministic): where a reader finds the trace;
+* :class:`ObservedCell` (optional): per (seed, group) the records matched to the suite, valid
+  for a metric or not (the run's seeds and groups; without it, those of ``cells``);
+* :class:`MetricColumns` (optional): a multi-column metric's column labels, by column index;
+* :class:`SignalRecords` (optional): per metric, the records carrying what it reads (without
+  it the evaluation does not count them and cannot say NO_SIGNAL from that count).
 
 :class:`SufficientStatistics` is the whole table, in a stable order (metric in suite order,
 then column, seed, group, by label), so two maps that agree write identical tables.
@@ -33,14 +38,17 @@ __all__ = [
     "TABLE_VERSION",
     "CellStats",
     "EvidencePointer",
+    "MetricColumns",
+    "ObservedCell",
     "SeedDiscordance",
+    "SignalRecords",
     "SufficientStatistics",
     "cell_arrays",
     "reduce_values",
 ]
 
 #: the version of the table's shape (fields, meaning, order)
-TABLE_VERSION = 1
+TABLE_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +63,9 @@ class CellStats:
     total: float  # sum of their values
     total_sq: float  # sum of their squared values
     variants: int  # distinct variant ids among them
+    # ``total`` exactly, as (n, k): the integer n over 2**k (None: the map did not keep it);
+    # pooled group means are then exact, as the records path computes them
+    exact_total: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +90,34 @@ class EvidencePointer:
     trace_id: str | None  # its OpenTelemetry trace id, when it came from spans
 
 
+@dataclass(frozen=True, slots=True)
+class ObservedCell:
+    """The records of one (seed, group) cell matched to the suite, valid for any metric or not."""
+
+    seed_id: str
+    group: str
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetricColumns:
+    """A metric's column labels (``labels[column]``), e.g. a document group per column."""
+
+    metric: str
+    labels: tuple[str, ...]
+    missing_field_records: int = 0  # records valid for it with the field it reads empty
+    score_source: str | None = None  # where a scored metric's values came from (fairtrace's)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalRecords:
+    """How many of the run's records carry what a metric reads (its ``signal``)."""
+
+    metric: str
+    records: int
+    diagnosis: str = ""  # with no record carrying it: what was seen that might hold it
+
+
 @dataclass(frozen=True)
 class SufficientStatistics:
     """Everything the gate reads of the records, for every metric of a suite."""
@@ -87,6 +126,11 @@ class SufficientStatistics:
     discordance: tuple[SeedDiscordance, ...]
     evidence: tuple[EvidencePointer, ...]
     version: int = TABLE_VERSION
+    observed: tuple[ObservedCell, ...] = ()
+    columns: tuple[MetricColumns, ...] = ()
+    signals: tuple[SignalRecords, ...] = ()
+    unmatched: int = 0  # records that match no variant of the suite
+    traceless: int = 0  # matched records without a process trace (fairtrace records)
 
 
 @dataclass(frozen=True)

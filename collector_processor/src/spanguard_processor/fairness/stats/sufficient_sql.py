@@ -19,13 +19,13 @@ from .sufficient import CellStats, EvidencePointer, SeedDiscordance, SufficientS
 __all__ = ["SQL_VALUES", "cells_sql", "read_cells"]
 
 #: per-record values in SQL over the map's columns: the quantities metrics/signals.py reads
-SQL_VALUES: Mapping[str, str] = {
+SQL_VALUES: Mapping[str, str] = {  # the map's counts: the lengths of its lists
     "escalation_parity": "CAST(escalated AS DOUBLE)",
-    "tool_use_parity": "CASE WHEN @jlen(tools) > 0 THEN 1.0 ELSE 0.0 END",
-    "tool_count_gap": "CAST(@jlen(tools) AS DOUBLE)",
-    "plan_length_gap": "CAST(@jlen(plan_steps) AS DOUBLE)",
-    "friction_point_gap": "CAST(@jlen(friction) AS DOUBLE)",
-    "llm_call_gap": "CAST(@jlen(llm_calls) AS DOUBLE)",
+    "tool_use_parity": "CASE WHEN n_tools > 0 THEN 1.0 ELSE 0.0 END",
+    "tool_count_gap": "CAST(n_tools AS DOUBLE)",
+    "plan_length_gap": "CAST(n_plan AS DOUBLE)",
+    "friction_point_gap": "CAST(n_friction AS DOUBLE)",
+    "llm_call_gap": "CAST(n_llm AS DOUBLE)",
 }
 
 
