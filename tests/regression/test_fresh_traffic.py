@@ -21,6 +21,7 @@ from spanguard_processor.regression.gate.verdict import MetricOutcome, decide
 from spanguard_processor.regression.mine.build import BuildOptions, build_evalset
 from spanguard_processor.regression.outcome import classify_answer
 from spanguard_processor.regression.run.outputs import outputs_from_traces
+from spanguard_processor.regression.run.repeats import request_key
 from spanguard_processor.regression.run.run import RunResult, load_cases, run_cases
 
 from .loan_agent import applications
@@ -34,16 +35,18 @@ def _log(folder: Path, name: str, traces: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _support(folder: Path, day2: list[str], change: str | None = None) -> tuple[
-    list[Case], RunResult, RunResult
-]:
+def _support(
+    folder: Path, day2: list[str], change: str | None = None
+) -> tuple[list[Case], RunResult, RunResult]:
     """Cases from 60 day-1 requests (10 per question); day 1 and ``day2`` scored."""
     log1 = _log(folder, "day1", SupportAgent(1).serve(questions(60, seed=1), "d1"))
     build_evalset([log1], BuildOptions(out=folder / "ev"))
     cases = load_cases(folder / "ev" / "cases.jsonl")
     log2 = _log(folder, "day2", SupportAgent(2, change).serve(day2, "d2"))
-    return cases, run_cases(cases, outputs_from_traces([log1])), run_cases(
-        cases, outputs_from_traces([log2])
+    return (
+        cases,
+        run_cases(cases, outputs_from_traces([log1])),
+        run_cases(cases, outputs_from_traces([log2])),
     )
 
 
@@ -120,13 +123,14 @@ def test_fresh_applications_go_to_the_case_of_their_outcome_path(tmp_path: Path)
     run = run_cases(cases, outputs)
     matched = sum(run.requests[c.id]["template"] for c in cases)
     assert matched >= 110  # a few fall between two cases' ranges: they go to neither
-    answer = {t["input"]: classify_answer(t["output"]) for t in fresh}
-    wrong = Counter()
+    answer = {request_key(t["input"]): classify_answer(t["output"]) for t in fresh}
+    wrong: Counter[str] = Counter()
     for case in cases:
         own = classify_answer(case.reference_output)
-        for record in outputs.assigned(case.id):
-            wrong[case.id] += answer[record.input] != own
+        for repeat in run.repeats[case.id]:
+            wrong[case.id] += answer[repeat.request] != own
     assert sum(wrong.values()) == 0, wrong
+    assert "went to neither" in " ".join(run.notes) or matched == 120
 
 
 def test_a_case_file_without_match_keeps_todays_matching(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from spanguard.exceptions import CaseFormatError
@@ -23,6 +23,7 @@ from ..vocabulary import FailureReason, MatchKind, Outcome
 from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
 from .repeats import ERROR, AppFailure, Repeat, repeat_of, request_key
 from .results import CaseOutcome, Failure, Metrics
+from .templated import assign_by_template
 
 __all__ = [
     "METRICS_VERSION",
@@ -100,6 +101,11 @@ class RunResult:
     outcomes: tuple[CaseOutcome, ...]
     repeats: Mapping[str, tuple[Repeat, ...]] = field(default_factory=dict)
     properties: Mapping[str, tuple[Property, ...]] = field(default_factory=dict)
+    #: Recorded traffic over cases that carry a template (``match``): per case, how many
+    #: requests it got and how (``exact``: id, source_trace_id or question; ``template``).
+    requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: What the run could not place (requests that fit two cases, or none).
+    notes: tuple[str, ...] = ()
 
     @property
     def app_errors(self) -> int:
@@ -112,7 +118,9 @@ class RunResult:
 
     @property
     def matching(self) -> dict[str, int]:
-        counts: dict[str, int] = {kind: 0 for kind in MATCH_KINDS}
+        # "template" only where cases carry templates: older runs' files stay byte-identical
+        kinds = [k for k in MATCH_KINDS if k != MatchKind.TEMPLATE or self.requests]
+        counts: dict[str, int] = {kind: 0 for kind in kinds}
         for o in self.outcomes:
             if o.matched_by is not None:
                 counts[o.matched_by] += 1
@@ -129,6 +137,12 @@ class RunResult:
             "case_details": {o.case_id: o.to_dict() for o in self.outcomes},
             "repeats": {k: [r.to_dict() for r in runs] for k, runs in self.repeats.items()},
             "properties": {k: [p.to_dict() for p in props] for k, props in self.properties.items()},
+            **(
+                {"requests": {k: dict(v) for k, v in self.requests.items()}}
+                if self.requests
+                else {}
+            ),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def payload(self) -> dict[str, object]:
@@ -288,15 +302,32 @@ def _repeat(
 def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
     """Recorded traffic scored: every record matching a case is one of its repeats
     (:meth:`~.outputs.Outputs.find_all`); the one :meth:`~.outputs.Outputs.find` picks gives
-    the case's outcome, so ``metrics`` stay trace2eval's."""
-    found: list[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]] = []
+    the case's outcome, so ``metrics`` stay trace2eval's. The records no case found so are
+    matched by template and input range (:mod:`.templated`) to the cases that carry one; a
+    case found no other way takes its first such record as its outcome's."""
+    exact: list[tuple[list[OutputRecord], OutputRecord | None, str | None]] = []
+    claimed: set[int] = set()
     for case in cases:
         record, matched_by = outputs.find(case)
-        runs: list[OutputRecord | AppFailure] = list(outputs.find_all(case))
+        runs = list(outputs.find_all(case))
         if record is not None and not any(r is record for r in runs):
             runs.insert(0, record)
-        found.append((runs, record, matched_by))
-    return _score_all(cases, found, len(outputs.skipped), recorded=True)
+        claimed.update(id(r) for r in runs)
+        exact.append((runs, record, matched_by))
+    rest = [r for r in outputs.records if id(r) not in claimed]
+    assigned = assign_by_template(cases, rest)
+    templated = any(case.match is not None for case in cases)
+    found: list[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]] = []
+    requests: dict[str, dict[str, int]] = {}
+    for case, (runs, record, matched_by) in zip(cases, exact, strict=True):
+        extra = assigned.by_case.get(case.id, [])
+        if record is None and extra:
+            record, matched_by = extra[0], MatchKind.TEMPLATE
+        found.append(([*runs, *extra], record, matched_by))
+        if templated:
+            requests[case.id] = {"exact": len(runs), "template": len(extra)}
+    result = _score_all(cases, found, len(outputs.skipped), recorded=True)
+    return replace(result, requests=requests, notes=tuple(assigned.notes()))
 
 
 def score_repeats(
