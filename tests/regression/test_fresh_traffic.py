@@ -141,3 +141,45 @@ def test_a_case_file_without_match_keeps_todays_matching(tmp_path: Path) -> None
     assert run.matching["unmatched"] == 6
     assert "requests" not in json.loads(run.to_json())
     assert QUESTIONS  # the six questions the cases ask
+
+
+def test_cases_run_prints_how_requests_were_matched_and_what_it_could_not_place(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from spanguard_processor.cli import cli
+
+    log1 = _log(tmp_path, "day1", SupportAgent(1).serve(questions(60, seed=1), "d1"))
+    # day 2 adds a question no case's template aligns with
+    asked = [*questions(12, seed=2), "Please refund order 1234 today"]
+    log2 = _log(tmp_path, "day2", SupportAgent(2).serve(asked, "d2"))
+    runner = CliRunner()
+    built = runner.invoke(cli, ["cases", "build", str(log1), "-o", str(tmp_path / "ev")])
+    assert built.exit_code == 0, built.output
+    cases = str(tmp_path / "ev" / "cases.jsonl")
+    out = tmp_path / "run.json"
+    ran = runner.invoke(
+        cli, ["cases", "run", "--cases", cases, "--traces", str(log2), "-o", str(out)]
+    )
+    assert ran.exit_code == 0, ran.output
+    assert "6 by template (another day's requests); 0 without output" in ran.output
+    assert "requests: 0 matched exactly, 12 by template and input range" in ran.output
+    assert json.loads(out.read_text())["notes"] == [
+        "1 request(s) matched no case by id, source_trace_id, question or template; "
+        "first: 'Please refund order 1234 today'"
+    ]
+
+
+def test_a_malformed_match_is_bad_input_naming_file_line_and_field(tmp_path: Path) -> None:
+    import pytest
+    from spanguard.exceptions import CaseFormatError
+
+    path = tmp_path / "cases.jsonl"
+    good = {"id": "case-1", "input": "Where is my order 1?", "checks": []}
+    bad = {**good, "id": "case-2", "match": {"template": "Where is my order #?", "when": [7]}}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(CaseFormatError) as error:
+        load_cases(path)
+    assert f"{path.as_posix()}:2" in str(error.value)
+    assert "field 'match'" in str(error.value)

@@ -431,7 +431,8 @@ def split_question(
         position = {m: i for i, m in enumerate(members)}
         paths: list[list[int]] = []
         levels: list[When] = []
-        for outcome, first in zip(*_split(rows, answered, classes.__getitem__, common, reps)):
+        by_class, first_levels = _split(rows, answered, classes.__getitem__, common, reps)
+        for outcome, first in zip(by_class, first_levels, strict=True):
             # requests folded in from another class stay folded: never split a second time
             mine = [m for m in outcome if classes[m] == classes[outcome[0]]]
             sub, second = _split(

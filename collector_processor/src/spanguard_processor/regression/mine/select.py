@@ -355,7 +355,7 @@ def _variant_cases(
         for m in moved:
             off_path += path(where[m][0]) != key
             where[m].remove(m)
-        when.append(next(w for part, w in zip(parts, when) if path(part[0]) == key))
+        when.append(next(w for part, w in zip(parts, when, strict=True) if path(part[0]) == key))
         parts.append(moved)
     return off_path
 

@@ -18,6 +18,7 @@ from spanguard.exceptions import CaseFormatError
 
 from ...common.jsonio import iter_jsonl
 from ..case import Case, Evidence, Property
+from ..casematch import Condition
 from ..checks import CheckKind, percentile, run_text_checks, run_trace_check
 from ..vocabulary import FailureReason, MatchKind, Outcome
 from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
@@ -66,6 +67,8 @@ def load_cases(path: Path) -> list[Case]:
                     "must be a list of check objects.", file=name, line=number, field=key
                 )
         _check_properties(value.get("properties", []), name, number)
+        if "match" in value:
+            _check_match(value["match"], name, number)
         cases.append(Case.from_dict(value))
     return cases
 
@@ -84,6 +87,27 @@ def _check_properties(value: object, name: str, number: int) -> None:
             file=name,
             line=number,
             field="properties",
+        )
+
+
+def _check_match(value: object, name: str, number: int) -> None:
+    """``match``: a template, and per level null or a condition on a slot or a word."""
+    levels = value.get("when", []) if isinstance(value, dict) else None
+    ok = (
+        isinstance(value, dict)
+        and isinstance(value.get("template"), str)
+        and isinstance(levels, list)
+        and all(
+            level is None or (isinstance(level, dict) and Condition.from_dict(level) is not None)
+            for level in levels
+        )
+    )
+    if not ok:
+        raise CaseFormatError(
+            'must be {"template": "…", "when": [null or {"slot": i, …} or {"word": w, …}, …]}.',
+            file=name,
+            line=number,
+            field="match",
         )
 
 

@@ -73,7 +73,7 @@ def _by_conditions(cases: Sequence[Case], text: str) -> int | None:
     level by level; :data:`_AMBIGUOUS` when it fits two, None when it fits none."""
     numbers, found = slot_numbers(text), input_words(text)
     candidates = list(range(len(cases)))
-    depth = max(len(cases[i].match.when) for i in candidates if cases[i].match is not None)
+    depth = max(len(c.match.when) for c in cases if c.match is not None)
     for level in range(depth):
         holding = list(
             dict.fromkeys(
