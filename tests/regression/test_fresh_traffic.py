@@ -173,6 +173,7 @@ def test_cases_run_prints_how_requests_were_matched_and_what_it_could_not_place(
 
 def test_a_malformed_match_is_bad_input_naming_file_line_and_field(tmp_path: Path) -> None:
     import pytest
+
     from spanguard.exceptions import CaseFormatError
 
     path = tmp_path / "cases.jsonl"
