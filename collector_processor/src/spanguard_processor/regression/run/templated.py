@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..case import Case
 from ..casematch import Condition, input_words, slot_numbers
-from ..mine.templates import template_ratio, words
+from ..mine.templates import TEMPLATE_RATIO, template_ratio, word_multiset, words
 from .outputs import OutputRecord
 
 __all__ = ["TemplateAssignment", "assign_by_template"]
@@ -112,17 +112,39 @@ class _Templates:
             if case.match is not None:
                 self.cases.setdefault(case.match.template, []).append(case)
         self.tokens = {template: words(template) for template in self.cases}
+        self.bags = {template: word_multiset(own) for template, own in self.tokens.items()}
+        self.order = {template: i for i, template in enumerate(self.cases)}
         self.seen: dict[tuple[str, ...], list[str]] = {}
 
     def best(self, text: str) -> list[str]:
-        """The templates ``text`` aligns with best (several: a tie)."""
+        """The templates ``text`` aligns with best (several: a tie). The words two sequences
+        share bound their alignment from above (2·M / (a+b)), so templates are aligned in
+        the order of that bound, until it falls below the best alignment found."""
         tokens = words(text)
         found = self.seen.get(tokens)
-        if found is None:
-            scores = {t: template_ratio(tokens, own) for t, own in self.tokens.items()}
-            top = max((s for s in scores.values() if s is not None), default=None)
-            found = [t for t, s in scores.items() if s is not None and s == top]
-            self.seen[tokens] = found
+        if found is not None:
+            return found
+        bag = word_multiset(tokens)
+        bounds = sorted(
+            (
+                (2 * len(bag & own) / (len(tokens) + len(self.tokens[t])), t)
+                for t, own in self.bags.items()
+            ),
+            key=lambda item: (-item[0], self.order[item[1]]),
+        )
+        top: float | None = None
+        found = []
+        for bound, template in bounds:
+            if bound < TEMPLATE_RATIO or (top is not None and bound < top):
+                break
+            ratio = template_ratio(tokens, self.tokens[template])
+            if ratio is None or (top is not None and ratio < top):
+                continue
+            if top is None or ratio > top:
+                top, found = ratio, []
+            found.append(template)
+        found.sort(key=self.order.__getitem__)
+        self.seen[tokens] = found
         return found
 
 
