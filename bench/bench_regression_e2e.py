@@ -222,12 +222,12 @@ DESIGNS = ("recorded", "fresh", "support", "replay")
 
 def _fresh_touched(cases: Sequence[Case], change: str) -> set[str]:
     """The cases whose path a change answers differently on new traffic: the approve cases
-    (for the drop, those whose requests call ``verify_income``)."""
+    (for the drop, those whose day-1 requests called ``verify_income``, always or some)."""
     out = set()
     for case in cases:
         if classify_answer(case.reference_output) != "approve":
             continue
-        checks = json.dumps([c.to_dict() for c in case.trace_checks])
+        checks = json.dumps([p.check.to_dict() for p in case.properties])
         if change != DROP_TOOL or "verify_income" in checks:
             out.add(case.id)
     return out
