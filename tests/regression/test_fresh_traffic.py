@@ -184,3 +184,22 @@ def test_a_malformed_match_is_bad_input_naming_file_line_and_field(tmp_path: Pat
         load_cases(path)
     assert f"{path.as_posix()}:2" in str(error.value)
     assert "field 'match'" in str(error.value)
+
+
+def test_one_request_both_days_asked_does_not_reduce_a_case_to_that_pair(tmp_path: Path) -> None:
+    """bench_regression_e2e --designs support (240 a day, 100 trials): a dropped tool was
+    INCONCLUSIVE in 11 trials. Day 2 asked one returns question about the same order number
+    as day 1 (order numbers 1000–9999, 40 a day), so the case's requests were "paired" by that
+    one input and compared 1/1 → 0/1, its other 39 requests left out."""
+    day1 = questions(60, seed=1)
+    again = next(q for q in day1 if q.startswith("Can I return"))
+    day2 = questions(60, seed=2)
+    first = next(i for i, q in enumerate(day2) if q.startswith("Can I return"))
+    day2[first] = again
+    cases, base, cur = _support(tmp_path, day2, change=DROP_LOOKUP)
+    returns = next(c.id for c in cases if (c.input or "").startswith("Can I return"))
+    assert base.requests[returns]["exact"] == 10 and len(cur.repeats[returns]) == 10
+    verdict = decide(run_file(base, "day1.json"), run_file(cur, "day2.json"))
+    (tool,) = [m for m in verdict.metrics if m.metric == "tool use: lookup_order"]
+    assert tool.outcome is MetricOutcome.FAIL, tool.evidence
+    assert tool.evidence[0].startswith(f"{returns} missing lookup_order in 10/10")
