@@ -203,3 +203,38 @@ def test_one_request_both_days_asked_does_not_reduce_a_case_to_that_pair(tmp_pat
     (tool,) = [m for m in verdict.metrics if m.metric == "tool use: lookup_order"]
     assert tool.outcome is MetricOutcome.FAIL, tool.evidence
     assert tool.evidence[0].startswith(f"{returns} missing lookup_order in 10/10")
+
+
+def test_a_request_goes_to_the_path_its_values_fall_in_and_to_neither_of_two() -> None:
+    from spanguard_processor.regression.case import Evidence
+    from spanguard_processor.regression.casematch import CaseMatch, Condition
+    from spanguard_processor.regression.run.outputs import OutputRecord
+    from spanguard_processor.regression.run.templated import assign_by_template
+
+    template = "I earn # and want to borrow #"
+    ratio = {"slot": 1, "over": 0}  # amount over income
+    refer = Condition(**ratio, low=0.45, high=0.55, above=0.25, below=0.8)
+    decline = Condition(**ratio, low=0.8, high=1.2, above=0.55, below=None)
+    cases = [
+        Case("approve", "I earn 100 and want to borrow 20", match=CaseMatch(template)),
+        Case("refer", "I earn 100 and want to borrow 50", match=CaseMatch(template, (refer,))),
+        Case("decline", "I earn 100 and want to borrow 90", match=CaseMatch(template, (decline,))),
+        Case("other", "Cancel order 12 please", match=CaseMatch("Cancel order # please")),
+    ]
+    asks = {
+        "I earn 1,000 and want to borrow 150": "approve",  # no range holds: the main path
+        "I earn 1,000 and want to borrow 500": "refer",
+        "I earn 1,000 and want to borrow 2,000": "decline",
+        "I earn 1,000 and want to borrow 700": None,  # in both ranges' gap: neither
+        "Cancel order 99 please": "other",
+        "Where is my parcel": None,  # no template
+    }
+    records = [OutputRecord(Evidence("ok"), text) for text in asks]
+    found = assign_by_template(cases, records)
+    placed = {r.input: case for case, rs in found.by_case.items() for r in rs}
+    assert placed == {text: case for text, case in asks.items() if case is not None}
+    assert found.ambiguous == ("I earn 1,000 and want to borrow 700",)
+    assert found.unmatched == ("Where is my parcel",)
+    # the conditions survive the case file
+    again = Case.from_dict(json.loads(json.dumps(cases[2].to_dict())))
+    assert again.match == cases[2].match
