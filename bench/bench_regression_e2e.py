@@ -15,6 +15,16 @@ answer one of three ways and jitters its latency (±30 %, simulated clock). Per 
 - **recorded, baseline from another day** (a diagnostic, not the acceptance's design): the
   same, with the baseline scored on a third day of the unchanged agent's traffic instead of the
   traffic the cases were built from (on which every stable property holds by construction).
+- **fresh day 2** (task day2): day 2 is *new* applications (other incomes, amounts, names,
+  ids) of the same templates — production traffic does not repeat its questions. Day 1 builds
+  the cases and is the baseline; day 2 is scored as ``cases run --traces`` does, where its
+  requests reach the cases by template and input range (``match``). Candidates on day 2: the
+  unchanged agent and the two planted changes below.
+- **support agent, fresh day 2**: a shape the gate was not built around
+  (``tests/regression/support_agent.py``: six free-form questions, an order number in each,
+  its two tools in random order, three wordings, 5 % escalations); day 1 builds the cases and
+  is the baseline, day 2 asks the same questions about other orders; candidates: the
+  unchanged agent, and one that stops looking up the order on the returns question.
 - **replay**: the agent as an app (``app(prompt)``: it reads income and amount from the
   question) replayed on the cases at the default repeats (``cases run --app``:
   :func:`replay_cases` + :func:`score_repeats`), baseline and candidate, then ``check``.
@@ -29,6 +39,7 @@ FAILs whose last line ("moved most: …") shows a case the change touched and th
 
     nice -n 10 .venv/bin/python bench/bench_regression_e2e.py --trials 100
     nice -n 10 .venv/bin/python bench/bench_regression_e2e.py --quick
+    nice -n 10 .venv/bin/python bench/bench_regression_e2e.py --trials 100 --designs fresh,support
 """
 
 from __future__ import annotations
@@ -63,6 +74,7 @@ from spanguard_processor.regression.gate.verdict import (  # noqa: E402
     decide,
 )
 from spanguard_processor.regression.mine.build import BuildOptions, build_evalset  # noqa: E402
+from spanguard_processor.regression.outcome import classify_answer  # noqa: E402
 from spanguard_processor.regression.report.verdict_report import verdict_summary  # noqa: E402
 from spanguard_processor.regression.run.outputs import outputs_from_traces  # noqa: E402
 from spanguard_processor.regression.run.replay import replay_cases  # noqa: E402
@@ -76,6 +88,7 @@ from spanguard_processor.traces.convert import traces_from_readable_spans  # noq
 from tests.regression.loan_agent import Application, SimClock, applications, credit_check  # noqa: E402
 from tests.regression.stochastic_loan import decide as outcome_of  # noqa: E402
 from tests.regression.stochastic_loan import tool_path, verify_income  # noqa: E402
+from tests.regression.support_agent import DROP_LOOKUP, SupportAgent, questions  # noqa: E402
 
 #: Three wordings per outcome (each read as its outcome by the answer classifier).
 WORDINGS = {
@@ -203,22 +216,97 @@ def _touched(cases: Sequence[Case], change: str) -> set[str]:
 CHANGE_WORDS = {DROP_TOOL: ("verify_income",), DECLINE_RANGE: ("answer_class=approve",)}
 
 
-def trial(number: int, requests: int, repeats: int, folder: Path) -> dict[str, Outcome]:
-    apps = applications(requests, seed=number)
-    day1 = _log(folder, "day1", Agent(10_000 + number).serve(apps))
-    build_evalset([day1], BuildOptions(out=folder / "ev"))
-    cases = load_cases(folder / "ev" / "cases.jsonl")
+#: The designs a trial can run (``--designs``, comma-separated prefixes of these).
+DESIGNS = ("recorded", "fresh", "support", "replay")
+
+
+def _fresh_touched(cases: Sequence[Case], change: str) -> set[str]:
+    """The cases whose path a change answers differently on new traffic: the approve cases
+    (for the drop, those whose day-1 requests called ``verify_income``, always or some)."""
+    out = set()
+    for case in cases:
+        if classify_answer(case.reference_output) != "approve":
+            continue
+        checks = json.dumps([p.check.to_dict() for p in case.properties])
+        if change != DROP_TOOL or "verify_income" in checks:
+            out.add(case.id)
+    return out
+
+
+def _recorded(number: int, apps: list[Application], day1: Path, cases: list[Case], folder: Path):
     day2 = _log(folder, "day2", Agent(20_000 + number).serve(apps))
     day0 = _log(folder, "day0", Agent(60_000 + number).serve(apps))
     day0_run, day1_run, day2_run = (
         run_cases(cases, outputs_from_traces([log])) for log in (day0, day1, day2)
     )
-    results = {
+    return {
         "recorded: unchanged": gate(day1_run, day2_run, set(), ()),
         "recorded, baseline from another day (diagnostic): unchanged": gate(
             day0_run, day2_run, set(), ()
         ),
     }
+
+
+def _fresh(number: int, requests: int, day1: Path, cases: list[Case], folder: Path):
+    """Day 2: new applications (another seed: new values, names and ids)."""
+    fresh = applications(requests, seed=100_000 + number)
+    base = run_cases(cases, outputs_from_traces([day1]))
+    out = {}
+    for change in (None, DROP_TOOL, DECLINE_RANGE):
+        log = _log(folder, f"fresh-{change}", Agent(20_000 + number, change).serve(fresh))
+        cur = run_cases(cases, outputs_from_traces([log]))
+        if change is None:
+            out["fresh day 2: unchanged"] = gate(base, cur, set(), ())
+        else:
+            touched = _fresh_touched(cases, change)
+            out[f"fresh day 2: {change}"] = gate(base, cur, touched, CHANGE_WORDS[change])
+    return out
+
+
+def _support(number: int, requests: int, folder: Path) -> dict[str, Outcome]:
+    day1 = _log(
+        folder, "s1", SupportAgent(10_000 + number).serve(questions(requests, number), "d1")
+    )
+    build_evalset([day1], BuildOptions(out=folder / "sev"))
+    cases = load_cases(folder / "sev" / "cases.jsonl")
+    base = run_cases(cases, outputs_from_traces([day1]))
+    day2 = questions(requests, 100_000 + number)
+    returns = {c.id for c in cases if (c.input or "").startswith("Can I return")}
+    out = {}
+    for change in (None, DROP_LOOKUP):
+        agent = SupportAgent(20_000 + number, change)
+        cur = run_cases(cases, outputs_from_traces([_log(folder, "s2", agent.serve(day2, "d2"))]))
+        name = "unchanged" if change is None else change
+        out[f"support agent, fresh day 2: {name}"] = gate(
+            base, cur, returns if change else set(), ("lookup_order",)
+        )
+    return out
+
+
+def trial(
+    number: int,
+    requests: int,
+    repeats: int,
+    folder: Path,
+    designs: Sequence[str] = DESIGNS,
+    support_requests: int | None = None,
+) -> dict[str, Outcome]:
+    results: dict[str, Outcome] = {}
+    if "support" in designs:
+        results.update(_support(number, support_requests or requests, folder))
+    if not set(designs) & {"recorded", "fresh", "replay"}:
+        return results
+    apps = applications(requests, seed=number)
+    day1 = _log(folder, "day1", Agent(10_000 + number).serve(apps))
+    build_evalset([day1], BuildOptions(out=folder / "ev"))
+    cases = load_cases(folder / "ev" / "cases.jsonl")
+    results["cases"] = Outcome(str(len(cases)), (), "", False)
+    if "recorded" in designs:
+        results.update(_recorded(number, apps, day1, cases, folder))
+    if "fresh" in designs:
+        results.update(_fresh(number, requests, day1, cases, folder))
+    if "replay" not in designs:
+        return results
     base = Agent(30_000 + number).replay(cases, repeats)
     cur = Agent(40_000 + number).replay(cases, repeats)
     results["replay: unchanged"] = gate(base, cur, set(), ())
@@ -227,7 +315,6 @@ def trial(number: int, requests: int, repeats: int, folder: Path) -> dict[str, O
         results[f"replay: {change}"] = gate(
             base, candidate, _touched(cases, change), CHANGE_WORDS[change]
         )
-    results["cases"] = Outcome(str(len(cases)), (), "", False)
     return results
 
 
@@ -260,7 +347,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=240, help="applications per day")
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="replay K")
     parser.add_argument("--verbose", action="store_true", help="print each non-PASS line")
+    parser.add_argument(
+        "--support-requests", type=int, default=None, help="support agent requests per day"
+    )
+    parser.add_argument(
+        "--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}"
+    )
     args = parser.parse_args(argv)
+    designs = [d.strip() for d in args.designs.split(",") if d.strip()]
+    unknown = [d for d in designs if d not in DESIGNS]
+    if unknown:
+        parser.error(f"--designs: unknown {unknown[0]!r}; choose from {', '.join(DESIGNS)}")
     trials = 10 if args.quick else args.trials
     started = time.perf_counter()
     rows: dict[str, list[Outcome]] = {}
@@ -269,17 +366,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         for number in range(trials):
             folder = Path(tmp) / f"t{number}"
             folder.mkdir()
-            result = trial(number, args.requests, args.repeats, folder)
-            cases.append(int(result.pop("cases").verdict))
+            result = trial(
+                number, args.requests, args.repeats, folder, designs, args.support_requests
+            )
+            if "cases" in result:
+                cases.append(int(result.pop("cases").verdict))
             for name, outcome in result.items():
                 rows.setdefault(name, []).append(outcome)
                 expected = "PASS" if "unchanged" in name else "FAIL"
                 if args.verbose and outcome.verdict != expected:
                     print(f"trial {number} {name}: {outcome.summary}", flush=True)
+    spread = (
+        f"loan cases per trial {min(cases)}–{max(cases)} (mean {sum(cases) / len(cases):.1f}), "
+        if cases
+        else ""
+    )
     print(
-        f"{trials} trials, {args.requests} applications per day, cases per trial "
-        f"{min(cases)}–{max(cases)} (mean {sum(cases) / len(cases):.1f}), replay K = "
-        f"{args.repeats}, {time.perf_counter() - started:.0f} s\n"
+        f"{trials} trials, designs {','.join(designs)}, {args.requests} requests per day "
+        f"(support agent: {args.support_requests or args.requests}), "
+        f"{spread}replay K = {args.repeats}, {time.perf_counter() - started:.0f} s\n"
     )
     report(rows, trials)
 

@@ -222,9 +222,11 @@ def run(
     `spanguard run`: app(prompt) or app(prompt, assignments), plain or async, its spans
     captured through the SDK); a call that raises is reported and counted as a failed repeat.
     With --outputs or --traces, a case finds its records by case id, then by the trace it was
-    mined from (source_trace_id), then by its question text; the counts by kind, and the cases
-    without a record (counted as failed, never as passed), are printed. Every run of a case is
-    kept; the -o file is what `check` reads.
+    mined from (source_trace_id), then by its question text; a request none of these reaches
+    goes to the case whose template and input range it fits (another day's traffic, new
+    values), to neither of two it fits. The counts by kind, and the cases without a record
+    (counted as failed, never as passed), are printed. Every run of a case is kept; the -o
+    file is what `check` reads.
 
     --source reads recorded traffic where its spans live (ClickHouse, Parquet:
     docs/sql-map.md) instead of --traces: the same run file as from its export.
@@ -309,6 +311,12 @@ def _echo_matching(result: RunResult, total: int, source: str, traces: bool) -> 
             "so as a check baseline this run reads better than the agent is; a baseline from "
             "other traffic (another day) or a replay (--app) has no such bias."
         )
+    if result.requests:
+        exact = sum(n["exact"] for n in result.requests.values())
+        template = sum(n["template"] for n in result.requests.values())
+        click.echo(f"requests: {exact} matched exactly, {template} by template and input range")
+    for note in result.notes:
+        click.echo(f"note: {note}")
     unmatched = [c for c, outcome in result.case_results.items() if outcome == "missing"]
     if unmatched:
         click.echo(

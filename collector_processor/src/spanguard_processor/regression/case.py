@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..traces.model import ProcessTrace
+from .casematch import CaseMatch
 from .vocabulary import AdjustAction, FailureKind, SelfCheckVerdict
 
 __all__ = [
@@ -266,6 +267,9 @@ class Case:
     properties: tuple[Property, ...] = ()
     #: Latency and cost of the cluster's requests: ``{"latency_ms": {"n", "median", "p95"}, …}``.
     baseline: Mapping[str, Mapping[str, float | int]] | None = None
+    #: How a request of another day is recognised as this case's (agent traffic only; absent:
+    #: by id, ``source_trace_id`` or the exact question only).
+    match: CaseMatch | None = None
 
     @property
     def rates(self) -> tuple[Property, ...]:
@@ -309,6 +313,8 @@ class Case:
             out["properties"] = [p.to_dict() for p in self.properties]
         if self.baseline:
             out["baseline"] = {k: dict(v) for k, v in self.baseline.items()}
+        if self.match is not None:
+            out["match"] = self.match.to_dict()
         return out
 
     @classmethod
@@ -344,6 +350,7 @@ class Case:
             else (),
             properties=_properties(data.get("properties")),
             baseline=_baseline(data.get("baseline")),
+            match=CaseMatch.from_dict(data.get("match")),
         )
 
 

@@ -37,6 +37,8 @@ class MatchKind(StrEnum):
     CASE_ID = "case_id"
     SOURCE_TRACE_ID = "source_trace_id"
     QUESTION = "question"
+    #: by the case's template and input range (``match``): a request of another day
+    TEMPLATE = "template"
 
 
 class FailureReason(StrEnum):

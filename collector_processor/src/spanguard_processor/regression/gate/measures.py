@@ -258,14 +258,18 @@ def paired_values(
     """The measure on the requests both runs recorded, aligned (baseline's order): a recorded
     request keyed by its input (``Repeat.request``) is paired with the same input's request in
     the other run. None — compare the case's repeats as two samples — when a repeat has no key,
-    a key repeats within a run (a replay, or one question asked twice), or no pair holds the
-    measure on both sides."""
+    a key repeats within a run (a replay, or one question asked twice), fewer than half of
+    either run's requests have their pair (another day's traffic that asked a few questions
+    again: the pairs would leave the rest out), or no pair holds the measure on both sides."""
     keys_b = [r.request for r in base]
     keys_c = [r.request for r in current]
     for keys in (keys_b, keys_c):
         if not keys or None in keys or len(set(keys)) < len(keys):
             return None
     at = {key: r for key, r in zip(keys_c, current, strict=True)}
+    pairs = sum(1 for key in keys_b if key in at)
+    if 2 * pairs < max(len(keys_b), len(keys_c)):
+        return None
     b_out: list[float] = []
     c_out: list[float] = []
     for r in base:

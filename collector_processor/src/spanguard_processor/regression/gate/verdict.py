@@ -13,7 +13,9 @@ Per metric (:mod:`.measures`), in the order they are decided:
 * **INCONCLUSIVE** — neither; says how many cases, or repeats per case, would decide.
 
 A case with repeats in the baseline and none in the current run fails ``missing`` (a missing
-case is not a pass) unless ``allow_missing``.
+case is not a pass) unless ``allow_missing`` — in a replay, where every case is called. In
+recorded traffic, which need not ask every question, a case with no request on one side is
+no signal for that case: ``missing`` is NO_SIGNAL, counted and listed, never a FAIL by itself.
 """
 
 from __future__ import annotations
@@ -409,11 +411,43 @@ def _verdict(
     return verdict, changes
 
 
+def _recorded(run: RunFile) -> bool:
+    """Whether a run scored recorded traffic (its repeats answer recorded requests), not a
+    replay, where every case is called."""
+    return any(r.request is not None for runs in run.repeats.values() for r in runs)
+
+
 def _missing(base: RunFile, cur: RunFile, shared: Sequence[str], allow: bool) -> MetricVerdict:
     def ran(repeats: Sequence[Repeat]) -> int:
         return sum(r.outcome != ERROR for r in repeats)
 
     lost = [c for c in shared if ran(base.repeats.get(c, ())) and not ran(cur.repeats.get(c, ()))]
+    if lost and (_recorded(base) or _recorded(cur)):
+        # recorded traffic need not ask every question: no request is no evidence either way
+        new = [
+            c for c in shared if ran(cur.repeats.get(c, ())) and not ran(base.repeats.get(c, ()))
+        ]
+        lines = tuple(
+            f"{c}: {ran(base.repeats[c])} request(s) in the baseline, 0 now"
+            for c in lost[:SHOWN_CASES]
+        )
+        note = (
+            f"{len(lost)} case(s) had no request in the current traffic"
+            + (f" and {len(new)} none in the baseline's" if new else "")
+            + ": no signal for them (recorded traffic need not ask every question)"
+        )
+        return MetricVerdict(
+            "missing",
+            MetricOutcome.NO_SIGNAL,
+            False,
+            0.0,
+            len(shared),
+            None,
+            None,
+            note,
+            lines,
+            "cases",
+        )
     lines = tuple(
         f"{c} ran {ran(base.repeats[c])} time(s) in the baseline, 0 now" for c in lost[:SHOWN_CASES]
     )

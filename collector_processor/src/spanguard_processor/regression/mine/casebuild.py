@@ -341,6 +341,8 @@ class _Builder:
             adjusted_checks=tuple(adjusted),
             properties=self.properties(checks, trace_checks, learned, runs),
             baseline=baseline_figures(runs) if learned else None,
+            # a failure seed is a case for the request that went wrong, not for its template
+            match=None if is_seed else cluster.match,
         )
         return BuiltCase(case, annotation)
 

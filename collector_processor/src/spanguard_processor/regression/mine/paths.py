@@ -29,7 +29,6 @@ twice, however rare.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
@@ -37,8 +36,9 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from ...traces.model import ProcessTrace
+from ..casematch import Condition, input_words, slot_numbers
 from ..outcome import classify_answer
-from ..textnorm import SLOT, slot_texts, slot_values
+from ..textnorm import SLOT
 from .loader import Row
 from .templates import words
 
@@ -50,6 +50,8 @@ __all__ = [
     "ProcessSignature",
     "QuestionPaths",
     "Representatives",
+    "Run",
+    "When",
     "describe_path",
     "path_counts",
     "path_key",
@@ -73,9 +75,8 @@ _MAX_ROUNDS = 8
 ProcessSignature = tuple[tuple[str, ...], bool, int, int]
 #: The answer class and the process signature (None without a process trace).
 PathKey = tuple[str, ProcessSignature | None]
-
-_NUMBER = re.compile(r"[$€£¥₹]?([0-9][0-9,]*(?:\.[0-9]+)?)%?")
-_WORD = re.compile(r"[^\W\d_]{3,}")
+#: The condition on the input at each level of a question's split (answer class, process).
+When = tuple[Condition | None, Condition | None]
 
 
 def process_signature(process: ProcessTrace | None) -> ProcessSignature | None:
@@ -109,9 +110,12 @@ def describe_path(key: PathKey) -> str:
     )
 
 
-def _number(text: str) -> float | None:
-    match = _NUMBER.fullmatch(text)
-    return float(match.group(1).replace(",", "")) if match else None
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A path's explaining run: its requests in feature order, and the feature's range."""
+
+    members: list[int]
+    condition: Condition
 
 
 class _Features:
@@ -121,7 +125,7 @@ class _Features:
         # requests in visiting order, never in input order: a run's middle (its representative)
         # and ties on a feature must not depend on which file or replica a trace came from
         self.position = {m: i for i, m in enumerate(members)}
-        vectors = {m: [_number(t) for t in slot_texts(rows[m].input)] for m in members}
+        vectors = {m: slot_numbers(rows[m].input) for m in members}
         length = max(Counter(len(v) for v in vectors.values()).items(), key=lambda i: i[::-1])[0]
         usable = [m for m in members if len(vectors[m]) == length]
         slots = [
@@ -132,54 +136,87 @@ class _Features:
         self.numeric: list[dict[int, float]] = [
             {m: float(vectors[m][i] or 0) for m in usable} for i in slots
         ]
+        #: what each numeric feature is: (slot, None) or the ratio (slot, over)
+        self.specs: list[tuple[int, int | None]] = [(i, None) for i in slots]
         for i in slots:  # j/i orders the requests as i/j does, reversed: one of the two
             for j in slots[slots.index(i) + 1 :]:
                 if all(vectors[m][j] for m in usable):
                     self.numeric.append(
                         {m: float(vectors[m][i] or 0) / float(vectors[m][j] or 1) for m in usable}
                     )
+                    self.specs.append((i, j))
         holders: dict[str, set[int]] = {}
         for m in members:
-            for word in set(_WORD.findall(slot_values(rows[m].input).lower())):
+            for word in input_words(rows[m].input):
                 holders.setdefault(word, set()).add(m)
-        self.words = [holders[w] for w in sorted(holders)]
+        self.names = sorted(holders)
+        self.words = [holders[w] for w in self.names]
 
-    def explained(
-        self, part: set[int], active: set[int], aside: set[int] | None = None
-    ) -> list[int] | None:
-        """The longest unbroken run of ``part`` on one feature, in feature order, if it
-        explains the part; the requests set ``aside`` (of other paths) may not make more than
-        :data:`MAX_ASIDE_SHARE` of the run's span."""
-        aside = aside or set()
-        best: list[int] = []
-        for feature in self.numeric:
+    def _numeric_run(
+        self, part: set[int], active: set[int], aside: set[int], best: Run | None
+    ) -> Run | None:
+        """The longest unbroken run of ``part`` on a numeric feature (longer than ``best``)."""
+        for spec, feature in zip(self.specs, self.numeric, strict=True):
             ordered = sorted(
                 ((v, m) for m, v in feature.items() if m in active),
                 key=lambda item: (item[0], self.position[item[1]]),
             )
             away = sorted(v for m, v in feature.items() if m in aside)
             run: list[tuple[float, int]] = []
+            start = end = 0
             for _, tied in groupby(ordered, key=lambda item: item[0]):
                 same = list(tied)
-                run = run + same if all(m in part for _, m in same) else []
-                if len(run) > len(best):
+                if all(m in part for _, m in same):
+                    start = start if run else end
+                    run = run + same
+                else:
+                    run = []
+                end += len(same)
+                if len(run) > (len(best.members) if best else 0):
                     between = bisect_right(away, run[-1][0]) - bisect_left(away, run[0][0])
                     if _few(between, len(run)):
-                        best = [m for _, m in run]
-        for holders in self.words:
+                        above = ordered[start - 1][0] if start else None
+                        below = ordered[end][0] if end < len(ordered) else None
+                        condition = Condition(
+                            spec[0],
+                            spec[1],
+                            low=run[0][0],
+                            high=run[-1][0],
+                            above=above,
+                            below=below,
+                        )
+                        best = Run([m for _, m in run], condition)
+        return best
+
+    def explained(
+        self, part: set[int], active: set[int], aside: set[int] | None = None
+    ) -> Run | None:
+        """The longest unbroken run of ``part`` on one feature, in feature order, if it
+        explains the part; the requests set ``aside`` (of other paths) may not make more than
+        :data:`MAX_ASIDE_SHARE` of the run's span."""
+        aside = aside or set()
+        best = self._numeric_run(part, active, aside, None)
+        for word, holders in zip(self.names, self.words, strict=True):
+            size = len(best.members) if best else 0
             inside = holders & active
             if (
-                len(best) < len(inside) <= len(part)
+                size < len(inside) <= len(part)
                 and inside <= part
                 and _few(len(holders & aside), len(inside))
             ):
-                best = sorted(inside, key=self.position.__getitem__)
-            if len(best) < len(active) - len(inside) <= len(part):
+                best = Run(sorted(inside, key=self.position.__getitem__), Condition(word=word))
+                size = len(inside)
+            if size < len(active) - len(inside) <= len(part):
                 outside = active - holders
                 if outside <= part and _few(len(aside - holders), len(outside)):
-                    best = sorted(outside, key=self.position.__getitem__)
+                    members = sorted(outside, key=self.position.__getitem__)
+                    best = Run(members, Condition(word=word, present=False))
         need = len(part & active)
-        if len(best) >= MIN_PATH_ROWS and len(best) >= MIN_RUN_SHARE * need:
+        if (
+            best
+            and len(best.members) >= MIN_PATH_ROWS
+            and len(best.members) >= MIN_RUN_SHARE * need
+        ):
             return best
         return None
 
@@ -242,11 +279,12 @@ def _split(
     key: Callable[[int], Hashable],
     common: Counter[Hashable],
     reps: Representatives,
-) -> list[list[int]]:
-    """``members`` split by ``key`` into its systematic paths; the first part is the most
-    common path (on a tie, the one most common in the whole log: a question asked twice that
-    escalated once is not represented by its escalation) with every unexplained request
-    folded into it."""
+) -> tuple[list[list[int]], list[Condition | None]]:
+    """``members`` split by ``key`` into its systematic paths, and the condition on the input
+    that explains each; the first part is the most common path (on a tie, the one most common
+    in the whole log: a question asked twice that escalated once is not represented by its
+    escalation) with every unexplained request folded into it, and its condition None (a new
+    request no other part's condition claims is its)."""
     parts: dict[Hashable, list[int]] = {}
     for m in members:
         parts.setdefault(key(m), []).append(m)
@@ -255,18 +293,22 @@ def _split(
     main = ordered[0]
     candidates = [main, *(p for p in ordered[1:] if len(p) >= MIN_PATH_ROWS)]
     if len(candidates) == 1:
-        return [members if members[0] in main else [main[0], *(m for m in members if m != main[0])]]
-    runs = _runs(candidates, _Features(rows, members))
+        whole = members if members[0] in main else [main[0], *(m for m in members if m != main[0])]
+        return [whole], [None]
+    explained = _runs(candidates, _Features(rows, members))
+    runs = [run.members if run else None for run in explained]
     # an explained path is represented by an inner request of its run: never a random
     # straggler, away from the boundary to another path
     taken: Counter[Hashable] = Counter()
     first = main[0] if runs[0] is None else reps.choose(runs[0], taken)
     reps.take(first, taken)
     out = [[first]]
+    conditions: list[Condition | None] = [None]
     cased: set[int] = set()
-    for run in runs[1:]:
-        if run is None:
+    for run, found in zip(runs[1:], explained[1:], strict=True):
+        if run is None or found is None:
             continue
+        conditions.append(found.condition)
         middle = reps.choose(run, taken)
         reps.take(middle, taken)
         out.append([middle, *sorted((m for m in run if m != middle), key=position.__getitem__)])
@@ -281,10 +323,10 @@ def _split(
     out[0] += [m for m in members if m not in cased and m != out[0][0]]
     if strays:
         max(out[1:], key=len).extend(strays)
-    return out
+    return out, conditions
 
 
-def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | None]:
+def _runs(candidates: list[list[int]], features: _Features) -> list[Run | None]:
     """Each candidate path's explaining run (None: unexplained). The requests of an explained
     path outside its run (a random escalation among systematic ones) are set aside for the next
     round, where they no longer break another path's run (but count in its span). When nothing
@@ -293,15 +335,15 @@ def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | 
     few random escalations inside a run of declines); a path explained so stays in for the
     rest (random escalations are not read as a run where the declines they replaced were)."""
     everyone = set().union(*candidates)
-    runs: list[list[int] | None] = [None] * len(candidates)
+    runs: list[Run | None] = [None] * len(candidates)
     excluded: set[int] = set()
     for _ in range(_MAX_ROUNDS):
         active = everyone - excluded
         found = [features.explained(set(part), active, excluded) for part in candidates]
         stragglers = {
             m for part, run in zip(candidates, found, strict=True) if run for m in part
-        } - {m for run in found if run for m in run}
-        if found == runs and stragglers <= excluded:
+        } - {m for run in found if run for m in run.members}
+        if _members(found) == _members(runs) and stragglers <= excluded:
             break
         runs = found
         excluded |= stragglers
@@ -315,6 +357,10 @@ def _runs(candidates: list[list[int]], features: _Features) -> list[list[int] | 
     return last
 
 
+def _members(runs: list[Run | None]) -> list[list[int] | None]:
+    return [run.members if run else None for run in runs]
+
+
 @dataclass(frozen=True, slots=True)
 class QuestionPaths:
     """A question's parts (each becomes a case; representative first) and its path counts."""
@@ -323,14 +369,19 @@ class QuestionPaths:
     paths: int  # distinct paths its requests took
     cased: int  # of which a case's own path
     folded: int  # requests folded into a case of another path (its rates)
+    #: Per part, the condition on the input at each level of the split (answer class, then
+    #: process) that its new requests meet; None for a part no new request is matched to by
+    #: its template (a refusal, a failure seed: a case for the request that went wrong).
+    when: list[When | None] | None = None
 
 
 def _seeds_apart(
-    rows: Sequence[Row], parts: list[list[int]], seed: Callable[[int], bool]
-) -> list[list[int]]:
+    rows: Sequence[Row], parts: list[list[int]], seed: Callable[[int], bool], when: list[When]
+) -> tuple[list[list[int]], list[When | None]]:
     """Failure seeds whose process differs from their part's: a case each (per process)."""
     out: list[list[int]] = []
-    for part in parts:
+    conditions: list[When | None] = []
+    for part, condition in zip(parts, when, strict=True):
         own = process_signature(rows[part[0]].process)
         apart: dict[ProcessSignature | None, list[int]] = {}
         for m in part[1:]:
@@ -339,7 +390,8 @@ def _seeds_apart(
                 apart.setdefault(signature, []).append(m)
         taken = {m for group in apart.values() for m in group}
         out += [[m for m in part if m not in taken], *apart.values()]
-    return out
+        conditions += [condition, *(None for _ in apart)]
+    return out, conditions
 
 
 def path_counts(rows: Sequence[Row], classes: Sequence[str]) -> Counter[Hashable]:
@@ -367,27 +419,35 @@ def split_question(
     if all(rows[m].process is None for m in members):  # a plain log: split by refusal only
         plain = [part for part in (refusals, answered) if part]
         plain.sort(key=lambda part: part[0] != members[0])
-        return QuestionPaths(plain, len(plain), len(plain), 0)
+        return QuestionPaths(plain, len(plain), len(plain), 0, [None] * len(plain))
     reps = reps or Representatives(rows, classes)
     reps.question(members)
     by_process: dict[ProcessSignature | None, list[int]] = {}
     for m in refusals:  # failure seeds, whatever their number (trace2eval's treatment)
         by_process.setdefault(process_signature(rows[m].process), []).append(m)
     parts = list(by_process.values())
+    when: list[When | None] = [None] * len(parts)
     if answered:
         position = {m: i for i, m in enumerate(members)}
         paths: list[list[int]] = []
-        for outcome in _split(rows, answered, classes.__getitem__, common, reps):
+        levels: list[When] = []
+        by_class, first_levels = _split(rows, answered, classes.__getitem__, common, reps)
+        for outcome, first in zip(by_class, first_levels, strict=True):
             # requests folded in from another class stay folded: never split a second time
             mine = [m for m in outcome if classes[m] == classes[outcome[0]]]
-            sub = _split(rows, mine, lambda m: process_signature(rows[m].process), common, reps)
+            sub, second = _split(
+                rows, mine, lambda m: process_signature(rows[m].process), common, reps
+            )
             folded = [m for m in outcome if classes[m] != classes[outcome[0]]]
             sub[0] = [sub[0][0], *sorted(sub[0][1:] + folded, key=position.__getitem__)]
             paths += sub
-        parts += _seeds_apart(rows, paths, seed)
+            levels += [(first, condition) for condition in second]
+        apart, conditions = _seeds_apart(rows, paths, seed, levels)
+        parts += apart
+        when += conditions
     for part in parts:
         reps.take(part[0])
     signature = {m: (classes[m], process_signature(rows[m].process)) for m in members}
     cased = {signature[part[0]] for part in parts}
     off_path = sum(1 for part in parts for m in part if signature[m] != signature[part[0]])
-    return QuestionPaths(parts, len(set(signature.values())), len(cased), off_path)
+    return QuestionPaths(parts, len(set(signature.values())), len(cased), off_path, when)

@@ -28,12 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..case import Signal
+from ..casematch import CaseMatch
 from ..outcome import classify_answer
 from ..textnorm import fold, shingles, slot_values
 from ..vocabulary import SelectMode, SignalName
 from .dedup import jaccard, leader_clusters, strip_shared_context
 from .loader import Row
-from .paths import Representatives, path_counts, process_signature, split_question
+from .paths import Representatives, When, path_counts, process_signature, split_question
 from .signals import QUALITY_SIGNALS, LogContext, build_context, compute_signals, score
 from .sparse_dedup import leader_clusters_sparse
 from .templates import template_pools
@@ -68,6 +69,8 @@ class Cluster:
     family: list[int] | None = None
     #: Set when wording variants of one template were pooled: each text cluster's groups.
     variants: list[list[int]] | None = None
+    #: How a new request is recognised as this cluster's (agent traffic; None: it is not).
+    match: CaseMatch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,36 +278,61 @@ def _split_by_path(selection: Selection) -> None:
     for cluster in selection.clusters:
         members = selection.members(cluster)
         paths = split_question(selection.rows, members, selection.seed, classes, common, reps)
+        split_parts = len(paths.parts)
+        when = list(paths.when or [None] * split_parts)
         if cluster.variants is not None:
-            before = len(paths.parts)
             selection.folded_rows -= _variant_cases(
-                selection, cluster.variants, paths.parts, classes
+                selection, cluster.variants, paths.parts, classes, when
             )
-            selection.variant_cases += len(paths.parts) - before
+            selection.variant_cases += len(paths.parts) - split_parts
+        # a wording variant given a case of its own is told apart by its own wording
+        founder = selection.rows[members[0]]
+        matches = [
+            _match(founder, w, selection.rows[part[0]] if i >= split_parts else None)
+            for i, (part, w) in enumerate(zip(paths.parts, when, strict=True))
+        ]
         selection.paths_found += paths.paths
         selection.paths_cased += paths.cased
         selection.folded_rows += paths.folded
         if len(paths.parts) == 1 and paths.parts[0] == members:
+            cluster.match = matches[0]
             split.append(cluster)
             continue
         selection.split_by_process += len(paths.parts) > 1
         split += [
-            Cluster(cluster.groups, part[0], len(part), rows=part, family=members)
-            for part in paths.parts
+            Cluster(cluster.groups, part[0], len(part), rows=part, family=members, match=match)
+            for part, match in zip(paths.parts, matches, strict=True)
         ]
     if selection.split_by_process:
         split.sort(key=lambda c: selection.rank[c.representative])
     selection.clusters = split
 
 
+def _match(founder: Row, when: When | None, variant: Row | None) -> CaseMatch | None:
+    """A part's template (its question's founding request, values as slots), conditions, and
+    for a wording variant's own case, that wording."""
+    if when is None:
+        return None
+    levels = list(when)
+    while levels and levels[-1] is None:
+        levels.pop()
+    wording = slot_values(variant.input) if variant is not None else None
+    return CaseMatch(slot_values(founder.input), tuple(levels), wording)
+
+
 def _variant_cases(
-    selection: Selection, variants: list[list[int]], parts: list[list[int]], classes: list[str]
+    selection: Selection,
+    variants: list[list[int]],
+    parts: list[list[int]],
+    classes: list[str],
+    when: list[When | None],
 ) -> int:
     """A pooled text cluster none of whose requests represents a part (a wording variant, or
     another question worded much like it) gets a case of its own on the commonest path of its
     requests that is a case's own path — never on a rare or random one. Its requests on that
-    path move into it from the parts they were folded into (``parts`` grows in place); returns
-    how many of them had been folded into a part of another path."""
+    path move into it from the parts they were folded into (``parts`` grows in place, ``when``
+    with the conditions of the part whose path it takes); returns how many of them had been
+    folded into a part of another path."""
     rows = selection.rows
 
     def path(m: int) -> tuple[str, object]:
@@ -327,6 +355,7 @@ def _variant_cases(
         for m in moved:
             off_path += path(where[m][0]) != key
             where[m].remove(m)
+        when.append(next(w for part, w in zip(parts, when, strict=True) if path(part[0]) == key))
         parts.append(moved)
     return off_path
 

@@ -29,7 +29,7 @@ from difflib import SequenceMatcher
 from ..textnorm import SLOT, slot_texts, slot_values
 from .dedup import leader_clusters
 
-__all__ = ["TEMPLATE_RATIO", "template_pools", "words"]
+__all__ = ["TEMPLATE_RATIO", "template_pools", "template_ratio", "word_multiset", "words"]
 
 #: Two clusters are one template when at least this share of their words align (2·M / (a+b)).
 TEMPLATE_RATIO = 0.7
@@ -41,23 +41,33 @@ def words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(slot_values(text).lower()))
 
 
-def _one_template(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+def template_ratio(left: tuple[str, ...], right: tuple[str, ...]) -> float | None:
+    """The share of aligned words (2·M / (a+b)) of two word sequences (:func:`words`) when
+    they are one template — the same number of slots, every slot aligned, at least
+    :data:`TEMPLATE_RATIO` of their words matched — else None."""
     slots = left.count(SLOT)
     if slots != right.count(SLOT) or not left or not right:
-        return False
+        return None
+    if left == right:
+        return 1.0
     matcher = SequenceMatcher(None, left, right, autojunk=False)
-    if matcher.ratio() < TEMPLATE_RATIO:
-        return False
+    ratio = matcher.ratio()
+    if ratio < TEMPLATE_RATIO:
+        return None
     aligned = sum(
         1
         for block in matcher.get_matching_blocks()
         for k in range(block.size)
         if left[block.a + k] == SLOT
     )
-    return aligned == slots
+    return ratio if aligned == slots else None
 
 
-def _numbered(tokens: tuple[str, ...]) -> frozenset[str]:
+def _one_template(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+    return template_ratio(left, right) is not None
+
+
+def word_multiset(tokens: tuple[str, ...]) -> frozenset[str]:
     """The words as a set, the n-th occurrence of a word its own token: set overlap is then
     the multiset overlap, which bounds the alignment from above."""
     seen: dict[str, int] = {}
@@ -79,7 +89,7 @@ def template_pools(texts: Sequence[str]) -> list[int]:
     # ratio = 2M/(a+b) ≥ r needs Jaccard M/(a+b−M) ≥ r/(2−r) on the numbered word sets
     bound = TEMPLATE_RATIO / (2 - TEMPLATE_RATIO) - 1e-9
     sets = [
-        _numbered(t) if SLOT in t and len(slot_texts(text)) == t.count(SLOT) else frozenset()
+        word_multiset(t) if SLOT in t and len(slot_texts(text)) == t.count(SLOT) else frozenset()
         for t, text in zip(tokens, texts, strict=True)
     ]
 

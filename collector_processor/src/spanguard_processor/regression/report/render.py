@@ -48,10 +48,15 @@ def render_metrics(m: Metrics) -> str:
 def render_matching(matching: dict[str, int], total: int) -> str:
     """``matched 16 of 16 case(s): 0 by case id, 16 by source_trace_id, …``."""
     matched = total - matching.get("unmatched", 0)
+    template = (
+        f", {matching['template']} by template (another day's requests)"
+        if "template" in matching
+        else ""
+    )
     return (
         f"matched {matched} of {total} case(s): {matching.get('case_id', 0)} by case id, "
         f"{matching.get('source_trace_id', 0)} by source_trace_id, "
-        f"{matching.get('question', 0)} by question text; "
+        f"{matching.get('question', 0)} by question text{template}; "
         f"{matching.get('unmatched', 0)} without output"
     )
 

@@ -126,12 +126,15 @@ class Outputs:
     all_by_id: dict[str, list[OutputRecord]] = field(default_factory=dict)
     all_by_source: dict[str, list[OutputRecord]] = field(default_factory=dict)
     all_by_input: dict[str, list[OutputRecord]] = field(default_factory=dict)
+    #: Every record, in file order.
+    records: list[OutputRecord] = field(default_factory=list)
 
     def add(self, key: str, data: Mapping[str, object]) -> None:
         """An outputs line, keyed by ``key``."""
         self.put(key, OutputRecord.from_line(data))
 
     def put(self, key: str, record: OutputRecord) -> None:
+        self.records.append(record)
         self.by_id[key] = record
         self.all_by_id.setdefault(key, []).append(record)
         if record.source_trace_id:

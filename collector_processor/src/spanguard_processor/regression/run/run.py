@@ -11,18 +11,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from spanguard.exceptions import CaseFormatError
 
 from ...common.jsonio import iter_jsonl
 from ..case import Case, Evidence, Property
+from ..casematch import Condition
 from ..checks import CheckKind, percentile, run_text_checks, run_trace_check
 from ..vocabulary import FailureReason, MatchKind, Outcome
 from .outputs import MATCH_KINDS, OutputRecord, Outputs, case_evidence
 from .repeats import ERROR, AppFailure, Repeat, repeat_of, request_key
 from .results import CaseOutcome, Failure, Metrics
+from .templated import assign_by_template
 
 __all__ = [
     "METRICS_VERSION",
@@ -65,6 +67,8 @@ def load_cases(path: Path) -> list[Case]:
                     "must be a list of check objects.", file=name, line=number, field=key
                 )
         _check_properties(value.get("properties", []), name, number)
+        if "match" in value:
+            _check_match(value["match"], name, number)
         cases.append(Case.from_dict(value))
     return cases
 
@@ -86,6 +90,27 @@ def _check_properties(value: object, name: str, number: int) -> None:
         )
 
 
+def _check_match(value: object, name: str, number: int) -> None:
+    """``match``: a template, and per level null or a condition on a slot or a word."""
+    levels = value.get("when", []) if isinstance(value, dict) else None
+    ok = (
+        isinstance(value, dict)
+        and isinstance(value.get("template"), str)
+        and isinstance(levels, list)
+        and all(
+            level is None or (isinstance(level, dict) and Condition.from_dict(level) is not None)
+            for level in levels
+        )
+    )
+    if not ok:
+        raise CaseFormatError(
+            'must be {"template": "…", "when": [null or {"slot": i, …} or {"word": w, …}, …]}.',
+            file=name,
+            line=number,
+            field="match",
+        )
+
+
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -100,6 +125,11 @@ class RunResult:
     outcomes: tuple[CaseOutcome, ...]
     repeats: Mapping[str, tuple[Repeat, ...]] = field(default_factory=dict)
     properties: Mapping[str, tuple[Property, ...]] = field(default_factory=dict)
+    #: Recorded traffic over cases that carry a template (``match``): per case, how many
+    #: requests it got and how (``exact``: id, source_trace_id or question; ``template``).
+    requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: What the run could not place (requests that fit two cases, or none).
+    notes: tuple[str, ...] = ()
 
     @property
     def app_errors(self) -> int:
@@ -112,7 +142,9 @@ class RunResult:
 
     @property
     def matching(self) -> dict[str, int]:
-        counts: dict[str, int] = {kind: 0 for kind in MATCH_KINDS}
+        # "template" only where cases carry templates: older runs' files stay byte-identical
+        kinds = [k for k in MATCH_KINDS if k != MatchKind.TEMPLATE or self.requests]
+        counts: dict[str, int] = {kind: 0 for kind in kinds}
         for o in self.outcomes:
             if o.matched_by is not None:
                 counts[o.matched_by] += 1
@@ -129,6 +161,12 @@ class RunResult:
             "case_details": {o.case_id: o.to_dict() for o in self.outcomes},
             "repeats": {k: [r.to_dict() for r in runs] for k, runs in self.repeats.items()},
             "properties": {k: [p.to_dict() for p in props] for k, props in self.properties.items()},
+            **(
+                {"requests": {k: dict(v) for k, v in self.requests.items()}}
+                if self.requests
+                else {}
+            ),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def payload(self) -> dict[str, object]:
@@ -288,15 +326,32 @@ def _repeat(
 def run_cases(cases: Sequence[Case], outputs: Outputs) -> RunResult:
     """Recorded traffic scored: every record matching a case is one of its repeats
     (:meth:`~.outputs.Outputs.find_all`); the one :meth:`~.outputs.Outputs.find` picks gives
-    the case's outcome, so ``metrics`` stay trace2eval's."""
-    found: list[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]] = []
+    the case's outcome, so ``metrics`` stay trace2eval's. The records no case found so are
+    matched by template and input range (:mod:`.templated`) to the cases that carry one; a
+    case found no other way takes its first such record as its outcome's."""
+    exact: list[tuple[list[OutputRecord], OutputRecord | None, str | None]] = []
+    claimed: set[int] = set()
     for case in cases:
         record, matched_by = outputs.find(case)
-        runs: list[OutputRecord | AppFailure] = list(outputs.find_all(case))
+        runs = list(outputs.find_all(case))
         if record is not None and not any(r is record for r in runs):
             runs.insert(0, record)
-        found.append((runs, record, matched_by))
-    return _score_all(cases, found, len(outputs.skipped), recorded=True)
+        claimed.update(id(r) for r in runs)
+        exact.append((runs, record, matched_by))
+    rest = [r for r in outputs.records if id(r) not in claimed]
+    assigned = assign_by_template(cases, rest)
+    templated = any(case.match is not None for case in cases)
+    found: list[tuple[Sequence[OutputRecord | AppFailure], OutputRecord | None, str | None]] = []
+    requests: dict[str, dict[str, int]] = {}
+    for case, (runs, record, matched_by) in zip(cases, exact, strict=True):
+        extra = assigned.by_case.get(case.id, [])
+        if record is None and extra:
+            record, matched_by = extra[0], MatchKind.TEMPLATE
+        found.append(([*runs, *extra], record, matched_by))
+        if templated:
+            requests[case.id] = {"exact": len(runs), "template": len(extra)}
+    result = _score_all(cases, found, len(outputs.skipped), recorded=True)
+    return replace(result, requests=requests, notes=tuple(assigned.notes()))
 
 
 def score_repeats(
