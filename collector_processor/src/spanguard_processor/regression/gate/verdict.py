@@ -23,20 +23,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import numpy as np
 
 from ..run.repeats import ERROR, Repeat
 from .evidence import distribution_diff
 from .measures import (
-    FLOORS,
     LATENCY,
     LATENCY_OVERALL,
     PROPERTY,
     CaseContext,
     Measure,
-    Tolerances,
     case_values,
     context,
     measures_for,
@@ -44,6 +41,13 @@ from .measures import (
     property_kind,
 )
 from .noise import mcnemar_worse_p
+from .outcomes import (
+    CaseChange,
+    MetricOutcome,
+    MetricVerdict,
+    RegressionOptions,
+    RegressionVerdict,
+)
 from .paired import (
     PairedBound,
     PooledCounts,
@@ -68,70 +72,6 @@ __all__ = [
 
 #: Cases shown under a FAIL (the ones that moved most).
 SHOWN_CASES = 3
-
-
-class MetricOutcome(StrEnum):
-    PASS = "PASS"
-    FAIL = "FAIL"
-    INCONCLUSIVE = "INCONCLUSIVE"
-    NO_SIGNAL = "NO_SIGNAL"
-    REPORT_ONLY = "REPORT_ONLY"
-
-
-@dataclass(frozen=True)
-class RegressionOptions:
-    alpha: float = 0.05
-    tolerance_scale: float = 1.0
-    allow_inconclusive: bool = False
-    allow_missing: bool = False
-    same_machine: bool = False  # the runs were measured under the same load: gate overall latency
-    tolerances: Tolerances = field(default_factory=Tolerances)
-    #: a latency under this many ms is read as this (the machine's scheduling moves it more)
-    min_latency_ms: float = FLOORS["latency_ms"]
-
-
-@dataclass(frozen=True)
-class CaseChange:
-    """A case whose own test shows it worse (Holm-adjusted across cases and metrics)."""
-
-    case_id: str
-    metric: str
-    p_value: float  # Holm-adjusted
-    diff: str
-
-
-@dataclass(frozen=True)
-class MetricVerdict:
-    metric: str
-    outcome: MetricOutcome
-    gating: bool
-    tolerance: float  # on the change's scale (points, counts, log ratio)
-    cases: int
-    bound: PairedBound | None
-    p_value: float | None  # Holm-adjusted p of the aggregate test of H0: D ≤ τ
-    note: str
-    evidence: tuple[str, ...] = ()
-    kind: str = "rate"
-
-
-@dataclass(frozen=True)
-class RegressionVerdict:
-    metrics: tuple[MetricVerdict, ...]
-    changes: tuple[CaseChange, ...]
-    cases: int
-    repeats: tuple[float, float]  # mean repeats per case: baseline, current
-    app_errors: tuple[int, int]
-    allow_inconclusive: bool = False
-
-    def blocking(self) -> list[MetricVerdict]:
-        ok = {MetricOutcome.PASS}
-        if self.allow_inconclusive:
-            ok.add(MetricOutcome.INCONCLUSIVE)
-        return [m for m in self.metrics if m.gating and m.outcome not in ok]
-
-    @property
-    def passed(self) -> bool:
-        return not self.blocking()
 
 
 @dataclass
