@@ -70,12 +70,9 @@ DUCKDB = Dialect(
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "ids": lambda x: f"list({x})",
         "distinct_n": lambda x: f"length(list_distinct({x}))",
-        "spans": lambda p, a, s, i, r: (
-            f"list({{'p': {p}, 'a': {a}, 's': {s}, 'i': {i}, 'r': {r}}})"
-        ),
-        "root": lambda sp, ids: (
-            f"list_sort(list_transform({sp}, lambda t: {{'c': list_contains({ids}, t.p), "
-            "'a': t.a, 's': t.s, 'i': t.i, 'p': t.p, 'r': t.r}))[1]"
+        # the least (c, a, s, i, p, r) of a trace's spans: its root (traces/agent_map.sql)
+        "rootkey": lambda c, a, s, i, p, r: (
+            f"min({{'c': {c}, 'a': {a}, 's': {s}, 'i': {i}, 'p': {p}, 'r': {r}}})"
         ),
         "field": lambda x, name: f"{x}.{name}",
         "first": lambda x, o, c: f"arg_min({x}, {o}) FILTER (WHERE {c})",
@@ -121,10 +118,7 @@ CLICKHOUSE = Dialect(
         "but": lambda t, cols: f"{t}.* EXCEPT ({cols})",
         "ids": lambda x: f"groupArray({x})",
         "distinct_n": lambda x: f"length(arrayDistinct({x}))",
-        "spans": lambda p, a, s, i, r: f"groupArray(tuple({p}, {a}, {s}, {i}, {r}))",
-        "root": lambda sp, ids: (
-            f"arraySort(arrayMap(t -> tuple(has({ids}, t.1), t.2, t.3, t.4, t.1, t.5), {sp}))[1]"
-        ),
+        "rootkey": lambda c, a, s, i, p, r: f"min(tuple({c}, {a}, {s}, {i}, {p}, {r}))",
         "field": lambda x, name: f"tupleElement({x}, {'casipr'.index(name) + 1})",
         "first": lambda x, o, c: f"argMinIf({x}, {o}, {c})",
         "list": lambda x, o, c: (

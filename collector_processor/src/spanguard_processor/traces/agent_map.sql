@@ -88,8 +88,15 @@ named AS @inline() (
 slim AS @inline() (
     SELECT @but(named; a, k, n1, n2) FROM named
 ),
+-- identity.find_root's "parentless within the trace": the span ids each trace holds, read
+-- for the join below (a span id delivered twice repeats a child's row: the aggregates over
+-- them ignore repeats, and the trace is left to Python anyway)
+ids AS (
+    SELECT TraceId AS xtid, SpanId AS xsid FROM @source()
+    WHERE SpanName <> 'spanguard.annotate' AND SpanName <> 'spanguard.log' @window()
+),
 -- identity.find_root per trace (parentless within the trace; agent spans first, then the
--- earliest: the least @key), its first span, and (convert.traces_from_records) the
+-- earliest: the least key), its first span, and (convert.traces_from_records) the
 -- conversation a trace joins when its root is a parentless model or tool call and it has no
 -- agent or spanguard request span. Aggregates, not window functions: no sort of the spans.
 turns AS (
@@ -99,16 +106,15 @@ turns AS (
         -- a span is a candidate when its parent is not among the trace's span ids; a span id
         -- delivered twice (a retry) counts once in Python (convert.traces_from_records): such
         -- a trace is left to the span conversion (redelivered = 1)
-        SELECT tid, @root(spans; sids) AS rkey, agentish, conv0, first_sid,
-            CASE WHEN length(sids) <> @distinct_n(sids) THEN 1 ELSE 0 END AS redelivered
-        FROM (
-            SELECT tid, @ids(sid) AS sids,
-                @spans(pid; NOT is_agent; start_ns; sid; CASE WHEN is_llm OR is_tool THEN 1 ELSE 0 END) AS spans,
-                MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) AS agentish,
-                @first(ckey; @key(start_ns; sid); ckey IS NOT NULL) AS conv0,
-                @first(sid; @key(start_ns; sid); TRUE) AS first_sid
-            FROM slim GROUP BY tid
-        ) AS l
+        SELECT s.tid AS tid,
+            @rootkey(x.xsid IS NOT NULL; NOT s.is_agent; s.start_ns; s.sid; s.pid;
+                     CASE WHEN s.is_llm OR s.is_tool THEN 1 ELSE 0 END) AS rkey,
+            MAX(CASE WHEN s.is_agent OR s.has_request THEN 1 ELSE 0 END) AS agentish,
+            @first(s.ckey; @key(s.start_ns; s.sid); s.ckey IS NOT NULL) AS conv0,
+            @first(s.sid; @key(s.start_ns; s.sid); TRUE) AS first_sid,
+            CASE WHEN COUNT(*) <> @distinct_n(@ids(s.sid)) THEN 1 ELSE 0 END AS redelivered
+        FROM slim AS s LEFT JOIN ids AS x ON x.xtid = s.tid AND x.xsid = s.pid
+        GROUP BY s.tid
     ) AS t
 ),
 tgroups AS (
@@ -116,14 +122,15 @@ tgroups AS (
 ),
 -- the root of each (merged) agent trace: the least root of its traces
 groots AS (
-    SELECT tgid AS ggid, @first(ttid; rkey; TRUE) AS g_tid, @first(rsid; rkey; TRUE) AS g_sid
+    SELECT tgid AS ggid, @first(ttid; rkey; TRUE) AS g_tid, @first(rsid; rkey; TRUE) AS g_sid,
+        COUNT(*) AS g_n
     FROM tgroups GROUP BY tgid
 ),
 grouped AS (
     SELECT c.*, t.tgid AS gid,
         CASE WHEN c.tid = g.g_tid AND c.sid = g.g_sid THEN 1 ELSE 2 END AS grk,
         @key(c.start_ns; c.sid) AS pos,
-        (c.sid = t.first_sid) AS tfirst, t.redelivered AS redelivered
+        (c.sid = t.first_sid) AS tfirst, t.redelivered AS redelivered, g.g_n AS tcount
     FROM slim AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
 ),
 spans AS (
@@ -192,7 +199,7 @@ traces AS (
         @list(CAST(start_ns AS VARCHAR); pos; is_llm) AS llm_starts,
         @list(CAST(end_ns AS VARCHAR); pos; is_llm) AS llm_ends,
         @list(cost; pos; cost IS NOT NULL) AS costs,
-        COUNT(DISTINCT tid) AS trace_count,
+        MAX(tcount) AS trace_count,
         @list(tid; pos; tfirst) AS trace_ids,
         MIN(CASE WHEN pid = '' THEN start_ns END) AS top_start,
         MAX(CASE WHEN pid = '' THEN end_ns END) AS top_end,
@@ -200,7 +207,7 @@ traces AS (
         MAX(src_langfuse) AS src_langfuse, MAX(src_spanguard) AS src_sg,
         CASE WHEN MAX(py_span) = 1 OR MAX(redelivered) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
                   OR SUM(CASE WHEN is_mcp THEN 1 ELSE 0 END) > 0
-                  OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > COUNT(DISTINCT tool)
+                  OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > @distinct_n(@ids(tool))
                   OR MAX(CASE WHEN grk = 1 AND NOT has_request THEN 1 ELSE 0 END) = 1
              THEN 1 ELSE 0 END AS py_trace
     FROM spans GROUP BY gid
