@@ -69,6 +69,7 @@ DUCKDB = Dialect(
         ),
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "ids": lambda x: f"list({x})",
+        "tools": lambda x: f"list({x}) FILTER (WHERE {x} IS NOT NULL)",
         "distinct_n": lambda x: f"length(list_distinct({x}))",
         # the least (c, a, s, i, p, r) of a trace's spans: its root (traces/agent_map.sql)
         "rootkey": lambda c, a, s, i, p, r: (
@@ -117,6 +118,7 @@ CLICKHOUSE = Dialect(
         "key": lambda *xs: f"tuple({', '.join(xs)})",
         "but": lambda t, cols: f"{t}.* EXCEPT ({cols})",
         "ids": lambda x: f"groupArray({x})",
+        "tools": lambda x: f"groupArray({x})",
         "distinct_n": lambda x: f"length(arrayDistinct({x}))",
         "rootkey": lambda c, a, s, i, p, r: f"min(tuple({c}, {a}, {s}, {i}, {p}, {r}))",
         "field": lambda x, name: f"tupleElement({x}, {'casipr'.index(name) + 1})",
@@ -136,6 +138,11 @@ CLICKHOUSE = Dialect(
 #: macros written in other macros, the same for both engines
 _SHARED: dict[str, Callable[..., str]] = {
     "nonblank": lambda m, k: f"CASE WHEN @trim(@val({m}; {k})) <> '' THEN @val({m}; {k}) END",
+    # identity precedence (identity.request_identity): the root's value, else the earliest
+    # other span's; two aggregates whose states stay empty on spans without the value
+    "ident": lambda x, c: (
+        f"COALESCE(@first({x}; grk; grk = 1 AND ({c})), @first({x}; pos; grk = 2 AND ({c})))"
+    ),
 }
 
 
