@@ -71,10 +71,14 @@ DUCKDB = Dialect(
         "ids": lambda x: f"list({x})",
         "tools": lambda x: f"list({x}) FILTER (WHERE {x} IS NOT NULL)",
         "distinct_n": lambda x: f"length(list_distinct({x}))",
-        # the least (c, a, s, i, p, r) of a trace's spans: its root (traces/agent_map.sql)
+        # the least (c, a, s, i, p, r) of a trace's spans: its root (traces/agent_map.sql);
+        # c: the parent is among the trace's span ids (a join on them: @parents)
         "rootkey": lambda c, a, s, i, p, r: (
             f"min({{'c': {c}, 'a': {a}, 's': {s}, 'i': {i}, 'p': {p}, 'r': {r}}})"
         ),
+        "rootpick": lambda rk, ids: rk,
+        "parents": lambda s: f"LEFT JOIN ids AS x ON x.xtid = {s}.tid AND x.xsid = {s}.pid",
+        "parent": lambda s: "x.xsid IS NOT NULL",
         "field": lambda x, name: f"{x}.{name}",
         "first": lambda x, o, c: f"arg_min({x}, {o}) FILTER (WHERE {c})",
         "list": lambda x, o, c: f"to_json(list({x} ORDER BY {o}) FILTER (WHERE {c}))",
@@ -120,7 +124,14 @@ CLICKHOUSE = Dialect(
         "ids": lambda x: f"groupArray({x})",
         "tools": lambda x: f"groupArray({x})",
         "distinct_n": lambda x: f"length(arrayDistinct({x}))",
-        "rootkey": lambda c, a, s, i, p, r: f"min(tuple({c}, {a}, {s}, {i}, {p}, {r}))",
+        # the spans' keys in an array, the parent looked up among the trace's span ids
+        # (has), then the least: an array per trace needs less memory than a join of spans
+        "rootkey": lambda c, a, s, i, p, r: f"groupArray(tuple({p}, {a}, {s}, {i}, {r}))",
+        "rootpick": lambda rk, ids: (
+            f"arraySort(arrayMap(t -> tuple(has({ids}, t.1), t.2, t.3, t.4, t.1, t.5), {rk}))[1]"
+        ),
+        "parents": lambda s: "",
+        "parent": lambda s: "0",
         "field": lambda x, name: f"tupleElement({x}, {'casipr'.index(name) + 1})",
         "first": lambda x, o, c: f"argMinIf({x}, {o}, {c})",
         "list": lambda x, o, c: (

@@ -92,8 +92,9 @@ slim AS @inline() (
     SELECT @but(named; a, k, n1, n2, sg) FROM named
 ),
 -- identity.find_root's "parentless within the trace": the span ids each trace holds, read
--- for the join below (a span id delivered twice repeats a child's row: the aggregates over
--- them ignore repeats, and the trace is left to Python anyway)
+-- for DuckDB's join below (a span id delivered twice repeats a child's row: the aggregates
+-- over them ignore repeats, and the trace is left to Python anyway). ClickHouse looks the
+-- parent up in a per-trace array instead: its join of every span needs more memory
 ids AS (
     SELECT TraceId AS xtid, SpanId AS xsid FROM @source()
     WHERE SpanName <> 'spanguard.annotate' AND SpanName <> 'spanguard.log' @window()
@@ -105,20 +106,22 @@ ids AS (
 turns AS (
     SELECT tid, rkey, @field(rkey; i) AS rsid, first_sid, redelivered,
         CASE WHEN @field(rkey; p) = '' AND @field(rkey; r) = 1 AND agentish = 0 THEN conv0 END AS conv
+    FROM (SELECT tid, @rootpick(rk; sids) AS rkey, agentish, conv0, first_sid,
+            CASE WHEN n <> @distinct_n(sids) THEN 1 ELSE 0 END AS redelivered
     FROM (
         -- a span is a candidate when its parent is not among the trace's span ids; a span id
         -- delivered twice (a retry) counts once in Python (convert.traces_from_records): such
         -- a trace is left to the span conversion (redelivered = 1)
         SELECT s.tid AS tid,
-            @rootkey(x.xsid IS NOT NULL; NOT s.is_agent; s.start_ns; s.sid; s.pid;
-                     CASE WHEN s.is_llm OR s.is_tool THEN 1 ELSE 0 END) AS rkey,
+            @rootkey(@parent(s); NOT s.is_agent; s.start_ns; s.sid; s.pid;
+                     CASE WHEN s.is_llm OR s.is_tool THEN 1 ELSE 0 END) AS rk,
             MAX(CASE WHEN s.is_agent OR s.has_request THEN 1 ELSE 0 END) AS agentish,
             @first(s.ckey; @key(s.start_ns; s.sid); s.ckey IS NOT NULL) AS conv0,
             @first(s.sid; @key(s.start_ns; s.sid); TRUE) AS first_sid,
-            CASE WHEN COUNT(*) <> @distinct_n(@ids(s.sid)) THEN 1 ELSE 0 END AS redelivered
-        FROM slim AS s LEFT JOIN ids AS x ON x.xtid = s.tid AND x.xsid = s.pid
+            COUNT(*) AS n, @ids(s.sid) AS sids
+        FROM slim AS s @parents(s)
         GROUP BY s.tid
-    ) AS t
+    ) AS a) AS t
 ),
 tgroups AS (
     SELECT tid AS ttid, rkey, rsid, first_sid, redelivered, COALESCE(conv, tid) AS tgid FROM turns
