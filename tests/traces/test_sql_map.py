@@ -410,7 +410,8 @@ def _semi_join_cases() -> list[SpanRecord]:
     """Spans for the root rule's semi-join ("the parent is in the trace") and the counts that
     replaced the map's DISTINCTs: a span whose parent id is a span of another trace only (an
     orphan there, so it outranks a later parentless span), a trace with one tool name twice
-    (Python's dedupe decides whether they are one operation, so it is left to Python) and one with two tools (mapped in SQL)."""
+    (Python's dedupe decides whether they are one operation, so it is left to Python) and one
+    with two tools (mapped in SQL)."""
 
     def span(trace: str, ident: str, parent: str, start: int, **attrs: Any) -> SpanRecord:
         return SpanRecord(trace * 32, ident * 16, parent, "s" + ident, start, start + 5, attrs)
