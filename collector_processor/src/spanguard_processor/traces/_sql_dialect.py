@@ -69,16 +69,14 @@ DUCKDB = Dialect(
         ),
         "but": lambda t, cols: f"{t}.* EXCLUDE ({cols})",
         "ids": lambda x: f"list({x})",
-        "tools": lambda x: f"list({x}) FILTER (WHERE {x} IS NOT NULL)",
         "distinct_n": lambda x: f"length(list_distinct({x}))",
-        # the least (c, a, s, i, p, r) of a trace's spans: its root (traces/agent_map.sql);
-        # c: the parent is among the trace's span ids (a join on them: @parents)
-        "rootkey": lambda c, a, s, i, p, r: (
-            f"min({{'c': {c}, 'a': {a}, 's': {s}, 'i': {i}, 'p': {p}, 'r': {r}}})"
+        "spans": lambda p, a, s, i, r: (
+            f"list({{'p': {p}, 'a': {a}, 's': {s}, 'i': {i}, 'r': {r}}})"
         ),
-        "rootpick": lambda rk, ids: rk,
-        "parents": lambda s: f"LEFT JOIN ids AS x ON x.xtid = {s}.tid AND x.xsid = {s}.pid",
-        "parent": lambda s: "x.xsid IS NOT NULL",
+        "root": lambda sp, ids: (
+            f"list_sort(list_transform({sp}, lambda t: {{'c': list_contains({ids}, t.p), "
+            "'a': t.a, 's': t.s, 'i': t.i, 'p': t.p, 'r': t.r}))[1]"
+        ),
         "field": lambda x, name: f"{x}.{name}",
         "first": lambda x, o, c: f"arg_min({x}, {o}) FILTER (WHERE {c})",
         "list": lambda x, o, c: f"to_json(list({x} ORDER BY {o}) FILTER (WHERE {c}))",
@@ -122,16 +120,11 @@ CLICKHOUSE = Dialect(
         "key": lambda *xs: f"tuple({', '.join(xs)})",
         "but": lambda t, cols: f"{t}.* EXCEPT ({cols})",
         "ids": lambda x: f"groupArray({x})",
-        "tools": lambda x: f"groupArray({x})",
         "distinct_n": lambda x: f"length(arrayDistinct({x}))",
-        # the spans' keys in an array, the parent looked up among the trace's span ids
-        # (has), then the least: an array per trace needs less memory than a join of spans
-        "rootkey": lambda c, a, s, i, p, r: f"groupArray(tuple({p}, {a}, {s}, {i}, {r}))",
-        "rootpick": lambda rk, ids: (
-            f"arraySort(arrayMap(t -> tuple(has({ids}, t.1), t.2, t.3, t.4, t.1, t.5), {rk}))[1]"
+        "spans": lambda p, a, s, i, r: f"groupArray(tuple({p}, {a}, {s}, {i}, {r}))",
+        "root": lambda sp, ids: (
+            f"arraySort(arrayMap(t -> tuple(has({ids}, t.1), t.2, t.3, t.4, t.1, t.5), {sp}))[1]"
         ),
-        "parents": lambda s: "",
-        "parent": lambda s: "0",
         "field": lambda x, name: f"tupleElement({x}, {'casipr'.index(name) + 1})",
         "first": lambda x, o, c: f"argMinIf({x}, {o}, {c})",
         "list": lambda x, o, c: (
@@ -149,11 +142,6 @@ CLICKHOUSE = Dialect(
 #: macros written in other macros, the same for both engines
 _SHARED: dict[str, Callable[..., str]] = {
     "nonblank": lambda m, k: f"CASE WHEN @trim(@val({m}; {k})) <> '' THEN @val({m}; {k}) END",
-    # identity precedence (identity.request_identity): the root's value, else the earliest
-    # other span's; two aggregates whose states stay empty on spans without the value
-    "ident": lambda x, c: (
-        f"COALESCE(@first({x}; grk; grk = 1 AND ({c})), @first({x}; pos; grk = 2 AND ({c})))"
-    ),
 }
 
 

@@ -23,17 +23,15 @@ roles AS @inline() (
             OR @val(a; 'gen_ai.operation.name') = 'execute_tool'
             OR @val(a; 'openinference.span.kind') = 'TOOL'
             OR @val(a; 'traceloop.span.kind') = 'tool') AS is_tool,
-        (@prefix(k; 'spanguard.') AND @has(a; 'spanguard.request.id')) AS has_request,
+        @has(a; 'spanguard.request.id') AS has_request,
         -- identity.conversation_key: what joins the parentless model calls of one turn
-        -- (a key is looked up only when the span's key list can hold it: the @like guards)
-        CASE WHEN @like(k; 'session.id|') OR @like(k; 'conversation.id|')
-                  OR @prefix(k; 'traceloop.association.properties.') THEN COALESCE(
+        COALESCE(
             CASE WHEN @val(a; 'gen_ai.conversation.id') <> '' THEN 'gen_ai.conversation.id=' || @val(a; 'gen_ai.conversation.id') END,
             CASE WHEN @val(a; 'session.id') <> '' THEN 'session.id=' || @val(a; 'session.id') END,
             CASE WHEN @val(a; 'langfuse.session.id') <> '' THEN 'langfuse.session.id=' || @val(a; 'langfuse.session.id') END,
             CASE WHEN @val(a; 'mcp.session.id') <> '' THEN 'mcp.session.id=' || @val(a; 'mcp.session.id') END,
             CASE WHEN @prefix(k; 'traceloop.association.properties.') THEN 'traceloop=' || @pick(a; 'traceloop.association.properties.') END
-        ) END AS ckey
+        ) AS ckey
     FROM raw
 ),
 named AS @inline() (
@@ -44,21 +42,20 @@ named AS @inline() (
             NULLIF(@trim(CASE WHEN @starts(n2; 'execute_tool') THEN substring(n2, 13) ELSE n2 END), ''),
             NULLIF(name, ''), 'tool') END AS tool,
         -- identity._spanguard_identity, per span (root first, then the others earliest first)
-        CASE WHEN sg THEN NULLIF(@val(a; 'spanguard.seed_id'), '') END AS seed,
-        CASE WHEN sg THEN NULLIF(@val(a; 'spanguard.variant_id'), '') END AS variant,
-        CASE WHEN sg AND @digits(@val(a; 'spanguard.repeat')) THEN @int(@val(a; 'spanguard.repeat')) ELSE 0 END AS rep,
+        NULLIF(@val(a; 'spanguard.seed_id'), '') AS seed,
+        NULLIF(@val(a; 'spanguard.variant_id'), '') AS variant,
+        CASE WHEN @digits(@val(a; 'spanguard.repeat')) THEN @int(@val(a; 'spanguard.repeat')) ELSE 0 END AS rep,
         CASE WHEN @prefix(k; 'spanguard.assignment.') THEN @pick(a; 'spanguard.assignment.') END AS asg,
         CASE WHEN @prefix(k; 'spanguard.assignment.') THEN @label(a; 'spanguard.assignment.') END AS asg_label,
         -- identity.sender: user.id, enduser.id, langfuse.user.id; session.id, langfuse.session.id, gen_ai.conversation.id
-        CASE WHEN @like(k; 'user.id|') THEN COALESCE(@nonblank(a; 'user.id'), @nonblank(a; 'enduser.id'), @nonblank(a; 'langfuse.user.id')) END AS usr,
-        CASE WHEN @like(k; 'session.id|') OR @like(k; 'conversation.id|') THEN COALESCE(@nonblank(a; 'session.id'), @nonblank(a; 'langfuse.session.id'), @nonblank(a; 'gen_ai.conversation.id')) END AS ses,
+        COALESCE(@nonblank(a; 'user.id'), @nonblank(a; 'enduser.id'), @nonblank(a; 'langfuse.user.id')) AS usr,
+        COALESCE(@nonblank(a; 'session.id'), @nonblank(a; 'langfuse.session.id'), @nonblank(a; 'gen_ai.conversation.id')) AS ses,
         -- identity.cost: spanguard.cost_usd, else llm.cost.total (finished by finite_number)
-        CASE WHEN NOT (@like(k; '|spanguard.cost_usd|') OR @like(k; '|llm.cost.total|')) THEN NULL
-             WHEN @float(@val(a; 'spanguard.cost_usd')) IS NOT NULL THEN @get(a; 'spanguard.cost_usd') ELSE @get(a; 'llm.cost.total') END AS cost,
+        CASE WHEN @float(@val(a; 'spanguard.cost_usd')) IS NOT NULL THEN @get(a; 'spanguard.cost_usd') ELSE @get(a; 'llm.cost.total') END AS cost,
         -- _llm.llm_call reads these keys of a model call (typed back and read by the same rule)
         CASE WHEN is_llm THEN @keys(a; 'gen_ai.provider.name', 'gen_ai.system', 'llm.provider', 'llm.system', 'gen_ai.request.model', 'llm.invocation_parameters', 'gen_ai.response.model', 'llm.model_name', 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt', 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion', 'gen_ai.response.finish_reasons', 'llm.finish_reason', 'spanguard.cost_usd', 'llm.cost.total') END AS llm_attrs,
         -- _documents.span_documents (GenAI form)
-        CASE WHEN @like(k; '|gen_ai.retrieval.documents|') THEN @get(a; 'gen_ai.retrieval.documents') END AS docs,
+        @get(a; 'gen_ai.retrieval.documents') AS docs,
         -- identity.sources: the conventions the spans were recorded with
         CASE WHEN @prefix(k; 'gen_ai.') THEN 1 ELSE 0 END AS src_gen_ai,
         CASE WHEN @has(a; 'openinference.span.kind') OR @prefix(k; 'retrieval.documents.') THEN 1 ELSE 0 END AS src_oi,
@@ -66,81 +63,71 @@ named AS @inline() (
         CASE WHEN @prefix(k; 'langfuse.') THEN 1 ELSE 0 END AS src_langfuse,
         CASE WHEN @prefix(k; 'spanguard.') THEN 1 ELSE 0 END AS src_spanguard,
         -- the rules this map leaves to Python: the trace is converted from its spans instead
-        CASE WHEN @prefix(k; 'langfuse.') OR @prefix(k; 'traceloop.association.properties.') OR (@like(k; '|metadata|') AND @has(a; 'metadata'))
+        CASE WHEN @prefix(k; 'langfuse.') OR @prefix(k; 'traceloop.association.properties.') OR @has(a; 'metadata')
               OR (@prefix(k; 'retrieval.documents.') AND NOT @has(a; 'gen_ai.retrieval.documents'))
               OR (is_llm AND (@like(k; 'tool_call') OR @like(k; 'function_call')
                   OR @contains(@val(a; 'gen_ai.output.messages'); 'tool')))
              THEN 1 ELSE 0 END AS py_span,
         -- the root's own fields, read on the root only (identity.find_root: grk = 1)
-        CASE WHEN sg THEN @get(a; 'spanguard.request.id') END AS r_request,
+        @get(a; 'spanguard.request.id') AS r_request,
         CASE WHEN @has(a; 'input.value') THEN 'input.value' WHEN @has(a; 'traceloop.entity.input') THEN 'traceloop.entity.input'
              WHEN @has(a; 'gen_ai.input.messages') THEN 'gen_ai.input.messages' END AS r_input_key,
         CASE WHEN @has(a; 'output.value') THEN 'output.value' WHEN @has(a; 'traceloop.entity.output') THEN 'traceloop.entity.output'
              WHEN @has(a; 'gen_ai.output.messages') THEN 'gen_ai.output.messages' END AS r_output_key,
         COALESCE(@get(a; 'input.value'), @get(a; 'traceloop.entity.input'), @get(a; 'gen_ai.input.messages')) AS r_input,
         COALESCE(@get(a; 'output.value'), @get(a; 'traceloop.entity.output'), @get(a; 'gen_ai.output.messages')) AS r_output,
-        CASE WHEN sg THEN @get(a; 'spanguard.cost_usd') END AS r_cost,
+        @get(a; 'spanguard.cost_usd') AS r_cost,
         CASE WHEN @prefix(k; 'spanguard.metadata.') THEN @pick(a; 'spanguard.metadata.') END AS r_metadata,
-        (sg AND @has(a; 'spanguard.repeat')) AS has_rep
+        @has(a; 'spanguard.repeat') AS has_rep
     FROM (
-        SELECT *, @prefix(k; 'spanguard.') AS sg, CASE WHEN is_mcp AND @starts(n1; 'tools/call') THEN substring(n1, 11) ELSE n1 END AS n2
+        SELECT *, CASE WHEN is_mcp AND @starts(n1; 'tools/call') THEN substring(n1, 11) ELSE n1 END AS n2
         FROM (SELECT *, CASE WHEN is_mcp AND @starts(name; 'MCP send ') THEN substring(name, 10) ELSE name END AS n1 FROM roles) AS r1
     ) AS r2
 ),
 -- the per-span values without the attribute map (the CTE the next two read)
 slim AS @inline() (
-    SELECT @but(named; a, k, n1, n2, sg) FROM named
-),
--- identity.find_root's "parentless within the trace": the span ids each trace holds, read
--- for DuckDB's join below (a span id delivered twice repeats a child's row: the aggregates
--- over them ignore repeats, and the trace is left to Python anyway). ClickHouse looks the
--- parent up in a per-trace array instead: its join of every span needs more memory
-ids AS (
-    SELECT TraceId AS xtid, SpanId AS xsid FROM @source()
-    WHERE SpanName <> 'spanguard.annotate' AND SpanName <> 'spanguard.log' @window()
+    SELECT @but(named; a, k, n1, n2) FROM named
 ),
 -- identity.find_root per trace (parentless within the trace; agent spans first, then the
--- earliest: the least key), its first span, and (convert.traces_from_records) the
+-- earliest: the least @key), its first span, and (convert.traces_from_records) the
 -- conversation a trace joins when its root is a parentless model or tool call and it has no
 -- agent or spanguard request span. Aggregates, not window functions: no sort of the spans.
 turns AS (
     SELECT tid, rkey, @field(rkey; i) AS rsid, first_sid, redelivered,
         CASE WHEN @field(rkey; p) = '' AND @field(rkey; r) = 1 AND agentish = 0 THEN conv0 END AS conv
-    FROM (SELECT tid, @rootpick(rk; sids) AS rkey, agentish, conv0, first_sid,
-            CASE WHEN n <> @distinct_n(sids) THEN 1 ELSE 0 END AS redelivered
     FROM (
         -- a span is a candidate when its parent is not among the trace's span ids; a span id
         -- delivered twice (a retry) counts once in Python (convert.traces_from_records): such
         -- a trace is left to the span conversion (redelivered = 1)
-        SELECT s.tid AS tid,
-            @rootkey(@parent(s); NOT s.is_agent; s.start_ns; s.sid; s.pid;
-                     CASE WHEN s.is_llm OR s.is_tool THEN 1 ELSE 0 END) AS rk,
-            MAX(CASE WHEN s.is_agent OR s.has_request THEN 1 ELSE 0 END) AS agentish,
-            @first(s.ckey; @key(s.start_ns; s.sid); s.ckey IS NOT NULL) AS conv0,
-            @first(s.sid; @key(s.start_ns; s.sid); TRUE) AS first_sid,
-            COUNT(*) AS n, @ids(s.sid) AS sids
-        FROM slim AS s @parents(s)
-        GROUP BY s.tid
-    ) AS a) AS t
+        SELECT tid, @root(spans; sids) AS rkey, agentish, conv0, first_sid,
+            CASE WHEN length(sids) <> @distinct_n(sids) THEN 1 ELSE 0 END AS redelivered
+        FROM (
+            SELECT tid, @ids(sid) AS sids,
+                @spans(pid; NOT is_agent; start_ns; sid; CASE WHEN is_llm OR is_tool THEN 1 ELSE 0 END) AS spans,
+                MAX(CASE WHEN is_agent OR has_request THEN 1 ELSE 0 END) AS agentish,
+                @first(ckey; @key(start_ns; sid); ckey IS NOT NULL) AS conv0,
+                @first(sid; @key(start_ns; sid); TRUE) AS first_sid
+            FROM slim GROUP BY tid
+        ) AS l
+    ) AS t
 ),
 tgroups AS (
     SELECT tid AS ttid, rkey, rsid, first_sid, redelivered, COALESCE(conv, tid) AS tgid FROM turns
 ),
 -- the root of each (merged) agent trace: the least root of its traces
 groots AS (
-    SELECT tgid AS ggid, @first(ttid; rkey; TRUE) AS g_tid, @first(rsid; rkey; TRUE) AS g_sid,
-        COUNT(*) AS g_n
+    SELECT tgid AS ggid, @first(ttid; rkey; TRUE) AS g_tid, @first(rsid; rkey; TRUE) AS g_sid
     FROM tgroups GROUP BY tgid
 ),
 grouped AS (
     SELECT c.*, t.tgid AS gid,
         CASE WHEN c.tid = g.g_tid AND c.sid = g.g_sid THEN 1 ELSE 2 END AS grk,
         @key(c.start_ns; c.sid) AS pos,
-        (c.sid = t.first_sid) AS tfirst, t.redelivered AS redelivered, g.g_n AS tcount
+        (c.sid = t.first_sid) AS tfirst, t.redelivered AS redelivered
     FROM slim AS c JOIN tgroups AS t ON t.ttid = c.tid JOIN groots AS g ON g.ggid = t.tgid
 ),
 spans AS (
-    SELECT * FROM grouped
+    SELECT *, @key(CASE WHEN grk = 1 THEN 0 ELSE 1 END; start_ns; sid) AS ipos FROM grouped
 ),
 -- the spans' events, with the agent trace they belong to
 -- (read from the source again, not from raw: a CTE read twice is materialised with its maps)
@@ -189,13 +176,13 @@ traces AS (
         @first(r_cost; grk; grk = 1) AS root_cost,
         -- a root without spanguard.metadata.* has {} (as the span path's metadata), not NULL
         COALESCE(@first(r_metadata; grk; grk = 1), '{}') AS metadata,
-        @ident(seed; seed IS NOT NULL) AS seed_id,
-        @ident(variant; variant IS NOT NULL) AS variant_id,
-        @ident(asg; asg IS NOT NULL) AS assignments,
-        COALESCE(@ident(asg_label; asg IS NOT NULL), 'base') AS group_label,
-        @ident(rep; has_rep) AS repeat,
-        @ident(usr; usr IS NOT NULL) AS user_id,
-        @ident(ses; ses IS NOT NULL) AS session_id,
+        @first(seed; ipos; seed IS NOT NULL) AS seed_id,
+        @first(variant; ipos; variant IS NOT NULL) AS variant_id,
+        @first(asg; ipos; asg IS NOT NULL) AS assignments,
+        COALESCE(@first(asg_label; ipos; asg IS NOT NULL), 'base') AS group_label,
+        @first(rep; ipos; has_rep) AS repeat,
+        @first(usr; ipos; usr IS NOT NULL) AS user_id,
+        @first(ses; ipos; ses IS NOT NULL) AS session_id,
         @list(tool; pos; tool IS NOT NULL) AS tools,
         @list(docs; pos; docs IS NOT NULL) AS documents,
         @list(llm_attrs; pos; is_llm) AS llm_calls,
@@ -205,7 +192,7 @@ traces AS (
         @list(CAST(start_ns AS VARCHAR); pos; is_llm) AS llm_starts,
         @list(CAST(end_ns AS VARCHAR); pos; is_llm) AS llm_ends,
         @list(cost; pos; cost IS NOT NULL) AS costs,
-        MAX(tcount) AS trace_count,
+        COUNT(DISTINCT tid) AS trace_count,
         @list(tid; pos; tfirst) AS trace_ids,
         MIN(CASE WHEN pid = '' THEN start_ns END) AS top_start,
         MAX(CASE WHEN pid = '' THEN end_ns END) AS top_end,
@@ -213,7 +200,7 @@ traces AS (
         MAX(src_langfuse) AS src_langfuse, MAX(src_spanguard) AS src_sg,
         CASE WHEN MAX(py_span) = 1 OR MAX(redelivered) = 1 OR SUM(CASE WHEN is_llm THEN 1 ELSE 0 END) > 1
                   OR SUM(CASE WHEN is_mcp THEN 1 ELSE 0 END) > 0
-                  OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > COALESCE(@distinct_n(@tools(tool)), 0)
+                  OR SUM(CASE WHEN is_tool THEN 1 ELSE 0 END) > COUNT(DISTINCT tool)
                   OR MAX(CASE WHEN grk = 1 AND NOT has_request THEN 1 ELSE 0 END) = 1
              THEN 1 ELSE 0 END AS py_trace
     FROM spans GROUP BY gid
