@@ -406,6 +406,49 @@ def test_a_redelivered_span_counts_once_in_sql_as_in_python(session: Any, tmp_pa
         _same(read, expected)
 
 
+def _own_trace_cases() -> list[SpanRecord]:
+    """Spans for the root rule's "the parent is in the trace" (looked up in the span's own
+    trace only) and the repeated-tool rule: a span whose parent id is a span of another trace
+    only (an orphan there, so it outranks a later parentless span), a trace with one tool name
+    twice (Python's dedupe decides whether they are one operation, so it is left to Python) and
+    one with two tools (mapped in SQL)."""
+
+    def span(trace: str, ident: str, parent: str, start: int, **attrs: Any) -> SpanRecord:
+        return SpanRecord(trace * 32, ident * 16, parent, "s" + ident, start, start + 5, attrs)
+
+    def tool(name: str) -> dict[str, Any]:
+        return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+
+    return [
+        span("a", "1", "", 100, **{"spanguard.request.id": "r-a", "output.value": "a"}),
+        span("b", "2", "1" * 16, 200, **{"spanguard.request.id": "r-b2", "output.value": "b"}),
+        span("b", "3", "", 210, **{"spanguard.request.id": "r-b3", "output.value": "c"}),
+        span("c", "4", "", 300, **{"spanguard.request.id": "r-c", "output.value": "d"}),
+        span("c", "5", "4" * 16, 301, **tool("lookup")),
+        span("c", "6", "4" * 16, 302, **tool("lookup")),
+        span("d", "7", "", 400, **{"spanguard.request.id": "r-d", "output.value": "e"}),
+        span("d", "8", "7" * 16, 401, **tool("lookup")),
+        span("d", "9", "7" * 16, 402, **tool("refund")),
+    ]
+
+
+def test_the_parent_is_looked_up_within_its_own_trace_and_repeated_tools_go_to_python(
+    session: Any, tmp_path: Path
+) -> None:
+    spans = _own_trace_cases()
+    expected = traces_from_records(spans)
+    b = next(t for t in expected if t.trace_id == "b" * 32)
+    assert (b.root_span_id, b.request_id, b.partial) == ("2" * 16, "r-b2", True)
+    c = next(t for t in expected if t.trace_id == "c" * 32)
+    assert [call.name for call in c.trace.tool_calls] == ["lookup", "lookup"]
+    for read in (
+        read_source(_chdb(session, spans, "owntrace")),
+        read_source(_duckdb(spans, tmp_path / "parquet")),
+    ):
+        _same(read, expected)
+        assert (read.mapped, read.converted) == (3, 1)  # c left to the span conversion
+
+
 def test_a_root_without_metadata_maps_to_an_empty_object_not_null(
     session: Any, tmp_path: Path
 ) -> None:
