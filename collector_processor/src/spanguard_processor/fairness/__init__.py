@@ -29,10 +29,11 @@ from .design.suite import (
 from .evaluate import evaluate
 from .evaluate_table import evaluate_sufficient
 from .gate.config import GATE_MODES, GateConfig
-from .gate.results import Evaluation, GroupStat, MetricResult, Verdict
+from .gate.results import Evaluation, MetricResult, Verdict
 from .metrics import MetricDefinition, register_metric, register_record_metric
 from .records import Observation, observation_from_record, observation_from_trace, read_observations
 from .report.reports import write_reports
+from .stats.groups import GroupStat
 
 __all__ = [
     "GATE_MODES",

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from ...common.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..stats.power import design_mde
     from .plan import plan_suite
-    from .power import design_mde
     from .starter import starter_suite
     from .suite import Suite, load_suite
 
@@ -27,7 +27,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "Suite": ".suite",
-        "design_mde": ".power",
+        "design_mde": "..stats.power",
         "load_suite": ".suite",
         "plan_suite": ".plan",
         "starter_suite": ".starter",

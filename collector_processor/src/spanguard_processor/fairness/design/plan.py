@@ -18,8 +18,14 @@ from dataclasses import dataclass
 from ..kinds import strategy
 from ..metrics import get_metric
 from ..records import group_label
+from ..stats.power import (
+    COUNT_VARIANCE,
+    RATE_VARIANCE,
+    design_mde,
+    deterministic_seeds,
+    seeds_needed,
+)
 from ..vocabulary import Direction, Scale
-from .power import COUNT_VARIANCE, RATE_VARIANCE, design_mde, deterministic_seeds, seeds_needed
 from .suite import Suite
 
 __all__ = ["MetricPlan", "SuitePlan", "plan_lines", "plan_suite"]

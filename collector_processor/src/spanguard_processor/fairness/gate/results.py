@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..stats.groups import GroupStat
 from ..vocabulary import Direction
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from ..report.evidence import CounterfactualPair
     from .config import GateConfig
 
-__all__ = ["Evaluation", "GroupStat", "MetricResult", "RecordMap", "Verdict"]
+__all__ = ["Evaluation", "MetricResult", "RecordMap", "Verdict"]
 
 
 class Verdict(StrEnum):
@@ -70,17 +71,6 @@ class RecordMap(Mapping[str, float]):
             return dict(zip(self._ids, self._values.tolist(), strict=True))
         rows = self._keep
         return dict(zip([self._ids[i] for i in rows], self._values[rows].tolist(), strict=True))
-
-
-@dataclass(frozen=True)
-class GroupStat:
-    """One group's mean over its variants with a scale-respecting interval, for charts."""
-
-    label: str
-    mean: float
-    low: float
-    high: float
-    records: int
 
 
 @dataclass(frozen=True)
