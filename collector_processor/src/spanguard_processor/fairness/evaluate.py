@@ -19,11 +19,11 @@ from .gate.config import GateConfig
 from .gate.decide import apply_gate
 from .gate.results import Evaluation
 from .kinds import Design, Prepared, strategy
+from .kinds.evidence import PAIRS
 from .metrics import get_metric
 from .metrics.diagnosis import SignalCounts, with_signal
 from .metrics.signals import ObservationList
 from .records import Observation
-from .report.evidence import PAIRS
 from .vocabulary import Kind
 
 __all__ = ["evaluate"]

@@ -42,11 +42,11 @@ from .gate.config import GateConfig
 from .gate.decide import apply_gate
 from .gate.results import Evaluation, MetricResult
 from .kinds.base import Design, attribute_levels, index_labels
+from .kinds.details import spread
 from .kinds.gap import GapPrepared, GapStrategy
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .metrics.diagnosis import SIGNALS
 from .records import group_label
-from .report.details import spread
 from .stats import inference, seeds
 from .stats.sufficient import SignalRecords, SufficientStatistics
 from .vocabulary import Kind
@@ -338,7 +338,7 @@ def _details(
     design: TableDesign,
     traceless: int,
 ) -> dict[str, Any]:
-    """:func:`~.report.details.metric_details` without its per-record maps."""
+    """:func:`~.kinds.details.metric_details` without its per-record maps."""
     out: dict[str, Any] = {}
     columns = cells.columns
     if d.name == "escalation_reason_parity":

@@ -15,10 +15,16 @@ from ..vocabulary import Direction
 
 if TYPE_CHECKING:
     from ..records import Observation
-    from ..report.evidence import CounterfactualPair
     from .config import GateConfig
 
-__all__ = ["Evaluation", "MetricResult", "RecordMap", "Verdict"]
+__all__ = [
+    "CounterfactualPair",
+    "Evaluation",
+    "MetricResult",
+    "RecordMap",
+    "Variant",
+    "Verdict",
+]
 
 
 class Verdict(StrEnum):
@@ -71,6 +77,44 @@ class RecordMap(Mapping[str, float]):
             return dict(zip(self._ids, self._values.tolist(), strict=True))
         rows = self._keep
         return dict(zip([self._ids[i] for i in rows], self._values[rows].tolist(), strict=True))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One side of a pair: a record, its group, its value of the metric and what it did.
+
+    ``prompt``/``response`` are None when the record was recorded with content capture off;
+    ``signals`` is None when the record has no process trace.
+    """
+
+    record_id: str
+    variant_id: str
+    group: str
+    assignments: Mapping[str, str]
+    value: float
+    trace_id: str | None
+    prompt: str | None
+    response: str | None
+    signals: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class CounterfactualPair:
+    """Two variants of one seed: ``high`` from the group at the top of the gap, ``low`` from
+    the one at the bottom; ``difference`` is their groups' within-seed difference of means."""
+
+    seed_id: str
+    column: str | None
+    difference: float
+    high: Variant
+    low: Variant
+    differing: tuple[str, ...]
+    summary: str
+
+    @property
+    def headline(self) -> str:
+        """One line for a console: ``seed q03: female escalated (...), male not``."""
+        return f"seed {self.seed_id}: {self.summary}"
 
 
 @dataclass(frozen=True)

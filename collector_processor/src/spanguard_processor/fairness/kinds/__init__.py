@@ -1,6 +1,7 @@
 """Metric kinds as strategies: each :class:`~.registry.Kind` names the
 :class:`~.base.KindStrategy` that evaluates its metrics (prepare, bootstrap, result,
-evidence), so :func:`..evaluate.evaluate` orchestrates without asking which kind it has."""
+evidence: fairtrace-shaped details in :mod:`.details`, the counterfactual pairs behind a gap in
+:mod:`.evidence`), so :func:`..evaluate.evaluate` orchestrates without asking which kind it has."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ from ..gate.config import GateConfig
 from ..gate.results import MetricResult
 from ..metrics import MetricDefinition
 from ..metrics.compat import legacy_exposure
-from ..report.details import counters
 from .base import Design, KindStrategy, Prepared
+from .details import counters
 
 __all__ = ["LegacyExposureStrategy"]
 

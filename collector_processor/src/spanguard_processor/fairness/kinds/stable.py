@@ -15,10 +15,10 @@ from ..gate.config import GateConfig
 from ..gate.results import MetricResult
 from ..metrics import MetricDefinition
 from ..metrics.compat import EXACT_LIMIT, stability_similarities
-from ..report.evidence import stability_pairs
 from ..stats.seeds import bias_corrected_interval, bootstrap_seed_counts
 from ..stats.stability import stability_arrays
 from .base import Design, KindStrategy, Prepared
+from .evidence import stability_pairs
 
 __all__ = ["StabilityPrepared", "StabilityStrategy"]
 
