@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from spanguard.exceptions import InputError
@@ -17,11 +18,11 @@ from spanguard.exceptions import InputError
 from .design.suite import MetricConfig
 from .gate.config import GateConfig
 from .gate.decide import apply_gate
-from .gate.results import Evaluation
+from .gate.results import Evaluation, MetricResult
 from .kinds import Design, Prepared, strategy
 from .kinds.evidence import PAIRS
-from .metrics import get_metric
-from .metrics.diagnosis import SignalCounts, with_signal
+from .metrics import MetricDefinition, get_metric
+from .metrics.diagnosis import SIGNALS, SignalCounts
 from .metrics.signals import ObservationList
 from .records import Observation
 from .vocabulary import Kind
@@ -112,3 +113,20 @@ def _bootstrap(prepared: Sequence[Prepared], design: Design, cfg: GateConfig) ->
         for i, p in zip(at, drawn, strict=True):
             out[i] = p
     return out
+
+
+def with_signal(
+    result: MetricResult, definition: MetricDefinition, counts: SignalCounts
+) -> MetricResult:
+    """``result`` with its signal, the records carrying it and, when none, the diagnosis
+    (unchanged for a metric that names no signal: a custom metric)."""
+    name = definition.signal
+    if name not in SIGNALS:
+        return result
+    carrying = counts.count(name)
+    return replace(
+        result,
+        signal=name,
+        signal_records=carrying,
+        diagnosis=counts.diagnosis(name) if carrying == 0 else "",
+    )

@@ -35,13 +35,13 @@ from numpy.typing import NDArray
 
 from spanguard.exceptions import InputError
 
-from .design.coverage import ExpectedVariants
 from .design.suite import MetricConfig, Suite
 from .evaluate import _generated_at
 from .gate.config import GateConfig
 from .gate.decide import apply_gate
 from .gate.results import Evaluation, MetricResult
 from .kinds.base import Design, attribute_levels, index_labels
+from .kinds.coverage import ExpectedVariants
 from .kinds.details import spread
 from .kinds.gap import GapPrepared, GapStrategy
 from .metrics import MetricDefinition, MetricValues, get_metric

@@ -15,7 +15,6 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..design.coverage import ExpectedVariants
 from ..design.suite import MetricConfig
 from ..gate.config import GateConfig
 from ..gate.results import MetricResult
@@ -23,6 +22,7 @@ from ..metrics import MetricDefinition, MetricValues
 from ..metrics.signals import ObservationList
 from ..records import Observation
 from ..stats import inference
+from .coverage import ExpectedVariants
 
 __all__ = [
     "Attributes",
