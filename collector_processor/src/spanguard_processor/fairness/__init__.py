@@ -8,7 +8,7 @@ stream: :mod:`.stream`): :func:`evaluate_sufficient`.
 The subpackages follow the data path: :mod:`.design` (the suite, its variants and its power
 before any app call) → :mod:`.run` (the app over the variants, in-process) → :mod:`.records`
 (one observation per request) → :mod:`.metrics` (the registry and the built-in metrics) →
-:mod:`.kinds` (how each metric kind is evaluated over one :class:`~.kinds.Design`) →
+:mod:`.kinds` (how each metric kind is evaluated over one :class:`~.kinds.RecordIndex`) →
 :mod:`.stats` (intervals, tests, bounds: pure numpy) → :mod:`.gate` (verdicts) →
 :mod:`.report` (report files, comparisons, history). :func:`evaluate` orchestrates the
 middle; :mod:`.pipeline` chains matching, evaluation and gate; :mod:`.testing` is

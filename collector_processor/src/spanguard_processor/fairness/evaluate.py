@@ -19,7 +19,7 @@ from .design.suite import MetricConfig
 from .gate.config import GateConfig
 from .gate.decide import apply_gate
 from .gate.results import Evaluation, MetricResult
-from .kinds import Design, Prepared, strategy
+from .kinds import Prepared, RecordIndex, strategy
 from .kinds.evidence import PAIRS
 from .metrics import MetricDefinition, get_metric
 from .metrics.diagnosis import SIGNALS, SignalCounts
@@ -70,7 +70,7 @@ def evaluate(
             )
         seen.add(o.id)
     observations = ObservationList(observations)
-    design = Design.build(observations, expected)
+    design = RecordIndex.build(observations, expected)
     prepared = []
     for mc in metrics:
         definition = get_metric(mc.type)
@@ -101,7 +101,9 @@ def evaluate(
     )
 
 
-def _bootstrap(prepared: Sequence[Prepared], design: Design, cfg: GateConfig) -> list[Prepared]:
+def _bootstrap(
+    prepared: Sequence[Prepared], design: RecordIndex, cfg: GateConfig
+) -> list[Prepared]:
     """Each kind resamples its metrics together (one stream of seed draws per kind); the
     metrics keep their order."""
     rows: dict[Kind, list[int]] = {}

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..vocabulary import Kind
-from .base import Design, KindStrategy, Prepared
+from .base import KindStrategy, Prepared, RecordIndex
 from .gap import GapStrategy
 from .legacy import LegacyExposureStrategy
 from .stable import StabilityStrategy
 
-__all__ = ["STRATEGIES", "Design", "KindStrategy", "Prepared", "strategy"]
+__all__ = ["STRATEGIES", "KindStrategy", "Prepared", "RecordIndex", "strategy"]
 
 STRATEGIES: dict[Kind, KindStrategy[Any]] = {
     Kind.GAP: GapStrategy(),
