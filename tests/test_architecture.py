@@ -273,6 +273,26 @@ def test_fairness_stages_import_no_later_stage() -> None:
     assert backward == [], "fairness imports into a later stage:\n  " + "\n  ".join(backward)
 
 
+#: regression/'s stages, lowest first: the shared case model, then mine → run → gate → report
+#: (docs/architecture.md, "Fairness: the stages' order", which also holds regression's).
+REGRESSION_STAGES: tuple[tuple[str, ...], ...] = (
+    ("vocabulary", "textnorm", "case", "casematch", "outcome", "checks", "text_checks"),
+    ("mine",),
+    ("run",),
+    ("gate",),
+    ("report",),
+)
+
+
+def test_regression_stages_import_no_later_stage() -> None:
+    graph = import_graph(SOURCES, PACKAGES)
+    package = "spanguard_processor.regression"
+    placed = {stage_of(m, package, REGRESSION_STAGES) for m in graph}
+    assert placed >= set(range(len(REGRESSION_STAGES))), "a stage folder has no module"
+    backward = backward_imports(graph, package, REGRESSION_STAGES)
+    assert backward == [], "regression imports into a later stage:\n  " + "\n  ".join(backward)
+
+
 def test_the_stage_check_finds_an_import_into_a_later_stage(tmp_path: Path) -> None:
     _write(
         tmp_path,
