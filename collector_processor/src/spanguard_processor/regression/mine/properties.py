@@ -2,9 +2,10 @@
 properties and rates").
 
 For each thing a case can check about what the agent did — the tools it called (each one, and
-their order, unless two requests called two tools in opposite orders), escalation, plan length, friction, the document retrieved near the top, tool
-retries, the class of its answer — :func:`learn_properties` proposes the check the cluster's
-most common behaviour satisfies and counts, over the cluster's clean requests that recorded
+their order, unless two requests called two tools in opposite orders), escalation, plan
+length, friction, the document retrieved near the top, tool retries, the class of its
+answer — :func:`learn_properties` proposes the check the cluster's most common behaviour
+satisfies and counts, over the cluster's clean requests that recorded
 what the check reads, how many satisfied it. A property that held in *every* one of them is
 a candidate for **stable**: an assertion (``trace_checks``), which by construction passes on
 the traffic it came from. Any other is a **rate** (``stable: false``): a 4 % escalation or a
