@@ -33,9 +33,11 @@ answer one of three ways and jitters its latency (±30 %, simulated clock). Per 
   (0.2, 0.3], the upper half of the approve range).
 
 A trial's verdict is FAIL (a gating metric FAILs), PASS (exit 0) or INCONCLUSIVE (exit 1, no
-FAIL). Rates come with Clopper–Pearson 95 % intervals. For a real change, "named" counts the
-FAILs whose last line ("moved most: …") shows a case the change touched and the change itself
-(``verify_income`` missing; ``answer_class=approve`` no longer held).
+FAIL); after the table, how many FAILs no failing metric's own (aggregate) test decided — only
+cases' own tests, after Holm. Rates come with Clopper–Pearson 95 % intervals. For a real
+change, "named" counts the FAILs whose last line ("moved most: …") shows a case the change
+touched and the change itself (``verify_income`` missing; ``answer_class=approve`` no longer
+held).
 
     nice -n 10 .venv/bin/python bench/bench_regression_e2e.py --trials 100
     nice -n 10 .venv/bin/python bench/bench_regression_e2e.py --quick
@@ -185,6 +187,7 @@ class Outcome:
     blocking: tuple[str, ...]  # the gating metrics that were not PASS, with their outcome
     summary: str
     named: bool  # the FAIL line names a touched case and the change
+    by_cases: bool = False  # a FAIL decided only by cases' own tests (no metric's own test)
 
 
 def gate(base: RunResult, cur: RunResult, touched: set[str], words: Sequence[str]) -> Outcome:
@@ -198,7 +201,9 @@ def gate(base: RunResult, cur: RunResult, touched: set[str], words: Sequence[str
     moved = summary.partition("moved most: ")[2]
     named = fails and moved.split(" ", 1)[0] in touched and any(w in moved for w in words)
     blocking = tuple(f"{m.metric} {m.outcome}" for m in v.blocking())
-    return Outcome(verdict, blocking, summary, named)
+    failed = [m for m in v.metrics if m.gating and m.outcome is MetricOutcome.FAIL]
+    by_cases = fails and not any(m.p_value is not None and m.p_value < 0.05 for m in failed)
+    return Outcome(verdict, blocking, summary, named, by_cases)
 
 
 def _touched(cases: Sequence[Case], change: str) -> set[str]:
@@ -338,6 +343,11 @@ def report(rows: dict[str, list[Outcome]], trials: int) -> None:
     for name, outs in rows.items():
         blocked = Counter(b for o in outs for b in o.blocking)
         print(f"  {name}: {dict(blocked.most_common(6))}")
+    print("\nFAILs decided only by cases' own tests (no failing metric's aggregate test rejected):")
+    for name, outs in rows.items():
+        fails = sum(o.verdict == "FAIL" for o in outs)
+        if fails:
+            print(f"  {name}: {sum(o.by_cases for o in outs)} of {fails}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

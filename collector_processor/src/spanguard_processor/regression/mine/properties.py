@@ -2,9 +2,10 @@
 properties and rates").
 
 For each thing a case can check about what the agent did — the tools it called (each one, and
-their order), escalation, plan length, friction, the document retrieved near the top, tool
-retries, the class of its answer — :func:`learn_properties` proposes the check the cluster's
-most common behaviour satisfies and counts, over the cluster's clean requests that recorded
+their order, unless two requests called two tools in opposite orders), escalation, plan
+length, friction, the document retrieved near the top, tool retries, the class of its
+answer — :func:`learn_properties` proposes the check the cluster's most common behaviour
+satisfies and counts, over the cluster's clean requests that recorded
 what the check reads, how many satisfied it. A property that held in *every* one of them is
 a candidate for **stable**: an assertion (``trace_checks``), which by construction passes on
 the traffic it came from. Any other is a **rate** (``stable: false``): a 4 % escalation or a
@@ -96,9 +97,21 @@ def _tool_checks(processes: Sequence[ProcessTrace]) -> list[Check]:
     out += [Check.of(_K.TOOLS_INCLUDE, value=[t]) for t in sorted(set.union(*called) - common)]
     sequences = [tuple(without_retries(_tools(p))) for p in processes]
     usual = _mode(sequences)
-    if len(usual) > 1:
+    if len(usual) > 1 and not _order_varies(sequences):
         out.append(Check.of(_K.TOOL_SEQUENCE, value=list(usual)))
     return out
+
+
+def _order_varies(sequences: Sequence[tuple[str, ...]]) -> bool:
+    """Whether two requests called two tools in opposite orders (by each tool's first call).
+    Then no order is held by every request, and the most common one, as a rate, is biased by
+    its own selection (of a 50/50 order, the larger of two coins): the tool set and each
+    tool's use are checked, the order is not."""
+    before: set[tuple[str, str]] = set()
+    for sequence in sequences:
+        first = list(dict.fromkeys(sequence))
+        before.update((a, b) for i, a in enumerate(first) for b in first[i + 1 :])
+    return any((b, a) in before for a, b in before)
 
 
 def _count_checks(processes: Sequence[ProcessTrace]) -> list[Check]:
