@@ -14,7 +14,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from spanguard_processor.cli.fairness import evaluation_options, finish
+from spanguard_processor.cli._evaluation import evaluation_options, finish
 from spanguard_processor.fairness.gate.results import Evaluation, Verdict
 from spanguard_processor.fairness.report.reports import (
     render_junit,

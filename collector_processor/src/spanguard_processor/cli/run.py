@@ -11,9 +11,9 @@ import click
 from ._app import app_options, call_progress, load_app
 from ._common import check_files, refuse_overwrite
 from ._emit import emit_option, resolve_endpoint
-from ._suite_mine import replay_mined, traffic_weights_option
-from .fairness import (
+from ._evaluation import (
     REPORT_FILES,
+    echo_plan,
     emit_evaluation,
     evaluation_options,
     finish,
@@ -21,7 +21,7 @@ from .fairness import (
     load_plugins,
     report_options,
 )
-from .suite import echo_plan
+from ._suite_mine import replay_mined, traffic_weights_option
 
 if TYPE_CHECKING:
     from ..fairness.design.suite import Variant
