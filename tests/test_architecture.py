@@ -176,6 +176,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
         "emit": ("emit",),
         "mining": ("mining",),
     },
+    {"evaluation": ("evaluation",)},
     {"commands": ("cli", "demo", "_entry", "__main__")},
 )
 

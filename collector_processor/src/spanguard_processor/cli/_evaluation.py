@@ -6,7 +6,8 @@ another."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -14,16 +15,25 @@ import click
 
 from spanguard.exceptions import ConfigError
 
-from ._common import exit_gate, in_command_terms, output_option
-from ._emit import send_events
+from ._common import check_files, exit_gate, in_command_terms, output_option, refuse_overwrite
+from ._emit import resolve_endpoint, send_events
+from ._suite_mine import echo_mined
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the library loads numpy: not needed for --help
     from ..emit.otlp import Endpoint
+    from ..fairness.design.suite import Suite
+    from ..fairness.gate.config import GateConfig
+    from ..fairness.gate.results import Evaluation
+    from ..fairness.report.evidence_report import ReportOptions
+    from ..fairness.report.run_reports import RunReports
 
 __all__ = [
     "REPORT_FILES",
+    "Begun",
+    "GateArgs",
+    "begin",
+    "conclude",
     "echo_plan",
-    "emit_evaluation",
     "evaluation_options",
     "finish",
     "gate_config",
@@ -199,36 +209,106 @@ def report_options(trace_url: str | None, redact: bool) -> Any:
     return ReportOptions(trace_url=trace_url, redact=redact)
 
 
-def finish(
+@dataclass(frozen=True)
+class GateArgs:
+    """The gate options of ``fairness`` and ``run``, as the user typed them."""
+
+    gate: str
+    alpha: float
+    bootstrap: int
+    permutations: int
+    random_seed: int
+    min_coverage: float = 0.95
+    allow_partial: bool = False
+    allow_inconclusive: bool = False
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What ``fairness`` and ``run`` hold once their inputs are checked, before any work."""
+
+    suite: Suite
+    config: GateConfig
+    options: ReportOptions
+    endpoint: Endpoint | None
+
+
+def begin(
+    suite_path: Path,
+    paths: tuple[Sequence[Path], Sequence[Path | None]],
+    output: Path | None,
+    plugins: tuple[str, ...],
+    gate: GateArgs,
+    report: tuple[str | None, bool],
+    emit_otlp: str | None,
+) -> Begun:
+    """No output may replace an input (``paths``: the inputs, the other outputs); the plugins
+    loaded; the suite checked, the gate's and the reports' options and the endpoint validated
+    before the suite is loaded (``report``: the trace-link template and ``--redact``)."""
+    from ..fairness import load_suite
+    from ..inputs import guard
+
+    inputs, outputs = paths
+    refuse_overwrite(inputs, outputs, directories=[(output, REPORT_FILES)])
+    load_plugins(plugins)
+    check_files([(guard.SUITE, suite_path)])
+    config = gate_config(
+        gate.gate,
+        gate.alpha,
+        gate.bootstrap,
+        gate.permutations,
+        gate.random_seed,
+        gate.min_coverage,
+        gate.allow_partial,
+        gate.allow_inconclusive,
+    )
+    options = report_options(*report)
+    endpoint = resolve_endpoint(emit_otlp)
+    return Begun(load_suite(suite_path), config, options, endpoint)
+
+
+def conclude(
     ctx: click.Context,
-    ev: Any,
+    suite_path: Path,
+    begun: Begun,
+    ev: Evaluation,
     output: Path | None,
     fmt: str,
-    options: Any = None,
     *,
     label: str | None = None,
+    traffic_weights: bool = False,
 ) -> NoReturn:
-    """Write the reports, print a line per metric (PASS, FAIL, INCONCLUSIVE or NO_SIGNAL, with
-    what a reader needs beside it) and the gate's verdict, then exit 0 (passed) or 1: the
-    printed verdict and the exit code come from the same ``ev.passed``."""
-    from ..fairness.report.evidence_report import ReportOptions
-    from ..fairness.report.reports import render_markdown, report_dict, write_reports
+    """The evaluation concluded by the library (reports, history, a mined suite's replay, the
+    OTLP records), then sent, printed and exited on."""
+    from ..evaluation.suite_run import conclude_suite_run
+
+    outcome = conclude_suite_run(
+        suite_path,
+        begun.suite,
+        ev,
+        output,
+        begun.options,
+        label=label,
+        events=begun.endpoint is not None,
+        traffic_weights=traffic_weights,
+    )
+    if begun.endpoint is not None:
+        send_events(begun.endpoint, outcome.events)
+    echo_mined(suite_path, outcome.mined, traffic_weights)
+    finish(ctx, outcome.reports, output, fmt)
+
+
+def finish(ctx: click.Context, reports: RunReports, output: Path | None, fmt: str) -> NoReturn:
+    """Print the trend lines (after ``-o DIR``), a line per metric (PASS, FAIL, INCONCLUSIVE or
+    NO_SIGNAL, with what a reader needs beside it) and the gate's verdict, then exit 0 (passed)
+    or 1: the printed verdict and the exit code come from the same ``ev.passed``."""
+    from ..fairness.report.reports import render_markdown, report_dict
     from ..fairness.report.verdict_text import gate_summary, tolerated
 
-    options = options or ReportOptions()
-    if options.redact:  # every report and the console: no app-provided free text
-        from ..fairness.report.redaction import redact_evaluation
-
-        ev = redact_evaluation(ev)
-    if output is not None:
-        from ..fairness.report.history import record_run, trend_lines
-        from ..fairness.report.reports import _version
-
-        write_reports(ev, output, options)
-        rows = record_run(ev, output, _version(), label=label)  # history.jsonl + trends
-        if fmt == "text":
-            for line in trend_lines(rows):
-                click.echo(line)
+    ev, options = reports.evaluation, reports.options
+    if fmt == "text":
+        for line in reports.trends:
+            click.echo(line)
     if fmt == "json":
         summary = report_dict(ev, options, scenarios=False)
         summary.pop("scenario_results")
@@ -254,20 +334,6 @@ def finish(
         err=fmt != "text",
     )
     exit_gate(ev.passed, ctx)
-
-
-def emit_evaluation(endpoint: Endpoint | None, ev: Any, redact: bool) -> None:
-    """Send ``ev``'s gen_ai.evaluation.result records to ``endpoint`` (if any); with --redact
-    they carry no app text, as no report file does (an escalation pair quotes its reason)."""
-    if endpoint is None:
-        return
-    from ..emit.events import fairness_events
-
-    if redact:
-        from ..fairness.report.redaction import redact_evaluation
-
-        ev = redact_evaluation(ev)
-    send_events(endpoint, fairness_events(ev))
 
 
 def metric_lines(r: Any) -> list[str]:

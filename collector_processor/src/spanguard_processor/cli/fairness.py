@@ -7,20 +7,11 @@ from typing import Any
 
 import click
 
-from ._common import check_files, refuse_overwrite
-from ._emit import emit_option, resolve_endpoint
-from ._evaluation import (
-    REPORT_FILES,
-    echo_plan,
-    emit_evaluation,
-    evaluation_options,
-    finish,
-    gate_config,
-    load_plugins,
-    report_options,
-)
+from ._common import check_files
+from ._emit import emit_option
+from ._evaluation import GateArgs, begin, conclude, echo_plan, evaluation_options
 from ._source import read_source_traces, source_evaluation, source_options
-from ._suite_mine import replay_mined, traffic_weights_option
+from ._suite_mine import traffic_weights_option
 
 __all__ = ["fairness"]
 
@@ -112,16 +103,12 @@ def fairness(
       spanguard fairness suite.yaml --source parquet://spans/ -o fairness-report
     Exit codes: 0 pass, 1 gate failed, 2 bad input.
     """
-    from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite, read_inputs
     from ..fairness.records import observations_of
     from ..inputs import guard
 
     # no output may replace an input; the suite is checked and validated before the traces
-    refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
-    load_plugins(plugins)
-    check_files([(guard.SUITE, suite_path)])
-    config = gate_config(
+    gate_args = GateArgs(
         gate,
         alpha,
         bootstrap,
@@ -131,9 +118,9 @@ def fairness(
         allow_partial,
         allow_inconclusive,
     )
-    options = report_options(trace_url, redact)
-    endpoint = resolve_endpoint(emit_otlp)
-    suite = load_suite(suite_path)
+    paths: tuple[list[Path], list[Path | None]] = ([suite_path, *inputs], [])
+    begun = begin(suite_path, paths, output, plugins, gate_args, (trace_url, redact), emit_otlp)
+    suite, config = begun.suite, begun.config
     for path, kind in check_files([(guard.EVALUATION, inputs)]):
         if kind is guard.FileKind.FAIRNESS_REPORT:
             click.echo(
@@ -160,6 +147,4 @@ def fairness(
         )
     if missing:
         click.echo(f"note: {missing} variant(s) of the suite have no record.", err=True)
-    emit_evaluation(endpoint, ev, redact)
-    replay_mined(suite_path, suite, ev, output, options, traffic_weights)
-    finish(ctx, ev, output, fmt, options, label=label)
+    conclude(ctx, suite_path, begun, ev, output, fmt, label=label, traffic_weights=traffic_weights)
