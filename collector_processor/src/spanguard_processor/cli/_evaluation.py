@@ -5,9 +5,10 @@ another."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -153,11 +154,36 @@ _EVALUATION_OPTIONS = (
 )
 
 
+@dataclass(frozen=True)
+class GateArgs:
+    """The gate options of ``fairness`` and ``run``, as the user typed them."""
+
+    gate: str
+    alpha: float
+    bootstrap: int
+    permutations: int
+    random_seed: int
+    min_coverage: float = 0.95
+    allow_partial: bool = False
+    allow_inconclusive: bool = False
+
+
+_GATE_ARGS = tuple(field.name for field in fields(GateArgs))
+
+
 def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The statistics and gate options shared by ``fairness`` and ``run``."""
+    """The statistics and gate options shared by ``fairness`` and ``run``; the command gets the
+    gate's eight (``--gate`` to ``--allow-inconclusive``) as one ``gate_args``, a
+    :class:`GateArgs`."""
+
+    @functools.wraps(command)
+    def packed(*args: Any, **kwargs: Any) -> Any:
+        kwargs["gate_args"] = GateArgs(**{name: kwargs.pop(name) for name in _GATE_ARGS})
+        return command(*args, **kwargs)
+
     for option in reversed(_EVALUATION_OPTIONS):
-        command = option(command)
-    return command
+        packed = option(packed)
+    return packed
 
 
 # GateConfig's fields that this command's options spell otherwise (the parameter names)
@@ -207,20 +233,6 @@ def report_options(trace_url: str | None, redact: bool) -> Any:
     from ..fairness.report.evidence_report import ReportOptions
 
     return ReportOptions(trace_url=trace_url, redact=redact)
-
-
-@dataclass(frozen=True)
-class GateArgs:
-    """The gate options of ``fairness`` and ``run``, as the user typed them."""
-
-    gate: str
-    alpha: float
-    bootstrap: int
-    permutations: int
-    random_seed: int
-    min_coverage: float = 0.95
-    allow_partial: bool = False
-    allow_inconclusive: bool = False
 
 
 @dataclass(frozen=True)

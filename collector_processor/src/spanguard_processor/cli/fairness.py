@@ -69,14 +69,7 @@ def fairness(
     suite_path: Path,
     inputs: tuple[Path, ...],
     output: Path | None,
-    gate: str,
-    alpha: float,
-    bootstrap: int,
-    permutations: int,
-    random_seed: int,
-    min_coverage: float,
-    allow_partial: bool,
-    allow_inconclusive: bool,
+    gate_args: GateArgs,
     fmt: str,
     plugins: tuple[str, ...],
     trace_url: str | None,
@@ -108,16 +101,6 @@ def fairness(
     from ..inputs import guard
 
     # no output may replace an input; the suite is checked and validated before the traces
-    gate_args = GateArgs(
-        gate,
-        alpha,
-        bootstrap,
-        permutations,
-        random_seed,
-        min_coverage,
-        allow_partial,
-        allow_inconclusive,
-    )
     paths: tuple[list[Path], list[Path | None]] = ([suite_path, *inputs], [])
     begun = begin(suite_path, paths, output, plugins, gate_args, (trace_url, redact), emit_otlp)
     suite, config = begun.suite, begun.config
@@ -133,11 +116,13 @@ def fairness(
         ev, unmatched, missing = reduced
     elif stream:
         traces = read_source_traces(inputs, source, since, until, explain)
-        ev, unmatched, missing = _streamed(suite, inputs, traces, config, alpha)
+        ev, unmatched, missing = _streamed(suite, inputs, traces, config, gate_args.alpha)
     else:
         traces = read_source_traces(inputs, source, since, until, explain)
         observations = read_inputs(list(inputs)) if traces is None else observations_of(traces)
-        echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
+        echo_plan(
+            suite, _repeats(suite, observations), gate_args.alpha
+        )  # the design's power, first
         ev, matched = evaluate_suite(suite, observations, config)
         unmatched, missing = matched.unmatched, len(matched.missing_variants)
     if unmatched:

@@ -48,14 +48,7 @@ def run(
     concurrency: int,
     traces_out: Path | None,
     output: Path | None,
-    gate: str,
-    alpha: float,
-    bootstrap: int,
-    permutations: int,
-    random_seed: int,
-    min_coverage: float,
-    allow_partial: bool,
-    allow_inconclusive: bool,
+    gate_args: GateArgs,
     fmt: str,
     plugins: tuple[str, ...],
     trace_url: str | None,
@@ -79,21 +72,11 @@ def run(
     from ..common.markdown import console_text
     from ..fairness.pipeline import evaluate_suite
 
-    gate_args = GateArgs(
-        gate,
-        alpha,
-        bootstrap,
-        permutations,
-        random_seed,
-        min_coverage,
-        allow_partial,
-        allow_inconclusive,
-    )
     paths = ([suite_path], [traces_out])
     begun = begin(suite_path, paths, output, plugins, gate_args, (trace_url, redact), emit_otlp)
     suite = begun.suite
     app, adapted = load_app(app_ref, adapter, adapter_options)  # its signature, read once
-    echo_plan(suite, repeats, alpha)  # the design's power, before the first app call
+    echo_plan(suite, repeats, gate_args.alpha)  # the design's power, before the first app call
     spans: list[Any] | None = [] if traces_out is not None else None
     observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
     if traces_out is not None and spans is not None:
