@@ -49,12 +49,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.stats import beta
 
-from spanguard_processor.fairness.design import power as design_power
 from spanguard_processor.fairness.gate.config import GateConfig
 from spanguard_processor.fairness.gate.decide import apply_gate
 from spanguard_processor.fairness.gate.results import MetricResult
 from spanguard_processor.fairness.kinds.gap import any_difference
 from spanguard_processor.fairness.stats import inference, precision
+from spanguard_processor.fairness.stats import power as design_power
 from spanguard_processor.fairness.stats.groups import missingness_p
 
 ALPHA = 0.05

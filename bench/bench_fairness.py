@@ -203,9 +203,9 @@ def evidence_cost(n: int, per_seed: int, columns: int = 3) -> dict[str, Any]:
     """The evidence step alone (find_pairs) on n records' metric values: its share of a run."""
     import numpy as np
 
+    from spanguard_processor.fairness.kinds.evidence import find_pairs
     from spanguard_processor.fairness.metrics import MetricValues
     from spanguard_processor.fairness.records import observation_from_record
-    from spanguard_processor.fairness.report.evidence import find_pairs
 
     rng = np.random.default_rng(0)
     seeds = n // per_seed

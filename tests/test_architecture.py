@@ -220,6 +220,103 @@ def test_every_module_sits_in_one_stage_folder() -> None:
     assert top == ["__init__", "__main__", "_entry"], f"flat modules at the top: {top}"
 
 
+# Inside fairness/, the stages, lowest first (docs/architecture.md, "Fairness: the stages'
+# order"). A module of a stage imports its own stage and earlier ones, never a later one: the
+# shared types first, then the statistics (importable with nothing of fairness above them),
+# the metrics, the suite, the app run, the gate's config and typed results, the kinds'
+# strategies that fill those results, and the reports. Every other fairness module (evaluate,
+# evaluate_table, stream, pipeline, plan, table_sql, testing, the package) runs the stages
+# and sits above them all.
+FAIRNESS_STAGES: tuple[tuple[str, ...], ...] = (
+    ("vocabulary", "records"),
+    ("stats",),
+    ("metrics",),
+    ("design",),
+    ("run",),
+    ("gate",),
+    ("kinds",),
+    ("report",),
+)
+
+
+def stage_of(module: str, package: str, stages: tuple[tuple[str, ...], ...]) -> int | None:
+    """The index of ``module``'s stage in ``stages`` (module-name prefixes under ``package``),
+    ``len(stages)`` for a module of ``package`` in none (it runs the stages), None outside it."""
+    if module != package and not module.startswith(package + "."):
+        return None
+    local = module.removeprefix(package).removeprefix(".")
+    for index, prefixes in enumerate(stages):
+        if any(local == prefix or local.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    return len(stages)
+
+
+def backward_imports(graph: Graph, package: str, stages: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Every import in ``package`` from a module of one stage into a later stage."""
+    found = []
+    for module, edges in sorted(graph.items()):
+        here = stage_of(module, package, stages)
+        if here is None:
+            continue
+        for target, where in sorted(edges.items()):
+            there = stage_of(target, package, stages)
+            if there is not None and there > here:
+                found.append(f"{module} → {target} at {where}")
+    return found
+
+
+def test_fairness_stages_import_no_later_stage() -> None:
+    graph = import_graph(SOURCES, PACKAGES)
+    package = "spanguard_processor.fairness"
+    placed = {stage_of(m, package, FAIRNESS_STAGES) for m in graph}
+    assert placed >= set(range(len(FAIRNESS_STAGES) + 1)), "a stage folder has no module"
+    backward = backward_imports(graph, package, FAIRNESS_STAGES)
+    assert backward == [], "fairness imports into a later stage:\n  " + "\n  ".join(backward)
+
+
+#: regression/'s stages, lowest first: the shared case model, then mine → run → gate → report
+#: (docs/architecture.md, "Fairness: the stages' order", which also holds regression's).
+REGRESSION_STAGES: tuple[tuple[str, ...], ...] = (
+    ("vocabulary", "textnorm", "case", "casematch", "outcome", "checks", "text_checks"),
+    ("mine",),
+    ("run",),
+    ("gate",),
+    ("report",),
+)
+
+
+def test_regression_stages_import_no_later_stage() -> None:
+    graph = import_graph(SOURCES, PACKAGES)
+    package = "spanguard_processor.regression"
+    placed = {stage_of(m, package, REGRESSION_STAGES) for m in graph}
+    assert placed >= set(range(len(REGRESSION_STAGES))), "a stage folder has no module"
+    backward = backward_imports(graph, package, REGRESSION_STAGES)
+    assert backward == [], "regression imports into a later stage:\n  " + "\n  ".join(backward)
+
+
+def test_the_stage_check_finds_an_import_into_a_later_stage(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .run import go\n",
+            "pkg/run.py": "from .gate.decide import decide\nfrom .stats import mean\n",
+            "pkg/types.py": "",
+            "pkg/stats/__init__.py": "from ..types import *\n",
+            "pkg/gate/__init__.py": "",
+            "pkg/gate/decide.py": "from ..stats import mean\n",
+            "pkg/gate/config.py": "def f():\n    from ..run import go\n",
+            "pkg/stats/groups.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from ..gate.decide import decide\n",
+        },
+    )
+    graph = import_graph([tmp_path], ["pkg"])
+    stages = (("types",), ("stats",), ("gate",))
+    assert [line.split(" at ")[0] for line in backward_imports(graph, "pkg", stages)] == [
+        "pkg.gate.config → pkg.run",
+        "pkg.stats.groups → pkg.gate.decide",
+    ]
+
+
 def _speaks_to_the_terminal(node: ast.AST) -> str | None:
     """What a library statement does that only a command may: print, exit, or use click."""
     if isinstance(node, ast.Call):

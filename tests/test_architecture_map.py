@@ -36,7 +36,7 @@ def _table() -> list[tuple[str, str]]:
 
 def _modules_named(cell: str) -> set[Path]:
     """The source files of the modules a cell names (``traces/identity.py``,
-    ``cli/_common.check_files``, ``fairness/kinds/base.Design``); whether each exists, and
+    ``cli/_common.check_files``, ``fairness/kinds/base.RecordIndex``); whether each exists, and
     defines the symbol named, is checked for the whole page by test_architecture."""
     found = set()
     for token in _DOC_TOKEN.findall(cell):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from spanguard_processor.fairness import GateConfig, MetricConfig, Observation, evaluate
-from spanguard_processor.fairness.design import power
+from spanguard_processor.fairness.stats import power
 from spanguard_processor.traces.model import ProcessTrace
 
 _CONFIG = GateConfig(bootstrap_samples=200, permutation_samples=199)

@@ -164,7 +164,7 @@ def test_a_deterministic_gap_at_the_threshold_passes_at_most_alpha_of_the_time()
 
 
 def test_a_noisy_fair_app_on_a_design_with_mde_at_most_half_the_threshold_passes() -> None:
-    from spanguard_processor.fairness.design.power import design_mde
+    from spanguard_processor.fairness.stats.power import design_mde
 
     mde = design_mde(3000, 2, 1, "rate", 0.1)
     assert mde is not None and mde <= 0.05

@@ -230,7 +230,7 @@ def test_suite_plan_exits_2_on_a_rate_threshold_of_20(tmp_path: Path) -> None:
 
 
 def test_suite_plan_says_what_a_count_without_a_stated_range_needs() -> None:
-    from spanguard_processor.fairness.design.plan import plan_lines, plan_suite
+    from spanguard_processor.fairness.plan import plan_lines, plan_suite
 
     data = {
         "dataset": {

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from spanguard_processor.fairness.design import power as design
+from spanguard_processor.fairness.stats import power as design
 from spanguard_processor.fairness.stats.bounds import clopper_pearson_upper
 
 

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.fairness import MetricConfig, evaluate, observation_from_record
+from spanguard_processor.fairness.kinds.evidence import find_pairs, prompt_segments
 from spanguard_processor.fairness.metrics import MetricValues
 from spanguard_processor.fairness.records import observation_from_trace
-from spanguard_processor.fairness.report.evidence import find_pairs, prompt_segments
 from spanguard_processor.traces.model import AgentTrace
 from tests.reports.data import _PROFILES, records, suite
 

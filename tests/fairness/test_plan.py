@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.fairness import load_suite
-from spanguard_processor.fairness.design.plan import plan_suite
-from spanguard_processor.fairness.design.power import design_mde
+from spanguard_processor.fairness.plan import plan_suite
+from spanguard_processor.fairness.stats.power import design_mde
 
 _FAST = ["--bootstrap", "300", "--permutations", "199"]
 

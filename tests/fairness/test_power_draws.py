@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from spanguard_processor.fairness.design import power
+from spanguard_processor.fairness.stats import power
 
 
 def _reference(groups: int, df: int, alpha: float, quantile: float) -> float:

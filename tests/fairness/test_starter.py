@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from spanguard_processor.cli import cli
 from spanguard_processor.fairness import load_suite
-from spanguard_processor.fairness.design.plan import plan_suite
 from spanguard_processor.fairness.metrics import get_metric
+from spanguard_processor.fairness.plan import plan_suite
 
 _APPS = "tests.fairness.plan_apps"
 _FAST = ["--bootstrap", "500", "--permutations", "199"]

@@ -25,8 +25,8 @@ from spanguard_processor.fairness.metrics.registry import get_metric
 from spanguard_processor.fairness.records import observations_of
 from spanguard_processor.fairness.stats.sufficient import reduce_values
 from spanguard_processor.fairness.stats.sufficient_sql import SQL_VALUES, cells_sql, read_cells
-from spanguard_processor.fairness.stats.table_sql import suite_table, suite_table_sql
 from spanguard_processor.fairness.stream import reduce_observations
+from spanguard_processor.fairness.table_sql import suite_table, suite_table_sql
 from spanguard_processor.ingest.spans import SpanEvent, SpanRecord
 from spanguard_processor.inputs.readers import read_agent_traces_any
 from spanguard_processor.inputs.sql_load import load_clickhouse, spans_of, write_parquet

@@ -376,7 +376,7 @@ def metric_lines(r: Any) -> list[str]:
 def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> None:
     """The suite's power table (``spanguard suite plan``); on stderr for run and fairness, so
     their stdout stays the verdict (and valid JSON with --format json)."""
-    from ..fairness.design.plan import plan_lines, plan_suite
+    from ..fairness.plan import plan_lines, plan_suite
 
     for line in plan_lines(plan_suite(suite_, repeats, alpha)):
         click.echo(line, err=err)

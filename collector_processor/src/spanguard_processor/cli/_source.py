@@ -118,7 +118,7 @@ def source_evaluation(
 ) -> tuple[Any, int, int] | None:
     """With ``--source`` and ``--stream`` (``options``: source, since, until, explain) and a
     suite whose every metric the engine reduces (``stats.sufficient_sql.SQL_VALUES``): the
-    gate's evaluation of the table the engine fills (``stats.table_sql``), no agent trace built
+    gate's evaluation of the table the engine fills (``fairness.table_sql``), no agent trace built
     in Python, with the records matching no variant and the variants without a record. None
     otherwise (the agent traces are read instead; a note says why)."""
     source, since, until, explain = options
@@ -140,7 +140,7 @@ def source_evaluation(
         return None
     from ..fairness.evaluate_table import evaluate_sufficient
     from ..fairness.records import group_label
-    from ..fairness.stats.table_sql import suite_table, suite_table_sql
+    from ..fairness.table_sql import suite_table, suite_table_sql
 
     start, end = window_ns(since), window_ns(until)
     sql = suite_table_sql(engine.dialect, engine.source, names, since=start, until=end)

@@ -8,7 +8,7 @@ stream: :mod:`.stream`): :func:`evaluate_sufficient`.
 The subpackages follow the data path: :mod:`.design` (the suite, its variants and its power
 before any app call) → :mod:`.run` (the app over the variants, in-process) → :mod:`.records`
 (one observation per request) → :mod:`.metrics` (the registry and the built-in metrics) →
-:mod:`.kinds` (how each metric kind is evaluated over one :class:`~.kinds.Design`) →
+:mod:`.kinds` (how each metric kind is evaluated over one :class:`~.kinds.RecordIndex`) →
 :mod:`.stats` (intervals, tests, bounds: pure numpy) → :mod:`.gate` (verdicts) →
 :mod:`.report` (report files, comparisons, history). :func:`evaluate` orchestrates the
 middle; :mod:`.pipeline` chains matching, evaluation and gate; :mod:`.testing` is
@@ -29,10 +29,11 @@ from .design.suite import (
 from .evaluate import evaluate
 from .evaluate_table import evaluate_sufficient
 from .gate.config import GATE_MODES, GateConfig
-from .gate.results import Evaluation, GroupStat, MetricResult, Verdict
+from .gate.results import Evaluation, MetricResult, Verdict
 from .metrics import MetricDefinition, register_metric, register_record_metric
 from .records import Observation, observation_from_record, observation_from_trace, read_observations
 from .report.reports import write_reports
+from .stats.groups import GroupStat
 
 __all__ = [
     "GATE_MODES",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from spanguard.exceptions import InputError
@@ -17,13 +18,13 @@ from spanguard.exceptions import InputError
 from .design.suite import MetricConfig
 from .gate.config import GateConfig
 from .gate.decide import apply_gate
-from .gate.results import Evaluation
-from .kinds import Design, Prepared, strategy
-from .metrics import get_metric
-from .metrics.diagnosis import SignalCounts, with_signal
+from .gate.results import Evaluation, MetricResult
+from .kinds import Prepared, RecordIndex, strategy
+from .kinds.evidence import PAIRS
+from .metrics import MetricDefinition, get_metric
+from .metrics.diagnosis import SIGNALS, SignalCounts
 from .metrics.signals import ObservationList
 from .records import Observation
-from .report.evidence import PAIRS
 from .vocabulary import Kind
 
 __all__ = ["evaluate"]
@@ -69,7 +70,7 @@ def evaluate(
             )
         seen.add(o.id)
     observations = ObservationList(observations)
-    design = Design.build(observations, expected)
+    design = RecordIndex.build(observations, expected)
     prepared = []
     for mc in metrics:
         definition = get_metric(mc.type)
@@ -100,7 +101,9 @@ def evaluate(
     )
 
 
-def _bootstrap(prepared: Sequence[Prepared], design: Design, cfg: GateConfig) -> list[Prepared]:
+def _bootstrap(
+    prepared: Sequence[Prepared], design: RecordIndex, cfg: GateConfig
+) -> list[Prepared]:
     """Each kind resamples its metrics together (one stream of seed draws per kind); the
     metrics keep their order."""
     rows: dict[Kind, list[int]] = {}
@@ -112,3 +115,20 @@ def _bootstrap(prepared: Sequence[Prepared], design: Design, cfg: GateConfig) ->
         for i, p in zip(at, drawn, strict=True):
             out[i] = p
     return out
+
+
+def with_signal(
+    result: MetricResult, definition: MetricDefinition, counts: SignalCounts
+) -> MetricResult:
+    """``result`` with its signal, the records carrying it and, when none, the diagnosis
+    (unchanged for a metric that names no signal: a custom metric)."""
+    name = definition.signal
+    if name not in SIGNALS:
+        return result
+    carrying = counts.count(name)
+    return replace(
+        result,
+        signal=name,
+        signal_records=carrying,
+        diagnosis=counts.diagnosis(name) if carrying == 0 else "",
+    )

@@ -35,28 +35,28 @@ from numpy.typing import NDArray
 
 from spanguard.exceptions import InputError
 
-from .design.coverage import ExpectedVariants
 from .design.suite import MetricConfig, Suite
 from .evaluate import _generated_at
 from .gate.config import GateConfig
 from .gate.decide import apply_gate
 from .gate.results import Evaluation, MetricResult
-from .kinds.base import Design, attribute_levels, index_labels
+from .kinds.base import RecordIndex, attribute_levels, index_labels
+from .kinds.coverage import ExpectedVariants
+from .kinds.details import spread
 from .kinds.gap import GapPrepared, GapStrategy
 from .metrics import MetricDefinition, MetricValues, get_metric
 from .metrics.diagnosis import SIGNALS
 from .records import group_label
-from .report.details import spread
 from .stats import inference, seeds
 from .stats.sufficient import SignalRecords, SufficientStatistics
 from .vocabulary import Kind
 
-__all__ = ["TableDesign", "evaluate_sufficient"]
+__all__ = ["TableIndex", "evaluate_sufficient"]
 
 
 @dataclass(frozen=True, eq=False)
-class TableDesign(Design):
-    """A :class:`~.kinds.base.Design` whose "records" are the table's observed variants
+class TableIndex(RecordIndex):
+    """A :class:`~.kinds.base.RecordIndex` whose "records" are the table's observed variants
     (one per cell, in suite order); ``record_count`` is the records behind them."""
 
     record_count: int = 0
@@ -116,8 +116,9 @@ def _observed(stats: SufficientStatistics) -> dict[tuple[str, str], int]:
     return out
 
 
-def _design(stats: SufficientStatistics, suite: Suite) -> TableDesign:
-    """The observed variants in suite order, indexed as :meth:`Design.build` indexes records."""
+def _design(stats: SufficientStatistics, suite: Suite) -> TableIndex:
+    """The observed variants in suite order, indexed as :meth:`RecordIndex.build` indexes
+    records."""
     if not stats.observed and not stats.cells:
         raise InputError(
             "there are no records to evaluate; run the app or pass trace files "
@@ -151,7 +152,7 @@ def _design(stats: SufficientStatistics, suite: Suite) -> TableDesign:
     )
     attributes = attribute_levels((v.assignments for v in kept), group, len(group_labels))
     records = [observed[(v.seed_id, group_label(v.assignments))] for v in kept]
-    return TableDesign(
+    return TableIndex(
         observations=(),
         variant=variant,
         seed=seed,
@@ -178,7 +179,7 @@ class _Cells:
     score_source: str | None
 
 
-def _cells(metric: str, stats: SufficientStatistics, design: TableDesign) -> _Cells:
+def _cells(metric: str, stats: SufficientStatistics, design: TableIndex) -> _Cells:
     rows = [c for c in stats.cells if c.metric == metric]
     described = next((m for m in stats.columns if m.metric == metric), None)
     width = max([1 + c.column for c in rows] + [len(described.labels) if described else 1])
@@ -255,7 +256,7 @@ def _exact_mean(values: Sequence[Fraction], n: float) -> float:
 
 
 def _prepare(
-    mc: MetricConfig, stats: SufficientStatistics, design: TableDesign, where: tuple[str, str]
+    mc: MetricConfig, stats: SufficientStatistics, design: TableIndex, where: tuple[str, str]
 ) -> GapPrepared:
     definition = get_metric(mc.type)
     if definition is None:
@@ -335,10 +336,10 @@ def _details(
     pooled: Mapping[str, list[float]],
     counts: NDArray[np.float64],
     exact: list[list[Fraction]],
-    design: TableDesign,
+    design: TableIndex,
     traceless: int,
 ) -> dict[str, Any]:
-    """:func:`~.report.details.metric_details` without its per-record maps."""
+    """:func:`~.kinds.details.metric_details` without its per-record maps."""
     out: dict[str, Any] = {}
     columns = cells.columns
     if d.name == "escalation_reason_parity":
@@ -377,7 +378,7 @@ def _details(
 
 
 def _attribute_gaps(
-    design: TableDesign,
+    design: TableIndex,
     seed: NDArray[np.int64],
     group: NDArray[np.int64],
     counts: NDArray[np.float64],
@@ -398,7 +399,7 @@ def _with_signal(
     result: MetricResult,
     definition: MetricDefinition,
     signals: Mapping[str, SignalRecords],
-    design: TableDesign,
+    design: TableIndex,
 ) -> MetricResult:
     """The records carrying the metric's signal, when the table counts them."""
     name = definition.signal

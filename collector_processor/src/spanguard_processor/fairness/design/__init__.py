@@ -1,7 +1,8 @@
-"""Before any app call: the suite (:mod:`.suite`: syntax, validation, variants), the starter
-suite ``spanguard init`` writes (:mod:`.starter`), the suite's expected variants for coverage
-(:mod:`.coverage`) and its power (:mod:`.power`: design MDE, seeds needed; :mod:`.plan`: the
-table ``spanguard suite plan`` prints)."""
+"""Before any app call: the suite (:mod:`.suite`: syntax, validation, variants) and the starter
+suite ``spanguard init`` writes (:mod:`.starter`). Its power comes from the statistics
+(:mod:`..stats.power`: design MDE, seeds needed; ``design_mde`` is re-exported here), the
+table ``spanguard suite plan`` prints from :mod:`..plan` (which asks each metric's kind), and
+its expected variants' coverage is measured at evaluation (:mod:`..kinds.coverage`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from typing import TYPE_CHECKING
 from ...common.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .plan import plan_suite
-    from .power import design_mde
+    from ..stats.power import design_mde
     from .starter import starter_suite
     from .suite import Suite, load_suite
 
@@ -19,7 +19,6 @@ __all__ = [
     "Suite",
     "design_mde",
     "load_suite",
-    "plan_suite",
     "starter_suite",
 ]
 
@@ -27,9 +26,8 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "Suite": ".suite",
-        "design_mde": ".power",
+        "design_mde": "..stats.power",
         "load_suite": ".suite",
-        "plan_suite": ".plan",
         "starter_suite": ".starter",
     },
 )

@@ -10,14 +10,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..stats.groups import GroupStat
 from ..vocabulary import Direction
 
 if TYPE_CHECKING:
     from ..records import Observation
-    from ..report.evidence import CounterfactualPair
     from .config import GateConfig
 
-__all__ = ["Evaluation", "GroupStat", "MetricResult", "RecordMap", "Verdict"]
+__all__ = [
+    "CounterfactualPair",
+    "Evaluation",
+    "MetricResult",
+    "RecordMap",
+    "Variant",
+    "Verdict",
+]
 
 
 class Verdict(StrEnum):
@@ -73,14 +80,41 @@ class RecordMap(Mapping[str, float]):
 
 
 @dataclass(frozen=True)
-class GroupStat:
-    """One group's mean over its variants with a scale-respecting interval, for charts."""
+class Variant:
+    """One side of a pair: a record, its group, its value of the metric and what it did.
 
-    label: str
-    mean: float
-    low: float
-    high: float
-    records: int
+    ``prompt``/``response`` are None when the record was recorded with content capture off;
+    ``signals`` is None when the record has no process trace.
+    """
+
+    record_id: str
+    variant_id: str
+    group: str
+    assignments: Mapping[str, str]
+    value: float
+    trace_id: str | None
+    prompt: str | None
+    response: str | None
+    signals: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class CounterfactualPair:
+    """Two variants of one seed: ``high`` from the group at the top of the gap, ``low`` from
+    the one at the bottom; ``difference`` is their groups' within-seed difference of means."""
+
+    seed_id: str
+    column: str | None
+    difference: float
+    high: Variant
+    low: Variant
+    differing: tuple[str, ...]
+    summary: str
+
+    @property
+    def headline(self) -> str:
+        """One line for a console: ``seed q03: female escalated (...), male not``."""
+        return f"seed {self.seed_id}: {self.summary}"
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,19 @@
 """Metric kinds as strategies: each :class:`~.registry.Kind` names the
 :class:`~.base.KindStrategy` that evaluates its metrics (prepare, bootstrap, result,
-evidence), so :func:`..evaluate.evaluate` orchestrates without asking which kind it has."""
+evidence: fairtrace-shaped details in :mod:`.details`, the counterfactual pairs behind a gap in
+:mod:`.evidence`), so :func:`..evaluate.evaluate` orchestrates without asking which kind it has."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..vocabulary import Kind
-from .base import Design, KindStrategy, Prepared
+from .base import KindStrategy, Prepared, RecordIndex
 from .gap import GapStrategy
 from .legacy import LegacyExposureStrategy
 from .stable import StabilityStrategy
 
-__all__ = ["STRATEGIES", "Design", "KindStrategy", "Prepared", "strategy"]
+__all__ = ["STRATEGIES", "KindStrategy", "Prepared", "RecordIndex", "strategy"]
 
 STRATEGIES: dict[Kind, KindStrategy[Any]] = {
     Kind.GAP: GapStrategy(),

@@ -21,7 +21,7 @@ from ..stats import inference, seeds
 from ..stats.attributes import attribute_units
 from ..stats.groups import group_stats
 from ..vocabulary import Scale
-from .base import Design, Prepared
+from .base import Prepared, RecordIndex
 
 __all__ = ["ATTRIBUTE_ESTIMAND", "ATTRIBUTE_GAP_ESTIMAND", "attribute_results"]
 
@@ -42,7 +42,7 @@ Measure = Callable[
 
 def attribute_results(
     prepared: Prepared,
-    design: Design,
+    design: RecordIndex,
     cfg: GateConfig,
     units: inference.Units,
     measure: Measure,

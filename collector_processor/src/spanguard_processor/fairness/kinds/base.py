@@ -1,9 +1,11 @@
 """What every metric kind's strategy works on and returns.
 
-:class:`Design` is the run's records indexed once (each record's variant, seed and group, with
-the suite's expected variants); :class:`Prepared` is one metric after its kind's ``prepare``;
-:class:`KindStrategy` is the four steps a kind supplies (prepare, bootstrap, result, evidence).
-Every value here is frozen: a step returns a new one instead of filling in the last.
+:class:`RecordIndex` is the run's records indexed once (each record's variant, seed and group,
+with the suite's expected variants; the statistical design its valid records form, seeds and
+groups, is the one ``Design``, :class:`..stats.seeds.Design`); :class:`Prepared` is one metric
+after its kind's ``prepare``; :class:`KindStrategy` is the four steps a kind supplies (prepare,
+bootstrap, result, evidence). Every value here is frozen: a step returns a new one instead of
+filling in the last.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..design.coverage import ExpectedVariants
 from ..design.suite import MetricConfig
 from ..gate.config import GateConfig
 from ..gate.results import MetricResult
@@ -23,12 +24,13 @@ from ..metrics import MetricDefinition, MetricValues
 from ..metrics.signals import ObservationList
 from ..records import Observation
 from ..stats import inference
+from .coverage import ExpectedVariants
 
 __all__ = [
     "Attributes",
-    "Design",
     "KindStrategy",
     "Prepared",
+    "RecordIndex",
     "attribute_levels",
     "index_labels",
 ]
@@ -98,7 +100,7 @@ def attribute_levels(
 
 
 @dataclass(frozen=True, eq=False)
-class Design:
+class RecordIndex:
     """The run's records indexed once: each record's variant, seed and group index (into the
     labels, in first-seen order), and the suite's expected variants (coverage, missingness and
     the groups' attribute levels)."""
@@ -116,7 +118,7 @@ class Design:
     @classmethod
     def build(
         cls, observations: Sequence[Observation], expected: Sequence[tuple[str, str, str]] | None
-    ) -> Design:
+    ) -> RecordIndex:
         """Index ``observations``; ``expected`` lists the suite's variants as ``(variant id,
         seed id, group label)`` (None: the observed variants are the expected ones)."""
         group_labels, group = index_labels(_group_labels(observations))
@@ -193,7 +195,7 @@ class Prepared:
     details: dict[str, Any]
     covered: NDArray[np.bool_] | None = None
 
-    def base(self, design: Design) -> dict[str, Any]:
+    def base(self, design: RecordIndex) -> dict[str, Any]:
         """The result fields every kind fills the same way."""
         d = self.definition
         return {
@@ -218,20 +220,20 @@ class KindStrategy(Generic[P]):
 
     gap_between_groups = False
 
-    def prepare(self, config: MetricConfig, definition: MetricDefinition, design: Design) -> P:
+    def prepare(self, config: MetricConfig, definition: MetricDefinition, design: RecordIndex) -> P:
         raise NotImplementedError
 
-    def bootstrap(self, prepared: Sequence[P], design: Design, cfg: GateConfig) -> list[P]:
+    def bootstrap(self, prepared: Sequence[P], design: RecordIndex, cfg: GateConfig) -> list[P]:
         """No resampling of its own: the kind's intervals come from its ``result``."""
         return list(prepared)
 
     def result(
-        self, prepared: P, design: Design, cfg: GateConfig, p_missing: float | None
+        self, prepared: P, design: RecordIndex, cfg: GateConfig, p_missing: float | None
     ) -> MetricResult:
         raise NotImplementedError
 
     def evidence(
-        self, result: MetricResult, prepared: P, design: Design, pairs: int
+        self, result: MetricResult, prepared: P, design: RecordIndex, pairs: int
     ) -> MetricResult:
         """No evidence: ``result`` unchanged."""
         return result

@@ -17,13 +17,13 @@ from ..gate.config import GateConfig
 from ..gate.results import MetricResult
 from ..metrics import MetricDefinition, MetricValues
 from ..records import Observation
-from ..report.details import balanced, metric_details, pooled_means, spread
-from ..report.evidence import find_pairs
 from ..stats import inference, permutation, precision, seeds
 from ..stats.groups import group_stats
 from ..vocabulary import Scale
 from .attributes import ATTRIBUTE_ESTIMAND, attribute_results
-from .base import Design, KindStrategy, Prepared, index_labels
+from .base import KindStrategy, Prepared, RecordIndex, index_labels
+from .details import balanced, metric_details, pooled_means, spread
+from .evidence import find_pairs
 
 __all__ = [
     "ESTIMAND",
@@ -65,7 +65,7 @@ class GapStrategy(KindStrategy[GapPrepared]):
     gap_between_groups = True
 
     def prepare(
-        self, config: MetricConfig, definition: MetricDefinition, design: Design
+        self, config: MetricConfig, definition: MetricDefinition, design: RecordIndex
     ) -> GapPrepared:
         obs = design.observations
         values = definition.compute(obs, config.options)
@@ -99,7 +99,7 @@ class GapStrategy(KindStrategy[GapPrepared]):
         )
 
     def result(
-        self, prepared: GapPrepared, design: Design, cfg: GateConfig, p_missing: float | None
+        self, prepared: GapPrepared, design: RecordIndex, cfg: GateConfig, p_missing: float | None
     ) -> MetricResult:
         p = prepared
         d = p.definition
@@ -155,9 +155,9 @@ class GapStrategy(KindStrategy[GapPrepared]):
         )
 
     def evidence(
-        self, result: MetricResult, prepared: GapPrepared, design: Design, pairs: int
+        self, result: MetricResult, prepared: GapPrepared, design: RecordIndex, pairs: int
     ) -> MetricResult:
-        """The counterfactual pairs behind the gap (:mod:`..report.evidence`; cheap: the top
+        """The counterfactual pairs behind the gap (:mod:`.evidence`; cheap: the top
         k seeds)."""
         found = find_pairs(
             result.metric,

@@ -8,15 +8,15 @@ from ..gate.config import GateConfig
 from ..gate.results import MetricResult
 from ..metrics import MetricDefinition
 from ..metrics.compat import legacy_exposure
-from ..report.details import counters
-from .base import Design, KindStrategy, Prepared
+from .base import KindStrategy, Prepared, RecordIndex
+from .details import counters
 
 __all__ = ["LegacyExposureStrategy"]
 
 
 class LegacyExposureStrategy(KindStrategy[Prepared]):
     def prepare(
-        self, config: MetricConfig, definition: MetricDefinition, design: Design
+        self, config: MetricConfig, definition: MetricDefinition, design: RecordIndex
     ) -> Prepared:
         obs = design.observations
         score, details, empty = legacy_exposure(obs)
@@ -31,7 +31,7 @@ class LegacyExposureStrategy(KindStrategy[Prepared]):
         )
 
     def result(
-        self, prepared: Prepared, design: Design, cfg: GateConfig, p_missing: float | None
+        self, prepared: Prepared, design: RecordIndex, cfg: GateConfig, p_missing: float | None
     ) -> MetricResult:
         return MetricResult(
             score=prepared.score,

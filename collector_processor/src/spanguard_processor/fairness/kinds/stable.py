@@ -15,10 +15,10 @@ from ..gate.config import GateConfig
 from ..gate.results import MetricResult
 from ..metrics import MetricDefinition
 from ..metrics.compat import EXACT_LIMIT, stability_similarities
-from ..report.evidence import stability_pairs
 from ..stats.seeds import bias_corrected_interval, bootstrap_seed_counts
 from ..stats.stability import stability_arrays
-from .base import Design, KindStrategy, Prepared
+from .base import KindStrategy, Prepared, RecordIndex
+from .evidence import stability_pairs
 
 __all__ = ["StabilityPrepared", "StabilityStrategy"]
 
@@ -34,7 +34,7 @@ class StabilityPrepared(Prepared):
 
 class StabilityStrategy(KindStrategy[StabilityPrepared]):
     def prepare(
-        self, config: MetricConfig, definition: MetricDefinition, design: Design
+        self, config: MetricConfig, definition: MetricDefinition, design: RecordIndex
     ) -> StabilityPrepared:
         obs = design.observations
         if len(obs) <= EXACT_LIMIT:  # fairtrace's exact per-seed means, pair by pair
@@ -53,7 +53,7 @@ class StabilityStrategy(KindStrategy[StabilityPrepared]):
         )
 
     def bootstrap(
-        self, prepared: Sequence[StabilityPrepared], design: Design, cfg: GateConfig
+        self, prepared: Sequence[StabilityPrepared], design: RecordIndex, cfg: GateConfig
     ) -> list[StabilityPrepared]:
         """Seeds drawn with replacement, the statistic the minimum over the drawn seeds; one
         stream of draws for every stability metric."""
@@ -71,7 +71,11 @@ class StabilityStrategy(KindStrategy[StabilityPrepared]):
         ]
 
     def result(
-        self, prepared: StabilityPrepared, design: Design, cfg: GateConfig, p_missing: float | None
+        self,
+        prepared: StabilityPrepared,
+        design: RecordIndex,
+        cfg: GateConfig,
+        p_missing: float | None,
     ) -> MetricResult:
         p = prepared
         interval = (
@@ -91,7 +95,7 @@ class StabilityStrategy(KindStrategy[StabilityPrepared]):
         )
 
     def evidence(
-        self, result: MetricResult, prepared: StabilityPrepared, design: Design, pairs: int
+        self, result: MetricResult, prepared: StabilityPrepared, design: RecordIndex, pairs: int
     ) -> MetricResult:
         """The least stable seeds, each as its two least similar variants."""
         sims = prepared.details.get("seed_similarities", {})

@@ -2,10 +2,11 @@
 
 Zero because nothing happened and zero because nothing was recorded look the same in a metric's
 values. Each built-in metric names its signal (``MetricDefinition.signal``, one of
-:data:`SIGNALS`); :func:`with_signal` fills a result's ``signal``, ``signal_records`` (how many
-records carry it) and, when that is 0, ``diagnosis``: the keys seen that might hold it, counted
-(from the per-trace :class:`~spanguard_processor.traces.parts.Unread` notes), and where the docs
-say how to record it. The gate turns ``signal_records == 0`` into NO_SIGNAL.
+:data:`SIGNALS`); the evaluation (:func:`..evaluate.with_signal`) fills a result's ``signal``,
+``signal_records`` (how many records carry it) and, when that is 0, ``diagnosis``: the keys
+seen that might hold it, counted (from the per-trace
+:class:`~spanguard_processor.traces.parts.Unread` notes), and where the docs say how to record
+it. The gate turns ``signal_records == 0`` into NO_SIGNAL.
 
 Tool calls, documents, plan steps, model calls and text are carried by the records that hold
 them. An escalation or a friction point is different: a request without one is signal too, when
@@ -20,13 +21,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ...traces.parts import Unread
 from ...traces.unread import NO_DOCUMENTS, NO_TEXT
-from ..gate.results import MetricResult
 from ..records import Observation
-from .registry import MetricDefinition
 
 __all__ = [
     "ATTRIBUTES_DOC",
@@ -38,7 +37,6 @@ __all__ = [
     "switches",
     "ungrouped_documents",
     "unread_notes",
-    "with_signal",
 ]
 
 ATTRIBUTES_DOC = "docs/attributes.md#keys-spanguard-does-not-read"
@@ -298,20 +296,3 @@ def _capture_note(spans: int, seen: bool, switched: bool) -> str:
     if spans:
         return f": {spans} were recorded from spans with content capture off (see {CONTENT_DOC})"
     return ""
-
-
-def with_signal(
-    result: MetricResult, definition: MetricDefinition, counts: SignalCounts
-) -> MetricResult:
-    """``result`` with its signal, the records carrying it and, when none, the diagnosis
-    (unchanged for a metric that names no signal: a custom metric)."""
-    name = definition.signal
-    if name not in SIGNALS:
-        return result
-    carrying = counts.count(name)
-    return replace(
-        result,
-        signal=name,
-        signal_records=carrying,
-        diagnosis=counts.diagnosis(name) if carrying == 0 else "",
-    )

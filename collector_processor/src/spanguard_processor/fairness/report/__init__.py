@@ -1,8 +1,8 @@
 """What an evaluation becomes: report.json, Markdown and JUnit (:mod:`.reports`), HTML
 (:mod:`.report_html`, evidence cards in :mod:`.evidence_report`), the wording of every verdict
-(:mod:`.verdict_text`), fairtrace-shaped details (:mod:`.details`), the counterfactual pairs
-behind a gap (:mod:`.evidence`), redaction (:mod:`.redaction`), two reports compared
-(:mod:`.compare`) and the run history (:mod:`.history`)."""
+(:mod:`.verdict_text`), redaction (:mod:`.redaction`), two reports compared (:mod:`.compare`)
+and the run history (:mod:`.history`). The details and counterfactual pairs a result holds are
+found by its kind (:mod:`..kinds.details`, :mod:`..kinds.evidence`), before any report."""
 
 from __future__ import annotations
 

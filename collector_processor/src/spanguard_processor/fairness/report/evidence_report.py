@@ -15,7 +15,8 @@ from typing import Any
 
 from ...common.markdown import md_text
 from ...common.tracelinks import trace_link, validate_template
-from .evidence import SIGNAL_NAMES, CounterfactualPair, Variant, prompt_segments
+from ..gate.results import CounterfactualPair, Variant
+from ..kinds.evidence import SIGNAL_NAMES, prompt_segments
 
 __all__ = ["ReportOptions", "evidence_html", "evidence_json", "evidence_markdown"]
 

@@ -17,9 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from ...traces.model import ProcessTrace
-from ..gate.results import Evaluation, MetricResult
+from ..gate.results import CounterfactualPair, Evaluation, MetricResult, Variant
 from ..records import Observation
-from .evidence import CounterfactualPair, Variant
 
 __all__ = ["REDACTED", "redact_evaluation"]
 

@@ -2,11 +2,12 @@
 and multiplicity (:mod:`.seeds`), the within-seed contrasts, interval and threshold test
 (:mod:`.inference`, its null draws in :mod:`.nulls`), the "any difference" permutation test
 (:mod:`.permutation`), the exact discordance bound (:mod:`.bounds`), the upper bound PASS uses
-and the MDE (:mod:`.precision`), per-group intervals and the missingness test
-(:mod:`.groups`), counterfactual stability's similarities (:mod:`.stability`) and the gate's
-input reduced to sufficient statistics (:mod:`.sufficient`). One module is not numpy:
-:mod:`.sufficient_sql` builds the SQL that fills those statistics inside an engine and reads
-its rows back."""
+and the MDE (:mod:`.precision`), design power before any data (:mod:`.power`), per-group
+intervals and the missingness test (:mod:`.groups`), counterfactual stability's similarities
+(:mod:`.stability`) and the gate's input reduced to sufficient statistics (:mod:`.sufficient`).
+One module is not numpy: :mod:`.sufficient_sql` builds the SQL that fills those statistics
+inside an engine and reads its rows back. Imports nothing of fairness above it: only the shared
+types (``fairness/vocabulary``, ``fairness/records``)."""
 
 from __future__ import annotations
 

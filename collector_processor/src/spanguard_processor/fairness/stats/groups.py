@@ -13,17 +13,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import stdtrit
 
-from ..gate.results import GroupStat
 from ..vocabulary import Scale
 from . import permutation, seeds
 from .inference import Units, scale_of
 
-__all__ = ["group_stats", "missingness_p"]
+__all__ = ["GroupStat", "group_stats", "missingness_p"]
+
+
+@dataclass(frozen=True)
+class GroupStat:
+    """One group's mean over its variants with a scale-respecting interval, for charts."""
+
+    label: str
+    mean: float
+    low: float
+    high: float
+    records: int
 
 
 def group_stats(

@@ -4,7 +4,7 @@ Joins two valid one-sided upper bounds of the gap — the studentized simultaneo
 :mod:`.inference` and the exact discordance bound of :mod:`.bounds` — by taking the smaller,
 each at α/2 (the exact one alone, at α, when no seed's variants disagree), so the result keeps
 1 − α coverage (measured in bench/bench_calibration.py); and sizes the suite with
-:mod:`..design.power`'s functions from the observed variance. Pure numpy, no I/O.
+:mod:`.power`'s functions from the observed variance. Pure numpy, no I/O.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from ..design import power as design_power
-from ..design.power import STUDENTIZED_SHARE
 from ..vocabulary import Scale
+from . import power as design_power
 from .bounds import DiscordanceBound, clopper_pearson_upper, discordance_bound
 from .inference import GapInference, Units, upper_at
+from .power import STUDENTIZED_SHARE
 
 __all__ = ["Precision", "precision", "unmeasured"]
 

@@ -10,7 +10,7 @@ of adjusted means equals the gap of pooled group means that fairtrace reports.
 * p-values: within-seed permutation of group labels for the max-minus-min statistic, in
   :mod:`.permutation` (exact enumeration, Monte Carlo, or the normal approximation).
 * Multiplicity: Holm (for the gate) and Benjamini–Hochberg (for reports).
-* Power is elsewhere: the design's MDE in :mod:`..design.power` (``design_mde``), the measured one
+* Power is elsewhere: the design's MDE in :mod:`.power` (``design_mde``), the measured one
   in :mod:`.precision`.
 
 See docs/fairness.md for the formulas and the reasons behind them.

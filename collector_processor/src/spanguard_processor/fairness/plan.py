@@ -1,7 +1,7 @@
 """A suite's power before the run: each metric's design MDE and the seeds it would need.
 
 From the suite alone (seeds × groups × repeats, each metric's scale and threshold), before any
-app call: the design MDE of :mod:`.power` (a fair app's upper bound of the gap falls below it
+app call: the design MDE of :mod:`.stats.power` (a fair app's upper bound of the gap falls below it
 4 times in 5, at the worst-case variance of the metric's scale; PASS needs the bound below
 the threshold), a warning where it exceeds twice the threshold, and the seeds a noisy and a
 deterministic app would need to PASS. ``spanguard suite plan`` prints it; ``run`` and
@@ -15,12 +15,18 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ..kinds import strategy
-from ..metrics import get_metric
-from ..records import group_label
-from ..vocabulary import Direction, Scale
-from .power import COUNT_VARIANCE, RATE_VARIANCE, design_mde, deterministic_seeds, seeds_needed
-from .suite import Suite
+from .design.suite import Suite
+from .kinds import strategy
+from .metrics import get_metric
+from .records import group_label
+from .stats.power import (
+    COUNT_VARIANCE,
+    RATE_VARIANCE,
+    design_mde,
+    deterministic_seeds,
+    seeds_needed,
+)
+from .vocabulary import Direction, Scale
 
 __all__ = ["MetricPlan", "SuitePlan", "plan_lines", "plan_suite"]
 

@@ -116,7 +116,7 @@ def deterministic_bound(
 ) -> float:
     """The exact one-sided 1 − α upper bound of the gap from ``discordant`` of ``seeds``
     seeds whose variants disagree (Clopper–Pearson), times the scale's range ``spread``."""
-    from ..stats.bounds import clopper_pearson_upper
+    from .bounds import clopper_pearson_upper
 
     return clopper_pearson_upper(discordant, seeds, alpha) * spread
 
@@ -233,7 +233,7 @@ def discordant_seeds_needed(
 ) -> int | None:
     """Seeds for the exact bound to fall below ``threshold`` when a ``share`` of seeds keeps
     disagreeing; None when it never can (share × spread ≥ threshold)."""
-    from ..stats.bounds import clopper_pearson_upper
+    from .bounds import clopper_pearson_upper
 
     if share <= 0.0:
         return deterministic_seeds(threshold, alpha, spread)

@@ -23,13 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...traces.model import ProcessTrace
+from ..gate.results import CounterfactualPair, Variant
 from ..metrics import MetricValues
 from ..records import Observation
 
 __all__ = [
     "PAIRS",
-    "CounterfactualPair",
-    "Variant",
     "find_pairs",
     "process_signals",
     "prompt_segments",
@@ -50,44 +49,6 @@ SIGNAL_NAMES = (
     "plan_steps",
     "retrieved_documents",
 )
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One side of a pair: a record, its group, its value of the metric and what it did.
-
-    ``prompt``/``response`` are None when the record was recorded with content capture off;
-    ``signals`` is None when the record has no process trace.
-    """
-
-    record_id: str
-    variant_id: str
-    group: str
-    assignments: Mapping[str, str]
-    value: float
-    trace_id: str | None
-    prompt: str | None
-    response: str | None
-    signals: Mapping[str, Any] | None
-
-
-@dataclass(frozen=True)
-class CounterfactualPair:
-    """Two variants of one seed: ``high`` from the group at the top of the gap, ``low`` from
-    the one at the bottom; ``difference`` is their groups' within-seed difference of means."""
-
-    seed_id: str
-    column: str | None
-    difference: float
-    high: Variant
-    low: Variant
-    differing: tuple[str, ...]
-    summary: str
-
-    @property
-    def headline(self) -> str:
-        """One line for a console: ``seed q03: female escalated (...), male not``."""
-        return f"seed {self.seed_id}: {self.summary}"
 
 
 def process_signals(trace: ProcessTrace | None) -> dict[str, Any] | None:

@@ -1,13 +1,13 @@
-"""A suite's sufficient-statistics table filled in the engine, as :mod:`..stream` fills it.
+"""A suite's sufficient-statistics table filled in the engine, as :mod:`.stream` fills it.
 
-When every metric of a suite is one the engine can reduce (:data:`.sufficient_sql.SQL_VALUES`:
+When every metric of a suite is one the engine can reduce (:data:`.stats.sufficient_sql.SQL_VALUES`:
 a flag or count of what the SQL map computes), the engine groups the mapped agent traces by
 variant — records, sums and sums of squares of each metric's value, records whose value is
 empty (0), records carrying each metric's signal, the smallest record id and its trace — and
 only that table (one row per variant in the traffic) leaves it. :func:`suite_table` then matches
-the variants to the suite and writes the rows :class:`~..stream.TableBuilder` writes from the
+the variants to the suite and writes the rows :class:`~.stream.TableBuilder` writes from the
 same records: cells, discordance, evidence, observed cells, column labels, signal counts,
-records matching no variant. :func:`~..evaluate_table.evaluate_sufficient` evaluates it.
+records matching no variant. :func:`~.evaluate_table.evaluate_sufficient` evaluates it.
 
 Records the map cannot finish alone (``python_rules``), and those whose signal depends on a
 rule the query does not copy (a fairtrace ``spanguard_stated`` note; documents as the only
@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...traces.sqlmap import expand_sql, map_sql
-from ..design.suite import Suite
-from ..records import group_label
-from .sufficient import (
+from ..traces.sqlmap import expand_sql, map_sql
+from .design.suite import Suite
+from .records import group_label
+from .stats.sufficient import (
     CellStats,
     EvidencePointer,
     MetricColumns,
@@ -33,7 +33,7 @@ from .sufficient import (
     SignalRecords,
     SufficientStatistics,
 )
-from .sufficient_sql import SQL_VALUES
+from .stats.sufficient_sql import SQL_VALUES
 
 __all__ = ["EngineTable", "suite_table", "suite_table_sql"]
 
