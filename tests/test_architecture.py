@@ -176,6 +176,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
         "emit": ("emit",),
         "mining": ("mining",),
     },
+    {"evaluation": ("evaluation",)},
     {"commands": ("cli", "demo", "_entry", "__main__")},
 )
 
@@ -393,6 +394,61 @@ def test_the_walk_finds_lazy_and_type_checking_cycles(tmp_path: Path) -> None:
         ["pkg.a", "pkg.sub.b", "pkg.a"],
         ["pkg.c", "pkg.d", "pkg.c"],
     ]
+
+
+def command_modules(cli_init: Path) -> set[str]:
+    """The modules ``cli/__init__.COMMANDS`` names (its "module:attribute" values, read with
+    :mod:`ast`): the commands. Every other module under ``cli/`` (``cli/_*.py``) is a helper."""
+    found: set[str] = set()
+    for node in nodes(cli_init):
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == "COMMANDS":
+            assert isinstance(node, ast.Assign | ast.AnnAssign)
+            assert isinstance(node.value, ast.Dict), "COMMANDS is no dict literal"
+            for value in node.value.values:
+                assert isinstance(value, ast.Constant) and isinstance(value.value, str)
+                found.add(value.value.partition(":")[0])
+    return found
+
+
+def commands_importing_commands(graph: Graph, commands: set[str]) -> list[str]:
+    """Each import of one command module by another (what two commands share belongs in the
+    library or in a ``cli/_*`` helper)."""
+    return [
+        f"{module} → {target} ({where})"
+        for module in sorted(commands)
+        for target, where in sorted(graph.get(module, {}).items())
+        if target in commands
+    ]
+
+
+def test_no_command_imports_another_command() -> None:
+    """``run`` took 7 names from ``fairness`` (issue 51): a command is a thin client of the
+    library and of the ``cli/_*`` helpers, never of another command."""
+    commands = command_modules(SOURCES[1] / "spanguard_processor" / "cli" / "__init__.py")
+    assert {"spanguard_processor.cli.run", "spanguard_processor.cli.fairness"} <= commands
+    found = commands_importing_commands(import_graph(SOURCES, PACKAGES), commands)
+    assert found == [], "commands importing another command:\n  " + "\n  ".join(found)
+
+
+def test_the_command_scan_finds_a_lazy_import_of_another_command(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/cli/__init__.py": 'COMMANDS: dict[str, str] = {"a": "pkg.cli.a:a", '
+            '"b": "pkg.cli.b:b"}\n',
+            "pkg/cli/a.py": "from ._shared import x\n\n\ndef a():\n    from .b import y\n",
+            "pkg/cli/b.py": "from ._shared import x\ny = x\n",
+            "pkg/cli/_shared.py": "x = 1\n",
+        },
+    )
+    commands = command_modules(tmp_path / "pkg" / "cli" / "__init__.py")
+    assert commands == {"pkg.cli.a", "pkg.cli.b"}
+    found = commands_importing_commands(import_graph([tmp_path], ["pkg"]), commands)
+    assert found == ["pkg.cli.a → pkg.cli.b (pkg/cli/a.py:5)"]
 
 
 def test_the_grpc_receiver_loads_without_the_http_stack() -> None:

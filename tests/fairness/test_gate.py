@@ -176,7 +176,7 @@ def test_gate_config_errors_name_its_own_fields(settings: dict[str, object], fie
 
 
 def test_the_commands_name_the_option_that_set_a_bad_gate_field() -> None:
-    from spanguard_processor.cli.fairness import gate_config
+    from spanguard_processor.cli._evaluation import gate_config
 
     with pytest.raises(ConfigError) as caught:
         gate_config("default", 0.05, -1, 999, 0)

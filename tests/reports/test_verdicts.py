@@ -14,14 +14,16 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from spanguard_processor.cli.fairness import evaluation_options, finish
+from spanguard_processor.cli._evaluation import evaluation_options, finish
 from spanguard_processor.fairness.gate.results import Evaluation, Verdict
+from spanguard_processor.fairness.report.evidence_report import ReportOptions
 from spanguard_processor.fairness.report.reports import (
     render_junit,
     render_markdown,
     report_dict,
     write_reports,
 )
+from spanguard_processor.fairness.report.run_reports import report_run
 
 from .verdicts import DIAGNOSIS, FAILING, PASSING, SILENT, UNDECIDED, evaluation
 
@@ -34,7 +36,7 @@ def _console(ev: Evaluation, *args: str) -> Result:
     @evaluation_options
     @click.pass_context
     def show(ctx: click.Context, output: Path | None, fmt: str, **_: Any) -> None:
-        finish(ctx, ev, output, fmt)
+        finish(ctx, report_run(ev, output, ReportOptions()), output, fmt)
 
     return CliRunner().invoke(show, list(args))
 

@@ -11,9 +11,10 @@ import click
 from spanguard.exceptions import InputError
 
 if TYPE_CHECKING:  # the file checks load yaml and the store's schema: not needed for --help
+    from ..evaluation.suite_run import MinedReplay
     from ..inputs.guard import FileKind
 
-__all__ = ["echo_mining", "nothing_to_write", "only_stores"]
+__all__ = ["echo_mined", "echo_mining", "nothing_to_write", "only_stores"]
 
 _LISTED = 10
 
@@ -145,15 +146,10 @@ traffic_weights_option = click.option(
 )
 
 
-def replay_mined(
-    suite_path: Path, suite: Any, ev: Any, output: Path | None, options: Any, traffic_weights: bool
-) -> None:
-    """For a mined suite: link its seeds to their production traces (production.md/json in
-    the report folder) and, when asked, print the traffic-weighted gaps (never a verdict)."""
-    from ..mining.replay import mined_provenance, traffic_weighted, write_production
-
-    provenance = mined_provenance(suite_path)
-    if not provenance:
+def echo_mined(suite_path: Path, mined: MinedReplay, traffic_weights: bool) -> None:
+    """A mined suite's replay on stderr: the traffic-weighted gaps (never a verdict) and where
+    its seeds were linked to their production traces; a note when --traffic-weights has none."""
+    if not mined.seeds:
         if traffic_weights:
             click.echo(
                 "note: --traffic-weights applies to suites written by `suite mine`; "
@@ -161,17 +157,15 @@ def replay_mined(
                 err=True,
             )
         return
-    weighted = traffic_weighted(ev, suite, provenance) if traffic_weights else ()
-    for w in weighted:
+    for w in mined.weighted:
         click.echo(
             f"traffic-weighted (report-only, a different estimand): {w.metric} "
             f"{w.weighted:.4f} (unweighted {w.unweighted:.4f}, {w.seeds} seeds)",
             err=True,
         )
-    if output is not None:
-        write_production(output, provenance, options.link, weighted, options.redact)
+    if mined.production is not None:
         click.echo(
-            f"mined suite: {len(provenance)} seed(s) linked to their production traces "
-            f"in {output / 'production.md'}",
+            f"mined suite: {mined.seeds} seed(s) linked to their production traces "
+            f"in {mined.production}",
             err=True,
         )

@@ -238,9 +238,9 @@ def run(
       spanguard cases run --cases evalset/cases.jsonl --traces new_agent.jsonl -o runs/now.json
       spanguard cases run --cases evalset/cases.jsonl --source parquet://spans/ -o runs/now.json
     """
-    from ..common.jsonio import write_text_atomic
+    from ..evaluation.case_run import conclude_case_run
     from ..inputs import guard
-    from ..regression.report.render import render_metrics, run_junit
+    from ..regression.report.run_files import RunFiles
     from ..regression.run.run import run_cases
     from ._cases_replay import replay_result
 
@@ -271,29 +271,22 @@ def run(
         case_list, records = _load_run_inputs(cases_path, outputs, traces, recorded)
         result = run_cases(case_list, records)
     metrics = result.metrics
-    if output is not None:
-        write_text_atomic(output, result.to_json())
-    table = render_metrics(metrics)
-    click.echo(table)
+    outcome = conclude_case_run(result, RunFiles(output, markdown, junit), min_pass_rate)
+    click.echo(outcome.table)
     if app_ref is None:
         where = str(outputs or (traces[0] if traces else source))
         _echo_matching(result, len(case_list), where, outputs is None)
-    if markdown is not None:
-        write_text_atomic(markdown, table + "\n")
-    if junit is not None:
-        write_text_atomic(junit, run_junit(metrics, result.case_results))
     if output is not None:
         click.echo(f"\nwritten -> {output.as_posix()}")
     if show_failures:
         _show_failures(metrics.failures)
     send_case_events(endpoint, result.outcomes)
-    passed = min_pass_rate is None or metrics.pass_rate >= min_pass_rate
-    if not passed:
+    if not outcome.passed:
         click.echo(
             f"\nFAIL: pass rate {metrics.pass_rate:.2%} is below the required {min_pass_rate:.2%}",
             err=True,
         )
-    exit_gate(passed)
+    exit_gate(outcome.passed)
 
 
 def _echo_matching(result: RunResult, total: int, source: str, traces: bool) -> None:

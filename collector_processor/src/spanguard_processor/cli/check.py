@@ -8,18 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..common.jsonio import write_text_atomic
 from ..common.markdown import console_text
 from ..common.tracelinks import validate_template
+from ..evaluation.case_run import conclude_check
 from ..inputs import guard
-from ..regression.gate.diff import case_diffs
 from ..regression.gate.gate import DEFAULT_MIN_LATENCY_CHANGE_MS, Comparison, GateOptions, compare
-from ..regression.gate.rules import RULES
 from ..regression.gate.runfile import RunFile, load_run
 from ..regression.gate.verdict import RegressionOptions
-from ..regression.report.diff_report import diffs_markdown
-from ..regression.report.render import check_junit, render_check, verdict_line
-from ..regression.report.report_html import CheckReport, render_check_html
+from ..regression.report.run_files import CheckFiles
 from ._check_repeats import compare_repeats
 from ._common import check_files, exit_gate, in_command_terms
 from ._emit import emit_option, resolve_endpoint, send_case_events
@@ -152,39 +148,17 @@ def check(
         min_latency_ms=min_latency_change_ms,
     )
     if rules == "spanguard":
-        _with_repeats(baseline, current, options, repeats, (markdown, junit, html), endpoint)
+        _with_repeats(
+            baseline, current, options, repeats, CheckFiles(markdown, junit, html), endpoint
+        )
     base, cur, comparison = _compare_runs(baseline, current, options)
-    diffs = case_diffs(
-        base.case_details or {}, cur.case_details or {}, comparison.pass_to_fail, redact=redact
-    )
-    text = render_check(base.metrics, cur.metrics, comparison, diffs, in_command_terms)
-    click.echo(console_text(text))  # app text: no terminal escapes
-    if markdown is not None:
-        extra = diffs_markdown(diffs, trace_url)
-        write_text_atomic(
-            markdown,
-            text + "\n\n" + f"**{verdict_line(comparison)}**\n" + ("\n" + extra if extra else ""),
-        )
-    if junit is not None:
-        write_text_atomic(
-            junit, check_junit(comparison, [rule.metric for rule in RULES], diffs, trace_url)
-        )
-    if html is not None:
-        report = CheckReport(
-            baseline.as_posix(),
-            current.as_posix(),
-            base.metrics,
-            cur.metrics,
-            comparison,
-            tolerance_scale,
-            diffs,
-            trace_url,
-        )
-        write_text_atomic(html, render_check_html(report))
+    files = CheckFiles(markdown, junit, html)
+    report = (tolerance_scale, trace_url, redact)
+    outcome = conclude_check(base, cur, comparison, files, report, in_command_terms)
+    click.echo(console_text(outcome.text))  # app text: no terminal escapes
     send_case_events(endpoint, (cur.case_details or {}).values(), comparison.pass_to_fail)
-    passed = not comparison.violations
-    click.echo(f"\n{verdict_line(comparison)}", err=not passed)
-    exit_gate(passed)
+    click.echo(f"\n{outcome.verdict}", err=not outcome.passed)
+    exit_gate(outcome.passed)
 
 
 def _with_repeats(
@@ -192,13 +166,13 @@ def _with_repeats(
     current: Path,
     options: GateOptions,
     repeats: RegressionOptions,
-    outputs: tuple[Path | None, Path | None, Path | None],
+    files: CheckFiles,
     endpoint: Endpoint | None,
 ) -> None:
     """The repeats gate, which exits, when both files keep repeats; else a note on stderr."""
     base_run, cur_run = load_run(baseline), load_run(current)
     if base_run.repeats and cur_run.repeats:
-        compare_repeats(base_run, cur_run, options, repeats, outputs, endpoint)
+        compare_repeats(base_run, cur_run, (options, repeats), files, endpoint)
     if base_run.case_results is not None or cur_run.case_results is not None:
         click.echo(
             "note: a run file without repeats (written before `cases run` kept them): "

@@ -2,295 +2,18 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
 import click
 
-from spanguard.exceptions import ConfigError
-
-from ._common import check_files, exit_gate, in_command_terms, output_option, refuse_overwrite
-from ._emit import emit_option, resolve_endpoint, send_events
+from ._common import check_files
+from ._emit import emit_option
+from ._evaluation import GateArgs, begin, conclude, echo_plan, evaluation_options
 from ._source import read_source_traces, source_evaluation, source_options
-from ._suite_mine import replay_mined, traffic_weights_option
-from .suite import echo_plan
+from ._suite_mine import traffic_weights_option
 
-if TYPE_CHECKING:
-    from ..emit.otlp import Endpoint
-
-__all__ = [
-    "REPORT_FILES",
-    "emit_evaluation",
-    "evaluation_options",
-    "fairness",
-    "finish",
-    "gate_config",
-    "metric_lines",
-    "report_options",
-]
-
-#: What ``-o DIR`` holds after a run (the reports, and the history they are appended to).
-REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html", "history.jsonl")
-
-
-#: The statistics and gate options shared by ``fairness`` and ``run``, first to last.
-_EVALUATION_OPTIONS = (
-    output_option(
-        directory=True,
-        default=None,
-        help="Directory for report.json, report.md, junit.xml, report.html.",
-    ),
-    click.option(
-        "--gate",
-        type=click.Choice(["default", "point", "upper-bound"]),
-        default="default",
-        show_default=True,
-        help="default: PASS when the upper bound is under the threshold, "
-        "FAIL when the data show gap > threshold (one-sided, Holm), else "
-        "INCONCLUSIVE; point: fairtrace's gap > threshold; upper-bound: "
-        "as default, but INCONCLUSIVE fails.",
-    ),
-    click.option(
-        "--alpha",
-        type=click.FloatRange(0, 1, min_open=True, max_open=True),
-        default=0.05,
-        show_default=True,
-        help="Family-wise error rate for the gate.",
-    ),
-    click.option(
-        "--bootstrap",
-        "bootstrap",
-        type=click.IntRange(min=0),
-        default=2000,
-        show_default=True,
-        help="Seed-cluster bootstrap resamples.",
-    ),
-    click.option(
-        "--permutations",
-        type=click.IntRange(min=0),
-        default=999,
-        show_default=True,
-        help="Within-seed permutations for p-values.",
-    ),
-    click.option(
-        "--seed",
-        "random_seed",
-        type=int,
-        default=0,
-        show_default=True,
-        help="Random seed for resampling (results are deterministic).",
-    ),
-    click.option(
-        "--min-coverage",
-        type=click.FloatRange(0.0, 1.0),
-        default=0.95,
-        show_default=True,
-        help="Fail a metric when a group has a smaller share of its variants "
-        "recorded (or when missingness depends on the group).",
-    ),
-    click.option(
-        "--allow-partial",
-        is_flag=True,
-        help="Accept partial data: no coverage or missingness failures.",
-    ),
-    click.option(
-        "--allow-inconclusive",
-        is_flag=True,
-        help="Exit 0 when a metric is INCONCLUSIVE (neither shown within nor "
-        "beyond its threshold), with a warning line for each.",
-    ),
-    click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["text", "json", "markdown"]),
-        default="text",
-        show_default=True,
-        help="What to print on stdout.",
-    ),
-    click.option(
-        "--plugin",
-        "plugins",
-        multiple=True,
-        metavar="MODULE",
-        help="Import MODULE first (it may register custom metrics).",
-    ),
-    click.option(
-        "--trace-url",
-        "trace_url",
-        metavar="TEMPLATE",
-        default=None,
-        help="Link each evidence trace id in the reports to a trace viewer, e.g. "
-        "http://localhost:16686/trace/{trace_id} (Jaeger).",
-    ),
-    click.option(
-        "--redact",
-        is_flag=True,
-        default=False,
-        help="Leave prompts and responses out of the reports (signals and ids stay).",
-    ),
-    click.option(
-        "--label",
-        "label",
-        default=None,
-        metavar="TEXT",
-        help="Label of this run in the output folder's history.jsonl (default: "
-        "the git commit, when run inside a git work tree).",
-    ),
-)
-
-
-def evaluation_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The statistics and gate options shared by ``fairness`` and ``run``."""
-    for option in reversed(_EVALUATION_OPTIONS):
-        command = option(command)
-    return command
-
-
-# GateConfig's fields that this command's options spell otherwise (the parameter names)
-_GATE_OPTIONS = {
-    "mode": "gate",
-    "bootstrap_samples": "bootstrap",
-    "permutation_samples": "permutations",
-}
-
-
-def gate_config(
-    gate: str,
-    alpha: float,
-    bootstrap: int,
-    permutations: int,
-    random_seed: int,
-    min_coverage: float = 0.95,
-    allow_partial: bool = False,
-    allow_inconclusive: bool = False,
-) -> Any:
-    from ..fairness import GateConfig
-
-    try:
-        return GateConfig(
-            mode=gate,  # type: ignore[arg-type]
-            alpha=alpha,
-            bootstrap_samples=bootstrap,
-            permutation_samples=permutations,
-            seed=random_seed,
-            min_coverage=min_coverage,
-            allow_partial=allow_partial,
-            allow_inconclusive=allow_inconclusive,
-        )
-    except ConfigError as exc:  # GateConfig names its fields; these options set them
-        raise ConfigError(_GATE_OPTIONS.get(exc.parameter, exc.parameter), exc.detail) from None
-
-
-def load_plugins(plugins: tuple[str, ...]) -> None:
-    from ..common.references import import_module
-
-    for name in plugins:
-        import_module(name, "the plugin", error=lambda message: ConfigError("--plugin", message))
-
-
-def report_options(trace_url: str | None, redact: bool) -> Any:
-    """Validated before any work, so a bad --trace-url costs nothing (exit 2)."""
-    from ..fairness.report.evidence_report import ReportOptions
-
-    return ReportOptions(trace_url=trace_url, redact=redact)
-
-
-def finish(
-    ctx: click.Context,
-    ev: Any,
-    output: Path | None,
-    fmt: str,
-    options: Any = None,
-    *,
-    label: str | None = None,
-) -> NoReturn:
-    """Write the reports, print a line per metric (PASS, FAIL, INCONCLUSIVE or NO_SIGNAL, with
-    what a reader needs beside it) and the gate's verdict, then exit 0 (passed) or 1: the
-    printed verdict and the exit code come from the same ``ev.passed``."""
-    from ..fairness.report.evidence_report import ReportOptions
-    from ..fairness.report.reports import render_markdown, report_dict, write_reports
-    from ..fairness.report.verdict_text import gate_summary, tolerated
-
-    options = options or ReportOptions()
-    if options.redact:  # every report and the console: no app-provided free text
-        from ..fairness.report.redaction import redact_evaluation
-
-        ev = redact_evaluation(ev)
-    if output is not None:
-        from ..fairness.report.history import record_run, trend_lines
-        from ..fairness.report.reports import _version
-
-        write_reports(ev, output, options)
-        rows = record_run(ev, output, _version(), label=label)  # history.jsonl + trends
-        if fmt == "text":
-            for line in trend_lines(rows):
-                click.echo(line)
-    if fmt == "json":
-        summary = report_dict(ev, options, scenarios=False)
-        summary.pop("scenario_results")
-        click.echo(json.dumps(summary, indent=2, allow_nan=False))
-    elif fmt == "markdown":
-        click.echo(render_markdown(ev, options), nl=False)
-    else:
-        for r in ev.results:
-            for line in metric_lines(r):
-                click.echo(line)
-        if output is not None:
-            click.echo(f"reports written to {output}")
-    for r in tolerated(ev):  # one warning line per INCONCLUSIVE metric let through
-        needs = f"; about {r.seeds_needed} seeds would decide it" if r.seeds_needed else ""
-        click.echo(
-            f"warning: {r.metric} is INCONCLUSIVE (neither shown within nor beyond "
-            f"its threshold {r.threshold:g}{needs}); allowed by --allow-inconclusive",
-            err=fmt != "text",
-        )
-    click.echo(
-        in_command_terms(f"fairness gate {gate_summary(ev)}")
-        + (f"; {len(ev.errors)} app error(s)" if ev.errors else ""),
-        err=fmt != "text",
-    )
-    exit_gate(ev.passed, ctx)
-
-
-def emit_evaluation(endpoint: Endpoint | None, ev: Any, redact: bool) -> None:
-    """Send ``ev``'s gen_ai.evaluation.result records to ``endpoint`` (if any); with --redact
-    they carry no app text, as no report file does (an escalation pair quotes its reason)."""
-    if endpoint is None:
-        return
-    from ..emit.events import fairness_events
-
-    if redact:
-        from ..fairness.report.redaction import redact_evaluation
-
-        ev = redact_evaluation(ev)
-    send_events(endpoint, fairness_events(ev))
-
-
-def metric_lines(r: Any) -> list[str]:
-    """A metric on the terminal: its verdict line, then indented notes (the diagnosis of a
-    NO_SIGNAL metric, the seeds an INCONCLUSIVE one needs, why an interval is unbounded)
-    and the top counterfactual pair of a metric that did not pass."""
-    from ..common.markdown import console_text
-    from ..fairness.gate.results import Verdict
-    from ..fairness.report.attribute_text import attribute_lines
-    from ..fairness.report.verdict_text import interval_text, label, metric_notes, number, reason
-
-    silent = r.verdict == Verdict.NO_SIGNAL  # nothing was measured: no score to show
-    score = "–" if silent else number(r.score)
-    interval = "–" if silent else interval_text(r)
-    lines = [
-        f"{label(r.verdict):<12} {r.metric:<30} {score:>10} {interval:<20} "
-        f"thr {r.threshold:g}  {in_command_terms(reason(r), mode='--gate')}".rstrip()
-    ]
-    lines += [f"{'':<13}{in_command_terms(line)}" for line in attribute_lines(r)]
-    lines += [
-        f"{'':<13}{in_command_terms(part)}" for note in metric_notes(r) for part in note.split("; ")
-    ]  # a diagnosis lists what was seen, one a line
-    if r.verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE) and r.evidence:  # the top pair
-        lines.append(f"{'':<13}{console_text(r.evidence[0].headline)}")  # app text: inert
-    return lines
+__all__ = ["fairness"]
 
 
 def _streamed(
@@ -346,14 +69,7 @@ def fairness(
     suite_path: Path,
     inputs: tuple[Path, ...],
     output: Path | None,
-    gate: str,
-    alpha: float,
-    bootstrap: int,
-    permutations: int,
-    random_seed: int,
-    min_coverage: float,
-    allow_partial: bool,
-    allow_inconclusive: bool,
+    gate_args: GateArgs,
     fmt: str,
     plugins: tuple[str, ...],
     trace_url: str | None,
@@ -380,28 +96,14 @@ def fairness(
       spanguard fairness suite.yaml --source parquet://spans/ -o fairness-report
     Exit codes: 0 pass, 1 gate failed, 2 bad input.
     """
-    from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite, read_inputs
     from ..fairness.records import observations_of
     from ..inputs import guard
 
     # no output may replace an input; the suite is checked and validated before the traces
-    refuse_overwrite([suite_path, *inputs], directories=[(output, REPORT_FILES)])
-    load_plugins(plugins)
-    check_files([(guard.SUITE, suite_path)])
-    config = gate_config(
-        gate,
-        alpha,
-        bootstrap,
-        permutations,
-        random_seed,
-        min_coverage,
-        allow_partial,
-        allow_inconclusive,
-    )
-    options = report_options(trace_url, redact)
-    endpoint = resolve_endpoint(emit_otlp)
-    suite = load_suite(suite_path)
+    paths: tuple[list[Path], list[Path | None]] = ([suite_path, *inputs], [])
+    begun = begin(suite_path, paths, output, plugins, gate_args, (trace_url, redact), emit_otlp)
+    suite, config = begun.suite, begun.config
     for path, kind in check_files([(guard.EVALUATION, inputs)]):
         if kind is guard.FileKind.FAIRNESS_REPORT:
             click.echo(
@@ -414,11 +116,13 @@ def fairness(
         ev, unmatched, missing = reduced
     elif stream:
         traces = read_source_traces(inputs, source, since, until, explain)
-        ev, unmatched, missing = _streamed(suite, inputs, traces, config, alpha)
+        ev, unmatched, missing = _streamed(suite, inputs, traces, config, gate_args.alpha)
     else:
         traces = read_source_traces(inputs, source, since, until, explain)
         observations = read_inputs(list(inputs)) if traces is None else observations_of(traces)
-        echo_plan(suite, _repeats(suite, observations), alpha)  # the design's power, first
+        echo_plan(
+            suite, _repeats(suite, observations), gate_args.alpha
+        )  # the design's power, first
         ev, matched = evaluate_suite(suite, observations, config)
         unmatched, missing = matched.unmatched, len(matched.missing_variants)
     if unmatched:
@@ -428,6 +132,4 @@ def fairness(
         )
     if missing:
         click.echo(f"note: {missing} variant(s) of the suite have no record.", err=True)
-    emit_evaluation(endpoint, ev, redact)
-    replay_mined(suite_path, suite, ev, output, options, traffic_weights)
-    finish(ctx, ev, output, fmt, options, label=label)
+    conclude(ctx, suite_path, begun, ev, output, fmt, label=label, traffic_weights=traffic_weights)

@@ -9,19 +9,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._app import app_options, call_progress, load_app
-from ._common import check_files, refuse_overwrite
-from ._emit import emit_option, resolve_endpoint
-from ._suite_mine import replay_mined, traffic_weights_option
-from .fairness import (
-    REPORT_FILES,
-    emit_evaluation,
-    evaluation_options,
-    finish,
-    gate_config,
-    load_plugins,
-    report_options,
-)
-from .suite import echo_plan
+from ._emit import emit_option
+from ._evaluation import GateArgs, begin, conclude, echo_plan, evaluation_options
+from ._suite_mine import traffic_weights_option
 
 if TYPE_CHECKING:
     from ..fairness.design.suite import Variant
@@ -58,14 +48,7 @@ def run(
     concurrency: int,
     traces_out: Path | None,
     output: Path | None,
-    gate: str,
-    alpha: float,
-    bootstrap: int,
-    permutations: int,
-    random_seed: int,
-    min_coverage: float,
-    allow_partial: bool,
-    allow_inconclusive: bool,
+    gate_args: GateArgs,
     fmt: str,
     plugins: tuple[str, ...],
     trace_url: str | None,
@@ -87,28 +70,13 @@ def run(
     Exit codes: 0 pass, 1 gate failed (or an app call failed), 2 bad input.
     """
     from ..common.markdown import console_text
-    from ..fairness import load_suite
     from ..fairness.pipeline import evaluate_suite
-    from ..inputs import guard
 
-    refuse_overwrite([suite_path], [traces_out], directories=[(output, REPORT_FILES)])
-    load_plugins(plugins)
-    check_files([(guard.SUITE, suite_path)])
-    config = gate_config(
-        gate,
-        alpha,
-        bootstrap,
-        permutations,
-        random_seed,
-        min_coverage,
-        allow_partial,
-        allow_inconclusive,
-    )
-    options = report_options(trace_url, redact)
-    endpoint = resolve_endpoint(emit_otlp)
-    suite = load_suite(suite_path)
+    paths = ([suite_path], [traces_out])
+    begun = begin(suite_path, paths, output, plugins, gate_args, (trace_url, redact), emit_otlp)
+    suite = begun.suite
     app, adapted = load_app(app_ref, adapter, adapter_options)  # its signature, read once
-    echo_plan(suite, repeats, alpha)  # the design's power, before the first app call
+    echo_plan(suite, repeats, gate_args.alpha)  # the design's power, before the first app call
     spans: list[Any] | None = [] if traces_out is not None else None
     observations, errors = _call_app(app, suite.variants, repeats, concurrency, spans)
     if traces_out is not None and spans is not None:
@@ -125,10 +93,8 @@ def run(
             ),
             err=True,
         )
-    ev, _ = evaluate_suite(suite, observations, config, errors=errors)
-    emit_evaluation(endpoint, ev, redact)
-    replay_mined(suite_path, suite, ev, output, options, traffic_weights)
-    finish(ctx, ev, output, fmt, options, label=label)
+    ev, _ = evaluate_suite(suite, observations, begun.config, errors=errors)
+    conclude(ctx, suite_path, begun, ev, output, fmt, label=label, traffic_weights=traffic_weights)
 
 
 def _call_app(

@@ -9,9 +9,10 @@ from typing import Any
 import click
 
 from ._common import renamed
+from ._evaluation import echo_plan
 from ._source import source_options
 
-__all__ = ["echo_plan", "suite"]
+__all__ = ["suite"]
 
 
 @click.group()
@@ -91,15 +92,6 @@ def plan(suite_path: Path, repeats: int, alpha: float) -> None:
 
     check_files([(guard.SUITE, suite_path)])
     echo_plan(load_suite(suite_path), repeats, alpha, err=False)
-
-
-def echo_plan(suite_: Any, repeats: int, alpha: float, *, err: bool = True) -> None:
-    """The suite's power table (``spanguard suite plan``); on stderr for run and fairness, so
-    their stdout stays the verdict (and valid JSON with --format json)."""
-    from ..fairness.plan import plan_lines, plan_suite
-
-    for line in plan_lines(plan_suite(suite_, repeats, alpha)):
-        click.echo(line, err=err)
 
 
 @suite.command()
