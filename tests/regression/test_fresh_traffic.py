@@ -238,3 +238,48 @@ def test_a_request_goes_to_the_path_its_values_fall_in_and_to_neither_of_two() -
     # the conditions survive the case file
     again = Case.from_dict(json.loads(json.dumps(cases[2].to_dict())))
     assert again.match == cases[2].match
+
+
+def _moving_together(folder: Path) -> list[Case]:
+    """Cases of 23 declined applications whose amount equals their income (the two move
+    together on day 1); earning at least 100,000 adds ``verify_income`` (11 of them)."""
+    from .loan_agent import Application
+
+    apps = [
+        Application(f"d1-{i}", 0, f"Please lend me {n} USD; my annual income is {n} USD.", "", n, n)
+        for i, n in enumerate(range(40_000, 155_000, 5_000))
+    ]
+    build_evalset([_log(folder, "day1", serve(apps, seed=1)[0])], BuildOptions(out=folder / "ev"))
+    return load_cases(folder / "ev" / "cases.jsonl")
+
+
+def test_a_path_two_features_separate_takes_a_request_only_when_both_agree(
+    tmp_path: Path,
+) -> None:
+    """bench_regression_e2e --designs fresh, seed 9: the high-income path (verify_income) was
+    split off by the loan amount, which moved with the income within day 1's declines; new
+    applications with a large amount and a small income reached that case without calling
+    verify_income ("calls verify_income 11/11 -> 10/16")."""
+    from spanguard_processor.regression.case import Evidence
+    from spanguard_processor.regression.run.outputs import OutputRecord
+    from spanguard_processor.regression.run.templated import assign_by_template
+
+    cases = _moving_together(tmp_path)
+    (verify,) = [c for c in cases if c.match and any(c.match.when)]
+    (level,) = [c for c in verify.match.when if c is not None] if verify.match else []
+    # the chosen feature first (the amount, slot 0), the income (slot 1) stored beside it
+    assert (level.slot, level.above, level.low) == (0, 95_000, 100_000)
+    assert [(c.slot, c.above, c.low) for c in level.also] == [(1, 95_000, 100_000)]
+    asks = {
+        "Please lend me 140000 USD; my annual income is 140000 USD.": verify.id,
+        "Please lend me 130000 USD; my annual income is 80000 USD.": None,  # amount only
+        "Please lend me 60000 USD; my annual income is 120000 USD.": None,  # income only
+    }
+    records = [OutputRecord(Evidence("ok"), text) for text in asks]
+    found = assign_by_template(cases, records)
+    placed = {r.input: case for case, rs in found.by_case.items() for r in rs}
+    assert placed == {text: case for text, case in asks.items() if case is not None}
+    assert len(found.ambiguous) == 2 and "went to neither" in found.notes()[0]
+    # the second feature survives the case file
+    again = Case.from_dict(json.loads(json.dumps(verify.to_dict())))
+    assert again.match == verify.match
