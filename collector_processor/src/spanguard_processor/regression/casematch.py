@@ -59,7 +59,11 @@ class Condition:
     slot (``slot``, the ``slot``-th value of the question), the ratio of two (``slot`` /
     ``over``), or a word's presence (``word``, ``present``). ``low``..``high`` is the range its
     day-1 requests spanned; a request matches when its value lies strictly between ``above``
-    and ``below``, the nearest values of another path's requests (None: unbounded)."""
+    and ``below``, the nearest values of another path's requests (None: unbounded).
+
+    ``also``: every other feature that separated the same day-1 requests from the rest (two
+    features that move together on day 1: a loan's amount and the applicant's income); a new
+    request takes the path only when all of them agree (:meth:`agrees`)."""
 
     slot: int | None = None
     over: int | None = None
@@ -69,6 +73,7 @@ class Condition:
     high: float | None = None
     above: float | None = None
     below: float | None = None
+    also: tuple[Condition, ...] = ()
 
     def value(self, numbers: Sequence[float | None]) -> float | None:
         """The feature's value for a question's :func:`slot_numbers`."""
@@ -90,13 +95,23 @@ class Condition:
             self.below is None or value < self.below
         )
 
+    def agrees(self, numbers: Sequence[float | None], words: set[str]) -> bool | None:
+        """Whether a request takes the path: True when this feature and every one in
+        ``also`` hold, False when none does, None when they disagree (it fits no path)."""
+        verdicts = {c.holds(numbers, words) for c in (self, *self.also)}
+        return verdicts.pop() if len(verdicts) == 1 else None
+
     def to_dict(self) -> dict[str, object]:
+        out: dict[str, object]
         if self.word is not None:
-            return {"word": self.word, "present": self.present}
-        out: dict[str, object] = {"slot": self.slot}
-        if self.over is not None:
-            out["over"] = self.over
-        out.update(low=self.low, high=self.high, above=self.above, below=self.below)
+            out = {"word": self.word, "present": self.present}
+        else:
+            out = {"slot": self.slot}
+            if self.over is not None:
+                out["over"] = self.over
+            out.update(low=self.low, high=self.high, above=self.above, below=self.below)
+        if self.also:
+            out["also"] = [c.to_dict() for c in self.also]
         return out
 
     @classmethod
@@ -104,8 +119,13 @@ class Condition:
         """The condition of a ``when`` entry; None for ``null`` or a malformed entry."""
         if not isinstance(data, Mapping):
             return None
+        extra = data.get("also", [])
+        also = [cls.from_dict(c) for c in extra] if isinstance(extra, list) else [None]
+        if any(c is None or c.also for c in also):
+            return None  # a malformed ``also``: the entry is malformed
+        checked = tuple(c for c in also if c is not None)
         if isinstance(data.get("word"), str):
-            return cls(word=data["word"], present=data.get("present") is not False)
+            return cls(word=data["word"], present=data.get("present") is not False, also=checked)
         slot = _index(data.get("slot"))
         if slot is None:
             return None
@@ -116,6 +136,7 @@ class Condition:
             high=_float(data.get("high")),
             above=_float(data.get("above")),
             below=_float(data.get("below")),
+            also=checked,
         )
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 from ...traces.model import ProcessTrace
@@ -217,8 +217,46 @@ class _Features:
             and len(best.members) >= MIN_PATH_ROWS
             and len(best.members) >= MIN_RUN_SHARE * need
         ):
-            return best
+            also = self._numeric_also(best, active, aside) + self._word_also(best, active, aside)
+            return Run(best.members, replace(best.condition, also=also))
         return None
+
+    def _numeric_also(self, run: Run, active: set[int], aside: set[int]) -> tuple[Condition, ...]:
+        """Every other numeric feature on which ``run``'s requests are exactly one unbroken run
+        of ``active`` (two features that move together on day 1), with its range."""
+        members, chosen = set(run.members), run.condition
+        out = []
+        for (slot, over), feature in zip(self.specs, self.numeric, strict=True):
+            if (chosen.word is None and (chosen.slot, chosen.over) == (slot, over)) or not (
+                members <= feature.keys()
+            ):
+                continue
+            low, high = min(feature[m] for m in members), max(feature[m] for m in members)
+            others = [v for m, v in feature.items() if m in active and m not in members]
+            away = sum(1 for m, v in feature.items() if m in aside and low <= v <= high)
+            if (
+                not others
+                or any(low <= v <= high for v in others)
+                or not _few(away, len(members))
+            ):
+                continue
+            above = max((v for v in others if v < low), default=None)
+            below = min((v for v in others if v > high), default=None)
+            out.append(Condition(slot, over, low=low, high=high, above=above, below=below))
+        return tuple(out)
+
+    def _word_also(self, run: Run, active: set[int], aside: set[int]) -> tuple[Condition, ...]:
+        """Every other word whose presence (or absence) among ``active`` is exactly ``run``'s."""
+        members, chosen = set(run.members), run.condition
+        out = []
+        for word, holders in zip(self.names, self.words, strict=True):
+            if word == chosen.word:
+                continue
+            if holders & active == members and _few(len(holders & aside), len(members)):
+                out.append(Condition(word=word))
+            elif active - holders == members and _few(len(aside - holders), len(members)):
+                out.append(Condition(word=word, present=False))
+        return tuple(out)
 
 
 def _few(aside: int, run: int) -> bool:

@@ -9,8 +9,11 @@ id, ``source_trace_id`` or exact question goes to a case in two steps:
    template_ratio`: slots aligned, at least 70 % of the words), the best-aligned one; a tie
    between two different templates is a request that fits two cases;
 2. within the template, **level by level** (answer class, then process): the path whose
-   condition its values meet; when none does, the level's most common path (the case with no
-   condition at that level); when two different conditions hold, it fits two cases;
+   condition its values meet — on every feature the condition stores (``also``: features that
+   moved together on day 1); when none does, the level's most common path (the case with no
+   condition at that level); when two different conditions hold, or the features of one
+   condition disagree (a new application's amount in a path's range, its income not), it fits
+   two cases;
 3. of a path's case and the cases of its template's wording variants (``wording``), the one
    whose wording aligns best.
 
@@ -47,7 +50,8 @@ class TemplateAssignment:
         if self.ambiguous:
             out.append(
                 f"{len(self.ambiguous)} request(s) fit two or more cases (two templates "
-                "aligned equally, or values in the ranges of two paths) and went to neither; "
+                "aligned equally, values in the ranges of two paths, or features of one path "
+                "that disagree) and went to neither; "
                 f"first: {_shown(self.ambiguous[0])}"
             )
         if self.unmatched:
@@ -75,14 +79,14 @@ def _by_conditions(cases: Sequence[Case], text: str) -> int | None:
     candidates = list(range(len(cases)))
     depth = max(len(c.match.when) for c in cases if c.match is not None)
     for level in range(depth):
-        holding = list(
-            dict.fromkeys(
-                condition
-                for i in candidates
-                if (condition := _level(cases[i], level)) is not None
-                and condition.holds(numbers, found)
-            )
-        )
+        verdicts = {
+            condition: condition.agrees(numbers, found)
+            for i in candidates
+            if (condition := _level(cases[i], level)) is not None
+        }
+        if None in verdicts.values():  # the features of one path disagree: neither
+            return _AMBIGUOUS
+        holding = [condition for condition, verdict in verdicts.items() if verdict]
         if len(holding) > 1:
             return _AMBIGUOUS
         wanted = holding[0] if holding else None
