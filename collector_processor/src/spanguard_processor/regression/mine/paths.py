@@ -234,11 +234,7 @@ class _Features:
             low, high = min(feature[m] for m in members), max(feature[m] for m in members)
             others = [v for m, v in feature.items() if m in active and m not in members]
             away = sum(1 for m, v in feature.items() if m in aside and low <= v <= high)
-            if (
-                not others
-                or any(low <= v <= high for v in others)
-                or not _few(away, len(members))
-            ):
+            if not others or any(low <= v <= high for v in others) or not _few(away, len(members)):
                 continue
             above = max((v for v in others if v < low), default=None)
             below = min((v for v in others if v > high), default=None)
