@@ -285,3 +285,17 @@ def test_a_path_two_features_separate_takes_a_request_only_when_both_agree(
     # the second feature survives the case file
     again = Case.from_dict(json.loads(json.dumps(verify.to_dict())))
     assert again.match == verify.match
+
+
+def test_a_malformed_also_is_bad_input_naming_file_line_and_field(tmp_path: Path) -> None:
+    import pytest
+
+    from spanguard.exceptions import CaseFormatError
+
+    path = tmp_path / "cases.jsonl"
+    when = [{"slot": 0, "low": 1.0, "high": 2.0, "above": None, "below": 3.0, "also": [7]}]
+    bad = {"id": "case-1", "input": "Lend me 1", "match": {"template": "Lend me #", "when": when}}
+    path.write_text(json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(CaseFormatError) as error:
+        load_cases(path)
+    assert f"{path.as_posix()}:1" in str(error.value) and "field 'match'" in str(error.value)
