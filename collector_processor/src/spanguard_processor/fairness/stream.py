@@ -48,6 +48,7 @@ from .stats.sufficient import (
     SeedDiscordance,
     SignalRecords,
     SufficientStatistics,
+    seed_discordance,
 )
 from .vocabulary import Kind
 
@@ -270,17 +271,12 @@ def _rows(
     cells: list[CellStats],
     discordance: list[SeedDiscordance],
 ) -> None:
+    rows: list[CellStats] = []
     for column, label in enumerate(labels):
-        by_seed: dict[str, list[float]] = {}
         for (seed, group), cell in sorted(m.cells.items()):
             exact = cell.sums.get(label, ExactSum())
             square = cell.squares[label].value() if label in cell.squares else 0.0
-            total = exact.value()
-            row = (cell.count, total, square, len(cell.variants), (exact.num, exact.shift))
-            cells.append(CellStats(m.name, column, seed, group, *row))
-            by_seed.setdefault(seed, []).append(total / cell.count)
-        for seed, means in sorted(by_seed.items()):
-            if len(means) >= 2:
-                discordance.append(
-                    SeedDiscordance(m.name, column, seed, len(means), len(set(means)) > 1)
-                )
+            row = (cell.count, exact.value(), square, len(cell.variants), (exact.num, exact.shift))
+            rows.append(CellStats(m.name, column, seed, group, *row))
+    cells.extend(rows)
+    discordance.extend(seed_discordance(rows))

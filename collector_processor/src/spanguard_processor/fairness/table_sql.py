@@ -29,9 +29,9 @@ from .stats.sufficient import (
     EvidencePointer,
     MetricColumns,
     ObservedCell,
-    SeedDiscordance,
     SignalRecords,
     SufficientStatistics,
+    seed_discordance,
 )
 from .stats.sufficient_sql import SQL_VALUES
 
@@ -164,25 +164,19 @@ def _table(
     unmatched: int,
 ) -> SufficientStatistics:
     cells: list[CellStats] = []
-    discordance: list[SeedDiscordance] = []
     evidence: list[EvidencePointer] = []
     for name, by_cell in zip(names, accs, strict=True):
-        by_seed: dict[str, list[float]] = {}
         for (seed, group), a in sorted(by_cell.items()):
             # every value is a count or flag: the sum is an integer, exact as (n, 0)
             exact = (int(a.total), 0)
             cells.append(
                 CellStats(name, 0, seed, group, a.count, a.total, a.total_sq, a.variants, exact)
             )
-            by_seed.setdefault(seed, []).append(a.total / a.count)
             if a.first is not None:
                 evidence.append(EvidencePointer(name, seed, group, *a.first))
-        for seed, means in sorted(by_seed.items()):
-            if len(means) >= 2:
-                discordance.append(SeedDiscordance(name, 0, seed, len(means), len(set(means)) > 1))
     return SufficientStatistics(
         cells=tuple(cells),
-        discordance=tuple(discordance),
+        discordance=seed_discordance(cells),
         evidence=tuple(evidence),
         observed=tuple(ObservedCell(s, g, n) for (s, g), n in sorted(observed.items())),
         columns=tuple(

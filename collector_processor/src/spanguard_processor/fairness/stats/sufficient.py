@@ -45,6 +45,7 @@ __all__ = [
     "SufficientStatistics",
     "cell_arrays",
     "reduce_values",
+    "seed_discordance",
 ]
 
 #: the version of the table's shape (fields, meaning, order)
@@ -133,12 +134,6 @@ class SufficientStatistics:
     traceless: int = 0  # matched records without a process trace (fairtrace records)
 
 
-@dataclass(frozen=True)
-class _Reduced:
-    cells: list[CellStats]
-    discordance: list[SeedDiscordance]
-
-
 def reduce_values(
     metric: str,
     seed_ids: Sequence[str],
@@ -154,33 +149,48 @@ def reduce_values(
     cells: dict[tuple[str, str], list[int]] = {}
     for i in keep.tolist():
         cells.setdefault((seed_ids[i], groups[i]), []).append(i)
-    out = _Reduced([], [])
+    out: list[CellStats] = []
     columns = values.shape[1] if values.ndim == 2 else 1
     matrix = values.reshape(len(valid), columns)
     for column in range(columns):
-        by_seed: dict[str, list[float]] = {}
         for (seed, group), rows in sorted(cells.items()):
             x = matrix[rows, column]
-            total = float(x.sum())
-            out.cells.append(
+            out.append(
                 CellStats(
                     metric,
                     column,
                     seed,
                     group,
                     len(rows),
-                    total,
+                    float(x.sum()),
                     float(np.dot(x, x)),
                     len({variant_ids[i] for i in rows}),
                 )
             )
-            by_seed.setdefault(seed, []).append(total / len(rows))
-        for seed, means in sorted(by_seed.items()):
-            if len(means) >= 2:
-                out.discordance.append(
-                    SeedDiscordance(metric, column, seed, len(means), len(set(means)) > 1)
-                )
-    return SufficientStatistics(tuple(out.cells), tuple(out.discordance), ())
+    return SufficientStatistics(tuple(out), seed_discordance(out), ())
+
+
+def seed_discordance(cells: Sequence[CellStats]) -> tuple[SeedDiscordance, ...]:
+    """Per (metric, column, seed) of two or more groups, whether their cell means differ: the
+    discordance rows of ``cells`` in the table's order (each seed's cells consecutive, as the
+    table orders them)."""
+    out: list[SeedDiscordance] = []
+    start = 0
+    for end in range(1, len(cells) + 1):
+        first = cells[start]
+        if end < len(cells) and (cells[end].metric, cells[end].column, cells[end].seed_id) == (
+            first.metric,
+            first.column,
+            first.seed_id,
+        ):
+            continue
+        if end - start >= 2:
+            differ = len({c.total / c.count for c in cells[start:end]}) > 1
+            out.append(
+                SeedDiscordance(first.metric, first.column, first.seed_id, end - start, differ)
+            )
+        start = end
+    return tuple(out)
 
 
 def cell_arrays(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...traces.sqlmap import expand_sql, map_sql
-from .sufficient import CellStats, EvidencePointer, SeedDiscordance, SufficientStatistics
+from .sufficient import CellStats, EvidencePointer, SufficientStatistics, seed_discordance
 
 __all__ = ["SQL_VALUES", "cells_sql", "read_cells"]
 
@@ -103,26 +103,4 @@ def read_cells(
             CellStats(metric, 0, seed, grp, int(n), float(total), float(total_sq), int(variants))
         )
         evidence.append(EvidencePointer(metric, seed, grp, first_record, first_trace or None))
-    return SufficientStatistics(tuple(cells), _discordance(cells), tuple(evidence)), left
-
-
-def _discordance(cells: Sequence[CellStats]) -> tuple[SeedDiscordance, ...]:
-    """Per (metric, seed) of two or more groups, whether their means differ (the cells come
-    ordered by metric and seed, so each seed's cells are consecutive)."""
-    out: list[SeedDiscordance] = []
-    start = 0
-    for end in range(1, len(cells) + 1):
-        if end < len(cells) and (cells[end].metric, cells[end].seed_id) == (
-            cells[start].metric,
-            cells[start].seed_id,
-        ):
-            continue
-        if end - start >= 2:
-            means = {c.total / c.count for c in cells[start:end]}
-            out.append(
-                SeedDiscordance(
-                    cells[start].metric, 0, cells[start].seed_id, end - start, len(means) > 1
-                )
-            )
-        start = end
-    return tuple(out)
+    return SufficientStatistics(tuple(cells), seed_discordance(cells), tuple(evidence)), left
